@@ -1,0 +1,51 @@
+# vnetbench: see README.md. `make demo` runs the quickstart scenario; `make test` runs the tests.
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# A static binary: the same executable runs as the guest's /init (agent mode)
+# and inside a lab VM, whatever libc is there.
+GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+export CGO_ENABLED := 0
+
+# Programs the harness drives at run time, from Debian packages.
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static
+
+.PHONY: all deps build test e2e demo fuzz bench clean
+all: build
+
+# Idempotent: installs only what is missing, running apt-get update once first.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all present ($(DEB_PACKAGES))"; fi
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/vnetbench ./cmd/vnetbench
+
+# Unit tests plus every end-to-end test this machine can run (the others skip
+# with the reason). VNETBENCH_BIN lets e2e tests use the built binary.
+test: build
+	$(GO) vet ./...
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 45m ./...
+
+demo: deps build
+	./$(BIN)/vnetbench run quickstart -o runs/quickstart-$$(date +%Y%m%d-%H%M%S)
+
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in ./scenarios ./perfparse ./report; do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+)
+
+// newFlagSet returns a FlagSet that reports errors instead of exiting and
+// prints its usage to w.
+func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		io.WriteString(w, "usage: vnetbench "+name+" "+synopsis+"\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args allowing flags before and after positional
+// arguments ("compare a b --fail-on x" works). A lone "--" ends flag
+// parsing. It returns the positional arguments. -h returns errHelp, which
+// callers return as is (exit 0 after usage was printed).
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, usageErrorf("%s: %v", fs.Name(), err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first non-flag, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if rest[0] == "-" || !strings.HasPrefix(rest[0], "-") {
+			pos = append(pos, rest[0])
+			args = rest[1:]
+			continue
+		}
+		args = rest
+	}
+}
+
+// errHelp means -h was given and usage was printed.
+var errHelp = &helpShown{}
+
+type helpShown struct{}
+
+func (*helpShown) Error() string { return "help shown" }
+func (*helpShown) ExitCode() int { return exitOK }

@@ -1,0 +1,115 @@
+// Command vnetbench benchmarks the Linux kernel's virtual network datapaths
+// (tun/tap, vhost-net) from a scenario YAML file: it boots a QEMU guest on a
+// tap NIC, drives it with pktgen, trafgen or iperf3, and reports mail-ready
+// tables, JSON/CSV/benchfmt output and exit codes for CI gates.
+//
+// main only calls run, so the whole CLI is testable in-process.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Exit codes: 0 ok, 1 the measured thing failed or a gate tripped,
+// 2 bad input or a missing capability.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitBadInput = 2
+)
+
+// command is one subcommand. run receives the arguments after the
+// subcommand name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is the subcommand table; each subcommand lives in its own file.
+var commands = map[string]command{
+	"list":     {"list the built-in scenarios", cmdList},
+	"validate": {"check scenario files without touching the host", cmdValidate},
+	"plan":     {"print the cells of a scenario in run order with their commands", cmdPlan},
+	"run":      {"run a scenario and write a run directory", cmdRun},
+	"doctor":   {"report what this host can run and what is missing", cmdDoctor},
+	"report":   {"render run directories or benchfmt files as tables", cmdReport},
+	"compare":  {"compare two runs and gate on regressions (exit 1)", cmdCompare},
+	"parse":    {"parse a tool's output (perf, pktgen, iperf3, ...) to JSON", cmdParse},
+	"image":    {"build the guest image (kernel + initramfs + agent)", cmdImage},
+	"merge":    {"join run directories of shards into one", cmdMerge},
+	"version":  {"print the version", cmdVersion},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, errHelp) {
+		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// run executes one CLI invocation.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return usageErrorf("no subcommand given")
+		}
+		return nil
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return usageErrorf("unknown subcommand %q; run 'vnetbench help' for the list", args[0])
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: vnetbench <subcommand> [flags] [args]")
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'vnetbench <subcommand> -h' for its flags.")
+}
+
+// exitCoder is implemented by errors that decide the process exit code.
+// Packages define their own (scenario errors, missing capabilities, tripped
+// gates); cmd does not need to know their types.
+type exitCoder interface{ ExitCode() int }
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return exitFailure
+}
+
+// usageError is bad command-line input: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) ExitCode() int { return exitBadInput }
+
+func usageErrorf(format string, a ...any) error {
+	return &usageError{fmt.Sprintf(format, a...)}
+}
