@@ -1,0 +1,330 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Set is what Load read: the samples of one or more run directories and
+// benchfmt files, joined by kernel label.
+type Set struct {
+	// Samples holds every non-warmup sample, in input order.
+	Samples []Sample
+	// Env maps a kernel label to the environment it was measured in.
+	Env map[string]*Env
+	// Sources are the paths read, in order.
+	Sources []string
+	// Warnings are caveats met while reading (torn lines, duplicates).
+	Warnings []string
+}
+
+// Load reads run directories (or their results.jsonl) and Go benchmark
+// format files and joins them by kernel label. Samples without a kernel
+// label take the name of their run directory (or file, without extension).
+// A torn last line of results.jsonl is skipped with a warning. Errors about
+// the input implement ExitCode() 2.
+func Load(paths ...string) (*Set, error) {
+	if len(paths) == 0 {
+		return nil, inputErrorf("no run directories or benchfmt files given")
+	}
+	set := &Set{Env: map[string]*Env{}}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, inputErrorf("%s does not exist; pass a run directory written by 'vnetbench run' or a benchfmt file", p)
+			}
+			return nil, fmt.Errorf("load %s: %w", p, err)
+		}
+		switch {
+		case fi.IsDir():
+			err = set.loadRunDir(p)
+		case filepath.Base(p) == ResultsFile:
+			err = set.loadRunDir(filepath.Dir(p))
+		default:
+			err = set.loadBenchfmt(p)
+		}
+		if err != nil {
+			return nil, err
+		}
+		set.Sources = append(set.Sources, p)
+	}
+	set.checkDuplicates()
+	return set, nil
+}
+
+func dirLabel(p string) string {
+	b := filepath.Base(filepath.Clean(p))
+	if ext := filepath.Ext(b); ext != "" && ext != b {
+		b = strings.TrimSuffix(b, ext)
+	}
+	return b
+}
+
+func (set *Set) loadRunDir(dir string) error {
+	path := filepath.Join(dir, ResultsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return inputErrorf("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)
+		}
+		return fmt.Errorf("load %s: %w", dir, err)
+	}
+	samples, _, warns, err := parseResults(path, data)
+	if err != nil {
+		return err
+	}
+	set.Warnings = append(set.Warnings, warns...)
+	env, err := ReadEnv(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range samples {
+		if s.Warmup {
+			continue
+		}
+		if s.Kernel == "" {
+			s.Kernel = dirLabel(dir)
+		}
+		if env.Emulated() {
+			s.Emulated = true
+		}
+		set.addEnv(s.Kernel, env)
+		set.Samples = append(set.Samples, s)
+	}
+	return nil
+}
+
+func (set *Set) addEnv(label string, env *Env) {
+	if _, ok := set.Env[label]; ok {
+		return
+	}
+	if k, ok := env.Kernels[label]; ok && k != nil {
+		set.Env[label] = k
+		return
+	}
+	set.Env[label] = env
+}
+
+// loadBenchfmt reads a Go benchmark format file. Each result line becomes a
+// sample: the name's "/key=value" parts become axes (the cell name is the
+// values joined by "/"), the units become metric keys, the "kernel" name
+// part or configuration key the kernel label (else the file name), and
+// "accel: tcg" or "emulated: true" marks it emulated.
+func (set *Set) loadBenchfmt(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	defer f.Close()
+	r := benchfmt.NewReader(f, path)
+	reps := map[[2]string]int{}
+	n := 0
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return inputErrorf("%v; fix the line or remove it", rec)
+		case *benchfmt.Result:
+			s := sampleFromResult(rec, dirLabel(path))
+			k := [2]string{s.Cell, s.Kernel}
+			s.Rep = reps[k]
+			reps[k]++
+			env := &Env{Accel: rec.GetConfig("accel"), CPUModel: rec.GetConfig("cpu"), KernelRelease: rec.GetConfig("kernel_release")}
+			if env.Emulated() {
+				s.Emulated = true
+			}
+			set.addEnv(s.Kernel, env)
+			set.Samples = append(set.Samples, s)
+			n++
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	if n == 0 {
+		return inputErrorf("%s holds no benchmark results; pass a run directory or a Go benchmark format file", path)
+	}
+	return nil
+}
+
+func sampleFromResult(rec *benchfmt.Result, fileLabel string) Sample {
+	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[string]float64{}, Labels: map[string]string{}}
+	base, parts := rec.Name.Parts()
+	var cell []string
+	for _, p := range parts {
+		p = bytes.TrimPrefix(p, []byte("/"))
+		if p[0] == '-' { // GOMAXPROCS suffix
+			continue
+		}
+		k, v, ok := bytes.Cut(p, []byte("="))
+		if !ok {
+			cell = append(cell, string(p))
+			continue
+		}
+		if string(k) == "kernel" {
+			s.Kernel = string(v)
+			continue
+		}
+		s.Axes[string(k)] = string(v)
+		cell = append(cell, string(v))
+	}
+	s.Cell = strings.Join(cell, "/")
+	if s.Cell == "" {
+		s.Cell = string(base)
+	}
+	s.Labels["benchmark"] = string(base)
+	for _, c := range rec.Config {
+		if !c.File {
+			continue
+		}
+		switch c.Key {
+		case "kernel":
+			if s.Kernel == "" {
+				s.Kernel = string(c.Value)
+			}
+		case "emulated":
+			s.Emulated, _ = strconv.ParseBool(string(c.Value))
+		case "window_s":
+			s.WindowS, _ = strconv.ParseFloat(string(c.Value), 64)
+		default:
+			s.Labels[c.Key] = string(c.Value)
+		}
+	}
+	if s.Kernel == "" {
+		s.Kernel = fileLabel
+	}
+	for _, v := range rec.Values {
+		unit, val := v.Unit, v.Value
+		if v.OrigUnit != "" {
+			unit, val = v.OrigUnit, v.OrigValue
+		}
+		s.Metrics[unit] = val
+	}
+	return s
+}
+
+func (set *Set) checkDuplicates() {
+	seen := map[Key]int{}
+	for _, s := range set.Samples {
+		seen[s.key()]++
+	}
+	var dups []string
+	for k, n := range seen {
+		if n > 1 {
+			dups = append(dups, fmt.Sprintf("%s on %s rep %d (%d times)", k.Cell, k.Kernel, k.Rep, n))
+		}
+	}
+	sort.Strings(dups)
+	for _, d := range dups {
+		set.Warnings = append(set.Warnings, "duplicate sample "+d+": all copies are used; label each run's kernel differently to compare them")
+	}
+}
+
+// Kernels returns the kernel labels in order of first appearance.
+func (set *Set) Kernels() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range set.Samples {
+		if !seen[s.Kernel] {
+			seen[s.Kernel] = true
+			out = append(out, s.Kernel)
+		}
+	}
+	return out
+}
+
+// Cells returns the cell names in order of first appearance.
+func (set *Set) Cells() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range set.Samples {
+		if !seen[s.Cell] {
+			seen[s.Cell] = true
+			out = append(out, s.Cell)
+		}
+	}
+	return out
+}
+
+// MetricKeys returns every metric key present, in presentation order.
+func (set *Set) MetricKeys() []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, s := range set.Samples {
+		for k := range s.Metrics {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		if len(s.Threads) > 0 && !seen["tx_pps_thread"] {
+			seen["tx_pps_thread"] = true
+			keys = append(keys, "tx_pps_thread")
+		}
+	}
+	return knownOrder(keys)
+}
+
+// Emulated reports whether any sample of kernel label (any label if "")
+// ran emulated.
+func (set *Set) Emulated(label string) bool {
+	for _, s := range set.Samples {
+		if (label == "" || s.Kernel == label) && s.Emulated {
+			return true
+		}
+	}
+	return false
+}
+
+// Values returns the values of metric key for cell on kernel, one per
+// sample that has it, in sample order.
+func (set *Set) Values(cell, kernel, key string) []float64 {
+	var out []float64
+	for i := range set.Samples {
+		s := &set.Samples[i]
+		if s.Cell != cell || s.Kernel != kernel {
+			continue
+		}
+		if v, ok := SampleValue(s, key); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// SampleValue returns metric key of s. tx_pps_thread falls back to the
+// mean of Threads when the sample has no such metric.
+func SampleValue(s *Sample, key string) (float64, bool) {
+	if v, ok := s.Metrics[key]; ok {
+		return v, true
+	}
+	if key == "tx_pps_thread" && len(s.Threads) > 0 {
+		var sum float64
+		for _, t := range s.Threads {
+			sum += t.TxPPS
+		}
+		return sum / float64(len(s.Threads)), true
+	}
+	return 0, false
+}
+
+// Filter returns a copy of the set holding only the samples for which
+// keep returns true.
+func (set *Set) Filter(keep func(*Sample) bool) *Set {
+	out := &Set{Env: set.Env, Sources: set.Sources, Warnings: set.Warnings}
+	for i := range set.Samples {
+		if keep(&set.Samples[i]) {
+			out.Samples = append(out.Samples, set.Samples[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunWriterAppendResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	env := Env{Run: "r1", KernelRelease: "6.18.0", CPUModel: "Test CPU", CPUs: 2, Accel: "tcg"}
+	w, err := CreateRun(dir, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rep := 0; rep < 2; rep++ {
+		s := Sample{Run: "r1", Cell: "tap/pktgen-t1", Rep: rep, Kernel: "stock", Start: time.Unix(0, 0).UTC(),
+			WindowS: 1, Metrics: map[string]float64{"tx_pps": 450000}, Emulated: true}
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs, rel, err := w.ArtifactDir("tap+vhost/pktgen-t4", "stock", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("artifacts", "stock", "tap+vhost", "pktgen-t4", "3"); rel != want {
+		t.Errorf("rel = %q, want %q", rel, want)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		t.Errorf("artifact dir %s missing: %v", abs, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateRun(dir, env); err == nil {
+		t.Fatal("CreateRun on a run with results succeeded, want ExistsError")
+	}
+
+	// Tear the last line, as a crash mid-write would.
+	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"schema":1,"cell":"tap/pktgen-t1","rep":2,"ker`)
+	f.Close()
+
+	w, err = OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Warnings()) != 1 || !strings.Contains(w.Warnings()[0], "torn") {
+		t.Errorf("warnings = %q, want one about the torn line", w.Warnings())
+	}
+	if !w.Done("tap/pktgen-t1", "stock", 1) || w.Done("tap/pktgen-t1", "stock", 2) {
+		t.Errorf("Done: rep1=%v rep2=%v, want true false", w.Done("tap/pktgen-t1", "stock", 1), w.Done("tap/pktgen-t1", "stock", 2))
+	}
+	if err := w.Append(Sample{Cell: "tap/pktgen-t1", Rep: 2, Kernel: "stock", Metrics: map[string]float64{"tx_pps": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != 3 || len(set.Warnings) != 0 {
+		t.Errorf("after resume: %d samples, warnings %q; want 3 and none", len(set.Samples), set.Warnings)
+	}
+	got, err := ReadEnv(dir)
+	if err != nil || got.CPUModel != "Test CPU" || !got.Emulated() {
+		t.Errorf("ReadEnv = %+v, %v", got, err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for key, want := range map[string]Direction{
+		"tx_pps": HigherIsBetter, "lost_pps": LowerIsBetter, "perf.context-switches": LowerIsBetter,
+		"perf.cycles@vhost": Neutral, "perf.ipc": HigherIsBetter, "perf.L1-dcache-load-misses": LowerIsBetter,
+	} {
+		m, ok := Lookup(key)
+		if !ok || m.Better != want {
+			t.Errorf("Lookup(%q) = %+v, %v; want direction %v", key, m, ok, want)
+		}
+	}
+	if _, ok := Lookup("tx_ppx"); ok {
+		t.Error("Lookup(tx_ppx) ok, want unknown")
+	}
+}
