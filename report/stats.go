@@ -1,0 +1,162 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	mstats "github.com/montanaflynn/stats"
+	"golang.org/x/perf/benchmath"
+)
+
+// Confidence is the confidence level of the median intervals.
+const Confidence = 0.95
+
+// DefaultAlpha is the significance level of comparisons.
+const DefaultAlpha = 0.05
+
+// Stats summarizes the values of one metric over repetitions.
+type Stats struct {
+	N      int     `json:"n"`
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	Stddev float64 `json:"stddev"` // sample standard deviation (n-1)
+	CV     float64 `json:"cv"`     // Stddev / Mean, 0 when Mean is 0
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// Lo and Hi bound the confidence interval of the median at level
+	// CILevel (>= Confidence; ±Inf when n is too small for one).
+	Lo      float64 `json:"ci_lo"`
+	Hi      float64 `json:"ci_hi"`
+	CILevel float64 `json:"ci_level"`
+	// HMean is the harmonic mean, for rate metrics with positive values
+	// (0 otherwise).
+	HMean    float64   `json:"hmean,omitempty"`
+	Values   []float64 `json:"values"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// CIFinite reports whether the median's confidence interval is finite.
+func (s *Stats) CIFinite() bool { return !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) }
+
+// Summarize computes Stats of values (which it does not modify). rate
+// asks for the harmonic mean too. The median CI is benchmath's
+// distribution-free order-statistic interval.
+func Summarize(values []float64, rate bool) Stats {
+	v := slices.Clone(values)
+	slices.Sort(v)
+	st := Stats{N: len(v), Values: v}
+	if len(v) == 0 {
+		st.Warnings = []string{"no samples"}
+		st.Lo, st.Hi = math.Inf(-1), math.Inf(1)
+		return st
+	}
+	st.Mean, _ = mstats.Mean(v)
+	st.Median, _ = mstats.Median(v)
+	st.Min, st.Max = v[0], v[len(v)-1]
+	if len(v) > 1 {
+		st.Stddev, _ = mstats.StandardDeviationSample(v)
+	}
+	if st.Mean != 0 {
+		st.CV = st.Stddev / math.Abs(st.Mean)
+	}
+	if rate && st.Min > 0 {
+		st.HMean, _ = mstats.HarmonicMean(v)
+	}
+	bs := benchmath.NewSample(slices.Clone(v), &benchmath.DefaultThresholds)
+	sum := benchmath.AssumeNothing.Summary(bs, Confidence)
+	st.Lo, st.Hi, st.CILevel = sum.Lo, sum.Hi, sum.Confidence
+	for _, w := range sum.Warnings {
+		st.Warnings = append(st.Warnings, w.Error())
+	}
+	return st
+}
+
+// Delta compares two samples of one metric.
+type Delta struct {
+	Base Stats `json:"base"`
+	New  Stats `json:"new"`
+	// Pct is the change of the median in percent ((new/base - 1) * 100);
+	// NaN when the base median is 0 and the new one is not.
+	Pct float64 `json:"pct"`
+	// P is the Mann-Whitney U test's p-value (two-sided).
+	P     float64 `json:"p"`
+	Alpha float64 `json:"alpha"`
+	// Significant is P <= Alpha (benchstat's convention).
+	Significant bool `json:"significant"`
+	// TooFew means the sample sizes can never reach P <= Alpha, whatever
+	// the values: the comparison is "~" by construction.
+	TooFew   bool     `json:"too_few"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Compare summarizes base and new and tests whether they differ with the
+// Mann-Whitney U test of golang.org/x/perf/benchmath at level alpha
+// (DefaultAlpha when 0).
+func Compare(base, new []float64, rate bool, alpha float64) Delta {
+	if alpha <= 0 {
+		alpha = DefaultAlpha
+	}
+	d := Delta{Base: Summarize(base, rate), New: Summarize(new, rate), Alpha: alpha, P: 1}
+	switch {
+	case d.Base.Median == d.New.Median:
+		d.Pct = 0
+	case d.Base.Median == 0:
+		d.Pct = math.NaN()
+	default:
+		d.Pct = (d.New.Median/d.Base.Median - 1) * 100
+	}
+	if len(base) == 0 || len(new) == 0 {
+		d.Warnings = append(d.Warnings, "nothing to compare: one side has no samples")
+		d.TooFew = true
+		return d
+	}
+	th := benchmath.Thresholds{CompareAlpha: alpha}
+	c := benchmath.AssumeNothing.Compare(
+		benchmath.NewSample(slices.Clone(base), &th),
+		benchmath.NewSample(slices.Clone(new), &th))
+	d.P = c.P
+	d.Significant = c.P <= alpha
+	if minP := minUTestP(len(base), len(new)); minP > alpha {
+		d.TooFew = true
+		d.Significant = false
+		d.Warnings = append(d.Warnings, fmt.Sprintf("n=%d+%d can never reach p<=%v (smallest possible p=%.3f); run at least 4 repetitions per side", len(base), len(new), alpha, minP))
+	} else {
+		for _, w := range c.Warnings {
+			d.Warnings = append(d.Warnings, w.Error())
+		}
+	}
+	return d
+}
+
+// minUTestP is the smallest two-sided p-value the exact Mann-Whitney U
+// test can give for sample sizes n1 and n2: 2 / C(n1+n2, n1).
+func minUTestP(n1, n2 int) float64 {
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return math.Min(1, 2/c)
+}
+
+// DeltaString is the benchstat-style change: "~" when not significant,
+// else the signed percent change of the median.
+func (d *Delta) DeltaString() string {
+	if !d.Significant {
+		return "~"
+	}
+	if math.IsNaN(d.Pct) {
+		return "?"
+	}
+	return fmt.Sprintf("%+.2f%%", d.Pct)
+}
+
+// PString is "p=0.008 n=5" (or "n=5+4" for unequal sizes), like
+// benchstat.
+func (d *Delta) PString() string {
+	n := fmt.Sprintf("n=%d", d.Base.N)
+	if d.Base.N != d.New.N {
+		n = fmt.Sprintf("n=%d+%d", d.Base.N, d.New.N)
+	}
+	return fmt.Sprintf("p=%.3f %s", d.P, n)
+}
