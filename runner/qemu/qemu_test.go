@@ -1,0 +1,213 @@
+package qemu
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s mismatch:\n got: %s\nwant: %s", name, got, want)
+	}
+}
+
+func TestArgsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+	}{
+		{"tcg-single.golden", Config{Name: "vnb-vm0", CPUs: 2, MemoryMiB: 1024, Kernel: "/cache/vmlinuz",
+			Initrd: "/cache/initrd.cpio", Append: "console=ttyS0 panic=-1 vnb.ip=10.0.0.2/24",
+			QMPSocket: "/run/x/qmp.sock", ConsoleLog: "/runs/a,b/console.log", AgentSocket: "/run/x/agent.sock",
+			NICs: []NIC{{Tap: "vnbt0", MAC: "52:54:00:12:34:56"}}}},
+		{"kvm-vhost-mq.golden", Config{Name: "vnb-vm1", Accel: KVM, CPUs: 4, Kernel: "/k", QMPSocket: "/q",
+			NICs: []NIC{{Tap: "vnbt0", MAC: "52:54:00:12:34:56", Vhost: true, Queues: 4}}}},
+		{"lab-9p.golden", Config{Name: "vnb-lab", Kernel: "/k", Initrd: "/i", QMPSocket: "/q",
+			Shares: []Share{{Tag: "hostroot", Path: "/", ReadOnly: true}}, Extra: []string{"-snapshot"}}},
+	} {
+		got := proc.Quote(Args(tc.c)) + "\n"
+		golden(t, tc.name, got)
+	}
+}
+
+func TestKVMUsable(t *testing.T) {
+	dir := t.TempDir()
+	noVirt := filepath.Join(dir, "cpuinfo-novirt")
+	os.WriteFile(noVirt, []byte("processor\t: 0\nflags\t\t: fpu vme sse2 avx2\n"), 0o644)
+	if err := kvmUsable(noVirt, "/dev/kvm"); err == nil || !strings.Contains(err.Error(), "vmx/svm") {
+		t.Errorf("no vmx: err = %v", err)
+	}
+	virt := filepath.Join(dir, "cpuinfo-vmx")
+	os.WriteFile(virt, []byte("flags\t\t: fpu vmx sse2\n"), 0o644)
+	if err := kvmUsable(virt, filepath.Join(dir, "no-kvm")); err == nil || !strings.Contains(err.Error(), "open") {
+		t.Errorf("missing node: err = %v", err)
+	}
+	// A regular file as the node: the ioctl fails (ENOTTY), like a KVM
+	// that cannot create VMs.
+	fake := filepath.Join(dir, "kvm")
+	os.WriteFile(fake, nil, 0o644)
+	if err := kvmUsable(virt, fake); err == nil || !strings.Contains(err.Error(), "KVM_CREATE_VM") {
+		t.Errorf("ioctl fails: err = %v", err)
+	}
+}
+
+func TestCheckVhost(t *testing.T) {
+	c := Config{NICs: []NIC{{Tap: "vnbt0", Vhost: true}}}
+	err := checkVhost(c, filepath.Join(t.TempDir(), "vhost-net"))
+	var ce *CapabilityError
+	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "doctor") {
+		t.Errorf("err = %v", err)
+	}
+	c.NICs[0].Vhost = false
+	if err := checkVhost(c, "/nonexistent"); err != nil {
+		t.Errorf("vhost off: %v", err)
+	}
+}
+
+// fakeQMP serves a scripted QMP conversation on a unix socket.
+func fakeQMP(t *testing.T, replies map[string]string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "qmp.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte(`{"QMP": {"version": {}, "capabilities": []}}` + "\n"))
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			var req struct{ Execute string }
+			json.Unmarshal(sc.Bytes(), &req)
+			c.Write([]byte(`{"event": "NIC_RX_FILTER_CHANGED", "data": {}}` + "\n"))
+			r, ok := replies[req.Execute]
+			if !ok {
+				r = `{"error": {"class": "CommandNotFound", "desc": "The command ` + req.Execute + ` has not been found"}}`
+			}
+			c.Write([]byte(r + "\n"))
+		}
+	}()
+	return path
+}
+
+func TestQMPClient(t *testing.T) {
+	path := fakeQMP(t, map[string]string{
+		"qmp_capabilities": `{"return": {}}`,
+		"query-cpus-fast":  `{"return": [{"cpu-index": 0, "thread-id": 4242, "target": "x86_64"}, {"cpu-index": 1, "thread-id": 4243}]}`,
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	q, err := DialQMP(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	cpus, err := q.CPUs(ctx)
+	if err != nil || len(cpus) != 2 || cpus[1].ThreadID != 4243 {
+		t.Fatalf("cpus = %+v, %v", cpus, err)
+	}
+	err = q.Execute(ctx, "bogus", nil, nil)
+	var qe *QMPError
+	if !errors.As(err, &qe) || qe.Class != "CommandNotFound" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestBootErrorCarriesConsole(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(log, []byte("line1\n\nKernel panic - not syncing: VFS: Unable to mount root fs\n"), 0o644)
+	vm := &VM{Config: Config{Name: "vnb-vm0", ConsoleLog: log}}
+	err := vm.BootError("wait for agent", errors.New("timeout after 60s"))
+	want := "boot vnb-vm0: wait for agent: timeout after 60s (last console lines: line1 | Kernel panic - not syncing: VFS: Unable to mount root fs)"
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+}
+
+// A real QEMU without a kernel sits in the firmware: enough to test
+// Launch, QMP vCPU thread ids, thread names and Quit.
+func TestLaunchRealQEMU(t *testing.T) {
+	if _, err := exec.LookPath(DefaultBinary); err != nil {
+		t.Skip("qemu-system-x86_64 not installed")
+	}
+	dir := t.TempDir()
+	c := Config{Name: "vnb-test", CPUs: 2, MemoryMiB: 64, QMPSocket: filepath.Join(dir, "qmp.sock"),
+		ConsoleLog: filepath.Join(dir, "console.log")}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	vm, err := Launch(ctx, proc.Real{}, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Kill()
+	tids, err := vm.VCPUThreads(ctx)
+	if err != nil || len(tids) != 2 {
+		t.Fatalf("vcpu tids %v, %v", tids, err)
+	}
+	ts, err := Threads(vm.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[int]string{}
+	for _, th := range ts {
+		names[th.TID] = th.Name
+	}
+	if names[tids[0]] != "CPU 0/TCG" || names[tids[1]] != "CPU 1/TCG" {
+		t.Errorf("thread names %v for vcpu tids %v", names, tids)
+	}
+	if err := vm.Quit(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-vm.Done():
+	default:
+		t.Fatal("qemu still running after Quit")
+	}
+	if _, err := os.Stat(c.QMPSocket); !os.IsNotExist(err) {
+		t.Errorf("qmp socket left behind: %v", err)
+	}
+}
+
+func TestLaunchQEMUFailsEarly(t *testing.T) {
+	if _, err := exec.LookPath(DefaultBinary); err != nil {
+		t.Skip("qemu-system-x86_64 not installed")
+	}
+	dir := t.TempDir()
+	c := Config{Name: "vnb-test", QMPSocket: filepath.Join(dir, "qmp.sock"), Kernel: filepath.Join(dir, "no-such-kernel")}
+	_, err := Launch(t.Context(), proc.Real{}, c, "")
+	var be *BootError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "no-such-kernel") {
+		t.Errorf("err = %v", err)
+	}
+}

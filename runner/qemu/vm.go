@@ -1,0 +1,291 @@
+package qemu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+// VM is a running QEMU.
+type VM struct {
+	Config Config
+	Netns  string
+	Accel  Accel
+	proc   proc.Process
+	qmp    *QMP
+}
+
+// Launch starts QEMU for c through ex (inside network namespace netns when
+// not empty), waits for its QMP socket and negotiates QMP. It refuses
+// vhost=on without /dev/vhost-net before starting anything. On any error
+// the QEMU it started is killed and waited for.
+func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM, error) {
+	if c.QMPSocket == "" {
+		return nil, errors.New("qemu: config has no QMP socket")
+	}
+	if err := CheckVhost(c); err != nil {
+		return nil, err
+	}
+	for _, s := range []string{c.QMPSocket, c.AgentSocket} {
+		if s != "" {
+			os.Remove(s)
+		}
+	}
+	p, err := ex.Start(ctx, proc.Cmd{Argv: Args(c), Netns: netns})
+	if err != nil {
+		return nil, fmt.Errorf("start qemu: %w", err)
+	}
+	vm := &VM{Config: c, Netns: netns, Accel: c.Accel, proc: p}
+	if vm.Accel == "" {
+		vm.Accel = TCG
+	}
+	if err := vm.connectQMP(ctx); err != nil {
+		vm.Kill()
+		return nil, vm.BootError("connect qmp", err)
+	}
+	return vm, nil
+}
+
+func (vm *VM) connectQMP(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		q, err := DialQMP(ctx, vm.Config.QMPSocket)
+		if err == nil {
+			vm.qmp = q
+			return nil
+		}
+		select {
+		case <-vm.proc.Done():
+			if werr := vm.proc.Wait(); werr != nil {
+				return fmt.Errorf("qemu exited: %w", werr)
+			}
+			return errors.New("qemu exited before its QMP socket appeared")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no QMP socket after 20s: %w", err)
+		}
+	}
+}
+
+// Pid is QEMU's process id.
+func (vm *VM) Pid() int { return vm.proc.Pid() }
+
+// Process is QEMU's process handle.
+func (vm *VM) Process() proc.Process { return vm.proc }
+
+// QMP is the VM's QMP client.
+func (vm *VM) QMP() *QMP { return vm.qmp }
+
+// Done is closed when QEMU has exited.
+func (vm *VM) Done() <-chan struct{} { return vm.proc.Done() }
+
+// VCPUThreads returns the host thread ids of the vCPUs, in vCPU order.
+func (vm *VM) VCPUThreads(ctx context.Context) ([]int, error) {
+	cpus, err := vm.qmp.CPUs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, len(cpus))
+	for i, c := range cpus {
+		tids[i] = c.ThreadID
+	}
+	return tids, nil
+}
+
+// DialAgent connects to the agent's virtio-serial socket.
+func (vm *VM) DialAgent(ctx context.Context) (net.Conn, error) {
+	if vm.Config.AgentSocket == "" {
+		return nil, errors.New("qemu: VM has no agent socket")
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", vm.Config.AgentSocket)
+}
+
+// ConsoleTail returns the last n lines of the console log.
+func (vm *VM) ConsoleTail(n int) string { return FileTail(vm.Config.ConsoleLog, n) }
+
+// FileTail returns the last n non-empty lines of a file ("" if unreadable).
+func FileTail(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 64<<10 {
+		b = b[len(b)-64<<10:]
+	}
+	var lines []string
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if s := strings.TrimRight(string(l), "\r \t"); s != "" {
+			lines = append(lines, s)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// BootError is a VM that did not come up: which phase, why, and the last
+// console lines.
+type BootError struct {
+	VM      string
+	Phase   string
+	Err     error
+	Console string
+}
+
+func (e *BootError) Error() string {
+	msg := fmt.Sprintf("boot %s: %s: %v", e.VM, e.Phase, e.Err)
+	if e.Console != "" {
+		msg += " (last console lines: " + strings.ReplaceAll(e.Console, "\n", " | ") + ")"
+	} else {
+		msg += " (console is empty)"
+	}
+	return msg
+}
+
+func (e *BootError) Unwrap() error { return e.Err }
+
+// BootError wraps err as a *BootError carrying the console tail.
+func (vm *VM) BootError(phase string, err error) error {
+	return &BootError{VM: vm.Config.Name, Phase: phase, Err: err, Console: vm.ConsoleTail(8)}
+}
+
+// Quit asks QEMU to exit over QMP and waits up to grace, then kills it.
+// It returns nil once QEMU is gone.
+func (vm *VM) Quit(ctx context.Context, grace time.Duration) error {
+	select {
+	case <-vm.proc.Done():
+		vm.closeQMP()
+		return nil
+	default:
+	}
+	if vm.qmp != nil {
+		qctx, cancel := context.WithTimeout(ctx, grace)
+		_ = vm.qmp.Quit(qctx)
+		cancel()
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-vm.proc.Done():
+	case <-t.C:
+		vm.Kill()
+	case <-ctx.Done():
+		vm.Kill()
+	}
+	vm.closeQMP()
+	return nil
+}
+
+// Kill kills QEMU's process group and waits for it.
+func (vm *VM) Kill() {
+	_ = vm.proc.Signal(syscall.SIGKILL)
+	<-vm.proc.Done()
+	vm.closeQMP()
+}
+
+func (vm *VM) closeQMP() {
+	if vm.qmp != nil {
+		vm.qmp.Close()
+	}
+	for _, s := range []string{vm.Config.QMPSocket, vm.Config.AgentSocket} {
+		if s != "" {
+			os.Remove(s)
+		}
+	}
+}
+
+// Thread is one thread of a process.
+type Thread struct {
+	TID  int
+	Name string
+}
+
+// Threads lists the threads of pid with their names (/proc/PID/task).
+func Threads(pid int) ([]Thread, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Thread
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		out = append(out, Thread{TID: tid, Name: strings.TrimSpace(string(b))})
+	}
+	return out, nil
+}
+
+// VhostThreads returns the vhost worker threads serving QEMU pid: threads
+// named vhost-PID inside QEMU's process (Linux 6.4 and later) or kernel
+// threads named vhost-PID (before 6.4).
+func VhostThreads(pid int) []int {
+	name := "vhost-" + strconv.Itoa(pid)
+	var tids []int
+	if ts, err := Threads(pid); err == nil {
+		for _, t := range ts {
+			if t.Name == name {
+				tids = append(tids, t.TID)
+			}
+		}
+	}
+	if len(tids) > 0 {
+		return tids
+	}
+	return KernelThreads(func(comm string) bool { return comm == name })
+}
+
+// KernelThreads returns the pids of kernel threads (children of kthreadd,
+// pid 2) whose name matches.
+func KernelThreads(match func(comm string) bool) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		l, r := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if l < 0 || r < l {
+			continue
+		}
+		f := strings.Fields(s[r+1:])
+		if len(f) < 2 || f[1] != "2" || !match(s[l+1:r]) {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
