@@ -1,0 +1,324 @@
+package pktgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultProcDir is where the kernel exposes pktgen.
+const DefaultProcDir = "/proc/net/pktgen"
+
+// DefaultSysNet is where the kernel exposes network devices.
+const DefaultSysNet = "/sys/class/net"
+
+// errnoENOTSUPP is the kernel-internal ENOTSUPP (524) pktgen returns for
+// clone_skb > 0 or burst > 1 on devices without IFF_TX_SKB_SHARING (tap).
+const errnoENOTSUPP = syscall.Errno(524)
+
+// Driver runs pktgen through its /proc interface.
+type Driver struct {
+	// ProcDir is the pktgen directory (default /proc/net/pktgen).
+	ProcDir string
+	// SysNet is the sysfs net class directory (default /sys/class/net),
+	// read for the device's carrier.
+	SysNet string
+	// StopGrace is how long to wait for `start` to return after
+	// `pgctrl stop` (default 10s).
+	StopGrace time.Duration
+
+	// writeFile writes one command; tests replace it to record and fake.
+	writeFile func(path string, data []byte) error
+}
+
+// ThreadResult is one pktgen thread's device Result.
+type ThreadResult struct {
+	Thread     int     // kpktgend index
+	Device     string  // proc file, e.g. "vnbt0@1"
+	OK         bool    // "Result: OK:"
+	Msg        string  // the Result line when not OK
+	Usec       uint64  // run time in microseconds
+	Packets    uint64  // packets sent
+	PPS        float64 // packets per second
+	BitsPerSec float64 // bits per second
+	Errors     uint64  // transmit errors (tap ring full, ...)
+	Raw        string  // the whole /proc/net/pktgen/DEV text
+}
+
+// Result is a pktgen run.
+type Result struct {
+	Threads []ThreadResult
+	// Stopped says the deadline or ctx ended the run before the count was
+	// reached (pgctrl stop); the Results are still pktgen's own.
+	Stopped bool
+	// Elapsed is the wall time from start to stop.
+	Elapsed time.Duration
+}
+
+// PPS is the sum of the threads' packets per second.
+func (r *Result) PPS() float64 {
+	var s float64
+	for _, t := range r.Threads {
+		s += t.PPS
+	}
+	return s
+}
+
+// Packets is the sum of the threads' packets.
+func (r *Result) Packets() uint64 {
+	var s uint64
+	for _, t := range r.Threads {
+		s += t.Packets
+	}
+	return s
+}
+
+// Errors is the sum of the threads' errors.
+func (r *Result) Errors() uint64 {
+	var s uint64
+	for _, t := range r.Threads {
+		s += t.Errors
+	}
+	return s
+}
+
+// CapabilityError is a missing kernel feature or an unusable device:
+// exit code 2.
+type CapabilityError struct{ Msg string }
+
+func (e *CapabilityError) Error() string { return "pktgen: " + e.Msg }
+
+// ExitCode marks a missing capability.
+func (e *CapabilityError) ExitCode() int { return 2 }
+
+func (d *Driver) procDir() string {
+	if d.ProcDir != "" {
+		return d.ProcDir
+	}
+	return DefaultProcDir
+}
+
+func (d *Driver) sysNet() string {
+	if d.SysNet != "" {
+		return d.SysNet
+	}
+	return DefaultSysNet
+}
+
+func (d *Driver) write(file, cmd string) error {
+	path := filepath.Join(d.procDir(), file)
+	wf := d.writeFile
+	if wf == nil {
+		wf = writeProc
+	}
+	err := wf(path, []byte(cmd+"\n"))
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errnoENOTSUPP) {
+		switch {
+		case strings.HasPrefix(cmd, "burst "):
+			return &ConfigError{fmt.Sprintf("%s: %q is not supported by this device (pktgen says \"Operation not supported\", errno 524; tap devices lack IFF_TX_SKB_SHARING); use burst: 0", file, cmd)}
+		case strings.HasPrefix(cmd, "clone_skb "):
+			return &ConfigError{fmt.Sprintf("%s: %q is not supported by this device (errno 524; tap devices lack IFF_TX_SKB_SHARING); use clone_skb: 0 and burst: 0", file, cmd)}
+		}
+	}
+	msg := ""
+	if b, rerr := os.ReadFile(path); rerr == nil {
+		if i := strings.Index(string(b), "Result: "); i >= 0 {
+			msg = strings.TrimSpace(strings.SplitN(string(b)[i:], "\n", 2)[0])
+		}
+	}
+	if msg != "" {
+		return fmt.Errorf("pktgen: write %q to %s: %w (%s)", cmd, path, err, msg)
+	}
+	return fmt.Errorf("pktgen: write %q to %s: %w", cmd, path, err)
+}
+
+// writeProc writes data with a single write(2), like `echo cmd > file`.
+func writeProc(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil {
+		var pe *fs.PathError
+		if errors.As(werr, &pe) {
+			return pe.Err
+		}
+		return werr
+	}
+	return cerr
+}
+
+// Check returns a *CapabilityError when pktgen is not loaded or dev cannot
+// carry traffic (missing, down or NO-CARRIER).
+func (d *Driver) Check(dev string) error {
+	if _, err := os.Stat(filepath.Join(d.procDir(), "pgctrl")); err != nil {
+		return &CapabilityError{fmt.Sprintf("%s/pgctrl not found: the running kernel has no pktgen loaded; run `modprobe pktgen`, or run the scenario in lab mode (a kernel VM) with `kernels:`", d.procDir())}
+	}
+	if dev == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(d.sysNet(), dev, "carrier"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &CapabilityError{fmt.Sprintf("device %s does not exist; create the tap first", dev)}
+	}
+	if err != nil {
+		// sysfs answers EINVAL for a device that is down.
+		return &CapabilityError{fmt.Sprintf("device %s has no carrier state (%v): bring it up (ip link set %s up)", dev, err, dev)}
+	}
+	if strings.TrimSpace(string(b)) != "1" {
+		return &CapabilityError{fmt.Sprintf("device %s is NO-CARRIER: nothing is attached to the tap (pktgen would \"succeed\" with 0 packets); start the guest (QEMU) on it first", dev)}
+	}
+	return nil
+}
+
+// Reset writes `reset` to pgctrl: stops every thread and removes every
+// device. Safe to call more than once (for undo stacks).
+func (d *Driver) Reset() error { return d.write("pgctrl", "reset") }
+
+// Session is a started pktgen run.
+type Session struct {
+	d        *Driver
+	plan     *Plan
+	started  time.Time
+	done     chan struct{} // closed when the `start` write returned
+	startErr error
+	stopOnce sync.Once
+	stopped  bool
+	stopErr  error
+	deadline *time.Timer
+	expired  chan struct{}
+}
+
+// Start checks pktgen and the device, writes the configuration and starts
+// the generator (the blocking `start` write runs in its own goroutine).
+// On error pktgen is reset.
+func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
+	p, err := NewPlan(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Check(p.Config.Dev); err != nil {
+		return nil, err
+	}
+	for _, w := range p.Setup {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(err, d.Reset())
+		}
+		if err := d.write(w.File, w.Cmd); err != nil {
+			if w.File == "pgctrl" {
+				return nil, err
+			}
+			return nil, errors.Join(err, d.Reset())
+		}
+	}
+	s := &Session{d: d, plan: p, done: make(chan struct{}), expired: make(chan struct{})}
+	s.started = time.Now()
+	go func() {
+		s.startErr = d.write(p.Start.File, p.Start.Cmd)
+		close(s.done)
+	}()
+	if p.Config.Duration > 0 {
+		s.deadline = time.AfterFunc(p.Config.Duration, func() { close(s.expired) })
+	}
+	return s, nil
+}
+
+// Plan returns the session's plan (defaults filled).
+func (s *Session) Plan() *Plan { return s.plan }
+
+// Stop stops the generator now (`pgctrl stop`); the Results are kept.
+func (s *Session) Stop() error {
+	s.stopOnce.Do(func() {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		s.stopped = true
+		s.stopErr = s.d.write("pgctrl", "stop")
+	})
+	return s.stopErr
+}
+
+// Wait waits until pktgen reaches its count, the duration ends or ctx is
+// done (both stop pktgen), then reads every thread's Result and resets
+// pktgen. A ctx cancel still returns the Results with the ctx error.
+func (s *Session) Wait(ctx context.Context) (*Result, error) {
+	var ctxErr error
+	select {
+	case <-s.done:
+	case <-s.expired:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+	}
+	if s.deadline != nil {
+		s.deadline.Stop()
+	}
+	elapsed := time.Since(s.started)
+	var errs []error
+	select {
+	case <-s.done:
+	default:
+		if err := s.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		grace := s.d.StopGrace
+		if grace <= 0 {
+			grace = 10 * time.Second
+		}
+		select {
+		case <-s.done:
+		case <-time.After(grace):
+			errs = append(errs, fmt.Errorf("pktgen: start did not return %v after pgctrl stop", grace))
+		}
+	}
+	select {
+	case <-s.done:
+		if s.startErr != nil && !s.stopped {
+			errs = append(errs, s.startErr)
+		}
+	default:
+	}
+	res := &Result{Stopped: s.stopped, Elapsed: elapsed}
+	for _, dev := range s.plan.Devices {
+		b, err := os.ReadFile(filepath.Join(s.d.procDir(), dev.File))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pktgen: read result: %w", err))
+			continue
+		}
+		tr, err := ParseResult(string(b))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pktgen: %s: %w", dev.File, err))
+		}
+		tr.Thread, tr.Device = dev.Thread, dev.File
+		res.Threads = append(res.Threads, tr)
+	}
+	if err := s.d.Reset(); err != nil {
+		errs = append(errs, err)
+	}
+	if ctxErr != nil {
+		errs = append([]error{ctxErr}, errs...)
+	}
+	return res, errors.Join(errs...)
+}
+
+// Run is Start then Wait.
+func (d *Driver) Run(ctx context.Context, c Config) (*Result, error) {
+	s, err := d.Start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.Wait(ctx)
+}

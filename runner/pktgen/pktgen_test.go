@@ -1,0 +1,347 @@
+package pktgen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s mismatch (run with -update to accept)\n--- want\n%s\n--- got\n%s", name, want, got)
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var planCases = []struct {
+	name string
+	cfg  Config
+}{
+	{"simple", Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}},
+	{"simple-t2-queue-xmit", Config{Mode: ModeSimple, Dev: "vnbt0", Threads: 2, Count: 50000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56", XmitMode: "queue_xmit", Delay: 1500 * time.Nanosecond}},
+	{"multiqueue-t4", Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 4, Dst: "198.18.0.0/30", DstMAC: "52:54:00:12:34:56", UDPDstMin: 9, UDPDstMax: 9}},
+	{"burst-single-flow", Config{Mode: ModeBurstSingleFlow, Dev: "vnbt0", Threads: 2, FirstThread: 1, Burst: 32, Duration: 10 * time.Second, DstMAC: "52:54:00:12:34:56"}},
+	{"multiqueue-ipv6", Config{Mode: ModeMultiqueue, Dev: "vnbt0", Count: 10, Dst: "fd00::1"}},
+}
+
+func TestPlanGolden(t *testing.T) {
+	for _, c := range planCases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := NewPlan(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, w := range p.Writes() {
+				fmt.Fprintf(&b, "%s: %s\n", w.File, w.Cmd)
+			}
+			golden(t, "plan-"+c.name+".golden", b.String())
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Mode: "turbo", Dev: "t"}, "unknown mode"},
+		{Config{Mode: ModeSimple}, "no output device"},
+		{Config{Mode: ModeSimple, Dev: "t"}, "needs dst_mac"},
+		{Config{Mode: ModeSimple, Dev: "t", DstMAC: "52:54:00:12:34"}, "invalid dst_mac"},
+		{Config{Mode: ModeSimple, Dev: "t", DstMAC: "52:54:00:12:34:56", Dst: "10.0.0.0/24"}, "single dst"},
+		{Config{Mode: ModeMultiqueue, Dev: "t", Dst: "10.0.0.300"}, "invalid dst"},
+		{Config{Mode: ModeBurstSingleFlow, Dev: "t"}, "set a duration"},
+		{Config{Mode: ModeMultiqueue, Dev: "t", UDPSrcMin: 100, UDPSrcMax: 9}, "invalid UDP port range"},
+		{Config{Mode: ModeMultiqueue, Dev: "t", XmitMode: "fast"}, "unknown xmit_mode"},
+		{Config{Mode: ModeMultiqueue, Dev: "../x"}, "invalid device name"},
+	} {
+		_, err := NewPlan(c.cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) || ce.ExitCode() != 2 {
+			t.Errorf("%+v: got %v, want ConfigError with %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// fakePktgen simulates /proc/net/pktgen on a temp directory: add_device
+// creates the device file, start fills each device's Result (blocking until
+// stop when block is set), and every write is recorded.
+type fakePktgen struct {
+	dir, sys string
+	result   string
+	block    bool
+	failOn   string // command prefix that fails with errno 524
+
+	mu      sync.Mutex
+	log     []string
+	stopped chan struct{}
+	devs    []string
+}
+
+func newFake(t *testing.T, carrier string) *fakePktgen {
+	f := &fakePktgen{dir: t.TempDir(), sys: t.TempDir(), stopped: make(chan struct{})}
+	for _, n := range []string{"pgctrl", "kpktgend_0", "kpktgend_1", "kpktgend_2", "kpktgend_3", "kpktgend_4"} {
+		os.WriteFile(filepath.Join(f.dir, n), nil, 0o644)
+	}
+	os.MkdirAll(filepath.Join(f.sys, "vnbt0"), 0o755)
+	os.WriteFile(filepath.Join(f.sys, "vnbt0", "carrier"), []byte(carrier+"\n"), 0o644)
+	return f
+}
+
+func (f *fakePktgen) driver() *Driver {
+	return &Driver{ProcDir: f.dir, SysNet: f.sys, writeFile: f.write}
+}
+
+func (f *fakePktgen) write(path string, data []byte) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	file, cmd := filepath.Base(path), strings.TrimSuffix(string(data), "\n")
+	f.mu.Lock()
+	f.log = append(f.log, file+": "+cmd)
+	f.mu.Unlock()
+	if f.failOn != "" && strings.HasPrefix(cmd, f.failOn) {
+		return errnoENOTSUPP
+	}
+	switch {
+	case strings.HasPrefix(cmd, "add_device "):
+		dev := strings.TrimPrefix(cmd, "add_device ")
+		f.devs = append(f.devs, dev)
+		return os.WriteFile(filepath.Join(f.dir, dev), []byte("Result: Idle\n"), 0o644)
+	case file == "pgctrl" && cmd == "start":
+		if f.block {
+			<-f.stopped
+		}
+		for _, d := range f.devs {
+			os.WriteFile(filepath.Join(f.dir, d), []byte(f.result), 0o644)
+		}
+	case file == "pgctrl" && cmd == "stop":
+		close(f.stopped)
+	case file == "pgctrl" && cmd == "reset":
+		for _, d := range f.devs {
+			os.Remove(filepath.Join(f.dir, d))
+		}
+		f.devs = nil
+	}
+	return nil
+}
+
+func TestRunFakeMultiqueue(t *testing.T) {
+	f := newFake(t, "1")
+	f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	res, err := f.driver().Run(t.Context(), Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped || len(res.Threads) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Threads[1].Device != "vnbt0@1" || res.Threads[1].Thread != 1 || res.Threads[1].PPS != 155742 || res.Threads[1].Packets != 100000 {
+		t.Errorf("thread 1: %+v", res.Threads[1])
+	}
+	if res.PPS() != 2*155742 || res.Packets() != 200000 || res.Errors() != 0 {
+		t.Errorf("totals pps %v packets %v errors %v", res.PPS(), res.Packets(), res.Errors())
+	}
+	golden(t, "run-multiqueue-t2.golden", strings.Join(f.log, "\n")+"\n")
+	if len(f.devs) != 0 {
+		t.Errorf("devices left after reset: %v", f.devs)
+	}
+}
+
+func TestRunDeadlineStopsAndKeepsResult(t *testing.T) {
+	f := newFake(t, "1")
+	f.block = true
+	f.result = fixture(t, "pktgen-tap0-L1-with-L2-vhost-off.txt")
+	res, err := f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000000, Duration: time.Millisecond, DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || len(res.Threads) != 1 || res.Threads[0].Errors != 2537342 || res.Threads[0].PPS != 7598 {
+		t.Fatalf("result %+v", res)
+	}
+	log := strings.Join(f.log, "\n")
+	if !strings.HasSuffix(log, "pgctrl: stop\npgctrl: reset") {
+		t.Errorf("want stop then reset at the end, got:\n%s", log)
+	}
+}
+
+func TestRunContextCancelKeepsResult(t *testing.T) {
+	f := newFake(t, "1")
+	f.block = true
+	f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	d := f.driver()
+	ctx, cancel := context.WithCancel(t.Context())
+	s, err := d.Start(ctx, Config{Mode: ModeSimple, Dev: "vnbt0", DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	res, err := s.Wait(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if res == nil || len(res.Threads) != 1 || res.Threads[0].Packets != 100000 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestRefuseNoCarrier(t *testing.T) {
+	f := newFake(t, "0")
+	_, err := f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", DstMAC: "52:54:00:12:34:56"})
+	var ce *CapabilityError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO-CARRIER") {
+		t.Fatalf("err = %v, want NO-CARRIER CapabilityError", err)
+	}
+	if len(f.log) != 0 {
+		t.Errorf("wrote to pktgen despite no carrier: %v", f.log)
+	}
+	_, err = f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt9", DstMAC: "52:54:00:12:34:56"})
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("missing device: err = %v", err)
+	}
+	d := &Driver{ProcDir: filepath.Join(t.TempDir(), "none"), SysNet: f.sys}
+	if err := d.Check("vnbt0"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "modprobe pktgen") {
+		t.Fatalf("missing pktgen: err = %v", err)
+	}
+}
+
+func TestBurstENOTSUPP(t *testing.T) {
+	f := newFake(t, "1")
+	f.failOn = "burst"
+	_, err := f.driver().Run(t.Context(), Config{Mode: ModeBurstSingleFlow, Dev: "vnbt0", Burst: 32, Count: 10})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "use burst: 0") {
+		t.Fatalf("err = %v, want a ConfigError suggesting burst: 0", err)
+	}
+	if got := f.log[len(f.log)-1]; got != "pgctrl: reset" {
+		t.Errorf("last write %q, want reset", got)
+	}
+	f = newFake(t, "1")
+	f.failOn = "clone_skb"
+	_, err = f.driver().Run(t.Context(), Config{Mode: ModeMultiqueue, Dev: "vnbt0", CloneSkb: 10})
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "clone_skb: 0") {
+		t.Fatalf("err = %v, want a ConfigError suggesting clone_skb: 0", err)
+	}
+}
+
+func TestRealWriteError(t *testing.T) {
+	// writeProc on a missing file reports the path.
+	d := &Driver{ProcDir: t.TempDir()}
+	err := d.write("kpktgend_0", "add_device x")
+	if err == nil || !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), "kpktgend_0") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseResult(t *testing.T) {
+	for _, c := range []struct {
+		file                  string
+		pps, packets, errs, u uint64
+	}{
+		{"pktgen-tap0-L1-drain-ok.txt", 155742, 100000, 0, 642086},
+		{"pktgen-tap0-L1-nocarrier.txt", 0, 0, 0, 143},
+		{"pktgen-tap0-L1-with-L2-vhost-off.txt", 7598, 100000, 2537342, 13160661},
+	} {
+		tr, err := ParseResult(fixture(t, c.file))
+		if err != nil {
+			t.Fatal(c.file, err)
+		}
+		if !tr.OK || tr.PPS != float64(c.pps) || tr.Packets != c.packets || tr.Errors != c.errs || tr.Usec != c.u {
+			t.Errorf("%s: %+v", c.file, tr)
+		}
+	}
+	tr, err := ParseResult("Params: count 1\nResult: Idle\n")
+	if err != nil || tr.OK || tr.Msg != "Idle" {
+		t.Errorf("idle: %+v %v", tr, err)
+	}
+	if _, err := ParseResult("nothing"); err == nil {
+		t.Error("want error without Result line")
+	}
+}
+
+func TestScriptCmdGolden(t *testing.T) {
+	var b strings.Builder
+	for _, c := range []ScriptConfig{
+		{Config: Config{Dev: "vnbt0", Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux"},
+		{Config: Config{Dev: "vnbt0", Threads: 4, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeMultiqueue},
+		{Config: Config{Dev: "vnbt0", Threads: 2, Duration: time.Second, Dst: "10.0.0.2; rm -rf /", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},
+		{Config: Config{Dev: "vnbt0", CountSet: true, Duration: time.Second, Dst: "198.18.0.0/24", UDPDstMin: 9, UDPDstMax: 10, Delay: time.Microsecond, FirstThread: 1}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},
+	} {
+		cmd, _, err := ScriptCmd(c)
+		if err != nil {
+			fmt.Fprintf(&b, "error: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s (in %s)\n", proc.Quote(cmd.Argv), cmd.Dir)
+	}
+	golden(t, "script-argv.golden", b.String())
+}
+
+func TestScriptRunsSampleAndParses(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash to run a sample script")
+	}
+	f := newFake(t, "1")
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "samples", "pktgen")
+	os.MkdirAll(dir, 0o755)
+	// A stand-in for sample02: prints what the real one prints (Device:
+	// lines and grep -A2 "Result:" of each device file) and echoes its argv.
+	res := fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	tail := res[strings.Index(res, "Result:"):]
+	script := "#!/bin/bash\necho \"args: $*\" >&2\nfor t in 0 1; do echo \"Device: vnbt0@$t\"; printf '%s' '" + tail + "'; done\n"
+	os.WriteFile(filepath.Join(dir, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
+	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
+		Config:     Config{Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
+		KernelTree: tree, Sample: ModeMultiqueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Threads) != 2 || r.PPS() != 2*155742 || r.Threads[1].Device != "vnbt0@1" {
+		t.Fatalf("result %+v", r)
+	}
+	if got := f.log[len(f.log)-1]; got != "pgctrl: reset" {
+		t.Errorf("last write %q, want reset", got)
+	}
+}
+
+func TestParseScriptOutputSample01(t *testing.T) {
+	out := "Result device: vnbt0\n" + fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	m := ParseScriptOutput(out)
+	if tr, ok := m["vnbt0"]; !ok || tr.PPS != 155742 {
+		t.Fatalf("got %+v", m)
+	}
+}
