@@ -1,0 +1,362 @@
+// Package hostnet is the host side of a run's network: a network namespace
+// the harness creates and deletes, a tap device inside it (single or
+// multi-queue, vnet_hdr), its qdisc and address, and the counters the
+// measurement reads (link statistics, qdisc statistics). Everything goes
+// through netlink (vishvananda/netlink) from a thread switched into the
+// namespace; nothing is created in the harness's own namespace.
+//
+// It does not start processes (programs run in the namespace through
+// runner/proc's Cmd.Netns).
+package hostnet
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NetnsDir is where named network namespaces live (as with `ip netns`).
+const NetnsDir = "/run/netns"
+
+// Netns is a named network namespace owned by the harness.
+type Netns struct {
+	Name   string
+	handle netns.NsHandle
+}
+
+// CreateNetns creates the named namespace (/run/netns/NAME) with its
+// loopback up. It fails if the name exists.
+func CreateNetns(name string) (ns *Netns, err error) {
+	if _, err := os.Stat(filepath.Join(NetnsDir, name)); err == nil {
+		return nil, fmt.Errorf("netns %s already exists; delete it with 'ip netns del %s' if no run uses it", name, name)
+	}
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("netns: get current: %w", err)
+	}
+	defer orig.Close()
+	h, err := netns.NewNamed(name)
+	// NewNamed leaves this thread in the new namespace (when unshare
+	// succeeded): go back before anything else.
+	if serr := netns.Set(orig); serr != nil {
+		// Leave the thread locked: Go discards it when this goroutine ends.
+		if err == nil {
+			h.Close()
+			netns.DeleteNamed(name)
+		}
+		return nil, fmt.Errorf("netns: return to the original namespace: %w", serr)
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
+		os.Remove(filepath.Join(NetnsDir, name))
+		return nil, fmt.Errorf("create netns %s: %w", name, err)
+	}
+	ns = &Netns{Name: name, handle: h}
+	if err := ns.Do(func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo)
+	}); err != nil {
+		ns.Delete()
+		return nil, fmt.Errorf("netns %s: set lo up: %w", name, err)
+	}
+	return ns, nil
+}
+
+// Delete removes the namespace; devices inside it (the tap) go with it
+// once no process holds it.
+func (n *Netns) Delete() error {
+	n.handle.Close()
+	err := netns.DeleteNamed(n.Name)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, os.ErrNotExist) {
+		if rerr := os.Remove(filepath.Join(NetnsDir, n.Name)); rerr != nil && !os.IsNotExist(rerr) {
+			return fmt.Errorf("delete netns %s: %w", n.Name, rerr)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete netns %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Do runs fn on a thread switched into the namespace.
+func (n *Netns) Do(fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(n.handle); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter netns %s: %w", n.Name, err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		// The thread stays locked and dies with this goroutine.
+		return errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.Name, err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// Tap describes a tap device to create.
+type Tap struct {
+	Name   string // ifname, at most 15 bytes
+	Queues int    // 0 or 1 = single queue; N > 1 = IFF_MULTI_QUEUE
+	Addr   string // host address with prefix, e.g. 10.0.0.1/24 ("" = none)
+	TxQLen int    // 0 = kernel default (1000)
+}
+
+// CreateTap creates a persistent tap (IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, plus
+// IFF_MULTI_QUEUE when Queues > 1) inside the namespace, sets its address
+// and brings it up. QEMU attaches to it by name.
+func (n *Netns) CreateTap(t Tap) error {
+	if len(t.Name) == 0 || len(t.Name) > 15 {
+		return fmt.Errorf("tap name %q must be 1..15 bytes", t.Name)
+	}
+	return n.Do(func() error {
+		flags := netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR
+		q := 1
+		if t.Queues > 1 {
+			flags |= netlink.TUNTAP_MULTI_QUEUE
+			q = t.Queues
+		} else {
+			flags |= netlink.TUNTAP_ONE_QUEUE
+		}
+		tt := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: t.Name, TxQLen: t.TxQLen}, Mode: netlink.TUNTAP_MODE_TAP,
+			Flags: flags, Queues: q}
+		if err := netlink.LinkAdd(tt); err != nil {
+			return fmt.Errorf("create tap %s: %w", t.Name, err)
+		}
+		for _, f := range tt.Fds {
+			f.Close()
+		}
+		link, err := netlink.LinkByName(t.Name)
+		if err != nil {
+			return fmt.Errorf("tap %s: %w", t.Name, err)
+		}
+		if t.TxQLen > 0 {
+			if err := netlink.LinkSetTxQLen(link, t.TxQLen); err != nil {
+				return fmt.Errorf("tap %s: txqueuelen: %w", t.Name, err)
+			}
+		}
+		if t.Addr != "" {
+			a, err := netlink.ParseAddr(t.Addr)
+			if err != nil {
+				return fmt.Errorf("tap %s: address %q: %w", t.Name, t.Addr, err)
+			}
+			if err := netlink.AddrReplace(link, a); err != nil {
+				return fmt.Errorf("tap %s: add address %s: %w", t.Name, t.Addr, err)
+			}
+		}
+		if err := netlink.LinkSetUp(link); err != nil {
+			return fmt.Errorf("tap %s: set up: %w", t.Name, err)
+		}
+		return nil
+	})
+}
+
+// DeleteLink removes a device from the namespace.
+func (n *Netns) DeleteLink(name string) error {
+	return n.Do(func() error {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			var nf netlink.LinkNotFoundError
+			if errors.As(err, &nf) {
+				return nil
+			}
+			return err
+		}
+		return netlink.LinkDel(l)
+	})
+}
+
+// LinkStats are a device's counters.
+type LinkStats struct {
+	RxPackets, TxPackets, RxBytes, TxBytes, RxDropped, TxDropped, TxErrors uint64
+	OperUp, NoCarrier                                                      bool
+}
+
+// LinkStats reads a device's counters (the values /sys/class/net/DEV/statistics shows in the namespace).
+func (n *Netns) LinkStats(dev string) (LinkStats, error) {
+	var s LinkStats
+	err := n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		a := l.Attrs()
+		if st := a.Statistics; st != nil {
+			s = LinkStats{RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes,
+				RxDropped: st.RxDropped, TxDropped: st.TxDropped, TxErrors: st.TxErrors}
+		}
+		s.OperUp = a.OperState == netlink.OperUp
+		s.NoCarrier = a.RawFlags&unix.IFF_LOWER_UP == 0
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("stats of %s: %w", dev, err)
+	}
+	return s, nil
+}
+
+// QdiscStats are the root qdisc's counters.
+type QdiscStats struct {
+	Kind                                        string
+	Packets, Bytes, Drops, Overlimits, Requeues uint64
+	Backlog                                     uint32
+}
+
+// RootQdisc returns the root qdisc of dev and its counters.
+func (n *Netns) RootQdisc(dev string) (QdiscStats, error) {
+	var out QdiscStats
+	err := n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		qs, err := netlink.QdiscList(l)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			a := q.Attrs()
+			if a.Parent != netlink.HANDLE_ROOT {
+				continue
+			}
+			out.Kind = q.Type()
+			if st := a.Statistics; st != nil && st.Basic != nil {
+				out.Packets, out.Bytes = uint64(st.Basic.Packets), st.Basic.Bytes
+			}
+			if st := a.Statistics; st != nil && st.Queue != nil {
+				out.Drops, out.Overlimits, out.Requeues, out.Backlog = uint64(st.Queue.Drops), uint64(st.Queue.Overlimits),
+					uint64(st.Queue.Requeues), st.Queue.Backlog
+			}
+			return nil
+		}
+		out.Kind = "noqueue"
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("qdisc of %s: %w", dev, err)
+	}
+	return out, nil
+}
+
+// QdiscError is a qdisc kind the running kernel lacks (exit code 2).
+type QdiscError struct {
+	Kind, Kernel string
+	Err          error
+}
+
+func (e *QdiscError) Error() string {
+	return fmt.Sprintf("qdisc %s is not available in kernel %s (%v); use noqueue/pfifo_fast or run in lab mode",
+		e.Kind, e.Kernel, e.Err)
+}
+
+func (e *QdiscError) Unwrap() error { return e.Err }
+
+// ExitCode returns 2 (missing capability).
+func (e *QdiscError) ExitCode() int { return 2 }
+
+// SetQdisc replaces dev's root qdisc with kind ("noqueue" removes the root
+// qdisc). An unknown kind is a *QdiscError.
+func (n *Netns) SetQdisc(dev, kind string) error {
+	return n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		// Handle 0: the kernel picks one, so replacing one kind by another works.
+		attrs := netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT}
+		var q netlink.Qdisc
+		switch kind {
+		case "fq_codel":
+			q = &netlink.FqCodel{QdiscAttrs: attrs}
+		case "fq":
+			q = &netlink.Fq{QdiscAttrs: attrs}
+		case "sfq":
+			q = &netlink.Sfq{QdiscAttrs: attrs}
+		default:
+			q = &netlink.GenericQdisc{QdiscAttrs: attrs, QdiscType: kind}
+		}
+		if err := netlink.QdiscReplace(q); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return &QdiscError{Kind: kind, Kernel: kernelRelease(), Err: err}
+			}
+			return fmt.Errorf("set qdisc %s on %s: %w", kind, dev, err)
+		}
+		return nil
+	})
+}
+
+// ResetQdisc deletes dev's root qdisc (back to the kernel default).
+func (n *Netns) ResetQdisc(dev string) error {
+	return n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		qs, err := netlink.QdiscList(l)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Attrs().Handle != 0 {
+				if err := netlink.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// HasAddr reports whether ip is assigned inside the namespace (sanity checks).
+func (n *Netns) HasAddr(ip net.IP) bool {
+	found := false
+	n.Do(func() error {
+		as, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+		for _, a := range as {
+			found = found || a.IP.Equal(ip)
+		}
+		return err
+	})
+	return found
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "?"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// Leftovers lists vnb* namespaces under /run/netns (tests and doctor use
+// it to prove nothing was left behind).
+func Leftovers() []string {
+	ents, _ := os.ReadDir(NetnsDir)
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "vnb") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
