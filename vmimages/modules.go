@@ -1,0 +1,237 @@
+package vmimages
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Module is one loadable kernel module resolved in a modules directory.
+type Module struct {
+	Name string   // canonical name, "-" replaced by "_"
+	Rel  string   // path relative to the modules directory, e.g. "kernel/drivers/net/tun.ko"
+	Deps []string // names of the modules it needs (direct)
+}
+
+// ModuleIndex knows the modules of one kernel: paths from modules.dep when
+// present, otherwise from walking the directory and reading each module's
+// .modinfo "depends=" (Debian's packages ship no modules.dep: depmod runs at
+// install time); built-in names from modules.builtin.
+type ModuleIndex struct {
+	Dir     string
+	paths   map[string]string   // name -> rel path
+	deps    map[string][]string // name -> direct deps (names), filled lazily without modules.dep
+	builtin map[string]bool
+	fromDep bool
+}
+
+// canon normalises a module name: "virtio-net" and "virtio_net" are the same.
+func canon(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+func modName(rel string) string {
+	b := filepath.Base(rel)
+	for _, ext := range []string{".ko", ".ko.gz", ".ko.xz", ".ko.zst"} {
+		if strings.HasSuffix(b, ext) {
+			return canon(strings.TrimSuffix(b, ext))
+		}
+	}
+	return ""
+}
+
+// OpenModules indexes the modules directory dir (/lib/modules/<release>).
+func OpenModules(dir string) (*ModuleIndex, error) {
+	if !dirExists(dir) {
+		return nil, inputErrorf(nil, "modules directory %s does not exist; pass --modules with the kernel's /lib/modules/<release> directory", dir)
+	}
+	ix := &ModuleIndex{Dir: dir, paths: map[string]string{}, deps: map[string][]string{}, builtin: map[string]bool{}}
+	if f, err := os.Open(filepath.Join(dir, "modules.builtin")); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if n := modName(strings.TrimSpace(sc.Text())); n != "" {
+				ix.builtin[n] = true
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open(filepath.Join(dir, "modules.dep")); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			mod, deps, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			n := modName(mod)
+			ix.paths[n] = mod
+			var dn []string
+			for _, d := range strings.Fields(deps) {
+				dn = append(dn, modName(d))
+				if _, ok := ix.paths[modName(d)]; !ok {
+					ix.paths[modName(d)] = d
+				}
+			}
+			ix.deps[n] = dn
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read %s/modules.dep: %w", dir, err)
+		}
+		ix.fromDep = true
+		return ix, nil
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if n := modName(p); n != "" {
+			rel, _ := filepath.Rel(dir, p)
+			if old, ok := ix.paths[n]; !ok || rel < old {
+				ix.paths[n] = rel
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index modules in %s: %w", dir, err)
+	}
+	return ix, nil
+}
+
+// Builtin reports whether name is compiled into the kernel.
+func (ix *ModuleIndex) Builtin(name string) bool { return ix.builtin[canon(name)] }
+
+// Resolve returns the modules needed to load names, dependencies first, each
+// once. Built-in names are skipped. The order is a depth-first post-order
+// over sorted dependency lists, so it is deterministic and never hard-coded.
+func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
+	var out []Module
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(n string, chain []string) error
+	visit = func(n string, chain []string) error {
+		switch state[n] {
+		case 2:
+			return nil
+		case 1:
+			return fmt.Errorf("module dependency cycle: %s -> %s", strings.Join(chain, " -> "), n)
+		}
+		rel, ok := ix.paths[n]
+		if !ok {
+			if ix.builtin[n] {
+				state[n] = 2
+				return nil
+			}
+			how := "not in modules.dep and not built in"
+			if !ix.fromDep {
+				how = "no " + n + ".ko under it and not in modules.builtin"
+			}
+			if len(chain) > 0 {
+				how += ", needed by " + strings.Join(chain, " -> ")
+			}
+			return inputErrorf(nil, "module %s not found in %s (%s); enable it in the kernel config (=m or =y) or pass the right --modules directory", n, ix.Dir, how)
+		}
+		state[n] = 1
+		deps, err := ix.depsOf(n, rel)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := visit(d, append(chain, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		out = append(out, Module{Name: n, Rel: rel, Deps: deps})
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(canon(n), nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (ix *ModuleIndex) depsOf(n, rel string) ([]string, error) {
+	if d, ok := ix.deps[n]; ok || ix.fromDep {
+		s := append([]string(nil), d...)
+		sort.Strings(s)
+		return s, nil
+	}
+	data, err := ix.ReadModule(rel)
+	if err != nil {
+		return nil, err
+	}
+	info, err := modinfo(data)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", rel, err)
+	}
+	var deps []string
+	for _, d := range strings.Split(info["depends"], ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			deps = append(deps, canon(d))
+		}
+	}
+	sort.Strings(deps)
+	ix.deps[n] = deps
+	return deps, nil
+}
+
+// ReadModule returns the uncompressed bytes of the module at rel. Plain .ko
+// and .ko.gz are supported; .ko.xz and .ko.zst give an InputError (the Go
+// standard library has no xz or zstd decoder).
+func (ix *ModuleIndex) ReadModule(rel string) ([]byte, error) {
+	p := filepath.Join(ix.Dir, rel)
+	switch {
+	case strings.HasSuffix(rel, ".ko"):
+		return os.ReadFile(p)
+	case strings.HasSuffix(rel, ".ko.gz"):
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", p, err)
+		}
+		return io.ReadAll(zr)
+	}
+	ext := filepath.Ext(rel)
+	return nil, inputErrorf(nil, "module %s is %s-compressed, which vnetbench cannot unpack; decompress the modules (e.g. `find %s -name '*.ko%s' -exec %s -d {} +` then depmod) or build the kernel with CONFIG_MODULE_COMPRESS_NONE=y", p, strings.TrimPrefix(ext, "."), ix.Dir, ext, map[string]string{".xz": "xz", ".zst": "zstd"}[ext])
+}
+
+// modinfo parses the .modinfo section (NUL-separated key=value strings).
+func modinfo(ko []byte) (map[string]string, error) {
+	f, err := elf.NewFile(bytes.NewReader(ko))
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF module: %w", err)
+	}
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, fmt.Errorf("no .modinfo section")
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok {
+			if _, dup := m[k]; !dup {
+				m[k] = v
+			}
+		}
+	}
+	return m, nil
+}
