@@ -25,8 +25,8 @@ const (
 )
 
 // AgentPortName is the virtio-serial port name the guest agent opens
-// (/dev/virtio-ports/AgentPortName in the guest).
-const AgentPortName = "vnetbench.agent"
+// (/dev/virtio-ports/AgentPortName in the guest); the same as vmimages.AgentPortName.
+const AgentPortName = "vnb.agent"
 
 // DefaultBinary is the QEMU program used when Config.Binary is empty.
 const DefaultBinary = "qemu-system-x86_64"
