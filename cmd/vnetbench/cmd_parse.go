@@ -2,11 +2,79 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/perfparse"
 )
 
-// cmdParse is wired up by the perfparse work (see the open issues).
+// cmdParse implements `vnetbench parse KIND [FILE|-]`: it parses one tool
+// output with perfparse and prints the record as indented JSON. For kind
+// netdev, FILE may also be a /sys/class/net/DEV/statistics directory.
 func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("parse: not implemented yet")
+	kinds := strings.Join(perfparse.Kinds(), ", ")
+	fs := newFlagSet("parse", "KIND [FILE|-]\n\nKINDS: "+kinds+"\nReads standard input when FILE is - or missing.", stderr)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		fs.Usage()
+		return usageErrorf("parse: want KIND [FILE|-] (kinds: %s)", kinds)
+	}
+	kind := pos[0]
+	if !knownKind(kind) {
+		return usageErrorf("parse: unknown kind %q; kinds: %s", kind, kinds)
+	}
+	var in io.Reader = os.Stdin
+	name := "<stdin>"
+	if len(pos) == 2 && pos[1] != "-" {
+		name = pos[1]
+		fi, err := os.Stat(name)
+		if err != nil {
+			return usageErrorf("parse: %v", err)
+		}
+		if fi.IsDir() {
+			if kind != "netdev" && kind != "auto" {
+				return usageErrorf("parse: %s is a directory; only kind netdev reads a directory (/sys/class/net/DEV/statistics)", name)
+			}
+			st, err := perfparse.ParseNetdevStats(os.DirFS(name))
+			if err != nil {
+				return perfparse.WithFile(err, name)
+			}
+			return writeJSON(stdout, st)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return usageErrorf("parse: %v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	v, err := perfparse.Parse(kind, name, in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(stdout, v)
+}
+
+func knownKind(k string) bool {
+	for _, x := range perfparse.Kinds() {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("parse: encode json: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

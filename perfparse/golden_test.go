@@ -1,0 +1,159 @@
+package perfparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// goldenInputs lists testdata/<kind>/<file> inputs (not golden files).
+func goldenInputs(t testing.TB, kind string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join("testdata", kind))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".golden") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		out = append(out, filepath.Join("testdata", kind, e.Name()))
+	}
+	return out
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	golden := path + ".golden"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (go test -update rewrites it):\n%s", path, golden, lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the first differing lines.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	n := 0
+	for i := 0; i < max(len(w), len(g)) && n < 10; i++ {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			b.WriteString("line " + itoa(i+1) + ":\n  want: " + a + "\n  got:  " + c + "\n")
+			n++
+		}
+	}
+	return b.String()
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// TestGolden parses every input under testdata/<kind>/ with Parse and
+// compares the JSON (or, for inputs named bad-*, the error) with the
+// .golden file next to it.
+func TestGolden(t *testing.T) {
+	for _, kind := range Kinds() {
+		if kind == "auto" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("testdata", kind)); err != nil {
+			continue
+		}
+		for _, path := range goldenInputs(t, kind) {
+			if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+				continue
+			}
+			t.Run(kind+"/"+filepath.Base(path), func(t *testing.T) {
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				v, err := Parse(kind, filepath.Base(path), f)
+				bad := strings.HasPrefix(filepath.Base(path), "bad-")
+				switch {
+				case bad && err == nil:
+					t.Fatalf("%s parsed without error, want one", path)
+				case !bad && err != nil:
+					t.Fatalf("%s: %v", path, err)
+				case bad:
+					checkGolden(t, path, []byte("error: "+err.Error()+"\n"))
+				default:
+					checkGolden(t, path, marshal(t, v))
+				}
+			})
+		}
+	}
+}
+
+// TestGoldenNetdevSysfs parses the captured statistics directories.
+func TestGoldenNetdevSysfs(t *testing.T) {
+	for _, path := range goldenInputs(t, "netdev") {
+		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			s, err := ParseNetdevStats(os.DirFS(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, path, marshal(t, s))
+		})
+	}
+}
+
+// TestDetect checks that auto detection names the directory's kind for
+// every good input.
+func TestDetect(t *testing.T) {
+	for _, kind := range Kinds() {
+		if kind == "auto" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("testdata", kind)); err != nil {
+			continue
+		}
+		for _, path := range goldenInputs(t, kind) {
+			if fi, err := os.Stat(path); err != nil || fi.IsDir() || strings.HasPrefix(filepath.Base(path), "bad-") {
+				continue
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Detect(data); got != kind {
+				t.Errorf("Detect(%s) = %q, want %q", path, got, kind)
+			}
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package perfparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Iperf3 is the result of `iperf3 --json` (client or server side), TCP or
+// UDP. Rates are bit/s, times seconds, CPU utilisation fractions of the
+// machine (iperf3's percentages / 100).
+type Iperf3 struct {
+	Version    string `json:"version,omitempty"`
+	SystemInfo string `json:"system_info,omitempty"`
+	// Protocol is "TCP" or "UDP" (from start.test_start).
+	Protocol   string  `json:"protocol,omitempty"`
+	NumStreams int     `json:"num_streams,omitempty"`
+	Reverse    bool    `json:"reverse"`
+	DurationS  float64 `json:"duration_s,omitempty"`
+	OmitS      float64 `json:"omit_s,omitempty"`
+	// Error is iperf3's "error" member ("" when the test ran). A record
+	// with an Error is still returned with a nil Go error.
+	Error string `json:"error,omitempty"`
+	// Sender and Receiver are the end sums (sum_sent / sum_received; for UDP
+	// on iperf3 versions without them, "sum" fills both).
+	Sender   *Iperf3Sum `json:"sender,omitempty"`
+	Receiver *Iperf3Sum `json:"receiver,omitempty"`
+	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates.
+	ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
+	SenderBitsPerSec   float64 `json:"sender_bits_per_sec"`
+	// Retransmits is the TCP sender's total (HasRetransmits false for UDP or
+	// when the sender did not report it).
+	Retransmits    uint64 `json:"retransmits"`
+	HasRetransmits bool   `json:"has_retransmits"`
+	// Streams are the per-stream end results.
+	Streams []Iperf3Stream `json:"streams,omitempty"`
+	// Intervals are the per-interval sums (and per-stream values).
+	Intervals []Iperf3Interval `json:"intervals,omitempty"`
+	CPU       *Iperf3CPU       `json:"cpu,omitempty"`
+	// SenderCongestion and ReceiverCongestion are the TCP congestion
+	// control algorithms.
+	SenderCongestion   string `json:"sender_tcp_congestion,omitempty"`
+	ReceiverCongestion string `json:"receiver_tcp_congestion,omitempty"`
+}
+
+// Iperf3Sum is one sender or receiver summary (end sum, stream or
+// interval).
+type Iperf3Sum struct {
+	Socket      int     `json:"socket,omitempty"`
+	StartS      float64 `json:"start_s"`
+	EndS        float64 `json:"end_s"`
+	Seconds     float64 `json:"seconds"`
+	Bytes       uint64  `json:"bytes"`
+	BitsPerSec  float64 `json:"bits_per_sec"`
+	Retransmits *uint64 `json:"retransmits,omitempty"`
+	// UDP only: jitter in seconds, lost and total datagrams, lost fraction.
+	JitterS     *float64 `json:"jitter_s,omitempty"`
+	LostPackets *uint64  `json:"lost_packets,omitempty"`
+	Packets     *uint64  `json:"packets,omitempty"`
+	LostFrac    *float64 `json:"lost_frac,omitempty"`
+	Omitted     bool     `json:"omitted,omitempty"`
+	// IsSender is iperf3's "sender" flag (which side produced the numbers).
+	IsSender bool `json:"sender"`
+}
+
+// Iperf3Stream is one stream's end result.
+type Iperf3Stream struct {
+	Sender   *Iperf3Sum `json:"sender,omitempty"`
+	Receiver *Iperf3Sum `json:"receiver,omitempty"`
+	UDP      *Iperf3Sum `json:"udp,omitempty"`
+}
+
+// Iperf3Interval is one reporting interval.
+type Iperf3Interval struct {
+	Sum     Iperf3Sum   `json:"sum"`
+	Streams []Iperf3Sum `json:"streams,omitempty"`
+}
+
+// Iperf3CPU is cpu_utilization_percent as fractions (0.175 = 17.5 %).
+type Iperf3CPU struct {
+	HostTotalFrac    float64 `json:"host_total_frac"`
+	HostUserFrac     float64 `json:"host_user_frac"`
+	HostSystemFrac   float64 `json:"host_system_frac"`
+	RemoteTotalFrac  float64 `json:"remote_total_frac"`
+	RemoteUserFrac   float64 `json:"remote_user_frac"`
+	RemoteSystemFrac float64 `json:"remote_system_frac"`
+}
+
+type iperfSumJSON struct {
+	Socket        int          `json:"socket"`
+	Start         float64      `json:"start"`
+	End           float64      `json:"end"`
+	Seconds       float64      `json:"seconds"`
+	Bytes         json.Number  `json:"bytes"`
+	BitsPerSecond float64      `json:"bits_per_second"`
+	Retransmits   *json.Number `json:"retransmits"`
+	JitterMS      *float64     `json:"jitter_ms"`
+	LostPackets   *json.Number `json:"lost_packets"`
+	Packets       *json.Number `json:"packets"`
+	LostPercent   *float64     `json:"lost_percent"`
+	Omitted       bool         `json:"omitted"`
+	Sender        bool         `json:"sender"`
+}
+
+type iperfJSON struct {
+	Start struct {
+		Version    string `json:"version"`
+		SystemInfo string `json:"system_info"`
+		TestStart  struct {
+			Protocol   string  `json:"protocol"`
+			NumStreams int     `json:"num_streams"`
+			Omit       float64 `json:"omit"`
+			Duration   float64 `json:"duration"`
+			Reverse    int     `json:"reverse"`
+		} `json:"test_start"`
+	} `json:"start"`
+	Intervals []struct {
+		Streams []iperfSumJSON `json:"streams"`
+		Sum     *iperfSumJSON  `json:"sum"`
+	} `json:"intervals"`
+	End struct {
+		Streams []struct {
+			Sender   *iperfSumJSON `json:"sender"`
+			Receiver *iperfSumJSON `json:"receiver"`
+			UDP      *iperfSumJSON `json:"udp"`
+		} `json:"streams"`
+		Sum         *iperfSumJSON `json:"sum"`
+		SumSent     *iperfSumJSON `json:"sum_sent"`
+		SumReceived *iperfSumJSON `json:"sum_received"`
+		CPU         *struct {
+			HostTotal    float64 `json:"host_total"`
+			HostUser     float64 `json:"host_user"`
+			HostSystem   float64 `json:"host_system"`
+			RemoteTotal  float64 `json:"remote_total"`
+			RemoteUser   float64 `json:"remote_user"`
+			RemoteSystem float64 `json:"remote_system"`
+		} `json:"cpu_utilization_percent"`
+		SenderCongestion   string `json:"sender_tcp_congestion"`
+		ReceiverCongestion string `json:"receiver_tcp_congestion"`
+	} `json:"end"`
+	Error *string `json:"error"`
+}
+
+// ParseIperf3 parses the output of `iperf3 --json`. Only the first JSON
+// object is read (a server with --json prints one per test).
+func ParseIperf3(r io.Reader) (*Iperf3, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var j iperfJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err != nil {
+		return nil, jsonError(data, dec.InputOffset(), err, "iperf3 --json")
+	}
+	out := &Iperf3{
+		Version:    j.Start.Version,
+		SystemInfo: j.Start.SystemInfo,
+		Protocol:   j.Start.TestStart.Protocol,
+		NumStreams: j.Start.TestStart.NumStreams,
+		Reverse:    j.Start.TestStart.Reverse != 0,
+		DurationS:  j.Start.TestStart.Duration,
+		OmitS:      j.Start.TestStart.Omit,
+	}
+	if j.Error != nil {
+		out.Error = *j.Error
+	}
+	if out.Version == "" && out.Error == "" && j.End.Sum == nil && j.End.SumSent == nil && len(j.Intervals) == 0 {
+		return nil, errorf(1, "not iperf3 --json output: no start, intervals, end or error member")
+	}
+	conv := func(s *iperfSumJSON) (*Iperf3Sum, error) {
+		if s == nil {
+			return nil, nil
+		}
+		o := &Iperf3Sum{Socket: s.Socket, StartS: s.Start, EndS: s.End, Seconds: s.Seconds,
+			BitsPerSec: s.BitsPerSecond, Omitted: s.Omitted, IsSender: s.Sender}
+		var err error
+		if o.Bytes, err = jsonUint(s.Bytes, "bytes"); err != nil {
+			return nil, err
+		}
+		opt := func(n *json.Number, name string) (*uint64, error) {
+			if n == nil {
+				return nil, nil
+			}
+			v, err := jsonUint(*n, name)
+			return &v, err
+		}
+		if o.Retransmits, err = opt(s.Retransmits, "retransmits"); err != nil {
+			return nil, err
+		}
+		if o.LostPackets, err = opt(s.LostPackets, "lost_packets"); err != nil {
+			return nil, err
+		}
+		if o.Packets, err = opt(s.Packets, "packets"); err != nil {
+			return nil, err
+		}
+		if s.JitterMS != nil {
+			v := *s.JitterMS / 1e3
+			o.JitterS = &v
+		}
+		if s.LostPercent != nil {
+			v := *s.LostPercent / 100
+			o.LostFrac = &v
+		}
+		return o, nil
+	}
+	var errs []error
+	c := func(s *iperfSumJSON) *Iperf3Sum {
+		o, err := conv(s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return o
+	}
+	for _, iv := range j.Intervals {
+		var x Iperf3Interval
+		if iv.Sum != nil {
+			x.Sum = *c(iv.Sum)
+		}
+		for i := range iv.Streams {
+			x.Streams = append(x.Streams, *c(&iv.Streams[i]))
+		}
+		out.Intervals = append(out.Intervals, x)
+	}
+	for _, s := range j.End.Streams {
+		out.Streams = append(out.Streams, Iperf3Stream{Sender: c(s.Sender), Receiver: c(s.Receiver), UDP: c(s.UDP)})
+	}
+	out.Sender, out.Receiver = c(j.End.SumSent), c(j.End.SumReceived)
+	if sum := c(j.End.Sum); sum != nil {
+		// UDP (and old iperf3): "sum" is the only total.
+		if out.Sender == nil {
+			out.Sender = sum
+		}
+		if out.Receiver == nil {
+			out.Receiver = sum
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if out.Sender != nil {
+		out.SenderBitsPerSec = out.Sender.BitsPerSec
+		if out.Sender.Retransmits != nil {
+			out.Retransmits, out.HasRetransmits = *out.Sender.Retransmits, true
+		}
+	}
+	if out.Receiver != nil {
+		out.ReceiverBitsPerSec = out.Receiver.BitsPerSec
+	}
+	if cpu := j.End.CPU; cpu != nil {
+		out.CPU = &Iperf3CPU{cpu.HostTotal / 100, cpu.HostUser / 100, cpu.HostSystem / 100,
+			cpu.RemoteTotal / 100, cpu.RemoteUser / 100, cpu.RemoteSystem / 100}
+	}
+	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
+	return out, nil
+}
+
+func jsonUint(n json.Number, name string) (uint64, error) {
+	if n == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(string(n), 10, 64)
+	if err != nil {
+		// iperf3 prints some counts as floats (e.g. 0.0 on old versions).
+		f, ferr := strconv.ParseFloat(string(n), 64)
+		if ferr != nil || f < 0 || f >= 1<<64 || f != float64(uint64(f)) {
+			return 0, errorf(0, "%s: %s is not a count", name, n)
+		}
+		v = uint64(f)
+	}
+	return v, nil
+}
+
+// jsonError turns a JSON decoding error into a SyntaxError with the line.
+func jsonError(data []byte, off int64, err error, what string) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte{'\n'})
+	if err == io.EOF {
+		return &SyntaxError{Line: 0, Msg: "empty input: expected " + what, Err: err}
+	}
+	return &SyntaxError{Line: line, Msg: fmt.Sprintf("%s: %v", what, err), Err: err}
+}

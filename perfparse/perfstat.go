@@ -1,0 +1,472 @@
+package perfparse
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// PerfStat is the output of `perf stat` in any of its formats: the default
+// text (perf 4.x–6.x, also as pasted in mail), -x SEP (CSV) or -j (JSON
+// lines).
+type PerfStat struct {
+	// Format is "text", "csv" or "json".
+	Format string `json:"format"`
+	// Target is what perf measured, from the text header, e.g.
+	// "process id '12619'" or "'sleep 1'".
+	Target string `json:"target,omitempty"`
+	// Runs is N of `-r N` (0 when not repeated).
+	Runs int `json:"runs,omitempty"`
+	// Rows are the counter rows in input order (metric-only continuation
+	// lines are attached to the row above).
+	Rows []PerfStatRow `json:"rows"`
+	// ElapsedS, UserS and SysS are the footer's "seconds time elapsed",
+	// "seconds user" and "seconds sys"; nil when absent.
+	ElapsedS *float64 `json:"elapsed_s,omitempty"`
+	// ElapsedStddevS is the "+- X" of a -r footer.
+	ElapsedStddevS *float64 `json:"elapsed_stddev_s,omitempty"`
+	// ElapsedVariance is the footer's "( +- 0.01% )" as a fraction.
+	ElapsedVariance *float64 `json:"elapsed_variance_frac,omitempty"`
+	UserS           *float64 `json:"user_s,omitempty"`
+	SysS            *float64 `json:"sys_s,omitempty"`
+	// NumberFormat describes the decimal mark and grouping found in text
+	// input, e.g. `decimal ',' grouping '.'` ("" when plain).
+	NumberFormat string `json:"number_format,omitempty"`
+}
+
+// PerfStatRow is one counter.
+type PerfStatRow struct {
+	// Event is the event name as printed ("task-clock", "cycles:u", ...).
+	Event string `json:"event"`
+	// Value is the counter in base units: seconds for time events
+	// (task-clock's msec), the count for counters. Zero when not
+	// Supported or not Counted.
+	Value float64 `json:"value"`
+	// Count is the exact integer value for integer counters (Unit "").
+	Count uint64 `json:"count"`
+	// Unit is the base unit of Value: "" for counts, "s" for times, else
+	// the unit as printed (e.g. "Joules", "MiB").
+	Unit string `json:"unit"`
+	// RawValue and RawUnit are the value and unit as printed.
+	RawValue string `json:"raw_value"`
+	RawUnit  string `json:"raw_unit,omitempty"`
+	// Thread is the --per-thread / -t row label "NAME-TID" and TID its id.
+	Thread string `json:"thread,omitempty"`
+	TID    int    `json:"tid,omitempty"`
+	// CPU is the aggregation label of -A / --per-core / --per-socket rows
+	// ("CPU0", "S0-D0-C1", ...); AggrCPUs the number of CPUs aggregated.
+	CPU      string `json:"cpu,omitempty"`
+	AggrCPUs int    `json:"aggr_cpus,omitempty"`
+	// IntervalS is the -I timestamp of the row.
+	IntervalS *float64 `json:"interval_s,omitempty"`
+	// Supported is false for "<not supported>", Counted false for
+	// "<not counted>".
+	Supported bool `json:"supported"`
+	Counted   bool `json:"counted"`
+	// Variance is -r's "( +- 0.52% )" as a fraction (0.0052): the standard
+	// deviation of the mean relative to the mean. Nil without -r.
+	Variance *float64 `json:"variance_frac,omitempty"`
+	// Multiplex is the fraction of the time the counter was running
+	// ("(66.85%)" = 0.6685; 1 when perf printed nothing, i.e. 100 %).
+	Multiplex float64 `json:"running_frac"`
+	// RuntimeS is the counter's run time from -x/-j output (seconds).
+	RuntimeS *float64 `json:"runtime_s,omitempty"`
+	// Metric is the "#" column (derived metric), MoreMetrics any further
+	// metric-only lines printed under the row.
+	Metric      *PerfStatMetric  `json:"metric,omitempty"`
+	MoreMetrics []PerfStatMetric `json:"more_metrics,omitempty"`
+}
+
+// PerfStatMetric is a derived metric ("1.379 CPUs utilized",
+// "7.903 K/sec", "1.23% of all branches").
+type PerfStatMetric struct {
+	// Value and Unit are as printed (Unit without a leading "%").
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	// Percent is true when perf printed the value as a percentage.
+	Percent bool `json:"percent,omitempty"`
+	// Base is Value in BaseUnit: K/sec, M/sec, G/sec to /sec, GHz/MHz to
+	// Hz, percentages to fractions ("frac of all branches").
+	Base     float64 `json:"base"`
+	BaseUnit string  `json:"base_unit"`
+}
+
+// ParsePerfStat parses perf stat output, detecting the format: lines
+// starting with "{" are -j, lines with a separator and a known field layout
+// are -x, anything else is the default text.
+func ParsePerfStat(r io.Reader) (*PerfStat, error) {
+	lines, err := readLines(r)
+	if err != nil {
+		return nil, err
+	}
+	switch detectPerfStat(lines) {
+	case "json":
+		return parsePerfStatJSON(lines)
+	case "csv":
+		return parsePerfStatCSV(lines)
+	}
+	return parsePerfStatText(lines)
+}
+
+func detectPerfStat(lines []string) string {
+	for _, l := range lines {
+		s := strings.TrimSpace(l)
+		if s == "" || strings.HasPrefix(s, "# ") && !startsNumber(s[2:]) {
+			continue
+		}
+		if strings.HasPrefix(s, "Performance counter stats") || strings.Contains(s, " # ") {
+			return "text"
+		}
+		if strings.HasPrefix(s, "{") {
+			return "json"
+		}
+		if csvSep(s) != 0 {
+			return "csv"
+		}
+		return "text"
+	}
+	return "text"
+}
+
+func startsNumber(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// csvSep returns the -x separator of a perf stat CSV line, or 0.
+func csvSep(s string) byte {
+	for _, sep := range []byte{',', ';', '\t', '|', ':'} {
+		f := strings.Split(s, string(sep))
+		if len(f) >= 3 && csvValueIndex(f) >= 0 {
+			return sep
+		}
+	}
+	return 0
+}
+
+func isNotValue(s string) bool { return s == "<not supported>" || s == "<not counted>" }
+
+// csvValueIndex finds the counter-value field: a number (or <not ...>)
+// followed by a unit (non-numeric, maybe empty) and an event name.
+func csvValueIndex(f []string) int {
+	for i := 0; i+2 < len(f) && i < 4; i++ {
+		v := strings.TrimSpace(f[i])
+		if !(isNotValue(v) || isPlainNum(v)) {
+			continue
+		}
+		u, ev := strings.TrimSpace(f[i+1]), strings.TrimSpace(f[i+2])
+		if isPlainNum(u) || ev == "" || isPlainNum(ev) || strings.ContainsAny(ev, " ") && !strings.Contains(ev, "/") {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+func isPlainNum(s string) bool {
+	if s == "" {
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+// timeUnits maps perf's time units to seconds.
+var timeUnits = map[string]float64{"msec": 1e-3, "ms": 1e-3, "usec": 1e-6, "us": 1e-6, "nsec": 1e-9, "ns": 1e-9, "sec": 1, "s": 1}
+
+// knownUnits are units perf prints between the value and the event name.
+var knownUnits = map[string]bool{"msec": true, "ms": true, "usec": true, "us": true, "nsec": true, "ns": true,
+	"sec": true, "s": true, "Joules": true, "MiB": true, "KiB": true, "GiB": true, "MB": true, "W": true, "Watts": true, "C": true}
+
+// setValue fills Value/Count/Unit from a parsed number and the raw unit.
+func (row *PerfStatRow) setValue(v float64, n uint64, isInt bool, unit string) {
+	row.RawUnit = unit
+	if f, ok := timeUnits[unit]; ok {
+		row.Value, row.Unit = v*f, "s"
+		return
+	}
+	row.Value, row.Unit = v, unit
+	if unit == "" && isInt {
+		row.Count = n
+	}
+}
+
+func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
+	unit = strings.TrimSpace(unit)
+	if strings.HasPrefix(unit, "%") {
+		percent, unit = true, strings.TrimSpace(unit[1:])
+	}
+	if !percent && (strings.HasPrefix(unit, "of all") || strings.HasSuffix(unit, "cycles idle")) {
+		percent = true // -j prints percentage metrics without "%"
+	}
+	m := &PerfStatMetric{Value: v, Unit: unit, Percent: percent, Base: v, BaseUnit: unit}
+	if percent {
+		m.Base, m.BaseUnit = v/100, "frac "+unit
+		return m
+	}
+	for _, s := range []struct {
+		prefix, base string
+		f            float64
+	}{{"K/sec", "/sec", 1e3}, {"M/sec", "/sec", 1e6}, {"G/sec", "/sec", 1e9}, {"GHz", "Hz", 1e9}, {"MHz", "Hz", 1e6}, {"KHz", "Hz", 1e3}} {
+		if unit == s.prefix {
+			m.Base, m.BaseUnit = v*s.f, s.base
+		}
+	}
+	return m
+}
+
+// ---- -j -----------------------------------------------------------------
+
+func parsePerfStatJSON(lines []string) (*PerfStat, error) {
+	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
+	for i, l := range lines {
+		ln := i + 1
+		s := strings.TrimSpace(l)
+		if s == "" {
+			continue
+		}
+		var m map[string]json.RawMessage
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, errorf(ln, "perf stat -j: %v", err)
+		}
+		str := func(k string) (string, bool) {
+			raw, ok := m[k]
+			if !ok {
+				return "", false
+			}
+			var v any
+			d := json.NewDecoder(bytes.NewReader(raw))
+			d.UseNumber()
+			if d.Decode(&v) != nil {
+				return "", false
+			}
+			switch v := v.(type) {
+			case string:
+				return v, true
+			case json.Number:
+				return v.String(), true
+			}
+			return "", false
+		}
+		num := func(k string) (float64, bool, error) {
+			v, ok := str(k)
+			if !ok || v == "" {
+				return 0, false, nil
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, false, errorf(ln, "perf stat -j: %s %q is not a number", k, v)
+			}
+			return f, true, nil
+		}
+		ev, hasEv := str("event")
+		mv, hasMV, err := num("metric-value")
+		if err != nil {
+			return nil, err
+		}
+		mu, _ := str("metric-unit")
+		if !hasEv {
+			// perf 6.5+ prints extra metrics as their own objects.
+			if hasMV && mu != "" && len(st.Rows) > 0 {
+				prev := &st.Rows[len(st.Rows)-1]
+				prev.MoreMetrics = append(prev.MoreMetrics, *newMetric(mv, mu, false))
+				continue
+			}
+			if _, ok := m["counter-value"]; !ok {
+				continue // other objects (e.g. headers) carry no counter
+			}
+			return nil, errorf(ln, "perf stat -j: object has a counter-value but no event")
+		}
+		cv, _ := str("counter-value")
+		unit, _ := str("unit")
+		row := PerfStatRow{Event: ev, RawValue: cv, Supported: true, Counted: true, Multiplex: 1}
+		if err := row.setRaw(cv, unit, ln); err != nil {
+			return nil, err
+		}
+		if th, ok := str("thread"); ok {
+			row.Thread, row.TID = th, threadTID(th)
+		}
+		if c, ok := str("cpu"); ok {
+			row.CPU = c
+		}
+		for _, k := range []string{"core", "socket", "die", "node", "cache"} {
+			if c, ok := str(k); ok {
+				row.CPU = c
+			}
+		}
+		if n, ok, err := num("aggregate-number"); err == nil && ok {
+			row.AggrCPUs = int(n)
+		}
+		if iv, ok, err := num("interval"); err != nil {
+			return nil, err
+		} else if ok {
+			row.IntervalS = &iv
+		}
+		if v, ok, err := num("variance"); err != nil {
+			return nil, err
+		} else if ok {
+			v /= 100
+			row.Variance = &v
+		}
+		if rt, ok, err := num("event-runtime"); err != nil {
+			return nil, err
+		} else if ok {
+			rt /= 1e9
+			row.RuntimeS = &rt
+		}
+		if p, ok, err := num("pcnt-running"); err != nil {
+			return nil, err
+		} else if ok {
+			row.Multiplex = p / 100
+		}
+		if hasMV && mu != "" {
+			row.Metric = newMetric(mv, mu, false)
+		}
+		st.Rows = append(st.Rows, row)
+	}
+	if len(st.Rows) == 0 {
+		return nil, errorf(0, "perf stat -j: no counter objects in the input")
+	}
+	return st, nil
+}
+
+// setRaw parses a plain (C locale) counter value as printed by -x or -j.
+func (row *PerfStatRow) setRaw(v, unit string, ln int) error {
+	v = strings.TrimSpace(v)
+	row.RawValue = v
+	switch v {
+	case "<not supported>":
+		row.Supported, row.RawUnit, row.Unit = false, unit, unit
+		if _, ok := timeUnits[unit]; ok {
+			row.Unit = "s"
+		}
+		return nil
+	case "<not counted>":
+		row.Counted, row.RawUnit, row.Unit = false, unit, unit
+		if _, ok := timeUnits[unit]; ok {
+			row.Unit = "s"
+		}
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return errorf(ln, "perf stat: counter value %q of %s is not a number", v, row.Event)
+	}
+	var n uint64
+	isInt := f >= 0 && f == math.Trunc(f)
+	if isInt {
+		ip := v
+		if i := strings.IndexByte(v, '.'); i >= 0 {
+			ip = v[:i]
+		}
+		if n, err = strconv.ParseUint(ip, 10, 64); err != nil {
+			isInt = false
+		}
+	}
+	row.setValue(f, n, isInt, unit)
+	return nil
+}
+
+func threadTID(th string) int {
+	i := strings.LastIndexByte(th, '-')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(th[i+1:])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ---- -x SEP -------------------------------------------------------------
+
+var reAggrID = regexp.MustCompile(`^(S\d+(-D\d+)?(-C\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
+
+func parsePerfStatCSV(lines []string) (*PerfStat, error) {
+	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
+	var sep byte
+	for i, l := range lines {
+		ln := i + 1
+		s := strings.TrimSpace(l)
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue // "# started on ..." from -o
+		}
+		if sep == 0 {
+			if sep = csvSep(s); sep == 0 {
+				return nil, errorf(ln, "perf stat -x: cannot find value,unit,event fields in %q", clip(s))
+			}
+		}
+		f := strings.Split(s, string(sep))
+		vi := csvValueIndex(f)
+		if vi < 0 {
+			return nil, errorf(ln, "perf stat -x: cannot find value%cunit%cevent fields in %q", sep, sep, clip(s))
+		}
+		row := PerfStatRow{Event: strings.TrimSpace(f[vi+2]), Supported: true, Counted: true, Multiplex: 1}
+		pre := f[:vi]
+		if len(pre) > 0 && isPlainNum(pre[0]) && strings.Contains(pre[0], ".") {
+			iv, _ := strconv.ParseFloat(pre[0], 64)
+			row.IntervalS = &iv
+			pre = pre[1:]
+		}
+		if len(pre) > 0 {
+			label := strings.TrimSpace(pre[0])
+			if reAggrID.MatchString(label) || strings.HasPrefix(label, "CPU") && isPlainNum(label[3:]) {
+				row.CPU = label
+				if len(pre) > 1 {
+					row.AggrCPUs, _ = strconv.Atoi(strings.TrimSpace(pre[1]))
+				}
+			} else {
+				row.Thread, row.TID = label, threadTID(label)
+			}
+		}
+		if err := row.setRaw(f[vi], strings.TrimSpace(f[vi+1]), ln); err != nil {
+			return nil, err
+		}
+		rest := f[vi+3:]
+		if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
+			if err != nil {
+				return nil, errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
+			}
+			v /= 100
+			row.Variance = &v
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && strings.TrimSpace(rest[0]) != "" {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest[0]), 64)
+			if err != nil {
+				return nil, errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
+			}
+			v /= 1e9
+			row.RuntimeS = &v
+		}
+		if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest[1]), 64)
+			if err != nil {
+				return nil, errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
+			}
+			row.Multiplex = v / 100
+		}
+		if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
+			mvs := strings.TrimSpace(rest[2])
+			pct := strings.HasSuffix(mvs, "%")
+			v, err := strconv.ParseFloat(strings.TrimSuffix(mvs, "%"), 64)
+			if err != nil {
+				return nil, errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
+			}
+			row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+		}
+		st.Rows = append(st.Rows, row)
+	}
+	if len(st.Rows) == 0 {
+		return nil, errorf(0, "perf stat -x: no counter lines in the input")
+	}
+	return st, nil
+}

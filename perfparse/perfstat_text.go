@@ -1,0 +1,360 @@
+package perfparse
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var (
+	reStatHeader   = regexp.MustCompile(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
+	reStatVariance = regexp.MustCompile(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
+	reStatRunning  = regexp.MustCompile(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
+	reStatFooter   = regexp.MustCompile(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+)
+
+// statTok is a raw text row before number conversion.
+type statTok struct {
+	line                 int
+	prefix               []string // thread / CPU / interval tokens before the value
+	value, unit, event   string
+	metricVal, metricU   string
+	variance, running    string
+	metricOnly           bool // "# value unit" continuation line
+}
+
+type statFooter struct {
+	line          int
+	kind          string
+	value, stddev string
+	variance      string
+}
+
+func normalizeSpaces(s string) string {
+	// Locales group with U+00A0 / U+202F and quote with U+2019.
+	s = strings.NewReplacer("\u00a0", " ", "\u202f", " ", "\u2019", "'", "\t", " ").Replace(s)
+	return strings.TrimSpace(s)
+}
+
+func parsePerfStatText(lines []string) (*PerfStat, error) {
+	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
+	var toks []statTok
+	var foots []statFooter
+	for i, l := range lines {
+		ln := i + 1
+		s := normalizeSpaces(l)
+		if s == "" {
+			continue
+		}
+		if m := reStatHeader.FindStringSubmatch(s); m != nil {
+			st.Target = m[1]
+			if m[2] != "" {
+				st.Runs, _ = strconv.Atoi(m[2])
+			}
+			continue
+		}
+		var variance string
+		if m := reStatVariance.FindStringSubmatchIndex(s); m != nil {
+			variance = s[m[2]:m[3]]
+			s = strings.TrimSpace(s[:m[0]] + " " + s[m[1]:])
+		}
+		if m := reStatFooter.FindStringSubmatch(collapse(s)); m != nil {
+			foots = append(foots, statFooter{ln, m[3], m[1], m[2], variance})
+			continue
+		}
+		var running string
+		if m := reStatRunning.FindStringSubmatchIndex(s); m != nil {
+			running = s[m[2]:m[3]]
+			s = strings.TrimSpace(s[:m[0]])
+		}
+		left, metric, hasMetric := strings.Cut(s, "#")
+		left = strings.TrimSpace(left)
+		if left == "" {
+			if !hasMetric {
+				continue
+			}
+			mv, mu := splitMetric(metric)
+			if mv == "" {
+				continue // a "# started on ..." comment or empty metric
+			}
+			toks = append(toks, statTok{line: ln, metricVal: mv, metricU: mu, metricOnly: true, variance: variance, running: running})
+			continue
+		}
+		t, ok, err := splitStatRow(left, ln)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // prose: warnings, "Some events weren't counted", ...
+		}
+		t.variance, t.running = variance, running
+		if hasMetric {
+			t.metricVal, t.metricU = splitMetric(metric)
+		}
+		toks = append(toks, t)
+	}
+	if len(toks) == 0 && len(foots) == 0 {
+		return nil, errorf(0, "perf stat: no counter rows found (expected lines like \"4139.45 msec task-clock\")")
+	}
+
+	// Pass 1: decide the number format from every number in the input.
+	var nf numFormat
+	for _, t := range toks {
+		for _, p := range t.prefix {
+			if isNumTok(p) && strings.ContainsAny(p, ".,") {
+				if err := nf.observe(p, roleDecimal, t.line); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if t.value != "" && !strings.HasPrefix(t.value, "<") {
+			if err := nf.observe(t.value, roleCounter, t.line); err != nil {
+				return nil, err
+			}
+		}
+		for _, d := range []string{t.metricVal, t.variance, t.running} {
+			if d != "" {
+				if err := nf.observe(strings.TrimSuffix(d, "%"), roleDecimal, t.line); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, f := range foots {
+		for _, d := range []string{f.value, f.stddev, f.variance} {
+			if d != "" {
+				if err := nf.observe(d, roleDecimal, f.line); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	st.NumberFormat = nf.String()
+
+	// Pass 2: convert.
+	dec := func(s string, ln int, what string) (float64, error) {
+		v, _, _, err := nf.parseNum(s, roleDecimal, false, ln, what)
+		return v, err
+	}
+	for _, t := range toks {
+		var metric *PerfStatMetric
+		if t.metricVal != "" {
+			pct := strings.HasSuffix(t.metricVal, "%")
+			v, err := dec(strings.TrimSuffix(t.metricVal, "%"), t.line, "metric")
+			if err != nil {
+				return nil, err
+			}
+			metric = newMetric(v, t.metricU, pct)
+		}
+		if t.metricOnly {
+			if len(st.Rows) == 0 {
+				return nil, errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
+			}
+			prev := &st.Rows[len(st.Rows)-1]
+			prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+			continue
+		}
+		row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+		if _, ok := timeUnits[t.unit]; ok {
+			row.Unit = "s"
+		}
+		switch t.value {
+		case "<not supported>":
+			row.Supported = false
+		case "<not counted>":
+			row.Counted = false
+		default:
+			integer := t.unit == "" && !strings.Contains(t.event, "/") // counts; pmu/…/ events may be scaled
+			v, n, isInt, err := nf.parseNum(t.value, roleCounter, integer, t.line, "counter value of "+t.event)
+			if err != nil && integer {
+				// a scaled counter can still print decimals; retry as a value
+				var err2 error
+				if v, n, isInt, err2 = nf.parseNum(t.value, roleCounter, false, t.line, "counter value of "+t.event); err2 != nil {
+					return nil, err
+				}
+				err = nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			row.setValue(v, n, isInt, t.unit)
+		}
+		if err := row.setPrefix(t.prefix, &nf, t.line); err != nil {
+			return nil, err
+		}
+		if t.variance != "" {
+			v, err := dec(t.variance, t.line, "variance")
+			if err != nil {
+				return nil, err
+			}
+			v /= 100
+			row.Variance = &v
+		}
+		if t.running != "" {
+			v, err := dec(t.running, t.line, "running percentage")
+			if err != nil {
+				return nil, err
+			}
+			row.Multiplex = v / 100
+		}
+		st.Rows = append(st.Rows, row)
+	}
+	for _, f := range foots {
+		v, err := dec(f.value, f.line, "seconds "+f.kind)
+		if err != nil {
+			return nil, err
+		}
+		switch f.kind {
+		case "time elapsed":
+			st.ElapsedS = &v
+			if f.stddev != "" {
+				sd, err := dec(f.stddev, f.line, "elapsed stddev")
+				if err != nil {
+					return nil, err
+				}
+				st.ElapsedStddevS = &sd
+			}
+			if f.variance != "" {
+				pv, err := dec(f.variance, f.line, "elapsed variance")
+				if err != nil {
+					return nil, err
+				}
+				pv /= 100
+				st.ElapsedVariance = &pv
+			}
+		case "user":
+			st.UserS = &v
+		case "sys":
+			st.SysS = &v
+		}
+	}
+	return st, nil
+}
+
+// splitMetric splits " 1.379 CPUs utilized" into "1.379" and "CPUs utilized"
+// ("1.23%" keeps its "%").
+func splitMetric(m string) (string, string) {
+	m = strings.TrimSpace(m)
+	v, u, _ := strings.Cut(m, " ")
+	if !isNumTok(strings.TrimSuffix(v, "%")) {
+		return "", ""
+	}
+	return v, strings.TrimSpace(u)
+}
+
+// splitStatRow finds the counter value in the tokens of a row and splits
+// the row into prefix, value, unit and event. ok is false for lines that
+// are not counter rows.
+func splitStatRow(s string, ln int) (statTok, bool, error) {
+	f := strings.Fields(s)
+	t := statTok{line: ln}
+	vi := -1
+	for i := 0; i < len(f) && i < 8; i++ {
+		if f[i] == "<not" && i+1 < len(f) && (f[i+1] == "supported>" || f[i+1] == "counted>") {
+			vi = i
+			break
+		}
+		if !isNumTok(f[i]) {
+			continue
+		}
+		// -I timestamp, or "S0 2" aggregation columns, precede the value.
+		if i+1 < len(f) && (isNumTok(f[i+1]) || f[i+1] == "<not") && !isSpaceGroup(f, i) {
+			continue
+		}
+		vi = i
+		break
+	}
+	if vi < 0 {
+		return t, false, nil
+	}
+	t.prefix = f[:vi]
+	var rest []string
+	if f[vi] == "<not" {
+		t.value, rest = f[vi]+" "+f[vi+1], f[vi+2:]
+	} else {
+		j := vi + 1
+		if isSpaceGroup(f, vi) {
+			for j+1 < len(f) && isGroup3(f[j]) {
+				j++
+				if len(f[j-1]) > 3 { // "567,8": the decimals end the number
+					break
+				}
+			}
+		}
+		t.value, rest = strings.Join(f[vi:j], " "), f[j:]
+	}
+	switch {
+	case len(rest) == 0:
+		return t, false, errorf(ln, "perf stat: counter row %q has no event name", clip(s))
+	case len(rest) == 1:
+		t.event = rest[0]
+	case knownUnits[rest[0]] || len(rest) == 2:
+		t.unit, t.event = rest[0], strings.Join(rest[1:], " ")
+	default:
+		t.event = strings.Join(rest, " ")
+	}
+	return t, true, nil
+}
+
+// isGroup3 reports whether s is a 3-digit thousands group ("234" or
+// "567,8" as the last group).
+func isGroup3(s string) bool {
+	if len(s) < 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	if len(s) == 3 {
+		return true
+	}
+	if s[3] != '.' && s[3] != ',' {
+		return false
+	}
+	for i := 4; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return len(s) > 4
+}
+
+// isSpaceGroup reports whether f[i] starts a space-grouped number
+// ("1 234 567,8"): 1–3 digits followed by 3-digit groups.
+func isSpaceGroup(f []string, i int) bool {
+	if len(f[i]) > 3 || strings.ContainsAny(f[i], ".,'") {
+		return false
+	}
+	return i+2 < len(f) && isGroup3(f[i+1]) && !isNumTok(f[i+2]) && f[i+2] != "<not"
+}
+
+// setPrefix interprets the tokens before the value: an -I timestamp, an
+// aggregation label (+ CPU count) or a --per-thread "NAME-TID".
+func (row *PerfStatRow) setPrefix(p []string, nf *numFormat, ln int) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if isNumTok(p[0]) && strings.ContainsAny(p[0], ".,") {
+		v, _, _, err := nf.parseNum(p[0], roleDecimal, false, ln, "interval timestamp")
+		if err != nil {
+			return err
+		}
+		row.IntervalS = &v
+		p = p[1:]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if reAggrID.MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
+		row.CPU = p[0]
+		if len(p) > 1 {
+			row.AggrCPUs, _ = strconv.Atoi(p[1])
+		}
+		return nil
+	}
+	row.Thread = strings.Join(p, " ")
+	row.TID = threadTID(row.Thread)
+	return nil
+}
