@@ -724,7 +724,7 @@ func (b *builder) sweepTables() {
 			m := metricOf(key)
 			first := b.firstSample(cells[0])
 			div, suf := scaleFor(m.Unit, b.stats(cells[0], b.r.Base, key).Median)
-			t := &Table{Kind: KindSweep, Title: "size sweep " + gk + " " + key, Context: b.context(first, false),
+			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),
 				LabelHeader: []string{"size (B)"}, Metric: key, Unit: suf}
 			for _, c := range b.r.Columns {
 				t.Header = append(t.Header, b.colHeader(c)+" "+suf)

@@ -29,6 +29,8 @@ type Stats struct {
 	Lo      float64 `json:"ci_lo"`
 	Hi      float64 `json:"ci_hi"`
 	CILevel float64 `json:"ci_level"`
+	// Finite is CIFinite(), for JSON readers (which see 0 for ±Inf).
+	Finite bool `json:"ci_finite"`
 	// HMean is the harmonic mean, for rate metrics with positive values
 	// (0 otherwise).
 	HMean    float64   `json:"hmean,omitempty"`
@@ -66,6 +68,7 @@ func Summarize(values []float64, rate bool) Stats {
 	bs := benchmath.NewSample(slices.Clone(v), &benchmath.DefaultThresholds)
 	sum := benchmath.AssumeNothing.Summary(bs, Confidence)
 	st.Lo, st.Hi, st.CILevel = sum.Lo, sum.Hi, sum.Confidence
+	st.Finite = st.CIFinite()
 	for _, w := range sum.Warnings {
 		st.Warnings = append(st.Warnings, w.Error())
 	}

@@ -1,0 +1,340 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// WriteMarkdown renders r as GitHub-flavoured markdown tables (drawn by
+// olekukonko/tablewriter). Merged cells of the text tables are repeated
+// labels left blank.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "## vnetbench report: %s", strings.Join(r.Columns, " vs "))
+	if len(r.Columns) > 1 {
+		fmt.Fprintf(&b, " (base %s)", r.Base)
+	}
+	b.WriteString("\n")
+	if len(r.Emulated) > 0 {
+		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", strings.Join(r.Emulated, ", "))
+	}
+	for _, t := range r.Tables {
+		title := t.Title
+		if t.Context != "" && t.Kind != KindCompare && t.Kind != KindSweep {
+			title = t.Context
+		}
+		fmt.Fprintf(&b, "\n**%s**\n\n", mdEscape(title))
+		hdr := slices.Clone(t.LabelHeader)
+		align := make([]tw.Align, 0, len(t.LabelHeader)+len(t.Header))
+		for range t.LabelHeader {
+			align = append(align, tw.AlignLeft)
+		}
+		for _, h := range t.Header {
+			hdr = append(hdr, h)
+			align = append(align, tw.AlignRight)
+		}
+		tb := tablewriter.NewTable(&b, tablewriter.WithRenderer(renderer.NewMarkdown()),
+			tablewriter.WithHeaderAutoFormat(tw.Off),
+			tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}))
+		hdrAny := make([]any, len(hdr))
+		for i, h := range mdRow(hdr) {
+			hdrAny[i] = h
+		}
+		tb.Header(hdrAny...)
+		prev := ""
+		for _, row := range t.Rows {
+			cells := slices.Clone(row.Labels)
+			if len(cells) > 1 && cells[0] == prev {
+				cells[0] = ""
+			} else {
+				prev = cells[0]
+			}
+			for _, c := range row.Cells {
+				txt := c.Text
+				for _, n := range c.Notes {
+					txt += " " + noteMark(n, Unicode)
+				}
+				cells = append(cells, txt)
+			}
+			if err := tb.Append(mdRow(cells)); err != nil {
+				return fmt.Errorf("markdown table: %w", err)
+			}
+		}
+		if err := tb.Render(); err != nil {
+			return fmt.Errorf("markdown table: %w", err)
+		}
+		if len(t.Notes) > 0 {
+			b.WriteString("\n")
+		}
+		for i, n := range t.Notes {
+			if t.Kind == KindCompare {
+				fmt.Fprintf(&b, "%s %s  \n", noteMark(i, Unicode), mdEscape(n))
+			} else {
+				fmt.Fprintf(&b, "_%s_  \n", mdEscape(n))
+			}
+		}
+	}
+	if env := envLines(r); len(env) > 0 {
+		b.WriteString("\n**environment**\n\n")
+		for _, l := range env {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+		}
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "\n> warning: %s\n", mdEscape(wn))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+var mdReplacer = strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;")
+
+func mdEscape(s string) string { return mdReplacer.Replace(s) }
+
+func mdRow(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return out
+}
+
+// WriteCSV writes one row per (cell, column, metric) summary, with the
+// comparison against the base column when there is one.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	axes := map[string]bool{}
+	for _, s := range r.Summaries {
+		for k := range s.Axes {
+			axes[k] = true
+		}
+	}
+	axisNames := sortedKeys(axes)
+	hdr := []string{"cell"}
+	for _, a := range axisNames {
+		hdr = append(hdr, "axis."+a)
+	}
+	hdr = append(hdr, r.By, "metric", "unit", "better", "n", "median", "mean", "stddev", "cv", "min", "max",
+		"ci_lo", "ci_hi", "ci_level", "hmean", "emulated", "base", "vs_base_pct", "p", "significant", "verdict")
+	if err := cw.Write(hdr); err != nil {
+		return err
+	}
+	cmpOf := map[[3]string]*Comparison{}
+	for i := range r.Comparisons {
+		c := &r.Comparisons[i]
+		cmpOf[[3]string{c.Cell, c.New, c.Metric}] = c
+	}
+	f := func(v float64) string {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	for _, s := range r.Summaries {
+		row := []string{s.Cell}
+		for _, a := range axisNames {
+			row = append(row, s.Axes[a])
+		}
+		st := s.Stats
+		row = append(row, s.Column, s.Metric, s.Unit, s.Better, strconv.Itoa(st.N), f(st.Median), f(st.Mean), f(st.Stddev), f(st.CV),
+			f(st.Min), f(st.Max), f(st.Lo), f(st.Hi), f(st.CILevel), f(st.HMean), strconv.FormatBool(s.Emulated))
+		if c := cmpOf[[3]string{s.Cell, s.Column, s.Metric}]; c != nil {
+			row = append(row, c.Base, f(c.Delta.Pct), f(c.Delta.P), strconv.FormatBool(c.Delta.Significant), c.Verdict)
+		} else {
+			row = append(row, "", "", "", "", "")
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteJSON writes the whole model as indented JSON. Infinite confidence
+// bounds are written as null.
+func WriteJSON(w io.Writer, r *Report) error {
+	b, err := json.MarshalIndent(jsonSafe(r), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// jsonSafe copies r with ±Inf and NaN replaced (encoding/json rejects
+// them): by marshalling through a generic tree.
+func jsonSafe(r *Report) any {
+	// Marshal with a float-sanitizing pass over the known float holders.
+	cp := *r
+	cp.Summaries = slices.Clone(r.Summaries)
+	for i := range cp.Summaries {
+		cp.Summaries[i].Stats = safeStats(cp.Summaries[i].Stats)
+	}
+	cp.Comparisons = slices.Clone(r.Comparisons)
+	for i := range cp.Comparisons {
+		d := cp.Comparisons[i].Delta
+		d.Base, d.New = safeStats(d.Base), safeStats(d.New)
+		d.Pct = safeFloat(d.Pct)
+		cp.Comparisons[i].Delta = d
+	}
+	cp.Tables = make([]*Table, len(r.Tables))
+	for i, t := range r.Tables {
+		tc := *t
+		tc.Rows = make([]Row, len(t.Rows))
+		for j, row := range t.Rows {
+			nr := Row{Labels: row.Labels, Cells: make([]Cell, len(row.Cells))}
+			for k, c := range row.Cells {
+				if c.Stats != nil {
+					s := safeStats(*c.Stats)
+					c.Stats = &s
+				}
+				if c.Delta != nil {
+					d := *c.Delta
+					d.Base, d.New, d.Pct = safeStats(d.Base), safeStats(d.New), safeFloat(d.Pct)
+					c.Delta = &d
+				}
+				if c.Value != nil {
+					c.Value = ptr(safeFloat(*c.Value))
+				}
+				nr.Cells[k] = c
+			}
+			tc.Rows[j] = nr
+		}
+		cp.Tables[i] = &tc
+	}
+	return &cp
+}
+
+// safeFloat maps ±Inf and NaN to 0 (JSON has no such numbers); Stats
+// carries ci_finite so readers can tell.
+func safeFloat(v float64) float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+func safeStats(s Stats) Stats {
+	if !s.CIFinite() {
+		s.Lo, s.Hi = 0, 0
+	}
+	s.Mean, s.Median, s.Stddev, s.CV = safeFloat(s.Mean), safeFloat(s.Median), safeFloat(s.Stddev), safeFloat(s.CV)
+	return s
+}
+
+// WriteBenchfmt writes the samples of set in the Go benchmark format, one
+// line per sample, metric keys as units, so benchstat reads them:
+//
+//	kernel: stock
+//	BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 452000 tx_pps 1154000 lost_pps
+//
+// Axes become "/axis=value" name parts in the order of the cell name; the
+// kernel label is a configuration line ("benchstat -col kernel" compares
+// kernels from one file). Emulated samples carry "accel: tcg".
+func WriteBenchfmt(w io.Writer, set *Set) error {
+	var b bytes.Buffer
+	keys := set.MetricKeys()
+	// Unit metadata: tell benchstat the direction and that the values are
+	// not normally distributed.
+	fmt.Fprintf(&b, "# vnetbench results; read with: benchstat -col kernel FILE\n")
+	for _, k := range keys {
+		m := metricOf(k)
+		switch m.Better {
+		case HigherIsBetter:
+			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", k)
+		case LowerIsBetter:
+			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", k)
+		default:
+			fmt.Fprintf(&b, "Unit %s assume=nothing\n", k)
+		}
+	}
+	cfg := map[string]string{}
+	setCfg := func(k, v string) {
+		if cfg[k] != v {
+			cfg[k] = v
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	for _, kernel := range set.Kernels() {
+		for i := range set.Samples {
+			s := &set.Samples[i]
+			if s.Kernel != kernel {
+				continue
+			}
+			b.WriteString("\n")
+			setCfg("kernel", kernel)
+			accel := "kvm"
+			if env := set.Env[kernel]; env != nil && env.Accel != "" {
+				accel = env.Accel
+			}
+			if s.Emulated {
+				accel = "tcg"
+			}
+			setCfg("accel", accel)
+			if env := set.Env[kernel]; env != nil && env.CPUModel != "" {
+				setCfg("cpu", env.CPUModel)
+			}
+			fmt.Fprintf(&b, "%s 1", benchName(s))
+			for _, k := range keys {
+				if v, ok := SampleValue(s, k); ok {
+					fmt.Fprintf(&b, " %s %s", strconv.FormatFloat(v, 'g', -1, 64), k)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// benchName is "Benchmark<Scenario>/axis=value/..." with axes in the order
+// their values appear in the cell name.
+func benchName(s *Sample) string {
+	base := "Vnetbench"
+	if sc := s.Labels["benchmark"]; sc != "" {
+		base = strings.TrimPrefix(sc, "Benchmark")
+	}
+	clean := strings.NewReplacer("/", "_", " ", "_", "=", "_").Replace
+	var parts []string
+	used := map[string]bool{}
+	for _, v := range strings.Split(s.Cell, "/") {
+		for _, k := range sortedKeys(s.Axes) {
+			if !used[k] && s.Axes[k] == v {
+				used[k] = true
+				parts = append(parts, clean(k)+"="+clean(v))
+				break
+			}
+		}
+	}
+	rest := []string{}
+	for k := range s.Axes {
+		if !used[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		parts = append(parts, clean(k)+"="+clean(s.Axes[k]))
+	}
+	if len(s.Axes) == 0 {
+		for _, v := range strings.Split(s.Cell, "/") {
+			parts = append(parts, clean(v))
+		}
+	}
+	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
