@@ -1,0 +1,141 @@
+package lab
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// Kernels of the lab e2e tests: Debian's 6.1 generic flavour as the kernel
+// under test (it has the 9p stack), the cloud flavour (LZ4, no 9p) as the
+// nested guest, which boots faster.
+const (
+	e2eLabKernel   = "6.1.0-47-amd64"
+	e2eGuestKernel = "6.1.0-47-cloud-amd64"
+)
+
+func needLab(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lab VM e2e test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("lab mode needs root (9p export of /, taps inside)")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("needs qemu-system-x86_64")
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skip("lab e2e uses Debian amd64 kernels")
+	}
+}
+
+// vnetbenchBinary returns $VNETBENCH_BIN or builds ./cmd/vnetbench.
+func vnetbenchBinary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("VNETBENCH_BIN"); b != "" {
+		return b
+	}
+	out := filepath.Join(t.TempDir(), "vnetbench")
+	cmd := exec.Command("go", "build", "-o", out, "../../cmd/vnetbench")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build vnetbench: %v\n%s", err, b)
+	}
+	return out
+}
+
+func fetchKernel(t *testing.T, version string) *vmimages.Kernel {
+	t.Helper()
+	k, err := vmimages.FetchDebianKernel(t.Context(), version, "")
+	if err != nil {
+		t.Skipf("cannot fetch Debian kernel %s: %v", version, err)
+	}
+	return k
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestLabBoot boots Debian's 6.1 kernel as a lab VM, loads its modules,
+// mounts the host root over 9p and runs `vnetbench version` inside, which
+// writes into the shared run directory.
+func TestLabBoot(t *testing.T) {
+	needLab(t)
+	bin := vnetbenchBinary(t)
+	fetchKernel(t, e2eLabKernel)
+	run := t.TempDir()
+	res, err := Run(t.Context(), Config{
+		Label: "stock", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
+		Args:     []string{"lab-selftest", "-h"},
+		Output:   testLog{t},
+		Timeouts: Timeouts{Boot: 120 * time.Second, Setup: 120 * time.Second, Run: 60 * time.Second},
+	})
+	if res != nil {
+		t.Logf("lab boot %.1fs (to /init), setup %.1fs (modules %d ms), run %.1fs, total %.1fs, accel %s, missing %v",
+			res.BootSeconds, res.SetupSeconds, res.ModulesMs, res.RunSeconds, res.TotalSeconds, res.Accel, res.Missing)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Missing) != 0 {
+		t.Errorf("modules missing: %v", res.Missing)
+	}
+	con, _ := os.ReadFile(res.Console)
+	if !strings.Contains(string(con), "usage: vnetbench lab-selftest") {
+		t.Errorf("inner command output not on the console:\n%s", con)
+	}
+}
+
+// TestLabPktgenSelfTest boots the lab VM and runs pktgen (sample01, one
+// thread) into a nested guest over tap and tap+vhost; the results stream
+// into the host's run directory.
+func TestLabPktgenSelfTest(t *testing.T) {
+	needLab(t)
+	bin := vnetbenchBinary(t)
+	fetchKernel(t, e2eLabKernel)
+	g := fetchKernel(t, e2eGuestKernel)
+	run := t.TempDir()
+	out := filepath.Join(run, "lab", "stock", "selftest")
+	res, err := Run(t.Context(), Config{
+		Label: "stock", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
+		Args: []string{"lab-selftest", "--guest-kernel", g.Image, "--guest-modules", g.Modules,
+			"--count", "20000", "--duration", "60s", "-o", out},
+		Output:   testLog{t},
+		Timeouts: Timeouts{Run: 12 * time.Minute},
+	})
+	if res != nil {
+		t.Logf("lab boot %.1fs, setup %.1fs (modules %d ms), run %.1fs, total %.1fs", res.BootSeconds, res.SetupSeconds, res.ModulesMs, res.RunSeconds, res.TotalSeconds)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "selftest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st SelfTestResult
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("selftest: %s", b)
+	if len(st.Backends) != 2 {
+		t.Fatalf("want 2 backends, got %+v", st)
+	}
+	for _, be := range st.Backends {
+		if be.Packets == 0 || be.PPS <= 0 || be.TapTx == 0 {
+			t.Errorf("%s: no traffic: %+v", be.Backend, be)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitConfigPath is where lab init reads its configuration.
+const InitConfigPath = "/lab.json"
+
+// newRoot is where lab init mounts the host root before running the
+// inner command chrooted into it.
+const newRoot = "/newroot"
+
+// Init is the lab VM's (or nested guest's) PID 1: the vnetbench binary
+// started by the kernel as /init with "lab-init" after "--" on the kernel
+// command line. It never returns in a VM: it powers off (lab mode) or waits
+// forever (guest mode). Outside PID 1 it refuses to run.
+func Init() error {
+	if os.Getpid() != 1 {
+		return errors.New("lab-init is the lab VM's /init and runs only as PID 1")
+	}
+	err := initMain()
+	if err != nil {
+		emit(Event{Ev: "error", Msg: err.Error()})
+	}
+	unix.Sync()
+	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	select {} // not reached
+}
+
+func initMain() error {
+	for _, m := range []struct{ src, dst, fstype string }{
+		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
+	} {
+		os.MkdirAll(m.dst, 0o755)
+		if err := unix.Mount(m.src, m.dst, m.fstype, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s: %w", m.dst, err)
+		}
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	emit(Event{Ev: "init", Kernel: unix.ByteSliceToString(u.Release[:])})
+	b, err := os.ReadFile(InitConfigPath)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", InitConfigPath, err)
+	}
+	var cfg InitConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("parse %s: %w", InitConfigPath, err)
+	}
+	t0 := time.Now()
+	n, err := loadModules(cfg.Modules)
+	if err != nil {
+		return err
+	}
+	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing})
+	switch cfg.Mode {
+	case "guest":
+		for _, l := range cfg.Links {
+			if err := linkUp(l); err != nil {
+				return err
+			}
+		}
+		emit(Event{Ev: "ready"})
+		select {}
+	case "lab":
+		code, err := runLab(&cfg)
+		if err != nil {
+			return err
+		}
+		emit(Event{Ev: "exit", Code: code})
+		return nil
+	}
+	return fmt.Errorf("unknown lab init mode %q", cfg.Mode)
+}
+
+// loadModules loads module files in order with finit_module; already
+// loaded modules are fine.
+func loadModules(paths []string) (int, error) {
+	n := 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return n, fmt.Errorf("load module: %w", err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return n, fmt.Errorf("load module %s: %w", filepath.Base(p), err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"
+
+// runLab mounts the host root read-only with tmpfs and read-write shares
+// on top, then runs the inner vnetbench chrooted there, and returns its
+// exit status.
+func runLab(cfg *InitConfig) (int, error) {
+	os.MkdirAll(newRoot, 0o755)
+	if err := unix.Mount(cfg.RootTag, newRoot, "9p", unix.MS_RDONLY, ninePOpts+",cache=loose"); err != nil {
+		return 0, fmt.Errorf("mount host root (9p tag %s): %w", cfg.RootTag, err)
+	}
+	for _, m := range []struct{ src, dst, fstype, opts string }{
+		{"proc", "/proc", "proc", ""}, {"sysfs", "/sys", "sysfs", ""}, {"devtmpfs", "/dev", "devtmpfs", ""},
+		{"devpts", "/dev/pts", "devpts", "ptmxmode=0666"}, {"tmpfs", "/dev/shm", "tmpfs", "mode=1777"},
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", ""}, {"debugfs", "/sys/kernel/debug", "debugfs", ""},
+		{"tracefs", "/sys/kernel/tracing", "tracefs", ""}, {"bpf", "/sys/fs/bpf", "bpf", ""},
+	} {
+		dst := newRoot + m.dst
+		os.MkdirAll(dst, 0o755) // fails on the read-only root: the directory then already exists or the mount fails below
+		if err := unix.Mount(m.src, dst, m.fstype, 0, m.opts); err != nil && m.fstype != "cgroup2" && m.fstype != "debugfs" && m.fstype != "tracefs" && m.fstype != "bpf" {
+			return 0, fmt.Errorf("mount %s: %w", m.dst, err)
+		}
+	}
+	for _, d := range cfg.Tmpfs {
+		dst := newRoot + d
+		if fi, err := os.Stat(dst); err != nil || !fi.IsDir() {
+			continue
+		}
+		mode := "mode=0755"
+		if d == "/tmp" || d == "/var/tmp" {
+			mode = "mode=1777"
+		}
+		if err := unix.Mount("tmpfs", dst, "tmpfs", 0, mode); err != nil {
+			return 0, fmt.Errorf("mount tmpfs on %s: %w", d, err)
+		}
+	}
+	for _, s := range cfg.Shares {
+		dst := newRoot + s.Path
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return 0, fmt.Errorf("share %s: %w (it must exist on the host or lie under a tmpfs directory)", s.Path, err)
+		}
+		if err := unix.Mount(s.Tag, dst, "9p", 0, ninePOpts); err != nil {
+			return 0, fmt.Errorf("mount share %s (9p tag %s): %w", s.Path, s.Tag, err)
+		}
+	}
+	// The binary itself runs inside: copy /init to a tmpfs.
+	bin := newRoot + "/run/vnetbench"
+	if err := copyFile("/init", bin); err != nil {
+		return 0, fmt.Errorf("install vnetbench in the lab root: %w (is /run a tmpfs?)", err)
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	cmd := &exec.Cmd{
+		Path:        "/run/vnetbench",
+		Args:        append([]string{"vnetbench"}, cfg.Args...),
+		Env:         cfg.Env,
+		Dir:         dir,
+		Stdin:       nil,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Chroot: newRoot, Setsid: true},
+	}
+	emit(Event{Ev: "start"})
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, fmt.Errorf("run %s: %w", strings.Join(cfg.Args, " "), err)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// linkUp sets a network interface up (SIOCSIFFLAGS |= IFF_UP).
+func linkUp(name string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("link %s up: get flags: %w", name, err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package lab
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/vnetbench/vnetbench/vmimages/cpio"
+)
+
+// Initramfs describes the initramfs of a lab VM or nested guest: the
+// vnetbench binary as /init, the modules it loads and /lab.json.
+type Initramfs struct {
+	Binary  string     // the static vnetbench binary
+	Modules string     // the kernel's /lib/modules/<release> directory ("" = none)
+	Load    []string   // module names to load (dependencies are added)
+	Config  InitConfig // Modules and Missing are filled by Build
+}
+
+// Build writes the initramfs to path (an uncompressed newc cpio: the
+// kernel unpacks it without decompressing) and returns the filled config.
+func (ir Initramfs) Build(path string) (*InitConfig, error) {
+	var a cpio.Archive
+	bin, err := os.ReadFile(ir.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("read vnetbench binary: %w", err)
+	}
+	a.AddFile("init", 0o755, bin)
+	a.AddDir("dev", 0o755)
+	a.AddCharDev("dev/console", 0o600, 5, 1)
+	a.AddDir("proc", 0o755)
+	a.AddDir("sys", 0o755)
+	a.AddDir("run", 0o755)
+	a.AddDir("tmp", 0o1777)
+	cfg := ir.Config
+	cfg.Modules = nil
+	if ir.Modules != "" && len(ir.Load) > 0 {
+		ms, err := OpenModules(ir.Modules)
+		if err != nil {
+			return nil, err
+		}
+		order, missing, err := ms.Resolve(ir.Load)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Missing = missing
+		for _, m := range order {
+			data, err := os.ReadFile(filepath.Join(ir.Modules, m.Path))
+			if err != nil {
+				return nil, fmt.Errorf("read module %s: %w", m.Name, err)
+			}
+			p := "lib/modules/" + filepath.Base(m.Path)
+			a.AddFile(p, 0o644, data)
+			cfg.Modules = append(cfg.Modules, "/"+p)
+		}
+	}
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	a.AddFile("lab.json", 0o644, js)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err := a.WriteTo(w); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write initramfs: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &cfg, f.Close()
+}

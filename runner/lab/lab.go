@@ -1,0 +1,409 @@
+// Package lab runs vnetbench inside a VM booted with the kernel under test
+// ("lab mode"): a kernel image + modules directory, or a Debian kernel
+// package version. The lab VM gets the host root filesystem read-only over
+// 9p, tmpfs where writes are needed, the run directory (and the cache)
+// read-write over 9p at the same paths, and an initramfs whose /init is the
+// vnetbench binary itself in "lab-init" mode: it loads the kernel's
+// modules, chroots into the host root and runs `vnetbench ARGS...` (the
+// runner passes `run --inside-lab ...`), then powers off. Results thus land
+// straight in the host's run directory.
+//
+// The host side (Run) follows the lab console for the protocol events
+// (EventPrefix lines), applies a deadline per phase (boot, setup, run,
+// shutdown), reports failures with the console tail and always shuts the
+// VM down. Init is the guest side; SelfTest is a small in-lab pktgen check
+// against a nested guest.
+//
+// lab does not decide what runs inside (the runner builds Args) and does
+// not import package runner.
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// Kernel names the kernel under test.
+type Kernel struct {
+	Image   string // bzImage path
+	Modules string // its /lib/modules/<release> directory ("" = derived)
+	Debian  string // Debian kernel version, e.g. "6.1.0-47-amd64" (fetched with apt-get)
+}
+
+// Timeouts bound each phase of a lab VM; zero values take the defaults.
+type Timeouts struct {
+	Boot     time.Duration // QEMU start to /init running (default 120s)
+	Setup    time.Duration // /init to the inner command started: modules, mounts (default 120s)
+	Run      time.Duration // the inner command (default 60m)
+	Shutdown time.Duration // inner exit to QEMU gone (default 30s)
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.Boot, 120*time.Second)
+	def(&t.Setup, 120*time.Second)
+	def(&t.Run, 60*time.Minute)
+	def(&t.Shutdown, 30*time.Second)
+	return t
+}
+
+// Config is one lab VM run.
+type Config struct {
+	// Label is the kernel label (stock, patched, ...): names the lab's
+	// directory RunDir/lab/LABEL and the VM.
+	Label  string
+	Kernel Kernel
+	// RunDir is the host run directory, shared read-write at the same path.
+	RunDir string
+	// Args is the vnetbench argv inside the lab, after the program name,
+	// e.g. ["run", "--inside-lab", ...]. Paths must be visible in the lab:
+	// under RunDir, the cache, or on the host root outside /tmp.
+	Args []string
+	// Binary is the static vnetbench binary used as /init and inside
+	// (default: this executable).
+	Binary string
+	// CacheDir is shared read-write at the same path (default
+	// vmimages.CacheDir()); the inner run finds fetched kernels there.
+	CacheDir string
+	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
+	// 2048 MiB).
+	CPUs, MemoryMiB int
+	// Accel is "" (detect: KVM when usable, else TCG), "kvm" or "tcg".
+	Accel qemu.Accel
+	// Append is added to the kernel command line.
+	Append string
+	// Modules to load (default LabModules).
+	Modules  []string
+	Timeouts Timeouts
+	// Output receives the inner command's console output (nil = discarded;
+	// it is always in RunDir/lab/LABEL/console.log).
+	Output io.Writer
+	// Exec starts QEMU (default proc.Real{}).
+	Exec proc.Executor
+}
+
+// Result is what a lab run measured.
+type Result struct {
+	KernelRelease string
+	Accel         qemu.Accel
+	BootSeconds   float64 // QEMU start to /init running (host clock)
+	SetupSeconds  float64 // /init to inner command started
+	RunSeconds    float64 // inner command
+	TotalSeconds  float64 // QEMU start to QEMU exit
+	ModulesMs     int64   // module loading inside
+	Missing       []string
+	ExitCode      int    // the inner command's exit status
+	Console       string // console log path
+}
+
+// InputError is a bad lab configuration (no kernel, missing files): exit 2.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return "lab: " + e.Msg }
+
+// ExitCode marks bad input.
+func (e *InputError) ExitCode() int { return 2 }
+
+// Error is a lab VM that failed: which phase, why, and the console tail.
+type Error struct {
+	Label   string
+	Phase   string // boot | setup | run | shutdown
+	Err     error
+	Console string // path of the full console log
+	Tail    string // last console lines
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("lab %s: %s: %v", e.Label, e.Phase, e.Err)
+	if e.Tail != "" {
+		s += "\nlast console lines (" + e.Console + "):\n" + e.Tail
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// InnerError is the inner command's non-zero exit. Its ExitCode is the
+// inner one when that is 2 (bad input inside), else 1.
+type InnerError struct {
+	Label string
+	Code  int
+	Tail  string
+}
+
+func (e *InnerError) Error() string {
+	return fmt.Sprintf("lab %s: inner vnetbench exited with status %d; last console lines:\n%s", e.Label, e.Code, e.Tail)
+}
+
+// ExitCode passes a bad-input exit through.
+func (e *InnerError) ExitCode() int {
+	if e.Code == 2 {
+		return 2
+	}
+	return 1
+}
+
+// ResolveKernel returns the image, modules directory and release of k,
+// fetching a Debian package into cacheDir when k.Debian is set.
+func ResolveKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kernel, error) {
+	switch {
+	case k.Debian != "":
+		return vmimages.FetchDebianKernel(ctx, k.Debian, cacheDir)
+	case k.Image != "":
+		return vmimages.FindKernel(ctx, k.Image, k.Modules, cacheDir)
+	}
+	return nil, &InputError{"kernel has neither image nor debian version; set image: (and modules:) or debian: in kernels:"}
+}
+
+// DefaultAppend is the lab kernel command line before Config.Append.
+// loglevel=4 keeps the console (slow under TCG) to warnings and errors.
+const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
+
+// tmpfsDirs are the host root directories a lab makes writable.
+var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib", "/root", "/home", "/mnt", "/media", "/srv"}
+
+// Run boots the lab VM for c, runs c.Args inside and waits for it to power
+// off. The VM is always shut down; a failure says which phase failed and
+// shows the console tail.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if c.Label == "" || strings.ContainsAny(c.Label, "/ \t\n") {
+		return nil, &InputError{fmt.Sprintf("invalid kernel label %q; use a word like stock or patched", c.Label)}
+	}
+	if c.RunDir == "" {
+		return nil, &InputError{"no run directory"}
+	}
+	runDir, err := filepath.Abs(c.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = vmimages.CacheDir()
+	}
+	if c.Binary == "" {
+		if c.Binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	if c.Exec == nil {
+		c.Exec = proc.Real{}
+	}
+	to := c.Timeouts.withDefaults()
+	k, err := ResolveKernel(ctx, c.Kernel, c.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if k.Modules == "" {
+		return nil, &InputError{fmt.Sprintf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)}
+	}
+	labDir := filepath.Join(runDir, "lab", c.Label)
+	if err := os.MkdirAll(labDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.CacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "vnb-lab-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	mods := c.Modules
+	if mods == nil {
+		mods = LabModules
+	}
+	shares := []InitShare{{Tag: "vnbrun", Path: runDir}}
+	qshares := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir}}
+	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
+		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
+		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
+	}
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
+	if v := os.Getenv("VNETBENCH_BIN"); v != "" {
+		env = append(env, "VNETBENCH_BIN=/run/vnetbench")
+	}
+	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, Config: InitConfig{
+		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir,
+	}}
+	initrd := filepath.Join(tmp, "initramfs.cpio")
+	icfg, err := ir.Build(initrd)
+	if err != nil {
+		return nil, err
+	}
+	accel := c.Accel
+	if accel == "" {
+		accel, _ = qemu.DetectAccel()
+	}
+	cpus := c.CPUs
+	if cpus <= 0 {
+		cpus = runtime.NumCPU()
+	}
+	mem := c.MemoryMiB
+	if mem <= 0 {
+		mem = 2048
+	}
+	console := filepath.Join(labDir, "console.log")
+	os.Remove(console)
+	qc := qemu.Config{
+		Name: "vnb-lab-" + c.Label, Accel: accel, CPUs: cpus, MemoryMiB: mem,
+		Kernel: k.Image, Initrd: initrd,
+		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
+		Shares:    qshares,
+		QMPSocket: filepath.Join(tmp, "qmp.sock"), ConsoleLog: console,
+	}
+	res := &Result{KernelRelease: k.Release, Accel: accel, Console: console, Missing: icfg.Missing}
+	start := time.Now()
+	vm, err := qemu.Launch(ctx, c.Exec, qc, "")
+	if err != nil {
+		return res, &Error{Label: c.Label, Phase: "boot", Err: err, Console: console, Tail: qemu.FileTail(console, 20)}
+	}
+	defer func() {
+		select {
+		case <-vm.Done():
+		default:
+			qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			vm.Quit(qctx, 5*time.Second)
+			cancel()
+		}
+		vm.Kill()
+	}()
+	fail := func(phase string, err error) error {
+		return &Error{Label: c.Label, Phase: phase, Err: err, Console: console, Tail: qemu.FileTail(console, 25)}
+	}
+	f := newFollower(console, c.Output, c.Label)
+	defer f.close()
+	phase, deadline := "boot", time.Now().Add(to.Boot)
+	var tInit, tStart, tExit time.Time
+	gotExit := false
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	handle := func(ev Event) error {
+		switch ev.Ev {
+		case "init":
+			tInit = time.Now()
+			res.BootSeconds = tInit.Sub(start).Seconds()
+			phase, deadline = "setup", time.Now().Add(to.Setup)
+		case "modules":
+			res.ModulesMs = ev.Ms
+		case "start":
+			tStart = time.Now()
+			res.SetupSeconds = tStart.Sub(tInit).Seconds()
+			phase, deadline = "run", time.Now().Add(to.Run)
+		case "exit":
+			tExit = time.Now()
+			gotExit = true
+			res.ExitCode = ev.Code
+			if !tStart.IsZero() {
+				res.RunSeconds = tExit.Sub(tStart).Seconds()
+			}
+			phase, deadline = "shutdown", time.Now().Add(to.Shutdown)
+		case "error":
+			return fail(phase, errors.New(ev.Msg))
+		}
+		return nil
+	}
+	for {
+		for _, ev := range f.poll() {
+			if err := handle(ev); err != nil {
+				return res, err
+			}
+		}
+		select {
+		case <-vm.Done():
+			for _, ev := range f.poll() {
+				if err := handle(ev); err != nil {
+					return res, err
+				}
+			}
+			res.TotalSeconds = time.Since(start).Seconds()
+			if !gotExit {
+				werr := vm.Process().Wait()
+				if werr == nil {
+					werr = errors.New("the VM powered off without reporting the inner command's exit")
+				}
+				return res, fail(phase, fmt.Errorf("qemu exited: %w", werr))
+			}
+			if res.ExitCode != 0 {
+				return res, &InnerError{Label: c.Label, Code: res.ExitCode, Tail: qemu.FileTail(console, 25)}
+			}
+			return res, nil
+		case <-ctx.Done():
+			return res, fail(phase, ctx.Err())
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			limit := map[string]time.Duration{"boot": to.Boot, "setup": to.Setup, "run": to.Run, "shutdown": to.Shutdown}[phase]
+			return res, fail(phase, fmt.Errorf("timeout after %v (raise timeouts.%s if the machine is slow)", limit, phase))
+		}
+	}
+}
+
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// follower tails the console log, returns protocol events and forwards the
+// other lines to out.
+type follower struct {
+	path  string
+	f     *os.File
+	rd    *bufio.Reader
+	part  string
+	out   io.Writer
+	label string
+}
+
+func newFollower(path string, out io.Writer, label string) *follower {
+	return &follower{path: path, out: out, label: label}
+}
+
+func (f *follower) poll() []Event {
+	if f.f == nil {
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return nil
+		}
+		f.f, f.rd = fh, bufio.NewReaderSize(fh, 64<<10)
+	}
+	var evs []Event
+	for {
+		s, err := f.rd.ReadString('\n')
+		if err != nil {
+			f.part += s
+			return evs
+		}
+		line := strings.TrimRight(f.part+s, "\r\n")
+		f.part = ""
+		if ev, ok := ParseEvent(line); ok {
+			evs = append(evs, ev)
+			continue
+		}
+		if f.out != nil && line != "" {
+			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)
+		}
+	}
+}
+
+func (f *follower) close() {
+	if f.f != nil {
+		f.f.Close()
+	}
+}

@@ -1,0 +1,92 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// EventPrefix starts every protocol line lab init prints on the console.
+const EventPrefix = "VNBLAB "
+
+// Event is one protocol line from a lab or nested guest's /init, printed on
+// the serial console as EventPrefix + JSON.
+type Event struct {
+	Ev      string   `json:"ev"`                // init | modules | start | exit | ready | error
+	Uptime  float64  `json:"uptime,omitempty"`  // guest seconds since boot (/proc/uptime)
+	Ms      int64    `json:"ms,omitempty"`      // duration of the step (modules)
+	Loaded  int      `json:"loaded,omitempty"`  // modules loaded
+	Missing []string `json:"missing,omitempty"` // modules neither found nor built in
+	Code    int      `json:"code,omitempty"`    // exit status of the inner command
+	Kernel  string   `json:"kernel,omitempty"`  // uname -r
+	Msg     string   `json:"msg,omitempty"`     // error text
+}
+
+// ParseEvent returns the event on a console line, if it holds one.
+func ParseEvent(line string) (Event, bool) {
+	i := strings.Index(line, EventPrefix)
+	if i < 0 {
+		return Event{}, false
+	}
+	var e Event
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(EventPrefix):])), &e); err != nil || e.Ev == "" {
+		return Event{}, false
+	}
+	return e, true
+}
+
+// emit prints an event on stdout (the console).
+func emit(e Event) {
+	if e.Uptime == 0 {
+		e.Uptime = uptime()
+	}
+	b, _ := json.Marshal(e)
+	fmt.Fprintf(os.Stdout, "\n%s%s\n", EventPrefix, b)
+}
+
+func uptime() float64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// InitConfig is /lab.json in the initramfs: what lab init does.
+type InitConfig struct {
+	// Mode is "lab" (mount the host root, run Args in it, power off) or
+	// "guest" (a nested guest: load modules, bring Links up, wait).
+	Mode string `json:"mode"`
+	// Modules are the module files in the initramfs, in load order.
+	Modules []string `json:"modules"`
+	// Missing lists requested modules the host found neither as files nor
+	// built in (reported in the modules event).
+	Missing []string `json:"missing,omitempty"`
+	// RootTag is the 9p mount tag of the host root (read-only).
+	RootTag string `json:"root_tag,omitempty"`
+	// Shares are read-write 9p exports mounted at the same path as on the host.
+	Shares []InitShare `json:"shares,omitempty"`
+	// Tmpfs are directories of the host root made writable with tmpfs.
+	Tmpfs []string `json:"tmpfs,omitempty"`
+	// Args is the inner vnetbench argv after the program name.
+	Args []string `json:"args,omitempty"`
+	// Env is the inner command's environment.
+	Env []string `json:"env,omitempty"`
+	// Dir is the inner command's working directory.
+	Dir string `json:"dir,omitempty"`
+	// Links are network interfaces set up (guest mode).
+	Links []string `json:"links,omitempty"`
+}
+
+// InitShare is a read-write 9p export.
+type InitShare struct {
+	Tag  string `json:"tag"`
+	Path string `json:"path"`
+}

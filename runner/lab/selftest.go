@@ -1,0 +1,200 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/pktgen"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// SelfTestConfig is an in-lab check of the lab's pktgen, tap and vhost-net
+// against a nested guest: for each backend, boot the nested guest on a tap,
+// run pktgen (sample01 simple, one thread) into it, read the counters.
+type SelfTestConfig struct {
+	GuestKernel  string   // nested guest bzImage (the cloud flavour boots fastest)
+	GuestModules string   // its modules directory
+	Backends     []string // "tap", "tap+vhost"
+	Count        uint64   // packets (default 20000)
+	Duration     time.Duration
+	OutDir       string // results JSON and nested console logs
+	Binary       string // vnetbench binary for the nested /init (default this executable)
+	BootTimeout  time.Duration
+	Log          io.Writer
+}
+
+// SelfTestBackend is one backend's measurement.
+type SelfTestBackend struct {
+	Backend      string  `json:"backend"`
+	BootSeconds  float64 `json:"nested_boot_s"`
+	ReadySeconds float64 `json:"nested_ready_uptime_s"` // guest uptime at ready
+	Packets      uint64  `json:"packets"`
+	PPS          float64 `json:"tx_pps"`
+	Errors       uint64  `json:"pktgen_errors"`
+	Stopped      bool    `json:"stopped"`
+	TapTx        uint64  `json:"tap_tx_packets"`
+	TapDropped   uint64  `json:"tap_tx_dropped"`
+	WindowS      float64 `json:"window_s"`
+	LostPPS      float64 `json:"lost_pps"`
+}
+
+// SelfTestResult is written as selftest.json in OutDir.
+type SelfTestResult struct {
+	Kernel   string            `json:"kernel"`
+	Backends []SelfTestBackend `json:"backends"`
+}
+
+const selfTestTap = "vnbt0"
+const selfTestMAC = "52:54:00:12:34:56"
+
+// SelfTest runs the check; it needs pktgen, tun and (for tap+vhost)
+// vhost-net, so it runs inside a lab VM.
+func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
+	if c.Count == 0 {
+		c.Count = 20000
+	}
+	if c.Duration == 0 {
+		c.Duration = 60 * time.Second
+	}
+	if c.BootTimeout == 0 {
+		c.BootTimeout = 400 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Binary == "" {
+		var err error
+		if c.Binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "vnb-selftest-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	initrd := filepath.Join(tmp, "guest.cpio")
+	ir := Initramfs{Binary: c.Binary, Modules: c.GuestModules, Load: GuestModules, Config: InitConfig{Mode: "guest", Links: []string{"eth0"}}}
+	if _, err := ir.Build(initrd); err != nil {
+		return nil, err
+	}
+	var u strings.Builder
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		u.WriteString(strings.TrimSpace(string(b)))
+	}
+	res := &SelfTestResult{Kernel: u.String()}
+	for _, be := range c.Backends {
+		r, err := selfTestBackend(ctx, c, be, initrd, tmp)
+		if r != nil {
+			res.Backends = append(res.Backends, *r)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", be, err)
+		}
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	return res, os.WriteFile(filepath.Join(c.OutDir, "selftest.json"), b, 0o644)
+}
+
+func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*SelfTestBackend, error) {
+	vhost := false
+	switch backend {
+	case "tap":
+	case "tap+vhost":
+		vhost = true
+	default:
+		return nil, &InputError{fmt.Sprintf("unknown backend %q; use tap or tap+vhost", backend)}
+	}
+	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+"-console.log")
+	os.Remove(console)
+	qc := qemu.Config{
+		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
+		Kernel: c.GuestKernel, Initrd: initrd,
+		Append:     DefaultAppend + " -- lab-init",
+		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
+		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
+		ConsoleLog: console,
+	}
+	start := time.Now()
+	vm, err := qemu.Launch(ctx, proc.Real{}, qc, "")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		vm.Quit(qctx, 5*time.Second)
+		cancel()
+		vm.Kill()
+	}()
+	if err := linkUp(selfTestTap); err != nil {
+		return nil, err
+	}
+	f := newFollower(console, nil, "")
+	defer f.close()
+	r := &SelfTestBackend{Backend: backend}
+	deadline := time.After(c.BootTimeout)
+	ready := false
+	for !ready {
+		for _, ev := range f.poll() {
+			switch ev.Ev {
+			case "ready":
+				ready = true
+				r.ReadySeconds = ev.Uptime
+			case "error":
+				return r, vm.BootError("nested guest", errors.New(ev.Msg))
+			}
+		}
+		if ready {
+			break
+		}
+		select {
+		case <-vm.Done():
+			return r, vm.BootError("nested guest", fmt.Errorf("qemu exited: %v", vm.Process().Wait()))
+		case <-deadline:
+			return r, vm.BootError("nested guest", fmt.Errorf("not ready after %v", c.BootTimeout))
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	r.BootSeconds = time.Since(start).Seconds()
+	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs\n", backend, r.BootSeconds)
+	tx0, drop0 := tapCounters(selfTestTap)
+	t0 := time.Now()
+	d := &pktgen.Driver{}
+	pr, err := d.Run(ctx, pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Count: c.Count, Duration: c.Duration,
+		Dst: "10.0.0.2", DstMAC: selfTestMAC})
+	r.WindowS = time.Since(t0).Seconds()
+	tx1, drop1 := tapCounters(selfTestTap)
+	if pr != nil {
+		r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets(), pr.PPS(), pr.Errors(), pr.Stopped
+	}
+	r.TapTx, r.TapDropped = tx1-tx0, drop1-drop0
+	if r.WindowS > 0 {
+		r.LostPPS = float64(r.TapDropped) / r.WindowS
+	}
+	fmt.Fprintf(c.Log, "selftest %s: pktgen %d packets, %.0f pps, %d errors; tap tx %d dropped %d\n",
+		backend, r.Packets, r.PPS, r.Errors, r.TapTx, r.TapDropped)
+	return r, err
+}
+
+func tapCounters(dev string) (tx, dropped uint64) {
+	read := func(n string) uint64 {
+		b, _ := os.ReadFile(filepath.Join("/sys/class/net", dev, "statistics", n))
+		v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		return v
+	}
+	return read("tx_packets"), read("tx_dropped")
+}
