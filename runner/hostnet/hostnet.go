@@ -360,3 +360,17 @@ func Leftovers() []string {
 	}
 	return out
 }
+
+// LinkMAC returns a device's hardware address.
+func (n *Netns) LinkMAC(dev string) (string, error) {
+	var mac string
+	err := n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		mac = l.Attrs().HardwareAddr.String()
+		return nil
+	})
+	return mac, err
+}

@@ -1,0 +1,29 @@
+package runner
+
+import (
+	"context"
+)
+
+// Agent is the host side of the guest agent protocol (vmimages' Client
+// satisfies it through an adapter). Tests use fakes.
+type Agent interface {
+	// WaitReady waits for the agent's ready event.
+	WaitReady(ctx context.Context) error
+	// Stats returns the guest's eth0 counters.
+	Stats(ctx context.Context) (GuestStats, error)
+	// Iperf3 starts or stops the iperf3 server in the guest.
+	Iperf3(ctx context.Context, start bool) error
+	// Sink attaches a sink ("stack", "xdp-drop", "flow-count").
+	Sink(ctx context.Context, kind string) error
+	// Poweroff asks the guest to power off.
+	Poweroff(ctx context.Context) error
+	// Close releases the connection.
+	Close() error
+}
+
+// GuestStats are the guest's receive counters (eth0).
+type GuestStats struct {
+	RxPackets, RxBytes, RxDropped uint64
+	// Flows counts received packets per UDP source port (sink flow-count).
+	Flows map[int]uint64
+}

@@ -1,0 +1,30 @@
+package runner
+
+import "fmt"
+
+// CapabilityError is something this host lacks for a scenario (a tool, a
+// device, a kernel feature). It is found before anything is set up, and
+// maps to exit code 2.
+type CapabilityError struct{ Msg string }
+
+func (e *CapabilityError) Error() string { return e.Msg }
+
+// ExitCode returns 2.
+func (e *CapabilityError) ExitCode() int { return 2 }
+
+func capErrorf(format string, a ...any) error { return &CapabilityError{Msg: fmt.Sprintf(format, a...)} }
+
+// CellError is a cell that failed while running: which cell, repetition
+// and phase.
+type CellError struct {
+	Cell  string
+	Rep   int
+	Phase string
+	Err   error
+}
+
+func (e *CellError) Error() string {
+	return fmt.Sprintf("cell %s rep %d: %s: %v", e.Cell, e.Rep, e.Phase, e.Err)
+}
+
+func (e *CellError) Unwrap() error { return e.Err }

@@ -1,0 +1,243 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/undo"
+	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// GuestImage is a bootable guest: kernel, initramfs and extra kernel
+// command line (the runner adds the console and vnb.* parameters).
+type GuestImage struct {
+	Kernel, Initrd string
+	Cmdline        string // extra parameters ("" = none)
+	KernelRelease  string
+}
+
+// ImageFunc returns the guest image for a cell's guest (built or taken
+// from the cache). needIperf3 asks for the iperf3 server in the image.
+type ImageFunc func(ctx context.Context, g scenarios.Guest, needIperf3 bool) (*GuestImage, error)
+
+// AgentDialer connects to a guest agent's socket.
+type AgentDialer func(ctx context.Context, socketPath string) (Agent, error)
+
+// DialVMImagesAgent is the AgentDialer for vmimages' agent.
+func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
+	c, err := vmimages.Dial(ctx, socketPath)
+	if err != nil {
+		return nil, err
+	}
+	return vmAgent{c}, nil
+}
+
+type vmAgent struct{ c *vmimages.Client }
+
+func (a vmAgent) WaitReady(ctx context.Context) error { _, err := a.c.WaitReady(ctx); return err }
+func (a vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Iperf3(ctx, start) }
+func (a vmAgent) Sink(ctx context.Context, kind string) error   { return a.c.Sink(ctx, kind) }
+func (a vmAgent) Poweroff(ctx context.Context) error            { return a.c.Poweroff(ctx) }
+func (a vmAgent) Close() error                                  { return a.c.Close() }
+func (a vmAgent) Stats(ctx context.Context) (GuestStats, error) {
+	ev, err := a.c.Stats(ctx)
+	if err != nil {
+		return GuestStats{}, err
+	}
+	var s GuestStats
+	if ev.Eth0 != nil {
+		s.RxPackets, s.RxBytes, s.RxDropped = ev.Eth0.RxPackets, ev.Eth0.RxBytes, ev.Eth0.RxDropped
+	}
+	if len(ev.Flows) > 0 {
+		s.Flows = map[int]uint64{}
+		for k, v := range ev.Flows {
+			if p, err := strconv.Atoi(k); err == nil {
+				s.Flows[p] = v
+			}
+		}
+	}
+	return s, nil
+}
+
+// guest is a booted VM with its tap, reused across cells whose VM
+// configuration is the same (vmKey).
+type guest struct {
+	key      string
+	tap      string
+	tapMAC   string
+	vm       *qemu.VM
+	agent    Agent
+	sink     string
+	bootTime time.Duration
+	accel    qemu.Accel
+	undo     *undo.Stack
+}
+
+// vmKey is what forces a reboot when it changes: everything about the
+// guest and its NIC. Host-side knobs (qdisc, pinning, generator) are not
+// in it.
+func vmKey(c *scenarios.Cell) string {
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%v", c.Kernel.Label, c.Kernel.Image, c.Backend, queues(c), c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, c.Generator.Kind == "iperf3")
+}
+
+func queues(c *scenarios.Cell) int {
+	if c.Queues > 0 {
+		return c.Queues
+	}
+	if c.Generator.Kind == "pktgen" && c.Generator.Pktgen != nil && c.Generator.Pktgen.Threads > 1 {
+		return c.Generator.Pktgen.Threads
+	}
+	return 1
+}
+
+func tapName(c *scenarios.Cell) string {
+	if c.TapName != "" {
+		return c.TapName
+	}
+	return "vnbt0"
+}
+
+// bootGuest creates the tap in the run's namespace, starts QEMU on it and
+// waits for the agent. On failure everything it made is undone.
+func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
+	u := undo.New()
+	defer u.RunOnError(&err, r.teardownTimeout(c))
+	g = &guest{key: vmKey(c), tap: tapName(c), accel: r.accel}
+	img, err := r.opts.Image(ctx, c.Guest, c.Generator.Kind == "iperf3")
+	if err != nil {
+		return nil, fmt.Errorf("guest image: %w", err)
+	}
+	tap := hostnet.Tap{Name: g.tap, Queues: queues(c), Addr: HostIP + "/" + strconv.Itoa(PrefixLen)}
+	r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
+	if err := r.ns.CreateTap(tap); err != nil {
+		return nil, err
+	}
+	u.Push("delete tap "+g.tap, func(context.Context) error { return r.ns.DeleteLink(g.tap) })
+	if st, err := r.ns.LinkMAC(g.tap); err == nil {
+		g.tapMAC = st
+	}
+	gc := vmimages.GuestConfig{IP: netip.MustParsePrefix(GuestIP + "/" + strconv.Itoa(PrefixLen))}
+	gc.MAC, _ = net.ParseMAC(GuestMAC)
+	cmdline := gc.Cmdline()
+	if img.Cmdline != "" {
+		cmdline += " " + img.Cmdline
+	}
+	name := "vnb-" + r.id
+	cfg := qemu.Config{Name: name, Accel: r.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
+		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
+		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
+		ConsoleLog:  filepath.Join(r.dir, "artifacts", fmt.Sprintf("console-%d.log", r.boots)),
+		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: queues(c)}}}
+	if cfg.MemoryMiB == 0 {
+		cfg.MemoryMiB = 512
+	}
+	r.boots++
+	r.record(proc.Cmd{Argv: qemu.Args(cfg), Netns: r.ns.Name})
+	start := time.Now()
+	bootTimeout := c.Timeouts.Boot
+	if bootTimeout <= 0 {
+		bootTimeout = 3 * time.Minute
+	}
+	bctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	defer cancel()
+	// QEMU must outlive bctx: start it with the run's context.
+	vm, err := r.launch(ctx, bctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.vm = vm
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
+	agent, err := r.waitAgent(bctx, vm, cfg.AgentSocket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)
+		}
+		return nil, vm.BootError("wait for agent", err)
+	}
+	g.agent = agent
+	u.Push("close agent", func(context.Context) error { return agent.Close() })
+	g.bootTime = time.Since(start)
+	g.sink = "stack"
+	g.undo = u.Release()
+	return g, nil
+}
+
+// launch starts QEMU; bctx bounds the wait for QMP, ctx is QEMU's lifetime.
+func (r *runState) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, error) {
+	type res struct {
+		vm  *qemu.VM
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		vm, err := qemu.Launch(ctx, r.exec, cfg, r.ns.Name)
+		ch <- res{vm, err}
+	}()
+	select {
+	case x := <-ch:
+		return x.vm, x.err
+	case <-bctx.Done():
+		x := <-ch // Launch gives up on its own (QMP wait is bounded)
+		if x.vm != nil {
+			x.vm.Kill()
+		}
+		if x.err != nil {
+			return nil, x.err
+		}
+		return nil, bctx.Err()
+	}
+}
+
+// waitAgent dials the agent and waits for ready, failing fast when QEMU
+// exits (a kernel panic with panic=-1 and -no-reboot ends QEMU).
+func (r *runState) waitAgent(ctx context.Context, vm *qemu.VM, sock string) (Agent, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-vm.Done():
+			cancel(fmt.Errorf("qemu exited during boot: %v", vm.Process().Wait()))
+		case <-ctx.Done():
+		}
+	}()
+	a, err := r.opts.DialAgent(ctx, sock)
+	if err != nil {
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+			return nil, c
+		}
+		return nil, err
+	}
+	if err := a.WaitReady(ctx); err != nil {
+		a.Close()
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+			return nil, c
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// tapArgv is the iproute2 equivalent of what CreateTap does over netlink
+// (for reproduce.sh).
+func tapArgv(t hostnet.Tap) []string {
+	a := []string{"ip", "tuntap", "add", "dev", t.Name, "mode", "tap", "vnet_hdr"}
+	if t.Queues > 1 {
+		a = append(a, "multi_queue")
+	}
+	return a
+}

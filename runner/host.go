@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// Tool is a program the runner drives, with how to ask its version.
+type Tool struct {
+	Name    string   // program name looked up in PATH
+	Package string   // Debian package that provides it
+	Version []string // argv printing the version
+}
+
+// Tools are the programs `run` may need.
+var Tools = []Tool{
+	{qemu.DefaultBinary, "qemu-system-x86", []string{qemu.DefaultBinary, "--version"}},
+	{"iperf3", "iperf3", []string{"iperf3", "--version"}},
+	{"trafgen", "netsniff-ng", []string{"trafgen", "--version"}},
+	{"perf", "linux-perf", []string{"perf", "--version"}},
+	{"ip", "iproute2", []string{"ip", "-V"}},
+}
+
+// ToolVersion returns the first line of the tool's version output, or ""
+// when it is missing.
+func ToolVersion(ctx context.Context, ex proc.Executor, t Tool) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := ex.Run(ctx, proc.Cmd{Argv: t.Version})
+	if err != nil && len(out) == 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line)
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// KernelRelease is uname -r.
+func KernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Governor is cpu0's cpufreq scaling governor ("" when there is none).
+func Governor() string {
+	return readTrim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+}
+
+// Mitigations maps each CPU vulnerability to the kernel's text.
+func Mitigations() map[string]string {
+	dir := "/sys/devices/system/cpu/vulnerabilities"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, e := range ents {
+		m[e.Name()] = readTrim(filepath.Join(dir, e.Name()))
+	}
+	return m
+}
+
+// CollectEnv describes this host for env.json.
+func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) report.Env {
+	host, _ := os.Hostname()
+	e := report.Env{
+		Created:       time.Now().UTC(),
+		Hostname:      host,
+		KernelRelease: KernelRelease(),
+		Cmdline:       readTrim("/proc/cmdline"),
+		Mitigations:   Mitigations(),
+		CPUModel:      cpuModel(),
+		CPUs:          runtime.NumCPU(),
+		Governor:      Governor(),
+		SMT:           readTrim("/sys/devices/system/cpu/smt/control"),
+		Accel:         string(accel),
+		Extra:         map[string]string{},
+	}
+	for _, t := range Tools {
+		v := ToolVersion(ctx, ex, t)
+		switch t.Name {
+		case qemu.DefaultBinary:
+			e.QEMUVersion = v
+		case "perf":
+			e.PerfVersion = v
+		case "iperf3":
+			e.Iperf3Version = v
+		default:
+			if v != "" {
+				e.Extra[t.Name+"_version"] = v
+			}
+		}
+	}
+	return e
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultLockPath is the host lock that keeps two runs from measuring at
+// the same time.
+const DefaultLockPath = "/run/vnetbench.lock"
+
+// BusyError means another run holds the host lock (exit code 2).
+type BusyError struct {
+	Path  string
+	Owner string
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("another vnetbench run (pid %s) is measuring on this host (lock %s); wait for it to finish", e.Owner, e.Path)
+}
+
+// ExitCode returns 2.
+func (e *BusyError) ExitCode() int { return 2 }
+
+// Lock is a held host lock.
+type Lock struct{ f *os.File }
+
+// AcquireLock takes an exclusive flock on path without waiting.
+func AcquireLock(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("host lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &BusyError{Path: path, Owner: strings.TrimSpace(string(b))}
+		}
+		return nil, fmt.Errorf("host lock %s: %w", path, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &Lock{f: f}, nil
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

@@ -1,0 +1,322 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/undo"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// Options configure Run.
+type Options struct {
+	// Dir is the run directory (created; with Resume, reopened).
+	Dir string
+	// Resume continues Dir, skipping samples it already holds.
+	Resume bool
+	// Scenario and Seed are recorded in env.json and reproduce.sh.
+	Scenario string
+	Seed     int64
+	// Version is vnetbench's version for env.json.
+	Version string
+	// Exec runs programs (default proc.Real{}).
+	Exec proc.Executor
+	// Image returns the guest image (required unless every cell is
+	// skipped).
+	Image ImageFunc
+	// DialAgent connects to the guest agent (default DialVMImagesAgent).
+	DialAgent AgentDialer
+	// NewGenerator makes a cell's generator (default NewGenerator).
+	NewGenerator func(*scenarios.Cell) (Generator, error)
+	// LockPath is the host lock (default DefaultLockPath).
+	LockPath string
+	// Progress is called after every sample (or skip).
+	Progress func(Progress)
+	// Log receives one line per notable event (nil = discarded).
+	Log io.Writer
+	// Accel forces the accelerator ("" = detect).
+	Accel qemu.Accel
+}
+
+// Progress reports one finished (or skipped) sample.
+type Progress struct {
+	Done, Total int
+	Cell        string
+	Kernel      string
+	Rep         int
+	Skipped     bool
+	Sample      *report.Sample
+}
+
+// Summary is what Run did.
+type Summary struct {
+	Dir      string
+	RunID    string
+	Samples  int // appended in this invocation
+	Skipped  int // already in the run directory (--resume)
+	Accel    qemu.Accel
+	Warnings []string
+}
+
+// runState is one Run's live state.
+type runState struct {
+	opts    Options
+	id      string
+	dir     string
+	exec    proc.Executor
+	w       *report.RunWriter
+	ns      *hostnet.Netns
+	sockDir string
+	accel   qemu.Accel
+	guest   *guest
+	boots   int
+	undo    *undo.Stack // run-level teardown (netns, sockets)
+
+	mu    sync.Mutex
+	repro []string
+}
+
+// Run runs the cells (in the given order, one sample each; see
+// scenarios.Order) and appends a sample per cell to the run directory.
+// Capability problems are reported before anything is set up. Teardown
+// runs on every exit path, also when ctx is cancelled (SIGINT); samples
+// already appended stay.
+func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, err error) {
+	if o.Exec == nil {
+		o.Exec = proc.Real{}
+	}
+	if o.DialAgent == nil {
+		o.DialAgent = DialVMImagesAgent
+	}
+	if o.NewGenerator == nil {
+		o.NewGenerator = NewGenerator
+	}
+	if o.LockPath == "" {
+		o.LockPath = DefaultLockPath
+	}
+	if o.Dir == "" {
+		return nil, errors.New("run: no run directory")
+	}
+	accel := o.Accel
+	if accel == "" {
+		accel, _ = qemu.DetectAccel()
+	}
+	for i := range cells {
+		if cells[i].Guest.Accel == "kvm" && accel != qemu.KVM {
+			_, why := qemu.DetectAccel()
+			return nil, capErrorf("cell %s asks for guest.accel: kvm but KVM is not usable here (%s); use accel: auto or tcg", cells[i].Name, why)
+		}
+	}
+	if err := Preflight(ctx, cells, o.Exec); err != nil {
+		return nil, err
+	}
+	lock, err := AcquireLock(o.LockPath)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+
+	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
+	r.exec.(*recordingExec).rec = r.recordArgv
+	sum = &Summary{Dir: o.Dir, Accel: accel}
+	if o.Resume {
+		r.w, err = report.OpenRun(o.Dir)
+		if err == nil {
+			sum.Warnings = append(sum.Warnings, r.w.Warnings()...)
+		}
+	} else {
+		env := CollectEnv(ctx, o.Exec, accel)
+		r.id = newID()
+		env.Run, env.Scenario, env.Seed, env.Version = r.id, o.Scenario, o.Seed, o.Version
+		r.w, err = report.CreateRun(o.Dir, env)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.w.Close()
+	if r.id == "" {
+		r.id = newID()
+	}
+	sum.RunID = r.id
+
+	// Everything below is undone by r.undo, whatever happens.
+	defer func() {
+		if terr := r.teardownAll(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+		}
+		r.writeReproduce()
+	}()
+
+	total := len(cells)
+	done := 0
+	for i := range cells {
+		c := &cells[i]
+		if r.w.Done(c.Name, kernelLabel(c), c.Rep) {
+			done++
+			sum.Skipped++
+			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Skipped: true})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return sum, fmt.Errorf("interrupted after %d of %d samples (finished ones are kept; continue with --resume): %w", done, total, err)
+		}
+		if r.ns == nil {
+			if err := r.setupRun(ctx); err != nil {
+				return sum, err
+			}
+		}
+		s, err := r.runSample(ctx, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep, ctx.Err())
+			}
+			return sum, err
+		}
+		done++
+		sum.Samples++
+		r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Sample: s})
+	}
+	return sum, nil
+}
+
+func (r *runState) progress(p Progress) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(p)
+	}
+}
+
+func (r *runState) logf(format string, a ...any) {
+	if r.opts.Log != nil {
+		fmt.Fprintf(r.opts.Log, format+"\n", a...)
+	}
+}
+
+func kernelLabel(c *scenarios.Cell) string {
+	if c.Kernel.Label != "" {
+		return c.Kernel.Label
+	}
+	return "host"
+}
+
+func newID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// setupRun creates the run's network namespace and socket directory.
+func (r *runState) setupRun(ctx context.Context) error {
+	sockDir, err := os.MkdirTemp("", "vnb-")
+	if err != nil {
+		return err
+	}
+	r.sockDir = sockDir
+	r.undo.Push("remove "+sockDir, func(context.Context) error { return os.RemoveAll(sockDir) })
+	name := "vnb-" + strings.ReplaceAll(r.id[len(r.id)-8:], "-", "")
+	r.recordArgv([]string{"ip", "netns", "add", name})
+	ns, err := hostnet.CreateNetns(name)
+	if err != nil {
+		return err
+	}
+	r.ns = ns
+	r.undo.Push("delete netns "+name, func(context.Context) error { return ns.Delete() })
+	return nil
+}
+
+// teardownAll stops the guest and removes the namespace.
+func (r *runState) teardownAll() error {
+	var errs []error
+	if r.guest != nil {
+		if err := r.stopGuest(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.undo.Run(30 * time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *runState) stopGuest() error {
+	g := r.guest
+	r.guest = nil
+	if g == nil || g.undo == nil {
+		return nil
+	}
+	return g.undo.Run(30 * time.Second)
+}
+
+func (r *runState) teardownTimeout(c *scenarios.Cell) time.Duration {
+	if c.Timeouts.Teardown > 0 {
+		return c.Timeouts.Teardown
+	}
+	return 30 * time.Second
+}
+
+// recordArgv remembers a command for reproduce.sh.
+func (r *runState) recordArgv(argv []string) {
+	r.mu.Lock()
+	r.repro = append(r.repro, proc.Quote(argv))
+	r.mu.Unlock()
+}
+
+func (r *runState) record(c proc.Cmd) { r.recordArgv(c.FullArgv()) }
+
+// writeReproduce writes reproduce.sh: every command of the run, quoted,
+// netlink operations as their iproute2 equivalents.
+func (r *runState) writeReproduce() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.repro) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.\n", r.id, r.opts.Scenario, r.opts.Seed)
+	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
+	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
+	b.WriteString("set -e\n")
+	for _, l := range r.repro {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(r.dir, report.ReproduceFile)
+	mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if r.opts.Resume {
+		mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, mode, 0o755)
+	if err != nil {
+		return
+	}
+	f.WriteString(b.String())
+	f.Close()
+}
+
+// recordingExec records every command before running it.
+type recordingExec struct {
+	inner proc.Executor
+	rec   func([]string)
+}
+
+func (e *recordingExec) Run(ctx context.Context, c proc.Cmd) ([]byte, error) {
+	e.rec(c.FullArgv())
+	return e.inner.Run(ctx, c)
+}
+
+func (e *recordingExec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
+	e.rec(c.FullArgv())
+	return e.inner.Start(ctx, c)
+}

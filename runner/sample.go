@@ -1,0 +1,485 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/perfparse"
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/undo"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// counters is one snapshot of the window's counters.
+type counters struct {
+	tap   hostnet.LinkStats
+	qdisc hostnet.QdiscStats
+	guest GuestStats
+	at    time.Time
+}
+
+func (r *runState) snapshot(ctx context.Context, g *guest) (counters, error) {
+	var c counters
+	var err error
+	if c.tap, err = r.ns.LinkStats(g.tap); err != nil {
+		return c, err
+	}
+	c.qdisc, _ = r.ns.RootQdisc(g.tap)
+	if c.guest, err = g.agent.Stats(ctx); err != nil {
+		return c, fmt.Errorf("guest stats: %w", err)
+	}
+	c.at = time.Now()
+	return c, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+
+// cellSlug turns a cell name into one path element.
+func cellSlug(name string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(strings.ReplaceAll(name, "/", "__"), "_"), "_")
+}
+
+// runSample runs one repetition of one cell: host knobs, warmup, window,
+// teardown of the knobs, then appends the sample.
+func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sample, error) {
+	cellStart := time.Now()
+	var bootTime time.Duration
+	fail := func(phase string, err error) error { return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err} }
+	if r.guest != nil && r.guest.key != vmKey(c) {
+		r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
+		if err := r.stopGuest(); err != nil {
+			return nil, fail("stop previous guest", err)
+		}
+	}
+	if r.guest == nil {
+		bootStart := time.Now()
+		g, err := r.bootGuest(ctx, c)
+		if err != nil {
+			return nil, fail("boot", err)
+		}
+		r.guest = g
+		bootTime = time.Since(bootStart)
+		r.logf("guest up in %.1fs (%s)", g.bootTime.Seconds(), g.accel)
+	}
+	g := r.guest
+
+	u := undo.New()
+	knobsDone := false
+	defer func() {
+		if !knobsDone {
+			u.Run(r.teardownTimeout(c))
+		}
+	}()
+	setupCtx, cancel := context.WithTimeout(ctx, orDefault(c.Timeouts.Setup, time.Minute))
+	defer cancel()
+	if c.Qdisc != "" {
+		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", g.tap, "root", c.Qdisc})
+		if err := r.ns.SetQdisc(g.tap, c.Qdisc); err != nil {
+			return nil, fail("setup", err)
+		}
+		u.Push("reset qdisc", func(context.Context) error { return r.ns.ResetQdisc(g.tap) })
+	}
+	vcpus, err := g.vm.VCPUThreads(setupCtx)
+	if err != nil {
+		return nil, fail("setup", err)
+	}
+	var vhost []int
+	if c.Backend == "tap+vhost" {
+		vhost = qemu.VhostThreads(g.vm.Pid())
+	}
+	if err := Pin(u, "vcpu", vcpus, c.Pin.VCPU, true); err != nil {
+		return nil, fail("setup", err)
+	}
+	if err := Pin(u, "vhost", vhost, c.Pin.Vhost, false); err != nil {
+		return nil, fail("setup", err)
+	}
+	sink := c.Guest.Sink
+	if sink == "" {
+		sink = "stack"
+	}
+	if sink != g.sink {
+		if err := g.agent.Sink(setupCtx, sink); err != nil {
+			return nil, fail("setup", fmt.Errorf("guest sink %s: %w", sink, err))
+		}
+		g.sink = sink
+	}
+	rel := filepath.Join(report.ArtifactsDir, cellSlug(c.Name), kernelLabel(c), strconv.Itoa(c.Rep))
+	abs := filepath.Join(r.dir, rel)
+	os.RemoveAll(abs)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fail("setup", err)
+	}
+	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsPid: g.vm.Pid(), Dev: g.tap, DevMAC: g.tapMAC,
+		Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent}
+	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
+
+	// Warmup: the same generator for c.Warmup, discarded.
+	var warmup time.Duration
+	if c.Warmup > 0 {
+		ws := time.Now()
+		wdir := filepath.Join(abs, "warmup")
+		os.MkdirAll(wdir, 0o755)
+		ww := *win
+		ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(rel, "warmup")
+		if err := r.runGenerator(ctx, c, &ww, trafficTimeout); err != nil {
+			return nil, fail("warmup", err)
+		}
+		warmup = time.Since(ws)
+	}
+
+	// The window.
+	gen, err := r.opts.NewGenerator(c)
+	if err != nil {
+		return nil, fail("traffic", err)
+	}
+	before, err := r.snapshot(setupCtx, g)
+	if err != nil {
+		return nil, fail("counters", err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, trafficTimeout)
+	defer tcancel()
+	targets := map[string]perfTarget{
+		"vcpu": {tids: vcpus}, "qemu": {tids: []int{g.vm.Pid()}, whole: true}, "vhost": {tids: vhost},
+	}
+	// perf on threads that exist before the traffic starts first, so they
+	// cover the whole window.
+	perfs, err := r.startPerf(tctx, c, targets, abs, false)
+	defer stopPerfs(perfs)
+	if err != nil {
+		return nil, fail("perf", err)
+	}
+	var ru0 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	t0 := time.Now()
+	if err := gen.Start(tctx, win); err != nil {
+		return nil, fail("traffic", fmt.Errorf("start %s: %w", gen.Kind(), err))
+	}
+	gtids, whole := gen.Threads()
+	gt := perfTarget{tids: gtids, whole: whole}
+	targets["generator"] = gt
+	targets[gen.Kind()] = gt
+	if gen.Kind() == "pktgen" {
+		targets["kpktgend"] = gt
+	}
+	if err := Pin(u, "generator", gtids, c.Pin.Generator, false); err != nil {
+		gen.Wait(tctx)
+		return nil, fail("setup", err)
+	}
+	more, perr := r.startPerf(tctx, c, targets, abs, true)
+	perfs = append(perfs, more...)
+	if perr != nil {
+		gen.Wait(tctx)
+		return nil, fail("perf", perr)
+	}
+	res, gerr := gen.Wait(tctx)
+	t1 := time.Now()
+	var ru1 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	perfOut, perfErr := finishPerfs(perfs)
+	perfs = nil
+	if gerr != nil {
+		if errors.Is(gerr, context.DeadlineExceeded) && ctx.Err() == nil {
+			gerr = fmt.Errorf("%w: traffic did not finish within timeouts.traffic %v", gerr, trafficTimeout)
+		}
+		return nil, fail("traffic", gerr)
+	}
+	after, err := r.snapshot(context.WithoutCancel(ctx), g)
+	if err != nil {
+		return nil, fail("counters", err)
+	}
+	window := t1.Sub(t0)
+
+	s := &report.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
+		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
+		Emulated: r.accel != qemu.KVM}
+	fillMetrics(s, c, res, before, after, window)
+	s.Artifacts = append(s.Artifacts, res.Artifacts...)
+	s.Warnings = append(s.Warnings, res.Warnings...)
+	harnessCPU := cpuTime(ru1) - cpuTime(ru0)
+	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
+	if res.BusyFrac >= 0 {
+		s.Metrics["generator_busy_frac"] = res.BusyFrac
+		if res.BusyFrac < 0.9 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", gen.Kind(), res.BusyFrac*100))
+		}
+	}
+	if r.accel != qemu.KVM {
+		s.Warnings = append(s.Warnings, "TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath")
+	}
+	if perfErr != nil {
+		s.Warnings = append(s.Warnings, "perf: "+perfErr.Error())
+	}
+	r.addPerf(s, c, perfOut)
+	s.Labels["generator"] = gen.Kind()
+	if c.Qdisc != "" {
+		s.Labels["qdisc"] = c.Qdisc
+	}
+	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
+
+	// Undo the host knobs now so their cost is part of the overhead.
+	knobsDone = true
+	if err := u.Run(r.teardownTimeout(c)); err != nil {
+		s.Warnings = append(s.Warnings, "teardown: "+err.Error())
+	}
+	s.Metrics["cell_overhead_s"] = (time.Since(cellStart) - window - warmup - bootTime).Seconds()
+	if err := r.w.Append(*s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func cpuTime(ru unix.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// runGenerator runs a generator to its end and discards the result.
+func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Window, timeout time.Duration) error {
+	gen, err := r.opts.NewGenerator(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := gen.Start(ctx, w); err != nil {
+		return err
+	}
+	_, err = gen.Wait(ctx)
+	return err
+}
+
+// fillMetrics computes the sample's metrics (DESIGN.md's table).
+func fillMetrics(s *report.Sample, c *scenarios.Cell, res *GenResult, before, after counters, window time.Duration) {
+	sec := window.Seconds()
+	m := s.Metrics
+	dTx := after.tap.TxPackets - before.tap.TxPackets
+	dDrop := after.tap.TxDropped - before.tap.TxDropped
+	dRx := after.guest.RxPackets - before.guest.RxPackets
+	m["tx_packets"] = float64(dTx)
+	m["tap_tx_pps"] = float64(dTx) / sec
+	m["lost_pps"] = float64(dDrop) / sec
+	m["rx_pps"] = float64(dRx) / sec
+	if q := after.qdisc; q.Kind != "" && q.Kind == before.qdisc.Kind {
+		m["qdisc_drops"] = float64(q.Drops - before.qdisc.Drops)
+	}
+	switch c.Generator.Kind {
+	case "iperf3":
+		m["throughput_bps"] = res.ThroughputBps
+		if _, ok := res.Metrics["retransmits"]; ok {
+			m["retransmits"] = res.Retransmits
+		}
+	default:
+		tx := res.PPS
+		if tx == 0 && res.Packets > 0 && res.Elapsed > 0 {
+			tx = float64(res.Packets) / res.Elapsed.Seconds()
+		}
+		m["tx_pps"] = tx
+		if tap := m["tap_tx_pps"]; tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (dropped %.0f pps)",
+				c.Generator.Kind, tx, tap, m["lost_pps"]))
+		}
+	}
+	if c.Generator.Kind == "pktgen" {
+		m["pktgen_errors"] = float64(res.Errors)
+		s.Threads = res.Threads
+	}
+	for k, v := range res.Metrics {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+}
+
+// ---- perf ----
+
+type perfTarget struct {
+	tids  []int
+	whole bool
+}
+
+type perfRun struct {
+	target string
+	record bool
+	file   string // -o
+	p      proc.Process
+	err    error
+}
+
+// targetsOf returns the perf targets a cell asks for that exist, in the
+// order asked. generatorPhase selects the targets that only exist once the
+// generator runs.
+func wantTargets(list []string, generatorPhase bool) []string {
+	var out []string
+	for _, t := range list {
+		gen := t == "generator" || t == "kpktgend" || t == "trafgen" || t == "iperf3"
+		if gen == generatorPhase {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (r *runState) startPerf(ctx context.Context, c *scenarios.Cell, targets map[string]perfTarget, dir string, generatorPhase bool) ([]*perfRun, error) {
+	var runs []*perfRun
+	start := func(target string, record bool, argv []string, file string) error {
+		p, err := r.exec.Start(ctx, proc.Cmd{Argv: argv})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, &perfRun{target: target, record: record, file: file, p: p})
+		return nil
+	}
+	if st := c.Perf.Stat; st != nil {
+		for _, t := range wantTargets(st.Targets, generatorPhase) {
+			pt := targets[t]
+			if len(pt.tids) == 0 {
+				continue
+			}
+			f := filepath.Join(dir, "perf-stat-"+t+".csv")
+			if err := start(t, false, PerfStatArgs(st.Events, pt.tids, pt.whole, f), f); err != nil {
+				return runs, err
+			}
+		}
+	}
+	if rec := c.Perf.Record; rec != nil {
+		for _, t := range wantTargets(rec.Targets, generatorPhase) {
+			pt := targets[t]
+			if len(pt.tids) == 0 {
+				continue
+			}
+			f := filepath.Join(dir, "perf-"+t+".data")
+			if err := start(t, true, PerfRecordArgs(*rec, pt.tids, pt.whole, f), f); err != nil {
+				return runs, err
+			}
+		}
+	}
+	if len(runs) > 0 {
+		// perf attaches within a few ms; make sure it counts from here.
+		time.Sleep(50 * time.Millisecond)
+		for _, pr := range runs {
+			select {
+			case <-pr.p.Done():
+				err := pr.p.Wait()
+				_, stderr := pr.p.Output()
+				return runs, fmt.Errorf("perf for %s exited at start: %v %s", pr.target, err, strings.TrimSpace(stderr))
+			default:
+			}
+		}
+	}
+	return runs, nil
+}
+
+// stopPerfs kills perf processes still running (error paths).
+func stopPerfs(runs []*perfRun) {
+	for _, pr := range runs {
+		pr.p.Stop(syscall.SIGKILL, time.Second)
+	}
+}
+
+// finishPerfs stops every perf with SIGINT (perf then writes its output)
+// and waits for them.
+func finishPerfs(runs []*perfRun) ([]*perfRun, error) {
+	for _, pr := range runs {
+		pr.p.Signal(syscall.SIGINT)
+	}
+	var errs []error
+	for _, pr := range runs {
+		err := pr.p.Stop(syscall.SIGINT, 10*time.Second)
+		if err != nil && !isSignalExit(err, "interrupt") && proc.ExitCodeOf(err) != 0 {
+			// perf stat exits 0 or with SIGINT's status; anything else
+			// is an error, the file may still be useful.
+			if _, serr := os.Stat(pr.file); serr != nil {
+				pr.err = err
+				errs = append(errs, fmt.Errorf("%s: %w", pr.target, err))
+			}
+		}
+	}
+	return runs, errors.Join(errs...)
+}
+
+// addPerf parses perf outputs into the sample: perf.<event> (one target)
+// or perf.<event>@<target> (several), and the top symbols of records.
+func (r *runState) addPerf(s *report.Sample, c *scenarios.Cell, runs []*perfRun) {
+	nstat := 0
+	for _, pr := range runs {
+		if !pr.record && pr.err == nil {
+			nstat++
+		}
+	}
+	for _, pr := range runs {
+		if pr.err != nil {
+			continue
+		}
+		relFile, _ := filepath.Rel(r.dir, pr.file)
+		if !pr.record {
+			b, err := os.ReadFile(pr.file)
+			if err != nil {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("perf stat %s: %v", pr.target, err))
+				continue
+			}
+			st, err := perfparse.ParsePerfStat(bytes.NewReader(b))
+			if err != nil {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("perf stat %s: %v", pr.target, err))
+				continue
+			}
+			s.Artifacts = append(s.Artifacts, relFile)
+			var unsupported []string
+			for _, row := range st.Rows {
+				if !row.Supported {
+					unsupported = append(unsupported, row.Event)
+					continue
+				}
+				if !row.Counted {
+					continue
+				}
+				key := report.PerfPrefix + row.Event
+				if nstat > 1 {
+					key += "@" + pr.target
+				}
+				s.Metrics[key] += row.Value
+			}
+			if nstat == 1 {
+				s.Labels["target"] = pr.target
+			}
+			if len(unsupported) > 0 {
+				s.Labels["perf_unsupported"] = strings.Join(unsupported, ",")
+			}
+			continue
+		}
+		// perf record: report to text, keep the top symbols.
+		txt := strings.TrimSuffix(pr.file, ".data") + "-report.txt"
+		out, err := r.exec.Run(context.Background(), proc.Cmd{Argv: PerfReportArgs(pr.file)})
+		if err != nil {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))
+			continue
+		}
+		os.WriteFile(txt, out, 0o644)
+		rt, _ := filepath.Rel(r.dir, txt)
+		s.Artifacts = append(s.Artifacts, relFile, rt)
+		top := 40
+		if c.Perf.Record != nil && c.Perf.Record.Top > 0 {
+			top = c.Perf.Record.Top
+		}
+		s.Symbols = append(s.Symbols, perfSymbols(out, pr.target, top)...)
+	}
+}
