@@ -22,11 +22,7 @@ import (
 // labels left blank.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "## vnetbench report: %s", strings.Join(r.Columns, " vs "))
-	if len(r.Columns) > 1 {
-		fmt.Fprintf(&b, " (base %s)", r.Base)
-	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "## vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", strings.Join(r.Emulated, ", "))
 	}
@@ -337,4 +333,53 @@ func benchName(s *Sample) string {
 		}
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
+
+// Formats are the output formats of Render.
+var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html"}
+
+// CheckFormat returns an InputError for an unknown format name.
+func CheckFormat(f string) error {
+	if slices.Contains(Formats, f) {
+		return nil
+	}
+	return inputErrorf("unknown format %q; use one of %s", f, strings.Join(Formats, ", "))
+}
+
+// FormatForFile guesses the format from an output file name's extension
+// ("" when it does not tell).
+func FormatForFile(name string) string {
+	switch {
+	case strings.HasSuffix(name, ".html"), strings.HasSuffix(name, ".htm"):
+		return "html"
+	case strings.HasSuffix(name, ".md"):
+		return "markdown"
+	case strings.HasSuffix(name, ".csv"):
+		return "csv"
+	case strings.HasSuffix(name, ".json"):
+		return "json"
+	case strings.HasSuffix(name, ".bench"):
+		return "benchfmt"
+	}
+	return ""
+}
+
+// Render writes r (built from set) in format. benchfmt writes the samples
+// of set itself, one line per repetition.
+func Render(w io.Writer, set *Set, r *Report, format string, style Style) error {
+	switch format {
+	case "", "text":
+		return WriteText(w, r, style)
+	case "markdown":
+		return WriteMarkdown(w, r)
+	case "csv":
+		return WriteCSV(w, r)
+	case "json":
+		return WriteJSON(w, r)
+	case "benchfmt":
+		return WriteBenchfmt(w, set)
+	case "html":
+		return WriteHTML(w, r)
+	}
+	return CheckFormat(format)
 }

@@ -24,6 +24,8 @@ type Options struct {
 	Top int
 	// Metrics restricts the comparison tables to these keys (nil = all).
 	Metrics []string
+	// Kinds restricts the tables to these kinds (nil = all).
+	Kinds []string
 }
 
 // Report is the format-free model every renderer draws.
@@ -166,11 +168,14 @@ func Build(set *Set, opt Options) (*Report, error) {
 	}
 	b := &builder{set: set, r: r, opt: opt}
 	b.summaries()
-	b.threadTables()
-	b.sweepTables()
-	b.perfStatTables()
-	b.perfSymTables()
-	b.compareTables()
+	for _, k := range []struct {
+		kind string
+		f    func()
+	}{{KindThread, b.threadTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}} {
+		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
+			k.f()
+		}
+	}
 	return r, nil
 }
 
@@ -390,9 +395,18 @@ func si(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
+// pct formats a percent change: "+5.30%", "+1.16e+08%" for huge changes
+// (from a base near 0), "+inf%" from a base of exactly 0.
 func pct(v float64) string {
-	if math.IsNaN(v) {
+	switch {
+	case math.IsNaN(v):
 		return "?"
+	case math.IsInf(v, 1):
+		return "+inf%"
+	case math.IsInf(v, -1):
+		return "-inf%"
+	case math.Abs(v) >= 1e4:
+		return fmt.Sprintf("%+.3g%%", v)
 	}
 	return fmt.Sprintf("%+.2f%%", v)
 }
@@ -482,8 +496,8 @@ func (b *builder) context(s *Sample, withSize bool) string {
 		} else {
 			parts = append(parts, "pinned "+p)
 		}
-	} else if gen == "pktgen" {
-		parts = append(parts, "unpinned")
+	} else if _, ok := s.Labels["pin"]; ok {
+		parts = append(parts, "unpinned") // an empty pin label means unpinned
 	}
 	if q := l("qdisc"); q != "" {
 		parts = append(parts, "qdisc "+q)

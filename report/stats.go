@@ -80,7 +80,7 @@ type Delta struct {
 	Base Stats `json:"base"`
 	New  Stats `json:"new"`
 	// Pct is the change of the median in percent ((new/base - 1) * 100);
-	// NaN when the base median is 0 and the new one is not.
+	// ±Inf when the base median is 0 and the new one is not.
 	Pct float64 `json:"pct"`
 	// P is the Mann-Whitney U test's p-value (two-sided).
 	P     float64 `json:"p"`
@@ -105,7 +105,7 @@ func Compare(base, new []float64, rate bool, alpha float64) Delta {
 	case d.Base.Median == d.New.Median:
 		d.Pct = 0
 	case d.Base.Median == 0:
-		d.Pct = math.NaN()
+		d.Pct = math.Inf(int(math.Copysign(1, d.New.Median)))
 	default:
 		d.Pct = (d.New.Median/d.Base.Median - 1) * 100
 	}
@@ -148,10 +148,7 @@ func (d *Delta) DeltaString() string {
 	if !d.Significant {
 		return "~"
 	}
-	if math.IsNaN(d.Pct) {
-		return "?"
-	}
-	return fmt.Sprintf("%+.2f%%", d.Pct)
+	return pct(d.Pct)
 }
 
 // PString is "p=0.008 n=5" (or "n=5+4" for unequal sizes), like

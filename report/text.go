@@ -36,11 +36,7 @@ const MaxWidth = 72
 // WriteText renders r as text tables for a terminal or a mail.
 func WriteText(w io.Writer, r *Report, style Style) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vnetbench report: %s", strings.Join(r.Columns, " vs "))
-	if len(r.Columns) > 1 {
-		fmt.Fprintf(&b, " (base %s)", r.Base)
-	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
 	}

@@ -1,12 +1,71 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"io"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/report"
 )
 
-// cmdCompare is wired up by the report work (see the open issues).
+// cmdCompare compares two runs and gates on regressions: exit 1 when a
+// gated metric changed significantly in its bad direction beyond its
+// threshold, 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("compare: not implemented yet")
+	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--alpha 0.05]", stderr)
+	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown metric with a direction, at 0% in its bad direction)")
+	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level (Mann-Whitney U)")
+	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html")
+	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
+	var metrics listFlag
+	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return usageErrorf("compare: want BASE and NEW (run directories or benchfmt files), got %d arguments", len(pos))
+	}
+	if *format == "benchfmt" {
+		return usageErrorf("compare: --format benchfmt is not a comparison; use 'vnetbench report --format benchfmt'")
+	}
+	if err := report.CheckFormat(*format); err != nil {
+		return err
+	}
+	st, err := report.ParseStyle(*style)
+	if err != nil {
+		return err
+	}
+	var gates []report.Gate
+	if strings.TrimSpace(*failOn) != "" {
+		if gates, err = report.ParseGates(*failOn); err != nil {
+			return err
+		}
+	}
+	base, err := report.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	nw, err := report.Load(pos[1])
+	if err != nil {
+		return err
+	}
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteString("base: " + pos[0] + "\nnew:  " + pos[1] + "\n")
+	if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
+		return err
+	}
+	if err := report.WriteDecisions(&buf, res); err != nil {
+		return err
+	}
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	return res.Err()
 }

@@ -1,12 +1,109 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/report"
 )
 
-// cmdReport is wired up by the report work (see the open issues).
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("report: not implemented yet")
+// listFlag is a repeatable, comma-separated string list flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
 }
+
+// cmdReport renders run directories or benchfmt files.
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", "RUN_DIR|BENCHFMT_FILE... [flags]", stderr)
+	format := fs.String("format", "", "output format: "+strings.Join(report.Formats, "|")+" (default text, or from -o's extension)")
+	by := fs.String("by", "kernel", "column axis: kernel, or a cell axis such as backend or qdisc")
+	style := fs.String("style", "ascii", "text table borders: ascii (+---+, for mail) or unicode")
+	out := fs.String("o", "", "write to `FILE` instead of stdout")
+	base := fs.String("base", "", "column the others are compared with (default the first)")
+	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of comparisons")
+	top := fs.Int("top", 10, "perf report symbols shown per target")
+	var metrics listFlag
+	fs.Var(&metrics, "metric", "restrict comparison tables to these metrics (repeatable, comma-separated)")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		fs.Usage()
+		return usageErrorf("report: no run directories given; e.g. vnetbench report runs/stock runs/patched")
+	}
+	f := *format
+	if f == "" {
+		f = report.FormatForFile(*out)
+	}
+	if f == "" {
+		f = "text"
+	}
+	if err := report.CheckFormat(f); err != nil {
+		return err
+	}
+	st, err := report.ParseStyle(*style)
+	if err != nil {
+		return err
+	}
+	set, err := report.Load(paths...)
+	if err != nil {
+		return err
+	}
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := report.Render(&buf, set, r, f, st); err != nil {
+		return err
+	}
+	for _, w := range set.Warnings {
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+	}
+	return writeOutput(*out, buf.Bytes(), stdout)
+}
+
+// writeOutput writes data to path atomically, or to stdout when path is
+// empty or "-".
+func writeOutput(path string, data []byte, stdout io.Writer) error {
+	if path == "" || path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".vnetbench-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+var _ = flag.ErrHelp

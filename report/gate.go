@@ -1,0 +1,241 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Gate trips when Metric changes significantly beyond Threshold percent in
+// the direction of Op: "tx_pps<-3%" trips on a significant drop of more
+// than 3%, "lost_pps>+0%" on any significant rise.
+type Gate struct {
+	Metric    string
+	Op        byte    // '<' or '>'
+	Threshold float64 // percent, signed
+}
+
+func (g Gate) String() string { return fmt.Sprintf("%s%c%+g%%", g.Metric, g.Op, g.Threshold) }
+
+var gateRE = regexp.MustCompile(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%\s*$`)
+
+// ParseGates parses a --fail-on list such as "tx_pps<-3%,lost_pps>+0%".
+// Errors are InputErrors (exit 2).
+func ParseGates(s string) ([]Gate, error) {
+	var out []Gate
+	for _, part := range strings.Split(s, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		m := gateRE.FindStringSubmatch(part)
+		if m == nil {
+			return nil, inputErrorf("--fail-on %q: want METRIC<PCT%% or METRIC>PCT%%, e.g. 'tx_pps<-3%%,lost_pps>+0%%'", part)
+		}
+		th, _ := strconv.ParseFloat(m[3], 64)
+		out = append(out, Gate{Metric: m[1], Op: m[2][0], Threshold: th})
+	}
+	if len(out) == 0 {
+		return nil, inputErrorf("--fail-on %q names no gate; e.g. 'tx_pps<-3%%'", s)
+	}
+	return out, nil
+}
+
+// Decision is one gate applied to one cell.
+type Decision struct {
+	Gate  Gate   `json:"gate"`
+	Cell  string `json:"cell"`
+	Delta Delta  `json:"delta"`
+	// Tripped: the change is significant and beyond the threshold.
+	Tripped bool `json:"tripped"`
+}
+
+func (d *Decision) String() string {
+	state := "ok"
+	switch {
+	case d.Tripped:
+		state = "FAIL"
+	case !d.Delta.Significant:
+		state = "ok (not significant)"
+	}
+	change := d.Delta.DeltaString()
+	if d.Delta.Significant {
+		change = pct(d.Delta.Pct)
+	} else if !math.IsNaN(d.Delta.Pct) {
+		change = fmt.Sprintf("~ (%s)", pct(d.Delta.Pct))
+	}
+	s := fmt.Sprintf("%s: %s %s %s: %s", d.Gate, d.Cell, change, d.Delta.PString(), state)
+	if d.Delta.TooFew {
+		s += "; too few samples to ever be significant"
+	}
+	return s
+}
+
+// GateError means a gate tripped: ExitCode 1.
+type GateError struct{ Tripped []Decision }
+
+func (e *GateError) Error() string {
+	var cells []string
+	for _, d := range e.Tripped {
+		cells = append(cells, fmt.Sprintf("%s %s in %s", d.Gate.Metric, pct(d.Delta.Pct), d.Cell))
+	}
+	return fmt.Sprintf("regression: %s", strings.Join(cells, ", "))
+}
+
+// ExitCode returns 1: the gate tripped.
+func (e *GateError) ExitCode() int { return 1 }
+
+// CompareOptions configure CompareRuns.
+type CompareOptions struct {
+	Metrics []string // metrics to show (nil = all in both); gates add theirs
+	Gates   []Gate   // nil = default gates (see CompareRuns)
+	Alpha   float64
+}
+
+// CompareResult is what CompareRuns decided.
+type CompareResult struct {
+	Report       *Report
+	Decisions    []Decision
+	DefaultGates bool
+}
+
+// Err returns a *GateError when any decision tripped, else nil.
+func (c *CompareResult) Err() error {
+	var tripped []Decision
+	for _, d := range c.Decisions {
+		if d.Tripped {
+			tripped = append(tripped, d)
+		}
+	}
+	if len(tripped) == 0 {
+		return nil
+	}
+	return &GateError{tripped}
+}
+
+// CompareRuns compares the set new against base cell by cell (per kernel
+// label when the sets hold several: the cell is then "label:cell") and
+// applies the gates. Without gates, every shown metric that has a
+// direction is gated at 0% in its bad direction. Unknown metrics are
+// InputErrors.
+func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
+	if opt.Alpha <= 0 {
+		opt.Alpha = DefaultAlpha
+	}
+	if opt.Alpha >= 1 {
+		return nil, inputErrorf("--alpha %v: want a level between 0 and 1, e.g. 0.05", opt.Alpha)
+	}
+	multi := len(base.Kernels()) > 1 || len(new.Kernels()) > 1
+	joined := &Set{Env: map[string]*Env{}, Warnings: append(slices.Clone(base.Warnings), new.Warnings...)}
+	for _, side := range []struct {
+		label string
+		set   *Set
+	}{{"base", base}, {"new", new}} {
+		for _, s := range side.set.Samples {
+			if multi {
+				s.Cell = s.Kernel + ":" + s.Cell
+			}
+			joined.Env[side.label] = side.set.Env[s.Kernel]
+			s.Kernel = side.label
+			joined.Samples = append(joined.Samples, s)
+		}
+		joined.Sources = append(joined.Sources, side.set.Sources...)
+	}
+	if len(base.Samples) == 0 || len(new.Samples) == 0 {
+		return nil, inputErrorf("nothing to compare: a side has no samples")
+	}
+	keys := joined.MetricKeys()
+	has := func(k string) bool { return slices.Contains(keys, k) }
+	for _, m := range opt.Metrics {
+		if !has(m) {
+			return nil, inputErrorf("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
+		}
+	}
+	res := &CompareResult{}
+	gates := opt.Gates
+	if gates == nil {
+		res.DefaultGates = true
+		show := opt.Metrics
+		if show == nil {
+			show = keys
+		}
+		for _, k := range show {
+			switch metricOf(k).Better {
+			case HigherIsBetter:
+				gates = append(gates, Gate{k, '<', 0})
+			case LowerIsBetter:
+				gates = append(gates, Gate{k, '>', 0})
+			}
+		}
+	}
+	for _, g := range gates {
+		if !has(g.Metric) {
+			return nil, inputErrorf("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
+		}
+	}
+	metrics := opt.Metrics
+	if metrics != nil {
+		for _, g := range gates {
+			if !slices.Contains(metrics, g.Metric) {
+				metrics = append(metrics, g.Metric)
+			}
+		}
+	}
+	kinds := []string{KindThread, KindSweep, KindCompare}
+	if opt.Metrics != nil {
+		kinds = []string{KindCompare}
+	}
+	r, err := Build(joined, Options{Alpha: opt.Alpha, Base: "base", Metrics: metrics, Kinds: kinds})
+	if err != nil {
+		return nil, err
+	}
+	res.Report = r
+	for _, g := range gates {
+		for _, cell := range joined.Cells() {
+			b, n := joined.Values(cell, "base", g.Metric), joined.Values(cell, "new", g.Metric)
+			if len(b) == 0 || len(n) == 0 {
+				continue
+			}
+			d := Compare(b, n, metricOf(g.Metric).Rate, opt.Alpha)
+			dec := Decision{Gate: g, Cell: cell, Delta: d}
+			if d.Significant && !math.IsNaN(d.Pct) {
+				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)
+			}
+			res.Decisions = append(res.Decisions, dec)
+		}
+	}
+	return res, nil
+}
+
+// WriteDecisions prints every gate decision and a verdict line.
+func WriteDecisions(w io.Writer, c *CompareResult) error {
+	var b strings.Builder
+	b.WriteString("\ngates")
+	if c.DefaultGates {
+		b.WriteString(" (default: any significant change in the bad direction; set --fail-on to choose thresholds)")
+	}
+	b.WriteString(":\n")
+	var failed, decided []string
+	for _, d := range c.Decisions {
+		fmt.Fprintf(&b, "  %s\n", d.String())
+		if d.Tripped {
+			failed = append(failed, d.Gate.Metric+" in "+d.Cell)
+		}
+		if !slices.Contains(decided, d.Gate.String()) {
+			decided = append(decided, d.Gate.String())
+		}
+	}
+	switch {
+	case len(c.Decisions) == 0:
+		b.WriteString("verdict: ok: no gated metric is present on both sides\n")
+	case len(failed) > 0:
+		fmt.Fprintf(&b, "verdict: FAIL: %s\n", strings.Join(failed, ", "))
+	default:
+		fmt.Fprintf(&b, "verdict: ok: no significant change beyond %s\n", strings.Join(decided, ", "))
+	}
+	_, err := io.WriteString(w, asciiOnly(b.String()))
+	return err
+}
