@@ -41,17 +41,20 @@ type Metric struct {
 // Metrics is the registry of known metric keys (DESIGN.md). perf.<event>
 // keys are described by Lookup's rule instead.
 var Metrics = map[string]Metric{
-	"tx_pps":           {"tx_pps", "pps", HigherIsBetter, true, "transmitted packets/s, total over generator threads (pktgen Result)"},
-	"tx_pps_thread":    {"tx_pps_thread", "pps", HigherIsBetter, true, "transmitted packets/s of one generator thread"},
-	"tap_tx_pps":       {"tap_tx_pps", "pps", HigherIsBetter, true, "tap tx_packets delta / window (cross-check of tx_pps)"},
-	"lost_pps":         {"lost_pps", "pps", LowerIsBetter, true, "tap tx_dropped delta / window"},
-	"rx_pps":           {"rx_pps", "pps", HigherIsBetter, true, "guest eth0 rx_packets delta / window"},
-	"tx_packets":       {"tx_packets", "count", Neutral, false, "packets transmitted in the window"},
-	"pktgen_errors":    {"pktgen_errors", "count", LowerIsBetter, false, "pktgen errors (retries while the tap ring was full)"},
-	"throughput_bps":   {"throughput_bps", "bit/s", HigherIsBetter, true, "iperf3 receiver bits/s, sum over streams"},
-	"retransmits":      {"retransmits", "count", LowerIsBetter, false, "iperf3 sender TCP retransmits"},
-	"harness_cpu_frac": {"harness_cpu_frac", "fraction", LowerIsBetter, false, "the harness's own CPU use in the window, fraction of a core"},
-	"cell_overhead_s":  {"cell_overhead_s", "s", LowerIsBetter, false, "setup + teardown time outside the window"},
+	"tx_pps":               {"tx_pps", "pps", HigherIsBetter, true, "transmitted packets/s, total over generator threads (pktgen Result)"},
+	"tx_pps_thread":        {"tx_pps_thread", "pps", HigherIsBetter, true, "transmitted packets/s of one generator thread"},
+	"tap_tx_pps":           {"tap_tx_pps", "pps", HigherIsBetter, true, "tap tx_packets delta / window (cross-check of tx_pps)"},
+	"lost_pps":             {"lost_pps", "pps", LowerIsBetter, true, "tap tx_dropped delta / window"},
+	"rx_pps":               {"rx_pps", "pps", HigherIsBetter, true, "guest eth0 rx_packets delta / window"},
+	"tx_packets":           {"tx_packets", "count", Neutral, false, "packets transmitted in the window"},
+	"pktgen_errors":        {"pktgen_errors", "count", LowerIsBetter, false, "pktgen errors (retries while the tap ring was full)"},
+	"throughput_bps":       {"throughput_bps", "bit/s", HigherIsBetter, true, "iperf3 receiver bits/s, sum over streams"},
+	"retransmits":          {"retransmits", "count", LowerIsBetter, false, "iperf3 sender TCP retransmits"},
+	"harness_cpu_frac":     {"harness_cpu_frac", "fraction", LowerIsBetter, false, "the harness's own CPU use in the window, fraction of a core"},
+	"qdisc_drops":          {"qdisc_drops", "count", LowerIsBetter, false, "drops counted by the tap's root qdisc in the window"},
+	"generator_busy_frac":  {"generator_busy_frac", "fraction", Neutral, false, "share of the window the generator was running (below 0.9: it may not saturate)"},
+	"iperf3_host_cpu_frac": {"iperf3_host_cpu_frac", "fraction", LowerIsBetter, false, "iperf3 sender host CPU use, fraction"},
+	"cell_overhead_s":      {"cell_overhead_s", "s", LowerIsBetter, false, "setup + teardown time outside the window"},
 }
 
 // perfRules gives the direction and unit of known perf events; other

@@ -476,7 +476,11 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	} else if d := l("duration"); d != "" {
 		parts = append(parts, d)
 	}
-	if t := l("threads"); t != "" {
+	t := l("threads")
+	if t == "" && len(s.Threads) > 0 {
+		t = strconv.Itoa(len(s.Threads))
+	}
+	if t != "" {
 		unit := "threads"
 		if gen == "iperf3" {
 			unit = "streams"

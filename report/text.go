@@ -48,16 +48,16 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 		b.WriteString(drawTable(t, style))
 		for i, n := range t.Notes {
 			if t.Kind == KindCompare {
-				fmt.Fprintf(&b, "%s %s\n", noteMark(i, style), n)
+				writeWrapped(&b, noteMark(i, style)+" ", n)
 			} else {
-				fmt.Fprintf(&b, "  %s\n", n)
+				writeWrapped(&b, "  ", n)
 			}
 		}
 	}
 	if env := envLines(r); len(env) > 0 {
 		b.WriteString("\nenvironment:\n")
 		for _, l := range env {
-			b.WriteString("  " + l + "\n")
+			writeWrapped(&b, "  ", l)
 		}
 	}
 	for _, wn := range r.Warnings {
@@ -69,6 +69,19 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	}
 	_, err := io.WriteString(w, out)
 	return err
+}
+
+// writeWrapped writes text after prefix, wrapped to MaxWidth, with
+// continuation lines indented by the prefix's width plus two.
+func writeWrapped(b *strings.Builder, prefix, text string) {
+	indent := strings.Repeat(" ", width(prefix)+2)
+	for i, l := range wrap(text, MaxWidth-width(prefix)-2) {
+		if i == 0 {
+			b.WriteString(prefix + l + "\n")
+		} else {
+			b.WriteString(indent + l + "\n")
+		}
+	}
 }
 
 // envLines describes each column's environment in one line.
@@ -267,7 +280,7 @@ func drawTable(t *Table, style Style) string {
 			vals += widths[c] + 3
 		}
 		avail := MaxWidth - vals - 3 - 1
-		target := max(span, min(avail, width(t.Context)))
+		target := max(span, min(avail, width(t.Context), 34))
 		ctx = wrap(t.Context, target)
 		if mw := maxWidth(ctx); mw > span {
 			widths[nl-1] += mw - span

@@ -1,0 +1,216 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
+
+// checkGolden compares got with testdata/golden/name (rewritten with -update).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./report -run %s -update rewrites it):\n%s", path, t.Name(), lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the first differing lines.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			shown++
+			b.WriteString("line " + itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return fmtInt(i) }
+
+func fmtInt(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var d []byte
+	for ; i > 0; i /= 10 {
+		d = append([]byte{byte('0' + i%10)}, d...)
+	}
+	return string(d)
+}
+
+func run(dirs ...string) []string {
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		out[i] = filepath.Join("testdata", "runs", d)
+	}
+	return out
+}
+
+func TestRenderGolden(t *testing.T) {
+	cases := []struct {
+		name   string
+		dirs   []string
+		format string
+		style  Style
+		opt    Options
+	}{
+		{"thread.txt", run("stock", "patched"), "text", ASCII, Options{}},
+		{"thread-unicode.txt", run("stock", "patched"), "text", Unicode, Options{}},
+		{"thread.md", run("stock", "patched"), "markdown", ASCII, Options{}},
+		{"thread.csv", run("stock", "patched"), "csv", ASCII, Options{}},
+		{"thread.json", run("stock", "patched"), "json", ASCII, Options{}},
+		{"thread.bench", run("stock", "patched"), "benchfmt", ASCII, Options{}},
+		{"thread.html", run("stock", "patched"), "html", ASCII, Options{}},
+		{"iperf3-tcg.txt", run("iperf3-tcg"), "text", ASCII, Options{}},
+		{"iperf3-tcg.md", run("iperf3-tcg"), "markdown", ASCII, Options{}},
+		{"iperf3-tcg.csv", run("iperf3-tcg"), "csv", ASCII, Options{}},
+		{"iperf3-tcg.bench", run("iperf3-tcg"), "benchfmt", ASCII, Options{}},
+		{"iperf3-tcg.html", run("iperf3-tcg"), "html", ASCII, Options{}},
+		{"sweep.txt", run("sweep"), "text", ASCII, Options{Metrics: []string{"tx_pps"}}},
+		{"sweep.md", run("sweep"), "markdown", ASCII, Options{Metrics: []string{"tx_pps"}}},
+		{"by-backend.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Metrics: []string{"tx_pps"}, Kinds: []string{KindCompare}}},
+		{"single.txt", run("stock"), "text", ASCII, Options{Metrics: []string{"tx_pps", "lost_pps"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set, err := Load(c.dirs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Build(set, c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := Render(&buf, set, r, c.format, c.style); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, c.name, buf.Bytes())
+		})
+	}
+}
+
+// The thread-style tables are what people paste to netdev: ASCII only,
+// within 72 columns, one column per kernel, TAP and TAP + vhost-net
+// groups with Transmitted and Lost, per-thread and total labeled.
+func TestThreadTableShape(t *testing.T) {
+	set, err := Load(run("stock", "patched")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{Kinds: []string{KindThread}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for i, l := range strings.Split(out, "\n") {
+		if len(l) > MaxWidth {
+			t.Errorf("line %d is %d columns (> %d): %q", i+1, len(l), MaxWidth, l)
+		}
+		for _, r := range l {
+			if r > 127 {
+				t.Errorf("line %d has non-ASCII %q: %q", i+1, r, l)
+				break
+			}
+		}
+	}
+	for _, want := range []string{"| TAP ", "| vhost-net ", "| Transmitted ", "| Lost ", "| Tx total ", "| Tx per thread ",
+		"stock |", "patched |",
+		"|  453 Kpps |  569 Kpps |  +25.64% |", "| 1155 Kpps |     1 pps | -100.00% |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("thread table lacks %q:\n%s", want, out)
+		}
+	}
+	if n := len(r.Tables); n != 2 {
+		t.Fatalf("%d thread tables, want 2 (1 and 4 threads)", n)
+	}
+	for i, threads := range []string{"1 thread,", "4 threads,"} {
+		for _, want := range []string{"Core i5-6300HQ", "10M packets", threads, "vhost pinned to CPU 0", "qdisc fq_codel"} {
+			if ctx := r.Tables[i].Context; !strings.Contains(ctx, want) {
+				t.Errorf("table %d context %q lacks %q", i, ctx, want)
+			}
+		}
+	}
+}
+
+// Every renderer marks emulated (TCG) results.
+func TestEmulatedMarked(t *testing.T) {
+	set, err := Load(run("iperf3-tcg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string]string{"text": "EMULATED", "markdown": "EMULATED", "html": "EMULATED", "csv": ",true,", "json": `"emulated": true`, "benchfmt": "accel: tcg"}
+	for _, f := range Formats {
+		var buf bytes.Buffer
+		if err := Render(&buf, set, r, f, ASCII); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), marks[f]) {
+			t.Errorf("%s output does not mark emulation with %q", f, marks[f])
+		}
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	set, err := Load(run("stock", "patched")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, bad := range []string{"<script", "<link", "@import", "@font-face", "src=", "url("} {
+		if strings.Contains(out, bad) {
+			t.Errorf("HTML contains %q: not self-contained", bad)
+		}
+	}
+	if n := strings.Count(out, "<svg"); n < 3 {
+		t.Errorf("%d SVG charts, want one per metric (>= 3)", n)
+	}
+	if !strings.Contains(out, "error bars") {
+		t.Error("HTML charts do not explain their error bars")
+	}
+}
