@@ -2,11 +2,235 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// cmdPlan is wired up by the scenarios work (see the open issues).
+// planCommands, when set, returns the exact commands a cell will run (one
+// line each, shell-quoted for reading); plan prints them under each cell.
+// The runner wires it up; nil prints no commands.
+var planCommands func(c scenarios.Cell) ([]string, error)
+
+// cmdPlan prints a scenario's cells in run order with every resolved
+// parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("plan: not implemented yet")
+	fs := newFlagSet("plan", "SCENARIO [--seed N] [--format text|json] [--cpus N]", stderr)
+	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
+	formatFlag := fs.String("format", "text", "output format: text or json")
+	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("plan: give one scenario file or built-in name (vnetbench list shows the built-ins)")
+	}
+	if *formatFlag != "text" && *formatFlag != "json" {
+		return usageErrorf("plan: unknown --format %q; use text or json", *formatFlag)
+	}
+	s, err := scenarios.Resolve(pos[0])
+	if err != nil {
+		return err
+	}
+	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
+		fmt.Fprintf(stderr, "warning: %v (vnetbench run refuses this on this machine)\n", err)
+	}
+	sd := planSeed(*seed, s.Seed)
+	p, err := buildPlan(s, sd)
+	if err != nil {
+		return err
+	}
+	if *formatFlag == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	writePlanText(stdout, p)
+	return nil
+}
+
+// planSeed picks the seed: the flag, else the scenario's, else a random
+// positive one (printed, so the order can be reproduced with --seed).
+func planSeed(flagSeed, scenarioSeed int64) int64 {
+	switch {
+	case flagSeed != 0:
+		return flagSeed
+	case scenarioSeed != 0:
+		return scenarioSeed
+	}
+	return rand.Int64N(1<<31-1) + 1
+}
+
+// plan is the rendered model of `vnetbench plan` (also its JSON form).
+type plan struct {
+	Scenario    string              `json:"scenario"`
+	File        string              `json:"file"`
+	Description string              `json:"description"`
+	Seed        int64               `json:"seed"`
+	Kernels     []scenarios.Kernel  `json:"kernels"`
+	Axes        []planAxis          `json:"axes"`
+	Runs        []planRun           `json:"runs"`
+	Cells       []planCell          `json:"cells"`
+	cellIndex   map[string]int      // kernel + "\x00" + name -> index in Cells
+	params      [][]scenarios.Param // per cell, in schema order
+}
+
+type planAxis struct {
+	Key    string   `json:"key"`
+	Values []string `json:"values"`
+}
+
+type planRun struct {
+	N      int    `json:"n"` // 1-based position in the run order
+	Kernel string `json:"kernel"`
+	Cell   string `json:"cell"`
+	Rep    int    `json:"rep"` // 1-based
+}
+
+type planCell struct {
+	Kernel   string            `json:"kernel"`
+	Name     string            `json:"name"`
+	Runs     []int             `json:"runs"`
+	Axes     map[string]string `json:"axes"`
+	Params   map[string]string `json:"params"`
+	Commands []string          `json:"commands,omitempty"`
+}
+
+// buildPlan orders the cells and collects one block per cell, in the order
+// of each cell's first run.
+func buildPlan(s *scenarios.Scenario, seed int64) (*plan, error) {
+	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed,
+		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}}
+	for _, a := range s.Axes {
+		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
+	}
+	for i, c := range scenarios.Order(s.Expand(), seed) {
+		key := c.Kernel.Label + "\x00" + c.Name
+		ci, ok := p.cellIndex[key]
+		if !ok {
+			ci = len(p.Cells)
+			p.cellIndex[key] = ci
+			params := c.Params()
+			pc := planCell{Kernel: c.Kernel.Label, Name: c.Name, Axes: c.Axes, Params: map[string]string{}}
+			for _, pr := range params {
+				pc.Params[pr.Key] = pr.Value
+			}
+			if planCommands != nil {
+				cmds, err := planCommands(c)
+				if err != nil {
+					return nil, fmt.Errorf("plan %s: %w", c.Name, err)
+				}
+				pc.Commands = cmds
+			}
+			p.Cells = append(p.Cells, pc)
+			p.params = append(p.params, params)
+		}
+		p.Cells[ci].Runs = append(p.Cells[ci].Runs, i+1)
+		p.Runs = append(p.Runs, planRun{N: i + 1, Kernel: c.Kernel.Label, Cell: c.Name, Rep: c.Rep + 1})
+	}
+	return p, nil
+}
+
+func kernelDesc(k scenarios.Kernel) string {
+	switch {
+	case k.Running():
+		return k.Label + " (the running kernel)"
+	case k.Debian != "":
+		return k.Label + " (Debian " + k.Debian + " in a lab VM)"
+	case k.Modules != "":
+		return k.Label + " (" + k.Image + ", modules " + k.Modules + ", in a lab VM)"
+	}
+	return k.Label + " (" + k.Image + " in a lab VM)"
+}
+
+func writePlanText(w io.Writer, p *plan) {
+	fmt.Fprintf(w, "scenario: %s (%s)\n", p.Scenario, p.File)
+	if p.Description != "" {
+		fmt.Fprintf(w, "description: %s\n", p.Description)
+	}
+	fmt.Fprintf(w, "seed: %d\n", p.Seed)
+	kd := make([]string, len(p.Kernels))
+	for i, k := range p.Kernels {
+		kd[i] = kernelDesc(k)
+	}
+	fmt.Fprintf(w, "kernels: %s\n", strings.Join(kd, ", "))
+	if len(p.Axes) == 0 {
+		fmt.Fprintln(w, "axes: none (a single cell)")
+	}
+	for _, a := range p.Axes {
+		fmt.Fprintf(w, "axis %s: %s\n", a.Key, strings.Join(a.Values, " | "))
+	}
+	fmt.Fprintf(w, "cells: %d per kernel x %d kernel(s) = %d, runs: %d\n", len(p.Cells)/max(len(p.Kernels), 1), len(p.Kernels), len(p.Cells), len(p.Runs))
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "run order (repetition rounds; cells shuffled within each round):")
+	kw, cw := 0, 0
+	for _, r := range p.Runs {
+		kw, cw = max(kw, len(r.Kernel)), max(cw, len(r.Cell))
+	}
+	nw := len(fmt.Sprint(len(p.Runs)))
+	for _, r := range p.Runs {
+		fmt.Fprintf(w, "  %*d  %-*s  %-*s  rep %d\n", nw, r.N, kw, r.Kernel, cw, r.Cell, r.Rep)
+	}
+
+	for i, c := range p.Cells {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "cell %s [kernel %s]\n", c.Name, c.Kernel)
+		runs := make([]string, len(c.Runs))
+		for j, n := range c.Runs {
+			runs[j] = fmt.Sprint(n)
+		}
+		fmt.Fprintf(w, "  runs: %s\n", strings.Join(runs, " "))
+		writeParams(w, p.params[i])
+		if len(c.Commands) > 0 {
+			fmt.Fprintln(w, "  commands:")
+			for _, cmd := range c.Commands {
+				fmt.Fprintf(w, "    %s\n", cmd)
+			}
+		}
+	}
+}
+
+// writeParams prints parameters one line per section: top-level keys as
+// "key: value" pairs, nested ones as "section: key=value ...".
+func writeParams(w io.Writer, params []scenarios.Param) {
+	var line []string
+	section := "\x00"
+	flush := func() {
+		if len(line) == 0 {
+			return
+		}
+		if section == "" {
+			fmt.Fprintf(w, "  %s\n", strings.Join(line, "  "))
+		} else {
+			fmt.Fprintf(w, "  %s: %s\n", section, strings.Join(line, " "))
+		}
+		line = nil
+	}
+	for _, pr := range params {
+		sec, key := "", pr.Key
+		if i := strings.LastIndex(pr.Key, "."); i >= 0 {
+			sec, key = pr.Key[:i], pr.Key[i+1:]
+		}
+		if sec != section {
+			flush()
+			section = sec
+		}
+		v := pr.Value
+		if v == "" {
+			v = "-"
+		}
+		if sec == "" {
+			line = append(line, key+": "+v)
+		} else {
+			line = append(line, key+"="+v)
+		}
+	}
+	flush()
 }

@@ -2,11 +2,40 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+	"runtime"
+
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// cmdValidate is wired up by the scenarios work (see the open issues).
+// cmdValidate loads each scenario (file or built-in name), checks it
+// against this machine's CPUs and prints "ok NAME: N cells, R runs". The
+// first bad scenario stops it with that error (exit 2).
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("validate: not implemented yet")
+	fs := newFlagSet("validate", "FILE|NAME...", stderr)
+	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip the check)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErrorf("validate: give one or more scenario files or built-in names (vnetbench list shows the built-ins)")
+	}
+	for _, arg := range pos {
+		s, err := scenarios.Resolve(arg)
+		if err != nil {
+			return err
+		}
+		if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
+			return err
+		}
+		cells := s.Expand()
+		runs := 0
+		for _, c := range cells {
+			runs += c.Repetitions
+		}
+		fmt.Fprintf(stdout, "ok %s: %d cells, %d runs\n", s.Name, len(cells), runs)
+	}
+	return nil
 }

@@ -1,0 +1,76 @@
+package scenarios
+
+import (
+	"embed"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// builtinFile is the File of a built-in scenario, as errors show it.
+func builtinFile(name string) string { return "builtin/" + name + ".yaml" }
+
+// BuiltinData returns the YAML source of a built-in scenario.
+func BuiltinData(name string) ([]byte, bool) {
+	if !validBuiltinName(name) {
+		return nil, false
+	}
+	b, err := builtinFS.ReadFile(builtinFile(name))
+	return b, err == nil
+}
+
+func validBuiltinName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, `/\.`)
+}
+
+var builtins = sync.OnceValue(func() []BuiltinInfo {
+	ents, err := fs.ReadDir(builtinFS, "builtin")
+	if err != nil {
+		panic(err)
+	}
+	var out []BuiltinInfo
+	for _, e := range ents {
+		name := strings.TrimSuffix(e.Name(), ".yaml")
+		s, err := LoadBuiltin(name)
+		if err != nil {
+			panic("scenarios: bad built-in scenario: " + err.Error())
+		}
+		out = append(out, BuiltinInfo{Name: name, Description: s.Description})
+	}
+	slices.SortFunc(out, func(a, b BuiltinInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+})
+
+// Builtins lists the built-in scenarios, sorted by name.
+func Builtins() []BuiltinInfo { return slices.Clone(builtins()) }
+
+// LoadBuiltin loads a built-in scenario by name.
+func LoadBuiltin(name string) (*Scenario, error) {
+	b, ok := BuiltinData(name)
+	if !ok {
+		return nil, &Error{Msg: "no built-in scenario " + quote(name) + "; vnetbench list shows them"}
+	}
+	return Load(builtinFile(name), b)
+}
+
+// Resolve loads a built-in scenario by name, or else a scenario file by
+// path. A name that is neither says so and how to list the built-ins.
+func Resolve(nameOrPath string) (*Scenario, error) {
+	if _, ok := BuiltinData(nameOrPath); ok {
+		return LoadBuiltin(nameOrPath)
+	}
+	if validBuiltinName(nameOrPath) && path.Ext(nameOrPath) == "" {
+		if _, err := os.Stat(nameOrPath); err != nil {
+			return nil, &Error{Msg: "no built-in scenario or file named " + quote(nameOrPath) + "; vnetbench list shows the built-ins"}
+		}
+	}
+	return LoadFile(nameOrPath)
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

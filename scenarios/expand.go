@@ -1,0 +1,211 @@
+package scenarios
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+)
+
+// Expand returns the scenario's cells: for each kernel (in file order)
+// every combination of the axes (cartesian product, deterministic order,
+// last axis fastest), with Kernel set. Cell names do not contain the kernel.
+func (s *Scenario) Expand() []Cell {
+	out := make([]Cell, 0, len(s.Kernels)*len(s.cells))
+	for _, k := range s.Kernels {
+		for _, c := range s.cells {
+			c.Kernel = k
+			c.Axes = maps.Clone(c.Axes)
+			c = c.clone()
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// clone deep-copies the pointer and slice parts of a cell so callers can
+// modify one cell without touching another.
+func (c Cell) clone() Cell {
+	c.Pin.Vhost = slices.Clone(c.Pin.Vhost)
+	c.Pin.VCPU = slices.Clone(c.Pin.VCPU)
+	c.Pin.Generator = slices.Clone(c.Pin.Generator)
+	if g := c.Generator.Pktgen; g != nil {
+		cp := *g
+		c.Generator.Pktgen = &cp
+	}
+	if g := c.Generator.Trafgen; g != nil {
+		cp := *g
+		c.Generator.Trafgen = &cp
+	}
+	if g := c.Generator.Iperf3; g != nil {
+		cp := *g
+		c.Generator.Iperf3 = &cp
+	}
+	if p := c.Perf.Stat; p != nil {
+		cp := *p
+		cp.Targets, cp.Events = slices.Clone(p.Targets), slices.Clone(p.Events)
+		c.Perf.Stat = &cp
+	}
+	if p := c.Perf.Record; p != nil {
+		cp := *p
+		cp.Targets = slices.Clone(p.Targets)
+		c.Perf.Record = &cp
+	}
+	return c
+}
+
+// Order returns the run order: one entry per repetition of every cell
+// (Rep set, 0-based). Repetition rounds run one after another; inside each
+// round the cells are shuffled with a generator seeded by seed, so slow
+// drift (thermal, background load) hits every compared variant alike. The
+// same cells and seed always give the same order, on every platform.
+func Order(cells []Cell, seed int64) []Cell {
+	rng := splitmix64(uint64(seed))
+	maxRep := 0
+	for _, c := range cells {
+		maxRep = max(maxRep, c.Repetitions)
+	}
+	var out []Cell
+	for r := range maxRep {
+		var round []Cell
+		for _, c := range cells {
+			if r < c.Repetitions {
+				c.Rep = r
+				round = append(round, c)
+			}
+		}
+		for i := len(round) - 1; i > 0; i-- { // Fisher-Yates
+			j := int(rng.below(uint64(i + 1)))
+			round[i], round[j] = round[j], round[i]
+		}
+		out = append(out, round...)
+	}
+	return out
+}
+
+// splitmix64 is a tiny PRNG with a fixed, documented output sequence (so
+// a printed seed reproduces a run order with any Go version).
+type splitmix64 uint64
+
+func (s *splitmix64) next() uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := uint64(*s)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a uniform value in [0, n) (rejection sampling).
+func (s *splitmix64) below(n uint64) uint64 {
+	limit := ^uint64(0) - ^uint64(0)%n
+	for {
+		if v := s.next(); v < limit {
+			return v % n
+		}
+	}
+}
+
+// usesRunningKernel reports whether any kernel under test is the running
+// kernel, i.e. whether the cells run on this host (not in a lab VM).
+func (s *Scenario) usesRunningKernel() bool {
+	return slices.ContainsFunc(s.Kernels, Kernel.Running)
+}
+
+// CheckHost checks the scenario against the machine it will run on: every
+// CPU it names (pins, pktgen threads, trafgen workers) must exist. Kernels
+// booted in lab VMs are not checked (the lab sizes its VMs with
+// CPUsNeeded). h.NumCPU <= 0 skips the check. Errors are *Error.
+func (s *Scenario) CheckHost(h Host) error {
+	if h.NumCPU <= 0 || !s.usesRunningKernel() {
+		return nil
+	}
+	have := fmt.Sprintf("this machine has %d CPUs (0-%d)", h.NumCPU, h.NumCPU-1)
+	if h.NumCPU == 1 {
+		have = "this machine has 1 CPU (0)"
+	}
+	for i, c := range s.cells {
+		pos := s.pos[i]
+		for _, p := range []struct {
+			key  string
+			cpus []int
+		}{{"pin.vhost", c.Pin.Vhost}, {"pin.vcpu", c.Pin.VCPU}, {"pin.generator", c.Pin.Generator}} {
+			for _, cpu := range p.cpus {
+				if cpu >= h.NumCPU {
+					return at(s.File, pos, p.key, "%s: CPU %d is beyond the machine: %s; use CPUs below %d", p.key, cpu, have, h.NumCPU)
+				}
+			}
+		}
+		if g := c.Generator.Pktgen; g != nil && g.FirstCPU+g.Threads > h.NumCPU {
+			key := "generator.pktgen.threads"
+			if g.FirstCPU > 0 {
+				key = "generator.pktgen.first_cpu"
+			}
+			return at(s.File, pos, key, "generator.pktgen: %d threads from CPU %d need CPUs %d-%d (kpktgend_N runs on CPU N), beyond the machine: %s; use at most %d threads", g.Threads, g.FirstCPU, g.FirstCPU, g.FirstCPU+g.Threads-1, have, max(h.NumCPU-g.FirstCPU, 1))
+		}
+		if g := c.Generator.Trafgen; g != nil && g.CPUs > h.NumCPU {
+			return at(s.File, pos, "generator.trafgen.cpus", "generator.trafgen.cpus %d is beyond the machine: %s; use cpus: %d or fewer", g.CPUs, have, h.NumCPU)
+		}
+	}
+	return nil
+}
+
+// CPUsNeeded returns the number of CPUs a host needs to run every cell
+// (highest CPU named by a pin or a pktgen thread, plus one; trafgen
+// workers). A lab VM for this scenario needs at least this many vCPUs.
+func (s *Scenario) CPUsNeeded() int {
+	n := 1
+	for _, c := range s.cells {
+		for _, l := range [][]int{c.Pin.Vhost, c.Pin.VCPU, c.Pin.Generator} {
+			for _, cpu := range l {
+				n = max(n, cpu+1)
+			}
+		}
+		if g := c.Generator.Pktgen; g != nil {
+			n = max(n, g.FirstCPU+g.Threads)
+		}
+		if g := c.Generator.Trafgen; g != nil {
+			n = max(n, g.CPUs)
+		}
+	}
+	return n
+}
+
+// Param is one resolved parameter of a cell: its YAML path and canonical
+// value ("" = unset).
+type Param struct {
+	Key   string
+	Value string
+}
+
+// Params lists every resolved parameter of the cell in schema order, with
+// the YAML paths of the scenario reference (generator.pktgen.count, ...).
+// Absent optional sections (perf.stat, a generator kind the cell does not
+// use) are left out, except that perf.stat and perf.record show "off".
+func (c Cell) Params() []Param {
+	var out []Param
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		for _, f := range fieldsOf(v.Type()) {
+			fv := v.FieldByIndex(f.index)
+			p := join(path, f.key)
+			switch {
+			case p == "guest.kernel.label":
+				continue
+			case fv.Kind() == reflect.Pointer:
+				if fv.IsNil() {
+					if path == "perf" {
+						out = append(out, Param{p, "off"})
+					}
+					continue
+				}
+				walk(fv.Elem(), p)
+			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
+				walk(fv, p)
+			default:
+				out = append(out, Param{p, format(fv, f.sf)})
+			}
+		}
+	}
+	walk(reflect.ValueOf(c), "")
+	return out
+}
