@@ -87,8 +87,8 @@ type guest struct {
 // guest and its NIC. Host-side knobs (qdisc, pinning, generator) are not
 // in it.
 func vmKey(c *scenarios.Cell) string {
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%v", c.Kernel.Label, c.Kernel.Image, c.Backend, queues(c), c.TapName,
-		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, c.Generator.Kind == "iperf3")
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, queues(c), c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel)
 }
 
 func queues(c *scenarios.Cell) int {
@@ -114,12 +114,14 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
 	g = &guest{key: vmKey(c), tap: tapName(c), accel: r.accel}
-	img, err := r.opts.Image(ctx, c.Guest, c.Generator.Kind == "iperf3")
+	img, err := r.opts.Image(ctx, c.Guest, r.needIperf3)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
 	tap := hostnet.Tap{Name: g.tap, Queues: queues(c), Addr: HostIP + "/" + strconv.Itoa(PrefixLen)}
 	r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
+	r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
+	r.record(proc.Cmd{Argv: []string{"ip", "link", "set", tap.Name, "up"}, Netns: r.ns.Name})
 	if err := r.ns.CreateTap(tap); err != nil {
 		return nil, err
 	}
@@ -144,7 +146,6 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		cfg.MemoryMiB = 512
 	}
 	r.boots++
-	r.record(proc.Cmd{Argv: qemu.Args(cfg), Netns: r.ns.Name})
 	start := time.Now()
 	bootTimeout := c.Timeouts.Boot
 	if bootTimeout <= 0 {

@@ -83,6 +83,9 @@ type runState struct {
 	accel   qemu.Accel
 	guest   *guest
 	boots   int
+	// needIperf3: some cell of the run uses iperf3, so every guest image
+	// carries it (the VM is then reused between iperf3 and other cells).
+	needIperf3 bool
 	undo    *undo.Stack // run-level teardown (netns, sockets)
 
 	mu    sync.Mutex
@@ -131,6 +134,12 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 
 	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
 	r.exec.(*recordingExec).rec = r.recordArgv
+	for i := range cells {
+		r.needIperf3 = r.needIperf3 || cells[i].Generator.Kind == "iperf3"
+	}
+	if o.Image == nil {
+		return nil, errors.New("run: no guest image builder (Options.Image)")
+	}
 	sum = &Summary{Dir: o.Dir, Accel: accel}
 	if o.Resume {
 		r.w, err = report.OpenRun(o.Dir)

@@ -2,11 +2,206 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// cmdRun is wired up by the runner work (see the open issues).
+// cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("run: not implemented yet")
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	out := fs.String("o", "", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
+	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
+	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
+	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
+	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
+	agentBin := fs.String("agent-binary", "", "static vnetbench binary installed as the guest's /init (default: this executable)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
+	}
+	s, err := scenarios.Resolve(pos[0])
+	if err != nil {
+		return err
+	}
+	if err := s.CheckHost(scenarios.Host{NumCPU: runtime.NumCPU()}); err != nil {
+		return err
+	}
+	sd := *seed
+	if sd == 0 {
+		sd = s.Seed
+	}
+	if sd == 0 {
+		sd = rand.Int64N(1<<31-1) + 1
+	}
+	cells := scenarios.Order(s.Expand(), sd)
+	shardNote := ""
+	if *shard != "" {
+		i, n, err := runner.ParseShard(*shard)
+		if err != nil {
+			return err
+		}
+		cells = runner.Shard(cells, i, n)
+		shardNote = fmt.Sprintf(" (shard %d/%d)", i, n)
+	}
+	if *dry {
+		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
+		for i := range cells {
+			c := &cells[i]
+			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s)\n", i+1, c.Name, c.Rep, kernelName(c))
+			for _, l := range runner.Commands(c) {
+				fmt.Fprintf(stdout, "     %s\n", l)
+			}
+		}
+		return nil
+	}
+	dir := *out
+	if dir == "" {
+		if *resume {
+			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
+		}
+		dir = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\nrun directory %s\n", s.Name, sd, shardNote, len(cells), dir)
+
+	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
+	// tears down. A second one forces an exit.
+	forced := make(chan os.Signal, 1)
+	go func() {
+		<-ctx.Done()
+		signal.Notify(forced, os.Interrupt, syscall.SIGTERM)
+		if _, ok := <-forced; ok {
+			fmt.Fprintln(stderr, "vnetbench: second signal: exiting without finishing teardown (check 'ip netns' for vnb-* leftovers)")
+			os.Exit(130)
+		}
+	}()
+	defer signal.Stop(forced)
+
+	prog := newProgress(stdout, len(cells))
+	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
+		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter()}
+	sum, err := runner.Run(ctx, cells, opts)
+	prog.finish()
+	if sum != nil {
+		for _, w := range sum.Warnings {
+			fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+		}
+		fmt.Fprintf(stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	printTable(stdout, stderr, dir)
+	return nil
 }
+
+func kernelName(c *scenarios.Cell) string {
+	if c.Kernel.Label != "" {
+		return c.Kernel.Label
+	}
+	return "host"
+}
+
+// printTable renders the run with the report package's text renderer.
+func printTable(stdout, stderr io.Writer, dir string) {
+	set, err := report.Load(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
+		return
+	}
+	r, err := report.Build(set, report.Options{By: "kernel", Alpha: report.DefaultAlpha, Top: 10})
+	if err != nil {
+		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
+		return
+	}
+	st, _ := report.ParseStyle("ascii")
+	fmt.Fprintln(stdout)
+	if err := report.Render(stdout, set, r, "text", st); err != nil {
+		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
+	}
+}
+
+// progress shows a bar with ETA on a terminal, plain lines otherwise.
+type progress struct {
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	total int
+	start time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("samples"),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionClearOnFinish())
+	}
+	return p
+}
+
+func (p *progress) update(u runner.Progress) {
+	if p.bar != nil {
+		p.bar.Describe(u.Cell)
+		p.bar.Set(u.Done)
+		return
+	}
+	what := "done"
+	if u.Skipped {
+		what = "already in the run, skipped"
+	}
+	extra := ""
+	if s := u.Sample; s != nil {
+		var parts []string
+		for _, k := range []string{"tx_pps", "rx_pps", "throughput_bps", "lost_pps"} {
+			if v, ok := s.Metrics[k]; ok {
+				parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
+			}
+		}
+		extra = " " + strings.Join(parts, " ")
+	}
+	eta := ""
+	if u.Done > 0 && u.Done < p.total {
+		left := time.Duration(float64(time.Since(p.start)) / float64(u.Done) * float64(p.total-u.Done))
+		eta = fmt.Sprintf(" eta %s", left.Round(time.Second))
+	}
+	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", u.Done, p.total, u.Cell, u.Rep, u.Kernel, what, extra, eta)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+// logWriter prints runner log lines (above the bar on a terminal).
+func (p *progress) logWriter() io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		return p.w.Write(b)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
