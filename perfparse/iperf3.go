@@ -199,11 +199,11 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 			return nil, err
 		}
 		if s.JitterMS != nil {
-			v := *s.JitterMS / 1e3
+			v := scale(*s.JitterMS, -3)
 			o.JitterS = &v
 		}
 		if s.LostPercent != nil {
-			v := *s.LostPercent / 100
+			v := scale(*s.LostPercent, -2)
 			o.LostFrac = &v
 		}
 		return o, nil
@@ -252,8 +252,8 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		out.ReceiverBitsPerSec = out.Receiver.BitsPerSec
 	}
 	if cpu := j.End.CPU; cpu != nil {
-		out.CPU = &Iperf3CPU{cpu.HostTotal / 100, cpu.HostUser / 100, cpu.HostSystem / 100,
-			cpu.RemoteTotal / 100, cpu.RemoteUser / 100, cpu.RemoteSystem / 100}
+		out.CPU = &Iperf3CPU{scale(cpu.HostTotal, -2), scale(cpu.HostUser, -2), scale(cpu.HostSystem, -2),
+			scale(cpu.RemoteTotal, -2), scale(cpu.RemoteUser, -2), scale(cpu.RemoteSystem, -2)}
 	}
 	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
 	return out, nil

@@ -2,6 +2,7 @@ package perfparse
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -250,4 +251,19 @@ func ungroup(s string, dec byte) (string, error) {
 		}
 	}
 	return strings.Join(groups, ""), nil
+}
+
+// scale returns v × 10^exp rounded as the decimal would be (so 58.1% is
+// 0.581, not 0.58100000000000006).
+func scale(v float64, exp int) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	mant, e, _ := strings.Cut(strconv.FormatFloat(v, 'e', -1, 64), "e")
+	n, _ := strconv.Atoi(e)
+	r, err := strconv.ParseFloat(mant+"e"+strconv.Itoa(n+exp), 64)
+	if err != nil {
+		return v * math.Pow10(exp)
+	}
+	return r
 }

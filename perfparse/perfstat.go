@@ -176,7 +176,7 @@ func isPlainNum(s string) bool {
 }
 
 // timeUnits maps perf's time units to seconds.
-var timeUnits = map[string]float64{"msec": 1e-3, "ms": 1e-3, "usec": 1e-6, "us": 1e-6, "nsec": 1e-9, "ns": 1e-9, "sec": 1, "s": 1}
+var timeUnits = map[string]int{"msec": -3, "ms": -3, "usec": -6, "us": -6, "nsec": -9, "ns": -9, "sec": 0, "s": 0}
 
 // knownUnits are units perf prints between the value and the event name.
 var knownUnits = map[string]bool{"msec": true, "ms": true, "usec": true, "us": true, "nsec": true, "ns": true,
@@ -186,7 +186,7 @@ var knownUnits = map[string]bool{"msec": true, "ms": true, "usec": true, "us": t
 func (row *PerfStatRow) setValue(v float64, n uint64, isInt bool, unit string) {
 	row.RawUnit = unit
 	if f, ok := timeUnits[unit]; ok {
-		row.Value, row.Unit = v*f, "s"
+		row.Value, row.Unit = scale(v, f), "s"
 		return
 	}
 	row.Value, row.Unit = v, unit
@@ -205,15 +205,15 @@ func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 	}
 	m := &PerfStatMetric{Value: v, Unit: unit, Percent: percent, Base: v, BaseUnit: unit}
 	if percent {
-		m.Base, m.BaseUnit = v/100, "frac "+unit
+		m.Base, m.BaseUnit = scale(v, -2), "frac "+unit
 		return m
 	}
 	for _, s := range []struct {
 		prefix, base string
-		f            float64
-	}{{"K/sec", "/sec", 1e3}, {"M/sec", "/sec", 1e6}, {"G/sec", "/sec", 1e9}, {"GHz", "Hz", 1e9}, {"MHz", "Hz", 1e6}, {"KHz", "Hz", 1e3}} {
+		exp          int
+	}{{"K/sec", "/sec", 3}, {"M/sec", "/sec", 6}, {"G/sec", "/sec", 9}, {"GHz", "Hz", 9}, {"MHz", "Hz", 6}, {"KHz", "Hz", 3}} {
 		if unit == s.prefix {
-			m.Base, m.BaseUnit = v*s.f, s.base
+			m.Base, m.BaseUnit = scale(v, s.exp), s.base
 		}
 	}
 	return m
@@ -311,19 +311,19 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 		if v, ok, err := num("variance"); err != nil {
 			return nil, err
 		} else if ok {
-			v /= 100
+			v = scale(v, -2)
 			row.Variance = &v
 		}
 		if rt, ok, err := num("event-runtime"); err != nil {
 			return nil, err
 		} else if ok {
-			rt /= 1e9
+			rt = scale(rt, -9)
 			row.RuntimeS = &rt
 		}
 		if p, ok, err := num("pcnt-running"); err != nil {
 			return nil, err
 		} else if ok {
-			row.Multiplex = p / 100
+			row.Multiplex = scale(p, -2)
 		}
 		if hasMV && mu != "" {
 			row.Metric = newMetric(mv, mu, false)
@@ -435,7 +435,7 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			if err != nil {
 				return nil, errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
 			}
-			v /= 100
+			v = scale(v, -2)
 			row.Variance = &v
 			rest = rest[1:]
 		}
@@ -444,7 +444,7 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			if err != nil {
 				return nil, errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
 			}
-			v /= 1e9
+			v = scale(v, -9)
 			row.RuntimeS = &v
 		}
 		if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
@@ -452,7 +452,7 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			if err != nil {
 				return nil, errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
 			}
-			row.Multiplex = v / 100
+			row.Multiplex = scale(v, -2)
 		}
 		if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
 			mvs := strings.TrimSpace(rest[2])

@@ -187,7 +187,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			if err != nil {
 				return nil, err
 			}
-			v /= 100
+			v = scale(v, -2)
 			row.Variance = &v
 		}
 		if t.running != "" {
@@ -195,7 +195,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			if err != nil {
 				return nil, err
 			}
-			row.Multiplex = v / 100
+			row.Multiplex = scale(v, -2)
 		}
 		st.Rows = append(st.Rows, row)
 	}
@@ -219,7 +219,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 				if err != nil {
 					return nil, err
 				}
-				pv /= 100
+				pv = scale(pv, -2)
 				st.ElapsedVariance = &pv
 			}
 		case "user":

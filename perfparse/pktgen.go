@@ -316,7 +316,7 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 	if err != nil {
 		return nil, errorf(ln, "pktgen Result: %v", err)
 	}
-	r.Seconds = float64(r.Usec) / 1e6
+	r.Seconds = scale(float64(r.Usec), -6)
 	r.Bytes = r.Packets * uint64(max(ps, 0))
 	return r, nil
 }

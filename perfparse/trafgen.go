@@ -90,7 +90,7 @@ func ParseTrafgen(r io.Reader) (*Trafgen, error) {
 			if err1 != nil || err2 != nil || err3 != nil {
 				return nil, errorf(ln, "trafgen: bad per-CPU line %q", clip(s))
 			}
-			t.CPUs = append(t.CPUs, TrafgenCPU{CPU: cpu, Seconds: float64(sec) + float64(usec)/1e6, Packets: n})
+			t.CPUs = append(t.CPUs, TrafgenCPU{CPU: cpu, Seconds: scale(float64(sec*1000000+usec), -6), Packets: n})
 			seen = true
 		}
 	}
