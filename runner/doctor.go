@@ -1,0 +1,271 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/perfparse"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// Check is one line of `vnetbench doctor`.
+type Check struct {
+	Name   string
+	OK     bool
+	Detail string
+	Fix    string // what to do when not OK
+	// Warn marks a shortcoming that does not stop runs (TCG instead of
+	// KVM, no hardware PMU, a power-saving governor).
+	Warn bool
+}
+
+// Doctor is what this host can run.
+type Doctor struct {
+	Checks []Check
+	// Facts the scenario verdicts use.
+	Root, Tun, VhostNet, Pktgen bool
+	Accel                       qemu.Accel
+	Tools                       map[string]string // name -> version ("" = missing)
+	Qdiscs                      map[string]bool
+	PerfEvents                  map[string]bool // event -> supported
+}
+
+// DoctorQdiscs are the qdisc kinds doctor tries.
+var DoctorQdiscs = []string{"pfifo_fast", "noqueue", "fq_codel", "fq", "sfq"}
+
+// DoctorEvents are the perf events doctor tries.
+var DoctorEvents = []string{"task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions", "branches", "branch-misses"}
+
+// RunDoctor probes the host. It changes nothing outside a throwaway
+// network namespace (deleted again).
+func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
+	d := &Doctor{Tools: map[string]string{}, Qdiscs: map[string]bool{}, PerfEvents: map[string]bool{}}
+	add := func(c Check) { d.Checks = append(d.Checks, c) }
+	rel := KernelRelease()
+	add(Check{Name: "kernel", OK: true, Detail: rel})
+	d.Root = os.Geteuid() == 0
+	add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
+
+	accel, why := qemu.DetectAccel()
+	d.Accel = accel
+	if accel == qemu.KVM {
+		add(Check{Name: "kvm", OK: true, Detail: "usable (KVM_CREATE_VM works)"})
+	} else {
+		add(Check{Name: "kvm", OK: false, Warn: true, Detail: "not usable: " + why, Fix: "guests run under TCG (emulation): numbers measure the emulator"})
+	}
+	_, err := os.Stat(qemu.VhostNetPath)
+	d.VhostNet = err == nil
+	add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
+		Fix: "load vhost_net (modprobe vhost_net) or use lab mode for tap+vhost cells"})
+	_, err = os.Stat("/dev/net/tun")
+	d.Tun = err == nil
+	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN; use lab mode"})
+
+	d.Pktgen = PktgenAvailable()
+	pk := Check{Name: "pktgen", OK: d.Pktgen, Detail: "loaded (/proc/net/pktgen)"}
+	if !d.Pktgen {
+		if mod := findModule(rel, "pktgen"); mod != "" && modulesEnabled() {
+			pk.Detail = "not loaded; loadable from " + mod
+			pk.Fix = "modprobe pktgen"
+		} else {
+			pk.Detail = "not available (not loaded, no loadable module)"
+			pk.Fix = "pktgen scenarios need lab mode (a Debian or your own kernel in a VM)"
+		}
+	}
+	add(pk)
+
+	for _, t := range Tools {
+		v := ""
+		if _, err := exec.LookPath(t.Name); err == nil {
+			v = ToolVersion(ctx, ex, t)
+			if v == "" {
+				v = "installed"
+			}
+		}
+		d.Tools[t.Name] = v
+		add(Check{Name: t.Name, OK: v != "", Detail: orStr(v, "missing"), Fix: "apt-get install " + t.Package + " (make deps)"})
+	}
+
+	if d.Root && d.Tun {
+		res, err := ProbeQdiscs(DoctorQdiscs)
+		if err != nil {
+			add(Check{Name: "qdiscs", OK: false, Detail: err.Error()})
+		} else {
+			var have, miss []string
+			for _, q := range DoctorQdiscs {
+				d.Qdiscs[q] = res[q] == nil
+				if res[q] == nil {
+					have = append(have, q)
+				} else {
+					miss = append(miss, q)
+				}
+			}
+			c := Check{Name: "qdiscs", OK: len(miss) == 0, Detail: "available: " + strings.Join(have, " ")}
+			if len(miss) > 0 {
+				c.Detail += "; missing: " + strings.Join(miss, " ")
+				c.Fix = "cells with a missing qdisc need lab mode (or use noqueue/pfifo_fast)"
+			}
+			add(c)
+		}
+	} else {
+		add(Check{Name: "qdiscs", OK: false, Detail: "not probed (needs root and /dev/net/tun)"})
+	}
+
+	if d.Tools["perf"] != "" {
+		sup, unsup, err := probePerfEvents(ctx, ex)
+		if err != nil {
+			add(Check{Name: "perf events", OK: false, Detail: err.Error(), Fix: "check /proc/sys/kernel/perf_event_paranoid"})
+		} else {
+			for _, e := range sup {
+				d.PerfEvents[e] = true
+			}
+			c := Check{Name: "perf events", OK: len(unsup) == 0, Warn: true, Detail: "supported: " + strings.Join(sup, " ")}
+			if len(unsup) > 0 {
+				c.Detail += "; not supported: " + strings.Join(unsup, " ")
+				c.Fix = "no hardware PMU here (typical in VMs): hardware counters read <not supported>"
+			}
+			add(c)
+		}
+	}
+	gov := Governor()
+	add(Check{Name: "cpus", OK: true, Detail: fmt.Sprintf("%d (%s)", runtime.NumCPU(), orStr(cpuModel(), "unknown model"))})
+	add(Check{Name: "governor", OK: gov == "" || gov == "performance", Warn: true, Detail: orStr(gov, "none (no cpufreq)"),
+		Fix: "set the performance governor for stable numbers (cpupower frequency-set -g performance)"})
+	add(Check{Name: "mitigations", OK: true, Detail: summarizeMitigations(Mitigations())})
+	return d
+}
+
+func probePerfEvents(ctx context.Context, ex proc.Executor) (sup, unsup []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	f, err := os.CreateTemp("", "vnb-perf-*.csv")
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	argv := []string{"perf", "stat", "-x,", "-e", strings.Join(DoctorEvents, ","), "-o", f.Name(), "--", "true"}
+	if _, err := ex.Run(ctx, proc.Cmd{Argv: argv}); err != nil {
+		return nil, nil, fmt.Errorf("perf stat: %w", err)
+	}
+	b, _ := os.ReadFile(f.Name())
+	st, err := perfparse.ParsePerfStat(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range st.Rows {
+		if r.Supported {
+			sup = append(sup, r.Event)
+		} else {
+			unsup = append(unsup, r.Event)
+		}
+	}
+	return sup, unsup, nil
+}
+
+func summarizeMitigations(m map[string]string) string {
+	if len(m) == 0 {
+		return "unknown"
+	}
+	counts := map[string]int{}
+	for _, v := range m {
+		switch {
+		case strings.HasPrefix(v, "Not affected"):
+			counts["not affected"]++
+		case strings.HasPrefix(v, "Vulnerable"):
+			counts["vulnerable"]++
+		default:
+			counts["mitigated"]++
+		}
+	}
+	var parts []string
+	for _, k := range sortedKeys(counts) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	return strings.Join(parts, ", ") + " (see env.json for each)"
+}
+
+func findModule(release, name string) string {
+	var found string
+	root := filepath.Join("/lib/modules", release)
+	filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return nil
+		}
+		b := filepath.Base(p)
+		if strings.HasPrefix(b, name+".ko") {
+			found = p
+		}
+		return nil
+	})
+	return found
+}
+
+func modulesEnabled() bool {
+	return readTrim("/proc/sys/kernel/modules_disabled") != "1"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func present(path string, ok bool) string {
+	if ok {
+		return path + " present"
+	}
+	return path + " missing"
+}
+
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Missing lists what this host lacks for the cells, one reason each
+// (empty = the cells can run here).
+func (d *Doctor) Missing(cells []scenarios.Cell) []string {
+	n := NeedsOf(cells)
+	var out []string
+	if n.Lab {
+		out = append(out, "needs lab mode (tests a kernel other than the running one)")
+	}
+	if !d.Root {
+		out = append(out, "needs root")
+	}
+	if !d.Tun {
+		out = append(out, "needs /dev/net/tun")
+	}
+	for _, t := range n.Tools {
+		if d.Tools[t] == "" {
+			out = append(out, "needs "+t+" (apt-get install "+debPackage(t)+")")
+		}
+	}
+	if n.Vhost && !d.VhostNet {
+		out = append(out, "needs /dev/vhost-net (tap+vhost cells): load vhost_net or use lab mode")
+	}
+	if n.Pktgen && !d.Pktgen {
+		out = append(out, "needs pktgen: use lab mode")
+	}
+	for _, q := range n.Qdiscs {
+		if ok, probed := d.Qdiscs[q]; probed && !ok {
+			out = append(out, "needs qdisc "+q+": use lab mode")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
