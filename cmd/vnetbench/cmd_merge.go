@@ -2,11 +2,31 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+
+	"github.com/vnetbench/vnetbench/runner"
 )
 
-// cmdMerge is wired up by the runner work (see the open issues).
+// cmdMerge joins the run directories of shards into one.
 func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("merge: not implemented yet")
+	fs := newFlagSet("merge", "RUN_DIR... -o DIR", stderr)
+	out := fs.String("o", "", "merged run `DIR` (required, must not exist or be empty)")
+	dirs, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if *out == "" || len(dirs) == 0 {
+		fs.Usage()
+		return usageErrorf("merge: want run directories and -o DIR, e.g. vnetbench merge runs/s1 runs/s2 -o runs/all")
+	}
+	warns, err := runner.Merge(*out, dirs)
+	for _, w := range warns {
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(dirs), *out)
+	return nil
 }

@@ -1,0 +1,155 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/report"
+)
+
+// MergeError is bad input to Merge (exit code 2).
+type MergeError struct{ Msg string }
+
+func (e *MergeError) Error() string { return e.Msg }
+
+// ExitCode returns 2.
+func (e *MergeError) ExitCode() int { return 2 }
+
+// Merge joins run directories (the shards of one scenario) into out:
+// results.jsonl with every sample once (the first copy wins), env.json of
+// the first run (with the merged run ids in Extra), artifacts copied
+// with their paths, and the reproduce.sh files one after another. It
+// returns warnings (duplicates, shards measured on different hosts).
+func Merge(out string, dirs []string) ([]string, error) {
+	if len(dirs) == 0 {
+		return nil, &MergeError{"merge: no run directories given"}
+	}
+	for _, d := range dirs {
+		if abs(d) == abs(out) {
+			return nil, &MergeError{fmt.Sprintf("merge: output %s is also an input; choose another -o", out)}
+		}
+		if _, err := os.Stat(filepath.Join(d, report.ResultsFile)); err != nil {
+			return nil, &MergeError{fmt.Sprintf("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, report.ResultsFile)}
+		}
+	}
+	var warns []string
+	envs := make([]*report.Env, len(dirs))
+	for i, d := range dirs {
+		e, err := report.ReadEnv(d)
+		if err != nil {
+			return nil, err
+		}
+		envs[i] = e
+	}
+	env := *envs[0]
+	var ids []string
+	for i, e := range envs {
+		ids = append(ids, orStr(e.Run, dirs[i]))
+		if i > 0 && (e.Hostname != env.Hostname || e.KernelRelease != env.KernelRelease || e.CPUModel != env.CPUModel || e.Accel != env.Accel) {
+			warns = append(warns, fmt.Sprintf("%s was measured on %s/%s/%s/%s, %s on %s/%s/%s/%s: compare across shards with care",
+				dirs[i], e.Hostname, e.KernelRelease, e.CPUModel, e.Accel, dirs[0], env.Hostname, env.KernelRelease, env.CPUModel, env.Accel))
+		}
+	}
+	if env.Extra == nil {
+		env.Extra = map[string]string{}
+	}
+	env.Extra["merged_from"] = strings.Join(ids, ",")
+	w, err := report.CreateRun(out, env)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	seen := map[report.Key]string{}
+	var repro strings.Builder
+	for i, d := range dirs {
+		set, err := report.Load(d)
+		if err != nil {
+			return nil, err
+		}
+		warns = append(warns, set.Warnings...)
+		for _, s := range set.Samples {
+			k := report.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}
+			if prev, dup := seen[k]; dup {
+				warns = append(warns, fmt.Sprintf("%s: cell %s kernel %s rep %d is also in %s; kept the first", d, s.Cell, s.Kernel, s.Rep, prev))
+				continue
+			}
+			seen[k] = d
+			if err := w.Append(s); err != nil {
+				return nil, err
+			}
+		}
+		if err := copyTree(filepath.Join(d, report.ArtifactsDir), filepath.Join(out, report.ArtifactsDir), "shard-"+strconv.Itoa(i+1)); err != nil {
+			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(d, report.ReproduceFile)); err == nil {
+			fmt.Fprintf(&repro, "\n# ---- from %s ----\n", d)
+			repro.Write(b)
+		}
+	}
+	if repro.Len() > 0 {
+		os.WriteFile(filepath.Join(out, report.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
+	}
+	return warns, nil
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// copyTree copies src into dst keeping relative paths; a file that
+// already exists with other content goes under dst/alt/ instead.
+func copyTree(src, dst, alt string) error {
+	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if de.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !de.Type().IsRegular() {
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		if _, err := os.Stat(target); err == nil {
+			target = filepath.Join(dst, alt, rel)
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+		}
+		return copyFile(p, target)
+	})
+}
+
+func copyFile(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	o, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(o, in); err != nil {
+		o.Close()
+		return err
+	}
+	return o.Close()
+}
