@@ -1,0 +1,132 @@
+package report
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseGates(t *testing.T) {
+	g, err := ParseGates("tx_pps<-3%, lost_pps>+0%,perf.cycles@vhost>5.5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Gate{{"tx_pps", '<', -3}, {"lost_pps", '>', 0}, {"perf.cycles@vhost", '>', 5.5}}
+	if len(g) != len(want) {
+		t.Fatalf("got %v", g)
+	}
+	for i := range want {
+		if g[i] != want[i] {
+			t.Errorf("gate %d = %+v, want %+v", i, g[i], want[i])
+		}
+	}
+	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ","} {
+		_, err := ParseGates(bad)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
+			t.Errorf("ParseGates(%q) = %v, want an InputError", bad, err)
+		}
+	}
+}
+
+func loadSet(t *testing.T, dirs ...string) *Set {
+	t.Helper()
+	s, err := Load(run(dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func exitCodeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+func TestCompareRunsGates(t *testing.T) {
+	gates, _ := ParseGates("tx_pps<-3%,lost_pps>+0%")
+	// patched -> stock is a regression: tx_pps drops 5-20%, lost_pps rises.
+	res, err := CompareRuns(loadSet(t, "patched"), loadSet(t, "stock"), CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = res.Err()
+	var ge *GateError
+	if !errors.As(err, &ge) || exitCodeOf(err) != 1 {
+		t.Fatalf("regression: err %v, want a GateError with exit code 1", err)
+	}
+	if len(ge.Tripped) != 8 {
+		t.Errorf("%d tripped decisions, want 8 (2 metrics x 4 cells)", len(ge.Tripped))
+	}
+
+	// stock -> patched improves both: nothing trips.
+	res, err = CompareRuns(loadSet(t, "stock"), loadSet(t, "patched"), CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Errorf("improvement tripped a gate: %v", err)
+	}
+	if len(res.Decisions) != 8 {
+		t.Errorf("%d decisions, want 8", len(res.Decisions))
+	}
+
+	// A run against itself: no change, exit 0 (default gates).
+	res, err = CompareRuns(loadSet(t, "stock"), loadSet(t, "stock"), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil || !res.DefaultGates || len(res.Decisions) == 0 {
+		t.Errorf("no change: err %v, default gates %v, %d decisions", err, res.DefaultGates, len(res.Decisions))
+	}
+
+	// A threshold wider than the change: tap+vhost t1 drops ~5%, gate at -30%.
+	wide, _ := ParseGates("tx_pps<-30%")
+	res, err = CompareRuns(loadSet(t, "patched"), loadSet(t, "stock"), CompareOptions{Gates: wide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Errorf("change within threshold tripped: %v", err)
+	}
+}
+
+func TestCompareRunsTooFew(t *testing.T) {
+	gates, _ := ParseGates("tx_pps<-3%")
+	// few-b is 15% slower, but 3 vs 3 samples can never be significant.
+	res, err := CompareRuns(loadSet(t, "few-a"), loadSet(t, "few-b"), CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatalf("too few samples tripped the gate: %v", err)
+	}
+	d := res.Decisions[0]
+	if !d.Delta.TooFew || d.Delta.DeltaString() != "~" || !strings.Contains(d.String(), "too few samples") {
+		t.Errorf("decision %q (too few %v), want ~ with a too-few note", d.String(), d.Delta.TooFew)
+	}
+	var b strings.Builder
+	WriteDecisions(&b, res)
+	if !strings.Contains(b.String(), "tx_pps<-3%: tap/pktgen-t1 ~ (-15.35%) p=0.100 n=3") || !strings.Contains(b.String(), "verdict: ok") {
+		t.Errorf("decisions output:\n%s", b.String())
+	}
+}
+
+func TestCompareRunsBadInput(t *testing.T) {
+	for _, opt := range []CompareOptions{
+		{Metrics: []string{"tx_ppz"}},
+		{Gates: []Gate{{"nope", '<', -1}}},
+		{Alpha: 1.5},
+	} {
+		_, err := CompareRuns(loadSet(t, "stock"), loadSet(t, "patched"), opt)
+		if exitCodeOf(err) != 2 {
+			t.Errorf("CompareRuns(%+v) = %v, want exit code 2", opt, err)
+		}
+	}
+}
