@@ -73,7 +73,6 @@ func Parse(kind, name string, r io.Reader) (any, error) {
 
 var (
 	reDetectStatRow = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
-	reDetectCSV     = regexp.MustCompile(`(?m)^([0-9.]+|<not (supported|counted)>),[a-zA-Z]*,[a-zA-Z]`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).
@@ -84,8 +83,15 @@ func Detect(data []byte) string {
 	}
 	s := string(head)
 	t := strings.TrimSpace(s)
+	first := "" // first line that is not blank or a "#" comment
+	for _, l := range strings.Split(t, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			first = l
+			break
+		}
+	}
 	switch {
-	case strings.HasPrefix(t, "{") && strings.Contains(s, `"counter-value"`):
+	case strings.HasPrefix(first, "{") && strings.Contains(s, `"counter-value"`):
 		return "perf-stat"
 	case strings.HasPrefix(t, "[") && strings.Contains(s, `"kind"`) && strings.Contains(s, `"handle"`):
 		return "tc"
@@ -104,7 +110,7 @@ func Detect(data []byte) string {
 	case strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children"):
 		return "perf-report"
 	case strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
-		reDetectCSV.MatchString(s) || reDetectStatRow.MatchString(s):
+		csvSep(first) != 0 || reDetectStatRow.MatchString(s):
 		return "perf-stat"
 	}
 	return ""

@@ -46,7 +46,7 @@ func (f *numFormat) setDec(c byte, line int, why string) error {
 		return nil
 	}
 	if f.dec != c {
-		return errorf(line, "conflicting number formats: %s uses %q as the decimal mark but line %d uses %q; fix the paste so all numbers use one locale (or use perf stat -x, / -j)", why, rune(c), f.decLine, rune(f.dec))
+		return errorf(line, "conflicting number formats: %s means %q is the decimal mark, but line %d uses %q; fix the paste so all numbers use one locale (or use perf stat -x, / -j)", why, rune(c), f.decLine, rune(f.dec))
 	}
 	return nil
 }
@@ -57,7 +57,7 @@ func (f *numFormat) setGroup(c byte, line int, why string) error {
 		if c == '.' {
 			other = ','
 		}
-		if err := f.setDec(other, line, why+" (groups thousands with "+strconv.QuoteRune(rune(c))+")"); err != nil {
+		if err := f.setDec(other, line, why+" groups thousands with "+strconv.QuoteRune(rune(c))); err != nil {
 			return err
 		}
 	}
@@ -73,6 +73,7 @@ type numRole int
 const (
 	roleCounter numRole = iota // counter column: grouped, 0 or 2 decimals
 	roleDecimal                // metric, percentage, seconds: never grouped
+	roleCount                  // counter column of a count: grouped, never a fraction
 )
 
 // isNumTok reports whether s looks like a (possibly locale-formatted) number.
@@ -140,7 +141,11 @@ func (f *numFormat) observe(tok string, role numRole, line int) error {
 	if k := len(tok) - strings.IndexByte(tok, sep) - 1; k != 3 {
 		return f.setDec(sep, line, why)
 	}
-	return nil // "46.997": decided later by role and evidence
+	if role == roleCount {
+		// perf prints counts as integers: "46.997" groups thousands.
+		return f.setGroup(sep, line, "count "+why)
+	}
+	return nil // "1.234 msec": decided by other evidence, else ambiguous
 }
 
 func groupChar(tok string) byte {

@@ -116,7 +116,7 @@ func ParsePerfReport(r io.Reader) (*PerfReport, error) {
 
 type reportCol struct {
 	name       string
-	start, end int // byte positions from the dotted line; end -1 = to the end
+	start, end int  // byte positions from the dotted line; end -1 = to the end
 	kind       byte // 'p' percentage, 'n' number, 't' text
 }
 

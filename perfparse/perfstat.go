@@ -159,7 +159,7 @@ func csvValueIndex(f []string) int {
 			continue
 		}
 		u, ev := strings.TrimSpace(f[i+1]), strings.TrimSpace(f[i+2])
-		if isPlainNum(u) || ev == "" || isPlainNum(ev) || strings.ContainsAny(ev, " ") && !strings.Contains(ev, "/") {
+		if isPlainNum(u) || isNotValue(u) || ev == "" || isPlainNum(ev) || strings.ContainsAny(ev, " ") && !strings.Contains(ev, "/") {
 			continue
 		}
 		return i
@@ -226,8 +226,8 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	for i, l := range lines {
 		ln := i + 1
 		s := strings.TrimSpace(l)
-		if s == "" {
-			continue
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue // "# started on ..." from -o
 		}
 		var m map[string]json.RawMessage
 		dec := json.NewDecoder(strings.NewReader(s))
@@ -410,6 +410,9 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		row := PerfStatRow{Event: strings.TrimSpace(f[vi+2]), Supported: true, Counted: true, Multiplex: 1}
 		pre := f[:vi]
+		for k := range pre {
+			pre[k] = strings.TrimSpace(pre[k])
+		}
 		if len(pre) > 0 && isPlainNum(pre[0]) && strings.Contains(pre[0], ".") {
 			iv, _ := strconv.ParseFloat(pre[0], 64)
 			row.IntervalS = &iv

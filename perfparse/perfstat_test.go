@@ -1,7 +1,9 @@
 package perfparse
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,115 @@ func TestPerfStatCSVVariants(t *testing.T) {
 	}
 	if r[4].CPU != "S0-D0-C1" || r[4].AggrCPUs != 2 || r[4].Count != 11 || !r[4].Metric.Percent || !near(r[4].Metric.Base, 0.0123) {
 		t.Errorf("aggr row %+v %+v", r[4], r[4].Metric)
+	}
+}
+
+// The locale and mail-paste variants of a perf stat output are
+// transformations of an English original; they must read as the same
+// numbers.
+func TestPerfStatLocales(t *testing.T) {
+	for _, base := range []string{"perf5-hw", "perf6-r5"} {
+		want, err := ParsePerfStat(openT(t, "testdata/perf-stat/"+base+"-en.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want.ElapsedS == nil || len(want.Rows) < 8 {
+			t.Fatalf("%s-en: %+v", base, want)
+		}
+		for _, v := range []string{base + "-de.txt", base + "-fr.txt", base + "-ch.txt", base + "-c.txt", "mail-" + base + "-de-collapsed.txt", "mail-" + base + "-fr-collapsed.txt"} {
+			got, err := ParsePerfStat(openT(t, "testdata/perf-stat/"+v))
+			if err != nil {
+				t.Errorf("%s: %v", v, err)
+				continue
+			}
+			if len(got.Rows) != len(want.Rows) || *got.ElapsedS != *want.ElapsedS || got.Runs != want.Runs || got.Target != want.Target {
+				t.Errorf("%s: %d rows elapsed %v, want %d rows elapsed %v", v, len(got.Rows), *got.ElapsedS, len(want.Rows), *want.ElapsedS)
+				continue
+			}
+			for i := range want.Rows {
+				w, g := want.Rows[i], got.Rows[i]
+				g.RawValue = w.RawValue
+				if !reflect.DeepEqual(w, g) {
+					t.Errorf("%s row %d:\n got %s\nwant %s", v, i, js(g), js(w))
+				}
+			}
+		}
+	}
+}
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestPerfStatText(t *testing.T) {
+	st, err := ParsePerfStat(openT(t, "testdata/perf-stat/perf5-hw-de.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NumberFormat != `decimal ',' grouping '.'` || !near(*st.ElapsedS, 13.378912345) || !near(*st.UserS, 95.123456) || !near(*st.SysS, 5.432109) {
+		t.Errorf("format %q elapsed %v user %v sys %v", st.NumberFormat, *st.ElapsedS, *st.UserS, *st.SysS)
+	}
+	tc := rowByEvent(t, st, "task-clock")
+	if !near(tc.Value, 100.58769) || tc.Metric.Value != 7.519 {
+		t.Errorf("task-clock %+v", tc)
+	}
+	cs := rowByEvent(t, st, "context-switches")
+	if cs.Count != 46997 || cs.Metric.Base != 467 {
+		t.Errorf("context-switches %+v %+v", cs, cs.Metric)
+	}
+	cyc := rowByEvent(t, st, "cycles")
+	if cyc.Count != 301876543210 || cyc.Multiplex != 0.8329 || cyc.Metric.BaseUnit != "Hz" || cyc.Metric.Base != 3.001e9 {
+		t.Errorf("cycles %+v %+v", cyc, cyc.Metric)
+	}
+	ins := rowByEvent(t, st, "instructions")
+	if ins.Metric.Unit != "insn per cycle" || len(ins.MoreMetrics) != 1 || ins.MoreMetrics[0].Unit != "stalled cycles per insn" || ins.MoreMetrics[0].Value != 0.11 {
+		t.Errorf("instructions %+v", ins)
+	}
+	bm := rowByEvent(t, st, "branch-misses")
+	if !bm.Metric.Percent || bm.Metric.Base != 0.0264 || bm.Metric.BaseUnit != "frac of all branches" {
+		t.Errorf("branch-misses metric %+v", bm.Metric)
+	}
+	l1 := rowByEvent(t, st, "L1-dcache-loads")
+	if l1.Counted || l1.Multiplex != 0 {
+		t.Errorf("L1 %+v", l1)
+	}
+
+	r5, err := ParsePerfStat(openT(t, "testdata/perf-stat/perf6-r5-en.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r5.Runs != 5 || r5.Target != "'./bench --iterations 1000'" || *r5.ElapsedS != 1.23712 || *r5.ElapsedStddevS != 0.00643 || *r5.ElapsedVariance != 0.0052 {
+		t.Errorf("r5 footer %+v", r5)
+	}
+	c := rowByEvent(t, r5, "cycles:u")
+	if c.Variance == nil || *c.Variance != 0.0041 || c.Multiplex != 0.6685 || c.Count != 3703123456 {
+		t.Errorf("cycles:u %+v", c)
+	}
+	if cs := rowByEvent(t, r5, "context-switches:u"); cs.Variance != nil {
+		t.Errorf("context-switches:u has no variance printed: %+v", cs)
+	}
+
+	pt, err := ParsePerfStat(openT(t, "testdata/perf-stat/real-per-thread-tcg-names.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pt.Rows[0]; r.Thread != "CPU 1/TCG-19651" || r.TID != 19651 || r.Event != "task-clock" || !near(r.Value, 0.2725) {
+		t.Errorf("per-thread row %+v", r)
+	}
+	if r := pt.Rows[2]; r.Thread != "python3-19584" || r.Counted || r.RawUnit != "msec" {
+		t.Errorf("not counted per-thread row %+v", r)
+	}
+
+	iv, err := ParsePerfStat(openT(t, "testdata/perf-stat/real-interval.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := iv.Rows[1]; r.IntervalS == nil || *r.IntervalS != 0.300299716 || r.Count != 2 || r.Event != "context-switches" {
+		t.Errorf("interval row %+v", r)
+	}
+	pc, err := ParsePerfStat(openT(t, "testdata/perf-stat/real-per-cpu.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pc.Rows[2]; r.CPU != "CPU0" || r.Count != 1242 {
+		t.Errorf("per-cpu row %+v", r)
 	}
 }

@@ -15,12 +15,12 @@ var (
 
 // statTok is a raw text row before number conversion.
 type statTok struct {
-	line                 int
-	prefix               []string // thread / CPU / interval tokens before the value
-	value, unit, event   string
-	metricVal, metricU   string
-	variance, running    string
-	metricOnly           bool // "# value unit" continuation line
+	line               int
+	prefix             []string // thread / CPU / interval tokens before the value
+	value, unit, event string
+	metricVal, metricU string
+	variance, running  string
+	metricOnly         bool // "# value unit" continuation line
 }
 
 type statFooter struct {
@@ -108,7 +108,11 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			}
 		}
 		if t.value != "" && !strings.HasPrefix(t.value, "<") {
-			if err := nf.observe(t.value, roleCounter, t.line); err != nil {
+			role := roleCounter
+			if t.unit == "" && !strings.Contains(t.event, "/") {
+				role = roleCount
+			}
+			if err := nf.observe(t.value, role, t.line); err != nil {
 				return nil, err
 			}
 		}
@@ -166,14 +170,6 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		default:
 			integer := t.unit == "" && !strings.Contains(t.event, "/") // counts; pmu/…/ events may be scaled
 			v, n, isInt, err := nf.parseNum(t.value, roleCounter, integer, t.line, "counter value of "+t.event)
-			if err != nil && integer {
-				// a scaled counter can still print decimals; retry as a value
-				var err2 error
-				if v, n, isInt, err2 = nf.parseNum(t.value, roleCounter, false, t.line, "counter value of "+t.event); err2 != nil {
-					return nil, err
-				}
-				err = nil
-			}
 			if err != nil {
 				return nil, err
 			}
@@ -249,7 +245,11 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	f := strings.Fields(s)
 	t := statTok{line: ln}
 	vi := -1
-	for i := 0; i < len(f) && i < 8; i++ {
+	first := 0
+	if len(f) > 2 && reAggrID.MatchString(f[0]) && isNumTok(f[1]) && !strings.ContainsAny(f[1], ".,' ") {
+		first = 2 // "S0-D0-C1  2  value ...": the CPU count is not the value
+	}
+	for i := first; i < len(f) && i < 8; i++ {
 		if f[i] == "<not" && i+1 < len(f) && (f[i+1] == "supported>" || f[i+1] == "counted>") {
 			vi = i
 			break
@@ -286,6 +286,8 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	switch {
 	case len(rest) == 0:
 		return t, false, errorf(ln, "perf stat: counter row %q has no event name", clip(s))
+	case len(rest) == 1 && knownUnits[rest[0]]:
+		return t, false, errorf(ln, "perf stat: counter row %q has a unit but no event name", clip(s))
 	case len(rest) == 1:
 		t.event = rest[0]
 	case knownUnits[rest[0]] || len(rest) == 2:
@@ -324,10 +326,17 @@ func isGroup3(s string) bool {
 // isSpaceGroup reports whether f[i] starts a space-grouped number
 // ("1 234 567,8"): 1–3 digits followed by 3-digit groups.
 func isSpaceGroup(f []string, i int) bool {
-	if len(f[i]) > 3 || strings.ContainsAny(f[i], ".,'") {
+	if len(f[i]) > 3 || strings.ContainsAny(f[i], ".,'+-") {
 		return false
 	}
-	return i+2 < len(f) && isGroup3(f[i+1]) && !isNumTok(f[i+2]) && f[i+2] != "<not"
+	j := i + 1
+	for j < len(f) && isGroup3(f[j]) {
+		j++
+		if len(f[j-1]) > 3 {
+			break
+		}
+	}
+	return j > i+1 && j < len(f) && !isNumTok(f[j]) && f[j] != "<not"
 }
 
 // setPrefix interprets the tokens before the value: an -I timestamp, an
