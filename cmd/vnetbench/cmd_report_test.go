@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The -update flag may be defined by another test file of this package.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+const runs = "../../report/testdata/runs/"
+
+func checkCLIGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updating() {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (-update rewrites it); got:\n%s", path, got)
+	}
+}
+
+func TestReportCLI(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"thread.txt", []string{"report", runs + "stock", runs + "patched"}},
+		{"thread-unicode.txt", []string{"report", runs + "stock", "--style", "unicode", runs + "patched", "--metric", "tx_pps"}},
+		{"iperf3.md", []string{"report", "--format", "markdown", runs + "iperf3-tcg"}},
+		{"by-backend.csv", []string{"report", runs + "stock", runs + "patched", "--by", "backend", "--format=csv", "--metric", "tx_pps,lost_pps"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if err := run(t.Context(), tc.args, &out, &errb); err != nil {
+				t.Fatalf("%v: %v\n%s", tc.args, err, errb.String())
+			}
+			checkCLIGolden(t, filepath.Join("testdata", "report", tc.golden), out.Bytes())
+		})
+	}
+}
+
+func TestReportCLIOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	html := filepath.Join(dir, "r.html")
+	if err := run(t.Context(), []string{"report", runs + "sweep", "-o", html}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil || !strings.HasPrefix(string(b), "<!DOCTYPE html>") || !strings.Contains(string(b), "<svg") || out.Len() != 0 {
+		t.Errorf("-o r.html: err %v, %d bytes, stdout %q", err, len(b), out.String())
+	}
+	bench := filepath.Join(dir, "r.txt")
+	if err := run(t.Context(), []string{"report", runs + "few-a", "--format", "benchfmt", "-o", bench}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(bench); !strings.Contains(string(b), "BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 ") {
+		t.Errorf("benchfmt output:\n%s", b)
+	}
+}
+
+func TestReportCLIBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"report"},
+		{"report", runs + "nope"},
+		{"report", runs + "stock", "--format", "pdf"},
+		{"report", runs + "stock", "--style", "fancy"},
+		{"report", runs + "stock", "--by", "nosuchaxis"},
+		{"report", runs + "stock", "--metric", "tx_ppz"},
+		{"report", runs + "stock", "--base", "nosuchkernel"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if got := exitCode(err); got != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", args, got, err)
+		}
+	}
+}
+
+func TestCompareCLI(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		exit   int
+		want   []string
+	}{
+		{"regression.txt", []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 1,
+			[]string{"tx_pps<-3%: tap/pktgen-t1 -20.41% p=0.008 n=5: FAIL", "verdict: FAIL"}},
+		{"improvement.txt", []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 0,
+			[]string{"tx_pps<-3%: tap/pktgen-t1 +25.64% p=0.008 n=5: ok", "verdict: ok"}},
+		{"nochange.txt", []string{"compare", runs + "stock", runs + "stock", "--metric", "tx_pps,lost_pps"}, 0,
+			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 ~ (+0.00%) p=1.000 n=5: ok (not significant)", "verdict: ok"}},
+		{"toofew.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 0,
+			[]string{"~ (-15.35%) p=0.100 n=3: ok (not significant); too few samples", "can never reach p<=0.05", "verdict: ok"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(t.Context(), tc.args, &out, &errb)
+			if got := exitCode(err); got != tc.exit {
+				t.Errorf("exit %d (%v), want %d", got, err, tc.exit)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			checkCLIGolden(t, filepath.Join("testdata", "compare", tc.golden), out.Bytes())
+		})
+	}
+}
+
+func TestCompareCLIBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"compare", runs + "stock"},
+		{"compare", runs + "stock", runs + "nope"},
+		{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<<3"},
+		{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_ppz<-3%"},
+		{"compare", runs + "stock", runs + "patched", "--metric", "bogus"},
+		{"compare", runs + "stock", runs + "patched", "--alpha", "2"},
+		{"compare", runs + "stock", runs + "patched", "--format", "benchfmt"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if got := exitCode(err); got != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", args, got, err)
+		}
+	}
+}
