@@ -66,8 +66,8 @@ var perfRules = map[string]Metric{
 	"page-faults":      {Unit: "count", Better: LowerIsBetter},
 	"branch-misses":    {Unit: "count", Better: LowerIsBetter},
 	"cache-misses":     {Unit: "count", Better: LowerIsBetter},
-	"task-clock":       {Unit: "ms", Better: LowerIsBetter},
-	"cpu-clock":        {Unit: "ms", Better: LowerIsBetter},
+	"task-clock":       {Unit: "s", Better: LowerIsBetter}, // perfparse base unit
+	"cpu-clock":        {Unit: "s", Better: LowerIsBetter},
 	"cpus_utilized":    {Unit: "CPUs", Better: LowerIsBetter},
 	"ipc":              {Unit: "insn/cycle", Better: HigherIsBetter},
 	"cycles":           {Unit: "count", Better: Neutral},

@@ -449,16 +449,38 @@ func groupKey(s *Sample, without ...string) string {
 
 // context describes a group of cells for a table header.
 func (b *builder) context(s *Sample, withSize bool) string {
-	l := func(k string) string {
-		if v := s.Labels[k]; v != "" {
-			return v
+	// l finds a fact in the labels, then the axes, then axes named
+	// "<anything>.<key>" (the runner's "generator.pktgen.count").
+	l := func(keys ...string) string {
+		for _, k := range keys {
+			if v := s.Labels[k]; v != "" {
+				return v
+			}
+			if v := s.Axes[k]; v != "" {
+				return v
+			}
 		}
-		return s.Axes[k]
+		for _, k := range keys {
+			for _, ak := range sortedKeys(s.Axes) {
+				if strings.HasSuffix(ak, "."+k) && s.Axes[ak] != "" {
+					return s.Axes[ak]
+				}
+			}
+		}
+		return ""
 	}
 	var parts []string
-	gen := l("generator")
+	gen := s.Labels["generator"]
+	if gen == "" {
+		gen = s.Axes["generator"]
+	}
 	if gen == "" {
 		gen = "benchmark"
+	}
+	for _, g := range []string{"pktgen", "trafgen", "iperf3"} {
+		if strings.HasPrefix(gen, g) {
+			gen = g
+		}
 	}
 	head := gen
 	if g := l("guest"); g != "" {
@@ -468,7 +490,7 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	if env := b.set.Env[s.Kernel]; env != nil && env.CPUModel != "" {
 		parts = append(parts, shortCPU(env.CPUModel))
 	}
-	if c := l("count"); c != "" {
+	if c := l("count"); c != "" && c != "0" {
 		if n, err := strconv.ParseFloat(c, 64); err == nil {
 			c = countText(n)
 		}
@@ -476,7 +498,7 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	} else if d := l("duration"); d != "" {
 		parts = append(parts, d)
 	}
-	t := l("threads")
+	t := l("threads", "parallel")
 	if t == "" && len(s.Threads) > 0 {
 		t = strconv.Itoa(len(s.Threads))
 	}
@@ -493,20 +515,42 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	if ps := l("pkt_size"); ps != "" && withSize {
 		parts = append(parts, ps+" B packets")
 	}
-	if p := l("pin"); p != "" {
-		what, cpus, ok := strings.Cut(p, ":")
-		if ok {
-			parts = append(parts, what+" pinned to CPU "+cpus)
-		} else {
-			parts = append(parts, "pinned "+p)
-		}
-	} else if _, ok := s.Labels["pin"]; ok {
-		parts = append(parts, "unpinned") // an empty pin label means unpinned
-	}
+	parts = append(parts, pinText(s)...)
 	if q := l("qdisc"); q != "" {
 		parts = append(parts, "qdisc "+q)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// pinText describes CPU pinning from Labels["pin"] ("vhost:0"; present
+// and empty = unpinned) or the runner's "pin.<target>" axes ("none" =
+// unpinned).
+func pinText(s *Sample) []string {
+	if p, ok := s.Labels["pin"]; ok {
+		if p == "" {
+			return []string{"unpinned"}
+		}
+		if what, cpus, ok := strings.Cut(p, ":"); ok {
+			return []string{what + " pinned to CPU " + cpus}
+		}
+		return []string{"pinned " + p}
+	}
+	var out []string
+	seen := false
+	for _, k := range sortedKeys(s.Axes) {
+		what, ok := strings.CutPrefix(k, "pin.")
+		if !ok {
+			continue
+		}
+		seen = true
+		if v := s.Axes[k]; v != "" && v != "none" {
+			out = append(out, what+" pinned to CPU "+v)
+		}
+	}
+	if seen && len(out) == 0 {
+		return []string{"unpinned"}
+	}
+	return out
 }
 
 // shortCPU trims vendor noise from a CPU model name:
@@ -856,7 +900,11 @@ func (b *builder) perfStatTables() {
 			}
 			t.Rows = append(t.Rows, r)
 		}
-		t.Notes = append(t.Notes, fmt.Sprintf("medians of %s runs; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.repsRange([]string{cell}), b.r.Base, b.opt.Alpha))
+		note := fmt.Sprintf("medians of %s runs", b.repsRange([]string{cell}))
+		if len(b.r.Columns) > 1 {
+			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
+		}
+		t.Notes = append(t.Notes, note)
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}
@@ -1084,9 +1132,6 @@ func (b *builder) compareTables() {
 				r.Cells = append(r.Cells, dc, Cell{Text: d.PString(), Value: ptr(d.P)})
 			}
 			t.Rows = append(t.Rows, r)
-		}
-		if len(b.r.Emulated) > 0 {
-			note(emulatedNote)
 		}
 		b.r.Tables = append(b.r.Tables, t)
 	}

@@ -180,7 +180,7 @@ func addPerf(s *report.Sample, backend string, patched bool) {
 		s.Metrics["perf.instructions@vhost"] = noisy(6.2e10*f*f, 0.01)
 		s.Metrics["perf.branches@vhost"] = noisy(1.2e10*f, 0.01)
 		s.Metrics["perf.branch-misses@vhost"] = noisy(1.1e8/f/f, 0.02)
-		s.Metrics["perf.task-clock@vhost"] = noisy(21900, 0.005)
+		s.Metrics["perf.task-clock@vhost"] = noisy(21900, 0.005) / 1000
 		s.Symbols = append(s.Symbols, syms("vhost", patched, []string{"handle_rx", "tun_recvmsg", "copy_user_enhanced_fast_string", "ptr_ring_consume", "vhost_get_vq_desc", "__wake_up_common", "translate_desc"},
 			[]float64{14.2, 9.8, 8.1, 6.5, 5.2, 4.4, 3.1}, []float64{13.6, 10.3, 8.3, 5.1, 5.3, 1.9, 3.2})...)
 	}
@@ -188,7 +188,7 @@ func addPerf(s *report.Sample, backend string, patched bool) {
 	s.Metrics["perf.context-switches@kpktgend"] = noisy(410, 0.05)
 	s.Metrics["perf.cycles@kpktgend"] = noisy(5.3e10, 0.005)
 	s.Metrics["perf.instructions@kpktgend"] = noisy(7.9e10*f, 0.01)
-	s.Metrics["perf.task-clock@kpktgend"] = noisy(22100, 0.003)
+	s.Metrics["perf.task-clock@kpktgend"] = noisy(22100, 0.003) / 1000
 	s.Symbols = append(s.Symbols, syms("kpktgend", patched, []string{"pktgen_xmit", "tun_net_xmit", "ptr_ring_produce", lostSym, "_raw_spin_lock", "netif_tx_stop_queue"},
 		[]float64{22.5, 18.1, 9.7, 11.4, 4.2, 0}, []float64{24.9, 20.3, 10.2, 0.3, 4.0, 2.1})...)
 }
