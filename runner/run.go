@@ -68,6 +68,7 @@ type Summary struct {
 	Samples  int // appended in this invocation
 	Skipped  int // already in the run directory (--resume)
 	Accel    qemu.Accel
+	Netns    string // the run's network namespace (deleted at the end)
 	Warnings []string
 }
 
@@ -186,6 +187,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 			if err := r.setupRun(ctx); err != nil {
 				return sum, err
 			}
+			sum.Netns = r.ns.Name
 		}
 		s, err := r.runSample(ctx, c)
 		if err != nil {

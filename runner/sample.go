@@ -373,20 +373,40 @@ func (r *runState) startPerf(ctx context.Context, c *scenarios.Cell, targets map
 			}
 		}
 	}
-	if len(runs) > 0 {
-		// perf attaches within a few ms; make sure it counts from here.
-		time.Sleep(50 * time.Millisecond)
-		for _, pr := range runs {
-			select {
-			case <-pr.p.Done():
-				err := pr.p.Wait()
-				_, stderr := pr.p.Output()
-				return runs, fmt.Errorf("perf for %s exited at start: %v %s", pr.target, err, strings.TrimSpace(stderr))
-			default:
-			}
+	// The window opens only once every perf has its counters open (and
+	// its SIGINT handler installed): perf_event file descriptors appear.
+	for _, pr := range runs {
+		if err := waitPerfReady(ctx, pr.p, 10*time.Second); err != nil {
+			_, stderr := pr.p.Output()
+			return runs, fmt.Errorf("perf for %s: %v %s", pr.target, err, strings.TrimSpace(stderr))
 		}
 	}
 	return runs, nil
+}
+
+// waitPerfReady waits until perf has opened a perf_event file descriptor.
+func waitPerfReady(ctx context.Context, p proc.Process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	dir := "/proc/" + strconv.Itoa(p.Pid()) + "/fd"
+	for {
+		if ents, err := os.ReadDir(dir); err == nil {
+			for _, e := range ents {
+				if l, _ := os.Readlink(filepath.Join(dir, e.Name())); l == "anon_inode:[perf_event]" {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("exited at start: %v", p.Wait())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no counters open after %v", timeout)
+		}
+	}
 }
 
 // stopPerfs kills perf processes still running (error paths).

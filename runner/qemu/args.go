@@ -100,10 +100,11 @@ func Args(c Config) []string {
 	if c.Kernel != "" {
 		a = append(a, "-kernel", c.Kernel)
 	}
-	if c.Initrd != "" {
+	// -initrd and -append are only valid with -kernel.
+	if c.Initrd != "" && c.Kernel != "" {
 		a = append(a, "-initrd", c.Initrd)
 	}
-	if c.Append != "" {
+	if c.Append != "" && c.Kernel != "" {
 		a = append(a, "-append", c.Append)
 	}
 	if c.ConsoleLog != "" {

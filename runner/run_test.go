@@ -1,0 +1,321 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// These tests run the real loop (netns, tap, qdisc, QEMU, perf, pinning,
+// teardown) with a QEMU that has no kernel (it idles in the firmware), a
+// fake agent and a fake generator that runs a real process in the netns.
+// They need root, /dev/net/tun and qemu; perf when the scenario asks.
+
+func needHost(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, tap)")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("no /dev/net/tun")
+	}
+	for _, tool := range append([]string{qemu.DefaultBinary}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+}
+
+func loadCells(t *testing.T, yaml string) []scenarios.Cell {
+	t.Helper()
+	s, err := scenarios.Load("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scenarios.Order(s.Expand(), 1)
+}
+
+const loopScenario = `
+name: loop
+backend: tap
+qdisc: [pfifo_fast, noqueue]
+guest: {vcpus: 1, memory: 128MiB}
+pin: {vcpu: "0"}
+generator:
+  trafgen: {duration: 1s}
+perf:
+  stat: {targets: [qemu, vcpu, generator], events: [task-clock, context-switches]}
+repetitions: 2
+timeouts: {boot: 20s, teardown: 10s}
+`
+
+type fakeAgent struct {
+	rx       atomic.Uint64
+	never    bool // WaitReady blocks until ctx ends
+	closed   atomic.Bool
+	statsErr error
+}
+
+func (a *fakeAgent) WaitReady(ctx context.Context) error {
+	if a.never {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+func (a *fakeAgent) Stats(context.Context) (GuestStats, error) {
+	return GuestStats{RxPackets: a.rx.Add(1000)}, a.statsErr
+}
+func (a *fakeAgent) Iperf3(context.Context, bool) error  { return nil }
+func (a *fakeAgent) Sink(context.Context, string) error  { return nil }
+func (a *fakeAgent) Poweroff(context.Context) error      { return nil }
+func (a *fakeAgent) Close() error                        { a.closed.Store(true); return nil }
+
+// fakeGen runs `sleep` inside the netns for its duration.
+type fakeGen struct {
+	d        time.Duration
+	failWait bool
+	started  chan struct{} // closed when traffic runs (optional)
+	p        proc.Process
+	start    time.Time
+}
+
+func (g *fakeGen) Kind() string { return "trafgen" }
+func (g *fakeGen) Start(ctx context.Context, w *Window) error {
+	p, err := w.Exec.Start(ctx, proc.Cmd{Argv: []string{"sleep", "60"}, Netns: w.Netns})
+	if err != nil {
+		return err
+	}
+	g.p, g.start = p, time.Now()
+	if g.started != nil {
+		close(g.started)
+	}
+	return nil
+}
+func (g *fakeGen) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
+func (g *fakeGen) Wait(ctx context.Context) (*GenResult, error) {
+	select {
+	case <-time.After(g.d):
+	case <-ctx.Done():
+	}
+	g.p.Stop(syscall.SIGTERM, time.Second)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if g.failWait {
+		return nil, errors.New("generator exploded")
+	}
+	return &GenResult{Packets: 5000, PPS: 5000 / g.d.Seconds(), Elapsed: time.Since(g.start), BusyFrac: 1}, nil
+}
+
+type harness struct {
+	opts  Options
+	agent *fakeAgent
+	mu    sync.Mutex
+	gens  []*fakeGen
+	mkGen func(n int) *fakeGen
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{agent: &fakeAgent{}}
+	h.mkGen = func(int) *fakeGen { return &fakeGen{d: 300 * time.Millisecond} }
+	h.opts = Options{
+		Dir:      filepath.Join(t.TempDir(), "run"),
+		Scenario: "loop", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
+		Image:     func(context.Context, scenarios.Guest, bool) (*GuestImage, error) { return &GuestImage{}, nil },
+		DialAgent: func(context.Context, string) (Agent, error) { return h.agent, nil },
+		NewGenerator: func(*scenarios.Cell) (Generator, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			g := h.mkGen(len(h.gens))
+			h.gens = append(h.gens, g)
+			return g, nil
+		},
+	}
+	return h
+}
+
+// checkNothingLeft fails when the run left its netns or a child process.
+func checkNothingLeft(t *testing.T, sum *Summary) {
+	t.Helper()
+	if sum != nil && sum.Netns != "" {
+		if _, err := os.Stat(filepath.Join("/run/netns", sum.Netns)); err == nil {
+			t.Errorf("netns %s left behind", sum.Netns)
+		}
+	}
+	var kids []int
+	for i := 0; i < 50; i++ {
+		kids = childPids(os.Getpid())
+		if len(kids) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, k := range kids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(k) + "/cmdline")
+		t.Errorf("child process %d left behind: %s", k, strings.ReplaceAll(string(b), "\x00", " "))
+	}
+}
+
+func readSamples(t *testing.T, dir string) []report.Sample {
+	t.Helper()
+	set, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Samples
+}
+
+func TestRunLoop(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Samples != 4 || sum.Skipped != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	samples := readSamples(t, h.opts.Dir)
+	if len(samples) != 4 {
+		t.Fatalf("%d samples", len(samples))
+	}
+	for _, s := range samples {
+		m := s.Metrics
+		if m["tx_pps"] <= 0 || m["rx_pps"] <= 0 || s.WindowS < 0.3 {
+			t.Errorf("%s rep %d: metrics %v window %v", s.Cell, s.Rep, m, s.WindowS)
+		}
+		for _, k := range []string{"perf.task-clock@qemu", "perf.task-clock@vcpu", "perf.task-clock@trafgen", "harness_cpu_frac", "cell_overhead_s"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s rep %d: no %s in %v", s.Cell, s.Rep, k, m)
+			}
+		}
+		if !s.Emulated || len(s.Warnings) == 0 {
+			t.Errorf("TCG sample not marked: emulated=%v warnings=%v", s.Emulated, s.Warnings)
+		}
+		for _, a := range s.Artifacts {
+			if _, err := os.Stat(filepath.Join(h.opts.Dir, a)); err != nil {
+				t.Errorf("artifact %s: %v", a, err)
+			}
+		}
+	}
+	// One guest for every cell: only host knobs (qdisc) differ.
+	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 1 {
+		t.Errorf("guest started %d times, want 1 (reused across qdisc cells)", n)
+	}
+	// --resume: nothing left to do.
+	h.opts.Resume = true
+	sum, err = Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil || sum.Samples != 0 || sum.Skipped != 4 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRunGeneratorFails(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.mkGen = func(n int) *fakeGen { return &fakeGen{d: 200 * time.Millisecond, failWait: n == 2} }
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ce *CellError
+	if !errors.As(err, &ce) || ce.Phase != "traffic" || !strings.Contains(err.Error(), "generator exploded") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := len(readSamples(t, h.opts.Dir)); got != 2 {
+		t.Errorf("%d samples kept, want the 2 finished ones", got)
+	}
+	// The run continues where it stopped.
+	h.mkGen = func(int) *fakeGen { return &fakeGen{d: 100 * time.Millisecond} }
+	h.opts.Resume = true
+	sum, err = Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil || sum.Samples != 2 || sum.Skipped != 2 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+}
+
+// SIGINT (ctx cancel) while traffic and perf run: teardown, kept results.
+func TestRunCancelDuringTraffic(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h.mkGen = func(n int) *fakeGen {
+		g := &fakeGen{d: 200 * time.Millisecond}
+		if n == 1 {
+			g.d = time.Minute
+			g.started = make(chan struct{})
+			go func() { <-g.started; time.Sleep(300 * time.Millisecond); cancel() }()
+		}
+		return g
+	}
+	sum, err := Run(ctx, cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := len(readSamples(t, h.opts.Dir)); got != 1 {
+		t.Errorf("%d samples kept, want 1", got)
+	}
+}
+
+// SIGINT while the guest boots.
+func TestRunCancelDuringBoot(t *testing.T) {
+	needHost(t)
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.agent.never = true
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	sum, err := Run(ctx, cells, h.opts)
+	checkNothingLeft(t, sum)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("cancel took %v", d)
+	}
+}
+
+// A guest that never becomes ready: the real agent dialer against a QEMU
+// without a kernel. The boot timeout names the phase and the console.
+func TestRunGuestNeverReady(t *testing.T) {
+	needHost(t)
+	cells := loadCells(t, strings.Replace(loopScenario, "boot: 20s", "boot: 3s", 1))
+	h := newHarness(t)
+	h.opts.DialAgent = DialVMImagesAgent
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var be *qemu.BootError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "timeout after 3s") || !strings.Contains(err.Error(), "wait for agent") {
+		t.Fatalf("err = %v", err)
+	}
+}
