@@ -36,6 +36,8 @@ func ParseKpktgend(r io.Reader) (*Kpktgend, error) {
 		case strings.HasPrefix(s, "Result:"):
 			k.Result = collapse(strings.TrimPrefix(s, "Result:"))
 			k.OK = strings.HasPrefix(k.Result, "OK")
+		case strings.HasPrefix(s, "VERSION-") || strings.HasPrefix(s, "PID:") || strings.HasPrefix(s, "Sleeping:"):
+			// header lines of old (2.6) kernels
 		default:
 			return nil, errorf(i+1, "kpktgend: expected Running:, Stopped: or Result:, got %q", clip(s))
 		}

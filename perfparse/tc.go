@@ -82,7 +82,7 @@ func ParseTCQdisc(r io.Reader) ([]Qdisc, error) {
 				continue
 			}
 			n, err := strconv.ParseUint(num.String(), 10, 64)
-			if err != nil {
+			if err != nil || k == "refcnt" {
 				continue // refcnt may be signed; non-counts are skipped
 			}
 			switch k {

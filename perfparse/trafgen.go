@@ -22,6 +22,9 @@ type Trafgen struct {
 	// Complete is true when the outgoing totals were printed (trafgen
 	// reached its summary).
 	Complete bool `json:"complete"`
+	// Messages are other lines trafgen printed (warnings, errors such as
+	// "Flushing TX_RING failed: ..."), as printed.
+	Messages []string `json:"messages,omitempty"`
 }
 
 // TrafgenCPU is one worker's time and packet count.
@@ -92,6 +95,10 @@ func ParseTrafgen(r io.Reader) (*Trafgen, error) {
 			}
 			t.CPUs = append(t.CPUs, TrafgenCPU{CPU: cpu, Seconds: scale(float64(sec*1000000+usec), -6), Packets: n})
 			seen = true
+			continue
+		}
+		if s != "" && s != "Running! Hang up with ^C!" {
+			t.Messages = append(t.Messages, s)
 		}
 	}
 	if !seen {

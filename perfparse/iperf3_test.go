@@ -1,0 +1,63 @@
+package perfparse
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestIperf3(t *testing.T) {
+	f, err := ParseIperf3(openT(t, "testdata/iperf3/fixture-tcp-tcg.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Protocol != "TCP" || f.ReceiverBitsPerSec != 2403803712.01227 || f.SenderBitsPerSec != 2410690439.63947 || !f.HasRetransmits || f.Retransmits != 0 ||
+		f.Receiver.Bytes != 3005942720 || len(f.Intervals) != 10 || len(f.Streams) != 1 || f.CPU.HostTotalFrac != 0.17539226372992083 || f.SenderCongestion != "bbr" {
+		t.Errorf("fixture: %+v", f)
+	}
+	p, err := ParseIperf3(openT(t, "testdata/iperf3/real-tcp-lo-P2-R.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Reverse || p.NumStreams != 2 || len(p.Streams) != 2 || p.Retransmits != 41 || p.Streams[0].Sender == nil || p.Streams[0].Receiver == nil {
+		t.Errorf("-P2 -R: %+v", p)
+	}
+	var sum uint64
+	for _, s := range p.Streams {
+		sum += *s.Sender.Retransmits
+	}
+	if sum != p.Retransmits {
+		t.Errorf("per-stream retransmits sum %d != total %d", sum, p.Retransmits)
+	}
+	u, err := ParseIperf3(openT(t, "testdata/iperf3/real-udp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := u.Receiver
+	if u.Protocol != "UDP" || u.HasRetransmits || r.LostPackets == nil || *r.LostPackets != 373 || *r.Packets != 1378 || *r.LostFrac != 0.2645390070921986 || u.Streams[0].UDP == nil {
+		t.Errorf("udp: %+v receiver %+v", u, r)
+	}
+	e, err := ParseIperf3(openT(t, "testdata/iperf3/real-refused.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Error != "unable to connect to server: Connection refused" || e.Receiver != nil {
+		t.Errorf("refused: %+v", e)
+	}
+}
+
+func TestIperf3Bad(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "perfparse: empty input"},
+		{"{\n\"start\": {\n\"version\": 3,\n}", "perfparse: 4: iperf3 --json"},
+		{"{\"start\":{\"version\":\"x\"},\"end\":{\"sum_sent\":{\"bytes\":-5}}}", "perfparse: bytes: -5 is not a count"},
+		{"[]", "perfparse: 1: iperf3 --json"},
+		{"{}", "perfparse: 1: not iperf3 --json output"},
+	} {
+		_, err := ParseIperf3(strings.NewReader(tc.in))
+		var se *SyntaxError
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.As(err, &se) {
+			t.Errorf("%q: got %v, want a SyntaxError starting %q", tc.in, err, tc.want)
+		}
+	}
+}
