@@ -137,6 +137,11 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 		for _, s := range side.set.Samples {
 			if multi {
 				s.Cell = s.Kernel + ":" + s.Cell
+				axes := map[string]string{"kernel": s.Kernel}
+				for k, v := range s.Axes {
+					axes[k] = v
+				}
+				s.Axes = axes
 			}
 			joined.Env[side.label] = side.set.Env[s.Kernel]
 			s.Kernel = side.label

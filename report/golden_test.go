@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,6 +211,22 @@ func TestHTMLSelfContained(t *testing.T) {
 	}
 	if n := strings.Count(out, "<svg"); n < 3 {
 		t.Errorf("%d SVG charts, want one per metric (>= 3)", n)
+	}
+	for rest := out; ; {
+		i := strings.Index(rest, "<svg")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest, "</svg>")
+		dec := xml.NewDecoder(strings.NewReader(rest[i : j+len("</svg>")]))
+		for {
+			if _, err := dec.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("SVG is not well-formed XML: %v", err)
+			}
+		}
+		rest = rest[j+1:]
 	}
 	if !strings.Contains(out, "error bars") {
 		t.Error("HTML charts do not explain their error bars")

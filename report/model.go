@@ -168,6 +168,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 	}
 	b := &builder{set: set, r: r, opt: opt}
 	b.summaries()
+	b.sampleWarnings()
 	for _, k := range []struct {
 		kind string
 		f    func()
@@ -319,6 +320,42 @@ func (b *builder) summaries() {
 					Base: b.r.Base, New: col, Verdict: verdict(&d, m.Better), Delta: d})
 			}
 		}
+	}
+}
+
+// sampleWarnings adds the samples' own warnings to the report, once per
+// cell, column and message shape (digits ignored), with how many runs
+// carried it.
+func (b *builder) sampleWarnings() {
+	type key struct{ cell, col, shape string }
+	count := map[key]int{}
+	first := map[key]string{}
+	var order []key
+	runs := map[[2]string]int{}
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		runs[[2]string{s.Cell, s.Kernel}]++
+		for _, w := range s.Warnings {
+			k := key{s.Cell, s.Kernel, strings.Map(func(r rune) rune {
+				if r >= '0' && r <= '9' {
+					return '#'
+				}
+				return r
+			}, w)}
+			if count[k] == 0 {
+				order = append(order, k)
+				first[k] = w
+			}
+			count[k]++
+		}
+	}
+	const limit = 20
+	for i, k := range order {
+		if i == limit {
+			b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%d more run warnings not shown; see results.jsonl", len(order)-limit))
+			break
+		}
+		b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%s on %s (%d of %d runs): %s", k.cell, k.col, count[k], runs[[2]string{k.cell, k.col}], first[k]))
 	}
 }
 
@@ -905,6 +942,19 @@ func (b *builder) perfStatTables() {
 			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
 		}
 		t.Notes = append(t.Notes, note)
+		var unsupported []string
+		for i := range b.set.Samples {
+			if o := &b.set.Samples[i]; o.Cell == cell {
+				for _, ev := range strings.Split(o.Labels["perf_unsupported"], ",") {
+					if ev != "" && !slices.Contains(unsupported, ev) {
+						unsupported = append(unsupported, ev)
+					}
+				}
+			}
+		}
+		if len(unsupported) > 0 {
+			t.Notes = append(t.Notes, "not supported on this machine (no hardware PMU?): "+strings.Join(unsupported, ", "))
+		}
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}

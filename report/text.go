@@ -61,7 +61,7 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 		}
 	}
 	for _, wn := range r.Warnings {
-		b.WriteString("warning: " + wn + "\n")
+		writeWrapped(&b, "warning: ", wn)
 	}
 	out := b.String()
 	if style == ASCII {
