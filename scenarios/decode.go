@@ -22,14 +22,15 @@ type document struct {
 	Name        string   `yaml:"name" kind:"name" auto:"the file name without .yaml" doc:"scenario name: lowercase letters, digits, '.', '_', '-'"`
 	Description string   `yaml:"description" kind:"line" doc:"one line shown by vnetbench list"`
 	Kernels     []Kernel `yaml:"kernels" default:"[{label: running}]" doc:"kernels under test, the column axis of every table (a list of {label, image, modules, debian}); every cell runs on each"`
-	Seed        int64    `yaml:"seed" default:"0" unit:"integer" doc:"seed of the run-order shuffle; 0 = pick one at run time (printed, reusable with --seed)"`
+	Seed        int64    `yaml:"seed" default:"0" doc:"seed of the run-order shuffle; 0 = pick one at run time (printed, reusable with --seed)"`
 	Cell        `yaml:",inline"`
 }
 
 // Limits that keep a typo (or a fuzzer) from expanding into an absurd plan.
 const (
 	maxFileBytes = 1 << 20
-	maxCells     = 4096
+	maxCells     = 1024
+	maxRuns      = 20000
 	maxKernels   = 16
 	maxListLen   = 256
 )
@@ -39,6 +40,30 @@ type field struct {
 	key   string
 	index []int
 	sf    reflect.StructField
+	tg    *tags
+}
+
+// tags are a field's struct tags, parsed once (decoding looks them up for
+// every value of every cell).
+type tags struct{ m map[string]string }
+
+var tagNames = []string{"default", "auto", "axis", "enum", "kind", "min", "max", "required"}
+
+func parseTags(t reflect.StructTag) *tags {
+	tg := &tags{m: map[string]string{}}
+	for _, n := range tagNames {
+		if v, ok := t.Lookup(n); ok {
+			tg.m[n] = v
+		}
+	}
+	return tg
+}
+
+func (t *tags) Get(name string) string { return t.m[name] }
+
+func (t *tags) Lookup(name string) (string, bool) {
+	v, ok := t.m[name]
+	return v, ok
 }
 
 var fieldCache sync.Map // reflect.Type -> []field
@@ -63,7 +88,7 @@ func fieldsOf(t reflect.Type) []field {
 			}
 			continue
 		}
-		fs = append(fs, field{key: tag, index: []int{i}, sf: sf})
+		fs = append(fs, field{key: tag, index: []int{i}, sf: sf, tg: parseTags(sf.Tag)})
 	}
 	fieldCache.Store(t, fs)
 	return fs
@@ -232,11 +257,11 @@ func (d *decoder) mappingEntries(n *yaml.Node, fs []field, path string) (map[str
 			return nil, d.errAt(k, "%s: keys are plain words, got %s", orTop(path), describe(k))
 		}
 		if !slices.Contains(keys, k.Value) {
-			where := "unknown key"
+			where := ""
 			if path != "" {
-				where = "unknown key in " + path
+				where = " in " + path
 			}
-			return nil, d.errAt(k, "%s: %q%s (allowed: %s)", where, k.Value, didYouMean(k.Value, keys), strings.Join(keys, ", "))
+			return nil, d.errAt(k, "unknown key %q%s%s (allowed: %s)", k.Value, where, didYouMean(k.Value, keys), strings.Join(keys, ", "))
 		}
 		if prev, dup := m[k.Value]; dup {
 			return nil, d.errAt(k, "%s given twice (first at line %d); keep one", join(path, k.Value), prev[0].Line)
@@ -288,7 +313,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) error
 		if ok {
 			vn = kv[1]
 		}
-		if err := d.decodeField(vn, fv, f.sf, p); err != nil {
+		if err := d.decodeField(vn, fv, f.tg, p); err != nil {
 			return err
 		}
 	}
@@ -359,13 +384,13 @@ func (d *decoder) decodeGenerator(n *yaml.Node, g *Generator, path string) error
 }
 
 // decodeField decodes one field value; n nil means the key is absent.
-func (d *decoder) decodeField(n *yaml.Node, fv reflect.Value, sf reflect.StructField, path string) error {
+func (d *decoder) decodeField(n *yaml.Node, fv reflect.Value, tg *tags, path string) error {
 	if n == nil {
-		if sf.Tag.Get("required") == "1" {
+		if tg.Get("required") == "1" {
 			return d.errAt(nil, "%s: required", path)
 		}
-		if def, ok := sf.Tag.Lookup("default"); ok {
-			return d.decodeValue(defaultNode(def), fv, sf, path)
+		if def, ok := tg.Lookup("default"); ok {
+			return d.decodeValue(defaultNode(def), fv, tg, path)
 		}
 		if fv.Kind() == reflect.Struct {
 			return d.decodeStruct(nil, fv, path)
@@ -373,7 +398,7 @@ func (d *decoder) decodeField(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 		return nil
 	}
 	d.pos[path] = n
-	if sf.Tag.Get("axis") == "1" && n.Kind == yaml.SequenceNode {
+	if tg.Get("axis") == "1" && n.Kind == yaml.SequenceNode {
 		if len(n.Content) == 0 {
 			return d.errAt(n, "%s: empty list; give one value, or a list of values to compare", path)
 		}
@@ -384,10 +409,10 @@ func (d *decoder) decodeField(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 			ref := axisRef{key: path, node: n, scope: d.scope}
 			for _, el := range n.Content {
 				tmp := reflect.New(fv.Type()).Elem()
-				if err := d.decodeValue(el, tmp, sf, path); err != nil {
+				if err := d.decodeValue(el, tmp, tg, path); err != nil {
 					return err
 				}
-				ref.values = append(ref.values, format(tmp, sf))
+				ref.values = append(ref.values, format(tmp, tg))
 			}
 			seen := map[string]bool{}
 			for i, v := range ref.values {
@@ -403,16 +428,16 @@ func (d *decoder) decodeField(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 			i = 0
 		}
 		d.pos[path] = n.Content[i]
-		return d.decodeValue(n.Content[i], fv, sf, path)
+		return d.decodeValue(n.Content[i], fv, tg, path)
 	}
-	return d.decodeValue(n, fv, sf, path)
+	return d.decodeValue(n, fv, tg, path)
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
 // decodeValue decodes a single (non-axis) value.
-func (d *decoder) decodeValue(n *yaml.Node, fv reflect.Value, sf reflect.StructField, path string) error {
-	kind := sf.Tag.Get("kind")
+func (d *decoder) decodeValue(n *yaml.Node, fv reflect.Value, tg *tags, path string) error {
+	kind := tg.Get("kind")
 	if fv.Type() == durationType {
 		dur, err := d.duration(n, path)
 		if err != nil {
@@ -439,7 +464,7 @@ func (d *decoder) decodeValue(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 		case reflect.Struct: // kernels
 			return d.decodeStructList(n, fv, path)
 		case reflect.String:
-			return d.decodeStringList(n, fv, sf, path)
+			return d.decodeStringList(n, fv, tg, path)
 		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
@@ -448,11 +473,15 @@ func (d *decoder) decodeValue(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 		fv.SetBool(n.Value == "true")
 		return nil
 	case reflect.String:
-		s, err := d.scalar(n, path, "a value")
+		want := "a value"
+		if enum := tg.Get("enum"); enum != "" {
+			want = "one of " + strings.Join(strings.Split(strings.TrimPrefix(enum, ","), ","), ", ")
+		}
+		s, err := d.scalar(n, path, want)
 		if err != nil {
 			return err
 		}
-		if err := d.checkString(n, s, sf, path); err != nil {
+		if err := d.checkString(n, s, tg, path); err != nil {
 			return err
 		}
 		fv.SetString(s)
@@ -470,7 +499,7 @@ func (d *decoder) decodeValue(n *yaml.Node, fv reflect.Value, sf reflect.StructF
 			fv.SetInt(int64(mib))
 			return nil
 		}
-		x, err := d.integer(n, sf, path, kind)
+		x, err := d.integer(n, tg, path, kind)
 		if err != nil {
 			return err
 		}
@@ -520,7 +549,7 @@ func (d *decoder) decodeStructList(n *yaml.Node, fv reflect.Value, path string) 
 	return nil
 }
 
-func (d *decoder) decodeStringList(n *yaml.Node, fv reflect.Value, sf reflect.StructField, path string) error {
+func (d *decoder) decodeStringList(n *yaml.Node, fv reflect.Value, tg *tags, path string) error {
 	items := []*yaml.Node{n}
 	if n.Kind == yaml.SequenceNode {
 		items = n.Content
@@ -535,7 +564,7 @@ func (d *decoder) decodeStringList(n *yaml.Node, fv reflect.Value, sf reflect.St
 		if err != nil {
 			return err
 		}
-		if err := d.checkString(it, s, sf, path); err != nil {
+		if err := d.checkString(it, s, tg, path); err != nil {
 			return err
 		}
 		if slices.Contains(out, s) {
@@ -550,7 +579,7 @@ func (d *decoder) decodeStringList(n *yaml.Node, fv reflect.Value, sf reflect.St
 
 // integer parses an integer scalar with the field's range; kind queues
 // accepts "auto" (0) and kind burst accepts "default" (-1).
-func (d *decoder) integer(n *yaml.Node, sf reflect.StructField, path, kind string) (int64, error) {
+func (d *decoder) integer(n *yaml.Node, tg *tags, path, kind string) (int64, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
 		switch {
 		case kind == "queues" && n.Value == "auto":
@@ -567,7 +596,7 @@ func (d *decoder) integer(n *yaml.Node, sf reflect.StructField, path, kind strin
 		hint = " or default"
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		if n.Kind == yaml.SequenceNode && sf.Tag.Get("axis") != "1" {
+		if n.Kind == yaml.SequenceNode && tg.Get("axis") != "1" {
 			return 0, d.errAt(n, "%s: want an integer%s, got a list (only axis keys take a list of values to compare)", path, hint)
 		}
 		return 0, d.errAt(n, "%s: want an integer%s, got %s", path, hint, describe(n))
@@ -585,7 +614,7 @@ func (d *decoder) integer(n *yaml.Node, sf reflect.StructField, path, kind strin
 		}
 		return x, nil
 	}
-	if min, ok := sf.Tag.Lookup("min"); ok {
+	if min, ok := tg.Lookup("min"); ok {
 		lo, _ := strconv.ParseInt(min, 10, 64)
 		if x < lo {
 			if x < 0 && lo == 0 {
@@ -594,7 +623,7 @@ func (d *decoder) integer(n *yaml.Node, sf reflect.StructField, path, kind strin
 			return 0, d.errAt(n, "%s: %d is below the minimum %d", path, x, lo)
 		}
 	}
-	if max, ok := sf.Tag.Lookup("max"); ok {
+	if max, ok := tg.Lookup("max"); ok {
 		hi, _ := strconv.ParseInt(max, 10, 64)
 		if x > hi {
 			return 0, d.errAt(n, "%s: %d is above the maximum %d", path, x, hi)
@@ -687,7 +716,7 @@ func parseCPUList(s string) ([]int, string) {
 	if s == "" {
 		return nil, bad
 	}
-	var cpus []int
+	var set [4096]bool
 	for part := range strings.SplitSeq(s, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
 		a, err := strconv.Atoi(lo)
@@ -704,12 +733,15 @@ func parseCPUList(s string) ([]int, string) {
 			return nil, fmt.Sprintf("CPU %d is above 4095; use CPU numbers of this machine", b)
 		}
 		for c := a; c <= b; c++ {
-			if !slices.Contains(cpus, c) {
-				cpus = append(cpus, c)
-			}
+			set[c] = true
 		}
 	}
-	slices.Sort(cpus)
+	var cpus []int
+	for c, ok := range set {
+		if ok {
+			cpus = append(cpus, c)
+		}
+	}
 	return cpus, ""
 }
 
@@ -725,8 +757,8 @@ var (
 )
 
 // checkString validates a string value by its enum or kind tag.
-func (d *decoder) checkString(n *yaml.Node, s string, sf reflect.StructField, path string) error {
-	if enum, ok := sf.Tag.Lookup("enum"); ok {
+func (d *decoder) checkString(n *yaml.Node, s string, tg *tags, path string) error {
+	if enum, ok := tg.Lookup("enum"); ok {
 		allowed := strings.Split(enum, ",")
 		if !slices.Contains(allowed, s) {
 			shown := slices.DeleteFunc(slices.Clone(allowed), func(a string) bool { return a == "" })
@@ -738,7 +770,7 @@ func (d *decoder) checkString(n *yaml.Node, s string, sf reflect.StructField, pa
 		return nil
 	}
 	var msg string
-	switch sf.Tag.Get("kind") {
+	switch tg.Get("kind") {
 	case "qdisc":
 		msg = checkQdisc(s)
 	case "ifname":

@@ -202,7 +202,7 @@ func (c Cell) Params() []Param {
 			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
 				walk(fv, p)
 			default:
-				out = append(out, Param{p, format(fv, f.sf)})
+				out = append(out, Param{p, format(fv, f.tg)})
 			}
 		}
 	}

@@ -70,8 +70,8 @@ func formatDuration(d time.Duration) string {
 
 // format prints a decoded value canonically, the inverse of decodeValue
 // for scalar fields.
-func format(v reflect.Value, sf reflect.StructField) string {
-	kind := sf.Tag.Get("kind")
+func format(v reflect.Value, tg *tags) string {
+	kind := tg.Get("kind")
 	if v.Type() == durationType {
 		return formatDuration(time.Duration(v.Int()))
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -152,6 +153,13 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 	if err := tu.check(filename); err != nil {
 		return nil, err
 	}
+	runs := 0
+	for _, c := range s.cells {
+		runs += c.Repetitions * len(s.Kernels)
+	}
+	if runs > maxRuns {
+		return nil, at(filename, d.pos, "repetitions", "%d runs (cells x kernels x repetitions); at most %d: lower repetitions or shorten axis lists", runs, maxRuns)
+	}
 	listed := map[string]bool{}
 	for _, a := range s.Axes {
 		listed[a.Key] = true
@@ -267,7 +275,7 @@ func (t *targetUse) check(file string) error {
 			if n == nil {
 				break
 			}
-			if n.Value != TargetGenerator && !t.used[p] {
+			if n.Line > 0 && n.Value != TargetGenerator && !t.used[p] { // defaults (Line 0) may not apply
 				why := map[string]string{
 					TargetKpktgend: "it needs a pktgen generator",
 					TargetVhost:    "it needs backend tap+vhost",
@@ -440,11 +448,11 @@ func axesOf(c *Cell) map[string]string {
 						walk(fv.FieldByIndex(gf.index).Elem(), join(p, gf.key))
 					}
 				}
-			case f.sf.Tag.Get("axis") == "1":
+			case f.tg.Get("axis") == "1":
 				if p == "pin.vhost" && c.Backend != "tap+vhost" {
 					continue
 				}
-				m[p] = format(fv, f.sf)
+				m[p] = format(fv, f.tg)
 			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
 				walk(fv, p)
 			}
@@ -455,7 +463,7 @@ func axesOf(c *Cell) map[string]string {
 }
 
 // axisOrder is the order of name parts after backend, generator and qdisc.
-func axisOrder(c *Cell) []string {
+var axisOrder = sync.OnceValue(func() []string {
 	var keys []string
 	var walk func(t reflect.Type, path string)
 	walk = func(t reflect.Type, path string) {
@@ -473,9 +481,9 @@ func axisOrder(c *Cell) []string {
 			}
 		}
 	}
-	walk(reflect.TypeOf(*c), "")
+	walk(reflect.TypeOf(Cell{}), "")
 	return keys
-}
+})
 
 // namePart renders one axis value as a cell-name part.
 func namePart(key, v string) string {
@@ -533,7 +541,7 @@ func nameCells(cells []Cell, pos []posMap, listed map[string]bool) ([]Cell, []po
 		} else if varies("qdisc") {
 			parts = append(parts, "qdisc-default")
 		}
-		for _, k := range axisOrder(&c) {
+		for _, k := range axisOrder() {
 			v, ok := c.Axes[k]
 			if !ok {
 				continue

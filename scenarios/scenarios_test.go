@@ -1,0 +1,401 @@
+package scenarios
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and the README reference")
+
+// golden compares got with testdata/NAME, rewriting it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, diff(string(want), got))
+	}
+}
+
+// diff shows the first differing lines.
+func diff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, w, g)
+		}
+	}
+	return "(no line differs)"
+}
+
+func mustLoad(t *testing.T, src string) *Scenario {
+	t.Helper()
+	s, err := Load("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return s
+}
+
+func names(cells []Cell) []string {
+	var out []string
+	for _, c := range cells {
+		out = append(out, c.Kernel.Label+" "+c.Name)
+	}
+	return out
+}
+
+func TestBuiltins(t *testing.T) {
+	want := map[string]int{ // cells per kernel
+		"quickstart": 2, "thread-pktgen": 2, "thread-pktgen-mq": 2, "thread-pktgen-vhost-pin0": 4,
+		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 2,
+	}
+	bs := Builtins()
+	if len(bs) != len(want) {
+		t.Errorf("%d built-ins, want %d: %v", len(bs), len(want), bs)
+	}
+	for _, b := range bs {
+		s, err := Resolve(b.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", b.Name, err)
+		}
+		if s.Name != b.Name {
+			t.Errorf("built-in file %s has name: %s", b.Name, s.Name)
+		}
+		if b.Description == "" || strings.Contains(b.Description, "\n") {
+			t.Errorf("%s: want a one-line description, got %q", b.Name, b.Description)
+		}
+		cells := s.Expand()
+		if n := len(cells) / len(s.Kernels); n != want[b.Name] {
+			t.Errorf("%s: %d cells per kernel, want %d", b.Name, n, want[b.Name])
+		}
+		seen := map[string]bool{}
+		for _, c := range cells {
+			key := c.Kernel.Label + " " + c.Name
+			if seen[key] {
+				t.Errorf("%s: duplicate cell %s", b.Name, key)
+			}
+			seen[key] = true
+			if c.Generator.Pktgen != nil && (c.Generator.Pktgen.Burst > 1 || c.Generator.Pktgen.CloneSkb > 0) {
+				t.Errorf("%s: %s would be rejected by a tap", b.Name, c.Name)
+			}
+		}
+	}
+}
+
+func TestQuickstartFitsThisMachine(t *testing.T) {
+	s, err := LoadBuiltin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckHost(Host{NumCPU: 2}); err != nil {
+		t.Errorf("quickstart must fit a 2-CPU machine: %v", err)
+	}
+	var traffic time.Duration
+	for _, c := range Order(s.Expand(), 1) {
+		if c.Backend != "tap" || c.Generator.Pktgen != nil || c.Qdisc == "fq_codel" {
+			t.Errorf("quickstart cell %s needs vhost-net, pktgen or fq_codel", c.Name)
+		}
+		if c.Perf.Record != nil {
+			t.Errorf("quickstart records perf: too slow for a demo")
+		}
+		switch c.Generator.Kind {
+		case "iperf3":
+			traffic += c.Warmup + c.Generator.Iperf3.Duration
+		case "trafgen":
+			traffic += c.Warmup + c.Generator.Trafgen.Duration
+		}
+	}
+	// Budget: under ~2 minutes on 2 TCG cores, with ~8 s guest boot and a
+	// few seconds of setup per run.
+	if traffic > 40*time.Second {
+		t.Errorf("quickstart traffic time %s; keep it short", traffic)
+	}
+}
+
+func TestLabPktgen(t *testing.T) {
+	s, err := LoadBuiltin("lab-pktgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{s.Kernels[0].Label, s.Kernels[1].Label}; !slices.Equal(got, []string{"stock", "patched"}) {
+		t.Errorf("kernels %v", got)
+	}
+	for _, k := range s.Kernels {
+		if k.Debian != "6.1" || k.Running() {
+			t.Errorf("kernel %+v: want debian 6.1", k)
+		}
+	}
+	// Lab kernels run in VMs, so the host's CPU count does not limit them.
+	if err := s.CheckHost(Host{NumCPU: 1}); err != nil {
+		t.Errorf("CheckHost on a lab-only scenario: %v", err)
+	}
+	if got := s.CPUsNeeded(); got != 1 {
+		t.Errorf("CPUsNeeded = %d, want 1", got)
+	}
+	for _, c := range s.Expand() {
+		if c.Generator.Pktgen.Count != 20000 || c.Generator.Pktgen.Threads != 1 {
+			t.Errorf("%s: %+v", c.Name, c.Generator.Pktgen)
+		}
+	}
+}
+
+func TestExpandAndNames(t *testing.T) {
+	s := mustLoad(t, `
+name: m
+kernels: [{label: stock}, {label: patched, image: /b/bzImage, modules: /b/mods}]
+backend: [tap, tap+vhost]
+qdisc: fq_codel
+pin: {vhost: [none, 0]}
+guest: {memory: [512MiB, 1GiB]}
+generator:
+  pktgen: {mode: multiqueue, threads: [1, 4], burst: [0, default]}
+  iperf3: {parallel: [1, 4]}
+`)
+	got := strings.Join(names(s.Expand()), "\n") + "\n"
+	golden(t, "expand-names.golden", got)
+	cells := s.Expand()
+	// 2 kernels x ((tap: 2 mem x 4 pktgen + 2 iperf3... ) see golden), and the
+	// kernel is the column axis, not part of the name.
+	if cells[0].Kernel.Label != "stock" || cells[len(cells)-1].Kernel.Label != "patched" {
+		t.Errorf("kernels not outermost: %s ... %s", cells[0].Kernel.Label, cells[len(cells)-1].Kernel.Label)
+	}
+	for _, c := range cells {
+		if strings.Contains(c.Name, "stock") || strings.Contains(c.Name, "patched") {
+			t.Errorf("kernel label in cell name %q", c.Name)
+		}
+		if c.Backend == "tap" && c.Pin.Vhost != nil {
+			t.Errorf("%s: vhost pin on a plain tap", c.Name)
+		}
+		if _, ok := c.Axes["backend"]; !ok || c.Axes["generator"] != c.Generator.Kind {
+			t.Errorf("%s: axes %v", c.Name, c.Axes)
+		}
+		if c.Generator.Pktgen != nil && c.Queues != c.Generator.Pktgen.Threads {
+			t.Errorf("%s: queues auto = %d, want the thread count", c.Name, c.Queues)
+		}
+	}
+	// Expand returns copies: changing one must not change the scenario.
+	cells[0].Generator.Pktgen.Count = 1
+	cells[0].Axes["backend"] = "x"
+	again := s.Expand()
+	if again[0].Generator.Pktgen.Count == 1 || again[0].Axes["backend"] == "x" {
+		t.Error("Expand shares memory between calls")
+	}
+	var keys []string
+	for _, a := range s.Axes {
+		keys = append(keys, a.Key)
+	}
+	want := []string{"backend", "pin.vhost", "guest.memory", "generator", "generator.pktgen.threads", "generator.pktgen.burst", "generator.iperf3.parallel"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("axes %v, want %v", keys, want)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s := mustLoad(t, "generator: {pktgen: {}}\n")
+	if s.Name != "t" || len(s.Kernels) != 1 || !s.Kernels[0].Running() || s.Kernels[0].Label != "running" {
+		t.Errorf("scenario defaults: %+v", s)
+	}
+	c := s.Expand()[0]
+	p := c.Generator.Pktgen
+	if c.Backend != "tap" || c.Queues != 1 || c.Qdisc != "" || c.TapName != "vnbt0" || c.Isolation != "netns" ||
+		c.Guest.VCPUs != 1 || c.Guest.MemoryMiB != 1024 || c.Guest.Sink != "stack" || c.Repetitions != 5 ||
+		p.Mode != "simple" || p.Threads != 1 || p.Count != 100000 || p.PktSize != 60 || p.Burst != -1 ||
+		c.Timeouts.Boot != 3*time.Minute || c.Timeouts.Traffic != 10*time.Minute ||
+		c.Timeouts.Cell != 3*time.Minute+time.Minute+10*time.Minute+30*time.Second || c.Perf.Stat != nil {
+		t.Errorf("defaults: %+v pktgen %+v", c, *p)
+	}
+	if c.Name != "tap/pktgen-t1" {
+		t.Errorf("name %q", c.Name)
+	}
+	// duration-bounded pktgen: count defaults to 0 (unbounded).
+	c = mustLoad(t, "generator: {pktgen: {duration: 30s}}\nwarmup: 2s\n").Expand()[0]
+	if c.Generator.Pktgen.Count != 0 || c.Timeouts.Traffic != 92*time.Second {
+		t.Errorf("duration pktgen: count %d traffic %s", c.Generator.Pktgen.Count, c.Timeouts.Traffic)
+	}
+	// perf targets: generator resolves per cell, absent ones drop out.
+	s = mustLoad(t, "backend: [tap, tap+vhost]\ngenerator: {trafgen: {}}\nperf: {stat: {}, record: {targets: [vhost]}}\n")
+	for _, c := range s.Expand() {
+		want := []string{"trafgen", "vcpu"}
+		if c.Backend == "tap+vhost" {
+			want = []string{"trafgen", "vhost", "vcpu"}
+		}
+		if !slices.Equal(c.Perf.Stat.Targets, want) {
+			t.Errorf("%s: stat targets %v, want %v", c.Name, c.Perf.Stat.Targets, want)
+		}
+		if (c.Perf.Record != nil) != (c.Backend == "tap+vhost") {
+			t.Errorf("%s: record %+v", c.Name, c.Perf.Record)
+		}
+	}
+}
+
+func TestValues(t *testing.T) {
+	c := mustLoad(t, `
+guest: {memory: 2048MiB, vcpus: 2}
+pin: {vcpu: "2,0-1", generator: 3, vhost: none}
+queues: 3
+generator: {iperf3: {duration: 1m, omit: 2s, bitrate: 1G}}
+`).Expand()[0]
+	if c.Guest.MemoryMiB != 2048 || !slices.Equal(c.Pin.VCPU, []int{0, 1, 2}) || !slices.Equal(c.Pin.Generator, []int{3}) ||
+		c.Pin.Vhost != nil || c.Queues != 3 || c.Generator.Iperf3.Duration != time.Minute {
+		t.Errorf("%+v", c)
+	}
+	for in, want := range map[string]string{"0": "0", "0-3": "0-3", "3,1,2": "1-3", "0,2,4-5": "0,2,4-5", "none": "none"} {
+		cpus, msg := parseCPUList(in)
+		if msg != "" || formatCPUs(cpus) != want {
+			t.Errorf("cpulist %q: %v %q", in, cpus, msg)
+		}
+	}
+	for in, want := range map[string]int{"1GiB": 1024, "512MiB": 512, "1048576KiB": 1024} {
+		if got, msg := memoryMiB(in); got != want || msg != "" {
+			t.Errorf("memory %q = %d %q", in, got, msg)
+		}
+	}
+}
+
+func TestOrder(t *testing.T) {
+	s := mustLoad(t, "backend: [tap, tap+vhost]\nqdisc: [fq_codel, noqueue]\nrepetitions: 5\ngenerator: {iperf3: {}}\n")
+	cells := s.Expand()
+	a, b := Order(cells, 42), Order(cells, 42)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed, different order")
+	}
+	if len(a) != 4*5 {
+		t.Fatalf("%d runs, want 20", len(a))
+	}
+	// rounds: every cell once per round, reps in order
+	for r := range 5 {
+		round := a[r*4 : r*4+4]
+		seen := map[string]bool{}
+		for _, c := range round {
+			if c.Rep != r {
+				t.Errorf("round %d has rep %d", r, c.Rep)
+			}
+			seen[c.Name] = true
+		}
+		if len(seen) != 4 {
+			t.Errorf("round %d: %v", r, names(round))
+		}
+	}
+	// shuffled: not every round in Expand order, and another seed differs
+	sameAsExpand := 0
+	for r := range 5 {
+		if slices.Equal(names(a[r*4:r*4+4]), names(cells)) {
+			sameAsExpand++
+		}
+	}
+	if sameAsExpand == 5 {
+		t.Error("no round is shuffled")
+	}
+	if reflect.DeepEqual(names(Order(cells, 43)), names(a)) {
+		t.Error("seeds 42 and 43 give the same order")
+	}
+	golden(t, "order-seed42.golden", strings.Join(names(a), "\n")+"\n")
+}
+
+func TestCheckHost(t *testing.T) {
+	s := mustLoad(t, "backend: tap+vhost\npin: {vhost: [0, 3]}\ngenerator: {pktgen: {mode: multiqueue, threads: 2}}\n")
+	if err := s.CheckHost(Host{NumCPU: 4}); err != nil {
+		t.Errorf("4 CPUs: %v", err)
+	}
+	err := s.CheckHost(Host{NumCPU: 2})
+	var se *Error
+	if !errors.As(err, &se) || se.Line != 2 || se.Col != 18 || se.ExitCode() != 2 {
+		t.Errorf("2 CPUs: %#v", err)
+	}
+	if err := s.CheckHost(Host{}); err != nil {
+		t.Errorf("NumCPU 0 skips: %v", err)
+	}
+	if got := s.CPUsNeeded(); got != 4 {
+		t.Errorf("CPUsNeeded %d, want 4", got)
+	}
+}
+
+func TestLoadFileRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.yaml")
+	src := "kernels: [{label: p, image: bz/bzImage, modules: /abs/mods}, {label: q, image: ~/linux/bzImage}]\ngenerator: {pktgen: {mode: script, script_dir: linux}}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Expand()[0]
+	if s.Kernels[0].Image != filepath.Join(dir, "bz/bzImage") || s.Kernels[0].Modules != "/abs/mods" ||
+		s.Kernels[1].Image != "~/linux/bzImage" || c.Generator.Pktgen.ScriptDir != filepath.Join(dir, "linux") {
+		t.Errorf("paths: %+v %q", s.Kernels, c.Generator.Pktgen.ScriptDir)
+	}
+}
+
+func TestParamsCoverEveryKey(t *testing.T) {
+	c := mustLoad(t, "generator: {pktgen: {}}\nperf: {stat: {}}\n").Expand()[0]
+	keys := map[string]bool{}
+	for _, p := range c.Params() {
+		keys[p.Key] = true
+	}
+	for _, k := range []string{"backend", "queues", "pin.vhost", "guest.memory", "generator.pktgen.burst", "perf.stat.events", "perf.record", "timeouts.cell"} {
+		if !keys[k] {
+			t.Errorf("Params lacks %s", k)
+		}
+	}
+}
+
+// TestReadmeReference keeps README.md's scenario reference equal to
+// Reference() (go test -update rewrites the section between the markers).
+func TestReadmeReference(t *testing.T) {
+	const begin, end = "<!-- BEGIN SCENARIO REFERENCE -->", "<!-- END SCENARIO REFERENCE -->"
+	path := filepath.Join("..", "README.md")
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := begin + "\n## Scenario reference\n\n" + Reference() + end
+	s := string(readme)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if *update {
+		if i < 0 || j < i {
+			s = strings.TrimRight(s, "\n") + "\n\n" + section + "\n"
+		} else {
+			s = s[:i] + section + s[j+len(end):]
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the %s ... %s section (go test ./scenarios -update adds it)", begin, end)
+	}
+	if got := s[i : j+len(end)]; got != section {
+		t.Errorf("README.md scenario reference is stale (go test ./scenarios -update rewrites it):\n%s", diff(section, got))
+	}
+}
