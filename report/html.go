@@ -151,7 +151,9 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	if top <= 0 || len(groups) == 0 {
 		return
 	}
-	top *= 1.1
+	step := niceStep(top / 4)
+	ticks := int(math.Ceil(top / step))
+	top = step * float64(ticks)
 	const (
 		W, H         = 720, 260
 		left, bottom = 60, 40
@@ -161,8 +163,8 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	y := func(v float64) float64 { return 20 + float64(plotH)*(1-v/top) }
 	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">\n", W, H+20, W, H+20, html.EscapeString(t.Title))
 	// Axis and gridlines.
-	for i := 0; i <= 4; i++ {
-		v := top / 1.1 * float64(i) / 4
+	for i := 0; i <= ticks; i++ {
+		v := step * float64(i)
 		fmt.Fprintf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, W-10, y(v), y(v))
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, y(v)+4, html.EscapeString(si(v)))
 	}
@@ -210,4 +212,18 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 		cap = "Bars: median; error bars: 95% confidence interval of the median, or min to max where too few samples give no finite interval."
 	}
 	fmt.Fprintf(b, "<p class=\"notes\">%s</p>\n", cap)
+}
+
+// niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	if x <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= x {
+			return m * p
+		}
+	}
+	return 10 * p
 }
