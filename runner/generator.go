@@ -150,6 +150,9 @@ func (g *trafgenGen) Start(ctx context.Context, w *Window) error {
 		if len(childPids(p.Pid())) > 0 {
 			break
 		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid())); err != nil {
+			break // not a process of this host (test fakes)
+		}
 		select {
 		case <-p.Done():
 			return fmt.Errorf("trafgen exited at start: %w", p.Wait())

@@ -1,0 +1,186 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/vmimages/cpio"
+)
+
+// fakeModules writes a modules directory with modules.dep and
+// modules.builtin like depmod's output.
+func fakeModules(t *testing.T) string {
+	dir := t.TempDir()
+	files := map[string]string{
+		"modules.dep": "kernel/drivers/net/tun.ko:\n" +
+			"kernel/drivers/vhost/vhost_net.ko: kernel/drivers/net/tun.ko kernel/drivers/net/tap.ko kernel/drivers/vhost/vhost.ko kernel/drivers/vhost/vhost_iotlb.ko\n" +
+			"kernel/drivers/vhost/vhost.ko: kernel/drivers/vhost/vhost_iotlb.ko\n" +
+			"kernel/drivers/vhost/vhost_iotlb.ko:\n" +
+			"kernel/drivers/net/tap.ko:\n" +
+			"kernel/net/core/pktgen.ko:\n" +
+			"kernel/fs/9p/9p.ko: kernel/fs/netfs/netfs.ko kernel/fs/fscache/fscache.ko kernel/net/9p/9pnet.ko\n" +
+			"kernel/fs/netfs/netfs.ko:\n" +
+			"kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko\n" +
+			"kernel/net/9p/9pnet.ko:\n",
+		"modules.builtin": "kernel/drivers/virtio/virtio_pci.ko\nkernel/net/packet/af_packet.ko\n",
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range strings.Split(files["modules.dep"], "\n") {
+		if m, _, ok := strings.Cut(l, ":"); ok {
+			p := filepath.Join(dir, m)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte("ko:"+filepath.Base(m)), 0o644)
+		}
+	}
+	return dir
+}
+
+func TestResolveModules(t *testing.T) {
+	ms, err := OpenModules(fakeModules(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, missing, err := ms.Resolve([]string{"virtio_pci", "9p", "vhost_net", "pktgen", "tun", "no-such_mod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range order {
+		names = append(names, m.Name)
+	}
+	want := []string{"netfs", "fscache", "9pnet", "9p", "tun", "tap", "vhost_iotlb", "vhost", "vhost_net", "pktgen"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("order %v, want %v", names, want)
+	}
+	if !reflect.DeepEqual(missing, []string{"no_such_mod"}) {
+		t.Errorf("missing %v", missing)
+	}
+}
+
+// TestResolveModulesDebian resolves the lab's modules from the .modinfo
+// sections of an unpacked Debian kernel package (it ships no modules.dep).
+func TestResolveModulesDebian(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/vnetbench/kernels/debian/linux-image-6.1.0-*-amd64-unsigned/lib/modules/*"))
+	if len(dirs) == 0 {
+		t.Skip("no unpacked Debian kernel in the cache (the lab e2e tests fetch one)")
+	}
+	ms, err := OpenModules(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, missing, err := ms.Resolve(LabModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 0 {
+		t.Errorf("missing %v", missing)
+	}
+	pos := map[string]int{}
+	for i, m := range order {
+		pos[m.Name] = i
+	}
+	for _, p := range [][2]string{{"vhost", "vhost_net"}, {"9pnet", "9pnet_virtio"}, {"netfs", "9p"}, {"virtio_ring", "virtio_net"}} {
+		if pos[p[0]] >= pos[p[1]] {
+			t.Errorf("%s must load before %s: %v", p[0], p[1], order)
+		}
+	}
+}
+
+func TestInitramfs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vnetbench")
+	os.WriteFile(bin, []byte("\x7fELF fake"), 0o755)
+	ir := Initramfs{Binary: bin, Modules: fakeModules(t), Load: []string{"vhost_net", "virtio_pci", "gone"},
+		Config: InitConfig{Mode: "lab", RootTag: "hostroot", Args: []string{"run", "x"}}}
+	out := filepath.Join(dir, "i.cpio")
+	cfg, err := ir.Build(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	ents, err := cpio.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]cpio.Entry{}
+	for _, e := range ents {
+		got[e.Name] = e
+	}
+	if e, ok := got["init"]; !ok || string(e.Data) != "\x7fELF fake" || e.Mode&0o111 == 0 {
+		t.Errorf("init entry %+v", e)
+	}
+	if e, ok := got["dev/console"]; !ok || e.Rmajor != 5 || e.Rminor != 1 {
+		t.Errorf("dev/console %+v", e)
+	}
+	var lj InitConfig
+	if err := json.Unmarshal(got["lab.json"].Data, &lj); err != nil {
+		t.Fatal(err)
+	}
+	wantMods := []string{"/lib/modules/tun.ko", "/lib/modules/tap.ko", "/lib/modules/vhost_iotlb.ko", "/lib/modules/vhost.ko", "/lib/modules/vhost_net.ko"}
+	if !reflect.DeepEqual(lj.Modules, wantMods) || !reflect.DeepEqual(cfg.Modules, wantMods) {
+		t.Errorf("modules %v", lj.Modules)
+	}
+	if !reflect.DeepEqual(lj.Missing, []string{"gone"}) || lj.Mode != "lab" || lj.Args[0] != "run" {
+		t.Errorf("lab.json %+v", lj)
+	}
+	if string(got["lib/modules/vhost.ko"].Data) != "ko:vhost.ko" {
+		t.Errorf("module content %q", got["lib/modules/vhost.ko"].Data)
+	}
+}
+
+func TestFollowerEvents(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "console.log")
+	var out bytes.Buffer
+	f := newFollower(p, &out, "stock")
+	defer f.close()
+	if evs := f.poll(); evs != nil {
+		t.Fatalf("events before the file exists: %v", evs)
+	}
+	os.WriteFile(p, []byte("[    0.1] Linux version 6.1\r\n\nVNBLAB {\"ev\":\"init\",\"uptime\":5.3,\"kernel\":\"6.1.0\"}\nhello from ins"), 0o644)
+	evs := f.poll()
+	if len(evs) != 1 || evs[0].Ev != "init" || evs[0].Uptime != 5.3 || evs[0].Kernel != "6.1.0" {
+		t.Fatalf("events %+v", evs)
+	}
+	fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fh.WriteString("ide\nVNBLAB {\"ev\":\"exit\",\"code\":2}\nVNBLAB {broken\n")
+	fh.Close()
+	evs = f.poll()
+	if len(evs) != 1 || evs[0].Ev != "exit" || evs[0].Code != 2 {
+		t.Fatalf("events %+v", evs)
+	}
+	want := "[lab stock] [    0.1] Linux version 6.1\n[lab stock] hello from inside\n[lab stock] VNBLAB {broken\n"
+	if out.String() != want {
+		t.Errorf("forwarded:\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+func TestRunInputErrors(t *testing.T) {
+	for _, c := range []Config{
+		{Label: "", RunDir: "/x"},
+		{Label: "a/b", RunDir: "/x"},
+		{Label: "stock"},
+		{Label: "stock", RunDir: t.TempDir(), Binary: "/bin/true"},
+	} {
+		_, err := Run(t.Context(), c)
+		var ie *InputError
+		if err == nil || !strings.Contains(err.Error(), "lab") {
+			t.Errorf("%+v: err %v", c, err)
+		}
+		_ = ie
+	}
+}
+
+func TestNeeded(t *testing.T) {
+	if Needed(Kernel{}) || !Needed(Kernel{Debian: "6.1.0-47-amd64"}) || !Needed(Kernel{Image: "/boot/vmlinuz"}) {
+		t.Error("Needed")
+	}
+}

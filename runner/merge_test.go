@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+)
+
+func writeRun(t *testing.T, dir, id string, cells ...string) {
+	t.Helper()
+	w, err := report.CreateRun(dir, report.Env{Run: id, Hostname: "h1", KernelRelease: "6.18", Accel: "tcg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, c := range cells {
+		rel := filepath.Join("artifacts", cellSlug(c), "host", "0")
+		os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		os.WriteFile(filepath.Join(dir, rel, "trafgen.txt"), []byte(c), 0o644)
+		os.WriteFile(filepath.Join(dir, "artifacts", "console-0.log"), []byte(id), 0o644)
+		if err := w.Append(report.Sample{Run: id, Cell: c, Kernel: "host", Start: time.Unix(0, 0).UTC(), WindowS: 5,
+			Metrics: map[string]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, report.ReproduceFile), []byte("#!/bin/sh\necho "+id+"\n"), 0o755)
+}
+
+func TestMerge(t *testing.T) {
+	tmp := t.TempDir()
+	a, b, out := filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "all")
+	writeRun(t, a, "run-a", "tap/x", "tap/y")
+	writeRun(t, b, "run-b", "tap/z", "tap/y")
+	warns, err := Merge(out, []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "tap/y") {
+		t.Errorf("warnings %v", warns)
+	}
+	set, err := report.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != 3 {
+		t.Fatalf("%d samples, want 3", len(set.Samples))
+	}
+	for _, s := range set.Samples {
+		for _, art := range s.Artifacts {
+			if _, err := os.Stat(filepath.Join(out, art)); err != nil {
+				t.Errorf("artifact of %s: %v", s.Cell, err)
+			}
+		}
+	}
+	// The second shard's console log did not overwrite the first's.
+	if got, _ := os.ReadFile(filepath.Join(out, "artifacts", "console-0.log")); string(got) != "run-a" {
+		t.Errorf("console-0.log = %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "artifacts", "shard-2", "console-0.log")); string(got) != "run-b" {
+		t.Errorf("shard-2 console = %q", got)
+	}
+	env, _ := report.ReadEnv(out)
+	if env.Extra["merged_from"] != "run-a,run-b" {
+		t.Errorf("env extra %v", env.Extra)
+	}
+	repro, _ := os.ReadFile(filepath.Join(out, report.ReproduceFile))
+	if !strings.Contains(string(repro), "echo run-a") || !strings.Contains(string(repro), "echo run-b") {
+		t.Errorf("reproduce.sh %q", repro)
+	}
+	// Bad input: exit code 2.
+	for _, args := range [][]string{{}, {filepath.Join(tmp, "nope")}, {out}} {
+		_, err := Merge(out, args)
+		var me *MergeError
+		if !errors.As(err, &me) || me.ExitCode() != 2 {
+			t.Errorf("Merge(%v) = %v", args, err)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/undo"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The argv of every tool, as the shell would see it.
+func TestToolArgvGolden(t *testing.T) {
+	var b strings.Builder
+	line := func(argv []string) { b.WriteString(proc.Quote(argv) + "\n") }
+	line(PerfStatArgs([]string{"task-clock", "context-switches", "cycles"}, []int{101, 102}, false, "/r/artifacts/c/0/perf-stat-vcpu.csv"))
+	line(PerfStatArgs(nil, []int{4242}, true, "/r/perf stat qemu.csv"))
+	line(PerfRecordArgs(scenarios.PerfRecord{CallGraph: true, FreqHz: 999, Top: 40}, []int{7, 8}, false, "/r/perf-vhost.data"))
+	line(PerfRecordArgs(scenarios.PerfRecord{}, []int{4242}, true, "/r/perf-qemu.data"))
+	line(PerfReportArgs("/r/perf-vhost.data"))
+	line(TrafgenArgs(scenarios.Trafgen{Duration: 5 * time.Second, PktSize: 60, CPUs: 2, Rate: "10kpps"}, "vnbt0", "/r/trafgen.cfg"))
+	line(TrafgenArgs(scenarios.Trafgen{}, "vnbt0", "/r/trafgen.cfg"))
+	line(Iperf3Args(scenarios.Iperf3{Duration: 120 * time.Second, Parallel: 4, Omit: 2 * time.Second, Protocol: "tcp"}, GuestIP))
+	line(Iperf3Args(scenarios.Iperf3{Duration: 1500 * time.Millisecond, Reverse: true, Protocol: "udp", Bitrate: "1G"}, GuestIP))
+	b.WriteString(TrafgenConfig(60, "02:00:00:00:00:01", GuestMAC))
+	b.WriteString(TrafgenConfig(1500, "02:00:00:00:00:01", GuestMAC))
+	golden(t, "tools.golden", b.String())
+}
+
+// The fixture config was captured with the same layout.
+func TestTrafgenConfigMatchesFixture(t *testing.T) {
+	got := TrafgenConfig(60, "02:00:00:00:00:01", "52:54:00:12:34:56")
+	want := "{ eth(da=52:54:00:12:34:56, sa=02:00:00:00:00:01), ipv4(sa=10.0.0.1, da=10.0.0.2), udp(sp=9, dp=9), fill(0x00, 18) }\n"
+	if got != want {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseTrafgenPackets(t *testing.T) {
+	b, err := os.ReadFile("testdata/trafgen-5s-output.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := parseTrafgenPackets(b)
+	if err != nil || n != 437644 {
+		t.Errorf("got %d, %v", n, err)
+	}
+	if _, err := parseTrafgenPackets([]byte("Running! Hang up with ^C!\n")); err == nil {
+		t.Error("no summary: want an error")
+	}
+}
+
+func TestPerfSymbols(t *testing.T) {
+	b, err := os.ReadFile("testdata/perf-report-stdio.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := perfSymbols(b, "qemu", 3)
+	if len(syms) != 3 {
+		t.Fatalf("got %d symbols: %+v", len(syms), syms)
+	}
+	for _, s := range syms {
+		if s.Target != "qemu" || s.Overhead <= 0 || s.Symbol == "" {
+			t.Errorf("bad symbol %+v", s)
+		}
+	}
+	if syms[0].Overhead < syms[1].Overhead {
+		t.Errorf("not in perf's order: %+v", syms)
+	}
+}
+
+// Commands (for --dry-run and plan) is golden-tested on a built-in.
+func TestCommandsGolden(t *testing.T) {
+	s, err := scenarios.Resolve("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range s.Expand() {
+		b.WriteString("# " + c.Name + "\n")
+		for _, l := range Commands(&c) {
+			b.WriteString(l + "\n")
+		}
+	}
+	golden(t, "commands-quickstart.golden", b.String())
+}
+
+func TestShard(t *testing.T) {
+	var cells []scenarios.Cell
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		for rep := 0; rep < 2; rep++ {
+			cells = append(cells, scenarios.Cell{Name: n, Rep: rep})
+		}
+	}
+	seen := map[string]int{}
+	total := 0
+	for i := 1; i <= 3; i++ {
+		part := Shard(cells, i, 3)
+		total += len(part)
+		for _, c := range part {
+			if s, ok := seen[c.Name]; ok && s != i {
+				t.Errorf("cell %s split over shards %d and %d", c.Name, s, i)
+			}
+			seen[c.Name] = i
+		}
+	}
+	if total != len(cells) || len(seen) != 5 {
+		t.Errorf("shards cover %d samples of %d, %d cells", total, len(cells), len(seen))
+	}
+	if !reflect.DeepEqual(Shard(cells, 2, 3), Shard(cells, 2, 3)) {
+		t.Error("not deterministic")
+	}
+	for _, bad := range []string{"0/2", "3/2", "x", "1/0", "1-2"} {
+		_, _, err := ParseShard(bad)
+		var se *ShardError
+		if !errors.As(err, &se) || se.ExitCode() != 2 {
+			t.Errorf("ParseShard(%q) = %v", bad, err)
+		}
+	}
+	if i, n, err := ParseShard("2/4"); i != 2 || n != 4 || err != nil {
+		t.Errorf("ParseShard(2/4) = %d %d %v", i, n, err)
+	}
+}
+
+func TestFillMetrics(t *testing.T) {
+	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "trafgen"}}
+	s := &report.Sample{Metrics: map[string]float64{}}
+	before := counters{tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, guest: GuestStats{RxPackets: 500}}
+	after := counters{tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, guest: GuestStats{RxPackets: 10500}}
+	fillMetrics(s, c, &GenResult{Packets: 12000, PPS: 6000}, before, after, 2*time.Second)
+	want := map[string]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
+	for k, v := range want {
+		if s.Metrics[k] != v {
+			t.Errorf("%s = %v, want %v", k, s.Metrics[k], v)
+		}
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %v", s.Warnings)
+	}
+	// iperf3: throughput, no tx_pps.
+	s = &report.Sample{Metrics: map[string]float64{}}
+	c.Generator.Kind = "iperf3"
+	fillMetrics(s, c, &GenResult{ThroughputBps: 2.4e9, Retransmits: 3, Metrics: map[string]float64{"retransmits": 3}}, before, after, time.Second)
+	if s.Metrics["throughput_bps"] != 2.4e9 || s.Metrics["retransmits"] != 3 {
+		t.Errorf("iperf3 metrics %v", s.Metrics)
+	}
+	if _, ok := s.Metrics["tx_pps"]; ok {
+		t.Error("iperf3 sample has tx_pps")
+	}
+	// A generator rate far from what the tap carried is flagged.
+	s = &report.Sample{Metrics: map[string]float64{}}
+	c.Generator.Kind = "pktgen"
+	fillMetrics(s, c, &GenResult{PPS: 50000, Threads: []report.ThreadSample{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
+	if len(s.Warnings) != 1 || len(s.Threads) != 1 {
+		t.Errorf("pktgen: warnings %v threads %v", s.Warnings, s.Threads)
+	}
+}
+
+func TestBusyFrac(t *testing.T) {
+	a := map[int]uint64{1: 100, 2: 50}
+	b := map[int]uint64{1: 200, 2: 50}
+	if got := busyFrac(a, b, time.Second, 1); got != 1 {
+		t.Errorf("busyFrac = %v, want 1", got)
+	}
+	if got := busyFrac(a, b, 2*time.Second, 1); got != 0.5 {
+		t.Errorf("busyFrac = %v, want 0.5", got)
+	}
+	if got := busyFrac(a, nil, time.Second, 1); got != -1 {
+		t.Errorf("no data: %v", got)
+	}
+}
+
+func TestHostLock(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lock")
+	l, err := AcquireLock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLock(p)
+	var be *BusyError
+	if !errors.As(err, &be) || be.ExitCode() != 2 || !strings.Contains(err.Error(), "pid") {
+		t.Errorf("second lock: %v", err)
+	}
+	l.Release()
+	l2, err := AcquireLock(p)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	l2.Release()
+}
+
+// Pinning a thread of our own and restoring it through the undo stack.
+func TestPinRestores(t *testing.T) {
+	tid := os.Getpid()
+	orig, err := Affinity(tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := undo.New()
+	if err := Pin(u, "self", []int{tid}, orig[:1], false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Affinity(tid); !reflect.DeepEqual(got, orig[:1]) {
+		t.Errorf("pinned to %v, want %v", got, orig[:1])
+	}
+	if err := u.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Affinity(tid); !reflect.DeepEqual(got, orig) {
+		t.Errorf("restored to %v, want %v", got, orig)
+	}
+	if err := Pin(u, "none", []int{tid}, []int{4095}, false); err == nil {
+		t.Error("pin to a CPU that does not exist succeeded")
+	}
+}
+
+// Capability errors come first, with exit code 2 and nothing created.
+func TestPreflight(t *testing.T) {
+	base := `
+name: p
+backend: %s
+qdisc: %s
+generator: {%s}
+repetitions: 1
+`
+	cases := []struct {
+		backend, qdisc, gen string
+		want                string
+		needRoot            bool
+	}{
+		{"tap", "pfifo_fast", "pktgen: {count: 1000}", "pktgen is not available", true},
+		{"tap+vhost", "pfifo_fast", "trafgen: {}", "/dev/vhost-net", true},
+		{"tap", "vnbnosuchqdisc", "trafgen: {}", "qdisc vnbnosuchqdisc is not available in kernel", true},
+	}
+	for _, tc := range cases {
+		if tc.needRoot && os.Geteuid() != 0 {
+			continue
+		}
+		if strings.Contains(tc.gen, "pktgen") && PktgenAvailable() {
+			continue
+		}
+		if tc.backend == "tap+vhost" {
+			if _, err := os.Stat("/dev/vhost-net"); err == nil {
+				continue
+			}
+		}
+		y := strings.Replace(base, "%s", tc.backend, 1)
+		y = strings.Replace(y, "%s", tc.qdisc, 1)
+		y = strings.Replace(y, "%s", tc.gen, 1)
+		s, err := scenarios.Load("p.yaml", []byte(y))
+		if err != nil {
+			t.Errorf("%s: %v", tc.want, err)
+			continue
+		}
+		err = Preflight(context.Background(), s.Expand(), proc.Real{})
+		ec, ok := err.(interface{ ExitCode() int })
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !ok || ec.ExitCode() != 2 {
+			t.Errorf("want %q with exit 2, got %v", tc.want, err)
+		}
+	}
+	for _, n := range hostnet.Leftovers() {
+		if strings.HasPrefix(n, "vnb-probe-") {
+			t.Errorf("probe netns %s left behind", n)
+		}
+	}
+}
