@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -54,7 +55,7 @@ func Builtins() []BuiltinInfo { return slices.Clone(builtins()) }
 func LoadBuiltin(name string) (*Scenario, error) {
 	b, ok := BuiltinData(name)
 	if !ok {
-		return nil, &Error{Msg: "no built-in scenario " + quote(name) + "; vnetbench list shows them"}
+		return nil, &Error{Msg: "no built-in scenario " + strconv.Quote(name) + "; vnetbench list shows them"}
 	}
 	return Load(builtinFile(name), b)
 }
@@ -67,10 +68,12 @@ func Resolve(nameOrPath string) (*Scenario, error) {
 	}
 	if validBuiltinName(nameOrPath) && path.Ext(nameOrPath) == "" {
 		if _, err := os.Stat(nameOrPath); err != nil {
-			return nil, &Error{Msg: "no built-in scenario or file named " + quote(nameOrPath) + "; vnetbench list shows the built-ins"}
+			var names []string
+			for _, b := range Builtins() {
+				names = append(names, b.Name)
+			}
+			return nil, &Error{Msg: "no built-in scenario or file named " + strconv.Quote(nameOrPath) + didYouMean(nameOrPath, names) + " (vnetbench list shows the built-ins)"}
 		}
 	}
 	return LoadFile(nameOrPath)
 }
-
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

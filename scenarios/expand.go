@@ -123,6 +123,7 @@ func (s *Scenario) CheckHost(h Host) error {
 	if h.NumCPU == 1 {
 		have = "this machine has 1 CPU (0)"
 	}
+	// e.g. "pin.vhost: CPU 7 does not exist: this machine has 2 CPUs (0-1); ..."
 	for i, c := range s.cells {
 		pos := s.pos[i]
 		for _, p := range []struct {
@@ -131,7 +132,7 @@ func (s *Scenario) CheckHost(h Host) error {
 		}{{"pin.vhost", c.Pin.Vhost}, {"pin.vcpu", c.Pin.VCPU}, {"pin.generator", c.Pin.Generator}} {
 			for _, cpu := range p.cpus {
 				if cpu >= h.NumCPU {
-					return at(s.File, pos, p.key, "%s: CPU %d is beyond the machine: %s; use CPUs below %d", p.key, cpu, have, h.NumCPU)
+					return at(s.File, pos, p.key, "%s: CPU %d does not exist: %s; use CPUs below %d", p.key, cpu, have, h.NumCPU)
 				}
 			}
 		}
@@ -140,10 +141,10 @@ func (s *Scenario) CheckHost(h Host) error {
 			if g.FirstCPU > 0 {
 				key = "generator.pktgen.first_cpu"
 			}
-			return at(s.File, pos, key, "generator.pktgen: %d threads from CPU %d need CPUs %d-%d (kpktgend_N runs on CPU N), beyond the machine: %s; use at most %d threads", g.Threads, g.FirstCPU, g.FirstCPU, g.FirstCPU+g.Threads-1, have, max(h.NumCPU-g.FirstCPU, 1))
+			return at(s.File, pos, key, "generator.pktgen: %d threads from first_cpu %d need CPUs %d-%d (kpktgend_N runs on CPU N) but %s; use at most %d threads", g.Threads, g.FirstCPU, g.FirstCPU, g.FirstCPU+g.Threads-1, have, max(h.NumCPU-g.FirstCPU, 1))
 		}
 		if g := c.Generator.Trafgen; g != nil && g.CPUs > h.NumCPU {
-			return at(s.File, pos, "generator.trafgen.cpus", "generator.trafgen.cpus %d is beyond the machine: %s; use cpus: %d or fewer", g.CPUs, have, h.NumCPU)
+			return at(s.File, pos, "generator.trafgen.cpus", "generator.trafgen.cpus %d is more than the machine has: %s; use cpus: %d or fewer", g.CPUs, have, h.NumCPU)
 		}
 	}
 	return nil

@@ -351,6 +351,9 @@ func resolveCell(file string, c *Cell, pos posMap, baseDir string, tu *targetUse
 		if p.Mode != "script" && p.ScriptDir != "" {
 			return errAt(pp+".script_dir", "generator.pktgen.script_dir is only used with mode: script; remove it or set mode: script")
 		}
+		if p.Mode == "script" && p.Script == "" {
+			p.Script = "pktgen_sample01_simple.sh"
+		}
 		if _, set := pos[pp+".script"]; set && p.Mode != "script" {
 			return errAt(pp+".script", "generator.pktgen.script is only used with mode: script; remove it or set mode: script")
 		}

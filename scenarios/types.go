@@ -78,10 +78,10 @@ type Cell struct {
 // Kernel is a kernel under test (or a guest kernel). Empty Image and Debian
 // mean the running kernel.
 type Kernel struct {
-	Label   string `yaml:"label" kind:"label" doc:"column label in every table, e.g. stock, patched; letters, digits, '-', '_', '.'"`
-	Image   string `yaml:"image" kind:"path" doc:"kernel image (bzImage/vmlinuz) to boot in a lab VM; unset = the running kernel"`
-	Modules string `yaml:"modules" kind:"path" doc:"modules directory (lib/modules/RELEASE) for image; unset = modules built into the image only"`
-	Debian  string `yaml:"debian" kind:"debian" doc:"Debian kernel version to fetch and boot in a lab VM instead of image, e.g. \"6.1\" or \"6.1.0-47\""`
+	Label   string `json:"label" yaml:"label" kind:"label" doc:"column label in every table, e.g. stock, patched; letters, digits, '-', '_', '.'"`
+	Image   string `json:"image,omitempty" yaml:"image" kind:"path" doc:"kernel image (bzImage/vmlinuz) to boot in a lab VM; unset = the running kernel"`
+	Modules string `json:"modules,omitempty" yaml:"modules" kind:"path" doc:"modules directory (lib/modules/RELEASE) for image; unset = modules built into the image only"`
+	Debian  string `json:"debian,omitempty" yaml:"debian" kind:"debian" doc:"Debian kernel version to fetch and boot in a lab VM instead of image, e.g. \"6.1\" or \"6.1.0-47\""`
 }
 
 // Running reports whether k is the running kernel (no image, no Debian
@@ -135,7 +135,7 @@ type Pktgen struct {
 	UDPDstMax int           `yaml:"udp_dst_max" min:"0" max:"65535" default:"0" unit:"port" doc:"UDP destination port range end (0 = same as min)"`
 	XmitMode  string        `yaml:"xmit_mode" axis:"1" enum:",start_xmit,queue_xmit" doc:"unset/start_xmit = straight to the driver (bypasses the qdisc); queue_xmit = through the qdisc"`
 	ScriptDir string        `yaml:"script_dir" kind:"path" doc:"kernel source tree holding samples/pktgen (mode script only)"`
-	Script    string        `yaml:"script" kind:"script" default:"pktgen_sample01_simple.sh" doc:"sample script to run in mode script, from samples/pktgen"`
+	Script    string        `yaml:"script" kind:"script" auto:"pktgen_sample01_simple.sh in mode script" doc:"sample script to run in mode script, from samples/pktgen"`
 }
 
 // Trafgen configures netsniff-ng trafgen (UDP frames into the tap).

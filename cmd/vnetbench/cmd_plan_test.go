@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// The -update flag may be defined by another test file of this package.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+// scenarioGolden compares got with the golden file at path (-update
+// rewrites it).
+func scenarioGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
+	}
+	if string(want) != got {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+		for i := range max(len(wl), len(gl)) {
+			if i >= len(wl) || i >= len(gl) || wl[i] != gl[i] {
+				w, g := "", ""
+				if i < len(wl) {
+					w = wl[i]
+				}
+				if i < len(gl) {
+					g = gl[i]
+				}
+				t.Errorf("%s differs at line %d (-update rewrites it):\n  want: %q\n  got:  %q", path, i+1, w, g)
+				break
+			}
+		}
+	}
+}
+
+// runCLI runs the CLI in-process and renders what a user sees: the
+// command, the exit code, stdout, stderr and the error line main prints.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(t.Context(), args, &out, &errb)
+	code := exitCode(err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ vnetbench %s\nexit %d\n", strings.Join(args, " "), code)
+	if out.Len() > 0 {
+		fmt.Fprintf(&b, "--- stdout\n%s", out.String())
+	}
+	if errb.Len() > 0 {
+		fmt.Fprintf(&b, "--- stderr\n%s", errb.String())
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "--- error\nvnetbench: %v\n", err)
+	}
+	return b.String(), code
+}
+
+func TestList(t *testing.T) {
+	got, code := runCLI(t, "list")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	for _, b := range scenarios.Builtins() {
+		if !strings.Contains(got, b.Name+" ") {
+			t.Errorf("list lacks %s", b.Name)
+		}
+	}
+	scenarioGolden(t, filepath.Join("testdata", "list", "list.golden"), got)
+	if _, code := runCLI(t, "list", "extra"); code != exitBadInput {
+		t.Errorf("list extra: exit %d, want 2", code)
+	}
+}
+
+// TestValidate covers every class of bad input through the CLI: one
+// error line naming file:line:col and the fix, exit 2.
+func TestValidate(t *testing.T) {
+	const dir = "testdata/validate"
+	cases := []struct {
+		name string
+		args []string
+		exit int
+	}{
+		{"good", []string{dir + "/good.yaml"}, 0},
+		{"builtins-fit-2-cpus", []string{"quickstart", "thread-pktgen", "thread-iperf3", "lab-pktgen", "--cpus", "2"}, 0},
+		{"all-builtins-16-cpus", []string{"--cpus", "16", "quickstart", "thread-pktgen", "thread-pktgen-mq", "thread-pktgen-vhost-pin0", "thread-iperf3", "thread-sweep", "lab-pktgen"}, 0},
+		{"syntax", []string{dir + "/syntax.yaml"}, 2},
+		{"unknown-key", []string{dir + "/unknown-key.yaml"}, 2},
+		{"wrong-type", []string{dir + "/wrong-type.yaml"}, 2},
+		{"bad-enum", []string{dir + "/bad-enum.yaml"}, 2},
+		{"ifname-long", []string{dir + "/ifname-long.yaml"}, 2},
+		{"ifname-chars", []string{dir + "/ifname-chars.yaml"}, 2},
+		{"unknown-qdisc", []string{dir + "/quick.yaml"}, 2},
+		{"negative-count", []string{dir + "/negative-count.yaml"}, 2},
+		{"burst-tap", []string{dir + "/burst-tap.yaml"}, 2},
+		{"clone-skb-tap", []string{dir + "/clone-skb-tap.yaml"}, 2},
+		{"cpu-beyond", []string{dir + "/cpu-beyond.yaml", "--cpus", "2"}, 2},
+		{"threads-beyond", []string{"--cpus", "2", dir + "/threads-beyond.yaml"}, 2},
+		{"cpu-check-skipped", []string{"--cpus", "0", dir + "/cpu-beyond.yaml"}, 0},
+		{"missing-file", []string{dir + "/no-such-file.yaml"}, 2},
+		{"unknown-name", []string{"thread-pktgn"}, 2},
+		{"bad-duration", []string{dir + "/bad-duration.yaml"}, 2},
+		{"duration-no-unit", []string{dir + "/duration-no-unit.yaml"}, 2},
+		{"bad-memory", []string{dir + "/bad-memory.yaml"}, 2},
+		{"script-no-dir", []string{dir + "/script-no-dir.yaml"}, 2},
+		{"first-error-stops", []string{dir + "/good.yaml", dir + "/bad-enum.yaml", dir + "/syntax.yaml"}, 2},
+		{"no-args", nil, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, code := runCLI(t, append([]string{"validate"}, tc.args...)...)
+			if code != tc.exit {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.exit, got)
+			}
+			if code == exitBadInput && strings.Count(strings.SplitN(got, "--- error\n", 2)[len(strings.SplitN(got, "--- error\n", 2))-1], "\n") != 1 {
+				t.Errorf("want exactly one error line:\n%s", got)
+			}
+			scenarioGolden(t, filepath.Join("testdata", "validate", tc.name+".golden"), got)
+		})
+	}
+}
+
+// TestPlanBuiltins golden-tests `plan` of every built-in (text), plus the
+// JSON form of two.
+func TestPlanBuiltins(t *testing.T) {
+	for _, b := range scenarios.Builtins() {
+		t.Run(b.Name, func(t *testing.T) {
+			got, code := runCLI(t, "plan", b.Name, "--seed", "1", "--cpus", "64")
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, got)
+			}
+			scenarioGolden(t, filepath.Join("testdata", "plan", b.Name+".golden"), got)
+		})
+	}
+	for _, name := range []string{"quickstart", "lab-pktgen"} {
+		var out, errb bytes.Buffer
+		if err := run(t.Context(), []string{"plan", "--format", "json", "--seed", "1", name}, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Seed  int64
+			Runs  []planRun
+			Cells []planCell
+		}
+		if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Seed != 1 || len(p.Runs) == 0 || len(p.Cells) == 0 || p.Cells[0].Params["backend"] == "" {
+			t.Errorf("%s: json plan %+v", name, p)
+		}
+		scenarioGolden(t, filepath.Join("testdata", "plan", name+".json"), out.String())
+	}
+}
+
+func TestPlanSeed(t *testing.T) {
+	a, _ := runCLI(t, "plan", "thread-sweep", "--seed", "7", "--cpus", "64")
+	b, _ := runCLI(t, "plan", "--seed=7", "--cpus=64", "thread-sweep")
+	c, _ := runCLI(t, "plan", "thread-sweep", "--seed", "8", "--cpus", "64")
+	a, b = a[strings.Index(a, "\nexit"):], b[strings.Index(b, "\nexit"):]
+	c = c[strings.Index(c, "\nexit"):]
+	if a != b {
+		t.Error("same seed, different plan")
+	}
+	if a == c {
+		t.Error("seeds 7 and 8 give the same plan")
+	}
+	// No --seed and no seed: in the file: a random seed, printed.
+	got, code := runCLI(t, "plan", "quickstart")
+	if code != 0 || !strings.Contains(got, "\nseed: ") || strings.Contains(got, "\nseed: 0\n") {
+		t.Errorf("random seed not printed:\n%s", got)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		exit int
+	}{
+		{"no-args", []string{"plan"}, 2},
+		{"two-args", []string{"plan", "quickstart", "thread-pktgen"}, 2},
+		{"bad-format", []string{"plan", "quickstart", "--format", "yaml"}, 2},
+		{"bad-file", []string{"plan", "testdata/validate/quick.yaml"}, 2},
+		// A CPU check failure is a warning in plan (exit 0) and names the fix.
+		{"cpu-warning", []string{"plan", "testdata/validate/cpu-beyond.yaml", "--cpus", "2", "--seed", "3"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, code := runCLI(t, tc.args...)
+			if code != tc.exit {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.exit, got)
+			}
+			scenarioGolden(t, filepath.Join("testdata", "plan", "error-"+tc.name+".golden"), got)
+		})
+	}
+}
+
+// TestPlanCommandsHook: the runner can append the commands of each cell.
+func TestPlanCommandsHook(t *testing.T) {
+	old := planCommands
+	t.Cleanup(func() { planCommands = old })
+	planCommands = func(c scenarios.Cell) ([]string, error) {
+		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Iperf3.Duration.String()}, nil
+	}
+	got, code := runCLI(t, "plan", "thread-iperf3", "--seed", "1")
+	if code != 0 || !strings.Contains(got, "  commands:\n    ip tuntap add vnbt0\n    iperf3 -c guest -t 2m0s\n") {
+		t.Errorf("commands not printed:\n%s", got)
+	}
+}
