@@ -525,7 +525,15 @@ func rowFitsCols(b []byte, cols []reportCol) bool {
 		return false
 	}
 	for _, c := range cols[1:] {
-		if c.start < 2 || b[c.start-1] != ' ' || b[c.start-2] != ' ' || b[c.start] == ' ' && c.kind == 't' && c.name != "Symbol" && !allBlank(b[c.start:min(len(b), c.end)]) {
+		if c.start < 2 || c.start >= len(b) || b[c.start-1] != ' ' || b[c.start-2] != ' ' {
+			return false
+		}
+		end := c.end
+		if end < c.start || end > len(b) {
+			end = len(b)
+		}
+		// A left-aligned text column starts at its first dot unless empty.
+		if b[c.start] == ' ' && c.kind == 't' && c.name != "Symbol" && !allBlank(b[c.start:end]) {
 			return false
 		}
 	}
@@ -566,6 +574,12 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 	}
 	// Assign text columns from the right: one token each, except the
 	// first (the command may contain blanks) and "[JIT] tid N" objects.
+	if len(text) == 0 {
+		if len(rest) > 0 {
+			return nil, false
+		}
+		return append(out, sym), true
+	}
 	vals := make([][]byte, len(text))
 	for j := len(text) - 1; j >= 1; j-- {
 		if text[j].name == "Shared Object" {

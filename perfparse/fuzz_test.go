@@ -1,0 +1,151 @@
+package perfparse
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seed adds every input under testdata/<kind> (and a collapsed, quoted
+// copy of each) to the fuzz corpus.
+func seed(f *testing.F, kinds ...string) {
+	for _, kind := range kinds {
+		ents, err := os.ReadDir(filepath.Join("testdata", kind))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range ents {
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".golden") {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join("testdata", kind, e.Name()))
+			if err != nil {
+				f.Fatal(err)
+			}
+			if len(data) > 64<<10 {
+				data = data[:64<<10]
+			}
+			f.Add(data)
+			f.Add([]byte(collapseReport(string(data))))
+		}
+	}
+}
+
+// checkErr fails unless err is nil or a *SyntaxError with a sane line.
+func checkErr(t *testing.T, data []byte, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var se *SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("error is not a *SyntaxError: %T %v", err, err)
+	}
+	if se.Line < 0 || se.Line > bytes.Count(data, []byte{'\n'})+1 {
+		t.Fatalf("error line %d outside the input (%d lines): %v", se.Line, bytes.Count(data, []byte{'\n'})+1, err)
+	}
+}
+
+func FuzzPktgen(f *testing.F) {
+	seed(f, "pktgen")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParsePktgen(bytes.NewReader(data))
+		checkErr(t, data, err)
+		if err == nil && d.Result != nil && d.Result.Run && d.Result.Bytes != d.Result.Packets*uint64(max(d.Result.PktSize, 0)) {
+			t.Fatalf("bytes %d != packets %d × size %d", d.Result.Bytes, d.Result.Packets, d.Result.PktSize)
+		}
+	})
+}
+
+func FuzzKpktgend(f *testing.F) {
+	seed(f, "kpktgend")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseKpktgend(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+func FuzzPktgenScript(f *testing.F) {
+	seed(f, "pktgen-script")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParsePktgenScript(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+func FuzzIperf3(f *testing.F) {
+	seed(f, "iperf3")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseIperf3(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+func FuzzPerfStat(f *testing.F) {
+	seed(f, "perf-stat")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := ParsePerfStat(bytes.NewReader(data))
+		checkErr(t, data, err)
+		if err == nil {
+			for _, r := range st.Rows {
+				if r.Event == "" {
+					t.Fatalf("row without event: %+v", r)
+				}
+			}
+		}
+	})
+}
+
+func FuzzPerfReport(f *testing.F) {
+	seed(f, "perf-report")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rr := NewPerfReportReader(bytes.NewReader(data))
+		n := 0
+		for rr.Next() {
+			n++
+			if rr.Row().Line < 1 {
+				t.Fatalf("row without a line number: %+v", rr.Row())
+			}
+		}
+		checkErr(t, data, rr.Err())
+		if n > bytes.Count(data, []byte{'\n'})+1 {
+			t.Fatalf("%d rows from %d lines", n, bytes.Count(data, []byte{'\n'})+1)
+		}
+	})
+}
+
+func FuzzTrafgen(f *testing.F) {
+	seed(f, "trafgen")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseTrafgen(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+func FuzzProcNetDev(f *testing.F) {
+	seed(f, "netdev")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseProcNetDev(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+func FuzzTCQdisc(f *testing.F) {
+	seed(f, "tc")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseTCQdisc(bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
+
+// FuzzAuto runs detection and the detected parser on anything.
+func FuzzAuto(f *testing.F) {
+	seed(f, "pktgen", "perf-stat", "iperf3", "trafgen", "tc")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := Parse("auto", "in", bytes.NewReader(data))
+		checkErr(t, data, err)
+	})
+}
