@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,9 @@ func FuzzLoad(f *testing.F) {
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("error is not *Error: %T %v", err, err)
+			}
+			if strings.Contains(se.Msg, "strict YAML decoding") {
+				t.Fatalf("the schema walker accepted what yaml.v3 KnownFields rejects: %v", err)
 			}
 			return
 		}

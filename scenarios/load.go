@@ -55,6 +55,9 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 	if err := d.decodeStruct(root, reflect.ValueOf(&doc).Elem(), ""); err != nil {
 		return nil, err
 	}
+	if err := strictDecode(filename, data); err != nil {
+		return nil, err
+	}
 	s := &Scenario{Name: doc.Name, Description: doc.Description, File: filename, Seed: doc.Seed}
 	if s.Name == "" {
 		s.Name = nameFromFile(filename)

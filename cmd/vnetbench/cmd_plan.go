@@ -226,6 +226,12 @@ func writeParams(w io.Writer, params []scenarios.Param) {
 		if v == "" {
 			v = "-"
 		}
+		if v == "off" && strings.HasPrefix(pr.Key, "perf.") { // a section that is off
+			flush()
+			section = "\x00"
+			fmt.Fprintf(w, "  %s: off\n", pr.Key)
+			continue
+		}
 		if sec == "" {
 			line = append(line, key+": "+v)
 		} else {
