@@ -378,7 +378,12 @@ func TestReadmeReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := begin + "\n## Scenario reference\n\n" + Reference() + end
+	var bt strings.Builder
+	bt.WriteString("\n### Built-in scenarios\n\n`vnetbench list` shows them, `vnetbench plan NAME` shows their cells; the YAML is in `scenarios/builtin/`.\n\n| name | what |\n|---|---|\n")
+	for _, b := range Builtins() {
+		fmt.Fprintf(&bt, "| `%s` | %s |\n", b.Name, strings.ReplaceAll(b.Description, "|", `\|`))
+	}
+	section := begin + "\n## Scenario reference\n\n" + Reference() + bt.String() + end
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if *update {
