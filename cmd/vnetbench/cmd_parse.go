@@ -29,7 +29,7 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !knownKind(kind) {
 		return usageErrorf("parse: unknown kind %q; kinds: %s", kind, kinds)
 	}
-	var in io.Reader = os.Stdin
+	in := parseStdin
 	name := "<stdin>"
 	if len(pos) == 2 && pos[1] != "-" {
 		name = pos[1]
@@ -60,6 +60,9 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return writeJSON(stdout, v)
 }
+
+// parseStdin is what "parse KIND -" reads (tests replace it).
+var parseStdin io.Reader = os.Stdin
 
 func knownKind(k string) bool {
 	for _, x := range perfparse.Kinds() {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The -update flag may be defined by another test file of this package.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func parseGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (-update rewrites it); got:\n%s", path, got)
+	}
+}
+
+// runParse runs "vnetbench parse args..." in-process and renders what a
+// user sees.
+func runParse(t *testing.T, stdin string, args ...string) ([]byte, int) {
+	t.Helper()
+	old := parseStdin
+	parseStdin = strings.NewReader(stdin)
+	t.Cleanup(func() { parseStdin = old })
+	var out, errb bytes.Buffer
+	err := run(t.Context(), append([]string{"parse"}, args...), &out, &errb)
+	code := exitCode(err)
+	var b bytes.Buffer
+	b.WriteString("$ vnetbench parse " + strings.Join(args, " ") + "\n")
+	b.WriteString("exit " + string(rune('0'+code)) + "\n")
+	b.Write(out.Bytes())
+	b.Write(errb.Bytes())
+	if err != nil {
+		b.WriteString("vnetbench: " + err.Error() + "\n")
+	}
+	return b.Bytes(), code
+}
+
+func TestParseCLIGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"pktgen-nocarrier", []string{"pktgen", "testdata/parse/pktgen-nocarrier.txt"}, 0},
+		{"auto-perf-stat-mail-de", []string{"auto", "testdata/parse/perf-stat-mail-de.txt"}, 0},
+		{"perf-stat-ambiguous", []string{"perf-stat", "testdata/parse/perf-stat-ambiguous.txt"}, 2},
+		{"auto-iperf3-udp", []string{"auto", "testdata/parse/iperf3-udp.json"}, 0},
+		{"trafgen-2cpu", []string{"trafgen", "testdata/parse/trafgen-2cpu.txt"}, 0},
+		{"netdev-sys-dir", []string{"netdev", "testdata/parse/netdev-sys-tap"}, 0},
+		{"tc-tbf", []string{"tc", "testdata/parse/tc-tbf.json"}, 0},
+		{"auto-perf-report", []string{"auto", "testdata/parse/perf-report-g-head.txt"}, 0},
+		{"kpktgend", []string{"kpktgend", "testdata/parse/kpktgend.txt"}, 0},
+		{"unknown-kind", []string{"nosuch", "x"}, 2},
+		{"wrong-kind", []string{"iperf3", "testdata/parse/pktgen-nocarrier.txt"}, 2},
+		{"missing-file", []string{"pktgen", "testdata/parse/nosuch.txt"}, 2},
+		{"no-args", nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, code := runParse(t, "", tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.code, got)
+			}
+			parseGolden(t, filepath.Join("testdata", "parse", tc.name+".golden"), got)
+		})
+	}
+}
+
+func TestParseCLIStdin(t *testing.T) {
+	in, err := os.ReadFile("testdata/parse/pktgen-nocarrier.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"pktgen", "-"}, {"pktgen"}, {"auto", "-"}} {
+		got, code := runParse(t, string(in), args...)
+		if code != 0 || !bytes.Contains(got, []byte(`"frags": -1`)) {
+			t.Errorf("%v: exit %d\n%s", args, code, got)
+		}
+	}
+	got, code := runParse(t, "Params: count 1\nResult: OK: 1(c1+d0) usec, 1 (60byte,0frags)\n", "pktgen", "-")
+	if code != 2 || !bytes.Contains(got, []byte("perfparse: <stdin>:2: ")) {
+		t.Errorf("bad stdin: exit %d\n%s", code, got)
+	}
+}
+
+// TestParseCLIBinary runs the built binary: JSON on stdout, exit 2 and a
+// file:line error on bad input.
+func TestParseCLIBinary(t *testing.T) {
+	bin := os.Getenv("VNETBENCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "vnetbench")
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "parse", "iperf3", "testdata/parse/iperf3-udp.json")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parse iperf3: %v", err)
+	}
+	var rec struct {
+		Protocol           string  `json:"protocol"`
+		ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
+	}
+	if err := json.Unmarshal(out, &rec); err != nil || rec.Protocol != "UDP" || rec.ReceiverBitsPerSec <= 0 {
+		t.Errorf("got %+v, %v from %s", rec, err, out)
+	}
+	cmd = exec.CommandContext(t.Context(), bin, "parse", "perf-stat", "-")
+	cmd.Stdin = strings.NewReader("  1.234 msec task-clock\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "<stdin>:1: ") {
+		t.Errorf("ambiguous input: err %v, stderr %q", err, stderr.String())
+	}
+}
