@@ -166,7 +166,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	for i := 0; i <= ticks; i++ {
 		v := step * float64(i)
 		fmt.Fprintf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, W-10, y(v), y(v))
-		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, y(v)+4, html.EscapeString(si(v)))
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, y(v)+4, html.EscapeString(tickLabel(v)))
 	}
 	fmt.Fprintf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", left, W-10, y(0), y(0))
 	for gi, g := range groups {
@@ -226,4 +226,14 @@ func niceStep(x float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// tickLabel is si without trailing zeros: "500k", "1.5M".
+func tickLabel(v float64) string {
+	t := si(v)
+	num := strings.TrimRight(t, "kMGT")
+	if strings.Contains(num, ".") {
+		num = strings.TrimRight(strings.TrimRight(num, "0"), ".")
+	}
+	return num + t[len(strings.TrimRight(t, "kMGT")):]
 }

@@ -1160,6 +1160,11 @@ func (b *builder) compareTables() {
 				if st.N > 0 {
 					c = Cell{Text: ciText(&st), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
 					for _, w := range st.Warnings {
+						if strings.Contains(w, "confidence interval") {
+							// "± inf" says it in every cell; one note explains it.
+							note("± inf: " + w)
+							continue
+						}
 						c.Notes = append(c.Notes, note(w))
 					}
 				}

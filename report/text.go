@@ -43,7 +43,7 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	for _, t := range r.Tables {
 		b.WriteString("\n")
 		if t.Context == "" || t.Kind == KindCompare {
-			b.WriteString(t.Title + "\n")
+			writeWrapped(&b, "", t.Title)
 		}
 		b.WriteString(drawTable(t, style))
 		for i, n := range t.Notes {
