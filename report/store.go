@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -225,6 +228,7 @@ func (w *RunWriter) Append(s Sample) error {
 	if s.Schema == 0 {
 		s.Schema = SchemaVersion
 	}
+	s = dropNonFinite(s)
 	b, err := json.Marshal(&s)
 	if err != nil {
 		return fmt.Errorf("encode sample %s rep %d: %w", s.Cell, s.Rep, err)
@@ -265,6 +269,30 @@ func (w *RunWriter) ArtifactDir(cell, kernel string, rep int) (abs, rel string, 
 		return "", "", fmt.Errorf("create artifact directory: %w", err)
 	}
 	return abs, rel, nil
+}
+
+// dropNonFinite removes NaN and ±Inf metrics (JSON cannot hold them) and
+// says so in the sample's warnings.
+func dropNonFinite(s Sample) Sample {
+	var bad []string
+	for k, v := range s.Metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return s
+	}
+	sort.Strings(bad)
+	m := make(map[string]float64, len(s.Metrics))
+	for k, v := range s.Metrics {
+		if !slices.Contains(bad, k) {
+			m[k] = v
+		}
+	}
+	s.Metrics = m
+	s.Warnings = append(slices.Clone(s.Warnings), "dropped non-finite metrics: "+strings.Join(bad, ", "))
+	return s
 }
 
 func safeName(s string) string {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func TestRunWriterAppendResume(t *testing.T) {
 	if !w.Done("tap/pktgen-t1", "stock", 1) || w.Done("tap/pktgen-t1", "stock", 2) {
 		t.Errorf("Done: rep1=%v rep2=%v, want true false", w.Done("tap/pktgen-t1", "stock", 1), w.Done("tap/pktgen-t1", "stock", 2))
 	}
-	if err := w.Append(Sample{Cell: "tap/pktgen-t1", Rep: 2, Kernel: "stock", Metrics: map[string]float64{"tx_pps": 1}}); err != nil {
+	if err := w.Append(Sample{Cell: "tap/pktgen-t1", Rep: 2, Kernel: "stock", Metrics: map[string]float64{"tx_pps": 1, "lost_pps": math.NaN()}}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -67,6 +68,9 @@ func TestRunWriterAppendResume(t *testing.T) {
 	}
 	if len(set.Samples) != 3 || len(set.Warnings) != 0 {
 		t.Errorf("after resume: %d samples, warnings %q; want 3 and none", len(set.Samples), set.Warnings)
+	}
+	if last := set.Samples[2]; len(last.Metrics) != 1 || len(last.Warnings) != 1 || !strings.Contains(last.Warnings[0], "lost_pps") {
+		t.Errorf("NaN metric: metrics %v warnings %q; want lost_pps dropped with a warning", last.Metrics, last.Warnings)
 	}
 	got, err := ReadEnv(dir)
 	if err != nil || got.CPUModel != "Test CPU" || !got.Emulated() {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -105,5 +104,3 @@ func writeOutput(path string, data []byte, stdout io.Writer) error {
 	}
 	return nil
 }
-
-var _ = flag.ErrHelp
