@@ -1,5 +1,35 @@
-// Package perfparse reads the outputs the harness depends on (perf stat,
-// perf report, /proc/net/pktgen, iperf3 --json, netdev counters, tc qdisc
-// stats, trafgen) into typed records in base units. It is pure: an
-// io.Reader in, records out; no exec, no statistics, no formatting.
+// Package perfparse reads the outputs the harness depends on into typed
+// records in base units: packets/s, bit/s, seconds, exact integer counts,
+// and fractions (named *_frac in JSON) instead of percentages. Records keep
+// the original event, metric and field names and units next to the
+// converted values.
+//
+// It is pure: an io.Reader (or fs.FS) in, records out. It does not run
+// programs, compute statistics or format tables.
+//
+// Inputs and entry points:
+//
+//   - perf stat: ParsePerfStat detects the default text (perf 4.x–6.x,
+//     --per-thread/-t, -A, --per-core, -I, -r variance, multiplexing,
+//     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
+//     footer), -x SEP and -j. Text as pasted in mail is accepted: collapsed
+//     whitespace, "> " quote marks and locale number formats. The decimal
+//     mark is decided per input from numbers that can only be read one way
+//     (metrics, percentages and the footer are never grouped; counts are
+//     never fractional); conflicting or missing evidence for a number that
+//     could be read two ways is an error that says so, never a silent
+//     factor of 1000.
+//   - perf report --stdio: NewPerfReportReader streams rows (with -g call
+//     graphs) in constant memory; ParsePerfReport reads a whole report.
+//   - pktgen: ParsePktgen (/proc/net/pktgen/DEV), ParseKpktgend
+//     (/proc/net/pktgen/kpktgend_N), ParsePktgenScript (what the kernel's
+//     samples/pktgen scripts print).
+//   - ParseIperf3 (iperf3 --json), ParseTrafgen (trafgen's summary),
+//     ParseNetdevStats (/sys/class/net/DEV/statistics as an fs.FS),
+//     ParseProcNetDev (/proc/net/dev), ParseTCQdisc (tc -s -j qdisc show).
+//   - Parse dispatches on a kind name (Kinds lists them, Detect guesses
+//     one); it backs `vnetbench parse`.
+//
+// Malformed input is a *SyntaxError carrying the line number ("perfparse:
+// FILE:LINE: msg"; WithFile adds the file name); its ExitCode is 2.
 package perfparse

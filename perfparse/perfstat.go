@@ -405,6 +405,15 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		f := strings.Split(s, string(sep))
 		vi := csvValueIndex(f)
+		if vi < 0 && len(st.Rows) > 0 {
+			// perf prints further metrics of a row on their own line:
+			// empty fields, then "value,unit".
+			if m := csvMetricOnly(f); m != nil {
+				prev := &st.Rows[len(st.Rows)-1]
+				prev.MoreMetrics = append(prev.MoreMetrics, *m)
+				continue
+			}
+		}
 		if vi < 0 {
 			return nil, errorf(ln, "perf stat -x: cannot find value%cunit%cevent fields in %q", sep, sep, clip(s))
 		}
@@ -472,4 +481,28 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		return nil, errorf(0, "perf stat -x: no counter lines in the input")
 	}
 	return st, nil
+}
+
+// csvMetricOnly reads a -x line that carries only a metric: blank fields
+// (or the row's prefix) followed by "value,unit".
+func csvMetricOnly(f []string) *PerfStatMetric {
+	if len(f) < 3 {
+		return nil
+	}
+	v, u := strings.TrimSpace(f[len(f)-2]), strings.TrimSpace(f[len(f)-1])
+	blank := 0
+	for _, x := range f[:len(f)-2] {
+		if strings.TrimSpace(x) == "" {
+			blank++
+		}
+	}
+	if u == "" || blank < 2 {
+		return nil
+	}
+	pct := strings.HasSuffix(v, "%")
+	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	if err != nil {
+		return nil
+	}
+	return newMetric(n, u, pct)
 }

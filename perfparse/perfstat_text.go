@@ -290,12 +290,67 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, errorf(ln, "perf stat: counter row %q has a unit but no event name", clip(s))
 	case len(rest) == 1:
 		t.event = rest[0]
-	case knownUnits[rest[0]] || len(rest) == 2:
+	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
+		// perf 4.x: "task-clock (msec)"
+		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
+	case knownUnits[rest[0]] || len(rest) == 2 && isUnitWord(rest[0]):
 		t.unit, t.event = rest[0], strings.Join(rest[1:], " ")
 	default:
-		t.event = strings.Join(rest, " ")
+		return t, false, nil // prose such as "echo 0 > /proc/sys/kernel/nmi_watchdog"
+	}
+	if !isEventName(t.event) || !validStatPrefix(t.prefix) {
+		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isUnitWord reports whether s can be a unit perf prints before an event
+// ("msec", "Joules", "MiB").
+func isUnitWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isEventName reports whether s looks like a perf event: "task-clock",
+// "cycles:u", "cpu_core/cycles/", "r003c", "power/energy-pkg/",
+// "msr/tsc,cpu=0/".
+func isEventName(s string) bool {
+	if s == "" {
+		return false
+	}
+	if c := s[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '{') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-.:/=,@[]{}!", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validStatPrefix accepts what perf prints before the counter value: an
+// -I timestamp, an aggregation label ("CPU3", "S0-D0-C1 2") or a
+// --per-thread "NAME-TID" (NAME may contain blanks: "CPU 0/TCG-4242").
+func validStatPrefix(p []string) bool {
+	if len(p) == 0 {
+		return true
+	}
+	if isNumTok(p[0]) && strings.ContainsAny(p[0], ".,") {
+		p = p[1:]
+		if len(p) == 0 {
+			return true
+		}
+	}
+	if reAggrID.MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
+		return len(p) == 1 || len(p) == 2 && isPlainNum(p[1])
+	}
+	return threadTID(p[len(p)-1]) > 0
 }
 
 // isGroup3 reports whether s is a 3-digit thousands group ("234" or
