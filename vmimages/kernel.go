@@ -114,7 +114,7 @@ func KernelRelease(image string) (string, error) {
 		return "", inputErrorf(nil, "kernel image %s: %v; pass --kernel with a bzImage path, or --kernel debian", image, errors.Unwrap(err))
 	}
 	defer f.Close()
-	hdr := make([]byte, 0x4000)
+	hdr := make([]byte, 0x10000)
 	n, _ := io.ReadFull(f, hdr)
 	hdr = hdr[:n]
 	if n < 0x210 || string(hdr[0x202:0x206]) != "HdrS" {

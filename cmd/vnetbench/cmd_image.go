@@ -2,11 +2,72 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// cmdImage is wired up by the vmimages work (see the open issues).
+// cmdImage dispatches "image build".
 func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("image: not implemented yet")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stdout, "usage: vnetbench image build [--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]")
+		if len(args) == 0 {
+			return usageErrorf("image: missing subcommand (build)")
+		}
+		return nil
+	}
+	if args[0] != "build" {
+		return usageErrorf("image: unknown subcommand %q; use 'vnetbench image build'", args[0])
+	}
+	return cmdImageBuild(ctx, args[1:], stdout, stderr)
+}
+
+func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("image build", "[--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]", stderr)
+	kernel := fs.String("kernel", "", "kernel: a bzImage path, \"host\", \"debian\" or \"debian:VERSION\" (e.g. 6.1.0-50-cloud-amd64); default: the host's /boot/vmlinuz-$(uname -r), else Debian's "+vmimages.DefaultDebianFlavour+" kernel")
+	modules := fs.String("modules", "", "the kernel's modules directory (/lib/modules/<release>) when --kernel is a path")
+	out := fs.String("o", "", "also copy vmlinuz, initramfs.cpio and image.json into this directory")
+	extra := fs.String("extra-modules", "", "comma-separated modules to load at boot besides "+strings.Join(vmimages.BootModules, ",")+" (e.g. pktgen,vhost_net,tun)")
+	iperf3 := fs.Bool("iperf3", true, "include the host's iperf3 and its libraries (for the guest's iperf3 server)")
+	agent := fs.String("agent-binary", "", "static vnetbench binary to install as /init (default: this executable)")
+	cache := fs.String("cache", "", "cache directory (default $VNETBENCH_CACHE, else $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench)")
+	asJSON := fs.Bool("json", false, "print the image description as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("image build: unexpected argument %q", pos[0])
+	}
+	var extras []string
+	for _, m := range strings.Split(*extra, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			extras = append(extras, m)
+		}
+	}
+	img, err := vmimages.Build(ctx, vmimages.BuildOptions{
+		Kernel: *kernel, Modules: *modules, ExtraModules: extras, Agent: *agent,
+		Iperf3: *iperf3, CacheDir: *cache, OutDir: *out,
+	})
+	if err != nil {
+		return fmt.Errorf("image build: %w", err)
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(img, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
+	}
+	state := "built"
+	if img.Cached {
+		state = "cached"
+	}
+	fmt.Fprintf(stdout, "kernel     %s (%s, %s)\n", img.Kernel, img.KernelRelease, img.KernelSource)
+	fmt.Fprintf(stdout, "initramfs  %s (%s)\n", img.Initramfs, state)
+	fmt.Fprintf(stdout, "sha256     %s\n", img.Hash)
+	fmt.Fprintf(stdout, "modules    %s\n", strings.Join(img.Modules, " "))
+	fmt.Fprintf(stdout, "iperf3     %v\n", img.Iperf3)
+	return nil
 }

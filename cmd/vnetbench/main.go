@@ -48,6 +48,10 @@ var commands = map[string]command{
 }
 
 func main() {
+	if isGuestInit() { // the same static binary is the guest's /init (cmd_agent.go)
+		runGuestAgent()
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

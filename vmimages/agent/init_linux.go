@@ -1,0 +1,435 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// ModulesFile lists the modules to load at boot, one path per line relative
+// to /lib/modules/<release>, dependencies first (written by vmimages.Build).
+const ModulesFile = "/etc/vnb/modules"
+
+// Iperf3Path is where the image puts iperf3 when it includes it.
+const Iperf3Path = "/usr/bin/iperf3"
+
+var console io.Writer = os.Stderr
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(console, "vnetbench agent: "+format+"\n", a...)
+}
+
+// Main is the agent's entry point as PID 1. It never returns: when serving
+// ends or anything fatal happens, the guest powers off.
+func Main() {
+	if c, err := os.OpenFile("/dev/console", os.O_WRONLY, 0); err == nil {
+		console = c
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fatal(fmt.Errorf("panic: %v", r))
+		}
+	}()
+	if err := run(); err != nil {
+		fatal(err)
+	}
+	poweroff()
+}
+
+func fatal(err error) {
+	logf("fatal: %v; powering off", err)
+	poweroff()
+}
+
+func poweroff() {
+	unix.Sync()
+	if os.Getpid() == 1 {
+		_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+		// Reboot only returns on error; PID 1 exiting panics the kernel,
+		// and panic=-1 with QEMU's -no-reboot ends the VM too.
+	}
+	os.Exit(1)
+}
+
+func run() error {
+	if err := mounts(); err != nil {
+		return err
+	}
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return err
+	}
+	cfg, err := vmimages.ParseCmdline(string(cmdline))
+	if err != nil {
+		return err
+	}
+	if err := loadModules(); err != nil {
+		return err
+	}
+	sys := &linuxSystem{debug: cfg.Debug}
+	ch, chName, err := openChannel()
+	if err != nil {
+		return err
+	}
+	if err := sys.configureNet(cfg); err != nil {
+		return err
+	}
+	if cfg.Sink != vmimages.SinkStack {
+		if _, err := sys.Sink(cfg.Sink); err != nil {
+			return fmt.Errorf("sink %s: %w", cfg.Sink, err)
+		}
+	}
+	if cfg.Iperf3 {
+		if err := sys.Iperf3(true); err != nil {
+			return err
+		}
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	srv := &Server{Sys: sys, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), Kernel: unix.ByteSliceToString(u.Release[:])}}
+	if cfg.Debug {
+		logf("ready after %d ms on %s", srv.Ready.BootMS, chName)
+	}
+	// A virtio-serial port reads EOF while no host is connected; a write
+	// blocks until one is. Serve each connection, re-announcing ready.
+	for {
+		err := srv.Serve(context.Background(), ch, true)
+		if err != nil {
+			return fmt.Errorf("serve on %s: %w", chName, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func mounts() error {
+	for _, m := range []struct{ src, dst, fs string }{
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"tmpfs", "/tmp", "tmpfs"},
+		{"tmpfs", "/run", "tmpfs"},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s on %s: %w", m.fs, m.dst, err)
+		}
+	}
+	return nil
+}
+
+func uptimeMS() int64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	v, _ := strconv.ParseFloat(f, 64)
+	return int64(v * 1000)
+}
+
+func loadModules() error {
+	data, err := os.ReadFile(ModulesFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(u.Release[:]))
+	for _, rel := range strings.Fields(string(data)) {
+		p := filepath.Join(dir, rel)
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("load module: %w (the image was built for another kernel release?)", err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("load module %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// openChannel finds the vnb.agent virtio-serial port, else falls back to
+// the serial console in raw mode.
+func openChannel() (io.ReadWriter, string, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		names, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+		for _, n := range names {
+			b, _ := os.ReadFile(n)
+			if strings.TrimSpace(string(b)) == vmimages.AgentPortName {
+				dev := "/dev/" + filepath.Base(filepath.Dir(n))
+				f, err := os.OpenFile(dev, os.O_RDWR, 0)
+				if err != nil {
+					return nil, "", fmt.Errorf("open agent port %s: %w", dev, err)
+				}
+				return f, dev, nil
+			}
+		}
+		// No virtio-serial controller at all: do not wait for one.
+		if _, err := os.Stat("/sys/class/virtio-ports"); err != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f, err := os.OpenFile("/dev/ttyS0", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("no virtio-serial port %q and no serial console: %w", vmimages.AgentPortName, err)
+	}
+	if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		// Raw mode: no echo of the host's requests, no line editing.
+		t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+		t.Oflag &^= unix.OPOST
+		t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+		t.Cflag &^= unix.CSIZE | unix.PARENB
+		t.Cflag |= unix.CS8
+		t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+		_ = unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
+	}
+	return f, "/dev/ttyS0", nil
+}
+
+type linuxSystem struct {
+	debug bool
+	mu    sync.Mutex
+	link  netlink.Link
+	iperf *exec.Cmd
+	sink  string
+	xdp   *xdpSink
+	flows *flowSink
+}
+
+func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
+	if lo, err := netlink.LinkByName("lo"); err == nil {
+		_ = netlink.LinkSetUp(lo)
+	}
+	var link netlink.Link
+	deadline := time.Now().Add(3 * time.Second)
+	for link == nil {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return fmt.Errorf("list links: %w", err)
+		}
+		for _, l := range links {
+			a := l.Attrs()
+			if a.Flags&net.FlagLoopback != 0 || l.Type() != "device" {
+				continue
+			}
+			if cfg.MAC != nil && a.HardwareAddr.String() != cfg.MAC.String() {
+				continue
+			}
+			if link == nil || a.Name == "eth0" {
+				link = l
+			}
+		}
+		if link == nil {
+			if !cfg.IP.IsValid() && cfg.MAC == nil {
+				return nil // no NIC asked for: do not wait for one
+			}
+			if time.Now().After(deadline) {
+				if !cfg.IP.IsValid() {
+					return nil // no NIC and none asked for
+				}
+				want := "a network interface"
+				if cfg.MAC != nil {
+					want = "a network interface with MAC " + cfg.MAC.String()
+				}
+				return fmt.Errorf("no %s after 3s (is QEMU given -device virtio-net-pci and the image the virtio_net module?)", want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.link = link
+	if cfg.MTU > 0 {
+		if err := netlink.LinkSetMTU(link, cfg.MTU); err != nil {
+			return fmt.Errorf("set mtu %d on %s: %w", cfg.MTU, link.Attrs().Name, err)
+		}
+	}
+	if cfg.IP.IsValid() {
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: cfg.IP.Addr().AsSlice(), Mask: net.CIDRMask(cfg.IP.Bits(), cfg.IP.Addr().BitLen())}}
+		if err := netlink.AddrAdd(link, addr); err != nil {
+			return fmt.Errorf("add address %s to %s: %w", cfg.IP, link.Attrs().Name, err)
+		}
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up: %w", link.Attrs().Name, err)
+	}
+	if cfg.Gateway.IsValid() {
+		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: cfg.Gateway.AsSlice()}); err != nil {
+			return fmt.Errorf("add default route via %s: %w", cfg.Gateway, err)
+		}
+	}
+	return nil
+}
+
+func (s *linuxSystem) Stats() (*vmimages.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.link == nil {
+		return nil, errors.New("no network interface (was vnb.ip given on the kernel command line?)")
+	}
+	st, err := readIfStats(s.link.Attrs().Name)
+	if err != nil {
+		return nil, err
+	}
+	ev := &vmimages.Event{Eth0: st, Sink: s.sinkName(), UptimeMS: uptimeMS()}
+	if s.xdp != nil {
+		if ev.XDPDrops, err = s.xdp.count(); err != nil {
+			return nil, err
+		}
+	}
+	if s.flows != nil {
+		ev.Flows = s.flows.snapshot()
+	}
+	return ev, nil
+}
+
+func (s *linuxSystem) sinkName() string {
+	if s.sink == "" {
+		return vmimages.SinkStack
+	}
+	return s.sink
+}
+
+func readIfStats(name string) (*vmimages.IfStats, error) {
+	dir := filepath.Join("/sys/class/net", name, "statistics")
+	var st vmimages.IfStats
+	for _, f := range []struct {
+		file string
+		v    *uint64
+	}{
+		{"rx_packets", &st.RxPackets}, {"rx_bytes", &st.RxBytes}, {"rx_dropped", &st.RxDropped}, {"rx_errors", &st.RxErrors},
+		{"tx_packets", &st.TxPackets}, {"tx_bytes", &st.TxBytes}, {"tx_dropped", &st.TxDropped}, {"tx_errors", &st.TxErrors},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f.file))
+		if err != nil {
+			return nil, err
+		}
+		if *f.v, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", dir, f.file, err)
+		}
+	}
+	return &st, nil
+}
+
+func (s *linuxSystem) Iperf3(start bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !start {
+		if s.iperf == nil {
+			return nil
+		}
+		_ = s.iperf.Process.Kill()
+		_ = s.iperf.Wait()
+		s.iperf = nil
+		return nil
+	}
+	if s.iperf != nil {
+		return nil
+	}
+	if _, err := os.Stat(Iperf3Path); err != nil {
+		return errors.New("iperf3 is not in this image; rebuild it with iperf3 included (vnetbench image build --iperf3)")
+	}
+	cmd := exec.Command(Iperf3Path, "-s", "-p", "5201")
+	if s.debug {
+		cmd.Stdout, cmd.Stderr = console, console
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.iperf = cmd
+	// Wait until it listens, so the host can connect right after "ok".
+	for i := 0; i < 200; i++ {
+		if listening(5201) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("iperf3 -s did not listen on port 5201 within 2s")
+}
+
+// listening reports whether a TCP socket listens on port (from /proc/net/tcp*).
+func listening(port int) bool {
+	want := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
+				fh.Close()
+				return true
+			}
+		}
+		fh.Close()
+	}
+	return false
+}
+
+func (s *linuxSystem) Sink(kind string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.link == nil {
+		return "", errors.New("no network interface to attach a sink to")
+	}
+	if s.xdp != nil {
+		if err := s.xdp.close(); err != nil {
+			return "", fmt.Errorf("detach xdp-drop: %w", err)
+		}
+		s.xdp = nil
+	}
+	if s.flows != nil {
+		s.flows.close()
+		s.flows = nil
+	}
+	s.sink = vmimages.SinkStack
+	switch kind {
+	case vmimages.SinkXDPDrop:
+		x, err := attachXDPDrop(s.link)
+		if err != nil {
+			return "", err
+		}
+		s.xdp, s.sink = x, kind
+		return "xdp mode " + x.mode, nil
+	case vmimages.SinkFlowCount:
+		f, err := openFlowSink(s.link.Attrs().Index)
+		if err != nil {
+			return "", err
+		}
+		s.flows, s.sink = f, kind
+	}
+	return "", nil
+}
+
+func (s *linuxSystem) Poweroff() {
+	s.mu.Lock()
+	if s.iperf != nil {
+		_ = s.iperf.Process.Kill()
+	}
+	s.mu.Unlock()
+	poweroff()
+}

@@ -1,0 +1,180 @@
+// Package agent is the guest side of vnetbench: the program that runs as
+// /init (PID 1) in the guest's initramfs. It mounts proc, sys and dev,
+// loads the image's modules in dependency order (finit_module), configures
+// eth0 from vnb.* kernel parameters via netlink, then answers the host's
+// requests (vmimages protocol) on the virtio-serial port vnb.agent, or on
+// the serial console when that port is missing. Sinks: the kernel stack, an
+// XDP program that drops and counts (assembled with cilium/ebpf's asm, no
+// clang), and a per-UDP-source-port counter on an AF_PACKET socket decoded
+// with gopacket/layers. Any fatal error is printed on the console and the
+// guest powers off: the agent never hangs the boot.
+//
+// It does not build images (package vmimages does) and has no host-side
+// code. The AF_PACKET socket is opened with x/sys/unix rather than
+// gopacket/afpacket, because afpacket needs cgo and the agent is a static
+// CGO_ENABLED=0 binary.
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// System is what the protocol server asks of the guest. The real one is
+// Linux-specific; tests use a fake.
+type System interface {
+	Stats() (*vmimages.Event, error)
+	Iperf3(start bool) error
+	Sink(kind string) (detail string, err error)
+	// Poweroff is called after the "ok" reply has been written.
+	Poweroff()
+}
+
+// maxLine bounds a request line; longer lines are answered with an error.
+const maxLine = 64 << 10
+
+// Server answers protocol requests with a System.
+type Server struct {
+	Sys   System
+	Ready vmimages.Event // the ready event (sent first, and in reply to ping)
+}
+
+// Serve writes the ready event (when sendReady), then answers requests read
+// from rw until rw ends (io.EOF is returned as nil) or ctx is done. Every
+// line gets exactly one reply event; malformed lines and unknown ops get an
+// "error" event and serving continues.
+func (s *Server) Serve(ctx context.Context, rw io.ReadWriter, sendReady bool) error {
+	var wmu sync.Mutex
+	send := func(ev vmimages.Event) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, err = rw.Write(append(b, '\n'))
+		return err
+	}
+	if sendReady {
+		ready := s.Ready
+		ready.Ev = vmimages.EvReady
+		if err := send(ready); err != nil {
+			return fmt.Errorf("send ready: %w", err)
+		}
+	}
+	br := bufio.NewReaderSize(rw, 4096)
+	for ctx.Err() == nil {
+		line, tooLong, err := readLine(br)
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if tooLong {
+			if err := send(vmimages.Event{Ev: vmimages.EvError, Msg: fmt.Sprintf("request line longer than %d bytes", maxLine)}); err != nil {
+				return err
+			}
+			continue
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		ev, after := s.Handle(line)
+		if err := send(ev); err != nil {
+			return err
+		}
+		if after != nil {
+			after()
+		}
+	}
+	return ctx.Err()
+}
+
+func readLine(br *bufio.Reader) (string, bool, error) {
+	var sb strings.Builder
+	for {
+		frag, err := br.ReadSlice('\n')
+		if sb.Len() < maxLine {
+			sb.Write(frag)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && (err != io.EOF || sb.Len() == 0) {
+			return "", false, err
+		}
+		return sb.String(), sb.Len() > maxLine, nil
+	}
+}
+
+// Handle answers one request line. The returned function (may be nil) runs
+// after the reply was sent (poweroff).
+func (s *Server) Handle(line string) (vmimages.Event, func()) {
+	sys := s.Sys
+	var req vmimages.Request
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return errEv(0, "malformed request %q: %v (want one JSON object per line, e.g. {\"op\":\"stats\"})", clip(line), err), nil
+	}
+	if dec.More() {
+		return errEv(req.ID, "malformed request %q: trailing data after the JSON object", clip(line)), nil
+	}
+	switch req.Op {
+	case vmimages.OpStats:
+		ev, err := sys.Stats()
+		if err != nil {
+			return errEv(req.ID, "stats: %v", err), nil
+		}
+		ev.Ev, ev.ID = vmimages.EvStats, req.ID
+		return *ev, nil
+	case vmimages.OpIperf3:
+		if req.Action != "start" && req.Action != "stop" {
+			return errEv(req.ID, "iperf3: action %q: want \"start\" or \"stop\"", req.Action), nil
+		}
+		if err := sys.Iperf3(req.Action == "start"); err != nil {
+			return errEv(req.ID, "iperf3 %s: %v", req.Action, err), nil
+		}
+		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID}, nil
+	case vmimages.OpSink:
+		switch req.Kind {
+		case vmimages.SinkStack, vmimages.SinkXDPDrop, vmimages.SinkFlowCount:
+		default:
+			return errEv(req.ID, "sink: unknown kind %q: want %s, %s or %s", req.Kind, vmimages.SinkStack, vmimages.SinkXDPDrop, vmimages.SinkFlowCount), nil
+		}
+		detail, err := sys.Sink(req.Kind)
+		if err != nil {
+			return errEv(req.ID, "sink %s: %v", req.Kind, err), nil
+		}
+		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID, Msg: detail}, nil
+	case vmimages.OpPoweroff:
+		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID}, sys.Poweroff
+	case vmimages.OpPing:
+		ev := s.Ready
+		ev.Ev, ev.ID = vmimages.EvReady, req.ID
+		return ev, nil
+	case "":
+		return errEv(req.ID, "request without op: want one of stats, iperf3, sink, poweroff, ping"), nil
+	}
+	return errEv(req.ID, "unknown op %q: want one of stats, iperf3, sink, poweroff, ping", req.Op), nil
+}
+
+func errEv(id uint64, format string, a ...any) vmimages.Event {
+	return vmimages.Event{Ev: vmimages.EvError, ID: id, Msg: fmt.Sprintf(format, a...)}
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

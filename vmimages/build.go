@@ -1,0 +1,257 @@
+package vmimages
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/vmimages/cpio"
+)
+
+// BootModules are loaded at every boot: the virtio PCI transport, the NIC
+// and the virtio-serial port the agent talks on (their dependencies are
+// resolved from the kernel's module metadata).
+var BootModules = []string{"virtio_pci", "virtio_net", "virtio_console"}
+
+// formatVersion changes when the image layout changes, so old cache
+// entries are not reused.
+const formatVersion = "vnetbench-initramfs-1"
+
+// BuildOptions says what goes into an image.
+type BuildOptions struct {
+	// Kernel is a bzImage path, "host", "debian" or "debian:VERSION";
+	// empty tries the host kernel, then Debian's (see FindKernel).
+	Kernel string
+	// Modules is the kernel's /lib/modules/<release> directory when Kernel
+	// is a path (derived from the image's release when empty).
+	Modules string
+	// ExtraModules are loaded at boot after BootModules (e.g. "pktgen",
+	// "vhost_net", "tun" for a lab guest).
+	ExtraModules []string
+	// Agent is the static vnetbench binary to install as /init; empty
+	// means the running executable.
+	Agent string
+	// Iperf3 copies the host's iperf3 and its shared libraries into the
+	// image (needed for the guest's iperf3 server).
+	Iperf3 bool
+	// CacheDir holds downloaded kernels and built initramfs files; empty
+	// means CacheDir().
+	CacheDir string
+	// OutDir, when set, receives copies: vmlinuz, initramfs.cpio, image.json.
+	OutDir string
+}
+
+// Image is a built guest image.
+type Image struct {
+	Kernel        string   `json:"kernel"`         // bzImage to pass to QEMU -kernel
+	Initramfs     string   `json:"initramfs"`      // uncompressed newc cpio for -initrd
+	Hash          string   `json:"hash"`           // sha256 of the initramfs bytes (also its cache name)
+	KernelRelease string   `json:"kernel_release"` // e.g. 6.1.0-50-cloud-amd64
+	KernelSource  string   `json:"kernel_source"`  // explicit, host or debian:<package>
+	Modules       []string `json:"modules"`        // loaded at boot, in order
+	Iperf3        bool     `json:"iperf3"`         // iperf3 is in the image
+	Cached        bool     `json:"cached"`         // the initramfs already existed
+}
+
+// Build resolves the kernel, collects the agent, modules and (optionally)
+// iperf3, and writes a reproducible initramfs named by its content hash into
+// CacheDir/initramfs, reusing it when the inputs did not change.
+func Build(ctx context.Context, o BuildOptions) (*Image, error) {
+	if o.CacheDir == "" {
+		o.CacheDir = CacheDir()
+	}
+	k, err := FindKernel(ctx, o.Kernel, o.Modules, o.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	agent := o.Agent
+	if agent == "" {
+		if agent, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find the agent binary: %w; pass --agent-binary", err)
+		}
+	}
+	arch, err := assemble(k, agent, append(append([]string(nil), BootModules...), o.ExtraModules...), o.Iperf3)
+	if err != nil {
+		return nil, err
+	}
+	img := &Image{Kernel: k.Image, KernelRelease: k.Release, KernelSource: k.Source, Modules: arch.modules, Iperf3: o.Iperf3}
+	dir := filepath.Join(o.CacheDir, "initramfs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if img.Initramfs, img.Hash, img.Cached, err = writeCached(dir, arch.archive); err != nil {
+		return nil, err
+	}
+	if o.OutDir != "" {
+		if err := img.copyTo(o.OutDir); err != nil {
+			return nil, err
+		}
+	}
+	return img, nil
+}
+
+type assembled struct {
+	archive *cpio.Archive
+	modules []string
+}
+
+func assemble(k *Kernel, agent string, modNames []string, iperf3 bool) (*assembled, error) {
+	var a cpio.Archive
+	agentBytes, err := os.ReadFile(agent)
+	if err != nil {
+		return nil, inputErrorf(nil, "agent binary %s: %v; build vnetbench with `make build` (static, CGO_ENABLED=0) or pass --agent-binary", agent, err)
+	}
+	if err := checkStatic(agent); err != nil {
+		return nil, err
+	}
+	a.AddFile("init", 0o755, agentBytes)
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "etc/vnb"} {
+		a.AddDir(d, 0o755)
+	}
+	a.AddCharDev("dev/console", 0o600, 5, 1)
+	a.AddCharDev("dev/null", 0o666, 1, 3)
+
+	var loaded []string
+	if k.Modules == "" {
+		return nil, inputErrorf(nil, "kernel %s has no modules directory; pass --modules DIR (its /lib/modules/<release>)", k.Image)
+	}
+	ix, err := OpenModules(k.Modules)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := ix.Resolve(modNames)
+	if err != nil {
+		return nil, err
+	}
+	var list strings.Builder
+	for _, m := range mods {
+		data, err := ix.ReadModule(m.Rel)
+		if err != nil {
+			return nil, err
+		}
+		rel := strings.TrimSuffix(m.Rel, ".gz")
+		a.AddFile(filepath.Join("lib/modules", k.Release, rel), 0o644, data)
+		list.WriteString(rel + "\n")
+		loaded = append(loaded, m.Name)
+	}
+	a.AddFile("etc/vnb/modules", 0o644, []byte(list.String()))
+
+	if iperf3 {
+		bin, err := exec.LookPath("iperf3")
+		if err != nil {
+			return nil, inputErrorf(nil, "iperf3 is not installed on the host, so it cannot go into the image; install it (apt-get install iperf3) or build without --iperf3")
+		}
+		libs, err := SharedLibs(bin)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range append([]string{bin}, libs...) {
+			data, err := os.ReadFile(p) // follows symlinks: the guest gets plain files
+			if err != nil {
+				return nil, err
+			}
+			dst := p
+			if p == bin {
+				dst = "/usr/bin/iperf3"
+			}
+			a.AddFile(dst, 0o755, data)
+		}
+	}
+	return &assembled{archive: &a, modules: loaded}, nil
+}
+
+// checkStatic refuses a dynamically linked agent: the initramfs has no libc
+// for it, and the kernel would fail to run /init with a cryptic message.
+func checkStatic(agent string) error {
+	libs, err := SharedLibs(agent)
+	if err != nil {
+		return inputErrorf(err, "agent binary %s is not a usable ELF executable; pass --agent-binary with a static vnetbench", agent)
+	}
+	if len(libs) > 0 {
+		return inputErrorf(nil, "agent binary %s is dynamically linked (needs %s); build it with CGO_ENABLED=0 (make build) or pass --agent-binary", agent, libs[0])
+	}
+	return nil
+}
+
+// writeCached serialises the archive, names it by the sha256 of its bytes
+// and writes it atomically unless that file already exists.
+func writeCached(dir string, a *cpio.Archive) (path, hash string, cached bool, err error) {
+	h := sha256.New()
+	if _, err := a.WriteTo(h); err != nil {
+		return "", "", false, err
+	}
+	hash = hex.EncodeToString(h.Sum(nil))
+	path = filepath.Join(dir, "initramfs-"+hash[:24]+".cpio")
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		return path, hash, true, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".initramfs-*")
+	if err != nil {
+		return "", "", false, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := a.WriteTo(tmp); err != nil {
+		tmp.Close()
+		return "", "", false, fmt.Errorf("write initramfs: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return "", "", false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", "", false, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", "", false, err
+	}
+	return path, hash, false, nil
+}
+
+func (img *Image) copyTo(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	k := filepath.Join(dir, "vmlinuz")
+	ir := filepath.Join(dir, "initramfs.cpio")
+	if err := copyFile(img.Kernel, k); err != nil {
+		return err
+	}
+	if err := copyFile(img.Initramfs, ir); err != nil {
+		return err
+	}
+	img.Kernel, img.Initramfs = k, ir
+	b, err := json.MarshalIndent(img, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "image.json"), append(b, '\n'), 0o644)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}

@@ -1,0 +1,247 @@
+package vmimages
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Client is the host side of the agent protocol over any byte stream (the
+// virtio-serial socket, or a serial console where kernel messages are
+// mixed in: lines that are not protocol events are kept as console lines,
+// not treated as errors). Calls are serialised; each is bound by its ctx.
+type Client struct {
+	w      io.Writer
+	closer io.Closer
+
+	mu     sync.Mutex // one request at a time
+	nextID uint64
+
+	events chan Event
+	ready  chan struct{}
+
+	smu       sync.Mutex
+	readyEv   *Event
+	lastLines []string
+	readErr   error
+	done      chan struct{}
+}
+
+// NewClient starts reading events from rw. If rw is an io.Closer, Close
+// closes it.
+func NewClient(rw io.ReadWriter) *Client {
+	c := &Client{w: rw, events: make(chan Event, 16), ready: make(chan struct{}), done: make(chan struct{})}
+	if cl, ok := rw.(io.Closer); ok {
+		c.closer = cl
+	}
+	go c.readLoop(rw)
+	return c
+}
+
+// Dial connects to the agent's unix socket (QEMU's -chardev
+// socket,path=PATH,server=on,wait=off), retrying until ctx ends: QEMU
+// creates the socket a moment after it starts.
+func Dial(ctx context.Context, socketPath string) (*Client, error) {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "unix", socketPath)
+		if err == nil {
+			return NewClient(conn), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to agent socket %s: %w (last error: %v)", socketPath, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Close closes the underlying stream (when it can be closed).
+func (c *Client) Close() error {
+	if c.closer != nil {
+		return c.closer.Close()
+	}
+	return nil
+}
+
+func (c *Client) readLoop(r io.Reader) {
+	defer close(c.done)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line = strings.TrimSpace(line); line != "" {
+			c.handleLine(line)
+		}
+		if err != nil {
+			c.smu.Lock()
+			c.readErr = err
+			c.smu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *Client) handleLine(line string) {
+	var ev Event
+	// The serial console may prefix a line with kernel output.
+	if i := strings.Index(line, `{"ev":`); i >= 0 && json.Unmarshal([]byte(line[i:]), &ev) == nil && ev.Ev != "" {
+		if ev.Ev == EvReady {
+			c.smu.Lock()
+			first := c.readyEv == nil
+			c.readyEv = &ev
+			c.smu.Unlock()
+			if first {
+				close(c.ready)
+			}
+			if ev.ID == 0 {
+				return
+			}
+		}
+		select {
+		case c.events <- ev:
+		default: // nobody waits (a reply to a cancelled call): drop
+		}
+		return
+	}
+	c.smu.Lock()
+	c.lastLines = append(c.lastLines, line)
+	if len(c.lastLines) > 20 {
+		c.lastLines = c.lastLines[len(c.lastLines)-20:]
+	}
+	c.smu.Unlock()
+}
+
+// ConsoleTail returns the last non-protocol lines read (kernel messages on a
+// serial console, the agent's fatal error), for error messages.
+func (c *Client) ConsoleTail() []string {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return append([]string(nil), c.lastLines...)
+}
+
+func (c *Client) lastSeen() string {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if n := len(c.lastLines); n > 0 {
+		return fmt.Sprintf(" (last line: %q)", c.lastLines[n-1])
+	}
+	if c.readErr != nil {
+		return fmt.Sprintf(" (stream: %v)", c.readErr)
+	}
+	return " (nothing received)"
+}
+
+// ErrClosed means the agent's stream ended (the guest powered off or QEMU
+// exited) before the answer arrived.
+var ErrClosed = errors.New("agent connection closed")
+
+// WaitReady waits for the agent's ready event and returns it.
+func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
+	select {
+	case <-c.ready:
+		c.smu.Lock()
+		defer c.smu.Unlock()
+		ev := *c.readyEv
+		return &ev, nil
+	case <-c.done:
+		select {
+		case <-c.ready:
+			return c.WaitReady(ctx)
+		default:
+		}
+		return nil, fmt.Errorf("wait for agent ready: %w%s", ErrClosed, c.lastSeen())
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for agent ready: %w%s", ctx.Err(), c.lastSeen())
+	}
+}
+
+// Do sends req (its ID is assigned) and returns the matching event. An
+// "error" event is returned as an *AgentError.
+func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	req.ID = c.nextID
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	// Drain stale replies of cancelled calls.
+	for drained := false; !drained; {
+		select {
+		case <-c.events:
+		default:
+			drained = true
+		}
+	}
+	werr := make(chan error, 1)
+	go func() { _, err := c.w.Write(append(b, '\n')); werr <- err }()
+	select {
+	case err := <-werr:
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: send: %w", req.Op, err)
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("agent %s: send: %w", req.Op, ctx.Err())
+	}
+	for {
+		select {
+		case ev := <-c.events:
+			if ev.ID != req.ID {
+				continue
+			}
+			if ev.Ev == EvError {
+				return &ev, &AgentError{Op: req.Op, Msg: ev.Msg}
+			}
+			return &ev, nil
+		case <-c.done:
+			return nil, fmt.Errorf("agent %s: %w%s", req.Op, ErrClosed, c.lastSeen())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("agent %s: no answer: %w%s", req.Op, ctx.Err(), c.lastSeen())
+		}
+	}
+}
+
+// AgentError is an error the agent reported for a request.
+type AgentError struct {
+	Op  string
+	Msg string
+}
+
+func (e *AgentError) Error() string { return "agent " + e.Op + ": " + e.Msg }
+
+// Stats asks for eth0's counters and the sink's per-flow counts.
+func (c *Client) Stats(ctx context.Context) (*Event, error) {
+	return c.Do(ctx, Request{Op: OpStats})
+}
+
+// Iperf3 starts (start=true) or stops the guest's iperf3 server (port 5201).
+func (c *Client) Iperf3(ctx context.Context, start bool) error {
+	a := "stop"
+	if start {
+		a = "start"
+	}
+	_, err := c.Do(ctx, Request{Op: OpIperf3, Action: a})
+	return err
+}
+
+// Sink switches the guest's packet sink (SinkStack, SinkXDPDrop,
+// SinkFlowCount); counters of the previous sink are discarded.
+func (c *Client) Sink(ctx context.Context, kind string) error {
+	_, err := c.Do(ctx, Request{Op: OpSink, Kind: kind})
+	return err
+}
+
+// Poweroff asks the guest to power off; it returns once the agent has
+// acknowledged (QEMU exits shortly after).
+func (c *Client) Poweroff(ctx context.Context) error {
+	_, err := c.Do(ctx, Request{Op: OpPoweroff})
+	return err
+}

@@ -1,0 +1,72 @@
+package vmimages
+
+// The agent protocol: one JSON object per line in each direction over a
+// virtio-serial port named AgentPortName (or the serial console as a
+// fallback). The host sends Requests; the agent answers each with exactly
+// one Event carrying the request's ID: "ok", "stats" or "error". The agent
+// sends one unsolicited "ready" event (ID 0) when it has finished booting.
+// Unknown ops and malformed lines get an "error" event, never silence.
+
+// AgentPortName is the name of the virtio-serial port the agent talks on
+// (QEMU: -device virtserialport,chardev=agent,name=vnb.agent).
+const AgentPortName = "vnb.agent"
+
+// Ops the agent understands.
+const (
+	OpStats    = "stats"    // -> EvStats
+	OpIperf3   = "iperf3"   // Action "start" | "stop" -> EvOK
+	OpSink     = "sink"     // Kind SinkStack | SinkXDPDrop | SinkFlowCount -> EvOK
+	OpPoweroff = "poweroff" // -> EvOK, then the guest powers off
+	OpPing     = "ping"     // -> EvReady again (for a host that connected late)
+)
+
+// Event kinds the agent sends.
+const (
+	EvReady = "ready"
+	EvStats = "stats"
+	EvOK    = "ok"
+	EvError = "error"
+)
+
+// Sink kinds: what the guest does with received packets.
+const (
+	SinkStack     = "stack"      // the kernel stack (default)
+	SinkXDPDrop   = "xdp-drop"   // an XDP program drops (and counts) everything on eth0
+	SinkFlowCount = "flow-count" // an AF_PACKET socket counts IPv4 UDP packets per source port
+)
+
+// Request is a host-to-guest message.
+type Request struct {
+	ID     uint64 `json:"id,omitempty"`
+	Op     string `json:"op"`
+	Action string `json:"action,omitempty"` // iperf3: "start" | "stop"
+	Kind   string `json:"kind,omitempty"`   // sink kind
+}
+
+// Event is a guest-to-host message.
+type Event struct {
+	Ev     string `json:"ev"`
+	ID     uint64 `json:"id,omitempty"`
+	BootMS int64  `json:"boot_ms,omitempty"` // ready: ms since the kernel started (/proc/uptime)
+	Kernel string `json:"kernel,omitempty"`  // ready: uname release
+
+	Eth0     *IfStats          `json:"eth0,omitempty"`      // stats
+	Flows    map[string]uint64 `json:"flows,omitempty"`     // stats, flow-count sink: UDP source port -> packets
+	XDPDrops uint64            `json:"xdp_drops,omitempty"` // stats, xdp-drop sink: packets dropped by the program
+	Sink     string            `json:"sink,omitempty"`      // stats: the active sink
+	UptimeMS int64             `json:"uptime_ms,omitempty"` // stats: guest clock when sampled
+
+	Msg string `json:"msg,omitempty"` // error (and optional detail on ok)
+}
+
+// IfStats are a network interface's counters (/sys/class/net/IF/statistics).
+type IfStats struct {
+	RxPackets uint64 `json:"rx_packets"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	RxDropped uint64 `json:"rx_dropped"`
+	RxErrors  uint64 `json:"rx_errors"`
+	TxPackets uint64 `json:"tx_packets"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	TxDropped uint64 `json:"tx_dropped"`
+	TxErrors  uint64 `json:"tx_errors"`
+}

@@ -1,0 +1,214 @@
+package vmimages
+
+// Helpers that boot a real guest under QEMU for the end-to-end tests and
+// BenchmarkBoot. QEMU is started with a minimal exec here on purpose: the
+// production launcher lives in runner/qemu, which vmimages must not import.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	testGuestIP  = "10.0.0.2"
+	testHostIP   = "10.0.0.1"
+	testGuestMAC = "52:54:00:12:34:56"
+)
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// testAgent returns a static vnetbench binary: $VNETBENCH_BIN (set by the
+// Makefile) or one built once per test process.
+func testAgent(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("VNETBENCH_BIN"); p != "" {
+		return p
+	}
+	agentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vnb-agent-")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		agentPath = filepath.Join(dir, "vnetbench")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", agentPath, "../cmd/vnetbench")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentErr = fmt.Errorf("build ../cmd/vnetbench: %v\n%s", err, out)
+		}
+	})
+	if agentErr != nil {
+		tb.Fatal(agentErr)
+	}
+	return agentPath
+}
+
+var (
+	kernelOnce sync.Once
+	kernel     *Kernel
+	kernelErr  error
+)
+
+// testKernel fetches (once, into the shared cache) Debian's default kernel.
+func testKernel(tb testing.TB) *Kernel {
+	tb.Helper()
+	kernelOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		kernel, kernelErr = FetchDebianKernel(ctx, os.Getenv("VNETBENCH_TEST_KERNEL"), "")
+	})
+	if kernelErr != nil {
+		tb.Skipf("no guest kernel: %v", kernelErr)
+	}
+	return kernel
+}
+
+func needQEMU(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		tb.Skip("qemu-system-x86_64 not installed")
+	}
+}
+
+func needNetns(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root for network namespaces and tap devices")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		tb.Skip("iproute2 (ip) not installed")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		tb.Skip("no /dev/net/tun")
+	}
+}
+
+func sh(tb testing.TB, argv ...string) string {
+	tb.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
+
+// testNetns creates netns vnb-<unique> with tap vnbt0 (10.0.0.1/24) and
+// deletes it (and with it the tap) in Cleanup.
+func testNetns(tb testing.TB) string {
+	tb.Helper()
+	ns := fmt.Sprintf("vnb-img%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	sh(tb, "ip", "netns", "add", ns)
+	tb.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			tb.Errorf("delete netns %s: %v %s", ns, err, out)
+		}
+	})
+	sh(tb, "ip", "-n", ns, "link", "set", "lo", "up")
+	sh(tb, "ip", "-n", ns, "tuntap", "add", "dev", "vnbt0", "mode", "tap")
+	sh(tb, "ip", "-n", ns, "addr", "add", testHostIP+"/24", "dev", "vnbt0")
+	sh(tb, "ip", "-n", ns, "link", "set", "vnbt0", "up")
+	return ns
+}
+
+type testVM struct {
+	cmd     *exec.Cmd
+	client  *Client
+	console string
+	start   time.Time
+	exited  chan struct{} // closed when QEMU has exited
+	waitErr error         // valid after exited
+}
+
+// bootVM starts QEMU (TCG) on img, inside netns ns with the tap when ns
+// is not empty, connects the agent client and registers the kill in
+// Cleanup. cmdline is appended to BaseCmdline.
+func bootVM(tb testing.TB, img *Image, ns string, guest GuestConfig) *testVM {
+	tb.Helper()
+	dir := tb.TempDir()
+	sock := filepath.Join(dir, "agent.sock")
+	console := filepath.Join(dir, "console.log")
+	argv := []string{"qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+		"-machine", "q35,accel=tcg", "-cpu", "max", "-m", "512", "-smp", "1",
+		"-kernel", img.Kernel, "-initrd", img.Initramfs, "-append", guest.Cmdline(),
+		"-serial", "file:" + console, "-no-reboot",
+		"-device", "virtio-serial-pci",
+		"-chardev", "socket,path=" + sock + ",server=on,wait=off,id=agent",
+		"-device", "virtserialport,chardev=agent,name=" + AgentPortName,
+	}
+	if ns != "" {
+		argv = append(argv,
+			"-netdev", "tap,id=n0,ifname=vnbt0,script=no,downscript=no,vhost=off",
+			"-device", "virtio-net-pci,netdev=n0,mac="+testGuestMAC)
+		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
+	}
+	vm := &testVM{console: console, start: time.Now(), exited: make(chan struct{})}
+	vm.cmd = exec.Command(argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	vm.cmd.Stderr = &stderr
+	if err := vm.cmd.Start(); err != nil {
+		tb.Fatalf("start qemu: %v", err)
+	}
+	go func() { vm.waitErr = vm.cmd.Wait(); close(vm.exited) }()
+	tb.Cleanup(func() {
+		if vm.client != nil {
+			vm.client.Close()
+		}
+		select {
+		case <-vm.exited:
+		case <-time.After(2 * time.Second):
+			_ = vm.cmd.Process.Kill() // by pid: ip netns exec execs qemu in place
+			<-vm.exited
+		}
+		if tb.Failed() {
+			b, _ := os.ReadFile(console)
+			tb.Logf("qemu stderr: %s\nconsole:\n%s", stderr.String(), b)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, sock)
+	if err != nil {
+		tb.Fatalf("dial agent: %v (qemu stderr: %s)", err, stderr.String())
+	}
+	vm.client = c
+	return vm
+}
+
+func (vm *testVM) consoleText() string {
+	b, _ := os.ReadFile(vm.console)
+	return string(b)
+}
+
+// tapStats returns the tap's counters in the netns (ip -s -j link).
+func tapStats(tb testing.TB, ns string) (txPackets, txBytes uint64) {
+	tb.Helper()
+	out := sh(tb, "ip", "-n", ns, "-s", "-j", "link", "show", "vnbt0")
+	var v []struct {
+		Stats64 struct {
+			TX struct {
+				Packets uint64 `json:"packets"`
+				Bytes   uint64 `json:"bytes"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v) != 1 {
+		tb.Fatalf("parse ip -s -j link: %v: %s", err, out)
+	}
+	return v[0].Stats64.TX.Packets, v[0].Stats64.TX.Bytes
+}
+
+
