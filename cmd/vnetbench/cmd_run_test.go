@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// End-to-end tests of `vnetbench run` with the real binary: a TCG guest
+// built by vmimages, a tap in the run's netns, iperf3 and trafgen, perf
+// stat on QEMU. They need root, /dev/net/tun, qemu, iperf3, trafgen, perf
+// and a guest kernel (the vmimages cache or a download).
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// vnetbenchBin is $VNETBENCH_BIN, or the CLI built once (static, so it can
+// be the guest's /init).
+func vnetbenchBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("VNETBENCH_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vnb-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "vnetbench")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("build vnetbench: %v", binErr)
+	}
+	return binPath
+}
+
+func needRunHost(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e run test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, tap)")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("no /dev/net/tun")
+	}
+	for _, tool := range []string{"qemu-system-x86_64", "iperf3", "trafgen", "perf", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (make deps)", tool)
+		}
+	}
+}
+
+var netnsLine = regexp.MustCompile(`(?m)^ip netns add (vnb-\S+)$`)
+
+// checkRunLeftNothing checks that no process mentions the run directory
+// and that the run's netns (from reproduce.sh) is gone.
+func checkRunLeftNothing(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "reproduce.sh"))
+	if err != nil {
+		t.Errorf("no reproduce.sh: %v", err)
+	}
+	if m := netnsLine.FindSubmatch(b); m != nil {
+		if _, err := os.Stat(filepath.Join("/run/netns", string(m[1]))); err == nil {
+			t.Errorf("netns %s left behind", m[1])
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := processesMentioning(dir)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes left behind: %v", left)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func processesMentioning(s string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
+}
+
+func readResults(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Errorf("results.jsonl line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRunQuickstartE2E(t *testing.T) {
+	needRunHost(t)
+	bin := vnetbenchBin(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", dir, "--seed", "7")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	checkRunLeftNothing(t, dir)
+	if err != nil {
+		t.Fatalf("run quickstart: %v", err)
+	}
+	if !strings.Contains(string(out), "seed 7") || !strings.Contains(string(out), "throughput_bps") {
+		t.Errorf("output lacks the seed or the table")
+	}
+	samples := readResults(t, dir)
+	if len(samples) != 4 {
+		t.Fatalf("%d samples, want 4", len(samples))
+	}
+	for _, s := range samples {
+		m := s["metrics"].(map[string]any)
+		tp, _ := m["throughput_bps"].(float64)
+		pps, _ := m["tx_pps"].(float64)
+		rx, _ := m["rx_pps"].(float64)
+		if tp <= 0 && pps <= 0 {
+			t.Errorf("%v rep %v: no throughput: %v", s["cell"], s["rep"], m)
+		}
+		if rx <= 0 {
+			t.Errorf("%v: guest received nothing: %v", s["cell"], m)
+		}
+		if _, ok := m["perf.task-clock"]; !ok {
+			t.Errorf("%v: no perf stat on qemu: %v", s["cell"], m)
+		}
+		if s["emulated"] != true {
+			t.Errorf("%v: TCG sample not marked emulated", s["cell"])
+		}
+	}
+	for _, f := range []string{"env.json", "reproduce.sh"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// SIGINT during boot, traffic and perf: the run stops, tears down, and
+// keeps what finished.
+func TestRunSIGINTE2E(t *testing.T) {
+	needRunHost(t)
+	bin := vnetbenchBin(t)
+	for _, tc := range []struct {
+		name string
+		// ready reports when to send SIGINT.
+		ready func(dir string, since time.Duration) bool
+	}{
+		{"boot", func(dir string, since time.Duration) bool {
+			_, err := os.Stat(filepath.Join(dir, "artifacts", "console-0.log"))
+			return err == nil && since > 1500*time.Millisecond
+		}},
+		{"traffic", func(dir string, _ time.Duration) bool { return globAny(dir, "artifacts/*/*/0/warmup/*") }},
+		{"perf", func(dir string, _ time.Duration) bool { return globAny(dir, "artifacts/*/*/0/perf-stat-*.csv") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			var out bytes.Buffer
+			cmd := exec.Command(bin, "run", "quickstart", "-o", dir, "--seed", "3")
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			start := time.Now()
+			for !tc.ready(dir, time.Since(start)) {
+				select {
+				case err := <-done:
+					t.Fatalf("run ended (%v) before phase %s:\n%s", err, tc.name, out.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+				if time.Since(start) > 3*time.Minute {
+					cmd.Process.Kill()
+					t.Fatalf("phase %s never reached:\n%s", tc.name, out.String())
+				}
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Errorf("run exited 0 after SIGINT")
+				}
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("run did not stop within 60s of SIGINT:\n%s", out.String())
+			}
+			t.Logf("%s", out.String())
+			if !strings.Contains(out.String(), "interrupted") {
+				t.Errorf("no 'interrupted' message")
+			}
+			checkRunLeftNothing(t, dir)
+			readResults(t, dir) // every line still parses
+		})
+	}
+}
+
+func globAny(dir, pattern string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, pattern))
+	return len(m) > 0
+}
