@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,9 @@ type Gate struct {
 	Op        byte    // '<' or '>'
 	Threshold float64 // percent, signed
 }
+
+// MarshalText writes the gate in --fail-on syntax.
+func (g Gate) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
 func (g Gate) String() string { return fmt.Sprintf("%s%c%+g%%", g.Metric, g.Op, g.Threshold) }
 
@@ -242,5 +246,27 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 		fmt.Fprintf(&b, "verdict: ok: no significant change beyond %s\n", strings.Join(decided, ", "))
 	}
 	_, err := io.WriteString(w, asciiOnly(b.String()))
+	return err
+}
+
+// WriteCompareJSON writes the comparison model, every gate decision and the
+// verdict as one JSON object.
+func WriteCompareJSON(w io.Writer, c *CompareResult) error {
+	decs := make([]Decision, len(c.Decisions))
+	for i, d := range c.Decisions {
+		d.Delta.Base, d.Delta.New, d.Delta.Pct = safeStats(d.Delta.Base), safeStats(d.Delta.New), safeFloat(d.Delta.Pct)
+		decs[i] = d
+	}
+	v := struct {
+		Report       any        `json:"report"`
+		Decisions    []Decision `json:"decisions"`
+		DefaultGates bool       `json:"default_gates"`
+		Failed       bool       `json:"failed"`
+	}{jsonSafe(c.Report), decs, c.DefaultGates, c.Err() != nil}
+	b, err := json.MarshalIndent(&v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode comparison: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
 	return err
 }

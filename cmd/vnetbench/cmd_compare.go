@@ -57,12 +57,26 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	var buf bytes.Buffer
-	buf.WriteString("base: " + pos[0] + "\nnew:  " + pos[1] + "\n")
-	if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
-		return err
-	}
-	if err := report.WriteDecisions(&buf, res); err != nil {
-		return err
+	switch *format {
+	case "text", "markdown":
+		buf.WriteString("base: " + pos[0] + "\nnew:  " + pos[1] + "\n")
+		if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(&buf, res); err != nil {
+			return err
+		}
+	case "json":
+		if err := report.WriteCompareJSON(&buf, res); err != nil {
+			return err
+		}
+	default: // csv, html: the document on stdout, the decisions on stderr
+		if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(stderr, res); err != nil {
+			return err
+		}
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return err

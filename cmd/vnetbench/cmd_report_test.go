@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -146,5 +147,34 @@ func TestCompareCLIBadInput(t *testing.T) {
 		if got := exitCode(err); got != exitBadInput {
 			t.Errorf("%v: exit %d (%v), want 2", args, got, err)
 		}
+	}
+}
+
+func TestCompareCLIJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%", "--format", "json"}, &out, &errb)
+	if exitCode(err) != 1 {
+		t.Errorf("exit %d (%v), want 1", exitCode(err), err)
+	}
+	var v struct {
+		Failed    bool `json:"failed"`
+		Decisions []struct {
+			Gate    string `json:"gate"`
+			Cell    string `json:"cell"`
+			Tripped bool   `json:"tripped"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("compare --format json is not JSON: %v\n%s", err, out.String())
+	}
+	if !v.Failed || len(v.Decisions) != 4 || v.Decisions[0].Gate != "tx_pps<-3%" || !v.Decisions[0].Tripped {
+		t.Errorf("decoded %+v", v)
+	}
+	// CSV keeps stdout a CSV document and prints the decisions on stderr.
+	out.Reset()
+	errb.Reset()
+	run(t.Context(), []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%", "--format", "csv"}, &out, &errb)
+	if !strings.HasPrefix(out.String(), "cell,") || !strings.Contains(errb.String(), "verdict: ok") {
+		t.Errorf("csv: stdout %q..., stderr %q", out.String()[:min(40, out.Len())], errb.String())
 	}
 }
