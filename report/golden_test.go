@@ -101,6 +101,9 @@ func TestRenderGolden(t *testing.T) {
 		{"sweep.md", run("sweep"), "markdown", ASCII, Options{Metrics: []string{"tx_pps"}}},
 		{"by-backend.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Metrics: []string{"tx_pps"}, Kinds: []string{KindCompare}}},
 		{"single.txt", run("stock"), "text", ASCII, Options{Metrics: []string{"tx_pps", "lost_pps"}}},
+		// A real run of the quickstart scenario by the runner on a CI-kind
+		// machine (QEMU TCG, trafgen and iperf3, perf stat on qemu).
+		{"quickstart-tcg.txt", run("quickstart-tcg"), "text", ASCII, Options{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
