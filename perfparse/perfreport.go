@@ -316,7 +316,7 @@ func parseScaled(s string) (uint64, error) {
 	return n * mult, nil
 }
 
-var multiWordCols = []string{"Shared Object", "Data Symbol", "Data Object", "Local Weight", "Memory access", "TLB access", "Snoop", "Branch Mispredicted", "Source Shared Object", "Target Shared Object", "Source Symbol", "Target Symbol", "Basic Block Cycles", "Local INSTR Latency", "Local Pipeline Stage Cycle"}
+var multiWordCols = []string{"IPC [IPC Coverage]", "Shared Object", "Data Symbol", "Data Object", "Local Weight", "Memory access", "TLB access", "Snoop", "Branch Mispredicted", "Source Shared Object", "Target Shared Object", "Source Symbol", "Target Symbol", "Basic Block Cycles", "Local INSTR Latency", "Local Pipeline Stage Cycle"}
 
 func colKind(name string) byte {
 	switch name {
@@ -354,6 +354,7 @@ func namesFromHeader(s string) []reportCol {
 	}
 	cols := make([]reportCol, len(names))
 	for i, n := range names {
+		n = collapse(n)
 		cols[i] = reportCol{name: n, kind: colKind(n), end: -1}
 	}
 	return cols
@@ -385,7 +386,7 @@ func colsFromDots(dots, names string) []reportCol {
 		}
 		name := ""
 		if i < len(names) {
-			name = strings.TrimSpace(names[i:min(j, len(names))])
+			name = collapse(names[i:min(j, len(names))])
 		}
 		cols = append(cols, reportCol{name: name, start: i, end: j, kind: colKind(name)})
 		i = j
@@ -507,7 +508,7 @@ func (rr *PerfReportReader) parseRow(b []byte, ln int, row *PerfReportRow) bool 
 			if row.Extra == nil {
 				row.Extra = map[string]string{}
 			}
-			row.Extra[c.name] = rr.str(f)
+			row.Extra[c.name] = rr.str(collapseBytes(f))
 		}
 	}
 	return true
@@ -563,14 +564,41 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 		return out, len(bytes.TrimSpace(rest)) == 0
 	}
 	var sym []byte
-	hasSym := text[len(text)-1].name == "Symbol"
+	var after [][]byte // columns after the symbol, e.g. "IPC [IPC Coverage]"
+	si := -1
+	for j, c := range text {
+		if c.name == "Symbol" {
+			si = j
+		}
+	}
+	hasSym := si >= 0
 	if hasSym {
 		k := symMarker(rest)
 		if k < 0 {
 			return nil, false
 		}
 		sym, rest = rest[k:], bytes.TrimRight(rest[:k], " ")
-		text = text[:len(text)-1]
+		after = make([][]byte, len(text)-si-1)
+		for j := len(text) - 1; j > si; j-- {
+			ntok := 1
+			if strings.HasPrefix(text[j].name, "IPC") {
+				ntok = 2 // "1.23  45.6%" or "-  -"
+			}
+			cut := len(sym)
+			for n := 0; n < ntok; n++ {
+				sp := bytes.LastIndexByte(sym[:cut], ' ')
+				if sp < 4 { // keep at least "[x] "
+					return nil, false
+				}
+				cut = sp
+				for cut > 0 && sym[cut-1] == ' ' {
+					cut--
+				}
+			}
+			after[j-si-1] = bytes.TrimSpace(sym[cut:])
+			sym = sym[:cut]
+		}
+		text = text[:si]
 	}
 	// Assign text columns from the right: one token each, except the
 	// first (the command may contain blanks) and "[JIT] tid N" objects.
@@ -578,7 +606,7 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 		if len(rest) > 0 {
 			return nil, false
 		}
-		return append(out, sym), true
+		return append(append(out, sym), after...), true
 	}
 	vals := make([][]byte, len(text))
 	for j := len(text) - 1; j >= 1; j-- {
@@ -601,7 +629,7 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 	vals[0] = rest
 	out = append(out, vals...)
 	if hasSym {
-		out = append(out, sym)
+		out = append(append(out, sym), after...)
 	}
 	return out, true
 }
@@ -719,4 +747,13 @@ func (rr *PerfReportReader) callLine(b []byte) {
 	cl.Column = i
 	cl.Symbol = rr.str(bytes.TrimSpace(rest))
 	rr.row.CallGraph = append(rr.row.CallGraph, cl)
+}
+
+// collapseBytes replaces runs of blanks with one space (no copy when there
+// are none).
+func collapseBytes(b []byte) []byte {
+	if !bytes.Contains(b, []byte("  ")) {
+		return b
+	}
+	return []byte(collapse(string(b)))
 }
