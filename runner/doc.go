@@ -1,4 +1,38 @@
-// Package runner runs scenario cells on a real host: network namespace, tap,
-// qdisc, QEMU guest, traffic generator, perf, pinning, and a LIFO teardown.
-// It is the only package that starts processes or touches devices.
+// Package runner runs scenario cells on a real host: network namespace,
+// tap, qdisc, QEMU guest, traffic generator, perf, pinning, and a LIFO
+// teardown. It is the only package that starts processes or touches
+// devices.
+//
+// Run takes cells in run order (scenarios.Order) and, per sample: boots
+// (or reuses) the guest, applies the host-side knobs (qdisc, vCPU/vhost
+// pinning, guest sink), runs a warmup, opens the measurement window
+// (counters before, generator start, perf stat/record on the chosen
+// threads), closes it (generator end, perf stopped, counters after),
+// undoes the knobs and appends one report.Sample to results.jsonl. A guest
+// is reused across cells that differ only in host-side knobs; it reboots
+// when the VM configuration (backend, queues, vCPUs, memory, kernel)
+// changes. Everything lives in one network namespace per run (vnb-<id>),
+// created and deleted by the harness; nothing is created in the caller's
+// namespace. Capability problems (missing tools, /dev/net/tun, vhost-net,
+// pktgen, a qdisc, a kernel needing lab mode) are found by Preflight
+// before anything is set up and are errors with ExitCode() 2. A host
+// lock (flock on /run/vnetbench.lock) keeps two runs from measuring at
+// once. Teardown runs on success, failure and cancellation (SIGINT);
+// finished samples are kept and --resume skips them.
+//
+// Generators implement Generator: Start (traffic runs), Threads (host
+// thread ids for perf and pinning), Wait (end of the traffic, bounded by
+// ctx, returning a GenResult). Built in: trafgen and iperf3 (processes in
+// the run's namespace) and pktgen (runner/pktgen's /proc driver, adapted
+// here and pointed at /proc/<QEMU pid>/net/pktgen because pktgen is per
+// network namespace). Options.NewGenerator replaces the factory (tests).
+//
+// Subpackages: proc (executor, recording fake), undo (teardown stack),
+// qemu (argv builder, QMP, VM lifecycle), hostnet (netns, tap, qdisc,
+// counters via netlink), pktgen and lab (pktgen driver, lab VM mode).
+//
+// runner does not parse tool output itself beyond trivial summaries
+// (perfparse does), does not compute statistics or render tables (report
+// does), and does not build guest images (vmimages does; VMImagesBuilder
+// adapts it).
 package runner

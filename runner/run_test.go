@@ -40,7 +40,7 @@ func needHost(t *testing.T, tools ...string) {
 	}
 }
 
-func loadCells(t *testing.T, yaml string) []scenarios.Cell {
+func loadCells(t testing.TB, yaml string) []scenarios.Cell {
 	t.Helper()
 	s, err := scenarios.Load("test.yaml", []byte(yaml))
 	if err != nil {
@@ -130,7 +130,7 @@ type harness struct {
 	mkGen func(n int) *fakeGen
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	h := &harness{agent: &fakeAgent{}}
 	h.mkGen = func(int) *fakeGen { return &fakeGen{d: 300 * time.Millisecond} }
 	h.opts = Options{
@@ -171,7 +171,7 @@ func checkNothingLeft(t *testing.T, sum *Summary) {
 	}
 }
 
-func readSamples(t *testing.T, dir string) []report.Sample {
+func readSamples(t testing.TB, dir string) []report.Sample {
 	t.Helper()
 	set, err := report.Load(dir)
 	if err != nil {
@@ -319,3 +319,19 @@ func TestRunGuestNeverReady(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func hostReady() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return false
+	}
+	for _, tool := range []string{qemu.DefaultBinary, "perf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return false
+		}
+	}
+	return true
+}
+

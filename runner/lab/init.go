@@ -36,7 +36,9 @@ func Init() error {
 	}
 	unix.Sync()
 	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-	select {} // not reached
+	for {
+		time.Sleep(time.Hour) // not reached
+	}
 }
 
 func initMain() error {
@@ -73,7 +75,9 @@ func initMain() error {
 			}
 		}
 		emit(Event{Ev: "ready"})
-		select {}
+		for { // sleep, not select{}: the runtime would call a goroutine-free PID 1 deadlocked
+			time.Sleep(time.Hour)
+		}
 	case "lab":
 		code, err := runLab(&cfg)
 		if err != nil {

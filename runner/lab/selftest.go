@@ -29,12 +29,19 @@ type SelfTestConfig struct {
 	OutDir       string // results JSON and nested console logs
 	Binary       string // vnetbench binary for the nested /init (default this executable)
 	BootTimeout  time.Duration
-	Log          io.Writer
+	// GuestAppend is added to the nested guest's kernel command line.
+	GuestAppend string
+	// BootOnly boots each backend's nested guest and measures, no pktgen.
+	BootOnly bool
+	Log      io.Writer
 }
 
 // SelfTestBackend is one backend's measurement.
 type SelfTestBackend struct {
 	Backend      string  `json:"backend"`
+	Append       string  `json:"append,omitempty"`
+	InitUptime   float64 `json:"nested_init_uptime_s"` // guest uptime when /init ran
+	ModulesMs    int64   `json:"nested_modules_ms"`
 	BootSeconds  float64 `json:"nested_boot_s"`
 	ReadySeconds float64 `json:"nested_ready_uptime_s"` // guest uptime at ready
 	Packets      uint64  `json:"packets"`
@@ -122,7 +129,7 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
 		Kernel: c.GuestKernel, Initrd: initrd,
-		Append:     DefaultAppend + " -- lab-init",
+		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
@@ -143,12 +150,16 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	}
 	f := newFollower(console, nil, "")
 	defer f.close()
-	r := &SelfTestBackend{Backend: backend}
+	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
 	deadline := time.After(c.BootTimeout)
 	ready := false
 	for !ready {
 		for _, ev := range f.poll() {
 			switch ev.Ev {
+			case "init":
+				r.InitUptime = ev.Uptime
+			case "modules":
+				r.ModulesMs = ev.Ms
 			case "ready":
 				ready = true
 				r.ReadySeconds = ev.Uptime
@@ -170,7 +181,11 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 		}
 	}
 	r.BootSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs\n", backend, r.BootSeconds)
+	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs (guest uptime: /init %.1fs, ready %.1fs, modules %d ms)\n",
+		backend, r.BootSeconds, r.InitUptime, r.ReadySeconds, r.ModulesMs)
+	if c.BootOnly {
+		return r, nil
+	}
 	tx0, drop0 := tapCounters(selfTestTap)
 	t0 := time.Now()
 	d := &pktgen.Driver{}
@@ -181,7 +196,14 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	if pr != nil {
 		r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets(), pr.PPS(), pr.Errors(), pr.Stopped
 	}
-	r.TapTx, r.TapDropped = tx1-tx0, drop1-drop0
+	select {
+	case <-vm.Done():
+		err = errors.Join(err, vm.BootError("nested guest", errors.New("qemu exited during pktgen")))
+	default:
+	}
+	if tx1 >= tx0 && drop1 >= drop0 {
+		r.TapTx, r.TapDropped = tx1-tx0, drop1-drop0
+	}
 	if r.WindowS > 0 {
 		r.LostPPS = float64(r.TapDropped) / r.WindowS
 	}

@@ -1,0 +1,30 @@
+package lab
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLabExperiment runs VNB_LAB_ARGS (split on '|') inside a lab VM; a
+// developer tool for measuring, skipped unless set.
+func TestLabExperiment(t *testing.T) {
+	a := os.Getenv("VNB_LAB_ARGS")
+	if a == "" {
+		t.Skip("set VNB_LAB_ARGS")
+	}
+	needLab(t)
+	g := fetchKernel(t, e2eGuestKernel)
+	run := os.Getenv("VNB_LAB_RUN")
+	args := strings.Split(strings.NewReplacer("GK", g.Image, "GM", g.Modules, "RUN", run).Replace(a), "|")
+	res, err := Run(t.Context(), Config{Label: "exp", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run,
+		Binary: vnetbenchBinary(t), Args: args, Output: testLog{t}, Append: os.Getenv("VNB_LAB_APPEND"),
+		Timeouts: Timeouts{Run: 25 * time.Minute}})
+	if res != nil {
+		t.Logf("lab boot %.1fs, setup %.1fs (modules %d ms), run %.1fs, total %.1fs", res.BootSeconds, res.SetupSeconds, res.ModulesMs, res.RunSeconds, res.TotalSeconds)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
