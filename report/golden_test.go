@@ -100,6 +100,7 @@ func TestRenderGolden(t *testing.T) {
 		{"sweep.txt", run("sweep"), "text", ASCII, Options{Metrics: []string{"tx_pps"}}},
 		{"sweep.md", run("sweep"), "markdown", ASCII, Options{Metrics: []string{"tx_pps"}}},
 		{"by-backend.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Metrics: []string{"tx_pps"}, Kinds: []string{KindCompare}}},
+		{"by-backend-thread.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Kinds: []string{KindThread}}},
 		{"single.txt", run("stock"), "text", ASCII, Options{Metrics: []string{"tx_pps", "lost_pps"}}},
 		// A real run of the quickstart scenario by the runner on a CI-kind
 		// machine (QEMU TCG, trafgen and iperf3, perf stat on qemu).

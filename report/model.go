@@ -461,6 +461,22 @@ func backendName(b string) string {
 	return b
 }
 
+// rowAxis is the axis whose values group the rows of thread tables: the
+// backend, or the kernel when the backend is the column axis.
+func (b *builder) rowAxis() string {
+	if b.opt.By == "backend" {
+		return "kernel"
+	}
+	return "backend"
+}
+
+func (b *builder) rowLabel(s *Sample) string {
+	if ax := b.rowAxis(); ax != "backend" {
+		return s.Axes[ax]
+	}
+	return backendName(backendOf(s))
+}
+
 func backendOf(s *Sample) string {
 	if b, ok := s.Axes["backend"]; ok {
 		return b
@@ -668,7 +684,7 @@ func (b *builder) threadTables() {
 		groups, order := b.groupCells(func(s *Sample) bool {
 			_, ok := s.Metrics[kind.has]
 			return ok && !b.inSweep(s)
-		}, "backend")
+		}, b.rowAxis())
 		for _, gk := range order {
 			cells := groups[gk]
 			first := b.firstSample(cells[0])
@@ -690,7 +706,7 @@ func (b *builder) threadTables() {
 				s := b.firstSample(cell)
 				for _, tm := range kind.rows(threads) {
 					m := metricOf(tm.key)
-					row := Row{Labels: []string{backendName(backendOf(s)), tm.label}}
+					row := Row{Labels: []string{b.rowLabel(s), tm.label}}
 					have := false
 					for _, col := range b.r.Columns {
 						st := b.stats(cell, col, tm.key)
