@@ -32,7 +32,13 @@ func perfSymbols(out []byte, target string, top int) []report.Symbol {
 		if err != nil {
 			continue
 		}
-		syms = append(syms, report.Symbol{Target: target, Overhead: v, DSO: m[2], Symbol: m[4]})
+		sym := m[4]
+		// Trailing columns (e.g. "-      -" for IPC/cycles) follow after
+		// a run of spaces.
+		if i := strings.Index(sym, "  "); i > 0 {
+			sym = sym[:i]
+		}
+		syms = append(syms, report.Symbol{Target: target, Overhead: v, DSO: m[2], Symbol: sym})
 	}
 	return syms
 }
