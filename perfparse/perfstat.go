@@ -75,6 +75,10 @@ type PerfStatRow struct {
 	Multiplex float64 `json:"running_frac"`
 	// RuntimeS is the counter's run time from -x/-j output (seconds).
 	RuntimeS *float64 `json:"runtime_s,omitempty"`
+	// MetricGroup is true for a metric group line without a counter
+	// (perf 6.x "TopdownL1  # 32.1 % tma_backend_bound"): only Event (the
+	// group name) and the metrics are set.
+	MetricGroup bool `json:"metric_group,omitempty"`
 	// Metric is the "#" column (derived metric), MoreMetrics any further
 	// metric-only lines printed under the row.
 	Metric      *PerfStatMetric  `json:"metric,omitempty"`

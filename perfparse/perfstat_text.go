@@ -21,6 +21,7 @@ type statTok struct {
 	metricVal, metricU string
 	variance, running  string
 	metricOnly         bool // "# value unit" continuation line
+	group              bool // metric group name without a counter
 }
 
 type statFooter struct {
@@ -85,6 +86,11 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			return nil, err
 		}
 		if !ok {
+			// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
+			// heads the metric lines below it.
+			if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
+				toks = append(toks, statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running})
+			}
 			continue // prose: warnings, "Some events weren't counted", ...
 		}
 		t.variance, t.running = variance, running
@@ -159,6 +165,18 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			continue
 		}
 		row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+		if t.group {
+			row.MetricGroup = true
+			if t.running != "" {
+				v, err := dec(t.running, t.line, "running percentage")
+				if err != nil {
+					return nil, err
+				}
+				row.Multiplex = scale(v, -2)
+			}
+			st.Rows = append(st.Rows, row)
+			continue
+		}
 		if _, ok := timeUnits[t.unit]; ok {
 			row.Unit = "s"
 		}
