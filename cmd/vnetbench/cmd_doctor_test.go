@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestDoctorInProcess(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"doctor"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"kvm", "vhost-net", "pktgen", "tun", "qemu-system-x86_64", "iperf3", "trafgen", "perf",
+		"cpus", "governor", "mitigations", "built-in scenarios:", "quickstart"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, s)
+		}
+	}
+	// On a host without pktgen, a pktgen scenario says what it needs.
+	if _, err := os.Stat("/proc/net/pktgen"); err != nil && !strings.Contains(s, "needs pktgen") {
+		t.Errorf("no pktgen verdict:\n%s", s)
+	}
+	if exitCode(run(t.Context(), []string{"doctor", "extra"}, &out, &errb)) != exitBadInput {
+		t.Error("doctor with an argument: want exit 2")
+	}
+}
+
+// Capability errors exit 2 before anything is created.
+func TestRunCapabilityErrorExit2(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: without it the error is 'needs root'")
+	}
+	if _, err := os.Stat("/dev/vhost-net"); err == nil {
+		t.Skip("this host has vhost-net")
+	}
+	dir := t.TempDir() + "/run"
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"run", "thread-pktgen", "-o", dir}, &out, &errb)
+	if exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "doctor") {
+		t.Errorf("err = %v (exit %d)", err, exitCode(err))
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("run directory created despite the capability error")
+	}
+}
+
+func TestRunDryRun(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"run", "quickstart", "--dry-run", "--seed", "5", "--shard", "1/2"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, "seed 5 (shard 1/2)") || !strings.Contains(s, "qemu-system-x86_64") {
+		t.Errorf("dry run output:\n%s", s)
+	}
+	for _, bad := range [][]string{{"run"}, {"run", "quickstart", "--shard", "3/2"}, {"run", "no-such-scenario"}, {"run", "quickstart", "--resume"}} {
+		if got := exitCode(run(t.Context(), bad, &out, &errb)); got != exitBadInput {
+			t.Errorf("%v: exit %d, want 2", bad, got)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+)
+
+func TestMergeInProcess(t *testing.T) {
+	tmp := t.TempDir()
+	var dirs []string
+	for i, cell := range []string{"tap/trafgen", "tap/iperf3-p1"} {
+		d := filepath.Join(tmp, "shard"+string(rune('1'+i)))
+		w, err := report.CreateRun(d, report.Env{Run: "r" + cell})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Append(report.Sample{Cell: cell, Kernel: "host", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}})
+		w.Close()
+		dirs = append(dirs, d)
+	}
+	out := filepath.Join(tmp, "all")
+	var so, se bytes.Buffer
+	if err := run(t.Context(), append([]string{"merge"}, append(dirs, "-o", out)...), &so, &se); err != nil {
+		t.Fatal(err)
+	}
+	set, err := report.Load(out)
+	if err != nil || len(set.Samples) != 2 {
+		t.Fatalf("merged: %v, %v", set, err)
+	}
+	if !strings.Contains(so.String(), "merged 2") {
+		t.Errorf("output %q", so.String())
+	}
+	if got := exitCode(run(t.Context(), []string{"merge", dirs[0]}, &so, &se)); got != exitBadInput {
+		t.Errorf("merge without -o: exit %d", got)
+	}
+}
