@@ -270,6 +270,9 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 			return f, true, nil
 		}
 		ev, hasEv := str("event")
+		if hasEv && strings.TrimSpace(ev) == "" {
+			return nil, errorf(ln, "perf stat -j: object has an empty event name")
+		}
 		mv, hasMV, err := num("metric-value")
 		if err != nil {
 			return nil, err
