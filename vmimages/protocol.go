@@ -48,13 +48,15 @@ type Event struct {
 	Ev     string `json:"ev"`
 	ID     uint64 `json:"id,omitempty"`
 	BootMS int64  `json:"boot_ms,omitempty"` // ready: ms since the kernel started (/proc/uptime)
+	InitMS int64  `json:"init_ms,omitempty"` // ready: ms since the kernel started when /init began
 	Kernel string `json:"kernel,omitempty"`  // ready: uname release
 
-	Eth0     *IfStats          `json:"eth0,omitempty"`      // stats
-	Flows    map[string]uint64 `json:"flows,omitempty"`     // stats, flow-count sink: UDP source port -> packets
-	XDPDrops uint64            `json:"xdp_drops,omitempty"` // stats, xdp-drop sink: packets dropped by the program
-	Sink     string            `json:"sink,omitempty"`      // stats: the active sink
-	UptimeMS int64             `json:"uptime_ms,omitempty"` // stats: guest clock when sampled
+	Eth0      *IfStats          `json:"eth0,omitempty"`       // stats
+	Flows     map[string]uint64 `json:"flows,omitempty"`      // stats, flow-count sink: UDP source port -> packets
+	FlowDrops uint64            `json:"flow_drops,omitempty"` // stats, flow-count sink: packets the counter's socket dropped (not in Flows)
+	XDPDrops  uint64            `json:"xdp_drops,omitempty"`  // stats, xdp-drop sink: packets dropped by the program
+	Sink      string            `json:"sink,omitempty"`       // stats: the active sink
+	UptimeMS  int64             `json:"uptime_ms,omitempty"`  // stats: guest clock when sampled
 
 	Msg string `json:"msg,omitempty"` // error (and optional detail on ok)
 }

@@ -210,5 +210,3 @@ func tapStats(tb testing.TB, ns string) (txPackets, txBytes uint64) {
 	}
 	return v[0].Stats64.TX.Packets, v[0].Stats64.TX.Bytes
 }
-
-

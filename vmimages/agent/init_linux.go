@@ -70,6 +70,9 @@ func run() error {
 	if err := mounts(); err != nil {
 		return err
 	}
+	initMS := uptimeMS()
+	var phases []string
+	phase := func(name string) { phases = append(phases, fmt.Sprintf("%s@%dms", name, uptimeMS())) }
 	cmdline, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
 		return err
@@ -81,14 +84,17 @@ func run() error {
 	if err := loadModules(); err != nil {
 		return err
 	}
+	phase("modules")
 	sys := &linuxSystem{debug: cfg.Debug}
 	ch, chName, err := openChannel()
 	if err != nil {
 		return err
 	}
+	phase("channel")
 	if err := sys.configureNet(cfg); err != nil {
 		return err
 	}
+	phase("net")
 	if cfg.Sink != vmimages.SinkStack {
 		if _, err := sys.Sink(cfg.Sink); err != nil {
 			return fmt.Errorf("sink %s: %w", cfg.Sink, err)
@@ -101,9 +107,9 @@ func run() error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	srv := &Server{Sys: sys, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), Kernel: unix.ByteSliceToString(u.Release[:])}}
+	srv := &Server{Sys: sys, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
 	if cfg.Debug {
-		logf("ready after %d ms on %s", srv.Ready.BootMS, chName)
+		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
 	}
 	// A virtio-serial port reads EOF while no host is connected; a write
 	// blocks until one is. Serve each connection, re-announcing ready.
@@ -300,6 +306,7 @@ func (s *linuxSystem) Stats() (*vmimages.Event, error) {
 		}
 	}
 	if s.flows != nil {
+		ev.FlowDrops = s.flows.dropped()
 		ev.Flows = s.flows.snapshot()
 	}
 	return ev, nil

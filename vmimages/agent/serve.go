@@ -101,18 +101,20 @@ func (s *Server) Serve(ctx context.Context, rw io.ReadWriter, sendReady bool) er
 
 func readLine(br *bufio.Reader) (string, bool, error) {
 	var sb strings.Builder
+	total := 0
 	for {
 		frag, err := br.ReadSlice('\n')
-		if sb.Len() < maxLine {
+		total += len(frag)
+		if total <= maxLine {
 			sb.Write(frag)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err != nil && (err != io.EOF || sb.Len() == 0) {
+		if err != nil && (err != io.EOF || total == 0) {
 			return "", false, err
 		}
-		return sb.String(), sb.Len() > maxLine, nil
+		return sb.String(), total > maxLine, nil
 	}
 }
 

@@ -90,6 +90,8 @@ func (x *xdpSink) close() error {
 // AF_PACKET socket, decoding with gopacket/layers.
 type flowSink struct {
 	fd     int
+	mu     sync.Mutex
+	drops  uint64 // socket drops so far (PACKET_STATISTICS resets on read)
 	counts [65536]atomic.Uint64
 	stop   atomic.Bool
 	wg     sync.WaitGroup
@@ -106,7 +108,11 @@ func openFlowSink(ifindex int) (*flowSink, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("bind AF_PACKET socket: %w", err)
 	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	// A large buffer absorbs bursts while the agent (slow under TCG)
+	// catches up; FORCE bypasses net.core.rmem_max (we are root).
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 64<<20)
+	}
 	tv := unix.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	f := &flowSink{fd: fd}
@@ -141,6 +147,17 @@ func (f *flowSink) loop() {
 			}
 		}
 	}
+}
+
+// dropped returns the packets the socket dropped because its buffer was
+// full (they were received by eth0 but not counted in any flow).
+func (f *flowSink) dropped() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, err := unix.GetsockoptTpacketStats(f.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+		f.drops += uint64(st.Drops)
+	}
+	return f.drops
 }
 
 func (f *flowSink) snapshot() map[string]uint64 {

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+type fakeSystem struct {
+	sink      string
+	iperf     bool
+	poweredOn bool
+}
+
+func (f *fakeSystem) Stats() (*vmimages.Event, error) {
+	return &vmimages.Event{Eth0: &vmimages.IfStats{RxPackets: 7}, Sink: f.sink}, nil
+}
+func (f *fakeSystem) Iperf3(start bool) error {
+	if start && f.iperf {
+		return errors.New("already running")
+	}
+	f.iperf = start
+	return nil
+}
+func (f *fakeSystem) Sink(kind string) (string, error) { f.sink = kind; return "", nil }
+func (f *fakeSystem) Poweroff()                        { f.poweredOn = false }
+
+// converse feeds lines to a Server and returns the events it wrote.
+func converse(t *testing.T, lines ...string) []vmimages.Event {
+	t.Helper()
+	host, guest := net.Pipe()
+	srv := &Server{Sys: &fakeSystem{poweredOn: true}, Ready: vmimages.Event{BootMS: 1234, Kernel: "6.1.0-test"}}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), guest, true); guest.Close() }()
+	go func() {
+		for _, l := range lines {
+			io.WriteString(host, l+"\n")
+		}
+	}()
+	host.SetDeadline(time.Now().Add(5 * time.Second))
+	sc := bufio.NewScanner(host)
+	var evs []vmimages.Event
+	for len(evs) < len(lines)+1 && sc.Scan() {
+		var ev vmimages.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("agent wrote a non-JSON line %q: %v", sc.Text(), err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) != len(lines)+1 {
+		t.Fatalf("got %d events for %d requests (+ready): %v", len(evs), len(lines), sc.Err())
+	}
+	host.Close()
+	if err := <-done; err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("Serve: %v", err)
+	}
+	return evs
+}
+
+func TestServeProtocol(t *testing.T) {
+	evs := converse(t,
+		`{"id":1,"op":"stats"}`,
+		`{"id":2,"op":"frobnicate"}`,
+		`this is not json`,
+		`{"id":3,"op":"sink","kind":"xdp-drop"}`,
+		`{"id":4,"op":"sink","kind":"teleport"}`,
+		`{"id":5,"op":"iperf3","action":"start"}`,
+		`{"id":6,"op":"iperf3","action":"start"}`,
+		`{"id":7,"op":"iperf3","action":"maybe"}`,
+		`{"id":8,"op":"stats","bogus":1}`,
+		`{"id":9}`,
+		`{"id":10,"op":"ping"}`,
+		`{"id":11,"op":"poweroff"}`,
+	)
+	want := []struct {
+		ev  string
+		id  uint64
+		msg string
+	}{
+		{"ready", 0, ""},
+		{"stats", 1, ""},
+		{"error", 2, `unknown op "frobnicate"`},
+		{"error", 0, "malformed request"},
+		{"ok", 3, ""},
+		{"error", 4, `unknown kind "teleport"`},
+		{"ok", 5, ""},
+		{"error", 6, "already running"},
+		{"error", 7, `action "maybe"`},
+		{"error", 0, "unknown field"},
+		{"error", 9, "without op"},
+		{"ready", 10, ""},
+		{"ok", 11, ""},
+	}
+	for i, w := range want {
+		ev := evs[i]
+		if ev.Ev != w.ev || ev.ID != w.id || !strings.Contains(ev.Msg, w.msg) {
+			t.Errorf("event %d = %+v, want ev=%s id=%d msg containing %q", i, ev, w.ev, w.id, w.msg)
+		}
+	}
+	if evs[0].BootMS != 1234 || evs[0].Kernel != "6.1.0-test" || evs[11].BootMS != 1234 {
+		t.Errorf("ready events %+v %+v", evs[0], evs[11])
+	}
+	if evs[1].Eth0 == nil || evs[1].Eth0.RxPackets != 7 {
+		t.Errorf("stats event %+v", evs[1])
+	}
+}
+
+func TestServeLongLine(t *testing.T) {
+	evs := converse(t, strings.Repeat("x", maxLine+100), `{"id":1,"op":"ping"}`)
+	if evs[1].Ev != "error" || !strings.Contains(evs[1].Msg, "longer than") {
+		t.Errorf("long line: %+v", evs[1])
+	}
+	if evs[2].Ev != "ready" || evs[2].ID != 1 {
+		t.Errorf("after a long line the agent must keep serving: %+v", evs[2])
+	}
+}
+
+func TestXDPProgramAssembles(t *testing.T) {
+	insns := xdpDropInsns(3)
+	if err := insns.Marshal(io.Discard, binary.LittleEndian); err != nil {
+		t.Fatalf("marshal xdp program: %v", err)
+	}
+	if last := insns[len(insns)-1]; last.OpCode.JumpOp() != asm.Exit {
+		t.Errorf("program does not end in exit: %v", last)
+	}
+}

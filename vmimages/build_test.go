@@ -1,0 +1,232 @@
+package vmimages
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/vmimages/cpio"
+)
+
+// fakeKernel writes a minimal bzImage (just the setup header with a version
+// string) and a modules directory with fake modules for BootModules.
+func fakeKernel(t *testing.T, release string) (image, modules string) {
+	t.Helper()
+	dir := t.TempDir()
+	img := make([]byte, 0x1000)
+	copy(img[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(img[0x20e:], 0x300)
+	copy(img[0x200+0x300:], release+" (test@example) #1 SMP\x00")
+	image = filepath.Join(dir, "bzImage")
+	if err := os.WriteFile(image, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	modules = filepath.Join(dir, "lib/modules", release)
+	for name, deps := range map[string]string{
+		"drivers/virtio/virtio":        "",
+		"drivers/virtio/virtio_ring":   "virtio",
+		"drivers/virtio/virtio_pci":    "virtio,virtio_ring",
+		"drivers/net/virtio_net":       "virtio,virtio_ring,net_failover",
+		"drivers/net/net_failover":     "failover",
+		"net/core/failover":            "",
+		"drivers/char/virtio_console":  "virtio,virtio_ring",
+		"net/core/pktgen":              "",
+		"drivers/net/unrelated_driver": "",
+	} {
+		writeKo(t, filepath.Join(modules, "kernel", name+".ko"), deps)
+	}
+	return image, modules
+}
+
+func fakeAgent(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "vnetbench")
+	if err := os.WriteFile(p, fakeModule("not really an agent\x00"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestKernelRelease(t *testing.T) {
+	img, _ := fakeKernel(t, "6.1.0-99-test")
+	rel, err := KernelRelease(img)
+	if err != nil || rel != "6.1.0-99-test" {
+		t.Fatalf("KernelRelease = %q, %v", rel, err)
+	}
+}
+
+func TestBuildReproducible(t *testing.T) {
+	img, mods := fakeKernel(t, "6.1.0-99-test")
+	agent := fakeAgent(t)
+	opts := func() BuildOptions {
+		return BuildOptions{Kernel: img, Modules: mods, Agent: agent, ExtraModules: []string{"pktgen"}, CacheDir: t.TempDir()}
+	}
+	a, err := Build(t.Context(), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Touch every input's mtime: content addressing must ignore it.
+	filepath.Walk(mods, func(p string, fi os.FileInfo, err error) error {
+		os.Chtimes(p, fi.ModTime().Add(3600e9), fi.ModTime().Add(3600e9))
+		return nil
+	})
+	b, err := Build(t.Context(), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := os.ReadFile(a.Initramfs)
+	bb, _ := os.ReadFile(b.Initramfs)
+	if !bytes.Equal(ab, bb) || a.Hash != b.Hash {
+		t.Fatalf("two builds differ: %s (%d B) vs %s (%d B)", a.Hash, len(ab), b.Hash, len(bb))
+	}
+	if filepath.Base(a.Initramfs) != filepath.Base(b.Initramfs) || !strings.Contains(a.Initramfs, a.Hash[:24]) {
+		t.Errorf("initramfs not named by content: %s, %s", a.Initramfs, b.Initramfs)
+	}
+	// BootModules in order, each after its dependencies, each once.
+	wantMods := []string{"virtio", "virtio_ring", "virtio_pci", "failover", "net_failover", "virtio_net", "virtio_console", "pktgen"}
+	if strings.Join(a.Modules, " ") != strings.Join(wantMods, " ") {
+		t.Errorf("modules %v, want %v", a.Modules, wantMods)
+	}
+
+	entries, err := cpio.Read(bytes.NewReader(ab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]cpio.Entry{}
+	for _, e := range entries {
+		files[e.Name] = e
+	}
+	if _, ok := files["init"]; !ok {
+		t.Error("no /init in the archive")
+	}
+	if _, ok := files["lib/modules/6.1.0-99-test/kernel/drivers/net/unrelated_driver.ko"]; ok {
+		t.Error("a module nobody asked for is in the archive")
+	}
+	list := string(files["etc/vnb/modules"].Data)
+	if !strings.HasPrefix(list, "kernel/drivers/virtio/virtio.ko\n") || !strings.HasSuffix(list, "kernel/net/core/pktgen.ko\n") {
+		t.Errorf("etc/vnb/modules:\n%s", list)
+	}
+	if _, ok := files["dev/console"]; !ok {
+		t.Error("no dev/console node (the kernel needs it for init's stdio)")
+	}
+
+	// A second build into the same cache reuses the file.
+	o := opts()
+	o.CacheDir = filepath.Dir(filepath.Dir(a.Initramfs))
+	c, err := Build(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Cached || c.Initramfs != a.Initramfs {
+		t.Errorf("rebuild with the same inputs: cached=%v path=%s, want the cached %s", c.Cached, c.Initramfs, a.Initramfs)
+	}
+	// Changing an input changes the hash.
+	os.WriteFile(agent, fakeModule("another agent\x00"), 0o755)
+	d, err := Build(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Hash == a.Hash || d.Cached {
+		t.Error("a changed agent did not change the image")
+	}
+}
+
+func TestBuildOutDir(t *testing.T) {
+	img, mods := fakeKernel(t, "6.1.0-99-test")
+	out := filepath.Join(t.TempDir(), "out")
+	im, err := Build(t.Context(), BuildOptions{Kernel: img, Modules: mods, Agent: fakeAgent(t), CacheDir: t.TempDir(), OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"vmlinuz", "initramfs.cpio", "image.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if im.Kernel != filepath.Join(out, "vmlinuz") {
+		t.Errorf("Kernel = %s", im.Kernel)
+	}
+}
+
+// Bad input gives one clear line and exit code 2.
+func TestBuildErrors(t *testing.T) {
+	img, mods := fakeKernel(t, "6.1.0-99-test")
+	agent := fakeAgent(t)
+	notKernel := filepath.Join(t.TempDir(), "notakernel")
+	os.WriteFile(notKernel, []byte("hello"), 0o644)
+	for _, tc := range []struct {
+		name string
+		o    BuildOptions
+		want string
+	}{
+		{"missing kernel", BuildOptions{Kernel: "/nonexistent/bzImage", Modules: mods}, "kernel image /nonexistent/bzImage: no such file or directory; pass --kernel"},
+		{"not a bzImage", BuildOptions{Kernel: notKernel, Modules: mods}, "is not an x86 bzImage"},
+		{"missing modules dir", BuildOptions{Kernel: img, Modules: "/nonexistent/mods"}, "modules directory /nonexistent/mods does not exist"},
+		{"missing module", BuildOptions{Kernel: img, Modules: mods, ExtraModules: []string{"vhost_net"}}, "module vhost_net not found in"},
+		{"missing agent", BuildOptions{Kernel: img, Modules: mods, Agent: "/nonexistent/agent"}, "agent binary /nonexistent/agent"},
+		{"dynamic agent", BuildOptions{Kernel: img, Modules: mods, Agent: "/usr/bin/iperf3"}, "is dynamically linked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "dynamic agent" && !isFile("/usr/bin/iperf3") {
+				t.Skip("needs a dynamic binary (/usr/bin/iperf3)")
+			}
+			if tc.o.Agent == "" {
+				tc.o.Agent = agent
+			}
+			tc.o.CacheDir = t.TempDir()
+			_, err := Build(context.Background(), tc.o)
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.ExitCode() != 2 {
+				t.Fatalf("err = %v, want an InputError (exit 2)", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line containing %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestCmdline(t *testing.T) {
+	c, err := ParseCmdline("BOOT_IMAGE=x console=ttyS0 vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56 vnb.gw=10.0.0.1 vnb.mtu=9000 vnb.sink=flow-count vnb.iperf3=1 quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IP.String() != "10.0.0.2/24" || c.MAC.String() != "52:54:00:12:34:56" || c.Gateway.String() != "10.0.0.1" || c.MTU != 9000 || c.Sink != SinkFlowCount || !c.Iperf3 {
+		t.Errorf("parsed %+v", c)
+	}
+	back, err := ParseCmdline(c.Cmdline())
+	if err != nil || back.Params() != c.Params() {
+		t.Errorf("round trip: %q vs %q (%v)", back.Params(), c.Params(), err)
+	}
+	if !strings.HasPrefix(c.Cmdline(), BaseCmdline+" vnb.ip=") {
+		t.Errorf("Cmdline() = %q", c.Cmdline())
+	}
+	for _, bad := range []string{"vnb.ip=10.0.0.2", "vnb.mac=zz", "vnb.sink=teleport", "vnb.unknown=1", "vnb.mtu=big"} {
+		if _, err := ParseCmdline(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestSplitDebianVersion(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"":                     {"", "cloud-amd64"},
+		"6.1.0-50":             {"6.1.0-50", "cloud-amd64"},
+		"6.1.0-50-amd64":       {"6.1.0-50", "amd64"},
+		"6.1.0-50-cloud-amd64": {"6.1.0-50", "cloud-amd64"},
+		"amd64":                {"", "amd64"},
+	} {
+		abi, fl := splitDebianVersion(in)
+		if abi != want[0] || fl != want[1] {
+			t.Errorf("%q -> %q %q, want %q", in, abi, fl, want)
+		}
+	}
+	if !abiLess("6.1.0-9", "6.1.0-47") || abiLess("6.1.0-50", "6.1.0-47") {
+		t.Error("abiLess is not numeric")
+	}
+}

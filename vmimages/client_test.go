@@ -1,0 +1,109 @@
+package vmimages
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeGuest answers requests with a script: reply(req) returns the lines
+// to write (nil: stay silent).
+func fakeGuest(t *testing.T, preamble []string, reply func(Request) []string) *Client {
+	t.Helper()
+	host, guest := net.Pipe()
+	t.Cleanup(func() { host.Close(); guest.Close() })
+	go func() {
+		for _, l := range preamble {
+			io.WriteString(guest, l+"\n")
+		}
+		sc := bufio.NewScanner(guest)
+		for sc.Scan() {
+			var req Request
+			if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+				return
+			}
+			for _, l := range reply(req) {
+				io.WriteString(guest, l+"\n")
+			}
+		}
+	}()
+	return NewClient(host)
+}
+
+func TestClientConversation(t *testing.T) {
+	c := fakeGuest(t, []string{
+		"[    1.234] some kernel message",
+		`{"ev":"ready","boot_ms":2500,"kernel":"6.1.0-test"}`,
+	}, func(r Request) []string {
+		switch r.Op {
+		case OpStats:
+			return []string{
+				`{"ev":"stats","id":999,"eth0":{"rx_packets":1}}`, // a stale reply: must be skipped
+				"console noise",
+				fmt.Sprintf(`{"ev":"stats","id":%d,"eth0":{"rx_packets":42,"rx_bytes":4200},"flows":{"9":40}}`, r.ID),
+			}
+		case OpSink:
+			return []string{fmt.Sprintf(`{"ev":"error","id":%d,"msg":"sink %s: no xdp"}`, r.ID, r.Kind)}
+		}
+		return []string{fmt.Sprintf(`{"ev":"ok","id":%d}`, r.ID)}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ready, err := c.WaitReady(ctx)
+	if err != nil || ready.BootMS != 2500 || ready.Kernel != "6.1.0-test" {
+		t.Fatalf("WaitReady = %+v, %v", ready, err)
+	}
+	st, err := c.Stats(ctx)
+	if err != nil || st.Eth0.RxPackets != 42 || st.Flows["9"] != 40 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	if err := c.Iperf3(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Sink(ctx, SinkXDPDrop)
+	var ae *AgentError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "no xdp") {
+		t.Fatalf("Sink error = %v, want an AgentError", err)
+	}
+	if err := c.Poweroff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tail := c.ConsoleTail(); len(tail) != 2 || tail[1] != "console noise" {
+		t.Errorf("ConsoleTail = %q", tail)
+	}
+}
+
+// A silent agent must not hang the host: the ctx bounds every call and the
+// error names the last line seen.
+func TestClientTimeout(t *testing.T) {
+	c := fakeGuest(t, []string{"[ 9.9] Kernel panic - not syncing"}, func(Request) []string { return nil })
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.WaitReady(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Kernel panic") {
+		t.Fatalf("WaitReady err = %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel2()
+	if _, err := c.Stats(ctx2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stats err = %v", err)
+	}
+}
+
+func TestClientClosed(t *testing.T) {
+	host, guest := net.Pipe()
+	c := NewClient(host)
+	io.WriteString(guest, "vnetbench agent: fatal: no network interface; powering off\n")
+	guest.Close()
+	_, err := c.WaitReady(t.Context())
+	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "fatal: no network interface") {
+		t.Fatalf("err = %v", err)
+	}
+}
