@@ -186,10 +186,17 @@ func nameFromFile(filename string) string {
 	return base
 }
 
-// rel makes a relative path relative to baseDir (LoadFile); "~/..." and
-// absolute paths stay as written (the runner expands "~").
+// rel resolves a path of a scenario loaded from disk (baseDir != ""):
+// "~/x" becomes $HOME/x, a relative path is taken relative to the
+// scenario file's directory. Load (baseDir "") leaves paths as written.
 func rel(baseDir, p string) string {
-	if p == "" || baseDir == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
+	if p == "" || baseDir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
 		return p
 	}
 	return filepath.Join(baseDir, p)

@@ -16,8 +16,8 @@ touching the host).
 **Values.** Durations are Go durations (` + "`500ms`, `120s`, `2m`" + `); a bare number
 is an error. Sizes use binary units (` + "`512MiB`, `1GiB`" + `). CPU lists use the
 kernel's cpulist syntax as a string or number (` + "`0`, `\"0-3\"`, `\"0,2\"`" + `) or
-` + "`none`" + `. Relative paths are relative to the scenario file; ` + "`~`" + ` is expanded
-by the runner.
+` + "`none`" + `. In a scenario file, relative paths are relative to the file and
+` + "`~/`" + ` is the home directory.
 
 **Axes.** A key marked *axis* below may be given a YAML list: the scenario
 then expands into the cartesian product of all its lists, one cell per

@@ -340,6 +340,7 @@ func TestCheckHost(t *testing.T) {
 
 func TestLoadFileRelativePaths(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("HOME", "/home/u")
 	path := filepath.Join(dir, "k.yaml")
 	src := "kernels: [{label: p, image: bz/bzImage, modules: /abs/mods}, {label: q, image: ~/linux/bzImage}]\ngenerator: {pktgen: {mode: script, script_dir: linux}}\n"
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
@@ -351,7 +352,7 @@ func TestLoadFileRelativePaths(t *testing.T) {
 	}
 	c := s.Expand()[0]
 	if s.Kernels[0].Image != filepath.Join(dir, "bz/bzImage") || s.Kernels[0].Modules != "/abs/mods" ||
-		s.Kernels[1].Image != "~/linux/bzImage" || c.Generator.Pktgen.ScriptDir != filepath.Join(dir, "linux") {
+		s.Kernels[1].Image != "/home/u/linux/bzImage" || c.Generator.Pktgen.ScriptDir != filepath.Join(dir, "linux") {
 		t.Errorf("paths: %+v %q", s.Kernels, c.Generator.Pktgen.ScriptDir)
 	}
 }
