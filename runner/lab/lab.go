@@ -164,7 +164,11 @@ func (e *InnerError) ExitCode() int {
 func ResolveKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kernel, error) {
 	switch {
 	case k.Debian != "":
-		return vmimages.FetchDebianKernel(ctx, k.Debian, cacheDir)
+		v, err := debianLabVersion(ctx, k.Debian, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		return vmimages.FetchDebianKernel(ctx, v, cacheDir)
 	case k.Image != "":
 		return vmimages.FindKernel(ctx, k.Image, k.Modules, cacheDir)
 	}

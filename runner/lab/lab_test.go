@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -171,16 +172,38 @@ func TestRunInputErrors(t *testing.T) {
 		{Label: "stock", RunDir: t.TempDir(), Binary: "/bin/true"},
 	} {
 		_, err := Run(t.Context(), c)
-		var ie *InputError
-		if err == nil || !strings.Contains(err.Error(), "lab") {
-			t.Errorf("%+v: err %v", c, err)
+		var ec interface{ ExitCode() int }
+		if !errors.As(err, &ec) || ec.ExitCode() != 2 {
+			t.Errorf("%+v: err %v, want an exit-2 input error", c, err)
 		}
-		_ = ie
 	}
 }
 
 func TestNeeded(t *testing.T) {
 	if Needed(Kernel{}) || !Needed(Kernel{Debian: "6.1.0-47-amd64"}) || !Needed(Kernel{Image: "/boot/vmlinuz"}) {
 		t.Error("Needed")
+	}
+}
+
+func TestDebianLabVersion(t *testing.T) {
+	cache := t.TempDir()
+	for _, d := range []string{"linux-image-6.1.0-9-amd64-unsigned", "linux-image-6.1.0-47-amd64-unsigned", "linux-image-6.1.0-50-cloud-amd64-unsigned", "linux-image-6.10.0-1-amd64-unsigned"} {
+		os.MkdirAll(filepath.Join(cache, "kernels", "debian", d), 0o755)
+	}
+	for in, want := range map[string]string{
+		"6.1": "6.1.0-47-amd64", "6.1.0-47": "6.1.0-47-amd64", "6.1.0-47-amd64": "6.1.0-47-amd64",
+		"6.1.0-47-rt-amd64": "6.1.0-47-rt-amd64", "6.10": "6.10.0-1-amd64",
+	} {
+		got, err := debianLabVersion(t.Context(), in, cache)
+		if err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"6.1.0-47-cloud-amd64", "six", "6.1.0"} {
+		_, err := debianLabVersion(t.Context(), in, cache)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
+			t.Errorf("%s: err %v, want InputError", in, err)
+		}
 	}
 }
