@@ -136,6 +136,11 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 			if err := resolveCell(filename, &c, pd.pos, baseDir, tu); err != nil {
 				return nil, err
 			}
+			for _, w := range cellWarnings(filename, &c, pd.pos) {
+				if !slices.Contains(s.Warnings, w) {
+					s.Warnings = append(s.Warnings, w)
+				}
+			}
 			c.Axes = axesOf(&c)
 			s.cells = append(s.cells, c)
 			s.pos = append(s.pos, pd.pos)
@@ -581,4 +586,20 @@ func nameCells(cells []Cell, pos []posMap, listed map[string]bool) ([]Cell, []po
 		outPos = append(outPos, pos[i])
 	}
 	return out, outPos
+}
+
+// cellWarnings lists settings of c that are valid but probably not what
+// the author meant.
+func cellWarnings(file string, c *Cell, pos posMap) []string {
+	var ws []string
+	warn := func(path, format string, a ...any) {
+		ws = append(ws, at(file, pos, path, format, a...).Error())
+	}
+	if p := c.Generator.Pktgen; p != nil && c.Qdisc != "" && p.XmitMode != "queue_xmit" && p.Mode != "script" {
+		warn("qdisc", "qdisc %s is bypassed by pktgen's default xmit mode (start_xmit); set generator.pktgen.xmit_mode: queue_xmit to send through it", c.Qdisc)
+	}
+	if ip := c.Generator.Iperf3; ip != nil && ip.Protocol == "udp" && ip.Bitrate == "" {
+		warn("generator.iperf3.protocol", "iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)")
+	}
+	return ws
 }

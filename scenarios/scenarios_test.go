@@ -405,3 +405,19 @@ func TestReadmeReference(t *testing.T) {
 		t.Errorf("README.md scenario reference is stale (go test ./scenarios -update rewrites it):\n%s", diff(section, got))
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	s := mustLoad(t, "qdisc: fq_codel\nbackend: [tap, tap+vhost]\ngenerator:\n  pktgen: {}\n  iperf3: {protocol: udp}\n")
+	want := []string{
+		`t.yaml:1:8: qdisc fq_codel is bypassed by pktgen's default xmit mode (start_xmit); set generator.pktgen.xmit_mode: queue_xmit to send through it`,
+		`t.yaml:5:22: iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)`,
+	}
+	if !slices.Equal(s.Warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(s.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	for _, b := range Builtins() {
+		if s, _ := LoadBuiltin(b.Name); len(s.Warnings) > 0 {
+			t.Errorf("built-in %s warns: %v", b.Name, s.Warnings)
+		}
+	}
+}

@@ -32,6 +32,9 @@ type Scenario struct {
 	Seed int64
 	// Axes lists every axis with more than one value, in expansion order.
 	Axes []Axis
+	// Warnings are valid but probably unintended settings ("file:line:col:
+	// msg"), for validate and plan to print.
+	Warnings []string
 
 	cells []Cell   // expanded, validated; kernel left empty
 	pos   []posMap // per cell: YAML path -> node, for CheckHost errors
