@@ -66,10 +66,10 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	_, err := os.Stat(qemu.VhostNetPath)
 	d.VhostNet = err == nil
 	add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
-		Fix: "load vhost_net (modprobe vhost_net) or use lab mode for tap+vhost cells"})
+		Fix: "load vhost_net (modprobe vhost_net), or run tap+vhost cells in " + LabHint})
 	_, err = os.Stat("/dev/net/tun")
 	d.Tun = err == nil
-	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN; use lab mode"})
+	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
 
 	d.Pktgen = PktgenAvailable()
 	pk := Check{Name: "pktgen", OK: d.Pktgen, Detail: "loaded (/proc/net/pktgen)"}
@@ -79,7 +79,7 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 			pk.Fix = "modprobe pktgen"
 		} else {
 			pk.Detail = "not available (not loaded, no loadable module)"
-			pk.Fix = "pktgen scenarios need lab mode (a Debian or your own kernel in a VM)"
+			pk.Fix = "pktgen cells need " + LabHint
 		}
 	}
 	add(pk)
@@ -113,7 +113,7 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 			c := Check{Name: "qdiscs", OK: len(miss) == 0, Detail: "available: " + strings.Join(have, " ")}
 			if len(miss) > 0 {
 				c.Detail += "; missing: " + strings.Join(miss, " ")
-				c.Fix = "cells with a missing qdisc need lab mode (or use noqueue/pfifo_fast)"
+				c.Fix = "use noqueue/pfifo_fast, or " + LabHint
 			}
 			add(c)
 		}
@@ -236,14 +236,22 @@ func orStr(s, def string) string {
 	return s
 }
 
+// LabHint tells users how to get lab mode.
+const LabHint = `lab mode (set kernels: to a kernel image or a Debian version, e.g. kernels: [{label: stock, debian: "6.1"}]; each kernel then runs in a VM)`
+
 // Missing lists what this host lacks for the cells, one reason each
-// (empty = the cells can run here).
+// (empty = the cells can run here). Cells for kernels other than the
+// running one run in lab VMs: they need QEMU here, the rest inside.
 func (d *Doctor) Missing(cells []scenarios.Cell) []string {
-	n := NeedsOf(cells)
+	host, labCells := SplitLab(cells)
 	var out []string
-	if n.Lab {
-		out = append(out, "needs lab mode (tests a kernel other than the running one)")
+	if len(labCells) > 0 && d.Tools[qemu.DefaultBinary] == "" {
+		out = append(out, "needs "+qemu.DefaultBinary+" for its lab VMs (apt-get install qemu-system-x86)")
 	}
+	if len(host) == 0 {
+		return out
+	}
+	n := NeedsOf(host)
 	if !d.Root {
 		out = append(out, "needs root")
 	}
@@ -256,7 +264,7 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 		}
 	}
 	if n.Vhost && !d.VhostNet {
-		out = append(out, "needs /dev/vhost-net (tap+vhost cells): load vhost_net or use lab mode")
+		out = append(out, "needs /dev/vhost-net for tap+vhost: load vhost_net, or use lab mode")
 	}
 	if n.Pktgen && !d.Pktgen {
 		out = append(out, "needs pktgen: use lab mode")
@@ -267,5 +275,19 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// LabKernels lists the kernel labels of cells that run in lab VMs.
+func LabKernels(cells []scenarios.Cell) []string {
+	_, labCells := SplitLab(cells)
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range labCells {
+		if !seen[c.Kernel.Label] {
+			seen[c.Kernel.Label] = true
+			out = append(out, c.Kernel.Label)
+		}
+	}
 	return out
 }

@@ -83,7 +83,7 @@ func PktgenAvailable() bool {
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {
-		return capErrorf("the scenario tests a kernel other than the running one (%s): that needs lab mode, which boots each kernel in a VM", KernelRelease())
+		return capErrorf("the scenario tests a kernel other than the running one (%s): its cells run in lab VMs (vnetbench run does this; runner.RunLab)", KernelRelease())
 	}
 	if n.NoNetns {
 		return capErrorf("isolation: none is not supported by run (traffic must stay in a namespace the harness owns); use isolation: netns")
@@ -92,7 +92,7 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		return capErrorf("run needs root (network namespaces, tap devices, CPU affinity of other processes); run it with sudo")
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		return capErrorf("/dev/net/tun is missing: the kernel has no tun/tap (CONFIG_TUN); run 'vnetbench doctor' or use lab mode")
+		return capErrorf("/dev/net/tun is missing: the kernel has no tun/tap (CONFIG_TUN); run 'vnetbench doctor', or use %s", LabHint)
 	}
 	for _, t := range n.Tools {
 		if _, err := exec.LookPath(t); err != nil {
@@ -105,7 +105,7 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		}
 	}
 	if n.Pktgen && !PktgenAvailable() {
-		return capErrorf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3, or run in lab mode", KernelRelease())
+		return capErrorf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3, or %s", KernelRelease(), LabHint)
 	}
 	if len(n.Qdiscs) > 0 {
 		res, err := ProbeQdiscs(n.Qdiscs)

@@ -48,9 +48,14 @@ func writeDoctor(w io.Writer, d *runner.Doctor) {
 			fmt.Fprintf(w, "  %-30s broken: %v\n", b.Name, err)
 			continue
 		}
-		miss := d.Missing(s.Expand())
+		cells := s.Expand()
+		miss := d.Missing(cells)
 		if len(miss) == 0 {
-			fmt.Fprintf(w, "  %-30s can run here\n", b.Name)
+			if labs := runner.LabKernels(cells); len(labs) > 0 {
+				fmt.Fprintf(w, "  %-30s can run here, kernels %s in lab VMs (slow under TCG)\n", b.Name, strings.Join(labs, ", "))
+			} else {
+				fmt.Fprintf(w, "  %-30s can run here\n", b.Name)
+			}
 			continue
 		}
 		fmt.Fprintf(w, "  %-30s cannot run here: %s\n", b.Name, strings.Join(miss, "; "))

@@ -30,6 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
 	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
 	agentBin := fs.String("agent-binary", "", "static vnetbench binary installed as the guest's /init (default: this executable)")
+	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -62,6 +63,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cells = runner.Shard(cells, i, n)
 		shardNote = fmt.Sprintf(" (shard %d/%d)", i, n)
 	}
+	if *insideLab != "" {
+		cells = runner.InsideLab(cells, *insideLab)
+		if len(cells) == 0 {
+			return usageErrorf("run: --inside-lab %s: the scenario has no kernel labelled %s", *insideLab, *insideLab)
+		}
+	}
+	hostCells, labCells := runner.SplitLab(cells)
 	if *dry {
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
 		for i := range cells {
@@ -98,19 +106,67 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prog := newProgress(stdout, len(cells))
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter()}
-	sum, err := runner.Run(ctx, cells, opts)
-	prog.finish()
-	if sum != nil {
+	report1 := func(sum *runner.Summary) {
+		if sum == nil {
+			return
+		}
 		for _, w := range sum.Warnings {
 			fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
 		}
 		fmt.Fprintf(stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
 	}
-	if err != nil {
-		return err
+	if len(labCells) > 0 {
+		// Kernels other than the running one: one lab VM per label runs
+		// the same scenario inside (--inside-lab).
+		in := runner.LabInner{Binary: *agentBin}
+		if in.Scenario, err = labScenarioArg(s, pos[0], dir); err != nil {
+			return err
+		}
+		if *shard != "" {
+			in.Args = append(in.Args, "--shard", *shard)
+		}
+		sum, err := runner.RunLab(ctx, labCells, opts, in)
+		report1(sum)
+		if err != nil {
+			prog.finish()
+			return err
+		}
 	}
+	if len(hostCells) > 0 {
+		if _, serr := os.Stat(filepath.Join(dir, report.ResultsFile)); serr == nil && len(labCells) > 0 {
+			opts.Resume = true
+		}
+		sum, err := runner.Run(ctx, hostCells, opts)
+		prog.finish()
+		report1(sum)
+		if err != nil {
+			return err
+		}
+	}
+	prog.finish()
 	printTable(stdout, stderr, dir)
 	return nil
+}
+
+// labScenarioArg is the scenario argument of the run inside a lab VM: the
+// built-in name, or a copy of the file in the run directory (the lab sees
+// the host root read-only, without /tmp, and the run directory).
+func labScenarioArg(s *scenarios.Scenario, arg, dir string) (string, error) {
+	if strings.HasPrefix(s.File, "builtin:") {
+		return arg, nil
+	}
+	data, err := os.ReadFile(s.File)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "lab"), 0o755); err != nil {
+		return "", err
+	}
+	p, err := filepath.Abs(filepath.Join(dir, "lab", "scenario.yaml"))
+	if err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, data, 0o644)
 }
 
 func kernelName(c *scenarios.Cell) string {

@@ -265,8 +265,8 @@ type QdiscError struct {
 }
 
 func (e *QdiscError) Error() string {
-	return fmt.Sprintf("qdisc %s is not available in kernel %s (%v); use noqueue/pfifo_fast or run in lab mode",
-		e.Kind, e.Kernel, e.Err)
+	return fmt.Sprintf("qdisc %s is not available in kernel %s; use noqueue/pfifo_fast or run in lab mode (a kernel that has it, in a VM)",
+		e.Kind, e.Kernel)
 }
 
 func (e *QdiscError) Unwrap() error { return e.Err }

@@ -1,0 +1,208 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// LabInner says how the run inside a lab VM finds its scenario.
+type LabInner struct {
+	// Scenario is the scenario argument for the inner `vnetbench run`: a
+	// built-in name, or a file path visible inside the lab (the host root
+	// is shared read-only, except /tmp; the run directory read-write).
+	Scenario string
+	// Args are extra inner arguments (e.g. --shard I/N).
+	Args []string
+	// Binary is the static vnetbench binary for the lab ("" = this one).
+	Binary string
+}
+
+// LabDir is where the inner run of a kernel label writes, relative to the
+// outer run directory.
+func LabDir(label string) string { return filepath.Join("lab", label, "run") }
+
+// SplitLab separates cells whose kernel is the running one from cells
+// that need a lab VM, keeping the order.
+func SplitLab(cells []scenarios.Cell) (host, labCells []scenarios.Cell) {
+	for _, c := range cells {
+		if c.Kernel.Running() {
+			host = append(host, c)
+		} else {
+			labCells = append(labCells, c)
+		}
+	}
+	return host, labCells
+}
+
+// InsideLab turns the cells of one kernel label into cells for the kernel
+// that is now running (the run inside a lab VM): other labels are dropped.
+func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
+	var out []scenarios.Cell
+	for _, c := range cells {
+		if c.Kernel.Label == label {
+			c.Kernel = scenarios.Kernel{Label: label}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RunLab runs cells that test kernels other than the running one: for
+// each kernel label, a lab VM (runner/lab) boots that kernel and runs
+// `vnetbench run SCENARIO --inside-lab LABEL` on the same cells; the inner
+// samples are then appended to the outer run under the label, with the
+// inner environment in env.json's kernels. Labels whose samples are all
+// in the run already are skipped (--resume).
+func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner) (*Summary, error) {
+	if o.LockPath == "" {
+		o.LockPath = DefaultLockPath
+	}
+	lock, err := AcquireLock(o.LockPath)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	if o.Exec == nil {
+		o.Exec = proc.Real{}
+	}
+	sum := &Summary{Dir: o.Dir}
+	var w *report.RunWriter
+	if _, serr := os.Stat(filepath.Join(o.Dir, report.ResultsFile)); serr == nil {
+		w, err = report.OpenRun(o.Dir)
+	} else {
+		env := CollectEnv(ctx, o.Exec, "")
+		env.Run, env.Scenario, env.Seed, env.Version = newID(), o.Scenario, o.Seed, o.Version
+		w, err = report.CreateRun(o.Dir, env)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	var labels []string
+	byLabel := map[string][]scenarios.Cell{}
+	for _, c := range cells {
+		if _, ok := byLabel[c.Kernel.Label]; !ok {
+			labels = append(labels, c.Kernel.Label)
+		}
+		byLabel[c.Kernel.Label] = append(byLabel[c.Kernel.Label], c)
+	}
+	total, done := len(cells), 0
+	for _, label := range labels {
+		lc := byLabel[label]
+		todo := 0
+		for i := range lc {
+			if w.Done(lc[i].Name, label, lc[i].Rep) {
+				done++
+				sum.Skipped++
+			} else {
+				todo++
+			}
+		}
+		if todo == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
+		}
+		inner := filepath.Join(o.Dir, LabDir(label))
+		args := []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(o.Seed, 10)}
+		if _, err := os.Stat(filepath.Join(inner, report.ResultsFile)); err == nil {
+			args = append(args, "--resume")
+		}
+		args = append(args, in.Args...)
+		k := lc[0].Kernel
+		to := lab.Timeouts{}
+		if b := lc[0].Timeouts.Boot; b > 0 {
+			to.Boot = b
+		}
+		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
+		res, lerr := lab.Run(ctx, lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
+			RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to})
+		// Import whatever the inner run finished, also after a failure.
+		n, ierr := importLab(w, o.Dir, inner, label, res)
+		sum.Samples += n
+		done += n
+		labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
+		if lerr != nil {
+			return sum, errors.Join(lerr, ierr)
+		}
+		if ierr != nil {
+			return sum, ierr
+		}
+	}
+	return sum, nil
+}
+
+func labLogf(o Options, format string, a ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", a...)
+	}
+}
+
+func labProgress(o Options, p Progress) {
+	if o.Progress != nil {
+		o.Progress(p)
+	}
+}
+
+func kernelDesc(k scenarios.Kernel) string {
+	if k.Debian != "" {
+		return "Debian " + k.Debian
+	}
+	return k.Image
+}
+
+// importLab appends the inner run's samples under label, artifacts
+// re-rooted at the outer run, and records the inner environment.
+func importLab(w *report.RunWriter, outer, inner, label string, res *lab.Result) (int, error) {
+	if _, err := os.Stat(filepath.Join(inner, report.ResultsFile)); err != nil {
+		return 0, nil
+	}
+	set, err := report.Load(inner)
+	if err != nil {
+		return 0, err
+	}
+	rel, _ := filepath.Rel(outer, inner)
+	n := 0
+	for _, s := range set.Samples {
+		s.Kernel = label
+		if w.Done(s.Cell, label, s.Rep) {
+			continue
+		}
+		for i, a := range s.Artifacts {
+			s.Artifacts[i] = filepath.Join(rel, a)
+		}
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels["lab"] = label
+		if err := w.Append(s); err != nil {
+			return n, err
+		}
+		n++
+	}
+	env, err := report.ReadEnv(outer)
+	if err == nil {
+		ienv, ierr := report.ReadEnv(inner)
+		if ierr == nil {
+			if env.Kernels == nil {
+				env.Kernels = map[string]*report.Env{}
+			}
+			if res != nil && ienv.Extra != nil {
+				ienv.Extra["lab_boot_s"] = strconv.FormatFloat(res.BootSeconds, 'f', 1, 64)
+			}
+			env.Kernels[label] = ienv
+			report.WriteEnv(outer, *env)
+		}
+	}
+	return n, nil
+}
