@@ -49,7 +49,8 @@ type PktgenCurrent struct {
 // "OK: key=value" or an error text such as `No such parameter "x"`; before
 // any run it is "Idle".
 type PktgenResult struct {
-	// Status is "ok", "idle" or "error".
+	// Status is "ok", "idle" (never run), "running" ("Starting": the run
+	// has not ended) or "error" (any other text, e.g. "Error starting").
 	Status string `json:"status"`
 	// OK is Status == "ok".
 	OK bool `json:"ok"`
@@ -281,6 +282,10 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 	switch {
 	case msg == "Idle":
 		r.Status = "idle"
+		return r, nil
+	case msg == "Starting":
+		// set when the run starts; replaced by the summary when it ends
+		r.Status = "running"
 		return r, nil
 	case strings.HasPrefix(msg, "OK:") || msg == "OK":
 		r.Status, r.OK = "ok", true

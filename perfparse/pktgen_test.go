@@ -119,3 +119,50 @@ func TestPktgenBad(t *testing.T) {
 		t.Errorf("missing rate line: got %v, want perfparse: x.txt:4: ...", err)
 	}
 }
+
+// Real pktgen outputs from Debian's 6.1 kernel under QEMU (testdata/README.md).
+func TestPktgenRealVM(t *testing.T) {
+	d, err := ParsePktgen(openT(t, "testdata/pktgen/real-vm-dummy0@0-running-starting.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Device != "dummy0@0" || d.Count != 0 || d.Result.Status != "running" || d.Result.OK || d.Current.PacketsSoFar != 24388 ||
+		strings.Join(d.Flags, ",") != "UDPSRC_RND,NO_TIMESTAMP,QUEUE_MAP_CPU" || d.Params["udp_src_max"] != "109" {
+		t.Errorf("running: %+v %+v %+v", d, d.Current, d.Result)
+	}
+	d, err = ParsePktgen(openT(t, "testdata/pktgen/real-vm-lo-ipv6-1500.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Params["daddr"] != "fd00::1" || d.Params["saddr"] != "::" || d.Result.PktSize != 1500 || d.Result.PPS != 29493 || d.Result.BitsPerSec != 353916000 {
+		t.Errorf("ipv6: %+v %+v", d.Params, d.Result)
+	}
+	d, err = ParsePktgen(openT(t, "testdata/pktgen/real-vm-dummy0-no-such-parameter.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Result.Status != "error" || d.Result.Msg != `No such parameter "bogus_param"` {
+		t.Errorf("bad param: %+v", d.Result)
+	}
+	s, err := ParsePktgenScript(openT(t, "testdata/pktgen-script/real-vm-sample02-style-2threads.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Devices) != 2 || s.Devices[1].Device != "dummy0@1" || s.TotalPPS() != 31744+32577 || len(s.Messages) != 2 {
+		t.Errorf("sample02: %+v", s)
+	}
+	crlf, err := ParsePktgenScript(openT(t, "testdata/pktgen-script/real-vm-sample01-style-crlf.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crlf.Devices[0].File == nil || crlf.Devices[0].Result.PPS != 178931 || crlf.Devices[0].File.Current.PacketsSoFar != 200000 {
+		t.Errorf("sample01 crlf: %+v", crlf.Devices[0])
+	}
+	k, err := ParseKpktgend(openT(t, "testdata/kpktgend/real-vm-kpktgend_0-running.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Running) != 1 || k.Running[0] != "dummy0@0" || len(k.Stopped) != 0 || !k.OK {
+		t.Errorf("kpktgend running: %+v", k)
+	}
+}
