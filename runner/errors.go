@@ -12,7 +12,9 @@ func (e *CapabilityError) Error() string { return e.Msg }
 // ExitCode returns 2.
 func (e *CapabilityError) ExitCode() int { return 2 }
 
-func capErrorf(format string, a ...any) error { return &CapabilityError{Msg: fmt.Sprintf(format, a...)} }
+func capErrorf(format string, a ...any) error {
+	return &CapabilityError{Msg: fmt.Sprintf(format, a...)}
+}
 
 // CellError is a cell that failed while running: which cell, repetition
 // and phase.

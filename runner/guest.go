@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -44,11 +45,11 @@ func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
 
 type vmAgent struct{ c *vmimages.Client }
 
-func (a vmAgent) WaitReady(ctx context.Context) error { _, err := a.c.WaitReady(ctx); return err }
+func (a vmAgent) WaitReady(ctx context.Context) error          { _, err := a.c.WaitReady(ctx); return err }
 func (a vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Iperf3(ctx, start) }
-func (a vmAgent) Sink(ctx context.Context, kind string) error   { return a.c.Sink(ctx, kind) }
-func (a vmAgent) Poweroff(ctx context.Context) error            { return a.c.Poweroff(ctx) }
-func (a vmAgent) Close() error                                  { return a.c.Close() }
+func (a vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
+func (a vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
+func (a vmAgent) Close() error                                 { return a.c.Close() }
 func (a vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	ev, err := a.c.Stats(ctx)
 	if err != nil {
@@ -173,6 +174,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	g.agent = agent
 	u.Push("close agent", func(context.Context) error { return agent.Close() })
 	g.bootTime = time.Since(start)
+	r.noteGuestKernel(img.KernelRelease)
 	g.sink = "stack"
 	g.undo = u.Release()
 	return g, nil
@@ -241,4 +243,21 @@ func tapArgv(t hostnet.Tap) []string {
 		a = append(a, "multi_queue")
 	}
 	return a
+}
+
+// noteGuestKernel records the guest kernel release in env.json (once).
+func (r *runState) noteGuestKernel(release string) {
+	if release == "" || r.guestKernel == release {
+		return
+	}
+	r.guestKernel = release
+	env, err := report.ReadEnv(r.dir)
+	if err != nil {
+		return
+	}
+	if env.Extra == nil {
+		env.Extra = map[string]string{}
+	}
+	env.Extra["guest_kernel"] = release
+	report.WriteEnv(r.dir, *env)
 }

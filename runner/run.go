@@ -87,7 +87,9 @@ type runState struct {
 	// needIperf3: some cell of the run uses iperf3, so every guest image
 	// carries it (the VM is then reused between iperf3 and other cells).
 	needIperf3 bool
-	undo    *undo.Stack // run-level teardown (netns, sockets)
+	// guestKernel is the guest kernel release noted in env.json.
+	guestKernel string
+	undo        *undo.Stack // run-level teardown (netns, sockets)
 
 	mu    sync.Mutex
 	repro []string
@@ -146,6 +148,9 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		r.w, err = report.OpenRun(o.Dir)
 		if err == nil {
 			sum.Warnings = append(sum.Warnings, r.w.Warnings()...)
+			if env, eerr := report.ReadEnv(o.Dir); eerr == nil && env.Run != "" {
+				r.id = env.Run // samples of a resumed run keep its id
+			}
 		}
 	} else {
 		env := CollectEnv(ctx, o.Exec, accel)

@@ -58,7 +58,9 @@ func cellSlug(name string) string {
 func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sample, error) {
 	cellStart := time.Now()
 	var bootTime time.Duration
-	fail := func(phase string, err error) error { return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err} }
+	fail := func(phase string, err error) error {
+		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
+	}
 	if r.guest != nil && r.guest.key != vmKey(c) {
 		r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
 		if err := r.stopGuest(); err != nil {

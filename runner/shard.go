@@ -60,7 +60,6 @@ func Shard(cells []scenarios.Cell, i, n int) []scenarios.Cell {
 	return out
 }
 
-
 // Commands returns the commands one sample of c runs, quoted for a shell,
 // with placeholders for values known only at run time (RUN_DIR, QEMU_PID,
 // VCPU_TIDS, ...). For `run --dry-run` and `plan`.

@@ -260,4 +260,3 @@ func (p *progress) logWriter() io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-

@@ -31,6 +31,9 @@ type SelfTestConfig struct {
 	BootTimeout  time.Duration
 	// GuestAppend is added to the nested guest's kernel command line.
 	GuestAppend string
+	// Variants, when set, repeats each backend once per extra command
+	// line (instead of GuestAppend), to compare boot times.
+	Variants []string
 	// BootOnly boots each backend's nested guest and measures, no pktgen.
 	BootOnly bool
 	Log      io.Writer
@@ -102,13 +105,21 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 		u.WriteString(strings.TrimSpace(string(b)))
 	}
 	res := &SelfTestResult{Kernel: u.String()}
+	variants := c.Variants
+	if len(variants) == 0 {
+		variants = []string{c.GuestAppend}
+	}
 	for _, be := range c.Backends {
-		r, err := selfTestBackend(ctx, c, be, initrd, tmp)
-		if r != nil {
-			res.Backends = append(res.Backends, *r)
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", be, err)
+		for _, v := range variants {
+			vc := c
+			vc.GuestAppend = v
+			r, err := selfTestBackend(ctx, vc, be, initrd, tmp)
+			if r != nil {
+				res.Backends = append(res.Backends, *r)
+			}
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", be, err)
+			}
 		}
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
