@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+func TestSplitAndInsideLab(t *testing.T) {
+	cells := []scenarios.Cell{
+		{Name: "a", Kernel: scenarios.Kernel{Label: "running"}},
+		{Name: "a", Kernel: scenarios.Kernel{Label: "stock", Debian: "6.1"}},
+		{Name: "a", Kernel: scenarios.Kernel{Label: "patched", Image: "/k", Modules: "/m"}},
+	}
+	host, lab := SplitLab(cells)
+	if len(host) != 1 || len(lab) != 2 {
+		t.Fatalf("host %d lab %d", len(host), len(lab))
+	}
+	in := InsideLab(cells, "patched")
+	if len(in) != 1 || !in[0].Kernel.Running() || in[0].Kernel.Label != "patched" {
+		t.Errorf("inside lab: %+v", in)
+	}
+	if got := LabKernels(cells); len(got) != 2 || got[0] != "stock" {
+		t.Errorf("LabKernels = %v", got)
+	}
+}
+
+// The inner run's samples land in the outer run under the label, with
+// artifact paths re-rooted and the inner env under kernels.
+func TestImportLab(t *testing.T) {
+	outer := t.TempDir()
+	w, err := report.CreateRun(outer, report.Env{Run: "outer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	inner := filepath.Join(outer, LabDir("stock"))
+	iw, err := report.CreateRun(inner, report.Env{Run: "inner", KernelRelease: "6.1.0-47-amd64", Extra: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(inner, "artifacts", "c", "stock", "0"), 0o755)
+	iw.Append(report.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
+		Metrics: map[string]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
+	iw.Close()
+	n, err := importLab(w, outer, inner, "stock", nil)
+	if err != nil || n != 1 {
+		t.Fatalf("import: %d, %v", n, err)
+	}
+	if n, _ := importLab(w, outer, inner, "stock", nil); n != 0 {
+		t.Errorf("second import appended %d", n)
+	}
+	set, err := report.Load(outer)
+	if err != nil || len(set.Samples) != 1 {
+		t.Fatalf("%v %v", set, err)
+	}
+	s := set.Samples[0]
+	if s.Kernel != "stock" || s.Artifacts[0] != "lab/stock/run/artifacts/c/stock/0/pktgen-vnbt0.txt" {
+		t.Errorf("sample %+v", s)
+	}
+	env, _ := report.ReadEnv(outer)
+	if env.Kernels["stock"] == nil || env.Kernels["stock"].KernelRelease != "6.1.0-47-amd64" {
+		t.Errorf("env kernels %+v", env.Kernels)
+	}
+}
