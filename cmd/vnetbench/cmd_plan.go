@@ -41,6 +41,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
 		fmt.Fprintf(stderr, "warning: %v (vnetbench run refuses this on this machine)\n", err)
 	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	sd := planSeed(*seed, s.Seed)
 	p, err := buildPlan(s, sd)
 	if err != nil {

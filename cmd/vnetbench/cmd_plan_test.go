@@ -102,6 +102,7 @@ func TestValidate(t *testing.T) {
 		exit int
 	}{
 		{"good", []string{dir + "/good.yaml"}, 0},
+		{"warning", []string{dir + "/warn.yaml"}, 0},
 		{"builtins-fit-2-cpus", []string{"quickstart", "thread-pktgen", "thread-iperf3", "lab-pktgen", "--cpus", "2"}, 0},
 		{"all-builtins-16-cpus", []string{"--cpus", "16", "quickstart", "thread-pktgen", "thread-pktgen-mq", "thread-pktgen-vhost-pin0", "thread-iperf3", "thread-sweep", "lab-pktgen"}, 0},
 		{"syntax", []string{dir + "/syntax.yaml"}, 2},

@@ -30,6 +30,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
 			return err
 		}
+		for _, w := range s.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
 		cells := s.Expand()
 		runs := 0
 		for _, c := range cells {
