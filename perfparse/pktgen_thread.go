@@ -127,6 +127,11 @@ func ParsePktgenScript(r io.Reader) (*PktgenScript, error) {
 		}
 	}
 	if len(out.Devices) == 0 {
+		for _, m := range out.Messages {
+			if strings.HasPrefix(m, "ERROR") {
+				return nil, errorf(0, "pktgen script output: no results; the script failed: %s", clip(m))
+			}
+		}
 		return nil, errorf(0, "pktgen script output: no \"Device:\" or \"Result device:\" lines")
 	}
 	for _, d := range out.Devices {
