@@ -38,13 +38,13 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, c := range cells {
 			runs += c.Repetitions
 		}
-		fmt.Fprintf(stdout, "ok %s: %s, %s\n", s.Name, plural(len(cells), "cell"), plural(runs, "run"))
+		fmt.Fprintf(stdout, "ok %s: %s, %s\n", s.Name, countNoun(len(cells), "cell"), countNoun(runs, "run"))
 	}
 	return nil
 }
 
-// plural renders "1 cell", "2 cells".
-func plural(n int, word string) string {
+// countNoun renders "1 cell", "2 cells".
+func countNoun(n int, word string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", word)
 	}
