@@ -147,7 +147,7 @@ type iperfJSON struct {
 // ParseIperf3 parses the output of `iperf3 --json`. Only the first JSON
 // object is read (a server with --json prints one per test).
 func ParseIperf3(r io.Reader) (*Iperf3, error) {
-	data, err := io.ReadAll(r)
+	data, err := readUnquoted(r)
 	if err != nil {
 		return nil, err
 	}

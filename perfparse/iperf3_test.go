@@ -1,7 +1,10 @@
 package perfparse
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,5 +62,23 @@ func TestIperf3Bad(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.As(err, &se) {
 			t.Errorf("%q: got %v, want a SyntaxError starting %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+func TestIperf3Quoted(t *testing.T) {
+	data, err := os.ReadFile("testdata/iperf3/real-udp-lo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParseIperf3(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseIperf3(strings.NewReader(collapseReport(string(data))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("quoted iperf3 output parses differently")
 	}
 }

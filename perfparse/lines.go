@@ -85,3 +85,22 @@ func readLines(r io.Reader) ([]string, error) {
 	}
 	return out, lr.err
 }
+
+// readUnquoted reads all of r; when the text carries mail quote marks
+// ("> " at the start of its first non-blank line) they are removed from
+// every line, keeping the line count.
+func readUnquoted(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 || t[0] != '>' {
+		return data, nil
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	for i, l := range lines {
+		lines[i] = unquote(bytes.TrimSuffix(l, []byte{'\r'}))
+	}
+	return bytes.Join(lines, []byte{'\n'}), nil
+}

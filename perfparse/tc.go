@@ -35,7 +35,7 @@ type Qdisc struct {
 
 // ParseTCQdisc parses `tc -s -j qdisc show [dev DEV]` (a JSON array).
 func ParseTCQdisc(r io.Reader) ([]Qdisc, error) {
-	data, err := io.ReadAll(r)
+	data, err := readUnquoted(r)
 	if err != nil {
 		return nil, err
 	}
