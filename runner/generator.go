@@ -58,8 +58,9 @@ type Window struct {
 	Duration time.Duration
 	// Agent is the guest agent (iperf3 server).
 	Agent Agent
-	// Record receives every command the generator runs (reproduce.sh).
-	Record func(proc.Cmd)
+	// Note adds a line to reproduce.sh for actions that are not commands
+	// run through Exec (those are recorded already), e.g. /proc writes.
+	Note func(line string)
 }
 
 // GenResult is what a generator measured in its window.
@@ -132,9 +133,6 @@ func (g *trafgenGen) Start(ctx context.Context, w *Window) error {
 		return fmt.Errorf("trafgen: %w", err)
 	}
 	c := proc.Cmd{Argv: TrafgenArgs(g.cfg, w.Dev, cfgPath), Netns: w.Netns, Stdout: out, Stderr: out}
-	if w.Record != nil {
-		w.Record(c)
-	}
 	p, err := w.Exec.Start(ctx, c)
 	if err != nil {
 		out.Close()
@@ -248,9 +246,6 @@ func (g *iperf3Gen) Start(ctx context.Context, w *Window) error {
 	}
 	g.outFile = filepath.Join(w.Artifacts, "iperf3.json")
 	c := proc.Cmd{Argv: Iperf3Args(cfg, w.Dst), Netns: w.Netns, Stdout: &g.out}
-	if w.Record != nil {
-		w.Record(c)
-	}
 	// The server may need a moment after the agent acknowledged it.
 	var err error
 	for try := 0; try < 20; try++ {

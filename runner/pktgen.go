@@ -71,6 +71,16 @@ func (g *pktgenGenerator) Start(ctx context.Context, w *Window) error {
 	}
 	g.sess = s
 	g.start = time.Now()
+	if w.Note != nil {
+		pl := s.Plan()
+		for _, wr := range append(pl.Setup, pl.Start) {
+			line := wr.String()
+			if g.drv.ProcDir != "" {
+				line = strings.Replace(line, pktgen.DefaultProcDir, g.drv.ProcDir, 1)
+			}
+			w.Note(line)
+		}
+	}
 	for _, d := range s.Plan().Devices {
 		g.tids = append(g.tids, qemu.KernelThreads(func(c string) bool { return c == "kpktgend_"+strconv.Itoa(d.Thread) })...)
 	}

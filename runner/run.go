@@ -291,6 +291,13 @@ func (r *runState) recordArgv(argv []string) {
 
 func (r *runState) record(c proc.Cmd) { r.recordArgv(c.FullArgv()) }
 
+// note adds a raw line to reproduce.sh.
+func (r *runState) note(line string) {
+	r.mu.Lock()
+	r.repro = append(r.repro, line)
+	r.mu.Unlock()
+}
+
 // writeReproduce writes reproduce.sh: every command of the run, quoted,
 // netlink operations as their iproute2 equivalents.
 func (r *runState) writeReproduce() {

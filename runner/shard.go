@@ -2,10 +2,12 @@ package runner
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -104,7 +106,21 @@ func Commands(c *scenarios.Cell) []string {
 	case "iperf3":
 		add(ns, Iperf3Args(*c.Generator.Iperf3, GuestIP)...)
 	case "pktgen":
-		out = append(out, "# pktgen: writes to /proc/QEMU_PID/net/pktgen as the kernel's samples/pktgen do (see vnetbench plan)")
+		// pktgen is per network namespace: the writes go to
+		// /proc/QEMU_PID/net/pktgen (QEMU runs in the run's netns).
+		p := c.Generator.Pktgen
+		if p.Mode == "script" {
+			out = append(out, "# pktgen script mode: "+filepath.Join(p.ScriptDir, "samples/pktgen", p.Script)+" -i "+tap)
+			break
+		}
+		plan, err := pktgen.NewPlan(pktgenConfig(*p, tap, GuestIP, GuestMAC, 0))
+		if err != nil {
+			out = append(out, "# pktgen: "+err.Error())
+			break
+		}
+		for _, w := range append(plan.Setup, plan.Start) {
+			out = append(out, w.String())
+		}
 	}
 	// Placeholders: perf's -t/-p 0 stands for the target's thread ids.
 	for i, l := range out {
