@@ -93,15 +93,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
 	// tears down. A second one forces an exit.
 	forced := make(chan os.Signal, 1)
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		fmt.Fprintln(stderr, "vnetbench: interrupted: tearing down (press Ctrl-C again to exit at once)")
 		signal.Notify(forced, os.Interrupt, syscall.SIGTERM)
-		if _, ok := <-forced; ok {
+		defer signal.Stop(forced)
+		select {
+		case <-forced:
 			fmt.Fprintln(stderr, "vnetbench: second signal: exiting without finishing teardown (check 'ip netns' for vnb-* leftovers)")
 			os.Exit(130)
+		case <-finished:
 		}
 	}()
-	defer signal.Stop(forced)
 
 	prog := newProgress(stdout, len(cells))
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
