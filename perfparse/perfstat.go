@@ -184,7 +184,7 @@ var timeUnits = map[string]int{"msec": -3, "ms": -3, "usec": -6, "us": -6, "nsec
 
 // knownUnits are units perf prints between the value and the event name.
 var knownUnits = map[string]bool{"msec": true, "ms": true, "usec": true, "us": true, "nsec": true, "ns": true,
-	"sec": true, "s": true, "Joules": true, "MiB": true, "KiB": true, "GiB": true, "MB": true, "W": true, "Watts": true, "C": true}
+	"sec": true, "s": true, "Joules": true, "mJ": true, "uJ": true, "MiB": true, "KiB": true, "GiB": true, "MB": true, "kB": true, "W": true, "Watts": true, "C": true, "MHz": true, "GHz": true}
 
 // setValue fills Value/Count/Unit from a parsed number and the raw unit.
 func (row *PerfStatRow) setValue(v float64, n uint64, isInt bool, unit string) {

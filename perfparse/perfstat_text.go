@@ -41,7 +41,16 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
 	var toks []statTok
 	var foots []statFooter
+	// The measured program's own output comes before perf's header when
+	// both went to the terminal: start at the last header.
+	start := 0
 	for i, l := range lines {
+		if reStatHeader.MatchString(normalizeSpaces(l)) {
+			start = i
+		}
+	}
+	for i := start; i < len(lines); i++ {
+		l := lines[i]
 		ln := i + 1
 		s := normalizeSpaces(l)
 		if s == "" {
@@ -311,7 +320,7 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
 		// perf 4.x: "task-clock (msec)"
 		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
-	case knownUnits[rest[0]] || len(rest) == 2 && isUnitWord(rest[0]):
+	case knownUnits[rest[0]]:
 		t.unit, t.event = rest[0], strings.Join(rest[1:], " ")
 	default:
 		return t, false, nil // prose such as "echo 0 > /proc/sys/kernel/nmi_watchdog"
@@ -320,17 +329,6 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
-}
-
-// isUnitWord reports whether s can be a unit perf prints before an event
-// ("msec", "Joules", "MiB").
-func isUnitWord(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // isEventName reports whether s looks like a perf event: "task-clock",
