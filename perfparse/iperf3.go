@@ -144,18 +144,26 @@ type iperfJSON struct {
 	Error *string `json:"error"`
 }
 
-// ParseIperf3 parses the output of `iperf3 --json`. Only the first JSON
-// object is read (a server with --json prints one per test).
+// ParseIperf3 parses the output of `iperf3 --json` (only the first JSON
+// object is read: a server with --json prints one per test) or of
+// `iperf3 --json-stream` (iperf3 3.17+: one {"event":..,"data":..} object
+// per line).
 func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	data, err := readUnquoted(r)
 	if err != nil {
 		return nil, err
 	}
 	var j iperfJSON
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&j); err != nil {
-		return nil, jsonError(data, dec.InputOffset(), err, "iperf3 --json")
+	if isIperf3Stream(data) {
+		if err := decodeIperf3Stream(data, &j); err != nil {
+			return nil, err
+		}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&j); err != nil {
+			return nil, jsonError(data, dec.InputOffset(), err, "iperf3 --json")
+		}
 	}
 	out := &Iperf3{
 		Version:    j.Start.Version,
@@ -293,4 +301,60 @@ func jsonError(data []byte, off int64, err error, what string) error {
 		return &SyntaxError{Line: 0, Msg: "empty input: expected " + what, Err: err}
 	}
 	return &SyntaxError{Line: line, Msg: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// isIperf3Stream reports whether data is --json-stream output: its first
+// line is an object with an "event" member.
+func isIperf3Stream(data []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimLeft(data, " \t\r\n"), []byte{'\n'})
+	var ev struct {
+		Event *string         `json:"event"`
+		Data  json.RawMessage `json:"data"`
+	}
+	return json.Unmarshal(line, &ev) == nil && ev.Event != nil
+}
+
+// decodeIperf3Stream assembles --json-stream events into the --json shape.
+func decodeIperf3Stream(data []byte, j *iperfJSON) error {
+	for i, line := range bytes.Split(data, []byte{'\n'}) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var ev struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return &SyntaxError{Line: i + 1, Msg: fmt.Sprintf("iperf3 --json-stream: %v", err), Err: err}
+		}
+		var target any
+		switch ev.Event {
+		case "start":
+			target = &j.Start
+		case "interval":
+			j.Intervals = append(j.Intervals, struct {
+				Streams []iperfSumJSON `json:"streams"`
+				Sum     *iperfSumJSON  `json:"sum"`
+			}{})
+			target = &j.Intervals[len(j.Intervals)-1]
+		case "end":
+			target = &j.End
+		case "error":
+			var msg string
+			if err := json.Unmarshal(ev.Data, &msg); err != nil {
+				return &SyntaxError{Line: i + 1, Msg: "iperf3 --json-stream: error event without a message", Err: err}
+			}
+			j.Error = &msg
+			continue
+		default:
+			continue // e.g. server_output
+		}
+		d := json.NewDecoder(bytes.NewReader(ev.Data))
+		d.UseNumber()
+		if err := d.Decode(target); err != nil {
+			return &SyntaxError{Line: i + 1, Msg: fmt.Sprintf("iperf3 --json-stream %s event: %v", ev.Event, err), Err: err}
+		}
+	}
+	return nil
 }

@@ -82,3 +82,22 @@ func TestIperf3Quoted(t *testing.T) {
 		t.Errorf("quoted iperf3 output parses differently")
 	}
 }
+
+// The --json-stream form (iperf3 3.17+) of a run reads like its --json.
+func TestIperf3JSONStream(t *testing.T) {
+	want, err := ParseIperf3(openT(t, "testdata/iperf3/real-tcp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseIperf3(openT(t, "testdata/iperf3/written-json-stream-from-real-tcp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("json-stream:\n got %s\nwant %s", js(got), js(want))
+	}
+	e, err := ParseIperf3(strings.NewReader(`{"event":"start","data":{"version":"iperf 3.17"}}` + "\n" + `{"event":"error","data":"unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.: Connection refused"}` + "\n"))
+	if err != nil || !strings.HasPrefix(e.Error, "unable to connect") {
+		t.Errorf("stream error event: %+v, %v", e, err)
+	}
+}
