@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/lab"
@@ -139,7 +140,46 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 			return sum, ierr
 		}
 	}
+	if env, err := report.ReadEnv(o.Dir); err == nil {
+		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
+	}
 	return sum, nil
+}
+
+// EnvDifferences warns when the environments of compared kernels differ
+// in more than the kernel (CPU, CPU count, accelerator, tool versions,
+// governor, SMT).
+func EnvDifferences(envs map[string]*report.Env) []string {
+	labels := sortedKeys(envs)
+	if len(labels) < 2 {
+		return nil
+	}
+	base := envs[labels[0]]
+	var out []string
+	for _, l := range labels[1:] {
+		e := envs[l]
+		if e == nil || base == nil {
+			continue
+		}
+		var diffs []string
+		cmp := func(what, a, b string) {
+			if a != b {
+				diffs = append(diffs, fmt.Sprintf("%s %q vs %q", what, a, b))
+			}
+		}
+		cmp("cpu", base.CPUModel, e.CPUModel)
+		cmp("cpus", strconv.Itoa(base.CPUs), strconv.Itoa(e.CPUs))
+		cmp("accel", base.Accel, e.Accel)
+		cmp("qemu", base.QEMUVersion, e.QEMUVersion)
+		cmp("perf", base.PerfVersion, e.PerfVersion)
+		cmp("governor", base.Governor, e.Governor)
+		cmp("smt", base.SMT, e.SMT)
+		if len(diffs) > 0 {
+			out = append(out, fmt.Sprintf("kernels %s and %s were measured in environments that differ in more than the kernel: %s",
+				labels[0], l, strings.Join(diffs, ", ")))
+		}
+	}
+	return out
 }
 
 func labLogf(o Options, format string, a ...any) {

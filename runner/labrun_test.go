@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,18 @@ func TestImportLab(t *testing.T) {
 	env, _ := report.ReadEnv(outer)
 	if env.Kernels["stock"] == nil || env.Kernels["stock"].KernelRelease != "6.1.0-47-amd64" {
 		t.Errorf("env kernels %+v", env.Kernels)
+	}
+}
+
+func TestEnvDifferences(t *testing.T) {
+	a := &report.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
+	b := &report.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
+	if w := EnvDifferences(map[string]*report.Env{"stock": a, "patched": b}); len(w) != 0 {
+		t.Errorf("same envs: %v", w)
+	}
+	b.CPUs = 4
+	w := EnvDifferences(map[string]*report.Env{"stock": a, "patched": b})
+	if len(w) != 1 || !strings.Contains(w[0], `cpus "4" vs "2"`) && !strings.Contains(w[0], `cpus "2" vs "4"`) {
+		t.Errorf("got %v", w)
 	}
 }
