@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,6 +58,52 @@ func TestBootReady(t *testing.T) {
 	case <-vm.exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("qemu still running 20s after poweroff")
+	}
+}
+
+// TestBootSerialFallback boots without a virtio-serial port: the agent must
+// answer on the serial console, between kernel messages.
+func TestBootSerialFallback(t *testing.T) {
+	needQEMU(t)
+	img := buildTestImage(t)
+	vm := bootVMWith(t, img, "", GuestConfig{}.Cmdline(), true)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	ready, err := vm.client.WaitReady(ctx)
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, vm.consoleText())
+	}
+	t.Logf("ready over the serial console: boot_ms=%d", ready.BootMS)
+	if _, err := vm.client.Do(ctx, Request{Op: "frobnicate"}); err == nil || !strings.Contains(err.Error(), "unknown op") {
+		t.Errorf("unknown op over serial: %v", err)
+	}
+	if err := vm.client.Poweroff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-vm.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("qemu still running 20s after poweroff")
+	}
+}
+
+// TestBootFatal: a fatal agent error (here a malformed vnb.ip) prints one
+// clear console line and powers the guest off instead of hanging.
+func TestBootFatal(t *testing.T) {
+	needQEMU(t)
+	img := buildTestImage(t)
+	vm := bootVMWith(t, img, "", BaseCmdline+" vnb.ip=not-an-address", false)
+	select {
+	case <-vm.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("guest did not power off after a fatal error\nconsole:\n%s", vm.consoleText())
+	}
+	con := vm.consoleText()
+	if !strings.Contains(con, "vnetbench agent: fatal: kernel command line vnb.ip=not-an-address") || !strings.Contains(con, "powering off") {
+		t.Errorf("console lacks the fatal line:\n%s", con)
+	}
+	if strings.Contains(con, "Kernel panic") {
+		t.Errorf("the agent exited instead of powering off:\n%s", con)
 	}
 }
 

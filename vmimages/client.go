@@ -22,6 +22,7 @@ type Client struct {
 	closer io.Closer
 
 	mu     sync.Mutex // one request at a time
+	wmu    sync.Mutex // one write at a time
 	nextID uint64
 
 	events chan Event
@@ -142,23 +143,43 @@ func (c *Client) lastSeen() string {
 // exited) before the answer arrived.
 var ErrClosed = errors.New("agent connection closed")
 
-// WaitReady waits for the agent's ready event and returns it.
+// pingEvery is how often WaitReady asks again ("ping") in case the ready
+// event was sent before the host connected (serial console fallback).
+const pingEvery = time.Second
+
+// WaitReady waits for the agent's ready event and returns it. It pings the
+// agent every second meanwhile, so a ready event lost before the host
+// connected is repeated.
 func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
-	select {
-	case <-c.ready:
-		c.smu.Lock()
-		defer c.smu.Unlock()
-		ev := *c.readyEv
-		return &ev, nil
-	case <-c.done:
+	tick := time.NewTicker(pingEvery)
+	defer tick.Stop()
+	var pinging sync.Mutex
+	for {
 		select {
 		case <-c.ready:
-			return c.WaitReady(ctx)
-		default:
+			c.smu.Lock()
+			defer c.smu.Unlock()
+			ev := *c.readyEv
+			return &ev, nil
+		case <-c.done:
+			select {
+			case <-c.ready:
+				continue
+			default:
+			}
+			return nil, fmt.Errorf("wait for agent ready: %w%s", ErrClosed, c.lastSeen())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for agent ready: %w%s", ctx.Err(), c.lastSeen())
+		case <-tick.C:
+			if pinging.TryLock() {
+				go func() {
+					defer pinging.Unlock()
+					c.wmu.Lock()
+					defer c.wmu.Unlock()
+					_, _ = c.w.Write([]byte(`{"op":"ping"}` + "\n"))
+				}()
+			}
 		}
-		return nil, fmt.Errorf("wait for agent ready: %w%s", ErrClosed, c.lastSeen())
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for agent ready: %w%s", ctx.Err(), c.lastSeen())
 	}
 }
 
@@ -182,7 +203,12 @@ func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
 		}
 	}
 	werr := make(chan error, 1)
-	go func() { _, err := c.w.Write(append(b, '\n')); werr <- err }()
+	go func() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		_, err := c.w.Write(append(b, '\n'))
+		werr <- err
+	}()
 	select {
 	case err := <-werr:
 		if err != nil {

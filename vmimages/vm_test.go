@@ -137,17 +137,28 @@ type testVM struct {
 // is not empty, connects the agent client and registers the kill in
 // Cleanup. cmdline is appended to BaseCmdline.
 func bootVM(tb testing.TB, img *Image, ns string, guest GuestConfig) *testVM {
+	return bootVMWith(tb, img, ns, guest.Cmdline(), false)
+}
+
+// bootVMWith is bootVM; with serialOnly the VM has no virtio-serial port and
+// the client talks over the serial console (the agent's fallback).
+func bootVMWith(tb testing.TB, img *Image, ns, cmdline string, serialOnly bool) *testVM {
 	tb.Helper()
 	dir := tb.TempDir()
 	sock := filepath.Join(dir, "agent.sock")
 	console := filepath.Join(dir, "console.log")
 	argv := []string{"qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
 		"-machine", "q35,accel=tcg", "-cpu", "max", "-m", "512", "-smp", "1",
-		"-kernel", img.Kernel, "-initrd", img.Initramfs, "-append", guest.Cmdline(),
-		"-serial", "file:" + console, "-no-reboot",
-		"-device", "virtio-serial-pci",
-		"-chardev", "socket,path=" + sock + ",server=on,wait=off,id=agent",
-		"-device", "virtserialport,chardev=agent,name=" + AgentPortName,
+		"-kernel", img.Kernel, "-initrd", img.Initramfs, "-append", cmdline,
+		"-no-reboot",
+	}
+	if serialOnly {
+		argv = append(argv, "-chardev", "socket,path="+sock+",server=on,wait=off,id=con,logfile="+console, "-serial", "chardev:con")
+	} else {
+		argv = append(argv, "-serial", "file:"+console,
+			"-device", "virtio-serial-pci",
+			"-chardev", "socket,path="+sock+",server=on,wait=off,id=agent",
+			"-device", "virtserialport,chardev=agent,name="+AgentPortName)
 	}
 	if ns != "" {
 		argv = append(argv,

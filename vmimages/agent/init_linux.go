@@ -194,7 +194,7 @@ func openChannel() (io.ReadWriter, string, error) {
 			}
 		}
 		// No virtio-serial controller at all: do not wait for one.
-		if _, err := os.Stat("/sys/class/virtio-ports"); err != nil || time.Now().After(deadline) {
+		if !hasVirtioConsole() || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -214,6 +214,18 @@ func openChannel() (io.ReadWriter, string, error) {
 		_ = unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
 	}
 	return f, "/dev/ttyS0", nil
+}
+
+// hasVirtioConsole reports whether a virtio console/serial device (virtio
+// device id 3) is present.
+func hasVirtioConsole() bool {
+	ids, _ := filepath.Glob("/sys/bus/virtio/devices/*/device")
+	for _, p := range ids {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "0x0003" {
+			return true
+		}
+	}
+	return false
 }
 
 type linuxSystem struct {
