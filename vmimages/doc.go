@@ -1,4 +1,46 @@
 // Package vmimages builds reproducible, content-addressed guest images
-// (kernel + initramfs with the vnetbench agent as /init) and holds the guest
+// (kernel + initramfs with the vnetbench agent as /init) and holds the host
 // side of the agent protocol.
+//
+// # Images
+//
+// Build resolves a kernel (FindKernel: an explicit bzImage and modules
+// directory; the host's /boot/vmlinuz-$(uname -r) with /lib/modules; or
+// Debian's linux-image-*-unsigned package, DefaultDebianFlavour "cloud-amd64"
+// unless asked otherwise), then writes an uncompressed newc initramfs (package
+// vmimages/cpio) holding:
+//
+//   - /init: the static vnetbench binary (CGO_ENABLED=0), which runs the guest
+//     agent (package vmimages/agent) when it is PID 1;
+//   - the modules BootModules and BuildOptions.ExtraModules need, with their
+//     dependencies resolved from modules.dep, or from each module's .modinfo
+//     when the directory has no modules.dep (Debian's packages ship none), and
+//     /etc/vnb/modules, the load order;
+//   - optionally iperf3 and its shared libraries, found like ldd does (ELF
+//     interpreter and DT_NEEDED, transitively).
+//
+// Entries are sorted, with mtime 0, uid/gid 0 and fixed inode numbers, so the
+// same inputs give the same bytes; the file is named by its sha256 in the
+// cache directory (CacheDir) and not rewritten when it exists.
+//
+// External programs: FetchDebianKernel runs `apt-get download` and
+// `dpkg-deb -x` (and `apt-cache search` to find the newest ABI); nothing else
+// in this package starts processes. Compressed modules (.ko.xz, .ko.zst) are
+// refused with an InputError; .ko.gz is decompressed.
+//
+// # Agent protocol
+//
+// JSON lines over the virtio-serial port AgentPortName, or over the serial
+// console when the VM has no such port. The guest sends an unsolicited
+// "ready" event; the host sends Requests (stats, iperf3 start/stop, sink,
+// poweroff, ping) with an id, and each gets exactly one Event with that id
+// ("stats", "ok" or "error"). Unknown ops and malformed lines get an "error"
+// event. Client is the host side; it tolerates kernel messages mixed into
+// the stream and bounds every call by its context.
+//
+// GuestConfig is what the agent reads from the kernel command line (vnb.ip,
+// vnb.mac, ...); BaseCmdline is the rest of the guest's command line.
+//
+// This package does not start QEMU (runner/qemu does; the tests here use a
+// minimal QEMU command of their own) and does not configure the host's tap.
 package vmimages
