@@ -137,3 +137,15 @@ func ParseProcNetDev(r io.Reader) ([]NetdevStats, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
 	return out, nil
 }
+
+// NewNetdevStats builds a NetdevStats from counters already read (e.g. the
+// guest agent's stats event), filling the typed fields from the sysfs
+// names. The map is used as is.
+func NewNetdevStats(device string, counters map[string]uint64) *NetdevStats {
+	if counters == nil {
+		counters = map[string]uint64{}
+	}
+	s := &NetdevStats{Device: device, Counters: counters}
+	s.fill()
+	return s
+}
