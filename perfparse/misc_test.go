@@ -1,0 +1,75 @@
+package perfparse
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestTrafgen(t *testing.T) {
+	tg, err := ParseTrafgen(openT(t, "testdata/trafgen/fixture-5s.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.Complete || tg.Packets != 437644 || tg.Bytes != 26258640 || len(tg.CPUs) != 1 || tg.CPUs[0].Seconds != 4.995383 || tg.ScheduledPackets != 1 {
+		t.Errorf("fixture: %+v", tg)
+	}
+	if pps := tg.PPS(); pps < 87609 || pps > 87610 { // 437644 packets / 4.995383 s
+		t.Errorf("pps %v", pps)
+	}
+	two, err := ParseTrafgen(openT(t, "testdata/trafgen/real-tap-netns-2cpu.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(two.CPUs) != 2 || two.CPUs[0].Packets+two.CPUs[1].Packets != two.Packets {
+		t.Errorf("2 cpus: %+v", two)
+	}
+	failed, err := ParseTrafgen(openT(t, "testdata/trafgen/real-qdisc-path-flush-failed.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Complete || !strings.HasPrefix(failed.Messages[len(failed.Messages)-1], "Flushing TX_RING failed") {
+		t.Errorf("failed run: %+v", failed)
+	}
+	if _, err := ParseTrafgen(strings.NewReader("nothing here\n")); err == nil {
+		t.Error("text without a summary parsed")
+	}
+}
+
+func TestTCQdisc(t *testing.T) {
+	q, err := ParseTCQdisc(openT(t, "testdata/tc/real-tap-tbf-overlimits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 1 || q[0].Kind != "tbf" || q[0].Handle != "8060:" || !q[0].Root || q[0].Packets != 746 || q[0].Overlimits != 920 || q[0].Extra != nil {
+		t.Errorf("tbf: %+v", q)
+	}
+	all, err := ParseTCQdisc(openT(t, "testdata/tc/real-host-all.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 1 || all[0].Dev == "" {
+		t.Errorf("all devs: %+v", all)
+	}
+	for _, in := range []string{"", "{}", "[{\"handle\":\"0:\"}]", "[{\"kind\":5}]"} {
+		var se *SyntaxError
+		if _, err := ParseTCQdisc(strings.NewReader(in)); !errors.As(err, &se) {
+			t.Errorf("%q: %v, want a SyntaxError", in, err)
+		}
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	_, err := Parse("nosuch", "", strings.NewReader(""))
+	var uk *UnknownKindError
+	if !errors.As(err, &uk) || uk.ExitCode() != 2 || !strings.Contains(err.Error(), "perf-stat, perf-report, pktgen") {
+		t.Errorf("unknown kind: %v", err)
+	}
+	_, err = Parse("auto", "x.txt", strings.NewReader("just some words\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "perfparse: x.txt: cannot tell what this is") {
+		t.Errorf("auto on prose: %v", err)
+	}
+	if err := WithFile(errors.New("plain"), "f"); err.Error() != "plain" {
+		t.Errorf("WithFile changed a plain error: %v", err)
+	}
+}
