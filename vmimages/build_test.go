@@ -230,3 +230,24 @@ func TestSplitDebianVersion(t *testing.T) {
 		t.Error("abiLess is not numeric")
 	}
 }
+
+// The same with Debian's real kernel and modules, iperf3 and its libraries.
+func TestBuildReproducibleDebianKernel(t *testing.T) {
+	k := testKernel(t)
+	agent := fakeAgent(t)
+	var imgs [2]*Image
+	for i := range imgs {
+		var err error
+		imgs[i], err = Build(t.Context(), BuildOptions{Kernel: k.Image, Modules: k.Modules, Agent: agent,
+			ExtraModules: []string{"pktgen", "vhost_net", "tun"}, Iperf3: isFile("/usr/bin/iperf3"), CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(imgs[0].Initramfs)
+	b, _ := os.ReadFile(imgs[1].Initramfs)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("two builds differ: %d vs %d bytes", len(a), len(b))
+	}
+	t.Logf("%s: %d bytes, modules %v", imgs[0].Hash[:16], len(a), imgs[0].Modules)
+}
