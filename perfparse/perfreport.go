@@ -170,6 +170,11 @@ func (rr *PerfReportReader) setCols(c []reportCol) {
 // Header returns the header of the section the current row belongs to.
 func (rr *PerfReportReader) Header() *PerfReportHeader { return &rr.hdr }
 
+// Section is the number of the "# Samples: ... of event" section the
+// current row belongs to, counting from 1 (0 when the report has no such
+// header). It changes when a report holds several events.
+func (rr *PerfReportReader) Section() int { return rr.gen }
+
 // Row returns the current row; it is overwritten by the next call to Next.
 func (rr *PerfReportReader) Row() *PerfReportRow { return &rr.row }
 

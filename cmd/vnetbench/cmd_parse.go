@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,9 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer f.Close()
 		in = f
 	}
+	if kind == "perf-report" {
+		return streamPerfReport(stdout, name, in)
+	}
 	v, err := perfparse.Parse(kind, name, in)
 	if err != nil {
 		return err
@@ -80,4 +84,64 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// streamPerfReport prints a perf report as the same JSON as
+// perfparse.ParsePerfReport would give, row by row, so that a report of
+// any size is printed in constant memory. On a parse error the output
+// stops where the error is.
+func streamPerfReport(w io.Writer, name string, r io.Reader) error {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	rr := perfparse.NewPerfReportReader(r)
+	indent := func(v any, prefix string) ([]byte, error) {
+		b, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return nil, fmt.Errorf("parse: encode json: %w", err)
+		}
+		return b, nil
+	}
+	section, rows := -1, 0
+	io.WriteString(bw, "{\n  \"sections\": [")
+	for rr.Next() {
+		if rr.Section() != section {
+			if section != -1 {
+				io.WriteString(bw, "\n      ]\n    },")
+			}
+			section, rows = rr.Section(), 0
+			h, err := indent(rr.Header(), "      ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(bw, "\n    {\n      \"header\": %s,\n      \"rows\": [", h)
+		}
+		row := *rr.Row()
+		if len(row.CallGraph) == 0 {
+			row.CallGraph = nil
+		}
+		b, err := indent(row, "        ")
+		if err != nil {
+			return err
+		}
+		if rows > 0 {
+			bw.WriteByte(',')
+		}
+		rows++
+		bw.WriteString("\n        ")
+		bw.Write(b)
+	}
+	if err := rr.Err(); err != nil {
+		bw.WriteString("\n")
+		return perfparse.WithFile(err, name)
+	}
+	if section == -1 {
+		// No rows: discard the opening and print what ParsePerfReport gives.
+		bw.Reset(w)
+		if rr.Section() == 0 {
+			return perfparse.WithFile(&perfparse.SyntaxError{Msg: "perf report: no rows and no \"# Samples:\" header (is this perf report --stdio output?)"}, name)
+		}
+		return writeJSON(w, &perfparse.PerfReport{Sections: []perfparse.PerfReportSection{{Header: *rr.Header(), Rows: []perfparse.PerfReportRow{}}}})
+	}
+	io.WriteString(bw, "\n      ]\n    }\n  ]\n}\n")
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/perfparse"
 )
 
 // The -update flag may be defined by another test file of this package.
@@ -134,5 +136,42 @@ func TestParseCLIBinary(t *testing.T) {
 	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "<stdin>:1: ") {
 		t.Errorf("ambiguous input: err %v, stderr %q", err, stderr.String())
+	}
+}
+
+// The streamed perf report JSON is byte for byte what the whole-report
+// parser gives.
+func TestParseCLIPerfReportStream(t *testing.T) {
+	files, err := filepath.Glob("../../perfparse/testdata/perf-report/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatal(err, files)
+	}
+	for _, f := range append(files, "testdata/parse/perf-report-g-head.txt") {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := perfparse.ParsePerfReport(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got bytes.Buffer
+		if err := writeJSON(&want, rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := streamPerfReport(&got, f, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(want.Bytes(), got.Bytes()) {
+			t.Errorf("%s: streamed JSON differs from ParsePerfReport's", f)
+		}
+	}
+	var got bytes.Buffer
+	err = streamPerfReport(&got, "h.txt", strings.NewReader("# Samples: 0 of event 'cycles'\n# Event count (approx.): 0\n"))
+	if err != nil || !strings.Contains(got.String(), `"rows": []`) {
+		t.Errorf("header-only report: %v\n%s", err, got.String())
+	}
+	if err := streamPerfReport(&got, "e.txt", strings.NewReader("")); err == nil || !strings.Contains(err.Error(), "e.txt: perf report: no rows") {
+		t.Errorf("empty report: %v", err)
 	}
 }
