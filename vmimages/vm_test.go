@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -24,6 +25,49 @@ const (
 	testHostIP   = "10.0.0.1"
 	testGuestMAC = "52:54:00:12:34:56"
 )
+
+// TestMain removes the agent built for the tests and fails the run if a
+// test left a child process (QEMU) or one of its network namespaces behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentPath != "" {
+		os.RemoveAll(filepath.Dir(agentPath))
+	}
+	if kids := children(); len(kids) > 0 {
+		fmt.Fprintf(os.Stderr, "leaked child processes: %v\n", kids)
+		code = 1
+	}
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		prefix := fmt.Sprintf("vnb-img%d-", os.Getpid())
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				fmt.Fprintf(os.Stderr, "leaked network namespace: %s\n", l)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// children lists the pids whose parent is this process.
+func children() []string {
+	var kids []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces.
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == fmt.Sprint(os.Getpid()) {
+				kids = append(kids, s[:i+1])
+			}
+		}
+	}
+	return kids
+}
 
 var (
 	agentOnce sync.Once
@@ -168,6 +212,8 @@ func bootVMWith(tb testing.TB, img *Image, ns, cmdline string, serialOnly bool) 
 	}
 	vm := &testVM{console: console, start: time.Now(), exited: make(chan struct{})}
 	vm.cmd = exec.Command(argv[0], argv[1:]...)
+	// If the test binary dies (timeout panic), the kernel kills QEMU.
+	vm.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	vm.cmd.Stderr = &stderr
 	if err := vm.cmd.Start(); err != nil {
