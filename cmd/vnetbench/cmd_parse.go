@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -44,7 +46,13 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			st, err := perfparse.ParseNetdevStats(os.DirFS(name))
 			if err != nil {
-				return perfparse.WithFile(err, name)
+				var se *perfparse.SyntaxError
+				if errors.As(err, &se) {
+					c := *se
+					c.File = filepath.Join(name, se.File)
+					return &c
+				}
+				return err
 			}
 			return writeJSON(stdout, st)
 		}
