@@ -126,7 +126,8 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if err := r.ns.CreateTap(tap); err != nil {
 		return nil, err
 	}
-	u.Push("delete tap "+g.tap, func(context.Context) error { return r.ns.DeleteLink(g.tap) })
+	tapDev := g.tap // g is nil on the error paths when the undo runs
+	u.Push("delete tap "+tapDev, func(context.Context) error { return r.ns.DeleteLink(tapDev) })
 	if st, err := r.ns.LinkMAC(g.tap); err == nil {
 		g.tapMAC = st
 	}

@@ -318,6 +318,9 @@ func TestRunGuestNeverReady(t *testing.T) {
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "timeout after 3s") || !strings.Contains(err.Error(), "wait for agent") {
 		t.Fatalf("err = %v", err)
 	}
+	if strings.Contains(err.Error(), "undo") {
+		t.Errorf("teardown of the failed boot reported errors: %v", err)
+	}
 }
 
 func hostReady() bool {
