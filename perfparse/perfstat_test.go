@@ -1,8 +1,11 @@
 package perfparse
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,5 +195,41 @@ func TestPerfStatText(t *testing.T) {
 	}
 	if r := pc.Rows[2]; r.CPU != "CPU0" || r.Count != 1242 {
 		t.Errorf("per-cpu row %+v", r)
+	}
+}
+
+// Every perf stat capture reads the same after a mail client collapsed
+// its whitespace and quoted it.
+func TestPerfStatCollapsedEverywhere(t *testing.T) {
+	files, err := filepath.Glob("testdata/perf-stat/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		base := filepath.Base(f)
+		if strings.HasSuffix(f, ".golden") || strings.HasPrefix(base, "bad-") || strings.HasSuffix(f, ".json") || strings.HasSuffix(f, ".csv") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ParsePerfStat(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParsePerfStat(strings.NewReader(collapseReport(string(data))))
+		if err != nil {
+			t.Errorf("%s collapsed: %v", base, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s collapsed reads differently:\n got %s\nwant %s", base, js(got), js(want))
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d text inputs checked", n)
 	}
 }
