@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -207,16 +206,17 @@ func (g *trafgenGen) Wait(ctx context.Context) (*GenResult, error) {
 	return r, nil
 }
 
-var trafgenOutgoing = regexp.MustCompile(`(?m)^\s*(\d+)\s+packets outgoing`)
-
 // parseTrafgenPackets reads the "N packets outgoing" summary trafgen prints
 // on SIGINT.
 func parseTrafgenPackets(out []byte) (uint64, error) {
-	m := trafgenOutgoing.FindSubmatch(out)
-	if m == nil {
+	t, err := perfparse.ParseTrafgen(bytes.NewReader(out))
+	if err != nil {
+		return 0, err
+	}
+	if !t.Complete {
 		return 0, errors.New(`no "packets outgoing" summary in trafgen's output`)
 	}
-	return strconv.ParseUint(string(m[1]), 10, 64)
+	return t.Packets, nil
 }
 
 // ---- iperf3 ----

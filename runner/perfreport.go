@@ -1,44 +1,25 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
-	"regexp"
-	"strconv"
-	"strings"
 
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/report"
 )
 
-// perfRow matches a `perf report --stdio --no-children --sort dso,symbol`
-// row: "    12.34%  [kernel.kallsyms]  [k] _raw_spin_lock".
-var perfRow = regexp.MustCompile(`^\s*([0-9.]+)%\s+(.+?)\s+\[([k.gujH])\]\s+(.+?)\s*$`)
-
-// perfSymbols returns the top rows of perf report's text output.
+// perfSymbols returns the top rows of perf report's text output (the
+// first event's section), overheads in percent.
 func perfSymbols(out []byte, target string, top int) []report.Symbol {
+	rep, err := perfparse.ParsePerfReport(bytes.NewReader(out))
+	if err != nil || len(rep.Sections) == 0 {
+		return nil
+	}
 	var syms []report.Symbol
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() && len(syms) < top {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
+	for _, row := range rep.Sections[0].Rows {
+		if len(syms) >= top {
+			break
 		}
-		m := perfRow.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			continue
-		}
-		sym := m[4]
-		// Trailing columns (e.g. "-      -" for IPC/cycles) follow after
-		// a run of spaces.
-		if i := strings.Index(sym, "  "); i > 0 {
-			sym = sym[:i]
-		}
-		syms = append(syms, report.Symbol{Target: target, Overhead: v, DSO: m[2], Symbol: sym})
+		syms = append(syms, report.Symbol{Target: target, Overhead: row.Overhead * 100, DSO: row.SharedObject, Symbol: row.Symbol})
 	}
 	return syms
 }

@@ -78,6 +78,9 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 	if c.BootTimeout == 0 {
 		c.BootTimeout = 400 * time.Second
 	}
+	if c.GuestAppend == "" && len(c.Variants) == 0 {
+		c.GuestAppend = FastAppend
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
