@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -304,9 +305,11 @@ func (g *iperf3Gen) Wait(ctx context.Context) (*GenResult, error) {
 		r.Metrics["retransmits"] = r.Retransmits
 	}
 	if res.CPU != nil {
-		// iperf3 reports CPU as a fraction of the whole machine.
-		r.BusyFrac = -1
+		// iperf3 reports CPU as a fraction of the whole machine; iperf3
+		// before 3.16 runs every stream on one thread, so its busy
+		// fraction is that times the CPU count.
 		r.Metrics["iperf3_host_cpu_frac"] = res.CPU.HostTotalFrac
+		r.BusyFrac = min(1, res.CPU.HostTotalFrac*float64(runtime.NumCPU()))
 	}
 	return r, nil
 }
