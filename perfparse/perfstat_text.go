@@ -124,7 +124,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		}
 		if t.value != "" && !strings.HasPrefix(t.value, "<") {
 			role := roleCounter
-			if t.unit == "" && !strings.Contains(t.event, "/") {
+			if t.unit == "" {
 				role = roleCount
 			}
 			if err := nf.observe(t.value, role, t.line); err != nil {
@@ -195,7 +195,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		case "<not counted>":
 			row.Counted = false
 		default:
-			integer := t.unit == "" && !strings.Contains(t.event, "/") // counts; pmu/…/ events may be scaled
+			integer := t.unit == "" // perf prints unitless counters as integers
 			v, n, isInt, err := nf.parseNum(t.value, roleCounter, integer, t.line, "counter value of "+t.event)
 			if err != nil {
 				return nil, err
