@@ -7,6 +7,12 @@ import (
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
+// GuestFastCmdline are kernel parameters added to vmimages' base command
+// line: they skip boot work a benchmark guest does not need and that
+// stalls boots under TCG, more so TCG inside TCG (lab mode; measured by
+// runner/lab's FastAppend).
+const GuestFastCmdline = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
+
 // VMImagesBuilder is the ImageFunc that builds the guest with vmimages:
 // the guest's kernel (scenario guest.kernel, else vmimages' default: the
 // host's, then Debian's), the agent binary as /init (agentBinary, "" = the
@@ -25,6 +31,6 @@ func VMImagesBuilder(agentBinary string) ImageFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &GuestImage{Kernel: img.Kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease}, nil
+		return &GuestImage{Kernel: img.Kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease, Cmdline: GuestFastCmdline}, nil
 	}
 }
