@@ -81,3 +81,36 @@ func TestEnvDifferences(t *testing.T) {
 		t.Errorf("got %v", w)
 	}
 }
+
+// The guest is reused across host-side knobs, rebooted for VM changes.
+func TestVMKey(t *testing.T) {
+	base := scenarios.Cell{Backend: "tap", Qdisc: "pfifo_fast", Guest: scenarios.Guest{VCPUs: 1, MemoryMiB: 512},
+		Generator: scenarios.Generator{Kind: "trafgen"}}
+	same := []func(*scenarios.Cell){
+		func(c *scenarios.Cell) { c.Qdisc = "noqueue" },
+		func(c *scenarios.Cell) { c.Pin.VCPU = []int{0} },
+		func(c *scenarios.Cell) { c.Generator.Kind = "iperf3" },
+		func(c *scenarios.Cell) { c.Guest.Sink = "xdp-drop" },
+	}
+	diff := []func(*scenarios.Cell){
+		func(c *scenarios.Cell) { c.Backend = "tap+vhost" },
+		func(c *scenarios.Cell) { c.Queues = 4 },
+		func(c *scenarios.Cell) { c.Guest.VCPUs = 2 },
+		func(c *scenarios.Cell) { c.Guest.MemoryMiB = 1024 },
+		func(c *scenarios.Cell) { c.Kernel.Label = "patched" },
+	}
+	for i, f := range same {
+		c := base
+		f(&c)
+		if vmKey(&c) != vmKey(&base) {
+			t.Errorf("same[%d]: reboot for a host-side knob", i)
+		}
+	}
+	for i, f := range diff {
+		c := base
+		f(&c)
+		if vmKey(&c) == vmKey(&base) {
+			t.Errorf("diff[%d]: VM change not detected", i)
+		}
+	}
+}
