@@ -231,6 +231,13 @@ func (r *runState) waitAgent(ctx context.Context, vm *qemu.VM, sock string) (Age
 		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
 			return nil, c
 		}
+		// The agent's socket closing usually means QEMU is exiting
+		// (a guest panic with panic=-1 and -no-reboot): say so.
+		select {
+		case <-vm.Done():
+			return nil, fmt.Errorf("qemu exited during boot (%v): %w", vm.Process().Wait(), err)
+		case <-time.After(2 * time.Second):
+		}
 		return nil, err
 	}
 	return a, nil

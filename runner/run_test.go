@@ -337,3 +337,35 @@ func hostReady() bool {
 	}
 	return true
 }
+
+// A real guest kernel with a bogus command line (no init to run): the
+// kernel panics, QEMU exits (panic=-1, -no-reboot) and the run fails fast
+// with the console's last lines, leaving nothing behind.
+func TestRunBogusKernelCmdline(t *testing.T) {
+	needHost(t)
+	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, false)
+	if err != nil {
+		t.Skipf("no guest image here: %v", err)
+	}
+	cells := loadCells(t, strings.Replace(loopScenario, "boot: 20s", "boot: 5m", 1))
+	h := newHarness(t)
+	h.opts.DialAgent = DialVMImagesAgent
+	h.opts.Image = func(context.Context, scenarios.Guest, bool) (*GuestImage, error) {
+		bad := *img
+		bad.Cmdline = "rdinit=/vnb-no-such-init root=/dev/vnb-nothing"
+		return &bad, nil
+	}
+	start := time.Now()
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var be *qemu.BootError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "qemu exited during boot") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(be.Console, "panic") && !strings.Contains(be.Console, "Panic") {
+		t.Errorf("console tail lacks the panic: %q", be.Console)
+	}
+	if d := time.Since(start); d > 4*time.Minute {
+		t.Errorf("took %v: should fail when QEMU exits, not at the boot timeout", d)
+	}
+}

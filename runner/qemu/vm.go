@@ -162,9 +162,36 @@ func (e *BootError) Error() string {
 
 func (e *BootError) Unwrap() error { return e.Err }
 
-// BootError wraps err as a *BootError carrying the console tail.
+// BootError wraps err as a *BootError carrying the console tail (and
+// the kernel's panic line when it scrolled out of the tail).
 func (vm *VM) BootError(phase string, err error) error {
-	return &BootError{VM: vm.Config.Name, Phase: phase, Err: err, Console: vm.ConsoleTail(8)}
+	tail := vm.ConsoleTail(8)
+	if p := panicLine(vm.Config.ConsoleLog); p != "" && !strings.Contains(tail, p) {
+		tail = p + "\n...\n" + tail
+	}
+	return &BootError{VM: vm.Config.Name, Phase: phase, Err: err, Console: tail}
+}
+
+// panicLine returns the first "Kernel panic" line of a console log.
+func panicLine(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	i := bytes.Index(b, []byte("Kernel panic"))
+	if i < 0 {
+		return ""
+	}
+	if j := bytes.LastIndexByte(b[:i], '\n'); j >= 0 {
+		b = b[j+1:]
+	} else {
+		b = b[i:]
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return strings.TrimRight(string(line), "\r ")
 }
 
 // Quit asks QEMU to exit over QMP and waits up to grace, then kills it.
