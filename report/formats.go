@@ -26,7 +26,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", strings.Join(r.Emulated, ", "))
 	}
+	notes := onceNotes{}
 	for _, t := range r.Tables {
+		if !r.shows(t) {
+			continue
+		}
 		title := t.Title
 		if t.Context != "" && t.Kind != KindCompare && t.Kind != KindSweep {
 			title = t.Context
@@ -72,15 +76,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		if err := tb.Render(); err != nil {
 			return fmt.Errorf("markdown table: %w", err)
 		}
-		if len(t.Notes) > 0 {
-			b.WriteString("\n")
-		}
+		refs := referencedNotes(t)
+		var lines []string
 		for i, n := range t.Notes {
-			if t.Kind == KindCompare {
-				fmt.Fprintf(&b, "%s %s  \n", noteMark(i, Unicode), mdEscape(n))
-			} else {
-				fmt.Fprintf(&b, "_%s_  \n", mdEscape(n))
+			switch {
+			case refs[i]:
+				lines = append(lines, fmt.Sprintf("%s %s  \n", noteMark(i, Unicode), mdEscape(n)))
+			case notes.seen(n):
+			default:
+				lines = append(lines, fmt.Sprintf("_%s_  \n", mdEscape(n)))
 			}
+		}
+		if len(lines) > 0 {
+			b.WriteString("\n" + strings.Join(lines, ""))
 		}
 	}
 	if env := envLines(r); len(env) > 0 {

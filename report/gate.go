@@ -97,6 +97,9 @@ type CompareOptions struct {
 	Metrics []string // metrics to show (nil = all in both); gates add theirs
 	Gates   []Gate   // nil = default gates (see CompareRuns)
 	Alpha   float64
+	// Details shows the harness and diagnostics table in text and
+	// markdown (Options.Details).
+	Details bool
 }
 
 // CompareResult is what CompareRuns decided.
@@ -123,8 +126,9 @@ func (c *CompareResult) Err() error {
 // CompareRuns compares the set new against base cell by cell (per kernel
 // label when the sets hold several: the cell is then "label:cell") and
 // applies the gates. Without gates, every shown metric that has a
-// direction is gated at 0% in its bad direction. Unknown metrics are
-// InputErrors.
+// direction is gated at 0% in its bad direction, except Diagnostics (the
+// harness's self-measurements and cross-checks) unless opt.Metrics names
+// them. Unknown metrics are InputErrors.
 func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 	if opt.Alpha <= 0 {
 		opt.Alpha = DefaultAlpha
@@ -172,6 +176,9 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 			show = keys
 		}
 		for _, k := range show {
+			if IsDiagnostic(k) && !slices.Contains(opt.Metrics, k) {
+				continue
+			}
 			switch metricOf(k).Better {
 			case HigherIsBetter:
 				gates = append(gates, Gate{k, '<', 0})
@@ -193,11 +200,11 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 			}
 		}
 	}
-	kinds := []string{KindThread, KindSweep, KindCompare}
+	kinds := []string{KindThread, KindSweep, KindCompare, KindHarness}
 	if opt.Metrics != nil {
-		kinds = []string{KindCompare}
+		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{Alpha: opt.Alpha, Base: "base", Metrics: metrics, Kinds: kinds})
+	r, err := Build(joined, Options{Alpha: opt.Alpha, Base: "base", Metrics: metrics, Kinds: kinds, Details: opt.Details})
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +231,7 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 	var b strings.Builder
 	b.WriteString("\ngates")
 	if c.DefaultGates {
-		b.WriteString(" (default: any significant change in the bad direction; set --fail-on to choose thresholds)")
+		b.WriteString(" (default: any significant change in the bad direction; harness diagnostics are not gated; set --fail-on to choose thresholds)")
 	}
 	b.WriteString(":\n")
 	var failed, decided []string

@@ -102,9 +102,15 @@ func TestRenderGolden(t *testing.T) {
 		{"by-backend.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Metrics: []string{"tx_pps"}, Kinds: []string{KindCompare}}},
 		{"by-backend-thread.txt", run("stock", "patched"), "text", ASCII, Options{By: "backend", Kinds: []string{KindThread}}},
 		{"single.txt", run("stock"), "text", ASCII, Options{Metrics: []string{"tx_pps", "lost_pps"}}},
+		// --details: the per-metric tables (median and min..max for n < 6)
+		// and the harness and diagnostics table.
+		{"single-details.txt", run("stock"), "text", ASCII, Options{Metrics: []string{"tx_pps", "lost_pps", "tap_tx_pps"}, Details: true}},
 		// A real run of the quickstart scenario by the runner on a CI-kind
 		// machine (QEMU TCG, trafgen and iperf3, perf stat on qemu).
 		{"quickstart-tcg.txt", run("quickstart-tcg"), "text", ASCII, Options{}},
+		{"quickstart-tcg-details.txt", run("quickstart-tcg"), "text", ASCII, Options{Details: true}},
+		{"quickstart-tcg-details.md", run("quickstart-tcg"), "markdown", ASCII, Options{Details: true}},
+		{"quickstart-tcg.json", run("quickstart-tcg"), "json", ASCII, Options{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -85,8 +85,9 @@ svg text{font-family:sans-serif;font-size:11px}
 		b.WriteString("</table>\n")
 		if len(t.Notes) > 0 {
 			b.WriteString("<div class=\"notes\">")
+			refs := referencedNotes(t)
 			for i, n := range t.Notes {
-				if t.Kind == KindCompare {
+				if refs[i] {
 					fmt.Fprintf(&b, "<sup>%d</sup> ", i+1)
 				}
 				fmt.Fprintf(&b, "%s<br>\n", esc(n))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -56,6 +57,18 @@ var Metrics = map[string]Metric{
 	"iperf3_host_cpu_frac": {"iperf3_host_cpu_frac", "fraction", LowerIsBetter, false, "iperf3 sender host CPU use, fraction"},
 	"cell_overhead_s":      {"cell_overhead_s", "s", LowerIsBetter, false, "setup + teardown time outside the window"},
 }
+
+// Diagnostics are the keys of the harness's self-measurements
+// (harness_cpu_frac, cell_overhead_s) and of its diagnostics and
+// cross-checks: numbers that tell whether the harness measured well, not
+// how the kernel under test performs. Reports gather them in one "harness
+// and diagnostics" table (a Detail table), not in per-metric tables, and
+// compare does not gate them by default. Machine-readable formats keep them
+// like any metric.
+var Diagnostics = []string{"harness_cpu_frac", "cell_overhead_s", "generator_busy_frac", "iperf3_host_cpu_frac", "qdisc_drops", "tx_packets", "tap_tx_pps"}
+
+// IsDiagnostic reports whether key is one of Diagnostics.
+func IsDiagnostic(key string) bool { return slices.Contains(Diagnostics, key) }
 
 // perfRules gives the direction and unit of known perf events; other
 // events are Neutral counts.

@@ -26,6 +26,9 @@ type Options struct {
 	Metrics []string
 	// Kinds restricts the tables to these kinds (nil = all).
 	Kinds []string
+	// Details asks text and markdown to show the tables marked Detail too
+	// (see Table.Detail). Other formats always hold every table.
+	Details bool
 }
 
 // Report is the format-free model every renderer draws.
@@ -44,6 +47,8 @@ type Report struct {
 	Comparisons []Comparison    `json:"comparisons,omitempty"`
 	Warnings    []string        `json:"warnings,omitempty"`
 	Sources     []string        `json:"sources,omitempty"`
+	// Details is Options.Details: text and markdown show Detail tables.
+	Details bool `json:"details"`
 }
 
 // IsEmulated reports whether column col was measured under emulation.
@@ -81,7 +86,8 @@ const (
 	KindSweep    = "sweep"    // rows packet sizes, columns A, B, speedup
 	KindPerfStat = "perfstat" // perf counters side by side with % change
 	KindPerfSyms = "perfsyms" // perf report top symbols side by side with overhead delta
-	KindCompare  = "compare"  // benchstat-style: median ± CI, vs base, p, n
+	KindCompare  = "compare"  // benchstat-style: median ± CI (or min..max), vs base, p, n
+	KindHarness  = "harness"  // one row per cell, columns the Diagnostics metrics' medians
 )
 
 // Table is a format-free table: a header, rows of label cells and value
@@ -105,6 +111,11 @@ type Table struct {
 	// (charts use them).
 	Metric string `json:"metric,omitempty"`
 	Unit   string `json:"unit,omitempty"`
+	// Detail tables are left out of text and markdown unless
+	// Report.Details is set: the benchstat-style tables when there is
+	// nothing to compare (one column), and the harness and diagnostics
+	// table. JSON, CSV and HTML keep them.
+	Detail bool `json:"detail,omitempty"`
 }
 
 // Row is one table row. Labels has one entry per label column; equal
@@ -152,7 +163,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: set.Warnings, Sources: set.Sources}
+	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details}
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {
@@ -172,9 +183,17 @@ func Build(set *Set, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}} {
+	}{{KindThread, b.threadTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
+		}
+	}
+	// Per-metric tables are noise when there is nothing to compare; the
+	// harness's own numbers are for whoever checks the harness.
+	comparing := len(r.Columns) >= 2 || opt.By != "kernel"
+	for _, t := range r.Tables {
+		if t.Kind == KindHarness || (t.Kind == KindCompare && !comparing) {
+			t.Detail = true
 		}
 	}
 	return r, nil
@@ -325,12 +344,18 @@ func (b *builder) summaries() {
 
 // sampleWarnings adds the samples' own warnings to the report, once per
 // cell, column and message shape (digits ignored), with how many runs
-// carried it.
+// carried it. A message that is word for word the same in several cells
+// (the TCG warning, say) is shown once, naming the cells, or "all runs".
 func (b *builder) sampleWarnings() {
 	type key struct{ cell, col, shape string }
-	count := map[key]int{}
-	first := map[key]string{}
-	var order []key
+	type entry struct {
+		key
+		first string
+		texts map[string]bool
+		count int
+	}
+	var entries []*entry
+	byKey := map[key]*entry{}
 	runs := map[[2]string]int{}
 	for i := range b.set.Samples {
 		s := &b.set.Samples[i]
@@ -342,21 +367,76 @@ func (b *builder) sampleWarnings() {
 				}
 				return r
 			}, w)}
-			if count[k] == 0 {
-				order = append(order, k)
-				first[k] = w
+			e := byKey[k]
+			if e == nil {
+				e = &entry{key: k, first: w, texts: map[string]bool{}}
+				byKey[k] = e
+				entries = append(entries, e)
 			}
-			count[k]++
+			e.texts[w] = true
+			e.count++
 		}
+	}
+	totalRuns := len(b.set.Samples)
+	// Merge entries with one identical text across cells.
+	type merged struct {
+		text  string
+		where [][2]string // cell, column
+		count int         // runs that carried it
+		of    int         // runs of those cells
+	}
+	var out []*merged
+	same := map[string]*merged{}
+	for _, e := range entries {
+		where := [2]string{e.cell, e.col}
+		if len(e.texts) == 1 {
+			if m := same[e.first]; m != nil {
+				m.where = append(m.where, where)
+				m.count += e.count
+				m.of += runs[where]
+				continue
+			}
+		}
+		m := &merged{text: e.first, where: [][2]string{where}, count: e.count, of: runs[where]}
+		if len(e.texts) == 1 {
+			same[e.first] = m
+		}
+		out = append(out, m)
 	}
 	const limit = 20
-	for i, k := range order {
+	for i, m := range out {
 		if i == limit {
-			b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%d more run warnings not shown; see results.jsonl", len(order)-limit))
+			b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%d more run warnings not shown; see results.jsonl", len(out)-limit))
 			break
 		}
-		b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%s on %s (%d of %d runs): %s", k.cell, k.col, count[k], runs[[2]string{k.cell, k.col}], first[k]))
+		var where string
+		switch {
+		case len(m.where) > 1 && m.count == totalRuns:
+			where = fmt.Sprintf("all %d runs", totalRuns)
+		case len(b.r.Columns) == 1:
+			where = fmt.Sprintf("%s on %s (%d of %d runs)", listCells(m.where, false), m.where[0][1], m.count, m.of)
+		default:
+			where = fmt.Sprintf("%s (%d of %d runs)", listCells(m.where, true), m.count, m.of)
+		}
+		b.r.Warnings = append(b.r.Warnings, where+": "+m.text)
 	}
+}
+
+// listCells names up to three cells ("cell on column" when withCol).
+func listCells(where [][2]string, withCol bool) string {
+	var parts []string
+	for i, w := range where {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(where)-3))
+			break
+		}
+		if withCol {
+			parts = append(parts, w[0]+" on "+w[1])
+		} else {
+			parts = append(parts, w[0])
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ---- formatting helpers (shared by the model's cell texts) ----
@@ -1133,6 +1213,9 @@ func (b *builder) compareTables() {
 		if strings.HasPrefix(key, PerfPrefix) && len(b.opt.Metrics) == 0 {
 			continue // shown by the perf stat tables
 		}
+		if IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
+			continue // shown by the harness and diagnostics table
+		}
 		m := metricOf(key)
 		var cells []string
 		for _, cell := range b.set.Cells() {
@@ -1168,18 +1251,24 @@ func (b *builder) compareTables() {
 			t.Notes = append(t.Notes, msg)
 			return len(t.Notes) - 1
 		}
+		// With one column there is no "p, n" column: the cells say n.
+		withN := len(b.r.Columns) == 1
+		ranges, cis := false, false
 		for _, cell := range cells {
 			r := Row{Labels: []string{cell}}
 			for i, col := range b.r.Columns {
 				st := b.stats(cell, col, key)
 				c := Cell{Text: "-"}
 				if st.N > 0 {
-					c = Cell{Text: ciText(&st), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
+					c = Cell{Text: spreadText(&st, withN), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
+					if st.CIFinite() {
+						cis = true
+					} else {
+						ranges = true
+					}
 					for _, w := range st.Warnings {
 						if strings.Contains(w, "confidence interval") {
-							// "± inf" says it in every cell; one note explains it.
-							note("± inf: " + w)
-							continue
+							continue // the range note below says it once
 						}
 						c.Notes = append(c.Notes, note(w))
 					}
@@ -1204,19 +1293,161 @@ func (b *builder) compareTables() {
 			}
 			t.Rows = append(t.Rows, r)
 		}
+		// Legends come after the numbered notes cells refer to.
+		if cis {
+			t.Notes = append(t.Notes, fmt.Sprintf("± = %.0f%% confidence interval of the median", 100*Confidence))
+		}
+		if ranges {
+			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
+		}
 		b.r.Tables = append(b.r.Tables, t)
 	}
 }
 
-// ciText is benchstat's "median ± CI%" with an SI prefix.
-func ciText(st *Stats) string {
-	ci := "inf"
+// minCIRuns is the smallest sample for which benchmath gives a finite
+// confidence interval of the median at level Confidence.
+const minCIRuns = 6
+
+// spreadText is the median with its honest spread: benchstat's
+// "median ± CI%" when the confidence interval is finite, else the range
+// of the runs, "11.88k (n=2, 9.70..14.1k)" (n only when withN).
+func spreadText(st *Stats, withN bool) string {
 	if st.CIFinite() {
-		if st.Median == 0 {
-			ci = "0%"
-		} else {
+		ci := "0%"
+		if st.Median != 0 {
 			ci = fmt.Sprintf("%.0f%%", 100*math.Max(st.Hi/st.Median-1, 1-st.Lo/st.Median))
 		}
+		return si(st.Median) + " ± " + ci
 	}
-	return si(st.Median) + " ± " + ci
+	var in []string
+	if withN {
+		in = append(in, fmt.Sprintf("n=%d", st.N))
+	}
+	if st.N > 1 {
+		lo, hi := si3(st.Min), si3(st.Max)
+		if p := siPrefix(hi); p != "" && siPrefix(lo) == p {
+			lo = strings.TrimSuffix(lo, p)
+		}
+		in = append(in, lo+".."+hi)
+	}
+	if len(in) == 0 {
+		return si(st.Median)
+	}
+	return si(st.Median) + " (" + strings.Join(in, ", ") + ")"
+}
+
+// si3 is si with 3 significant digits.
+func si3(v float64) string {
+	a := math.Abs(v)
+	for _, p := range []struct {
+		f float64
+		s string
+	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if a >= p.f {
+			x := v / p.f
+			return strconv.FormatFloat(x, 'f', max(0, 3-len(strconv.FormatFloat(math.Abs(math.Trunc(x)), 'f', 0, 64))), 64) + p.s
+		}
+	}
+	if a == math.Trunc(a) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// siPrefix is the SI prefix letter s ends with, or "".
+func siPrefix(s string) string {
+	if s != "" && strings.ContainsRune("kMGT", rune(s[len(s)-1])) {
+		return s[len(s)-1:]
+	}
+	return ""
+}
+
+// ---- harness and diagnostics ----
+
+// harnessTable shows the Diagnostics metrics: one row per cell (and
+// column), one column per metric, medians.
+func (b *builder) harnessTable() {
+	have := b.metricKeys()
+	var keys []string
+	for _, k := range Diagnostics {
+		if slices.Contains(have, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	multi := len(b.r.Columns) > 1
+	t := &Table{Kind: KindHarness, Title: "harness and diagnostics", LabelHeader: []string{"cell"}}
+	if multi {
+		t.LabelHeader = append(t.LabelHeader, b.r.By)
+	} else {
+		t.Title += ", " + b.colHeader(b.r.Columns[0])
+	}
+	var legend []string
+	for _, k := range keys {
+		h := diagnosticHeaders[k]
+		t.Header = append(t.Header, h[0])
+		legend = append(legend, h[0]+" = "+k+" "+h[1])
+	}
+	var cells []string
+	for _, cell := range b.set.Cells() {
+		for _, col := range b.r.Columns {
+			row := Row{Labels: []string{cell}}
+			if multi {
+				row.Labels = append(row.Labels, b.colHeader(col))
+			}
+			found := false
+			for _, k := range keys {
+				st := b.stats(cell, col, k)
+				if st.N == 0 {
+					row.Cells = append(row.Cells, Cell{Text: "-"})
+					continue
+				}
+				found = true
+				row.Cells = append(row.Cells, Cell{Text: diagnosticText(k, st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+			}
+			if found {
+				t.Rows = append(t.Rows, row)
+				if !slices.Contains(cells, cell) {
+					cells = append(cells, cell)
+				}
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("medians of %s runs; %s", b.repsRange(cells), strings.Join(legend, "; ")))
+	if multi && len(b.r.Emulated) > 0 {
+		t.Notes = append(t.Notes, emulatedNote)
+	}
+	b.r.Tables = append(b.r.Tables, t)
+}
+
+// diagnosticHeaders are the harness table's short column headers and what
+// they mean.
+var diagnosticHeaders = map[string][2]string{
+	"harness_cpu_frac":     {"harness", "(its own CPU, % of a core)"},
+	"cell_overhead_s":      {"overhead", "(setup + teardown)"},
+	"generator_busy_frac":  {"gen busy", "(< 90%: may not saturate)"},
+	"iperf3_host_cpu_frac": {"iperf3 CPU", "(host CPU of the sender)"},
+	"qdisc_drops":          {"qdisc drops", "(tap root qdisc)"},
+	"tx_packets":           {"tx pkts", "(in the window)"},
+	"tap_tx_pps":           {"tap tx", "(cross-check of tx_pps)"},
+}
+
+// diagnosticText formats a harness table value.
+func diagnosticText(key string, v float64) string {
+	switch metricOf(key).Unit {
+	case "fraction":
+		return num(100*v) + "%"
+	case "s":
+		return num(v) + " s"
+	case "pps":
+		return rateText("pps", v)
+	case "count":
+		return si(v)
+	}
+	return num(v)
 }

@@ -40,16 +40,23 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
 	}
+	notes := onceNotes{}
 	for _, t := range r.Tables {
+		if !r.shows(t) {
+			continue
+		}
 		b.WriteString("\n")
 		if t.Context == "" || t.Kind == KindCompare {
 			writeWrapped(&b, "", t.Title)
 		}
 		b.WriteString(drawTable(t, style))
+		refs := referencedNotes(t)
 		for i, n := range t.Notes {
-			if t.Kind == KindCompare {
+			switch {
+			case refs[i]:
 				writeWrapped(&b, noteMark(i, style)+" ", n)
-			} else {
+			case notes.seen(n):
+			default:
 				writeWrapped(&b, "  ", n)
 			}
 		}
@@ -69,6 +76,40 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	}
 	_, err := io.WriteString(w, out)
 	return err
+}
+
+// shows reports whether text and markdown draw t.
+func (r *Report) shows(t *Table) bool { return r.Details || !t.Detail }
+
+// referencedNotes returns the indexes of t's notes that some cell refers
+// to; renderers number only those.
+func referencedNotes(t *Table) map[int]bool {
+	refs := map[int]bool{}
+	for _, row := range t.Rows {
+		for _, c := range row.Cells {
+			for _, n := range c.Notes {
+				refs[n] = true
+			}
+		}
+	}
+	return refs
+}
+
+// onceNotes remembers the report-wide notes (the emulation legend) that a
+// text or markdown report prints only once.
+type onceNotes map[string]bool
+
+// seen reports whether n is a report-wide note already printed, and
+// remembers it.
+func (o onceNotes) seen(n string) bool {
+	if n != emulatedNote {
+		return false
+	}
+	if o[n] {
+		return true
+	}
+	o[n] = true
+	return false
 }
 
 // writeWrapped writes text after prefix, wrapped to MaxWidth, with
@@ -201,7 +242,7 @@ func drawTable(t *Table, style Style) string {
 	nv := len(t.Header)
 	ncol := nl + nv
 	full := t.Kind == KindThread
-	grouped := nl >= 2 && (t.Kind == KindThread || t.Kind == KindPerfStat)
+	grouped := nl >= 2 && (t.Kind == KindThread || t.Kind == KindPerfStat || t.Kind == KindHarness)
 
 	if style == ASCII {
 		t = asciiTable(t)

@@ -1,0 +1,203 @@
+package report
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func render(t *testing.T, opt Options, format string, dirs ...string) (string, *Report) {
+	t.Helper()
+	set, err := Load(run(dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, set, r, format, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String(), r
+}
+
+// footnoteLine matches a note or warning line (not a table line).
+var footnoteLine = regexp.MustCompile(`^(\(\d+\) |  \S|warning: |_|> warning|¹)`)
+
+// The default report of a single-kernel run is what one mails: thread and
+// perf tables, environment, warnings. No "± inf", no per-metric blocks
+// (nothing to compare), no footnote or warning twice, the TCG warning
+// once for the whole report.
+func TestSingleKernelDefaultIsQuiet(t *testing.T) {
+	for _, format := range []string{"text", "markdown"} {
+		out, _ := render(t, Options{}, format, "quickstart-tcg")
+		if strings.Contains(out, "inf") {
+			t.Errorf("%s: single-kernel default report says inf:\n%s", format, out)
+		}
+		for _, absent := range []string{"tx_pps (pps", "harness_cpu_frac", "harness and diagnostics", "cell_overhead_s", "qdisc_drops", "(lo..hi)"} {
+			if strings.Contains(out, absent) {
+				t.Errorf("%s: default report has %q (a --details table):\n%s", format, absent, out)
+			}
+		}
+		seen := map[string]bool{}
+		for _, l := range strings.Split(out, "\n") {
+			if !footnoteLine.MatchString(l) || strings.Contains(l, "median of ") || strings.Contains(l, "medians of ") {
+				continue // per-table captions ("medians of 2 runs") describe their own table
+			}
+			if seen[l] {
+				t.Errorf("%s: footnote or warning line repeated: %q", format, l)
+			}
+			seen[l] = true
+		}
+		if n := strings.Count(out, "TCG in use"); n != 1 {
+			t.Errorf("%s: the TCG warning appears %d times, want once", format, n)
+		}
+		if n := strings.Count(out, "(TCG) = emulated"); n != 1 {
+			t.Errorf("%s: the (TCG) legend appears %d times, want once", format, n)
+		}
+		for _, want := range []string{"EMULATED", "Transmitted", "Throughput", "task-clock", "environment", "trafgen was 34% busy"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: default report lacks %q:\n%s", format, want, out)
+			}
+		}
+	}
+}
+
+// --details adds the per-metric tables with the range for n < 6 (never
+// "± inf") and one harness and diagnostics table instead of one block per
+// harness metric.
+func TestDetails(t *testing.T) {
+	out, r := render(t, Options{Details: true}, "text", "quickstart-tcg")
+	if strings.Contains(out, "inf") {
+		t.Errorf("--details says inf:\n%s", out)
+	}
+	for _, want := range []string{"tx_pps (pps, higher is better)", "11.88k (n=2, 8.95..14.8k)", "(lo..hi) = min..max of the runs",
+		"harness and diagnostics, running (TCG)", "| tap/trafgen/pfifo_fast   |  0.113% |  0.257 s |    26.9% |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--details lacks %q:\n%s", want, out)
+		}
+	}
+	for _, key := range Diagnostics {
+		if strings.Contains(out, "\n"+key+" (") {
+			t.Errorf("--details has a per-metric block for the diagnostic %s", key)
+		}
+	}
+	harness := 0
+	for _, tb := range r.Tables {
+		if tb.Kind == KindHarness {
+			harness++
+			if !tb.Detail || len(tb.Rows) != 2 {
+				t.Errorf("harness table: detail %v, %d rows, want a detail table with one row per cell (2)", tb.Detail, len(tb.Rows))
+			}
+		}
+	}
+	if harness != 1 {
+		t.Errorf("%d harness tables, want 1", harness)
+	}
+}
+
+// Machine-readable formats keep every metric, diagnostics included, and
+// every table.
+func TestMachineFormatsComplete(t *testing.T) {
+	for format, wants := range map[string][]string{
+		"csv":      {",harness_cpu_frac,", ",cell_overhead_s,", ",qdisc_drops,", ",tx_pps,"},
+		"json":     {`"kind": "harness"`, `"metric": "tx_pps"`, `"detail": true`, `"metric": "generator_busy_frac"`},
+		"benchfmt": {" harness_cpu_frac", " tap_tx_pps", " tx_pps"},
+		"html":     {"harness and diagnostics", "tx_pps (pps, higher is better)", "<svg"},
+	} {
+		out, _ := render(t, Options{}, format, "quickstart-tcg")
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q", format, w)
+			}
+		}
+	}
+}
+
+// Per-metric tables are shown by default when there is something to
+// compare: two kernels, or --by an axis.
+func TestCompareTablesWhenComparing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opt  Options
+		dirs []string
+	}{
+		{"two kernels", Options{}, []string{"stock", "patched"}},
+		{"--by backend", Options{By: "backend"}, []string{"stock"}},
+	} {
+		out, _ := render(t, c.opt, "text", c.dirs...)
+		if !strings.Contains(out, "tx_pps (pps, higher is better)") {
+			t.Errorf("%s: no per-metric table by default:\n%s", c.name, out)
+		}
+		if strings.Contains(out, "harness and diagnostics") || strings.Contains(out, "tap_tx_pps (") {
+			t.Errorf("%s: diagnostics shown without --details", c.name)
+		}
+	}
+}
+
+func TestSpreadText(t *testing.T) {
+	for _, c := range []struct {
+		vals  []float64
+		withN bool
+		want  string
+	}{
+		{[]float64{9700, 14060}, true, "11.88k (n=2, 9.70..14.1k)"},
+		{[]float64{9700, 14060}, false, "11.88k (9.70..14.1k)"},
+		{[]float64{5}, true, "5 (n=1)"},
+		{[]float64{5}, false, "5"},
+		{[]float64{0, 0, 0}, true, "0 (n=3, 0..0)"},
+		{[]float64{900, 1100}, true, "1.000k (n=2, 900..1.10k)"},
+		{[]float64{100, 101, 102, 103, 104, 105, 106, 107}, false, "103.5 ± 3%"},
+	} {
+		st := Summarize(c.vals, false)
+		if got := spreadText(&st, c.withN); got != c.want {
+			t.Errorf("spreadText(%v, %v) = %q, want %q", c.vals, c.withN, got, c.want)
+		}
+	}
+}
+
+// The same warning in every run is one line; warnings that differ per
+// cell stay per cell.
+func TestWarningsDeduplicated(t *testing.T) {
+	_, r := render(t, Options{}, "text", "quickstart-tcg")
+	want := []string{
+		"all 4 runs: TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath",
+		"tap/trafgen/pfifo_fast on running (2 of 2 runs): generator trafgen was 34% busy (< 90%): it may be waiting rather than saturating the datapath",
+	}
+	if strings.Join(r.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(r.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Harness diagnostics are not gated by default; naming one in Metrics
+// gates it.
+func TestDefaultGatesSkipDiagnostics(t *testing.T) {
+	res, err := CompareRuns(loadSet(t, "quickstart-tcg"), loadSet(t, "quickstart-tcg"), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := map[string]bool{}
+	for _, d := range res.Decisions {
+		gated[d.Gate.Metric] = true
+	}
+	for _, k := range Diagnostics {
+		if gated[k] {
+			t.Errorf("diagnostic %s gated by default", k)
+		}
+	}
+	for _, k := range []string{"tx_pps", "lost_pps", "throughput_bps", "retransmits"} {
+		if !gated[k] {
+			t.Errorf("%s not gated by default (gated: %v)", k, gated)
+		}
+	}
+	res, err = CompareRuns(loadSet(t, "quickstart-tcg"), loadSet(t, "quickstart-tcg"), CompareOptions{Metrics: []string{"harness_cpu_frac"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Decisions) != 2 || res.Decisions[0].Gate.String() != "harness_cpu_frac>+0%" {
+		t.Errorf("explicit --metric harness_cpu_frac: decisions %v, want it gated in both cells", res.Decisions)
+	}
+}
