@@ -14,10 +14,11 @@ import (
 // threshold, 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--alpha 0.05]", stderr)
-	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown metric with a direction, at 0% in its bad direction)")
+	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level (Mann-Whitney U)")
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
+	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
 	var metrics listFlag
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
 	pos, err := parseFlags(fs, args)
@@ -52,7 +53,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha})
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha, Details: *details})
 	if err != nil {
 		return err
 	}

@@ -35,8 +35,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	base := fs.String("base", "", "column the others are compared with (default the first)")
 	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of comparisons")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
+	details := fs.Bool("details", false, "text/markdown: also the per-metric tables (shown anyway when comparing) and the harness and diagnostics table")
 	var metrics listFlag
-	fs.Var(&metrics, "metric", "restrict comparison tables to these metrics (repeatable, comma-separated)")
+	fs.Var(&metrics, "metric", "restrict the tables to these metrics (repeatable, comma-separated)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,7 +64,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics})
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics, Details: *details})
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,10 @@ func TestReportCLI(t *testing.T) {
 		{"thread-unicode.txt", []string{"report", runs + "stock", "--style", "unicode", runs + "patched", "--metric", "tx_pps"}},
 		{"iperf3.md", []string{"report", "--format", "markdown", runs + "iperf3-tcg"}},
 		{"by-backend.csv", []string{"report", runs + "stock", runs + "patched", "--by", "backend", "--format=csv", "--metric", "tx_pps,lost_pps"}},
+		// A real single-kernel quickstart run: the mail by default, the
+		// per-metric and harness tables with --details.
+		{"quickstart-tcg.txt", []string{"report", runs + "quickstart-tcg"}},
+		{"quickstart-tcg-details.txt", []string{"report", runs + "quickstart-tcg", "--details"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -79,6 +83,25 @@ func TestReportCLIOutputFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(bench); !strings.Contains(string(b), "BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 ") {
 		t.Errorf("benchfmt output:\n%s", b)
+	}
+}
+
+// The default report of one kernel has no "inf" and no per-metric
+// blocks; the same run with --details has them, still without "inf".
+func TestReportCLISingleKernel(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"report", runs + "quickstart-tcg"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "inf") || strings.Contains(s, "tx_pps (") || strings.Count(s, "TCG in use") != 1 {
+		t.Errorf("single-kernel default report:\n%s", s)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"report", "--details", runs + "quickstart-tcg"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "inf") || !strings.Contains(s, "tx_pps (") || !strings.Contains(s, "harness and diagnostics") {
+		t.Errorf("--details report:\n%s", s)
 	}
 }
 
@@ -115,6 +138,11 @@ func TestCompareCLI(t *testing.T) {
 			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 ~ (+0.00%) p=1.000 n=5: ok (not significant)", "verdict: ok"}},
 		{"toofew.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 0,
 			[]string{"~ (-15.35%) p=0.100 n=3: ok (not significant); too few samples", "can never reach p<=0.05", "verdict: ok"}},
+		// Default gates on a run with harness diagnostics: results gated,
+		// diagnostics not; --details adds the harness table.
+		{"quickstart-self.txt", []string{"compare", runs + "quickstart-tcg", runs + "quickstart-tcg", "--details"}, 0,
+			[]string{"harness diagnostics are not gated", "tx_pps<+0%: tap/trafgen/pfifo_fast ~ (+0.00%) p=1.000 n=2: ok (not significant); too few samples",
+				"harness and diagnostics", "verdict: ok"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
