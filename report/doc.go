@@ -44,8 +44,19 @@
 // warning when the sample sizes can never reach significance), and Tables:
 // thread-style tables (rows grouped by backend, one column per kernel
 // label, a context header cell), size sweeps, perf stat and perf report
-// side by side, and benchstat-style comparisons. Caveats are values
-// (Stats.Warnings, Delta.TooFew, Table.Notes), not errors. WriteText,
+// side by side, benchstat-style comparisons, and one "harness and
+// diagnostics" table (KindHarness: the Diagnostics metrics, the harness's
+// self-measurements and cross-checks, one row per cell). Caveats are values
+// (Stats.Warnings, Delta.TooFew, Table.Notes), not errors.
+//
+// A benchstat-style cell is "median ± CI%" when the 95% CI of the median
+// is finite (n >= 6), else the median and the range of the runs,
+// "11.88k (n=2, 8.95..14.8k)"; a table note says which. Tables marked
+// Detail (the per-metric tables when there is only one column, and the
+// harness table) are left out of text and markdown unless Options.Details
+// (--details): the default text is what one mails. JSON, CSV, benchfmt and
+// HTML hold everything. Sample warnings that are word for word the same in
+// several cells (the TCG warning) are reported once. WriteText,
 // WriteMarkdown (olekukonko/tablewriter), WriteCSV, WriteJSON,
 // WriteBenchfmt and WriteHTML (one file, inline SVG charts with error bars)
 // draw them; Render picks one by name.
@@ -54,6 +65,8 @@
 //
 // CompareRuns compares two sets cell by cell and applies Gates parsed from
 // --fail-on ("tx_pps<-3%,lost_pps>+0%"): a gate trips only on a
-// significant change beyond its threshold. CompareResult.Err returns a
+// significant change beyond its threshold. Without --fail-on every shown
+// metric with a direction is gated at 0% in its bad direction, except the
+// Diagnostics unless named in Metrics. CompareResult.Err returns a
 // *GateError (ExitCode 1); bad input is an *InputError (ExitCode 2).
 package report
