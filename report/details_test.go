@@ -150,6 +150,7 @@ func TestSpreadText(t *testing.T) {
 		{[]float64{5}, false, "5"},
 		{[]float64{0, 0, 0}, true, "0 (n=3, 0..0)"},
 		{[]float64{900, 1100}, true, "1.000k (n=2, 900..1.10k)"},
+		{[]float64{451000, 451200, 451400}, false, "451.2k (451.0..451.4k)"},
 		{[]float64{100, 101, 102, 103, 104, 105, 106, 107}, false, "103.5 ± 3%"},
 	} {
 		st := Summarize(c.vals, false)
@@ -199,5 +200,33 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 	}
 	if len(res.Decisions) != 2 || res.Decisions[0].Gate.String() != "harness_cpu_frac>+0%" {
 		t.Errorf("explicit --metric harness_cpu_frac: decisions %v, want it gated in both cells", res.Decisions)
+	}
+}
+
+// A table mixing cells with a finite CI (n >= 6) and cells without one
+// explains both notations, once each.
+func TestSpreadLegends(t *testing.T) {
+	set := &Set{Env: map[string]*Env{}}
+	for rep := range 8 {
+		set.Samples = append(set.Samples, Sample{Cell: "tap/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap", "generator": "pktgen"},
+			Metrics: map[string]float64{"tx_pps": 1000 + float64(rep)}})
+		if rep < 3 {
+			set.Samples = append(set.Samples, Sample{Cell: "tap+vhost/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
+				Metrics: map[string]float64{"tx_pps": 2000 + float64(rep)}})
+		}
+	}
+	r, err := Build(set, Options{Kinds: []string{KindCompare}, Details: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r, Unicode); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"1.004k ± 0%", "2.001k (n=3, 2.000..2.002k)", "± = 95% confidence interval of the median", "(lo..hi) = min..max of the runs"} {
+		if strings.Count(out, want) != 1 {
+			t.Errorf("want %q once in:\n%s", want, out)
+		}
 	}
 }

@@ -1324,7 +1324,11 @@ func spreadText(st *Stats, withN bool) string {
 		in = append(in, fmt.Sprintf("n=%d", st.N))
 	}
 	if st.N > 1 {
-		lo, hi := si3(st.Min), si3(st.Max)
+		// 3 significant digits, more when they would hide the spread.
+		lo, hi := siDigits(st.Min, 3), siDigits(st.Max, 3)
+		for d := 4; lo == hi && st.Min != st.Max && d <= 6; d++ {
+			lo, hi = siDigits(st.Min, d), siDigits(st.Max, d)
+		}
 		if p := siPrefix(hi); p != "" && siPrefix(lo) == p {
 			lo = strings.TrimSuffix(lo, p)
 		}
@@ -1336,8 +1340,8 @@ func spreadText(st *Stats, withN bool) string {
 	return si(st.Median) + " (" + strings.Join(in, ", ") + ")"
 }
 
-// si3 is si with 3 significant digits.
-func si3(v float64) string {
+// siDigits is si with the given number of significant digits.
+func siDigits(v float64, digits int) string {
 	a := math.Abs(v)
 	for _, p := range []struct {
 		f float64
@@ -1345,13 +1349,13 @@ func si3(v float64) string {
 	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
 		if a >= p.f {
 			x := v / p.f
-			return strconv.FormatFloat(x, 'f', max(0, 3-len(strconv.FormatFloat(math.Abs(math.Trunc(x)), 'f', 0, 64))), 64) + p.s
+			return strconv.FormatFloat(x, 'f', max(0, digits-len(strconv.FormatFloat(math.Abs(math.Trunc(x)), 'f', 0, 64))), 64) + p.s
 		}
 	}
 	if a == math.Trunc(a) {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	return strconv.FormatFloat(v, 'g', digits, 64)
 }
 
 // siPrefix is the SI prefix letter s ends with, or "".
