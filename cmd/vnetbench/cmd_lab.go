@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,8 @@ func init() {
 	// The kernel starts /init as PID 1 with "lab-init" from after "--" on
 	// its command line. Take over here, before main's guest-agent check
 	// (isGuestInit is true for any PID 1): lab.Init never returns.
-	if os.Getpid() == 1 && len(os.Args) > 1 && os.Args[1] == "lab-init" {
+	// Unknown kernel parameters are passed to init too, before "lab-init".
+	if os.Getpid() == 1 && slices.Contains(os.Args[1:], "lab-init") {
 		lab.Init()
 	}
 	commands["lab-init"] = command{"(internal) /init of a lab VM; runs only as PID 1", cmdLabInit}
@@ -40,6 +42,10 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.Uint64Var(&c.Count, "count", 20000, "pktgen packets")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "pktgen deadline")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 400*time.Second, "nested guest boot deadline")
+	fs.StringVar(&c.GuestAppend, "guest-append", "", "extra nested guest kernel parameters")
+	var variants string
+	fs.StringVar(&variants, "variants", "", "`;`-separated nested kernel command lines to compare (one boot each)")
+	fs.BoolVar(&c.BootOnly, "boot-only", false, "boot the nested guests and measure, no pktgen")
 	fs.StringVar(&c.OutDir, "o", "", "output `dir` (selftest.json, nested consoles)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -48,6 +54,9 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageErrorf("lab-selftest: --guest-kernel, --guest-modules and -o are required")
 	}
 	c.Backends = strings.Split(backends, ",")
+	if variants != "" {
+		c.Variants = strings.Split(variants, ";")
+	}
 	c.Log = stdout
 	res, err := lab.SelfTest(ctx, c)
 	if res != nil {

@@ -21,6 +21,7 @@ package lab
 import (
 	"bufio"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -185,7 +186,7 @@ const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 // no crypto self-tests, no i8042 probing, no speculative-execution
 // mitigations (page-table isolation makes every kernel entry flush the
 // emulated TLB). Measured numbers are in the package tests' logs.
-const FastAppend = "quiet mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0 nokaslr"
+const FastAppend = "quiet mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
 
 // tmpfsDirs are the host root directories a lab makes writable.
 var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib", "/root", "/home", "/mnt", "/media", "/srv"}
@@ -214,6 +215,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	if c.Exec == nil {
 		c.Exec = proc.Real{}
+	}
+	if err := checkStatic(c.Binary); err != nil {
+		return nil, err
 	}
 	to := c.Timeouts.withDefaults()
 	k, err := ResolveKernel(ctx, c.Kernel, c.CacheDir)
@@ -365,6 +369,22 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			return res, fail(phase, fmt.Errorf("timeout after %v (raise timeouts.%s if the machine is slow)", limit, phase))
 		}
 	}
+}
+
+// checkStatic refuses a dynamically linked binary: it runs as /init of a
+// VM whose initramfs has no libc.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return &InputError{fmt.Sprintf("vnetbench binary %s: %v; build it with CGO_ENABLED=0 go build ./cmd/vnetbench", path, err)}
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return &InputError{fmt.Sprintf("vnetbench binary %s is dynamically linked and cannot be a VM's /init; build it with CGO_ENABLED=0 (make build)", path)}
+		}
+	}
+	return nil
 }
 
 func within(path, dir string) bool {

@@ -90,6 +90,9 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 			return nil, err
 		}
 	}
+	if err := checkStatic(c.Binary); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
 		return nil, err
 	}
