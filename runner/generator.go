@@ -58,6 +58,9 @@ type Window struct {
 	Duration time.Duration
 	// Agent is the guest agent (iperf3 server).
 	Agent Agent
+	// InNetns runs fn on a thread inside Netns (pktgen's pgctrl acts on
+	// the writer's namespace); nil = the harness's namespace.
+	InNetns func(fn func() error) error
 	// Note adds a line to reproduce.sh for actions that are not commands
 	// run through Exec (those are recorded already), e.g. /proc writes.
 	Note func(line string)

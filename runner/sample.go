@@ -126,7 +126,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 		return nil, fail("setup", err)
 	}
 	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsPid: g.vm.Pid(), Dev: g.tap, DevMAC: g.tapMAC,
-		Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note}
+		Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 
 	// Warmup: the same generator for c.Warmup, discarded.

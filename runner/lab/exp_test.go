@@ -2,6 +2,7 @@ package lab
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -27,4 +28,26 @@ func TestLabExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestNestedLocal(t *testing.T) {
+	if os.Getenv("VNB_NESTED_LOCAL") == "" {
+		t.Skip("set VNB_NESTED_LOCAL")
+	}
+	g := fetchKernel(t, e2eGuestKernel)
+	dir := t.TempDir()
+	ir := Initramfs{Binary: vnetbenchBinary(t), Modules: g.Modules, Load: GuestModules, Config: InitConfig{Mode: "guest", Links: []string{"eth0"}}}
+	if _, err := ir.Build(dir + "/g.cpio"); err != nil {
+		t.Fatal(err)
+	}
+	con := dir + "/con.log"
+	cmd := exec.CommandContext(t.Context(), "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-accel", "tcg", "-cpu", "max", "-m", "256", "-kernel", g.Image, "-initrd", dir+"/g.cpio",
+		"-append", os.Getenv("VNB_NESTED_LOCAL")+" -- lab-init", "-chardev", "file,id=c,path="+con, "-serial", "chardev:c")
+	cmd.Start()
+	time.Sleep(60 * time.Second)
+	cmd.Process.Kill()
+	cmd.Wait()
+	b, _ := os.ReadFile(con)
+	t.Logf("%s", b)
 }

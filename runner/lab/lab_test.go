@@ -207,3 +207,21 @@ func TestDebianLabVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestErrors(t *testing.T) {
+	e := &Error{Label: "stock", Phase: "boot", Err: errors.New("timeout after 2m0s"), Console: "/r/lab/stock/console.log", Tail: "[ 1.0] Linux version"}
+	if got := e.Error(); !strings.HasPrefix(got, "lab stock: boot: timeout after 2m0s\nlast console lines (/r/lab/stock/console.log):\n[ 1.0] Linux version") {
+		t.Errorf("Error() = %q", got)
+	}
+	if (&InnerError{Code: 2}).ExitCode() != 2 || (&InnerError{Code: 3}).ExitCode() != 1 {
+		t.Error("InnerError exit codes")
+	}
+	bin := filepath.Join(t.TempDir(), "sh")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	if err := checkStatic(bin); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("checkStatic(script) = %v", err)
+	}
+	if err := checkStatic("/bin/ls"); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Skipf("checkStatic(/bin/ls) = %v (a static ls?)", err)
+	}
+}
