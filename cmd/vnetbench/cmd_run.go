@@ -112,7 +112,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}()
 
-	prog := newProgress(stdout, len(cells))
+	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter()}
 	report1 := func(sum *runner.Summary) {
@@ -212,9 +212,9 @@ type progress struct {
 	start time.Time
 }
 
-func newProgress(w io.Writer, total int) *progress {
+func newProgress(w io.Writer, total int, bar bool) *progress {
 	p := &progress{w: w, total: total, start: time.Now()}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && bar && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("samples"),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionClearOnFinish())
