@@ -38,6 +38,11 @@ type BuildOptions struct {
 	// Agent is the static vnetbench binary to install as /init; empty
 	// means the running executable.
 	Agent string
+	// KeepModuleSignatures keeps the modules' appended signatures. By
+	// default they are stripped: the guest kernel then skips the RSA check
+	// on each module (faster boot under TCG) and marks itself tainted (E).
+	// Keep them for a kernel built with CONFIG_MODULE_SIG_FORCE=y.
+	KeepModuleSignatures bool
 	// Iperf3 copies the host's iperf3 and its shared libraries into the
 	// image (needed for the guest's iperf3 server).
 	Iperf3 bool
@@ -77,7 +82,7 @@ func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 			return nil, fmt.Errorf("find the agent binary: %w; pass --agent-binary", err)
 		}
 	}
-	arch, err := assemble(k, agent, append(append([]string(nil), BootModules...), o.ExtraModules...), o.Iperf3)
+	arch, err := assemble(k, agent, append(append([]string(nil), BootModules...), o.ExtraModules...), o.Iperf3, !o.KeepModuleSignatures)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +107,7 @@ type assembled struct {
 	modules []string
 }
 
-func assemble(k *Kernel, agent string, modNames []string, iperf3 bool) (*assembled, error) {
+func assemble(k *Kernel, agent string, modNames []string, iperf3, stripSigs bool) (*assembled, error) {
 	var a cpio.Archive
 	agentBytes, err := os.ReadFile(agent)
 	if err != nil {
@@ -135,6 +140,9 @@ func assemble(k *Kernel, agent string, modNames []string, iperf3 bool) (*assembl
 		data, err := ix.ReadModule(m.Rel)
 		if err != nil {
 			return nil, err
+		}
+		if stripSigs {
+			data = StripSignature(data)
 		}
 		rel := strings.TrimSuffix(m.Rel, ".gz")
 		a.AddFile(filepath.Join("lib/modules", k.Release, rel), 0o644, data)

@@ -119,3 +119,25 @@ func TestSharedLibsIperf3(t *testing.T) {
 		t.Errorf("libs %v: want interpreter, libc and libiperf", libs)
 	}
 }
+
+func TestStripSignature(t *testing.T) {
+	unsigned := fakeModule("depends=\x00")
+	if got := StripSignature(unsigned); len(got) != len(unsigned) {
+		t.Errorf("unsigned module changed: %d -> %d bytes", len(unsigned), len(got))
+	}
+	// module_signature{id_type PKCS7, sig_len 5} after a 5-byte "signature".
+	signed := append(append(append([]byte(nil), unsigned...), "SIGSG"...), 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 5)
+	signed = append(signed, sigMagic...)
+	if got := StripSignature(signed); string(got) != string(unsigned) {
+		t.Errorf("stripped %d bytes, want the %d-byte module back", len(got), len(unsigned))
+	}
+	if _, err := modinfo(StripSignature(signed)); err != nil {
+		t.Error(err)
+	}
+	// A garbage trailer leaves the module alone.
+	bad := append(append([]byte(nil), unsigned...), 0, 0, 2, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff)
+	bad = append(bad, sigMagic...)
+	if got := StripSignature(bad); len(got) != len(bad) {
+		t.Error("a garbage trailer was cut")
+	}
+}

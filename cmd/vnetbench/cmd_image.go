@@ -32,6 +32,7 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	out := fs.String("o", "", "also copy vmlinuz, initramfs.cpio and image.json into this directory")
 	extra := fs.String("extra-modules", "", "comma-separated modules to load at boot besides "+strings.Join(vmimages.BootModules, ",")+" (e.g. pktgen,vhost_net,tun)")
 	iperf3 := fs.Bool("iperf3", true, "include the host's iperf3 and its libraries (for the guest's iperf3 server)")
+	keepSigs := fs.Bool("keep-module-signatures", false, "keep the modules' signatures (default: stripped, which skips the guest's RSA check per module and taints it E; keep them for CONFIG_MODULE_SIG_FORCE kernels)")
 	agent := fs.String("agent-binary", "", "static vnetbench binary to install as /init (default: this executable)")
 	cache := fs.String("cache", "", "cache directory (default $VNETBENCH_CACHE, else $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench)")
 	asJSON := fs.Bool("json", false, "print the image description as JSON")
@@ -50,7 +51,7 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	img, err := vmimages.Build(ctx, vmimages.BuildOptions{
 		Kernel: *kernel, Modules: *modules, ExtraModules: extras, Agent: *agent,
-		Iperf3: *iperf3, CacheDir: *cache, OutDir: *out,
+		Iperf3: *iperf3, CacheDir: *cache, OutDir: *out, KeepModuleSignatures: *keepSigs,
 	})
 	if err != nil {
 		return fmt.Errorf("image build: %w", err)
