@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -198,6 +200,8 @@ func writeCached(dir string, a *cpio.Archive) (path, hash string, cached bool, e
 	hash = hex.EncodeToString(h.Sum(nil))
 	path = filepath.Join(dir, "initramfs-"+hash[:24]+".cpio")
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		now := time.Now()
+		_ = os.Chtimes(path, now, now) // most recently used: pruned last
 		return path, hash, true, nil
 	}
 	tmp, err := os.CreateTemp(dir, ".initramfs-*")
@@ -219,7 +223,33 @@ func writeCached(dir string, a *cpio.Archive) (path, hash string, cached bool, e
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", "", false, err
 	}
+	pruneCache(dir, path)
 	return path, hash, false, nil
+}
+
+// keepImages is how many initramfs files the cache keeps (most recently
+// used first); each rebuilt agent binary makes a new one.
+const keepImages = 16
+
+// pruneCache deletes the least recently used initramfs files beyond
+// keepImages, never keep. A VM already running from a deleted file is not
+// affected (the kernel read it at boot).
+func pruneCache(dir, keep string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
+	type entry struct {
+		path  string
+		mtime time.Time
+	}
+	var es []entry
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && f != keep {
+			es = append(es, entry{f, fi.ModTime()})
+		}
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].mtime.After(es[j].mtime) })
+	for i := keepImages - 1; i < len(es); i++ {
+		_ = os.Remove(es[i].path)
+	}
 }
 
 func (img *Image) copyTo(dir string) error {

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -250,4 +252,31 @@ func TestBuildReproducibleDebianKernel(t *testing.T) {
 		t.Fatalf("two builds differ: %d vs %d bytes", len(a), len(b))
 	}
 	t.Logf("%s: %d bytes, modules %v", imgs[0].Hash[:16], len(a), imgs[0].Modules)
+}
+
+func TestPruneCache(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().Add(-time.Hour)
+	var paths []string
+	for i := 0; i < keepImages+5; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("initramfs-%02d.cpio", i))
+		os.WriteFile(p, nil, 0o644)
+		os.Chtimes(p, base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second))
+		paths = append(paths, p)
+	}
+	os.WriteFile(filepath.Join(dir, "unrelated"), nil, 0o644)
+	pruneCache(dir, paths[0]) // the oldest is the one just written: kept
+	left, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
+	if len(left) != keepImages {
+		t.Errorf("%d files left, want %d", len(left), keepImages)
+	}
+	if _, err := os.Stat(paths[0]); err != nil {
+		t.Error("pruned the image just written")
+	}
+	if _, err := os.Stat(paths[1]); err == nil {
+		t.Error("kept the least recently used image")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "unrelated")); err != nil {
+		t.Error("pruned a file that is not an image")
+	}
 }
