@@ -41,6 +41,17 @@
 // GuestConfig is what the agent reads from the kernel command line (vnb.ip,
 // vnb.mac, ...); BaseCmdline is the rest of the guest's command line.
 //
+// # Boot time
+//
+// Measured with BenchmarkBoot on a loaded 2-core TCG-only machine (QEMU 7.2,
+// q35, 1 vCPU, Debian 6.1.0-47): QEMU start to agent ready 4.9 s (median)
+// against 4.2 s for a busybox /init that only prints a line on the same
+// kernel (ratio 1.17); the agent itself (modules, virtio port, netlink)
+// takes about 0.3 s of that, the rest is Go start-up and the larger
+// initramfs. Debian's generic flavour (XZ-compressed) needs about 3x longer
+// than the cloud flavour (LZ4), hence DefaultDebianFlavour. -machine microvm
+// did not boot this kernel under TCG (no usable clock source).
+//
 // This package does not start QEMU (runner/qemu does; the tests here use a
 // minimal QEMU command of their own) and does not configure the host's tap.
 package vmimages
