@@ -67,7 +67,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	if o.LockPath == "" {
 		o.LockPath = DefaultLockPath
 	}
-	lock, err := AcquireLock(o.LockPath)
+	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +49,24 @@ func AcquireLock(path string) (*Lock, error) {
 	f.Truncate(0)
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return &Lock{f: f}, nil
+}
+
+// AcquireLockWait is AcquireLock retried every half second for up to wait
+// while another run holds the lock (0 = fail at once).
+func AcquireLockWait(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := AcquireLock(path)
+		var be *BusyError
+		if err == nil || !errors.As(err, &be) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // Release drops the lock.

@@ -43,6 +43,9 @@ type Options struct {
 	NewGenerator func(*scenarios.Cell) (Generator, error)
 	// LockPath is the host lock (default DefaultLockPath).
 	LockPath string
+	// LockWait is how long to wait for another run's lock (0 = fail at
+	// once with a *BusyError).
+	LockWait time.Duration
 	// Progress is called after every sample (or skip).
 	Progress func(Progress)
 	// Log receives one line per notable event (nil = discarded).
@@ -129,7 +132,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	if err := Preflight(ctx, cells, o.Exec); err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLock(o.LockPath)
+	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
 	if err != nil {
 		return nil, err
 	}

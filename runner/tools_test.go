@@ -210,8 +210,8 @@ func TestHostLock(t *testing.T) {
 	if !errors.As(err, &be) || be.ExitCode() != 2 || !strings.Contains(err.Error(), "pid") {
 		t.Errorf("second lock: %v", err)
 	}
-	l.Release()
-	l2, err := AcquireLock(p)
+	go func() { time.Sleep(300 * time.Millisecond); l.Release() }()
+	l2, err := AcquireLockWait(t.Context(), p, 10*time.Second)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}

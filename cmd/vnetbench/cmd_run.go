@@ -30,6 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
 	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
 	agentBin := fs.String("agent-binary", "", "static vnetbench binary installed as the guest's /init (default: this executable)")
+	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -114,7 +115,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
-		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter()}
+		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait}
 	report1 := func(sum *runner.Summary) {
 		if sum == nil {
 			return

@@ -136,7 +136,7 @@ func TestRunQuickstartE2E(t *testing.T) {
 	needRunHost(t)
 	bin := vnetbenchBin(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", dir, "--seed", "7")
+	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "30m")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	checkRunLeftNothing(t, dir)
@@ -195,7 +195,7 @@ func TestRunSIGINTE2E(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			var out bytes.Buffer
-			cmd := exec.Command(bin, "run", "quickstart", "-o", dir, "--seed", "3")
+			cmd := exec.Command(bin, "run", "quickstart", "-o", dir, "--seed", "3", "--lock-wait", "30m")
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
