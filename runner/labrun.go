@@ -77,7 +77,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	}
 	sum := &Summary{Dir: o.Dir}
 	var w *report.RunWriter
-	if _, serr := os.Stat(filepath.Join(o.Dir, report.ResultsFile)); serr == nil {
+	if o.Resume {
 		w, err = report.OpenRun(o.Dir)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
