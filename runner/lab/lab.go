@@ -263,6 +263,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, m := range icfg.Missing {
+		if m == "9p" || m == "9pnet_virtio" || m == "virtio_pci" {
+			return nil, &InputError{fmt.Sprintf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)}
+		}
+	}
 	accel := c.Accel
 	if accel == "" {
 		accel, _ = qemu.DetectAccel()
