@@ -225,3 +225,37 @@ func TestErrors(t *testing.T) {
 		t.Skipf("checkStatic(/bin/ls) = %v (a static ls?)", err)
 	}
 }
+
+// TestRunRefusesKernelWithout9p uses Debian's cloud kernel (no 9p) when it
+// is in the cache: lab.Run must refuse it before booting anything.
+func TestRunRefusesKernelWithout9p(t *testing.T) {
+	imgs, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/vnetbench/kernels/debian/linux-image-6.1.0-*-cloud-amd64-unsigned/boot/vmlinuz-*"))
+	if len(imgs) == 0 {
+		t.Skip("no Debian cloud kernel in the cache")
+	}
+	img := imgs[0]
+	root := filepath.Dir(filepath.Dir(img))
+	mods, _ := filepath.Glob(filepath.Join(root, "lib/modules/*"))
+	bin := filepath.Join(t.TempDir(), "static")
+	// Any static ELF will do: Run stops before using it.
+	if err := os.WriteFile(bin, staticELF(t), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(t.Context(), Config{Label: "stock", RunDir: t.TempDir(), Binary: bin, Kernel: Kernel{Image: img, Modules: mods[0]}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "9p") {
+		t.Fatalf("err = %v, want an InputError about 9p", err)
+	}
+}
+
+// staticELF returns a minimal static x86-64 ELF header (no PT_INTERP).
+func staticELF(t *testing.T) []byte {
+	t.Helper()
+	b := make([]byte, 64)
+	copy(b, "\x7fELF\x02\x01\x01")
+	b[16] = 2    // ET_EXEC
+	b[18] = 0x3e // EM_X86_64
+	b[20] = 1    // EV_CURRENT
+	b[52] = 64   // e_ehsize
+	return b
+}
