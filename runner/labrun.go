@@ -97,6 +97,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		byLabel[c.Kernel.Label] = append(byLabel[c.Kernel.Label], c)
 	}
 	total, done := len(cells), 0
+	labProgress(o, Progress{Total: total, Started: true})
 	for _, label := range labels {
 		lc := byLabel[label]
 		todo := 0

@@ -62,6 +62,9 @@ type Progress struct {
 	Rep         int
 	Skipped     bool
 	Sample      *report.Sample
+	// Started marks the report sent once the host lock is held, before
+	// the first sample (time spent waiting for the lock is not work).
+	Started bool
 }
 
 // Summary is what Run did.
@@ -180,6 +183,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 
 	total := len(cells)
 	done := 0
+	r.progress(Progress{Total: total, Started: true})
 	for i := range cells {
 		c := &cells[i]
 		if r.w.Done(c.Name, kernelLabel(c), c.Rep) {

@@ -211,6 +211,8 @@ type progress struct {
 	bar   *progressbar.ProgressBar
 	total int
 	start time.Time
+	// measured counts samples run in this invocation (not skipped ones).
+	measured int
 }
 
 func newProgress(w io.Writer, total int, bar bool) *progress {
@@ -224,6 +226,13 @@ func newProgress(w io.Writer, total int, bar bool) *progress {
 }
 
 func (p *progress) update(u runner.Progress) {
+	if u.Started {
+		p.start = time.Now() // the lock is held: work starts now
+		return
+	}
+	if !u.Skipped {
+		p.measured++
+	}
 	if p.bar != nil {
 		p.bar.Describe(u.Cell)
 		p.bar.Set(u.Done)
@@ -244,8 +253,8 @@ func (p *progress) update(u runner.Progress) {
 		extra = " " + strings.Join(parts, " ")
 	}
 	eta := ""
-	if u.Done > 0 && u.Done < p.total {
-		left := time.Duration(float64(time.Since(p.start)) / float64(u.Done) * float64(p.total-u.Done))
+	if p.measured > 0 && u.Done < p.total {
+		left := time.Duration(float64(time.Since(p.start)) / float64(p.measured) * float64(p.total-u.Done))
 		eta = fmt.Sprintf(" eta %s", left.Round(time.Second))
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", u.Done, p.total, u.Cell, u.Rep, u.Kernel, what, extra, eta)
