@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,31 @@ func TestLabPktgenSelfTest(t *testing.T) {
 		if be.Packets == 0 || be.PPS <= 0 || be.TapTx == 0 {
 			t.Errorf("%s: no traffic: %+v", be.Backend, be)
 		}
+	}
+}
+
+// TestLabDeadlines: a boot deadline too short for the kernel fails in the
+// boot phase with the console named, and the inner command's exit status
+// 2 (bad input inside) comes back as exit code 2; the VM is gone after both.
+func TestLabDeadlines(t *testing.T) {
+	needLab(t)
+	bin := vnetbenchBinary(t)
+	fetchKernel(t, e2eLabKernel)
+	run := t.TempDir()
+	_, err := Run(t.Context(), Config{Label: "deadline", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
+		Args: []string{"version"}, Timeouts: Timeouts{Boot: time.Second}})
+	var le *Error
+	if !errors.As(err, &le) || le.Phase != "boot" || !strings.Contains(err.Error(), "timeout after 1s") || !strings.Contains(err.Error(), "console.log") {
+		t.Fatalf("err = %v, want a boot-phase timeout naming the console", err)
+	}
+	_, err = Run(t.Context(), Config{Label: "deadline", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
+		Args: []string{"no-such-subcommand"}})
+	var ie *InnerError
+	if !errors.As(err, &ie) || ie.Code != 2 || ie.ExitCode() != 2 || !strings.Contains(err.Error(), "unknown subcommand") {
+		t.Fatalf("err = %v, want the inner exit status 2 with the console tail", err)
+	}
+	out, _ := exec.Command("pgrep", "-f", "vnb-lab-deadline").Output()
+	if len(out) > 0 {
+		t.Errorf("lab QEMU still running: pids %s", out)
 	}
 }

@@ -132,8 +132,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("lab %s: %s: %v", e.Label, e.Phase, e.Err)
-	if e.Tail != "" {
+	switch {
+	case e.Tail != "":
 		s += "\nlast console lines (" + e.Console + "):\n" + e.Tail
+	case e.Console != "":
+		s += " (console log " + e.Console + " is empty)"
 	}
 	return s
 }
