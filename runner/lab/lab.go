@@ -89,6 +89,10 @@ type Config struct {
 	Accel qemu.Accel
 	// Append is added to the kernel command line.
 	Append string
+	// Prefetch are kernels the inner run needs (e.g. the nested guest's
+	// Debian kernel): resolved and fetched into the cache on the host
+	// before the lab boots, because the lab VM has no network.
+	Prefetch []Kernel
 	// Modules to load (default LabModules).
 	Modules  []string
 	Timeouts Timeouts
@@ -229,6 +233,14 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	k, err := ResolveKernel(ctx, c.Kernel, c.CacheDir)
 	if err != nil {
 		return nil, err
+	}
+	for _, pk := range c.Prefetch {
+		if pk.Debian == "" {
+			continue // an image on the host is visible in the lab as it is
+		}
+		if _, err := vmimages.FetchDebianKernel(ctx, pk.Debian, c.CacheDir); err != nil {
+			return nil, fmt.Errorf("lab %s: fetch kernel %s for the run inside (the lab VM has no network): %w", c.Label, pk.Debian, err)
+		}
 	}
 	if k.Modules == "" {
 		return nil, &InputError{fmt.Sprintf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)}
