@@ -228,6 +228,9 @@ func newProgress(w io.Writer, total int, bar bool) *progress {
 func (p *progress) update(u runner.Progress) {
 	if u.Started {
 		p.start = time.Now() // the lock is held: work starts now
+		if p.bar != nil {
+			p.bar.Reset()
+		}
 		return
 	}
 	if !u.Skipped {
