@@ -9,13 +9,16 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// planCommands, when set, returns the exact commands a cell will run (one
-// line each, shell-quoted for reading); plan prints them under each cell.
-// The runner wires it up; nil prints no commands.
-var planCommands func(c scenarios.Cell) ([]string, error)
+// planCommands returns the exact commands and /proc writes a cell will run
+// (one line each, shell-quoted for reading); plan prints them under each
+// cell. Tests may replace it; nil prints no commands.
+var planCommands = func(c scenarios.Cell) ([]string, error) {
+	return runner.Commands(&c), nil
+}
 
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
