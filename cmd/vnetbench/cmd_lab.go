@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,18 +12,12 @@ import (
 )
 
 // Hidden lab-mode commands, registered here so main.go's table stays as is:
-// lab-init is the lab VM's /init (the kernel passes it after "--"), and
-// lab-selftest is the in-lab pktgen check against a nested guest.
+// lab-init is the lab VM's /init (the kernel passes it after "--"; main's
+// dispatch in cmd_agent.go routes a PID 1 with "lab-init" in argv here),
+// and lab-selftest is the in-lab pktgen check against a nested guest.
 func init() {
-	// The kernel starts /init as PID 1 with "lab-init" from after "--" on
-	// its command line. Take over here, before main's guest-agent check
-	// (isGuestInit is true for any PID 1): lab.Init never returns.
-	// Unknown kernel parameters are passed to init too, before "lab-init".
-	if os.Getpid() == 1 && slices.Contains(os.Args[1:], "lab-init") {
-		lab.Init()
-	}
-	commands["lab-init"] = command{"(internal) /init of a lab VM; runs only as PID 1", cmdLabInit}
-	commands["lab-selftest"] = command{"(internal) inside a lab VM: pktgen into a nested guest over tap and tap+vhost", cmdLabSelfTest}
+	commands["lab-init"] = command{summary: "(internal) /init of a lab VM; runs only as PID 1", run: cmdLabInit, hidden: true}
+	commands["lab-selftest"] = command{summary: "(internal) inside a lab VM: pktgen into a nested guest over tap and tap+vhost", run: cmdLabSelfTest, hidden: true}
 }
 
 func cmdLabInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {

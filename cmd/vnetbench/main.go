@@ -26,34 +26,39 @@ const (
 )
 
 // command is one subcommand. run receives the arguments after the
-// subcommand name.
+// subcommand name. A hidden command runs like any other but is left out of
+// 'vnetbench help' (internal entry points such as lab-init).
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	hidden  bool
 }
 
 // commands is the subcommand table; each subcommand lives in its own file.
 var commands = map[string]command{
-	"list":     {"list the built-in scenarios", cmdList},
-	"validate": {"check scenario files without touching the host", cmdValidate},
-	"plan":     {"print the cells of a scenario in run order with their commands", cmdPlan},
-	"run":      {"run a scenario and write a run directory", cmdRun},
-	"doctor":   {"report what this host can run and what is missing", cmdDoctor},
-	"report":   {"render run directories or benchfmt files as tables", cmdReport},
-	"compare":  {"compare two runs and gate on regressions (exit 1)", cmdCompare},
-	"parse":    {"parse a tool's output (perf, pktgen, iperf3, ...) to JSON", cmdParse},
-	"image":    {"build the guest image (kernel + initramfs + agent)", cmdImage},
-	"merge":    {"join run directories of shards into one", cmdMerge},
-	"version":  {"print the version", cmdVersion},
+	"list":     {summary: "list the built-in scenarios", run: cmdList},
+	"validate": {summary: "check scenario files without touching the host", run: cmdValidate},
+	"plan":     {summary: "print the cells of a scenario in run order with their commands", run: cmdPlan},
+	"run":      {summary: "run a scenario and write a run directory", run: cmdRun},
+	"doctor":   {summary: "report what this host can run and what is missing", run: cmdDoctor},
+	"report":   {summary: "render run directories or benchfmt files as tables", run: cmdReport},
+	"compare":  {summary: "compare two runs and gate on regressions (exit 1)", run: cmdCompare},
+	"parse":    {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
+	"image":    {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
+	"merge":    {summary: "join run directories of shards into one", run: cmdMerge},
+	"version":  {summary: "print the version", run: cmdVersion},
 }
 
 func main() {
-	if isGuestInit() { // the same static binary is the guest's /init (cmd_agent.go)
+	// The same static binary is the guest's /init and the lab VM's /init
+	// (cmd_agent.go decides which, from the pid and argv alone).
+	agent, args := dispatch(os.Getpid(), os.Args)
+	if agent {
 		runGuestAgent()
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, args, os.Stdout, os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
@@ -81,8 +86,10 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: vnetbench <subcommand> [flags] [args]")
 	fmt.Fprintln(w)
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
