@@ -13,6 +13,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // LabInner says how the run inside a lab VM finds its scenario.
@@ -122,13 +123,8 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		}
 		args = append(args, in.Args...)
 		k := lc[0].Kernel
-		to := lab.Timeouts{}
-		if b := lc[0].Timeouts.Boot; b > 0 {
-			to.Boot = b
-		}
 		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
-		res, lerr := lab.Run(ctx, lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
-			RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to})
+		res, lerr := lab.Run(ctx, labConfig(label, lc, o, in, args))
 		// Import whatever the inner run finished, also after a failure.
 		n, ierr := importLab(w, o.Dir, inner, label, res)
 		sum.Samples += n
@@ -145,6 +141,48 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	return sum, nil
+}
+
+// labConfig is the lab VM of one kernel label: its kernel, the cells'
+// boot deadline, and the guest kernels the inner run needs fetched on the
+// host first (the lab VM has no network).
+func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args []string) lab.Config {
+	k := lc[0].Kernel
+	to := lab.Timeouts{}
+	if b := lc[0].Timeouts.Boot; b > 0 {
+		to.Boot = b
+	}
+	return lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
+		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc)}
+}
+
+// labPrefetch lists the nested guests' Debian kernels of cells, once each.
+// A guest without a kernel gets, inside the lab, the lab kernel's
+// /boot/vmlinuz-RELEASE from the shared host root when the host has it
+// installed, else vmimages' default Debian kernel (newest cached
+// DefaultDebianFlavour): that one is prefetched unless the lab kernel is
+// itself a /boot image of the host. Guest images given as paths are
+// visible in the lab as they are.
+func labPrefetch(cells []scenarios.Cell) []lab.Kernel {
+	var out []lab.Kernel
+	seen := map[string]bool{}
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, lab.Kernel{Debian: v})
+		}
+	}
+	for _, c := range cells {
+		g := c.Guest.Kernel
+		switch {
+		case g.Debian != "":
+			add(g.Debian)
+		case g.Image != "":
+		case !strings.HasPrefix(c.Kernel.Image, "/boot/vmlinuz-"):
+			add(vmimages.DefaultDebianFlavour)
+		}
+	}
+	return out
 }
 
 // EnvDifferences warns when the environments of compared kernels differ

@@ -3,12 +3,15 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 func TestSplitAndInsideLab(t *testing.T) {
@@ -112,5 +115,32 @@ func TestVMKey(t *testing.T) {
 		if vmKey(&c) == vmKey(&base) {
 			t.Errorf("diff[%d]: VM change not detected", i)
 		}
+	}
+}
+
+// The lab VM has no network: the lab config carries the nested guests'
+// Debian kernels for the host to fetch first, once each, plus the cells'
+// boot deadline.
+func TestLabConfigPrefetch(t *testing.T) {
+	lk := scenarios.Kernel{Label: "stock", Debian: "6.1"}
+	cells := []scenarios.Cell{
+		{Name: "tap", Kernel: lk, Timeouts: scenarios.Timeouts{Boot: 9 * time.Minute}},
+		{Name: "tap+vhost", Kernel: lk},
+		{Name: "deb", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Debian: "6.1.0-47-cloud-amd64"}}},
+		{Name: "img", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/srv/bzImage"}}},
+	}
+	c := labConfig("stock", cells, Options{Dir: "/run/x"}, LabInner{Binary: "/bin/vnb"}, []string{"run"})
+	want := []lab.Kernel{{Debian: vmimages.DefaultDebianFlavour}, {Debian: "6.1.0-47-cloud-amd64"}}
+	if !reflect.DeepEqual(c.Prefetch, want) {
+		t.Errorf("Prefetch = %+v, want %+v", c.Prefetch, want)
+	}
+	if c.Kernel.Debian != "6.1" || c.Label != "stock" || c.RunDir != "/run/x" || c.Binary != "/bin/vnb" || c.Timeouts.Boot != 9*time.Minute {
+		t.Errorf("config %+v", c)
+	}
+	// A lab kernel installed on the host: the inner run finds its
+	// /boot image on the shared root, nothing to fetch.
+	hk := scenarios.Kernel{Label: "host", Image: "/boot/vmlinuz-6.1.0-47-amd64"}
+	if p := labPrefetch([]scenarios.Cell{{Kernel: hk}}); len(p) != 0 {
+		t.Errorf("prefetch for a /boot lab kernel: %+v", p)
 	}
 }
