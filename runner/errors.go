@@ -26,7 +26,7 @@ type CellError struct {
 }
 
 func (e *CellError) Error() string {
-	return fmt.Sprintf("cell %s rep %d: %s: %v", e.Cell, e.Rep, e.Phase, e.Err)
+	return fmt.Sprintf("cell %s rep %d: %s: %v", e.Cell, e.Rep+1, e.Phase, e.Err)
 }
 
 func (e *CellError) Unwrap() error { return e.Err }

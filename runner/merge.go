@@ -76,7 +76,7 @@ func Merge(out string, dirs []string) ([]string, error) {
 		for _, s := range set.Samples {
 			k := report.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}
 			if prev, dup := seen[k]; dup {
-				warns = append(warns, fmt.Sprintf("%s: cell %s kernel %s rep %d is also in %s; kept the first", d, s.Cell, s.Kernel, s.Rep, prev))
+				warns = append(warns, fmt.Sprintf("%s: cell %s kernel %s rep %d is also in %s; kept the first", d, s.Cell, s.Kernel, s.Rep+1, prev))
 				continue
 			}
 			seen[k] = d

@@ -204,7 +204,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		s, err := r.runSample(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
-				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep, ctx.Err())
+				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
 			return sum, err
 		}

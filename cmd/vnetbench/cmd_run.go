@@ -75,7 +75,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
 		for i := range cells {
 			c := &cells[i]
-			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s)\n", i+1, c.Name, c.Rep, kernelName(c))
+			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s)\n", i+1, c.Name, c.Rep+1, kernelName(c))
 			for _, l := range runner.Commands(c) {
 				fmt.Fprintf(stdout, "     %s\n", l)
 			}
@@ -260,7 +260,7 @@ func (p *progress) update(u runner.Progress) {
 		left := time.Duration(float64(time.Since(p.start)) / float64(p.measured) * float64(p.total-u.Done))
 		eta = fmt.Sprintf(" eta %s", left.Round(time.Second))
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", u.Done, p.total, u.Cell, u.Rep, u.Kernel, what, extra, eta)
+	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", u.Done, p.total, u.Cell, u.Rep+1, u.Kernel, what, extra, eta)
 }
 
 func (p *progress) finish() {
