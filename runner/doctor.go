@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/perfparse"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -38,6 +39,10 @@ type Doctor struct {
 	Tools                       map[string]string // name -> version ("" = missing)
 	Qdiscs                      map[string]bool
 	PerfEvents                  map[string]bool // event -> supported
+	// Lab is what lab mode has here (QEMU, accelerator, nested KVM,
+	// apt-get): cells for other kernels need only this on the host, the
+	// rest (pktgen, vhost-net, qdiscs) is in the lab VM's kernel.
+	Lab lab.Capabilities
 }
 
 // DoctorQdiscs are the qdisc kinds doctor tries.
@@ -137,6 +142,8 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 			add(c)
 		}
 	}
+	d.Lab = lab.Probe()
+	add(labCheck(d.Lab))
 	gov := Governor()
 	add(Check{Name: "cpus", OK: true, Detail: fmt.Sprintf("%d (%s)", runtime.NumCPU(), orStr(cpuModel(), "unknown model"))})
 	add(Check{Name: "governor", OK: gov == "" || gov == "performance", Warn: true, Detail: orStr(gov, "none (no cpufreq)"),
@@ -236,17 +243,57 @@ func orStr(s, def string) string {
 	return s
 }
 
+// labCheck is the host section's "lab mode" line.
+func labCheck(c lab.Capabilities) Check {
+	detail := fmt.Sprintf("accel %s, nested KVM %s, apt-get %s", c.Accel, yesNo(c.NestedKVM), yesNo(c.APTGet))
+	if !c.QEMU {
+		return Check{Name: "lab mode", OK: false, Detail: "unavailable: no " + qemu.DefaultBinary + "; " + detail,
+			Fix: "apt-get install qemu-system-x86 (make deps)"}
+	}
+	ch := Check{Name: "lab mode", OK: true, Detail: "available: " + detail}
+	if c.Accel != qemu.KVM {
+		ch.OK, ch.Warn = false, true
+		ch.Fix = "lab VMs and their nested guests run under TCG: each boot takes minutes"
+	} else if !c.NestedKVM {
+		ch.OK, ch.Warn = false, true
+		ch.Fix = "nested guests inside lab VMs run under TCG: enable nesting (kvm_intel/kvm_amd nested=1) for speed"
+	}
+	return ch
+}
+
+// LabMode describes how cells for other kernels run here, e.g.
+// "TCG: nested guest boots take minutes"; doctor prints it after
+// "runs in lab mode".
+func (d *Doctor) LabMode() string {
+	switch {
+	case d.Lab.Accel != qemu.KVM:
+		return "TCG: nested guest boots take minutes"
+	case !d.Lab.NestedKVM:
+		return "KVM, no nested KVM: the inner guests run under TCG"
+	default:
+		return "KVM with nested KVM"
+	}
+}
+
 // LabHint tells users how to get lab mode.
 const LabHint = `lab mode (set kernels: to a kernel image or a Debian version, e.g. kernels: [{label: stock, debian: "6.1"}]; each kernel then runs in a VM)`
 
 // Missing lists what this host lacks for the cells, one reason each
 // (empty = the cells can run here). Cells for kernels other than the
-// running one run in lab VMs: they need QEMU here, the rest inside.
+// running one (lab.Needed) run in lab VMs: they need QEMU here (and
+// apt-get for Debian kernels), while their pktgen, vhost-net and qdisc
+// needs apply inside the lab VM, whose Debian kernel has them all.
 func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 	host, labCells := SplitLab(cells)
 	var out []string
-	if len(labCells) > 0 && d.Tools[qemu.DefaultBinary] == "" {
+	if len(labCells) > 0 && !d.Lab.QEMU && d.Tools[qemu.DefaultBinary] == "" {
 		out = append(out, "needs "+qemu.DefaultBinary+" for its lab VMs (apt-get install qemu-system-x86)")
+	}
+	for _, c := range labCells {
+		if c.Kernel.Debian != "" && !d.Lab.APTGet {
+			out = append(out, "needs apt-get and dpkg-deb to fetch Debian kernels for its lab VMs (run on a Debian/Ubuntu host, or set kernels: image: to a local kernel)")
+			break
+		}
 	}
 	if len(host) == 0 {
 		return out

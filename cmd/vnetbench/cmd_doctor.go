@@ -49,15 +49,25 @@ func writeDoctor(w io.Writer, d *runner.Doctor) {
 			continue
 		}
 		cells := s.Expand()
-		miss := d.Missing(cells)
-		if len(miss) == 0 {
-			if labs := runner.LabKernels(cells); len(labs) > 0 {
-				fmt.Fprintf(w, "  %-30s can run here, kernels %s in lab VMs (slow under TCG)\n", b.Name, strings.Join(labs, ", "))
-			} else {
-				fmt.Fprintf(w, "  %-30s can run here\n", b.Name)
-			}
-			continue
-		}
-		fmt.Fprintf(w, "  %-30s cannot run here: %s\n", b.Name, strings.Join(miss, "; "))
+		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(d, cells))
+	}
+}
+
+// scenarioVerdict is doctor's one-line verdict on a scenario's cells.
+// Cells for lab kernels (image or debian) run in lab VMs: their pktgen,
+// vhost-net and qdisc needs are met there, so only lab mode is judged.
+func scenarioVerdict(d *runner.Doctor, cells []scenarios.Cell) string {
+	if miss := d.Missing(cells); len(miss) > 0 {
+		return "cannot run here: " + strings.Join(miss, "; ")
+	}
+	host, _ := runner.SplitLab(cells)
+	labs := runner.LabKernels(cells)
+	switch {
+	case len(labs) == 0:
+		return "can run here"
+	case len(host) == 0:
+		return fmt.Sprintf("runs in lab mode (%s)", d.LabMode())
+	default:
+		return fmt.Sprintf("can run here; kernels %s run in lab mode (%s)", strings.Join(labs, ", "), d.LabMode())
 	}
 }

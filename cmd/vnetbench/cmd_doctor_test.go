@@ -5,6 +5,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 func TestDoctorInProcess(t *testing.T) {
@@ -14,7 +19,7 @@ func TestDoctorInProcess(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{"kvm", "vhost-net", "pktgen", "tun", "qemu-system-x86_64", "iperf3", "trafgen", "perf",
-		"cpus", "governor", "mitigations", "built-in scenarios:", "quickstart"} {
+		"cpus", "governor", "mitigations", "lab mode", "built-in scenarios:", "quickstart"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, s)
 		}
@@ -60,5 +65,43 @@ func TestRunDryRun(t *testing.T) {
 		if got := exitCode(run(t.Context(), bad, &out, &errb)); got != exitBadInput {
 			t.Errorf("%v: exit %d, want 2", bad, got)
 		}
+	}
+}
+
+// Lab-kernel scenarios are judged on lab mode, not on the host's pktgen,
+// vhost-net or qdiscs (those are in the lab VM's Debian kernel).
+func TestDoctorScenarioVerdict(t *testing.T) {
+	d := &runner.Doctor{
+		Root: true, Tun: true,
+		Tools:  map[string]string{"qemu-system-x86_64": "7.2", "iperf3": "3.12", "trafgen": "0.6.8", "perf": "6.1", "ip": "6.1"},
+		Qdiscs: map[string]bool{"pfifo_fast": true, "noqueue": true, "fq_codel": false},
+		Lab:    lab.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
+	}
+	cells := func(name string) []scenarios.Cell {
+		s, err := scenarios.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Expand()
+	}
+	if got, want := scenarioVerdict(d, cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
+		t.Errorf("lab-pktgen: %q, want %q", got, want)
+	}
+	if got := scenarioVerdict(d, cells("quickstart")); got != "can run here" {
+		t.Errorf("quickstart: %q", got)
+	}
+	if got := scenarioVerdict(d, cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") {
+		t.Errorf("thread-pktgen: %q", got)
+	}
+	d.Lab = lab.Capabilities{Accel: qemu.TCG}
+	delete(d.Tools, "qemu-system-x86_64")
+	got := scenarioVerdict(d, cells("lab-pktgen"))
+	if !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "qemu-system-x86_64") || strings.Contains(got, "vhost-net") {
+		t.Errorf("lab-pktgen without QEMU: %q", got)
+	}
+	var out bytes.Buffer
+	writeDoctor(&out, d)
+	if !strings.Contains(out.String(), "lab-pktgen") {
+		t.Errorf("writeDoctor lacks lab-pktgen:\n%s", out.String())
 	}
 }
