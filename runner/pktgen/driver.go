@@ -24,6 +24,21 @@ const DefaultSysNet = "/sys/class/net"
 const errnoENOTSUPP = syscall.Errno(524)
 
 // Driver runs pktgen through its /proc interface.
+//
+// pktgen is per network namespace, and its files disagree on which one:
+// thread and device files (kpktgend_N, DEV@N) act on the namespace of the
+// /proc file they are opened through, but pgctrl (start, stop, reset) acts
+// on the namespace of the WRITING task (pgctrl_write uses
+// current->nsproxy->net_ns). So a Driver writing from the default namespace
+// against a tap in another namespace configures that namespace's threads
+// and then starts nothing. To drive another namespace, set both:
+//   - ProcDir to /proc/<pid of a process in it>/net/pktgen (not
+//     /proc/net/pktgen: that follows the thread-group leader's namespace,
+//     not a thread switched in with setns), and
+//   - InNetns to run a write on a thread inside it (every write goes
+//     through it, so pgctrl acts on the right namespace).
+//
+// The zero Driver drives the caller's own namespace.
 type Driver struct {
 	// ProcDir is the pktgen directory (default /proc/net/pktgen).
 	ProcDir string
@@ -33,6 +48,10 @@ type Driver struct {
 	// StopGrace is how long to wait for `start` to return after
 	// `pgctrl stop` (default 10s).
 	StopGrace time.Duration
+	// InNetns, when set, runs fn on a thread inside the target network
+	// namespace; every pgctrl, thread and device write goes through it.
+	// nil = write from the calling thread.
+	InNetns func(fn func() error) error
 
 	// writeFile writes one command; tests replace it to record and fake.
 	writeFile func(path string, data []byte) error
@@ -118,7 +137,13 @@ func (d *Driver) write(file, cmd string) error {
 	if wf == nil {
 		wf = writeProc
 	}
-	err := wf(path, []byte(cmd+"\n"))
+	do := func() error { return wf(path, []byte(cmd+"\n")) }
+	var err error
+	if d.InNetns != nil {
+		err = d.InNetns(do)
+	} else {
+		err = do()
+	}
 	if err == nil {
 		return nil
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -343,5 +345,39 @@ func TestParseScriptOutputSample01(t *testing.T) {
 	m := ParseScriptOutput(out)
 	if tr, ok := m["vnbt0"]; !ok || tr.PPS != 155742 {
 		t.Fatalf("got %+v", m)
+	}
+}
+
+// Every write (pgctrl and device files, the blocking start and the
+// deadline's stop included) goes through InNetns: pgctrl acts on the
+// writing task's namespace, so a Driver for another netns must write from
+// inside it. The write sequence is the same as without the hook.
+func TestInNetnsWrapsEveryWrite(t *testing.T) {
+	f := newFake(t, "1")
+	f.block = true
+	f.result = fixture(t, "pktgen-tap0-L1-with-L2-vhost-off.txt")
+	var calls atomic.Int64
+	d := f.driver()
+	d.InNetns = func(fn func() error) error {
+		calls.Add(1)
+		return fn()
+	}
+	res, err := d.Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000000, Duration: time.Millisecond, DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || len(res.Threads) != 1 {
+		t.Errorf("result %+v", res)
+	}
+	f.mu.Lock()
+	log := slices.Clone(f.log)
+	f.mu.Unlock()
+	if int(calls.Load()) != len(log) {
+		t.Errorf("%d InNetns calls for %d writes:\n%s", calls.Load(), len(log), strings.Join(log, "\n"))
+	}
+	for _, want := range []string{"pgctrl: reset", "pgctrl: start", "pgctrl: stop", "vnbt0: count 100000000", "kpktgend_0: add_device vnbt0"} {
+		if !slices.Contains(log, want) {
+			t.Errorf("no %q write:\n%s", want, strings.Join(log, "\n"))
+		}
 	}
 }
