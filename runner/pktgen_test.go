@@ -12,7 +12,7 @@ import (
 )
 
 // The pktgen generator against a fake /proc/net/pktgen: the plan's writes
-// land in the files, pgctrl goes through InNetns, the Result is parsed.
+// land in the files, every write goes through InNetns, the Result is parsed.
 func TestPktgenGeneratorFakeProc(t *testing.T) {
 	dir := t.TempDir()
 	procDir, sysNet := filepath.Join(dir, "pktgen"), filepath.Join(dir, "net")
@@ -25,7 +25,7 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	var inNS []string
 	var notes []string
 	w := &Window{Dev: "vnbt0", Dst: GuestIP, DstMAC: GuestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
-		InNetns: func(fn func() error) error { inNS = append(inNS, "pgctrl"); return fn() },
+		InNetns: func(fn func() error) error { inNS = append(inNS, "write"); return fn() },
 		Note:    func(l string) { notes = append(notes, l) }}
 	g := &pktgenGenerator{cfg: scenarios.Pktgen{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60},
 		testProc: procDir, testSys: sysNet}
@@ -42,9 +42,10 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	if res.PPS != 155742 || res.Packets != 100000 || len(res.Threads) != 1 || res.Threads[0].TxPPS != 155742 {
 		t.Errorf("result %+v", res)
 	}
-	// reset, start, reset: all pgctrl writes from inside the netns.
-	if len(inNS) != 3 {
-		t.Errorf("pgctrl writes through InNetns: %d, want 3", len(inNS))
+	// Every write from inside the netns (pgctrl acts on the writer's
+	// namespace): the plan's setup, start, and the final reset.
+	if want := len(g.sess.Plan().Setup) + 2; len(inNS) != want {
+		t.Errorf("writes through InNetns: %d, want %d", len(inNS), want)
 	}
 	if got, _ := os.ReadFile(filepath.Join(procDir, "pgctrl")); strings.TrimSpace(string(got)) != "reset" {
 		t.Errorf("pgctrl last write %q, want reset", got)
