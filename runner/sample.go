@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -472,13 +473,14 @@ func (r *runState) addPerf(s *report.Sample, c *scenarios.Cell, runs []*perfRun)
 				continue
 			}
 			s.Artifacts = append(s.Artifacts, relFile)
-			var unsupported []string
+			var unsupported, notCounted []string
 			for _, row := range st.Rows {
 				if !row.Supported {
 					unsupported = append(unsupported, row.Event)
 					continue
 				}
 				if !row.Counted {
+					notCounted = append(notCounted, row.Event)
 					continue
 				}
 				key := report.PerfPrefix + row.Event
@@ -492,6 +494,9 @@ func (r *runState) addPerf(s *report.Sample, c *scenarios.Cell, runs []*perfRun)
 			}
 			if len(unsupported) > 0 {
 				s.Labels["perf_unsupported"] = strings.Join(unsupported, ",")
+			}
+			if len(notCounted) > 0 {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("perf stat %s: %s <not counted>: no thread of the target ran during the window", pr.target, strings.Join(slices.Compact(notCounted), ",")))
 			}
 			continue
 		}
