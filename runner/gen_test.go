@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,5 @@ func TestGeneratorsWithFake(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "iperf3.json")); err != nil {
 		t.Error(err)
 	}
-	golden(t, "generators-fake.golden", strings.ReplaceAll(f.Transcript(), dir, "ARTIFACTS"))
+	golden.Check(t, "generators-fake.golden", strings.ReplaceAll(f.Transcript(), dir, "ARTIFACTS"))
 }

@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
-	"flag"
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,26 +17,6 @@ import (
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // The argv of every tool, as the shell would see it.
 func TestToolArgvGolden(t *testing.T) {
@@ -53,7 +33,7 @@ func TestToolArgvGolden(t *testing.T) {
 	line(Iperf3Args(scenarios.Iperf3{Duration: 1500 * time.Millisecond, Reverse: true, Protocol: "udp", Bitrate: "1G"}, GuestIP))
 	b.WriteString(TrafgenConfig(60, "02:00:00:00:00:01", GuestMAC))
 	b.WriteString(TrafgenConfig(1500, "02:00:00:00:00:01", GuestMAC))
-	golden(t, "tools.golden", b.String())
+	golden.Check(t, "tools.golden", b.String())
 }
 
 // The fixture config was captured with the same layout.
@@ -111,7 +91,7 @@ func TestCommandsGolden(t *testing.T) {
 			b.WriteString(l + "\n")
 		}
 	}
-	golden(t, "commands-quickstart.golden", b.String())
+	golden.Check(t, "commands-quickstart.golden", b.String())
 }
 
 func TestShard(t *testing.T) {

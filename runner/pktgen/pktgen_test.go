@@ -3,8 +3,8 @@ package pktgen
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,26 +17,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s mismatch (run with -update to accept)\n--- want\n%s\n--- got\n%s", name, want, got)
-	}
-}
 
 func fixture(t *testing.T, name string) string {
 	t.Helper()
@@ -69,7 +49,7 @@ func TestPlanGolden(t *testing.T) {
 			for _, w := range p.Writes() {
 				fmt.Fprintf(&b, "%s: %s\n", w.File, w.Cmd)
 			}
-			golden(t, "plan-"+c.name+".golden", b.String())
+			golden.Check(t, "plan-"+c.name+".golden", b.String())
 		})
 	}
 }
@@ -177,7 +157,7 @@ func TestRunFakeMultiqueue(t *testing.T) {
 	if res.PPS() != 2*155742 || res.Packets() != 200000 || res.Errors() != 0 {
 		t.Errorf("totals pps %v packets %v errors %v", res.PPS(), res.Packets(), res.Errors())
 	}
-	golden(t, "run-multiqueue-t2.golden", strings.Join(f.log, "\n")+"\n")
+	golden.Check(t, "run-multiqueue-t2.golden", strings.Join(f.log, "\n")+"\n")
 	if len(f.devs) != 0 {
 		t.Errorf("devices left after reset: %v", f.devs)
 	}
@@ -309,7 +289,7 @@ func TestScriptCmdGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s (in %s)\n", proc.Quote(cmd.Argv), cmd.Dir)
 	}
-	golden(t, "script-argv.golden", b.String())
+	golden.Check(t, "script-argv.golden", b.String())
 }
 
 func TestScriptRunsSampleAndParses(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"net"
 	"os"
 	"os/exec"
@@ -16,26 +16,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s mismatch:\n got: %s\nwant: %s", name, got, want)
-	}
-}
 
 func TestArgsGolden(t *testing.T) {
 	for _, tc := range []struct {
@@ -52,7 +32,7 @@ func TestArgsGolden(t *testing.T) {
 			Shares: []Share{{Tag: "hostroot", Path: "/", ReadOnly: true}}, Extra: []string{"-snapshot"}}},
 	} {
 		got := proc.Quote(Args(tc.c)) + "\n"
-		golden(t, tc.name, got)
+		golden.Check(t, tc.name, got)
 	}
 }
 
