@@ -111,6 +111,12 @@ func TestRenderGolden(t *testing.T) {
 		{"quickstart-tcg-details.txt", run("quickstart-tcg"), "text", ASCII, Options{Details: true}},
 		{"quickstart-tcg-details.md", run("quickstart-tcg"), "markdown", ASCII, Options{Details: true}},
 		{"quickstart-tcg.json", run("quickstart-tcg"), "json", ASCII, Options{}},
+		// pktgen through fq_codel (queue_xmit): drops in the qdisc get a
+		// "Qdisc drops" row in the tables where some run had them.
+		{"qdisc.txt", run("qdisc-stock", "qdisc-patched"), "text", ASCII, Options{}},
+		{"qdisc.md", run("qdisc-stock", "qdisc-patched"), "markdown", ASCII, Options{Kinds: []string{KindThread}}},
+		{"qdisc.csv", run("qdisc-stock", "qdisc-patched"), "csv", ASCII, Options{}},
+		{"qdisc.bench", run("qdisc-stock", "qdisc-patched"), "benchfmt", ASCII, Options{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

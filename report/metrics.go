@@ -46,6 +46,7 @@ var Metrics = map[string]Metric{
 	"tx_pps_thread":        {"tx_pps_thread", "pps", HigherIsBetter, true, "transmitted packets/s of one generator thread"},
 	"tap_tx_pps":           {"tap_tx_pps", "pps", HigherIsBetter, true, "tap tx_packets delta / window (cross-check of tx_pps)"},
 	"lost_pps":             {"lost_pps", "pps", LowerIsBetter, true, "tap tx_dropped delta / window"},
+	"qdisc_drop_pps":       {"qdisc_drop_pps", "pps", LowerIsBetter, true, "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
 	"rx_pps":               {"rx_pps", "pps", HigherIsBetter, true, "guest eth0 rx_packets delta / window"},
 	"tx_packets":           {"tx_packets", "count", Neutral, false, "packets transmitted in the window"},
 	"pktgen_errors":        {"pktgen_errors", "count", LowerIsBetter, false, "pktgen errors (retries while the tap ring was full)"},
@@ -135,8 +136,8 @@ func Lookup(key string) (Metric, bool) {
 // knownOrder returns a stable presentation order for metric keys: the
 // registry's main metrics first, then perf counters, then the rest by name.
 func knownOrder(keys []string) []string {
-	rank := map[string]int{"tx_pps": 0, "tx_pps_thread": 1, "lost_pps": 2, "rx_pps": 3, "tap_tx_pps": 4,
-		"throughput_bps": 5, "retransmits": 6, "pktgen_errors": 7, "tx_packets": 8, "harness_cpu_frac": 9, "cell_overhead_s": 10}
+	rank := map[string]int{"tx_pps": 0, "tx_pps_thread": 1, "lost_pps": 2, "qdisc_drop_pps": 3, "rx_pps": 4, "tap_tx_pps": 5,
+		"throughput_bps": 6, "retransmits": 7, "pktgen_errors": 8, "tx_packets": 9, "harness_cpu_frac": 10, "cell_overhead_s": 11}
 	out := append([]string(nil), keys...)
 	sort.SliceStable(out, func(i, j int) bool {
 		ri, oki := rank[out[i]]

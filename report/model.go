@@ -745,18 +745,29 @@ type threadMetric struct {
 }
 
 func (b *builder) threadTables() {
+	// qdisc says whether the table shows the root qdisc's drops: packets
+	// pktgen sent through a qdisc (queue_xmit) that the qdisc dropped never
+	// reach the tap, so Lost (tap tx_dropped) does not count them.
 	kinds := []struct {
 		has   string
-		rows  func(threads int) []threadMetric
+		rows  func(threads int, qdisc bool) []threadMetric
 		title string
 	}{
-		{"tx_pps", func(threads int) []threadMetric {
+		{"tx_pps", func(threads int, qdisc bool) []threadMetric {
+			rows := []threadMetric{{"tx_pps", "Transmitted"}, {"lost_pps", "Lost"}}
 			if threads > 1 {
-				return []threadMetric{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}}
+				rows = []threadMetric{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}}
 			}
-			return []threadMetric{{"tx_pps", "Transmitted"}, {"lost_pps", "Lost"}}
+			if qdisc {
+				label := "Qdisc drops"
+				if threads > 1 {
+					label += " total"
+				}
+				rows = append(rows, threadMetric{"qdisc_drop_pps", label})
+			}
+			return rows
 		}, "pktgen"},
-		{"throughput_bps", func(int) []threadMetric {
+		{"throughput_bps", func(int, bool) []threadMetric {
 			return []threadMetric{{"throughput_bps", "Throughput"}, {"retransmits", "Retransmits"}}
 		}, "iperf3"},
 	}
@@ -781,10 +792,14 @@ func (b *builder) threadTables() {
 			if two {
 				t.Header = append(t.Header, "change")
 			}
+			// Qdisc drops get a row only in tables where some run had
+			// them.
+			qdisc := kind.has == "tx_pps" && b.anyPositive(cells, "qdisc_drop_pps")
+			rows := kind.rows(threads, qdisc)
 			maxCV := 0.0
 			for _, cell := range cells {
 				s := b.firstSample(cell)
-				for _, tm := range kind.rows(threads) {
+				for _, tm := range rows {
 					m := metricOf(tm.key)
 					row := Row{Labels: []string{b.rowLabel(s), tm.label}}
 					have := false
@@ -818,11 +833,14 @@ func (b *builder) threadTables() {
 				}
 			}
 			n := b.repsRange(cells)
-			note := fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", n, kind.rows(threads)[0].label, maxCV*100)
+			note := fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", n, rows[0].label, maxCV*100)
 			if threads > 1 {
 				note += "; total = sum over threads, per thread = mean of the threads"
 			}
 			t.Notes = append(t.Notes, note)
+			if qdisc {
+				t.Notes = append(t.Notes, "Lost = dropped at the tap (tx_dropped); Qdisc drops = dropped by the tap's root qdisc, never reached the tap")
+			}
 			if two {
 				t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
 					b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
@@ -833,6 +851,17 @@ func (b *builder) threadTables() {
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}
+}
+
+// anyPositive reports whether a sample of one of cells has metric key > 0.
+func (b *builder) anyPositive(cells []string, key string) bool {
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		if s.Metrics[key] > 0 && slices.Contains(cells, s.Cell) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *builder) repsRange(cells []string) string {
