@@ -65,6 +65,9 @@ func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
 // inner environment in env.json's kernels. Labels whose samples are all
 // in the run already are skipped (--resume).
 func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner) (*Summary, error) {
+	if err := CheckScripts(cells); err != nil {
+		return nil, err
+	}
 	if o.LockPath == "" {
 		o.LockPath = DefaultLockPath
 	}
@@ -73,6 +76,9 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return nil, err
 	}
 	defer lock.Release()
+	if o.Started != nil {
+		o.Started()
+	}
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
 	}

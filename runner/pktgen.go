@@ -30,6 +30,7 @@ type pktgenGenerator struct {
 	drv     *pktgen.Driver
 	procDir string
 	sess    *pktgen.Session
+	script  *pktgen.ScriptRun // script mode
 	cpu0    map[int]uint64
 	tids    []int
 	// testProc and testSys replace the /proc and /sys paths in tests.
@@ -49,6 +50,9 @@ func pktgenConfig(p scenarios.Pktgen, dev, dst, dstMAC string, d time.Duration) 
 		Burst: p.Burst, CloneSkb: p.CloneSkb, Delay: p.Delay, Dst: p.Dst, DstMAC: p.DstMAC,
 		UDPSrcMin: p.UDPSrcMin, UDPSrcMax: p.UDPSrcMax, UDPDstMin: p.UDPDstMin, UDPDstMax: p.UDPDstMax,
 		XmitMode: p.XmitMode}
+	if c.Burst < 0 {
+		c.Burst = 0 // the scenario's "default": not written
+	}
 	if c.Dst == "" {
 		c.Dst = dst
 	}
@@ -62,9 +66,6 @@ func pktgenConfig(p scenarios.Pktgen, dev, dst, dstMAC string, d time.Duration) 
 }
 
 func (g *pktgenGenerator) Start(ctx context.Context, w *Window) error {
-	if g.cfg.Mode == "script" {
-		return &CapabilityError{Msg: "pktgen script mode runs the kernel's own scripts, which are not wired into run; use mode simple, multiqueue or burst_single_flow"}
-	}
 	g.w = w
 	g.procDir = pktgen.DefaultProcDir
 	sysNet := pktgen.DefaultSysNet
@@ -76,15 +77,25 @@ func (g *pktgenGenerator) Start(ctx context.Context, w *Window) error {
 		g.procDir, sysNet = g.testProc, g.testSys
 	}
 	c := pktgenConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)
-	plan, err := pktgen.NewPlan(c)
+	g.drv = &pktgen.Driver{ProcDir: g.procDir, SysNet: sysNet, InNetns: w.InNetns}
+	var plan *pktgen.Plan
+	var sc pktgen.ScriptConfig
+	var err error
+	if g.cfg.Mode == pktgen.ModeScript {
+		// The kernel's own script, run in the tap's namespace: its
+		// /proc/net/pktgen and pgctrl writes act on that namespace.
+		sc = scriptConfig(g.cfg, c, w.Netns)
+		_, plan, err = pktgen.ScriptCmd(sc)
+	} else {
+		plan, err = pktgen.NewPlan(c)
+	}
 	if err != nil {
 		return err
 	}
-	g.drv = &pktgen.Driver{ProcDir: g.procDir, SysNet: sysNet, InNetns: w.InNetns}
 	if err := g.drv.Check(w.Dev); err != nil {
 		return err
 	}
-	if w.Note != nil {
+	if w.Note != nil && g.cfg.Mode != pktgen.ModeScript {
 		for _, wr := range append(plan.Setup, plan.Start) {
 			w.Note(strings.Replace(wr.String(), pktgen.DefaultProcDir, g.procDir, 1))
 		}
@@ -96,10 +107,21 @@ func (g *pktgenGenerator) Start(ctx context.Context, w *Window) error {
 		g.tids = append(g.tids, qemu.KernelThreads(func(c string) bool { return c == name })...)
 	}
 	g.cpu0 = procCPU(g.tids)
+	if g.cfg.Mode == pktgen.ModeScript {
+		// Recorded in reproduce.sh by the executor like any command.
+		g.script, err = g.drv.StartScript(ctx, w.Exec, sc)
+		return err
+	}
 	// Start writes the plan, resets pktgen on error, and runs the
 	// blocking start write in its own goroutine.
 	g.sess, err = g.drv.Start(ctx, c)
 	return err
+}
+
+// scriptConfig is script mode's configuration: the scenario's pktgen
+// settings, the script from its kernel tree, run in netns.
+func scriptConfig(p scenarios.Pktgen, c pktgen.Config, netns string) pktgen.ScriptConfig {
+	return pktgen.ScriptConfig{Config: c, KernelTree: p.ScriptDir, Script: p.Script, Netns: netns}
 }
 
 func (g *pktgenGenerator) Threads() ([]int, bool) { return g.tids, false }
@@ -108,12 +130,23 @@ func (g *pktgenGenerator) Wait(ctx context.Context) (*GenResult, error) {
 	// Wait stops pktgen at the deadline or on ctx (a full tap ring keeps
 	// it from reaching its count; the Results stay), reads every thread's
 	// Result and resets pktgen.
-	res, err := g.sess.Wait(ctx)
+	var res *pktgen.Result
+	var err error
+	if g.script != nil {
+		res, err = g.script.Wait(ctx)
+	} else {
+		res, err = g.sess.Wait(ctx)
+	}
 	cpu1 := procCPU(g.tids)
 	if res == nil {
 		return nil, err
 	}
 	r := &GenResult{Elapsed: res.Elapsed, BusyFrac: busyFrac(g.cpu0, cpu1, res.Elapsed, max(1, len(g.tids)))}
+	if g.script != nil {
+		if os.WriteFile(filepath.Join(g.w.Artifacts, "pktgen-script.log"), []byte(g.script.Output()), 0o644) == nil {
+			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, "pktgen-script.log"))
+		}
+	}
 	for _, tr := range res.Threads {
 		name := "pktgen-" + strings.ReplaceAll(tr.Device, "@", "-") + ".txt"
 		if os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {

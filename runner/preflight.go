@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -23,6 +24,19 @@ type Needs struct {
 	Qdiscs  []string
 	Lab     bool // a kernel other than the running one
 	NoNetns bool // isolation: none
+	// Scripts are the kernel sample scripts of pktgen script mode.
+	Scripts []pktgen.ScriptConfig
+}
+
+// CheckScripts reports the first kernel sample script (pktgen script
+// mode) that does not exist, before anything is set up.
+func CheckScripts(cells []scenarios.Cell) error {
+	for _, sc := range NeedsOf(cells).Scripts {
+		if err := sc.CheckScript(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NeedsOf collects what the cells need.
@@ -39,6 +53,10 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 			tools["trafgen"] = true
 		case "pktgen":
 			n.Pktgen = true
+			if p := c.Generator.Pktgen; p.Mode == pktgen.ModeScript {
+				tools["bash"] = true
+				n.Scripts = append(n.Scripts, scriptConfig(*p, pktgen.Config{}, ""))
+			}
 		}
 		if c.Perf.Stat != nil || c.Perf.Record != nil {
 			tools["perf"] = true
@@ -103,6 +121,9 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		if err := qemu.CheckVhost(qemu.Config{NICs: []qemu.NIC{{Vhost: true}}}); err != nil {
 			return err
 		}
+	}
+	if err := CheckScripts(cells); err != nil {
+		return err
 	}
 	if n.Pktgen && !PktgenAvailable() {
 		return capErrorf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3, or %s", KernelRelease(), LabHint)

@@ -46,6 +46,10 @@ type Options struct {
 	// LockWait is how long to wait for another run's lock (0 = fail at
 	// once with a *BusyError).
 	LockWait time.Duration
+	// Started, when set, is called once the checks have passed and the
+	// host lock is held, before the run directory is written (the CLI
+	// prints the run directory then, not for a refused run).
+	Started func()
 	// Progress is called after every sample (or skip).
 	Progress func(Progress)
 	// Log receives one line per notable event (nil = discarded).
@@ -140,6 +144,9 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		return nil, err
 	}
 	defer lock.Release()
+	if o.Started != nil {
+		o.Started()
+	}
 
 	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
 	r.exec.(*recordingExec).rec = r.recordArgv

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,8 +108,13 @@ func Commands(c *scenarios.Cell) []string {
 		// pktgen is per network namespace: the writes go to
 		// /proc/QEMU_PID/net/pktgen (QEMU runs in the run's netns).
 		p := c.Generator.Pktgen
-		if p.Mode == "script" {
-			out = append(out, "# pktgen script mode: "+filepath.Join(p.ScriptDir, "samples/pktgen", p.Script)+" -i "+tap)
+		if p.Mode == pktgen.ModeScript {
+			cmd, _, err := pktgen.ScriptCmd(scriptConfig(*p, pktgenConfig(*p, tap, GuestIP, GuestMAC, 0), ns))
+			if err != nil {
+				out = append(out, "# pktgen: "+err.Error())
+				break
+			}
+			out = append(out, cmd.String())
 			break
 		}
 		plan, err := pktgen.NewPlan(pktgenConfig(*p, tap, GuestIP, GuestMAC, 0))

@@ -372,6 +372,22 @@ func resolveCell(file string, c *Cell, pos posMap, baseDir string, tu *targetUse
 		if _, set := pos[pp+".script"]; set && p.Mode != "script" {
 			return errAt(pp+".script", "generator.pktgen.script is only used with mode: script; remove it or set mode: script")
 		}
+		if p.Mode == "script" {
+			// The sample scripts take -i -m -d -n -t -f -b -s -c -w -p and
+			// choose the rest themselves.
+			if p.XmitMode != "" {
+				return errAt(pp+".xmit_mode", "generator.pktgen.xmit_mode is not passed to the sample scripts (they set their own; pktgen_bench_xmit_mode_queue_xmit.sh uses queue_xmit); remove xmit_mode or use mode simple, multiqueue or burst_single_flow")
+			}
+			if p.UDPSrcMin != 0 || p.UDPSrcMax != 0 {
+				return errAt(pp+".udp_src_min", "generator.pktgen.udp_src_min/max are not passed to the sample scripts (they choose the source ports); remove them or use a native mode")
+			}
+			if p.Script == "pktgen_sample01_simple.sh" && p.Threads > 1 {
+				return errAt(pp+".threads", "generator.pktgen: pktgen_sample01_simple.sh sends from one thread (it ignores -t), got threads %d; use script: pktgen_sample02_multiqueue.sh", p.Threads)
+			}
+			if p.Script == "pktgen_sample01_simple.sh" && p.FirstCPU != 0 {
+				return errAt(pp+".first_cpu", "generator.pktgen: pktgen_sample01_simple.sh always uses thread 0 (it ignores -f), got first_cpu %d; use script: pktgen_sample02_multiqueue.sh", p.FirstCPU)
+			}
+		}
 		if p.UDPSrcMax != 0 && p.UDPSrcMax < p.UDPSrcMin {
 			return errAt(pp+".udp_src_max", "generator.pktgen: udp_src_max %d is below udp_src_min %d", p.UDPSrcMax, p.UDPSrcMin)
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,7 +90,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		dir = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
 	}
-	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\nrun directory %s\n", s.Name, sd, shardNote, len(cells), dir)
+	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\n", s.Name, sd, shardNote, len(cells))
+	var started sync.Once
 
 	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
 	// tears down. A second one forces an exit.
@@ -115,7 +117,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
-		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait}
+		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
+		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) }}
 	report1 := func(sum *runner.Summary) {
 		if sum == nil {
 			return

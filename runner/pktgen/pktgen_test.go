@@ -281,13 +281,20 @@ func TestScriptCmdGolden(t *testing.T) {
 		{Config: Config{Dev: "vnbt0", Threads: 4, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeMultiqueue},
 		{Config: Config{Dev: "vnbt0", Threads: 2, Duration: time.Second, Dst: "10.0.0.2; rm -rf /", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},
 		{Config: Config{Dev: "vnbt0", CountSet: true, Duration: time.Second, Dst: "198.18.0.0/24", UDPDstMin: 9, UDPDstMax: 10, Delay: time.Microsecond, FirstThread: 1}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},
+		// By file name, in the run's namespace; sample05 names devices DEV@N.
+		{Config: Config{Dev: "vnbt0", Threads: 2, CountSet: true, Duration: time.Second, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Script: "pktgen_sample05_flow_per_thread.sh", Netns: "vnb-1"},
+		// sample01 ignores -t and -f: refuse rather than measure one thread.
+		{Config: Config{Dev: "vnbt0", Threads: 2, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Script: "pktgen_sample01_simple.sh"},
+		// The scripts choose xmit mode and source ports themselves.
+		{Config: Config{Dev: "vnbt0", XmitMode: "queue_xmit", Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Script: "pktgen_sample02_multiqueue.sh"},
+		{Config: Config{Dev: "vnbt0", Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Script: "../../bin/evil.sh"},
 	} {
 		cmd, _, err := ScriptCmd(c)
 		if err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
 			continue
 		}
-		fmt.Fprintf(&b, "%s (in %s)\n", proc.Quote(cmd.Argv), cmd.Dir)
+		fmt.Fprintf(&b, "%s (in %s)\n", proc.Quote(cmd.FullArgv()), cmd.Dir)
 	}
 	golden.Check(t, "script-argv.golden", b.String())
 }

@@ -27,34 +27,89 @@ type ScriptConfig struct {
 	Config
 	// KernelTree is a kernel source tree holding samples/pktgen.
 	KernelTree string
-	// Sample chooses the script by the mode it mirrors: simple (sample01,
-	// default), multiqueue (sample02) or burst_single_flow (sample03).
+	// Script is the script's file name in samples/pktgen, e.g.
+	// "pktgen_sample02_multiqueue.sh". "" = the sample Sample mirrors.
+	Script string
+	// Sample chooses the script by the mode it mirrors when Script is
+	// empty: simple (sample01, default), multiqueue (sample02) or
+	// burst_single_flow (sample03).
 	Sample string
+	// Netns runs the script in that network namespace (ip netns exec):
+	// pktgen is per namespace, and the script's /proc/net/pktgen and
+	// pgctrl writes act on its own. "" = the caller's.
+	Netns string
+}
+
+// scriptPlanMode is the native mode whose device naming a script uses:
+// sample01 adds the device itself to thread 0; the other samples and the
+// bench_xmit_mode scripts add DEV@N to thread N.
+func scriptPlanMode(name string) string {
+	switch name {
+	case sampleScripts[ModeSimple]:
+		return ModeSimple
+	case sampleScripts[ModeBurstSingleFlow]:
+		return ModeBurstSingleFlow
+	}
+	return ModeMultiqueue
+}
+
+// ScriptPath is the script's path in the tree.
+func (c ScriptConfig) ScriptPath() (string, error) {
+	name := c.Script
+	if name == "" {
+		sample := c.Sample
+		if sample == "" {
+			sample = ModeSimple
+		}
+		var ok bool
+		if name, ok = sampleScripts[sample]; !ok {
+			return "", configErrorf("unknown sample %q for script mode; use simple, multiqueue or burst_single_flow", sample)
+		}
+	}
+	if name != filepath.Base(name) || !strings.HasSuffix(name, ".sh") {
+		return "", configErrorf("script %q: give a file name in samples/pktgen such as pktgen_sample02_multiqueue.sh", name)
+	}
+	if c.KernelTree == "" {
+		return "", configErrorf("script mode needs a kernel source tree (script_dir) holding samples/pktgen")
+	}
+	return filepath.Join(c.KernelTree, "samples", "pktgen", name), nil
+}
+
+// CheckScript reports whether the script exists, as a one-line input
+// error that says what to fix.
+func (c ScriptConfig) CheckScript() error {
+	path, err := c.ScriptPath()
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return configErrorf("script %s not found: script_dir must be a kernel source tree with samples/pktgen (e.g. script_dir: ~/linux)", path)
+	}
+	return nil
 }
 
 // ScriptCmd returns the command that runs the sample script: argv only,
-// values passed as separate arguments (-i -m -d -n -t -b -s [-w]).
-// It is pure.
+// values passed as separate arguments (-i -m -d -n -t -b -s [-f -c -w -p -6]),
+// and the plan whose devices the script creates. It is pure.
 func ScriptCmd(c ScriptConfig) (proc.Cmd, *Plan, error) {
-	sample := c.Sample
-	if sample == "" {
-		sample = ModeSimple
+	script, err := c.ScriptPath()
+	if err != nil {
+		return proc.Cmd{}, nil, err
 	}
-	name, ok := sampleScripts[sample]
-	if !ok {
-		return proc.Cmd{}, nil, configErrorf("unknown sample %q for script mode; use simple, multiqueue or burst_single_flow", sample)
-	}
-	if c.KernelTree == "" {
-		return proc.Cmd{}, nil, configErrorf("script mode needs a kernel source tree (script_dir) holding samples/pktgen")
-	}
+	name := filepath.Base(script)
 	cfg := c.Config
-	cfg.Mode = sample
+	cfg.Mode = scriptPlanMode(name)
+	if cfg.Mode == ModeSimple && (cfg.Threads > 1 || cfg.FirstThread != 0) {
+		return proc.Cmd{}, nil, configErrorf("%s sends from one thread on CPU 0 (it ignores -t and -f); use pktgen_sample02_multiqueue.sh for threads %d, first CPU %d", name, max(cfg.Threads, 1), cfg.FirstThread)
+	}
+	if cfg.XmitMode != "" || cfg.UDPSrcMin != 0 || cfg.UDPSrcMax != 0 {
+		return proc.Cmd{}, nil, configErrorf("%s sets its own xmit mode and UDP source ports; remove xmit_mode and udp_src_min/max, or use a native mode", name)
+	}
 	p, err := NewPlan(cfg) // validates values and names the devices
 	if err != nil {
 		return proc.Cmd{}, nil, err
 	}
 	cfg = p.Config
-	script := filepath.Join(c.KernelTree, "samples", "pktgen", name)
 	argv := []string{"bash", script,
 		"-i", cfg.Dev,
 		"-m", cfg.DstMAC,
@@ -74,61 +129,83 @@ func ScriptCmd(c ScriptConfig) (proc.Cmd, *Plan, error) {
 		argv = append(argv, "-w", strconv.FormatInt(cfg.Delay.Nanoseconds(), 10))
 	}
 	if cfg.UDPDstMin != 0 {
-		argv = append(argv, "-p", fmt.Sprintf("%d-%d", cfg.UDPDstMin, cfg.UDPDstMax))
+		argv = append(argv, "-p", fmt.Sprintf("%d-%d", cfg.UDPDstMin, max(cfg.UDPDstMax, cfg.UDPDstMin)))
 	}
 	if strings.Contains(cfg.Dst, ":") {
 		argv = append(argv, "-6")
 	}
-	return proc.Cmd{Argv: argv, Dir: filepath.Dir(script)}, p, nil
+	return proc.Cmd{Argv: argv, Dir: filepath.Dir(script), Netns: c.Netns}, p, nil
 }
 
-// Script runs a kernel sample script with exec, bounded by c.Duration
-// (SIGINT to the script at the deadline, like the user's ctrl-C), parses
-// the Results it prints and reads any device it did not print from
-// /proc/net/pktgen; pktgen is reset afterwards.
-func (d *Driver) Script(ctx context.Context, exec proc.Executor, c ScriptConfig) (*Result, error) {
+// ScriptRun is a running sample script.
+type ScriptRun struct {
+	d       *Driver
+	pr      proc.Process
+	plan    *Plan
+	out     *bytes.Buffer
+	start   time.Time
+	timer   *time.Timer
+	expired chan struct{}
+}
+
+// StartScript checks the script and the device and starts the script with
+// exec (it configures pktgen and writes pgctrl start itself).
+func (d *Driver) StartScript(ctx context.Context, exec proc.Executor, c ScriptConfig) (*ScriptRun, error) {
 	cmd, p, err := ScriptCmd(c)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(cmd.Argv[1]); err != nil {
-		return nil, &ConfigError{fmt.Sprintf("script %s not found: script_dir must be a kernel source tree with samples/pktgen", cmd.Argv[1])}
+	if err := c.CheckScript(); err != nil {
+		return nil, err
 	}
 	if err := d.Check(p.Config.Dev); err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	start := time.Now()
-	pr, err := exec.Start(ctx, cmd)
-	if err != nil {
+	s := &ScriptRun{d: d, plan: p, out: &bytes.Buffer{}, expired: make(chan struct{})}
+	cmd.Stdout = s.out
+	s.start = time.Now()
+	if s.pr, err = exec.Start(ctx, cmd); err != nil {
 		return nil, err
 	}
-	res := &Result{}
-	var timer <-chan time.Time
 	if p.Config.Duration > 0 {
-		timer = time.After(p.Config.Duration)
+		s.timer = time.AfterFunc(p.Config.Duration, func() { close(s.expired) })
 	}
+	return s, nil
+}
+
+// Plan is the plan whose devices the script configures.
+func (s *ScriptRun) Plan() *Plan { return s.plan }
+
+// Wait waits for the script to finish, the duration to end or ctx to be
+// done (both SIGINT the script, like the user's ctrl-C: pktgen stops and
+// keeps its Results), parses the Results the script printed, reads any
+// device it did not print from the proc directory and resets pktgen.
+// Output returns what the script printed.
+func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
+	res := &Result{}
 	var errs []error
 	select {
-	case <-pr.Done():
-	case <-timer:
+	case <-s.pr.Done():
+	case <-s.expired:
 		res.Stopped = true
-		_ = pr.Stop(syscall.SIGINT, 10*time.Second)
+		_ = s.pr.Stop(syscall.SIGINT, 10*time.Second)
 	case <-ctx.Done():
 		res.Stopped = true
-		_ = pr.Stop(syscall.SIGINT, 10*time.Second)
+		_ = s.pr.Stop(syscall.SIGINT, 10*time.Second)
 		errs = append(errs, ctx.Err())
 	}
-	res.Elapsed = time.Since(start)
-	if werr := pr.Wait(); werr != nil && !res.Stopped {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	res.Elapsed = time.Since(s.start)
+	if werr := s.pr.Wait(); werr != nil && !res.Stopped {
 		errs = append(errs, fmt.Errorf("pktgen script: %w", werr))
 	}
-	printed := ParseScriptOutput(out.String())
-	for _, dev := range p.Devices {
+	printed := ParseScriptOutput(s.out.String())
+	for _, dev := range s.plan.Devices {
 		tr, ok := printed[dev.File]
 		if !ok {
-			b, rerr := os.ReadFile(filepath.Join(d.procDir(), dev.File))
+			b, rerr := os.ReadFile(filepath.Join(s.d.procDir(), dev.File))
 			if rerr != nil {
 				errs = append(errs, fmt.Errorf("pktgen: %s: no result printed and %w", dev.File, rerr))
 				continue
@@ -140,10 +217,30 @@ func (d *Driver) Script(ctx context.Context, exec proc.Executor, c ScriptConfig)
 		tr.Thread, tr.Device = dev.Thread, dev.File
 		res.Threads = append(res.Threads, tr)
 	}
-	if err := d.Reset(); err != nil {
+	if err := s.d.Reset(); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// Output is what the script wrote: stdout in full, then the tail of its
+// stderr. Call it after Wait.
+func (s *ScriptRun) Output() string {
+	_, stderr := s.pr.Output()
+	out := s.out.String()
+	if stderr != "" {
+		out += "--- stderr ---\n" + stderr
+	}
+	return out
+}
+
+// Script is StartScript then Wait.
+func (d *Driver) Script(ctx context.Context, exec proc.Executor, c ScriptConfig) (*Result, error) {
+	s, err := d.StartScript(ctx, exec, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.Wait(ctx)
 }
 
 // ParseScriptOutput reads what the sample scripts print: sample01's
