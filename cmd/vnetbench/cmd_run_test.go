@@ -217,8 +217,8 @@ func TestRunSIGINTE2E(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGINT)
 			select {
 			case err := <-done:
-				if err == nil {
-					t.Errorf("run exited 0 after SIGINT")
+				if code := cmd.ProcessState.ExitCode(); code != 130 {
+					t.Errorf("run exited %d (%v) after SIGINT, want 130", code, err)
 				}
 			case <-time.After(60 * time.Second):
 				cmd.Process.Kill()

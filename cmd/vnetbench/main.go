@@ -57,13 +57,39 @@ func main() {
 		runGuestAgent()
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM cancels ctx with the signal as its cause:
+	// commands tear down and return; an interrupted command then exits
+	// 128+signal (130 for SIGINT), like a shell reports it.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if sig, ok := <-sigs; ok {
+			cancel(&signalError{sig.(syscall.Signal)})
+		}
+	}()
 	err := run(ctx, args, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	if err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
 	}
-	os.Exit(exitCode(err))
+	os.Exit(exitCodeAfter(err, context.Cause(ctx)))
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// exitCodeAfter is the exit code of err from a command whose context
+// ended with cause: a failed command that a signal interrupted exits
+// 128+signal number; otherwise exitCode(err).
+func exitCodeAfter(err, cause error) int {
+	var se *signalError
+	if err != nil && errors.As(cause, &se) {
+		return 128 + int(se.sig)
+	}
+	return exitCode(err)
 }
 
 // run executes one CLI invocation.

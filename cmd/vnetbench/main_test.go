@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"flag"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -50,5 +53,26 @@ func TestExitCodes(t *testing.T) {
 	}
 	if got := exitCode(run(t.Context(), []string{"version", "-h"}, &out, &errb)); got != exitOK {
 		t.Errorf("-h: exit %d, want 0", got)
+	}
+}
+
+// A command that a signal interrupted and that failed exits 128+signal;
+// one that finished anyway keeps its own code.
+func TestExitCodeAfterSignal(t *testing.T) {
+	intr := &signalError{syscall.SIGINT}
+	failed := fmt.Errorf("interrupted: %w", context.Canceled)
+	for _, tc := range []struct {
+		err, cause error
+		want       int
+	}{
+		{failed, intr, 130},
+		{failed, &signalError{syscall.SIGTERM}, 143},
+		{nil, intr, exitOK},
+		{failed, nil, exitFailure},
+		{usageErrorf("bad"), context.Canceled, exitBadInput},
+	} {
+		if got := exitCodeAfter(tc.err, tc.cause); got != tc.want {
+			t.Errorf("exitCodeAfter(%v, %v) = %d, want %d", tc.err, tc.cause, got, tc.want)
+		}
 	}
 }
