@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"flag"
+	"fmt"
 	"reflect"
 	"strings"
 	"syscall"
