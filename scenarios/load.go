@@ -133,6 +133,13 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 			}
 			c := cd.Cell
 			c.Scenario = s.Name
+			if p := c.Generator.Pktgen; p != nil && p.Mode != "script" && scriptAxis(scoped) {
+				// mode: [simple, script]: script_dir and script belong
+				// to the script cells only.
+				p.ScriptDir, p.Script = "", ""
+				delete(pd.pos, "generator.pktgen.script_dir")
+				delete(pd.pos, "generator.pktgen.script")
+			}
 			if err := resolveCell(filename, &c, pd.pos, baseDir, tu); err != nil {
 				return nil, err
 			}
@@ -463,6 +470,17 @@ func resolveCell(file string, c *Cell, pos posMap, baseDir string, tu *targetUse
 		return errAt("timeouts.traffic", "timeouts.traffic %s is shorter than warmup + generator duration (%s); raise it or leave it unset", formatDuration(t.Traffic), formatDuration(c.Warmup+genDur))
 	}
 	return nil
+}
+
+// scriptAxis reports whether generator.pktgen.mode is an axis that
+// lists script.
+func scriptAxis(axes []axisRef) bool {
+	for _, a := range axes {
+		if a.key == "generator.pktgen.mode" && slices.Contains(a.values, "script") {
+			return true
+		}
+	}
+	return false
 }
 
 // axesOf maps every axis key that applies to c to its canonical value.

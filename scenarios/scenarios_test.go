@@ -421,3 +421,31 @@ func TestWarnings(t *testing.T) {
 		}
 	}
 }
+
+// mode: [simple, script] compares the harness's own pktgen writes with the
+// kernel's script: script_dir and script belong to the script cells only.
+func TestScriptModeAxis(t *testing.T) {
+	s := mustLoad(t, "generator: {pktgen: {mode: [simple, script], script_dir: /src/linux, count: 1000}}\n")
+	cells := s.Expand()
+	if len(cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(cells))
+	}
+	for _, c := range cells {
+		p := c.Generator.Pktgen
+		switch p.Mode {
+		case "script":
+			if p.ScriptDir != "/src/linux" || p.Script != "pktgen_sample01_simple.sh" {
+				t.Errorf("script cell: script_dir %q script %q", p.ScriptDir, p.Script)
+			}
+		case "simple":
+			if p.ScriptDir != "" || p.Script != "" {
+				t.Errorf("simple cell keeps script_dir %q script %q", p.ScriptDir, p.Script)
+			}
+		}
+	}
+	// Without script in the list, script_dir is still a mistake.
+	if _, err := Load("x.yaml", []byte("generator: {pktgen: {mode: [simple, multiqueue], script_dir: /src/linux}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "only used with mode: script") {
+		t.Errorf("script_dir without script mode: %v", err)
+	}
+}
