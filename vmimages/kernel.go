@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,12 +149,14 @@ func FetchDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, 
 	abi, flavour := splitDebianVersion(version)
 	root := filepath.Join(cacheDir, "kernels", "debian")
 	if abi == "" {
-		// Offline reuse: the newest already unpacked package of this flavour.
-		if k := newestCached(root, flavour); k != nil {
-			return k, nil
-		}
 		var err error
-		if abi, err = newestDebianABI(ctx, flavour); err != nil {
+		abi, err = NewestDebianABI(ctx, "", flavour, cacheDir)
+		switch {
+		case errors.Is(err, ErrNoAPTCache):
+			return nil, inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION or --kernel PATH")
+		case errors.Is(err, ErrNoDebianKernel):
+			return nil, inputErrorf(nil, "no linux-image-*-%s-unsigned package known to apt; run apt-get update, or pass --kernel PATH", flavour)
+		case err != nil:
 			return nil, err
 		}
 	}
@@ -239,7 +242,47 @@ func abiLess(a, b string) bool {
 	return len(ka) < len(kb)
 }
 
-func newestCached(root, flavour string) *Kernel {
+// Errors of NewestDebianABI (wrapped), so that a caller words its own fix.
+var (
+	// ErrNoAPTCache: nothing suitable is cached and apt-cache is not installed.
+	ErrNoAPTCache = errors.New("apt-cache not found")
+	// ErrNoDebianKernel: no package of the series and flavour is cached or
+	// known to apt.
+	ErrNoDebianKernel = errors.New("no such Debian kernel package cached or known to apt")
+)
+
+// NewestDebianABI returns the newest ABI ("6.1.0-47") of Debian's
+// linux-image-ABI-FLAVOUR-unsigned packages in a kernel series: series
+// "6.1" matches 6.1.0-47 but not 6.10.0-1; "" matches any. It picks among
+// the packages unpacked in cacheDir (as FetchDebianKernel leaves them) when
+// there is one, so a cached kernel is reused without apt or network;
+// otherwise among the packages apt knows (`apt-cache search`). When there
+// is none its error wraps ErrNoDebianKernel, or ErrNoAPTCache when apt-cache
+// is not installed.
+func NewestDebianABI(ctx context.Context, series, flavour, cacheDir string) (string, error) {
+	if cacheDir == "" {
+		cacheDir = CacheDir()
+	}
+	if abi := newestCached(filepath.Join(cacheDir, "kernels", "debian"), series, flavour); abi != "" {
+		return abi, nil
+	}
+	return newestAPTABI(ctx, series, flavour)
+}
+
+// inSeries reports whether abi is a well-formed ABI with flavour and, unless
+// series is "", of that series.
+func inSeries(abi, series, flavour string) bool {
+	if a, fl := splitDebianVersion(abi + "-" + flavour); a != abi || fl != flavour || !abiRe.MatchString(abi) {
+		return false
+	}
+	return series == "" || strings.HasPrefix(abi, series+".")
+}
+
+var abiRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+$`)
+
+// newestCached returns the ABI of the newest completely unpacked package of
+// series and flavour under root, or "".
+func newestCached(root, series, flavour string) string {
 	ents, _ := os.ReadDir(root)
 	var abis []string
 	suffix := "-" + flavour + "-unsigned"
@@ -248,8 +291,7 @@ func newestCached(root, flavour string) *Kernel {
 		if !strings.HasPrefix(n, "linux-image-") || !strings.HasSuffix(n, suffix) {
 			continue
 		}
-		abi := strings.TrimSuffix(strings.TrimPrefix(n, "linux-image-"), suffix)
-		if a, fl := splitDebianVersion(abi + "-" + flavour); a == abi && fl == flavour {
+		if abi := strings.TrimSuffix(strings.TrimPrefix(n, "linux-image-"), suffix); inSeries(abi, series, flavour) {
 			abis = append(abis, abi)
 		}
 	}
@@ -257,18 +299,22 @@ func newestCached(root, flavour string) *Kernel {
 	for _, abi := range abis {
 		rel := abi + "-" + flavour
 		pkg := "linux-image-" + rel + "-unsigned"
-		if k, err := unpackedKernel(filepath.Join(root, pkg), rel, pkg); err == nil {
-			return k
+		if _, err := unpackedKernel(filepath.Join(root, pkg), rel, pkg); err == nil {
+			return abi
 		}
 	}
-	return nil
+	return ""
 }
 
-func newestDebianABI(ctx context.Context, flavour string) (string, error) {
+func newestAPTABI(ctx context.Context, series, flavour string) (string, error) {
 	if _, err := exec.LookPath("apt-cache"); err != nil {
-		return "", inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION or --kernel PATH")
+		return "", ErrNoAPTCache
 	}
-	re := `^linux-image-[0-9.]+-[0-9]+-` + strings.ReplaceAll(flavour, "-", `\-`) + `-unsigned$`
+	ver := `[0-9.]+`
+	if series != "" {
+		ver = regexp.QuoteMeta(series) + `\.[0-9]+`
+	}
+	re := `^linux-image-` + ver + `-[0-9]+-` + strings.ReplaceAll(flavour, "-", `\-`) + `-unsigned$`
 	out, err := exec.CommandContext(ctx, "apt-cache", "search", "--names-only", re).Output()
 	if err != nil {
 		return "", fmt.Errorf("apt-cache search: %w", err)
@@ -277,7 +323,7 @@ func newestDebianABI(ctx context.Context, flavour string) (string, error) {
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(line, " ")
 		abi := strings.TrimSuffix(strings.TrimPrefix(name, "linux-image-"), "-"+flavour+"-unsigned")
-		if abi == name || abi == "" {
+		if abi == name || !inSeries(abi, series, flavour) {
 			continue
 		}
 		if best == "" || abiLess(best, abi) {
@@ -285,7 +331,7 @@ func newestDebianABI(ctx context.Context, flavour string) (string, error) {
 		}
 	}
 	if best == "" {
-		return "", inputErrorf(nil, "no linux-image-*-%s-unsigned package known to apt; run apt-get update, or pass --kernel PATH", flavour)
+		return "", fmt.Errorf("linux-image-%s*-%s-unsigned: %w", series, flavour, ErrNoDebianKernel)
 	}
 	return best, nil
 }

@@ -111,11 +111,32 @@ func OpenModules(dir string) (*ModuleIndex, error) {
 // Builtin reports whether name is compiled into the kernel.
 func (ix *ModuleIndex) Builtin(name string) bool { return ix.builtin[canon(name)] }
 
+// Len is the number of loadable modules indexed (0 for a directory with
+// neither a modules.dep entry nor a .ko file).
+func (ix *ModuleIndex) Len() int { return len(ix.paths) }
+
 // Resolve returns the modules needed to load names, dependencies first, each
 // once. Built-in names are skipped. The order is a depth-first post-order
 // over sorted dependency lists, so it is deterministic and never hard-coded.
+// A name that is neither a module nor built in is an InputError.
 func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
+	mods, _, err := ix.resolve(names, false)
+	return mods, err
+}
+
+// ResolveAvailable is Resolve for a caller that loads what the kernel has
+// (a lab VM, whose kernel may build some of its modules in or lack optional
+// ones): a requested name that is neither a module nor built in goes into
+// missing (once, canonical name) instead of failing. An absent dependency
+// of a module that is present is still an InputError: that module could
+// not load.
+func (ix *ModuleIndex) ResolveAvailable(names []string) (mods []Module, missing []string, err error) {
+	return ix.resolve(names, true)
+}
+
+func (ix *ModuleIndex) resolve(names []string, tolerate bool) ([]Module, []string, error) {
 	var out []Module
+	var missing []string
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(n string, chain []string) error
 	visit = func(n string, chain []string) error {
@@ -129,6 +150,11 @@ func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
 		if !ok {
 			if ix.builtin[n] {
 				state[n] = 2
+				return nil
+			}
+			if tolerate && len(chain) == 0 {
+				state[n] = 2
+				missing = append(missing, n)
 				return nil
 			}
 			how := "not in modules.dep and not built in"
@@ -156,10 +182,10 @@ func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
 	}
 	for _, n := range names {
 		if err := visit(canon(n), nil); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 func (ix *ModuleIndex) depsOf(n, rel string) ([]string, error) {

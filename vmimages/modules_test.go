@@ -20,27 +20,51 @@ func writeKo(t *testing.T, path, depends string) {
 	}
 }
 
-func TestResolveFromModinfo(t *testing.T) {
+// openFake indexes a modules directory without modules.dep: kos maps each
+// module's path to its .modinfo "depends=", builtin lists modules.builtin.
+func openFake(t *testing.T, kos map[string]string, builtin ...string) *ModuleIndex {
+	t.Helper()
 	dir := t.TempDir()
-	writeKo(t, filepath.Join(dir, "kernel/drivers/net/virtio_net.ko"), "net_failover,virtio,virtio_ring")
-	writeKo(t, filepath.Join(dir, "kernel/drivers/net/net_failover.ko"), "failover")
-	writeKo(t, filepath.Join(dir, "kernel/net/core/failover.ko"), "")
-	writeKo(t, filepath.Join(dir, "kernel/drivers/virtio/virtio.ko"), "")
-	writeKo(t, filepath.Join(dir, "kernel/drivers/virtio/virtio_ring.ko"), "virtio")
-	writeKo(t, filepath.Join(dir, "kernel/drivers/net/tun.ko"), "")
-	os.WriteFile(filepath.Join(dir, "modules.builtin"), []byte("kernel/net/packet/af_packet.ko\n"), 0o644)
+	for rel, depends := range kos {
+		writeKo(t, filepath.Join(dir, rel), depends)
+	}
+	os.WriteFile(filepath.Join(dir, "modules.builtin"), []byte(strings.Join(builtin, "\n")+"\n"), 0o644)
 	ix, err := OpenModules(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mods, err := ix.Resolve([]string{"virtio-net", "af_packet", "tun", "virtio"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return ix
+}
+
+func moduleNames(mods []Module) []string {
 	var names []string
 	for _, m := range mods {
 		names = append(names, m.Name)
 	}
+	return names
+}
+
+// fakeTree is a modules directory without modules.dep (as in a Debian
+// package): module path -> .modinfo "depends=". 9p's 9pnet is absent.
+var fakeTree = map[string]string{
+	"kernel/drivers/net/virtio_net.ko":     "net_failover,virtio,virtio_ring",
+	"kernel/drivers/net/net_failover.ko":   "failover",
+	"kernel/net/core/failover.ko":          "",
+	"kernel/drivers/virtio/virtio.ko":      "",
+	"kernel/drivers/virtio/virtio_ring.ko": "virtio",
+	"kernel/drivers/net/tun.ko":            "",
+	"kernel/drivers/vhost/vhost_net.ko":    "vhost,tun",
+	"kernel/drivers/vhost/vhost.ko":        "",
+	"kernel/fs/9p/9p.ko":                   "9pnet",
+}
+
+func TestResolveFromModinfo(t *testing.T) {
+	ix := openFake(t, fakeTree, "kernel/net/packet/af_packet.ko")
+	mods, err := ix.Resolve([]string{"virtio-net", "af_packet", "tun", "virtio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := moduleNames(mods)
 	want := []string{"failover", "net_failover", "virtio", "virtio_ring", "virtio_net", "tun"}
 	if !slices.Equal(names, want) {
 		t.Errorf("order %v, want %v", names, want)
@@ -62,11 +86,7 @@ func TestResolveFromModulesDep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, m := range mods {
-		names = append(names, m.Name)
-	}
-	if !slices.Equal(names, []string{"a", "b", "c"}) {
+	if names := moduleNames(mods); !slices.Equal(names, []string{"a", "b", "c"}) {
 		t.Errorf("order %v", names)
 	}
 }
@@ -139,5 +159,35 @@ func TestStripSignature(t *testing.T) {
 	bad = append(bad, sigMagic...)
 	if got := StripSignature(bad); len(got) != len(bad) {
 		t.Error("a garbage trailer was cut")
+	}
+}
+
+// TestResolveAvailable: requested modules the kernel lacks are listed
+// (once, canonical names) instead of failing, built-in ones are skipped, and
+// an absent dependency of a present module is still an InputError.
+func TestResolveAvailable(t *testing.T) {
+	ix := openFake(t, fakeTree, "kernel/drivers/virtio/virtio_pci.ko")
+	if ix.Len() != len(fakeTree) {
+		t.Errorf("Len() = %d, want %d", ix.Len(), len(fakeTree))
+	}
+	mods, missing, err := ix.ResolveAvailable([]string{"virtio-pci", "pktgen", "vhost_net", "no-such", "no_such"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := moduleNames(mods)
+	if !slices.Equal(names, []string{"tun", "vhost", "vhost_net"}) || !slices.Equal(missing, []string{"pktgen", "no_such"}) {
+		t.Errorf("order %v missing %v", names, missing)
+	}
+	_, _, err = ix.ResolveAvailable([]string{"9p"})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "module 9pnet not found") || !strings.Contains(err.Error(), "needed by 9p") {
+		t.Errorf("absent dependency: err = %v, want an InputError naming it", err)
+	}
+	if _, err := ix.Resolve([]string{"pktgen"}); !errors.As(err, &ie) {
+		t.Errorf("Resolve of an absent module: err = %v, want an InputError", err)
+	}
+	empty, err := OpenModules(t.TempDir())
+	if err != nil || empty.Len() != 0 {
+		t.Errorf("empty directory: Len %d, err %v", empty.Len(), err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -37,21 +38,17 @@ func (ir Initramfs) Build(path string) (*InitConfig, error) {
 	cfg := ir.Config
 	cfg.Modules = nil
 	if ir.Modules != "" && len(ir.Load) > 0 {
-		ms, err := OpenModules(ir.Modules)
-		if err != nil {
-			return nil, err
-		}
-		order, missing, err := ms.Resolve(ir.Load)
+		ix, order, missing, err := resolveModules(ir.Modules, ir.Load)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Missing = missing
 		for _, m := range order {
-			data, err := os.ReadFile(filepath.Join(ir.Modules, m.Path))
+			data, err := ix.ReadModule(m.Rel) // a .ko.gz comes out uncompressed
 			if err != nil {
 				return nil, fmt.Errorf("read module %s: %w", m.Name, err)
 			}
-			p := "lib/modules/" + filepath.Base(m.Path)
+			p := "lib/modules/" + strings.TrimSuffix(filepath.Base(m.Rel), ".gz")
 			a.AddFile(p, 0o644, data)
 			cfg.Modules = append(cfg.Modules, "/"+p)
 		}

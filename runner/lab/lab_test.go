@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -45,12 +48,12 @@ func fakeModules(t *testing.T) string {
 	return dir
 }
 
+// TestResolveModules: the lab resolves its modules with vmimages' index
+// (modules.dep here) but tolerates absent requested modules: they are
+// listed as missing for the caller to judge (Run refuses a kernel without
+// the 9p stack), while built-in ones are skipped silently.
 func TestResolveModules(t *testing.T) {
-	ms, err := OpenModules(fakeModules(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	order, missing, err := ms.Resolve([]string{"virtio_pci", "9p", "vhost_net", "pktgen", "tun", "no-such_mod"})
+	_, order, missing, err := resolveModules(fakeModules(t), []string{"virtio_pci", "9p", "vhost_net", "pktgen", "tun", "no-such_mod", "no_such_mod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func TestResolveModules(t *testing.T) {
 	for _, m := range order {
 		names = append(names, m.Name)
 	}
-	want := []string{"netfs", "fscache", "9pnet", "9p", "tun", "tap", "vhost_iotlb", "vhost", "vhost_net", "pktgen"}
+	want := []string{"9pnet", "netfs", "fscache", "9p", "tap", "tun", "vhost_iotlb", "vhost", "vhost_net", "pktgen"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("order %v, want %v", names, want)
 	}
@@ -67,18 +70,26 @@ func TestResolveModules(t *testing.T) {
 	}
 }
 
+// TestResolveModulesErrors: a directory without modules is bad input with
+// the lab's hint (the modules: key). (An absent dependency of a present
+// module is an error: vmimages' TestResolveAvailable.)
+func TestResolveModulesErrors(t *testing.T) {
+	_, _, _, err := resolveModules(t.TempDir(), LabModules)
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.ExitCode() != 2 || !strings.Contains(err.Error(), "no kernel modules under") || !strings.Contains(err.Error(), "as modules:") {
+		t.Errorf("empty dir: err %v, want a lab InputError with the modules: hint", err)
+	}
+}
+
 // TestResolveModulesDebian resolves the lab's modules from the .modinfo
 // sections of an unpacked Debian kernel package (it ships no modules.dep).
 func TestResolveModulesDebian(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/vnetbench/kernels/debian/linux-image-6.1.0-*-amd64-unsigned/lib/modules/*"))
+	dirs, _ := filepath.Glob(filepath.Join(vmimages.CacheDir(), "kernels/debian/linux-image-6.1.0-*-amd64-unsigned/lib/modules/*"))
+	dirs = slices.DeleteFunc(dirs, func(d string) bool { return strings.HasSuffix(d, "-cloud-amd64") })
 	if len(dirs) == 0 {
-		t.Skip("no unpacked Debian kernel in the cache (the lab e2e tests fetch one)")
+		t.Skip("no unpacked Debian generic kernel in the cache (the lab e2e tests fetch one)")
 	}
-	ms, err := OpenModules(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	order, missing, err := ms.Resolve(LabModules)
+	_, order, missing, err := resolveModules(dirs[0], LabModules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +101,9 @@ func TestResolveModulesDebian(t *testing.T) {
 		pos[m.Name] = i
 	}
 	for _, p := range [][2]string{{"vhost", "vhost_net"}, {"9pnet", "9pnet_virtio"}, {"netfs", "9p"}, {"virtio_ring", "virtio_net"}} {
-		if pos[p[0]] >= pos[p[1]] {
+		i, ok1 := pos[p[0]]
+		j, ok2 := pos[p[1]]
+		if !ok1 || !ok2 || i >= j {
 			t.Errorf("%s must load before %s: %v", p[0], p[1], order)
 		}
 	}
@@ -126,7 +139,7 @@ func TestInitramfs(t *testing.T) {
 	if err := json.Unmarshal(got["lab.json"].Data, &lj); err != nil {
 		t.Fatal(err)
 	}
-	wantMods := []string{"/lib/modules/tun.ko", "/lib/modules/tap.ko", "/lib/modules/vhost_iotlb.ko", "/lib/modules/vhost.ko", "/lib/modules/vhost_net.ko"}
+	wantMods := []string{"/lib/modules/tap.ko", "/lib/modules/tun.ko", "/lib/modules/vhost_iotlb.ko", "/lib/modules/vhost.ko", "/lib/modules/vhost_net.ko"}
 	if !reflect.DeepEqual(lj.Modules, wantMods) || !reflect.DeepEqual(cfg.Modules, wantMods) {
 		t.Errorf("modules %v", lj.Modules)
 	}
@@ -185,11 +198,26 @@ func TestNeeded(t *testing.T) {
 	}
 }
 
-func TestDebianLabVersion(t *testing.T) {
+// fakeDebianCache unpacks empty stand-ins of Debian kernel packages
+// (linux-image-REL-unsigned with boot/vmlinuz-REL and lib/modules/REL) into
+// a cache directory, as vmimages.FetchDebianKernel leaves them.
+func fakeDebianCache(t *testing.T, releases ...string) string {
+	t.Helper()
 	cache := t.TempDir()
-	for _, d := range []string{"linux-image-6.1.0-9-amd64-unsigned", "linux-image-6.1.0-47-amd64-unsigned", "linux-image-6.1.0-50-cloud-amd64-unsigned", "linux-image-6.10.0-1-amd64-unsigned"} {
-		os.MkdirAll(filepath.Join(cache, "kernels", "debian", d), 0o755)
+	for _, rel := range releases {
+		pkg := filepath.Join(cache, "kernels/debian/linux-image-"+rel+"-unsigned")
+		for _, f := range []string{"boot/vmlinuz-" + rel, "lib/modules/" + rel + "/modules.order"} {
+			os.MkdirAll(filepath.Dir(filepath.Join(pkg, f)), 0o755)
+			if err := os.WriteFile(filepath.Join(pkg, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	return cache
+}
+
+func TestDebianLabVersion(t *testing.T) {
+	cache := fakeDebianCache(t, "6.1.0-9-amd64", "6.1.0-47-amd64", "6.1.0-50-cloud-amd64", "6.10.0-1-amd64")
 	for in, want := range map[string]string{
 		"6.1": "6.1.0-47-amd64", "6.1.0-47": "6.1.0-47-amd64", "6.1.0-47-amd64": "6.1.0-47-amd64",
 		"6.1.0-47-rt-amd64": "6.1.0-47-rt-amd64", "6.10": "6.10.0-1-amd64",
@@ -205,6 +233,28 @@ func TestDebianLabVersion(t *testing.T) {
 		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
 			t.Errorf("%s: err %v, want InputError", in, err)
 		}
+	}
+}
+
+// TestDebianLabVersionNotFound: a series neither cached nor known to apt,
+// and a host without apt-cache, are lab input errors with the lab's fixes.
+func TestDebianLabVersionNotFound(t *testing.T) {
+	cache := fakeDebianCache(t, "6.1.0-47-amd64")
+	if _, err := exec.LookPath("apt-cache"); err == nil {
+		_, err := debianLabVersion(t.Context(), "2.9", cache)
+		var ie *InputError
+		if !errors.As(err, &ie) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9.*-amd64-unsigned) cached or known to apt; run apt-get update or give image:/modules:" {
+			t.Errorf("err = %v", err)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err := debianLabVersion(t.Context(), "2.9", cache)
+	var ie *InputError
+	if !errors.As(err, &ie) || err.Error() != "lab: Debian kernel 2.9: apt-cache not found; give the full version (e.g. 2.9.0-47-amd64) or image:/modules:" {
+		t.Errorf("without apt-cache: err = %v", err)
+	}
+	if got, err := debianLabVersion(t.Context(), "6.1", cache); err != nil || got != "6.1.0-47-amd64" {
+		t.Errorf("a cached series needs no apt-cache: got %q, %v", got, err)
 	}
 }
 
