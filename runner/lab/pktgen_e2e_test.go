@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -136,18 +137,27 @@ func TestLabPktgenE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{`"kernel":"stock"`, `"kernel":"patched"`} {
-		for _, b := range []string{`"backend":"tap"`, `"backend":"tap+vhost"`} {
-			for _, m := range []string{`"mode":"simple"`, `"mode":"script"`} {
-				found := false
-				for _, line := range strings.Split(string(res), "\n") {
-					if strings.Contains(line, l) && strings.Contains(line, b) && strings.Contains(line, m) &&
-						strings.Contains(line, `"tx_pps"`) && strings.Contains(line, `"lost_pps"`) && !strings.Contains(line, `"tx_pps":0,`) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("no sample with %s %s %s and a non-zero tx_pps, lost_pps", l, b, m)
+	type sample struct {
+		Kernel  string             `json:"kernel"`
+		Axes    map[string]string  `json:"axes"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	have := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(res)), "\n") {
+		var s sample
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("results.jsonl: %v: %s", err, line)
+		}
+		_, lost := s.Metrics["lost_pps"]
+		if s.Metrics["tx_pps"] > 0 && lost {
+			have[s.Kernel+" "+s.Axes["backend"]+" "+s.Axes["generator.pktgen.mode"]] = true
+		}
+	}
+	for _, l := range []string{"stock", "patched"} {
+		for _, b := range []string{"tap", "tap+vhost"} {
+			for _, m := range []string{"simple", "script"} {
+				if !have[l+" "+b+" "+m] {
+					t.Errorf("no sample of kernel %s, backend %s, mode %s with tx_pps > 0 and lost_pps", l, b, m)
 				}
 			}
 		}
