@@ -9,14 +9,7 @@ import (
 // model and rendering text.
 func BenchmarkReport(b *testing.B) {
 	for b.Loop() {
-		set, err := Load(run("stock", "patched")...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := Build(set, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, r := built(b, Options{}, "stock", "patched")
 		if err := WriteText(io.Discard, r, ASCII); err != nil {
 			b.Fatal(err)
 		}

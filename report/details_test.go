@@ -9,14 +9,7 @@ import (
 
 func render(t *testing.T, opt Options, format string, dirs ...string) (string, *Report) {
 	t.Helper()
-	set, err := Load(run(dirs...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, r := built(t, opt, dirs...)
 	var buf bytes.Buffer
 	if err := Render(&buf, set, r, format, ASCII); err != nil {
 		t.Fatal(err)

@@ -141,14 +141,7 @@ func TestRenderGolden(t *testing.T) {
 // within 72 columns, one column per kernel, TAP and TAP + vhost-net
 // groups with Transmitted and Lost, per-thread and total labeled.
 func TestThreadTableShape(t *testing.T) {
-	set, err := Load(run("stock", "patched")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{Kinds: []string{KindThread}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := built(t, Options{Kinds: []string{KindThread}}, "stock", "patched")
 	var buf bytes.Buffer
 	if err := WriteText(&buf, r, ASCII); err != nil {
 		t.Fatal(err)
@@ -186,14 +179,7 @@ func TestThreadTableShape(t *testing.T) {
 
 // Every renderer marks emulated (TCG) results.
 func TestEmulatedMarked(t *testing.T) {
-	set, err := Load(run("iperf3-tcg")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, r := built(t, Options{}, "iperf3-tcg")
 	marks := map[string]string{"text": "EMULATED", "markdown": "EMULATED", "html": "EMULATED", "csv": ",true,", "json": `"emulated": true`, "benchfmt": "accel: tcg"}
 	for _, f := range Formats {
 		var buf bytes.Buffer
@@ -207,14 +193,7 @@ func TestEmulatedMarked(t *testing.T) {
 }
 
 func TestHTMLSelfContained(t *testing.T) {
-	set, err := Load(run("stock", "patched")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := built(t, Options{}, "stock", "patched")
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, r); err != nil {
 		t.Fatal(err)
@@ -247,4 +226,18 @@ func TestHTMLSelfContained(t *testing.T) {
 	if !strings.Contains(out, "error bars") {
 		t.Error("HTML charts do not explain their error bars")
 	}
+}
+
+// built loads testdata runs and builds their report with opt.
+func built(tb testing.TB, opt Options, dirs ...string) (*Set, *Report) {
+	tb.Helper()
+	set, err := Load(run(dirs...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := Build(set, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set, r
 }

@@ -29,14 +29,7 @@ func qdiscRows(t *testing.T, r *Report) map[string][]string {
 // them: fq_codel tables (1 and 4 threads) do, the pfifo_fast table (all
 // qdisc_drop_pps 0) and tables of runs without the metric do not.
 func TestQdiscDropsRow(t *testing.T) {
-	set, err := Load(run("qdisc-stock", "qdisc-patched")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, r := built(t, Options{}, "qdisc-stock", "qdisc-patched")
 	got := qdiscRows(t, r)
 	want := map[string][]string{
 		"pktgen generator=pktgen-t1": {"TAP: Qdisc drops", "TAP + vhost-net: Qdisc drops"},
@@ -100,14 +93,7 @@ func TestQdiscDropsRow(t *testing.T) {
 // Every format carries the row (text, markdown, json, html) or the metric
 // (csv and benchfmt hold per-metric summaries and samples).
 func TestQdiscDropsFormats(t *testing.T) {
-	set, err := Load(run("qdisc-stock", "qdisc-patched")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, r := built(t, Options{}, "qdisc-stock", "qdisc-patched")
 	want := map[string]string{"text": "| Qdisc drops ", "markdown": "| Qdisc drops |", "csv": ",qdisc_drop_pps,pps,lower,", "json": `"Qdisc drops total"`,
 		"html": "Qdisc drops total", "benchfmt": "Unit qdisc_drop_pps better=lower assume=nothing"}
 	for _, f := range Formats {
