@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -159,7 +161,22 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 		to.Boot = b
 	}
 	return lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
-		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc)}
+		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
+		Shares: labShares(lc)}
+}
+
+// labShares are the host directories the cells need inside the lab that
+// its host root share may hide: the kernel trees of pktgen script mode.
+func labShares(cells []scenarios.Cell) []string {
+	var out []string
+	for _, c := range cells {
+		if p := c.Generator.Pktgen; p != nil && p.Mode == pktgen.ModeScript {
+			if d, err := filepath.Abs(p.ScriptDir); err == nil && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // labPrefetch lists the nested guests' Debian kernels of cells, once each.

@@ -144,3 +144,22 @@ func TestLabConfigPrefetch(t *testing.T) {
 		t.Errorf("prefetch for a /boot lab kernel: %+v", p)
 	}
 }
+
+// pktgen script mode's kernel tree is shared into the lab (the lab's host
+// root hides /root and /home under tmpfs), once per tree.
+func TestLabConfigShares(t *testing.T) {
+	lk := scenarios.Kernel{Label: "stock", Debian: "6.1"}
+	script := func(dir string) scenarios.Generator {
+		return scenarios.Generator{Kind: "pktgen", Pktgen: &scenarios.Pktgen{Mode: "script", ScriptDir: dir}}
+	}
+	cells := []scenarios.Cell{
+		{Name: "a", Kernel: lk, Generator: script("/root/linux")},
+		{Name: "b", Kernel: lk, Generator: script("/root/linux")},
+		{Name: "c", Kernel: lk, Generator: scenarios.Generator{Kind: "pktgen", Pktgen: &scenarios.Pktgen{Mode: "simple"}}},
+		{Name: "d", Kernel: lk, Generator: script("/home/u/src/linux-6.1")},
+	}
+	c := labConfig("stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})
+	if want := []string{"/root/linux", "/home/u/src/linux-6.1"}; !reflect.DeepEqual(c.Shares, want) {
+		t.Errorf("Shares = %q, want %q", c.Shares, want)
+	}
+}

@@ -42,7 +42,22 @@ func LoadFile(path string) (*Scenario, error) {
 		}
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read: %v; give a readable scenario file", err)}
 	}
-	return load(path, data, filepath.Dir(path))
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		dir = filepath.Dir(path)
+	}
+	return load(path, data, dir)
+}
+
+// LoadFileFrom is LoadFile for a copy of a scenario file: relative paths
+// inside it are taken relative to baseDir, the original file's directory
+// (a lab VM's run reads a copy in the run directory).
+func LoadFileFrom(path, baseDir string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return LoadFile(path) // the same read error, worded once
+	}
+	return load(path, data, baseDir)
 }
 
 func load(filename string, data []byte, baseDir string) (*Scenario, error) {

@@ -355,6 +355,16 @@ func TestLoadFileRelativePaths(t *testing.T) {
 		s.Kernels[1].Image != "/home/u/linux/bzImage" || c.Generator.Pktgen.ScriptDir != filepath.Join(dir, "linux") {
 		t.Errorf("paths: %+v %q", s.Kernels, c.Generator.Pktgen.ScriptDir)
 	}
+	// A copy (a lab VM's run reads one in the run directory) resolves
+	// relative paths against the original file's directory.
+	cp := filepath.Join(t.TempDir(), "scenario.yaml")
+	os.WriteFile(cp, []byte(src), 0o644)
+	if s, err = LoadFileFrom(cp, dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Expand()[0].Generator.Pktgen.ScriptDir; got != filepath.Join(dir, "linux") {
+		t.Errorf("copy: script_dir %q, want %q", got, filepath.Join(dir, "linux"))
+	}
 }
 
 func TestParamsCoverEveryKey(t *testing.T) {

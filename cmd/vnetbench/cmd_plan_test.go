@@ -150,6 +150,11 @@ func TestPlanBuiltins(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, got)
 			}
+			// Every cell of a built-in has a valid pktgen plan (a "#
+			// pktgen: ..." line is a plan the runner would refuse).
+			if i := strings.Index(got, "# pktgen: "); i >= 0 {
+				t.Errorf("a cell's pktgen plan fails: %s", got[i:i+strings.IndexByte(got[i:], '\n')])
+			}
 			scenarioGolden(t, filepath.Join("testdata", "plan", b.Name+".golden"), got)
 		})
 	}

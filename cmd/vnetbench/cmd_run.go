@@ -33,6 +33,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	agentBin := fs.String("agent-binary", "", "static vnetbench binary installed as the guest's /init (default: this executable)")
 	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
+	scenDir := fs.String("scenario-dir", "", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -41,7 +42,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
 	}
-	s, err := scenarios.Resolve(pos[0])
+	var s *scenarios.Scenario
+	if *scenDir != "" {
+		s, err = scenarios.LoadFileFrom(pos[0], *scenDir)
+	} else {
+		s, err = scenarios.Resolve(pos[0])
+	}
 	if err != nil {
 		return err
 	}
@@ -134,6 +140,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		in := runner.LabInner{Binary: *agentBin}
 		if in.Scenario, err = labScenarioArg(s, pos[0], dir); err != nil {
 			return err
+		}
+		if !strings.HasPrefix(s.File, "builtin:") {
+			if d, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
+				in.Args = append(in.Args, "--scenario-dir", d)
+			}
 		}
 		if *shard != "" {
 			in.Args = append(in.Args, "--shard", *shard)

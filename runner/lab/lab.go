@@ -93,6 +93,11 @@ type Config struct {
 	// Debian kernel): resolved and fetched into the cache on the host
 	// before the lab boots, because the lab VM has no network.
 	Prefetch []Kernel
+	// Shares are host directories the run inside needs that the host root
+	// share may hide (under a tmpfs directory such as /root or /home, e.g. a
+	// kernel tree holding samples/pktgen): shared read-only at the same
+	// path. Directories under RunDir or CacheDir need no entry.
+	Shares []string
 	// Modules to load (default LabModules).
 	Modules  []string
 	Timeouts Timeouts
@@ -267,6 +272,17 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
 		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
 		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
+	}
+	for i, dir := range c.Shares {
+		if within(dir, runDir) || within(dir, c.CacheDir) {
+			continue
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, &InputError{fmt.Sprintf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)}
+		}
+		tag := fmt.Sprintf("vnbx%d", i)
+		shares = append(shares, InitShare{Tag: tag, Path: dir})
+		qshares = append(qshares, qemu.Share{Tag: tag, Path: dir, ReadOnly: true})
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
 		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}

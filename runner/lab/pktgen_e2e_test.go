@@ -101,8 +101,11 @@ func TestLabPktgenE2E(t *testing.T) {
 	needLab(t)
 	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)
-	tree := kernelSamples(t)
 	tmp := t.TempDir()
+	// The tree goes under /tmp, which the lab's host root share hides
+	// (tmpfs): the run must share it into the lab (lab.Config.Shares).
+	tree := filepath.Join(tmp, "linux")
+	copyDir(t, filepath.Join(kernelSamples(t), "samples", "pktgen"), filepath.Join(tree, "samples", "pktgen"))
 	dir := filepath.Join(tmp, "run")
 	scen := filepath.Join(tmp, "lab-pktgen-e2e.yaml")
 	if err := os.WriteFile(scen, []byte(fmt.Sprintf(e2eScenario, tree)), 0o644); err != nil {
@@ -180,4 +183,28 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// copyDir copies the regular files of src into dst (created).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
