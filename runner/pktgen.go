@@ -149,7 +149,7 @@ func (g *pktgenGenerator) Wait(ctx context.Context) (*GenResult, error) {
 	}
 	for _, tr := range res.Threads {
 		name := "pktgen-" + strings.ReplaceAll(tr.Device, "@", "-") + ".txt"
-		if os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {
+		if tr.Raw != "" && os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {
 			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
 		}
 		r.Packets += tr.Packets

@@ -20,8 +20,12 @@ func ParseResult(text string) (ThreadResult, error) {
 	if d.Result == nil {
 		return tr, errors.New("no Result line")
 	}
-	r := d.Result
-	tr.Msg = r.Msg
+	return fromResult(d.Result, text)
+}
+
+// fromResult is a ThreadResult from a parsed Result line.
+func fromResult(r *perfparse.PktgenResult, raw string) (ThreadResult, error) {
+	tr := ThreadResult{Raw: raw, Msg: r.Msg}
 	if !r.OK || !r.Run {
 		if r.Msg == "" {
 			return tr, errors.New("no Result line")

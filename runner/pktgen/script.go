@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -243,38 +244,21 @@ func (d *Driver) Script(ctx context.Context, exec proc.Executor, c ScriptConfig)
 	return s.Wait(ctx)
 }
 
-// ParseScriptOutput reads what the sample scripts print: sample01's
-// "Result device: DEV" followed by the whole proc file, sample02/03's
-// "Device: DEV" followed by the Result lines. Devices whose section has no
-// parsable Result are left out.
+// ParseScriptOutput reads what the sample scripts print (sample01's
+// "Result device: DEV" followed by the whole proc file, the others'
+// "Device: DEV@N" followed by the Result lines) with
+// perfparse.ParsePktgenScript. Output it cannot read gives an empty map:
+// the caller then reads the device files.
 func ParseScriptOutput(out string) map[string]ThreadResult {
 	res := map[string]ThreadResult{}
-	var dev string
-	var sec strings.Builder
-	flush := func() {
-		if dev == "" {
-			return
-		}
-		if tr, err := ParseResult(sec.String()); err == nil {
-			res[dev] = tr
-		}
-		sec.Reset()
+	ps, err := perfparse.ParsePktgenScript(strings.NewReader(out))
+	if err != nil {
+		return res
 	}
-	for _, l := range strings.Split(out, "\n") {
-		name, ok := strings.CutPrefix(l, "Result device: ")
-		if !ok {
-			name, ok = strings.CutPrefix(l, "Device: ")
-		}
-		if ok {
-			flush()
-			dev = strings.TrimSpace(name)
-			continue
-		}
-		if dev != "" {
-			sec.WriteString(l)
-			sec.WriteByte('\n')
+	for _, d := range ps.Devices {
+		if tr, err := fromResult(d.Result, ""); err == nil {
+			res[d.Device] = tr
 		}
 	}
-	flush()
 	return res
 }
