@@ -397,8 +397,8 @@ func resolveCell(file string, c *Cell, pos posMap, baseDir string, tu *targetUse
 		if p.Mode == "script" {
 			// The sample scripts take -i -m -d -n -t -f -b -s -c -w -p and
 			// choose the rest themselves.
-			if p.XmitMode != "" {
-				return errAt(pp+".xmit_mode", "generator.pktgen.xmit_mode is not passed to the sample scripts (they set their own; pktgen_bench_xmit_mode_queue_xmit.sh uses queue_xmit); remove xmit_mode or use mode simple, multiqueue or burst_single_flow")
+			if p.XmitMode == "queue_xmit" {
+				return errAt(pp+".xmit_mode", "generator.pktgen.xmit_mode is not passed to the sample scripts (they send with start_xmit; pktgen_bench_xmit_mode_queue_xmit.sh chooses queue_xmit itself); remove xmit_mode or use mode simple, multiqueue or burst_single_flow")
 			}
 			if p.UDPSrcMin != 0 || p.UDPSrcMax != 0 {
 				return errAt(pp+".udp_src_min", "generator.pktgen.udp_src_min/max are not passed to the sample scripts (they choose the source ports); remove them or use a native mode")
@@ -644,8 +644,8 @@ func cellWarnings(file string, c *Cell, pos posMap) []string {
 	warn := func(path, format string, a ...any) {
 		ws = append(ws, at(file, pos, path, format, a...).Error())
 	}
-	if p := c.Generator.Pktgen; p != nil && c.Qdisc != "" && p.XmitMode != "queue_xmit" && p.Mode != "script" {
-		warn("qdisc", "qdisc %s is bypassed by pktgen's default xmit mode (start_xmit); set generator.pktgen.xmit_mode: queue_xmit to send through it", c.Qdisc)
+	if p := c.Generator.Pktgen; p != nil && c.Qdisc != "" && p.XmitMode == "" && p.Mode != "script" {
+		warn("qdisc", "qdisc %s is attached but pktgen's default xmit mode (start_xmit) sends past it; set generator.pktgen.xmit_mode: queue_xmit to send through it, or xmit_mode: start_xmit to say that is meant", c.Qdisc)
 	}
 	if ip := c.Generator.Iperf3; ip != nil && ip.Protocol == "udp" && ip.Bitrate == "" {
 		warn("generator.iperf3.protocol", "iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)")

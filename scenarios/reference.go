@@ -55,7 +55,9 @@ kernel also treats as 1.
 **Qdiscs.** ` + "`qdisc`" + ` takes any tc qdisc kind. Known kinds (` + "`fq_codel`, `noqueue`, `pfifo_fast`, `fq`, `sfq`, `pfifo`, `cake`, `netem`, `mq`" + `, ...)
 are accepted; another lowercase word is accepted as a kind this list does not
 know, unless it is within two edits of a known one (then it is reported as a
-typo). pktgen bypasses the qdisc unless ` + "`xmit_mode: queue_xmit`" + `.
+typo). pktgen sends past the qdisc unless ` + "`xmit_mode: queue_xmit`" + `; the qdisc
+is still attached (a tap that stops its queue when full does so only with a
+qdisc). ` + "`xmit_mode: start_xmit`" + ` says that is meant (no warning).
 
 An example, the built-in ` + "`thread-pktgen-vhost-pin0`" + `:
 

@@ -419,11 +419,15 @@ func TestReadmeReference(t *testing.T) {
 func TestWarnings(t *testing.T) {
 	s := mustLoad(t, "qdisc: fq_codel\nbackend: [tap, tap+vhost]\ngenerator:\n  pktgen: {}\n  iperf3: {protocol: udp}\n")
 	want := []string{
-		`t.yaml:1:8: qdisc fq_codel is bypassed by pktgen's default xmit mode (start_xmit); set generator.pktgen.xmit_mode: queue_xmit to send through it`,
+		`t.yaml:1:8: qdisc fq_codel is attached but pktgen's default xmit mode (start_xmit) sends past it; set generator.pktgen.xmit_mode: queue_xmit to send through it, or xmit_mode: start_xmit to say that is meant`,
 		`t.yaml:5:22: iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)`,
 	}
 	if !slices.Equal(s.Warnings, want) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(s.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	// Saying start_xmit is saying the qdisc is only attached.
+	if s := mustLoad(t, "qdisc: fq_codel\ngenerator: {pktgen: {xmit_mode: start_xmit}}\n"); len(s.Warnings) > 0 {
+		t.Errorf("explicit start_xmit warns: %v", s.Warnings)
 	}
 	for _, b := range Builtins() {
 		if s, _ := LoadBuiltin(b.Name); len(s.Warnings) > 0 {

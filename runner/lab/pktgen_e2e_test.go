@@ -32,7 +32,7 @@ backend: [tap, tap+vhost]
 qdisc: fq_codel
 guest: {vcpus: 1, memory: 512MiB, sink: stack}
 generator:
-  pktgen: {mode: [simple, script], script_dir: %q, threads: 1, count: 20000, pkt_size: 60, burst: 0}
+  pktgen: {mode: [simple, script], script_dir: %q, threads: 1, count: 5000, pkt_size: 60, burst: 0, xmit_mode: start_xmit}
 perf:
   stat: {targets: [kpktgend, vhost], events: [task-clock, context-switches, cpu-migrations]}
 repetitions: 1

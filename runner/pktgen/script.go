@@ -103,7 +103,7 @@ func ScriptCmd(c ScriptConfig) (proc.Cmd, *Plan, error) {
 	if cfg.Mode == ModeSimple && (cfg.Threads > 1 || cfg.FirstThread != 0) {
 		return proc.Cmd{}, nil, configErrorf("%s sends from one thread on CPU 0 (it ignores -t and -f); use pktgen_sample02_multiqueue.sh for threads %d, first CPU %d", name, max(cfg.Threads, 1), cfg.FirstThread)
 	}
-	if cfg.XmitMode != "" || cfg.UDPSrcMin != 0 || cfg.UDPSrcMax != 0 {
+	if (cfg.XmitMode != "" && cfg.XmitMode != "start_xmit") || cfg.UDPSrcMin != 0 || cfg.UDPSrcMax != 0 {
 		return proc.Cmd{}, nil, configErrorf("%s sets its own xmit mode and UDP source ports; remove xmit_mode and udp_src_min/max, or use a native mode", name)
 	}
 	p, err := NewPlan(cfg) // validates values and names the devices
