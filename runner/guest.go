@@ -40,17 +40,33 @@ func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vmAgent{c}, nil
+	return &vmAgent{c: c}, nil
 }
 
-type vmAgent struct{ c *vmimages.Client }
+type vmAgent struct {
+	c     *vmimages.Client
+	ready *vmimages.Event
+}
 
-func (a vmAgent) WaitReady(ctx context.Context) error          { _, err := a.c.WaitReady(ctx); return err }
-func (a vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Iperf3(ctx, start) }
-func (a vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
-func (a vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
-func (a vmAgent) Close() error                                 { return a.c.Close() }
-func (a vmAgent) Stats(ctx context.Context) (GuestStats, error) {
+func (a *vmAgent) WaitReady(ctx context.Context) (err error) {
+	a.ready, err = a.c.WaitReady(ctx)
+	return err
+}
+
+// GuestClock is the guest kernel's uptime when /init started and when the
+// agent was ready (0 = unknown): the part of a boot the kernel saw.
+func (a *vmAgent) GuestClock() (initAt, readyAt time.Duration) {
+	if a.ready == nil {
+		return 0, 0
+	}
+	return time.Duration(a.ready.InitMS) * time.Millisecond, time.Duration(a.ready.BootMS) * time.Millisecond
+}
+
+func (a *vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Iperf3(ctx, start) }
+func (a *vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
+func (a *vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
+func (a *vmAgent) Close() error                                 { return a.c.Close() }
+func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	ev, err := a.c.Stats(ctx)
 	if err != nil {
 		return GuestStats{}, err
@@ -80,8 +96,12 @@ type guest struct {
 	agent    Agent
 	sink     string
 	bootTime time.Duration
-	accel    qemu.Accel
-	undo     *undo.Stack
+	// guestInit and guestReady are the guest kernel's uptime at /init and
+	// at ready (0 = unknown); bootTime minus guestReady is QEMU, firmware
+	// and kernel loading before the guest's clock started.
+	guestInit, guestReady time.Duration
+	accel                 qemu.Accel
+	undo                  *undo.Stack
 }
 
 // vmKey is what forces a reboot when it changes: everything about the
@@ -175,6 +195,11 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	g.agent = agent
 	u.Push("close agent", func(context.Context) error { return agent.Close() })
 	g.bootTime = time.Since(start)
+	if gc, ok := agent.(interface {
+		GuestClock() (time.Duration, time.Duration)
+	}); ok {
+		g.guestInit, g.guestReady = gc.GuestClock()
+	}
 	r.noteGuestKernel(img.KernelRelease)
 	g.sink = "stack"
 	g.undo = u.Release()

@@ -28,6 +28,11 @@ type LabInner struct {
 	Args []string
 	// Binary is the static vnetbench binary for the lab ("" = this one).
 	Binary string
+	// Labels are the scenario's kernel labels in its order: the labs run
+	// in this order, so the report's columns follow the scenario (stock
+	// before patched) whatever the shuffled cell order. Labels not listed
+	// run after, in cell order.
+	Labels []string
 }
 
 // LabDir is where the inner run of a kernel label writes, relative to the
@@ -97,14 +102,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return nil, err
 	}
 	defer w.Close()
-	var labels []string
-	byLabel := map[string][]scenarios.Cell{}
-	for _, c := range cells {
-		if _, ok := byLabel[c.Kernel.Label]; !ok {
-			labels = append(labels, c.Kernel.Label)
-		}
-		byLabel[c.Kernel.Label] = append(byLabel[c.Kernel.Label], c)
-	}
+	labels, byLabel := labOrder(cells, in.Labels)
 	total, done := len(cells), 0
 	labProgress(o, Progress{Total: total, Started: true})
 	for _, label := range labels {
@@ -149,6 +147,26 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	return sum, nil
+}
+
+// labOrder groups cells by kernel label, labels in the order of first (the
+// scenario's), then of first appearance.
+func labOrder(cells []scenarios.Cell, first []string) ([]string, map[string][]scenarios.Cell) {
+	var labels []string
+	byLabel := map[string][]scenarios.Cell{}
+	for _, c := range cells {
+		if _, ok := byLabel[c.Kernel.Label]; !ok && !slices.Contains(first, c.Kernel.Label) {
+			labels = append(labels, c.Kernel.Label)
+		}
+		byLabel[c.Kernel.Label] = append(byLabel[c.Kernel.Label], c)
+	}
+	var ordered []string
+	for _, l := range first {
+		if _, ok := byLabel[l]; ok && !slices.Contains(ordered, l) {
+			ordered = append(ordered, l)
+		}
+	}
+	return append(ordered, labels...), byLabel
 }
 
 // labConfig is the lab VM of one kernel label: its kernel, the cells'

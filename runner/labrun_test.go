@@ -163,3 +163,17 @@ func TestLabConfigShares(t *testing.T) {
 		t.Errorf("Shares = %q, want %q", c.Shares, want)
 	}
 }
+
+// Labs run in the scenario's kernel order (the report's column order),
+// not the shuffled cell order; labels it does not list follow.
+func TestLabOrder(t *testing.T) {
+	cell := func(label string) scenarios.Cell { return scenarios.Cell{Kernel: scenarios.Kernel{Label: label}} }
+	cells := []scenarios.Cell{cell("patched"), cell("extra"), cell("stock"), cell("patched")}
+	labels, by := labOrder(cells, []string{"stock", "patched", "absent"})
+	if want := []string{"stock", "patched", "extra"}; !reflect.DeepEqual(labels, want) {
+		t.Errorf("labels %v, want %v", labels, want)
+	}
+	if len(by["patched"]) != 2 || len(by["stock"]) != 1 || len(by["extra"]) != 1 {
+		t.Errorf("groups %v", by)
+	}
+}

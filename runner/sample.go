@@ -76,7 +76,12 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 		}
 		r.guest = g
 		bootTime = time.Since(bootStart)
-		r.logf("guest up in %.1fs (%s)", g.bootTime.Seconds(), g.accel)
+		if g.guestReady > 0 {
+			r.logf("guest up in %.1fs (%s; guest kernel clock: /init at %.1fs, ready at %.1fs)", g.bootTime.Seconds(), g.accel,
+				g.guestInit.Seconds(), g.guestReady.Seconds())
+		} else {
+			r.logf("guest up in %.1fs (%s)", g.bootTime.Seconds(), g.accel)
+		}
 	}
 	g := r.guest
 
@@ -239,6 +244,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 		s.Labels["qdisc"] = c.Qdisc
 	}
 	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
+	if g.guestReady > 0 {
+		s.Labels["guest_ready_uptime_s"] = strconv.FormatFloat(g.guestReady.Seconds(), 'f', 2, 64)
+	}
 
 	// Undo the host knobs now so their cost is part of the overhead.
 	knobsDone = true

@@ -138,6 +138,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// Kernels other than the running one: one lab VM per label runs
 		// the same scenario inside (--inside-lab).
 		in := runner.LabInner{Binary: *agentBin}
+		for _, k := range s.Kernels {
+			in.Labels = append(in.Labels, k.Label)
+		}
 		if in.Scenario, err = labScenarioArg(s, pos[0], dir); err != nil {
 			return err
 		}
