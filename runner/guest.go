@@ -107,10 +107,7 @@ type guest struct {
 // vmKey is what forces a reboot when it changes: everything about the
 // guest and its NIC. Host-side knobs (qdisc, pinning, generator) are not
 // in it.
-func vmKey(c *scenarios.Cell) string {
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, queues(c), c.TapName,
-		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel)
-}
+func vmKey(c *scenarios.Cell) string { return c.GuestKey() }
 
 func queues(c *scenarios.Cell) int {
 	if c.Queues > 0 {

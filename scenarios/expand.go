@@ -57,8 +57,12 @@ func (c Cell) clone() Cell {
 // Order returns the run order: one entry per repetition of every cell
 // (Rep set, 0-based). Repetition rounds run one after another; inside each
 // round the cells are shuffled with a generator seeded by seed, so slow
-// drift (thermal, background load) hits every compared variant alike. The
-// same cells and seed always give the same order, on every platform.
+// drift (thermal, background load) hits every compared variant alike, and
+// then gathered by GuestKey (the groups in the order of their first
+// shuffled member, the cells of a group in shuffled order), so a round
+// boots each guest configuration once; a round starts with the guest the
+// previous one ended with. The same cells and seed always give the same
+// order, on every platform.
 func Order(cells []Cell, seed int64) []Cell {
 	rng := splitmix64(uint64(seed))
 	maxRep := 0
@@ -78,9 +82,52 @@ func Order(cells []Cell, seed int64) []Cell {
 			j := int(rng.below(uint64(i + 1)))
 			round[i], round[j] = round[j], round[i]
 		}
-		out = append(out, round...)
+		last := ""
+		if len(out) > 0 {
+			last = out[len(out)-1].GuestKey()
+		}
+		out = append(out, groupByGuest(round, last)...)
 	}
 	return out
+}
+
+// groupByGuest gathers round by GuestKey, keeping the cells' order inside
+// a group and ordering the groups by their first member, except that the
+// group of key first (the guest already running) comes first.
+func groupByGuest(round []Cell, first string) []Cell {
+	var keys []string
+	groups := map[string][]Cell{}
+	for _, c := range round {
+		k := c.GuestKey()
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	if i := slices.Index(keys, first); i > 0 {
+		keys = append(append([]string{first}, keys[:i]...), keys[i+1:]...)
+	}
+	out := make([]Cell, 0, len(round))
+	for _, k := range keys {
+		out = append(out, groups[k]...)
+	}
+	return out
+}
+
+// GuestKey identifies the guest VM a cell needs: the kernel under test,
+// the backend and NIC (queues, tap name) and the guest's configuration.
+// Cells with the same key differ only in host-side knobs (qdisc, pinning,
+// generator) and share one boot.
+func (c *Cell) GuestKey() string {
+	q := c.Queues
+	if q <= 0 {
+		q = 1
+		if p := c.Generator.Pktgen; c.Generator.Kind == "pktgen" && p != nil && p.Threads > 1 {
+			q = p.Threads
+		}
+	}
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, q, c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel)
 }
 
 // splitmix64 is a tiny PRNG with a fixed, documented output sequence (so
