@@ -66,8 +66,23 @@ func (a *vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Ipe
 func (a *vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
 func (a *vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
 func (a *vmAgent) Close() error                                 { return a.c.Close() }
+// statsAttempt bounds one stats request: stats is idempotent, so a request
+// or reply lost on the virtio-serial port (seen once under TCG in TCG
+// after a packet flood) is asked again instead of waited for until ctx
+// ends.
+var statsAttempt = 15 * time.Second
+
 func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
-	ev, err := a.c.Stats(ctx)
+	var ev *vmimages.Event
+	var err error
+	for {
+		actx, cancel := context.WithTimeout(ctx, statsAttempt)
+		ev, err = a.c.Stats(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+	}
 	if err != nil {
 		return GuestStats{}, err
 	}

@@ -205,8 +205,18 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 		}
 		return nil, fail("traffic", gerr)
 	}
-	after, err := r.snapshot(context.WithoutCancel(ctx), g)
+	// The window's counters are read even after a SIGINT during the
+	// traffic (the sample is kept), but never without a deadline: a guest
+	// that stopped answering fails the cell instead of hanging the run.
+	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(c.Timeouts.Setup, time.Minute))
+	after, err := r.snapshot(actx, g)
+	acancel()
 	if err != nil {
+		if g.vm != nil {
+			if tail := strings.TrimSpace(g.vm.ConsoleTail(8)); tail != "" {
+				err = fmt.Errorf("%w (last guest console lines: %s)", err, strings.ReplaceAll(tail, "\n", " | "))
+			}
+		}
 		return nil, fail("counters", err)
 	}
 	window := t1.Sub(t0)
