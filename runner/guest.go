@@ -66,6 +66,7 @@ func (a *vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Ipe
 func (a *vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
 func (a *vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
 func (a *vmAgent) Close() error                                 { return a.c.Close() }
+
 // statsAttempt bounds one stats request: stats is idempotent, so a request
 // or reply lost on the virtio-serial port (seen once under TCG in TCG
 // after a packet flood) is asked again instead of waited for until ctx
