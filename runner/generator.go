@@ -286,7 +286,9 @@ func (g *iperf3Gen) Wait(ctx context.Context) (*GenResult, error) {
 	os.WriteFile(g.outFile, g.out.Bytes(), 0o644)
 	if g.w.Agent != nil {
 		// Stop the server; a failure here does not spoil the numbers.
-		_ = g.w.Agent.Iperf3(context.WithoutCancel(ctx), false)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = g.w.Agent.Iperf3(sctx, false)
+		cancel()
 	}
 	res, err := perfparse.ParseIperf3(bytes.NewReader(g.out.Bytes()))
 	if err != nil {
