@@ -223,3 +223,37 @@ func TestSpreadLegends(t *testing.T) {
 		}
 	}
 }
+
+// Tables that differ only in an axis context does not otherwise state
+// (the lab e2e's pktgen mode simple vs script) name it, so they can be
+// told apart; an axis with one value in the whole report is not repeated.
+func TestContextNamesVaryingAxes(t *testing.T) {
+	set := &Set{Env: map[string]*Env{}}
+	for _, mode := range []string{"simple", "script"} {
+		for _, be := range []string{"tap", "tap+vhost"} {
+			set.Samples = append(set.Samples, Sample{Cell: be + "/pktgen-t1/" + mode, Kernel: "k",
+				Axes: map[string]string{"backend": be, "generator": "pktgen", "generator.pktgen.mode": mode,
+					"generator.pktgen.threads": "1", "generator.pktgen.xmit_mode": "start_xmit"},
+				Metrics: map[string]float64{"tx_pps": 1000, "lost_pps": 10}})
+		}
+	}
+	r, err := Build(set, Options{Kinds: []string{KindThread}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctxs []string
+	for _, tb := range r.Tables {
+		ctxs = append(ctxs, tb.Context)
+	}
+	if len(ctxs) != 2 || ctxs[0] == ctxs[1] {
+		t.Fatalf("thread tables %q: want two with different contexts", ctxs)
+	}
+	for _, c := range ctxs {
+		if !strings.Contains(c, "mode simple") && !strings.Contains(c, "mode script") {
+			t.Errorf("context %q does not name the pktgen mode", c)
+		}
+		if strings.Contains(c, "xmit_mode") || strings.Contains(c, "threads 1") {
+			t.Errorf("context %q repeats an axis that does not vary or is said already", c)
+		}
+	}
+}

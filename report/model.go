@@ -253,6 +253,8 @@ type builder struct {
 	set *Set
 	r   *Report
 	opt Options
+	// varying caches varyingAxes.
+	varying *[]string
 }
 
 func (b *builder) cellAxes(cell string) map[string]string {
@@ -652,7 +654,57 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	if q := l("qdisc"); q != "" {
 		parts = append(parts, "qdisc "+q)
 	}
+	// Axes that tell this table from the report's others and are not said
+	// above (pktgen mode, xmit mode, burst, queues, ...): "mode script".
+	for _, k := range b.varyingAxes() {
+		if v := s.Axes[k]; v != "" {
+			parts = append(parts, k[strings.LastIndex(k, ".")+1:]+" "+v)
+		}
+	}
 	return strings.Join(parts, ", ")
+}
+
+// described are the axes context states in its own words, or that are
+// rows or columns of the tables.
+func (b *builder) described(k string) bool {
+	switch k {
+	case "backend", "generator", "qdisc", "kernel", b.rowAxis():
+		return true
+	}
+	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") {
+		return true
+	}
+	for _, suf := range []string{"threads", "parallel", "pkt_size", "count", "duration"} {
+		if k == suf || strings.HasSuffix(k, "."+suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// varyingAxes are the axis keys with more than one value in the set that
+// context does not describe otherwise, sorted.
+func (b *builder) varyingAxes() []string {
+	if b.varying != nil {
+		return *b.varying
+	}
+	vals := map[string]map[string]bool{}
+	for i := range b.set.Samples {
+		for k, v := range b.set.Samples[i].Axes {
+			if vals[k] == nil {
+				vals[k] = map[string]bool{}
+			}
+			vals[k][v] = true
+		}
+	}
+	out := []string{}
+	for _, k := range sortedKeys(vals) {
+		if len(vals[k]) > 1 && !b.described(k) {
+			out = append(out, k)
+		}
+	}
+	b.varying = &out
+	return out
 }
 
 // pinText describes CPU pinning from Labels["pin"] ("vhost:0"; present
