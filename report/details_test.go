@@ -257,3 +257,41 @@ func TestContextNamesVaryingAxes(t *testing.T) {
 		}
 	}
 }
+
+// Multi-thread pktgen tables show Lost per thread when the threads carry
+// their own loss (pktgen errors/s); samples without it show no such row.
+func TestLostPerThreadRow(t *testing.T) {
+	build := func(withLost bool) string {
+		set := &Set{Env: map[string]*Env{}}
+		for rep := range 2 {
+			var th []ThreadSample
+			for i := range 4 {
+				ts := ThreadSample{I: i, TxPPS: 1000, Errors: 500}
+				if withLost {
+					l := 250.0 + float64(i)*10
+					ts.LostPPS = &l
+				}
+				th = append(th, ts)
+			}
+			set.Samples = append(set.Samples, Sample{Cell: "tap/pktgen-t4", Kernel: "k", Rep: rep,
+				Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "4"},
+				Metrics: map[string]float64{"tx_pps": 4000, "lost_pps": 1060}, Threads: th})
+		}
+		r, err := Build(set, Options{Kinds: []string{KindThread}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := WriteText(&buf, r, ASCII); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	// mean of 250, 260, 270, 280
+	if out := build(true); !strings.Contains(out, "Lost per thread") || !strings.Contains(out, "265 pps") {
+		t.Errorf("want a Lost per thread row of 265 pps:\n%s", out)
+	}
+	if out := build(false); strings.Contains(out, "Lost per thread") {
+		t.Errorf("Lost per thread without per-thread loss:\n%s", out)
+	}
+}

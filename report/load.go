@@ -270,6 +270,10 @@ func (set *Set) MetricKeys() []string {
 			seen["tx_pps_thread"] = true
 			keys = append(keys, "tx_pps_thread")
 		}
+		if _, ok := SampleValue(&s, "lost_pps_thread"); ok && !seen["lost_pps_thread"] {
+			seen["lost_pps_thread"] = true
+			keys = append(keys, "lost_pps_thread")
+		}
 	}
 	return knownOrder(keys)
 }
@@ -301,20 +305,33 @@ func (set *Set) Values(cell, kernel, key string) []float64 {
 	return out
 }
 
-// SampleValue returns metric key of s. tx_pps_thread falls back to the
-// mean of Threads when the sample has no such metric.
+// SampleValue returns metric key of s. tx_pps_thread and lost_pps_thread
+// fall back to the mean over Threads when the sample has no such metric
+// (lost_pps_thread only when the threads carry lost_pps).
 func SampleValue(s *Sample, key string) (float64, bool) {
 	if v, ok := s.Metrics[key]; ok {
 		return v, true
 	}
-	if key == "tx_pps_thread" && len(s.Threads) > 0 {
-		var sum float64
+	if len(s.Threads) == 0 {
+		return 0, false
+	}
+	var sum float64
+	switch key {
+	case "tx_pps_thread":
 		for _, t := range s.Threads {
 			sum += t.TxPPS
 		}
-		return sum / float64(len(s.Threads)), true
+	case "lost_pps_thread":
+		for _, t := range s.Threads {
+			if t.LostPPS == nil {
+				return 0, false
+			}
+			sum += *t.LostPPS
+		}
+	default:
+		return 0, false
 	}
-	return 0, false
+	return sum / float64(len(s.Threads)), true
 }
 
 // Filter returns a copy of the set holding only the samples for which

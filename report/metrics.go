@@ -44,6 +44,7 @@ type Metric struct {
 var Metrics = map[string]Metric{
 	"tx_pps":               {"tx_pps", "pps", HigherIsBetter, true, "transmitted packets/s, total over generator threads (pktgen Result)"},
 	"tx_pps_thread":        {"tx_pps_thread", "pps", HigherIsBetter, true, "transmitted packets/s of one generator thread"},
+	"lost_pps_thread":      {"lost_pps_thread", "pps", LowerIsBetter, true, "pktgen errors/s of one thread: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"},
 	"tap_tx_pps":           {"tap_tx_pps", "pps", HigherIsBetter, true, "tap tx_packets delta / window (cross-check of tx_pps)"},
 	"lost_pps":             {"lost_pps", "pps", LowerIsBetter, true, "tap tx_dropped delta / window"},
 	"qdisc_drop_pps":       {"qdisc_drop_pps", "pps", LowerIsBetter, true, "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},

@@ -808,7 +808,7 @@ func (b *builder) threadTables() {
 		{"tx_pps", func(threads int, qdisc bool) []threadMetric {
 			rows := []threadMetric{{"tx_pps", "Transmitted"}, {"lost_pps", "Lost"}}
 			if threads > 1 {
-				rows = []threadMetric{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}}
+				rows = []threadMetric{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}, {"lost_pps_thread", "Lost per thread"}}
 			}
 			if qdisc {
 				label := "Qdisc drops"

@@ -60,6 +60,10 @@ type ThreadSample struct {
 	I      int     `json:"i"`
 	TxPPS  float64 `json:"tx_pps"`
 	Errors uint64  `json:"errors"`
+	// LostPPS is the thread's errors per second of its run: packets it
+	// offered that the device (start_xmit: the tap's full ring) or the
+	// qdisc (queue_xmit) refused. nil = not measured.
+	LostPPS *float64 `json:"lost_pps,omitempty"`
 }
 
 // Symbol is one row of `perf report`: the percentage of samples (0..100)

@@ -155,7 +155,15 @@ func (g *pktgenGenerator) Wait(ctx context.Context) (*GenResult, error) {
 		r.Packets += tr.Packets
 		r.PPS += tr.PPS
 		r.Errors += tr.Errors
-		r.Threads = append(r.Threads, report.ThreadSample{I: tr.Thread, TxPPS: tr.PPS, Errors: tr.Errors})
+		ts := report.ThreadSample{I: tr.Thread, TxPPS: tr.PPS, Errors: tr.Errors}
+		if tr.OK && tr.Usec > 0 {
+			// Per-thread loss: the tap has no per-queue drop counter, but
+			// a packet the full tap ring refuses is a pktgen error
+			// (start_xmit; with queue_xmit: one the qdisc refused).
+			lost := float64(tr.Errors) / (float64(tr.Usec) / 1e6)
+			ts.LostPPS = &lost
+		}
+		r.Threads = append(r.Threads, ts)
 		if !tr.OK && tr.Msg != "" {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d: %s", tr.Thread, tr.Msg))
 		}

@@ -110,6 +110,12 @@ sleep 30
 	if len(res.Threads) != 2 || res.PPS != 2*155742 || res.Threads[1].I != 1 {
 		t.Errorf("result %+v", res)
 	}
+	// Each thread's loss is its errors per second of its own run time.
+	for _, th := range res.Threads {
+		if th.LostPPS == nil {
+			t.Errorf("thread %d: no lost_pps", th.I)
+		}
+	}
 	args, _ := os.ReadFile(filepath.Join(samples, "args"))
 	if want := "-i vnbt0 -m " + GuestMAC + " -d " + GuestIP + " -n 0 -t 2 -b 0 -s 60"; strings.TrimSpace(string(args)) != want {
 		t.Errorf("script argv %q, want %q", args, want)
