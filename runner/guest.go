@@ -103,7 +103,7 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 }
 
 // guest is a booted VM with its tap, reused across cells whose VM
-// configuration is the same (vmKey).
+// configuration is the same (scenarios.Cell.GuestKey).
 type guest struct {
 	key      string
 	tap      string
@@ -120,21 +120,6 @@ type guest struct {
 	undo                  *undo.Stack
 }
 
-// vmKey is what forces a reboot when it changes: everything about the
-// guest and its NIC. Host-side knobs (qdisc, pinning, generator) are not
-// in it.
-func vmKey(c *scenarios.Cell) string { return c.GuestKey() }
-
-func queues(c *scenarios.Cell) int {
-	if c.Queues > 0 {
-		return c.Queues
-	}
-	if c.Generator.Kind == "pktgen" && c.Generator.Pktgen != nil && c.Generator.Pktgen.Threads > 1 {
-		return c.Generator.Pktgen.Threads
-	}
-	return 1
-}
-
 func tapName(c *scenarios.Cell) string {
 	if c.TapName != "" {
 		return c.TapName
@@ -147,12 +132,12 @@ func tapName(c *scenarios.Cell) string {
 func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
-	g = &guest{key: vmKey(c), tap: tapName(c), accel: r.accel}
+	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accel}
 	img, err := r.opts.Image(ctx, c.Guest, r.needIperf3)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	tap := hostnet.Tap{Name: g.tap, Queues: queues(c), Addr: HostIP + "/" + strconv.Itoa(PrefixLen)}
+	tap := hostnet.Tap{Name: g.tap, Queues: c.TapQueues(), Addr: HostIP + "/" + strconv.Itoa(PrefixLen)}
 	r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
 	r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
 	r.record(proc.Cmd{Argv: []string{"ip", "link", "set", tap.Name, "up"}, Netns: r.ns.Name})
@@ -176,7 +161,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, "artifacts", fmt.Sprintf("console-%d.log", r.boots)),
-		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: queues(c)}}}
+		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}}}
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
 	}

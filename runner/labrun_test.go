@@ -86,7 +86,7 @@ func TestEnvDifferences(t *testing.T) {
 }
 
 // The guest is reused across host-side knobs, rebooted for VM changes.
-func TestVMKey(t *testing.T) {
+func TestGuestKey(t *testing.T) {
 	base := scenarios.Cell{Backend: "tap", Qdisc: "pfifo_fast", Guest: scenarios.Guest{VCPUs: 1, MemoryMiB: 512},
 		Generator: scenarios.Generator{Kind: "trafgen"}}
 	same := []func(*scenarios.Cell){
@@ -105,14 +105,14 @@ func TestVMKey(t *testing.T) {
 	for i, f := range same {
 		c := base
 		f(&c)
-		if vmKey(&c) != vmKey(&base) {
+		if c.GuestKey() != base.GuestKey() {
 			t.Errorf("same[%d]: reboot for a host-side knob", i)
 		}
 	}
 	for i, f := range diff {
 		c := base
 		f(&c)
-		if vmKey(&c) == vmKey(&base) {
+		if c.GuestKey() == base.GuestKey() {
 			t.Errorf("diff[%d]: VM change not detected", i)
 		}
 	}

@@ -62,7 +62,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 	fail := func(phase string, err error) error {
 		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
 	}
-	if r.guest != nil && r.guest.key != vmKey(c) {
+	if r.guest != nil && r.guest.key != c.GuestKey() {
 		r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
 		if err := r.stopGuest(); err != nil {
 			return nil, fail("stop previous guest", err)

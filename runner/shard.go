@@ -67,7 +67,7 @@ func Shard(cells []scenarios.Cell, i, n int) []scenarios.Cell {
 func Commands(c *scenarios.Cell) []string {
 	ns := "vnb-RUNID"
 	tap := tapName(c)
-	q := queues(c)
+	q := c.TapQueues()
 	var out []string
 	add := func(netns string, argv ...string) {
 		out = append(out, proc.Cmd{Argv: argv, Netns: netns}.String())

@@ -119,15 +119,20 @@ func groupByGuest(round []Cell, first string) []Cell {
 // Cells with the same key differ only in host-side knobs (qdisc, pinning,
 // generator) and share one boot.
 func (c *Cell) GuestKey() string {
-	q := c.Queues
-	if q <= 0 {
-		q = 1
-		if p := c.Generator.Pktgen; c.Generator.Kind == "pktgen" && p != nil && p.Threads > 1 {
-			q = p.Threads
-		}
-	}
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, q, c.TapName,
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
 		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel)
+}
+
+// TapQueues is the number of tap (and virtio-net) queue pairs: queues when
+// set, else one per pktgen thread, else 1.
+func (c *Cell) TapQueues() int {
+	if c.Queues > 0 {
+		return c.Queues
+	}
+	if p := c.Generator.Pktgen; c.Generator.Kind == "pktgen" && p != nil && p.Threads > 1 {
+		return p.Threads
+	}
+	return 1
 }
 
 // splitmix64 is a tiny PRNG with a fixed, documented output sequence (so
