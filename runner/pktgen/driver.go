@@ -317,19 +317,9 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 	default:
 	}
 	res := &Result{Stopped: s.stopped, Elapsed: elapsed}
-	for _, dev := range s.plan.Devices {
-		b, err := os.ReadFile(filepath.Join(s.d.procDir(), dev.File))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pktgen: read result: %w", err))
-			continue
-		}
-		tr, err := ParseResult(string(b))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pktgen: %s: %w", dev.File, err))
-		}
-		tr.Thread, tr.Device = dev.Thread, dev.File
-		res.Threads = append(res.Threads, tr)
-	}
+	var rerrs []error
+	res.Threads, rerrs = s.d.results(s.plan.Devices, nil)
+	errs = append(errs, rerrs...)
 	if err := s.d.Reset(); err != nil {
 		errs = append(errs, err)
 	}
@@ -337,6 +327,33 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 		errs = append([]error{ctxErr}, errs...)
 	}
 	return res, errors.Join(errs...)
+}
+
+// results returns every device's Result: the one in printed (a sample
+// script's output) when there, else read from the device's proc file.
+func (d *Driver) results(devs []Device, printed map[string]ThreadResult) ([]ThreadResult, []error) {
+	var out []ThreadResult
+	var errs []error
+	for _, dev := range devs {
+		tr, ok := printed[dev.File]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join(d.procDir(), dev.File))
+			if err != nil {
+				if printed != nil {
+					errs = append(errs, fmt.Errorf("pktgen: %s: no result printed and %w", dev.File, err))
+				} else {
+					errs = append(errs, fmt.Errorf("pktgen: read result: %w", err))
+				}
+				continue
+			}
+			if tr, err = ParseResult(string(b)); err != nil {
+				errs = append(errs, fmt.Errorf("pktgen: %s: %w", dev.File, err))
+			}
+		}
+		tr.Thread, tr.Device = dev.Thread, dev.File
+		out = append(out, tr)
+	}
+	return out, errs
 }
 
 // Run is Start then Wait.

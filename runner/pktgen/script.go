@@ -202,22 +202,9 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 	if werr := s.pr.Wait(); werr != nil && !res.Stopped {
 		errs = append(errs, fmt.Errorf("pktgen script: %w", werr))
 	}
-	printed := ParseScriptOutput(s.out.String())
-	for _, dev := range s.plan.Devices {
-		tr, ok := printed[dev.File]
-		if !ok {
-			b, rerr := os.ReadFile(filepath.Join(s.d.procDir(), dev.File))
-			if rerr != nil {
-				errs = append(errs, fmt.Errorf("pktgen: %s: no result printed and %w", dev.File, rerr))
-				continue
-			}
-			if tr, rerr = ParseResult(string(b)); rerr != nil {
-				errs = append(errs, fmt.Errorf("pktgen: %s: %w", dev.File, rerr))
-			}
-		}
-		tr.Thread, tr.Device = dev.Thread, dev.File
-		res.Threads = append(res.Threads, tr)
-	}
+	var rerrs []error
+	res.Threads, rerrs = s.d.results(s.plan.Devices, ParseScriptOutput(s.out.String()))
+	errs = append(errs, rerrs...)
 	if err := s.d.Reset(); err != nil {
 		errs = append(errs, err)
 	}
