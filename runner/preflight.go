@@ -30,8 +30,10 @@ type Needs struct {
 
 // CheckScripts reports the first kernel sample script (pktgen script
 // mode) that does not exist, before anything is set up.
-func CheckScripts(cells []scenarios.Cell) error {
-	for _, sc := range NeedsOf(cells).Scripts {
+func CheckScripts(cells []scenarios.Cell) error { return NeedsOf(cells).checkScripts() }
+
+func (n Needs) checkScripts() error {
+	for _, sc := range n.Scripts {
 		if err := sc.CheckScript(); err != nil {
 			return err
 		}
@@ -122,7 +124,7 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 			return err
 		}
 	}
-	if err := CheckScripts(cells); err != nil {
+	if err := n.checkScripts(); err != nil {
 		return err
 	}
 	if n.Pktgen && !PktgenAvailable() {

@@ -326,13 +326,12 @@ func fillMetrics(s *report.Sample, c *scenarios.Cell, res *GenResult, before, af
 		}
 		m["tx_pps"] = tx
 		if tap := m["tap_tx_pps"]; tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
+			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
 			if qd := m["qdisc_drop_pps"]; qd > 0 {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (dropped %.0f pps at the tap, %.0f pps in the qdisc)",
-					c.Generator.Kind, tx, tap, m["lost_pps"], qd))
-			} else {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (dropped %.0f pps)",
-					c.Generator.Kind, tx, tap, m["lost_pps"]))
+				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
 			}
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (%s)",
+				c.Generator.Kind, tx, tap, dropped))
 		}
 	}
 	if c.Generator.Kind == "pktgen" {
