@@ -270,9 +270,11 @@ func (set *Set) MetricKeys() []string {
 			seen["tx_pps_thread"] = true
 			keys = append(keys, "tx_pps_thread")
 		}
-		if _, ok := SampleValue(&s, "lost_pps_thread"); ok && !seen["lost_pps_thread"] {
-			seen["lost_pps_thread"] = true
-			keys = append(keys, "lost_pps_thread")
+		if !seen["lost_pps_thread"] {
+			if _, ok := SampleValue(&s, "lost_pps_thread"); ok {
+				seen["lost_pps_thread"] = true
+				keys = append(keys, "lost_pps_thread")
+			}
 		}
 	}
 	return knownOrder(keys)

@@ -178,6 +178,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 		}
 	}
 	b := &builder{set: set, r: r, opt: opt}
+	b.varying = b.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
 	for _, k := range []struct {
@@ -253,8 +254,8 @@ type builder struct {
 	set *Set
 	r   *Report
 	opt Options
-	// varying caches varyingAxes.
-	varying *[]string
+	// varying is varyingAxes, computed once.
+	varying []string
 }
 
 func (b *builder) cellAxes(cell string) map[string]string {
@@ -656,7 +657,7 @@ func (b *builder) context(s *Sample, withSize bool) string {
 	}
 	// Axes that tell this table from the report's others and are not said
 	// above (pktgen mode, xmit mode, burst, queues, ...): "mode script".
-	for _, k := range b.varyingAxes() {
+	for _, k := range b.varying {
 		if v := s.Axes[k]; v != "" {
 			parts = append(parts, k[strings.LastIndex(k, ".")+1:]+" "+v)
 		}
@@ -685,9 +686,6 @@ func (b *builder) described(k string) bool {
 // varyingAxes are the axis keys with more than one value in the set that
 // context does not describe otherwise, sorted.
 func (b *builder) varyingAxes() []string {
-	if b.varying != nil {
-		return *b.varying
-	}
 	vals := map[string]map[string]bool{}
 	for i := range b.set.Samples {
 		for k, v := range b.set.Samples[i].Axes {
@@ -697,13 +695,12 @@ func (b *builder) varyingAxes() []string {
 			vals[k][v] = true
 		}
 	}
-	out := []string{}
+	var out []string
 	for _, k := range sortedKeys(vals) {
 		if len(vals[k]) > 1 && !b.described(k) {
 			out = append(out, k)
 		}
 	}
-	b.varying = &out
 	return out
 }
 
