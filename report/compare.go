@@ -1,0 +1,140 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+func (b *builder) compareTables() {
+	for _, key := range b.metricKeys() {
+		if strings.HasPrefix(key, PerfPrefix) && len(b.opt.Metrics) == 0 {
+			continue // shown by the perf stat tables
+		}
+		if IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
+			continue // shown by the harness and diagnostics table
+		}
+		m := metricOf(key)
+		var cells []string
+		for _, cell := range b.set.Cells() {
+			for _, col := range b.r.Columns {
+				if len(b.set.Values(cell, col, key)) > 0 {
+					cells = append(cells, cell)
+					break
+				}
+			}
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: key, Unit: m.Unit,
+			LabelHeader: []string{key}}
+		if m.Better == Neutral {
+			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
+		}
+		for i, c := range b.r.Columns {
+			t.Header = append(t.Header, b.colHeader(c))
+			if i > 0 {
+				h := "vs base"
+				if len(b.r.Columns) > 2 {
+					h = "vs " + b.r.Base
+				}
+				t.Header = append(t.Header, h, "p, n")
+			}
+		}
+		note := func(msg string) int {
+			if i := slices.Index(t.Notes, msg); i >= 0 {
+				return i
+			}
+			t.Notes = append(t.Notes, msg)
+			return len(t.Notes) - 1
+		}
+		// With one column there is no "p, n" column: the cells say n.
+		withN := len(b.r.Columns) == 1
+		ranges, cis := false, false
+		for _, cell := range cells {
+			r := Row{Labels: []string{cell}}
+			for i, col := range b.r.Columns {
+				st := b.stats(cell, col, key)
+				c := Cell{Text: "-"}
+				if st.N > 0 {
+					c = Cell{Text: spreadText(&st, withN), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
+					if st.CIFinite() {
+						cis = true
+					} else {
+						ranges = true
+					}
+					for _, w := range st.Warnings {
+						if strings.Contains(w, "confidence interval") {
+							continue // the range note below says it once
+						}
+						c.Notes = append(c.Notes, note(w))
+					}
+				}
+				r.Cells = append(r.Cells, c)
+				if i == 0 {
+					continue
+				}
+				if st.N == 0 || len(b.set.Values(cell, b.r.Base, key)) == 0 {
+					r.Cells = append(r.Cells, Cell{Text: "-"}, Cell{Text: "-"})
+					continue
+				}
+				d := b.delta(cell, col, key)
+				dc := Cell{Text: d.DeltaString(), Delta: &d}
+				if d.Significant {
+					dc.Value = ptr(d.Pct)
+				}
+				for _, w := range d.Warnings {
+					dc.Notes = append(dc.Notes, note(w))
+				}
+				r.Cells = append(r.Cells, dc, Cell{Text: d.PString(), Value: ptr(d.P)})
+			}
+			t.Rows = append(t.Rows, r)
+		}
+		// Legends come after the numbered notes cells refer to.
+		if cis {
+			t.Notes = append(t.Notes, fmt.Sprintf("± = %.0f%% confidence interval of the median", 100*Confidence))
+		}
+		if ranges {
+			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
+		}
+		b.r.Tables = append(b.r.Tables, t)
+	}
+}
+
+// minCIRuns is the smallest sample for which benchmath gives a finite
+// confidence interval of the median at level Confidence.
+const minCIRuns = 6
+
+// spreadText is the median with its honest spread: benchstat's
+// "median ± CI%" when the confidence interval is finite, else the range
+// of the runs, "11.88k (n=2, 9.70..14.1k)" (n only when withN).
+func spreadText(st *Stats, withN bool) string {
+	if st.CIFinite() {
+		ci := "0%"
+		if st.Median != 0 {
+			ci = fmt.Sprintf("%.0f%%", 100*math.Max(st.Hi/st.Median-1, 1-st.Lo/st.Median))
+		}
+		return si(st.Median) + " ± " + ci
+	}
+	var in []string
+	if withN {
+		in = append(in, fmt.Sprintf("n=%d", st.N))
+	}
+	if st.N > 1 {
+		// 3 significant digits, more when they would hide the spread.
+		lo, hi := siDigits(st.Min, 3), siDigits(st.Max, 3)
+		for d := 4; lo == hi && st.Min != st.Max && d <= 6; d++ {
+			lo, hi = siDigits(st.Min, d), siDigits(st.Max, d)
+		}
+		if p := siPrefix(hi); p != "" && siPrefix(lo) == p {
+			lo = strings.TrimSuffix(lo, p)
+		}
+		in = append(in, lo+".."+hi)
+	}
+	if len(in) == 0 {
+		return si(st.Median)
+	}
+	return si(st.Median) + " (" + strings.Join(in, ", ") + ")"
+}

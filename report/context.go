@@ -1,0 +1,284 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// backendName is the display name of a backend axis value.
+func backendName(b string) string {
+	switch b {
+	case "tap":
+		return "TAP"
+	case "tap+vhost":
+		return "TAP + vhost-net"
+	}
+	return b
+}
+
+// rowAxis is the axis whose values group the rows of thread tables: the
+// backend, or the kernel when the backend is the column axis.
+func (b *builder) rowAxis() string {
+	if b.opt.By == "backend" {
+		return "kernel"
+	}
+	return "backend"
+}
+
+func (b *builder) rowLabel(s *Sample) string {
+	if ax := b.rowAxis(); ax != "backend" {
+		return s.Axes[ax]
+	}
+	return backendName(backendOf(s))
+}
+
+func backendOf(s *Sample) string {
+	if b, ok := s.Axes["backend"]; ok {
+		return b
+	}
+	b, _, _ := strings.Cut(s.Cell, "/")
+	return b
+}
+
+// groupKey is the cell's axes minus the listed ones, as a stable string.
+func groupKey(s *Sample, without ...string) string {
+	var parts []string
+	for _, k := range sortedKeys(s.Axes) {
+		if !slices.Contains(without, k) {
+			parts = append(parts, k+"="+s.Axes[k])
+		}
+	}
+	if len(parts) == 0 && len(s.Axes) == 0 {
+		// No axes (benchfmt without key=value parts): the cell is its own group.
+		return "cell=" + s.Cell
+	}
+	return strings.Join(parts, ",")
+}
+
+// context describes a group of cells for a table header.
+func (b *builder) context(s *Sample, withSize bool) string {
+	// l finds a fact in the labels, then the axes, then axes named
+	// "<anything>.<key>" (the runner's "generator.pktgen.count").
+	l := func(keys ...string) string {
+		for _, k := range keys {
+			if v := s.Labels[k]; v != "" {
+				return v
+			}
+			if v := s.Axes[k]; v != "" {
+				return v
+			}
+		}
+		for _, k := range keys {
+			for _, ak := range sortedKeys(s.Axes) {
+				if strings.HasSuffix(ak, "."+k) && s.Axes[ak] != "" {
+					return s.Axes[ak]
+				}
+			}
+		}
+		return ""
+	}
+	var parts []string
+	gen := s.Labels["generator"]
+	if gen == "" {
+		gen = s.Axes["generator"]
+	}
+	if gen == "" {
+		gen = "benchmark"
+	}
+	for _, g := range []string{"pktgen", "trafgen", "iperf3"} {
+		if strings.HasPrefix(gen, g) {
+			gen = g
+		}
+	}
+	head := gen
+	if g := l("guest"); g != "" {
+		head += " to " + g
+	}
+	parts = append(parts, head)
+	if env := b.set.Env[s.Kernel]; env != nil && env.CPUModel != "" {
+		parts = append(parts, shortCPU(env.CPUModel))
+	}
+	if c := l("count"); c != "" && c != "0" {
+		if n, err := strconv.ParseFloat(c, 64); err == nil {
+			c = countText(n)
+		}
+		parts = append(parts, c+" packets")
+	} else if d := l("duration"); d != "" {
+		parts = append(parts, d)
+	}
+	t := l("threads", "parallel")
+	if t == "" && len(s.Threads) > 0 {
+		t = strconv.Itoa(len(s.Threads))
+	}
+	if t != "" {
+		unit := "threads"
+		if gen == "iperf3" {
+			unit = "streams"
+		}
+		if t == "1" {
+			unit = strings.TrimSuffix(unit, "s")
+		}
+		parts = append(parts, t+" "+unit)
+	}
+	if ps := l("pkt_size"); ps != "" && withSize {
+		parts = append(parts, ps+" B packets")
+	}
+	parts = append(parts, pinText(s)...)
+	if q := l("qdisc"); q != "" {
+		parts = append(parts, "qdisc "+q)
+	}
+	// Axes that tell this table from the report's others and are not said
+	// above (pktgen mode, xmit mode, burst, queues, ...): "mode script".
+	for _, k := range b.varying {
+		if v := s.Axes[k]; v != "" {
+			parts = append(parts, k[strings.LastIndex(k, ".")+1:]+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// described are the axes context states in its own words, or that are
+// rows or columns of the tables.
+func (b *builder) described(k string) bool {
+	switch k {
+	case "backend", "generator", "qdisc", "kernel", b.rowAxis():
+		return true
+	}
+	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") {
+		return true
+	}
+	for _, suf := range []string{"threads", "parallel", "pkt_size", "count", "duration"} {
+		if k == suf || strings.HasSuffix(k, "."+suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// varyingAxes are the axis keys with more than one value in the set that
+// context does not describe otherwise, sorted.
+func (b *builder) varyingAxes() []string {
+	vals := map[string]map[string]bool{}
+	for i := range b.set.Samples {
+		for k, v := range b.set.Samples[i].Axes {
+			if vals[k] == nil {
+				vals[k] = map[string]bool{}
+			}
+			vals[k][v] = true
+		}
+	}
+	var out []string
+	for _, k := range sortedKeys(vals) {
+		if len(vals[k]) > 1 && !b.described(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// pinText describes CPU pinning from Labels["pin"] ("vhost:0"; present
+// and empty = unpinned) or the runner's "pin.<target>" axes ("none" =
+// unpinned).
+func pinText(s *Sample) []string {
+	if p, ok := s.Labels["pin"]; ok {
+		if p == "" {
+			return []string{"unpinned"}
+		}
+		if what, cpus, ok := strings.Cut(p, ":"); ok {
+			return []string{what + " pinned to CPU " + cpus}
+		}
+		return []string{"pinned " + p}
+	}
+	var out []string
+	seen := false
+	for _, k := range sortedKeys(s.Axes) {
+		what, ok := strings.CutPrefix(k, "pin.")
+		if !ok {
+			continue
+		}
+		seen = true
+		if v := s.Axes[k]; v != "" && v != "none" {
+			out = append(out, what+" pinned to CPU "+v)
+		}
+	}
+	if seen && len(out) == 0 {
+		return []string{"unpinned"}
+	}
+	return out
+}
+
+// shortCPU trims vendor noise from a CPU model name:
+// "Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz" -> "Core i5-6300HQ".
+func shortCPU(m string) string {
+	m = strings.NewReplacer("(R)", "", "(TM)", "", "(tm)", "").Replace(m)
+	m = strings.NewReplacer("Intel ", "", " CPU", "", " Processor", "").Replace(m)
+	if i := strings.Index(m, " @ "); i >= 0 {
+		m = m[:i]
+	}
+	return strings.Join(strings.Fields(m), " ")
+}
+
+func (b *builder) colHeader(col string) string {
+	if b.r.IsEmulated(col) {
+		return col + " (TCG)"
+	}
+	return col
+}
+
+const emulatedNote = "(TCG) = emulated: QEMU without KVM; the numbers measure the emulator, not the kernel"
+
+// anyPositive reports whether a sample of one of cells has metric key > 0.
+func (b *builder) anyPositive(cells []string, key string) bool {
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		if s.Metrics[key] > 0 && slices.Contains(cells, s.Cell) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *builder) repsRange(cells []string) string {
+	lo, hi := math.MaxInt, 0
+	for _, cell := range cells {
+		for _, col := range b.r.Columns {
+			n := 0
+			for i := range b.set.Samples {
+				if b.set.Samples[i].Cell == cell && b.set.Samples[i].Kernel == col {
+					n++
+				}
+			}
+			if n > 0 {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+		}
+	}
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
+// groupCells groups the cells whose samples pass keep by their axes
+// without the listed axes; order is by first appearance.
+func (b *builder) groupCells(keep func(*Sample) bool, without ...string) (map[string][]string, []string) {
+	groups := map[string][]string{}
+	var order []string
+	seen := map[string]bool{}
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		if seen[s.Cell] || !keep(s) {
+			continue
+		}
+		seen[s.Cell] = true
+		k := groupKey(s, without...)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s.Cell)
+	}
+	return groups, order
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// harnessTable shows the Diagnostics metrics: one row per cell (and
+// column), one column per metric, medians.
+func (b *builder) harnessTable() {
+	have := b.metricKeys()
+	var keys []string
+	for _, k := range Diagnostics {
+		if slices.Contains(have, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	multi := len(b.r.Columns) > 1
+	t := &Table{Kind: KindHarness, Title: "harness and diagnostics", LabelHeader: []string{"cell"}}
+	if multi {
+		t.LabelHeader = append(t.LabelHeader, b.r.By)
+	} else {
+		t.Title += ", " + b.colHeader(b.r.Columns[0])
+	}
+	var legend []string
+	for _, k := range keys {
+		h := diagnosticHeaders[k]
+		t.Header = append(t.Header, h[0])
+		legend = append(legend, h[0]+" = "+k+" "+h[1])
+	}
+	var cells []string
+	for _, cell := range b.set.Cells() {
+		for _, col := range b.r.Columns {
+			row := Row{Labels: []string{cell}}
+			if multi {
+				row.Labels = append(row.Labels, b.colHeader(col))
+			}
+			found := false
+			for _, k := range keys {
+				st := b.stats(cell, col, k)
+				if st.N == 0 {
+					row.Cells = append(row.Cells, Cell{Text: "-"})
+					continue
+				}
+				found = true
+				row.Cells = append(row.Cells, Cell{Text: diagnosticText(k, st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+			}
+			if found {
+				t.Rows = append(t.Rows, row)
+				if !slices.Contains(cells, cell) {
+					cells = append(cells, cell)
+				}
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("medians of %s runs; %s", b.repsRange(cells), strings.Join(legend, "; ")))
+	if multi && len(b.r.Emulated) > 0 {
+		t.Notes = append(t.Notes, emulatedNote)
+	}
+	b.r.Tables = append(b.r.Tables, t)
+}
+
+// diagnosticHeaders are the harness table's short column headers and what
+// they mean.
+var diagnosticHeaders = map[string][2]string{
+	"harness_cpu_frac":     {"harness", "(its own CPU, % of a core)"},
+	"cell_overhead_s":      {"overhead", "(setup + teardown)"},
+	"generator_busy_frac":  {"gen busy", "(< 90%: may not saturate)"},
+	"iperf3_host_cpu_frac": {"iperf3 CPU", "(host CPU of the sender)"},
+	"qdisc_drops":          {"qdisc drops", "(tap root qdisc)"},
+	"tx_packets":           {"tx pkts", "(in the window)"},
+	"tap_tx_pps":           {"tap tx", "(cross-check of tx_pps)"},
+}
+
+// diagnosticText formats a harness table value.
+func diagnosticText(key string, v float64) string {
+	switch metricOf(key).Unit {
+	case "fraction":
+		return num(100*v) + "%"
+	case "s":
+		return num(v) + " s"
+	case "pps":
+		return rateText("pps", v)
+	case "count":
+		return si(v)
+	}
+	return num(v)
+}

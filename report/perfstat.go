@@ -1,0 +1,148 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// perfTarget returns the event and target of a perf metric key in s.
+func perfTarget(s *Sample, key string) (event, target string, ok bool) {
+	ev, tg, ok := SplitPerf(key)
+	if ok && tg == "" {
+		tg = s.Labels["target"]
+	}
+	return ev, tg, ok
+}
+
+func (b *builder) perfStatTables() {
+	for _, cell := range b.set.Cells() {
+		s := b.firstSample(cell)
+		type row struct{ key, target, event string }
+		var rows []row
+		seen := map[string]bool{}
+		for i := range b.set.Samples {
+			o := &b.set.Samples[i]
+			if o.Cell != cell {
+				continue
+			}
+			for k := range o.Metrics {
+				if ev, tg, ok := perfTarget(o, k); ok && !seen[k] {
+					seen[k] = true
+					rows = append(rows, row{k, tg, ev})
+				}
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		slices.SortFunc(rows, func(x, y row) int {
+			return cmp.Or(cmp.Compare(x.target, y.target), cmp.Compare(perfEventRank(x.event), perfEventRank(y.event)), cmp.Compare(x.event, y.event))
+		})
+		t := &Table{Kind: KindPerfStat, Title: "perf stat " + cell, Context: "perf stat, " + cell, LabelHeader: []string{"target", "event"}}
+		for _, c := range b.r.Columns {
+			t.Header = append(t.Header, b.colHeader(c))
+		}
+		for _, c := range b.r.Columns[1:] {
+			h := "change"
+			if len(b.r.Columns) > 2 {
+				h = c + " change"
+			}
+			t.Header = append(t.Header, h)
+		}
+		for _, rw := range rows {
+			m := metricOf(rw.key)
+			label := rw.event
+			if m.Unit != "count" && m.Unit != "" {
+				label += " (" + m.Unit + ")"
+			}
+			r := Row{Labels: []string{cmp.Or(rw.target, "-"), label}}
+			for _, col := range b.r.Columns {
+				st := b.stats(cell, col, rw.key)
+				if st.N == 0 {
+					r.Cells = append(r.Cells, Cell{Text: "-"})
+					continue
+				}
+				r.Cells = append(r.Cells, Cell{Text: grouped(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+			}
+			for _, col := range b.r.Columns[1:] {
+				d := b.delta(cell, col, rw.key)
+				c := Cell{Text: d.DeltaString(), Delta: &d}
+				if d.Significant {
+					c.Value = ptr(d.Pct)
+				}
+				r.Cells = append(r.Cells, c)
+			}
+			t.Rows = append(t.Rows, r)
+		}
+		note := fmt.Sprintf("medians of %s runs", b.repsRange([]string{cell}))
+		if len(b.r.Columns) > 1 {
+			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
+		}
+		t.Notes = append(t.Notes, note)
+		var unsupported []string
+		for i := range b.set.Samples {
+			if o := &b.set.Samples[i]; o.Cell == cell {
+				for _, ev := range strings.Split(o.Labels["perf_unsupported"], ",") {
+					if ev != "" && !slices.Contains(unsupported, ev) {
+						unsupported = append(unsupported, ev)
+					}
+				}
+			}
+		}
+		if len(unsupported) > 0 {
+			t.Notes = append(t.Notes, "not supported on this machine (no hardware PMU?): "+strings.Join(unsupported, ", "))
+		}
+		if ipc := b.ipcNote(cell); ipc != "" {
+			t.Notes = append(t.Notes, ipc)
+		}
+		_ = s
+		b.r.Tables = append(b.r.Tables, t)
+	}
+}
+
+// ipcNote derives instructions per cycle per target when both counters
+// are present.
+func (b *builder) ipcNote(cell string) string {
+	var parts []string
+	targets := map[string]bool{}
+	for i := range b.set.Samples {
+		o := &b.set.Samples[i]
+		if o.Cell != cell {
+			continue
+		}
+		for k := range o.Metrics {
+			if ev, tg, ok := SplitPerf(k); ok && ev == "cycles" {
+				targets[tg] = true
+			}
+		}
+	}
+	for _, tg := range sortedKeys(targets) {
+		suffix := ""
+		if tg != "" {
+			suffix = "@" + tg
+		}
+		var cols []string
+		for _, col := range b.r.Columns {
+			c := b.stats(cell, col, "perf.cycles"+suffix)
+			in := b.stats(cell, col, "perf.instructions"+suffix)
+			if c.N == 0 || in.N == 0 || c.Median == 0 {
+				continue
+			}
+			cols = append(cols, fmt.Sprintf("%s %.2f", col, in.Median/c.Median))
+		}
+		if len(cols) > 0 {
+			parts = append(parts, fmt.Sprintf("IPC %s: %s", cmp.Or(tg, "all"), strings.Join(cols, ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func perfEventRank(ev string) int {
+	order := []string{"task-clock", "cpus_utilized", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions", "ipc", "branches", "branch-misses"}
+	if i := slices.Index(order, ev); i >= 0 {
+		return i
+	}
+	return len(order)
+}

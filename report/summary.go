@@ -1,0 +1,138 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+func verdict(d *Delta, better Direction) string {
+	if !d.Significant {
+		return "~"
+	}
+	switch {
+	case better == HigherIsBetter && d.New.Median > d.Base.Median, better == LowerIsBetter && d.New.Median < d.Base.Median:
+		return "better"
+	case better == Neutral:
+		return "changed"
+	}
+	return "worse"
+}
+
+func (b *builder) summaries() {
+	for _, cell := range b.set.Cells() {
+		for _, key := range b.metricKeys() {
+			m := metricOf(key)
+			for _, col := range b.r.Columns {
+				vals := b.set.Values(cell, col, key)
+				if len(vals) == 0 {
+					continue
+				}
+				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.cellAxes(cell), Column: col, Metric: key,
+					Unit: m.Unit, Better: m.Better.String(), Emulated: b.r.IsEmulated(col), Stats: Summarize(vals, m.Rate)})
+				if col == b.r.Base || len(b.set.Values(cell, b.r.Base, key)) == 0 {
+					continue
+				}
+				d := b.delta(cell, col, key)
+				b.r.Comparisons = append(b.r.Comparisons, Comparison{Cell: cell, Metric: key, Unit: m.Unit, Better: m.Better.String(),
+					Base: b.r.Base, New: col, Verdict: verdict(&d, m.Better), Delta: d})
+			}
+		}
+	}
+}
+
+// sampleWarnings adds the samples' own warnings to the report, once per
+// cell, column and message shape (digits ignored), with how many runs
+// carried it. A message that is word for word the same in several cells
+// (the TCG warning, say) is shown once, naming the cells, or "all runs".
+func (b *builder) sampleWarnings() {
+	type key struct{ cell, col, shape string }
+	type entry struct {
+		key
+		first string
+		texts map[string]bool
+		count int
+	}
+	var entries []*entry
+	byKey := map[key]*entry{}
+	runs := map[[2]string]int{}
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		runs[[2]string{s.Cell, s.Kernel}]++
+		for _, w := range s.Warnings {
+			k := key{s.Cell, s.Kernel, strings.Map(func(r rune) rune {
+				if r >= '0' && r <= '9' {
+					return '#'
+				}
+				return r
+			}, w)}
+			e := byKey[k]
+			if e == nil {
+				e = &entry{key: k, first: w, texts: map[string]bool{}}
+				byKey[k] = e
+				entries = append(entries, e)
+			}
+			e.texts[w] = true
+			e.count++
+		}
+	}
+	totalRuns := len(b.set.Samples)
+	// Merge entries with one identical text across cells.
+	type merged struct {
+		text  string
+		where [][2]string // cell, column
+		count int         // runs that carried it
+		of    int         // runs of those cells
+	}
+	var out []*merged
+	same := map[string]*merged{}
+	for _, e := range entries {
+		where := [2]string{e.cell, e.col}
+		if len(e.texts) == 1 {
+			if m := same[e.first]; m != nil {
+				m.where = append(m.where, where)
+				m.count += e.count
+				m.of += runs[where]
+				continue
+			}
+		}
+		m := &merged{text: e.first, where: [][2]string{where}, count: e.count, of: runs[where]}
+		if len(e.texts) == 1 {
+			same[e.first] = m
+		}
+		out = append(out, m)
+	}
+	const limit = 20
+	for i, m := range out {
+		if i == limit {
+			b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("%d more run warnings not shown; see results.jsonl", len(out)-limit))
+			break
+		}
+		var where string
+		switch {
+		case len(m.where) > 1 && m.count == totalRuns:
+			where = fmt.Sprintf("all %d runs", totalRuns)
+		case len(b.r.Columns) == 1:
+			where = fmt.Sprintf("%s on %s (%d of %d runs)", listCells(m.where, false), m.where[0][1], m.count, m.of)
+		default:
+			where = fmt.Sprintf("%s (%d of %d runs)", listCells(m.where, true), m.count, m.of)
+		}
+		b.r.Warnings = append(b.r.Warnings, where+": "+m.text)
+	}
+}
+
+// listCells names up to three cells ("cell on column" when withCol).
+func listCells(where [][2]string, withCol bool) string {
+	var parts []string
+	for i, w := range where {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(where)-3))
+			break
+		}
+		if withCol {
+			parts = append(parts, w[0]+" on "+w[1])
+		} else {
+			parts = append(parts, w[0])
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,91 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+func sizeOf(s *Sample) (int, bool) {
+	v, ok := s.Axes["pkt_size"]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+func (b *builder) inSweep(s *Sample) bool {
+	if _, ok := sizeOf(s); !ok {
+		return false
+	}
+	sizes := map[string]bool{}
+	k := groupKey(s, "pkt_size")
+	for i := range b.set.Samples {
+		o := &b.set.Samples[i]
+		if _, ok := sizeOf(o); ok && groupKey(o, "pkt_size") == k {
+			sizes[o.Axes["pkt_size"]] = true
+		}
+	}
+	return len(sizes) >= 2
+}
+
+func (b *builder) sweepTables() {
+	groups, order := b.groupCells(b.inSweep, "pkt_size")
+	for _, gk := range order {
+		cells := groups[gk]
+		slices.SortStableFunc(cells, func(x, y string) int {
+			a, _ := sizeOf(b.firstSample(x))
+			c, _ := sizeOf(b.firstSample(y))
+			return cmp.Compare(a, c)
+		})
+		for _, key := range []string{"tx_pps", "throughput_bps"} {
+			if len(b.set.Values(cells[0], b.r.Base, key)) == 0 {
+				continue
+			}
+			m := metricOf(key)
+			first := b.firstSample(cells[0])
+			div, suf := scaleFor(m.Unit, b.stats(cells[0], b.r.Base, key).Median)
+			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),
+				LabelHeader: []string{"size (B)"}, Metric: key, Unit: suf}
+			for _, c := range b.r.Columns {
+				t.Header = append(t.Header, b.colHeader(c)+" "+suf)
+			}
+			for _, c := range b.r.Columns[1:] {
+				h := "speedup"
+				if len(b.r.Columns) > 2 {
+					h = c + " speedup"
+				}
+				t.Header = append(t.Header, h, "p")
+			}
+			for _, cell := range cells {
+				s := b.firstSample(cell)
+				row := Row{Labels: []string{s.Axes["pkt_size"]}}
+				for _, col := range b.r.Columns {
+					st := b.stats(cell, col, key)
+					if st.N == 0 {
+						row.Cells = append(row.Cells, Cell{Text: "-"})
+						continue
+					}
+					row.Cells = append(row.Cells, Cell{Text: num(st.Median / div), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+				}
+				for _, col := range b.r.Columns[1:] {
+					d := b.delta(cell, col, key)
+					c := Cell{Text: d.DeltaString(), Delta: &d}
+					if d.Significant {
+						c.Value = ptr(d.Pct)
+					}
+					row.Cells = append(row.Cells, c, Cell{Text: fmt.Sprintf("%.3f", d.P), Value: ptr(d.P)})
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s, ~ = not significant (Mann-Whitney U, alpha %v)",
+				key, suf, b.repsRange(cells), b.r.Base, b.opt.Alpha))
+			if len(b.r.Emulated) > 0 {
+				t.Notes = append(t.Notes, emulatedNote)
+			}
+			b.r.Tables = append(b.r.Tables, t)
+		}
+	}
+}
