@@ -77,3 +77,59 @@ func TestNetnsTapQdiscStats(t *testing.T) {
 		t.Errorf("second delete: %v", err)
 	}
 }
+
+func TestAttachTap(t *testing.T) {
+	needRoot(t)
+	name := fmt.Sprintf("vnb-attach-%d", os.Getpid())
+	ns, err := CreateNetns(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ns.CreateTap(Tap{Name: "vnbs0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.CreateTap(Tap{Name: "vnbm0", Queues: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.AttachTap("vnbs0", 2); err == nil {
+		t.Error("two readers on a single-queue tap: no error")
+	}
+	if _, err := ns.TapInfo("lo"); err == nil {
+		t.Error("TapInfo(lo): no error")
+	}
+	for _, c := range []struct {
+		dev    string
+		queues int
+		mq     bool
+	}{{"vnbs0", 1, false}, {"vnbm0", 3, true}} {
+		files, err := ns.AttachTap(c.dev, c.queues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, err := ns.TapInfo(c.dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := TapInfo{MultiQueue: c.mq, VnetHdr: true}
+		if c.mq {
+			want.Queues = c.queues
+		}
+		if ti != want {
+			t.Errorf("%s attached: %+v, want %+v", c.dev, ti, want)
+		}
+		if st, err := ns.LinkStats(c.dev); err != nil || st.NoCarrier {
+			t.Errorf("%s with a reader: %+v %v (want carrier)", c.dev, st, err)
+		}
+		for _, f := range files {
+			f.Close()
+		}
+		if st, err := ns.LinkStats(c.dev); err != nil || !st.NoCarrier {
+			t.Errorf("%s after close: %+v %v (want no carrier)", c.dev, st, err)
+		}
+	}
+}
