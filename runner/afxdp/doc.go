@@ -1,0 +1,51 @@
+// Package afxdp is an AF_XDP transmit generator: UDP frames sent through
+// a device (a tap) from AF_XDP sockets, bound in copy mode (XDP_COPY: the
+// kernel copies each frame into an skb and hands it to the driver, which
+// is what a tap does on every stock kernel) or zero-copy mode
+// (XDP_ZEROCOPY: the driver sends from the UMEM; stock tun refuses it
+// with EOPNOTSUPP, see UnsupportedError). It also probes a kernel's
+// AF_XDP capability on a throwaway tap (Probe).
+//
+// # How it sends
+//
+// One socket per queue, each with its own UMEM and one locked OS thread.
+// Per-socket UMEMs share nothing between threads (no free list or cache
+// line crosses queues); a shared UMEM (XDP_SHARED_UMEM) would only save
+// memory, and buys zero copies only when Rx and Tx sockets forward
+// between each other, which a Tx-only generator never does.
+//
+// The frames (Ethernet + IPv4 + UDP, correct checksums, built with
+// gopacket; see Frame) are written into the UMEM once, chunk i holding
+// source port SrcPort + i mod SrcPorts. Sending is then only ring work:
+// reap the completion ring into a FIFO of free chunks, put up to Batch
+// (address, length) descriptors on the Tx ring, and kick with sendto
+// when the kernel set XDP_RING_NEED_WAKEUP on the Tx ring (copy mode
+// always does: its transmit runs inside that sendto, up to the socket's
+// XDP_MAX_TX_SKB_BUDGET frames per call, which the generator raises to
+// Batch on 6.17+). The rings are mapped at the offsets XDP_MMAP_OFFSETS
+// reports. The Tx ring has RingSize entries; the completion ring and the
+// UMEM twice as many.
+//
+// # What it reports
+//
+// Packets are completions: frames the kernel took and finished with.
+// For a tap in copy mode a frame completes when the tap's reader has read
+// it or when the tap dropped it (its tx_dropped); a frame the tap holds
+// for a reader that stopped never completes (Outstanding). Duration runs
+// from the first submit to the last completion, so PPS is the
+// generator's own rate over its own run time. Per queue: kicks, EAGAIN
+// and EBUSY kick results, stalls (Tx ring full; all frames in flight),
+// invalid descriptors and the thread's user and system CPU time.
+//
+// # Errors
+//
+// ErrInvalid: a configuration that cannot work (frame size below
+// HeaderLen or above MaxFrameSize, a queue the tap does not have, a tap
+// nothing reads). ErrNoAFXDP: a kernel without AF_XDP. ErrUnsupported
+// (an *UnsupportedError): the bind mode is refused; its message is the
+// reason a report prints for the cell.
+//
+// Sockets belong to the network namespace they are created in: Open
+// creates them through Config.InNetns; Run works from any thread.
+// This package starts no processes.
+package afxdp
