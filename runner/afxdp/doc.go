@@ -29,13 +29,14 @@
 // # What it reports
 //
 // Packets are completions: frames the kernel took and finished with.
-// For a tap in copy mode a frame completes when the tap's reader has read
-// it or when the tap dropped it (its tx_dropped); a frame the tap holds
-// for a reader that stopped never completes (Outstanding). Duration runs
-// from the first submit to the last completion, so PPS is the
-// generator's own rate over its own run time. Per queue: kicks, EAGAIN
-// and EBUSY kick results, stalls (Tx ring full; all frames in flight),
-// invalid descriptors and the thread's user and system CPU time.
+// For a tap in copy mode a frame completes inside the sendto that sent
+// it, as the tap queues it for its reader (tun orphans the skb) or drops
+// it (the tap's tx_dropped, the run's loss): completions never wait for
+// the reader. Duration runs from the first submit to the last completion,
+// so PPS is the generator's own rate over its own run time. Per queue:
+// kicks, EAGAIN and EBUSY kick results, stalls (Tx ring full; all frames
+// in flight), invalid descriptors and the thread's user and system CPU
+// time.
 //
 // # Errors
 //

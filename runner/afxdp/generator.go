@@ -64,8 +64,8 @@ type Config struct {
 	// completion ring and the UMEM have twice as many (frames in flight).
 	RingSize int
 	// DrainTimeout bounds the wait for outstanding completions after the
-	// last submit (default 1s). Frames a tap holds for a reader that no
-	// longer reads never complete.
+	// last submit (default 1s); a zero-copy driver that stopped sending
+	// may never complete them.
 	DrainTimeout time.Duration
 	// CPUs, when set, pins queue i's thread to CPU CPUs[i] (same length
 	// as Queues).
@@ -239,7 +239,7 @@ type Result struct {
 	// Submitted is the descriptors put on the Tx rings.
 	Submitted uint64 `json:"submitted"`
 	// Outstanding were submitted but not completed when the drain timed
-	// out (held by a device whose reader stopped).
+	// out.
 	Outstanding uint64 `json:"outstanding"`
 	// Duration is the run time: the first submit on any queue to the
 	// last completion on any queue.
