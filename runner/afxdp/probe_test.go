@@ -1,0 +1,41 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/runner/hostnet"
+)
+
+func TestProbe(t *testing.T) {
+	needHost(t)
+	c, err := Probe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("AF_XDP on a tap: %s", c)
+	if errors.Is(c.CopyErr, ErrNoAFXDP) {
+		skipOrFail(t, "%v", c.CopyErr)
+	}
+	if !c.Copy || c.CopyErr != nil {
+		t.Errorf("copy bind on a tap: %v (every kernel with AF_XDP does it)", c.CopyErr)
+	}
+	if c.ZeroCopy {
+		t.Skip("this kernel's tun binds zero-copy (a patched kernel)")
+	}
+	if !errors.Is(c.ZeroCopyErr, ErrUnsupported) {
+		t.Errorf("zerocopy: %v, want ErrUnsupported", c.ZeroCopyErr)
+	}
+	if want := "copy ok, zerocopy unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"; c.String() != want {
+		t.Errorf("String() = %q, want %q", c.String(), want)
+	}
+	if slices.ContainsFunc(hostnet.Leftovers(), func(s string) bool {
+		return strings.HasPrefix(s, fmt.Sprintf("vnbprobe-%d-", os.Getpid()))
+	}) {
+		t.Errorf("probe left its namespace: %v", hostnet.Leftovers())
+	}
+}
