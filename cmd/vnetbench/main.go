@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Exit codes: 0 ok, 1 the measured thing failed or a gate tripped,
@@ -133,6 +135,9 @@ type exitCoder interface{ ExitCode() int }
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
+	}
+	if errors.Is(err, fault.ErrInput) || errors.Is(err, fault.ErrCapability) {
+		return exitBadInput
 	}
 	var ec exitCoder
 	if errors.As(err, &ec) {

@@ -1,0 +1,84 @@
+// Package fault classifies errors for the whole module: bad input (a
+// scenario, a flag, a file, a configuration) and a capability the host or
+// kernel lacks. Libraries return errors of these classes; only cmd maps a
+// class to an exit code (0 ok, 1 measured failure or gate tripped, 2 bad
+// input or missing capability), so no library knows the CLI's policy.
+//
+// Errors that carry more than a message (a scenario error with its file
+// position, a perfparse syntax error) keep their own types and join a
+// class with an Is method:
+//
+//	func (e *Error) Is(target error) bool { return target == fault.ErrInput }
+//
+// Callers branch with errors.Is(err, fault.ErrInput) or
+// errors.Is(err, fault.ErrCapability); any other error is a failure of
+// what was measured or of the harness.
+package fault
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The classes. They never appear in messages: errors.Is finds them.
+var (
+	// ErrInput is bad input: what the user gave is wrong and the message
+	// says how to fix it.
+	ErrInput = errors.New("bad input")
+	// ErrCapability is something the host or kernel lacks (a tool, a
+	// device, a kernel feature); the fix is on the host or in the
+	// scenario.
+	ErrCapability = errors.New("missing capability")
+)
+
+// InputError is bad input: Msg says what is wrong and how to fix it; Err is
+// the cause, printed after Msg as "msg: cause" (or alone when Msg is "").
+type InputError struct {
+	Msg string
+	Err error
+}
+
+func (e *InputError) Error() string { return join(e.Msg, e.Err) }
+
+// Unwrap returns the cause.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInput.
+func (e *InputError) Is(target error) bool { return target == ErrInput }
+
+// CapabilityError is a capability the host or kernel lacks: Msg says which
+// and how to get it; Err is the cause, printed as InputError prints it.
+type CapabilityError struct {
+	Msg string
+	Err error
+}
+
+func (e *CapabilityError) Error() string { return join(e.Msg, e.Err) }
+
+// Unwrap returns the cause.
+func (e *CapabilityError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCapability.
+func (e *CapabilityError) Is(target error) bool { return target == ErrCapability }
+
+// Input returns an *InputError formatted as fmt.Errorf does (%w wraps a
+// cause that errors.Is and errors.As then find).
+func Input(format string, a ...any) error {
+	return &InputError{Err: fmt.Errorf(format, a...)}
+}
+
+// Capability returns a *CapabilityError formatted as fmt.Errorf does.
+func Capability(format string, a ...any) error {
+	return &CapabilityError{Err: fmt.Errorf(format, a...)}
+}
+
+// join is "msg: cause", or whichever of the two is set.
+func join(msg string, cause error) string {
+	switch {
+	case cause == nil:
+		return msg
+	case msg == "":
+		return cause.Error()
+	}
+	return msg + ": " + cause.Error()
+}

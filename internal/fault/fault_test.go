@@ -1,0 +1,41 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"testing"
+)
+
+func TestClasses(t *testing.T) {
+	cause := fs.ErrNotExist
+	for _, tc := range []struct {
+		name        string
+		err         error
+		text        string
+		input, capb bool
+	}{
+		{"Input", Input("unknown metric %q; use one of %s", "tx", "tx_pps"), `unknown metric "tx"; use one of tx_pps`, true, false},
+		{"Input wraps", Input("read %s: %w", "env.json", cause), "read env.json: file does not exist", true, false},
+		{"InputError with cause", &InputError{Msg: "kernel /x not found", Err: cause}, "kernel /x not found: file does not exist", true, false},
+		{"Capability", Capability("no %s on this host; install it", "perf"), "no perf on this host; install it", false, true},
+		{"CapabilityError", &CapabilityError{Msg: "no /dev/vhost-net"}, "no /dev/vhost-net", false, true},
+		{"wrapped by a caller", fmt.Errorf("cell a: %w", Capability("no pktgen")), "cell a: no pktgen", false, true},
+		{"plain error", errors.New("boom"), "boom", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.text {
+				t.Errorf("text = %q, want %q", got, tc.text)
+			}
+			if got := errors.Is(tc.err, ErrInput); got != tc.input {
+				t.Errorf("errors.Is(ErrInput) = %v, want %v", got, tc.input)
+			}
+			if got := errors.Is(tc.err, ErrCapability); got != tc.capb {
+				t.Errorf("errors.Is(ErrCapability) = %v, want %v", got, tc.capb)
+			}
+		})
+	}
+	if !errors.Is(Input("read: %w", cause), fs.ErrNotExist) {
+		t.Error("Input(%w) hides its cause from errors.Is")
+	}
+}
