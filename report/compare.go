@@ -5,17 +5,19 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func (b *builder) compareTables() {
 	for _, key := range b.metricKeys() {
-		if strings.HasPrefix(key, PerfPrefix) && len(b.opt.Metrics) == 0 {
+		if strings.HasPrefix(key, results.PerfPrefix) && len(b.opt.Metrics) == 0 {
 			continue // shown by the perf stat tables
 		}
-		if IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
+		if results.IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
 			continue // shown by the harness and diagnostics table
 		}
-		m := metricOf(key)
+		m := results.Describe(key)
 		var cells []string
 		for _, cell := range b.set.Cells() {
 			for _, col := range b.r.Columns {
@@ -30,7 +32,7 @@ func (b *builder) compareTables() {
 		}
 		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: key, Unit: m.Unit,
 			LabelHeader: []string{key}}
-		if m.Better == Neutral {
+		if m.Better == results.Neutral {
 			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
 		}
 		for i, c := range b.r.Columns {

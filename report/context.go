@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // backendName is the display name of a backend axis value.
@@ -28,14 +30,14 @@ func (b *builder) rowAxis() string {
 	return "backend"
 }
 
-func (b *builder) rowLabel(s *Sample) string {
+func (b *builder) rowLabel(s *results.Sample) string {
 	if ax := b.rowAxis(); ax != "backend" {
 		return s.Axes[ax]
 	}
 	return backendName(backendOf(s))
 }
 
-func backendOf(s *Sample) string {
+func backendOf(s *results.Sample) string {
 	if b, ok := s.Axes["backend"]; ok {
 		return b
 	}
@@ -44,7 +46,7 @@ func backendOf(s *Sample) string {
 }
 
 // groupKey is the cell's axes minus the listed ones, as a stable string.
-func groupKey(s *Sample, without ...string) string {
+func groupKey(s *results.Sample, without ...string) string {
 	var parts []string
 	for _, k := range sortedKeys(s.Axes) {
 		if !slices.Contains(without, k) {
@@ -59,7 +61,7 @@ func groupKey(s *Sample, without ...string) string {
 }
 
 // context describes a group of cells for a table header.
-func (b *builder) context(s *Sample, withSize bool) string {
+func (b *builder) context(s *results.Sample, withSize bool) string {
 	// l finds a fact in the labels, then the axes, then axes named
 	// "<anything>.<key>" (the runner's "generator.pktgen.count").
 	l := func(keys ...string) string {
@@ -182,7 +184,7 @@ func (b *builder) varyingAxes() []string {
 // pinText describes CPU pinning from Labels["pin"] ("vhost:0"; present
 // and empty = unpinned) or the runner's "pin.<target>" axes ("none" =
 // unpinned).
-func pinText(s *Sample) []string {
+func pinText(s *results.Sample) []string {
 	if p, ok := s.Labels["pin"]; ok {
 		if p == "" {
 			return []string{"unpinned"}
@@ -264,7 +266,7 @@ func (b *builder) repsRange(cells []string) string {
 
 // groupCells groups the cells whose samples pass keep by their axes
 // without the listed axes; order is by first appearance.
-func (b *builder) groupCells(keep func(*Sample) bool, without ...string) (map[string][]string, []string) {
+func (b *builder) groupCells(keep func(*results.Sample) bool, without ...string) (map[string][]string, []string) {
 	groups := map[string][]string{}
 	var order []string
 	seen := map[string]bool{}

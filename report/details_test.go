@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func render(t *testing.T, opt Options, format string, dirs ...string) (string, *Report) {
@@ -73,7 +75,7 @@ func TestDetails(t *testing.T) {
 			t.Errorf("--details lacks %q:\n%s", want, out)
 		}
 	}
-	for _, key := range Diagnostics {
+	for _, key := range results.Diagnostics {
 		if strings.Contains(out, "\n"+key+" (") {
 			t.Errorf("--details has a per-metric block for the diagnostic %s", key)
 		}
@@ -177,7 +179,7 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 	for _, d := range res.Decisions {
 		gated[d.Gate.Metric] = true
 	}
-	for _, k := range Diagnostics {
+	for _, k := range results.Diagnostics {
 		if gated[k] {
 			t.Errorf("diagnostic %s gated by default", k)
 		}
@@ -199,12 +201,12 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 // A table mixing cells with a finite CI (n >= 6) and cells without one
 // explains both notations, once each.
 func TestSpreadLegends(t *testing.T) {
-	set := &Set{Env: map[string]*Env{}}
+	set := &results.Set{Env: map[string]*results.Env{}}
 	for rep := range 8 {
-		set.Samples = append(set.Samples, Sample{Cell: "tap/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap", "generator": "pktgen"},
+		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap", "generator": "pktgen"},
 			Metrics: map[string]float64{"tx_pps": 1000 + float64(rep)}})
 		if rep < 3 {
-			set.Samples = append(set.Samples, Sample{Cell: "tap+vhost/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
+			set.Samples = append(set.Samples, results.Sample{Cell: "tap+vhost/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
 				Metrics: map[string]float64{"tx_pps": 2000 + float64(rep)}})
 		}
 	}
@@ -228,10 +230,10 @@ func TestSpreadLegends(t *testing.T) {
 // (the lab e2e's pktgen mode simple vs script) name it, so they can be
 // told apart; an axis with one value in the whole report is not repeated.
 func TestContextNamesVaryingAxes(t *testing.T) {
-	set := &Set{Env: map[string]*Env{}}
+	set := &results.Set{Env: map[string]*results.Env{}}
 	for _, mode := range []string{"simple", "script"} {
 		for _, be := range []string{"tap", "tap+vhost"} {
-			set.Samples = append(set.Samples, Sample{Cell: be + "/pktgen-t1/" + mode, Kernel: "k",
+			set.Samples = append(set.Samples, results.Sample{Cell: be + "/pktgen-t1/" + mode, Kernel: "k",
 				Axes: map[string]string{"backend": be, "generator": "pktgen", "generator.pktgen.mode": mode,
 					"generator.pktgen.threads": "1", "generator.pktgen.xmit_mode": "start_xmit"},
 				Metrics: map[string]float64{"tx_pps": 1000, "lost_pps": 10}})
@@ -262,18 +264,18 @@ func TestContextNamesVaryingAxes(t *testing.T) {
 // their own loss (pktgen errors/s); samples without it show no such row.
 func TestLostPerThreadRow(t *testing.T) {
 	build := func(withLost bool) string {
-		set := &Set{Env: map[string]*Env{}}
+		set := &results.Set{Env: map[string]*results.Env{}}
 		for rep := range 2 {
-			var th []ThreadSample
+			var th []results.ThreadSample
 			for i := range 4 {
-				ts := ThreadSample{I: i, TxPPS: 1000, Errors: 500}
+				ts := results.ThreadSample{I: i, TxPPS: 1000, Errors: 500}
 				if withLost {
 					l := 250.0 + float64(i)*10
 					ts.LostPPS = &l
 				}
 				th = append(th, ts)
 			}
-			set.Samples = append(set.Samples, Sample{Cell: "tap/pktgen-t4", Kernel: "k", Rep: rep,
+			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t4", Kernel: "k", Rep: rep,
 				Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "4"},
 				Metrics: map[string]float64{"tx_pps": 4000, "lost_pps": 1060}, Threads: th})
 		}

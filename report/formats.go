@@ -8,13 +8,14 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // WriteMarkdown renders r as GitHub-flavoured markdown tables (drawn by
@@ -241,108 +242,6 @@ func safeStats(s Stats) Stats {
 	return s
 }
 
-// WriteBenchfmt writes the samples of set in the Go benchmark format, one
-// line per sample, metric keys as units, so benchstat reads them:
-//
-//	kernel: stock
-//	BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 452000 tx_pps 1154000 lost_pps
-//
-// Axes become "/axis=value" name parts in the order of the cell name; the
-// kernel label is a configuration line ("benchstat -col kernel" compares
-// kernels from one file). Emulated samples carry "accel: tcg".
-func WriteBenchfmt(w io.Writer, set *Set) error {
-	var b bytes.Buffer
-	keys := set.MetricKeys()
-	// Unit metadata: tell benchstat the direction and that the values are
-	// not normally distributed.
-	fmt.Fprintf(&b, "# vnetbench results; read with: benchstat -col kernel FILE\n")
-	for _, k := range keys {
-		m := metricOf(k)
-		switch m.Better {
-		case HigherIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", k)
-		case LowerIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", k)
-		default:
-			fmt.Fprintf(&b, "Unit %s assume=nothing\n", k)
-		}
-	}
-	cfg := map[string]string{}
-	setCfg := func(k, v string) {
-		if cfg[k] != v {
-			cfg[k] = v
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
-		}
-	}
-	for _, kernel := range set.Kernels() {
-		for i := range set.Samples {
-			s := &set.Samples[i]
-			if s.Kernel != kernel {
-				continue
-			}
-			b.WriteString("\n")
-			setCfg("kernel", kernel)
-			accel := "kvm"
-			if env := set.Env[kernel]; env != nil && env.Accel != "" {
-				accel = env.Accel
-			}
-			if s.Emulated {
-				accel = "tcg"
-			}
-			setCfg("accel", accel)
-			if env := set.Env[kernel]; env != nil && env.CPUModel != "" {
-				setCfg("cpu", env.CPUModel)
-			}
-			fmt.Fprintf(&b, "%s 1", benchName(s))
-			for _, k := range keys {
-				if v, ok := SampleValue(s, k); ok {
-					fmt.Fprintf(&b, " %s %s", strconv.FormatFloat(v, 'g', -1, 64), k)
-				}
-			}
-			b.WriteString("\n")
-		}
-	}
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-// benchName is "Benchmark<Scenario>/axis=value/..." with axes in the order
-// their values appear in the cell name.
-func benchName(s *Sample) string {
-	base := "Vnetbench"
-	if sc := s.Labels["benchmark"]; sc != "" {
-		base = strings.TrimPrefix(sc, "Benchmark")
-	}
-	clean := strings.NewReplacer("/", "_", " ", "_", "=", "_").Replace
-	var parts []string
-	used := map[string]bool{}
-	for _, v := range strings.Split(s.Cell, "/") {
-		for _, k := range sortedKeys(s.Axes) {
-			if !used[k] && s.Axes[k] == v {
-				used[k] = true
-				parts = append(parts, clean(k)+"="+clean(v))
-				break
-			}
-		}
-	}
-	rest := []string{}
-	for k := range s.Axes {
-		if !used[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		parts = append(parts, clean(k)+"="+clean(s.Axes[k]))
-	}
-	if len(s.Axes) == 0 {
-		for _, v := range strings.Split(s.Cell, "/") {
-			parts = append(parts, clean(v))
-		}
-	}
-	return "Benchmark" + base + "/" + strings.Join(parts, "/")
-}
-
 // Formats are the output formats of Render.
 var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html"}
 
@@ -351,7 +250,7 @@ func CheckFormat(f string) error {
 	if slices.Contains(Formats, f) {
 		return nil
 	}
-	return inputErrorf("unknown format %q; use one of %s", f, strings.Join(Formats, ", "))
+	return fault.Input("unknown format %q; use one of %s", f, strings.Join(Formats, ", "))
 }
 
 // FormatForFile guesses the format from an output file name's extension
@@ -374,7 +273,7 @@ func FormatForFile(name string) string {
 
 // Render writes r (built from set) in format. benchfmt writes the samples
 // of set itself, one line per repetition.
-func Render(w io.Writer, set *Set, r *Report, format string, style Style) error {
+func Render(w io.Writer, set *results.Set, r *Report, format string, style Style) error {
 	switch format {
 	case "", "text":
 		return WriteText(w, r, style)
@@ -385,7 +284,7 @@ func Render(w io.Writer, set *Set, r *Report, format string, style Style) error 
 	case "json":
 		return WriteJSON(w, r)
 	case "benchfmt":
-		return WriteBenchfmt(w, set)
+		return results.WriteBenchfmt(w, set)
 	case "html":
 		return WriteHTML(w, r)
 	}

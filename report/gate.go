@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // Gate trips when Metric changes significantly beyond Threshold percent in
@@ -37,13 +40,13 @@ func ParseGates(s string) ([]Gate, error) {
 		}
 		m := gateRE.FindStringSubmatch(part)
 		if m == nil {
-			return nil, inputErrorf("--fail-on %q: want METRIC<PCT%% or METRIC>PCT%%, e.g. 'tx_pps<-3%%,lost_pps>+0%%'", part)
+			return nil, fault.Input("--fail-on %q: want METRIC<PCT%% or METRIC>PCT%%, e.g. 'tx_pps<-3%%,lost_pps>+0%%'", part)
 		}
 		th, _ := strconv.ParseFloat(m[3], 64)
 		out = append(out, Gate{Metric: m[1], Op: m[2][0], Threshold: th})
 	}
 	if len(out) == 0 {
-		return nil, inputErrorf("--fail-on %q names no gate; e.g. 'tx_pps<-3%%'", s)
+		return nil, fault.Input("--fail-on %q names no gate; e.g. 'tx_pps<-3%%'", s)
 	}
 	return out, nil
 }
@@ -129,18 +132,18 @@ func (c *CompareResult) Err() error {
 // direction is gated at 0% in its bad direction, except Diagnostics (the
 // harness's self-measurements and cross-checks) unless opt.Metrics names
 // them. Unknown metrics are InputErrors.
-func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
+func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
 	if opt.Alpha <= 0 {
 		opt.Alpha = DefaultAlpha
 	}
 	if opt.Alpha >= 1 {
-		return nil, inputErrorf("--alpha %v: want a level between 0 and 1, e.g. 0.05", opt.Alpha)
+		return nil, fault.Input("--alpha %v: want a level between 0 and 1, e.g. 0.05", opt.Alpha)
 	}
 	multi := len(base.Kernels()) > 1 || len(new.Kernels()) > 1
-	joined := &Set{Env: map[string]*Env{}, Warnings: append(slices.Clone(base.Warnings), new.Warnings...)}
+	joined := &results.Set{Env: map[string]*results.Env{}, Warnings: append(slices.Clone(base.Warnings), new.Warnings...)}
 	for _, side := range []struct {
 		label string
-		set   *Set
+		set   *results.Set
 	}{{"base", base}, {"new", new}} {
 		for _, s := range side.set.Samples {
 			if multi {
@@ -158,13 +161,13 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 		joined.Sources = append(joined.Sources, side.set.Sources...)
 	}
 	if len(base.Samples) == 0 || len(new.Samples) == 0 {
-		return nil, inputErrorf("nothing to compare: a side has no samples")
+		return nil, fault.Input("nothing to compare: a side has no samples")
 	}
 	keys := joined.MetricKeys()
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	for _, m := range opt.Metrics {
 		if !has(m) {
-			return nil, inputErrorf("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
+			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
 		}
 	}
 	res := &CompareResult{}
@@ -176,20 +179,20 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 			show = keys
 		}
 		for _, k := range show {
-			if IsDiagnostic(k) && !slices.Contains(opt.Metrics, k) {
+			if results.IsDiagnostic(k) && !slices.Contains(opt.Metrics, k) {
 				continue
 			}
-			switch metricOf(k).Better {
-			case HigherIsBetter:
+			switch results.Describe(k).Better {
+			case results.HigherIsBetter:
 				gates = append(gates, Gate{k, '<', 0})
-			case LowerIsBetter:
+			case results.LowerIsBetter:
 				gates = append(gates, Gate{k, '>', 0})
 			}
 		}
 	}
 	for _, g := range gates {
 		if !has(g.Metric) {
-			return nil, inputErrorf("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
+			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
 		}
 	}
 	metrics := opt.Metrics
@@ -215,7 +218,7 @@ func CompareRuns(base, new *Set, opt CompareOptions) (*CompareResult, error) {
 			if len(b) == 0 || len(n) == 0 {
 				continue
 			}
-			d := Compare(b, n, metricOf(g.Metric).Rate, opt.Alpha)
+			d := Compare(b, n, results.Describe(g.Metric).Rate, opt.Alpha)
 			dec := Decision{Gate: g, Cell: cell, Delta: d}
 			if d.Significant && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)

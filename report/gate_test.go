@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func TestParseGates(t *testing.T) {
@@ -22,31 +25,19 @@ func TestParseGates(t *testing.T) {
 	}
 	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ","} {
 		_, err := ParseGates(bad)
-		var ie *InputError
-		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
-			t.Errorf("ParseGates(%q) = %v, want an InputError", bad, err)
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("ParseGates(%q) = %v, want bad input", bad, err)
 		}
 	}
 }
 
-func loadSet(t *testing.T, dirs ...string) *Set {
+func loadSet(t *testing.T, dirs ...string) *results.Set {
 	t.Helper()
-	s, err := Load(run(dirs...)...)
+	s, err := results.Load(run(dirs...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func exitCodeOf(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ec interface{ ExitCode() int }
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
 }
 
 func TestCompareRunsGates(t *testing.T) {
@@ -58,8 +49,8 @@ func TestCompareRunsGates(t *testing.T) {
 	}
 	err = res.Err()
 	var ge *GateError
-	if !errors.As(err, &ge) || exitCodeOf(err) != 1 {
-		t.Fatalf("regression: err %v, want a GateError with exit code 1", err)
+	if !errors.As(err, &ge) || errors.Is(err, fault.ErrInput) || errors.Is(err, fault.ErrCapability) {
+		t.Fatalf("regression: err %v, want a GateError (a measured failure, not bad input)", err)
 	}
 	if len(ge.Tripped) != 8 {
 		t.Errorf("%d tripped decisions, want 8 (2 metrics x 4 cells)", len(ge.Tripped))
@@ -125,8 +116,33 @@ func TestCompareRunsBadInput(t *testing.T) {
 		{Alpha: 1.5},
 	} {
 		_, err := CompareRuns(loadSet(t, "stock"), loadSet(t, "patched"), opt)
-		if exitCodeOf(err) != 2 {
-			t.Errorf("CompareRuns(%+v) = %v, want exit code 2", opt, err)
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("CompareRuns(%+v) = %v, want bad input", opt, err)
 		}
+	}
+}
+
+// Go benchmark files compare like run directories: a per-op cost that fell
+// is significantly better.
+func TestBuildFromBenchfmt(t *testing.T) {
+	set, err := results.Load("testdata/bench/gotest.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, c := range r.Comparisons {
+		if c.Metric == "ns/op" {
+			found = true
+			if c.Verdict != "better" || !c.Delta.Significant {
+				t.Errorf("ns/op comparison %+v, want a significant improvement", c)
+			}
+		}
+	}
+	if !found {
+		t.Error("no ns/op comparison")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
@@ -120,7 +122,7 @@ func TestRenderGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			set, err := Load(c.dirs...)
+			set, err := results.Load(c.dirs...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,9 +231,9 @@ func TestHTMLSelfContained(t *testing.T) {
 }
 
 // built loads testdata runs and builds their report with opt.
-func built(tb testing.TB, opt Options, dirs ...string) (*Set, *Report) {
+func built(tb testing.TB, opt Options, dirs ...string) (*results.Set, *Report) {
 	tb.Helper()
-	set, err := Load(run(dirs...)...)
+	set, err := results.Load(run(dirs...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // harnessTable shows the Diagnostics metrics: one row per cell (and
@@ -11,7 +13,7 @@ import (
 func (b *builder) harnessTable() {
 	have := b.metricKeys()
 	var keys []string
-	for _, k := range Diagnostics {
+	for _, k := range results.Diagnostics {
 		if slices.Contains(have, k) {
 			keys = append(keys, k)
 		}
@@ -81,7 +83,7 @@ var diagnosticHeaders = map[string][2]string{
 
 // diagnosticText formats a harness table value.
 func diagnosticText(key string, v float64) string {
-	switch metricOf(key).Unit {
+	switch results.Describe(key).Unit {
 	case "fraction":
 		return num(100*v) + "%"
 	case "s":

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // Options configure Build.
@@ -36,13 +39,13 @@ type Report struct {
 	By      string   `json:"by"`
 	Alpha   float64  `json:"alpha"`
 	// Emulated lists the columns measured under emulation (QEMU TCG).
-	Emulated    []string        `json:"emulated,omitempty"`
-	Env         map[string]*Env `json:"env,omitempty"`
-	Tables      []*Table        `json:"tables"`
-	Summaries   []Summary       `json:"summaries"`
-	Comparisons []Comparison    `json:"comparisons,omitempty"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Sources     []string        `json:"sources,omitempty"`
+	Emulated    []string                `json:"emulated,omitempty"`
+	Env         map[string]*results.Env `json:"env,omitempty"`
+	Tables      []*Table                `json:"tables"`
+	Summaries   []Summary               `json:"summaries"`
+	Comparisons []Comparison            `json:"comparisons,omitempty"`
+	Warnings    []string                `json:"warnings,omitempty"`
+	Sources     []string                `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 }
@@ -135,7 +138,7 @@ type Cell struct {
 }
 
 // Build computes the model of set.
-func Build(set *Set, opt Options) (*Report, error) {
+func Build(set *results.Set, opt Options) (*Report, error) {
 	if opt.Alpha <= 0 {
 		opt.Alpha = DefaultAlpha
 	}
@@ -146,7 +149,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 		opt.By = "kernel"
 	}
 	if len(set.Samples) == 0 {
-		return nil, inputErrorf("no samples to report (only warmups, or empty results)")
+		return nil, fault.Input("no samples to report (only warmups, or empty results)")
 	}
 	if opt.By != "kernel" {
 		var err error
@@ -155,7 +158,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 		}
 	}
 	for _, m := range opt.Metrics {
-		if err := set.checkMetric(m); err != nil {
+		if err := checkMetric(set, m); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +166,7 @@ func Build(set *Set, opt Options) (*Report, error) {
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {
-			return nil, inputErrorf("base %q is not one of the columns %s", opt.Base, strings.Join(r.Columns, ", "))
+			return nil, fault.Input("base %q is not one of the columns %s", opt.Base, strings.Join(r.Columns, ", "))
 		}
 		r.Base = opt.Base
 		r.Columns = append([]string{opt.Base}, slices.DeleteFunc(slices.Clone(r.Columns), func(c string) bool { return c == opt.Base })...)
@@ -197,22 +200,22 @@ func Build(set *Set, opt Options) (*Report, error) {
 }
 
 // checkMetric reports an InputError for a key no sample has.
-func (set *Set) checkMetric(key string) error {
+func checkMetric(set *results.Set, key string) error {
 	keys := set.MetricKeys()
 	if slices.Contains(keys, key) {
 		return nil
 	}
-	return inputErrorf("unknown metric %q; the results have: %s", key, strings.Join(keys, ", "))
+	return fault.Input("unknown metric %q; the results have: %s", key, strings.Join(keys, ", "))
 }
 
 // pivot makes axis the column axis: each sample's Kernel becomes the axis
 // value and the kernel label moves into the cell name.
-func pivot(set *Set, axis string) (*Set, error) {
-	out := &Set{Env: map[string]*Env{}, Sources: set.Sources, Warnings: set.Warnings}
+func pivot(set *results.Set, axis string) (*results.Set, error) {
+	out := &results.Set{Env: map[string]*results.Env{}, Sources: set.Sources, Warnings: set.Warnings}
 	for _, s := range set.Samples {
 		v, ok := s.Axes[axis]
 		if !ok {
-			return nil, inputErrorf("--by %s: cell %s has no axis %q; use --by kernel or one of its axes (%s)", axis, s.Cell, axis, strings.Join(sortedKeys(s.Axes), ", "))
+			return nil, fault.Input("--by %s: cell %s has no axis %q; use --by kernel or one of its axes (%s)", axis, s.Cell, axis, strings.Join(sortedKeys(s.Axes), ", "))
 		}
 		var parts []string
 		for _, p := range strings.Split(s.Cell, "/") {
@@ -247,7 +250,7 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 }
 
 type builder struct {
-	set *Set
+	set *results.Set
 	r   *Report
 	opt Options
 	// varying is varyingAxes, computed once.
@@ -263,7 +266,7 @@ func (b *builder) cellAxes(cell string) map[string]string {
 	return nil
 }
 
-func (b *builder) firstSample(cell string) *Sample {
+func (b *builder) firstSample(cell string) *results.Sample {
 	for i := range b.set.Samples {
 		if b.set.Samples[i].Cell == cell {
 			return &b.set.Samples[i]
@@ -272,31 +275,12 @@ func (b *builder) firstSample(cell string) *Sample {
 	return nil
 }
 
-func metricOf(key string) Metric {
-	if m, ok := Lookup(key); ok {
-		return m
-	}
-	return goUnitMetric(key)
-}
-
-// goUnitMetric describes units of other tools' benchfmt files.
-func goUnitMetric(unit string) Metric {
-	m := Metric{Key: unit, Unit: unit, Better: Neutral}
-	switch {
-	case unit == "ns/op" || unit == "sec/op" || unit == "B/op" || unit == "allocs/op":
-		m.Better = LowerIsBetter
-	case strings.HasSuffix(unit, "B/s") || strings.HasSuffix(unit, "/s"):
-		m.Better, m.Rate = HigherIsBetter, true
-	}
-	return m
-}
-
 func (b *builder) stats(cell, col, key string) Stats {
-	return Summarize(b.set.Values(cell, col, key), metricOf(key).Rate)
+	return Summarize(b.set.Values(cell, col, key), results.Describe(key).Rate)
 }
 
 func (b *builder) delta(cell, col, key string) Delta {
-	return Compare(b.set.Values(cell, b.r.Base, key), b.set.Values(cell, col, key), metricOf(key).Rate, b.opt.Alpha)
+	return Compare(b.set.Values(cell, b.r.Base, key), b.set.Values(cell, col, key), results.Describe(key).Rate, b.opt.Alpha)
 }
 
 func (b *builder) metricKeys() []string {

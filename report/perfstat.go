@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // perfTarget returns the event and target of a perf metric key in s.
-func perfTarget(s *Sample, key string) (event, target string, ok bool) {
-	ev, tg, ok := SplitPerf(key)
+func perfTarget(s *results.Sample, key string) (event, target string, ok bool) {
+	ev, tg, ok := results.SplitPerf(key)
 	if ok && tg == "" {
 		tg = s.Labels["target"]
 	}
@@ -52,7 +54,7 @@ func (b *builder) perfStatTables() {
 			t.Header = append(t.Header, h)
 		}
 		for _, rw := range rows {
-			m := metricOf(rw.key)
+			m := results.Describe(rw.key)
 			label := rw.event
 			if m.Unit != "count" && m.Unit != "" {
 				label += " (" + m.Unit + ")"
@@ -113,7 +115,7 @@ func (b *builder) ipcNote(cell string) string {
 			continue
 		}
 		for k := range o.Metrics {
-			if ev, tg, ok := SplitPerf(k); ok && ev == "cycles" {
+			if ev, tg, ok := results.SplitPerf(k); ok && ev == "cycles" {
 				targets[tg] = true
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // qdiscRows returns, per thread table, the labels of its rows that name
@@ -65,7 +67,7 @@ func TestQdiscDropsRow(t *testing.T) {
 	}
 
 	// Only zeros: no row.
-	zero, err := Build(set.Filter(func(s *Sample) bool { return strings.HasSuffix(s.Cell, "-t2") }), Options{})
+	zero, err := Build(set.Filter(func(s *results.Sample) bool { return strings.HasSuffix(s.Cell, "-t2") }), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestQdiscDropsRow(t *testing.T) {
 		}
 	}
 	// Runs that predate the metric: no row.
-	old, err := Load(run("stock", "patched")...)
+	old, err := results.Load(run("stock", "patched")...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,18 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
-func verdict(d *Delta, better Direction) string {
+func verdict(d *Delta, better results.Direction) string {
 	if !d.Significant {
 		return "~"
 	}
 	switch {
-	case better == HigherIsBetter && d.New.Median > d.Base.Median, better == LowerIsBetter && d.New.Median < d.Base.Median:
+	case better == results.HigherIsBetter && d.New.Median > d.Base.Median, better == results.LowerIsBetter && d.New.Median < d.Base.Median:
 		return "better"
-	case better == Neutral:
+	case better == results.Neutral:
 		return "changed"
 	}
 	return "worse"
@@ -21,7 +23,7 @@ func verdict(d *Delta, better Direction) string {
 func (b *builder) summaries() {
 	for _, cell := range b.set.Cells() {
 		for _, key := range b.metricKeys() {
-			m := metricOf(key)
+			m := results.Describe(key)
 			for _, col := range b.r.Columns {
 				vals := b.set.Values(cell, col, key)
 				if len(vals) == 0 {

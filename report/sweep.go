@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
-func sizeOf(s *Sample) (int, bool) {
+func sizeOf(s *results.Sample) (int, bool) {
 	v, ok := s.Axes["pkt_size"]
 	if !ok {
 		return 0, false
@@ -16,7 +18,7 @@ func sizeOf(s *Sample) (int, bool) {
 	return n, err == nil
 }
 
-func (b *builder) inSweep(s *Sample) bool {
+func (b *builder) inSweep(s *results.Sample) bool {
 	if _, ok := sizeOf(s); !ok {
 		return false
 	}
@@ -44,7 +46,7 @@ func (b *builder) sweepTables() {
 			if len(b.set.Values(cells[0], b.r.Base, key)) == 0 {
 				continue
 			}
-			m := metricOf(key)
+			m := results.Describe(key)
 			first := b.firstSample(cells[0])
 			div, suf := scaleFor(m.Unit, b.stats(cells[0], b.r.Base, key).Median)
 			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),

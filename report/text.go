@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Style selects the border characters of text tables.
@@ -27,7 +29,7 @@ func ParseStyle(s string) (Style, error) {
 	case "unicode":
 		return Unicode, nil
 	}
-	return 0, inputErrorf("unknown style %q; use ascii or unicode", s)
+	return 0, fault.Input("unknown style %q; use ascii or unicode", s)
 }
 
 // MaxWidth is the line width text tables try to stay within (mail).

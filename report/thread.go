@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 type threadMetric struct {
@@ -38,7 +40,7 @@ func (b *builder) threadTables() {
 		}, "iperf3"},
 	}
 	for _, kind := range kinds {
-		groups, order := b.groupCells(func(s *Sample) bool {
+		groups, order := b.groupCells(func(s *results.Sample) bool {
 			_, ok := s.Metrics[kind.has]
 			return ok && !b.inSweep(s)
 		}, b.rowAxis())
@@ -66,7 +68,7 @@ func (b *builder) threadTables() {
 			for _, cell := range cells {
 				s := b.firstSample(cell)
 				for _, tm := range rows {
-					m := metricOf(tm.key)
+					m := results.Describe(tm.key)
 					row := Row{Labels: []string{b.rowLabel(s), tm.label}}
 					have := false
 					for _, col := range b.r.Columns {

@@ -8,7 +8,7 @@
 // pinning, guest sink), runs a warmup, opens the measurement window
 // (counters before, generator start, perf stat/record on the chosen
 // threads), closes it (generator end, perf stopped, counters after),
-// undoes the knobs and appends one report.Sample to results.jsonl. A guest
+// undoes the knobs and appends one results.Sample to results.jsonl. A guest
 // is reused across cells that differ only in host-side knobs; it reboots
 // when the VM configuration (backend, queues, vCPUs, memory, kernel)
 // changes. Everything lives in one network namespace per run (vnb-<id>),

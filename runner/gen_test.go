@@ -1,12 +1,13 @@
 package runner
 
 import (
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -68,16 +68,16 @@ type Window struct {
 
 // GenResult is what a generator measured in its window.
 type GenResult struct {
-	Packets       uint64                // packets sent (0 = unknown)
-	PPS           float64               // the generator's own rate (0 = unknown)
-	Threads       []report.ThreadSample // per generator thread (pktgen)
-	Errors        uint64                // generator-reported errors
-	ThroughputBps float64               // iperf3 receiver
-	Retransmits   float64               // iperf3 sender
-	Elapsed       time.Duration         // traffic time as the generator saw it
-	BusyFrac      float64               // generator CPU busy fraction (-1 = unknown)
-	Artifacts     []string              // raw outputs, relative to the run directory
-	Metrics       map[string]float64    // extra metrics
+	Packets       uint64                 // packets sent (0 = unknown)
+	PPS           float64                // the generator's own rate (0 = unknown)
+	Threads       []results.ThreadSample // per generator thread (pktgen)
+	Errors        uint64                 // generator-reported errors
+	ThroughputBps float64                // iperf3 receiver
+	Retransmits   float64                // iperf3 sender
+	Elapsed       time.Duration          // traffic time as the generator saw it
+	BusyFrac      float64                // generator CPU busy fraction (-1 = unknown)
+	Artifacts     []string               // raw outputs, relative to the run directory
+	Metrics       map[string]float64     // extra metrics
 	Warnings      []string
 }
 

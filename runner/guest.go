@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -160,7 +160,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
-		ConsoleLog:  filepath.Join(r.dir, "artifacts", fmt.Sprintf("console-%d.log", r.boots)),
+		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
 		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}}}
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
@@ -282,7 +282,7 @@ func (r *runState) noteGuestKernel(release string) {
 		return
 	}
 	r.guestKernel = release
-	env, err := report.ReadEnv(r.dir)
+	env, err := results.ReadEnv(r.dir)
 	if err != nil {
 		return
 	}
@@ -290,5 +290,5 @@ func (r *runState) noteGuestKernel(release string) {
 		env.Extra = map[string]string{}
 	}
 	env.Extra["guest_kernel"] = release
-	report.WriteEnv(r.dir, *env)
+	results.WriteEnv(r.dir, *env)
 }

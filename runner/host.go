@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
@@ -99,9 +99,9 @@ func Mitigations() map[string]string {
 }
 
 // CollectEnv describes this host for env.json.
-func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) report.Env {
+func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) results.Env {
 	host, _ := os.Hostname()
-	e := report.Env{
+	e := results.Env{
 		Created:       time.Now().UTC(),
 		Hostname:      host,
 		KernelRelease: KernelRelease(),

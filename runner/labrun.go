@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -34,10 +34,6 @@ type LabInner struct {
 	// run after, in cell order.
 	Labels []string
 }
-
-// LabDir is where the inner run of a kernel label writes, relative to the
-// outer run directory.
-func LabDir(label string) string { return filepath.Join("lab", label, "run") }
 
 // SplitLab separates cells whose kernel is the running one from cells
 // that need a lab VM, keeping the order.
@@ -90,13 +86,13 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		o.Exec = proc.Real{}
 	}
 	sum := &Summary{Dir: o.Dir}
-	var w *report.RunWriter
+	var w *results.Writer
 	if o.Resume {
-		w, err = report.OpenRun(o.Dir)
+		w, err = results.Open(o.Dir)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
 		env.Run, env.Scenario, env.Seed, env.Version = newID(), o.Scenario, o.Seed, o.Version
-		w, err = report.CreateRun(o.Dir, env)
+		w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
 		return nil, err
@@ -122,9 +118,9 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		if err := ctx.Err(); err != nil {
 			return sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
 		}
-		inner := filepath.Join(o.Dir, LabDir(label))
+		inner := filepath.Join(o.Dir, results.LabDir(label))
 		args := []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(o.Seed, 10)}
-		if _, err := os.Stat(filepath.Join(inner, report.ResultsFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err == nil {
 			args = append(args, "--resume")
 		}
 		args = append(args, in.Args...)
@@ -143,7 +139,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 			return sum, ierr
 		}
 	}
-	if env, err := report.ReadEnv(o.Dir); err == nil {
+	if env, err := results.ReadEnv(o.Dir); err == nil {
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	return sum, nil
@@ -229,7 +225,7 @@ func labPrefetch(cells []scenarios.Cell) []lab.Kernel {
 // EnvDifferences warns when the environments of compared kernels differ
 // in more than the kernel (CPU, CPU count, accelerator, tool versions,
 // governor, SMT).
-func EnvDifferences(envs map[string]*report.Env) []string {
+func EnvDifferences(envs map[string]*results.Env) []string {
 	labels := sortedKeys(envs)
 	if len(labels) < 2 {
 		return nil
@@ -283,11 +279,11 @@ func kernelDesc(k scenarios.Kernel) string {
 
 // importLab appends the inner run's samples under label, artifacts
 // re-rooted at the outer run, and records the inner environment.
-func importLab(w *report.RunWriter, outer, inner, label string, res *lab.Result) (int, error) {
-	if _, err := os.Stat(filepath.Join(inner, report.ResultsFile)); err != nil {
+func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (int, error) {
+	if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err != nil {
 		return 0, nil
 	}
-	set, err := report.Load(inner)
+	set, err := results.Load(inner)
 	if err != nil {
 		return 0, err
 	}
@@ -310,18 +306,18 @@ func importLab(w *report.RunWriter, outer, inner, label string, res *lab.Result)
 		}
 		n++
 	}
-	env, err := report.ReadEnv(outer)
+	env, err := results.ReadEnv(outer)
 	if err == nil {
-		ienv, ierr := report.ReadEnv(inner)
+		ienv, ierr := results.ReadEnv(inner)
 		if ierr == nil {
 			if env.Kernels == nil {
-				env.Kernels = map[string]*report.Env{}
+				env.Kernels = map[string]*results.Env{}
 			}
 			if res != nil && ienv.Extra != nil {
 				ienv.Extra["lab_boot_s"] = strconv.FormatFloat(res.BootSeconds, 'f', 1, 64)
 			}
 			env.Kernels[label] = ienv
-			report.WriteEnv(outer, *env)
+			results.WriteEnv(outer, *env)
 		}
 	}
 	return n, nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -37,18 +37,18 @@ func TestSplitAndInsideLab(t *testing.T) {
 // artifact paths re-rooted and the inner env under kernels.
 func TestImportLab(t *testing.T) {
 	outer := t.TempDir()
-	w, err := report.CreateRun(outer, report.Env{Run: "outer"})
+	w, err := results.Create(outer, results.Env{Run: "outer"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	inner := filepath.Join(outer, LabDir("stock"))
-	iw, err := report.CreateRun(inner, report.Env{Run: "inner", KernelRelease: "6.1.0-47-amd64", Extra: map[string]string{}})
+	inner := filepath.Join(outer, results.LabDir("stock"))
+	iw, err := results.Create(inner, results.Env{Run: "inner", KernelRelease: "6.1.0-47-amd64", Extra: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(inner, "artifacts", "c", "stock", "0"), 0o755)
-	iw.Append(report.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
+	iw.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
 		Metrics: map[string]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
 	iw.Close()
 	n, err := importLab(w, outer, inner, "stock", nil)
@@ -58,7 +58,7 @@ func TestImportLab(t *testing.T) {
 	if n, _ := importLab(w, outer, inner, "stock", nil); n != 0 {
 		t.Errorf("second import appended %d", n)
 	}
-	set, err := report.Load(outer)
+	set, err := results.Load(outer)
 	if err != nil || len(set.Samples) != 1 {
 		t.Fatalf("%v %v", set, err)
 	}
@@ -66,20 +66,20 @@ func TestImportLab(t *testing.T) {
 	if s.Kernel != "stock" || s.Artifacts[0] != "lab/stock/run/artifacts/c/stock/0/pktgen-vnbt0.txt" {
 		t.Errorf("sample %+v", s)
 	}
-	env, _ := report.ReadEnv(outer)
+	env, _ := results.ReadEnv(outer)
 	if env.Kernels["stock"] == nil || env.Kernels["stock"].KernelRelease != "6.1.0-47-amd64" {
 		t.Errorf("env kernels %+v", env.Kernels)
 	}
 }
 
 func TestEnvDifferences(t *testing.T) {
-	a := &report.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
-	b := &report.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
-	if w := EnvDifferences(map[string]*report.Env{"stock": a, "patched": b}); len(w) != 0 {
+	a := &results.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
+	b := &results.Env{CPUModel: "EPYC", CPUs: 2, Accel: "tcg"}
+	if w := EnvDifferences(map[string]*results.Env{"stock": a, "patched": b}); len(w) != 0 {
 		t.Errorf("same envs: %v", w)
 	}
 	b.CPUs = 4
-	w := EnvDifferences(map[string]*report.Env{"stock": a, "patched": b})
+	w := EnvDifferences(map[string]*results.Env{"stock": a, "patched": b})
 	if len(w) != 1 || !strings.Contains(w[0], `cpus "4" vs "2"`) && !strings.Contains(w[0], `cpus "2" vs "4"`) {
 		t.Errorf("got %v", w)
 	}

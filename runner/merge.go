@@ -7,10 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // MergeError is bad input to Merge (exit code 2).
@@ -34,14 +33,14 @@ func Merge(out string, dirs []string) ([]string, error) {
 		if abs(d) == abs(out) {
 			return nil, &MergeError{fmt.Sprintf("merge: output %s is also an input; choose another -o", out)}
 		}
-		if _, err := os.Stat(filepath.Join(d, report.ResultsFile)); err != nil {
-			return nil, &MergeError{fmt.Sprintf("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, report.ResultsFile)}
+		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
+			return nil, &MergeError{fmt.Sprintf("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)}
 		}
 	}
 	var warns []string
-	envs := make([]*report.Env, len(dirs))
+	envs := make([]*results.Env, len(dirs))
 	for i, d := range dirs {
-		e, err := report.ReadEnv(d)
+		e, err := results.ReadEnv(d)
 		if err != nil {
 			return nil, err
 		}
@@ -60,21 +59,21 @@ func Merge(out string, dirs []string) ([]string, error) {
 		env.Extra = map[string]string{}
 	}
 	env.Extra["merged_from"] = strings.Join(ids, ",")
-	w, err := report.CreateRun(out, env)
+	w, err := results.Create(out, env)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	seen := map[report.Key]string{}
+	seen := map[results.Key]string{}
 	var repro strings.Builder
 	for i, d := range dirs {
-		set, err := report.Load(d)
+		set, err := results.Load(d)
 		if err != nil {
 			return nil, err
 		}
 		warns = append(warns, set.Warnings...)
 		for _, s := range set.Samples {
-			k := report.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}
+			k := results.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}
 			if prev, dup := seen[k]; dup {
 				warns = append(warns, fmt.Sprintf("%s: cell %s kernel %s rep %d is also in %s; kept the first", d, s.Cell, s.Kernel, s.Rep+1, prev))
 				continue
@@ -84,16 +83,16 @@ func Merge(out string, dirs []string) ([]string, error) {
 				return nil, err
 			}
 		}
-		if err := copyTree(filepath.Join(d, report.ArtifactsDir), filepath.Join(out, report.ArtifactsDir), "shard-"+strconv.Itoa(i+1)); err != nil {
+		if err := copyTree(filepath.Join(d, results.ArtifactsDir), filepath.Join(out, results.ArtifactsDir), filepath.Join(out, results.ShardDir(i+1))); err != nil {
 			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)
 		}
-		if b, err := os.ReadFile(filepath.Join(d, report.ReproduceFile)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(d, results.ReproduceFile)); err == nil {
 			fmt.Fprintf(&repro, "\n# ---- from %s ----\n", d)
 			repro.Write(b)
 		}
 	}
 	if repro.Len() > 0 {
-		os.WriteFile(filepath.Join(out, report.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
+		os.WriteFile(filepath.Join(out, results.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
 	}
 	return warns, nil
 }
@@ -106,8 +105,8 @@ func abs(p string) string {
 	return a
 }
 
-// copyTree copies src into dst keeping relative paths; a file that
-// already exists with other content goes under dst/alt/ instead.
+// copyTree copies src into dst keeping relative paths; a file whose path
+// dst already has goes under alt instead.
 func copyTree(src, dst, alt string) error {
 	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -125,7 +124,7 @@ func copyTree(src, dst, alt string) error {
 		}
 		target := filepath.Join(dst, rel)
 		if _, err := os.Stat(target); err == nil {
-			target = filepath.Join(dst, alt, rel)
+			target = filepath.Join(alt, rel)
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}

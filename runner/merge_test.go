@@ -8,27 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func writeRun(t *testing.T, dir, id string, cells ...string) {
 	t.Helper()
-	w, err := report.CreateRun(dir, report.Env{Run: id, Hostname: "h1", KernelRelease: "6.18", Accel: "tcg"})
+	w, err := results.Create(dir, results.Env{Run: id, Hostname: "h1", KernelRelease: "6.18", Accel: "tcg"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	for _, c := range cells {
-		rel := filepath.Join("artifacts", cellSlug(c), "host", "0")
+		rel := results.ArtifactDir(c, "host", 0)
 		os.MkdirAll(filepath.Join(dir, rel), 0o755)
 		os.WriteFile(filepath.Join(dir, rel, "trafgen.txt"), []byte(c), 0o644)
 		os.WriteFile(filepath.Join(dir, "artifacts", "console-0.log"), []byte(id), 0o644)
-		if err := w.Append(report.Sample{Run: id, Cell: c, Kernel: "host", Start: time.Unix(0, 0).UTC(), WindowS: 5,
+		if err := w.Append(results.Sample{Run: id, Cell: c, Kernel: "host", Start: time.Unix(0, 0).UTC(), WindowS: 5,
 			Metrics: map[string]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, report.ReproduceFile), []byte("#!/bin/sh\necho "+id+"\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, results.ReproduceFile), []byte("#!/bin/sh\necho "+id+"\n"), 0o755)
 }
 
 func TestMerge(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMerge(t *testing.T) {
 	if len(warns) != 1 || !strings.Contains(warns[0], "tap/y") {
 		t.Errorf("warnings %v", warns)
 	}
-	set, err := report.Load(out)
+	set, err := results.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +64,11 @@ func TestMerge(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(out, "artifacts", "shard-2", "console-0.log")); string(got) != "run-b" {
 		t.Errorf("shard-2 console = %q", got)
 	}
-	env, _ := report.ReadEnv(out)
+	env, _ := results.ReadEnv(out)
 	if env.Extra["merged_from"] != "run-a,run-b" {
 		t.Errorf("env extra %v", env.Extra)
 	}
-	repro, _ := os.ReadFile(filepath.Join(out, report.ReproduceFile))
+	repro, _ := os.ReadFile(filepath.Join(out, results.ReproduceFile))
 	if !strings.Contains(string(repro), "echo run-a") || !strings.Contains(string(repro), "echo run-b") {
 		t.Errorf("reproduce.sh %q", repro)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -155,7 +155,7 @@ func (g *pktgenGenerator) Wait(ctx context.Context) (*GenResult, error) {
 		r.Packets += tr.Packets
 		r.PPS += tr.PPS
 		r.Errors += tr.Errors
-		ts := report.ThreadSample{I: tr.Thread, TxPPS: tr.PPS, Errors: tr.Errors}
+		ts := results.ThreadSample{I: tr.Thread, TxPPS: tr.PPS, Errors: tr.Errors}
 		if tr.OK && tr.Usec > 0 {
 			// Per-thread loss: the tap has no per-queue drop counter, but
 			// a packet the full tap ring refuses is a pktgen error

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -65,7 +65,7 @@ type Progress struct {
 	Kernel      string
 	Rep         int
 	Skipped     bool
-	Sample      *report.Sample
+	Sample      *results.Sample
 	// Started marks the report sent once the host lock is held, before
 	// the first sample (time spent waiting for the lock is not work).
 	Started bool
@@ -88,7 +88,7 @@ type runState struct {
 	id      string
 	dir     string
 	exec    proc.Executor
-	w       *report.RunWriter
+	w       *results.Writer
 	ns      *hostnet.Netns
 	sockDir string
 	accel   qemu.Accel
@@ -158,10 +158,10 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	}
 	sum = &Summary{Dir: o.Dir, Accel: accel}
 	if o.Resume {
-		r.w, err = report.OpenRun(o.Dir)
+		r.w, err = results.Open(o.Dir)
 		if err == nil {
 			sum.Warnings = append(sum.Warnings, r.w.Warnings()...)
-			if env, eerr := report.ReadEnv(o.Dir); eerr == nil && env.Run != "" {
+			if env, eerr := results.ReadEnv(o.Dir); eerr == nil && env.Run != "" {
 				r.id = env.Run // samples of a resumed run keep its id
 			}
 		}
@@ -169,7 +169,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		env := CollectEnv(ctx, o.Exec, accel)
 		r.id = newID()
 		env.Run, env.Scenario, env.Seed, env.Version = r.id, o.Scenario, o.Seed, o.Version
-		r.w, err = report.CreateRun(o.Dir, env)
+		r.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
 		return nil, err
@@ -329,7 +329,7 @@ func (r *runState) writeReproduce() {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	path := filepath.Join(r.dir, report.ReproduceFile)
+	path := filepath.Join(r.dir, results.ReproduceFile)
 	mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if r.opts.Resume {
 		mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND

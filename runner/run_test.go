@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -172,9 +172,9 @@ func checkNothingLeft(t *testing.T, sum *Summary) {
 	}
 }
 
-func readSamples(t testing.TB, dir string) []report.Sample {
+func readSamples(t testing.TB, dir string) []results.Sample {
 	t.Helper()
-	set, err := report.Load(dir)
+	set, err := results.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

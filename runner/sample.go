@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -47,16 +46,9 @@ func (r *runState) snapshot(ctx context.Context, g *guest) (counters, error) {
 	return c, nil
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
-
-// cellSlug turns a cell name into one path element.
-func cellSlug(name string) string {
-	return strings.Trim(unsafeName.ReplaceAllString(strings.ReplaceAll(name, "/", "__"), "_"), "_")
-}
-
 // runSample runs one repetition of one cell: host knobs, warmup, window,
 // teardown of the knobs, then appends the sample.
-func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sample, error) {
+func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
 	cellStart := time.Now()
 	var bootTime time.Duration
 	fail := func(phase string, err error) error {
@@ -125,10 +117,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 		}
 		g.sink = sink
 	}
-	rel := filepath.Join(report.ArtifactsDir, cellSlug(c.Name), kernelLabel(c), strconv.Itoa(c.Rep))
-	abs := filepath.Join(r.dir, rel)
-	os.RemoveAll(abs)
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	abs, rel, err := r.w.ArtifactDir(c.Name, kernelLabel(c), c.Rep)
+	if err != nil {
 		return nil, fail("setup", err)
 	}
 	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsPid: g.vm.Pid(), Dev: g.tap, DevMAC: g.tapMAC,
@@ -139,10 +129,10 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 	var warmup time.Duration
 	if c.Warmup > 0 {
 		ws := time.Now()
-		wdir := filepath.Join(abs, "warmup")
+		wdir := filepath.Join(abs, results.WarmupDir)
 		os.MkdirAll(wdir, 0o755)
 		ww := *win
-		ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(rel, "warmup")
+		ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(rel, results.WarmupDir)
 		if err := r.runGenerator(ctx, c, &ww, trafficTimeout); err != nil {
 			return nil, fail("warmup", err)
 		}
@@ -221,7 +211,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*report.Sa
 	}
 	window := t1.Sub(t0)
 
-	s := &report.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
+	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
 		Emulated: r.accel != qemu.KVM}
 	fillMetrics(s, c, res, before, after, window)
@@ -296,8 +286,8 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 	return err
 }
 
-// fillMetrics computes the sample's metrics (DESIGN.md's table).
-func fillMetrics(s *report.Sample, c *scenarios.Cell, res *GenResult, before, after counters, window time.Duration) {
+// fillMetrics computes the sample's metrics (the keys of results.Metrics).
+func fillMetrics(s *results.Sample, c *scenarios.Cell, res *GenResult, before, after counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
 	dTx := after.tap.TxPackets - before.tap.TxPackets
@@ -474,7 +464,7 @@ func finishPerfs(runs []*perfRun) ([]*perfRun, error) {
 
 // addPerf parses perf outputs into the sample: perf.<event> (one target)
 // or perf.<event>@<target> (several), and the top symbols of records.
-func (r *runState) addPerf(s *report.Sample, c *scenarios.Cell, runs []*perfRun) {
+func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun) {
 	nstat := 0
 	for _, pr := range runs {
 		if !pr.record && pr.err == nil {
@@ -508,7 +498,7 @@ func (r *runState) addPerf(s *report.Sample, c *scenarios.Cell, runs []*perfRun)
 					notCounted = append(notCounted, row.Event)
 					continue
 				}
-				key := report.PerfPrefix + row.Event
+				key := results.PerfPrefix + row.Event
 				if nstat > 1 {
 					key += "@" + pr.target
 				}

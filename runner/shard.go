@@ -2,10 +2,12 @@ package runner
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -85,10 +87,10 @@ func Commands(c *scenarios.Cell) []string {
 	}
 	cfg := qemu.Config{Name: "vnb-RUNID", Accel: qemu.TCG, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
 		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: "GUEST_CMDLINE",
-		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: "RUN_DIR/artifacts/console-0.log",
+		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
 		NICs: []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}}}
 	add(ns, qemu.Args(cfg)...)
-	art := "RUN_DIR/artifacts/CELL/KERNEL/REP"
+	art := filepath.Join("RUN_DIR", results.ArtifactsDir, "CELL", "KERNEL", "REP")
 	if st := c.Perf.Stat; st != nil {
 		for _, t := range st.Targets {
 			add("", PerfStatArgs(st.Events, []int{0}, t == "qemu", art+"/perf-stat-"+t+".csv")...)

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
+
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -133,7 +134,7 @@ func TestShard(t *testing.T) {
 
 func TestFillMetrics(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "trafgen"}}
-	s := &report.Sample{Metrics: map[string]float64{}}
+	s := &results.Sample{Metrics: map[string]float64{}}
 	before := counters{tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, guest: GuestStats{RxPackets: 500}}
 	after := counters{tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, guest: GuestStats{RxPackets: 10500}}
 	fillMetrics(s, c, &GenResult{Packets: 12000, PPS: 6000}, before, after, 2*time.Second)
@@ -147,7 +148,7 @@ func TestFillMetrics(t *testing.T) {
 		t.Errorf("warnings %v", s.Warnings)
 	}
 	// iperf3: throughput, no tx_pps.
-	s = &report.Sample{Metrics: map[string]float64{}}
+	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "iperf3"
 	fillMetrics(s, c, &GenResult{ThroughputBps: 2.4e9, Retransmits: 3, Metrics: map[string]float64{"retransmits": 3}}, before, after, time.Second)
 	if s.Metrics["throughput_bps"] != 2.4e9 || s.Metrics["retransmits"] != 3 {
@@ -157,9 +158,9 @@ func TestFillMetrics(t *testing.T) {
 		t.Error("iperf3 sample has tx_pps")
 	}
 	// A generator rate far from what the tap carried is flagged.
-	s = &report.Sample{Metrics: map[string]float64{}}
+	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "pktgen"
-	fillMetrics(s, c, &GenResult{PPS: 50000, Threads: []report.ThreadSample{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
+	fillMetrics(s, c, &GenResult{PPS: 50000, Threads: []results.ThreadSample{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
 	if len(s.Warnings) != 1 || len(s.Threads) != 1 {
 		t.Errorf("pktgen: warnings %v threads %v", s.Warnings, s.Threads)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -45,11 +46,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	base, err := report.Load(pos[0])
+	base, err := results.Load(pos[0])
 	if err != nil {
 		return err
 	}
-	nw, err := report.Load(pos[1])
+	nw, err := results.Load(pos[1])
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func TestMergeInProcess(t *testing.T) {
@@ -15,11 +15,11 @@ func TestMergeInProcess(t *testing.T) {
 	var dirs []string
 	for i, cell := range []string{"tap/trafgen", "tap/iperf3-p1"} {
 		d := filepath.Join(tmp, "shard"+string(rune('1'+i)))
-		w, err := report.CreateRun(d, report.Env{Run: "r" + cell})
+		w, err := results.Create(d, results.Env{Run: "r" + cell})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(report.Sample{Cell: cell, Kernel: "host", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}})
+		w.Append(results.Sample{Cell: cell, Kernel: "host", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}})
 		w.Close()
 		dirs = append(dirs, d)
 	}
@@ -28,7 +28,7 @@ func TestMergeInProcess(t *testing.T) {
 	if err := run(t.Context(), append([]string{"merge"}, append(dirs, "-o", out)...), &so, &se); err != nil {
 		t.Fatal(err)
 	}
-	set, err := report.Load(out)
+	set, err := results.Load(out)
 	if err != nil || len(set.Samples) != 2 {
 		t.Fatalf("merged: %v, %v", set, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -60,7 +61,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	set, err := report.Load(paths...)
+	set, err := results.Load(paths...)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -160,7 +161,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if len(hostCells) > 0 {
-		if _, serr := os.Stat(filepath.Join(dir, report.ResultsFile)); serr == nil && len(labCells) > 0 {
+		if _, serr := os.Stat(filepath.Join(dir, results.ResultsFile)); serr == nil && len(labCells) > 0 {
 			opts.Resume = true
 		}
 		sum, err := runner.Run(ctx, hostCells, opts)
@@ -205,7 +206,7 @@ func kernelName(c *scenarios.Cell) string {
 
 // printTable renders the run with the report package's text renderer.
 func printTable(stdout, stderr io.Writer, dir string) {
-	set, err := report.Load(dir)
+	set, err := results.Load(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
 		return

@@ -1,17 +1,15 @@
-package report
+package results
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
-	"golang.org/x/perf/benchfmt"
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Set is what Load read: the samples of one or more run directories and
@@ -34,14 +32,14 @@ type Set struct {
 // the input implement ExitCode() 2.
 func Load(paths ...string) (*Set, error) {
 	if len(paths) == 0 {
-		return nil, inputErrorf("no run directories or benchfmt files given")
+		return nil, fault.Input("no run directories or benchfmt files given")
 	}
 	set := &Set{Env: map[string]*Env{}}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, inputErrorf("%s does not exist; pass a run directory written by 'vnetbench run' or a benchfmt file", p)
+				return nil, fault.Input("%s does not exist; pass a run directory written by 'vnetbench run' or a benchfmt file", p)
 			}
 			return nil, fmt.Errorf("load %s: %w", p, err)
 		}
@@ -75,7 +73,7 @@ func (set *Set) loadRunDir(dir string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return inputErrorf("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)
+			return fault.Input("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)
 		}
 		return fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -113,103 +111,6 @@ func (set *Set) addEnv(label string, env *Env) {
 		return
 	}
 	set.Env[label] = env
-}
-
-// loadBenchfmt reads a Go benchmark format file. Each result line becomes a
-// sample: the name's "/key=value" parts become axes (the cell name is the
-// values joined by "/"), the units become metric keys, the "kernel" name
-// part or configuration key the kernel label (else the file name), and
-// "accel: tcg" or "emulated: true" marks it emulated.
-func (set *Set) loadBenchfmt(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
-	}
-	defer f.Close()
-	r := benchfmt.NewReader(f, path)
-	reps := map[[2]string]int{}
-	n := 0
-	for r.Scan() {
-		switch rec := r.Result().(type) {
-		case *benchfmt.SyntaxError:
-			return inputErrorf("%v; fix the line or remove it", rec)
-		case *benchfmt.Result:
-			s := sampleFromResult(rec, dirLabel(path))
-			k := [2]string{s.Cell, s.Kernel}
-			s.Rep = reps[k]
-			reps[k]++
-			env := &Env{Accel: rec.GetConfig("accel"), CPUModel: rec.GetConfig("cpu"), KernelRelease: rec.GetConfig("kernel_release")}
-			if env.Emulated() {
-				s.Emulated = true
-			}
-			set.addEnv(s.Kernel, env)
-			set.Samples = append(set.Samples, s)
-			n++
-		}
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
-	}
-	if n == 0 {
-		return inputErrorf("%s holds no benchmark results; pass a run directory or a Go benchmark format file", path)
-	}
-	return nil
-}
-
-func sampleFromResult(rec *benchfmt.Result, fileLabel string) Sample {
-	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[string]float64{}, Labels: map[string]string{}}
-	base, parts := rec.Name.Parts()
-	var cell []string
-	for _, p := range parts {
-		p = bytes.TrimPrefix(p, []byte("/"))
-		if p[0] == '-' { // GOMAXPROCS suffix
-			continue
-		}
-		k, v, ok := bytes.Cut(p, []byte("="))
-		if !ok {
-			cell = append(cell, string(p))
-			continue
-		}
-		if string(k) == "kernel" {
-			s.Kernel = string(v)
-			continue
-		}
-		s.Axes[string(k)] = string(v)
-		cell = append(cell, string(v))
-	}
-	s.Cell = strings.Join(cell, "/")
-	if s.Cell == "" {
-		s.Cell = string(base)
-	}
-	s.Labels["benchmark"] = string(base)
-	for _, c := range rec.Config {
-		if !c.File {
-			continue
-		}
-		switch c.Key {
-		case "kernel":
-			if s.Kernel == "" {
-				s.Kernel = string(c.Value)
-			}
-		case "emulated":
-			s.Emulated, _ = strconv.ParseBool(string(c.Value))
-		case "window_s":
-			s.WindowS, _ = strconv.ParseFloat(string(c.Value), 64)
-		default:
-			s.Labels[c.Key] = string(c.Value)
-		}
-	}
-	if s.Kernel == "" {
-		s.Kernel = fileLabel
-	}
-	for _, v := range rec.Values {
-		unit, val := v.Unit, v.Value
-		if v.OrigUnit != "" {
-			unit, val = v.OrigUnit, v.OrigValue
-		}
-		s.Metrics[unit] = val
-	}
-	return s
 }
 
 func (set *Set) checkDuplicates() {
@@ -271,7 +172,7 @@ func (set *Set) MetricKeys() []string {
 			keys = append(keys, "tx_pps_thread")
 		}
 		if !seen["lost_pps_thread"] {
-			if _, ok := SampleValue(&s, "lost_pps_thread"); ok {
+			if _, ok := s.Value("lost_pps_thread"); ok {
 				seen["lost_pps_thread"] = true
 				keys = append(keys, "lost_pps_thread")
 			}
@@ -300,40 +201,11 @@ func (set *Set) Values(cell, kernel, key string) []float64 {
 		if s.Cell != cell || s.Kernel != kernel {
 			continue
 		}
-		if v, ok := SampleValue(s, key); ok {
+		if v, ok := s.Value(key); ok {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-// SampleValue returns metric key of s. tx_pps_thread and lost_pps_thread
-// fall back to the mean over Threads when the sample has no such metric
-// (lost_pps_thread only when the threads carry lost_pps).
-func SampleValue(s *Sample, key string) (float64, bool) {
-	if v, ok := s.Metrics[key]; ok {
-		return v, true
-	}
-	if len(s.Threads) == 0 {
-		return 0, false
-	}
-	var sum float64
-	switch key {
-	case "tx_pps_thread":
-		for _, t := range s.Threads {
-			sum += t.TxPPS
-		}
-	case "lost_pps_thread":
-		for _, t := range s.Threads {
-			if t.LostPPS == nil {
-				return 0, false
-			}
-			sum += *t.LostPPS
-		}
-	default:
-		return 0, false
-	}
-	return sum / float64(len(s.Threads)), true
 }
 
 // Filter returns a copy of the set holding only the samples for which

@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"bytes"
@@ -9,58 +9,123 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
-func copyRun(t *testing.T, name string) string {
+// writeRun writes a run directory with env and samples through Writer, as
+// the runner does, and returns its path.
+func writeRun(t *testing.T, name string, env Env, samples ...Sample) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	dir := filepath.Join(t.TempDir(), name)
+	w, err := Create(dir, env)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{ResultsFile, EnvFile} {
-		b, err := os.ReadFile(filepath.Join("testdata", "runs", name, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+	for _, s := range samples {
+		if err := w.Append(s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dst
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// pktgenSamples are the repetitions of one pktgen cell on kernel: tx_pps
+// from txs, two threads sharing it, perf cycles of vhost.
+func pktgenSamples(kernel, backend string, txs ...float64) []Sample {
+	var out []Sample
+	for rep, tx := range txs {
+		lost := tx / 1000
+		out = append(out, Sample{Cell: backend + "/pktgen-t2", Rep: rep, Kernel: kernel,
+			Axes:    map[string]string{"backend": backend, "generator": "pktgen-t2"},
+			Metrics: map[string]float64{"tx_pps": tx, "lost_pps": 2 * lost, "perf.cycles@vhost": 3e9 + tx},
+			Threads: []ThreadSample{{I: 0, TxPPS: tx * 0.4, LostPPS: &lost}, {I: 1, TxPPS: tx * 0.6, LostPPS: &lost}},
+			Labels:  map[string]string{"threads": "2"}})
+	}
+	return out
+}
+
+// stockPatched writes two runs, one per kernel label, with two cells each.
+func stockPatched(t *testing.T) []string {
+	stock := append(pktgenSamples("stock", "tap", 450000, 451000, 452000, 453000, 454000),
+		pktgenSamples("stock", "tap+vhost", 900000, 905000, 910000, 915000, 920000)...)
+	patched := append(pktgenSamples("patched", "tap", 560000, 561000, 562000, 563000, 564000),
+		pktgenSamples("patched", "tap+vhost", 1000000, 1001000, 1002000, 1003000, 1004000)...)
+	return []string{
+		writeRun(t, "stock", Env{Run: "s", Accel: "kvm", CPUModel: "Test CPU"}, stock...),
+		writeRun(t, "patched", Env{Run: "p", Accel: "kvm", CPUModel: "Test CPU"}, patched...),
+	}
 }
 
 func TestLoadJoinsByKernel(t *testing.T) {
-	set, err := Load(run("stock", "patched")...)
+	set, err := Load(stockPatched(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(set.Kernels(), ","); got != "stock,patched" {
 		t.Errorf("kernels %q, want stock,patched", got)
 	}
-	if n := len(set.Samples); n != 40 {
-		t.Errorf("%d samples, want 2 kernels x 4 cells x 5 reps = 40", n)
+	if got := strings.Join(set.Cells(), ","); got != "tap/pktgen-t2,tap+vhost/pktgen-t2" {
+		t.Errorf("cells %q", got)
+	}
+	if n := len(set.Samples); n != 20 {
+		t.Errorf("%d samples, want 2 kernels x 2 cells x 5 reps = 20", n)
 	}
 	if len(set.Warnings) != 0 {
 		t.Errorf("warnings: %q", set.Warnings)
 	}
-	if e := set.Env["patched"]; e == nil || e.Accel != "kvm" {
+	if e := set.Env["patched"]; e == nil || e.Run != "p" {
 		t.Errorf("env of patched: %+v", e)
 	}
-	// Lab mode: one directory, per-kernel envs.
-	set, err = Load(run("iperf3-tcg")...)
+	if got := set.Values("tap/pktgen-t2", "patched", "tx_pps_thread"); len(got) != 5 || got[0] != 280000 {
+		t.Errorf("tx_pps_thread (mean of the threads) = %v, want 5 values from 280000", got)
+	}
+	if got := strings.Join(set.MetricKeys(), ","); got != "tx_pps,tx_pps_thread,lost_pps,perf.cycles@vhost,lost_pps_thread" {
+		t.Errorf("metric keys %s", got)
+	}
+
+	// Lab mode: one directory, per-kernel envs, samples without a kernel
+	// label named after the directory; emulation comes from env.json.
+	lab := writeRun(t, "labrun", Env{Accel: "tcg", Kernels: map[string]*Env{"patched": {KernelRelease: "6.1.0+fix", Accel: "tcg"}}},
+		append(pktgenSamples("patched", "tap", 1, 2), pktgenSamples("", "tap", 3)...)...)
+	set, err = Load(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := set.Env["patched"]; e == nil || e.KernelRelease != "6.1.0-47-amd64+tun-fc" {
+	if e := set.Env["patched"]; e == nil || e.KernelRelease != "6.1.0+fix" {
 		t.Errorf("per-kernel env of patched: %+v", e)
 	}
-	if !set.Emulated("stock") {
+	if got := strings.Join(set.Kernels(), ","); got != "patched,labrun" {
+		t.Errorf("kernels %q, want patched,labrun", got)
+	}
+	if !set.Emulated("patched") || !set.Samples[0].Emulated {
 		t.Error("TCG run not marked emulated")
 	}
 }
 
+func TestLoadSkipsWarmupsAndFlagsDuplicates(t *testing.T) {
+	s := pktgenSamples("stock", "tap", 1, 2)
+	warm := s[0]
+	warm.Warmup = true
+	a := writeRun(t, "a", Env{}, warm, s[0], s[1])
+	b := writeRun(t, "b", Env{}, s[1])
+	set, err := Load(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != 3 {
+		t.Errorf("%d samples, want 3 (the warmup skipped)", len(set.Samples))
+	}
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "duplicate sample tap/pktgen-t2 on stock rep 1 (2 times)") {
+		t.Errorf("warnings %q, want one duplicate", set.Warnings)
+	}
+}
+
 func TestLoadTornLine(t *testing.T) {
-	dir := copyRun(t, "stock")
+	dir := writeRun(t, "stock", Env{}, pktgenSamples("stock", "tap", 1, 2, 3, 4)...)
 	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -71,33 +136,40 @@ func TestLoadTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.Samples) != 20 || len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "torn last line") {
-		t.Errorf("%d samples, warnings %q; want 20 and one torn-line warning", len(set.Samples), set.Warnings)
+	if len(set.Samples) != 4 || len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "torn last line") {
+		t.Errorf("%d samples, warnings %q; want 4 and one torn-line warning", len(set.Samples), set.Warnings)
 	}
 	// A bad line in the middle is an error naming file and line.
 	b, _ := os.ReadFile(filepath.Join(dir, ResultsFile))
 	lines := strings.SplitAfter(string(b), "\n")
-	lines[3] = "{oops\n"
+	lines[2] = "{oops\n"
 	os.WriteFile(filepath.Join(dir, ResultsFile), []byte(strings.Join(lines, "")), 0o644)
 	_, err = Load(dir)
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "results.jsonl:4:") || ie.ExitCode() != 2 {
-		t.Errorf("Load with a damaged line 4: %v, want an InputError naming results.jsonl:4", err)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "results.jsonl:3:") {
+		t.Errorf("Load with a damaged line 3: %v, want bad input naming results.jsonl:3", err)
+	}
+	// A newer schema is bad input that says to upgrade.
+	os.WriteFile(filepath.Join(dir, ResultsFile), []byte(`{"schema":99,"cell":"c"}`+"\n"), 0o644)
+	if _, err := Load(dir); !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "upgrade") {
+		t.Errorf("Load of schema 99: %v", err)
 	}
 }
 
 func TestLoadErrors(t *testing.T) {
-	for _, p := range []string{"testdata/runs/nope", "testdata/golden"} {
-		_, err := Load(p)
-		var ie *InputError
-		if !errors.As(err, &ie) {
-			t.Errorf("Load(%s) = %v, want an InputError (exit 2)", p, err)
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	os.WriteFile(empty, []byte("no benchmarks here\n"), 0o644)
+	for _, p := range []string{"testdata/nope", t.TempDir(), empty} {
+		if _, err := Load(p); !errors.Is(err, fault.ErrInput) {
+			t.Errorf("Load(%s) = %v, want bad input", p, err)
 		}
+	}
+	if _, err := Load(); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("Load() = %v, want bad input", err)
 	}
 }
 
 func TestLoadBenchfmt(t *testing.T) {
-	set, err := Load("testdata/bench/gotest.txt")
+	set, err := Load("testdata/gotest.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,33 +179,37 @@ func TestLoadBenchfmt(t *testing.T) {
 	if got := set.Values("64", "patched", "ns/op"); len(got) != 4 || got[0] != 980 {
 		t.Errorf("patched ns/op = %v", got)
 	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
+	s := set.Samples[0]
+	if s.Cell != "64" || s.Axes["size"] != "64" || s.Labels["benchmark"] != "Xmit" || s.Rep != 0 || set.Samples[1].Rep != 1 {
+		t.Errorf("first sample %+v", s)
 	}
-	var found bool
-	for _, c := range r.Comparisons {
-		if c.Metric == "ns/op" {
-			found = true
-			if c.Verdict != "better" || !c.Delta.Significant {
-				t.Errorf("ns/op comparison %+v, want a significant improvement", c)
-			}
-		}
+	if e := set.Env["stock"]; e == nil || !strings.Contains(e.CPUModel, "i5-6300HQ") {
+		t.Errorf("env of stock: %+v", e)
 	}
-	if !found {
-		t.Error("no ns/op comparison")
+	if m := Describe("MB/s"); m.Better != HigherIsBetter || !m.Rate {
+		t.Errorf("Describe(MB/s) = %+v, want a rate, higher is better", m)
+	}
+	if m := Describe("ns/op"); m.Better != LowerIsBetter {
+		t.Errorf("Describe(ns/op) = %+v, want lower is better", m)
 	}
 }
 
 // Our benchfmt output reads back to the same numbers.
 func TestBenchfmtRoundTrip(t *testing.T) {
-	set, err := Load(run("stock", "patched")...)
+	set, err := Load(stockPatched(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	if err := WriteBenchfmt(&buf, set); err != nil {
 		t.Fatal(err)
+	}
+	for _, want := range []string{"Unit tx_pps better=higher assume=nothing\n", "Unit lost_pps better=lower assume=nothing\n",
+		"\nkernel: patched\n", "\naccel: kvm\n", "\ncpu: Test CPU\n",
+		"\nBenchmarkVnetbench/backend=tap/generator=pktgen-t2 1 450000 tx_pps 225000 tx_pps_thread 900 lost_pps 3.00045e+09 perf.cycles@vhost 450 lost_pps_thread\n"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("benchfmt output lacks %q:\n%s", want, buf.String())
+		}
 	}
 	path := filepath.Join(t.TempDir(), "out.bench")
 	os.WriteFile(path, buf.Bytes(), 0o644)
@@ -143,9 +219,9 @@ func TestBenchfmtRoundTrip(t *testing.T) {
 	}
 	for _, cell := range set.Cells() {
 		for _, k := range set.Kernels() {
-			for _, m := range []string{"tx_pps", "lost_pps", "tx_pps_thread", "perf.cycles@vhost"} {
+			for _, m := range []string{"tx_pps", "lost_pps", "tx_pps_thread", "lost_pps_thread", "perf.cycles@vhost"} {
 				a, b := set.Values(cell, k, m), back.Values(cell, k, m)
-				if len(a) != len(b) {
+				if len(a) != len(b) || len(a) != 5 {
 					t.Errorf("%s %s %s: %d values, read back %d", cell, k, m, len(a), len(b))
 					continue
 				}
@@ -160,10 +236,13 @@ func TestBenchfmtRoundTrip(t *testing.T) {
 }
 
 // benchstat (golang.org/x/perf/cmd/benchstat, required by go.mod) reads
-// our benchfmt output and finds the same change.
+// our benchfmt output and finds the change.
 func TestBenchstatReadsBenchfmt(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("go command not found: cannot build benchstat")
+		}
 		t.Skip("go command not found: cannot build benchstat")
 	}
 	dir := t.TempDir()
@@ -173,7 +252,7 @@ func TestBenchstatReadsBenchfmt(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build benchstat: %v\n%s", err, out)
 	}
-	set, err := Load(run("stock", "patched")...)
+	set, err := Load(stockPatched(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +267,8 @@ func TestBenchstatReadsBenchfmt(t *testing.T) {
 		t.Fatalf("benchstat: %v\n%s", err, out)
 	}
 	got := string(out)
-	// Same medians and changes as our own comparison.
-	for _, want := range []string{"stock", "patched", "tx_pps", "backend=tap/generator=pktgen-t1", "452.6k", "568.7k", "+25.64%", "p=0.008 n=5"} {
+	// Medians 452k -> 562k: +24.34%, all five of one side below the other.
+	for _, want := range []string{"stock", "patched", "tx_pps", "backend=tap/generator=pktgen-t2", "452.0k", "562.0k", "+24.34%", "p=0.008 n=5"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("benchstat output lacks %q:\n%s", want, got)
 		}

@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"slices"
@@ -39,7 +39,7 @@ type Metric struct {
 	Description string
 }
 
-// Metrics is the registry of known metric keys (DESIGN.md). perf.<event>
+// Metrics is the registry of known metric keys. perf.<event>
 // keys are described by Lookup's rule instead.
 var Metrics = map[string]Metric{
 	"tx_pps":               {"tx_pps", "pps", HigherIsBetter, true, "transmitted packets/s, total over generator threads (pktgen Result)"},
@@ -132,6 +132,24 @@ func Lookup(key string) (Metric, bool) {
 	m.Key = key
 	m.Description = "perf stat " + ev
 	return m, true
+}
+
+// Describe returns the description of key: Lookup's, or for a key Lookup
+// does not know (a unit of another tool's benchfmt file, "ns/op", "MB/s")
+// a guess from the unit: lower is better for Go's per-op costs, higher for
+// rates, neutral otherwise.
+func Describe(key string) Metric {
+	if m, ok := Lookup(key); ok {
+		return m
+	}
+	m := Metric{Key: key, Unit: key, Better: Neutral}
+	switch {
+	case key == "ns/op" || key == "sec/op" || key == "B/op" || key == "allocs/op":
+		m.Better = LowerIsBetter
+	case strings.HasSuffix(key, "/s"):
+		m.Better, m.Rate = HigherIsBetter, true
+	}
+	return m
 }
 
 // knownOrder returns a stable presentation order for metric keys: the

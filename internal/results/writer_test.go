@@ -1,18 +1,21 @@
-package report
+package results
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
-func TestRunWriterAppendResume(t *testing.T) {
+func TestWriterAppendResume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	env := Env{Run: "r1", KernelRelease: "6.18.0", CPUModel: "Test CPU", CPUs: 2, Accel: "tcg"}
-	w, err := CreateRun(dir, env)
+	w, err := Create(dir, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,17 +30,27 @@ func TestRunWriterAppendResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join("artifacts", "stock", "tap+vhost", "pktgen-t4", "3"); rel != want {
+	if want := filepath.Join("artifacts", "tap+vhost__pktgen-t4", "stock", "3"); rel != want {
 		t.Errorf("rel = %q, want %q", rel, want)
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() || abs != filepath.Join(dir, rel) {
 		t.Errorf("artifact dir %s missing: %v", abs, err)
+	}
+	// A second attempt at the same sample starts from an empty directory.
+	os.WriteFile(filepath.Join(abs, "stale.txt"), []byte("x"), 0o644)
+	if _, _, err := w.ArtifactDir("tap+vhost/pktgen-t4", "stock", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(abs, "stale.txt")); err == nil {
+		t.Error("ArtifactDir kept a stale file of an earlier attempt")
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateRun(dir, env); err == nil {
-		t.Fatal("CreateRun on a run with results succeeded, want ExistsError")
+	if _, err := Create(dir, env); err == nil {
+		t.Fatal("Create on a run with results succeeded, want an error")
+	} else if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("Create on a run with results: %v, want bad input suggesting --resume", err)
 	}
 
 	// Tear the last line, as a crash mid-write would.
@@ -48,7 +61,7 @@ func TestRunWriterAppendResume(t *testing.T) {
 	f.WriteString(`{"schema":1,"cell":"tap/pktgen-t1","rep":2,"ker`)
 	f.Close()
 
-	w, err = OpenRun(dir)
+	w, err = Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

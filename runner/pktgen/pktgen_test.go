@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )

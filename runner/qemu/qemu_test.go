@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/runner/internal/golden"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 var rng = rand.New(rand.NewPCG(1, 2))
@@ -26,8 +26,8 @@ func noisy(v, cv float64) float64 {
 
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
-func hostEnv(run string) report.Env {
-	return report.Env{
+func hostEnv(run string) results.Env {
+	return results.Env{
 		Run: run, Created: t0, Version: "v0.1.0", Scenario: "thread-pktgen-vhost-pinned", Seed: 1,
 		Hostname: "bench1", KernelRelease: "6.19.0-rc3", Cmdline: "BOOT_IMAGE=/boot/vmlinuz-6.19.0-rc3 root=/dev/nvme0n1p2 ro quiet mitigations=auto",
 		Mitigations: map[string]string{"spectre_v2": "Mitigation: IBRS; IBPB: conditional; STIBP: conditional; RSB filling", "meltdown": "Mitigation: PTI"},
@@ -64,7 +64,7 @@ func main() {
 					lost = float64(rng.IntN(3)) // a handful of drops at most
 				}
 				window := 10e6 / tx
-				s := report.Sample{Run: "thread-" + k, Cell: c.name, Rep: rep, Kernel: k,
+				s := results.Sample{Run: "thread-" + k, Cell: c.name, Rep: rep, Kernel: k,
 					Axes:    map[string]string{"backend": c.backend, "generator": fmt.Sprintf("pktgen-t%d", c.threads)},
 					Start:   t0.Add(time.Duration(rep*4+len(c.name)) * time.Minute),
 					WindowS: math.Round(window*1000) / 1000,
@@ -83,7 +83,7 @@ func main() {
 						t = tx - sum
 					}
 					sum += t
-					s.Threads = append(s.Threads, report.ThreadSample{I: i, TxPPS: t, Errors: uint64(math.Round(lost * window / float64(c.threads)))})
+					s.Threads = append(s.Threads, results.ThreadSample{I: i, TxPPS: t, Errors: uint64(math.Round(lost * window / float64(c.threads)))})
 				}
 				if c.threads == 1 {
 					addPerf(&s, c.backend, patched)
@@ -97,7 +97,7 @@ func main() {
 	// iperf3 under TCG, both kernels in one run directory (lab mode).
 	env := hostEnv("iperf3-tcg")
 	env.Scenario, env.CPUModel, env.CPUs, env.Accel, env.KernelRelease = "iperf3-tap", "AMD EPYC 7B13", 2, "tcg", "6.18.0"
-	env.Kernels = map[string]*report.Env{}
+	env.Kernels = map[string]*results.Env{}
 	for _, k := range []string{"stock", "patched"} {
 		ke := env
 		ke.Kernels = nil
@@ -116,7 +116,7 @@ func main() {
 		for _, k := range []string{"stock", "patched"} {
 			for _, b := range []string{"tap", "tap+vhost"} {
 				v := ip[k][b]
-				must(w.Append(report.Sample{Run: "iperf3-tcg", Cell: b + "/iperf3-p1", Rep: rep, Kernel: k,
+				must(w.Append(results.Sample{Run: "iperf3-tcg", Cell: b + "/iperf3-p1", Rep: rep, Kernel: k,
 					Axes: map[string]string{"backend": b, "generator": "iperf3-p1"}, Start: t0.Add(time.Duration(rep) * time.Minute), WindowS: 10,
 					Metrics:  map[string]float64{"throughput_bps": noisy(v[0], 0.05), "retransmits": noisy(v[1], 0.3)},
 					Labels:   map[string]string{"generator": "iperf3", "duration": "10s", "threads": "1", "qdisc": "fq_codel", "guest": "Debian 12 VM"},
@@ -138,7 +138,7 @@ func main() {
 				if k == "patched" {
 					v *= 1 + gain[i]
 				}
-				must(w.Append(report.Sample{Run: "sweep", Cell: fmt.Sprintf("tap+vhost/pktgen-t1/%d", sz), Rep: rep, Kernel: k,
+				must(w.Append(results.Sample{Run: "sweep", Cell: fmt.Sprintf("tap+vhost/pktgen-t1/%d", sz), Rep: rep, Kernel: k,
 					Axes:  map[string]string{"backend": "tap+vhost", "generator": "pktgen-t1", "pkt_size": fmt.Sprint(sz)},
 					Start: t0, WindowS: 10, Metrics: map[string]float64{"tx_pps": noisy(v, 0.006), "lost_pps": 0},
 					Labels: map[string]string{"generator": "pktgen", "duration": "10s", "threads": "1", "pkt_size": fmt.Sprint(sz),
@@ -156,7 +156,7 @@ func main() {
 			if k == "few-b" {
 				tx = 380e3
 			}
-			must(w.Append(report.Sample{Run: k, Cell: "tap/pktgen-t1", Rep: rep, Kernel: "stock",
+			must(w.Append(results.Sample{Run: k, Cell: "tap/pktgen-t1", Rep: rep, Kernel: "stock",
 				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Start: t0, WindowS: 22,
 				Metrics: map[string]float64{"tx_pps": noisy(tx, 0.01), "lost_pps": noisy(1154e3, 0.01)},
 				Labels:  map[string]string{"generator": "pktgen", "count": "10000000", "threads": "1"}}))
@@ -165,7 +165,7 @@ func main() {
 	}
 }
 
-func addPerf(s *report.Sample, backend string, patched bool) {
+func addPerf(s *results.Sample, backend string, patched bool) {
 	f := 1.0
 	if patched {
 		f = 1.04
@@ -193,8 +193,8 @@ func addPerf(s *report.Sample, backend string, patched bool) {
 		[]float64{22.5, 18.1, 9.7, 11.4, 4.2, 0}, []float64{24.9, 20.3, 10.2, 0.3, 4.0, 2.1})...)
 }
 
-func syms(target string, patched bool, names []string, stock, pat []float64) []report.Symbol {
-	var out []report.Symbol
+func syms(target string, patched bool, names []string, stock, pat []float64) []results.Symbol {
+	var out []results.Symbol
 	for i, n := range names {
 		o := stock[i]
 		if patched {
@@ -204,13 +204,13 @@ func syms(target string, patched bool, names []string, stock, pat []float64) []r
 			continue
 		}
 		o = math.Round(noisy(o*100, 0.03)) / 100
-		out = append(out, report.Symbol{Target: target, Symbol: n, DSO: "[kernel.kallsyms]", Overhead: o})
+		out = append(out, results.Symbol{Target: target, Symbol: n, DSO: "[kernel.kallsyms]", Overhead: o})
 	}
 	return out
 }
 
-func create(dir string, env report.Env) *report.RunWriter {
-	w, err := report.CreateRun(dir, env)
+func create(dir string, env results.Env) *results.Writer {
+	w, err := results.Create(dir, env)
 	must(err)
 	return w
 }

@@ -1,0 +1,56 @@
+package results
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Names inside a run directory (see the package doc for the layout).
+const (
+	ResultsFile   = "results.jsonl"
+	EnvFile       = "env.json"
+	ArtifactsDir  = "artifacts"
+	ReproduceFile = "reproduce.sh"
+	// WarmupDir is the subdirectory of a sample's artifact directory that
+	// holds the warmup's raw outputs.
+	WarmupDir = "warmup"
+)
+
+// ArtifactDir is the directory of one sample's raw outputs, relative to
+// the run directory: artifacts/CELL/KERNEL/REP (PathElem of the cell and
+// the kernel label, rep from 0). Sample.Artifacts entries start with it.
+func ArtifactDir(cell, kernel string, rep int) string {
+	return filepath.Join(ArtifactsDir, PathElem(cell), PathElem(kernel), strconv.Itoa(rep))
+}
+
+// ConsoleLog is the QEMU console log of the run's boot-th guest boot
+// (from 0), relative to the run directory: artifacts/console-N.log.
+func ConsoleLog(boot int) string {
+	return filepath.Join(ArtifactsDir, fmt.Sprintf("console-%d.log", boot))
+}
+
+// LabDir is the run directory, relative to the outer run, of the run made
+// inside the lab VM of kernel label (lab mode): lab/LABEL/run.
+func LabDir(label string) string { return filepath.Join("lab", PathElem(label), "run") }
+
+// ShardDir is where a merged run keeps an artifact of its shard-th input
+// (from 1) whose path another input already used: artifacts/shard-N.
+func ShardDir(shard int) string { return filepath.Join(ArtifactsDir, "shard-"+strconv.Itoa(shard)) }
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+
+// PathElem turns a name into one safe path element: "/" becomes "__",
+// other runs of characters outside [A-Za-z0-9._+-] become "_", and leading
+// or trailing "_" are trimmed ("tap+vhost/pktgen-t4" ->
+// "tap+vhost__pktgen-t4"). Kernel labels (letters, digits, "._-") are
+// unchanged; a name with nothing left, or "." or "..", becomes "_".
+func PathElem(name string) string {
+	s := strings.Trim(unsafeChars.ReplaceAllString(strings.ReplaceAll(name, "/", "__"), "_"), "_")
+	if s == "" || s == "." || s == ".." {
+		return "_"
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package results
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the version of the results.jsonl record written by this
+// package. Readers accept records with schema 1..SchemaVersion.
+const SchemaVersion = 1
+
+// Sample is one repetition of one cell on one kernel: one line of
+// results.jsonl. Metric keys are those of the Metrics registry (see Lookup).
+type Sample struct {
+	Schema  int                `json:"schema"`
+	Run     string             `json:"run"`
+	Cell    string             `json:"cell"`
+	Rep     int                `json:"rep"`
+	Kernel  string             `json:"kernel"`
+	Axes    map[string]string  `json:"axes"`
+	Start   time.Time          `json:"start"`
+	WindowS float64            `json:"window_s"`
+	Metrics map[string]float64 `json:"metrics"`
+	// Threads holds per-generator-thread numbers; Metrics["tx_pps"] is the
+	// total over threads.
+	Threads []ThreadSample `json:"threads,omitempty"`
+	// Labels are free-form facts about the sample: "target" names the perf
+	// target of unqualified perf.<event> metrics; "cpu_model", "count",
+	// "duration", "threads", "pin", "qdisc", "pkt_size" feed table headers.
+	Labels    map[string]string `json:"labels,omitempty"`
+	Warnings  []string          `json:"warnings,omitempty"`
+	Artifacts []string          `json:"artifacts,omitempty"`
+	// Symbols is the top of `perf report` for this sample (see Symbol).
+	Symbols  []Symbol `json:"symbols,omitempty"`
+	Emulated bool     `json:"emulated"`
+	Warmup   bool     `json:"warmup,omitempty"`
+}
+
+// ThreadSample is one generator thread's share of a sample.
+type ThreadSample struct {
+	I      int     `json:"i"`
+	TxPPS  float64 `json:"tx_pps"`
+	Errors uint64  `json:"errors"`
+	// LostPPS is the thread's errors per second of its run: packets it
+	// offered that the device (start_xmit: the tap's full ring) or the
+	// qdisc (queue_xmit) refused. nil = not measured.
+	LostPPS *float64 `json:"lost_pps,omitempty"`
+}
+
+// Symbol is one row of `perf report`: the percentage of samples (0..100)
+// attributed to Symbol in DSO for the perf target Target ("vhost", "qemu",
+// ...).
+type Symbol struct {
+	Target   string  `json:"target,omitempty"`
+	Symbol   string  `json:"symbol"`
+	DSO      string  `json:"dso,omitempty"`
+	Overhead float64 `json:"overhead"`
+}
+
+// Key identifies a sample within a run: a repetition of a cell on a kernel.
+type Key struct {
+	Cell   string
+	Kernel string
+	Rep    int
+}
+
+func (s *Sample) key() Key { return Key{s.Cell, s.Kernel, s.Rep} }
+
+// Value returns metric key of s. tx_pps_thread and lost_pps_thread
+// fall back to the mean over Threads when the sample has no such metric
+// (lost_pps_thread only when the threads carry lost_pps).
+func (s *Sample) Value(key string) (float64, bool) {
+	if v, ok := s.Metrics[key]; ok {
+		return v, true
+	}
+	if len(s.Threads) == 0 {
+		return 0, false
+	}
+	var sum float64
+	switch key {
+	case "tx_pps_thread":
+		for _, t := range s.Threads {
+			sum += t.TxPPS
+		}
+	case "lost_pps_thread":
+		for _, t := range s.Threads {
+			if t.LostPPS == nil {
+				return 0, false
+			}
+			sum += *t.LostPPS
+		}
+	default:
+		return 0, false
+	}
+	return sum / float64(len(s.Threads)), true
+}
+
+// dropNonFinite removes NaN and ±Inf metrics (JSON cannot hold them) and
+// says so in the sample's warnings.
+func dropNonFinite(s Sample) Sample {
+	var bad []string
+	for k, v := range s.Metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return s
+	}
+	sort.Strings(bad)
+	m := make(map[string]float64, len(s.Metrics))
+	for k, v := range s.Metrics {
+		if !slices.Contains(bad, k) {
+			m[k] = v
+		}
+	}
+	s.Metrics = m
+	s.Warnings = append(slices.Clone(s.Warnings), "dropped non-finite metrics: "+strings.Join(bad, ", "))
+	return s
+}
