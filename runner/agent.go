@@ -11,8 +11,8 @@ type Agent interface {
 	WaitReady(ctx context.Context) error
 	// Stats returns the guest's eth0 counters.
 	Stats(ctx context.Context) (GuestStats, error)
-	// Iperf3 starts or stops the iperf3 server in the guest.
-	Iperf3(ctx context.Context, start bool) error
+	// Do asks for a workload's op (the iperf3 server's start and stop).
+	Do(ctx context.Context, op, action string) error
 	// Sink attaches a sink ("stack", "xdp-drop", "flow-count").
 	Sink(ctx context.Context, kind string) error
 	// Poweroff asks the guest to power off.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -34,11 +34,14 @@ type Check struct {
 type Doctor struct {
 	Checks []Check
 	// Facts the scenario verdicts use.
-	Root, Tun, VhostNet, Pktgen bool
-	Accel                       qemu.Accel
-	Tools                       map[string]string // name -> version ("" = missing)
-	Qdiscs                      map[string]bool
-	PerfEvents                  map[string]bool // event -> supported
+	Root, Tun, VhostNet bool
+	// Features maps each workload feature (pktgen) to whether this host
+	// has it.
+	Features   map[string]bool
+	Accel      qemu.Accel
+	Tools      map[string]string // name -> version ("" = missing)
+	Qdiscs     map[string]bool
+	PerfEvents map[string]bool // event -> supported
 	// Lab is what lab mode has here (QEMU, accelerator, nested KVM,
 	// apt-get): cells for other kernels need only this on the host, the
 	// rest (pktgen, vhost-net, qdiscs) is in the lab VM's kernel.
@@ -76,20 +79,18 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d.Tun = err == nil
 	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
 
-	d.Pktgen = PktgenAvailable()
-	pk := Check{Name: "pktgen", OK: d.Pktgen, Detail: "loaded (/proc/net/pktgen)"}
-	if !d.Pktgen {
-		if mod := findModule(rel, "pktgen"); mod != "" && modulesEnabled() {
-			pk.Detail = "not loaded; loadable from " + mod
-			pk.Fix = "modprobe pktgen"
-		} else {
-			pk.Detail = "not available (not loaded, no loadable module)"
-			pk.Fix = "pktgen cells need " + LabHint
+	d.Features = map[string]bool{}
+	for _, f := range workload.AllFeatures() {
+		p := f.Probe()
+		d.Features[f.Name] = p.OK
+		c := Check{Name: f.Name, OK: p.OK, Detail: p.Detail, Fix: p.Fix}
+		if !p.OK && c.Fix == "" {
+			c.Fix = f.Name + " cells need " + LabHint
 		}
+		add(c)
 	}
-	add(pk)
 
-	for _, t := range Tools {
+	for _, t := range AllTools() {
 		v := ""
 		if _, err := exec.LookPath(t.Name); err == nil {
 			v = ToolVersion(ctx, ex, t)
@@ -202,26 +203,6 @@ func summarizeMitigations(m map[string]string) string {
 	return strings.Join(parts, ", ") + " (see env.json for each)"
 }
 
-func findModule(release, name string) string {
-	var found string
-	root := filepath.Join("/lib/modules", release)
-	filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
-		if err != nil || found != "" {
-			return nil
-		}
-		b := filepath.Base(p)
-		if strings.HasPrefix(b, name+".ko") {
-			found = p
-		}
-		return nil
-	})
-	return found
-}
-
-func modulesEnabled() bool {
-	return readTrim("/proc/sys/kernel/modules_disabled") != "1"
-}
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -313,8 +294,10 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 	if n.Vhost && !d.VhostNet {
 		out = append(out, "needs /dev/vhost-net for tap+vhost: load vhost_net, or use lab mode")
 	}
-	if n.Pktgen && !d.Pktgen {
-		out = append(out, "needs pktgen: use lab mode")
+	for _, f := range n.Features {
+		if !d.Features[f] {
+			out = append(out, "needs "+f+": use lab mode")
+		}
 	}
 	for _, q := range n.Qdiscs {
 		if ok, probed := d.Qdiscs[q]; probed && !ok {

@@ -28,8 +28,9 @@ type GuestImage struct {
 }
 
 // ImageFunc returns the guest image for a cell's guest (built or taken
-// from the cache). needIperf3 asks for the iperf3 server in the image.
-type ImageFunc func(ctx context.Context, g scenarios.Guest, needIperf3 bool) (*GuestImage, error)
+// from the cache), carrying the host programs the workloads run in the
+// guest (the iperf3 server).
+type ImageFunc func(ctx context.Context, g scenarios.Guest, programs []string) (*GuestImage, error)
 
 // AgentDialer connects to a guest agent's socket.
 type AgentDialer func(ctx context.Context, socketPath string) (Agent, error)
@@ -62,10 +63,13 @@ func (a *vmAgent) GuestClock() (initAt, readyAt time.Duration) {
 	return time.Duration(a.ready.InitMS) * time.Millisecond, time.Duration(a.ready.BootMS) * time.Millisecond
 }
 
-func (a *vmAgent) Iperf3(ctx context.Context, start bool) error { return a.c.Iperf3(ctx, start) }
-func (a *vmAgent) Sink(ctx context.Context, kind string) error  { return a.c.Sink(ctx, kind) }
-func (a *vmAgent) Poweroff(ctx context.Context) error           { return a.c.Poweroff(ctx) }
-func (a *vmAgent) Close() error                                 { return a.c.Close() }
+func (a *vmAgent) Do(ctx context.Context, op, action string) error {
+	_, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action})
+	return err
+}
+func (a *vmAgent) Sink(ctx context.Context, kind string) error { return a.c.Sink(ctx, kind) }
+func (a *vmAgent) Poweroff(ctx context.Context) error          { return a.c.Poweroff(ctx) }
+func (a *vmAgent) Close() error                                { return a.c.Close() }
 
 // statsAttempt bounds one stats request: stats is idempotent, so a request
 // or reply lost on the virtio-serial port (seen once under TCG in TCG
@@ -133,7 +137,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
 	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accel}
-	img, err := r.opts.Image(ctx, c.Guest, r.needIperf3)
+	img, err := r.opts.Image(ctx, c.Guest, r.guestPrograms)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}

@@ -13,24 +13,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 
 // Tool is a program the runner drives, with how to ask its version.
-type Tool struct {
-	Name    string   // program name looked up in PATH
-	Package string   // Debian package that provides it
-	Version []string // argv printing the version
-}
+type Tool = workload.Tool
 
-// Tools are the programs `run` may need.
-var Tools = []Tool{
-	{qemu.DefaultBinary, "qemu-system-x86", []string{qemu.DefaultBinary, "--version"}},
-	{"iperf3", "iperf3", []string{"iperf3", "--version"}},
-	{"trafgen", "netsniff-ng", []string{"trafgen", "--version"}},
-	{"perf", "linux-perf", []string{"perf", "--version"}},
-	{"ip", "iproute2", []string{"ip", "-V"}},
+// AllTools are the programs `run` may need: QEMU, the workloads' tools,
+// perf and ip.
+func AllTools() []Tool {
+	out := []Tool{{Name: qemu.DefaultBinary, Package: "qemu-system-x86", Version: []string{qemu.DefaultBinary, "--version"}}}
+	out = append(out, workload.AllTools()...)
+	return append(out,
+		Tool{Name: "perf", Package: "linux-perf", Version: []string{"perf", "--version"}},
+		Tool{Name: "ip", Package: "iproute2", Version: []string{"ip", "-V"}})
 }
 
 // ToolVersion returns the first line of the tool's version output, or ""
@@ -114,16 +112,17 @@ func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) results
 		Accel:         string(accel),
 		Extra:         map[string]string{},
 	}
-	for _, t := range Tools {
+	for _, t := range AllTools() {
+		if t.Version == nil {
+			continue
+		}
 		v := ToolVersion(ctx, ex, t)
 		switch t.Name {
 		case qemu.DefaultBinary:
 			e.QEMUVersion = v
 		case "perf":
 			e.PerfVersion = v
-		case "iperf3":
-			e.Iperf3Version = v
-		default:
+		default: // ip and the workloads' tools
 			if v != "" {
 				e.Extra[t.Name+"_version"] = v
 			}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -180,12 +179,16 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 }
 
 // labShares are the host directories the cells need inside the lab that
-// its host root share may hide: the kernel trees of pktgen script mode.
+// its host root share may hide (the workloads' Needs.Shares: the kernel
+// trees of pktgen script mode).
 func labShares(cells []scenarios.Cell) []string {
 	var out []string
 	for _, c := range cells {
-		if p := c.Generator.Pktgen; p != nil && p.Mode == pktgen.ModeScript {
-			if d, err := filepath.Abs(p.ScriptDir); err == nil && !slices.Contains(out, d) {
+		if c.Generator.Config == nil {
+			continue
+		}
+		for _, d := range c.Generator.Config.Needs().Shares {
+			if !slices.Contains(out, d) {
 				out = append(out, d)
 			}
 		}

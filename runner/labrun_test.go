@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -150,12 +151,12 @@ func TestLabConfigPrefetch(t *testing.T) {
 func TestLabConfigShares(t *testing.T) {
 	lk := scenarios.Kernel{Label: "stock", Debian: "6.1"}
 	script := func(dir string) scenarios.Generator {
-		return scenarios.Generator{Kind: "pktgen", Pktgen: &scenarios.Pktgen{Mode: "script", ScriptDir: dir}}
+		return scenarios.Generator{Kind: "pktgen", Config: &pktgen.Config{Mode: "script", ScriptDir: dir}}
 	}
 	cells := []scenarios.Cell{
 		{Name: "a", Kernel: lk, Generator: script("/root/linux")},
 		{Name: "b", Kernel: lk, Generator: script("/root/linux")},
-		{Name: "c", Kernel: lk, Generator: scenarios.Generator{Kind: "pktgen", Pktgen: &scenarios.Pktgen{Mode: "simple"}}},
+		{Name: "c", Kernel: lk, Generator: scenarios.Generator{Kind: "pktgen", Config: &pktgen.Config{Mode: "simple"}}},
 		{Name: "d", Kernel: lk, Generator: script("/home/u/src/linux-6.1")},
 	}
 	c := labConfig("stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/vnetbench/vnetbench/internal/workload/all"
+	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // TestMain fails the package when a test leaves a child process behind
@@ -15,7 +18,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	var kids []int
 	for i := 0; i < 100; i++ {
-		if kids = childPids(os.Getpid()); len(kids) == 0 {
+		if kids = proc.Children(os.Getpid()); len(kids) == 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

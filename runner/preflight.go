@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
-	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -18,23 +18,26 @@ import (
 
 // Needs lists what cells require from the host.
 type Needs struct {
-	Tools   []string // programs
-	Vhost   bool
-	Pktgen  bool
-	Qdiscs  []string
-	Lab     bool // a kernel other than the running one
-	NoNetns bool // isolation: none
-	// Scripts are the kernel sample scripts of pktgen script mode.
-	Scripts []pktgen.ScriptConfig
+	Tools    []string // programs
+	Features []string // workload features (workload.Feature names)
+	Vhost    bool
+	Qdiscs   []string
+	Lab      bool // a kernel other than the running one
+	NoNetns  bool // isolation: none
+	// GuestPrograms are host programs the guest image must carry.
+	GuestPrograms []string
+	// checks are the workloads' own checks (pktgen script mode: the
+	// kernel's sample script exists).
+	checks []func() error
 }
 
-// CheckScripts reports the first kernel sample script (pktgen script
-// mode) that does not exist, before anything is set up.
-func CheckScripts(cells []scenarios.Cell) error { return NeedsOf(cells).checkScripts() }
+// CheckScripts runs the workloads' own checks of cells (pktgen script
+// mode: the sample script exists), before anything is set up.
+func CheckScripts(cells []scenarios.Cell) error { return NeedsOf(cells).check() }
 
-func (n Needs) checkScripts() error {
-	for _, sc := range n.Scripts {
-		if err := sc.CheckScript(); err != nil {
+func (n Needs) check() error {
+	for _, c := range n.checks {
+		if err := c(); err != nil {
 			return err
 		}
 	}
@@ -45,25 +48,31 @@ func (n Needs) checkScripts() error {
 func NeedsOf(cells []scenarios.Cell) Needs {
 	var n Needs
 	tools := map[string]bool{qemu.DefaultBinary: true}
+	features := map[string]bool{}
+	guest := map[string]bool{}
 	qd := map[string]bool{}
 	for i := range cells {
 		c := &cells[i]
-		switch c.Generator.Kind {
-		case "iperf3":
-			tools["iperf3"] = true
-		case "trafgen":
-			tools["trafgen"] = true
-		case "pktgen":
-			n.Pktgen = true
-			if p := c.Generator.Pktgen; p.Mode == pktgen.ModeScript {
-				tools["bash"] = true
-				n.Scripts = append(n.Scripts, scriptConfig(*p, pktgen.Config{}, ""))
-			}
+		var wn workload.Needs
+		if c.Generator.Config != nil {
+			wn = c.Generator.Config.Needs()
+		}
+		for _, t := range wn.Tools {
+			tools[t] = true
+		}
+		for _, f := range wn.Features {
+			features[f] = true
+		}
+		for _, p := range wn.GuestPrograms {
+			guest[p] = true
+		}
+		if wn.Check != nil {
+			n.checks = append(n.checks, wn.Check)
 		}
 		if c.Perf.Stat != nil || c.Perf.Record != nil {
 			tools["perf"] = true
 		}
-		if c.Backend == "tap+vhost" {
+		if c.Backend == scenarios.BackendVhost {
 			n.Vhost = true
 		}
 		if c.Qdisc != "" {
@@ -77,12 +86,14 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 		}
 	}
 	n.Tools = sortedKeys(tools)
+	n.Features = sortedKeys(features)
+	n.GuestPrograms = sortedKeys(guest)
 	n.Qdiscs = sortedKeys(qd)
 	return n
 }
 
 func debPackage(tool string) string {
-	for _, t := range Tools {
+	for _, t := range AllTools() {
 		if t.Name == tool {
 			return t.Package
 		}
@@ -90,16 +101,20 @@ func debPackage(tool string) string {
 	return tool
 }
 
-// PktgenAvailable reports whether this kernel has pktgen loaded
-// (/proc/net/pktgen). This runner cannot load modules.
-func PktgenAvailable() bool {
-	_, err := os.Stat("/proc/net/pktgen/pgctrl")
-	return err == nil
+// feature returns the registered workload feature named name.
+func feature(name string) (workload.Feature, bool) {
+	for _, f := range workload.AllFeatures() {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return workload.Feature{}, false
 }
 
 // Preflight checks, before anything is set up, that this host can run
-// every cell: root, tools, /dev/net/tun, vhost-net, pktgen, qdiscs. The
-// first problem is a *CapabilityError (exit 2) saying what to do.
+// every cell: root, tools, /dev/net/tun, vhost-net, the workloads'
+// features (pktgen) and checks, qdiscs. The first problem is a
+// *CapabilityError (exit 2) saying what to do.
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {
@@ -124,11 +139,15 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 			return err
 		}
 	}
-	if err := n.checkScripts(); err != nil {
+	if err := n.check(); err != nil {
 		return err
 	}
-	if n.Pktgen && !PktgenAvailable() {
-		return capErrorf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3, or %s", KernelRelease(), LabHint)
+	for _, name := range n.Features {
+		if f, ok := feature(name); ok {
+			if p := f.Probe(); !p.OK {
+				return capErrorf("%s, or %s", p.Why, LabHint)
+			}
+		}
 	}
 	if len(n.Qdiscs) > 0 {
 		res, err := ProbeQdiscs(n.Qdiscs)

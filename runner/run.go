@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -39,8 +40,9 @@ type Options struct {
 	Image ImageFunc
 	// DialAgent connects to the guest agent (default DialVMImagesAgent).
 	DialAgent AgentDialer
-	// NewGenerator makes a cell's generator (default NewGenerator).
-	NewGenerator func(*scenarios.Cell) (Generator, error)
+	// NewGenerator makes a cell's generator (default NewGenerator: the
+	// cell's workload's).
+	NewGenerator func(*scenarios.Cell) (workload.Generator, error)
 	// LockPath is the host lock (default DefaultLockPath).
 	LockPath string
 	// LockWait is how long to wait for another run's lock (0 = fail at
@@ -94,9 +96,10 @@ type runState struct {
 	accel   qemu.Accel
 	guest   *guest
 	boots   int
-	// needIperf3: some cell of the run uses iperf3, so every guest image
-	// carries it (the VM is then reused between iperf3 and other cells).
-	needIperf3 bool
+	// guestPrograms: what the run's workloads run in the guest (the
+	// iperf3 server); every guest image carries them all, so a VM is
+	// reused between cells of different workloads.
+	guestPrograms []string
 	// guestKernel is the guest kernel release noted in env.json.
 	guestKernel string
 	undo        *undo.Stack // run-level teardown (netns, sockets)
@@ -150,9 +153,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 
 	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
 	r.exec.(*recordingExec).rec = r.recordArgv
-	for i := range cells {
-		r.needIperf3 = r.needIperf3 || cells[i].Generator.Kind == "iperf3"
-	}
+	r.guestPrograms = NeedsOf(cells).GuestPrograms
 	if o.Image == nil {
 		return nil, errors.New("run: no guest image builder (Options.Image)")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -81,10 +82,10 @@ func (a *fakeAgent) WaitReady(ctx context.Context) error {
 func (a *fakeAgent) Stats(context.Context) (GuestStats, error) {
 	return GuestStats{RxPackets: a.rx.Add(1000)}, a.statsErr
 }
-func (a *fakeAgent) Iperf3(context.Context, bool) error { return nil }
-func (a *fakeAgent) Sink(context.Context, string) error { return nil }
-func (a *fakeAgent) Poweroff(context.Context) error     { return nil }
-func (a *fakeAgent) Close() error                       { a.closed.Store(true); return nil }
+func (a *fakeAgent) Do(context.Context, string, string) error { return nil }
+func (a *fakeAgent) Sink(context.Context, string) error       { return nil }
+func (a *fakeAgent) Poweroff(context.Context) error           { return nil }
+func (a *fakeAgent) Close() error                             { a.closed.Store(true); return nil }
 
 // fakeGen runs `sleep` inside the netns for its duration.
 type fakeGen struct {
@@ -95,7 +96,6 @@ type fakeGen struct {
 	start    time.Time
 }
 
-func (g *fakeGen) Kind() string { return "trafgen" }
 func (g *fakeGen) Start(ctx context.Context, w *Window) error {
 	p, err := w.Exec.Start(ctx, proc.Cmd{Argv: []string{"sleep", "60"}, Netns: w.Netns})
 	if err != nil {
@@ -108,7 +108,7 @@ func (g *fakeGen) Start(ctx context.Context, w *Window) error {
 	return nil
 }
 func (g *fakeGen) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
-func (g *fakeGen) Wait(ctx context.Context) (*GenResult, error) {
+func (g *fakeGen) Wait(ctx context.Context) (*workload.Result, error) {
 	select {
 	case <-time.After(g.d):
 	case <-ctx.Done():
@@ -120,7 +120,7 @@ func (g *fakeGen) Wait(ctx context.Context) (*GenResult, error) {
 	if g.failWait {
 		return nil, errors.New("generator exploded")
 	}
-	return &GenResult{Packets: 5000, PPS: 5000 / g.d.Seconds(), Elapsed: time.Since(g.start), BusyFrac: 1}, nil
+	return &workload.Result{Metrics: map[string]float64{"tx_pps": 5000 / g.d.Seconds()}, Elapsed: time.Since(g.start), BusyFrac: 1}, nil
 }
 
 type harness struct {
@@ -137,9 +137,9 @@ func newHarness(t testing.TB) *harness {
 	h.opts = Options{
 		Dir:      filepath.Join(t.TempDir(), "run"),
 		Scenario: "loop", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
-		Image:     func(context.Context, scenarios.Guest, bool) (*GuestImage, error) { return &GuestImage{}, nil },
+		Image:     func(context.Context, scenarios.Guest, []string) (*GuestImage, error) { return &GuestImage{}, nil },
 		DialAgent: func(context.Context, string) (Agent, error) { return h.agent, nil },
-		NewGenerator: func(*scenarios.Cell) (Generator, error) {
+		NewGenerator: func(*scenarios.Cell) (workload.Generator, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			g := h.mkGen(len(h.gens))
@@ -160,7 +160,7 @@ func checkNothingLeft(t *testing.T, sum *Summary) {
 	}
 	var kids []int
 	for i := 0; i < 50; i++ {
-		kids = childPids(os.Getpid())
+		kids = proc.Children(os.Getpid())
 		if len(kids) == 0 {
 			return
 		}
@@ -351,14 +351,14 @@ func hostReady() bool {
 // with the console's last lines, leaving nothing behind.
 func TestRunBogusKernelCmdline(t *testing.T) {
 	needHost(t)
-	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, false)
+	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, nil)
 	if err != nil {
 		t.Skipf("no guest image here: %v", err)
 	}
 	cells := loadCells(t, strings.Replace(loopScenario, "boot: 20s", "boot: 5m", 1))
 	h := newHarness(t)
 	h.opts.DialAgent = DialVMImagesAgent
-	h.opts.Image = func(context.Context, scenarios.Guest, bool) (*GuestImage, error) {
+	h.opts.Image = func(context.Context, scenarios.Guest, []string) (*GuestImage, error) {
 		bad := *img
 		bad.Cmdline = "rdinit=/vnb-no-such-init root=/dev/vnb-nothing"
 		return &bad, nil

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -122,7 +123,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		return nil, fail("setup", err)
 	}
 	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsPid: g.vm.Pid(), Dev: g.tap, DevMAC: g.tapMAC,
-		Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do}
+		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 
 	// Warmup: the same generator for c.Warmup, discarded.
@@ -163,16 +164,14 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	var ru0 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
+	kind := c.Generator.Kind
 	if err := gen.Start(tctx, win); err != nil {
-		return nil, fail("traffic", fmt.Errorf("start %s: %w", gen.Kind(), err))
+		return nil, fail("traffic", fmt.Errorf("start %s: %w", kind, err))
 	}
 	gtids, whole := gen.Threads()
 	gt := perfTarget{tids: gtids, whole: whole}
-	targets["generator"] = gt
-	targets[gen.Kind()] = gt
-	if gen.Kind() == "pktgen" {
-		targets["kpktgend"] = gt
-	}
+	targets[scenarios.TargetGenerator] = gt
+	targets[workload.Target(c.Generator.Workload())] = gt
 	if err := Pin(u, "generator", gtids, c.Pin.Generator, false); err != nil {
 		gen.Wait(tctx)
 		return nil, fail("setup", err)
@@ -222,7 +221,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if res.BusyFrac >= 0 {
 		s.Metrics["generator_busy_frac"] = res.BusyFrac
 		if res.BusyFrac < 0.9 {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", gen.Kind(), res.BusyFrac*100))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", kind, res.BusyFrac*100))
 		}
 	}
 	if r.accel != qemu.KVM {
@@ -239,7 +238,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if c.Perf.Record != nil {
 		s.Labels["perf_report_s"] = strconv.FormatFloat(analysis.Seconds(), 'f', 2, 64)
 	}
-	s.Labels["generator"] = gen.Kind()
+	s.Labels["generator"] = kind
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
 	}
@@ -286,8 +285,9 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 	return err
 }
 
-// fillMetrics computes the sample's metrics (the keys of results.Metrics).
-func fillMetrics(s *results.Sample, c *scenarios.Cell, res *GenResult, before, after counters, window time.Duration) {
+// fillMetrics computes the sample's metrics: the tap, qdisc and guest
+// counters over the window, and the workload's own (its Result).
+func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
 	dTx := after.tap.TxPackets - before.tap.TxPackets
@@ -303,18 +303,11 @@ func fillMetrics(s *results.Sample, c *scenarios.Cell, res *GenResult, before, a
 		m["qdisc_drops"] = float64(q.Drops - before.qdisc.Drops)
 		m["qdisc_drop_pps"] = float64(q.Drops-before.qdisc.Drops) / sec
 	}
-	switch c.Generator.Kind {
-	case "iperf3":
-		m["throughput_bps"] = res.ThroughputBps
-		if _, ok := res.Metrics["retransmits"]; ok {
-			m["retransmits"] = res.Retransmits
-		}
-	default:
-		tx := res.PPS
-		if tx == 0 && res.Packets > 0 && res.Elapsed > 0 {
-			tx = float64(res.Packets) / res.Elapsed.Seconds()
-		}
-		m["tx_pps"] = tx
+	for k, v := range res.Metrics {
+		m[k] = v
+	}
+	// A generator that counts its own packets is checked against the tap.
+	if tx, ok := m["tx_pps"]; ok {
 		if tap := m["tap_tx_pps"]; tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
 			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
 			if qd := m["qdisc_drop_pps"]; qd > 0 {
@@ -324,14 +317,8 @@ func fillMetrics(s *results.Sample, c *scenarios.Cell, res *GenResult, before, a
 				c.Generator.Kind, tx, tap, dropped))
 		}
 	}
-	if c.Generator.Kind == "pktgen" {
-		m["pktgen_errors"] = float64(res.Errors)
-		s.Threads = res.Threads
-	}
-	for k, v := range res.Metrics {
-		if _, ok := m[k]; !ok {
-			m[k] = v
-		}
+	for _, t := range res.Threads {
+		s.Threads = append(s.Threads, results.ThreadSample{I: t.I, TxPPS: t.TxPPS, Errors: t.Errors, LostPPS: t.LostPPS})
 	}
 }
 
@@ -356,7 +343,9 @@ type perfRun struct {
 func wantTargets(list []string, generatorPhase bool) []string {
 	var out []string
 	for _, t := range list {
-		gen := t == "generator" || t == "kpktgend" || t == "trafgen" || t == "iperf3"
+		// The generator's own threads (under the name "generator" or the
+		// workload's target name) exist only once it runs.
+		gen := t != scenarios.TargetVhost && t != scenarios.TargetVCPU && t != scenarios.TargetQEMU
 		if gen == generatorPhase {
 			out = append(out, t)
 		}
@@ -450,7 +439,7 @@ func finishPerfs(runs []*perfRun) ([]*perfRun, error) {
 	var errs []error
 	for _, pr := range runs {
 		err := pr.p.Stop(syscall.SIGINT, 10*time.Second)
-		if err != nil && !isSignalExit(err, "interrupt") && proc.ExitCodeOf(err) != 0 {
+		if err != nil && !proc.IsSignal(err, "interrupt") && proc.ExitCodeOf(err) != 0 {
 			// perf stat exits 0 or with SIGINT's status; anything else
 			// is an error, the file may still be useful.
 			if _, serr := os.Stat(pr.file); serr != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -101,33 +101,10 @@ func Commands(c *scenarios.Cell) []string {
 			add("", PerfRecordArgs(*rec, []int{0}, t == "qemu", art+"/perf-"+t+".data")...)
 		}
 	}
-	switch c.Generator.Kind {
-	case "trafgen":
-		add(ns, TrafgenArgs(*c.Generator.Trafgen, tap, art+"/trafgen.cfg")...)
-	case "iperf3":
-		add(ns, Iperf3Args(*c.Generator.Iperf3, GuestIP)...)
-	case "pktgen":
-		// pktgen is per network namespace: the writes go to
-		// /proc/QEMU_PID/net/pktgen (QEMU runs in the run's netns).
-		p := c.Generator.Pktgen
-		if p.Mode == pktgen.ModeScript {
-			cmd, _, err := pktgen.ScriptCmd(scriptConfig(*p, pktgenConfig(*p, tap, GuestIP, GuestMAC, 0), ns))
-			if err != nil {
-				out = append(out, "# pktgen: "+err.Error())
-				break
-			}
-			out = append(out, cmd.String())
-			break
-		}
-		plan, err := pktgen.NewPlan(pktgenConfig(*p, tap, GuestIP, GuestMAC, 0))
-		if err != nil {
-			out = append(out, "# pktgen: "+err.Error())
-			break
-		}
-		for _, w := range append(plan.Setup, plan.Start) {
-			out = append(out, w.String())
-		}
-	}
+	// The workload's own commands (and /proc writes): pktgen is per
+	// network namespace, so its writes go to /proc/QEMU_PID/net/pktgen.
+	out = append(out, c.Generator.Config.Commands(workload.PlanEnv{Netns: ns, Dev: tap, DevMAC: "TAP_MAC",
+		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: art})...)
 	// Placeholders: perf's -t/-p 0 stands for the target's thread ids.
 	for i, l := range out {
 		out[i] = strings.ReplaceAll(l, " -t 0 ", " -t TIDS ")

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,8 +12,8 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
-
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -28,36 +29,7 @@ func TestToolArgvGolden(t *testing.T) {
 	line(PerfRecordArgs(scenarios.PerfRecord{CallGraph: true, FreqHz: 999, Top: 40}, []int{7, 8}, false, "/r/perf-vhost.data"))
 	line(PerfRecordArgs(scenarios.PerfRecord{}, []int{4242}, true, "/r/perf-qemu.data"))
 	line(PerfReportArgs("/r/perf-vhost.data"))
-	line(TrafgenArgs(scenarios.Trafgen{Duration: 5 * time.Second, PktSize: 60, CPUs: 2, Rate: "10kpps"}, "vnbt0", "/r/trafgen.cfg"))
-	line(TrafgenArgs(scenarios.Trafgen{}, "vnbt0", "/r/trafgen.cfg"))
-	line(Iperf3Args(scenarios.Iperf3{Duration: 120 * time.Second, Parallel: 4, Omit: 2 * time.Second, Protocol: "tcp"}, GuestIP))
-	line(Iperf3Args(scenarios.Iperf3{Duration: 1500 * time.Millisecond, Reverse: true, Protocol: "udp", Bitrate: "1G"}, GuestIP))
-	b.WriteString(TrafgenConfig(60, "02:00:00:00:00:01", GuestMAC))
-	b.WriteString(TrafgenConfig(1500, "02:00:00:00:00:01", GuestMAC))
 	golden.Check(t, "tools.golden", b.String())
-}
-
-// The fixture config was captured with the same layout.
-func TestTrafgenConfigMatchesFixture(t *testing.T) {
-	got := TrafgenConfig(60, "02:00:00:00:00:01", "52:54:00:12:34:56")
-	want := "{ eth(da=52:54:00:12:34:56, sa=02:00:00:00:00:01), ipv4(sa=10.0.0.1, da=10.0.0.2), udp(sp=9, dp=9), fill(0x00, 18) }\n"
-	if got != want {
-		t.Errorf("got %q", got)
-	}
-}
-
-func TestParseTrafgenPackets(t *testing.T) {
-	b, err := os.ReadFile("testdata/trafgen-5s-output.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := parseTrafgenPackets(b)
-	if err != nil || n != 437644 {
-		t.Errorf("got %d, %v", n, err)
-	}
-	if _, err := parseTrafgenPackets([]byte("Running! Hang up with ^C!\n")); err == nil {
-		t.Error("no summary: want an error")
-	}
 }
 
 func TestPerfSymbols(t *testing.T) {
@@ -137,7 +109,7 @@ func TestFillMetrics(t *testing.T) {
 	s := &results.Sample{Metrics: map[string]float64{}}
 	before := counters{tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, guest: GuestStats{RxPackets: 500}}
 	after := counters{tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, guest: GuestStats{RxPackets: 10500}}
-	fillMetrics(s, c, &GenResult{Packets: 12000, PPS: 6000}, before, after, 2*time.Second)
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
 	want := map[string]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
 	for k, v := range want {
 		if s.Metrics[k] != v {
@@ -150,7 +122,7 @@ func TestFillMetrics(t *testing.T) {
 	// iperf3: throughput, no tx_pps.
 	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "iperf3"
-	fillMetrics(s, c, &GenResult{ThroughputBps: 2.4e9, Retransmits: 3, Metrics: map[string]float64{"retransmits": 3}}, before, after, time.Second)
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"throughput_bps": 2.4e9, "retransmits": 3}}, before, after, time.Second)
 	if s.Metrics["throughput_bps"] != 2.4e9 || s.Metrics["retransmits"] != 3 {
 		t.Errorf("iperf3 metrics %v", s.Metrics)
 	}
@@ -160,23 +132,9 @@ func TestFillMetrics(t *testing.T) {
 	// A generator rate far from what the tap carried is flagged.
 	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "pktgen"
-	fillMetrics(s, c, &GenResult{PPS: 50000, Threads: []results.ThreadSample{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 50000}, Threads: []workload.Thread{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
 	if len(s.Warnings) != 1 || len(s.Threads) != 1 {
 		t.Errorf("pktgen: warnings %v threads %v", s.Warnings, s.Threads)
-	}
-}
-
-func TestBusyFrac(t *testing.T) {
-	a := map[int]uint64{1: 100, 2: 50}
-	b := map[int]uint64{1: 200, 2: 50}
-	if got := busyFrac(a, b, time.Second, 1); got != 1 {
-		t.Errorf("busyFrac = %v, want 1", got)
-	}
-	if got := busyFrac(a, b, 2*time.Second, 1); got != 0.5 {
-		t.Errorf("busyFrac = %v, want 0.5", got)
-	}
-	if got := busyFrac(a, nil, time.Second, 1); got != -1 {
-		t.Errorf("no data: %v", got)
 	}
 }
 
@@ -246,7 +204,7 @@ repetitions: 1
 		if tc.needRoot && os.Geteuid() != 0 {
 			continue
 		}
-		if strings.Contains(tc.gen, "pktgen") && PktgenAvailable() {
+		if strings.Contains(tc.gen, "pktgen") && pktgen.Available() {
 			continue
 		}
 		if tc.backend == "tap+vhost" {

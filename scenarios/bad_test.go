@@ -148,3 +148,20 @@ func TestMissingFile(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// Unknown keys are refused at every depth, in every section kind (a
+// mapping, an optional section, a list of mappings, a workload's section).
+func TestUnknownKeysAtAnyDepth(t *testing.T) {
+	for src, want := range map[string]string{
+		"generator: {iperf3: {}}\nbogus: 1\n":                                  `t.yaml:2:1: unknown key "bogus" (allowed: name, description`,
+		"generator: {pktgen: {pkt_sise: 60}}\n":                                `t.yaml:1:22: unknown key "pkt_sise" in generator.pktgen; did you mean pkt_size?`,
+		"guest: {kernel: {imag: x}}\ngenerator: {iperf3: {}}\n":                `t.yaml:1:18: unknown key "imag" in guest.kernel; did you mean image? (allowed: label, image, modules, debian)`,
+		"perf: {record: {top: 1, callgraph: true}}\ngenerator: {iperf3: {}}\n": `t.yaml:1:25: unknown key "callgraph" in perf.record; did you mean call_graph?`,
+		"kernels: [{label: a, imgae: /b}]\ngenerator: {iperf3: {}}\n":          `t.yaml:1:22: unknown key "imgae" in kernels[0]; did you mean image?`,
+	} {
+		_, err := Load("t.yaml", []byte(src))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q:\n got %v\nwant %s...", src, err, want)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/vnetbench/vnetbench/internal/schema"
 )
 
 //go:embed builtin/*.yaml
@@ -72,7 +74,7 @@ func Resolve(nameOrPath string) (*Scenario, error) {
 			for _, b := range Builtins() {
 				names = append(names, b.Name)
 			}
-			return nil, &Error{Msg: "no built-in scenario or file named " + strconv.Quote(nameOrPath) + didYouMean(nameOrPath, names) + " (vnetbench list shows the built-ins)"}
+			return nil, &Error{Msg: "no built-in scenario or file named " + strconv.Quote(nameOrPath) + schema.DidYouMean(nameOrPath, names) + " (vnetbench list shows the built-ins)"}
 		}
 	}
 	return LoadFile(nameOrPath)

@@ -3,11 +3,19 @@
 // value out; it never executes programs or probes the host (facts about the
 // host come in through Host).
 //
-// Decoding is strict. A schema walker driven by the struct tags in types.go
-// checks every key and value and reports the first problem as an *Error
-// ("file:line:col: what is wrong; how to fix it", exit code 2); yaml.v3 with
-// KnownFields(true) decodes the same file as an independent backstop. The
-// same tags generate the README's scenario reference (Reference).
+// Every section lists its keys in a Fields method (internal/schema): the
+// kind of each value is its constructor (Duration, SizeMiB, CPUs, Enum,
+// Int with a range, ...), and doc, unit, default and axis are methods on
+// the key. Decoding is strict and happens once: every key, every value,
+// every element of an axis list and every generator kind is checked, and
+// the first problem is an *Error ("file:line:col: what is wrong; how to fix
+// it", exit code 2). The same lists generate the README's scenario
+// reference (Reference) and the plan's parameters (Cell.Params).
+//
+// The generator: section belongs to the workloads: each registered
+// workload (internal/workload) contributes its key, its Fields and its
+// Resolve rules; this package names no workload. A program that loads
+// scenarios imports internal/workload/all (or registers its own).
 //
 // Load/LoadFile/Resolve give a *Scenario; Expand gives its cells (the
 // cartesian product of every axis written as a YAML list, once per kernel);

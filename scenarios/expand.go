@@ -3,8 +3,10 @@ package scenarios
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
+
+	"github.com/vnetbench/vnetbench/internal/schema"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // Expand returns the scenario's cells: for each kernel (in file order)
@@ -29,17 +31,8 @@ func (c Cell) clone() Cell {
 	c.Pin.Vhost = slices.Clone(c.Pin.Vhost)
 	c.Pin.VCPU = slices.Clone(c.Pin.VCPU)
 	c.Pin.Generator = slices.Clone(c.Pin.Generator)
-	if g := c.Generator.Pktgen; g != nil {
-		cp := *g
-		c.Generator.Pktgen = &cp
-	}
-	if g := c.Generator.Trafgen; g != nil {
-		cp := *g
-		c.Generator.Trafgen = &cp
-	}
-	if g := c.Generator.Iperf3; g != nil {
-		cp := *g
-		c.Generator.Iperf3 = &cp
+	if c.Generator.Config != nil {
+		c.Generator.Config = schema.Clone(c.Generator.Config)
 	}
 	if p := c.Perf.Stat; p != nil {
 		cp := *p
@@ -124,13 +117,13 @@ func (c *Cell) GuestKey() string {
 }
 
 // TapQueues is the number of tap (and virtio-net) queue pairs: queues when
-// set, else one per pktgen thread, else 1.
+// set, else what the workload wants (pktgen: one per thread), else 1.
 func (c *Cell) TapQueues() int {
 	if c.Queues > 0 {
 		return c.Queues
 	}
-	if p := c.Generator.Pktgen; c.Generator.Kind == "pktgen" && p != nil && p.Threads > 1 {
-		return p.Threads
+	if q, ok := c.Generator.Config.(workload.Queuer); ok && q.AutoQueues() > 1 {
+		return q.AutoQueues()
 	}
 	return 1
 }
@@ -184,19 +177,18 @@ func (s *Scenario) CheckHost(h Host) error {
 		}{{"pin.vhost", c.Pin.Vhost}, {"pin.vcpu", c.Pin.VCPU}, {"pin.generator", c.Pin.Generator}} {
 			for _, cpu := range p.cpus {
 				if cpu >= h.NumCPU {
-					return at(s.File, pos, p.key, "%s: CPU %d does not exist: %s; use CPUs below %d", p.key, cpu, have, h.NumCPU)
+					return pos.Errorf(s.File, p.key, "%s: CPU %d does not exist: %s; use CPUs below %d", p.key, cpu, have, h.NumCPU)
 				}
 			}
 		}
-		if g := c.Generator.Pktgen; g != nil && g.FirstCPU+g.Threads > h.NumCPU {
-			key := "generator.pktgen.threads"
-			if g.FirstCPU > 0 {
-				key = "generator.pktgen.first_cpu"
+		if u, ok := c.Generator.Config.(workload.CPUUser); ok {
+			section := "generator." + c.Generator.Kind
+			hc := workload.NewHostCheck(h.NumCPU, have, func(key, format string, a ...any) error {
+				return pos.Errorf(s.File, schema.Join(section, key), format, a...)
+			})
+			if err := u.CheckCPUs(hc); err != nil {
+				return err
 			}
-			return at(s.File, pos, key, "generator.pktgen: %d threads from first_cpu %d need CPUs %d-%d (kpktgend_N runs on CPU N) but %s; use at most %d threads", g.Threads, g.FirstCPU, g.FirstCPU, g.FirstCPU+g.Threads-1, have, max(h.NumCPU-g.FirstCPU, 1))
-		}
-		if g := c.Generator.Trafgen; g != nil && g.CPUs > h.NumCPU {
-			return at(s.File, pos, "generator.trafgen.cpus", "generator.trafgen.cpus %d is more than the machine has: %s; use cpus: %d or fewer", g.CPUs, have, h.NumCPU)
 		}
 	}
 	return nil
@@ -213,11 +205,8 @@ func (s *Scenario) CPUsNeeded() int {
 				n = max(n, cpu+1)
 			}
 		}
-		if g := c.Generator.Pktgen; g != nil {
-			n = max(n, g.FirstCPU+g.Threads)
-		}
-		if g := c.Generator.Trafgen; g != nil {
-			n = max(n, g.CPUs)
+		if u, ok := c.Generator.Config.(workload.CPUUser); ok {
+			n = max(n, u.CPUsNeeded())
 		}
 	}
 	return n
@@ -225,40 +214,12 @@ func (s *Scenario) CPUsNeeded() int {
 
 // Param is one resolved parameter of a cell: its YAML path and canonical
 // value ("" = unset).
-type Param struct {
-	Key   string
-	Value string
-}
+type Param = schema.Param
 
 // Params lists every resolved parameter of the cell in schema order, with
 // the YAML paths of the scenario reference (generator.pktgen.count, ...).
-// Absent optional sections (perf.stat, a generator kind the cell does not
-// use) are left out, except that perf.stat and perf.record show "off".
+// Of the generator only the cell's workload appears; perf.stat and
+// perf.record show "off" when absent.
 func (c Cell) Params() []Param {
-	var out []Param
-	var walk func(v reflect.Value, path string)
-	walk = func(v reflect.Value, path string) {
-		for _, f := range fieldsOf(v.Type()) {
-			fv := v.FieldByIndex(f.index)
-			p := join(path, f.key)
-			switch {
-			case p == "guest.kernel.label":
-				continue
-			case fv.Kind() == reflect.Pointer:
-				if fv.IsNil() {
-					if path == "perf" {
-						out = append(out, Param{p, "off"})
-					}
-					continue
-				}
-				walk(fv.Elem(), p)
-			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
-				walk(fv, p)
-			default:
-				out = append(out, Param{p, format(fv, f.tg)})
-			}
-		}
-	}
-	walk(reflect.ValueOf(c), "")
-	return out
+	return schema.Values(c.Fields())
 }

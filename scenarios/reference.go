@@ -2,8 +2,9 @@ package scenarios
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/schema"
 )
 
 // referenceIntro is the prose before the generated key table.
@@ -68,156 +69,14 @@ keeps this table and the code in step):
 `
 
 // Reference returns the scenario language reference as Markdown: the
-// rules above and a table of every key, generated from the schema's
-// struct tags. README.md embeds it; a test keeps the two equal.
+// rules above and a table of every key, generated from the same field
+// lists that decode a file (every registered workload's included).
+// README.md embeds it; a test keeps the two equal.
 func Reference() string {
 	var b strings.Builder
 	example, _ := BuiltinData("thread-pktgen-vhost-pin0")
 	fmt.Fprintf(&b, referenceIntro, example)
-	b.WriteString("\n| key | type | default | unit | axis | meaning |\n|---|---|---|---|---|---|\n")
-	var walk func(t reflect.Type, path string)
-	walk = func(t reflect.Type, path string) {
-		for _, f := range fieldsOf(t) {
-			p := join(path, f.key)
-			ft := f.sf.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if p == "guest.kernel.label" {
-				continue
-			}
-			sf := f.sf
-			if d, ok := guestKernelDoc[p]; ok {
-				sf.Tag = reflect.StructTag(strings.Replace(string(sf.Tag), `doc:"`+sf.Tag.Get("doc")+`"`, `doc:"`+strings.ReplaceAll(d, `"`, `\"`)+`"`, 1))
-			}
-			row(&b, p, sf)
-			switch {
-			case ft.Kind() == reflect.Struct && ft != durationType:
-				walk(ft, p)
-			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-				walk(ft.Elem(), p+"[]")
-			}
-		}
-	}
-	walk(reflect.TypeOf(document{}), "")
+	b.WriteString("\n")
+	b.WriteString(schema.Reference(new(document).Fields()))
 	return b.String()
-}
-
-// guestKernelDoc overrides the kernel docs for guest.kernel.*, which shares
-// the Kernel type with the kernels under test.
-var guestKernelDoc = map[string]string{
-	"guest.kernel.image":   "guest kernel image; unset = the default guest image's kernel",
-	"guest.kernel.modules": "modules directory for the guest image; unset = the default image's modules",
-	"guest.kernel.debian":  "Debian kernel version for the guest instead of image, e.g. \"6.1\"",
-}
-
-func row(b *strings.Builder, path string, sf reflect.StructField) {
-	def := sf.Tag.Get("default")
-	if a := sf.Tag.Get("auto"); a != "" {
-		def = a
-	}
-	if _, ok := sf.Tag.Lookup("default"); !ok && def == "" {
-		def = "unset"
-	}
-	if sf.Tag.Get("required") == "1" {
-		def = "required"
-	}
-	ft := sf.Type
-	if ft.Kind() == reflect.Struct && ft != durationType || ft.Kind() == reflect.Pointer {
-		def = ""
-		if ft.Kind() == reflect.Pointer {
-			def = "off"
-		}
-		if sf.Tag.Get("required") == "1" {
-			def = "required"
-		}
-	}
-	axis := ""
-	if sf.Tag.Get("axis") == "1" {
-		axis = "yes"
-	}
-	cell := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		return strings.ReplaceAll(s, "|", `\|`)
-	}
-	code := func(s string) string {
-		if s == "" || s == "unset" || s == "required" || s == "off" || strings.Contains(s, " ") && !strings.HasPrefix(s, "[") {
-			return cell(s)
-		}
-		return "`" + cell(s) + "`"
-	}
-	unit := sf.Tag.Get("unit")
-	if unit == "duration" {
-		unit = ""
-	}
-	fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s |\n", path, cell(typeDesc(sf)), code(def), cell(unit), axis, cell(sf.Tag.Get("doc")))
-}
-
-func typeDesc(sf reflect.StructField) string {
-	t := sf.Type
-	if t == durationType {
-		return "duration"
-	}
-	if e := sf.Tag.Get("enum"); e != "" {
-		vals := strings.Split(e, ",")
-		for i, v := range vals {
-			if v == "" {
-				vals[i] = "(unset)"
-			} else {
-				vals[i] = "`" + v + "`"
-			}
-		}
-		if t.Kind() == reflect.Slice {
-			return "list of " + strings.Join(vals, ", ")
-		}
-		return strings.Join(vals, ", ")
-	}
-	switch sf.Tag.Get("kind") {
-	case "memory":
-		return "size"
-	case "cpus":
-		return "CPU list"
-	case "queues":
-		return "integer or `auto`"
-	case "burst":
-		return "integer or `default`"
-	case "qdisc":
-		return "tc qdisc kind"
-	case "ifname":
-		return "interface name"
-	case "ip":
-		return "IP address"
-	case "mac":
-		return "MAC address"
-	case "path":
-		return "path"
-	case "event":
-		return "list of perf events"
-	case "rate":
-		return "rate (`10kpps`, `100Mbit`)"
-	case "bitrate":
-		return "bitrate (`500M`, `1G`)"
-	case "debian":
-		return "version"
-	case "script":
-		return "file name"
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64, reflect.Uint64:
-		return "integer"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.String:
-		return "string"
-	case reflect.Pointer, reflect.Struct:
-		return "mapping"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Struct {
-			return "list of mappings"
-		}
-		return "list of strings"
-	}
-	return t.String()
 }

@@ -11,6 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/schema"
+	_ "github.com/vnetbench/vnetbench/internal/workload/all"
+	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and the README reference")
@@ -53,6 +59,12 @@ func diff(want, got string) string {
 		}
 	}
 	return "(no line differs)"
+}
+
+// pk is a pktgen cell's section (nil for other workloads).
+func pk(c Cell) *pktgen.Config {
+	p, _ := c.Generator.Config.(*pktgen.Config)
+	return p
 }
 
 func mustLoad(t *testing.T, src string) *Scenario {
@@ -103,7 +115,7 @@ func TestBuiltins(t *testing.T) {
 				t.Errorf("%s: duplicate cell %s", b.Name, key)
 			}
 			seen[key] = true
-			if c.Generator.Pktgen != nil && (c.Generator.Pktgen.Burst > 1 || c.Generator.Pktgen.CloneSkb > 0) {
+			if p := pk(c); p != nil && (p.Burst > 1 || p.CloneSkb > 0) {
 				t.Errorf("%s: %s would be rejected by a tap", b.Name, c.Name)
 			}
 		}
@@ -120,7 +132,7 @@ func TestQuickstartFitsThisMachine(t *testing.T) {
 	}
 	var traffic time.Duration
 	for _, c := range Order(s.Expand(), 1) {
-		if c.Backend != "tap" || c.Generator.Pktgen != nil || c.Qdisc == "fq_codel" {
+		if c.Backend != "tap" || pk(c) != nil || c.Qdisc == "fq_codel" {
 			t.Errorf("quickstart cell %s needs vhost-net, pktgen or fq_codel", c.Name)
 		}
 		if c.Perf.Record != nil {
@@ -128,9 +140,9 @@ func TestQuickstartFitsThisMachine(t *testing.T) {
 		}
 		switch c.Generator.Kind {
 		case "iperf3":
-			traffic += c.Warmup + c.Generator.Iperf3.Duration
+			traffic += c.Warmup + c.Generator.Config.(*iperf3.Config).Duration
 		case "trafgen":
-			traffic += c.Warmup + c.Generator.Trafgen.Duration
+			traffic += c.Warmup + c.Generator.Config.(*trafgen.Config).Duration
 		}
 	}
 	// Budget: under ~2 minutes on 2 TCG cores, with ~8 s guest boot and a
@@ -161,8 +173,8 @@ func TestLabPktgen(t *testing.T) {
 		t.Errorf("CPUsNeeded = %d, want 1", got)
 	}
 	for _, c := range s.Expand() {
-		if c.Generator.Pktgen.Count != 20000 || c.Generator.Pktgen.Threads != 1 {
-			t.Errorf("%s: %+v", c.Name, c.Generator.Pktgen)
+		if p := pk(c); p.Count != 20000 || p.Threads != 1 {
+			t.Errorf("%s: %+v", c.Name, p)
 		}
 	}
 }
@@ -197,15 +209,15 @@ generator:
 		if _, ok := c.Axes["backend"]; !ok || c.Axes["generator"] != c.Generator.Kind {
 			t.Errorf("%s: axes %v", c.Name, c.Axes)
 		}
-		if c.Generator.Pktgen != nil && c.Queues != c.Generator.Pktgen.Threads {
+		if p := pk(c); p != nil && c.Queues != p.Threads {
 			t.Errorf("%s: queues auto = %d, want the thread count", c.Name, c.Queues)
 		}
 	}
 	// Expand returns copies: changing one must not change the scenario.
-	cells[0].Generator.Pktgen.Count = 1
+	pk(cells[0]).Count = 1
 	cells[0].Axes["backend"] = "x"
 	again := s.Expand()
-	if again[0].Generator.Pktgen.Count == 1 || again[0].Axes["backend"] == "x" {
+	if pk(again[0]).Count == 1 || again[0].Axes["backend"] == "x" {
 		t.Error("Expand shares memory between calls")
 	}
 	var keys []string
@@ -224,7 +236,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("scenario defaults: %+v", s)
 	}
 	c := s.Expand()[0]
-	p := c.Generator.Pktgen
+	p := pk(c)
 	if c.Backend != "tap" || c.Queues != 1 || c.Qdisc != "" || c.TapName != "vnbt0" || c.Isolation != "netns" ||
 		c.Guest.VCPUs != 1 || c.Guest.MemoryMiB != 1024 || c.Guest.Sink != "stack" || c.Repetitions != 5 ||
 		p.Mode != "simple" || p.Threads != 1 || p.Count != 100000 || p.PktSize != 60 || p.Burst != -1 ||
@@ -237,8 +249,8 @@ func TestDefaults(t *testing.T) {
 	}
 	// duration-bounded pktgen: count defaults to 0 (unbounded).
 	c = mustLoad(t, "generator: {pktgen: {duration: 30s}}\nwarmup: 2s\n").Expand()[0]
-	if c.Generator.Pktgen.Count != 0 || c.Timeouts.Traffic != 92*time.Second {
-		t.Errorf("duration pktgen: count %d traffic %s", c.Generator.Pktgen.Count, c.Timeouts.Traffic)
+	if pk(c).Count != 0 || c.Timeouts.Traffic != 92*time.Second {
+		t.Errorf("duration pktgen: count %d traffic %s", pk(c).Count, c.Timeouts.Traffic)
 	}
 	// perf targets: generator resolves per cell, absent ones drop out.
 	s = mustLoad(t, "backend: [tap, tap+vhost]\ngenerator: {trafgen: {}}\nperf: {stat: {}, record: {targets: [vhost]}}\n")
@@ -264,17 +276,17 @@ queues: 3
 generator: {iperf3: {duration: 1m, omit: 2s, bitrate: 1G}}
 `).Expand()[0]
 	if c.Guest.MemoryMiB != 2048 || !slices.Equal(c.Pin.VCPU, []int{0, 1, 2}) || !slices.Equal(c.Pin.Generator, []int{3}) ||
-		c.Pin.Vhost != nil || c.Queues != 3 || c.Generator.Iperf3.Duration != time.Minute {
+		c.Pin.Vhost != nil || c.Queues != 3 || c.Generator.Config.(*iperf3.Config).Duration != time.Minute {
 		t.Errorf("%+v", c)
 	}
 	for in, want := range map[string]string{"0": "0", "0-3": "0-3", "3,1,2": "1-3", "0,2,4-5": "0,2,4-5", "none": "none"} {
-		cpus, msg := parseCPUList(in)
-		if msg != "" || formatCPUs(cpus) != want {
+		cpus, msg := schema.ParseCPUList(in)
+		if msg != "" || schema.FormatCPUs(cpus) != want {
 			t.Errorf("cpulist %q: %v %q", in, cpus, msg)
 		}
 	}
 	for in, want := range map[string]int{"1GiB": 1024, "512MiB": 512, "1048576KiB": 1024} {
-		if got, msg := memoryMiB(in); got != want || msg != "" {
+		if got, msg := schema.ParseMiB(in); got != want || msg != "" {
 			t.Errorf("memory %q = %d %q", in, got, msg)
 		}
 	}
@@ -367,8 +379,8 @@ func TestLoadFileRelativePaths(t *testing.T) {
 	}
 	c := s.Expand()[0]
 	if s.Kernels[0].Image != filepath.Join(dir, "bz/bzImage") || s.Kernels[0].Modules != "/abs/mods" ||
-		s.Kernels[1].Image != "/home/u/linux/bzImage" || c.Generator.Pktgen.ScriptDir != filepath.Join(dir, "linux") {
-		t.Errorf("paths: %+v %q", s.Kernels, c.Generator.Pktgen.ScriptDir)
+		s.Kernels[1].Image != "/home/u/linux/bzImage" || pk(c).ScriptDir != filepath.Join(dir, "linux") {
+		t.Errorf("paths: %+v %q", s.Kernels, pk(c).ScriptDir)
 	}
 	// A copy (a lab VM's run reads one in the run directory) resolves
 	// relative paths against the original file's directory.
@@ -377,7 +389,7 @@ func TestLoadFileRelativePaths(t *testing.T) {
 	if s, err = LoadFileFrom(cp, dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Expand()[0].Generator.Pktgen.ScriptDir; got != filepath.Join(dir, "linux") {
+	if got := pk(s.Expand()[0]).ScriptDir; got != filepath.Join(dir, "linux") {
 		t.Errorf("copy: script_dir %q, want %q", got, filepath.Join(dir, "linux"))
 	}
 }
@@ -460,7 +472,7 @@ func TestScriptModeAxis(t *testing.T) {
 		t.Fatalf("%d cells, want 2", len(cells))
 	}
 	for _, c := range cells {
-		p := c.Generator.Pktgen
+		p := pk(c)
 		switch p.Mode {
 		case "script":
 			if p.ScriptDir != "/src/linux" || p.Script != "pktgen_sample01_simple.sh" {

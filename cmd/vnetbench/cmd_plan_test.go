@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/scenarios"
+
+	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 )
 
 // The -update flag may be defined by another test file of this package.
@@ -225,7 +227,7 @@ func TestPlanCommandsHook(t *testing.T) {
 	old := planCommands
 	t.Cleanup(func() { planCommands = old })
 	planCommands = func(c scenarios.Cell) ([]string, error) {
-		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Iperf3.Duration.String()}, nil
+		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Config.(*iperf3.Config).Duration.String()}, nil
 	}
 	got, code := runCLI(t, "plan", "thread-iperf3", "--seed", "1")
 	if code != 0 || !strings.Contains(got, "  commands:\n    ip tuntap add vnbt0\n    iperf3 -c guest -t 2m0s\n") {

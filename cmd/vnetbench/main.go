@@ -17,6 +17,9 @@ import (
 	"syscall"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	// Every workload (pktgen, trafgen, iperf3, ...): scenarios decode
+	// their sections, the runner runs them.
+	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 )
 
 // Exit codes: 0 ok, 1 the measured thing failed or a gate tripped,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"net"
 	"os"
 	"os/exec"
@@ -12,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vnetbench/vnetbench/runner/internal/golden"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
 )

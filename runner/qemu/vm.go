@@ -283,36 +283,5 @@ func VhostThreads(pid int) []int {
 	if len(tids) > 0 {
 		return tids
 	}
-	return KernelThreads(func(comm string) bool { return comm == name })
-}
-
-// KernelThreads returns the pids of kernel threads (children of kthreadd,
-// pid 2) whose name matches.
-func KernelThreads(match func(comm string) bool) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		l, r := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if l < 0 || r < l {
-			continue
-		}
-		f := strings.Fields(s[r+1:])
-		if len(f) < 2 || f[1] != "2" || !match(s[l+1:r]) {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
+	return proc.KernelThreads(func(comm string) bool { return comm == name })
 }

@@ -1,5 +1,5 @@
 // Package golden compares test output with golden files under testdata/,
-// for the runner's test packages. `go test -update` rewrites the files.
+// for the test packages of this module. `go test -update` rewrites the files.
 package golden
 
 import (

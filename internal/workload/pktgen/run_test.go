@@ -1,4 +1,4 @@
-package runner
+package pktgen
 
 import (
 	"errors"
@@ -9,8 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
-	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+const (
+	guestIP  = "10.0.0.2"
+	guestMAC = "52:54:00:12:34:56"
 )
 
 // The pktgen generator against a fake /proc/net/pktgen: the plan's writes
@@ -26,11 +31,10 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("1\n"), 0o644)
 	var inNS []string
 	var notes []string
-	w := &Window{Dev: "vnbt0", Dst: GuestIP, DstMAC: GuestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
+	w := &workload.Window{Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
 		InNetns: func(fn func() error) error { inNS = append(inNS, "write"); return fn() },
 		Note:    func(l string) { notes = append(notes, l) }}
-	g := &pktgenGenerator{cfg: scenarios.Pktgen{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60},
-		testProc: procDir, testSys: sysNet}
+	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}, ProcDir: procDir, SysNet: sysNet}
 	if err := g.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PPS != 155742 || res.Packets != 100000 || len(res.Threads) != 1 || res.Threads[0].TxPPS != 155742 {
+	if res.Metrics["tx_pps"] != 155742 || res.Metrics["pktgen_errors"] != 0 || len(res.Threads) != 1 || res.Threads[0].TxPPS != 155742 {
 		t.Errorf("result %+v", res)
 	}
 	// Every write from inside the netns (pgctrl acts on the writer's
@@ -57,7 +61,7 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	}
 	// NO-CARRIER is refused before any write.
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("0\n"), 0o644)
-	g = &pktgenGenerator{cfg: scenarios.Pktgen{Mode: "simple", Threads: 1, Count: 10}, testProc: procDir, testSys: sysNet}
+	g = &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 10}, ProcDir: procDir, SysNet: sysNet}
 	err = g.Start(t.Context(), w)
 	var ec interface{ ExitCode() int }
 	if err == nil || !strings.Contains(err.Error(), "NO-CARRIER") || !errors.As(err, &ec) {
@@ -96,10 +100,10 @@ echo "Running... ctrl^C to stop" >&2
 sleep 30
 `
 	os.WriteFile(filepath.Join(samples, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
-	w := &Window{Exec: proc.Real{}, Dev: "vnbt0", Dst: GuestIP, DstMAC: GuestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
+	w := &workload.Window{Exec: proc.Real{}, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
 		Duration: 300 * time.Millisecond}
-	g := &pktgenGenerator{cfg: scenarios.Pktgen{Mode: "script", ScriptDir: tree, Script: "pktgen_sample02_multiqueue.sh",
-		Threads: 2, Count: 100000, PktSize: 60}, testProc: procDir, testSys: sysNet}
+	g := &Generator{cfg: Config{Mode: "script", ScriptDir: tree, Script: "pktgen_sample02_multiqueue.sh",
+		Threads: 2, Count: 100000, PktSize: 60}, ProcDir: procDir, SysNet: sysNet}
 	if err := g.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ sleep 30
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Threads) != 2 || res.PPS != 2*155742 || res.Threads[1].I != 1 {
+	if len(res.Threads) != 2 || res.Metrics["tx_pps"] != 2*155742 || res.Threads[1].I != 1 {
 		t.Errorf("result %+v", res)
 	}
 	// Each thread's loss is its errors per second of its own run time.
@@ -117,7 +121,7 @@ sleep 30
 		}
 	}
 	args, _ := os.ReadFile(filepath.Join(samples, "args"))
-	if want := "-i vnbt0 -m " + GuestMAC + " -d " + GuestIP + " -n 0 -t 2 -b 0 -s 60"; strings.TrimSpace(string(args)) != want {
+	if want := "-i vnbt0 -m " + guestMAC + " -d " + guestIP + " -n 0 -t 2 -b 0 -s 60"; strings.TrimSpace(string(args)) != want {
 		t.Errorf("script argv %q, want %q", args, want)
 	}
 	log, _ := os.ReadFile(filepath.Join(dir, "pktgen-script.log"))
@@ -128,8 +132,8 @@ sleep 30
 		t.Errorf("pgctrl last write %q, want reset", got)
 	}
 	// A missing script is input to fix, refused before anything runs.
-	g = &pktgenGenerator{cfg: scenarios.Pktgen{Mode: "script", ScriptDir: dir, Script: "pktgen_sample02_multiqueue.sh", Threads: 2},
-		testProc: procDir, testSys: sysNet}
+	g = &Generator{cfg: Config{Mode: "script", ScriptDir: dir, Script: "pktgen_sample02_multiqueue.sh", Threads: 2},
+		ProcDir: procDir, SysNet: sysNet}
 	err = g.Start(t.Context(), w)
 	var ec interface{ ExitCode() int }
 	if err == nil || !strings.Contains(err.Error(), "not found") || !errors.As(err, &ec) || ec.ExitCode() != 2 {

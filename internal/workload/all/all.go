@@ -1,0 +1,19 @@
+// Package all registers every workload. A program (cmd/vnetbench) or a
+// test that loads scenarios or runs cells imports it; a new workload is
+// one package under internal/workload/ plus one line here.
+package all
+
+import (
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
+)
+
+func init() {
+	// The order is the order of the scenario reference and of the
+	// generator: key's allowed values.
+	workload.Register(pktgen.Workload{})
+	workload.Register(trafgen.Workload{})
+	workload.Register(iperf3.Workload{})
+}

@@ -1,0 +1,84 @@
+// Package iperf3 is the iperf3 workload: an iperf3 client in the run's
+// network namespace against an iperf3 server the guest agent starts.
+package iperf3
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/schema"
+	"github.com/vnetbench/vnetbench/internal/workload"
+)
+
+// Workload is iperf3.
+type Workload struct{}
+
+func (Workload) Name() string { return "iperf3" }
+func (Workload) Doc() string {
+	return "iperf3 from the host namespace to an iperf3 server in the guest"
+}
+func (Workload) New() workload.Config { return &Config{} }
+
+// Config is generator.iperf3 of a cell.
+type Config struct {
+	Duration time.Duration
+	Parallel int
+	Reverse  bool
+	Omit     time.Duration
+	Protocol string // tcp or udp
+	Bitrate  string // -b; "" = iperf3's default
+}
+
+func (c *Config) Fields() []schema.Field {
+	return []schema.Field{
+		schema.Duration(&c.Duration, "duration").Default(10 * time.Second).Doc("test length (-t)"),
+		schema.Int(&c.Parallel, "parallel", 1, 128).Default(1).Unit("streams").Axis().Short("p").
+			Doc("parallel streams (-P)"),
+		schema.Bool(&c.Reverse, "reverse").Default(false).Axis().Name(func(v string) string {
+			if v == "true" {
+				return "reverse"
+			}
+			return "forward"
+		}).Doc("guest sends to host (-R)"),
+		schema.Duration(&c.Omit, "omit").Default(0).Doc("seconds at the start iperf3 leaves out of its result (-O)"),
+		schema.Enum(&c.Protocol, "protocol", "tcp", "udp").Default("tcp").Axis().Bare().Doc("transport"),
+		schema.String(&c.Bitrate, "bitrate", "bitrate (`500M`, `1G`)", checkBitrate).Axis().Short("bitrate").
+			Doc("target bitrate (-b), e.g. 1G or 500M; unset = iperf3's default (unlimited TCP, 1M UDP)"),
+	}
+}
+
+var bitrateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$`)
+
+func checkBitrate(s string) string {
+	if !bitrateRE.MatchString(s) {
+		return fmt.Sprintf("bad iperf3 bitrate %q; use a number with an optional K, M, G or T suffix such as 500M", s)
+	}
+	return ""
+}
+
+// Resolve: iperf3 takes whole seconds.
+func (c *Config) Resolve(r *workload.Resolver) error {
+	if c.Duration == 0 {
+		return r.Errorf("duration", "generator.iperf3.duration must be above 0, e.g. 10s")
+	}
+	if c.Duration%time.Second != 0 || c.Omit%time.Second != 0 {
+		key := "duration"
+		if c.Duration%time.Second == 0 {
+			key = "omit"
+		}
+		return r.Errorf(key, "%s: iperf3 takes whole seconds; use e.g. 10s", r.Key(key))
+	}
+	if c.Protocol == "udp" && c.Bitrate == "" {
+		r.Warnf("protocol", "iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)")
+	}
+	return nil
+}
+
+func (c *Config) Length() (time.Duration, bool) { return c.Duration + c.Omit, true }
+
+// NamePart is "iperf3-pN".
+func (c *Config) NamePart() (string, []string) {
+	return "iperf3-p" + strconv.Itoa(c.Parallel), []string{"parallel"}
+}

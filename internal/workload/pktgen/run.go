@@ -1,0 +1,274 @@
+package pktgen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/internal/workload"
+	pg "github.com/vnetbench/vnetbench/runner/pktgen"
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+// feature is the pktgen module on the host that runs the cells.
+const feature = "pktgen"
+
+func (Workload) Features() []workload.Feature {
+	return []workload.Feature{{Name: feature, Module: "pktgen", Probe: probe}}
+}
+
+// Available reports whether this kernel has pktgen loaded
+// (/proc/net/pktgen). The harness cannot load modules.
+func Available() bool {
+	_, err := os.Stat(pg.DefaultProcDir + "/pgctrl")
+	return err == nil
+}
+
+func probe() workload.Probe {
+	if Available() {
+		return workload.Probe{OK: true, Detail: "loaded (/proc/net/pktgen)"}
+	}
+	rel := kernelRelease()
+	p := workload.Probe{Detail: "not available (not loaded, no loadable module)",
+		Why: fmt.Sprintf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3", rel)}
+	if mod := findModule(rel, "pktgen"); mod != "" && modulesEnabled() {
+		p.Detail, p.Fix = "not loaded; loadable from "+mod, "modprobe pktgen"
+	}
+	return p
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func findModule(release, name string) string {
+	var found string
+	root := filepath.Join("/lib/modules", release)
+	filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return nil
+		}
+		if strings.HasPrefix(filepath.Base(p), name+".ko") {
+			found = p
+		}
+		return nil
+	})
+	return found
+}
+
+func modulesEnabled() bool {
+	b, _ := os.ReadFile("/proc/sys/kernel/modules_disabled")
+	return strings.TrimSpace(string(b)) != "1"
+}
+
+func (p *Config) Needs() workload.Needs {
+	n := workload.Needs{Features: []string{feature}}
+	if p.Mode == ModeScript {
+		sc := scriptConfig(*p, pg.Config{}, "")
+		n.Tools = []string{"bash"}
+		n.Check = sc.CheckScript
+		if d, err := filepath.Abs(p.ScriptDir); err == nil {
+			n.Shares = []string{d}
+		}
+	}
+	return n
+}
+
+// Commands are the /proc writes (to /proc/QEMU_PID/net/pktgen: pktgen is
+// per network namespace and QEMU runs in the run's) or the sample script.
+func (p *Config) Commands(e workload.PlanEnv) []string {
+	c := driverConfig(*p, e.Dev, e.Dst, e.DstMAC, 0)
+	if p.Mode == ModeScript {
+		cmd, _, err := pg.ScriptCmd(scriptConfig(*p, c, e.Netns))
+		if err != nil {
+			return []string{"# pktgen: " + err.Error()}
+		}
+		return []string{cmd.String()}
+	}
+	plan, err := pg.NewPlan(c)
+	if err != nil {
+		return []string{"# pktgen: " + err.Error()}
+	}
+	var out []string
+	for _, w := range append(plan.Setup, plan.Start) {
+		out = append(out, w.String())
+	}
+	return out
+}
+
+func (p *Config) Generator() workload.Generator { return &Generator{cfg: *p} }
+
+// driverConfig maps the scenario's pktgen settings to the driver's.
+func driverConfig(p Config, dev, dst, dstMAC string, d time.Duration) pg.Config {
+	c := pg.Config{Mode: p.Mode, Dev: dev, Threads: p.Threads, FirstThread: p.FirstCPU,
+		Count: p.Count, CountSet: p.Count == 0 && p.Duration > 0, Duration: p.Duration, PktSize: p.PktSize,
+		Burst: p.Burst, CloneSkb: p.CloneSkb, Delay: p.Delay, Dst: p.Dst, DstMAC: p.DstMAC,
+		UDPSrcMin: p.UDPSrcMin, UDPSrcMax: p.UDPSrcMax, UDPDstMin: p.UDPDstMin, UDPDstMax: p.UDPDstMax,
+		XmitMode: p.XmitMode}
+	if c.Burst < 0 {
+		c.Burst = 0 // the scenario's "default": not written
+	}
+	if c.Dst == "" {
+		c.Dst = dst
+	}
+	if c.DstMAC == "" {
+		c.DstMAC = dstMAC
+	}
+	if d > 0 {
+		c.Duration, c.Count, c.CountSet = d, 0, true
+	}
+	return c
+}
+
+// scriptConfig is script mode's configuration: the scenario's pktgen
+// settings, the script from its kernel tree, run in netns.
+func scriptConfig(p Config, c pg.Config, netns string) pg.ScriptConfig {
+	return pg.ScriptConfig{Config: c, KernelTree: p.ScriptDir, Script: p.Script, Netns: netns}
+}
+
+// Generator runs runner/pktgen's Driver (the exact /proc writes of the
+// kernel's samples/pktgen) against the run's network namespace. pktgen is
+// per network namespace, with a twist: thread and device files act on the
+// namespace of the /proc file, but pgctrl (start, stop, reset) acts on the
+// namespace of the writing task. So the Driver's files are
+// /proc/<QEMU pid>/net/pktgen/* (QEMU lives in the run's netns) and every
+// write goes through Window.InNetns. The tap's carrier is read through
+// QEMU's view of /sys (ip netns exec mounts the namespace's sysfs).
+type Generator struct {
+	cfg Config
+	// ProcDir and SysNet are where pktgen's files and the network devices
+	// are; "" = the netns process's view (/proc/PID/net/pktgen and
+	// /proc/PID/root/sys/class/net), or the harness's own without one.
+	ProcDir, SysNet string
+
+	w      *workload.Window
+	drv    *pg.Driver
+	sess   *pg.Session
+	script *pg.ScriptRun // script mode
+	cpu0   map[int]uint64
+	tids   []int
+}
+
+// NewGenerator returns a generator for cfg.
+func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
+
+func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
+	g.w = w
+	procDir, sysNet := pg.DefaultProcDir, pg.DefaultSysNet
+	if w.NetnsPid > 0 {
+		procDir = "/proc/" + strconv.Itoa(w.NetnsPid) + "/net/pktgen"
+		sysNet = "/proc/" + strconv.Itoa(w.NetnsPid) + "/root/sys/class/net"
+	}
+	if g.ProcDir != "" {
+		procDir = g.ProcDir
+	}
+	if g.SysNet != "" {
+		sysNet = g.SysNet
+	}
+	c := driverConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)
+	g.drv = &pg.Driver{ProcDir: procDir, SysNet: sysNet, InNetns: w.InNetns}
+	var plan *pg.Plan
+	var sc pg.ScriptConfig
+	var err error
+	if g.cfg.Mode == ModeScript {
+		// The kernel's own script, run in the tap's namespace: its
+		// /proc/net/pktgen and pgctrl writes act on that namespace.
+		sc = scriptConfig(g.cfg, c, w.Netns)
+		_, plan, err = pg.ScriptCmd(sc)
+	} else {
+		plan, err = pg.NewPlan(c)
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.drv.Check(w.Dev); err != nil {
+		return err
+	}
+	if w.Note != nil && g.cfg.Mode != ModeScript {
+		for _, wr := range append(plan.Setup, plan.Start) {
+			w.Note(strings.Replace(wr.String(), pg.DefaultProcDir, procDir, 1))
+		}
+	}
+	// The kpktgend_N kernel threads exist from module load on: account
+	// their CPU from before the configuration.
+	for _, d := range plan.Devices {
+		name := "kpktgend_" + strconv.Itoa(d.Thread)
+		g.tids = append(g.tids, proc.KernelThreads(func(c string) bool { return c == name })...)
+	}
+	g.cpu0 = proc.CPUTicks(g.tids)
+	if g.cfg.Mode == ModeScript {
+		// Recorded in reproduce.sh by the executor like any command.
+		g.script, err = g.drv.StartScript(ctx, w.Exec, sc)
+		return err
+	}
+	// Start writes the plan, resets pktgen on error, and runs the
+	// blocking start write in its own goroutine.
+	g.sess, err = g.drv.Start(ctx, c)
+	return err
+}
+
+func (g *Generator) Threads() ([]int, bool) { return g.tids, false }
+
+func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
+	// Wait stops pktgen at the deadline or on ctx (a full tap ring keeps
+	// it from reaching its count; the Results stay), reads every thread's
+	// Result and resets pktgen.
+	var res *pg.Result
+	var err error
+	if g.script != nil {
+		res, err = g.script.Wait(ctx)
+	} else {
+		res, err = g.sess.Wait(ctx)
+	}
+	cpu1 := proc.CPUTicks(g.tids)
+	if res == nil {
+		return nil, err
+	}
+	r := &workload.Result{Elapsed: res.Elapsed, BusyFrac: proc.BusyFrac(g.cpu0, cpu1, res.Elapsed, max(1, len(g.tids)))}
+	if g.script != nil {
+		if os.WriteFile(filepath.Join(g.w.Artifacts, "pktgen-script.log"), []byte(g.script.Output()), 0o644) == nil {
+			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, "pktgen-script.log"))
+		}
+	}
+	var pkts, errs uint64
+	var pps float64
+	for _, tr := range res.Threads {
+		name := "pktgen-" + strings.ReplaceAll(tr.Device, "@", "-") + ".txt"
+		if tr.Raw != "" && os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {
+			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
+		}
+		pkts += tr.Packets
+		pps += tr.PPS
+		errs += tr.Errors
+		th := workload.Thread{I: tr.Thread, TxPPS: tr.PPS, Errors: tr.Errors}
+		if tr.OK && tr.Usec > 0 {
+			// Per-thread loss: the tap has no per-queue drop counter, but
+			// a packet the full tap ring refuses is a pktgen error
+			// (start_xmit; with queue_xmit: one the qdisc refused).
+			lost := float64(tr.Errors) / (float64(tr.Usec) / 1e6)
+			th.LostPPS = &lost
+		}
+		r.Threads = append(r.Threads, th)
+		if !tr.OK && tr.Msg != "" {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d: %s", tr.Thread, tr.Msg))
+		}
+		if tr.Packets == 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d sent no packets", tr.Thread))
+		}
+	}
+	if pps == 0 && pkts > 0 && res.Elapsed > 0 {
+		pps = float64(pkts) / res.Elapsed.Seconds()
+	}
+	r.Metrics = map[string]float64{"tx_pps": pps, "pktgen_errors": float64(errs)}
+	return r, err
+}

@@ -1,0 +1,217 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+// Runner is the run side of a Config: the runner asks it what the host
+// needs, what it would run (plan) and for a Generator per window.
+type Runner interface {
+	// Needs is what this cell's workload needs on the host that runs it.
+	Needs() Needs
+	// Commands returns the commands and /proc writes one window of this
+	// cell runs, one line each, shell-quoted (proc.Cmd.String), for plan
+	// and run --dry-run. Values known only at run time are placeholders
+	// from p.
+	Commands(p PlanEnv) []string
+	// Generator returns a generator for one window (or one warmup).
+	Generator() Generator
+}
+
+// Generator drives one window of traffic. It is used once: Start, then
+// Wait. The runner starts perf on Threads right after Start returns and
+// stops it when Wait returns, so the window is the generator's run. Wait
+// is also called on the error paths after a successful Start: it stops
+// the traffic (at once when ctx is done) and releases what Start took
+// (processes, pktgen state, servers in the guest).
+type Generator interface {
+	// Start starts the traffic and returns once it runs.
+	Start(ctx context.Context, w *Window) error
+	// Threads returns the generator's host threads (for perf and
+	// pinning); whole is true when they are process ids to be followed
+	// with all their threads (perf -p).
+	Threads() (tids []int, whole bool)
+	// Wait waits for the end of the traffic (duration or count, bounded
+	// by ctx) and returns what the generator measured.
+	Wait(ctx context.Context) (*Result, error)
+}
+
+// Window is what a generator knows of the cell it drives.
+type Window struct {
+	Exec     proc.Executor
+	Netns    string // network namespace of the tap ("" = the harness's)
+	NetnsPid int    // a process inside Netns (QEMU), for /proc/PID/net views
+	Dev      string // the tap
+	DevMAC   string // the tap's MAC
+	Src      string // the tap's (host end's) IP
+	Dst      string // the guest's IP
+	DstMAC   string // the guest's MAC
+	// Artifacts is the directory for raw outputs (absolute); RelDir the
+	// same relative to the run directory (Result.Artifacts are relative).
+	Artifacts string
+	RelDir    string
+	// Duration overrides the configured duration (warmup); 0 = as
+	// configured.
+	Duration time.Duration
+	// Agent is the guest agent (nil when there is none, as in tests).
+	Agent Agent
+	// InNetns runs fn on a thread inside Netns (pktgen's pgctrl acts on
+	// the writer's namespace); nil = the harness's namespace.
+	InNetns func(fn func() error) error
+	// Note adds a line to reproduce.sh for actions that are not commands
+	// run through Exec (those are recorded already), e.g. /proc writes.
+	Note func(line string)
+}
+
+// Agent is the guest agent as a workload sees it.
+type Agent interface {
+	// Do asks the agent for op (with action) and waits for its reply;
+	// the ops are the agent protocol's (vmimages.Op*).
+	Do(ctx context.Context, op, action string) error
+}
+
+// Result is what a generator measured in its window.
+type Result struct {
+	// Metrics are the workload's own metrics in base units (tx_pps,
+	// throughput_bps, ...): keys of its Metrics.
+	Metrics map[string]float64
+	// Threads are per generator thread (pktgen).
+	Threads []Thread
+	// Elapsed is the traffic time as the generator saw it.
+	Elapsed time.Duration
+	// BusyFrac is the generator's CPU busy fraction (-1 = unknown).
+	BusyFrac float64
+	// Artifacts are raw outputs, relative to the run directory.
+	Artifacts []string
+	Warnings  []string
+}
+
+// Thread is one generator thread's share of a window.
+type Thread struct {
+	I       int
+	TxPPS   float64
+	Errors  uint64
+	LostPPS *float64 // nil = unknown
+}
+
+// Needs is what one cell's workload needs on the host that runs it.
+type Needs struct {
+	// Tools are programs it runs on the host (names of Workload.Tools).
+	Tools []string
+	// Features are kernel capabilities it needs on the host (names of
+	// Workload.Features).
+	Features []string
+	// GuestPrograms are host programs the guest image must carry (with
+	// their shared libraries), e.g. "iperf3" for the guest's server.
+	GuestPrograms []string
+	// Check runs before anything is set up (pktgen script mode: the
+	// script exists); its error is shown as it is. nil = nothing.
+	Check func() error
+	// Shares are host directories a lab VM must see (the kernel tree of
+	// pktgen script mode).
+	Shares []string
+}
+
+// Tool is a program a workload runs on the host.
+type Tool struct {
+	Name    string   // looked up in PATH
+	Package string   // Debian package that provides it
+	Version []string // argv printing its version (nil = not recorded)
+}
+
+// Feature is a kernel capability a workload needs (pktgen).
+type Feature struct {
+	Name string // doctor's line, e.g. "pktgen"
+	// Module is the kernel module a lab VM loads for it ("" = none).
+	Module string
+	// Probe looks at this host.
+	Probe func() Probe
+}
+
+// Probe is what a Feature's probe found.
+type Probe struct {
+	OK     bool
+	Detail string // doctor's detail, e.g. "loaded (/proc/net/pktgen)"
+	Fix    string // what to do when not OK (doctor)
+	// Why is preflight's message when not OK, e.g. "pktgen is not
+	// available in kernel X (...); use trafgen or iperf3" (the runner adds
+	// how lab mode gets it).
+	Why string
+}
+
+// Tooler is a Workload that runs programs on the host.
+type Tooler interface {
+	Tools() []Tool
+}
+
+// Featurer is a Workload that needs kernel capabilities.
+type Featurer interface {
+	Features() []Feature
+}
+
+// PlanEnv is where a cell's commands run, as plan shows them: names and
+// placeholders for values known only at run time.
+type PlanEnv struct {
+	Netns     string // e.g. "vnb-RUNID"
+	Dev       string // the tap
+	DevMAC    string // "TAP_MAC"
+	Src, Dst  string // the tap's and the guest's IP
+	DstMAC    string
+	Artifacts string // e.g. "RUN_DIR/artifacts/CELL/KERNEL/REP"
+}
+
+// UnsupportedError says this kernel or device cannot run the cell's
+// configuration (AF_XDP zero-copy refused, say): the cell is "n/a" with
+// the reason, not a failed run.
+type UnsupportedError struct{ Reason string }
+
+func (e *UnsupportedError) Error() string { return "not supported: " + e.Reason }
+
+// Unsupported returns an *UnsupportedError.
+func Unsupported(format string, a ...any) error {
+	return &UnsupportedError{Reason: fmt.Sprintf(format, a...)}
+}
+
+// IsUnsupported reports whether err says the configuration is not
+// supported here, and why.
+func IsUnsupported(err error) (string, bool) {
+	var u *UnsupportedError
+	if errors.As(err, &u) {
+		return u.Reason, true
+	}
+	return "", false
+}
+
+// AllTools lists the tools of every registered workload, in registration
+// order, once each.
+func AllTools() []Tool {
+	var out []Tool
+	seen := map[string]bool{}
+	for _, w := range All() {
+		if t, ok := w.(Tooler); ok {
+			for _, tool := range t.Tools() {
+				if !seen[tool.Name] {
+					seen[tool.Name] = true
+					out = append(out, tool)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// AllFeatures lists the features of every registered workload.
+func AllFeatures() []Feature {
+	var out []Feature
+	for _, w := range All() {
+		if f, ok := w.(Featurer); ok {
+			out = append(out, f.Features()...)
+		}
+	}
+	return out
+}
