@@ -25,6 +25,7 @@
 //     (/proc/net/pktgen/kpktgend_N), ParsePktgenScript (what the kernel's
 //     samples/pktgen scripts print).
 //   - ParseIperf3 (iperf3 --json), ParseTrafgen (trafgen's summary),
+//     ParseTestpmd (dpdk-testpmd's port and forward statistics),
 //     ParseNetdevStats (/sys/class/net/DEV/statistics as an fs.FS),
 //     ParseProcNetDev (/proc/net/dev), ParseTCQdisc (tc -s -j qdisc show).
 //   - Parse dispatches on a kind name (Kinds lists them, Detect guesses

@@ -143,9 +143,20 @@ func FuzzTCQdisc(f *testing.F) {
 
 // FuzzAuto runs detection and the detected parser on anything.
 func FuzzAuto(f *testing.F) {
-	seed(f, "pktgen", "perf-stat", "iperf3", "trafgen", "tc")
+	seed(f, "pktgen", "perf-stat", "iperf3", "trafgen", "tc", "testpmd")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := Parse("auto", "in", bytes.NewReader(data))
 		checkErr(t, data, err)
+	})
+}
+
+func FuzzTestpmd(f *testing.F) {
+	seed(f, "testpmd")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tp, err := ParseTestpmd(bytes.NewReader(data))
+		checkErr(t, data, err)
+		if err == nil && len(tp.PortStats)+len(tp.Forward)+len(tp.StreamStats) == 0 && tp.Accumulated == nil {
+			t.Fatal("no error and no statistics")
+		}
 	})
 }

@@ -11,7 +11,7 @@ import (
 // Kinds lists the input kinds Parse accepts, in a stable order. "auto"
 // detects the kind from the content.
 func Kinds() []string {
-	return []string{"perf-stat", "perf-report", "pktgen", "kpktgend", "pktgen-script", "iperf3", "netdev", "tc", "trafgen", "auto"}
+	return []string{"perf-stat", "perf-report", "pktgen", "kpktgend", "pktgen-script", "iperf3", "netdev", "tc", "trafgen", "testpmd", "auto"}
 }
 
 // UnknownKindError is a kind Parse does not know. ExitCode is 2.
@@ -26,7 +26,7 @@ func (e *UnknownKindError) ExitCode() int { return 2 }
 
 // Parse reads one input of the given kind and returns its record:
 // *PerfStat, *PerfReport, *PktgenDevice, *Kpktgend, *PktgenScript,
-// *Iperf3, []NetdevStats (/proc/net/dev), []Qdisc or *Trafgen. name (may be
+// *Iperf3, []NetdevStats (/proc/net/dev), []Qdisc, *Trafgen or *Testpmd. name (may be
 // "") is put into syntax errors. "auto" detects the kind (see Detect); a
 // perf report is read whole here, use NewPerfReportReader to stream.
 func Parse(kind, name string, r io.Reader) (any, error) {
@@ -62,6 +62,8 @@ func Parse(kind, name string, r io.Reader) (any, error) {
 		v, err = ParseTCQdisc(r)
 	case "trafgen":
 		v, err = ParseTrafgen(r)
+	case "testpmd":
+		v, err = ParseTestpmd(r)
 	default:
 		return nil, &UnknownKindError{kind}
 	}
@@ -97,6 +99,9 @@ func Detect(data []byte) string {
 		return "tc"
 	case strings.HasPrefix(t, "{") && (strings.Contains(s, `"intervals"`) || strings.Contains(s, `"test_start"`) || strings.Contains(s, `"error"`)):
 		return "iperf3"
+	case strings.Contains(s, "NIC statistics for port") || strings.Contains(s, "Forward statistics for port") ||
+		strings.Contains(s, "Accumulated forward statistics"):
+		return "testpmd"
 	case strings.Contains(s, "Result device:") || regexp.MustCompile(`(?m)^\s*Device: \S+`).MatchString(s):
 		return "pktgen-script"
 	case strings.Contains(s, "Params:") && strings.Contains(s, "Result:"), strings.HasPrefix(t, "Params:"):

@@ -73,6 +73,8 @@ func TestParseCLIGolden(t *testing.T) {
 		{"tc-tbf", []string{"tc", "testdata/parse/tc-tbf.json"}, 0},
 		{"auto-perf-report", []string{"auto", "testdata/parse/perf-report-g-head.txt"}, 0},
 		{"kpktgend", []string{"kpktgend", "testdata/parse/kpktgend.txt"}, 0},
+		{"testpmd-interactive", []string{"testpmd", "testdata/parse/testpmd-interactive.txt"}, 0},
+		{"testpmd-failed", []string{"testpmd", "testdata/parse/testpmd-queue-count-2.txt"}, 2},
 		{"unknown-kind", []string{"nosuch", "x"}, 2},
 		{"wrong-kind", []string{"iperf3", "testdata/parse/pktgen-nocarrier.txt"}, 2},
 		{"missing-file", []string{"pktgen", "testdata/parse/nosuch.txt"}, 2},
