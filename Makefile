@@ -10,7 +10,7 @@ export CGO_ENABLED := 0
 # Programs the harness drives at run time, from Debian packages.
 DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static
 
-.PHONY: all deps build test e2e demo fuzz bench clean
+.PHONY: all deps build check test e2e demo fuzz bench clean
 all: build
 
 # Idempotent: installs only what is missing, running apt-get update once first.
@@ -27,13 +27,21 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/vnetbench ./cmd/vnetbench
 
+# Static checks, all of which fail on any finding: gofmt, go vet and
+# staticcheck (the version go.mod's tool directive pins; checks in
+# staticcheck.conf).
+check:
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then \
+	  echo "gofmt: these files are not gofmt'ed (run gofmt -w on them):"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
 # Unit tests plus every end-to-end test this machine can run (the others skip
 # with the reason). VNETBENCH_BIN lets e2e tests use the built binary.
 # -p 1: the e2e tests boot QEMU guests (and lab VMs with nested guests);
 # run side by side on a small machine they only slow each other past their
 # deadlines. One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
-test: build
-	$(GO) vet ./...
+test: build check
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -p 1 -count=1 -timeout 45m ./...
 
 e2e: build

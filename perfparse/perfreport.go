@@ -623,9 +623,8 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 		}
 		sp := bytes.LastIndexByte(rest, ' ')
 		if sp < 0 {
-			if j > 0 && len(rest) > 0 && len(text) > 1 {
-				// a missing column is empty (e.g. an unknown shared object)
-			}
+			// Fewer words than columns: this one takes what is left and
+			// the ones before it stay empty (e.g. an unknown shared object).
 			vals[j], rest = rest, nil
 			continue
 		}

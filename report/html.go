@@ -117,7 +117,6 @@ var barColors = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", 
 // is infinite (too few samples); the caption says which.
 func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	type bar struct {
-		col          string
 		med, lo, hi  float64
 		ci, emulated bool
 	}

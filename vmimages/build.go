@@ -22,10 +22,6 @@ import (
 // resolved from the kernel's module metadata).
 var BootModules = []string{"virtio_pci", "virtio_net", "virtio_console"}
 
-// formatVersion changes when the image layout changes, so old cache
-// entries are not reused.
-const formatVersion = "vnetbench-initramfs-1"
-
 // BuildOptions says what goes into an image.
 type BuildOptions struct {
 	// Kernel is a bzImage path, "host", "debian" or "debian:VERSION";

@@ -45,10 +45,7 @@ func Main() {
 			fatal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	if err := run(); err != nil {
-		fatal(err)
-	}
-	poweroff()
+	fatal(run())
 }
 
 func fatal(err error) {
@@ -66,6 +63,8 @@ func poweroff() {
 	os.Exit(1)
 }
 
+// run sets the guest up and serves the host until serving fails; it
+// returns only that error (a poweroff request powers off from inside).
 func run() error {
 	if err := mounts(); err != nil {
 		return err
