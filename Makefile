@@ -8,7 +8,8 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED := 0
 
 # Programs the harness drives at run time, from Debian packages.
-DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static
+# gcc and libc6-dev: go test -race needs cgo (make test).
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static gcc libc6-dev
 
 .PHONY: all deps build check test e2e demo fuzz bench clean
 all: build
@@ -36,13 +37,25 @@ check:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# Unit tests plus every end-to-end test this machine can run (the others skip
-# with the reason). VNETBENCH_BIN lets e2e tests use the built binary.
-# -p 1: the e2e tests boot QEMU guests (and lab VMs with nested guests);
-# run side by side on a small machine they only slow each other past their
-# deadlines. One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
+# Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests).
+# make test runs every other package under the race detector (which needs
+# cgo: gcc), and these without it, one at a time (-p 1): run side by side on
+# a small machine they only slow each other past their deadlines.
+MODULE    := github.com/vnetbench/vnetbench
+VM_PKGS   := ./cmd/vnetbench ./runner ./runner/lab ./vmimages
+RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
+
+# make check, then unit tests plus every end-to-end test this machine can
+# run. A test that cannot get what it needs skips with the reason, or fails
+# under CI=true (internal/testenv); testsummary prints go test's usual
+# output and ends with the list of every skipped test and its reason.
+# VNETBENCH_BIN lets e2e tests use the built binary.
+# One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
 test: build check
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -p 1 -count=1 -timeout 45m ./...
+	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary \
+	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
+	  -- $(GO) test -json -p 1 -count=1 -timeout 45m $(VM_PKGS)
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 45m -v -run '$(RUN)' $(or $(PKG),./...)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 func TestPerfReportFixture(t *testing.T) {
@@ -155,9 +157,7 @@ func reportHeaderBody(t testing.TB) ([]byte, []byte) {
 // TestPerfReportConstantMemory streams 100 MB of report through the reader
 // and checks the live heap stays small.
 func TestPerfReportConstantMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams 100 MB; skipped with -short")
-	}
+	testenv.SkipIfShort(t, "streams 100 MB")
 	h, b := reportHeaderBody(t)
 	rr := NewPerfReportReader(newRepeatReader(h, b, 100<<20))
 	var ms runtime.MemStats

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // BenchmarkHarnessOverhead measures the harness itself with the real loop
@@ -14,7 +16,7 @@ import (
 // harness-cpu-frac the harness's own CPU inside the window (goal <= 0.01).
 func BenchmarkHarnessOverhead(b *testing.B) {
 	if !hostReady() {
-		b.Skip("needs root, /dev/net/tun, qemu and perf")
+		testenv.Skip(b, "needs root, /dev/net/tun, qemu and perf")
 	}
 	reps := min(max(b.N, 2), 50)
 	yaml := strings.Replace(loopScenario, "repetitions: 2", "repetitions: "+strconv.Itoa(reps), 1)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -29,16 +30,10 @@ import (
 
 func needHost(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tap)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("no /dev/net/tun")
-	}
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 	for _, tool := range append([]string{qemu.DefaultBinary}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		testenv.NeedCommand(t, tool, "")
 	}
 }
 
@@ -352,9 +347,7 @@ func hostReady() bool {
 func TestRunBogusKernelCmdline(t *testing.T) {
 	needHost(t)
 	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, nil)
-	if err != nil {
-		t.Skipf("no guest image here: %v", err)
-	}
+	testenv.SkipUnavailable(t, err, "build the guest image")
 	cells := loadCells(t, strings.Replace(loopScenario, "boot: 20s", "boot: 5m", 1))
 	h := newHarness(t)
 	h.opts.DialAgent = DialVMImagesAgent

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"context"
 	"errors"
-	"github.com/vnetbench/vnetbench/internal/golden"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
@@ -192,39 +192,41 @@ generator: {%s}
 repetitions: 1
 `
 	cases := []struct {
+		name                string
 		backend, qdisc, gen string
 		want                string
 		needRoot            bool
 	}{
-		{"tap", "pfifo_fast", "pktgen: {count: 1000}", "pktgen is not available", true},
-		{"tap+vhost", "pfifo_fast", "trafgen: {}", "/dev/vhost-net", true},
-		{"tap", "vnbnosuchqdisc", "trafgen: {}", "qdisc vnbnosuchqdisc is not available in kernel", true},
+		{"no-pktgen", "tap", "pfifo_fast", "pktgen: {count: 1000}", "pktgen is not available", true},
+		{"no-vhost-net", "tap+vhost", "pfifo_fast", "trafgen: {}", "/dev/vhost-net", true},
+		{"unknown-qdisc", "tap", "vnbnosuchqdisc", "trafgen: {}", "qdisc vnbnosuchqdisc is not available in kernel", true},
 	}
 	for _, tc := range cases {
-		if tc.needRoot && os.Geteuid() != 0 {
-			continue
-		}
-		if strings.Contains(tc.gen, "pktgen") && pktgen.Available() {
-			continue
-		}
-		if tc.backend == "tap+vhost" {
-			if _, err := os.Stat("/dev/vhost-net"); err == nil {
-				continue
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needRoot {
+				testenv.NeedRoot(t, "preflight probes qdiscs in a network namespace")
 			}
-		}
-		y := strings.Replace(base, "%s", tc.backend, 1)
-		y = strings.Replace(y, "%s", tc.qdisc, 1)
-		y = strings.Replace(y, "%s", tc.gen, 1)
-		s, err := scenarios.Load("p.yaml", []byte(y))
-		if err != nil {
-			t.Errorf("%s: %v", tc.want, err)
-			continue
-		}
-		err = Preflight(context.Background(), s.Expand(), proc.Real{})
-		ec, ok := err.(interface{ ExitCode() int })
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !ok || ec.ExitCode() != 2 {
-			t.Errorf("want %q with exit 2, got %v", tc.want, err)
-		}
+			if strings.Contains(tc.gen, "pktgen") && pktgen.Available() {
+				testenv.NotApplicable(t, "this kernel has pktgen (the test checks the error without it)")
+			}
+			if tc.backend == "tap+vhost" {
+				if _, err := os.Stat("/dev/vhost-net"); err == nil {
+					testenv.NotApplicable(t, "this host has vhost-net (the test checks the error without it)")
+				}
+			}
+			y := strings.Replace(base, "%s", tc.backend, 1)
+			y = strings.Replace(y, "%s", tc.qdisc, 1)
+			y = strings.Replace(y, "%s", tc.gen, 1)
+			s, err := scenarios.Load("p.yaml", []byte(y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Preflight(t.Context(), s.Expand(), proc.Real{})
+			ec, ok := err.(interface{ ExitCode() int })
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !ok || ec.ExitCode() != 2 {
+				t.Errorf("want %q with exit 2, got %v", tc.want, err)
+			}
+		})
 	}
 	for _, n := range hostnet.Leftovers() {
 		if strings.HasPrefix(n, "vnb-probe-") {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -72,10 +73,10 @@ func busyboxInitramfs(b *testing.B) string {
 	bb := "/bin/busybox"
 	data, err := os.ReadFile(bb)
 	if err != nil {
-		b.Skip("needs busybox-static (/bin/busybox)")
+		testenv.Skip(b, "needs busybox-static (/bin/busybox)")
 	}
 	if libs, err := SharedLibs(bb); err != nil || len(libs) > 0 {
-		b.Skip("needs busybox-static (/bin/busybox is not static)")
+		testenv.Skip(b, "needs busybox-static (/bin/busybox is not static)")
 	}
 	var a cpio.Archive
 	a.AddFile("bin/busybox", 0o755, data)

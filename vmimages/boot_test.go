@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 func buildTestImage(tb testing.TB, extra ...string) *Image {
@@ -115,9 +117,7 @@ func TestBootTraffic(t *testing.T) {
 	needQEMU(t)
 	needNetns(t)
 	for _, tool := range []string{"iperf3", "trafgen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		testenv.NeedCommand(t, tool, "")
 	}
 	img := buildTestImage(t)
 	ns := testNetns(t)

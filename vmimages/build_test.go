@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -175,7 +176,7 @@ func TestBuildErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "dynamic agent" && !isFile("/usr/bin/iperf3") {
-				t.Skip("needs a dynamic binary (/usr/bin/iperf3)")
+				testenv.Skip(t, "needs a dynamic binary (/usr/bin/iperf3; make deps installs iperf3)")
 			}
 			if tc.o.Agent == "" {
 				tc.o.Agent = agent

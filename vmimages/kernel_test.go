@@ -3,9 +3,10 @@ package vmimages
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // fakeDebianCache unpacks empty stand-ins of Debian kernel packages
@@ -51,11 +52,12 @@ func TestNewestDebianABI(t *testing.T) {
 	if err != nil || k.Release != "6.10.0-1-amd64" || k.Source != "debian:linux-image-6.10.0-1-amd64-unsigned" {
 		t.Errorf("FetchDebianKernel(amd64) = %+v, %v", k, err)
 	}
-	if _, err := exec.LookPath("apt-cache"); err == nil {
+	t.Run("apt", func(t *testing.T) {
+		testenv.NeedCommand(t, "apt-cache", "apt")
 		if _, err := NewestDebianABI(t.Context(), "2.9", "amd64", cache); !errors.Is(err, ErrNoDebianKernel) {
 			t.Errorf("unknown series: err = %v, want ErrNoDebianKernel", err)
 		}
-	}
+	})
 	t.Setenv("PATH", t.TempDir())
 	if _, err := NewestDebianABI(t.Context(), "2.9", "amd64", cache); !errors.Is(err, ErrNoAPTCache) {
 		t.Errorf("no apt-cache: err = %v, want ErrNoAPTCache", err)

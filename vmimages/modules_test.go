@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // writeKo writes a minimal ELF relocatable with a .modinfo section.
@@ -123,7 +125,7 @@ func TestCompressedModule(t *testing.T) {
 func TestSharedLibsIperf3(t *testing.T) {
 	bin := "/usr/bin/iperf3"
 	if !isFile(bin) {
-		t.Skip("iperf3 not installed")
+		testenv.Skip(t, "needs /usr/bin/iperf3 (make deps installs iperf3)")
 	}
 	libs, err := SharedLibs(bin)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 const (
@@ -115,30 +117,20 @@ func testKernel(tb testing.TB) *Kernel {
 		defer cancel()
 		kernel, kernelErr = FetchDebianKernel(ctx, os.Getenv("VNETBENCH_TEST_KERNEL"), "")
 	})
-	if kernelErr != nil {
-		tb.Skipf("no guest kernel: %v", kernelErr)
-	}
+	testenv.SkipUnavailable(tb, kernelErr, "fetch a guest kernel")
 	return kernel
 }
 
 func needQEMU(tb testing.TB) {
 	tb.Helper()
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		tb.Skip("qemu-system-x86_64 not installed")
-	}
+	testenv.NeedCommand(tb, "qemu-system-x86_64", "qemu-system-x86")
 }
 
 func needNetns(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root for network namespaces and tap devices")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		tb.Skip("iproute2 (ip) not installed")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		tb.Skip("no /dev/net/tun")
-	}
+	testenv.NeedRoot(tb, "network namespaces and tap devices")
+	testenv.NeedCommand(tb, "ip", "iproute2")
+	testenv.NeedFile(tb, "/dev/net/tun", "tap devices")
 }
 
 func sh(tb testing.TB, argv ...string) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -35,11 +36,9 @@ func TestDoctorInProcess(t *testing.T) {
 
 // Capability errors exit 2 before anything is created.
 func TestRunCapabilityErrorExit2(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: without it the error is 'needs root'")
-	}
+	testenv.NeedRoot(t, "without it the error is 'needs root'")
 	if _, err := os.Stat("/dev/vhost-net"); err == nil {
-		t.Skip("this host has vhost-net")
+		testenv.NotApplicable(t, "this host has vhost-net (the test checks the error without it)")
 	}
 	dir := t.TempDir() + "/run"
 	var out, errb bytes.Buffer

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // End-to-end tests of `vnetbench run` with the real binary: a TCG guest
@@ -55,19 +57,11 @@ func vnetbenchBin(t *testing.T) string {
 
 func needRunHost(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("e2e run test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tap)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("no /dev/net/tun")
-	}
+	testenv.SkipIfShort(t, "e2e run test")
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 	for _, tool := range []string{"qemu-system-x86_64", "iperf3", "trafgen", "perf", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make deps)", tool)
-		}
+		testenv.NeedCommand(t, tool, "")
 	}
 }
 

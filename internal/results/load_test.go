@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // writeRun writes a run directory with env and samples through Writer, as
@@ -238,13 +239,7 @@ func TestBenchfmtRoundTrip(t *testing.T) {
 // benchstat (golang.org/x/perf/cmd/benchstat, required by go.mod) reads
 // our benchfmt output and finds the change.
 func TestBenchstatReadsBenchfmt(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("go command not found: cannot build benchstat")
-		}
-		t.Skip("go command not found: cannot build benchstat")
-	}
+	gobin := testenv.NeedCommand(t, "go", "")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "benchstat")
 	build := exec.CommandContext(t.Context(), gobin, "build", "-o", bin, "golang.org/x/perf/cmd/benchstat")

@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces and tap devices)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("no /dev/net/tun")
-	}
+	testenv.NeedRoot(t, "network namespaces and tap devices")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 }
 
 func TestNetnsTapQdiscStats(t *testing.T) {

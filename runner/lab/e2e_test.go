@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -24,17 +25,11 @@ const (
 
 func needLab(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("lab VM e2e test skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("lab mode needs root (9p export of /, taps inside)")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("needs qemu-system-x86_64")
-	}
+	testenv.SkipIfShort(t, "lab VM e2e test")
+	testenv.NeedRoot(t, "lab mode: 9p export of /, taps inside")
+	testenv.NeedCommand(t, "qemu-system-x86_64", "qemu-system-x86")
 	if runtime.GOARCH != "amd64" {
-		t.Skip("lab e2e uses Debian amd64 kernels")
+		testenv.NotApplicable(t, "the lab e2e tests boot Debian amd64 kernels")
 	}
 }
 
@@ -56,9 +51,7 @@ func vnetbenchBinary(t *testing.T) string {
 func fetchKernel(t *testing.T, version string) *vmimages.Kernel {
 	t.Helper()
 	k, err := vmimages.FetchDebianKernel(t.Context(), version, "")
-	if err != nil {
-		t.Skipf("cannot fetch Debian kernel %s: %v", version, err)
-	}
+	testenv.SkipUnavailable(t, err, "fetch Debian kernel "+version)
 	return k
 }
 
@@ -110,9 +103,7 @@ func TestLabBoot(t *testing.T) {
 //
 //	VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m -v ./runner/lab
 func TestLabPktgenSelfTest(t *testing.T) {
-	if os.Getenv("VNETBENCH_LAB_SELFTEST") != "1" {
-		t.Skip("opt-in: TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/lab")
-	}
+	testenv.OptIn(t, "VNETBENCH_LAB_SELFTEST", "TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/lab")
 	needLab(t)
 	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/vnetbench/vnetbench/vmimages"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -82,14 +81,11 @@ func TestResolveModulesErrors(t *testing.T) {
 }
 
 // TestResolveModulesDebian resolves the lab's modules from the .modinfo
-// sections of an unpacked Debian kernel package (it ships no modules.dep).
+// sections of an unpacked Debian kernel package (it ships no modules.dep;
+// the same package as the lab e2e tests', fetched once into the cache).
 func TestResolveModulesDebian(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(vmimages.CacheDir(), "kernels/debian/linux-image-6.1.0-*-amd64-unsigned/lib/modules/*"))
-	dirs = slices.DeleteFunc(dirs, func(d string) bool { return strings.HasSuffix(d, "-cloud-amd64") })
-	if len(dirs) == 0 {
-		t.Skip("no unpacked Debian generic kernel in the cache (the lab e2e tests fetch one)")
-	}
-	_, order, missing, err := resolveModules(dirs[0], LabModules)
+	k := fetchKernel(t, e2eLabKernel)
+	_, order, missing, err := resolveModules(k.Modules, LabModules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +236,14 @@ func TestDebianLabVersion(t *testing.T) {
 // and a host without apt-cache, are lab input errors with the lab's fixes.
 func TestDebianLabVersionNotFound(t *testing.T) {
 	cache := fakeDebianCache(t, "6.1.0-47-amd64")
-	if _, err := exec.LookPath("apt-cache"); err == nil {
+	t.Run("apt", func(t *testing.T) {
+		testenv.NeedCommand(t, "apt-cache", "apt")
 		_, err := debianLabVersion(t.Context(), "2.9", cache)
 		var ie *InputError
 		if !errors.As(err, &ie) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9.*-amd64-unsigned) cached or known to apt; run apt-get update or give image:/modules:" {
 			t.Errorf("err = %v", err)
 		}
-	}
+	})
 	t.Setenv("PATH", t.TempDir())
 	_, err := debianLabVersion(t.Context(), "2.9", cache)
 	var ie *InputError
@@ -272,26 +269,21 @@ func TestErrors(t *testing.T) {
 		t.Errorf("checkStatic(script) = %v", err)
 	}
 	if err := checkStatic("/bin/ls"); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
-		t.Skipf("checkStatic(/bin/ls) = %v (a static ls?)", err)
+		testenv.NotApplicable(t, fmt.Sprintf("checkStatic(/bin/ls) = %v: this /bin/ls is not a dynamic ELF", err))
 	}
 }
 
-// TestRunRefusesKernelWithout9p uses Debian's cloud kernel (no 9p) when it
-// is in the cache: lab.Run must refuse it before booting anything.
+// TestRunRefusesKernelWithout9p uses Debian's cloud kernel (no 9p; the lab
+// e2e tests' nested guest kernel, fetched once into the cache): lab.Run
+// must refuse it before booting anything.
 func TestRunRefusesKernelWithout9p(t *testing.T) {
-	imgs, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/vnetbench/kernels/debian/linux-image-6.1.0-*-cloud-amd64-unsigned/boot/vmlinuz-*"))
-	if len(imgs) == 0 {
-		t.Skip("no Debian cloud kernel in the cache")
-	}
-	img := imgs[0]
-	root := filepath.Dir(filepath.Dir(img))
-	mods, _ := filepath.Glob(filepath.Join(root, "lib/modules/*"))
+	k := fetchKernel(t, e2eGuestKernel)
 	bin := filepath.Join(t.TempDir(), "static")
 	// Any static ELF will do: Run stops before using it.
 	if err := os.WriteFile(bin, staticELF(t), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(t.Context(), Config{Label: "stock", RunDir: t.TempDir(), Binary: bin, Kernel: Kernel{Image: img, Modules: mods[0]}})
+	_, err := Run(t.Context(), Config{Label: "stock", RunDir: t.TempDir(), Binary: bin, Kernel: Kernel{Image: k.Image, Modules: k.Modules}})
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "9p") {
 		t.Fatalf("err = %v, want an InputError about 9p", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -49,14 +50,12 @@ func kernelSamples(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(tree, "samples", "pktgen", "pktgen_sample01_simple.sh")); err == nil {
 		return tree
 	}
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		t.Skip("script mode e2e needs apt-get to fetch linux-source-6.1 (the kernel's samples/pktgen)")
-	}
+	testenv.NeedCommand(t, "apt-get", "apt")
 	dl := t.TempDir()
 	get := exec.CommandContext(t.Context(), "apt-get", "download", "-q", "linux-source-6.1")
 	get.Dir = dl
 	if out, err := get.CombinedOutput(); err != nil {
-		t.Skipf("cannot fetch linux-source-6.1 for the kernel's samples/pktgen: %v: %s", err, out)
+		testenv.Skipf(t, "cannot fetch linux-source-6.1 for the kernel's samples/pktgen: %v: %s", err, out)
 	}
 	debs, _ := filepath.Glob(filepath.Join(dl, "linux-source-6.1_*.deb"))
 	if len(debs) != 1 {

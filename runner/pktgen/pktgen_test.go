@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vnetbench/vnetbench/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -300,9 +301,7 @@ func TestScriptCmdGolden(t *testing.T) {
 }
 
 func TestScriptRunsSampleAndParses(t *testing.T) {
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash to run a sample script")
-	}
+	testenv.NeedFile(t, "/bin/bash", "the sample script's interpreter")
 	f := newFake(t, "1")
 	tree := t.TempDir()
 	dir := filepath.Join(tree, "samples", "pktgen")

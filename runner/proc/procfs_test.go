@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 func TestBusyFrac(t *testing.T) {
@@ -23,9 +25,7 @@ func TestBusyFrac(t *testing.T) {
 // This process exists and has used some CPU; kthreadd's children are
 // kernel threads (there is always at least one, e.g. kworker).
 func TestProcfs(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
-	}
+	testenv.NeedFile(t, "/proc/self/stat", "procfs")
 	if m := CPUTicks([]int{os.Getpid(), 1 << 30}); len(m) != 1 {
 		t.Errorf("CPUTicks = %v, want this process only", m)
 	}

@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/vnetbench/vnetbench/internal/golden"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -138,9 +138,7 @@ func TestBootErrorCarriesConsole(t *testing.T) {
 // A real QEMU without a kernel sits in the firmware: enough to test
 // Launch, QMP vCPU thread ids, thread names and Quit.
 func TestLaunchRealQEMU(t *testing.T) {
-	if _, err := exec.LookPath(DefaultBinary); err != nil {
-		t.Skip("qemu-system-x86_64 not installed")
-	}
+	testenv.NeedCommand(t, DefaultBinary, "qemu-system-x86")
 	dir := t.TempDir()
 	c := Config{Name: "vnb-test", CPUs: 2, MemoryMiB: 64, QMPSocket: filepath.Join(dir, "qmp.sock"),
 		ConsoleLog: filepath.Join(dir, "console.log")}
@@ -180,9 +178,7 @@ func TestLaunchRealQEMU(t *testing.T) {
 }
 
 func TestLaunchQEMUFailsEarly(t *testing.T) {
-	if _, err := exec.LookPath(DefaultBinary); err != nil {
-		t.Skip("qemu-system-x86_64 not installed")
-	}
+	testenv.NeedCommand(t, DefaultBinary, "qemu-system-x86")
 	dir := t.TempDir()
 	c := Config{Name: "vnb-test", QMPSocket: filepath.Join(dir, "qmp.sock"), Kernel: filepath.Join(dir, "no-such-kernel")}
 	_, err := Launch(t.Context(), proc.Real{}, c, "")

@@ -3,12 +3,12 @@ package pktgen
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
@@ -75,9 +75,7 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 // Result of one device and reads the other from the proc directory, keeps
 // the script's output as an artifact and resets pktgen.
 func TestPktgenGeneratorScriptMode(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("needs bash to run a sample script")
-	}
+	testenv.NeedCommand(t, "bash", "bash")
 	dir := t.TempDir()
 	procDir, sysNet := filepath.Join(dir, "pktgen"), filepath.Join(dir, "net")
 	tree := filepath.Join(dir, "linux")

@@ -1,0 +1,294 @@
+// Command testsummary runs go test commands with -json and prints what go
+// test prints without -v (the ok, FAIL and "?" line of every package, the
+// full output of every failing test), then a list of every skipped test
+// with its reason, so a reader of a CI log sees what did not run.
+//
+//	go run ./internal/testsummary [-v] -- go test -json PKGS... [-- go test -json PKGS...]
+//
+// Each "--" starts a command (argv, run without a shell, one after the
+// other). -v prints every line as go test -v would. The exit status is 1
+// when a command fails or any test or package fails (2 on bad usage).
+// Non-JSON lines on a command's stdout are passed through.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("testsummary", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verbose := fs.Bool("v", false, "print every line of go test's output (as go test -v)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cmds := splitCommands(args[len(args)-fs.NArg():])
+	if len(cmds) == 0 {
+		fmt.Fprintln(stderr, "testsummary: no command; usage: testsummary [-v] -- go test -json PKGS... [-- CMD...]")
+		return 2
+	}
+	s := newSummary(stdout, *verbose)
+	status := 0
+	for _, argv := range cmds {
+		if err := runOne(ctx, argv, s, stderr); err != nil {
+			fmt.Fprintf(stderr, "testsummary: %s: %v\n", strings.Join(argv, " "), err)
+			status = 1
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if s.finish() {
+		status = 1
+	}
+	return status
+}
+
+// splitCommands splits args at each "--" (a leading one is optional).
+func splitCommands(args []string) [][]string {
+	var cmds [][]string
+	var cur []string
+	for _, a := range args {
+		if a == "--" {
+			if len(cur) > 0 {
+				cmds = append(cmds, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, a)
+	}
+	if len(cur) > 0 {
+		cmds = append(cmds, cur)
+	}
+	return cmds
+}
+
+func runOne(ctx context.Context, argv []string, s *summary, stderr io.Writer) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = stderr
+	// go test stops its test binaries on SIGINT itself; give it that
+	// chance and its output, instead of killing it outright.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.read(out)
+	return cmd.Wait()
+}
+
+// event is one line of go test -json (cmd/test2json).
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string // build-output events
+}
+
+type skip struct {
+	pkg, test, reason string
+}
+
+// test is one (sub)test of a top-level test still running: its output is
+// kept until the top-level test ends, then printed if anything in it
+// failed.
+type test struct {
+	pkg, name string
+	logs      []string // output lines but the === and --- ones
+	result    string   // the "--- FAIL: ..." line, once ended
+	failed    bool
+}
+
+type summary struct {
+	w       io.Writer
+	verbose bool
+	running []*test // in start order
+	skips   []skip
+	failed  []string // "pkg TestX" or "pkg" (the package itself)
+	anyFail bool
+}
+
+func newSummary(w io.Writer, verbose bool) *summary {
+	return &summary{w: w, verbose: verbose}
+}
+
+func (s *summary) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ev event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Action == "" {
+			fmt.Fprintf(s.w, "%s\n", line)
+			continue
+		}
+		s.event(ev)
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(s.w, "testsummary: reading go test's output: %v\n", err)
+		s.anyFail = true
+	}
+}
+
+func (s *summary) event(ev event) {
+	if s.verbose && ev.Output != "" {
+		io.WriteString(s.w, ev.Output)
+	}
+	switch {
+	case ev.Action == "build-output":
+		if !s.verbose {
+			io.WriteString(s.w, ev.Output)
+		}
+	case ev.Action == "build-fail":
+		s.anyFail = true
+		s.failed = append(s.failed, ev.ImportPath+" [build failed]")
+	case ev.Test == "":
+		s.packageEvent(ev)
+	default:
+		s.testEvent(ev)
+	}
+}
+
+func (s *summary) packageEvent(ev event) {
+	switch ev.Action {
+	case "output":
+		// Without -v a passing package prints only its "ok" line.
+		if !s.verbose && ev.Output != "PASS\n" && !strings.HasPrefix(ev.Output, "=== ") {
+			io.WriteString(s.w, ev.Output)
+		}
+	case "fail":
+		s.anyFail = true
+		// Tests still running when the package failed (a timeout, a
+		// panic in another goroutine): their output says where.
+		if !s.verbose {
+			for _, t := range s.running {
+				if t.pkg == ev.Package {
+					s.print(t, "")
+				}
+			}
+		}
+		s.running = slices.DeleteFunc(s.running, func(t *test) bool { return t.pkg == ev.Package })
+		s.failed = append(s.failed, ev.Package)
+	}
+}
+
+func (s *summary) testEvent(ev event) {
+	var t *test
+	for _, r := range s.running {
+		if r.pkg == ev.Package && r.name == ev.Test {
+			t = r
+		}
+	}
+	if t == nil {
+		t = &test{pkg: ev.Package, name: ev.Test}
+		s.running = append(s.running, t)
+	}
+	switch ev.Action {
+	case "output":
+		l := strings.TrimLeft(ev.Output, " ")
+		switch {
+		case strings.HasPrefix(l, "=== "):
+		case strings.HasPrefix(l, "--- "):
+			t.result = l
+		default:
+			t.logs = append(t.logs, ev.Output)
+		}
+		return
+	case "pass", "fail", "skip":
+	default:
+		return
+	}
+	if ev.Action == "fail" {
+		t.failed = true
+		s.anyFail = true
+		s.failed = append(s.failed, ev.Package+" "+ev.Test)
+	}
+	if ev.Action == "skip" {
+		s.skips = append(s.skips, skip{ev.Package, ev.Test, skipReason(t.logs)})
+	}
+	if strings.Contains(ev.Test, "/") {
+		return // kept for its top-level test
+	}
+	// A top-level test ended: print it as go test does without -v (each
+	// failed (sub)test's --- FAIL line and output, indented by depth).
+	prefix := ev.Test + "/"
+	in := func(t *test) bool {
+		return t.pkg == ev.Package && (t.name == ev.Test || strings.HasPrefix(t.name, prefix))
+	}
+	if !s.verbose {
+		for _, t := range s.running {
+			if in(t) && t.failed {
+				s.print(t, strings.Repeat("    ", strings.Count(t.name, "/")))
+			}
+		}
+	}
+	s.running = slices.DeleteFunc(s.running, in)
+}
+
+func (s *summary) print(t *test, indent string) {
+	if t.result != "" {
+		io.WriteString(s.w, indent+t.result)
+	}
+	for _, l := range t.logs {
+		io.WriteString(s.w, indent+l)
+	}
+}
+
+// skipReason is what the test logged before it was skipped: the t.Skip
+// message (with its file:line) and any t.Log lines before it, joined.
+func skipReason(lines []string) string {
+	var parts []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- SKIP") {
+			continue
+		}
+		parts = append(parts, t)
+	}
+	if len(parts) == 0 {
+		return "(no reason given)"
+	}
+	return strings.Join(parts, " / ")
+}
+
+// finish prints the skip list and the failures; it reports whether
+// anything failed.
+func (s *summary) finish() bool {
+	fmt.Fprintf(s.w, "\n%d skipped test(s)", len(s.skips))
+	if len(s.skips) > 0 {
+		fmt.Fprint(s.w, ":")
+	}
+	fmt.Fprintln(s.w)
+	for _, sk := range s.skips {
+		fmt.Fprintf(s.w, "  SKIP %s %s: %s\n", sk.pkg, sk.test, sk.reason)
+	}
+	if len(s.failed) > 0 {
+		fmt.Fprintf(s.w, "%d failure(s):\n", len(s.failed))
+		for _, f := range s.failed {
+			fmt.Fprintf(s.w, "  FAIL %s\n", f)
+		}
+	}
+	return s.anyFail || len(s.failed) > 0
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
+)
+
+const samplePkg = "github.com/vnetbench/vnetbench/internal/testsummary/testdata/sample"
+
+// A real go test run of testdata/sample (one test of each outcome) prints
+// what go test prints without -v, then every skip with its reason, and
+// fails; the second command's ok line follows the first's FAIL.
+func TestSummaryOfRealRun(t *testing.T) {
+	gobin := testenv.NeedCommand(t, "go", "")
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"--", gobin, "test", "-json", "-count=1", "./testdata/sample",
+		"--", gobin, "test", "-json", "-count=1", "-run", "TestPass", "./testdata/sample"}, &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := out.String()
+	want := `--- FAIL: TestFail (0.00s)
+    sample_test.go:9: boom
+--- FAIL: TestSubFail (0.00s)
+    --- FAIL: TestSubFail/fails (0.00s)
+        sample_test.go:22: sub boom
+FAIL
+FAIL	` + samplePkg + `	`
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("output does not start as go test's would:\n%s\nwant prefix:\n%s", got, want)
+	}
+	for _, s := range []string{
+		"\nok  \t" + samplePkg + "\t",
+		"\n2 skipped test(s):\n" +
+			"  SKIP " + samplePkg + " TestSkip: sample_test.go:12: looked for a widget / sample_test.go:13: no widget\n" +
+			"  SKIP " + samplePkg + " TestSub/skips: sample_test.go:18: needs root\n" +
+			"4 failure(s):\n" +
+			"  FAIL " + samplePkg + " TestFail\n" +
+			"  FAIL " + samplePkg + " TestSubFail/fails\n" +
+			"  FAIL " + samplePkg + " TestSubFail\n" +
+			"  FAIL " + samplePkg + "\n",
+	} {
+		if !strings.Contains(got, s) {
+			t.Errorf("output lacks %q:\n%s", s, got)
+		}
+	}
+	for _, s := range []string{"=== RUN", "--- PASS", "passing, not shown", "\nPASS\n"} {
+		if strings.Contains(got, s) {
+			t.Errorf("output has %q, which go test prints only with -v:\n%s", s, got)
+		}
+	}
+	if !strings.Contains(errb.String(), "exit status 1") {
+		t.Errorf("stderr does not say the first command failed: %q", errb.String())
+	}
+}
+
+func TestVerboseAndPassingRun(t *testing.T) {
+	gobin := testenv.NeedCommand(t, "go", "")
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"-v", gobin, "test", "-json", "-count=1", "-run", "TestPass|TestSkip", "./testdata/sample"}, &out, &errb)
+	if code != 0 {
+		t.Errorf("exit %d, want 0; stderr %s", code, errb.String())
+	}
+	for _, s := range []string{"=== RUN   TestPass\n", "passing, not shown", "--- SKIP: TestSkip", "\nPASS\n", "\n1 skipped test(s):\n  SKIP "} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("-v output lacks %q:\n%s", s, out.String())
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"--"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no command") {
+		t.Errorf("no command: exit %d, stderr %q", code, errb.String())
+	}
+	if code := run(t.Context(), []string{"-nosuchflag"}, &out, &errb); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+}
+
+// Lines that are not go test -json events (a tool's own output) pass
+// through unchanged.
+func TestNonJSONLines(t *testing.T) {
+	var out bytes.Buffer
+	s := newSummary(&out, false)
+	s.read(strings.NewReader("hello\n{not json\n"))
+	if out.String() != "hello\n{not json\n" {
+		t.Errorf("got %q", out.String())
+	}
+	if s.finish() {
+		t.Error("finish reports a failure")
+	}
+}
