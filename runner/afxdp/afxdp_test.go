@@ -12,6 +12,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 // openOrSkip opens a generator, skipping (failing in CI) on a kernel
@@ -20,7 +22,7 @@ func openOrSkip(t *testing.T, c Config) *Generator {
 	t.Helper()
 	g, err := Open(c)
 	if errors.Is(err, ErrNoAFXDP) {
-		skipOrFail(t, "%v", err)
+		testenv.Skipf(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +117,11 @@ func TestZeroCopyUnsupported(t *testing.T) {
 	startDrain(t, ns, 1, 0)
 	g, err := Open(Config{Dev: testDev, Mode: ZeroCopy, InNetns: ns.Do})
 	if errors.Is(err, ErrNoAFXDP) {
-		skipOrFail(t, "%v", err)
+		testenv.Skipf(t, "%v", err)
 	}
 	if err == nil {
 		g.Close()
-		t.Skip("this kernel's tun binds AF_XDP zero-copy (a patched kernel): nothing to refuse")
+		testenv.NotApplicable(t, "this kernel's tun binds AF_XDP zero-copy (a patched kernel): nothing to refuse")
 	}
 	var ue *UnsupportedError
 	if !errors.Is(err, ErrUnsupported) || !errors.As(err, &ue) || !errors.Is(err, unix.EOPNOTSUPP) {
@@ -157,7 +159,7 @@ func TestBadQueuesAndDevices(t *testing.T) {
 	} {
 		_, err := Open(c.cfg)
 		if errors.Is(err, ErrNoAFXDP) {
-			skipOrFail(t, "%v", err)
+			testenv.Skipf(t, "%v", err)
 		}
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want ErrInvalid with %q", c.name, err, c.want)

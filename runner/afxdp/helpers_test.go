@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
@@ -31,25 +32,11 @@ func nsPrefix() string { return fmt.Sprintf("vnbxdp-%d-", os.Getpid()) }
 
 var nsSeq atomic.Int32
 
-// skipOrFail skips on a developer machine and fails under CI=true, where
-// every test must be able to run.
-func skipOrFail(t testing.TB, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: "+format, a...)
-	}
-	t.Skipf(format, a...)
-}
-
 // needHost skips (fails in CI) without root, /dev/net/tun or AF_XDP.
 func needHost(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root (network namespaces, taps, AF_XDP sockets)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		skipOrFail(t, "no /dev/net/tun")
-	}
+	testenv.NeedRoot(t, "network namespaces, taps, AF_XDP sockets")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 }
 
 // testTap creates a namespace with a tap (queues > 1: multi-queue) and

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
@@ -19,13 +20,13 @@ func TestProbe(t *testing.T) {
 	}
 	t.Logf("AF_XDP on a tap: %s", c)
 	if errors.Is(c.CopyErr, ErrNoAFXDP) {
-		skipOrFail(t, "%v", c.CopyErr)
+		testenv.Skipf(t, "%v", c.CopyErr)
 	}
 	if !c.Copy || c.CopyErr != nil {
 		t.Errorf("copy bind on a tap: %v (every kernel with AF_XDP does it)", c.CopyErr)
 	}
 	if c.ZeroCopy {
-		t.Skip("this kernel's tun binds zero-copy (a patched kernel)")
+		testenv.NotApplicable(t, "this kernel's tun binds zero-copy (a patched kernel)")
 	}
 	if !errors.Is(c.ZeroCopyErr, ErrUnsupported) {
 		t.Errorf("zerocopy: %v, want ErrUnsupported", c.ZeroCopyErr)

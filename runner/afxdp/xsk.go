@@ -162,18 +162,6 @@ func (x *xsk) stats() (unix.XDPStatistics, error) {
 	return st, nil
 }
 
-// zeroCopy reports whether the bound socket runs in zero-copy mode
-// (XDP_OPTIONS).
-func (x *xsk) zeroCopy() bool {
-	var o struct{ flags uint32 }
-	n := uint32(unsafe.Sizeof(o))
-	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_OPTIONS,
-		uintptr(unsafe.Pointer(&o)), uintptr(unsafe.Pointer(&n)), 0); e != 0 {
-		return false
-	}
-	return o.flags&unix.XDP_OPTIONS_ZEROCOPY != 0
-}
-
 // close unmaps the rings and the UMEM and closes the socket.
 func (x *xsk) close() error {
 	var errs []error
