@@ -56,7 +56,7 @@ var Metrics = map[string]Metric{
 	"harness_cpu_frac":     {"harness_cpu_frac", "fraction", LowerIsBetter, false, "the harness's own CPU use in the window, fraction of a core"},
 	"qdisc_drops":          {"qdisc_drops", "count", LowerIsBetter, false, "drops counted by the tap's root qdisc in the window"},
 	"generator_busy_frac":  {"generator_busy_frac", "fraction", Neutral, false, "share of the window the generator was running (below 0.9: it may not saturate)"},
-	"iperf3_host_cpu_frac": {"iperf3_host_cpu_frac", "fraction", LowerIsBetter, false, "iperf3 sender host CPU use, fraction"},
+	"iperf3_host_cpu_frac": {"iperf3_host_cpu_frac", "fraction", LowerIsBetter, false, "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)"},
 	"cell_overhead_s":      {"cell_overhead_s", "s", LowerIsBetter, false, "setup + teardown time outside the window"},
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,13 +150,41 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		r.Metrics["retransmits"] = float64(res.Retransmits)
 	}
 	if res.CPU != nil {
-		// iperf3 reports CPU as a fraction of the whole machine; iperf3
-		// before 3.16 runs every stream on one thread, so its busy
-		// fraction is that times the CPU count.
 		r.Metrics["iperf3_host_cpu_frac"] = res.CPU.HostTotalFrac
-		r.BusyFrac = min(1, res.CPU.HostTotalFrac*float64(runtime.NumCPU()))
+		r.BusyFrac = busyFrac(res)
 	}
 	return r, nil
+}
+
+// busyFrac is how busy the iperf3 client's threads were: 1 = each ran all
+// the time. iperf3's host_total is the process's CPU time (clock())
+// over the test's wall time, so a fraction of ONE CPU, not of the
+// machine (a 2-CPU host measured 41.9% = (0.02 s user + 0.82 s system) /
+// 2.00 s). Before 3.16 iperf3 runs every stream on one thread; 3.16 and
+// later run a thread per stream, whose CPU times add up.
+func busyFrac(res *perfparse.Iperf3) float64 {
+	if res.CPU == nil {
+		return -1
+	}
+	threads := 1
+	if major, minor, ok := iperfVersion(res.Version); ok && (major > 3 || major == 3 && minor >= 16) {
+		threads = max(1, res.NumStreams)
+	}
+	return min(1, res.CPU.HostTotalFrac/float64(threads))
+}
+
+// iperfVersion reads start.version ("iperf 3.12", "iperf 3.17.1",
+// "iperf 3.16+") as major, minor.
+func iperfVersion(v string) (major, minor int, ok bool) {
+	v = strings.TrimPrefix(strings.TrimSpace(v), "iperf ")
+	maj, rest, _ := strings.Cut(v, ".")
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end >= 0 {
+		rest = rest[:end]
+	}
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(rest)
+	return a, b, err1 == nil && err2 == nil
 }
 
 func lastLine(s string) string {

@@ -1,7 +1,9 @@
 package iperf3
 
 import (
+	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -59,6 +62,9 @@ func TestGeneratorWithFake(t *testing.T) {
 	if _, ok := res.Metrics["tx_pps"]; ok {
 		t.Error("iperf3 reports tx_pps")
 	}
+	if busy := res.BusyFrac; math.Abs(busy-0.175) > 0.001 {
+		t.Errorf("generator busy %v, want 0.175 (host_total 17.5%% of one CPU)", busy)
+	}
 	if !slices.Equal(a.ops, []string{"iperf3 start", "iperf3 stop"}) {
 		t.Errorf("agent ops %q", a.ops)
 	}
@@ -66,4 +72,50 @@ func TestGeneratorWithFake(t *testing.T) {
 		t.Error(err)
 	}
 	golden.Check(t, "generator-fake.golden", f.Transcript())
+}
+
+// iperf3's host_total is a fraction of one CPU: the real capture's 17.5%
+// (iperf 3.12, one stream, on a 2-CPU machine) is a generator 17.5% busy,
+// whatever the machine's CPU count, so the "< 90% busy" warning fires.
+// iperf3 3.16 and later run a thread per stream.
+func TestBusyFracFromRealJSON(t *testing.T) {
+	data, err := os.ReadFile("testdata/iperf3-host-to-guest-tcg.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := perfparse.ParseIperf3(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version != "iperf 3.12" || res.NumStreams != 1 || res.CPU == nil {
+		t.Fatalf("capture: version %q, %d streams, cpu %v", res.Version, res.NumStreams, res.CPU)
+	}
+	if got := busyFrac(res); math.Abs(got-0.17539226372992083) > 1e-12 {
+		t.Errorf("busy %v, want host_total 17.539%% as 0.175", got)
+	}
+	for _, tc := range []struct {
+		version string
+		streams int
+		total   float64
+		want    float64
+	}{
+		{"iperf 3.12", 4, 0.5, 0.5},    // one thread for all streams
+		{"iperf 3.12", 1, 1.2, 1},      // clamped
+		{"iperf 3.16", 4, 2.0, 0.5},    // 4 threads, 200% of one CPU
+		{"iperf 3.17.1", 2, 1.9, 0.95}, // patch releases
+		{"iperf 4.0", 2, 1.0, 0.5},
+		{"iperf 3.16+", 2, 1.0, 0.5},
+		{"", 4, 0.3, 0.3}, // unknown version: one thread
+	} {
+		r := *res
+		cpu := *res.CPU
+		r.Version, r.NumStreams, cpu.HostTotalFrac, r.CPU = tc.version, tc.streams, tc.total, &cpu
+		if got := busyFrac(&r); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%q, %d streams, host_total %v: busy %v, want %v", tc.version, tc.streams, tc.total, got, tc.want)
+		}
+	}
+	res.CPU = nil
+	if got := busyFrac(res); got != -1 {
+		t.Errorf("no cpu_utilization_percent: busy %v, want -1 (unknown)", got)
+	}
 }
