@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // backendName is the display name of a backend axis value.
@@ -60,6 +61,37 @@ func groupKey(s *results.Sample, without ...string) string {
 	return strings.Join(parts, ",")
 }
 
+// generatorOf is the sample's generator: its label, else its axis.
+func generatorOf(s *results.Sample) string {
+	if g := s.Labels["generator"]; g != "" {
+		return g
+	}
+	return s.Axes["generator"]
+}
+
+// threadsKeys are the keys (labels, or axes ending ".KEY") that count a
+// workload's threads or streams: "threads", "parallel".
+func threadsKeys() []string {
+	var out []string
+	tables, _ := workload.Tables()
+	for _, t := range tables {
+		if t.ThreadsKey != "" && !slices.Contains(out, t.ThreadsKey) {
+			out = append(out, t.ThreadsKey)
+		}
+	}
+	return out
+}
+
+// threadsNoun names the threads of workload gen: "threads", "streams".
+func threadsNoun(gen string) string {
+	if w, ok := workload.Lookup(gen); ok {
+		if t, ok := w.(workload.Tabler); ok && t.Table().ThreadsNoun != "" {
+			return t.Table().ThreadsNoun
+		}
+	}
+	return "threads"
+}
+
 // context describes a group of cells for a table header.
 func (b *builder) context(s *results.Sample, withSize bool) string {
 	// l finds a fact in the labels, then the axes, then axes named
@@ -83,17 +115,12 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 		return ""
 	}
 	var parts []string
-	gen := s.Labels["generator"]
-	if gen == "" {
-		gen = s.Axes["generator"]
-	}
+	gen := generatorOf(s)
 	if gen == "" {
 		gen = "benchmark"
 	}
-	for _, g := range []string{"pktgen", "trafgen", "iperf3"} {
-		if strings.HasPrefix(gen, g) {
-			gen = g
-		}
+	if w := workload.NameOf(gen); w != "" {
+		gen = w // "pktgen-t4" in a benchmark name is pktgen
 	}
 	head := gen
 	if g := l("guest"); g != "" {
@@ -111,15 +138,12 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	} else if d := l("duration"); d != "" {
 		parts = append(parts, d)
 	}
-	t := l("threads", "parallel")
+	t := l(threadsKeys()...)
 	if t == "" && len(s.Threads) > 0 {
 		t = strconv.Itoa(len(s.Threads))
 	}
 	if t != "" {
-		unit := "threads"
-		if gen == "iperf3" {
-			unit = "streams"
-		}
+		unit := threadsNoun(gen)
 		if t == "1" {
 			unit = strings.TrimSuffix(unit, "s")
 		}
@@ -152,7 +176,7 @@ func (b *builder) described(k string) bool {
 	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") {
 		return true
 	}
-	for _, suf := range []string{"threads", "parallel", "pkt_size", "count", "duration"} {
+	for _, suf := range append(threadsKeys(), "pkt_size", "count", "duration") {
 		if k == suf || strings.HasSuffix(k, "."+suf) {
 			return true
 		}

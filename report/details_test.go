@@ -75,7 +75,7 @@ func TestDetails(t *testing.T) {
 			t.Errorf("--details lacks %q:\n%s", want, out)
 		}
 	}
-	for _, key := range results.Diagnostics {
+	for _, key := range results.Diagnostics() {
 		if strings.Contains(out, "\n"+key+" (") {
 			t.Errorf("--details has a per-metric block for the diagnostic %s", key)
 		}
@@ -179,7 +179,7 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 	for _, d := range res.Decisions {
 		gated[d.Gate.Metric] = true
 	}
-	for _, k := range results.Diagnostics {
+	for _, k := range results.Diagnostics() {
 		if gated[k] {
 			t.Errorf("diagnostic %s gated by default", k)
 		}

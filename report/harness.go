@@ -13,7 +13,7 @@ import (
 func (b *builder) harnessTable() {
 	have := b.metricKeys()
 	var keys []string
-	for _, k := range results.Diagnostics {
+	for _, k := range results.Diagnostics() {
 		if slices.Contains(have, k) {
 			keys = append(keys, k)
 		}

@@ -86,12 +86,16 @@ func (a *fakeAgent) Close() error                             { a.closed.Store(t
 type fakeGen struct {
 	d        time.Duration
 	failWait bool
+	na       string // Start says the configuration is not supported
 	started  chan struct{} // closed when traffic runs (optional)
 	p        proc.Process
 	start    time.Time
 }
 
 func (g *fakeGen) Start(ctx context.Context, w *Window) error {
+	if g.na != "" {
+		return workload.Unsupported("%s", g.na)
+	}
 	p, err := w.Exec.Start(ctx, proc.Cmd{Argv: []string{"sleep", "60"}, Netns: w.Netns})
 	if err != nil {
 		return err
@@ -260,6 +264,40 @@ func TestRunGeneratorFails(t *testing.T) {
 	checkNothingLeft(t, sum)
 	if err != nil || sum.Samples != 2 || sum.Skipped != 2 {
 		t.Fatalf("resume: %+v %v", sum, err)
+	}
+}
+
+// A configuration the kernel refuses is the cell's result, not the run's
+// failure: a sample marked Unsupported with the reason, and the run goes on.
+func TestRunUnsupportedCell(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.mkGen = func(n int) *fakeGen {
+		g := &fakeGen{d: 100 * time.Millisecond}
+		if n == 1 {
+			g.na = "zero-copy refused"
+		}
+		return g
+	}
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil || sum.Samples != 4 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	na := 0
+	for _, s := range readSamples(t, h.opts.Dir) {
+		if s.Unsupported != "" {
+			na++
+			if s.Unsupported != "zero-copy refused" || len(s.Metrics) != 0 || s.Labels["generator"] != "trafgen" {
+				t.Errorf("n/a sample %+v", s)
+			}
+		} else if s.Metrics["tx_pps"] <= 0 {
+			t.Errorf("measured sample %+v", s)
+		}
+	}
+	if na != 1 {
+		t.Errorf("%d n/a samples, want 1", na)
 	}
 }
 

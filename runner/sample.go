@@ -135,6 +135,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		ww := *win
 		ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(rel, results.WarmupDir)
 		if err := r.runGenerator(ctx, c, &ww, trafficTimeout); err != nil {
+			if why, ok := workload.IsUnsupported(err); ok {
+				return r.unsupportedSample(c, why)
+			}
 			return nil, fail("warmup", err)
 		}
 		warmup = time.Since(ws)
@@ -166,6 +169,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	t0 := time.Now()
 	kind := c.Generator.Kind
 	if err := gen.Start(tctx, win); err != nil {
+		if why, ok := workload.IsUnsupported(err); ok {
+			return r.unsupportedSample(c, why)
+		}
 		return nil, fail("traffic", fmt.Errorf("start %s: %w", kind, err))
 	}
 	gtids, whole := gen.Threads()
@@ -188,6 +194,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	perfOut, perfErr := finishPerfs(perfs)
 	perfs = nil
+	if why, ok := workload.IsUnsupported(gerr); ok {
+		return r.unsupportedSample(c, why)
+	}
 	if gerr != nil {
 		if errors.Is(gerr, context.DeadlineExceeded) && ctx.Err() == nil {
 			gerr = fmt.Errorf("%w: traffic did not finish within timeouts.traffic %v", gerr, trafficTimeout)
@@ -268,6 +277,24 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// unsupportedSample records that this kernel or device cannot run c's
+// configuration (a workload's UnsupportedError): a sample without
+// metrics, with the reason, that reports show as "n/a (reason)". The run
+// goes on with the next cell.
+func (r *runState) unsupportedSample(c *scenarios.Cell, reason string) (*results.Sample, error) {
+	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes, Start: time.Now().UTC(),
+		Metrics: map[string]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},
+		Emulated: r.accel != qemu.KVM, Unsupported: reason}
+	if c.Qdisc != "" {
+		s.Labels["qdisc"] = c.Qdisc
+	}
+	r.logf("cell %s rep %d: n/a: %s", c.Name, c.Rep+1, reason)
+	if err := r.w.Append(*s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // runGenerator runs a generator to its end and discards the result.

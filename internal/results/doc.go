@@ -40,7 +40,7 @@
 //	 "threads":[{"i":0,"tx_pps":F,"errors":N,"lost_pps":F}],"labels":{...},
 //	 "warnings":[...],"artifacts":["artifacts/CELL/KERNEL/REP/pktgen-tap0.txt"],
 //	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F}],
-//	 "emulated":BOOL,"warmup":BOOL}
+//	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON}
 //
 // Writer.Append writes one line and fsyncs it, so a crash loses at most the
 // line being written. Create refuses a directory that already holds results;
@@ -71,6 +71,8 @@
 //     unpinned), "qdisc". Axes values are used when a label is missing.
 //   - Emulated: true under TCG (also set on load when env.json says tcg).
 //   - Warmup: a discarded warmup sample; Load skips it.
+//   - Unsupported: the kernel or device refused the cell's configuration
+//     (a workload's "n/a", with the reason); such a sample has no metrics.
 //
 // # Go benchmark format
 //

@@ -1,76 +1,67 @@
 package results
 
 import (
-	"slices"
 	"sort"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
+// Metric keys are defined in two places: the harness's own (the tap,
+// qdisc and guest counters over the window, and its self-measurements)
+// here, and each workload's (tx_pps, throughput_bps, ...) in its package,
+// through the workload registry. Lookup asks both.
+
 // Direction says which way a metric improves.
-type Direction int
+type Direction = workload.Direction
 
 // Directions.
 const (
-	// Neutral metrics are informational (instructions executed, for one):
-	// reports show their change but call it neither better nor worse.
-	Neutral Direction = iota
-	HigherIsBetter
-	LowerIsBetter
+	Neutral        = workload.Neutral
+	HigherIsBetter = workload.HigherIsBetter
+	LowerIsBetter  = workload.LowerIsBetter
 )
 
-func (d Direction) String() string {
-	switch d {
-	case HigherIsBetter:
-		return "higher"
-	case LowerIsBetter:
-		return "lower"
-	}
-	return "neutral"
-}
-
 // Metric describes one metric key.
-type Metric struct {
-	Key    string
-	Unit   string // base unit: "pps", "bit/s", "count", "s", "fraction", "CPUs", "events", "%"
-	Better Direction
-	// Rate metrics are aggregated across samples with the harmonic mean as
-	// well as the arithmetic mean.
-	Rate        bool
-	Description string
-}
+type Metric = workload.Metric
 
-// Metrics is the registry of known metric keys. perf.<event>
-// keys are described by Lookup's rule instead.
+// Metrics are the harness's own metric keys (a workload's are its
+// Metrics). perf.<event> keys are described by Lookup's rule instead.
 var Metrics = map[string]Metric{
-	"tx_pps":               {"tx_pps", "pps", HigherIsBetter, true, "transmitted packets/s, total over generator threads (pktgen Result)"},
-	"tx_pps_thread":        {"tx_pps_thread", "pps", HigherIsBetter, true, "transmitted packets/s of one generator thread"},
-	"lost_pps_thread":      {"lost_pps_thread", "pps", LowerIsBetter, true, "pktgen errors/s of one thread: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"},
-	"tap_tx_pps":           {"tap_tx_pps", "pps", HigherIsBetter, true, "tap tx_packets delta / window (cross-check of tx_pps)"},
-	"lost_pps":             {"lost_pps", "pps", LowerIsBetter, true, "tap tx_dropped delta / window"},
-	"qdisc_drop_pps":       {"qdisc_drop_pps", "pps", LowerIsBetter, true, "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
-	"rx_pps":               {"rx_pps", "pps", HigherIsBetter, true, "guest eth0 rx_packets delta / window"},
-	"tx_packets":           {"tx_packets", "count", Neutral, false, "packets transmitted in the window"},
-	"pktgen_errors":        {"pktgen_errors", "count", LowerIsBetter, false, "pktgen errors (retries while the tap ring was full)"},
-	"throughput_bps":       {"throughput_bps", "bit/s", HigherIsBetter, true, "iperf3 receiver bits/s, sum over streams"},
-	"retransmits":          {"retransmits", "count", LowerIsBetter, false, "iperf3 sender TCP retransmits"},
-	"harness_cpu_frac":     {"harness_cpu_frac", "fraction", LowerIsBetter, false, "the harness's own CPU use in the window, fraction of a core"},
-	"qdisc_drops":          {"qdisc_drops", "count", LowerIsBetter, false, "drops counted by the tap's root qdisc in the window"},
-	"generator_busy_frac":  {"generator_busy_frac", "fraction", Neutral, false, "share of the window the generator was running (below 0.9: it may not saturate)"},
-	"iperf3_host_cpu_frac": {"iperf3_host_cpu_frac", "fraction", LowerIsBetter, false, "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)"},
-	"cell_overhead_s":      {"cell_overhead_s", "s", LowerIsBetter, false, "setup + teardown time outside the window"},
+	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true},
+	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "tap tx_dropped delta / window"},
+	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
+	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
+	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: Neutral, Description: "packets transmitted in the window", Diagnostic: true},
+	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true},
+	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true},
+	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true},
+	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true},
 }
 
 // Diagnostics are the keys of the harness's self-measurements
-// (harness_cpu_frac, cell_overhead_s) and of its diagnostics and
-// cross-checks: numbers that tell whether the harness measured well, not
-// how the kernel under test performs. Reports gather them in one "harness
-// and diagnostics" table (a Detail table), not in per-metric tables, and
-// compare does not gate them by default. Machine-readable formats keep them
-// like any metric.
-var Diagnostics = []string{"harness_cpu_frac", "cell_overhead_s", "generator_busy_frac", "iperf3_host_cpu_frac", "qdisc_drops", "tx_packets", "tap_tx_pps"}
+// (harness_cpu_frac, cell_overhead_s) and of its and the workloads'
+// diagnostics and cross-checks (workload.Metric.Diagnostic): numbers that
+// tell whether the harness measured well, not how the kernel under test
+// performs. Reports gather them in one "harness and diagnostics" table (a
+// Detail table), not in per-metric tables, and compare does not gate them
+// by default. Machine-readable formats keep them like any metric. The
+// workloads' follow generator_busy_frac.
+func Diagnostics() []string {
+	out := []string{"harness_cpu_frac", "cell_overhead_s", "generator_busy_frac"}
+	for _, m := range workload.Metrics() {
+		if m.Diagnostic {
+			out = append(out, m.Key)
+		}
+	}
+	return append(out, "qdisc_drops", "tx_packets", "tap_tx_pps")
+}
 
 // IsDiagnostic reports whether key is one of Diagnostics.
-func IsDiagnostic(key string) bool { return slices.Contains(Diagnostics, key) }
+func IsDiagnostic(key string) bool {
+	m, ok := Lookup(key)
+	return ok && m.Diagnostic
+}
 
 // perfRules gives the direction and unit of known perf events; other
 // events are Neutral counts.
@@ -118,6 +109,9 @@ func Lookup(key string) (Metric, bool) {
 	if m, ok := Metrics[key]; ok {
 		return m, true
 	}
+	if m, ok := workload.LookupMetric(key); ok {
+		return m, true
+	}
 	ev, _, ok := SplitPerf(key)
 	if !ok {
 		return Metric{}, false
@@ -153,7 +147,7 @@ func Describe(key string) Metric {
 }
 
 // knownOrder returns a stable presentation order for metric keys: the
-// registry's main metrics first, then perf counters, then the rest by name.
+// main metrics first, then perf counters, then the rest by name.
 func knownOrder(keys []string) []string {
 	rank := map[string]int{"tx_pps": 0, "tx_pps_thread": 1, "lost_pps": 2, "qdisc_drop_pps": 3, "rx_pps": 4, "tap_tx_pps": 5,
 		"throughput_bps": 6, "retransmits": 7, "pktgen_errors": 8, "tx_packets": 9, "harness_cpu_frac": 10, "cell_overhead_s": 11}

@@ -37,6 +37,10 @@ type Sample struct {
 	Symbols  []Symbol `json:"symbols,omitempty"`
 	Emulated bool     `json:"emulated"`
 	Warmup   bool     `json:"warmup,omitempty"`
+	// Unsupported says why this kernel or device cannot run the cell's
+	// configuration (AF_XDP zero-copy refused, say): the sample has no
+	// metrics and tables show the cell as "n/a (reason)".
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // ThreadSample is one generator thread's share of a sample.

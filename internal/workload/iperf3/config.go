@@ -82,3 +82,20 @@ func (c *Config) Length() (time.Duration, bool) { return c.Duration + c.Omit, tr
 func (c *Config) NamePart() (string, []string) {
 	return "iperf3-p" + strconv.Itoa(c.Parallel), []string{"parallel"}
 }
+
+// Metrics: the receiver's throughput, the sender's retransmits and its CPU.
+func (Workload) Metrics() []workload.Metric {
+	return []workload.Metric{
+		{Key: "throughput_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true, Description: "iperf3 receiver bits/s, sum over streams"},
+		{Key: "retransmits", Unit: "count", Better: workload.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
+		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true},
+	}
+}
+
+// Table: Throughput and Retransmits, by streams.
+func (Workload) Table() workload.Table {
+	return workload.Table{Headline: "throughput_bps", ThreadsKey: "parallel", ThreadsNoun: "streams",
+		Rows: func(int, func(string) bool) []workload.TableRow {
+			return []workload.TableRow{{Key: "throughput_bps", Label: "Throughput"}, {Key: "retransmits", Label: "Retransmits"}}
+		}}
+}

@@ -259,3 +259,13 @@ func (p *Config) CheckCPUs(h *workload.HostCheck) error {
 	}
 	return h.Errorf(key, "generator.pktgen: %d threads from first_cpu %d need CPUs %d-%d (kpktgend_N runs on CPU N) but %s; use at most %d threads", p.Threads, p.FirstCPU, p.FirstCPU, p.FirstCPU+p.Threads-1, h.Have, max(h.NumCPU-p.FirstCPU, 1))
 }
+
+// Metrics: the packet generators' tx_pps (the sum of the threads'
+// Result pps), per thread with its loss, and pktgen's errors.
+func (Workload) Metrics() []workload.Metric {
+	return []workload.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread,
+		{Key: "pktgen_errors", Unit: "count", Better: workload.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
+}
+
+// Table: Transmitted and Lost, per thread when there are several.
+func (Workload) Table() workload.Table { return workload.PacketTable }

@@ -72,3 +72,9 @@ func (c *Config) CheckCPUs(h *workload.HostCheck) error {
 	}
 	return nil
 }
+
+// Metrics: tx_pps is trafgen's "packets outgoing" over its run time.
+func (Workload) Metrics() []workload.Metric { return []workload.Metric{workload.TxPPS} }
+
+// Table: Transmitted and Lost, as pktgen's.
+func (Workload) Table() workload.Table { return workload.PacketTable }

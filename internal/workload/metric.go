@@ -1,0 +1,197 @@
+package workload
+
+import "strings"
+
+// Direction says which way a metric improves.
+type Direction int
+
+// Directions.
+const (
+	// Neutral metrics are informational (instructions executed, for one):
+	// reports show their change but call it neither better nor worse.
+	Neutral Direction = iota
+	HigherIsBetter
+	LowerIsBetter
+)
+
+func (d Direction) String() string {
+	switch d {
+	case HigherIsBetter:
+		return "higher"
+	case LowerIsBetter:
+		return "lower"
+	}
+	return "neutral"
+}
+
+// Metric describes one metric key.
+type Metric struct {
+	// Key is stable snake_case with the unit in it where that helps
+	// ("throughput_bps").
+	Key string
+	// Unit is the base unit of the values: "pps", "bit/s", "B/s",
+	// "count", "s", "fraction", ...
+	Unit   string
+	Better Direction
+	// Rate metrics are aggregated across samples with the harmonic mean as
+	// well as the arithmetic mean.
+	Rate bool
+	// Description says what the number counts, over which interval, and
+	// whether it is per thread or a total.
+	Description string
+	// Diagnostic metrics tell whether the harness measured well (a
+	// generator's own CPU use), not how the kernel performs: reports put
+	// them in the diagnostics table and compare does not gate them by
+	// default.
+	Diagnostic bool
+}
+
+// Metricer is a Workload that produces metrics: the keys of its
+// Result.Metrics (and of what Threads derive).
+type Metricer interface {
+	Metrics() []Metric
+}
+
+// The metrics of generators that send packets into the tap and count them
+// (pktgen, trafgen, AF_XDP Tx, ...).
+var (
+	TxPPS = Metric{Key: "tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true,
+		Description: "transmitted packets/s, total over generator threads (pktgen Result)"}
+	TxPPSThread = Metric{Key: "tx_pps_thread", Unit: "pps", Better: HigherIsBetter, Rate: true,
+		Description: "transmitted packets/s of one generator thread"}
+	LostPPSThread = Metric{Key: "lost_pps_thread", Unit: "pps", Better: LowerIsBetter, Rate: true,
+		Description: "pktgen errors/s of one thread: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"}
+)
+
+// Metrics lists the metrics of every registered workload, once per key,
+// in registration order.
+func Metrics() []Metric {
+	var out []Metric
+	seen := map[string]bool{}
+	for _, w := range All() {
+		m, ok := w.(Metricer)
+		if !ok {
+			continue
+		}
+		for _, x := range m.Metrics() {
+			if !seen[x.Key] {
+				seen[x.Key] = true
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// LookupMetric returns the definition of key from the registered
+// workloads.
+func LookupMetric(key string) (Metric, bool) {
+	for _, m := range Metrics() {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// Tabler is a Workload whose samples read as a table of their own (one
+// row group per backend, one column per kernel).
+type Tabler interface {
+	Table() Table
+}
+
+// Table says how a workload's samples read as a table. Workloads that
+// measure the same thing share one (PacketTable).
+type Table struct {
+	// Headline is the metric that selects the samples (those that have
+	// it) and whose spread the table's first footnote reports.
+	Headline string
+	// ThreadsKey is the key (label, or axis "....KEY") that counts the
+	// workload's threads or streams, and ThreadsNoun their name:
+	// "threads"/"threads", "parallel"/"streams".
+	ThreadsKey, ThreadsNoun string
+	// Rows lists the rows of a group of cells: threads is the group's
+	// thread count, seen reports whether some run of the group has a
+	// positive value of a key.
+	Rows func(threads int, seen func(key string) bool) []TableRow
+	// Note extends the first footnote (the runs per cell and the
+	// headline's spread), e.g. how totals and per-thread numbers are
+	// made; "" = nothing.
+	Note func(threads int) string
+	// Notes are further footnotes that define the rows' numbers.
+	Notes func(threads int, seen func(key string) bool) []string
+}
+
+// TableRow is one row of a Table: a metric and its label.
+type TableRow struct {
+	Key, Label string
+}
+
+// Tables lists the tables of the registered workloads, once per
+// headline, in registration order, with the name of the first workload
+// that has each.
+func Tables() (tables []Table, names []string) {
+	seen := map[string]bool{}
+	for _, w := range All() {
+		t, ok := w.(Tabler)
+		if !ok {
+			continue
+		}
+		tab := t.Table()
+		if !seen[tab.Headline] {
+			seen[tab.Headline] = true
+			tables = append(tables, tab)
+			names = append(names, w.Name())
+		}
+	}
+	return tables, names
+}
+
+// NameOf returns the registered workload a generator label or axis value
+// names ("pktgen", or "pktgen-t4" as a benchmark name part), or "".
+func NameOf(generator string) string {
+	out := ""
+	for _, w := range All() {
+		if strings.HasPrefix(generator, w.Name()) && len(w.Name()) > len(out) {
+			out = w.Name()
+		}
+	}
+	return out
+}
+
+// PacketTable is the table of generators that send packets into the tap:
+// Transmitted (the generator's own count) and Lost (the tap's drops over
+// the same window), per thread when there are several, and the root
+// qdisc's drops when some run had them.
+var PacketTable = Table{
+	Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
+	Rows: func(threads int, seen func(string) bool) []TableRow {
+		rows := []TableRow{{"tx_pps", "Transmitted"}, {"lost_pps", "Lost"}}
+		if threads > 1 {
+			rows = []TableRow{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}, {"lost_pps_thread", "Lost per thread"}}
+		}
+		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
+		// dropped never reach the tap, so Lost (tap tx_dropped) does not
+		// count them: a row of their own where some run had them.
+		if seen("qdisc_drop_pps") {
+			label := "Qdisc drops"
+			if threads > 1 {
+				label += " total"
+			}
+			rows = append(rows, TableRow{"qdisc_drop_pps", label})
+		}
+		return rows
+	},
+	Note: func(threads int) string {
+		if threads > 1 {
+			return "total = sum over threads, per thread = mean of the threads"
+		}
+		return ""
+	},
+	Notes: func(_ int, seen func(string) bool) []string {
+		if seen("qdisc_drop_pps") {
+			return []string{"Lost = dropped at the tap (tx_dropped); Qdisc drops = dropped by the tap's root qdisc, never reached the tap"}
+		}
+		return nil
+	},
+}

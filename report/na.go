@@ -1,0 +1,43 @@
+package report
+
+import (
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
+)
+
+// unsupported returns why cell cannot run in column col (the reason of its
+// samples marked Unsupported), or "".
+func (b *builder) unsupported(cell, col string) string {
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		if s.Cell == cell && s.Kernel == col && s.Unsupported != "" {
+			return s.Unsupported
+		}
+	}
+	return ""
+}
+
+// naText is a table cell for a configuration the kernel refused.
+func naText(reason string) string { return "n/a (" + reason + ")" }
+
+// headlineOf is the headline metric of the table of s's workload ("" =
+// none).
+func headlineOf(s *results.Sample) string {
+	if w, ok := workload.Lookup(workload.NameOf(generatorOf(s))); ok {
+		if t, ok := w.(workload.Tabler); ok {
+			return t.Table().Headline
+		}
+	}
+	return ""
+}
+
+// measured returns the first sample of cell that has metrics (not
+// Unsupported), else the first sample: what headers and row labels read.
+func (b *builder) measured(cell string) *results.Sample {
+	for i := range b.set.Samples {
+		if s := &b.set.Samples[i]; s.Cell == cell && s.Unsupported == "" {
+			return s
+		}
+	}
+	return b.firstSample(cell)
+}
