@@ -86,7 +86,7 @@ func (a *fakeAgent) Close() error                             { a.closed.Store(t
 type fakeGen struct {
 	d        time.Duration
 	failWait bool
-	na       string // Start says the configuration is not supported
+	na       string        // Start says the configuration is not supported
 	started  chan struct{} // closed when traffic runs (optional)
 	p        proc.Process
 	start    time.Time
