@@ -99,7 +99,7 @@ sleep 30
 `
 	os.WriteFile(filepath.Join(samples, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
 	w := &workload.Window{Exec: proc.Real{}, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
-		Duration: 300 * time.Millisecond}
+		Duration: time.Second} // bash must reach its trap before the SIGINT, also on a loaded machine
 	g := &Generator{cfg: Config{Mode: "script", ScriptDir: tree, Script: "pktgen_sample02_multiqueue.sh",
 		Threads: 2, Count: 100000, PktSize: 60}, ProcDir: procDir, SysNet: sysNet}
 	if err := g.Start(t.Context(), w); err != nil {
