@@ -222,17 +222,10 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
 		Emulated: r.accel != qemu.KVM}
-	fillMetrics(s, c, res, before, after, window)
-	s.Artifacts = append(s.Artifacts, res.Artifacts...)
-	s.Warnings = append(s.Warnings, res.Warnings...)
+	netMetrics(s, before, after, window)
+	AddResult(s, c, res)
 	harnessCPU := cpuTime(ru1) - cpuTime(ru0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
-	if res.BusyFrac >= 0 {
-		s.Metrics["generator_busy_frac"] = res.BusyFrac
-		if res.BusyFrac < 0.9 {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", kind, res.BusyFrac*100))
-		}
-	}
 	if r.accel != qemu.KVM {
 		s.Warnings = append(s.Warnings, "TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath")
 	}
@@ -315,6 +308,29 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 // fillMetrics computes the sample's metrics: the tap, qdisc and guest
 // counters over the window, and the workload's own (its Result).
 func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after counters, window time.Duration) {
+	netMetrics(s, before, after, window)
+	workloadMetrics(s, c, res)
+}
+
+// AddResult adds what c's workload measured in its window to s: its
+// metrics (cross-checked against the tap's count when the workload counts
+// packets and s has the tap's), its threads, artifacts and warnings, and
+// the generator's busy share (with a warning below 90%).
+func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
+	workloadMetrics(s, c, res)
+	s.Artifacts = append(s.Artifacts, res.Artifacts...)
+	s.Warnings = append(s.Warnings, res.Warnings...)
+	if res.BusyFrac > 0 {
+		s.Metrics["generator_busy_frac"] = res.BusyFrac
+		if res.BusyFrac < 0.9 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", c.Generator.Kind, res.BusyFrac*100))
+		}
+	}
+}
+
+// netMetrics are the tap's, the root qdisc's and the guest's counters
+// over the window.
+func netMetrics(s *results.Sample, before, after counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
 	dTx := after.tap.TxPackets - before.tap.TxPackets
@@ -330,6 +346,11 @@ func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, bef
 		m["qdisc_drops"] = float64(q.Drops - before.qdisc.Drops)
 		m["qdisc_drop_pps"] = float64(q.Drops-before.qdisc.Drops) / sec
 	}
+}
+
+// workloadMetrics adds the workload's metrics and threads.
+func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
+	m := s.Metrics
 	for k, v := range res.Metrics {
 		m[k] = v
 	}

@@ -84,7 +84,8 @@ type Result struct {
 	Threads []Thread
 	// Elapsed is the traffic time as the generator saw it.
 	Elapsed time.Duration
-	// BusyFrac is the generator's CPU busy fraction (-1 = unknown).
+	// BusyFrac is the share of the window the generator's threads were
+	// on a CPU, per thread (1 = always); 0 or less = unknown.
 	BusyFrac float64
 	// Artifacts are raw outputs, relative to the run directory.
 	Artifacts []string
