@@ -14,18 +14,22 @@
 // changes. Everything lives in one network namespace per run (vnb-<id>),
 // created and deleted by the harness; nothing is created in the caller's
 // namespace. Capability problems (missing tools, /dev/net/tun, vhost-net,
-// pktgen, a qdisc, a kernel needing lab mode) are found by Preflight
+// a workload's kernel feature such as pktgen, a qdisc, a kernel needing
+// lab mode) are found by Preflight
 // before anything is set up and are errors with ExitCode() 2. A host
 // lock (flock on /run/vnetbench.lock) keeps two runs from measuring at
 // once. Teardown runs on success, failure and cancellation (SIGINT);
 // finished samples are kept and --resume skips them.
 //
-// Generators implement Generator: Start (traffic runs), Threads (host
-// thread ids for perf and pinning), Wait (end of the traffic, bounded by
-// ctx, returning a GenResult). Built in: trafgen and iperf3 (processes in
-// the run's namespace) and pktgen (runner/pktgen's /proc driver, adapted
-// here and pointed at /proc/<QEMU pid>/net/pktgen because pktgen is per
-// network namespace). Options.NewGenerator replaces the factory (tests).
+// The traffic is the cell's workload's (internal/workload): the runner
+// asks the cell's workload.Config what the host needs (Preflight, doctor,
+// lab shares, guest image programs), for its commands (Commands, for plan
+// and --dry-run) and for a workload.Generator per window: Start (traffic
+// runs), Threads (host thread ids for perf and pinning), Wait (end of the
+// traffic, bounded by ctx). AddResult turns the generator's Result into
+// sample metrics; a workload.Unsupported error makes the cell's sample an
+// "n/a" with the reason instead of failing the run. The runner names no
+// workload. Options.NewGenerator replaces the factory (tests).
 //
 // Subpackages: proc (executor, recording fake), undo (teardown stack),
 // qemu (argv builder, QMP, VM lifecycle), hostnet (netns, tap, qdisc,
