@@ -9,6 +9,12 @@ import (
 	"github.com/google/gopacket/layers"
 )
 
+// Offsets in a frame of the two fields that differ between flows.
+const (
+	udpSrcPortOff = 14 + 20
+	udpCsumOff    = 14 + 20 + 6
+)
+
 // HeaderLen is the smallest frame: Ethernet (14) + IPv4 (20) + UDP (8)
 // headers, no payload.
 const HeaderLen = 14 + 20 + 8
@@ -115,4 +121,16 @@ func (f Frame) Build() ([][]byte, error) {
 		out[i] = append([]byte(nil), b...)
 	}
 	return out, nil
+}
+
+// flows returns each frame's UDP source port and checksum, the only bytes
+// in which the frames Build returns differ (the IPv4 header does not
+// cover the ports).
+func flows(frames [][]byte) [][4]byte {
+	out := make([][4]byte, len(frames))
+	for i, f := range frames {
+		copy(out[i][:2], f[udpSrcPortOff:])
+		copy(out[i][2:], f[udpCsumOff:])
+	}
+	return out
 }

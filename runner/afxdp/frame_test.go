@@ -56,6 +56,24 @@ func TestFrameBuild(t *testing.T) {
 	}
 }
 
+// Frames of different flows differ only in the UDP source port and
+// checksum, which is what the send loop rewrites.
+func TestFrameFlows(t *testing.T) {
+	frames, err := Frame{Size: 100, SrcPort: 65530, SrcPorts: 6}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := flows(frames)
+	for i, f := range frames {
+		g := append([]byte(nil), frames[0]...)
+		copy(g[udpSrcPortOff:], fl[i][:2])
+		copy(g[udpCsumOff:], fl[i][2:])
+		if !bytes.Equal(f, g) {
+			t.Errorf("frame %d is not frame 0 with its flow's port and checksum:\n% x\n% x", i, f, g)
+		}
+	}
+}
+
 func TestFrameDefaults(t *testing.T) {
 	frames, err := Frame{}.Build()
 	if err != nil {

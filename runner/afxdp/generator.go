@@ -132,6 +132,7 @@ type Generator struct {
 	cfg    Config
 	driver string
 	socks  []*xsk
+	flows  [][4]byte
 	ran    bool
 }
 
@@ -173,13 +174,14 @@ func (g *Generator) open() error {
 	if err != nil {
 		return err
 	}
+	g.flows = flows(frames)
 	p := sockParams{frames: uint32(2 * c.RingSize), chunk: chunkSize(c.Frame.Size), txEntries: uint32(c.RingSize),
 		flags: c.Mode.bindFlags()}
 	if c.Batch > 32 {
 		p.budget = c.Batch
 	}
 	for _, q := range c.Queues {
-		x, err := newXSK(p, frames)
+		x, err := newXSK(p, frames[0])
 		if err != nil {
 			return fmt.Errorf("afxdp %s queue %d: %w", c.Dev, q, err)
 		}
@@ -279,7 +281,10 @@ type QueueResult struct {
 	UserCPU   time.Duration `json:"user_cpu_ns"`
 	SystemCPU time.Duration `json:"system_cpu_ns"`
 
-	first, last time.Time
+	// started, first and last: the first submit and the last completion,
+	// as offsets from the run's start.
+	started     bool
+	first, last time.Duration
 }
 
 // PPS is Packets over Duration (0 without a duration).
@@ -336,6 +341,7 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 		}
 	}()
 	errs := make([]error, len(g.socks))
+	base := time.Now()
 	var wg sync.WaitGroup
 	for i, x := range g.socks {
 		res.TxBudget = x.budgetSet
@@ -349,27 +355,29 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 			if c.CPUs != nil {
 				cpu = c.CPUs[i]
 			}
-			q := newTxq(x, c)
+			q := newTxq(x, c, g.flows)
+			q.base = base
 			errs[i] = q.run(&stop, cpu)
 			res.Queues[i] = q.res
+			res.Queues[i].started, res.Queues[i].first, res.Queues[i].last = q.started, q.first, q.last
 		}()
 	}
 	wg.Wait()
 	close(runDone)
-	var first, last time.Time
+	started := false
+	var first, last time.Duration
 	for _, q := range res.Queues {
 		res.Packets += q.Packets
 		res.Submitted += q.Submitted
 		res.Outstanding += q.Outstanding
-		if !q.first.IsZero() && (first.IsZero() || q.first.Before(first)) {
+		if q.started && (!started || q.first < first) {
 			first = q.first
 		}
-		if q.last.After(last) {
-			last = q.last
-		}
+		started = started || q.started
+		last = max(last, q.last)
 	}
-	if !first.IsZero() && last.After(first) {
-		res.Duration = last.Sub(first)
+	if started && last > first {
+		res.Duration = last - first
 	}
 	if err := errors.Join(errs...); err != nil {
 		return res, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,11 +14,16 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain fails the package when a test leaves one of its namespaces
 // behind.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		// A generator child of TestCompareTestpmd.
+		os.Exit(childMain())
+	}
 	code := m.Run()
 	for _, ns := range hostnet.Leftovers() {
 		if strings.HasPrefix(ns, nsPrefix()) {
@@ -47,6 +53,13 @@ func needHost(t testing.TB) {
 // read).
 func testTap(t testing.TB, queues int) *hostnet.Netns {
 	t.Helper()
+	return testTapQLen(t, queues, testTxQLen)
+}
+
+// testTapQLen is testTap with the tap's txqueuelen (0 = the kernel's
+// default).
+func testTapQLen(t testing.TB, queues, txqlen int) *hostnet.Netns {
+	t.Helper()
 	name := fmt.Sprintf("%s%d", nsPrefix(), nsSeq.Add(1))
 	ns, err := hostnet.CreateNetns(name)
 	if err != nil {
@@ -62,7 +75,7 @@ func testTap(t testing.TB, queues int) *hostnet.Netns {
 	}); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	if err := ns.CreateTap(hostnet.Tap{Name: testDev, Queues: queues, TxQLen: testTxQLen}); err != nil {
+	if err := ns.CreateTap(hostnet.Tap{Name: testDev, Queues: queues, TxQLen: txqlen}); err != nil {
 		t.Fatal(err)
 	}
 	return ns
@@ -88,6 +101,13 @@ type drain struct {
 
 func startDrain(t testing.TB, ns *hostnet.Netns, queues, keep int) *drain {
 	t.Helper()
+	return startDrainOn(t, ns, queues, keep, -1)
+}
+
+// startDrainOn is startDrain with the readers pinned to a CPU (-1: not
+// pinned).
+func startDrainOn(t testing.TB, ns *hostnet.Netns, queues, keep, cpu int) *drain {
+	t.Helper()
 	files, err := ns.AttachTap(testDev, queues)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +118,16 @@ func startDrain(t testing.TB, ns *hostnet.Netns, queues, keep int) *drain {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			if cpu >= 0 {
+				// The pinned thread ends with this goroutine.
+				runtime.LockOSThread()
+				var set unix.CPUSet
+				set.Set(cpu)
+				if err := unix.SchedSetaffinity(0, &set); err != nil {
+					d.errs[i] = err
+					return
+				}
+			}
 			buf := make([]byte, 65536)
 			for {
 				n, err := f.Read(buf)

@@ -86,7 +86,7 @@ func probeBind(d *device, m Mode) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	x, err := newXSK(sockParams{frames: 64, chunk: 2048, txEntries: 64}, frames)
+	x, err := newXSK(sockParams{frames: 64, chunk: 2048, txEntries: 64}, frames[0])
 	if err != nil {
 		return false, err
 	}

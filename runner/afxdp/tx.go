@@ -9,8 +9,16 @@ import (
 )
 
 // txq is one queue's send loop: it owns its socket's Tx and completion
-// rings and a FIFO of free UMEM chunks. The frames are already in the
-// UMEM, so sending is writing (address, length) descriptors.
+// rings and a stack of free UMEM chunks. The frames are already in the
+// UMEM, so sending is writing (address, length) descriptors, plus the
+// UDP source port and checksum when the frames cycle through several
+// ports.
+//
+// The free chunks are a stack, not a FIFO: a chunk that just completed is
+// the next one sent, so a copy-mode run, whose completions come back
+// within the kick, touches a batch's worth of chunks that stay in the
+// cache and TLB, instead of walking the whole UMEM (megabytes) and missing
+// on every frame the kernel copies.
 type txq struct {
 	tx   *txRing
 	comp *addrRing
@@ -18,31 +26,45 @@ type txq struct {
 	// stats returns the socket's XDP_STATISTICS (nil in tests).
 	stats func() (unix.XDPStatistics, error)
 
-	free               []uint64 // free chunk addresses; len is a power of two
-	freeHead, freeTail uint32   // take at head, put at tail
-	fmask              uint32
-	frameLen           uint32
-	batch              uint32
-	count              uint64
-	dur, drain         time.Duration
+	free       []uint64 // free chunk addresses, a stack: free[:nfree]
+	nfree      uint32
+	umem       []byte
+	flows      [][4]byte // per flow: UDP source port and checksum (big endian); nil = one flow
+	flow       int       // the next frame's flow
+	frameLen   uint32
+	batch      uint32
+	count      uint64
+	dur, drain time.Duration
+
+	// Times are offsets from base (one monotonic clock read each;
+	// time.Now reads two clocks). expired is set by a timer Duration
+	// after the first submit, so the loop reads no clock for it.
+	base          time.Time
+	started       bool
+	first, last   time.Duration
+	expired       atomic.Bool
+	durationTimer *time.Timer
 
 	res QueueResult
 }
 
-func newTxq(x *xsk, c Config) *txq {
-	q := newTxqRings(x.tx, x.comp, x.frames, x.chunk, c)
+func newTxq(x *xsk, c Config, flows [][4]byte) *txq {
+	q := newTxqRings(x.tx, x.comp, x.umem, x.frames, x.chunk, c, flows)
 	q.kick, q.stats, q.res.Queue = x.kick, x.stats, x.queue
 	return q
 }
 
-// newTxqRings sets up the loop over the given rings with every chunk free.
-func newTxqRings(tx *txRing, comp *addrRing, frames, chunk uint32, c Config) *txq {
-	q := &txq{tx: tx, comp: comp, free: make([]uint64, frames), fmask: frames - 1, frameLen: uint32(c.Frame.Size),
-		batch: uint32(c.Batch), count: c.Count, dur: c.Duration, drain: c.DrainTimeout}
-	for i := range q.free {
-		q.free[i] = uint64(i) * uint64(chunk)
+// newTxqRings sets up the loop over the given rings and UMEM (frames
+// chunks of chunk bytes) with every chunk free, chunk 0 on top.
+func newTxqRings(tx *txRing, comp *addrRing, umem []byte, frames, chunk uint32, c Config, flows [][4]byte) *txq {
+	q := &txq{tx: tx, comp: comp, umem: umem, free: make([]uint64, frames), nfree: frames, frameLen: uint32(c.Frame.Size),
+		batch: uint32(c.Batch), count: c.Count, dur: c.Duration, drain: c.DrainTimeout, base: time.Now()}
+	if len(flows) > 1 {
+		q.flows = flows
 	}
-	q.freeTail = frames
+	for i := range q.free {
+		q.free[i] = uint64(int(frames)-1-i) * uint64(chunk)
+	}
 	return q
 }
 
@@ -59,6 +81,9 @@ func (q *txq) run(stop *atomic.Bool, cpu int) error {
 	var ru0, ru1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
 	err := q.loop(stop)
+	if q.durationTimer != nil {
+		q.durationTimer.Stop()
+	}
 	if err == nil {
 		err = q.drainOut()
 	}
@@ -66,8 +91,8 @@ func (q *txq) run(stop *atomic.Bool, cpu int) error {
 	q.res.UserCPU = time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano())
 	q.res.SystemCPU = time.Duration(ru1.Stime.Nano() - ru0.Stime.Nano())
 	q.res.Outstanding = q.res.Submitted - q.res.Packets
-	if !q.res.first.IsZero() && q.res.last.After(q.res.first) {
-		q.res.Duration = q.res.last.Sub(q.res.first)
+	if q.started && q.last > q.first {
+		q.res.Duration = q.last - q.first
 	}
 	if q.stats != nil {
 		if st, serr := q.stats(); serr == nil {
@@ -100,10 +125,10 @@ func (q *txq) loop(stop *atomic.Bool) error {
 			}
 			want = uint32(min(uint64(want), left))
 		}
-		if q.dur > 0 && !q.res.first.IsZero() && time.Since(q.res.first) >= q.dur {
+		if q.expired.Load() {
 			return nil
 		}
-		n := min(want, q.freeTail-q.freeHead)
+		n := min(want, q.nfree)
 		if n == 0 {
 			if !stalled {
 				q.res.CompletionWaits++
@@ -123,40 +148,53 @@ func (q *txq) loop(stop *atomic.Bool) error {
 	}
 }
 
-// submit puts n free chunks on the Tx ring.
+// submit puts n free chunks on the Tx ring, setting each frame's flow.
 func (q *txq) submit(n uint32) {
-	prod, head := q.tx.cachedProd, q.freeHead
+	prod, top := q.tx.cachedProd, q.nfree
 	for i := uint32(0); i < n; i++ {
+		addr := q.free[top-1-i]
+		if q.flows != nil {
+			f := &q.flows[q.flow]
+			copy(q.umem[addr+udpSrcPortOff:addr+udpSrcPortOff+2], f[:2])
+			copy(q.umem[addr+udpCsumOff:addr+udpCsumOff+2], f[2:])
+			if q.flow++; q.flow == len(q.flows) {
+				q.flow = 0
+			}
+		}
 		d := &q.tx.descs[(prod+i)&q.tx.mask]
-		d.Addr = q.free[(head+i)&q.fmask]
+		d.Addr = addr
 		d.Len = q.frameLen
 		d.Options = 0
 	}
-	q.freeHead += n
+	q.nfree -= n
 	q.tx.submit(n)
-	if q.res.first.IsZero() {
-		q.res.first = time.Now()
+	if !q.started {
+		q.started = true
+		q.first = time.Since(q.base)
+		if q.dur > 0 {
+			q.durationTimer = time.AfterFunc(q.dur, func() { q.expired.Store(true) })
+		}
 	}
 	q.res.Submitted += uint64(n)
 }
 
-// reap moves completed chunks back to the free FIFO.
+// reap moves completed chunks back onto the free stack.
 func (q *txq) reap() error {
 	n := q.comp.avail()
 	if n == 0 {
 		return nil
 	}
-	if q.freeTail-q.freeHead+n > uint32(len(q.free)) {
+	if q.nfree+n > uint32(len(q.free)) {
 		return fmt.Errorf("completion ring returned %d chunks with %d in flight (a broken ring)", n, q.res.Submitted-q.res.Packets)
 	}
-	cons, tail := q.comp.cachedCons, q.freeTail
+	cons, top := q.comp.cachedCons, q.nfree
 	for i := uint32(0); i < n; i++ {
-		q.free[(tail+i)&q.fmask] = q.comp.addrs[(cons+i)&q.comp.mask]
+		q.free[top+i] = q.comp.addrs[(cons+i)&q.comp.mask]
 	}
-	q.freeTail += n
+	q.nfree += n
 	q.comp.release(n)
 	q.res.Packets += uint64(n)
-	q.res.last = time.Now()
+	q.last = time.Since(q.base)
 	return nil
 }
 

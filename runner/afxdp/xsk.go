@@ -34,11 +34,11 @@ type xsk struct {
 	boundFlags uint16
 }
 
-// newXSK creates the socket, registers its UMEM (frames copied in,
-// chunk i holding frames[i % len(frames)]), creates and maps the fill,
+// newXSK creates the socket, registers its UMEM (frame copied into every
+// chunk), creates and maps the fill,
 // completion and Tx rings. It does not bind. It runs in the target
 // network namespace (the socket belongs to the creating thread's).
-func newXSK(p sockParams, frames [][]byte) (x *xsk, err error) {
+func newXSK(p sockParams, frame []byte) (x *xsk, err error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, socketError(err)
@@ -55,7 +55,7 @@ func newXSK(p sockParams, frames [][]byte) (x *xsk, err error) {
 		return nil, fmt.Errorf("allocate UMEM (%d x %d bytes): %w", p.frames, p.chunk, err)
 	}
 	for i := uint32(0); i < p.frames; i++ {
-		copy(x.umem[i*p.chunk:], frames[int(i)%len(frames)])
+		copy(x.umem[i*p.chunk:], frame)
 	}
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: p.chunk}
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
@@ -146,8 +146,14 @@ func (x *xsk) bind(ifindex, queue int, flags uint16) error {
 
 // kick asks the kernel to transmit what the Tx ring holds (sendto with
 // MSG_DONTWAIT, the only way; a blocking send is EOPNOTSUPP).
+//
+// A raw syscall: it never blocks (copy mode transmits up to the budget
+// and returns), and Go's syscall bookkeeping costs more here than the
+// ring work: sendto runs for tens of microseconds, long enough for the
+// runtime's monitor to take the P away and hand it back on every kick.
+// The thread keeps its P meanwhile, which only this goroutine uses.
 func (x *xsk) kick() unix.Errno {
-	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	return e
 }
 
