@@ -15,10 +15,13 @@
 // between each other, which a Tx-only generator never does.
 //
 // The frames (Ethernet + IPv4 + UDP, correct checksums, built with
-// gopacket; see Frame) are written into the UMEM once, chunk i holding
-// source port SrcPort + i mod SrcPorts. Sending is then only ring work:
-// reap the completion ring into a FIFO of free chunks, put up to Batch
-// (address, length) descriptors on the Tx ring, and kick with sendto
+// gopacket; see Frame) are written into every UMEM chunk once. Sending is
+// then ring work: reap the completion ring onto a stack of free chunks
+// (the chunk that completed last is sent next, so copy mode, whose
+// completions come back within the kick, keeps reusing a few cache-hot
+// chunks), put up to Batch (address, length) descriptors on the Tx ring
+// (with SrcPorts > 1, also writing each frame's UDP source port and
+// checksum, round robin over the ports), and kick with sendto
 // when the kernel set XDP_RING_NEED_WAKEUP on the Tx ring (copy mode
 // always does: its transmit runs inside that sendto, up to the socket's
 // XDP_MAX_TX_SKB_BUDGET frames per call, which the generator raises to
