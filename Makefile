@@ -8,8 +8,9 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED := 0
 
 # Programs the harness drives at run time, from Debian packages.
-# gcc and libc6-dev: go test -race needs cgo (make test).
-DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static gcc libc6-dev
+# gcc and libc6-dev: go test -race needs cgo (make test). dpdk-dev has
+# dpdk-testpmd, librte-net-af-xdp23 its AF_XDP driver.
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static gcc libc6-dev dpdk-dev librte-net-af-xdp23
 
 .PHONY: all deps build check test e2e demo fuzz bench clean
 all: build
