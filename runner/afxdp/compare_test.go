@@ -18,13 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
 var (
-	compareFlag = flag.Bool("afxdp.compare", false,
-		"TestCompareTestpmd: measure this generator's CPU per packet against dpdk-testpmd's (AF_XDP PMD, copy mode) on one drained tap; needs dpdk-testpmd and perf, takes a minute")
 	compareRounds = flag.Int("afxdp.rounds", 3, "TestCompareTestpmd: alternating rounds of each generator")
 	compareWindow = flag.Duration("afxdp.window", 5*time.Second, "TestCompareTestpmd: measured window per round")
 	compareOut    = flag.String("afxdp.out", "", "TestCompareTestpmd: directory for testpmd's and perf's output")
@@ -93,15 +92,11 @@ func (s sample) cpuPerPkt() float64 { return float64(s.cpu.Nanoseconds()) / floa
 // packets; the test fails when this generator's median is above 1.5x
 // testpmd's.
 func TestCompareTestpmd(t *testing.T) {
-	if !*compareFlag {
-		t.Skip("opt-in: go test ./runner/afxdp -run TestCompareTestpmd -afxdp.compare -v")
-	}
+	testenv.OptIn(t, "VNETBENCH_AFXDP_COMPARE", "a minute of CPU-per-packet measurement against dpdk-testpmd: "+
+		"VNETBENCH_AFXDP_COMPARE=1 go test ./runner/afxdp -run TestCompareTestpmd -v [-afxdp.rounds N -afxdp.window D -afxdp.out DIR]")
 	needHost(t)
-	for _, tool := range []string{"dpdk-testpmd", "perf", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s: %v (make deps installs it)", tool, err)
-		}
-	}
+	testenv.NeedCommand(t, "dpdk-testpmd", "dpdk-dev")
+	testenv.NeedCommand(t, "perf", "linux-perf")
 	ns := testTapQLen(t, 1, 0)
 	startDrainOn(t, ns, 1, 0, 0)
 	var gos, pmds []sample
