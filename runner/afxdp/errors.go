@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -12,11 +13,13 @@ var (
 	// zero-copy on a stock kernel). It is a result for a cell ("n/a"),
 	// not a harness failure. The error is an *UnsupportedError.
 	ErrUnsupported = errors.New("unsupported")
-	// ErrNoAFXDP is a kernel without AF_XDP sockets (EAFNOSUPPORT).
+	// ErrNoAFXDP is a kernel without AF_XDP sockets (EAFNOSUPPORT); it is
+	// also a fault.ErrCapability.
 	ErrNoAFXDP = errors.New("kernel has no AF_XDP sockets")
 	// ErrInvalid is a configuration that cannot work: a frame size out
 	// of range, a queue the device does not have, a device without a
-	// reader. Its message says what to change.
+	// reader. Its message says what to change; it is also a
+	// fault.ErrInput.
 	ErrInvalid = errors.New("invalid AF_XDP configuration")
 )
 
@@ -55,12 +58,16 @@ func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupport
 // Unwrap returns the errno.
 func (e *UnsupportedError) Unwrap() error { return e.Errno }
 
-// invalidError is an ErrInvalid with its own message.
-type invalidError struct{ msg string }
+// classError is one of this package's sentinels, in one of the module's
+// classes (internal/fault), with its own message.
+type classError struct {
+	msg             string
+	sentinel, class error
+}
 
-func (e *invalidError) Error() string        { return e.msg }
-func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+func (e *classError) Error() string        { return e.msg }
+func (e *classError) Is(target error) bool { return target == e.sentinel || target == e.class }
 
 func invalidf(format string, a ...any) error {
-	return &invalidError{msg: fmt.Sprintf(format, a...)}
+	return &classError{msg: fmt.Sprintf(format, a...), sentinel: ErrInvalid, class: fault.ErrInput}
 }

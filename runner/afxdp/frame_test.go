@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,7 +103,7 @@ func TestFrameInvalid(t *testing.T) {
 		{Frame{DstMAC: net.HardwareAddr{1, 2, 3}}, "want 6 bytes"},
 	} {
 		_, err := c.f.Build()
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, ErrInvalid) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want ErrInvalid with %q", c.f, err, c.want)
 		}
 	}
@@ -131,10 +132,10 @@ func TestConfigInvalid(t *testing.T) {
 
 func TestSocketError(t *testing.T) {
 	err := socketError(unix.EAFNOSUPPORT)
-	if !errors.Is(err, ErrNoAFXDP) || err.Error() != "kernel has no AF_XDP sockets (EAFNOSUPPORT: a kernel built with CONFIG_XDP_SOCKETS=y has them)" {
+	if !errors.Is(err, ErrNoAFXDP) || !errors.Is(err, fault.ErrCapability) || err.Error() != "kernel has no AF_XDP sockets (EAFNOSUPPORT: a kernel built with CONFIG_XDP_SOCKETS=y has them)" {
 		t.Errorf("EAFNOSUPPORT: %v", err)
 	}
-	if err := socketError(unix.EPERM); !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(), "run as root") {
+	if err := socketError(unix.EPERM); !errors.Is(err, unix.EPERM) || !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "run as root") {
 		t.Errorf("EPERM: %v", err)
 	}
 	ue := &UnsupportedError{Mode: ZeroCopy, Driver: "veth", Errno: unix.EOPNOTSUPP}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,9 +113,10 @@ func newXSK(p sockParams, frame []byte) (x *xsk, err error) {
 func socketError(err error) error {
 	switch {
 	case errors.Is(err, unix.EAFNOSUPPORT):
-		return fmt.Errorf("%w (EAFNOSUPPORT: a kernel built with CONFIG_XDP_SOCKETS=y has them)", ErrNoAFXDP)
+		return &classError{msg: ErrNoAFXDP.Error() + " (EAFNOSUPPORT: a kernel built with CONFIG_XDP_SOCKETS=y has them)",
+			sentinel: ErrNoAFXDP, class: fault.ErrCapability}
 	case errors.Is(err, unix.EPERM):
-		return fmt.Errorf("AF_XDP socket: %w (needs CAP_NET_RAW: run as root)", err)
+		return fault.Capability("AF_XDP socket: %w (needs CAP_NET_RAW: run as root)", err)
 	}
 	return fmt.Errorf("AF_XDP socket: %w", err)
 }
