@@ -142,7 +142,7 @@ func assemble(k *Kernel, agent string, modNames []string, iperf3, stripSigs bool
 		if stripSigs {
 			data = StripSignature(data)
 		}
-		rel := strings.TrimSuffix(m.Rel, ".gz")
+		rel := UncompressedName(m.Rel)
 		a.AddFile(filepath.Join("lib/modules", k.Release, rel), 0o644, data)
 		list.WriteString(rel + "\n")
 		loaded = append(loaded, m.Name)

@@ -25,8 +25,10 @@
 //
 // External programs: FetchDebianKernel runs `apt-get download` and
 // `dpkg-deb -x` (and `apt-cache search` to find the newest ABI); nothing else
-// in this package starts processes. Compressed modules (.ko.xz, .ko.zst) are
-// refused with an InputError; .ko.gz is decompressed.
+// in this package starts processes. Compressed modules (.ko.gz, .ko.xz as in
+// Debian's 6.12 packages, .ko.zst) are decompressed in Go (Decompress) and
+// go into the image as plain .ko files, so the guest kernel loads them with
+// finit_module whether or not it was built with CONFIG_MODULE_DECOMPRESS.
 //
 // # Agent protocol
 //

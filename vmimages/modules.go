@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // Module is one loadable kernel module resolved in a modules directory.
@@ -213,28 +216,79 @@ func (ix *ModuleIndex) depsOf(n, rel string) ([]string, error) {
 	return deps, nil
 }
 
-// ReadModule returns the uncompressed bytes of the module at rel. Plain .ko
-// and .ko.gz are supported; .ko.xz and .ko.zst give an InputError (the Go
-// standard library has no xz or zstd decoder).
+// ReadModule returns the uncompressed bytes of the module at rel: plain
+// .ko, or .ko.gz, .ko.xz (Debian's 6.12 packages) or .ko.zst (Fedora,
+// Arch), decompressed here so that any kernel loads them with
+// finit_module, whether or not it has CONFIG_MODULE_DECOMPRESS.
 func (ix *ModuleIndex) ReadModule(rel string) ([]byte, error) {
 	p := filepath.Join(ix.Dir, rel)
-	switch {
-	case strings.HasSuffix(rel, ".ko"):
-		return os.ReadFile(p)
-	case strings.HasSuffix(rel, ".ko.gz"):
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("module %s: %w", p, err)
-		}
-		return io.ReadAll(zr)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
 	}
-	ext := filepath.Ext(rel)
-	return nil, inputErrorf(nil, "module %s is %s-compressed, which vnetbench cannot unpack; decompress the modules (e.g. `find %s -name '*.ko%s' -exec %s -d {} +` then depmod) or build the kernel with CONFIG_MODULE_COMPRESS_NONE=y", p, strings.TrimPrefix(ext, "."), ix.Dir, ext, map[string]string{".xz": "xz", ".zst": "zstd"}[ext])
+	defer f.Close()
+	data, err := Decompress(f, rel)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", p, err)
+	}
+	return data, nil
+}
+
+// Decompress reads a module file's bytes from r and undoes the compression
+// its name says (.ko, .ko.gz, .ko.xz, .ko.zst). A corrupt stream is an
+// error; other names are an InputError.
+func Decompress(r io.Reader, name string) ([]byte, error) {
+	switch {
+	case strings.HasSuffix(name, ".ko"):
+		return io.ReadAll(r)
+	case strings.HasSuffix(name, ".ko.gz"):
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return b, nil
+	case strings.HasSuffix(name, ".ko.xz"):
+		// Kernel builds write xz modules with a CRC32 check and one
+		// LZMA2 filter (xz -lvv on Debian's 6.12 modules: "CRC32",
+		// "--lzma2=dict=1MiB"), which ulikunitz/xz reads; it has no BCJ
+		// filter, so a hand-made BCJ stream gets an error.
+		xr, err := xz.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("xz: %w", err)
+		}
+		b, err := io.ReadAll(xr)
+		if err != nil {
+			return nil, fmt.Errorf("xz: %w", err)
+		}
+		return b, nil
+	case strings.HasSuffix(name, ".ko.zst"):
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return b, nil
+	}
+	return nil, inputErrorf(nil, "%s is not a kernel module (want .ko, .ko.gz, .ko.xz or .ko.zst)", name)
+}
+
+// UncompressedName is a module's file name once Decompress has undone its
+// compression: "tun.ko.xz" -> "tun.ko".
+func UncompressedName(rel string) string {
+	for _, ext := range []string{".gz", ".xz", ".zst"} {
+		if strings.HasSuffix(rel, ".ko"+ext) {
+			return strings.TrimSuffix(rel, ext)
+		}
+	}
+	return rel
 }
 
 // modinfo parses the .modinfo section (NUL-separated key=value strings).

@@ -1,12 +1,15 @@
 package vmimages
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
@@ -110,18 +113,6 @@ func TestMissingModuleIsInputError(t *testing.T) {
 	}
 }
 
-func TestCompressedModule(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "kernel"), 0o755)
-	os.WriteFile(filepath.Join(dir, "kernel/z.ko.zst"), []byte("x"), 0o644)
-	ix, _ := OpenModules(dir)
-	_, err := ix.Resolve([]string{"z"})
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "zst-compressed") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
 func TestSharedLibsIperf3(t *testing.T) {
 	bin := "/usr/bin/iperf3"
 	if !isFile(bin) {
@@ -191,5 +182,132 @@ func TestResolveAvailable(t *testing.T) {
 	empty, err := OpenModules(t.TempDir())
 	if err != nil || empty.Len() != 0 {
 		t.Errorf("empty directory: Len %d, err %v", empty.Len(), err)
+	}
+}
+
+// realCompressedTree copies the real Debian 6.12 modules of testdata/modules
+// into a modules directory without modules.dep, as Debian's package has it:
+// pvpanic-pci.ko.xz as shipped, and pvpanic (its dependency) recompressed
+// as .ko.zst here, so both decoders run. It returns the directory and the
+// uncompressed pvpanic bytes.
+func realCompressedTree(t *testing.T) (dir string, pvpanic []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	sub := filepath.Join(dir, "kernel/drivers/misc/pvpanic")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xzData, err := os.ReadFile("testdata/modules/pvpanic-pci.ko.xz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sub, "pvpanic-pci.ko.xz"), xzData, 0o644)
+	f, err := os.Open("testdata/modules/pvpanic.ko.xz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pvpanic, err = Decompress(f, "pvpanic.ko.xz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sub, "pvpanic.ko.zst"), enc.EncodeAll(pvpanic, nil), 0o644)
+	enc.Close()
+	return dir, pvpanic
+}
+
+// TestCompressedModulesReal resolves and reads Debian's real .ko.xz (and a
+// .ko.zst made from one): the dependency comes from the decompressed
+// .modinfo, the bytes are the ELF module with its signature, which
+// StripSignature removes.
+func TestCompressedModulesReal(t *testing.T) {
+	dir, pvpanic := realCompressedTree(t)
+	ix, err := OpenModules(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := ix.Resolve([]string{"pvpanic-pci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := moduleNames(mods); !slices.Equal(names, []string{"pvpanic", "pvpanic_pci"}) {
+		t.Fatalf("order %v, want pvpanic before pvpanic_pci", names)
+	}
+	for _, m := range mods {
+		data, err := ix.ReadModule(m.Rel)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Rel, err)
+		}
+		info, err := modinfo(data)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Rel, err)
+		}
+		if canon(info["name"]) != m.Name || info["vermagic"] == "" || !strings.HasPrefix(info["vermagic"], "6.12.117+deb12-cloud-amd64 ") {
+			t.Errorf("%s: modinfo name=%q vermagic=%q", m.Rel, info["name"], info["vermagic"])
+		}
+		if !bytes.HasSuffix(data, []byte(sigMagic)) {
+			t.Errorf("%s: decompressed module has no signature trailer", m.Rel)
+		}
+		if s := StripSignature(data); len(s) >= len(data) || !bytes.HasPrefix(s, []byte("\x7fELF")) {
+			t.Errorf("%s: signature not stripped (%d -> %d bytes)", m.Rel, len(data), len(s))
+		}
+	}
+	if got, _ := ix.ReadModule(mods[0].Rel); !bytes.Equal(got, pvpanic) {
+		t.Error("the .ko.zst did not decompress to the bytes it was made from")
+	}
+	if got, _ := ix.ReadModule(mods[1].Rel); len(got) != 9631 {
+		t.Errorf("pvpanic-pci.ko.xz: %d bytes, want 9631 (xz -l)", len(got))
+	}
+}
+
+// TestCompressedModuleCorrupt: a damaged stream is an error that names the
+// file and the format, for each compression (a truncated xz stream too);
+// an unknown suffix is an InputError.
+func TestCompressedModuleCorrupt(t *testing.T) {
+	xzData, err := os.ReadFile("testdata/modules/pvpanic-pci.ko.xz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string // in the error after the file name
+	}{
+		{"z.ko.zst", []byte("not zstd"), "zstd:"},
+		{"x.ko.xz", []byte("not xz at all"), "xz:"},
+		{"t.ko.xz", xzData[:len(xzData)/2], "xz:"},
+		{"g.ko.gz", []byte("not gzip"), "gzip:"},
+	} {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "kernel"), 0o755)
+		os.WriteFile(filepath.Join(dir, "kernel", c.name), c.data, 0o644)
+		ix, _ := OpenModules(dir)
+		_, err := ix.ReadModule("kernel/" + c.name)
+		if err == nil || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want the file and %q", c.name, err, c.want)
+		}
+	}
+	_, err = Decompress(bytes.NewReader(xzData), "y.ko.lzma")
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a kernel module") {
+		t.Errorf("unknown suffix: err = %v, want an InputError", err)
+	}
+}
+
+func TestUncompressedName(t *testing.T) {
+	for in, want := range map[string]string{
+		"kernel/net/tun.ko.xz":  "kernel/net/tun.ko",
+		"kernel/net/tun.ko.zst": "kernel/net/tun.ko",
+		"kernel/net/tun.ko.gz":  "kernel/net/tun.ko",
+		"kernel/net/tun.ko":     "kernel/net/tun.ko",
+		"weird.xz":              "weird.xz",
+	} {
+		if got := UncompressedName(in); got != want {
+			t.Errorf("UncompressedName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

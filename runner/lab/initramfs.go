@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -44,11 +44,11 @@ func (ir Initramfs) Build(path string) (*InitConfig, error) {
 		}
 		cfg.Missing = missing
 		for _, m := range order {
-			data, err := ix.ReadModule(m.Rel) // a .ko.gz comes out uncompressed
+			data, err := ix.ReadModule(m.Rel) // compressed modules come out uncompressed
 			if err != nil {
 				return nil, fmt.Errorf("read module %s: %w", m.Name, err)
 			}
-			p := "lib/modules/" + strings.TrimSuffix(filepath.Base(m.Rel), ".gz")
+			p := "lib/modules/" + vmimages.UncompressedName(filepath.Base(m.Rel))
 			a.AddFile(p, 0o644, data)
 			cfg.Modules = append(cfg.Modules, "/"+p)
 		}
