@@ -111,7 +111,7 @@ func checkNoAliases(file string, n *yaml.Node, depth int) error {
 var (
 	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	labelRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
-	debianRE = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+)?)?$`)
+	debianRE = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)?)?$`)
 	eventRE  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/=,@-]{0,199}$`)
 	ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 )
@@ -139,7 +139,7 @@ func checkLabel(s string) string {
 
 func checkDebian(s string) string {
 	if !debianRE.MatchString(s) {
-		return fmt.Sprintf("Debian kernel version %q: use MAJOR.MINOR or an ABI such as \"6.1\" or \"6.1.0-47\"", s)
+		return fmt.Sprintf("Debian kernel version %q: use MAJOR.MINOR or an ABI such as \"6.12\", \"6.12.117+deb12\" or \"6.1.0-47\"", s)
 	}
 	return ""
 }

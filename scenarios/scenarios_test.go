@@ -490,3 +490,25 @@ func TestScriptModeAxis(t *testing.T) {
 		t.Errorf("script_dir without script mode: %v", err)
 	}
 }
+
+// TestDebianVersions: both Debian ABI schemes and series validate, for the
+// kernels under test and the guest kernel.
+func TestDebianVersions(t *testing.T) {
+	for _, v := range []string{"6.1", "6.12", "6.1.0", "6.1.0-47", "6.12.117+deb12", "6.12.57+deb13"} {
+		y := "kernels: [{label: a, debian: \"" + v + "\"}]\nguest: {kernel: {debian: \"" + v + "\"}}\ngenerator: {iperf3: {}}\n"
+		s, err := Load("debian.yaml", []byte(y))
+		if err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		if g := s.Expand()[0].Guest.Kernel; s.Kernels[0].Debian != v || g.Debian != v {
+			t.Errorf("%s: kernels %+v guest %+v", v, s.Kernels, g)
+		}
+	}
+	for _, v := range []string{"6.12.117+bpo", "6.12.117+deb12-amd64", "bookworm", "6"} {
+		y := "kernels: [{label: a, debian: \"" + v + "\"}]\ngenerator: {iperf3: {}}\n"
+		if _, err := Load("debian.yaml", []byte(y)); err == nil || !strings.Contains(err.Error(), "Debian kernel version") {
+			t.Errorf("%s: err = %v, want a Debian version error", v, err)
+		}
+	}
+}

@@ -121,7 +121,7 @@ func (k *Kernel) Fields() []schema.Field {
 		schema.Path(&k.Image, "image").Doc("kernel image (bzImage/vmlinuz) to boot in a lab VM; unset = the running kernel"),
 		schema.Path(&k.Modules, "modules").Doc("modules directory (lib/modules/RELEASE) for image; unset = modules built into the image only"),
 		schema.String(&k.Debian, "debian", "version", checkDebian).
-			Doc(`Debian kernel version to fetch and boot in a lab VM instead of image, e.g. "6.1" or "6.1.0-47"`),
+			Doc(`Debian kernel version to fetch and boot in a lab VM instead of image: a series ("6.12", "6.1": its newest package) or an ABI ("6.12.117+deb12", "6.1.0-47")`),
 	}
 }
 
@@ -133,7 +133,7 @@ func (k *Kernel) guestFields() []schema.Field {
 		schema.Path(&k.Image, "image").Doc("guest kernel image; unset = the default guest image's kernel"),
 		schema.Path(&k.Modules, "modules").Doc("modules directory for the guest image; unset = the default image's modules"),
 		schema.String(&k.Debian, "debian", "version", checkDebian).
-			Doc(`Debian kernel version for the guest instead of image, e.g. "6.1"`),
+			Doc(`Debian kernel for the guest instead of image (the cloud flavour): a series ("6.12", "6.1": its newest package) or an ABI ("6.12.117+deb12", "6.1.0-47")`),
 	}
 }
 

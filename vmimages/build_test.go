@@ -223,6 +223,9 @@ func TestSplitDebianVersion(t *testing.T) {
 		"6.1.0-50-amd64":       {"6.1.0-50", "amd64"},
 		"6.1.0-50-cloud-amd64": {"6.1.0-50", "cloud-amd64"},
 		"amd64":                {"", "amd64"},
+		"6.12.117+deb12":       {"6.12.117+deb12", "cloud-amd64"},
+		"6.12.117+deb12-amd64": {"6.12.117+deb12", "amd64"},
+		"6.12-rt-amd64":        {"6.12", "rt-amd64"},
 	} {
 		abi, fl := splitDebianVersion(in)
 		if abi != want[0] || fl != want[1] {

@@ -32,6 +32,13 @@ type Kernel struct {
 // has every module vnetbench needs (virtio_net, tun, vhost_net, pktgen).
 const DefaultDebianFlavour = "cloud-amd64"
 
+// DefaultDebianSeries is the Debian kernel series used when a Debian kernel
+// is requested without a version ("debian", "debian:amd64"): the one every
+// measurement so far was made on. Newer series (6.12, from
+// bookworm-security) are used only when named, so a default guest does not
+// change kernel when a newer package appears in apt or in the cache.
+const DefaultDebianSeries = "6.1"
+
 // CacheDir returns the shared cache directory: $VNETBENCH_CACHE, else
 // $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench.
 func CacheDir() string {
@@ -138,24 +145,32 @@ func KernelRelease(image string) (string, error) {
 // FetchDebianKernel downloads Debian's linux-image-VERSION-unsigned package
 // with `apt-get download` into cacheDir/kernels and unpacks it with
 // `dpkg-deb -x` (the only external programs this package runs). VERSION is
-// an ABI with flavour ("6.1.0-50-cloud-amd64", "6.1.0-50-amd64"), an ABI
-// alone ("6.1.0-50": DefaultDebianFlavour), a flavour alone ("amd64",
-// "cloud-amd64": newest ABI) or empty (newest ABI, default flavour). An
-// unpacked package is reused without network access.
+// an ABI with flavour ("6.1.0-50-cloud-amd64", "6.12.117+deb12-amd64"), an
+// ABI alone ("6.1.0-50", "6.12.117+deb12": DefaultDebianFlavour), a series
+// ("6.12", "6.1": its newest ABI, see NewestDebianABI), a series with
+// flavour ("6.12-amd64"), a flavour alone ("amd64", "cloud-amd64": newest
+// ABI) or empty (newest ABI, default flavour). An unpacked package is
+// reused without network access.
 func FetchDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, error) {
 	if cacheDir == "" {
 		cacheDir = CacheDir()
 	}
 	abi, flavour := splitDebianVersion(version)
 	root := filepath.Join(cacheDir, "kernels", "debian")
-	if abi == "" {
-		var err error
-		abi, err = NewestDebianABI(ctx, "", flavour, cacheDir)
+	if _, err := ParseDebianABI(abi); err != nil {
+		series := abi
+		if series == "" {
+			series = DefaultDebianSeries
+		}
+		if !IsDebianSeries(series) {
+			return nil, inputErrorf(nil, "Debian kernel version %q: use a series (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\"), optionally followed by a flavour (\"-amd64\", \"-cloud-amd64\")", version)
+		}
+		abi, err = NewestDebianABI(ctx, series, flavour, cacheDir)
 		switch {
 		case errors.Is(err, ErrNoAPTCache):
-			return nil, inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION or --kernel PATH")
+			return nil, inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION with a full ABI (e.g. 6.12.117+deb12) or --kernel PATH")
 		case errors.Is(err, ErrNoDebianKernel):
-			return nil, inputErrorf(nil, "no linux-image-*-%s-unsigned package known to apt; run apt-get update, or pass --kernel PATH", flavour)
+			return nil, inputErrorf(nil, "no linux-image-%s*-%s-unsigned package cached or known to apt; run apt-get update (Debian 12's 6.12 kernels come from bookworm-security), or pass --kernel PATH", series, flavour)
 		case err != nil:
 			return nil, err
 		}
@@ -222,24 +237,94 @@ func splitDebianVersion(v string) (abi, flavour string) {
 	return v, flavour
 }
 
-// abiKey orders "6.1.0-50" numerically.
-func abiKey(abi string) []int {
-	var k []int
-	for _, f := range strings.FieldsFunc(abi, func(r rune) bool { return r == '.' || r == '-' }) {
-		n, _ := strconv.Atoi(f)
-		k = append(k, n)
-	}
-	return k
+// DebianABI is the ABI part of a Debian kernel release, which names the
+// package, /boot/vmlinuz-ABI-FLAVOUR and /lib/modules/ABI-FLAVOUR. Debian
+// has used two schemes: "6.1.0-47" (upstream major.minor.0, then an ABI
+// number Debian raises on ABI changes; up to 6.1) and "6.12.117+deb12"
+// (the full upstream version, then the Debian release it is built for;
+// from 6.12 on, bookworm-security included).
+type DebianABI struct {
+	Major, Minor, Patch int
+	Number              int    // the "-N" ABI number of the old scheme (0 in the new)
+	Suite               string // "deb12" in the new scheme ("" in the old)
 }
 
-func abiLess(a, b string) bool {
-	ka, kb := abiKey(a), abiKey(b)
-	for i := 0; i < len(ka) && i < len(kb); i++ {
-		if ka[i] != kb[i] {
-			return ka[i] < kb[i]
+// ParseDebianABI parses "6.1.0-47" or "6.12.117+deb12". Anything else
+// (a series, a flavour, a backport's "+bpo") is an error.
+func ParseDebianABI(s string) (DebianABI, error) {
+	m := debianABIRe.FindStringSubmatch(s)
+	if m == nil {
+		return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: want MAJOR.MINOR.PATCH-N (6.1.0-47) or MAJOR.MINOR.PATCH+debN (6.12.117+deb12)", s)
+	}
+	var a DebianABI
+	var err error
+	for i, p := range []*int{&a.Major, &a.Minor, &a.Patch} {
+		if *p, err = strconv.Atoi(m[i+1]); err != nil {
+			return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: %w", s, err)
 		}
 	}
-	return len(ka) < len(kb)
+	if m[4] != "" {
+		if a.Number, err = strconv.Atoi(m[4]); err != nil {
+			return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: %w", s, err)
+		}
+	}
+	a.Suite = m[5]
+	return a, nil
+}
+
+var debianABIRe = regexp.MustCompile(`^([0-9]{1,4})\.([0-9]{1,4})\.([0-9]{1,6})(?:-([0-9]{1,6})|\+(deb[0-9]{1,4}))$`)
+
+// String is the ABI as Debian writes it.
+func (a DebianABI) String() string {
+	if a.Suite != "" {
+		return fmt.Sprintf("%d.%d.%d+%s", a.Major, a.Minor, a.Patch, a.Suite)
+	}
+	return fmt.Sprintf("%d.%d.%d-%d", a.Major, a.Minor, a.Patch, a.Number)
+}
+
+// Less orders ABIs by upstream version, then ABI number, then suite.
+func (a DebianABI) Less(b DebianABI) bool {
+	for _, d := range [][2]int{{a.Major, b.Major}, {a.Minor, b.Minor}, {a.Patch, b.Patch}, {a.Number, b.Number}} {
+		if d[0] != d[1] {
+			return d[0] < d[1]
+		}
+	}
+	return a.Suite < b.Suite
+}
+
+// InSeries reports whether a belongs to series: "6.12" holds every 6.12.x
+// (but not 6.1.x), "6.12.117" holds 6.12.117+deb12, "6.1.0" holds 6.1.0-47;
+// "" holds all.
+func (a DebianABI) InSeries(series string) bool {
+	if series == "" {
+		return true
+	}
+	if !IsDebianSeries(series) {
+		return false
+	}
+	parts := strings.Split(series, ".")
+	have := []int{a.Major, a.Minor, a.Patch}
+	for i, p := range parts {
+		if n, _ := strconv.Atoi(p); n != have[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// IsDebianSeries reports whether s names a kernel series rather than one
+// ABI: "6.12", "6.1" or "6.12.117".
+func IsDebianSeries(s string) bool { return seriesRe.MatchString(s) }
+
+var seriesRe = regexp.MustCompile(`^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?$`)
+
+func abiLess(a, b string) bool {
+	pa, ea := ParseDebianABI(a)
+	pb, eb := ParseDebianABI(b)
+	if ea != nil || eb != nil {
+		return a < b
+	}
+	return pa.Less(pb)
 }
 
 // Errors of NewestDebianABI (wrapped), so that a caller words its own fix.
@@ -251,9 +336,10 @@ var (
 	ErrNoDebianKernel = errors.New("no such Debian kernel package cached or known to apt")
 )
 
-// NewestDebianABI returns the newest ABI ("6.1.0-47") of Debian's
-// linux-image-ABI-FLAVOUR-unsigned packages in a kernel series: series
-// "6.1" matches 6.1.0-47 but not 6.10.0-1; "" matches any. It picks among
+// NewestDebianABI returns the newest ABI ("6.1.0-47", "6.12.117+deb12") of
+// Debian's linux-image-ABI-FLAVOUR-unsigned packages in a kernel series:
+// series "6.1" matches 6.1.0-47 but not 6.10.0-1 or 6.12.117+deb12;
+// "6.12.117" matches 6.12.117+deb12; "" matches any. It picks among
 // the packages unpacked in cacheDir (as FetchDebianKernel leaves them) when
 // there is one, so a cached kernel is reused without apt or network;
 // otherwise among the packages apt knows (`apt-cache search`). When there
@@ -272,13 +358,12 @@ func NewestDebianABI(ctx context.Context, series, flavour, cacheDir string) (str
 // inSeries reports whether abi is a well-formed ABI with flavour and, unless
 // series is "", of that series.
 func inSeries(abi, series, flavour string) bool {
-	if a, fl := splitDebianVersion(abi + "-" + flavour); a != abi || fl != flavour || !abiRe.MatchString(abi) {
+	if a, fl := splitDebianVersion(abi + "-" + flavour); a != abi || fl != flavour {
 		return false
 	}
-	return series == "" || strings.HasPrefix(abi, series+".")
+	p, err := ParseDebianABI(abi)
+	return err == nil && p.InSeries(series)
 }
-
-var abiRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+$`)
 
 // newestCached returns the ABI of the newest completely unpacked package of
 // series and flavour under root, or "".
@@ -310,17 +395,31 @@ func newestAPTABI(ctx context.Context, series, flavour string) (string, error) {
 	if _, err := exec.LookPath("apt-cache"); err != nil {
 		return "", ErrNoAPTCache
 	}
-	ver := `[0-9.]+`
+	// A POSIX regular expression for apt-cache: both ABI schemes
+	// (6.1.0-47, 6.12.117+deb12); inSeries then keeps the series'
+	// packages of exactly this flavour.
+	ver := `[0-9]`
 	if series != "" {
-		ver = regexp.QuoteMeta(series) + `\.[0-9]+`
+		ver = regexp.QuoteMeta(series) + `[-+.]`
 	}
-	re := `^linux-image-` + ver + `-[0-9]+-` + strings.ReplaceAll(flavour, "-", `\-`) + `-unsigned$`
+	re := `^linux-image-` + ver + `[-+.0-9a-z]*-` + strings.ReplaceAll(flavour, "-", `\-`) + `-unsigned$`
 	out, err := exec.CommandContext(ctx, "apt-cache", "search", "--names-only", re).Output()
 	if err != nil {
 		return "", fmt.Errorf("apt-cache search: %w", err)
 	}
+	best := newestInSearch(string(out), series, flavour)
+	if best == "" {
+		return "", fmt.Errorf("linux-image-%s*-%s-unsigned: %w", series, flavour, ErrNoDebianKernel)
+	}
+	return best, nil
+}
+
+// newestInSearch returns the newest ABI of series and flavour among the
+// linux-image-ABI-FLAVOUR-unsigned packages in apt-cache search output
+// ("NAME - DESCRIPTION" lines), or "".
+func newestInSearch(out, series, flavour string) string {
 	var best string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		name, _, _ := strings.Cut(line, " ")
 		abi := strings.TrimSuffix(strings.TrimPrefix(name, "linux-image-"), "-"+flavour+"-unsigned")
 		if abi == name || !inSeries(abi, series, flavour) {
@@ -330,10 +429,7 @@ func newestAPTABI(ctx context.Context, series, flavour string) (string, error) {
 			best = abi
 		}
 	}
-	if best == "" {
-		return "", fmt.Errorf("linux-image-%s*-%s-unsigned: %w", series, flavour, ErrNoDebianKernel)
-	}
-	return best, nil
+	return best
 }
 
 func lastLine(b []byte) string {

@@ -27,7 +27,7 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image build", "[--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]", stderr)
-	kernel := fs.String("kernel", "", "kernel: a bzImage path, \"host\", \"debian\" or \"debian:VERSION\" (e.g. 6.1.0-50-cloud-amd64); default: the host's /boot/vmlinuz-$(uname -r), else Debian's "+vmimages.DefaultDebianFlavour+" kernel")
+	kernel := fs.String("kernel", "", "kernel: a bzImage path, \"host\", \"debian\" or \"debian:VERSION\" (a series such as 6.12 or 6.1, or an ABI such as 6.12.117+deb12 or 6.1.0-50, optionally with a flavour: -amd64, -cloud-amd64); default: the host's /boot/vmlinuz-$(uname -r), else Debian's "+vmimages.DefaultDebianFlavour+" kernel")
 	modules := fs.String("modules", "", "the kernel's modules directory (/lib/modules/<release>) when --kernel is a path")
 	out := fs.String("o", "", "also copy vmlinuz, initramfs.cpio and image.json into this directory")
 	extra := fs.String("extra-modules", "", "comma-separated modules to load at boot besides "+strings.Join(vmimages.BootModules, ",")+" (e.g. pktgen,vhost_net,tun)")

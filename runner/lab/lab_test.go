@@ -213,17 +213,20 @@ func fakeDebianCache(t *testing.T, releases ...string) string {
 }
 
 func TestDebianLabVersion(t *testing.T) {
-	cache := fakeDebianCache(t, "6.1.0-9-amd64", "6.1.0-47-amd64", "6.1.0-50-cloud-amd64", "6.10.0-1-amd64")
+	cache := fakeDebianCache(t, "6.1.0-9-amd64", "6.1.0-47-amd64", "6.1.0-50-cloud-amd64", "6.10.0-1-amd64",
+		"6.12.9+deb12-amd64", "6.12.117+deb12-amd64", "6.12.200+deb12-cloud-amd64")
 	for in, want := range map[string]string{
 		"6.1": "6.1.0-47-amd64", "6.1.0-47": "6.1.0-47-amd64", "6.1.0-47-amd64": "6.1.0-47-amd64",
-		"6.1.0-47-rt-amd64": "6.1.0-47-rt-amd64", "6.10": "6.10.0-1-amd64",
+		"6.1.0-47-rt-amd64": "6.1.0-47-rt-amd64", "6.10": "6.10.0-1-amd64", "6.1.0": "6.1.0-47-amd64",
+		"6.12": "6.12.117+deb12-amd64", "6.12.9": "6.12.9+deb12-amd64", "6.12.117+deb12": "6.12.117+deb12-amd64",
+		"6.12.117+deb12-amd64": "6.12.117+deb12-amd64",
 	} {
 		got, err := debianLabVersion(t.Context(), in, cache)
 		if err != nil || got != want {
 			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"6.1.0-47-cloud-amd64", "six", "6.1.0"} {
+	for _, in := range []string{"6.1.0-47-cloud-amd64", "6.12.117+deb12-cloud-amd64", "six", "6.12.117+bpo", "6"} {
 		_, err := debianLabVersion(t.Context(), in, cache)
 		var ie *InputError
 		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
@@ -240,14 +243,14 @@ func TestDebianLabVersionNotFound(t *testing.T) {
 		testenv.NeedCommand(t, "apt-cache", "apt")
 		_, err := debianLabVersion(t.Context(), "2.9", cache)
 		var ie *InputError
-		if !errors.As(err, &ie) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9.*-amd64-unsigned) cached or known to apt; run apt-get update or give image:/modules:" {
+		if !errors.As(err, &ie) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9*-amd64-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:" {
 			t.Errorf("err = %v", err)
 		}
 	})
 	t.Setenv("PATH", t.TempDir())
 	_, err := debianLabVersion(t.Context(), "2.9", cache)
 	var ie *InputError
-	if !errors.As(err, &ie) || err.Error() != "lab: Debian kernel 2.9: apt-cache not found; give the full version (e.g. 2.9.0-47-amd64) or image:/modules:" {
+	if !errors.As(err, &ie) || err.Error() != "lab: Debian kernel 2.9: apt-cache not found; give a full ABI (e.g. 6.12.117+deb12 or 6.1.0-47) or image:/modules:" {
 		t.Errorf("without apt-cache: err = %v", err)
 	}
 	if got, err := debianLabVersion(t.Context(), "6.1", cache); err != nil || got != "6.1.0-47-amd64" {
