@@ -34,6 +34,10 @@ type ModuleIndex struct {
 	deps    map[string][]string // name -> direct deps (names), filled lazily without modules.dep
 	builtin map[string]bool
 	fromDep bool
+	// unpacked keeps compressed modules decompressed by depsOf (rel ->
+	// bytes) for the ReadModule that follows: pure-Go xz decodes at about
+	// 7 MB/s, so a second pass would double the build time of an image.
+	unpacked map[string][]byte
 }
 
 // canon normalises a module name: "virtio-net" and "virtio_net" are the same.
@@ -54,7 +58,7 @@ func OpenModules(dir string) (*ModuleIndex, error) {
 	if !dirExists(dir) {
 		return nil, inputErrorf(nil, "modules directory %s does not exist; pass --modules with the kernel's /lib/modules/<release> directory", dir)
 	}
-	ix := &ModuleIndex{Dir: dir, paths: map[string]string{}, deps: map[string][]string{}, builtin: map[string]bool{}}
+	ix := &ModuleIndex{Dir: dir, paths: map[string]string{}, deps: map[string][]string{}, builtin: map[string]bool{}, unpacked: map[string][]byte{}}
 	if f, err := os.Open(filepath.Join(dir, "modules.builtin")); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -201,6 +205,9 @@ func (ix *ModuleIndex) depsOf(n, rel string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if UncompressedName(rel) != rel {
+		ix.unpacked[rel] = data
+	}
 	info, err := modinfo(data)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", rel, err)
@@ -216,11 +223,15 @@ func (ix *ModuleIndex) depsOf(n, rel string) ([]string, error) {
 	return deps, nil
 }
 
-// ReadModule returns the uncompressed bytes of the module at rel: plain
-// .ko, or .ko.gz, .ko.xz (Debian's 6.12 packages) or .ko.zst (Fedora,
-// Arch), decompressed here so that any kernel loads them with
-// finit_module, whether or not it has CONFIG_MODULE_DECOMPRESS.
+// ReadModule returns the uncompressed bytes of the module at rel (shared
+// with the index: callers must not modify them): plain .ko, or .ko.gz,
+// .ko.xz (Debian's 6.12 packages) or .ko.zst (Fedora, Arch), decompressed
+// here so that any kernel loads them with finit_module, whether or not it
+// has CONFIG_MODULE_DECOMPRESS.
 func (ix *ModuleIndex) ReadModule(rel string) ([]byte, error) {
+	if data, ok := ix.unpacked[rel]; ok {
+		return data, nil
+	}
 	p := filepath.Join(ix.Dir, rel)
 	f, err := os.Open(p)
 	if err != nil {
