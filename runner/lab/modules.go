@@ -8,11 +8,13 @@ import (
 
 // LabModules are the modules a lab VM loads (missing ones that are built
 // in are fine): the 9p stack to mount the host root, then what the
-// experiment needs on the lab's side (tun/tap, vhost-net, pktgen) and what
-// a nested guest's NIC needs.
+// experiment needs on the lab's side (tun/tap, vhost-net, pktgen,
+// vhost-vsock for a nested guest's AF_VSOCK: /dev/vhost-vsock) and what a
+// nested guest's NIC needs.
 var LabModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p",
 	"tun", "tap", "vhost_iotlb", "vhost", "vhost_net", "pktgen",
+	"vhost_vsock",
 	"virtio_net",
 }
 

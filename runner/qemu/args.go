@@ -51,6 +51,11 @@ type Config struct {
 	// AgentSocket is the unix socket path of the agent's virtio-serial
 	// port; "" = no agent port.
 	AgentSocket string
+	// VsockCID, when not 0, gives the guest a vhost-vsock-pci device with
+	// this context ID (MinGuestCID or more; the host reaches the guest at
+	// it, the guest the host at CID 2). Needs /dev/vhost-vsock (module
+	// vhost_vsock): see CheckVsock.
+	VsockCID uint32
 	// Extra arguments appended verbatim.
 	Extra []string
 }
@@ -141,6 +146,9 @@ func Args(c Config) []string {
 			fs += ",readonly=on"
 		}
 		a = append(a, "-fsdev", fs, "-device", "virtio-9p-pci,fsdev="+id+",mount_tag="+escape(s.Tag))
+	}
+	if c.VsockCID != 0 {
+		a = append(a, "-device", "vhost-vsock-pci,guest-cid="+strconv.FormatUint(uint64(c.VsockCID), 10))
 	}
 	return append(a, c.Extra...)
 }

@@ -11,7 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -30,9 +34,66 @@ func TestArgsGolden(t *testing.T) {
 			NICs: []NIC{{Tap: "vnbt0", MAC: "52:54:00:12:34:56", Vhost: true, Queues: 4}}}},
 		{"lab-9p.golden", Config{Name: "vnb-lab", Kernel: "/k", Initrd: "/i", QMPSocket: "/q",
 			Shares: []Share{{Tag: "hostroot", Path: "/", ReadOnly: true}}, Extra: []string{"-snapshot"}}},
+		{"vsock.golden", Config{Name: "vnb-vm0", Kernel: "/k", Initrd: "/i", QMPSocket: "/q", AgentSocket: "/a",
+			NICs: []NIC{{Tap: "vnbt0", MAC: "52:54:00:12:34:56"}}, VsockCID: 4294967294, Extra: []string{"-snapshot"}}},
 	} {
 		got := proc.Quote(Args(tc.c)) + "\n"
 		golden.Check(t, tc.name, got)
+	}
+}
+
+// TestCheckVsock: reserved CIDs are bad input, a kernel without
+// /dev/vhost-vsock a missing capability (exit 2, naming the module and lab
+// mode), a node that is not vhost-vsock an error of its own; no CID, no
+// check.
+func TestCheckVsock(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "vhost-vsock")
+	if err := checkVsock(Config{}, missing); err != nil {
+		t.Errorf("no vsock: %v", err)
+	}
+	for _, cid := range []uint32{1, 2, 4294967295} {
+		err := checkVsock(Config{VsockCID: cid}, missing)
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("CID %d: err = %v, want bad input", cid, err)
+		}
+	}
+	err := checkVsock(Config{VsockCID: 3}, missing)
+	var ce *CapabilityError
+	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "vhost_vsock") || !strings.Contains(err.Error(), "lab mode") {
+		t.Errorf("no device: err = %v, want a CapabilityError naming vhost_vsock and lab mode", err)
+	}
+	notDev := filepath.Join(dir, "file")
+	os.WriteFile(notDev, nil, 0o644)
+	err = checkVsock(Config{VsockCID: 3}, notDev)
+	if err == nil || errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "claim vsock guest CID 3") {
+		t.Errorf("not a vhost-vsock node: err = %v", err)
+	}
+}
+
+// TestCheckVsockInUse holds a CID on the real /dev/vhost-vsock, as a
+// running VM does, and expects CheckVsock to call it taken and to leave a
+// free one free. Runs where vhost_vsock is loaded (a lab VM; the CI host's
+// kernel has no vhost_vsock).
+func TestCheckVsockInUse(t *testing.T) {
+	fd, err := unix.Open(VhostVsockPath, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("needs %s (module vhost_vsock): %v", VhostVsockPath, err)
+	}
+	defer unix.Close(fd)
+	const held = 0x7ead
+	v := uint64(held)
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), vhostVsockSetGuestCID, uintptr(unsafe.Pointer(&v))); errno != 0 {
+		t.Fatalf("hold CID %d: %v", held, errno)
+	}
+	if err := CheckVsock(Config{VsockCID: held}); !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "already in use") {
+		t.Errorf("held CID: err = %v, want bad input", err)
+	}
+	if err := CheckVsock(Config{VsockCID: held + 1}); err != nil {
+		t.Errorf("free CID: %v", err)
+	}
+	if err := CheckVsock(Config{VsockCID: held + 1}); err != nil {
+		t.Errorf("free CID again (the probe must release it): %v", err)
 	}
 }
 

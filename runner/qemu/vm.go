@@ -27,13 +27,17 @@ type VM struct {
 
 // Launch starts QEMU for c through ex (inside network namespace netns when
 // not empty), waits for its QMP socket and negotiates QMP. It refuses
-// vhost=on without /dev/vhost-net before starting anything. On any error
+// vhost=on without /dev/vhost-net, and a vsock CID CheckVsock rejects,
+// before starting anything. On any error
 // the QEMU it started is killed and waited for.
 func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM, error) {
 	if c.QMPSocket == "" {
 		return nil, errors.New("qemu: config has no QMP socket")
 	}
 	if err := CheckVhost(c); err != nil {
+		return nil, err
+	}
+	if err := CheckVsock(c); err != nil {
 		return nil, err
 	}
 	for _, s := range []string{c.QMPSocket, c.AgentSocket} {
