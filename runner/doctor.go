@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Check is one line of `vnetbench doctor`.
@@ -46,6 +48,9 @@ type Doctor struct {
 	// apt-get): cells for other kernels need only this on the host, the
 	// rest (pktgen, vhost-net, qdiscs) is in the lab VM's kernel.
 	Lab lab.Capabilities
+	// LabKernel resolves a lab kernel to its image and modules without
+	// downloading anything (nil: lab.LocalKernel on vmimages.CacheDir()).
+	LabKernel func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error)
 }
 
 // DoctorQdiscs are the qdisc kinds doctor tries.
@@ -254,6 +259,54 @@ func (d *Doctor) LabMode() string {
 	default:
 		return "KVM with nested KVM"
 	}
+}
+
+// LabKVM checks, when a lab VM here would give its nested guests KVM (KVM
+// with nested KVM on a CPU with vmx or svm), that each lab kernel of cells
+// ships kvm and this CPU's vendor module (as modules or built in): lab init
+// loads them itself, so without them /dev/kvm never appears in the lab VM
+// and its nested guests run under TCG. It returns one note per kernel label
+// that lacks them or cannot be checked yet (a Debian package not fetched:
+// nothing is downloaded here); none when all is in place or nested KVM is
+// off anyway (LabMode says so).
+func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
+	if d.Lab.Accel != qemu.KVM || !d.Lab.NestedKVM || d.Lab.Vendor == "" {
+		return nil
+	}
+	resolve := d.LabKernel
+	if resolve == nil {
+		resolve = func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
+			return lab.LocalKernel(ctx, lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian}, vmimages.CacheDir())
+		}
+	}
+	_, labCells := SplitLab(cells)
+	seen := map[string]bool{}
+	var notes []string
+	for _, c := range labCells {
+		if seen[c.Kernel.Label] {
+			continue
+		}
+		seen[c.Kernel.Label] = true
+		k, err := resolve(ctx, c.Kernel)
+		var missing []string
+		if err == nil {
+			if k.Modules == "" {
+				err = errors.New("no modules directory")
+			} else {
+				missing, err = lab.MissingKVMModules(k.Modules, d.Lab.Vendor)
+			}
+		}
+		switch {
+		case errors.Is(err, vmimages.ErrNotFetched):
+			notes = append(notes, fmt.Sprintf("lab kernel %s not fetched yet: its kvm modules are checked when it boots", c.Kernel.Label))
+		case err != nil:
+			notes = append(notes, fmt.Sprintf("kvm modules of lab kernel %s unchecked: %v", c.Kernel.Label, err))
+		case len(missing) > 0:
+			notes = append(notes, fmt.Sprintf("lab kernel %s (%s) lacks %s: its nested guests run under TCG (build it with CONFIG_KVM and CONFIG_%s =m or =y)",
+				c.Kernel.Label, k.Release, strings.Join(missing, " and "), strings.ToUpper(d.Lab.Vendor)))
+		}
+	}
+	return notes
 }
 
 // LabHint tells users how to get lab mode.

@@ -1,13 +1,20 @@
 package runner
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 func builtinCells(t *testing.T, name string) []scenarios.Cell {
@@ -88,5 +95,68 @@ func TestDoctorLabCheck(t *testing.T) {
 	d := &Doctor{Lab: lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true}}
 	if got, want := d.LabMode(), "KVM with nested KVM"; !reflect.DeepEqual(got, want) {
 		t.Errorf("LabMode = %q, want %q", got, want)
+	}
+}
+
+// kvmKernelDir writes a modules directory whose modules.dep has kvm and
+// the given vendor modules (kvm-intel.ko, kvm-amd.ko, as Debian names them).
+func kvmKernelDir(t *testing.T, vendors ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	dep := "kernel/arch/x86/kvm/kvm.ko: kernel/virt/lib/irqbypass.ko\nkernel/virt/lib/irqbypass.ko:\n"
+	for _, v := range vendors {
+		dep += "kernel/arch/x86/kvm/" + strings.ReplaceAll(v, "_", "-") + ".ko: kernel/arch/x86/kvm/kvm.ko\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules.dep"), []byte(dep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDoctorLabKVM: with nested KVM on an Intel host, each lab kernel must
+// ship kvm and kvm_intel; one that lacks them, one not fetched yet and one
+// that cannot be resolved each get a note, a complete one none. Under TCG,
+// without nesting or without vmx/svm there is nothing to check.
+func TestDoctorLabKVM(t *testing.T) {
+	cells := builtinCells(t, "lab-pktgen") // kernels stock and patched
+	third := cells[0]
+	third.Kernel = scenarios.Kernel{Label: "mine", Image: "/no/such/bzImage"}
+	fourth := cells[0]
+	fourth.Kernel = scenarios.Kernel{Label: "later", Debian: "6.12"}
+	cells = append(cells, third, fourth)
+	dirs := map[string]string{"stock": kvmKernelDir(t, lab.KVMIntelModule, lab.KVMAMDModule), "patched": kvmKernelDir(t, lab.KVMAMDModule)}
+	d := &Doctor{
+		Lab: lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, Vendor: lab.KVMIntelModule},
+		LabKernel: func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
+			switch k.Label {
+			case "later":
+				return nil, fmt.Errorf("linux-image-6.12.117+deb12-amd64-unsigned: %w", vmimages.ErrNotFetched)
+			case "mine":
+				return nil, errors.New("kernel image /no/such/bzImage: no such file or directory")
+			}
+			return &vmimages.Kernel{Modules: dirs[k.Label], Release: "6.1.0-47-amd64"}, nil
+		},
+	}
+	want := []string{
+		"lab kernel patched (6.1.0-47-amd64) lacks kvm_intel: its nested guests run under TCG (build it with CONFIG_KVM and CONFIG_KVM_INTEL =m or =y)",
+		"kvm modules of lab kernel mine unchecked: kernel image /no/such/bzImage: no such file or directory",
+		"lab kernel later not fetched yet: its kvm modules are checked when it boots",
+	}
+	if got := d.LabKVM(t.Context(), cells); !slices.Equal(got, want) {
+		t.Errorf("LabKVM:\n%q\nwant\n%q", got, want)
+	}
+	d.Lab.Vendor = lab.KVMAMDModule
+	if got := d.LabKVM(t.Context(), cells[:len(cells)-2]); len(got) != 0 {
+		t.Errorf("AMD host, both kernels ship kvm_amd: %q", got)
+	}
+	for _, c := range []lab.Capabilities{
+		{QEMU: true, Accel: qemu.TCG, Vendor: lab.KVMIntelModule},
+		{QEMU: true, Accel: qemu.KVM, Vendor: lab.KVMIntelModule},
+		{QEMU: true, Accel: qemu.KVM, NestedKVM: true},
+	} {
+		d.Lab = c
+		if got := d.LabKVM(t.Context(), cells); got != nil {
+			t.Errorf("%+v: %q, want no check", c, got)
+		}
 	}
 }

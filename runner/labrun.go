@@ -13,6 +13,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -131,6 +132,9 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		sum.Samples += n
 		done += n
 		labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
+		if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
+		}
 		if lerr != nil {
 			return sum, errors.Join(lerr, ierr)
 		}
@@ -142,6 +146,18 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	return sum, nil
+}
+
+// labNestedKVM says whether a lab VM gave its nested guests KVM: the
+// vendor module it loaded, "no: REASON", or "" under TCG.
+func labNestedKVM(res *lab.Result) string {
+	switch {
+	case res.KVM != "":
+		return res.KVM
+	case res.NoKVM != "":
+		return "no: " + res.NoKVM
+	}
+	return ""
 }
 
 // labOrder groups cells by kernel label, labels in the order of first (the
@@ -318,6 +334,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 			}
 			if res != nil && ienv.Extra != nil {
 				ienv.Extra["lab_boot_s"] = strconv.FormatFloat(res.BootSeconds, 'f', 1, 64)
+				if nested := labNestedKVM(res); nested != "" {
+					ienv.Extra["lab_nested_kvm"] = nested
+				}
 			}
 			env.Kernels[label] = ienv
 			results.WriteEnv(outer, *env)

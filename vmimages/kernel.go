@@ -152,6 +152,21 @@ func KernelRelease(image string) (string, error) {
 // ABI) or empty (newest ABI, default flavour). An unpacked package is
 // reused without network access.
 func FetchDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, error) {
+	return debianKernel(ctx, version, cacheDir, true)
+}
+
+// ErrNotFetched is CachedDebianKernel's error (wrapped) for a package that
+// is not unpacked in the cache.
+var ErrNotFetched = errors.New("Debian kernel package not fetched yet")
+
+// CachedDebianKernel resolves VERSION as FetchDebianKernel does but never
+// downloads: the package must already be unpacked in cacheDir, else the
+// error wraps ErrNotFetched. For checks (doctor) that must not fetch 70 MB.
+func CachedDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, error) {
+	return debianKernel(ctx, version, cacheDir, false)
+}
+
+func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*Kernel, error) {
 	if cacheDir == "" {
 		cacheDir = CacheDir()
 	}
@@ -180,6 +195,9 @@ func FetchDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, 
 	dir := filepath.Join(root, pkg)
 	if k, err := unpackedKernel(dir, rel, pkg); err == nil {
 		return k, nil
+	}
+	if !fetch {
+		return nil, fmt.Errorf("%s: %w", pkg, ErrNotFetched)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return nil, inputErrorf(nil, "apt-get not found, cannot fetch %s; pass --kernel PATH --modules DIR instead", pkg)

@@ -67,6 +67,13 @@ func TestNewestDebianABI(t *testing.T) {
 			t.Errorf("FetchDebianKernel(%s) = %+v, %v; want release %s", v, k, err, rel)
 		}
 	}
+	// CachedDebianKernel resolves alike and never downloads.
+	if k, err := CachedDebianKernel(t.Context(), "6.12-amd64", cache); err != nil || k.Release != "6.12.117+deb12-amd64" {
+		t.Errorf("CachedDebianKernel(6.12-amd64) = %+v, %v", k, err)
+	}
+	if _, err := CachedDebianKernel(t.Context(), "6.12.118+deb12-amd64", cache); !errors.Is(err, ErrNotFetched) || !strings.Contains(err.Error(), "linux-image-6.12.118+deb12-amd64-unsigned") {
+		t.Errorf("CachedDebianKernel of an uncached ABI: err = %v, want ErrNotFetched naming the package", err)
+	}
 	for _, v := range []string{"6.12.117+bpo-amd64", "6", "6.12.117.1", "latest"} {
 		_, err := FetchDebianKernel(t.Context(), v, cache)
 		var ie *InputError

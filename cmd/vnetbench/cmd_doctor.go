@@ -22,11 +22,11 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErrorf("doctor: takes no arguments")
 	}
 	d := runner.RunDoctor(ctx, proc.Real{})
-	writeDoctor(stdout, d)
+	writeDoctor(ctx, stdout, d)
 	return nil
 }
 
-func writeDoctor(w io.Writer, d *runner.Doctor) {
+func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {
 	fmt.Fprintln(w, "host:")
 	for _, c := range d.Checks {
 		mark := "ok  "
@@ -49,25 +49,27 @@ func writeDoctor(w io.Writer, d *runner.Doctor) {
 			continue
 		}
 		cells := s.Expand()
-		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(d, cells))
+		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, cells))
 	}
 }
 
 // scenarioVerdict is doctor's one-line verdict on a scenario's cells.
 // Cells for lab kernels (image or debian) run in lab VMs: their pktgen,
-// vhost-net and qdisc needs are met there, so only lab mode is judged.
-func scenarioVerdict(d *runner.Doctor, cells []scenarios.Cell) string {
+// vhost-net and qdisc needs are met there, so only lab mode is judged
+// (and, with nested KVM, whether the lab kernels ship the kvm modules).
+func scenarioVerdict(ctx context.Context, d *runner.Doctor, cells []scenarios.Cell) string {
 	if miss := d.Missing(cells); len(miss) > 0 {
 		return "cannot run here: " + strings.Join(miss, "; ")
 	}
 	host, _ := runner.SplitLab(cells)
 	labs := runner.LabKernels(cells)
+	mode := strings.Join(append([]string{d.LabMode()}, d.LabKVM(ctx, cells)...), "; ")
 	switch {
 	case len(labs) == 0:
 		return "can run here"
 	case len(host) == 0:
-		return fmt.Sprintf("runs in lab mode (%s)", d.LabMode())
+		return fmt.Sprintf("runs in lab mode (%s)", mode)
 	default:
-		return fmt.Sprintf("can run here; kernels %s run in lab mode (%s)", strings.Join(labs, ", "), d.LabMode())
+		return fmt.Sprintf("can run here; kernels %s run in lab mode (%s)", strings.Join(labs, ", "), mode)
 	}
 }

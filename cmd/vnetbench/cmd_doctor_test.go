@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 func TestDoctorInProcess(t *testing.T) {
@@ -83,23 +85,33 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 		}
 		return s.Expand()
 	}
-	if got, want := scenarioVerdict(d, cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
+	if got, want := scenarioVerdict(t.Context(), d, cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
 		t.Errorf("lab-pktgen: %q, want %q", got, want)
 	}
-	if got := scenarioVerdict(d, cells("quickstart")); got != "can run here" {
+	if got := scenarioVerdict(t.Context(), d, cells("quickstart")); got != "can run here" {
 		t.Errorf("quickstart: %q", got)
 	}
-	if got := scenarioVerdict(d, cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") {
+	if got := scenarioVerdict(t.Context(), d, cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") {
 		t.Errorf("thread-pktgen: %q", got)
 	}
+	// Nested KVM on an Intel host and lab kernels without kvm_intel: the
+	// verdict says their nested guests run under TCG.
+	d.Lab = lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, APTGet: true, Vendor: lab.KVMIntelModule}
+	d.LabKernel = func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
+		return &vmimages.Kernel{Modules: t.TempDir(), Release: "6.1.0-47-amd64"}, nil // no modules at all
+	}
+	if got, want := scenarioVerdict(t.Context(), d, cells("lab-pktgen")), "runs in lab mode (KVM with nested KVM; lab kernel stock (6.1.0-47-amd64) lacks kvm and kvm_intel"; !strings.HasPrefix(got, want) || !strings.Contains(got, "lab kernel patched") {
+		t.Errorf("lab-pktgen, kernels without kvm: %q, want it to start %q and name both kernels", got, want)
+	}
+	d.LabKernel = nil
 	d.Lab = lab.Capabilities{Accel: qemu.TCG}
 	delete(d.Tools, "qemu-system-x86_64")
-	got := scenarioVerdict(d, cells("lab-pktgen"))
+	got := scenarioVerdict(t.Context(), d, cells("lab-pktgen"))
 	if !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "qemu-system-x86_64") || strings.Contains(got, "vhost-net") {
 		t.Errorf("lab-pktgen without QEMU: %q", got)
 	}
 	var out bytes.Buffer
-	writeDoctor(&out, d)
+	writeDoctor(t.Context(), &out, d)
 	if !strings.Contains(out.String(), "lab-pktgen") {
 		t.Errorf("writeDoctor lacks lab-pktgen:\n%s", out.String())
 	}

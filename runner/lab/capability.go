@@ -20,6 +20,10 @@ type Capabilities struct {
 	// NestedKVM says the lab VM could itself use KVM for the experiment's
 	// guest (kvm_intel/kvm_amd nested=1); false under TCG.
 	NestedKVM bool
+	// Vendor is the KVM vendor module for this host's CPU (KVMIntelModule,
+	// KVMAMDModule; "" without vmx/svm): a lab VM with nested KVM loads it
+	// from its own kernel, which must ship it (MissingKVMModules).
+	Vendor string
 	// APTGet says Debian kernel packages can be fetched (apt-get, dpkg-deb).
 	APTGet bool
 }
@@ -30,6 +34,9 @@ func Probe() Capabilities {
 	_, err := exec.LookPath(qemu.DefaultBinary)
 	c.QEMU = err == nil
 	c.Accel, c.KVMReason = qemu.DetectAccel()
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		c.Vendor = KVMVendorModule(string(b))
+	}
 	if c.Accel == qemu.KVM {
 		c.NestedKVM = nestedEnabled("/sys/module/kvm_intel/parameters/nested") || nestedEnabled("/sys/module/kvm_amd/parameters/nested")
 	}

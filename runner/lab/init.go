@@ -66,7 +66,11 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing})
+	kvm, noKVM, err := loadKVM(&cfg)
+	if err != nil {
+		return err
+	}
+	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM})
 	switch cfg.Mode {
 	case "guest":
 		for _, l := range cfg.Links {

@@ -14,10 +14,15 @@ import (
 // Initramfs describes the initramfs of a lab VM or nested guest: the
 // vnetbench binary as /init, the modules it loads and /lab.json.
 type Initramfs struct {
-	Binary  string     // the static vnetbench binary
-	Modules string     // the kernel's /lib/modules/<release> directory ("" = none)
-	Load    []string   // module names to load (dependencies are added)
-	Config  InitConfig // Modules and Missing are filled by Build
+	Binary  string   // the static vnetbench binary
+	Modules string   // the kernel's /lib/modules/<release> directory ("" = none)
+	Load    []string // module names to load (dependencies are added)
+	// KVM adds kvm and both vendor modules (kvm_intel, kvm_amd) for lab
+	// init to load the one the CPU needs: set it for a lab VM under KVM,
+	// whose nested guests can then use KVM. Under TCG leave it off: TCG's
+	// -cpu max may show svm, and nested KVM on emulated SVM is no faster.
+	KVM    bool
+	Config InitConfig // Modules, Missing and KVM are filled by Build
 }
 
 // Build writes the initramfs to path (an uncompressed newc cpio: the
@@ -36,21 +41,51 @@ func (ir Initramfs) Build(path string) (*InitConfig, error) {
 	a.AddDir("run", 0o755)
 	a.AddDir("tmp", 0o1777)
 	cfg := ir.Config
-	cfg.Modules = nil
-	if ir.Modules != "" && len(ir.Load) > 0 {
+	cfg.Modules, cfg.KVM = nil, nil
+	if ir.Modules != "" && (len(ir.Load) > 0 || ir.KVM) {
 		ix, order, missing, err := resolveModules(ir.Modules, ir.Load)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Missing = missing
-		for _, m := range order {
+		// add puts a module into the archive (decompressed) and returns
+		// its path there.
+		add := func(m vmimages.Module) (string, error) {
 			data, err := ix.ReadModule(m.Rel) // compressed modules come out uncompressed
 			if err != nil {
-				return nil, fmt.Errorf("read module %s: %w", m.Name, err)
+				return "", fmt.Errorf("read module %s: %w", m.Name, err)
 			}
 			p := "lib/modules/" + vmimages.UncompressedName(filepath.Base(m.Rel))
 			a.AddFile(p, 0o644, data)
-			cfg.Modules = append(cfg.Modules, "/"+p)
+			return "/" + p, nil
+		}
+		have := map[string]bool{}
+		for _, m := range order {
+			p, err := add(m)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Modules = append(cfg.Modules, p)
+			have[m.Name] = true
+		}
+		if ir.KVM {
+			perVendor, missing, err := kvmFiles(ix, have)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Missing = append(cfg.Missing, missing...)
+			cfg.KVM = map[string][]string{}
+			for v, mods := range perVendor {
+				paths := []string{}
+				for _, m := range mods {
+					p, err := add(m)
+					if err != nil {
+						return nil, err
+					}
+					paths = append(paths, p)
+				}
+				cfg.KVM[v] = paths
+			}
 		}
 	}
 	js, err := json.MarshalIndent(cfg, "", "  ")

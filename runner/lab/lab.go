@@ -118,8 +118,12 @@ type Result struct {
 	TotalSeconds  float64 // QEMU start to QEMU exit
 	ModulesMs     int64   // module loading inside
 	Missing       []string
-	ExitCode      int    // the inner command's exit status
-	Console       string // console log path
+	// KVM is the KVM vendor module the lab VM loaded for its nested
+	// guests (kvm_intel, kvm_amd); "" under TCG or when it could not, with
+	// the reason in NoKVM.
+	KVM, NoKVM string
+	ExitCode   int    // the inner command's exit status
+	Console    string // console log path
 }
 
 // InputError is a bad lab configuration (no kernel, missing files): exit 2.
@@ -186,6 +190,20 @@ func ResolveKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Ke
 		return vmimages.FindKernel(ctx, k.Image, k.Modules, cacheDir)
 	}
 	return nil, &InputError{"kernel has neither image nor debian version; set image: (and modules:) or debian: in kernels:"}
+}
+
+// LocalKernel resolves k as ResolveKernel does but never downloads: a
+// Debian package must be unpacked in cacheDir already (else the error wraps
+// vmimages.ErrNotFetched). For checks such as doctor's.
+func LocalKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kernel, error) {
+	if k.Debian != "" {
+		v, err := debianLabVersion(ctx, k.Debian, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		return vmimages.CachedDebianKernel(ctx, v, cacheDir)
+	}
+	return ResolveKernel(ctx, k, cacheDir)
 }
 
 // DefaultAppend is the lab kernel command line before Config.Append.
@@ -289,7 +307,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if v := os.Getenv("VNETBENCH_BIN"); v != "" {
 		env = append(env, "VNETBENCH_BIN=/run/vnetbench")
 	}
-	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, Config: InitConfig{
+	accel := c.Accel
+	if accel == "" {
+		accel, _ = qemu.DetectAccel()
+	}
+	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
 		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir,
 	}}
 	initrd := filepath.Join(tmp, "initramfs.cpio")
@@ -301,10 +323,6 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		if m == "9p" || m == "9pnet_virtio" || m == "virtio_pci" {
 			return nil, &InputError{fmt.Sprintf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)}
 		}
-	}
-	accel := c.Accel
-	if accel == "" {
-		accel, _ = qemu.DetectAccel()
 	}
 	cpus := c.CPUs
 	if cpus <= 0 {
@@ -357,6 +375,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			phase, deadline = "setup", time.Now().Add(to.Setup)
 		case "modules":
 			res.ModulesMs = ev.Ms
+			res.KVM, res.NoKVM = ev.KVM, ev.NoKVM
 		case "start":
 			tStart = time.Now()
 			res.SetupSeconds = tStart.Sub(tInit).Seconds()

@@ -21,6 +21,8 @@ type Event struct {
 	Missing []string `json:"missing,omitempty"` // modules neither found nor built in
 	Code    int      `json:"code,omitempty"`    // exit status of the inner command
 	Kernel  string   `json:"kernel,omitempty"`  // uname -r
+	KVM     string   `json:"kvm,omitempty"`     // modules: the KVM vendor module loaded (kvm_intel, kvm_amd)
+	NoKVM   string   `json:"no_kvm,omitempty"`  // modules: why KVM modules were asked for and not loaded
 	Msg     string   `json:"msg,omitempty"`     // error text
 }
 
@@ -83,6 +85,12 @@ type InitConfig struct {
 	Dir string `json:"dir,omitempty"`
 	// Links are network interfaces set up (guest mode).
 	Links []string `json:"links,omitempty"`
+	// KVM maps each KVM vendor module (KVMIntelModule, KVMAMDModule) to
+	// the module files to load for it, in order (kvm and its dependencies
+	// first; files of Modules are not repeated). Init loads one set, chosen
+	// from /proc/cpuinfo (KVMVendorModule), after Modules and makes sure
+	// /dev/kvm exists. Nil: no KVM.
+	KVM map[string][]string `json:"kvm,omitempty"`
 }
 
 // InitShare is a read-write 9p export.
