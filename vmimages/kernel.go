@@ -157,7 +157,7 @@ func FetchDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel, 
 
 // ErrNotFetched is CachedDebianKernel's error (wrapped) for a package that
 // is not unpacked in the cache.
-var ErrNotFetched = errors.New("Debian kernel package not fetched yet")
+var ErrNotFetched = errors.New("kernel package not fetched yet")
 
 // CachedDebianKernel resolves VERSION as FetchDebianKernel does but never
 // downloads: the package must already be unpacked in cacheDir, else the
@@ -272,18 +272,18 @@ type DebianABI struct {
 func ParseDebianABI(s string) (DebianABI, error) {
 	m := debianABIRe.FindStringSubmatch(s)
 	if m == nil {
-		return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: want MAJOR.MINOR.PATCH-N (6.1.0-47) or MAJOR.MINOR.PATCH+debN (6.12.117+deb12)", s)
+		return DebianABI{}, fmt.Errorf("kernel ABI %q: want MAJOR.MINOR.PATCH-N (6.1.0-47) or MAJOR.MINOR.PATCH+debN (6.12.117+deb12)", s)
 	}
 	var a DebianABI
 	var err error
 	for i, p := range []*int{&a.Major, &a.Minor, &a.Patch} {
 		if *p, err = strconv.Atoi(m[i+1]); err != nil {
-			return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: %w", s, err)
+			return DebianABI{}, fmt.Errorf("kernel ABI %q: %w", s, err)
 		}
 	}
 	if m[4] != "" {
 		if a.Number, err = strconv.Atoi(m[4]); err != nil {
-			return DebianABI{}, fmt.Errorf("Debian kernel ABI %q: %w", s, err)
+			return DebianABI{}, fmt.Errorf("kernel ABI %q: %w", s, err)
 		}
 	}
 	a.Suite = m[5]
