@@ -1,8 +1,15 @@
 package report
 
 import (
+	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // BenchmarkReport measures loading two run directories, building the
@@ -14,4 +21,89 @@ func BenchmarkReport(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkReportSamples measures `vnetbench report` on a CI history of
+// growing size: load a run directory, build the model, render text. Each
+// size has 2 kernels x 5 repetitions per cell, so 1k samples are 100
+// cells and 100k samples 10,000 cells; ns/op should grow linearly with the
+// samples (ns/sample about constant). cpu-ns/sample is the process's CPU
+// time (user + system, all threads, GC included) per sample: on a shared
+// machine it stays put when the wall clock does not.
+func BenchmarkReportSamples(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("samples=%dk", n/1000), func(b *testing.B) {
+			dir := writeHistory(b, n)
+			var cpu0 time.Duration
+			for b.Loop() {
+				if cpu0 == 0 {
+					cpu0 = cpuTime(b)
+				}
+				set, err := results.Load(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := Build(set, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := WriteText(io.Discard, r, ASCII); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sample")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/sample")
+		})
+	}
+}
+
+// writeHistory writes a run directory of n samples shaped like the
+// pktgen thread scenarios: backends x thread counts x a "commit" axis,
+// 2 kernels, 5 repetitions, per-thread numbers, perf counters and perf
+// report symbols.
+func writeHistory(tb testing.TB, n int) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "history")
+	w, err := results.Create(dir, results.Env{Run: "bench", CPUModel: "Test CPU", Accel: "kvm"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	backends, threads := []string{"tap", "tap+vhost"}, []int{1, 2, 4, 8}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		rep, kernel := i%5, []string{"stock", "patched"}[i/5%2]
+		c := i / 10
+		be, th, commit := backends[c%2], threads[c/2%4], "c"+strconv.Itoa(c/8)
+		tx := 400000 + float64(c%97)*1000 + float64(rep)*500
+		if kernel == "patched" {
+			tx *= 1.1
+		}
+		s := results.Sample{Run: "bench", Cell: be + "/pktgen-t" + strconv.Itoa(th) + "/" + commit, Rep: rep, Kernel: kernel,
+			Axes:  map[string]string{"backend": be, "generator": "pktgen-t" + strconv.Itoa(th), "commit": commit},
+			Start: t0.Add(time.Duration(i) * time.Second), WindowS: 10,
+			Metrics: map[string]float64{"tx_pps": tx, "lost_pps": tx / 3, "tap_tx_pps": tx, "rx_pps": tx * 0.99, "pktgen_errors": tx,
+				"harness_cpu_frac": 0.01, "cell_overhead_s": 2, "generator_busy_frac": 0.99,
+				"perf.cycles@vhost": 5e10 + tx, "perf.instructions@vhost": 6e10 + tx, "perf.context-switches@vhost": 1000 + float64(rep)},
+			Labels: map[string]string{"generator": "pktgen", "count": "10000000", "threads": strconv.Itoa(th), "pin": "vhost:0", "qdisc": "fq_codel"},
+			Symbols: []results.Symbol{{Target: "vhost", Symbol: "handle_rx", Overhead: 14 + float64(rep)},
+				{Target: "vhost", Symbol: "tun_recvmsg", Overhead: 10}, {Target: "vhost", Symbol: "vhost_get_vq_desc", Overhead: 5}}}
+		for t := range th {
+			lost := tx / 3 / float64(th)
+			s.Threads = append(s.Threads, results.ThreadSample{I: t, TxPPS: tx / float64(th), Errors: uint64(lost), LostPPS: &lost})
+		}
+		if err := w.Append(s); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// cpuTime is the CPU time the process has used so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -19,9 +19,9 @@ func (b *builder) compareTables() {
 		}
 		m := results.Describe(key)
 		var cells []string
-		for _, cell := range b.set.Cells() {
+		for _, cell := range b.idx.cells {
 			for _, col := range b.r.Columns {
-				if len(b.set.Values(cell, col, key)) > 0 {
+				if b.idx.has(cell, col, key) {
 					cells = append(cells, cell)
 					break
 				}
@@ -78,7 +78,7 @@ func (b *builder) compareTables() {
 				if i == 0 {
 					continue
 				}
-				if st.N == 0 || len(b.set.Values(cell, b.r.Base, key)) == 0 {
+				if st.N == 0 || !b.idx.has(cell, b.r.Base, key) {
 					r.Cells = append(r.Cells, Cell{Text: "-"}, Cell{Text: "-"})
 					continue
 				}

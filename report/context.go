@@ -258,10 +258,11 @@ const emulatedNote = "(TCG) = emulated: QEMU without KVM; the numbers measure th
 
 // anyPositive reports whether a sample of one of cells has metric key > 0.
 func (b *builder) anyPositive(cells []string, key string) bool {
-	for i := range b.set.Samples {
-		s := &b.set.Samples[i]
-		if s.Metrics[key] > 0 && slices.Contains(cells, s.Cell) {
-			return true
+	for _, cell := range cells {
+		for _, s := range b.idx.byCell[cell] {
+			if s.Metrics[key] > 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -271,13 +272,7 @@ func (b *builder) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {
 		for _, col := range b.r.Columns {
-			n := 0
-			for i := range b.set.Samples {
-				if b.set.Samples[i].Cell == cell && b.set.Samples[i].Kernel == col {
-					n++
-				}
-			}
-			if n > 0 {
+			if n := len(b.idx.byCol[cellCol{cell, col}]); n > 0 {
 				lo, hi = min(lo, n), max(hi, n)
 			}
 		}

@@ -35,7 +35,7 @@ func (b *builder) harnessTable() {
 		legend = append(legend, h[0]+" = "+k+" "+h[1])
 	}
 	var cells []string
-	for _, cell := range b.set.Cells() {
+	for _, cell := range b.idx.cells {
 		for _, col := range b.r.Columns {
 			row := Row{Labels: []string{cell}}
 			if multi {

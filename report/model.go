@@ -157,9 +157,10 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	idx := newIndex(set)
 	for _, m := range opt.Metrics {
-		if err := checkMetric(set, m); err != nil {
-			return nil, err
+		if !slices.Contains(idx.keys, m) {
+			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(idx.keys, ", "))
 		}
 	}
 	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details}
@@ -176,7 +177,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 			r.Emulated = append(r.Emulated, c)
 		}
 	}
-	b := &builder{set: set, r: r, opt: opt}
+	b := &builder{set: set, idx: idx, r: r, opt: opt}
 	b.varying = b.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
@@ -197,15 +198,6 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 		}
 	}
 	return r, nil
-}
-
-// checkMetric reports an InputError for a key no sample has.
-func checkMetric(set *results.Set, key string) error {
-	keys := set.MetricKeys()
-	if slices.Contains(keys, key) {
-		return nil
-	}
-	return fault.Input("unknown metric %q; the results have: %s", key, strings.Join(keys, ", "))
 }
 
 // pivot makes axis the column axis: each sample's Kernel becomes the axis
@@ -251,6 +243,7 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 
 type builder struct {
 	set *results.Set
+	idx *index
 	r   *Report
 	opt Options
 	// varying is varyingAxes, computed once.
@@ -258,34 +251,44 @@ type builder struct {
 }
 
 func (b *builder) cellAxes(cell string) map[string]string {
-	for _, s := range b.set.Samples {
-		if s.Cell == cell {
-			return s.Axes
-		}
+	if s := b.firstSample(cell); s != nil {
+		return s.Axes
 	}
 	return nil
 }
 
 func (b *builder) firstSample(cell string) *results.Sample {
-	for i := range b.set.Samples {
-		if b.set.Samples[i].Cell == cell {
-			return &b.set.Samples[i]
-		}
+	if ss := b.idx.byCell[cell]; len(ss) > 0 {
+		return ss[0]
 	}
 	return nil
 }
 
+// stats summarizes metric key of cell in column col.
 func (b *builder) stats(cell, col, key string) Stats {
-	return Summarize(b.set.Values(cell, col, key), results.Describe(key).Rate)
+	k := statKey{cell, col, key}
+	st, ok := b.idx.stats[k]
+	if !ok {
+		st = Summarize(b.idx.values(cell, col, key), results.Describe(key).Rate)
+		b.idx.stats[k] = st
+	}
+	return st
 }
 
+// delta compares metric key of cell in column col with the base column.
 func (b *builder) delta(cell, col, key string) Delta {
-	return Compare(b.set.Values(cell, b.r.Base, key), b.set.Values(cell, col, key), results.Describe(key).Rate, b.opt.Alpha)
+	k := statKey{cell, col, key}
+	d, ok := b.idx.deltas[k]
+	if !ok {
+		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha)
+		b.idx.deltas[k] = d
+	}
+	return d
 }
 
 func (b *builder) metricKeys() []string {
 	if len(b.opt.Metrics) > 0 {
 		return b.opt.Metrics
 	}
-	return b.set.MetricKeys()
+	return b.idx.keys
 }

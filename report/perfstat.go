@@ -19,16 +19,11 @@ func perfTarget(s *results.Sample, key string) (event, target string, ok bool) {
 }
 
 func (b *builder) perfStatTables() {
-	for _, cell := range b.set.Cells() {
-		s := b.firstSample(cell)
+	for _, cell := range b.idx.cells {
 		type row struct{ key, target, event string }
 		var rows []row
 		seen := map[string]bool{}
-		for i := range b.set.Samples {
-			o := &b.set.Samples[i]
-			if o.Cell != cell {
-				continue
-			}
+		for _, o := range b.idx.byCell[cell] {
 			for k := range o.Metrics {
 				if ev, tg, ok := perfTarget(o, k); ok && !seen[k] {
 					seen[k] = true
@@ -84,12 +79,10 @@ func (b *builder) perfStatTables() {
 		}
 		t.Notes = append(t.Notes, note)
 		var unsupported []string
-		for i := range b.set.Samples {
-			if o := &b.set.Samples[i]; o.Cell == cell {
-				for _, ev := range strings.Split(o.Labels["perf_unsupported"], ",") {
-					if ev != "" && !slices.Contains(unsupported, ev) {
-						unsupported = append(unsupported, ev)
-					}
+		for _, o := range b.idx.byCell[cell] {
+			for _, ev := range strings.Split(o.Labels["perf_unsupported"], ",") {
+				if ev != "" && !slices.Contains(unsupported, ev) {
+					unsupported = append(unsupported, ev)
 				}
 			}
 		}
@@ -99,7 +92,6 @@ func (b *builder) perfStatTables() {
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}
-		_ = s
 		b.r.Tables = append(b.r.Tables, t)
 	}
 }
@@ -109,11 +101,7 @@ func (b *builder) perfStatTables() {
 func (b *builder) ipcNote(cell string) string {
 	var parts []string
 	targets := map[string]bool{}
-	for i := range b.set.Samples {
-		o := &b.set.Samples[i]
-		if o.Cell != cell {
-			continue
-		}
+	for _, o := range b.idx.byCell[cell] {
 		for k := range o.Metrics {
 			if ev, tg, ok := results.SplitPerf(k); ok && ev == "cycles" {
 				targets[tg] = true

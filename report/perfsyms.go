@@ -9,15 +9,14 @@ import (
 )
 
 func (b *builder) perfSymTables() {
-	for _, cell := range b.set.Cells() {
+	for _, cell := range b.idx.cells {
 		// overhead[target][symbol][column] -> values over reps
 		type key struct{ target, sym string }
 		vals := map[key]map[string][]float64{}
 		reps := map[string]int{}
 		var targets []string
-		for i := range b.set.Samples {
-			s := &b.set.Samples[i]
-			if s.Cell != cell || len(s.Symbols) == 0 {
+		for _, s := range b.idx.byCell[cell] {
+			if len(s.Symbols) == 0 {
 				continue
 			}
 			reps[s.Kernel]++

@@ -97,10 +97,15 @@ type Delta struct {
 // Mann-Whitney U test of golang.org/x/perf/benchmath at level alpha
 // (DefaultAlpha when 0).
 func Compare(base, new []float64, rate bool, alpha float64) Delta {
+	return compareStats(Summarize(base, rate), Summarize(new, rate), alpha)
+}
+
+// compareStats is Compare of two summaries (their sorted Values).
+func compareStats(base, new Stats, alpha float64) Delta {
 	if alpha <= 0 {
 		alpha = DefaultAlpha
 	}
-	d := Delta{Base: Summarize(base, rate), New: Summarize(new, rate), Alpha: alpha, P: 1}
+	d := Delta{Base: base, New: new, Alpha: alpha, P: 1}
 	switch {
 	case d.Base.Median == d.New.Median:
 		d.Pct = 0
@@ -109,21 +114,21 @@ func Compare(base, new []float64, rate bool, alpha float64) Delta {
 	default:
 		d.Pct = (d.New.Median/d.Base.Median - 1) * 100
 	}
-	if len(base) == 0 || len(new) == 0 {
+	if base.N == 0 || new.N == 0 {
 		d.Warnings = append(d.Warnings, "nothing to compare: one side has no samples")
 		d.TooFew = true
 		return d
 	}
 	th := benchmath.Thresholds{CompareAlpha: alpha}
 	c := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(slices.Clone(base), &th),
-		benchmath.NewSample(slices.Clone(new), &th))
+		benchmath.NewSample(slices.Clone(base.Values), &th),
+		benchmath.NewSample(slices.Clone(new.Values), &th))
 	d.P = c.P
 	d.Significant = c.P <= alpha
-	if minP := minUTestP(len(base), len(new)); minP > alpha {
+	if minP := minUTestP(base.N, new.N); minP > alpha {
 		d.TooFew = true
 		d.Significant = false
-		d.Warnings = append(d.Warnings, fmt.Sprintf("n=%d+%d can never reach p<=%v (smallest possible p=%.3f); run at least 4 repetitions per side", len(base), len(new), alpha, minP))
+		d.Warnings = append(d.Warnings, fmt.Sprintf("n=%d+%d can never reach p<=%v (smallest possible p=%.3f); run at least 4 repetitions per side", base.N, new.N, alpha, minP))
 	} else {
 		for _, w := range c.Warnings {
 			d.Warnings = append(d.Warnings, w.Error())

@@ -21,17 +21,19 @@ func verdict(d *Delta, better results.Direction) string {
 }
 
 func (b *builder) summaries() {
-	for _, cell := range b.set.Cells() {
+	// At most one summary per key and cell and column.
+	b.r.Summaries = make([]Summary, 0, len(b.metricKeys())*len(b.idx.byCol))
+	b.r.Comparisons = make([]Comparison, 0, len(b.metricKeys())*len(b.idx.byCol))
+	for _, cell := range b.idx.cells {
 		for _, key := range b.metricKeys() {
 			m := results.Describe(key)
 			for _, col := range b.r.Columns {
-				vals := b.set.Values(cell, col, key)
-				if len(vals) == 0 {
+				if !b.idx.has(cell, col, key) {
 					continue
 				}
 				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.cellAxes(cell), Column: col, Metric: key,
-					Unit: m.Unit, Better: m.Better.String(), Emulated: b.r.IsEmulated(col), Stats: Summarize(vals, m.Rate)})
-				if col == b.r.Base || len(b.set.Values(cell, b.r.Base, key)) == 0 {
+					Unit: m.Unit, Better: m.Better.String(), Emulated: b.r.IsEmulated(col), Stats: b.stats(cell, col, key)})
+				if col == b.r.Base || !b.idx.has(cell, b.r.Base, key) {
 					continue
 				}
 				d := b.delta(cell, col, key)

@@ -22,15 +22,7 @@ func (b *builder) inSweep(s *results.Sample) bool {
 	if _, ok := sizeOf(s); !ok {
 		return false
 	}
-	sizes := map[string]bool{}
-	k := groupKey(s, "pkt_size")
-	for i := range b.set.Samples {
-		o := &b.set.Samples[i]
-		if _, ok := sizeOf(o); ok && groupKey(o, "pkt_size") == k {
-			sizes[o.Axes["pkt_size"]] = true
-		}
-	}
-	return len(sizes) >= 2
+	return b.idx.sweepSizes[groupKey(s, "pkt_size")] >= 2
 }
 
 func (b *builder) sweepTables() {
@@ -43,7 +35,7 @@ func (b *builder) sweepTables() {
 			return cmp.Compare(a, c)
 		})
 		for _, key := range []string{"tx_pps", "throughput_bps"} {
-			if len(b.set.Values(cells[0], b.r.Base, key)) == 0 {
+			if !b.idx.has(cells[0], b.r.Base, key) {
 				continue
 			}
 			m := results.Describe(key)

@@ -174,7 +174,14 @@ func noteMark(i int, style Style) string {
 
 var asciiReplacer = strings.NewReplacer("±", "+-", "∞", "inf", "α", "alpha", "Δ", "delta", "µ", "u", "…", "...")
 
-func asciiOnly(s string) string { return asciiReplacer.Replace(s) }
+func asciiOnly(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return asciiReplacer.Replace(s)
+		}
+	}
+	return s
+}
 
 // asciiTable returns a copy of t whose texts are ASCII only.
 func asciiTable(t *Table) *Table {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,6 +87,7 @@ func (set *Set) loadRunDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	set.Samples = slices.Grow(set.Samples, len(samples))
 	for _, s := range samples {
 		if s.Warmup {
 			continue

@@ -14,7 +14,7 @@ import (
 // error naming file and line.
 func parseResults(path string, data []byte) ([]Sample, int, []string, error) {
 	var (
-		out   []Sample
+		out   = make([]Sample, 0, bytes.Count(data, []byte{'\n'})+1)
 		warns []string
 		off   int
 		line  int
@@ -37,8 +37,7 @@ func parseResults(path string, data []byte) ([]Sample, int, []string, error) {
 			continue
 		}
 		var s Sample
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		err := dec.Decode(&s)
+		err := json.Unmarshal(raw, &s)
 		if err == nil && s.Schema > SchemaVersion {
 			return nil, 0, nil, fault.Input("%s:%d: schema %d is newer than this vnetbench understands (%d); upgrade vnetbench", path, line, s.Schema, SchemaVersion)
 		}

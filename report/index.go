@@ -1,0 +1,79 @@
+package report
+
+import (
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// index holds a set's samples by cell and by cell and column, built once
+// when the report is built (as x/perf's benchtab indexes each result once
+// as it is added). Every lookup a table makes is then a map access and a
+// walk over one cell's repetitions, so a report's cost grows linearly with
+// the samples instead of rescanning all of them per lookup.
+type index struct {
+	// cells are the cell names in order of first appearance.
+	cells []string
+	// byCell holds each cell's samples in input order; byCol the samples of
+	// each cell in each column.
+	byCell map[string][]*results.Sample
+	byCol  map[cellCol][]*results.Sample
+	// keys are set.MetricKeys().
+	keys []string
+	// sweepSizes counts the distinct packet sizes of each group of cells
+	// that differ only in pkt_size (see inSweep).
+	sweepSizes map[string]int
+	// stats and deltas remember what summaries computed for the tables.
+	stats  map[statKey]Stats
+	deltas map[statKey]Delta
+}
+
+type cellCol struct{ cell, col string }
+
+type statKey struct{ cell, col, key string }
+
+func newIndex(set *results.Set) *index {
+	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
+		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{}}
+	sizes := map[string]map[string]bool{}
+	for i := range set.Samples {
+		s := &set.Samples[i]
+		if _, ok := x.byCell[s.Cell]; !ok {
+			x.cells = append(x.cells, s.Cell)
+		}
+		x.byCell[s.Cell] = append(x.byCell[s.Cell], s)
+		cc := cellCol{s.Cell, s.Kernel}
+		x.byCol[cc] = append(x.byCol[cc], s)
+		if _, ok := sizeOf(s); ok {
+			k := groupKey(s, "pkt_size")
+			if sizes[k] == nil {
+				sizes[k] = map[string]bool{}
+			}
+			sizes[k][s.Axes["pkt_size"]] = true
+		}
+	}
+	for k, v := range sizes {
+		x.sweepSizes[k] = len(v)
+	}
+	return x
+}
+
+// values returns the values of metric key for cell in column col, one per
+// sample that has it, in sample order.
+func (x *index) values(cell, col, key string) []float64 {
+	var out []float64
+	for _, s := range x.byCol[cellCol{cell, col}] {
+		if v, ok := s.Value(key); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// has reports whether a sample of cell in col has metric key.
+func (x *index) has(cell, col, key string) bool {
+	for _, s := range x.byCol[cellCol{cell, col}] {
+		if _, ok := s.Value(key); ok {
+			return true
+		}
+	}
+	return false
+}
