@@ -28,9 +28,15 @@ type GuestImage struct {
 }
 
 // ImageFunc returns the guest image for a cell's guest (built or taken
-// from the cache), carrying the host programs the workloads run in the
-// guest (the iperf3 server).
-type ImageFunc func(ctx context.Context, g scenarios.Guest, programs []string) (*GuestImage, error)
+// from the cache), carrying what the run's workloads need in the guest.
+type ImageFunc func(ctx context.Context, g scenarios.Guest, want GuestContents) (*GuestImage, error)
+
+// GuestContents is what workloads need in the guest image besides the
+// agent and the NIC's modules.
+type GuestContents struct {
+	Programs []string // host programs, copied with their shared libraries
+	Modules  []string // kernel modules loaded at boot
+}
 
 // AgentDialer connects to a guest agent's socket.
 type AgentDialer func(ctx context.Context, socketPath string) (Agent, error)
@@ -137,7 +143,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
 	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accel}
-	img, err := r.opts.Image(ctx, c.Guest, r.guestPrograms)
+	img, err := r.opts.Image(ctx, c.Guest, r.guestContents)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
@@ -165,7 +171,8 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
-		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}}}
+		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}},
+		Extra:       c.Generator.Config.Needs().QEMUArgs}
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
 	}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -17,18 +16,12 @@ const GuestFastCmdline = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp 
 // VMImagesBuilder is the ImageFunc that builds the guest with vmimages:
 // the guest's kernel (scenario guest.kernel, else vmimages' default: the
 // host's, then Debian's), the agent binary as /init (agentBinary, "" = the
-// running executable) and the host programs the cells' workloads want in
-// the guest (iperf3). Builds are cached by content, so calling it per
-// boot is cheap.
+// running executable) and what the cells' workloads want in the guest
+// (programs such as iperf3, modules). Builds are cached by content, so
+// calling it per boot is cheap.
 func VMImagesBuilder(agentBinary string) ImageFunc {
-	return func(ctx context.Context, g scenarios.Guest, programs []string) (*GuestImage, error) {
-		o := vmimages.BuildOptions{Agent: agentBinary, Modules: g.Kernel.Modules}
-		for _, p := range programs {
-			if p != "iperf3" {
-				return nil, fmt.Errorf("guest program %s: the image builder carries only iperf3", p)
-			}
-			o.Iperf3 = true
-		}
+	return func(ctx context.Context, g scenarios.Guest, want GuestContents) (*GuestImage, error) {
+		o := vmimages.BuildOptions{Agent: agentBinary, Modules: g.Kernel.Modules, Programs: want.Programs, ExtraModules: want.Modules}
 		switch {
 		case g.Kernel.Image != "":
 			o.Kernel = g.Kernel.Image

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -191,7 +192,20 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 	}
 	return lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
 		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
-		Shares: labShares(lc)}
+		Shares: labShares(lc), Modules: labModules()}
+}
+
+// labModules are the modules a lab VM loads: lab.LabModules and the
+// kernel modules of every workload feature (pktgen, ...), so a lab kernel
+// has what any workload's cells need.
+func labModules() []string {
+	out := slices.Clone(lab.LabModules)
+	for _, f := range workload.AllFeatures() {
+		if f.Module != "" && !slices.Contains(out, f.Module) {
+			out = append(out, f.Module)
+		}
+	}
+	return out
 }
 
 // labShares are the host directories the cells need inside the lab that

@@ -24,8 +24,8 @@ type Needs struct {
 	Qdiscs   []string
 	Lab      bool // a kernel other than the running one
 	NoNetns  bool // isolation: none
-	// GuestPrograms are host programs the guest image must carry.
-	GuestPrograms []string
+	// GuestPrograms and GuestModules are what the guest image must carry.
+	GuestPrograms, GuestModules []string
 	// checks are the workloads' own checks (pktgen script mode: the
 	// kernel's sample script exists).
 	checks []func() error
@@ -49,7 +49,7 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 	var n Needs
 	tools := map[string]bool{qemu.DefaultBinary: true}
 	features := map[string]bool{}
-	guest := map[string]bool{}
+	guest, guestMods := map[string]bool{}, map[string]bool{}
 	qd := map[string]bool{}
 	for i := range cells {
 		c := &cells[i]
@@ -65,6 +65,9 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 		}
 		for _, p := range wn.GuestPrograms {
 			guest[p] = true
+		}
+		for _, m := range wn.GuestModules {
+			guestMods[m] = true
 		}
 		if wn.Check != nil {
 			n.checks = append(n.checks, wn.Check)
@@ -88,6 +91,7 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 	n.Tools = sortedKeys(tools)
 	n.Features = sortedKeys(features)
 	n.GuestPrograms = sortedKeys(guest)
+	n.GuestModules = sortedKeys(guestMods)
 	n.Qdiscs = sortedKeys(qd)
 	return n
 }

@@ -96,10 +96,10 @@ type runState struct {
 	accel   qemu.Accel
 	guest   *guest
 	boots   int
-	// guestPrograms: what the run's workloads run in the guest (the
-	// iperf3 server); every guest image carries them all, so a VM is
-	// reused between cells of different workloads.
-	guestPrograms []string
+	// guestContents: what the run's workloads need in the guest (the
+	// iperf3 server); every guest image carries it all, so a VM is reused
+	// between cells of different workloads.
+	guestContents GuestContents
 	// guestKernel is the guest kernel release noted in env.json.
 	guestKernel string
 	undo        *undo.Stack // run-level teardown (netns, sockets)
@@ -153,7 +153,8 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 
 	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
 	r.exec.(*recordingExec).rec = r.recordArgv
-	r.guestPrograms = NeedsOf(cells).GuestPrograms
+	needs := NeedsOf(cells)
+	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
 	if o.Image == nil {
 		return nil, errors.New("run: no guest image builder (Options.Image)")
 	}

@@ -136,7 +136,7 @@ func newHarness(t testing.TB) *harness {
 	h.opts = Options{
 		Dir:      filepath.Join(t.TempDir(), "run"),
 		Scenario: "loop", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
-		Image:     func(context.Context, scenarios.Guest, []string) (*GuestImage, error) { return &GuestImage{}, nil },
+		Image:     func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return &GuestImage{}, nil },
 		DialAgent: func(context.Context, string) (Agent, error) { return h.agent, nil },
 		NewGenerator: func(*scenarios.Cell) (workload.Generator, error) {
 			h.mu.Lock()
@@ -384,12 +384,12 @@ func hostReady() bool {
 // with the console's last lines, leaving nothing behind.
 func TestRunBogusKernelCmdline(t *testing.T) {
 	needHost(t)
-	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, nil)
+	img, err := VMImagesBuilder("/bin/busybox")(t.Context(), scenarios.Guest{}, GuestContents{})
 	testenv.SkipUnavailable(t, err, "build the guest image")
 	cells := loadCells(t, strings.Replace(loopScenario, "boot: 20s", "boot: 5m", 1))
 	h := newHarness(t)
 	h.opts.DialAgent = DialVMImagesAgent
-	h.opts.Image = func(context.Context, scenarios.Guest, []string) (*GuestImage, error) {
+	h.opts.Image = func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) {
 		bad := *img
 		bad.Cmdline = "rdinit=/vnb-no-such-init root=/dev/vnb-nothing"
 		return &bad, nil

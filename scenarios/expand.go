@@ -108,12 +108,17 @@ func groupByGuest(round []Cell, first string) []Cell {
 }
 
 // GuestKey identifies the guest VM a cell needs: the kernel under test,
-// the backend and NIC (queues, tap name) and the guest's configuration.
-// Cells with the same key differ only in host-side knobs (qdisc, pinning,
-// generator) and share one boot.
+// the backend and NIC (queues, tap name), the guest's configuration and
+// the QEMU arguments of the workload (a vsock device, say). Cells with the
+// same key differ only in host-side knobs (qdisc, pinning, generator) and
+// share one boot.
 func (c *Cell) GuestKey() string {
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
-		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel)
+	var qemuArgs []string
+	if c.Generator.Config != nil {
+		qemuArgs = c.Generator.Config.Needs().QEMUArgs
+	}
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%q", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, qemuArgs)
 }
 
 // TapQueues is the number of tap (and virtio-net) queue pairs: queues when

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,8 +54,13 @@ type BuildOptions struct {
 	// Keep them for a kernel built with CONFIG_MODULE_SIG_FORCE=y.
 	KeepModuleSignatures bool
 	// Iperf3 copies the host's iperf3 and its shared libraries into the
-	// image (needed for the guest's iperf3 server).
+	// image (needed for the guest's iperf3 server); the same as "iperf3"
+	// in Programs.
 	Iperf3 bool
+	// Programs are host programs (found on $PATH) copied into the image as
+	// /usr/bin/NAME with their shared libraries, for a workload's guest
+	// side (the iperf3 server, socat, ...).
+	Programs []string
 	// CacheDir holds downloaded kernels and built initramfs files; empty
 	// means CacheDir().
 	CacheDir string
@@ -71,11 +77,12 @@ type Image struct {
 	KernelSource  string   `json:"kernel_source"`  // explicit, host or debian:<package>
 	Modules       []string `json:"modules"`        // loaded at boot, in order
 	Iperf3        bool     `json:"iperf3"`         // iperf3 is in the image
+	Programs      []string `json:"programs"`       // host programs in /usr/bin, sorted
 	Cached        bool     `json:"cached"`         // the initramfs already existed
 }
 
-// Build resolves the kernel, collects the agent, modules and (optionally)
-// iperf3, and writes a reproducible initramfs named by its content hash into
+// Build resolves the kernel, collects the agent, modules and host programs
+// (iperf3, ...), and writes a reproducible initramfs named by its content hash into
 // CacheDir/initramfs, reusing it when the inputs did not change.
 func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 	if o.CacheDir == "" {
@@ -91,11 +98,18 @@ func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 			return nil, fmt.Errorf("find the agent binary: %w; pass --agent-binary", err)
 		}
 	}
-	arch, err := assemble(k, agent, append(append([]string(nil), BootModules...), o.ExtraModules...), o.Iperf3, !o.KeepModuleSignatures)
+	programs := slices.Clone(o.Programs)
+	if o.Iperf3 {
+		programs = append(programs, "iperf3")
+	}
+	slices.Sort(programs)
+	programs = slices.Compact(programs)
+	arch, err := assemble(k, agent, append(append([]string(nil), BootModules...), o.ExtraModules...), programs, !o.KeepModuleSignatures)
 	if err != nil {
 		return nil, err
 	}
-	img := &Image{Kernel: k.Image, KernelRelease: k.Release, KernelSource: k.Source, Modules: arch.modules, Iperf3: o.Iperf3}
+	img := &Image{Kernel: k.Image, KernelRelease: k.Release, KernelSource: k.Source, Modules: arch.modules,
+		Iperf3: slices.Contains(programs, "iperf3"), Programs: programs}
 	dir := filepath.Join(o.CacheDir, "initramfs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -116,7 +130,7 @@ type assembled struct {
 	modules []string
 }
 
-func assemble(k *Kernel, agent string, modNames []string, iperf3, stripSigs bool) (*assembled, error) {
+func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bool) (*assembled, error) {
 	var a cpio.Archive
 	agentBytes, err := os.ReadFile(agent)
 	if err != nil {
@@ -160,28 +174,38 @@ func assemble(k *Kernel, agent string, modNames []string, iperf3, stripSigs bool
 	}
 	a.AddFile("etc/vnb/modules", 0o644, []byte(list.String()))
 
-	if iperf3 {
-		bin, err := exec.LookPath("iperf3")
-		if err != nil {
-			return nil, inputErrorf(nil, "iperf3 is not installed on the host, so it cannot go into the image; install it (apt-get install iperf3) or build without --iperf3")
-		}
-		libs, err := SharedLibs(bin)
-		if err != nil {
+	for _, name := range programs {
+		if err := addProgram(&a, name); err != nil {
 			return nil, err
-		}
-		for _, p := range append([]string{bin}, libs...) {
-			data, err := os.ReadFile(p) // follows symlinks: the guest gets plain files
-			if err != nil {
-				return nil, err
-			}
-			dst := p
-			if p == bin {
-				dst = "/usr/bin/iperf3"
-			}
-			a.AddFile(dst, 0o755, data)
 		}
 	}
 	return &assembled{archive: &a, modules: loaded}, nil
+}
+
+// addProgram copies the host program name into the archive as
+// /usr/bin/NAME, with its shared libraries at their host paths (an archive
+// path added twice keeps one copy).
+func addProgram(a *cpio.Archive, name string) error {
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return inputErrorf(nil, "%s is not installed on the host, so it cannot go into the image; install it (Debian: apt-get install %s)", name, name)
+	}
+	libs, err := SharedLibs(bin)
+	if err != nil {
+		return err
+	}
+	for _, p := range append([]string{bin}, libs...) {
+		data, err := os.ReadFile(p) // follows symlinks: the guest gets plain files
+		if err != nil {
+			return err
+		}
+		dst := p
+		if p == bin {
+			dst = "/usr/bin/" + name
+		}
+		a.AddFile(dst, 0o755, data)
+	}
+	return nil
 }
 
 // checkStatic refuses a dynamically linked agent: the initramfs has no libc

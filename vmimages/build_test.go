@@ -284,3 +284,46 @@ func TestPruneCache(t *testing.T) {
 		t.Error("pruned a file that is not an image")
 	}
 }
+
+// Programs: a workload's host programs go into /usr/bin with their shared
+// libraries; one missing on the host is bad input naming it.
+func TestBuildPrograms(t *testing.T) {
+	img, mods := fakeKernel(t, "6.1.0-99-test")
+	bin := t.TempDir()
+	// A stand-in program: a copy of a dynamically linked host binary.
+	src := "/usr/bin/iperf3"
+	if !isFile(src) {
+		src = "/bin/ls"
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		testenv.Skip(t, "needs a dynamically linked host binary (/bin/ls)")
+	}
+	os.WriteFile(filepath.Join(bin, "vnbtoy"), data, 0o755)
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	im, err := Build(t.Context(), BuildOptions{Kernel: img, Modules: mods, Agent: fakeAgent(t), CacheDir: t.TempDir(), Programs: []string{"vnbtoy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(im.Programs, ",") != "vnbtoy" || im.Iperf3 {
+		t.Errorf("programs %v iperf3 %v", im.Programs, im.Iperf3)
+	}
+	b, _ := os.ReadFile(im.Initramfs)
+	entries, err := cpio.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, libs bool
+	for _, e := range entries {
+		got = got || e.Name == "usr/bin/vnbtoy" && bytes.Equal(e.Data, data)
+		libs = libs || strings.Contains(e.Name, "libc.so")
+	}
+	if !got || !libs {
+		t.Errorf("usr/bin/vnbtoy in the archive: %v, libc: %v", got, libs)
+	}
+	_, err = Build(t.Context(), BuildOptions{Kernel: img, Modules: mods, Agent: fakeAgent(t), CacheDir: t.TempDir(), Programs: []string{"vnb-no-such-program"}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "vnb-no-such-program is not installed on the host") {
+		t.Errorf("missing program: %v", err)
+	}
+}

@@ -108,8 +108,16 @@ type Needs struct {
 	// Workload.Features).
 	Features []string
 	// GuestPrograms are host programs the guest image must carry (with
-	// their shared libraries), e.g. "iperf3" for the guest's server.
+	// their shared libraries, as /usr/bin/NAME), e.g. "iperf3" for the
+	// guest's server.
 	GuestPrograms []string
+	// GuestModules are kernel modules the guest loads at boot (besides
+	// those of its NIC), e.g. "vmw_vsock_virtio_transport".
+	GuestModules []string
+	// QEMUArgs are extra QEMU arguments for the cell's guest, e.g.
+	// ["-device", "vhost-vsock-pci,guest-cid=3"]; cells whose QEMUArgs
+	// differ boot different guests.
+	QEMUArgs []string
 	// Check runs before anything is set up (pktgen script mode: the
 	// script exists); its error is shown as it is. nil = nothing.
 	Check func() error

@@ -91,7 +91,8 @@ func TestToyPlan(t *testing.T) {
 		t.Errorf("params %v", params)
 	}
 	cmds := strings.Join(runner.Commands(&c), "\n")
-	if !strings.Contains(cmds, "\nip netns exec vnb-RUNID toyblast --dev vnbt0 --rate 1000 --burst 1 --seconds 0.5") {
+	if !strings.Contains(cmds, "\nip netns exec vnb-RUNID toyblast --dev vnbt0 --rate 1000 --burst 1 --seconds 0.5") ||
+		!strings.Contains(cmds, " -device virtio-rng-pci") {
 		t.Errorf("commands:\n%s", cmds)
 	}
 	if n := runner.NeedsOf(s.Expand()); !slices.Contains(n.Tools, "toyblast") {
@@ -192,7 +193,7 @@ func TestToyRunnerLoop(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	sum, err := runner.Run(t.Context(), scenarios.Order(s.Expand(), 1), runner.Options{
 		Dir: dir, Scenario: "toy", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
-		Image: func(context.Context, scenarios.Guest, []string) (*runner.GuestImage, error) {
+		Image: func(context.Context, scenarios.Guest, runner.GuestContents) (*runner.GuestImage, error) {
 			return &runner.GuestImage{}, nil
 		},
 		DialAgent: func(context.Context, string) (runner.Agent, error) { return &agent{}, nil },
@@ -213,6 +214,10 @@ func TestToyRunnerLoop(t *testing.T) {
 		}
 	}
 	checkReport(t, set)
+	repro, _ := os.ReadFile(filepath.Join(dir, results.ReproduceFile))
+	if n := strings.Count(string(repro), "-device virtio-rng-pci"); n != 1 {
+		t.Errorf("reproduce.sh has the toy's QEMU device %d times, want 1 (one guest for all cells)", n)
+	}
 }
 
 // agent is a guest agent that is ready at once and counts rising rx.

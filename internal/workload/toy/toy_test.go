@@ -80,7 +80,11 @@ func (c *config) NamePart() (string, []string) {
 	return "toy-r" + strconv.Itoa(c.Rate), []string{"rate"}
 }
 
-func (c *config) Needs() workload.Needs { return workload.Needs{Tools: []string{"toyblast"}} }
+// Needs: toyblast on the host; its guest wants a random number device
+// (a QEMU device a workload adds, as vsock adds vhost-vsock-pci).
+func (c *config) Needs() workload.Needs {
+	return workload.Needs{Tools: []string{"toyblast"}, QEMUArgs: []string{"-device", "virtio-rng-pci"}}
+}
 
 func (c *config) args(dev string) []string {
 	return []string{"toyblast", "--dev", dev, "--rate", strconv.Itoa(c.Rate), "--burst", strconv.Itoa(c.Burst),
