@@ -8,9 +8,8 @@ import (
 // unsupported returns why cell cannot run in column col (the reason of its
 // samples marked Unsupported), or "".
 func (b *builder) unsupported(cell, col string) string {
-	for i := range b.set.Samples {
-		s := &b.set.Samples[i]
-		if s.Cell == cell && s.Kernel == col && s.Unsupported != "" {
+	for _, s := range b.idx.byCol[cellCol{cell, col}] {
+		if s.Unsupported != "" {
 			return s.Unsupported
 		}
 	}
@@ -34,8 +33,8 @@ func headlineOf(s *results.Sample) string {
 // measured returns the first sample of cell that has metrics (not
 // Unsupported), else the first sample: what headers and row labels read.
 func (b *builder) measured(cell string) *results.Sample {
-	for i := range b.set.Samples {
-		if s := &b.set.Samples[i]; s.Cell == cell && s.Unsupported == "" {
+	for _, s := range b.idx.byCell[cell] {
+		if s.Unsupported == "" {
 			return s
 		}
 	}
