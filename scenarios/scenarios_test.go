@@ -19,7 +19,12 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files and the README reference")
+var (
+	update = flag.Bool("update", false, "rewrite the golden files under testdata")
+	// README.md is the user's documentation, not test data: a general
+	// -update (go test ./... -update) must not rewrite it.
+	updateReadme = flag.Bool("update-readme", false, "rewrite README.md's scenario reference section")
+)
 
 // golden compares got with testdata/NAME, rewriting it with -update.
 func golden(t *testing.T, name, got string) {
@@ -408,7 +413,8 @@ func TestParamsCoverEveryKey(t *testing.T) {
 }
 
 // TestReadmeReference keeps README.md's scenario reference equal to
-// Reference() (go test -update rewrites the section between the markers).
+// Reference() (go test ./scenarios -run TestReadmeReference -update-readme
+// rewrites the section between the markers).
 func TestReadmeReference(t *testing.T) {
 	const begin, end = "<!-- BEGIN SCENARIO REFERENCE -->", "<!-- END SCENARIO REFERENCE -->"
 	path := filepath.Join("..", "README.md")
@@ -424,7 +430,7 @@ func TestReadmeReference(t *testing.T) {
 	section := begin + "\n## Scenario reference\n\n" + Reference() + bt.String() + end
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if *update {
+	if *updateReadme {
 		if i < 0 || j < i {
 			s = strings.TrimRight(s, "\n") + "\n\n" + section + "\n"
 		} else {
@@ -436,10 +442,10 @@ func TestReadmeReference(t *testing.T) {
 		return
 	}
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %s ... %s section (go test ./scenarios -update adds it)", begin, end)
+		t.Fatalf("README.md lacks the %s ... %s section (go test ./scenarios -run TestReadmeReference -update-readme adds it)", begin, end)
 	}
 	if got := s[i : j+len(end)]; got != section {
-		t.Errorf("README.md scenario reference is stale (go test ./scenarios -update rewrites it):\n%s", diff(section, got))
+		t.Errorf("README.md scenario reference is stale (go test ./scenarios -run TestReadmeReference -update-readme rewrites it):\n%s", diff(section, got))
 	}
 }
 
