@@ -66,7 +66,7 @@ demo: deps build
 
 FUZZTIME ?= 10s
 fuzz:
-	@for pkg in ./scenarios ./perfparse ./report; do \
+	@for pkg in ./scenarios ./perfparse ./report ./internal/results; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \

@@ -26,7 +26,13 @@ func (set *Set) loadBenchfmt(path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	defer f.Close()
-	r := benchfmt.NewReader(f, path)
+	return set.readBenchfmt(f, path)
+}
+
+// readBenchfmt is loadBenchfmt on a reader; path names it in errors and
+// gives the kernel label a file without one gets.
+func (set *Set) readBenchfmt(in io.Reader, path string) error {
+	r := benchfmt.NewReader(in, path)
 	reps := map[[2]string]int{}
 	n := 0
 	for r.Scan() {
@@ -34,7 +40,10 @@ func (set *Set) loadBenchfmt(path string) error {
 		case *benchfmt.SyntaxError:
 			return fault.Input("%v; fix the line or remove it", rec)
 		case *benchfmt.Result:
-			s := sampleFromResult(rec, dirLabel(path))
+			s, err := sampleFromResult(rec, dirLabel(path))
+			if err != nil {
+				return err
+			}
 			k := [2]string{s.Cell, s.Kernel}
 			s.Rep = reps[k]
 			reps[k]++
@@ -56,14 +65,18 @@ func (set *Set) loadBenchfmt(path string) error {
 	return nil
 }
 
-func sampleFromResult(rec *benchfmt.Result, fileLabel string) Sample {
+func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[string]float64{}, Labels: map[string]string{}}
 	base, parts := rec.Name.Parts()
 	var cell []string
 	for _, p := range parts {
-		p = bytes.TrimPrefix(p, []byte("/"))
 		if p[0] == '-' { // GOMAXPROCS suffix
 			continue
+		}
+		p = bytes.TrimPrefix(p, []byte("/"))
+		if len(p) == 0 {
+			file, line := rec.Pos()
+			return s, fault.Input("%s:%d: benchmark name Benchmark%s has an empty /part (go test never writes one); remove the extra /", file, line, rec.Name.Full())
 		}
 		k, v, ok := bytes.Cut(p, []byte("="))
 		if !ok {
@@ -80,6 +93,10 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) Sample {
 	s.Cell = strings.Join(cell, "/")
 	if s.Cell == "" {
 		s.Cell = string(base)
+	}
+	if s.Cell == "" {
+		file, line := rec.Pos()
+		return s, fault.Input("%s:%d: benchmark without a name (a line starting with a bare Benchmark); name it, as in BenchmarkTx", file, line)
 	}
 	s.Labels["benchmark"] = string(base)
 	for _, c := range rec.Config {
@@ -109,7 +126,7 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) Sample {
 		}
 		s.Metrics[unit] = val
 	}
-	return s
+	return s, nil
 }
 
 // WriteBenchfmt writes the samples of set in the Go benchmark format, one
