@@ -125,7 +125,7 @@ func TestCompareRunsBadInput(t *testing.T) {
 // Go benchmark files compare like run directories: a per-op cost that fell
 // is significantly better.
 func TestBuildFromBenchfmt(t *testing.T) {
-	set, err := results.Load("testdata/bench/gotest.txt")
+	set, err := results.Load("testdata/handwritten/gotest.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,15 @@ import (
 	"encoding/xml"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
@@ -71,12 +74,23 @@ func fmtInt(i int) string {
 	return string(d)
 }
 
+// run returns the fixture run directories by name: a real capture under
+// testdata/real, else a generated one under testdata/generated (see
+// testdata/README.md).
 func run(dirs ...string) []string {
 	out := make([]string, len(dirs))
 	for i, d := range dirs {
-		out[i] = filepath.Join("testdata", "runs", d)
+		out[i] = filepath.Join("testdata", "generated", d)
+		if p := filepath.Join("testdata", "real", d); isDir(p) {
+			out[i] = p
+		}
 	}
 	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 func TestRenderGolden(t *testing.T) {
@@ -242,4 +256,49 @@ func built(tb testing.TB, opt Options, dirs ...string) (*results.Set, *Report) {
 		tb.Fatal(err)
 	}
 	return set, r
+}
+
+// The generated fixture runs are what their program writes: nobody edited
+// them by hand, and a change to the program (or to runner.WindowMetrics,
+// which computes the qdisc sets' metrics) shows up here.
+func TestGeneratedFixturesUpToDate(t *testing.T) {
+	gobin := testenv.NeedCommand(t, "go", "")
+	dir := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), gobin, "run", "./report/testdata/gen", "-o", dir)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run ./report/testdata/gen: %v\n%s", err, out)
+	}
+	var n int
+	err := filepath.WalkDir("testdata/generated", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/generated", p)
+		want, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Errorf("%s is not written by the generator (move it to testdata/real or testdata/handwritten): %v", p, err)
+			return nil
+		}
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what go run ./report/testdata/gen writes; run it (from the repository root) and commit the result", p)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			if _, err := os.Stat(filepath.Join("testdata/generated", rel)); err != nil {
+				t.Errorf("the generator writes %s, which is not checked in", rel)
+			}
+		}
+		return nil
+	})
+	if n == 0 {
+		t.Error("no generated fixtures")
+	}
 }

@@ -22,7 +22,12 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-const runs = "../../report/testdata/runs/"
+// The report package's fixture runs (report/testdata/README.md): made-up
+// numbers written by its gen program, and real captures.
+const (
+	runs = "../../report/testdata/generated/"
+	real = "../../report/testdata/real/"
+)
 
 func checkCLIGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
@@ -53,8 +58,8 @@ func TestReportCLI(t *testing.T) {
 		{"by-backend.csv", []string{"report", runs + "stock", runs + "patched", "--by", "backend", "--format=csv", "--metric", "tx_pps,lost_pps"}},
 		// A real single-kernel quickstart run: the mail by default, the
 		// per-metric and harness tables with --details.
-		{"quickstart-tcg.txt", []string{"report", runs + "quickstart-tcg"}},
-		{"quickstart-tcg-details.txt", []string{"report", runs + "quickstart-tcg", "--details"}},
+		{"quickstart-tcg.txt", []string{"report", real + "quickstart-tcg"}},
+		{"quickstart-tcg-details.txt", []string{"report", real + "quickstart-tcg", "--details"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -90,14 +95,14 @@ func TestReportCLIOutputFile(t *testing.T) {
 // blocks; the same run with --details has them, still without "inf".
 func TestReportCLISingleKernel(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := run(t.Context(), []string{"report", runs + "quickstart-tcg"}, &out, &errb); err != nil {
+	if err := run(t.Context(), []string{"report", real + "quickstart-tcg"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); strings.Contains(s, "inf") || strings.Contains(s, "tx_pps (") || strings.Count(s, "TCG in use") != 1 {
 		t.Errorf("single-kernel default report:\n%s", s)
 	}
 	out.Reset()
-	if err := run(t.Context(), []string{"report", "--details", runs + "quickstart-tcg"}, &out, &errb); err != nil {
+	if err := run(t.Context(), []string{"report", "--details", real + "quickstart-tcg"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); strings.Contains(s, "inf") || !strings.Contains(s, "tx_pps (") || !strings.Contains(s, "harness and diagnostics") {
@@ -140,7 +145,7 @@ func TestCompareCLI(t *testing.T) {
 			[]string{"~ (-15.35%) p=0.100 n=3: ok (not significant); too few samples", "can never reach p<=0.05", "verdict: ok"}},
 		// Default gates on a run with harness diagnostics: results gated,
 		// diagnostics not; --details adds the harness table.
-		{"quickstart-self.txt", []string{"compare", runs + "quickstart-tcg", runs + "quickstart-tcg", "--details"}, 0,
+		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 0,
 			[]string{"harness diagnostics are not gated", "tx_pps<+0%: tap/trafgen/pfifo_fast ~ (+0.00%) p=1.000 n=2: ok (not significant); too few samples",
 				"harness and diagnostics", "verdict: ok"}},
 	} {

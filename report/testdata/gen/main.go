@@ -1,9 +1,14 @@
-// Command gen writes the checked-in results sets under report/testdata/runs:
-// made-up but realistic numbers in the shape of the netdev tun/tap thread.
-// Run from the repository root: go run ./report/testdata/gen
+// Command gen writes the generated results sets under
+// report/testdata/generated: made-up but realistic numbers in the shape of
+// the netdev tun/tap thread (report/testdata/README.md). It owns that
+// directory and rewrites all of it; it never touches the real captures
+// under report/testdata/real. Run from the repository root:
+//
+//	go run ./report/testdata/gen [-o DIR]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"log"
 	"math"
@@ -13,6 +18,9 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
 var rng = rand.New(rand.NewPCG(1, 2))
@@ -39,7 +47,15 @@ func hostEnv(run string) results.Env {
 type pk struct{ tx, lost float64 }
 
 func main() {
-	out := "report/testdata/runs"
+	out := flag.String("o", "report/testdata/generated", "directory to write (removed first)")
+	flag.Parse()
+	if _, err := os.Stat("report/testdata/gen/main.go"); err != nil {
+		log.Fatal("run from the repository root: go run ./report/testdata/gen")
+	}
+	generate(*out)
+}
+
+func generate(out string) {
 	must(os.RemoveAll(out))
 	// Thread-style pktgen runs, one run directory per kernel.
 	pktgen := map[string]map[string]pk{
@@ -160,6 +176,81 @@ func main() {
 				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Start: t0, WindowS: 22,
 				Metrics: map[string]float64{"tx_pps": noisy(tx, 0.01), "lost_pps": noisy(1154e3, 0.01)},
 				Labels:  map[string]string{"generator": "pktgen", "count": "10000000", "threads": "1"}}))
+		}
+		must(w.Close())
+	}
+
+	// Last, so the sets above keep their random draws.
+	queueXmit(out)
+}
+
+// rates are one cell's made-up per-second rates: what pktgen sent, what the
+// tap carried to the guest and dropped, what the root qdisc dropped.
+type rates struct{ tap, tapDrop, qdiscDrop float64 }
+
+// queueXmit writes qdisc-stock and qdisc-patched: pktgen with queue_xmit
+// through the tap's root qdisc (fq_codel; pfifo_fast for 2 threads), in the
+// shape of a lab run where the stock tap drains slowly and fq_codel drops
+// the rest. The numbers are made up as counters before and after each
+// window and a pktgen Result; runner.WindowMetrics turns them into the
+// sample's metrics and warnings exactly as a run does.
+func queueXmit(out string) {
+	cells := []struct {
+		backend string
+		threads int
+		qdisc   string
+	}{{"tap", 1, "fq_codel"}, {"tap+vhost", 1, "fq_codel"}, {"tap", 2, "pfifo_fast"}, {"tap+vhost", 2, "pfifo_fast"},
+		{"tap", 4, "fq_codel"}, {"tap+vhost", 4, "fq_codel"}}
+	perKernel := map[string]map[string]rates{
+		"stock": {"tap/pktgen-t1": {177, 0, 55680}, "tap+vhost/pktgen-t1": {60862, 0, 0},
+			"tap/pktgen-t2": {96279, 1965, 0}, "tap+vhost/pktgen-t2": {118001, 0, 0},
+			"tap/pktgen-t4": {406, 12, 141135}, "tap+vhost/pktgen-t4": {91386, 3, 78479}},
+		"patched": {"tap/pktgen-t1": {56263, 0, 317}, "tap+vhost/pktgen-t1": {62101, 0, 0},
+			"tap/pktgen-t2": {99243, 0, 0}, "tap+vhost/pktgen-t2": {121526, 0, 0},
+			"tap/pktgen-t4": {151653, 0, 0}, "tap+vhost/pktgen-t4": {171269, 0, 0}},
+	}
+	const window = 10 * time.Second
+	for _, k := range []string{"stock", "patched"} {
+		env := hostEnv("qdisc-" + k)
+		env.Scenario = "thread-pktgen-queue-xmit"
+		w := create(filepath.Join(out, "qdisc-"+k), env)
+		for rep := 0; rep < 5; rep++ {
+			for i, c := range cells {
+				gen := fmt.Sprintf("pktgen-t%d", c.threads)
+				name := c.backend + "/" + gen
+				r := perKernel[k][name]
+				tap, tapDrop, qdrop := noisy(r.tap, 0.01), noisy(r.tapDrop, 0.2), noisy(r.qdiscDrop, 0.01)
+				// The counters: running totals before the window, plus
+				// the window's packets after it. pktgen counts what the
+				// qdisc accepted (fq_codel drops after accepting).
+				sec := window.Seconds()
+				before := runner.Counters{Tap: hostnet.LinkStats{TxPackets: 1000 + uint64(rep)*7, TxDropped: 20},
+					Qdisc: hostnet.QdiscStats{Kind: c.qdisc, Drops: 300}, Guest: runner.GuestStats{RxPackets: 990}}
+				after := before
+				after.Tap.TxPackets += uint64(tap * sec)
+				after.Tap.TxDropped += uint64(tapDrop * sec)
+				after.Qdisc.Drops += uint64(qdrop * sec)
+				after.Guest.RxPackets += uint64(tap * sec)
+				sent := (tap + tapDrop + qdrop) * sec
+				res := &workload.Result{Elapsed: window, Metrics: map[string]float64{"tx_pps": sent / sec, "pktgen_errors": 0}}
+				left := sent
+				for t := 0; t < c.threads; t++ {
+					n := math.Round(sent / float64(c.threads))
+					if t == c.threads-1 {
+						n = left
+					}
+					left -= n
+					res.Threads = append(res.Threads, workload.Thread{I: t, TxPPS: n / sec})
+				}
+				s := results.Sample{Run: "qdisc-" + k, Cell: name, Rep: rep, Kernel: k,
+					Axes:    map[string]string{"backend": c.backend, "generator": gen},
+					Start:   t0.Add(24*time.Hour + time.Duration(rep*len(cells)+i)*time.Minute),
+					WindowS: sec, Metrics: map[string]float64{},
+					Labels: map[string]string{"generator": "pktgen", "count": "560000", "threads": fmt.Sprint(c.threads),
+						"pkt_size": "60", "pin": "vhost:0", "qdisc": c.qdisc, "guest": "Debian 12 VM"}}
+				runner.WindowMetrics(&s, "pktgen", res, before, after, window)
+				must(w.Append(s))
+			}
 		}
 		must(w.Close())
 	}
