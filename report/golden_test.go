@@ -259,7 +259,7 @@ func built(tb testing.TB, opt Options, dirs ...string) (*results.Set, *Report) {
 }
 
 // The generated fixture runs are what their program writes: nobody edited
-// them by hand, and a change to the program (or to runner.WindowMetrics,
+// them by hand, and a change to the program (or to runner.NetMetrics and AddResult,
 // which computes the qdisc sets' metrics) shows up here.
 func TestGeneratedFixturesUpToDate(t *testing.T) {
 	gobin := testenv.NeedCommand(t, "go", "")

@@ -15,10 +15,10 @@ import (
 // tap carried 176 pps and dropped none; the rest died in the qdisc.
 func TestFillMetricsQdiscDrops(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}, Qdisc: "fq_codel"}
-	before := counters{tap: hostnet.LinkStats{TxPackets: 100, TxDropped: 7},
-		qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000}, guest: GuestStats{RxPackets: 100}}
-	after := counters{tap: hostnet.LinkStats{TxPackets: 100 + 2*176, TxDropped: 7},
-		qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000 + 2*55824}, guest: GuestStats{RxPackets: 100 + 2*176}}
+	before := Counters{Tap: hostnet.LinkStats{TxPackets: 100, TxDropped: 7},
+		Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000}, Guest: GuestStats{RxPackets: 100}}
+	after := Counters{Tap: hostnet.LinkStats{TxPackets: 100 + 2*176, TxDropped: 7},
+		Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000 + 2*55824}, Guest: GuestStats{RxPackets: 100 + 2*176}}
 	s := &results.Sample{Metrics: map[string]float64{}}
 	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 56000}, Threads: []workload.Thread{{I: 0, TxPPS: 56000}}}, before, after, 2*time.Second)
 	want := map[string]float64{"tx_pps": 56000, "tap_tx_pps": 176, "lost_pps": 0, "qdisc_drops": 2 * 55824, "qdisc_drop_pps": 55824, "rx_pps": 176}
@@ -55,7 +55,7 @@ func TestFillMetricsQdiscAbsent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &results.Sample{Metrics: map[string]float64{}}
-			fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, counters{tap: tap0, qdisc: tc.q0}, counters{tap: tap1, qdisc: tc.q1}, time.Second)
+			fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, Counters{Tap: tap0, Qdisc: tc.q0}, Counters{Tap: tap1, Qdisc: tc.q1}, time.Second)
 			v, ok := s.Metrics["qdisc_drop_pps"]
 			if ok != tc.want || v != 0 {
 				t.Errorf("qdisc_drop_pps = %v (present %v), want 0 present=%v", v, ok, tc.want)

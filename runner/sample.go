@@ -25,25 +25,24 @@ import (
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// counters is one snapshot of the window's counters.
-type counters struct {
-	tap   hostnet.LinkStats
-	qdisc hostnet.QdiscStats
-	guest GuestStats
-	at    time.Time
+// Counters is one snapshot of the counters a window is measured with: the
+// tap's, its root qdisc's (Kind "" = none) and the guest's eth0.
+type Counters struct {
+	Tap   hostnet.LinkStats
+	Qdisc hostnet.QdiscStats
+	Guest GuestStats
 }
 
-func (r *runState) snapshot(ctx context.Context, g *guest) (counters, error) {
-	var c counters
+func (r *runState) snapshot(ctx context.Context, g *guest) (Counters, error) {
+	var c Counters
 	var err error
-	if c.tap, err = r.ns.LinkStats(g.tap); err != nil {
+	if c.Tap, err = r.ns.LinkStats(g.tap); err != nil {
 		return c, err
 	}
-	c.qdisc, _ = r.ns.RootQdisc(g.tap)
-	if c.guest, err = g.agent.Stats(ctx); err != nil {
+	c.Qdisc, _ = r.ns.RootQdisc(g.tap)
+	if c.Guest, err = g.agent.Stats(ctx); err != nil {
 		return c, fmt.Errorf("guest stats: %w", err)
 	}
-	c.at = time.Now()
 	return c, nil
 }
 
@@ -222,7 +221,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
 		Emulated: r.accel != qemu.KVM}
-	netMetrics(s, before, after, window)
+	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
 	harnessCPU := cpuTime(ru1) - cpuTime(ru0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
@@ -307,8 +306,8 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 
 // fillMetrics computes the sample's metrics: the tap, qdisc and guest
 // counters over the window, and the workload's own (its Result).
-func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after counters, window time.Duration) {
-	netMetrics(s, before, after, window)
+func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
+	NetMetrics(s, before, after, window)
 	workloadMetrics(s, c, res)
 }
 
@@ -328,23 +327,24 @@ func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 	}
 }
 
-// netMetrics are the tap's, the root qdisc's and the guest's counters
-// over the window.
-func netMetrics(s *results.Sample, before, after counters, window time.Duration) {
+// NetMetrics puts into s.Metrics (not nil) the tap's, the root qdisc's and
+// the guest's counters over the window. Pure, like AddResult: with it
+// report/testdata/gen computes its fixtures' metrics as a run does.
+func NetMetrics(s *results.Sample, before, after Counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
-	dTx := after.tap.TxPackets - before.tap.TxPackets
-	dDrop := after.tap.TxDropped - before.tap.TxDropped
-	dRx := after.guest.RxPackets - before.guest.RxPackets
+	dTx := after.Tap.TxPackets - before.Tap.TxPackets
+	dDrop := after.Tap.TxDropped - before.Tap.TxDropped
+	dRx := after.Guest.RxPackets - before.Guest.RxPackets
 	m["tx_packets"] = float64(dTx)
 	m["tap_tx_pps"] = float64(dTx) / sec
 	m["lost_pps"] = float64(dDrop) / sec
 	m["rx_pps"] = float64(dRx) / sec
 	// Drops inside the root qdisc (pktgen queue_xmit through fq_codel,
 	// say) never reach the tap: lost_pps does not count them.
-	if q := after.qdisc; q.Kind != "" && q.Kind == before.qdisc.Kind {
-		m["qdisc_drops"] = float64(q.Drops - before.qdisc.Drops)
-		m["qdisc_drop_pps"] = float64(q.Drops-before.qdisc.Drops) / sec
+	if q := after.Qdisc; q.Kind != "" && q.Kind == before.Qdisc.Kind {
+		m["qdisc_drops"] = float64(q.Drops - before.Qdisc.Drops)
+		m["qdisc_drop_pps"] = float64(q.Drops-before.Qdisc.Drops) / sec
 	}
 }
 

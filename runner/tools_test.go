@@ -107,8 +107,8 @@ func TestShard(t *testing.T) {
 func TestFillMetrics(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "trafgen"}}
 	s := &results.Sample{Metrics: map[string]float64{}}
-	before := counters{tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, guest: GuestStats{RxPackets: 500}}
-	after := counters{tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, guest: GuestStats{RxPackets: 10500}}
+	before := Counters{Tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, Guest: GuestStats{RxPackets: 500}}
+	after := Counters{Tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, Guest: GuestStats{RxPackets: 10500}}
 	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
 	want := map[string]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
 	for k, v := range want {

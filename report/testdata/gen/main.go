@@ -21,6 +21,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 var rng = rand.New(rand.NewPCG(1, 2))
@@ -192,8 +193,9 @@ type rates struct{ tap, tapDrop, qdiscDrop float64 }
 // through the tap's root qdisc (fq_codel; pfifo_fast for 2 threads), in the
 // shape of a lab run where the stock tap drains slowly and fq_codel drops
 // the rest. The numbers are made up as counters before and after each
-// window and a pktgen Result; runner.WindowMetrics turns them into the
-// sample's metrics and warnings exactly as a run does.
+// window and a pktgen Result; the runner's own functions turn them into the
+// sample's metrics and warnings exactly as a run does (runner.NetMetrics and
+// runner.AddResult).
 func queueXmit(out string) {
 	cells := []struct {
 		backend string
@@ -248,7 +250,8 @@ func queueXmit(out string) {
 					WindowS: sec, Metrics: map[string]float64{},
 					Labels: map[string]string{"generator": "pktgen", "count": "560000", "threads": fmt.Sprint(c.threads),
 						"pkt_size": "60", "pin": "vhost:0", "qdisc": c.qdisc, "guest": "Debian 12 VM"}}
-				runner.WindowMetrics(&s, "pktgen", res, before, after, window)
+				runner.NetMetrics(&s, before, after, window)
+				runner.AddResult(&s, &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}, res)
 				must(w.Append(s))
 			}
 		}
