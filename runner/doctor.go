@@ -35,8 +35,9 @@ type Check struct {
 // Doctor is what this host can run.
 type Doctor struct {
 	Checks []Check
-	// Facts the scenario verdicts use.
-	Root, Tun, VhostNet bool
+	// Facts the scenario verdicts use. VhostVsock: /dev/vhost-vsock
+	// (module vhost_vsock), AF_VSOCK between host and guest.
+	Root, Tun, VhostNet, VhostVsock bool
 	// Features maps each workload feature (pktgen) to whether this host
 	// has it.
 	Features   map[string]bool
@@ -80,6 +81,10 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d.VhostNet = err == nil
 	add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
 		Fix: "load vhost_net (modprobe vhost_net), or run tap+vhost cells in " + LabHint})
+	_, err = os.Stat(qemu.VhostVsockPath)
+	d.VhostVsock = err == nil
+	add(Check{Name: "vhost-vsock", OK: d.VhostVsock, Warn: true, Detail: present(qemu.VhostVsockPath, d.VhostVsock),
+		Fix: "vsock to a guest needs it: load vhost_vsock (modprobe vhost_vsock), or run vsock cells in " + LabHint})
 	_, err = os.Stat("/dev/net/tun")
 	d.Tun = err == nil
 	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
