@@ -69,8 +69,8 @@ func (a *vmAgent) GuestClock() (initAt, readyAt time.Duration) {
 	return time.Duration(a.ready.InitMS) * time.Millisecond, time.Duration(a.ready.BootMS) * time.Millisecond
 }
 
-func (a *vmAgent) Do(ctx context.Context, op, action string) error {
-	_, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action})
+func (a *vmAgent) Do(ctx context.Context, op, action string, args ...string) error {
+	_, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action, Args: args})
 	return err
 }
 func (a *vmAgent) Sink(ctx context.Context, kind string) error { return a.c.Sink(ctx, kind) }

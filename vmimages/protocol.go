@@ -6,6 +6,8 @@ package vmimages
 // one Event carrying the request's ID: "ok", "stats" or "error". The agent
 // sends one unsolicited "ready" event (ID 0) when it has finished booting.
 // Unknown ops and malformed lines get an "error" event, never silence.
+// Besides the ops below, the agent answers the ops its Server.Ops add
+// (workloads' guest sides), with an "ok" or "error" event.
 
 // AgentPortName is the name of the virtio-serial port the agent talks on
 // (QEMU: -device virtserialport,chardev=agent,name=vnb.agent).
@@ -41,6 +43,8 @@ type Request struct {
 	Op     string `json:"op"`
 	Action string `json:"action,omitempty"` // iperf3: "start" | "stop"
 	Kind   string `json:"kind,omitempty"`   // sink kind
+	// Args are the arguments of a workload's own op (agent.Server.Ops).
+	Args []string `json:"args,omitempty"`
 }
 
 // Event is a guest-to-host message.

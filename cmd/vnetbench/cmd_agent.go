@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/vmimages/agent"
 )
 
@@ -46,7 +47,12 @@ func dispatch(pid int, argv []string) (agent bool, args []string) {
 	return false, args
 }
 
-// runGuestAgent runs the agent; it powers the guest off and never returns.
+// runGuestAgent runs the agent, with the workloads' guest-side ops; it
+// powers the guest off and never returns.
 func runGuestAgent() {
-	agent.Main()
+	ops := map[string]agent.Op{}
+	for name, op := range workload.GuestOps() {
+		ops[name] = agent.Op(op)
+	}
+	agent.Main(ops)
 }

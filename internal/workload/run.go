@@ -70,9 +70,44 @@ type Window struct {
 
 // Agent is the guest agent as a workload sees it.
 type Agent interface {
-	// Do asks the agent for op (with action) and waits for its reply;
-	// the ops are the agent protocol's (vmimages.Op*).
-	Do(ctx context.Context, op, action string) error
+	// Do asks the agent for op with action and args and waits for its
+	// reply: the agent protocol's ops (vmimages.Op*) and the workloads'
+	// GuestOps.
+	Do(ctx context.Context, op, action string, args ...string) error
+}
+
+// GuestOp is a workload's op run inside the guest by the agent (the
+// guest's /init is this binary, so a workload's own code runs there): the
+// host's Agent.Do(ctx, op, action, args...) reaches it. It returns
+// promptly, with a detail for the reply; long-running work (a sender, a
+// redirector) goes on in the background until a stop action.
+type GuestOp func(action string, args []string) (detail string, err error)
+
+// GuestOper is a Workload with guest-side ops, by op name. Names are
+// unique across workloads and differ from the agent's own (stats, iperf3,
+// sink, poweroff, ping).
+type GuestOper interface {
+	GuestOps() map[string]GuestOp
+}
+
+// GuestOps returns the guest ops of every registered workload; the agent
+// serves them. It panics on a name two workloads use (a programming error
+// any test finds).
+func GuestOps() map[string]GuestOp {
+	out := map[string]GuestOp{}
+	for _, w := range All() {
+		g, ok := w.(GuestOper)
+		if !ok {
+			continue
+		}
+		for name, op := range g.GuestOps() {
+			if _, dup := out[name]; dup {
+				panic(fmt.Sprintf("workload: guest op %q registered twice", name))
+			}
+			out[name] = op
+		}
+	}
+	return out
 }
 
 // Result is what a generator measured in its window.

@@ -36,7 +36,9 @@ func logf(format string, a ...any) {
 
 // Main is the agent's entry point as PID 1. It never returns: when serving
 // ends or anything fatal happens, the guest powers off.
-func Main() {
+//
+// ops are the workloads' guest-side ops (Server.Ops).
+func Main(ops map[string]Op) {
 	if c, err := os.OpenFile("/dev/console", os.O_WRONLY, 0); err == nil {
 		console = c
 	}
@@ -45,7 +47,7 @@ func Main() {
 			fatal(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	fatal(run())
+	fatal(run(ops))
 }
 
 func fatal(err error) {
@@ -65,7 +67,7 @@ func poweroff() {
 
 // run sets the guest up and serves the host until serving fails; it
 // returns only that error (a poweroff request powers off from inside).
-func run() error {
+func run(ops map[string]Op) error {
 	if err := mounts(); err != nil {
 		return err
 	}
@@ -106,7 +108,7 @@ func run() error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	srv := &Server{Sys: sys, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
+	srv := &Server{Sys: sys, Ops: ops, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
 	if cfg.Debug {
 		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
 	}

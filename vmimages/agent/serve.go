@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 
@@ -44,6 +45,25 @@ const maxLine = 64 << 10
 type Server struct {
 	Sys   System
 	Ready vmimages.Event // the ready event (sent first, and in reply to ping)
+	// Ops are further ops by name: the guest sides of workloads (a vsock
+	// sender, say). One answers {"op":NAME,"action":...,"args":[...]} with
+	// "ok" (its detail in msg) or "error"; it must return promptly
+	// (long-running work goes on in the background until a stop action).
+	Ops map[string]Op
+}
+
+// Op is an op a workload adds to the agent: it runs in the guest.
+type Op func(action string, args []string) (detail string, err error)
+
+// opNames lists the ops s answers, for messages.
+func (s *Server) opNames() string {
+	names := []string{vmimages.OpStats, vmimages.OpIperf3, vmimages.OpSink, vmimages.OpPoweroff, vmimages.OpPing}
+	extra := make([]string, 0, len(s.Ops))
+	for n := range s.Ops {
+		extra = append(extra, n)
+	}
+	sort.Strings(extra)
+	return strings.Join(append(names, extra...), ", ")
 }
 
 // Serve writes the ready event (when sendReady), then answers requests read
@@ -165,9 +185,16 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 		ev.Ev, ev.ID = vmimages.EvReady, req.ID
 		return ev, nil
 	case "":
-		return errEv(req.ID, "request without op: want one of stats, iperf3, sink, poweroff, ping"), nil
+		return errEv(req.ID, "request without op: want one of %s", s.opNames()), nil
 	}
-	return errEv(req.ID, "unknown op %q: want one of stats, iperf3, sink, poweroff, ping", req.Op), nil
+	if op, ok := s.Ops[req.Op]; ok {
+		detail, err := op(req.Action, req.Args)
+		if err != nil {
+			return errEv(req.ID, "%s %s: %v", req.Op, req.Action, err), nil
+		}
+		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID, Msg: detail}, nil
+	}
+	return errEv(req.ID, "unknown op %q: want one of %s", req.Op, s.opNames()), nil
 }
 
 func errEv(id uint64, format string, a ...any) vmimages.Event {

@@ -135,3 +135,34 @@ func TestXDPProgramAssembles(t *testing.T) {
 		t.Errorf("program does not end in exit: %v", last)
 	}
 }
+
+// A workload's op (Server.Ops) is answered like the agent's own: its
+// action and args reach it, its detail or error comes back with the
+// request's id; the unknown-op message lists it.
+func TestServeWorkloadOps(t *testing.T) {
+	var got []string
+	srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+		"vsock-send": func(action string, args []string) (string, error) {
+			got = append(got, action+" "+strings.Join(args, ","))
+			if action != "start" {
+				return "", errors.New("want start")
+			}
+			return "sending to cid 2", nil
+		},
+	}}
+	ev, _ := srv.Handle(`{"id":3,"op":"vsock-send","action":"start","args":["2","5001"]}`)
+	if ev.Ev != vmimages.EvOK || ev.ID != 3 || ev.Msg != "sending to cid 2" {
+		t.Errorf("ok reply %+v", ev)
+	}
+	ev, _ = srv.Handle(`{"id":4,"op":"vsock-send","action":"jump"}`)
+	if ev.Ev != vmimages.EvError || ev.ID != 4 || ev.Msg != "vsock-send jump: want start" {
+		t.Errorf("error reply %+v", ev)
+	}
+	if strings.Join(got, "|") != "start 2,5001|jump " {
+		t.Errorf("op saw %q", got)
+	}
+	ev, _ = srv.Handle(`{"id":5,"op":"nope"}`)
+	if !strings.HasSuffix(ev.Msg, "want one of stats, iperf3, sink, poweroff, ping, vsock-send") {
+		t.Errorf("unknown op: %q", ev.Msg)
+	}
+}

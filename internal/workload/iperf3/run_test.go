@@ -30,7 +30,7 @@ func TestArgvGolden(t *testing.T) {
 // agent records the ops asked of the guest agent.
 type agent struct{ ops []string }
 
-func (a *agent) Do(_ context.Context, op, action string) error {
+func (a *agent) Do(_ context.Context, op, action string, _ ...string) error {
 	a.ops = append(a.ops, op+" "+action)
 	return nil
 }

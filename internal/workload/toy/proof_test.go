@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,14 @@ import (
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	guestagent "github.com/vnetbench/vnetbench/vmimages/agent"
 )
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
 
 // The one registration line.
 func TestMain(m *testing.M) {
@@ -191,18 +199,24 @@ func TestToyRunnerLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
+	ag := &agent{}
 	sum, err := runner.Run(t.Context(), scenarios.Order(s.Expand(), 1), runner.Options{
 		Dir: dir, Scenario: "toy", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
 		Image: func(context.Context, scenarios.Guest, runner.GuestContents) (*runner.GuestImage, error) {
 			return &runner.GuestImage{}, nil
 		},
-		DialAgent: func(context.Context, string) (runner.Agent, error) { return &agent{}, nil },
+		DialAgent: func(context.Context, string) (runner.Agent, error) { return ag, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Samples != 4 {
 		t.Errorf("summary %+v", sum)
+	}
+	// The two measured cells asked the guest side (burst 40 is refused
+	// before it starts).
+	if want := []string{"toy-expect start 1000", "toy-expect start 2000"}; !slices.Equal(sortedCopy(ag.ops), want) {
+		t.Errorf("agent ops %q, want %q", ag.ops, want)
 	}
 	set, err := results.Load(dir)
 	if err != nil {
@@ -220,14 +234,40 @@ func TestToyRunnerLoop(t *testing.T) {
 	}
 }
 
-// agent is a guest agent that is ready at once and counts rising rx.
-type agent struct{ rx atomic.Uint64 }
+// The toy's guest side is served by the guest agent like the agent's own
+// ops: the registry's GuestOps are what /init hands the agent.
+func TestToyGuestOp(t *testing.T) {
+	ops := map[string]guestagent.Op{}
+	for name, op := range workload.GuestOps() {
+		ops[name] = guestagent.Op(op)
+	}
+	srv := &guestagent.Server{Ops: ops}
+	if ev, _ := srv.Handle(`{"id":9,"op":"toy-expect","action":"start","args":["1000"]}`); ev.Ev != "ok" || ev.ID != 9 || ev.Msg != "expecting 1000 packets" {
+		t.Errorf("reply %+v", ev)
+	}
+	if ev, _ := srv.Handle(`{"id":10,"op":"toy-expect","action":"stop"}`); ev.Ev != "error" || !strings.Contains(ev.Msg, "want start PACKETS") {
+		t.Errorf("reply %+v", ev)
+	}
+}
+
+// agent is a guest agent that is ready at once, counts rising rx and
+// records the ops it is asked for.
+type agent struct {
+	rx  atomic.Uint64
+	mu  sync.Mutex
+	ops []string
+}
 
 func (a *agent) WaitReady(context.Context) error { return nil }
 func (a *agent) Stats(context.Context) (runner.GuestStats, error) {
 	return runner.GuestStats{RxPackets: a.rx.Add(1000)}, nil
 }
-func (a *agent) Do(context.Context, string, string) error { return nil }
-func (a *agent) Sink(context.Context, string) error       { return nil }
-func (a *agent) Poweroff(context.Context) error           { return nil }
-func (a *agent) Close() error                             { return nil }
+func (a *agent) Do(_ context.Context, op, action string, args ...string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ops = append(a.ops, op+" "+action+" "+strings.Join(args, " "))
+	return nil
+}
+func (a *agent) Sink(context.Context, string) error { return nil }
+func (a *agent) Poweroff(context.Context) error     { return nil }
+func (a *agent) Close() error                       { return nil }

@@ -49,6 +49,19 @@ func (toy) Table() workload.Table {
 		}}
 }
 
+// GuestOps: the toy's guest side counts what it is told to expect (the
+// agent runs it in the guest; the host asks with Agent.Do).
+func (toy) GuestOps() map[string]workload.GuestOp {
+	return map[string]workload.GuestOp{
+		"toy-expect": func(action string, args []string) (string, error) {
+			if action != "start" || len(args) != 1 {
+				return "", fmt.Errorf("want start PACKETS, got %s %q", action, args)
+			}
+			return "expecting " + args[0] + " packets", nil
+		},
+	}
+}
+
 // config is generator.toy.
 type config struct {
 	Rate     int // packets/s
@@ -110,6 +123,11 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 		return workload.Unsupported("burst %d: the toy tap refuses bursts above 32", g.cfg.Burst)
 	}
 	g.w = w
+	if w.Agent != nil {
+		if err := w.Agent.Do(ctx, "toy-expect", "start", strconv.Itoa(g.cfg.Rate)); err != nil {
+			return fmt.Errorf("toy guest: %w", err)
+		}
+	}
 	p, err := w.Exec.Start(ctx, proc.Cmd{Argv: g.cfg.args(w.Dev), Netns: w.Netns, Stdout: &g.out})
 	if err != nil {
 		return fmt.Errorf("toyblast: %w", err)
