@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 func (b *builder) compareTables() {
@@ -118,7 +119,7 @@ func spreadText(st *Stats, withN bool) string {
 		if st.Median != 0 {
 			ci = fmt.Sprintf("%.0f%%", 100*math.Max(st.Hi/st.Median-1, 1-st.Lo/st.Median))
 		}
-		return si(st.Median) + " ± " + ci
+		return units.SI(st.Median) + " ± " + ci
 	}
 	var in []string
 	if withN {
@@ -126,17 +127,17 @@ func spreadText(st *Stats, withN bool) string {
 	}
 	if st.N > 1 {
 		// 3 significant digits, more when they would hide the spread.
-		lo, hi := siDigits(st.Min, 3), siDigits(st.Max, 3)
+		lo, hi := units.SIDigits(st.Min, 3), units.SIDigits(st.Max, 3)
 		for d := 4; lo == hi && st.Min != st.Max && d <= 6; d++ {
-			lo, hi = siDigits(st.Min, d), siDigits(st.Max, d)
+			lo, hi = units.SIDigits(st.Min, d), units.SIDigits(st.Max, d)
 		}
-		if p := siPrefix(hi); p != "" && siPrefix(lo) == p {
+		if p := units.Prefix(hi); p != "" && units.Prefix(lo) == p {
 			lo = strings.TrimSuffix(lo, p)
 		}
 		in = append(in, lo+".."+hi)
 	}
 	if len(in) == 0 {
-		return si(st.Median)
+		return units.SI(st.Median)
 	}
-	return si(st.Median) + " (" + strings.Join(in, ", ") + ")"
+	return units.SI(st.Median) + " (" + strings.Join(in, ", ") + ")"
 }

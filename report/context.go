@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
@@ -132,7 +133,7 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	}
 	if c := l("count"); c != "" && c != "0" {
 		if n, err := strconv.ParseFloat(c, 64); err == nil {
-			c = countText(n)
+			c = units.Count(n)
 		}
 		parts = append(parts, c+" packets")
 	} else if d := l("duration"); d != "" {

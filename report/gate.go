@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Gate trips when Metric changes significantly beyond Threshold percent in
@@ -70,9 +71,9 @@ func (d *Decision) String() string {
 	}
 	change := d.Delta.DeltaString()
 	if d.Delta.Significant {
-		change = pct(d.Delta.Pct)
+		change = units.Pct(d.Delta.Pct)
 	} else if !math.IsNaN(d.Delta.Pct) {
-		change = fmt.Sprintf("~ (%s)", pct(d.Delta.Pct))
+		change = fmt.Sprintf("~ (%s)", units.Pct(d.Delta.Pct))
 	}
 	s := fmt.Sprintf("%s: %s %s %s: %s", d.Gate, d.Cell, change, d.Delta.PString(), state)
 	if d.Delta.TooFew {
@@ -87,7 +88,7 @@ type GateError struct{ Tripped []Decision }
 func (e *GateError) Error() string {
 	var cells []string
 	for _, d := range e.Tripped {
-		cells = append(cells, fmt.Sprintf("%s %s in %s", d.Gate.Metric, pct(d.Delta.Pct), d.Cell))
+		cells = append(cells, fmt.Sprintf("%s %s in %s", d.Gate.Metric, units.Pct(d.Delta.Pct), d.Cell))
 	}
 	return fmt.Sprintf("regression: %s", strings.Join(cells, ", "))
 }

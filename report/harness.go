@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // harnessTable shows the Diagnostics metrics: one row per cell (and
@@ -83,15 +84,11 @@ var diagnosticHeaders = map[string][2]string{
 
 // diagnosticText formats a harness table value.
 func diagnosticText(key string, v float64) string {
-	switch results.Describe(key).Unit {
-	case "fraction":
-		return num(100*v) + "%"
-	case "s":
-		return num(v) + " s"
-	case "pps":
-		return rateText("pps", v)
+	switch u := results.Describe(key).Unit; u {
+	case "fraction", "s", "pps", "bit/s":
+		return units.For(u).Format(v)
 	case "count":
-		return si(v)
+		return units.SI(v)
 	}
-	return num(v)
+	return units.Num(v)
 }

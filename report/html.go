@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // WriteHTML renders r as one self-contained HTML file: the tables, and an
@@ -183,7 +185,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 				op = "0.55"
 			}
 			fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\"><title>%s: %s</title></rect>",
-				x, y(br.med), bw*0.9, y(0)-y(br.med), fill, op, html.EscapeString(r.Columns[bi]), html.EscapeString(si(br.med)))
+				x, y(br.med), bw*0.9, y(0)-y(br.med), fill, op, html.EscapeString(r.Columns[bi]), html.EscapeString(units.SI(br.med)))
 			cx := x + bw*0.45
 			fmt.Fprintf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>", cx, cx, y(br.lo), y(br.hi))
 			for _, v := range []float64{br.lo, br.hi} {
@@ -230,7 +232,7 @@ func niceStep(x float64) float64 {
 
 // tickLabel is si without trailing zeros: "500k", "1.5M".
 func tickLabel(v float64) string {
-	t := si(v)
+	t := units.SI(v)
 	num := strings.TrimRight(t, "kMGT")
 	if strings.Contains(num, ".") {
 		num = strings.TrimRight(strings.TrimRight(num, "0"), ".")

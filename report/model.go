@@ -292,3 +292,5 @@ func (b *builder) metricKeys() []string {
 	}
 	return b.idx.keys
 }
+
+func ptr(v float64) *float64 { return &v }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // perfTarget returns the event and target of a perf metric key in s.
@@ -61,7 +62,7 @@ func (b *builder) perfStatTables() {
 					r.Cells = append(r.Cells, Cell{Text: "-"})
 					continue
 				}
-				r.Cells = append(r.Cells, Cell{Text: grouped(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+				r.Cells = append(r.Cells, Cell{Text: units.Grouped(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 			}
 			for _, col := range b.r.Columns[1:] {
 				d := b.delta(cell, col, rw.key)

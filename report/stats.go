@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	mstats "github.com/montanaflynn/stats"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -153,7 +154,7 @@ func (d *Delta) DeltaString() string {
 	if !d.Significant {
 		return "~"
 	}
-	return pct(d.Pct)
+	return units.Pct(d.Pct)
 }
 
 // PString is "p=0.008 n=5" (or "n=5+4" for unequal sizes), like

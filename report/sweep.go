@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 func sizeOf(s *results.Sample) (int, bool) {
@@ -40,7 +41,18 @@ func (b *builder) sweepTables() {
 			}
 			m := results.Describe(key)
 			first := b.firstSample(cells[0])
-			div, suf := scaleFor(m.Unit, b.stats(cells[0], b.r.Base, key).Median)
+			// One unit for the whole table, the one every median reads 1 or
+			// more in (units.Scale.Common).
+			var medians []float64
+			for _, cell := range cells {
+				for _, col := range b.r.Columns {
+					if st := b.stats(cell, col, key); st.N > 0 {
+						medians = append(medians, st.Median)
+					}
+				}
+			}
+			u := units.For(m.Unit).Common(medians)
+			suf := u.Name
 			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),
 				LabelHeader: []string{"size (B)"}, Metric: key, Unit: suf}
 			for _, c := range b.r.Columns {
@@ -62,7 +74,7 @@ func (b *builder) sweepTables() {
 						row.Cells = append(row.Cells, Cell{Text: "-"})
 						continue
 					}
-					row.Cells = append(row.Cells, Cell{Text: num(st.Median / div), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+					row.Cells = append(row.Cells, Cell{Text: u.Number(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 				}
 				for _, col := range b.r.Columns[1:] {
 					d := b.delta(cell, col, key)

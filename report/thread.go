@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
@@ -45,7 +46,10 @@ func (b *builder) threadTables() {
 			for _, cell := range cells {
 				s := b.measured(cell)
 				for _, tm := range rows {
-					m := results.Describe(tm.Key)
+					scale := tm.Scale
+					if scale.IsZero() {
+						scale = units.For(results.Describe(tm.Key).Unit)
+					}
 					row := Row{Labels: []string{b.rowLabel(s), tm.Label}}
 					have, na := false, false
 					for _, col := range b.r.Columns {
@@ -62,7 +66,7 @@ func (b *builder) threadTables() {
 						if tm.Key == kind.Headline {
 							maxCV = max(maxCV, st.CV)
 						}
-						row.Cells = append(row.Cells, Cell{Text: rateText(m.Unit, st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+						row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 					}
 					if !have {
 						continue

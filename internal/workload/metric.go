@@ -1,6 +1,10 @@
 package workload
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/units"
+)
 
 // Direction says which way a metric improves.
 type Direction int
@@ -125,6 +129,10 @@ type Table struct {
 // TableRow is one row of a Table: a metric and its label.
 type TableRow struct {
 	Key, Label string
+	// Scale writes the row's values (units.MBps writes bit/s as MB/s);
+	// the zero Scale means units.For the metric's unit: Kpps below 1 Mpps
+	// and Mpps from there for pps, Mbit/s and Gbit/s for bit/s.
+	Scale units.Scale
 }
 
 // Tables lists the tables of the registered workloads, once per
@@ -166,9 +174,10 @@ func NameOf(generator string) string {
 var PacketTable = Table{
 	Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
 	Rows: func(threads int, seen func(string) bool) []TableRow {
-		rows := []TableRow{{"tx_pps", "Transmitted"}, {"lost_pps", "Lost"}}
+		rows := []TableRow{{Key: "tx_pps", Label: "Transmitted"}, {Key: "lost_pps", Label: "Lost"}}
 		if threads > 1 {
-			rows = []TableRow{{"tx_pps", "Tx total"}, {"tx_pps_thread", "Tx per thread"}, {"lost_pps", "Lost total"}, {"lost_pps_thread", "Lost per thread"}}
+			rows = []TableRow{{Key: "tx_pps", Label: "Tx total"}, {Key: "tx_pps_thread", Label: "Tx per thread"},
+				{Key: "lost_pps", Label: "Lost total"}, {Key: "lost_pps_thread", Label: "Lost per thread"}}
 		}
 		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
 		// dropped never reach the tap, so Lost (tap tx_dropped) does not
@@ -178,7 +187,7 @@ var PacketTable = Table{
 			if threads > 1 {
 				label += " total"
 			}
-			rows = append(rows, TableRow{"qdisc_drop_pps", label})
+			rows = append(rows, TableRow{Key: "qdisc_drop_pps", Label: label})
 		}
 		return rows
 	},

@@ -1,0 +1,135 @@
+// Package units formats numbers for people: every number a report, a
+// table or a plan line shows goes through it, so a unit switches at one
+// place and rounding never produces "1000 Kpps" or "10.000k".
+//
+// The rule behind every function: a value is first rounded to the digits
+// it will show, and the unit or prefix is chosen from the rounded value.
+// 999,999 pps is "1.00 Mpps", not "1000 Kpps"; 9999.6 is "10.00k", not
+// "10.000k".
+//
+// A Scale says how values of one base unit read in a table (pps as pps,
+// Kpps and Mpps; bit/s as Mbit/s and Gbit/s, or as MB/s); a workload's
+// table picks one per row, and For gives the default of a base unit.
+//
+// units does not parse: perfparse reads tool output into base units.
+package units
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// exp10 is the decimal exponent of a (> 0) once rounded to digits
+// significant digits: exp10(999.6, 3) is 3 (it rounds to 1.00e3).
+// strconv rounds, so the result agrees with what FormatFloat prints.
+func exp10(a float64, digits int) int {
+	s := strconv.FormatFloat(a, 'e', digits-1, 64)
+	e, _ := strconv.Atoi(s[strings.LastIndexByte(s, 'e')+1:])
+	return e
+}
+
+// Num formats v with 3 significant digits and no exponent for values that
+// round to 1 or more: "452", "45.2", "4.52", "0.452", "1.00" (0.9996),
+// "100" (99.96); "0" for 0.
+func Num(v float64) string {
+	a := math.Abs(v)
+	if a == 0 {
+		return "0"
+	}
+	if e := exp10(a, 3); e >= 0 {
+		return strconv.FormatFloat(v, 'f', max(0, 2-e), 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+var siPrefixes = []string{"", "k", "M", "G", "T"}
+
+// SI formats v benchstat-style: 4 significant digits and an SI prefix
+// (k, M, G, T) from 1000 up, "452.0k", "1.000M" (999,999), "10.00k"
+// (9999.6); below 1000 a whole number as is ("12") and others with 4
+// significant digits ("12.35"). From 1000 up it prints what
+// golang.org/x/perf/benchunit.Scale prints.
+func SI(v float64) string { return SIDigits(v, 4) }
+
+// SIDigits is SI with the given number of significant digits (at least
+// 1): SIDigits(952_300, 3) is "952k".
+func SIDigits(v float64, digits int) string {
+	digits = max(digits, 1)
+	a := math.Abs(v)
+	if a == 0 {
+		return "0"
+	}
+	e := exp10(a, digits)
+	if e < 3 {
+		if a == math.Trunc(a) {
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		return strconv.FormatFloat(v, 'g', digits, 64)
+	}
+	p := min(e/3, len(siPrefixes)-1)
+	return strconv.FormatFloat(v/math.Pow10(3*p), 'f', max(0, digits-1-(e-3*p)), 64) + siPrefixes[p]
+}
+
+// Prefix is the SI prefix letter s (a text of SI or SIDigits) ends with,
+// or "".
+func Prefix(s string) string {
+	if s != "" && strings.ContainsRune("kMGT", rune(s[len(s)-1])) {
+		return s[len(s)-1:]
+	}
+	return ""
+}
+
+// Grouped formats a count with thousands separators, as perf stat does
+// ("52,182,375,058"); a fraction that rounds below 1000 is Num's ("2.50",
+// "523"), one that rounds to 1000 or more is rounded ("1,000" for 999.6).
+func Grouped(v float64) string {
+	a := math.Abs(v)
+	if v != math.Trunc(v) && exp10(a, 3) < 3 {
+		return Num(v)
+	}
+	s := strconv.FormatFloat(math.Round(a), 'f', 0, 64)
+	var out []byte
+	if v < 0 && s != "0" {
+		out = append(out, '-')
+	}
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// Pct formats a change in percent: "+5.30%", "+1.16e+08%" for huge
+// changes (from a base near 0), "+inf%" from a base of exactly 0, "?" for
+// NaN.
+func Pct(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "?"
+	case math.IsInf(v, 1):
+		return "+inf%"
+	case math.IsInf(v, -1):
+		return "-inf%"
+	case math.Abs(v) >= 1e4:
+		return fmt.Sprintf("%+.3g%%", v)
+	}
+	return fmt.Sprintf("%+.2f%%", v)
+}
+
+// Count writes a configured count the way people say it, exactly: 10M,
+// 2.5M, 100k, 1.5G, 999 (no rounding: 10,000,001 is "10.000001M").
+func Count(n float64) string {
+	for _, p := range []struct {
+		f float64
+		s string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if math.Abs(n) >= p.f {
+			return strconv.FormatFloat(n/p.f, 'f', -1, 64) + p.s
+		}
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64)
+}
