@@ -3,7 +3,8 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # A static binary: the same executable runs as the guest's /init (agent mode)
-# and inside a lab VM, whatever libc is there.
+# and inside a lab VM, whatever libc is there. (A dynamically linked one, as
+# go install makes with cgo on, works too: the images carry its libraries.)
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED := 0
 

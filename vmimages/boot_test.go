@@ -248,3 +248,44 @@ func TestBootTraffic(t *testing.T) {
 		t.Error("qemu still running 20s after poweroff")
 	}
 }
+
+// TestBootCgoAgent boots an image whose agent is vnetbench as a plain go
+// build (or go install) makes it on a host with a C compiler: cgo on, so
+// dynamically linked against the host's libc. The image carries that libc
+// and the agent comes up.
+func TestBootCgoAgent(t *testing.T) {
+	needQEMU(t)
+	testenv.NeedCommand(t, "gcc", "gcc")
+	gobin := testenv.NeedCommand(t, "go", "")
+	agent := filepath.Join(t.TempDir(), "vnetbench")
+	cmd := exec.CommandContext(t.Context(), gobin, "build", "-o", agent, "../cmd/vnetbench")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build with cgo: %v\n%s", err, out)
+	}
+	libs, err := SharedLibs(agent)
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("a cgo build of vnetbench should be dynamically linked: libs %v, %v", libs, err)
+	}
+	k := testKernel(t)
+	img, err := Build(t.Context(), BuildOptions{Kernel: k.Image, Modules: k.Modules, Agent: agent, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := bootVM(t, img, "", GuestConfig{})
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	ready, err := vm.client.WaitReady(ctx)
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, vm.consoleText())
+	}
+	t.Logf("cgo agent (needs %v) ready: boot_ms=%d", libs, ready.BootMS)
+	if err := vm.client.Poweroff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-vm.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("qemu still running 20s after poweroff")
+	}
+}

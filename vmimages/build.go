@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -132,14 +133,12 @@ type assembled struct {
 
 func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bool) (*assembled, error) {
 	var a cpio.Archive
-	agentBytes, err := os.ReadFile(agent)
-	if err != nil {
-		return nil, inputErrorf(nil, "agent binary %s: %v; build vnetbench with `make build` (static, CGO_ENABLED=0) or pass --agent-binary", agent, err)
+	if _, err := os.Stat(agent); err != nil {
+		return nil, inputErrorf(nil, "agent binary %s: %v; build vnetbench (make build, or go install ./cmd/vnetbench) or pass --agent-binary", agent, errors.Unwrap(err))
 	}
-	if err := checkStatic(agent); err != nil {
+	if _, err := AddExecutable(&a, "/init", agent); err != nil {
 		return nil, err
 	}
-	a.AddFile("init", 0o755, agentBytes)
 	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "etc/vnb"} {
 		a.AddDir(d, 0o755)
 	}
@@ -190,35 +189,38 @@ func addProgram(a *cpio.Archive, name string) error {
 	if err != nil {
 		return inputErrorf(nil, "%s is not installed on the host, so it cannot go into the image; install it (Debian: apt-get install %s)", name, name)
 	}
-	libs, err := SharedLibs(bin)
-	if err != nil {
-		return err
-	}
-	for _, p := range append([]string{bin}, libs...) {
-		data, err := os.ReadFile(p) // follows symlinks: the guest gets plain files
-		if err != nil {
-			return err
-		}
-		dst := p
-		if p == bin {
-			dst = "/usr/bin/" + name
-		}
-		a.AddFile(dst, 0o755, data)
-	}
-	return nil
+	_, err = AddExecutable(a, "/usr/bin/"+name, bin)
+	return err
 }
 
-// checkStatic refuses a dynamically linked agent: the initramfs has no libc
-// for it, and the kernel would fail to run /init with a cryptic message.
-func checkStatic(agent string) error {
-	libs, err := SharedLibs(agent)
+// AddExecutable puts the program bin into a as dst (mode 0755) and, when it
+// is dynamically linked, its ELF interpreter and shared libraries at the
+// paths the loader opens, as plain files (symlinks followed); an archive
+// path added twice keeps one copy. It returns those library paths (nil for
+// a static program). This is how a vnetbench built by a plain go build or
+// go install (cgo on, so linked against the host's libc) runs as a VM's
+// /init: the initramfs carries the libc it was linked against.
+func AddExecutable(a *cpio.Archive, dst, bin string) ([]string, error) {
+	libs, err := SharedLibs(bin)
 	if err != nil {
-		return inputErrorf(err, "agent binary %s is not a usable ELF executable; pass --agent-binary with a static vnetbench", agent)
+		var ie *InputError
+		if errors.As(err, &ie) { // a library the loader would not find
+			return nil, err
+		}
+		return nil, inputErrorf(err, "%s is not an ELF executable this machine can run; pass a vnetbench binary", bin)
 	}
-	if len(libs) > 0 {
-		return inputErrorf(nil, "agent binary %s is dynamically linked (needs %s); build it with CGO_ENABLED=0 (make build) or pass --agent-binary", agent, libs[0])
+	for _, p := range append([]string{bin}, libs...) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		to := p
+		if p == bin {
+			to = dst
+		}
+		a.AddFile(to, 0o755, data)
 	}
-	return nil
+	return libs, nil
 }
 
 // writeCached serialises the archive, names it by the sha256 of its bytes

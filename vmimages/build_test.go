@@ -172,12 +172,9 @@ func TestBuildErrors(t *testing.T) {
 		{"missing modules dir", BuildOptions{Kernel: img, Modules: "/nonexistent/mods"}, "modules directory /nonexistent/mods does not exist"},
 		{"missing module", BuildOptions{Kernel: img, Modules: mods, ExtraModules: []string{"vhost_net"}}, "module vhost_net not found in"},
 		{"missing agent", BuildOptions{Kernel: img, Modules: mods, Agent: "/nonexistent/agent"}, "agent binary /nonexistent/agent"},
-		{"dynamic agent", BuildOptions{Kernel: img, Modules: mods, Agent: "/usr/bin/iperf3"}, "is dynamically linked"},
+		{"agent not an ELF", BuildOptions{Kernel: img, Modules: mods, Agent: notKernel}, "notakernel is not an ELF executable this machine can run; pass a vnetbench binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "dynamic agent" && !isFile("/usr/bin/iperf3") {
-				testenv.Skip(t, "needs a dynamic binary (/usr/bin/iperf3; make deps installs iperf3)")
-			}
 			if tc.o.Agent == "" {
 				tc.o.Agent = agent
 			}
@@ -325,5 +322,51 @@ func TestBuildPrograms(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "vnb-no-such-program is not installed on the host") {
 		t.Errorf("missing program: %v", err)
+	}
+}
+
+// A dynamically linked agent (what go build or go install makes when cgo
+// is on) goes into the image with its ELF interpreter and libraries at the
+// paths the loader opens. iperf3 stands in for it here; TestBootCgoAgent
+// boots a real one.
+func TestBuildDynamicAgent(t *testing.T) {
+	const bin = "/usr/bin/iperf3"
+	if !isFile(bin) {
+		testenv.Skip(t, "needs a dynamic binary (/usr/bin/iperf3; make deps installs iperf3)")
+	}
+	libs, err := SharedLibs(bin)
+	if err != nil || len(libs) < 2 {
+		t.Fatalf("SharedLibs(%s) = %v, %v: want an interpreter and libc", bin, libs, err)
+	}
+	img, mods := fakeKernel(t, "6.1.0-99-test")
+	im, err := Build(t.Context(), BuildOptions{Kernel: img, Modules: mods, Agent: bin, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(im.Initramfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := cpio.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	for _, e := range entries {
+		got[e.Name] = e.Data
+	}
+	want, _ := os.ReadFile(bin)
+	if !bytes.Equal(got["init"], want) {
+		t.Errorf("init is not %s", bin)
+	}
+	for _, l := range libs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := got[strings.TrimPrefix(l, "/")]; !ok || !bytes.Equal(e, data) {
+			t.Errorf("%s missing from the initramfs (or not its content)", l)
+		}
 	}
 }

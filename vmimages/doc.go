@@ -10,8 +10,10 @@
 // unless asked otherwise), then writes an uncompressed newc initramfs (package
 // vmimages/cpio) holding:
 //
-//   - /init: the static vnetbench binary (CGO_ENABLED=0), which runs the guest
-//     agent (package vmimages/agent) when it is PID 1;
+//   - /init: the vnetbench binary, which runs the guest agent (package
+//     vmimages/agent) when it is PID 1; a dynamically linked one (go build
+//     or go install with cgo on) comes with its ELF interpreter and shared
+//     libraries at the paths the loader opens (AddExecutable);
 //   - the modules BootModules and BuildOptions.ExtraModules need, with their
 //     dependencies resolved from modules.dep, or from each module's .modinfo
 //     when the directory has no modules.dep (Debian's packages ship none), and

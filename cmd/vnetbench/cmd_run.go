@@ -31,7 +31,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
 	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
 	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
-	agentBin := fs.String("agent-binary", "", "static vnetbench binary installed as the guest's /init (default: this executable)")
+	agentBin := fs.String("agent-binary", "", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
 	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	scenDir := fs.String("scenario-dir", "", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")

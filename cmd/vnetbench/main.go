@@ -55,7 +55,7 @@ var commands = map[string]command{
 }
 
 func main() {
-	// The same static binary is the guest's /init and the lab VM's /init
+	// The same binary is the guest's /init and the lab VM's /init
 	// (cmd_agent.go decides which, from the pid and argv alone).
 	agent, args := dispatch(os.Getpid(), os.Args)
 	if agent {

@@ -14,7 +14,7 @@ import (
 // Initramfs describes the initramfs of a lab VM or nested guest: the
 // vnetbench binary as /init, the modules it loads and /lab.json.
 type Initramfs struct {
-	Binary  string   // the static vnetbench binary
+	Binary  string   // the vnetbench binary (static, or with its libraries added)
 	Modules string   // the kernel's /lib/modules/<release> directory ("" = none)
 	Load    []string // module names to load (dependencies are added)
 	// KVM adds kvm and both vendor modules (kvm_intel, kvm_amd) for lab
@@ -29,11 +29,10 @@ type Initramfs struct {
 // kernel unpacks it without decompressing) and returns the filled config.
 func (ir Initramfs) Build(path string) (*InitConfig, error) {
 	var a cpio.Archive
-	bin, err := os.ReadFile(ir.Binary)
-	if err != nil {
-		return nil, fmt.Errorf("read vnetbench binary: %w", err)
+	// A dynamically linked binary brings its interpreter and libraries.
+	if _, err := vmimages.AddExecutable(&a, "init", ir.Binary); err != nil {
+		return nil, fmt.Errorf("vnetbench binary as /init: %w", err)
 	}
-	a.AddFile("init", 0o755, bin)
 	a.AddDir("dev", 0o755)
 	a.AddCharDev("dev/console", 0o600, 5, 1)
 	a.AddDir("proc", 0o755)

@@ -102,7 +102,7 @@ func readInitramfs(t *testing.T, path string) (map[string]cpio.Entry, InitConfig
 func TestInitramfsKVM(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "vnetbench")
-	os.WriteFile(bin, []byte("\x7fELF fake"), 0o755)
+	os.WriteFile(bin, staticELF(t), 0o755)
 	ir := Initramfs{Binary: bin, Modules: kvmModulesDir(t, false), Load: []string{"vhost_net"}, KVM: true, Config: InitConfig{Mode: "lab"}}
 	out := filepath.Join(dir, "kvm.cpio")
 	cfg, err := ir.Build(out)
@@ -226,7 +226,7 @@ func TestLabInitramfsDebianKVM(t *testing.T) {
 		dirs = []string{k.Modules}
 	}
 	bin := filepath.Join(t.TempDir(), "vnetbench")
-	os.WriteFile(bin, []byte("\x7fELF fake"), 0o755)
+	os.WriteFile(bin, staticELF(t), 0o755)
 	for _, d := range dirs {
 		t.Run(filepath.Base(d), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "lab.cpio")

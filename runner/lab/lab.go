@@ -21,7 +21,6 @@ package lab
 import (
 	"bufio"
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -76,8 +75,8 @@ type Config struct {
 	// e.g. ["run", "--inside-lab", ...]. Paths must be visible in the lab:
 	// under RunDir, the cache, or on the host root outside /tmp.
 	Args []string
-	// Binary is the static vnetbench binary used as /init and inside
-	// (default: this executable).
+	// Binary is the vnetbench binary used as /init and inside (default:
+	// this executable); a dynamically linked one brings its libraries.
 	Binary string
 	// CacheDir is shared read-write at the same path (default
 	// vmimages.CacheDir()); the inner run finds fetched kernels there.
@@ -249,7 +248,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if c.Exec == nil {
 		c.Exec = proc.Real{}
 	}
-	if err := checkStatic(c.Binary); err != nil {
+	if err := checkBinary(c.Binary); err != nil {
 		return nil, err
 	}
 	to := c.Timeouts.withDefaults()
@@ -429,18 +428,13 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 }
 
-// checkStatic refuses a dynamically linked binary: it runs as /init of a
-// VM whose initramfs has no libc.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return &InputError{fmt.Sprintf("vnetbench binary %s: %v; build it with CGO_ENABLED=0 go build ./cmd/vnetbench", path, err)}
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return &InputError{fmt.Sprintf("vnetbench binary %s is dynamically linked and cannot be a VM's /init; build it with CGO_ENABLED=0 (make build)", path)}
-		}
+// checkBinary refuses, before anything boots, a binary that cannot be a
+// VM's /init: not an ELF executable, or dynamically linked against a
+// library the loader would not find. A dynamically linked one (go build or
+// go install with cgo on) is fine: the initramfs carries its libraries.
+func checkBinary(path string) error {
+	if _, err := vmimages.SharedLibs(path); err != nil {
+		return &InputError{fmt.Sprintf("vnetbench binary %s cannot run as a VM's /init: %v; pass the vnetbench binary (make build, or go install ./cmd/vnetbench)", path, err)}
 	}
 	return nil
 }

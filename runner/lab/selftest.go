@@ -90,7 +90,7 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 			return nil, err
 		}
 	}
-	if err := checkStatic(c.Binary); err != nil {
+	if err := checkBinary(c.Binary); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
