@@ -151,7 +151,7 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 					s.Warnings = append(s.Warnings, w)
 				}
 			}
-			c.Axes = axesOf(&c)
+			c.Axes = axesOf(&c, fs) // fs reads the resolved values (bound to c's fields)
 			s.cells = append(s.cells, c)
 			s.pos = append(s.pos, cpos)
 			// odometer, last axis fastest
@@ -362,10 +362,11 @@ func resolveCell(file string, c *Cell, pos schema.Pos, listed map[string][]strin
 	return r.Warnings(), nil
 }
 
-// axesOf maps every axis key that applies to c to its canonical value.
-func axesOf(c *Cell) map[string]string {
+// axesOf maps every axis key that applies to c to its canonical value;
+// fs are c's Fields.
+func axesOf(c *Cell, fs []schema.Field) map[string]string {
 	m := map[string]string{"generator": c.Generator.Kind}
-	schema.Leaves(c.Fields(), func(path string, info *schema.Info, value string) {
+	schema.Leaves(fs, func(path string, info *schema.Info, value string) {
 		if !info.Axis || path == "pin.vhost" && c.Backend != BackendVhost {
 			return
 		}
