@@ -1,0 +1,119 @@
+package workload
+
+import (
+	"slices"
+	"testing"
+)
+
+type fake struct {
+	name string
+	tab  *Table
+	ops  map[string]GuestOp
+	ms   []Metric
+}
+
+func (f fake) Name() string                 { return f.name }
+func (f fake) Doc() string                  { return "a fake" }
+func (f fake) New() Config                  { return nil }
+func (f fake) Metrics() []Metric            { return f.ms }
+func (f fake) GuestOps() map[string]GuestOp { return f.ops }
+func (f fake) Table() Table {
+	if f.tab == nil {
+		return Table{Headline: f.name + "_pps"}
+	}
+	return *f.tab
+}
+
+func register(t *testing.T, ws ...fake) {
+	t.Helper()
+	for _, w := range ws {
+		Register(w)
+		t.Cleanup(func() { Unregister(w.name) })
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	register(t, fake{name: "pk", tab: &PacketTable, ms: []Metric{TxPPS, {Key: "pk_errors"}}},
+		fake{name: "pk-script", tab: &PacketTable, ms: []Metric{TxPPS}},
+		fake{name: "io", ops: map[string]GuestOp{"io-serve": nil}, ms: []Metric{{Key: "io_bps", Diagnostic: false}}})
+	if !slices.Equal(Names(), []string{"pk", "pk-script", "io"}) {
+		t.Errorf("names %v", Names())
+	}
+	if w, ok := Lookup("io"); !ok || w.Name() != "io" {
+		t.Error("Lookup")
+	}
+	if _, ok := Lookup("nope"); ok {
+		t.Error("Lookup of an unknown name")
+	}
+	// A benchmark name part names the longest registered prefix.
+	for in, want := range map[string]string{"pk-t4": "pk", "pk-script": "pk-script", "io": "io", "zz": ""} {
+		if got := NameOf(in); got != want {
+			t.Errorf("NameOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Shared tables and metrics appear once, with the first workload's name.
+	tabs, names := Tables()
+	if len(tabs) != 2 || tabs[0].Headline != "tx_pps" || !slices.Equal(names, []string{"pk", "io"}) {
+		t.Errorf("tables %v %v", tabs, names)
+	}
+	var keys []string
+	for _, m := range Metrics() {
+		keys = append(keys, m.Key)
+	}
+	if !slices.Equal(keys, []string{"tx_pps", "pk_errors", "io_bps"}) {
+		t.Errorf("metrics %v", keys)
+	}
+	if m, ok := LookupMetric("tx_pps"); !ok || m.Unit != "pps" || m.Better != HigherIsBetter {
+		t.Errorf("tx_pps %+v", m)
+	}
+	if _, ok := GuestOps()["io-serve"]; !ok {
+		t.Error("guest op missing")
+	}
+	// A name taken twice is a programming error.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("duplicate Register did not panic")
+			}
+		}()
+		Register(fake{name: "io"})
+	}()
+	register(t, fake{name: "io2", ops: map[string]GuestOp{"io-serve": nil}})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a guest op of two workloads did not panic")
+			}
+		}()
+		GuestOps()
+	}()
+}
+
+func TestUnsupported(t *testing.T) {
+	err := Unsupported("zero-copy refused by %s", "tap")
+	if why, ok := IsUnsupported(err); !ok || why != "zero-copy refused by tap" || err.Error() != "not supported: zero-copy refused by tap" {
+		t.Errorf("%v %q %v", err, why, ok)
+	}
+	if _, ok := IsUnsupported(nil); ok {
+		t.Error("nil is unsupported")
+	}
+}
+
+// PacketTable's rows follow the threads and whether qdisc drops were seen.
+func TestPacketTable(t *testing.T) {
+	labels := func(threads int, qdisc bool) (out []string) {
+		for _, r := range PacketTable.Rows(threads, func(k string) bool { return qdisc && k == "qdisc_drop_pps" }) {
+			out = append(out, r.Label)
+		}
+		return out
+	}
+	if got := labels(1, false); !slices.Equal(got, []string{"Transmitted", "Lost"}) {
+		t.Errorf("1 thread: %v", got)
+	}
+	if got := labels(4, true); !slices.Equal(got, []string{"Tx total", "Tx per thread", "Lost total", "Lost per thread", "Qdisc drops total"}) {
+		t.Errorf("4 threads with qdisc drops: %v", got)
+	}
+	if PacketTable.Note(1) != "" || PacketTable.Note(4) == "" {
+		t.Error("threads note")
+	}
+}
