@@ -92,7 +92,8 @@ func kvmFiles(ix *vmimages.ModuleIndex, have map[string]bool) (perVendor map[str
 
 // loadKVM runs in lab init: it picks the vendor module from /proc/cpuinfo,
 // loads its files (cfg.KVM) and makes sure /dev/kvm exists. It returns what
-// it loaded ("kvm_intel"), or "" and why not.
+// it loaded ("kvm_intel"), or "" and why not; only an unreadable
+// /proc/cpuinfo is an error.
 func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 	if cfg.KVM == nil {
 		return "", "", nil
@@ -109,11 +110,14 @@ func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 	if !ok {
 		return "", "the lab kernel has no " + vendor, nil
 	}
+	// A vendor module that refuses to load (say, vmx shown but VMX
+	// disabled by the host) leaves the nested guests under TCG; the lab
+	// itself still runs.
 	if _, err := loadModules(files); err != nil {
-		return "", "", err
+		return "", err.Error(), nil
 	}
 	if err := ensureCharDev("/dev/kvm", "/sys/class/misc/kvm/dev"); err != nil {
-		return "", "", err
+		return "", err.Error(), nil
 	}
 	return vendor, "", nil
 }
