@@ -90,9 +90,9 @@ func kvmFiles(ix *vmimages.ModuleIndex, have map[string]bool) (perVendor map[str
 	return perVendor, missing, nil
 }
 
-// loadKVM runs in lab init: it picks the vendor module from /proc/cpuinfo,
-// loads its files (cfg.KVM) and makes sure /dev/kvm exists. It returns what
-// it loaded ("kvm_intel"), or "" and why not; only an unreadable
+// loadKVM runs in lab init: it picks the vendor module from /proc/cpuinfo
+// (pickKVM), loads its files and makes sure /dev/kvm exists. It returns
+// what it loaded ("kvm_intel"), or "" and why not; only an unreadable
 // /proc/cpuinfo is an error.
 func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 	if cfg.KVM == nil {
@@ -102,13 +102,9 @@ func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("read /proc/cpuinfo: %w", err)
 	}
-	vendor := KVMVendorModule(string(b))
+	vendor, files, why := pickKVM(cfg, string(b))
 	if vendor == "" {
-		return "", "the lab VM's CPU shows no vmx/svm (nested KVM is off on the host)", nil
-	}
-	files, ok := cfg.KVM[vendor]
-	if !ok {
-		return "", "the lab kernel has no " + vendor, nil
+		return "", why, nil
 	}
 	// A vendor module that refuses to load (say, vmx shown but VMX
 	// disabled by the host) leaves the nested guests under TCG; the lab
@@ -120,6 +116,24 @@ func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 		return "", err.Error(), nil
 	}
 	return vendor, "", nil
+}
+
+// pickKVM chooses, for a CPU described by cpuinfo, the vendor module and
+// its files from cfg.KVM, or says why there is none. A nil cfg.KVM (a lab
+// under TCG) gives nothing and no reason.
+func pickKVM(cfg *InitConfig, cpuinfo string) (vendor string, files []string, why string) {
+	if cfg.KVM == nil {
+		return "", nil, ""
+	}
+	v := KVMVendorModule(cpuinfo)
+	if v == "" {
+		return "", nil, "the lab VM's CPU shows no vmx/svm (nested KVM is off on the host)"
+	}
+	files, ok := cfg.KVM[v]
+	if !ok {
+		return "", nil, "the lab kernel has no " + v
+	}
+	return v, files, ""
 }
 
 // ensureCharDev creates the character device node path from the

@@ -257,3 +257,32 @@ func TestLabInitramfsDebianKVM(t *testing.T) {
 		})
 	}
 }
+
+// TestPickKVM: lab init loads the set of the CPU's vendor, says why when
+// there is none, and does nothing for a lab without KVM.
+func TestPickKVM(t *testing.T) {
+	cfg := &InitConfig{KVM: map[string][]string{
+		KVMIntelModule: {"/lib/modules/kvm.ko", "/lib/modules/kvm-intel.ko"},
+		KVMAMDModule:   {"/lib/modules/kvm.ko", "/lib/modules/kvm-amd.ko"},
+	}}
+	for _, c := range []struct {
+		cfg               *InitConfig
+		cpuinfo, vendor   string
+		last, whyContains string
+	}{
+		{cfg, cpuinfoIntel, KVMIntelModule, "/lib/modules/kvm-intel.ko", ""},
+		{cfg, cpuinfoAMD, KVMAMDModule, "/lib/modules/kvm-amd.ko", ""},
+		{cfg, cpuinfoNeither, "", "", "no vmx/svm"},
+		{&InitConfig{KVM: map[string][]string{KVMIntelModule: {"/lib/modules/kvm-intel.ko"}}}, cpuinfoAMD, "", "", "has no kvm_amd"},
+		{&InitConfig{}, cpuinfoIntel, "", "", ""},
+	} {
+		v, files, why := pickKVM(c.cfg, c.cpuinfo)
+		last := ""
+		if len(files) > 0 {
+			last = files[len(files)-1]
+		}
+		if v != c.vendor || last != c.last || (c.whyContains == "") != (why == "") || !strings.Contains(why, c.whyContains) {
+			t.Errorf("pickKVM(%v) = %q %v %q, want %q ...%q, why containing %q", c.cfg.KVM, v, files, why, c.vendor, c.last, c.whyContains)
+		}
+	}
+}
