@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -37,8 +38,67 @@ type Env struct {
 	// Kernels holds the environment seen under each kernel label when it
 	// differs from the host's (lab mode: each kernel runs in its own VM).
 	Kernels map[string]*Env `json:"kernels,omitempty"`
+	// Build is the identity of a kernel built from source (kernels: tree),
+	// in the Env of its label.
+	Build *KernelBuild `json:"build,omitempty"`
 	// Extra holds facts without a field of their own.
 	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// KernelBuild says which kernel a label built from source: the tree and
+// commit, the patches on top, the config, and what the build produced.
+type KernelBuild struct {
+	// Release is the kernel release (uname -r), ProcVersion its banner
+	// (/proc/version, read from the built vmlinux).
+	Release     string `json:"release"`
+	ProcVersion string `json:"proc_version,omitempty"`
+	// ConfigSHA256 is the SHA-256 of the final .config; Fragment that of
+	// the config fragment it was made from (harness base + scenario's).
+	ConfigSHA256 string `json:"config_sha256"`
+	Fragment     string `json:"fragment_sha256,omitempty"`
+	// Tree is the source tree; Ref and Commit are set for a git tree,
+	// TreeHash (of the files' names, sizes and times) for a plain one.
+	Tree     string `json:"tree"`
+	Ref      string `json:"ref,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	TreeHash string `json:"tree_hash,omitempty"`
+	// Patches are applied in this order.
+	Patches []PatchID `json:"patches,omitempty"`
+	// Compiler is the compiler's version line.
+	Compiler string `json:"compiler,omitempty"`
+	// Key names the build in the build cache.
+	Key string `json:"key"`
+	// Seconds is the build's wall time (0: found in the cache).
+	Seconds float64 `json:"build_s,omitempty"`
+}
+
+// PatchID names one applied patch.
+type PatchID struct {
+	File    string `json:"file"`
+	Subject string `json:"subject,omitempty"`
+	SHA256  string `json:"sha256"`
+}
+
+// Describe says in one line which kernel this is: "6.1.192 built from
+// TREE at COMMIT + 1 patch (SUBJECT), config 1a2b3c4d5e6f".
+func (b *KernelBuild) Describe() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s built from %s", b.Release, b.Tree)
+	if b.Commit != "" {
+		fmt.Fprintf(&s, " at %.12s", b.Commit)
+	}
+	switch n := len(b.Patches); n {
+	case 0:
+	case 1:
+		s.WriteString(" + 1 patch")
+		if sub := b.Patches[0].Subject; sub != "" {
+			fmt.Fprintf(&s, " (%s)", sub)
+		}
+	default:
+		fmt.Fprintf(&s, " + %d patches", n)
+	}
+	fmt.Fprintf(&s, ", config %.12s", b.ConfigSHA256)
+	return s.String()
 }
 
 // Emulated reports whether the environment ran guests without hardware

@@ -1,0 +1,145 @@
+package kbuild
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// Files of the tests that build a real kernel (see testdata/README.md).
+const (
+	tunPatchFile = "testdata/0001-tun-stop-the-tx-queue-on-a-full-ring-instead-of-dropping.patch"
+	e2eConfig    = "testdata/e2e.config"
+)
+
+// skipOrFail skips a test that cannot get what it needs, and fails it
+// under CI=true (a CI log never hides a skip).
+func skipOrFail(t *testing.T, format string, a ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, a...)
+	}
+	t.Skipf(format, a...)
+}
+
+// DebianSource returns Debian's linux-source-6.1 unpacked in the harness
+// cache (CACHE/src/linux-source-6.1, ~1.5 GB: a plain tree, not a git
+// repository), fetching it with apt-get download the first time (~140 MB).
+func debianSource(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(vmimages.CacheDir(), "src", "linux-source-6.1")
+	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err == nil {
+		return dir
+	}
+	for _, tool := range []string{"apt-get", "dpkg-deb", "tar", "xz"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "fetching linux-source-6.1 needs %s", tool)
+		}
+	}
+	dl := t.TempDir()
+	get := exec.CommandContext(t.Context(), "apt-get", "download", "-q", "linux-source-6.1")
+	get.Dir = dl
+	if out, err := get.CombinedOutput(); err != nil {
+		skipOrFail(t, "cannot fetch linux-source-6.1: %v: %s", err, out)
+	}
+	debs, _ := filepath.Glob(filepath.Join(dl, "linux-source-6.1_*.deb"))
+	if len(debs) != 1 {
+		t.Fatalf("apt-get download linux-source-6.1: want one .deb, got %v", debs)
+	}
+	root := filepath.Dir(dir)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(root, ".unpack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	// The .deb holds usr/src/linux-source-6.1.tar.xz. Fixed argv, paths as
+	// arguments.
+	unpack := exec.CommandContext(t.Context(), "bash", "-c",
+		`set -o pipefail; dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards '*/linux-source-6.1.tar.xz' | tar -xJ -C "$2"`,
+		"unpack", debs[0], tmp)
+	if out, err := unpack.CombinedOutput(); err != nil {
+		t.Fatalf("unpack %s: %v: %s", debs[0], err, out)
+	}
+	if err := os.Rename(filepath.Join(tmp, "linux-source-6.1"), dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "Makefile")); serr != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("linux-source-6.1 unpacked into %s in %s", dir, time.Since(start).Round(time.Second))
+	return dir
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestBuildLinuxSource builds Debian's linux-source-6.1 twice with the
+// harness's config (and the e2e fragment): stock, then with the tun
+// backpressure patch, into the harness's build cache, where the lab e2e
+// and users find them. On a cold cache this is the first build plus the
+// incremental patched build; on a warm one both come from the cache. The
+// log has the times. Heavy (minutes of make -j on a 2-core machine): not
+// in -short mode.
+func TestBuildLinuxSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a kernel: not in -short mode")
+	}
+	if err := CheckDeps(); err != nil {
+		skipOrFail(t, "%v", err)
+	}
+	tree := debianSource(t)
+	patch, _ := filepath.Abs(tunPatchFile)
+	frag, _ := filepath.Abs(e2eConfig)
+	b := &Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: testWriter{t}, Every: time.Minute}
+	start := time.Now()
+	ks, err := b.BuildAll(t.Context(), []Spec{
+		{Label: "stock", Tree: tree, Config: frag},
+		{Label: "patched", Tree: tree, Patches: []string{patch}, Config: frag},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stock: cached %v, %d files compiled, %.0fs; patched: cached %v, %d files compiled, %.0fs; wall %s",
+		ks[0].Cached, ks[0].Compiled, ks[0].Identity.Seconds, ks[1].Cached, ks[1].Compiled, ks[1].Identity.Seconds, time.Since(start).Round(time.Second))
+	stock, patched := ks[0], ks[1]
+	if !patched.Cached && !stock.Cached && patched.Compiled > 5 {
+		t.Errorf("the patched build recompiled %d files; the patch touches one", patched.Compiled)
+	}
+	if stock.Identity.ConfigSHA256 != patched.Identity.ConfigSHA256 {
+		t.Errorf("stock and patched have different configs")
+	}
+	if len(patched.Identity.Patches) != 1 || patched.Identity.Patches[0].Subject != "tun: stop the tx queue on a full ring instead of dropping" {
+		t.Errorf("patched identity: %+v", patched.Identity.Patches)
+	}
+	for _, k := range ks {
+		if !strings.HasPrefix(k.Identity.Release, "6.1.") || !strings.HasPrefix(k.Identity.ProcVersion, "Linux version "+k.Identity.Release+" (vnetbench@vnetbench)") {
+			t.Errorf("identity %+v", k.Identity)
+		}
+		img, err := os.ReadFile(k.Image)
+		if err != nil || len(img) < 0x210 || string(img[0x202:0x206]) != "HdrS" {
+			t.Errorf("%s is not a bzImage", k.Image)
+		}
+		builtin, err := os.ReadFile(filepath.Join(k.Modules, "modules.builtin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"drivers/net/tun.ko", "drivers/vhost/vhost_net.ko", "net/core/pktgen.ko", "fs/9p/9p.ko", "net/9p/9pnet_virtio.ko", "net/sched/sch_fq_codel.ko"} {
+			if !bytes.Contains(builtin, []byte("kernel/"+m+"\n")) {
+				t.Errorf("%s: %s is not built in", k.Identity.Release, m)
+			}
+		}
+	}
+}
