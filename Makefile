@@ -12,19 +12,21 @@ export CGO_ENABLED := 0
 # gcc and libc6-dev: go test -race needs cgo (make test). dpdk-dev has
 # dpdk-testpmd, librte-net-af-xdp23 its AF_XDP driver.
 DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static gcc libc6-dev dpdk-dev librte-net-af-xdp23
+# Building kernels from source (kernels: tree; runner/kbuild's Deps).
+KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache
 
 .PHONY: all deps build check test e2e demo fuzz bench clean
 all: build
 
 # Idempotent: installs only what is missing, running apt-get update once first.
 deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+	@missing=""; for p in $(DEB_PACKAGES) $(KBUILD_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "deps: all present ($(DEB_PACKAGES))"; fi
+	else echo "deps: all present ($(DEB_PACKAGES) $(KBUILD_PACKAGES))"; fi
 
 build:
 	@mkdir -p $(BIN)

@@ -297,3 +297,41 @@ func TestLostPerThreadRow(t *testing.T) {
 		t.Errorf("Lost per thread without per-thread loss:\n%s", out)
 	}
 }
+
+// The header names kernels built from source (env.json's build identity):
+// what stock and patched are, in text and markdown.
+func TestHeaderNamesBuiltKernels(t *testing.T) {
+	tree := "/src/linux-source-6.1"
+	set := &results.Set{Env: map[string]*results.Env{
+		"stock": {Build: &results.KernelBuild{Release: "6.1.192", Tree: tree, ConfigSHA256: "0123456789abcdef0123"}},
+		"patched": {Build: &results.KernelBuild{Release: "6.1.192", Tree: tree, ConfigSHA256: "0123456789abcdef0123",
+			Patches: []results.PatchID{{File: "0001-tun.patch", Subject: "tun: stop the tx queue"}}}},
+	}}
+	for _, k := range []string{"stock", "patched"} {
+		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k,
+			Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "1"},
+			Metrics: map[string]float64{"tx_pps": 1000, "lost_pps": 10}})
+	}
+	r, err := Build(set, Options{By: "kernel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md bytes.Buffer
+	if err := WriteText(&text, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  stock: 6.1.192 built from /src/linux-source-6.1, config 0123456789ab\n",
+		"  patched: 6.1.192 built from /src/linux-source-6.1 + 1 patch (tun:\n    stop the tx queue), config 0123456789ab\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text header lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(md.String(), "- patched: 6.1.192 built from") {
+		t.Errorf("markdown header lacks the patched kernel:\n%s", md.String())
+	}
+}

@@ -24,6 +24,12 @@ import (
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "## vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
+	if kl := kernelLines(r); len(kl) > 0 {
+		b.WriteString("\n")
+		for _, l := range kl {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+		}
+	}
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", strings.Join(r.Emulated, ", "))
 	}

@@ -39,6 +39,9 @@ const MaxWidth = 72
 func WriteText(w io.Writer, r *Report, style Style) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
+	for _, l := range kernelLines(r) {
+		writeWrapped(&b, "  ", l)
+	}
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
 	}
@@ -125,6 +128,19 @@ func writeWrapped(b *strings.Builder, prefix, text string) {
 			b.WriteString(indent + l + "\n")
 		}
 	}
+}
+
+// kernelLines names the columns' kernels that were built from source, one
+// line each ("patched: 6.1.192 built from ... + 1 patch (...)"), so the
+// header says what stock and patched are.
+func kernelLines(r *Report) []string {
+	var out []string
+	for _, c := range r.Columns {
+		if e := r.Env[c]; e != nil && e.Build != nil {
+			out = append(out, c+": "+e.Build.Describe())
+		}
+	}
+	return out
 }
 
 // envLines describes each column's environment in one line.

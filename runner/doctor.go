@@ -14,6 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -155,6 +156,7 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	}
 	d.Lab = lab.Probe()
 	add(labCheck(d.Lab))
+	add(kbuildCheck())
 	gov := Governor()
 	add(Check{Name: "cpus", OK: true, Detail: fmt.Sprintf("%d (%s)", runtime.NumCPU(), orStr(cpuModel(), "unknown model"))})
 	add(Check{Name: "governor", OK: gov == "" || gov == "performance", Warn: true, Detail: orStr(gov, "none (no cpufreq)"),
@@ -252,6 +254,25 @@ func labCheck(c lab.Capabilities) Check {
 	return ch
 }
 
+// kbuildCheck is the "kernel build" line: what building kernels from
+// source (kernels: tree) needs here.
+func kbuildCheck() Check {
+	req, opt := kbuild.MissingDeps()
+	switch {
+	case len(req) > 0:
+		var names []string
+		for _, d := range req {
+			names = append(names, d.Name)
+		}
+		return Check{Name: "kernel build", OK: false, Detail: "missing: " + strings.Join(names, ", "),
+			Fix: "kernels: tree needs them: apt-get install " + strings.Join(kbuild.Packages(req), " ") + " (make deps)"}
+	case len(opt) > 0:
+		return Check{Name: "kernel build", OK: false, Warn: true, Detail: "tools present; no ccache",
+			Fix: "apt-get install ccache (make deps): rebuilds in new work trees reuse compiled files"}
+	}
+	return Check{Name: "kernel build", OK: true, Detail: "gcc, make, flex, bison, bc, libelf, libssl, ccache present (kernels: tree)"}
+}
+
 // LabMode describes how cells for other kernels run here, e.g.
 // "TCG: nested guest boots take minutes"; doctor prints it after
 // "runs in lab mode".
@@ -315,7 +336,7 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 }
 
 // LabHint tells users how to get lab mode.
-const LabHint = `lab mode (set kernels: to a kernel image or a Debian version, e.g. kernels: [{label: stock, debian: "6.1"}]; each kernel then runs in a VM)`
+const LabHint = `lab mode (vnetbench run SCENARIO --kernel stock=debian:6.1, or kernels: [{label: stock, debian: "6.1"}] in the scenario; each kernel then runs in a VM)`
 
 // Missing lists what this host lacks for the cells, one reason each
 // (empty = the cells can run here). Cells for kernels other than the
@@ -333,6 +354,19 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 			out = append(out, "needs apt-get and dpkg-deb to fetch Debian kernels for its lab VMs (run on a Debian/Ubuntu host, or set kernels: image: to a local kernel)")
 			break
 		}
+	}
+	for _, c := range labCells {
+		if c.Kernel.Tree == "" {
+			continue
+		}
+		if req, _ := kbuild.MissingDeps(); len(req) > 0 {
+			var names []string
+			for _, d := range req {
+				names = append(names, d.Name)
+			}
+			out = append(out, "needs "+strings.Join(names, ", ")+" to build its kernels (apt-get install "+strings.Join(kbuild.Packages(req), " ")+", or make deps)")
+		}
+		break
 	}
 	if len(host) == 0 {
 		return out

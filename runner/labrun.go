@@ -80,13 +80,20 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return nil, err
 	}
 	defer lock.Release()
+	// Kernels from source are built first, all of them: a patch that does
+	// not apply or a build that fails ends the run before it has a
+	// directory.
+	cells, builds, bwarn, err := buildKernels(ctx, cells, in.Labels, o)
+	if err != nil {
+		return nil, err
+	}
 	if o.Started != nil {
 		o.Started()
 	}
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
 	}
-	sum := &Summary{Dir: o.Dir}
+	sum := &Summary{Dir: o.Dir, Warnings: bwarn}
 	var w *results.Writer
 	if o.Resume {
 		w, err = results.Open(o.Dir)
@@ -99,6 +106,9 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return nil, err
 	}
 	defer w.Close()
+	if err := recordBuilds(o.Dir, builds); err != nil {
+		return nil, err
+	}
 	labels, byLabel := labOrder(cells, in.Labels)
 	total, done := len(cells), 0
 	labProgress(o, Progress{Total: total, Started: true})
@@ -304,10 +314,35 @@ func labProgress(o Options, p Progress) {
 }
 
 func kernelDesc(k scenarios.Kernel) string {
-	if k.Debian != "" {
+	switch {
+	case k.Debian != "":
 		return "Debian " + k.Debian
+	case k.Tree != "":
+		return "built from " + k.Tree + ": " + k.Image
 	}
 	return k.Image
+}
+
+// recordBuilds puts the identity of each kernel built from source into
+// env.json, under its label (the lab's own environment joins it there).
+func recordBuilds(dir string, builds map[string]*results.KernelBuild) error {
+	if len(builds) == 0 {
+		return nil
+	}
+	env, err := results.ReadEnv(dir)
+	if err != nil {
+		return err
+	}
+	if env.Kernels == nil {
+		env.Kernels = map[string]*results.Env{}
+	}
+	for l, id := range builds {
+		if env.Kernels[l] == nil {
+			env.Kernels[l] = &results.Env{}
+		}
+		env.Kernels[l].Build = id
+	}
+	return results.WriteEnv(dir, *env)
 }
 
 // importLab appends the inner run's samples under label, artifacts
@@ -351,6 +386,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 				if nested := labNestedKVM(res); nested != "" {
 					ienv.Extra["lab_nested_kvm"] = nested
 				}
+			}
+			if old := env.Kernels[label]; old != nil && old.Build != nil {
+				ienv.Build = old.Build
 			}
 			env.Kernels[label] = ienv
 			results.WriteEnv(outer, *env)

@@ -58,6 +58,9 @@ type Options struct {
 	Log io.Writer
 	// Accel forces the accelerator ("" = detect).
 	Accel qemu.Accel
+	// Builder builds the kernels that name a source tree (lab mode; nil =
+	// runner/kbuild in the harness cache).
+	Builder KernelBuilder
 }
 
 // Progress reports one finished (or skipped) sample.

@@ -31,7 +31,7 @@ func (d *document) Fields() []schema.Field {
 			Doc("scenario name: lowercase letters, digits, '.', '_', '-'"),
 		schema.String(&d.Description, "description", "", checkLine).Doc("one line shown by vnetbench list"),
 		schema.List(&d.Kernels, "kernels", maxKernels, "{label: stock}").Default([]Kernel{{Label: "running"}}, "[{label: running}]").
-			Doc("kernels under test, the column axis of every table (a list of {label, image, modules, debian}); every cell runs on each"),
+			Doc("kernels under test, the column axis of every table (a list of {label, image, modules, debian, tree, ref, patches, config}); every cell runs on each"),
 		schema.Int(&d.Seed, "seed", schema.NoMin, schema.NoMax).Default(0).
 			Doc("seed of the run-order shuffle; 0 = pick one at run time (printed, reusable with --seed)"),
 	}, d.Cell.Fields()...)
@@ -140,6 +140,22 @@ func checkLabel(s string) string {
 func checkDebian(s string) string {
 	if !debianRE.MatchString(s) {
 		return fmt.Sprintf("Debian kernel version %q: use MAJOR.MINOR or an ABI such as \"6.12\", \"6.12.117+deb12\" or \"6.1.0-47\"", s)
+	}
+	return ""
+}
+
+var refRE = regexp.MustCompile(`^[A-Za-z0-9._/@^~{}+-]{1,200}$`)
+
+func checkRef(s string) string {
+	if !refRE.MatchString(s) || strings.HasPrefix(s, "-") || strings.Contains(s, "..") {
+		return fmt.Sprintf("git ref %q: give a branch, tag or commit such as net-next/main, v6.1 or 1a2b3c4d", s)
+	}
+	return ""
+}
+
+func checkPatchPath(s, path string) string {
+	if s == "" || strings.ContainsAny(s, "\x00\n") {
+		return fmt.Sprintf("%s: bad patch path %q; give a patch file, an mbox or a glob such as ~/series/v7/*.patch", path, s)
 	}
 	return ""
 }

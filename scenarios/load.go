@@ -80,8 +80,7 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 	}
 	s.Kernels = doc.Kernels
 	for i := range s.Kernels {
-		s.Kernels[i].Image = rel(baseDir, s.Kernels[i].Image)
-		s.Kernels[i].Modules = rel(baseDir, s.Kernels[i].Modules)
+		s.Kernels[i] = s.Kernels[i].resolve(baseDir)
 	}
 
 	// The generator kind is the outermost axis; each kind has its own
@@ -217,17 +216,60 @@ func rel(baseDir, p string) string {
 	return filepath.Join(baseDir, p)
 }
 
+// resolve takes k's paths relative to baseDir (see rel).
+func (k Kernel) resolve(baseDir string) Kernel {
+	k.Image = rel(baseDir, k.Image)
+	k.Modules = rel(baseDir, k.Modules)
+	k.Tree = rel(baseDir, k.Tree)
+	k.Config = rel(baseDir, k.Config)
+	if k.Patches != nil {
+		ps := make([]string, len(k.Patches))
+		for i, p := range k.Patches {
+			ps[i] = rel(baseDir, p)
+		}
+		k.Patches = ps
+	}
+	return k
+}
+
+// kernelProblem is what is wrong with a kernels[] entry: the offending key
+// (relative to the entry) and the message, or "", "".
+func kernelProblem(k Kernel) (key, msg string) {
+	n := 0
+	for _, v := range []string{k.Image, k.Debian, k.Tree} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case k.Label == "":
+		return "", "label required, e.g. {label: stock} or {label: patched, image: /path/bzImage}"
+	case n > 1 && k.Tree != "":
+		return "tree", "give one of image, debian or tree"
+	case n > 1:
+		return "debian", "give image or debian, not both"
+	case k.Modules != "" && k.Image == "":
+		return "modules", "modules belong to an image; add image: or drop modules:"
+	case k.Tree == "" && k.Ref != "":
+		return "ref", "ref belongs to a source tree; add tree: or drop ref:"
+	case k.Tree == "" && len(k.Patches) > 0:
+		return "patches", "patches belong to a source tree; add tree: or drop patches:"
+	case k.Tree == "" && k.Config != "":
+		return "config", "config belongs to a source tree; add tree: or drop config:"
+	}
+	return "", ""
+}
+
 func checkKernels(file string, pos schema.Pos, doc *document) error {
 	seen := map[string]int{}
 	for i, k := range doc.Kernels {
 		p := fmt.Sprintf("kernels[%d]", i)
-		switch {
-		case k.Label == "":
-			return pos.Errorf(file, p, "%s: label required, e.g. {label: stock} or {label: patched, image: /path/bzImage}", p)
-		case k.Image != "" && k.Debian != "":
-			return pos.Errorf(file, p+".debian", "%s: give image or debian, not both", p)
-		case k.Modules != "" && k.Image == "":
-			return pos.Errorf(file, p+".modules", "%s: modules belong to an image; add image: or drop modules:", p)
+		if key, msg := kernelProblem(k); msg != "" {
+			at := p
+			if key != "" {
+				at += "." + key
+			}
+			return pos.Errorf(file, at, "%s: %s", p, msg)
 		}
 		if j, dup := seen[k.Label]; dup {
 			return pos.Errorf(file, p+".label", "kernel label %q is used twice (kernels[%d] and kernels[%d]); labels name table columns and must differ", k.Label, j, i)

@@ -104,13 +104,19 @@ func (c *Cell) Fields() []schema.Field {
 	}
 }
 
-// Kernel is a kernel under test (or a guest kernel). Empty Image and Debian
-// mean the running kernel.
+// Kernel is a kernel under test (or a guest kernel). Empty Image, Debian
+// and Tree mean the running kernel.
 type Kernel struct {
 	Label   string `json:"label"`
 	Image   string `json:"image,omitempty"`
 	Modules string `json:"modules,omitempty"`
 	Debian  string `json:"debian,omitempty"`
+	// Tree is a kernel source tree to build (runner/kbuild) and boot in a
+	// lab VM, at Ref, with Patches on top and the Config fragment.
+	Tree    string   `json:"tree,omitempty"`
+	Ref     string   `json:"ref,omitempty"`
+	Patches []string `json:"patches,omitempty"`
+	Config  string   `json:"config,omitempty"`
 }
 
 // Fields lists a kernel under test's keys (kernels[]).
@@ -122,6 +128,14 @@ func (k *Kernel) Fields() []schema.Field {
 		schema.Path(&k.Modules, "modules").Doc("modules directory (lib/modules/RELEASE) for image; unset = modules built into the image only"),
 		schema.String(&k.Debian, "debian", "version", checkDebian).
 			Doc(`Debian kernel version to fetch and boot in a lab VM instead of image: a series ("6.12", "6.1": its newest package) or an ABI ("6.12.117+deb12", "6.1.0-47")`),
+		schema.Path(&k.Tree, "tree").
+			Doc("Linux source tree to build and boot in a lab VM instead of image: a git repository (built at ref in a git worktree) or a plain directory (built in a copy); builds are cached"),
+		schema.String(&k.Ref, "ref", "git ref", checkRef).
+			Doc("git branch, tag or commit of tree to build; unset = HEAD (uncommitted changes are not built)"),
+		schema.Strings(&k.Patches, "patches", "list of paths or globs", checkPatchPath).
+			Doc("patch files or mboxes (git format-patch) applied to tree in order with git apply, e.g. [~/series/v7/*.patch]"),
+		schema.Path(&k.Config, "config").
+			Doc("kernel config fragment (.config lines) applied after the harness's base config; every option in it must survive make olddefconfig"),
 	}
 }
 
@@ -138,8 +152,8 @@ func (k *Kernel) guestFields() []schema.Field {
 }
 
 // Running reports whether k is the running kernel (no image, no Debian
-// version).
-func (k Kernel) Running() bool { return k.Image == "" && k.Debian == "" }
+// version, no tree).
+func (k Kernel) Running() bool { return k.Image == "" && k.Debian == "" && k.Tree == "" }
 
 // Pin lists CPU sets for the threads of a cell. nil = unpinned.
 type Pin struct {

@@ -122,6 +122,10 @@ func (ix *ModuleIndex) Builtin(name string) bool { return ix.builtin[canon(name)
 // neither a modules.dep entry nor a .ko file).
 func (ix *ModuleIndex) Len() int { return len(ix.paths) }
 
+// BuiltinLen is the number of modules.builtin entries (a kernel built
+// with everything in, e.g. by runner/kbuild, has only these).
+func (ix *ModuleIndex) BuiltinLen() int { return len(ix.builtin) }
+
 // Resolve returns the modules needed to load names, dependencies first, each
 // once. Built-in names are skipped. The order is a depth-first post-order
 // over sorted dependency lists, so it is deterministic and never hard-coded.

@@ -49,17 +49,34 @@ func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {
 			continue
 		}
 		cells := s.Expand()
-		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, cells))
+		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, b.Name, cells))
 	}
 }
 
+// labKernelFlag is the --kernel doctor suggests for a scenario that
+// cannot run on this host's kernel but can in a lab VM.
+const labKernelFlag = "--kernel stock=debian:6.1"
+
 // scenarioVerdict is doctor's one-line verdict on a scenario's cells.
-// Cells for lab kernels (image or debian) run in lab VMs: their pktgen,
-// vhost-net and qdisc needs are met there, so only lab mode is judged
-// (and, with nested KVM, whether the lab kernels ship the kvm modules).
-func scenarioVerdict(ctx context.Context, d *runner.Doctor, cells []scenarios.Cell) string {
+// Cells for lab kernels (image, debian or tree) run in lab VMs: their
+// pktgen, vhost-net and qdisc needs are met there, so only lab mode is
+// judged (and, with nested KVM, whether the lab kernels ship the kvm
+// modules). A scenario that cannot run here but would in lab mode gets the
+// command that runs it there.
+func scenarioVerdict(ctx context.Context, d *runner.Doctor, name string, cells []scenarios.Cell) string {
 	if miss := d.Missing(cells); len(miss) > 0 {
-		return "cannot run here: " + strings.Join(miss, "; ")
+		v := "cannot run here: " + strings.Join(miss, "; ")
+		lab := make([]scenarios.Cell, 0, len(cells))
+		for _, c := range cells {
+			if c.Kernel.Running() {
+				c.Kernel = scenarios.Kernel{Label: "stock", Debian: "6.1"}
+			}
+			lab = append(lab, c)
+		}
+		if len(d.Missing(lab)) == 0 {
+			v += "; in lab mode: vnetbench run " + name + " " + labKernelFlag
+		}
+		return v
 	}
 	host, _ := runner.SplitLab(cells)
 	labs := runner.LabKernels(cells)

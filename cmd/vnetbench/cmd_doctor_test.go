@@ -85,14 +85,31 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 		}
 		return s.Expand()
 	}
-	if got, want := scenarioVerdict(t.Context(), d, cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
+	if got, want := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
 		t.Errorf("lab-pktgen: %q, want %q", got, want)
 	}
-	if got := scenarioVerdict(t.Context(), d, cells("quickstart")); got != "can run here" {
+	if got := scenarioVerdict(t.Context(), d, "quickstart", cells("quickstart")); got != "can run here" {
 		t.Errorf("quickstart: %q", got)
 	}
-	if got := scenarioVerdict(t.Context(), d, cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") {
+	if got := scenarioVerdict(t.Context(), d, "thread-pktgen", cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") ||
+		!strings.HasSuffix(got, "; in lab mode: vnetbench run thread-pktgen --kernel stock=debian:6.1") {
 		t.Errorf("thread-pktgen: %q", got)
+	}
+	// The suggested command runs: the flag is accepted and makes every
+	// cell a lab cell.
+	var pout, perr bytes.Buffer
+	if err := run(t.Context(), []string{"plan", "thread-pktgen", "--kernel", "stock=debian:6.1"}, &pout, &perr); err != nil {
+		t.Fatalf("plan thread-pktgen %s: %v", labKernelFlag, err)
+	}
+	s, err := scenarios.Resolve("thread-pktgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (kernelFlags{"stock=debian:6.1"}).apply(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := scenarioVerdict(t.Context(), d, "thread-pktgen", s.Expand()); !strings.HasPrefix(got, "runs in lab mode") {
+		t.Errorf("thread-pktgen %s: %q, want lab mode", labKernelFlag, got)
 	}
 	// Nested KVM on an Intel host and lab kernels without kvm_intel: the
 	// verdict says their nested guests run under TCG.
@@ -100,13 +117,13 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 	d.LabKernel = func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
 		return &vmimages.Kernel{Modules: t.TempDir(), Release: "6.1.0-47-amd64"}, nil // no modules at all
 	}
-	if got, want := scenarioVerdict(t.Context(), d, cells("lab-pktgen")), "runs in lab mode (KVM with nested KVM; lab kernel stock (6.1.0-47-amd64) lacks kvm and kvm_intel"; !strings.HasPrefix(got, want) || !strings.Contains(got, "lab kernel patched") {
+	if got, want := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen")), "runs in lab mode (KVM with nested KVM; lab kernel stock (6.1.0-47-amd64) lacks kvm and kvm_intel"; !strings.HasPrefix(got, want) || !strings.Contains(got, "lab kernel patched") {
 		t.Errorf("lab-pktgen, kernels without kvm: %q, want it to start %q and name both kernels", got, want)
 	}
 	d.LabKernel = nil
 	d.Lab = lab.Capabilities{Accel: qemu.TCG}
 	delete(d.Tools, "qemu-system-x86_64")
-	got := scenarioVerdict(t.Context(), d, cells("lab-pktgen"))
+	got := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen"))
 	if !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "qemu-system-x86_64") || strings.Contains(got, "vhost-net") {
 		t.Errorf("lab-pktgen without QEMU: %q", got)
 	}

@@ -23,10 +23,11 @@ var planCommands = func(c scenarios.Cell) ([]string, error) {
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "SCENARIO [--seed N] [--format text|json] [--cpus N]", stderr)
+	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--seed N] [--format text|json] [--cpus N]", stderr)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
+	kernels := addKernelFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -39,6 +40,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	s, err := scenarios.Resolve(pos[0])
 	if err != nil {
+		return err
+	}
+	if err := kernels.apply(s); err != nil {
 		return err
 	}
 	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {

@@ -25,7 +25,7 @@ import (
 
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
 	out := fs.String("o", "", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
@@ -34,6 +34,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	agentBin := fs.String("agent-binary", "", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
 	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
+	kernels := addKernelFlag(fs)
 	scenDir := fs.String("scenario-dir", "", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -50,6 +51,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		s, err = scenarios.Resolve(pos[0])
 	}
 	if err != nil {
+		return err
+	}
+	if err := kernels.apply(s); err != nil {
 		return err
 	}
 	if err := s.CheckHost(scenarios.Host{NumCPU: runtime.NumCPU()}); err != nil {
@@ -153,6 +157,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *shard != "" {
 			in.Args = append(in.Args, "--shard", *shard)
 		}
+		in.Args = append(in.Args, kernels.args()...)
 		sum, err := runner.RunLab(ctx, labCells, opts, in)
 		report1(sum)
 		if err != nil {

@@ -81,6 +81,25 @@ func TestResolveModulesErrors(t *testing.T) {
 	}
 }
 
+// TestResolveModulesAllBuiltin: a kernel built with everything in (as
+// runner/kbuild builds it) has a modules directory with only
+// modules.builtin: nothing to load, and only what is neither built in nor
+// a module is missing.
+func TestResolveModulesAllBuiltin(t *testing.T) {
+	dir := t.TempDir()
+	builtin := "kernel/drivers/net/tun.ko\nkernel/drivers/vhost/vhost_net.ko\nkernel/net/core/pktgen.ko\nkernel/fs/9p/9p.ko\nkernel/net/9p/9pnet_virtio.ko\n"
+	if err := os.WriteFile(filepath.Join(dir, "modules.builtin"), []byte(builtin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, order, missing, err := resolveModules(dir, []string{"tun", "vhost_net", "pktgen", "9p", "9pnet_virtio", "tap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 0 || !slices.Equal(missing, []string{"tap"}) {
+		t.Errorf("order %v, missing %v; want nothing to load and only tap missing", order, missing)
+	}
+}
+
 // TestResolveModulesDebian resolves the lab's modules from the .modinfo
 // sections of an unpacked Debian kernel package (it ships no modules.dep;
 // the same package as the lab e2e tests', fetched once into the cache).

@@ -30,8 +30,10 @@ func resolveModules(dir string, names []string) (*vmimages.ModuleIndex, []vmimag
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if ix.Len() == 0 {
-		return nil, nil, nil, &InputError{fmt.Sprintf("no kernel modules under %s; pass the kernel's /lib/modules/<release> directory as modules:", dir)}
+	// A kernel with everything built in has a modules directory with only
+	// modules.builtin: nothing to load.
+	if ix.Len() == 0 && ix.BuiltinLen() == 0 {
+		return nil, nil, nil, &InputError{fmt.Sprintf("no kernel modules under %s (no .ko files, no modules.builtin); pass the kernel's /lib/modules/<release> directory as modules:", dir)}
 	}
 	order, missing, err := ix.ResolveAvailable(names)
 	if err != nil {

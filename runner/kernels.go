@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// KernelBuilder builds the kernels that name a source tree (nil in Options
+// = a kbuild.Builder in the harness cache).
+type KernelBuilder interface {
+	BuildAll(ctx context.Context, specs []kbuild.Spec) ([]*kbuild.Kernel, error)
+}
+
+// defaultBuilder builds into vmimages.CacheDir()/kbuild.
+func defaultBuilder(o Options) KernelBuilder {
+	return &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: o.Log}
+}
+
+// buildKernels builds the kernels of cells that name a source tree, every
+// one of them before any lab boots (a patch that does not apply, or a
+// build that fails, stops the run before it measures anything), in the
+// order of labels. The cells of those kernels then boot the built image;
+// the identities come back per label, with warnings when kernels of one
+// tree were built with different configs.
+func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+	byLabel := map[string]scenarios.Kernel{}
+	var order []string
+	for _, c := range cells {
+		if c.Kernel.Tree == "" {
+			continue
+		}
+		if _, ok := byLabel[c.Kernel.Label]; !ok {
+			byLabel[c.Kernel.Label] = c.Kernel
+			order = append(order, c.Kernel.Label)
+		}
+	}
+	if len(order) == 0 {
+		return cells, nil, nil, nil
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return rank(labels, a) - rank(labels, b) })
+	var specs []kbuild.Spec
+	for _, l := range order {
+		k := byLabel[l]
+		specs = append(specs, kbuild.Spec{Label: l, Tree: k.Tree, Ref: k.Ref, Patches: k.Patches, Config: k.Config})
+	}
+	b := o.Builder
+	if b == nil {
+		b = defaultBuilder(o)
+	}
+	built, err := b.BuildAll(ctx, specs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids := map[string]*results.KernelBuild{}
+	images := map[string]*kbuild.Kernel{}
+	for i, l := range order {
+		id := built[i].Identity
+		ids[l] = &id
+		images[l] = built[i]
+		desc := id.Describe()
+		if built[i].Cached {
+			desc += ", from the build cache"
+		}
+		labLogf(o, "kernel %s: %s", l, desc)
+	}
+	out := slices.Clone(cells)
+	for i := range out {
+		if k, ok := images[out[i].Kernel.Label]; ok && out[i].Kernel.Tree != "" {
+			out[i].Kernel.Image, out[i].Kernel.Modules = k.Image, k.Modules
+		}
+	}
+	return out, ids, configWarnings(order, ids), nil
+}
+
+func rank(labels []string, l string) int {
+	if i := slices.Index(labels, l); i >= 0 {
+		return i
+	}
+	return len(labels)
+}
+
+// configWarnings warns when kernels built from the same tree got different
+// final configs (a patch that changes Kconfig): then they differ in more
+// than the patches.
+func configWarnings(order []string, ids map[string]*results.KernelBuild) []string {
+	var out []string
+	for i, a := range order {
+		for _, b := range order[i+1:] {
+			ia, ib := ids[a], ids[b]
+			if ia.Tree == ib.Tree && ia.Fragment == ib.Fragment && ia.ConfigSHA256 != ib.ConfigSHA256 {
+				out = append(out, fmt.Sprintf("kernels %s and %s were built from one tree and config fragment but their final .config differs (a patch changes Kconfig?): they differ in more than the patches", a, b))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// fakeBuilder records the specs it is asked to build and returns one
+// kernel per spec (or err).
+type fakeBuilder struct {
+	specs  []kbuild.Spec
+	config map[string]string // label -> final config hash
+	err    error
+}
+
+func (f *fakeBuilder) BuildAll(_ context.Context, specs []kbuild.Spec) ([]*kbuild.Kernel, error) {
+	f.specs = specs
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []*kbuild.Kernel
+	for _, s := range specs {
+		cfg := f.config[s.Label]
+		if cfg == "" {
+			cfg = "c0ffee"
+		}
+		out = append(out, &kbuild.Kernel{Image: "/cache/" + s.Label + "/bzImage", Modules: "/cache/" + s.Label + "/lib/modules/6.1.192",
+			Identity: results.KernelBuild{Release: "6.1.192", Tree: s.Tree, Fragment: "f", ConfigSHA256: cfg, Key: s.Label}})
+	}
+	return out, nil
+}
+
+// Kernels named by source tree are built all at once, in the scenario's
+// label order, before anything runs; their cells then boot the built
+// image; other kernels are left alone; the identities go into env.json.
+func TestBuildKernels(t *testing.T) {
+	cells := []scenarios.Cell{
+		{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux", Patches: []string{"/p/1.patch"}}},
+		{Name: "tap", Kernel: scenarios.Kernel{Label: "debian", Debian: "6.1"}},
+		{Name: "tap", Kernel: scenarios.Kernel{Label: "stock", Tree: "/src/linux"}},
+		{Name: "tap+vhost", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux", Patches: []string{"/p/1.patch"}}},
+	}
+	fb := &fakeBuilder{}
+	out, ids, warns, err := buildKernels(t.Context(), cells, []string{"stock", "patched", "debian"}, Options{Builder: fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, s := range fb.specs {
+		labels = append(labels, s.Label)
+	}
+	if !slices.Equal(labels, []string{"stock", "patched"}) {
+		t.Errorf("built %v, want stock then patched", labels)
+	}
+	if !slices.Equal(fb.specs[1].Patches, []string{"/p/1.patch"}) || fb.specs[1].Tree != "/src/linux" {
+		t.Errorf("patched spec %+v", fb.specs[1])
+	}
+	for _, c := range out {
+		switch c.Kernel.Label {
+		case "debian":
+			if c.Kernel.Image != "" {
+				t.Errorf("the Debian kernel got an image: %+v", c.Kernel)
+			}
+		default:
+			if c.Kernel.Image != "/cache/"+c.Kernel.Label+"/bzImage" || !strings.HasSuffix(c.Kernel.Modules, "/lib/modules/6.1.192") {
+				t.Errorf("cell %s/%s: %+v", c.Name, c.Kernel.Label, c.Kernel)
+			}
+		}
+	}
+	if cells[0].Kernel.Image != "" {
+		t.Error("buildKernels changed its input")
+	}
+	if len(ids) != 2 || ids["patched"].Key != "patched" || len(warns) != 0 {
+		t.Errorf("ids %v, warnings %v", ids, warns)
+	}
+
+	dir := t.TempDir()
+	if err := results.WriteEnv(dir, results.Env{Run: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordBuilds(dir, ids); err != nil {
+		t.Fatal(err)
+	}
+	env, err := results.ReadEnv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Run != "r" || env.Kernels["stock"].Build == nil || env.Kernels["patched"].Build.Tree != "/src/linux" {
+		t.Errorf("env.json after recordBuilds: %+v", env)
+	}
+
+	// Configs that differ between kernels of one tree are a warning.
+	fb = &fakeBuilder{config: map[string]string{"patched": "beef"}}
+	if _, _, warns, _ = buildKernels(t.Context(), cells, nil, Options{Builder: fb}); len(warns) != 1 || !strings.Contains(warns[0], "final .config differs") {
+		t.Errorf("warnings %v", warns)
+	}
+	// A failed build is the run's error; no tree kernel, no build.
+	fb = &fakeBuilder{err: errors.New("boom")}
+	if _, _, _, err := buildKernels(t.Context(), cells, nil, Options{Builder: fb}); err == nil || err.Error() != "boom" {
+		t.Errorf("err %v", err)
+	}
+	fb = &fakeBuilder{}
+	if _, _, _, err := buildKernels(t.Context(), cells[1:2], nil, Options{Builder: fb}); err != nil || fb.specs != nil {
+		t.Errorf("a scenario without trees built %v (%v)", fb.specs, err)
+	}
+}
+
+// A kernel that does not build (or a patch that does not apply) ends a
+// lab run before it has a run directory: nothing half-done.
+func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
+	tmp := t.TempDir()
+	dir := tmp + "/run"
+	cells := []scenarios.Cell{{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux"}}}
+	started := false
+	bad := &kbuild.BuildError{Label: "patched", Log: "/x.log", Err: errors.New("make exited 2")}
+	_, err := RunLab(t.Context(), cells, Options{Dir: dir, LockPath: tmp + "/lock", Builder: &fakeBuilder{err: bad},
+		Started: func() { started = true }}, LabInner{Scenario: "s", Labels: []string{"patched"}})
+	if !errors.Is(err, bad) {
+		t.Fatalf("err %v", err)
+	}
+	if started {
+		t.Error("the run was reported started")
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Error("a run directory exists after the failed build")
+	}
+}
