@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -17,16 +18,6 @@ const (
 	tunPatchFile = "testdata/0001-tun-stop-the-tx-queue-on-a-full-ring-instead-of-dropping.patch"
 	e2eConfig    = "testdata/e2e.config"
 )
-
-// skipOrFail skips a test that cannot get what it needs, and fails it
-// under CI=true (a CI log never hides a skip).
-func skipOrFail(t *testing.T, format string, a ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, a...)
-	}
-	t.Skipf(format, a...)
-}
 
 // DebianSource returns Debian's linux-source-6.1 unpacked in the harness
 // cache (CACHE/src/linux-source-6.1, ~1.5 GB: a plain tree, not a git
@@ -39,14 +30,14 @@ func debianSource(t *testing.T) string {
 	}
 	for _, tool := range []string{"apt-get", "dpkg-deb", "tar", "xz"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "fetching linux-source-6.1 needs %s", tool)
+			testenv.Skipf(t, "fetching linux-source-6.1 needs %s", tool)
 		}
 	}
 	dl := t.TempDir()
 	get := exec.CommandContext(t.Context(), "apt-get", "download", "-q", "linux-source-6.1")
 	get.Dir = dl
 	if out, err := get.CombinedOutput(); err != nil {
-		skipOrFail(t, "cannot fetch linux-source-6.1: %v: %s", err, out)
+		testenv.Skipf(t, "cannot fetch linux-source-6.1: %v: %s", err, out)
 	}
 	debs, _ := filepath.Glob(filepath.Join(dl, "linux-source-6.1_*.deb"))
 	if len(debs) != 1 {
@@ -94,11 +85,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 // log has the times. Heavy (minutes of make -j on a 2-core machine): not
 // in -short mode.
 func TestBuildLinuxSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a kernel: not in -short mode")
-	}
+	testenv.SkipIfShort(t, "builds a kernel")
 	if err := CheckDeps(); err != nil {
-		skipOrFail(t, "%v", err)
+		testenv.Skipf(t, "%v", err)
 	}
 	tree := debianSource(t)
 	patch, _ := filepath.Abs(tunPatchFile)
