@@ -71,13 +71,9 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d.Root = os.Geteuid() == 0
 	add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
 
-	accel, why := qemu.DetectAccel()
-	d.Accel = accel
-	if accel == qemu.KVM {
-		add(Check{Name: "kvm", OK: true, Detail: "usable (KVM_CREATE_VM works)"})
-	} else {
-		add(Check{Name: "kvm", OK: false, Warn: true, Detail: "not usable: " + why, Fix: "guests run under TCG (emulation): numbers measure the emulator"})
-	}
+	kst := qemu.ProbeKVM()
+	d.Accel = kst.Accel()
+	add(kvmCheck(kst))
 	_, err := os.Stat(qemu.VhostNetPath)
 	d.VhostNet = err == nil
 	add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
@@ -236,6 +232,20 @@ func orStr(s, def string) string {
 	return s
 }
 
+// kvmCheck is the host section's "kvm" line: what the probe found (a
+// test vCPU run, the vendor module and its nested parameter).
+func kvmCheck(st qemu.KVMStatus) Check {
+	if !st.Usable {
+		return Check{Name: "kvm", OK: false, Warn: true, Detail: "not usable: " + st.Why,
+			Fix: "guests run under TCG (emulation): numbers measure the emulator"}
+	}
+	nested := st.Nested
+	if nested == "" {
+		nested = "unknown"
+	}
+	return Check{Name: "kvm", OK: true, Detail: fmt.Sprintf("usable (a test vCPU ran; %s, nested=%s)", st.Vendor, nested)}
+}
+
 // labCheck is the host section's "lab mode" line.
 func labCheck(c lab.Capabilities) Check {
 	detail := fmt.Sprintf("accel %s, nested KVM %s, apt-get %s", c.Accel, yesNo(c.NestedKVM), yesNo(c.APTGet))
@@ -249,7 +259,12 @@ func labCheck(c lab.Capabilities) Check {
 		ch.Fix = "lab VMs and their nested guests run under TCG: each boot takes minutes"
 	} else if !c.NestedKVM {
 		ch.OK, ch.Warn = false, true
-		ch.Fix = "nested guests inside lab VMs run under TCG: enable nesting (kvm_intel/kvm_amd nested=1) for speed"
+		vendor := c.Vendor
+		if vendor == "" {
+			vendor = "kvm_intel or kvm_amd"
+		}
+		ch.Fix = fmt.Sprintf("nested guests inside lab VMs run under TCG (%s nested=%s): enable nesting for speed (modprobe -r %s; modprobe %s nested=1)",
+			vendor, orStr(c.KVM.Nested, "unknown"), vendor, vendor)
 	}
 	return ch
 }
@@ -275,7 +290,9 @@ func kbuildCheck() Check {
 
 // LabMode describes how cells for other kernels run here, e.g.
 // "TCG: nested guest boots take minutes"; doctor prints it after
-// "runs in lab mode".
+// "runs in lab mode". "KVM with nested KVM" needs a test vCPU to have run
+// here and the vendor module's nested=Y/1 (lab.FromKVM); LabKVM adds
+// whether each lab kernel ships the modules lab init loads.
 func (d *Doctor) LabMode() string {
 	switch {
 	case d.Lab.Accel != qemu.KVM:

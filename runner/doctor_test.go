@@ -160,3 +160,44 @@ func TestDoctorLabKVM(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNestedFromProbe: "KVM with nested KVM" needs a vCPU that ran
+// and nested=Y/1; a nested parameter on a host whose /dev/kvm cannot run a
+// standard guest (PVM-style) or nested=N/0 gives another verdict, with the
+// module and parameter in the fix.
+func TestDoctorNestedFromProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		st      qemu.KVMStatus
+		mode    string
+		kvmLine string
+		fix     string
+	}{
+		{"intel nested Y", qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: "kvm_intel", Nested: "Y"},
+			"KVM with nested KVM", "usable (a test vCPU ran; kvm_intel, nested=Y)", ""},
+		{"amd nested 1", qemu.KVMStatus{Usable: true, Flag: "svm", Vendor: "kvm_amd", Nested: "1"},
+			"KVM with nested KVM", "usable (a test vCPU ran; kvm_amd, nested=1)", ""},
+		{"intel nested N", qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: "kvm_intel", Nested: "N"},
+			"KVM, no nested KVM: the inner guests run under TCG", "usable (a test vCPU ran; kvm_intel, nested=N)", "kvm_intel nested=N"},
+		{"amd nested 0", qemu.KVMStatus{Usable: true, Flag: "svm", Vendor: "kvm_amd", Nested: "0"},
+			"KVM, no nested KVM: the inner guests run under TCG", "usable (a test vCPU ran; kvm_amd, nested=0)", "modprobe kvm_amd nested=1"},
+		{"pvm: nested Y but no vCPU ran", qemu.KVMStatus{Flag: "vmx", Vendor: "kvm_intel", Nested: "Y", Why: "a test vCPU did not run on /dev/kvm: KVM_RUN: internal error"},
+			"TCG: nested guest boots take minutes", "not usable: a test vCPU did not run on /dev/kvm: KVM_RUN: internal error", "TCG"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := lab.FromKVM(tc.st)
+			c.QEMU = true
+			d := &Doctor{Lab: c}
+			if got := d.LabMode(); got != tc.mode {
+				t.Errorf("LabMode = %q, want %q", got, tc.mode)
+			}
+			if got := kvmCheck(tc.st); got.Detail != tc.kvmLine || got.OK != tc.st.Usable {
+				t.Errorf("kvm line = %+v, want %q", got, tc.kvmLine)
+			}
+			lc := labCheck(c)
+			if lc.OK != (tc.fix == "") || !strings.Contains(lc.Fix, tc.fix) {
+				t.Errorf("lab mode line = %+v, want fix with %q", lc, tc.fix)
+			}
+		})
+	}
+}

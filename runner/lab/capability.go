@@ -1,9 +1,7 @@
 package lab
 
 import (
-	"os"
 	"os/exec"
-	"strings"
 
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
@@ -17,8 +15,13 @@ type Capabilities struct {
 	QEMU      bool       // qemu-system-x86_64 found
 	Accel     qemu.Accel // what a lab VM would use
 	KVMReason string     // why KVM is not used ("" when it is)
+	// KVM is the host's KVM probe (a vCPU run, the vendor module, its
+	// nested parameter).
+	KVM qemu.KVMStatus
 	// NestedKVM says the lab VM could itself use KVM for the experiment's
-	// guest (kvm_intel/kvm_amd nested=1); false under TCG.
+	// guest: KVM really runs here and the vendor module has nested=Y/1.
+	// The lab kernel must still ship kvm and the vendor module
+	// (MissingKVMModules), which lab init loads.
 	NestedKVM bool
 	// Vendor is the KVM vendor module for this host's CPU (KVMIntelModule,
 	// KVMAMDModule; "" without vmx/svm): a lab VM with nested KVM loads it
@@ -30,27 +33,19 @@ type Capabilities struct {
 
 // Probe checks the host for lab mode (QEMU, KVM and nesting, apt-get).
 func Probe() Capabilities {
-	var c Capabilities
+	c := FromKVM(qemu.ProbeKVM())
 	_, err := exec.LookPath(qemu.DefaultBinary)
 	c.QEMU = err == nil
-	c.Accel, c.KVMReason = qemu.DetectAccel()
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		c.Vendor = KVMVendorModule(string(b))
-	}
-	if c.Accel == qemu.KVM {
-		c.NestedKVM = nestedEnabled("/sys/module/kvm_intel/parameters/nested") || nestedEnabled("/sys/module/kvm_amd/parameters/nested")
-	}
 	_, e1 := exec.LookPath("apt-get")
 	_, e2 := exec.LookPath("dpkg-deb")
 	c.APTGet = e1 == nil && e2 == nil
 	return c
 }
 
-func nestedEnabled(path string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	v := strings.TrimSpace(string(b))
-	return v == "Y" || v == "1"
+// FromKVM fills the KVM part of Capabilities from a KVM probe: the lab VM's
+// accelerator, the vendor module, nested KVM only where a vCPU really ran
+// and nesting is on (a nested parameter alone proves nothing on a host
+// whose /dev/kvm cannot run a standard guest).
+func FromKVM(st qemu.KVMStatus) Capabilities {
+	return Capabilities{Accel: st.Accel(), KVMReason: st.Why, KVM: st, NestedKVM: st.NestedOn(), Vendor: st.Vendor}
 }

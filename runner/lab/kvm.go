@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -29,21 +29,11 @@ const (
 // KVMAMDModule when it has svm, "" when neither (no hardware virtualization
 // exposed: a host without nested KVM, or a VM under TCG's -cpu without it).
 func KVMVendorModule(cpuinfo string) string {
-	sc := bufio.NewScanner(strings.NewReader(cpuinfo))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || strings.TrimSpace(k) != "flags" {
-			continue
-		}
-		for _, f := range strings.Fields(v) {
-			switch f {
-			case "vmx":
-				return KVMIntelModule
-			case "svm":
-				return KVMAMDModule
-			}
-		}
+	switch qemu.VirtFlag(cpuinfo) {
+	case "vmx":
+		return KVMIntelModule
+	case "svm":
+		return KVMAMDModule
 	}
 	return ""
 }

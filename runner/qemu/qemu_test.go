@@ -100,27 +100,6 @@ func TestCheckVsockInUse(t *testing.T) {
 	}
 }
 
-func TestKVMUsable(t *testing.T) {
-	dir := t.TempDir()
-	noVirt := filepath.Join(dir, "cpuinfo-novirt")
-	os.WriteFile(noVirt, []byte("processor\t: 0\nflags\t\t: fpu vme sse2 avx2\n"), 0o644)
-	if err := kvmUsable(noVirt, "/dev/kvm"); err == nil || !strings.Contains(err.Error(), "vmx/svm") {
-		t.Errorf("no vmx: err = %v", err)
-	}
-	virt := filepath.Join(dir, "cpuinfo-vmx")
-	os.WriteFile(virt, []byte("flags\t\t: fpu vmx sse2\n"), 0o644)
-	if err := kvmUsable(virt, filepath.Join(dir, "no-kvm")); err == nil || !strings.Contains(err.Error(), "open") {
-		t.Errorf("missing node: err = %v", err)
-	}
-	// A regular file as the node: the ioctl fails (ENOTTY), like a KVM
-	// that cannot create VMs.
-	fake := filepath.Join(dir, "kvm")
-	os.WriteFile(fake, nil, 0o644)
-	if err := kvmUsable(virt, fake); err == nil || !strings.Contains(err.Error(), "KVM_CREATE_VM") {
-		t.Errorf("ioctl fails: err = %v", err)
-	}
-}
-
 func TestCheckVhost(t *testing.T) {
 	c := Config{NICs: []NIC{{Tap: "vnbt0", Vhost: true}}}
 	err := checkVhost(c, filepath.Join(t.TempDir(), "vhost-net"))
@@ -169,6 +148,7 @@ func TestQMPClient(t *testing.T) {
 	path := fakeQMP(t, map[string]string{
 		"qmp_capabilities": `{"return": {}}`,
 		"query-cpus-fast":  `{"return": [{"cpu-index": 0, "thread-id": 4242, "target": "x86_64"}, {"cpu-index": 1, "thread-id": 4243}]}`,
+		"query-kvm":        `{"return": {"enabled": false, "present": true}}`,
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -180,6 +160,10 @@ func TestQMPClient(t *testing.T) {
 	cpus, err := q.CPUs(ctx)
 	if err != nil || len(cpus) != 2 || cpus[1].ThreadID != 4243 {
 		t.Fatalf("cpus = %+v, %v", cpus, err)
+	}
+	// QEMU 7.2's answer under -accel tcg on a host with /dev/kvm.
+	if st, err := q.KVM(ctx); err != nil || st.Enabled || !st.Present {
+		t.Errorf("query-kvm = %+v, %v", st, err)
 	}
 	err = q.Execute(ctx, "bogus", nil, nil)
 	var qe *QMPError
@@ -228,6 +212,19 @@ func TestLaunchRealQEMU(t *testing.T) {
 	if names[tids[0]] != "CPU 0/TCG" || names[tids[1]] != "CPU 1/TCG" {
 		t.Errorf("thread names %v for vcpu tids %v", names, tids)
 	}
+	// A real QEMU's query-kvm under TCG: the run's accelerator check passes,
+	// and would fail had the VM been taken for KVM.
+	if st, err := vm.QMP().KVM(ctx); err != nil || st.Enabled {
+		t.Errorf("query-kvm = %+v, %v", st, err)
+	}
+	if err := vm.CheckAccel(ctx); err != nil {
+		t.Errorf("CheckAccel under TCG: %v", err)
+	}
+	vm.Accel = KVM
+	if err := vm.CheckAccel(ctx); err == nil {
+		t.Error("CheckAccel: a TCG QEMU passed as KVM")
+	}
+	vm.Accel = TCG
 	if err := vm.Quit(ctx, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,13 @@ func (q *QMP) CPUs(ctx context.Context) ([]CPU, error) {
 	return cpus, nil
 }
 
+// KVM asks whether KVM is present and enabled (query-kvm).
+func (q *QMP) KVM(ctx context.Context) (KVMState, error) {
+	var st KVMState
+	err := q.Execute(ctx, "query-kvm", nil, &st)
+	return st, err
+}
+
 // Quit asks QEMU to exit. The connection closing before a reply counts as
 // success.
 func (q *QMP) Quit(ctx context.Context) error {

@@ -109,6 +109,16 @@ func (vm *VM) VCPUThreads(ctx context.Context) ([]int, error) {
 	return tids, nil
 }
 
+// CheckAccel confirms over QMP (query-kvm) that QEMU runs the accelerator
+// it was started with (CheckAccel).
+func (vm *VM) CheckAccel(ctx context.Context) error {
+	st, err := vm.qmp.KVM(ctx)
+	if err != nil {
+		return err
+	}
+	return CheckAccel(vm.Accel, st)
+}
+
 // DialAgent connects to the agent's virtio-serial socket.
 func (vm *VM) DialAgent(ctx context.Context) (net.Conn, error) {
 	if vm.Config.AgentSocket == "" {
