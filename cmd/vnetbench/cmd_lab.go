@@ -39,7 +39,26 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&variants, "variants", "", "`;`-separated nested kernel command lines to compare (one boot each)")
 	fs.BoolVar(&c.BootOnly, "boot-only", false, "boot the nested guests and measure, no pktgen")
 	fs.StringVar(&c.OutDir, "o", "", "output `dir` (selftest.json, nested consoles)")
+	var ps lab.PerfStressConfig
+	fs.IntVar(&ps.Iterations, "perf-stress", 0, "instead of the self-test: `N` perf stat sessions on busy kpktgend threads (a lockup reproducer)")
+	fs.StringVar(&ps.Order, "perf-order", lab.PerfDuring, "perf stress: perf against pktgen, during | after-start | around")
+	fs.IntVar(&ps.Threads, "perf-threads", 1, "perf stress: pktgen threads")
+	fs.DurationVar(&ps.Hold, "perf-hold", 300*time.Millisecond, "perf stress: pktgen run per session")
+	fs.StringVar(&ps.Guest, "perf-guest", "", "perf stress: backend of a nested guest reading the tap (tap | tap+vhost; empty: the test reads it)")
+	fs.BoolVar(&ps.Drain, "perf-drain", true, "perf stress without a nested guest: read the tap")
 	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if ps.Iterations > 0 {
+		if c.OutDir == "" {
+			return usageErrorf("lab-selftest: -o is required")
+		}
+		ps.OutDir, ps.Log, ps.SelfTest = c.OutDir, stdout, c
+		res, err := lab.PerfStress(ctx, ps)
+		if res != nil {
+			b, _ := json.Marshal(res)
+			fmt.Fprintf(stdout, "perf-stress: %s\n", b)
+		}
 		return err
 	}
 	if c.GuestKernel == "" || c.GuestModules == "" || c.OutDir == "" {

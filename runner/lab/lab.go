@@ -86,6 +86,8 @@ type Config struct {
 	CPUs, MemoryMiB int
 	// Accel is "" (detect: KVM when usable, else TCG), "kvm" or "tcg".
 	Accel qemu.Accel
+	// TCGThread is passed to qemu.Config (under TCG only).
+	TCGThread string
 	// Append is added to the kernel command line.
 	Append string
 	// Prefetch are kernels the inner run needs (e.g. the nested guest's
@@ -334,7 +336,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	console := filepath.Join(labDir, "console.log")
 	os.Remove(console)
 	qc := qemu.Config{
-		Name: "vnb-lab-" + c.Label, Accel: accel, CPUs: cpus, MemoryMiB: mem,
+		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem,
 		Kernel: k.Image, Initrd: initrd,
 		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
 		Shares:    qshares,
@@ -361,6 +363,14 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	f := newFollower(console, c.Output, c.Label)
 	defer f.close()
+	// A kernel that reports a lockup, stall, oops or panic on the console
+	// fails the lab after qemu.FaultGrace (the report's stack traces reach
+	// the log meanwhile): it will not finish the run, and waiting for the
+	// run's deadline would hold the host for up to an hour.
+	faultFail := func(phase string) error {
+		return &Error{Label: c.Label, Phase: phase, Console: console, Tail: qemu.FaultTail(console, f.fault, 40),
+			Err: &qemu.FaultError{VM: "lab " + c.Label, Line: f.fault}}
+	}
 	phase, deadline := "boot", time.Now().Add(to.Boot)
 	var tInit, tStart, tExit time.Time
 	gotExit := false
@@ -421,6 +431,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			return res, fail(phase, ctx.Err())
 		case <-tick.C:
 		}
+		if f.fault != "" && time.Since(f.faultAt) >= qemu.FaultGrace {
+			return res, faultFail(phase)
+		}
 		if time.Now().After(deadline) {
 			limit := map[string]time.Duration{"boot": to.Boot, "setup": to.Setup, "run": to.Run, "shutdown": to.Shutdown}[phase]
 			return res, fail(phase, fmt.Errorf("timeout after %v (raise timeouts.%s if the machine is slow)", limit, phase))
@@ -453,6 +466,10 @@ type follower struct {
 	part  string
 	out   io.Writer
 	label string
+	// fault is the first console line by which the kernel reported a
+	// lockup, stall or crash (qemu.KernelFault), seen at faultAt.
+	fault   string
+	faultAt time.Time
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
@@ -479,6 +496,9 @@ func (f *follower) poll() []Event {
 		if ev, ok := ParseEvent(line); ok {
 			evs = append(evs, ev)
 			continue
+		}
+		if f.fault == "" && qemu.KernelFault(line) {
+			f.fault, f.faultAt = line, time.Now()
 		}
 		if f.out != nil && line != "" {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)

@@ -101,9 +101,8 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	initrd := filepath.Join(tmp, "guest.cpio")
-	ir := Initramfs{Binary: c.Binary, Modules: c.GuestModules, Load: GuestModules, Config: InitConfig{Mode: "guest", Links: []string{"eth0"}}}
-	if _, err := ir.Build(initrd); err != nil {
+	initrd, err := nestedInitrd(c, tmp)
+	if err != nil {
 		return nil, err
 	}
 	var u strings.Builder
@@ -133,73 +132,11 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 }
 
 func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*SelfTestBackend, error) {
-	vhost := false
-	switch backend {
-	case "tap":
-	case "tap+vhost":
-		vhost = true
-	default:
-		return nil, &InputError{fmt.Sprintf("unknown backend %q; use tap or tap+vhost", backend)}
-	}
-	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+"-console.log")
-	os.Remove(console)
-	qc := qemu.Config{
-		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
-		Kernel: c.GuestKernel, Initrd: initrd,
-		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
-		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
-		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
-		ConsoleLog: console,
-	}
-	start := time.Now()
-	vm, err := qemu.Launch(ctx, proc.Real{}, qc, "")
+	vm, r, err := bootNestedVM(ctx, c, backend, initrd, tmp)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	defer func() {
-		qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		vm.Quit(qctx, 5*time.Second)
-		cancel()
-		vm.Kill()
-	}()
-	if err := linkUp(selfTestTap); err != nil {
-		return nil, err
-	}
-	f := newFollower(console, nil, "")
-	defer f.close()
-	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
-	deadline := time.After(c.BootTimeout)
-	ready := false
-	for !ready {
-		for _, ev := range f.poll() {
-			switch ev.Ev {
-			case "init":
-				r.InitUptime = ev.Uptime
-			case "modules":
-				r.ModulesMs = ev.Ms
-			case "ready":
-				ready = true
-				r.ReadySeconds = ev.Uptime
-			case "error":
-				return r, vm.BootError("nested guest", errors.New(ev.Msg))
-			}
-		}
-		if ready {
-			break
-		}
-		select {
-		case <-vm.Done():
-			return r, vm.BootError("nested guest", fmt.Errorf("qemu exited: %v", vm.Process().Wait()))
-		case <-deadline:
-			return r, vm.BootError("nested guest", fmt.Errorf("not ready after %v", c.BootTimeout))
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	r.BootSeconds = time.Since(start).Seconds()
-	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs (guest uptime: /init %.1fs, ready %.1fs, modules %d ms)\n",
-		backend, r.BootSeconds, r.InitUptime, r.ReadySeconds, r.ModulesMs)
+	defer quitNested(vm)
 	if c.BootOnly {
 		return r, nil
 	}
@@ -236,4 +173,96 @@ func tapCounters(dev string) (tx, dropped uint64) {
 		return v
 	}
 	return read("tx_packets"), read("tx_dropped")
+}
+
+// bootNestedVM boots the nested guest on the self-test tap with backend's
+// NIC and waits until its /init reports ready. The caller quits the VM
+// (quitNested); on error it is gone.
+func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*qemu.VM, *SelfTestBackend, error) {
+	vhost := false
+	switch backend {
+	case "tap":
+	case "tap+vhost":
+		vhost = true
+	default:
+		return nil, nil, &InputError{fmt.Sprintf("unknown backend %q; use tap or tap+vhost", backend)}
+	}
+	if c.BootTimeout == 0 {
+		c.BootTimeout = 400 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+"-console.log")
+	os.Remove(console)
+	qc := qemu.Config{
+		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
+		Kernel: c.GuestKernel, Initrd: initrd,
+		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
+		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
+		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
+		ConsoleLog: console,
+	}
+	start := time.Now()
+	vm, err := qemu.Launch(ctx, proc.Real{}, qc, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
+	fail := func(err error) (*qemu.VM, *SelfTestBackend, error) {
+		quitNested(vm)
+		return nil, r, err
+	}
+	if err := linkUp(selfTestTap); err != nil {
+		return fail(err)
+	}
+	f := newFollower(console, nil, "")
+	defer f.close()
+	deadline := time.After(c.BootTimeout)
+	for ready := false; !ready; {
+		for _, ev := range f.poll() {
+			switch ev.Ev {
+			case "init":
+				r.InitUptime = ev.Uptime
+			case "modules":
+				r.ModulesMs = ev.Ms
+			case "ready":
+				ready = true
+				r.ReadySeconds = ev.Uptime
+			case "error":
+				return fail(vm.BootError("nested guest", errors.New(ev.Msg)))
+			}
+		}
+		if ready {
+			break
+		}
+		select {
+		case <-vm.Done():
+			return fail(vm.BootError("nested guest", fmt.Errorf("qemu exited: %v", vm.Process().Wait())))
+		case <-deadline:
+			return fail(vm.BootError("nested guest", fmt.Errorf("not ready after %v", c.BootTimeout)))
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	r.BootSeconds = time.Since(start).Seconds()
+	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs (guest uptime: /init %.1fs, ready %.1fs, modules %d ms)\n",
+		backend, r.BootSeconds, r.InitUptime, r.ReadySeconds, r.ModulesMs)
+	return vm, r, nil
+}
+
+func quitNested(vm *qemu.VM) {
+	qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	vm.Quit(qctx, 5*time.Second)
+	cancel()
+	vm.Kill()
+}
+
+// nestedInitrd builds the nested guest's initramfs into tmp.
+func nestedInitrd(c SelfTestConfig, tmp string) (string, error) {
+	initrd := filepath.Join(tmp, "guest.cpio")
+	ir := Initramfs{Binary: c.Binary, Modules: c.GuestModules, Load: GuestModules, Config: InitConfig{Mode: "guest", Links: []string{"eth0"}}}
+	_, err := ir.Build(initrd)
+	return initrd, err
 }

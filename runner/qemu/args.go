@@ -34,9 +34,13 @@ const DefaultBinary = "qemu-system-x86_64"
 // Config describes one VM. Paths may contain any character; Args escapes
 // them for QEMU's option syntax.
 type Config struct {
-	Binary    string // default DefaultBinary
-	Name      string // VM name (shown in thread names with debug-threads=on)
-	Accel     Accel  // "" = TCG
+	Binary string // default DefaultBinary
+	Name   string // VM name (shown in thread names with debug-threads=on)
+	Accel  Accel  // "" = TCG
+	// TCGThread is TCG's threading: "" (QEMU's default: one host thread
+	// per vCPU where the guest supports it, as for x86), "multi" or
+	// "single" (all vCPUs round-robin on one host thread).
+	TCGThread string
 	CPUs      int    // vCPUs; 0 = 1
 	MemoryMiB int    // 0 = 512
 	Kernel    string // bzImage path
@@ -99,7 +103,11 @@ func Args(c Config) []string {
 	if c.Accel == KVM {
 		a = append(a, "-accel", "kvm", "-cpu", "host")
 	} else {
-		a = append(a, "-accel", "tcg", "-cpu", "max")
+		tcg := "tcg"
+		if c.TCGThread != "" {
+			tcg += ",thread=" + c.TCGThread
+		}
+		a = append(a, "-accel", tcg, "-cpu", "max")
 	}
 	a = append(a, "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
 	if c.Kernel != "" {

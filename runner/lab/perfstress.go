@@ -1,0 +1,366 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/runner/pktgen"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// Orders of perf against pktgen in a perf stress run.
+const (
+	// PerfDuring attaches and detaches perf while pktgen floods: pktgen
+	// runs the whole time and perf sessions come and go.
+	PerfDuring = "during"
+	// PerfAfterStart is the order the runner used before the lockup fix:
+	// pktgen starts, perf attaches to the busy kpktgend, pktgen ends,
+	// perf stops.
+	PerfAfterStart = "after-start"
+	// PerfAround attaches perf before pktgen's start write and stops it
+	// after pktgen ended and was reset: perf never attaches to or
+	// detaches from a kpktgend that is sending.
+	PerfAround = "around"
+)
+
+// PerfStressConfig is a reproducer for perf attaching to and detaching
+// from busy kernel threads inside a lab VM: pktgen sends into a tap (read
+// by the test itself, or by a nested guest) and `perf stat -t` sessions on
+// the kpktgend threads (and the nested guest's vhost worker) come and go
+// in a loop, in a given order against pktgen's start and stop.
+type PerfStressConfig struct {
+	Iterations int           // perf sessions (default 100)
+	Order      string        // PerfDuring, PerfAfterStart or PerfAround
+	Threads    int           // pktgen threads (kpktgend_0..N-1), default 1
+	Hold       time.Duration // pktgen run (and perf session) per iteration (default 300ms)
+	// Drain reads the tap in the test (nil guest): packets are consumed,
+	// as by a guest; without it the ring fills and pktgen counts errors.
+	Drain bool
+	// Guest, when set, boots a nested guest on the tap with this backend
+	// ("tap" or "tap+vhost") instead of holding the tap open here; perf
+	// then also watches the vhost worker.
+	Guest    string
+	SelfTest SelfTestConfig // the nested guest's kernel (with Guest)
+	// ExitTimeout is how long a perf may take to exit after SIGINT before
+	// the run calls it stuck (default 60s).
+	ExitTimeout time.Duration
+	OutDir      string
+	Log         io.Writer
+}
+
+// PerfStressResult is written as perfstress.json in OutDir.
+type PerfStressResult struct {
+	Kernel     string  `json:"kernel"`
+	CPUs       int     `json:"cpus"`
+	Order      string  `json:"order"`
+	Guest      string  `json:"guest,omitempty"`
+	Iterations int     `json:"iterations"` // sessions finished
+	Stuck      int     `json:"stuck"`      // sessions whose perf did not exit
+	MaxOpenS   float64 `json:"max_open_s"` // perf start to counters open
+	MaxExitS   float64 `json:"max_exit_s"` // SIGINT to perf exit
+	Packets    uint64  `json:"packets"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// ErrPerfStuck is a perf that did not exit after SIGINT and SIGKILL: it
+// sits in the kernel.
+var ErrPerfStuck = errors.New("perf did not exit")
+
+// PerfStress runs the reproducer; it needs pktgen and perf, so it runs
+// inside a lab VM.
+func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, error) {
+	if c.Iterations <= 0 {
+		c.Iterations = 100
+	}
+	if c.Threads <= 0 {
+		c.Threads = 1
+	}
+	if c.Hold <= 0 {
+		c.Hold = 300 * time.Millisecond
+	}
+	if c.ExitTimeout <= 0 {
+		c.ExitTimeout = 60 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch c.Order {
+	case PerfDuring, PerfAfterStart, PerfAround:
+	default:
+		return nil, &InputError{fmt.Sprintf("perf order %q; use %s, %s or %s", c.Order, PerfDuring, PerfAfterStart, PerfAround)}
+	}
+	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	// Full kernel messages on the console (stack traces of a lockup are
+	// KERN_WARNING and below), and every CPU's backtrace on a soft lockup.
+	os.WriteFile("/proc/sys/kernel/printk", []byte("8"), 0)
+	os.WriteFile("/proc/sys/kernel/softlockup_all_cpu_backtrace", []byte("1"), 0)
+	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest}
+	var vhost []int
+	if c.Guest == "" {
+		fd, err := openTap(selfTestTap)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		if err := linkUp(selfTestTap); err != nil {
+			return nil, err
+		}
+		if c.Drain {
+			go drain(fd)
+		}
+	} else {
+		sc := c.SelfTest
+		if sc.Binary == "" {
+			var err error
+			if sc.Binary, err = os.Executable(); err != nil {
+				return nil, err
+			}
+		}
+		if sc.GuestAppend == "" {
+			sc.GuestAppend = FastAppend
+		}
+		sc.OutDir, sc.Log = c.OutDir, c.Log
+		tmp, err := os.MkdirTemp("", "vnb-perfstress-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		initrd, err := nestedInitrd(sc, tmp)
+		if err != nil {
+			return nil, err
+		}
+		vm, _, err := bootNestedVM(ctx, sc, c.Guest, initrd, tmp)
+		if err != nil {
+			return nil, err
+		}
+		defer quitNested(vm)
+		vhost = qemu.VhostThreads(vm.Pid())
+	}
+	var kp []int
+	for i := 0; i < c.Threads; i++ {
+		name := "kpktgend_" + strconv.Itoa(i)
+		kp = append(kp, qemu.KernelThreads(func(s string) bool { return s == name })...)
+	}
+	if len(kp) != c.Threads {
+		return nil, fmt.Errorf("want %d kpktgend threads, found %d (is pktgen loaded, and are there enough CPUs?)", c.Threads, len(kp))
+	}
+	targets := [][]int{kp}
+	if len(vhost) > 0 {
+		targets = append(targets, vhost)
+	}
+	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Guest, kp, vhost)
+	d := &pktgen.Driver{}
+	pc := pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Threads: c.Threads, Dst: "10.0.0.2", DstMAC: selfTestMAC,
+		CountSet: true, Duration: c.Hold}
+	if c.Threads > 1 {
+		pc.Mode = pktgen.ModeMultiqueue
+		pc.Dst = "10.0.0.2/32"
+	}
+	t0 := time.Now()
+	var flood *pktgen.Session
+	if c.Order == PerfDuring {
+		fc := pc
+		fc.Duration = 24 * time.Hour
+		var err error
+		if flood, err = d.Start(ctx, fc); err != nil {
+			return res, err
+		}
+	}
+	defer func() {
+		if flood != nil {
+			if r, _ := flood.Wait(context.Background()); r != nil {
+				res.Packets += r.Packets()
+			}
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		b, _ := json.MarshalIndent(res, "", "  ")
+		os.WriteFile(filepath.Join(c.OutDir, "perfstress.json"), b, 0o644)
+	}()
+	for i := 0; i < c.Iterations; i++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		var sess *pktgen.Session
+		var err error
+		if c.Order == PerfAfterStart {
+			if sess, err = d.Start(ctx, pc); err != nil {
+				return res, err
+			}
+		}
+		var perfs []*stressPerf
+		for j, tids := range targets {
+			p, err := startStressPerf(ctx, tids, filepath.Join(c.OutDir, fmt.Sprintf("perf-%d.csv", j)))
+			if err != nil {
+				stopStressPerfs(perfs, c.ExitTimeout)
+				if sess != nil {
+					sess.Wait(ctx)
+				}
+				return res, fmt.Errorf("iteration %d: %w", i, err)
+			}
+			res.MaxOpenS = max(res.MaxOpenS, p.open.Seconds())
+			perfs = append(perfs, p)
+		}
+		switch c.Order {
+		case PerfDuring:
+			time.Sleep(c.Hold)
+		case PerfAround:
+			if sess, err = d.Start(ctx, pc); err != nil {
+				stopStressPerfs(perfs, c.ExitTimeout)
+				return res, err
+			}
+		}
+		if sess != nil {
+			r, err := sess.Wait(ctx)
+			if r != nil {
+				res.Packets += r.Packets()
+			}
+			if err != nil {
+				stopStressPerfs(perfs, c.ExitTimeout)
+				return res, fmt.Errorf("iteration %d: pktgen: %w", i, err)
+			}
+		}
+		exit, err := stopStressPerfs(perfs, c.ExitTimeout)
+		res.MaxExitS = max(res.MaxExitS, exit.Seconds())
+		if err != nil {
+			res.Stuck++
+			fmt.Fprintf(c.Log, "perf-stress: iteration %d: %v\n", i, err)
+			return res, err
+		}
+		res.Iterations++
+		if (i+1)%10 == 0 {
+			fmt.Fprintf(c.Log, "perf-stress: %d/%d sessions, max open %.2fs, max exit %.2fs, %d packets, %.0fs\n",
+				i+1, c.Iterations, res.MaxOpenS, res.MaxExitS, res.Packets, time.Since(t0).Seconds())
+		}
+	}
+	return res, nil
+}
+
+type stressPerf struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	open time.Duration
+}
+
+func startStressPerf(ctx context.Context, tids []int, out string) (*stressPerf, error) {
+	var ts []string
+	for _, t := range tids {
+		ts = append(ts, strconv.Itoa(t))
+	}
+	cmd := exec.Command("perf", "stat", "-x,", "--no-big-num", "-e", "task-clock,context-switches,cpu-migrations",
+		"-t", strings.Join(ts, ","), "-o", out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &stressPerf{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	fdDir := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/fd"
+	for {
+		if ents, err := os.ReadDir(fdDir); err == nil {
+			for _, e := range ents {
+				if l, _ := os.Readlink(filepath.Join(fdDir, e.Name())); l == "anon_inode:[perf_event]" {
+					p.open = time.Since(t0)
+					return p, nil
+				}
+			}
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("perf exited at start: %v", cmd.ProcessState)
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// stopStressPerfs sends SIGINT to every perf and waits; a perf that does
+// not exit within timeout gets SIGKILL, and one that survives that is
+// stuck in the kernel.
+func stopStressPerfs(perfs []*stressPerf, timeout time.Duration) (time.Duration, error) {
+	t0 := time.Now()
+	for _, p := range perfs {
+		p.cmd.Process.Signal(syscall.SIGINT)
+	}
+	var errs []error
+	for _, p := range perfs {
+		select {
+		case <-p.done:
+			continue
+		case <-time.After(timeout - time.Since(t0)):
+		}
+		p.cmd.Process.Kill()
+		select {
+		case <-p.done:
+			errs = append(errs, fmt.Errorf("perf pid %d needed SIGKILL after %v", p.cmd.Process.Pid, timeout))
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("%w: pid %d, %v after SIGINT and SIGKILL (wchan %s)", ErrPerfStuck, p.cmd.Process.Pid,
+				time.Since(t0).Round(time.Second), wchan(p.cmd.Process.Pid)))
+		}
+	}
+	return time.Since(t0), errors.Join(errs...)
+}
+
+func wchan(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
+	s, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stack")
+	return strings.TrimSpace(string(b)) + " " + strings.ReplaceAll(strings.TrimSpace(string(s)), "\n", " | ")
+}
+
+// openTap creates tap name and returns its file descriptor: the tap has
+// carrier while it is open.
+func openTap(name string) (int, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("TUNSETIFF %s: %w", name, err)
+	}
+	return fd, nil
+}
+
+func drain(fd int) {
+	buf := make([]byte, 65536)
+	for {
+		if _, err := unix.Read(fd, buf); err != nil && err != unix.EINTR {
+			return
+		}
+	}
+}
+
+func release() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
+}
+
+func numCPU() int {
+	var s unix.CPUSet
+	if unix.SchedGetaffinity(0, &s) != nil {
+		return 0
+	}
+	return s.Count()
+}
