@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +16,9 @@ import (
 )
 
 // A stats request whose reply never comes (lost on the virtio-serial port)
-// is asked again after statsAttempt; a guest that never answers fails at
-// the caller's deadline instead of hanging.
+// is asked again after statsAttempt; a guest that answers none of
+// statsAttempts requests has stopped answering and fails then, well before
+// the caller's deadline.
 func TestVMAgentStatsRetries(t *testing.T) {
 	old := statsAttempt
 	statsAttempt = 100 * time.Millisecond
@@ -32,7 +35,7 @@ func TestVMAgentStatsRetries(t *testing.T) {
 			host, guest := net.Pipe()
 			defer host.Close()
 			defer guest.Close()
-			requests := 0
+			var requests atomic.Int32
 			go func() {
 				sc := bufio.NewScanner(guest)
 				for sc.Scan() {
@@ -40,15 +43,16 @@ func TestVMAgentStatsRetries(t *testing.T) {
 					if json.Unmarshal(sc.Bytes(), &req) != nil {
 						continue
 					}
-					requests++
-					if req.Op == vmimages.OpStats && tc.answer(requests) {
+					n := int(requests.Add(1))
+					if req.Op == vmimages.OpStats && tc.answer(n) {
 						fmt.Fprintf(guest, `{"ev":"stats","id":%d,"eth0":{"rx_packets":42}}`+"\n", req.ID)
 					}
 				}
 			}()
 			a := &vmAgent{c: vmimages.NewClient(host)}
-			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
+			start := time.Now()
 			s, err := a.Stats(ctx)
 			if tc.ok {
 				if err != nil || s.RxPackets != 42 {
@@ -56,8 +60,11 @@ func TestVMAgentStatsRetries(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("err %v, want the deadline", err)
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped answering") {
+				t.Errorf("err %v, want the guest to have stopped answering", err)
+			}
+			if d := time.Since(start); d > 2*time.Second || int(requests.Load()) != statsAttempts {
+				t.Errorf("gave up after %v and %d requests, want %d requests of %v", d, requests.Load(), statsAttempts, statsAttempt)
 			}
 		})
 	}

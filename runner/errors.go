@@ -1,6 +1,9 @@
 package runner
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // CapabilityError is something this host lacks for a scenario (a tool, a
 // device, a kernel feature). It is found before anything is set up, and
@@ -30,3 +33,18 @@ func (e *CellError) Error() string {
 }
 
 func (e *CellError) Unwrap() error { return e.Err }
+
+// KernelFaultError ends a run in which guest kernels reported faults
+// (lockups, stalls, oopses, panics): those cells were recorded as failed,
+// the others ran. It is a measured failure (exit code 1).
+type KernelFaultError struct {
+	Failed []error // one *CellError per failed cell
+	Of     int     // the run's cells
+}
+
+func (e *KernelFaultError) Error() string {
+	return fmt.Sprintf("%d of %d cells failed on a kernel fault (recorded as failed in results.jsonl; the other cells ran):\n%v",
+		len(e.Failed), e.Of, errors.Join(e.Failed...))
+}
+
+func (e *KernelFaultError) Unwrap() []error { return e.Failed }

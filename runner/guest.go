@@ -80,13 +80,17 @@ func (a *vmAgent) Close() error                                { return a.c.Clos
 // statsAttempt bounds one stats request: stats is idempotent, so a request
 // or reply lost on the virtio-serial port (seen once under TCG in TCG
 // after a packet flood) is asked again instead of waited for until ctx
-// ends.
-var statsAttempt = 15 * time.Second
+// ends. A guest that answers none of statsAttempts requests has stopped
+// answering: the cell fails then (within 30 s), not at its deadline.
+var (
+	statsAttempt  = 15 * time.Second
+	statsAttempts = 2
+)
 
 func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	var ev *vmimages.Event
 	var err error
-	for {
+	for i := 0; i < statsAttempts; i++ {
 		actx, cancel := context.WithTimeout(ctx, statsAttempt)
 		ev, err = a.c.Stats(actx)
 		cancel()
@@ -95,6 +99,10 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 		}
 	}
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("the guest agent answered none of %d stats requests in %v: the guest stopped answering: %w",
+				statsAttempts, time.Duration(statsAttempts)*statsAttempt, err)
+		}
 		return GuestStats{}, err
 	}
 	var s GuestStats
@@ -128,7 +136,34 @@ type guest struct {
 	guestInit, guestReady time.Duration
 	accel                 qemu.Accel
 	undo                  *undo.Stack
+	// life ends, with a *qemu.FaultError as its cause, when the guest
+	// kernel reports a lockup, stall, oops or panic on its console: the
+	// cell then fails at once instead of at its deadline.
+	life context.Context
 }
+
+// withGuest returns ctx, cancelled also when g's kernel reports a fault
+// (context.Cause is then the *qemu.FaultError; see faultOf).
+func withGuest(ctx context.Context, g *guest) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancelCause(ctx)
+	if g == nil || g.life == nil {
+		return c, func() { cancel(nil) }
+	}
+	stop := context.AfterFunc(g.life, func() { cancel(context.Cause(g.life)) })
+	return c, func() { stop(); cancel(nil) }
+}
+
+// faultOf returns the guest kernel fault that ended ctx, if one did.
+func faultOf(ctx context.Context) *qemu.FaultError {
+	var fe *qemu.FaultError
+	if errors.As(context.Cause(ctx), &fe) {
+		return fe
+	}
+	return nil
+}
+
+// consolePoll is how often a guest's console is checked for kernel faults.
+var consolePoll = 500 * time.Millisecond
 
 func tapName(c *scenarios.Cell) string {
 	if c.TapName != "" {
@@ -182,8 +217,13 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if bootTimeout <= 0 {
 		bootTimeout = 3 * time.Minute
 	}
-	bctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	life, kill := context.WithCancelCause(context.Background())
+	g.life = life
+	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
+	bctx, cancel := withGuest(ctx, g)
 	defer cancel()
+	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
+	defer cancelT()
 	// QEMU must outlive bctx: start it with the run's context.
 	vm, err := r.launch(ctx, bctx, cfg)
 	if err != nil {
@@ -191,10 +231,14 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	}
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
+	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, func(fe *qemu.FaultError) { kill(fe) })
 	agent, err := r.waitAgent(bctx, vm, cfg.AgentSocket)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if fe := faultOf(bctx); fe != nil {
+			return nil, fe
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)

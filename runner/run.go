@@ -74,6 +74,9 @@ type Progress struct {
 	// Started marks the report sent once the host lock is held, before
 	// the first sample (time spent waiting for the lock is not work).
 	Started bool
+	// Failed is the error of a sample that failed and was recorded as
+	// failed (a guest kernel fault); the run goes on.
+	Failed error
 }
 
 // Summary is what Run did.
@@ -195,6 +198,12 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 
 	total := len(cells)
 	done := 0
+	var faults []error // cells whose guest kernel reported a fault
+	defer func() {
+		if err == nil && len(faults) > 0 {
+			err = &KernelFaultError{Failed: faults, Of: total}
+		}
+	}()
 	r.progress(Progress{Total: total, Started: true})
 	for i := range cells {
 		c := &cells[i]
@@ -218,7 +227,23 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 			if ctx.Err() != nil {
 				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
-			return sum, err
+			var fe *qemu.FaultError
+			if !errors.As(err, &fe) {
+				return sum, err
+			}
+			// The guest kernel is stuck or crashed: this cell failed,
+			// the others run on a fresh guest.
+			r.logf("%v", err)
+			if serr := r.stopGuest(); serr != nil {
+				r.logf("stop the faulted guest: %v", serr)
+			}
+			if aerr := r.w.Append(failedSample(r.id, r.dir, c, err)); aerr != nil {
+				return sum, errors.Join(err, aerr)
+			}
+			faults = append(faults, err)
+			done++
+			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Failed: err})
+			continue
 		}
 		done++
 		sum.Samples++
@@ -237,6 +262,24 @@ func (r *runState) logf(format string, a ...any) {
 	if r.opts.Log != nil {
 		fmt.Fprintf(r.opts.Log, format+"\n", a...)
 	}
+}
+
+// failedSample is the results.jsonl record of a cell that failed: no
+// metrics, the error (with the console tail) in Error.
+func failedSample(run, dir string, c *scenarios.Cell, err error) report.Sample {
+	s := report.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
+		Start: time.Now().UTC(), Metrics: map[string]float64{}, Error: err.Error()}
+	var ce *CellError
+	if errors.As(err, &ce) {
+		s.Labels = map[string]string{"phase": ce.Phase}
+	}
+	var fe *qemu.FaultError
+	if errors.As(err, &fe) && fe.Console != "" {
+		if rel, rerr := filepath.Rel(dir, fe.Console); rerr == nil && !strings.HasPrefix(rel, "..") {
+			s.Artifacts = append(s.Artifacts, rel)
+		}
+	}
+	return s
 }
 
 func kernelLabel(c *scenarios.Cell) string {

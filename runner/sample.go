@@ -76,6 +76,17 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		}
 	}
 	g := r.guest
+	// From here on the cell also ends when the guest kernel reports a
+	// fault on its console; the failure then names it and the console.
+	runCtx := ctx
+	ctx, endCell := withGuest(ctx, g)
+	defer endCell()
+	fail = func(phase string, err error) error {
+		if fe := faultOf(ctx); fe != nil {
+			err = fe
+		}
+		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
+	}
 
 	u := undo.New()
 	knobsDone := false
@@ -205,9 +216,12 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	// The window's counters are read even after a SIGINT during the
 	// traffic (the sample is kept), but never without a deadline: a guest
 	// that stopped answering fails the cell instead of hanging the run.
-	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(c.Timeouts.Setup, time.Minute))
+	// (A guest kernel fault still ends it: fail reports the fault.)
+	gctx, gcancel := withGuest(context.WithoutCancel(runCtx), g)
+	actx, acancel := context.WithTimeout(gctx, orDefault(c.Timeouts.Setup, time.Minute))
 	after, err := r.snapshot(actx, g)
 	acancel()
+	gcancel()
 	if err != nil {
 		if g.vm != nil {
 			if tail := strings.TrimSpace(g.vm.ConsoleTail(8)); tail != "" {

@@ -46,6 +46,7 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.DurationVar(&ps.Hold, "perf-hold", 300*time.Millisecond, "perf stress: pktgen run per session")
 	fs.StringVar(&ps.Guest, "perf-guest", "", "perf stress: backend of a nested guest reading the tap (tap | tap+vhost; empty: the test reads it)")
 	fs.BoolVar(&ps.Drain, "perf-drain", true, "perf stress without a nested guest: read the tap")
+	fs.BoolVar(&ps.Keep, "perf-keep", false, "perf stress: hold the perf static keys on for the whole run (the fix)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -88,6 +88,8 @@ type Config struct {
 	Accel qemu.Accel
 	// TCGThread is passed to qemu.Config (under TCG only).
 	TCGThread string
+	// QEMUExtra are extra QEMU arguments (e.g. a debug monitor).
+	QEMUExtra []string
 	// Append is added to the kernel command line.
 	Append string
 	// Prefetch are kernels the inner run needs (e.g. the nested guest's
@@ -340,7 +342,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		Kernel: k.Image, Initrd: initrd,
 		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
 		Shares:    qshares,
-		QMPSocket: filepath.Join(tmp, "qmp.sock"), ConsoleLog: console,
+		QMPSocket: filepath.Join(tmp, "qmp.sock"), ConsoleLog: console, Extra: c.QEMUExtra,
 	}
 	res := &Result{KernelRelease: k.Release, Accel: accel, Console: console, Missing: icfg.Missing}
 	start := time.Now()

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
@@ -53,6 +54,9 @@ type PerfStressConfig struct {
 	// then also watches the vhost worker.
 	Guest    string
 	SelfTest SelfTestConfig // the nested guest's kernel (with Guest)
+	// Keep holds the perf static keys on for the whole run (perfkeys),
+	// the fix under test.
+	Keep bool
 	// ExitTimeout is how long a perf may take to exit after SIGINT before
 	// the run calls it stuck (default 60s).
 	ExitTimeout time.Duration
@@ -65,6 +69,7 @@ type PerfStressResult struct {
 	Kernel     string  `json:"kernel"`
 	CPUs       int     `json:"cpus"`
 	Order      string  `json:"order"`
+	Keep       bool    `json:"keep"`
 	Guest      string  `json:"guest,omitempty"`
 	Iterations int     `json:"iterations"` // sessions finished
 	Stuck      int     `json:"stuck"`      // sessions whose perf did not exit
@@ -108,7 +113,14 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	// KERN_WARNING and below), and every CPU's backtrace on a soft lockup.
 	os.WriteFile("/proc/sys/kernel/printk", []byte("8"), 0)
 	os.WriteFile("/proc/sys/kernel/softlockup_all_cpu_backtrace", []byte("1"), 0)
-	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest}
+	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest, Keep: c.Keep}
+	if c.Keep {
+		keys, err := perfkeys.Hold()
+		if err != nil {
+			return nil, err
+		}
+		defer keys.Release()
+	}
 	var vhost []int
 	if c.Guest == "" {
 		fd, err := openTap(selfTestTap)
@@ -162,7 +174,7 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	if len(vhost) > 0 {
 		targets = append(targets, vhost)
 	}
-	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Guest, kp, vhost)
+	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, keep %v, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Keep, c.Guest, kp, vhost)
 	d := &pktgen.Driver{}
 	pc := pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Threads: c.Threads, Dst: "10.0.0.2", DstMAC: selfTestMAC,
 		CountSet: true, Duration: c.Hold}

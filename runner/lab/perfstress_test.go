@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 //	VNETBENCH_PERFSTRESS_GUEST=             "" (the test reads the tap) | tap | tap+vhost (nested guest)
 //	VNETBENCH_PERFSTRESS_THREADS=1          pktgen threads
 //	VNETBENCH_PERFSTRESS_HOLD=300ms         pktgen run per session
+//	VNETBENCH_PERFSTRESS_KEEP=0             1: hold the perf static keys on (perfkeys, the fix)
+//	VNETBENCH_PERFSTRESS_QEMU=              extra QEMU arguments, space-separated (e.g. a -monitor)
 //
 // It fails when the lab kernel reports a lockup or stall on its console
 // (within qemu.FaultGrace of the report) or a perf does not exit.
@@ -46,6 +49,9 @@ func TestLabPerfStress(t *testing.T) {
 	out := filepath.Join(run, "lab", "stress", "perfstress")
 	args := []string{"lab-selftest", "-o", out, "--perf-stress", env("ITER", "100"), "--perf-order", env("ORDER", PerfDuring),
 		"--perf-threads", env("THREADS", "1"), "--perf-hold", env("HOLD", "300ms")}
+	if env("KEEP", "0") == "1" {
+		args = append(args, "--perf-keep")
+	}
 	if g := env("GUEST", ""); g != "" {
 		k := fetchKernel(t, e2eGuestKernel)
 		args = append(args, "--perf-guest", g, "--guest-kernel", k.Image, "--guest-modules", k.Modules)
@@ -53,7 +59,7 @@ func TestLabPerfStress(t *testing.T) {
 	start := time.Now()
 	res, err := Run(t.Context(), Config{
 		Label: "stress", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin, Args: args,
-		CPUs: cpus, TCGThread: env("TCG", ""), Output: testLog{t},
+		CPUs: cpus, TCGThread: env("TCG", ""), QEMUExtra: strings.Fields(env("QEMU", "")), Output: testLog{t},
 		Timeouts: Timeouts{Run: 50 * time.Minute},
 	})
 	t.Logf("lab: %.0fs", time.Since(start).Seconds())

@@ -1,7 +1,10 @@
 package qemu
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -59,12 +62,22 @@ const FaultGrace = 5 * time.Second
 // FaultError is a kernel that reported on its console that it is stuck or
 // broken (KernelFault).
 type FaultError struct {
-	VM   string
-	Line string // the first fault line
+	VM      string
+	Line    string // the first fault line
+	Console string // the console log's path ("" = unknown)
+	Tail    string // the console's last lines, led by Line (FaultTail)
 }
 
 func (e *FaultError) Error() string {
-	return fmt.Sprintf("%s: the kernel reported a fault on its console: %s", e.VM, strings.TrimSpace(e.Line))
+	s := fmt.Sprintf("%s: the kernel reported a fault on its console: %s", e.VM, strings.TrimSpace(e.Line))
+	if e.Tail != "" {
+		s += "\nlast console lines"
+		if e.Console != "" {
+			s += " (" + e.Console + ")"
+		}
+		s += ":\n" + e.Tail
+	}
+	return s
 }
 
 // FaultTail returns the console tail for a fault report: the last n lines,
@@ -75,4 +88,74 @@ func FaultTail(path, fault string, n int) string {
 		tail = strings.TrimSpace(fault) + "\n...\n" + tail
 	}
 	return tail
+}
+
+// ConsoleWatch follows a console log file for kernel fault lines.
+type ConsoleWatch struct {
+	path string
+	f    *os.File
+	rd   *bufio.Reader
+	part string
+	// Fault is the first fault line seen ("" = none yet), at FaultAt.
+	Fault   string
+	FaultAt time.Time
+}
+
+// NewConsoleWatch follows path (which may not exist yet).
+func NewConsoleWatch(path string) *ConsoleWatch { return &ConsoleWatch{path: path} }
+
+// Poll reads what was appended since the last call and returns the
+// complete lines; it records the first fault line.
+func (w *ConsoleWatch) Poll() []string {
+	if w.f == nil {
+		f, err := os.Open(w.path)
+		if err != nil {
+			return nil
+		}
+		w.f, w.rd = f, bufio.NewReaderSize(f, 64<<10)
+	}
+	var lines []string
+	for {
+		s, err := w.rd.ReadString('\n')
+		if err != nil {
+			w.part += s
+			return lines
+		}
+		line := strings.TrimRight(w.part+s, "\r\n")
+		w.part = ""
+		if w.Fault == "" && KernelFault(line) {
+			w.Fault, w.FaultAt = line, time.Now()
+		}
+		lines = append(lines, line)
+	}
+}
+
+// Close closes the file.
+func (w *ConsoleWatch) Close() {
+	if w.f != nil {
+		w.f.Close()
+	}
+}
+
+// WatchConsole polls the console log at path every interval until ctx
+// ends. When the kernel reports a fault, it waits FaultGrace for the
+// report's stack traces, then calls onFault once with a *FaultError
+// carrying the console tail, and returns.
+func WatchConsole(ctx context.Context, vm, path string, interval time.Duration, onFault func(*FaultError)) {
+	w := NewConsoleWatch(path)
+	defer w.Close()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		w.Poll()
+		if w.Fault != "" && time.Since(w.FaultAt) >= FaultGrace {
+			onFault(&FaultError{VM: vm, Line: w.Fault, Console: path, Tail: FaultTail(path, w.Fault, 40)})
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
