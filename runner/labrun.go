@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -111,6 +112,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	}
 	labels, byLabel := labOrder(cells, in.Labels)
 	total, done := len(cells), 0
+	var failed []error // labs that failed; the others still run
 	labProgress(o, Progress{Total: total, Started: true})
 	for _, label := range labels {
 		lc := byLabel[label]
@@ -142,19 +144,35 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		n, ierr := importLab(w, o.Dir, inner, label, res)
 		sum.Samples += n
 		done += n
-		labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
 		if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
 			sum.Warnings = append(sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
 		}
-		if lerr != nil {
+		if ierr != nil {
 			return sum, errors.Join(lerr, ierr)
 		}
-		if ierr != nil {
-			return sum, ierr
+		if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
+			labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
+			return sum, lerr
 		}
+		if lerr != nil {
+			// This kernel's lab failed (its kernel stuck or crashed, a
+			// deadline, the run inside failed): its unfinished cells
+			// are recorded as failed, the other kernels still run.
+			labLogf(o, "kernel %s: %v", label, lerr)
+			nf, ferr := recordLabFailure(w, o.Dir, label, lc, lerr)
+			done += nf
+			if ferr != nil {
+				return sum, errors.Join(lerr, ferr)
+			}
+			failed = append(failed, lerr)
+		}
+		labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
 	}
 	if env, err := results.ReadEnv(o.Dir); err == nil {
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
+	}
+	if len(failed) > 0 {
+		return sum, &LabError{Failed: failed, Of: len(labels)}
 	}
 	return sum, nil
 }
@@ -169,6 +187,67 @@ func labNestedKVM(res *lab.Result) string {
 		return "no: " + res.NoKVM
 	}
 	return ""
+}
+
+// LabError ends a lab run in which some kernels' labs failed; the other
+// kernels' cells ran. It is a measured failure (exit code 1).
+type LabError struct {
+	Failed []error // *lab.Error or *lab.InnerError, one per failed kernel
+	Of     int     // kernels in the run
+}
+
+func (e *LabError) Error() string {
+	return fmt.Sprintf("%d of %d kernels failed (their unfinished cells are recorded as failed in results.jsonl; the other kernels ran):\n%v",
+		len(e.Failed), e.Of, errors.Join(e.Failed...))
+}
+
+func (e *LabError) Unwrap() []error { return e.Failed }
+
+// kernelFailed reports whether a lab error is the kernel's lab failing
+// (the VM, or the run inside with a measured failure) rather than bad
+// input, which ends the whole run.
+func kernelFailed(err error) bool {
+	var le *lab.Error
+	var ie *lab.InnerError
+	switch {
+	case errors.As(err, &le):
+		return true
+	case errors.As(err, &ie):
+		return ie.ExitCode() != 2
+	}
+	return false
+}
+
+// recordLabFailure appends a failed sample for every cell of label that
+// the run does not hold yet: the lab's error (with its console tail) in
+// Error, the lab console among its artifacts. It returns how many.
+func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Cell, lerr error) (int, error) {
+	run := ""
+	if env, err := results.ReadEnv(dir); err == nil {
+		run = env.Run
+	}
+	console := filepath.Join("lab", label, "console.log")
+	n := 0
+	for i := range cells {
+		c := &cells[i]
+		if w.Done(c.Name, label, c.Rep) {
+			continue
+		}
+		s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: label, Axes: c.Axes, Start: time.Now().UTC(),
+			Metrics: map[string]float64{}, Error: lerr.Error(), Labels: map[string]string{"lab": label}}
+		var le *lab.Error
+		if errors.As(lerr, &le) {
+			s.Labels["phase"] = "lab " + le.Phase
+		}
+		if _, err := os.Stat(filepath.Join(dir, console)); err == nil {
+			s.Artifacts = []string{console}
+		}
+		if err := w.Append(s); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // labOrder groups cells by kernel label, labels in the order of first (the
@@ -196,13 +275,13 @@ func labOrder(cells []scenarios.Cell, first []string) ([]string, map[string][]sc
 // host first (the lab VM has no network).
 func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args []string) lab.Config {
 	k := lc[0].Kernel
-	to := lab.Timeouts{}
+	to := lab.Timeouts{Run: labRunTimeout(lc)}
 	if b := lc[0].Timeouts.Boot; b > 0 {
 		to.Boot = b
 	}
 	return lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
 		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
-		Shares: labShares(lc), Modules: labModules()}
+		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec}
 }
 
 // labModules are the modules a lab VM loads: lab.LabModules and the
@@ -216,6 +295,30 @@ func labModules() []string {
 		}
 	}
 	return out
+}
+
+// labRunMargin is added to a lab's run deadline for what no cell timeout
+// covers: the inner run's start (environment, image build), perf report
+// after each window, and its end.
+const labRunMargin = 5 * time.Minute
+
+// labRunTimeout is the deadline of the run inside a lab: the sum of its
+// cells' own deadlines (timeouts.cell: boot + setup + traffic + teardown,
+// plus a second setup for the window's closing counters), each repetition
+// counted, plus labRunMargin. A stuck kernel is caught long before it
+// (console faults within seconds, a silent guest within 30 s); this bound
+// only keeps a lab from running forever.
+func labRunTimeout(cells []scenarios.Cell) time.Duration {
+	d := labRunMargin
+	for i := range cells {
+		t := cells[i].Timeouts
+		cell := t.Cell
+		if cell <= 0 {
+			cell = orDefault(t.Boot, 3*time.Minute) + orDefault(t.Setup, time.Minute) + orDefault(t.Traffic, 10*time.Minute) + orDefault(t.Teardown, 30*time.Second)
+		}
+		d += cell + orDefault(t.Setup, time.Minute) + cells[i].Warmup
+	}
+	return d
 }
 
 // labShares are the host directories the cells need inside the lab that

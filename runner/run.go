@@ -16,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -196,6 +197,19 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		r.writeReproduce()
 	}()
 
+	// perf sessions start and stop with every window. Holding the
+	// kernel's perf static keys on for the whole run keeps them from
+	// making the kernel live-patch its scheduler each time: under TCG
+	// (a lab VM) that patching can lock the kernel up (see perfkeys).
+	// The keys go on here, before any guest or traffic runs.
+	if usesPerf(cells) {
+		keys, kerr := perfkeys.Hold()
+		if kerr != nil {
+			r.logf("warning: %v (perf sessions may then make the kernel patch its code while traffic runs)", kerr)
+		}
+		defer keys.Release()
+	}
+
 	total := len(cells)
 	done := 0
 	var faults []error // cells whose guest kernel reported a fault
@@ -266,8 +280,8 @@ func (r *runState) logf(format string, a ...any) {
 
 // failedSample is the results.jsonl record of a cell that failed: no
 // metrics, the error (with the console tail) in Error.
-func failedSample(run, dir string, c *scenarios.Cell, err error) report.Sample {
-	s := report.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
+func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample {
+	s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: time.Now().UTC(), Metrics: map[string]float64{}, Error: err.Error()}
 	var ce *CellError
 	if errors.As(err, &ce) {
@@ -280,6 +294,15 @@ func failedSample(run, dir string, c *scenarios.Cell, err error) report.Sample {
 		}
 	}
 	return s
+}
+
+func usesPerf(cells []scenarios.Cell) bool {
+	for i := range cells {
+		if cells[i].Perf.Stat != nil || cells[i].Perf.Record != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func kernelLabel(c *scenarios.Cell) string {

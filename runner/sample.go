@@ -167,36 +167,61 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	targets := map[string]perfTarget{
 		"vcpu": {tids: vcpus}, "qemu": {tids: []int{g.vm.Pid()}, whole: true}, "vhost": {tids: vhost},
 	}
+	kind := c.Generator.Kind
+	addGenTargets := func() []int {
+		gtids, whole := gen.Threads()
+		gt := perfTarget{tids: gtids, whole: whole}
+		targets[scenarios.TargetGenerator] = gt
+		targets[workload.Target(c.Generator.Workload())] = gt
+		return gtids
+	}
 	// perf on threads that exist before the traffic starts first, so they
-	// cover the whole window.
+	// cover the whole window. A generator whose threads exist before it
+	// sends (pktgen's kpktgend: workload.Preparer) is prepared first and
+	// perf attaches to those now too, so it never attaches to or detaches
+	// from a thread that is sending.
+	prepared := false
+	if p, ok := gen.(workload.Preparer); ok {
+		if err := p.Prepare(tctx, win); err != nil {
+			return nil, fail("traffic", fmt.Errorf("prepare %s: %w", kind, err))
+		}
+		prepared = true
+		if err := Pin(u, "generator", addGenTargets(), c.Pin.Generator, false); err != nil {
+			return nil, fail("setup", err)
+		}
+	}
 	perfs, err := r.startPerf(tctx, c, targets, abs, false)
-	defer stopPerfs(perfs)
+	defer func() { stopPerfs(perfs) }()
 	if err != nil {
 		return nil, fail("perf", err)
+	}
+	if prepared {
+		more, perr := r.startPerf(tctx, c, targets, abs, true)
+		perfs = append(perfs, more...)
+		if perr != nil {
+			return nil, fail("perf", perr)
+		}
 	}
 	var ru0 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
-	kind := c.Generator.Kind
 	if err := gen.Start(tctx, win); err != nil {
 		if why, ok := workload.IsUnsupported(err); ok {
 			return r.unsupportedSample(c, why)
 		}
 		return nil, fail("traffic", fmt.Errorf("start %s: %w", kind, err))
 	}
-	gtids, whole := gen.Threads()
-	gt := perfTarget{tids: gtids, whole: whole}
-	targets[scenarios.TargetGenerator] = gt
-	targets[workload.Target(c.Generator.Workload())] = gt
-	if err := Pin(u, "generator", gtids, c.Pin.Generator, false); err != nil {
-		gen.Wait(tctx)
-		return nil, fail("setup", err)
-	}
-	more, perr := r.startPerf(tctx, c, targets, abs, true)
-	perfs = append(perfs, more...)
-	if perr != nil {
-		gen.Wait(tctx)
-		return nil, fail("perf", perr)
+	if !prepared {
+		if err := Pin(u, "generator", addGenTargets(), c.Pin.Generator, false); err != nil {
+			gen.Wait(tctx)
+			return nil, fail("setup", err)
+		}
+		more, perr := r.startPerf(tctx, c, targets, abs, true)
+		perfs = append(perfs, more...)
+		if perr != nil {
+			gen.Wait(tctx)
+			return nil, fail("perf", perr)
+		}
 	}
 	res, gerr := gen.Wait(tctx)
 	t1 := time.Now()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -139,6 +140,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
 	}
+	var measured error // cells failed, the run went on (exit code 1)
 	if len(labCells) > 0 {
 		// Kernels other than the running one: one lab VM per label runs
 		// the same scenario inside (--inside-lab).
@@ -160,10 +162,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		in.Args = append(in.Args, kernels.args()...)
 		sum, err := runner.RunLab(ctx, labCells, opts, in)
 		report1(sum)
-		if err != nil {
+		if err != nil && !cellsFailed(err) {
 			prog.finish()
 			return err
 		}
+		measured = err
 	}
 	if len(hostCells) > 0 {
 		if _, serr := os.Stat(filepath.Join(dir, results.ResultsFile)); serr == nil && len(labCells) > 0 {
@@ -172,13 +175,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sum, err := runner.Run(ctx, hostCells, opts)
 		prog.finish()
 		report1(sum)
-		if err != nil {
+		if err != nil && !cellsFailed(err) {
 			return err
 		}
+		measured = errors.Join(measured, err)
 	}
 	prog.finish()
 	printTable(stdout, stderr, dir)
-	return nil
+	return measured
+}
+
+// cellsFailed reports whether err is a run that went to its end with some
+// cells failed (a guest kernel fault, or a kernel's lab): the table of
+// the others is still printed, and the run exits 1.
+func cellsFailed(err error) bool {
+	var ke *runner.KernelFaultError
+	var le *runner.LabError
+	return errors.As(err, &ke) || errors.As(err, &le)
 }
 
 // labScenarioArg is the scenario argument of the run inside a lab VM: the
@@ -265,8 +278,11 @@ func (p *progress) update(u runner.Progress) {
 		return
 	}
 	what := "done"
-	if u.Skipped {
+	switch {
+	case u.Skipped:
 		what = "already in the run, skipped"
+	case u.Failed != nil:
+		what = "FAILED (recorded as failed; the run goes on)"
 	}
 	extra := ""
 	if s := u.Sample; s != nil {

@@ -22,8 +22,12 @@ type Set struct {
 	Env map[string]*Env
 	// Sources are the paths read, in order.
 	Sources []string
-	// Warnings are caveats met while reading (torn lines, duplicates).
+	// Warnings are caveats met while reading (torn lines, duplicates,
+	// failed samples).
 	Warnings []string
+	// Failed holds the samples that failed (Sample.Error) and were not
+	// measured later (--resume) by a sample of the same key.
+	Failed []Sample
 }
 
 // Load reads run directories (or their results.jsonl) and Go benchmark
@@ -58,7 +62,27 @@ func Load(paths ...string) (*Set, error) {
 		set.Sources = append(set.Sources, p)
 	}
 	set.checkDuplicates()
+	set.noteFailed()
 	return set, nil
+}
+
+// noteFailed drops failures that a later sample of the same key replaced
+// and warns about the others, one line each.
+func (set *Set) noteFailed() {
+	measured := map[Key]bool{}
+	for _, s := range set.Samples {
+		measured[s.key()] = true
+	}
+	kept := set.Failed[:0]
+	for _, s := range set.Failed {
+		if measured[s.key()] {
+			continue
+		}
+		kept = append(kept, s)
+		first, _, _ := strings.Cut(s.Error, "\n")
+		set.Warnings = append(set.Warnings, fmt.Sprintf("cell %s on %s rep %d failed: %s", s.Cell, s.Kernel, s.Rep+1, first))
+	}
+	set.Failed = kept
 }
 
 func dirLabel(p string) string {
@@ -94,6 +118,10 @@ func (set *Set) loadRunDir(dir string) error {
 		}
 		if s.Kernel == "" {
 			s.Kernel = dirLabel(dir)
+		}
+		if s.Error != "" {
+			set.Failed = append(set.Failed, s)
+			continue
 		}
 		if env.Emulated() {
 			s.Emulated = true
@@ -217,6 +245,11 @@ func (set *Set) Filter(keep func(*Sample) bool) *Set {
 	for i := range set.Samples {
 		if keep(&set.Samples[i]) {
 			out.Samples = append(out.Samples, set.Samples[i])
+		}
+	}
+	for i := range set.Failed {
+		if keep(&set.Failed[i]) {
+			out.Failed = append(out.Failed, set.Failed[i])
 		}
 	}
 	return out

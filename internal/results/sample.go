@@ -41,6 +41,11 @@ type Sample struct {
 	// configuration (AF_XDP zero-copy refused, say): the sample has no
 	// metrics and tables show the cell as "n/a (reason)".
 	Unsupported string `json:"unsupported,omitempty"`
+	// Error, when set, records a sample that failed instead of measuring:
+	// the phase and the error (for a kernel that reported a lockup, stall
+	// or crash: the console's last lines). It has no metrics, statistics
+	// leave it out (Set.Failed holds it), and --resume runs it again.
+	Error string `json:"error,omitempty"`
 }
 
 // ThreadSample is one generator thread's share of a sample.

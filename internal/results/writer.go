@@ -62,7 +62,7 @@ func Open(dir string) (*Writer, error) {
 	}
 	w := &Writer{dir: dir, done: map[Key]bool{}, warn: warns}
 	for i := range samples {
-		if !samples[i].Warmup {
+		if !samples[i].Warmup && samples[i].Error == "" {
 			w.done[samples[i].key()] = true
 		}
 	}
@@ -91,8 +91,8 @@ func (w *Writer) Dir() string { return w.dir }
 // Warnings returns what Open noticed (torn last line).
 func (w *Writer) Warnings() []string { return w.warn }
 
-// Done reports whether the run already holds a (non-warmup) sample for
-// the repetition rep of cell on kernel.
+// Done reports whether the run already holds a (non-warmup, not failed)
+// sample for the repetition rep of cell on kernel.
 func (w *Writer) Done(cell, kernel string, rep int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -133,7 +133,7 @@ func (w *Writer) Append(s Sample) error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("append sample: fsync: %w", err)
 	}
-	if !s.Warmup {
+	if !s.Warmup && s.Error == "" {
 		w.done[s.key()] = true
 	}
 	return nil

@@ -105,3 +105,50 @@ func TestLookup(t *testing.T) {
 		t.Error("Lookup(tx_ppx) ok, want unknown")
 	}
 }
+// A failed sample (Error set) is kept in results.jsonl but is not done
+// (--resume runs it again), stays out of the samples statistics use, and
+// is reported once in the warnings until a later sample replaces it.
+func TestFailedSample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := Create(dir, Env{Run: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := Sample{Cell: "tap", Kernel: "stock", Rep: 0, WindowS: 1, Metrics: map[string]float64{"tx_pps": 1000}}
+	bad := Sample{Cell: "tap", Kernel: "stock", Rep: 1, Metrics: map[string]float64{},
+		Error: "cell tap rep 2: traffic: guest: the kernel reported a fault on its console: [ 1.0] BUG: soft lockup\nlast console lines:\n..."}
+	for _, s := range []Sample{ok, bad} {
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !w.Done("tap", "stock", 0) || w.Done("tap", "stock", 1) {
+		t.Errorf("Done after append: rep0=%v rep1=%v, want true false", w.Done("tap", "stock", 0), w.Done("tap", "stock", 1))
+	}
+	w.Close()
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != 1 || len(set.Failed) != 1 || set.Failed[0].Rep != 1 {
+		t.Fatalf("%d samples, failed %+v; want 1 and rep 1", len(set.Samples), set.Failed)
+	}
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "cell tap on stock rep 2 failed: ") ||
+		!strings.Contains(set.Warnings[0], "soft lockup") || strings.Contains(set.Warnings[0], "last console lines") {
+		t.Errorf("warnings %q, want one line naming the failed cell", set.Warnings)
+	}
+	w, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Done("tap", "stock", 1) {
+		t.Error("a failed sample counts as done after OpenRun")
+	}
+	bad.Error, bad.Metrics = "", map[string]float64{"tx_pps": 900}
+	w.Append(bad)
+	w.Close()
+	set, _ = Load(dir)
+	if len(set.Samples) != 2 || len(set.Failed) != 0 || len(set.Warnings) != 0 {
+		t.Errorf("after the retry: %d samples, %d failed, warnings %q; want 2, 0, none", len(set.Samples), len(set.Failed), set.Warnings)
+	}
+}

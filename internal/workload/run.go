@@ -41,6 +41,15 @@ type Generator interface {
 	Wait(ctx context.Context) (*Result, error)
 }
 
+// Preparer is a Generator whose threads exist before its traffic starts
+// (pktgen's kpktgend threads). Prepare checks and plans without sending;
+// Threads is valid after it. The runner then starts perf on those threads
+// before Start and stops it after Wait: perf never attaches to or detaches
+// from a thread that is sending, and its counts cover the whole window.
+type Preparer interface {
+	Prepare(ctx context.Context, w *Window) error
+}
+
 // Window is what a generator knows of the cell it drives.
 type Window struct {
 	Exec     proc.Executor

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/pktgen"
+	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 
@@ -165,7 +166,7 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	var kp []int
 	for i := 0; i < c.Threads; i++ {
 		name := "kpktgend_" + strconv.Itoa(i)
-		kp = append(kp, qemu.KernelThreads(func(s string) bool { return s == name })...)
+		kp = append(kp, proc.KernelThreads(func(s string) bool { return s == name })...)
 	}
 	if len(kp) != c.Threads {
 		return nil, fmt.Errorf("want %d kpktgend threads, found %d (is pktgen loaded, and are there enough CPUs?)", c.Threads, len(kp))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 
@@ -32,9 +33,7 @@ import (
 // It fails when the lab kernel reports a lockup or stall on its console
 // (within qemu.FaultGrace of the report) or a perf does not exit.
 func TestLabPerfStress(t *testing.T) {
-	if os.Getenv("VNETBENCH_PERFSTRESS") != "1" {
-		t.Skip("opt-in lockup reproducer: VNETBENCH_PERFSTRESS=1 go test -run TestLabPerfStress -timeout 60m -v ./runner/lab")
-	}
+	testenv.OptIn(t, "VNETBENCH_PERFSTRESS", "the lockup reproducer, minutes per run: VNETBENCH_PERFSTRESS=1 go test -run TestLabPerfStress -timeout 60m -v ./runner/lab")
 	needLab(t)
 	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)

@@ -57,7 +57,7 @@ func KernelFault(line string) bool {
 // fault line before it gives up on the VM: long enough for the kernel to
 // print the report's stack traces into the console log, short enough to
 // fail well within 30 seconds.
-const FaultGrace = 5 * time.Second
+var FaultGrace = 5 * time.Second
 
 // FaultError is a kernel that reported on its console that it is stuck or
 // broken (KernelFault).

@@ -157,12 +157,22 @@ type Generator struct {
 	script *pg.ScriptRun // script mode
 	cpu0   map[int]uint64
 	tids   []int
+	// Set by Prepare.
+	procDir string
+	conf    pg.Config
+	sc      pg.ScriptConfig
+	plan    *pg.Plan
 }
 
 // NewGenerator returns a generator for cfg.
 func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
 
-func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
+// Prepare checks pktgen and the device and plans the window without
+// writing anything. The kpktgend_N threads exist from module load on, so
+// Threads is valid after it, before the traffic starts
+// (workload.Preparer): the runner attaches perf to them before the start
+// write and stops it after pktgen is reset.
+func (g *Generator) Prepare(ctx context.Context, w *workload.Window) error {
 	g.w = w
 	procDir, sysNet := pg.DefaultProcDir, pg.DefaultSysNet
 	if w.NetnsPid > 0 {
@@ -175,18 +185,18 @@ func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
 	if g.SysNet != "" {
 		sysNet = g.SysNet
 	}
-	c := driverConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)
+	g.procDir = procDir
+	g.conf = driverConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)
 	g.drv = &pg.Driver{ProcDir: procDir, SysNet: sysNet, InNetns: w.InNetns}
 	var plan *pg.Plan
-	var sc pg.ScriptConfig
 	var err error
 	if g.cfg.Mode == ModeScript {
 		// The kernel's own script, run in the tap's namespace: its
 		// /proc/net/pktgen and pgctrl writes act on that namespace.
-		sc = scriptConfig(g.cfg, c, w.Netns)
-		_, plan, err = pg.ScriptCmd(sc)
+		g.sc = scriptConfig(g.cfg, g.conf, w.Netns)
+		_, plan, err = pg.ScriptCmd(g.sc)
 	} else {
-		plan, err = pg.NewPlan(c)
+		plan, err = pg.NewPlan(g.conf)
 	}
 	if err != nil {
 		return err
@@ -194,26 +204,38 @@ func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
 	if err := g.drv.Check(w.Dev); err != nil {
 		return err
 	}
-	if w.Note != nil && g.cfg.Mode != ModeScript {
-		for _, wr := range append(plan.Setup, plan.Start) {
-			w.Note(strings.Replace(wr.String(), pg.DefaultProcDir, procDir, 1))
-		}
-	}
-	// The kpktgend_N kernel threads exist from module load on: account
-	// their CPU from before the configuration.
+	g.plan = plan
+	g.tids = nil
 	for _, d := range plan.Devices {
 		name := "kpktgend_" + strconv.Itoa(d.Thread)
 		g.tids = append(g.tids, proc.KernelThreads(func(c string) bool { return c == name })...)
 	}
+	return nil
+}
+
+func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
+	if g.plan == nil || g.w != w {
+		if err := g.Prepare(ctx, w); err != nil {
+			return err
+		}
+	}
+	if w.Note != nil && g.cfg.Mode != ModeScript {
+		for _, wr := range append(g.plan.Setup, g.plan.Start) {
+			w.Note(strings.Replace(wr.String(), pg.DefaultProcDir, g.procDir, 1))
+		}
+	}
+	// The kpktgend_N kernel threads exist from module load on: account
+	// their CPU from before the configuration.
 	g.cpu0 = proc.CPUTicks(g.tids)
+	var err error
 	if g.cfg.Mode == ModeScript {
 		// Recorded in reproduce.sh by the executor like any command.
-		g.script, err = g.drv.StartScript(ctx, w.Exec, sc)
+		g.script, err = g.drv.StartScript(ctx, w.Exec, g.sc)
 		return err
 	}
 	// Start writes the plan, resets pktgen on error, and runs the
 	// blocking start write in its own goroutine.
-	g.sess, err = g.drv.Start(ctx, c)
+	g.sess, err = g.drv.Start(ctx, g.conf)
 	return err
 }
 

@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+// appendConsole appends lines to the newest guest console log of a run,
+// as the guest kernel would print them.
+func appendConsole(t *testing.T, dir string, lines ...string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "artifacts", "console-*.log"))
+	if len(logs) == 0 {
+		t.Errorf("no guest console log in %s", dir)
+		return
+	}
+	sort.Strings(logs)
+	f, err := os.OpenFile(logs[len(logs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	for _, l := range lines {
+		fmt.Fprintln(f, l)
+	}
+}
+
+// A guest kernel that reports a soft lockup on its console in the middle
+// of a cell's traffic fails that cell within seconds (not at the traffic
+// deadline, a minute away here), names the phase and the console line,
+// records the cell as failed with the console tail in results.jsonl, and
+// the run goes on with the other cells on a fresh guest.
+func TestRunGuestKernelFault(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	var injected atomic.Int64
+	h.mkGen = func(n int) *fakeGen {
+		g := &fakeGen{d: 200 * time.Millisecond}
+		if n == 1 {
+			g.d = time.Minute
+			g.started = make(chan struct{})
+			go func() {
+				<-g.started
+				time.Sleep(300 * time.Millisecond)
+				injected.Store(time.Now().UnixNano())
+				appendConsole(t, h.opts.Dir,
+					"[  480.123456] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kpktgend_0:91]",
+					"[  480.123457] CPU: 0 PID: 91 Comm: kpktgend_0 Not tainted 6.1.0-47-amd64 #1",
+					"[  480.123458] RIP: 0010:pktgen_thread_worker+0x1b2/0x1f0 [pktgen]")
+			}()
+		}
+		return g
+	}
+	var failedAt atomic.Int64
+	h.opts.Progress = func(p Progress) {
+		if p.Failed != nil {
+			failedAt.Store(time.Now().UnixNano())
+		}
+	}
+	start := time.Now()
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ke *KernelFaultError
+	if !errors.As(err, &ke) || len(ke.Failed) != 1 || ke.Of != 4 {
+		t.Fatalf("err = %v, want a KernelFaultError with 1 of 4 cells failed", err)
+	}
+	var ce *CellError
+	if !errors.As(ke.Failed[0], &ce) || ce.Phase != "traffic" {
+		t.Errorf("failure %v does not name the traffic phase", ke.Failed[0])
+	}
+	for _, want := range []string{"soft lockup - CPU#0 stuck for 22s", "pktgen_thread_worker", "console-0.log"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if in, at := injected.Load(), failedAt.Load(); in == 0 || at == 0 {
+		t.Errorf("fault injected at %d, cell failed at %d", in, at)
+	} else if d := time.Duration(at - in); d > 30*time.Second {
+		t.Errorf("the cell failed %v after the fault line, want within 30s", d)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("run took %v", d)
+	}
+	if sum.Samples != 3 {
+		t.Errorf("%d samples measured, want the 3 other cells", sum.Samples)
+	}
+	set, lerr := results.Load(h.opts.Dir)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(set.Samples) != 3 || len(set.Failed) != 1 {
+		t.Fatalf("results: %d samples, %d failed; want 3 and 1", len(set.Samples), len(set.Failed))
+	}
+	f := set.Failed[0]
+	if !strings.Contains(f.Error, "soft lockup") || !strings.Contains(f.Error, "RIP: 0010:pktgen_thread_worker") ||
+		f.Labels["phase"] != "traffic" || len(f.Artifacts) != 1 || !strings.HasPrefix(f.Artifacts[0], "artifacts/console-") {
+		t.Errorf("failed sample %+v lacks the console tail, phase or console log", f)
+	}
+	if !strings.Contains(strings.Join(set.Warnings, "\n"), "failed: ") {
+		t.Errorf("report warnings do not name the failed cell: %v", set.Warnings)
+	}
+	// The faulted guest was replaced by a fresh one.
+	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 2 {
+		t.Errorf("guest started %d times, want 2 (rebooted after the fault)", n)
+	}
+	// --resume runs the failed cell again.
+	h.mkGen = func(int) *fakeGen { return &fakeGen{d: 100 * time.Millisecond} }
+	h.opts.Resume = true
+	sum, err = Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil || sum.Samples != 1 || sum.Skipped != 3 {
+		t.Fatalf("resume: %+v %v; want the failed cell run again", sum, err)
+	}
+	if set, _ := results.Load(h.opts.Dir); len(set.Samples) != 4 || len(set.Failed) != 0 {
+		t.Errorf("after resume: %d samples, %d failed; want 4 and 0", len(set.Samples), len(set.Failed))
+	}
+}
+
+// silentGuest is a guest agent on the other end of a pipe: it answers
+// ready and the first `answer` stats requests, then stops answering (a
+// guest whose kernel hangs without a word on its console).
+func silentGuest(t *testing.T, answer int32) func(context.Context, string) (Agent, error) {
+	return func(context.Context, string) (Agent, error) {
+		host, guest := net.Pipe()
+		t.Cleanup(func() { host.Close(); guest.Close() })
+		var stats atomic.Int32
+		go func() {
+			fmt.Fprintln(guest, `{"ev":"ready","boot_ms":900,"init_ms":500}`)
+			sc := bufio.NewScanner(guest)
+			for sc.Scan() {
+				var req vmimages.Request
+				if json.Unmarshal(sc.Bytes(), &req) != nil || req.Op != vmimages.OpStats {
+					continue
+				}
+				if stats.Add(1) <= answer {
+					fmt.Fprintf(guest, `{"ev":"stats","id":%d,"eth0":{"rx_packets":%d}}`+"\n", req.ID, 1000*stats.Load())
+				}
+			}
+		}()
+		return &vmAgent{c: vmimages.NewClient(host)}, nil
+	}
+}
+
+// A guest that stops answering its agent (no console line at all) fails
+// the cell in the phase that asked it, within a minute, saying so.
+func TestRunGuestStopsAnswering(t *testing.T) {
+	needHost(t, "perf")
+	old := statsAttempt
+	statsAttempt = 3 * time.Second // 2 attempts: 6 s (30 s by default)
+	t.Cleanup(func() { statsAttempt = old })
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.opts.DialAgent = silentGuest(t, 3) // cell 1: 2 requests; cell 2: the one before its window
+	start := time.Now()
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ce *CellError
+	if !errors.As(err, &ce) || ce.Phase != "counters" || !strings.Contains(err.Error(), "stopped answering") {
+		t.Fatalf("err = %v, want the counters phase and a guest that stopped answering", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("run took %v, want under a minute", d)
+	}
+	if got := len(readSamples(t, h.opts.Dir)); got != 1 {
+		t.Errorf("%d samples kept, want the 1 finished before", got)
+	}
+}

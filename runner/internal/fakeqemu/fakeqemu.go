@@ -1,0 +1,255 @@
+// Package fakeqemu plays QEMU for tests: an Executor whose Start serves
+// QMP on the socket named in QEMU's argv and writes a scripted console
+// (protocol events, kernel messages) into the console log file, so that
+// the code following a VM's console (lab mode, the runner) is tested
+// without booting anything. It also writes the fake kernel image and
+// modules directory a lab needs.
+package fakeqemu
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/proc"
+)
+
+// Step is one console line, written After the previous one; PowerOff
+// ends the VM (QEMU exits 0) instead of writing a line.
+type Step struct {
+	After    time.Duration
+	Line     string
+	PowerOff bool
+}
+
+// Exec is a proc.Executor that starts fake QEMUs. Script returns the
+// console of the VM named by QEMU's -name (e.g. "vnb-lab-stock").
+type Exec struct {
+	Script func(name string) []Step
+
+	mu    sync.Mutex
+	procs []*Proc
+}
+
+// Procs returns the fake QEMUs started so far.
+func (e *Exec) Procs() []*Proc {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Proc(nil), e.procs...)
+}
+
+// Run refuses: fake QEMU only starts.
+func (e *Exec) Run(ctx context.Context, c proc.Cmd) ([]byte, error) {
+	return nil, fmt.Errorf("fakeqemu: cannot run %v", c.Argv)
+}
+
+// Start starts a fake QEMU for argv (QEMU's).
+func (e *Exec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
+	name, qmp, console := parse(c.Argv)
+	if qmp == "" || console == "" {
+		return nil, fmt.Errorf("fakeqemu: argv without a QMP socket or a console file: %v", c.Argv)
+	}
+	l, err := net.Listen("unix", qmp)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(console)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	p := &Proc{Name: name, done: make(chan struct{}), l: l}
+	e.mu.Lock()
+	p.pid = 900000 + len(e.procs)
+	e.procs = append(e.procs, p)
+	e.mu.Unlock()
+	go p.serveQMP()
+	go func() {
+		defer f.Close()
+		for _, s := range e.Script(name) {
+			select {
+			case <-time.After(s.After):
+			case <-p.done:
+				return
+			}
+			if s.PowerOff {
+				p.finish(nil)
+				return
+			}
+			fmt.Fprintln(f, s.Line)
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.finish(errors.New("killed"))
+		case <-p.done:
+		}
+	}()
+	return p, nil
+}
+
+// parse returns -name's VM name, the QMP socket and the console file.
+func parse(argv []string) (name, qmp, console string) {
+	for i := 0; i+1 < len(argv); i++ {
+		v := strings.ReplaceAll(argv[i+1], ",,", "\x00")
+		opts := strings.Split(v, ",")
+		for j := range opts {
+			opts[j] = strings.ReplaceAll(opts[j], "\x00", ",")
+		}
+		switch argv[i] {
+		case "-name":
+			name = opts[0]
+		case "-chardev":
+			path := ""
+			for _, o := range opts {
+				if p, ok := strings.CutPrefix(o, "path="); ok {
+					path = p
+				}
+			}
+			switch {
+			case opts[0] == "socket" && strings.Contains(v, "id=qmp"):
+				qmp = path
+			case opts[0] == "file" && strings.Contains(v, "id=console"):
+				console = path
+			}
+		}
+	}
+	return name, qmp, console
+}
+
+// Proc is a fake QEMU.
+type Proc struct {
+	Name string
+	pid  int
+	l    net.Listener
+	once sync.Once
+	done chan struct{}
+	err  error
+
+	mu     sync.Mutex
+	killed bool // got a signal or QMP quit
+}
+
+func (p *Proc) finish(err error) {
+	p.once.Do(func() {
+		p.err = err
+		p.l.Close()
+		close(p.done)
+	})
+}
+
+// Killed reports whether the VM was stopped by the harness (signal or
+// QMP quit) rather than powering off by itself.
+func (p *Proc) Killed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killed
+}
+
+func (p *Proc) serveQMP() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			c.Write([]byte(`{"QMP": {"version": {}, "capabilities": []}}` + "\n"))
+			sc := bufio.NewScanner(c)
+			for sc.Scan() {
+				var req struct{ Execute string }
+				json.Unmarshal(sc.Bytes(), &req)
+				c.Write([]byte(`{"return": {}}` + "\n"))
+				if req.Execute == "quit" {
+					p.mu.Lock()
+					p.killed = true
+					p.mu.Unlock()
+					p.finish(nil)
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (p *Proc) Pid() int { return p.pid }
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	p.finish(fmt.Errorf("signal: %v", sig))
+	return nil
+}
+func (p *Proc) Wait() error              { <-p.done; return p.err }
+func (p *Proc) Done() <-chan struct{}    { return p.done }
+func (p *Proc) Output() (string, string) { return "", "" }
+func (p *Proc) Stop(sig syscall.Signal, _ time.Duration) error {
+	p.Signal(sig)
+	return p.Wait()
+}
+
+// LabEvent is a lab /init protocol line (runner/lab's EventPrefix + JSON).
+func LabEvent(ev string, extra string) string {
+	if extra != "" {
+		extra = "," + extra
+	}
+	return fmt.Sprintf(`VNBLAB {"ev":%q%s}`, ev, extra)
+}
+
+// Kernel writes a fake bzImage (a setup header with version string
+// release) and a modules directory in which every module a lab loads is
+// built in, and returns their paths.
+func Kernel(dir, release string) (image, modules string, err error) {
+	b := make([]byte, 0x1000)
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x20e:], 0x400)
+	copy(b[0x600:], release+" (fake@vnetbench) #1 SMP\x00")
+	image = filepath.Join(dir, "vmlinuz-"+release)
+	if err := os.WriteFile(image, b, 0o644); err != nil {
+		return "", "", err
+	}
+	modules = filepath.Join(dir, "lib", "modules", release)
+	ko := filepath.Join(modules, "kernel", "net", "core", "pktgen.ko")
+	if err := os.MkdirAll(filepath.Dir(ko), 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(ko, []byte("not a module"), 0o644); err != nil {
+		return "", "", err
+	}
+	var builtin strings.Builder
+	for _, m := range []string{"drivers/virtio/virtio_pci", "drivers/char/virtio_console", "net/9p/9pnet_virtio", "net/9p/9pnet",
+		"fs/9p/9p", "drivers/net/tun", "drivers/net/tap", "drivers/vhost/vhost_iotlb", "drivers/vhost/vhost",
+		"drivers/vhost/vhost_net", "drivers/net/virtio_net"} {
+		fmt.Fprintf(&builtin, "kernel/%s.ko\n", m)
+	}
+	files := map[string]string{"modules.dep": "kernel/net/core/pktgen.ko:\n", "modules.builtin": builtin.String()}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(modules, n), []byte(c), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	return image, modules, nil
+}
+
+// StaticELF writes a minimal static x86-64 ELF header (no PT_INTERP): the
+// lab takes it for a static vnetbench binary to put in the initramfs.
+func StaticELF(path string) error {
+	b := make([]byte, 64)
+	copy(b, "\x7fELF\x02\x01\x01")
+	b[16] = 2    // ET_EXEC
+	b[18] = 0x3e // EM_X86_64
+	b[20] = 1    // EV_CURRENT
+	b[52] = 64   // e_ehsize
+	return os.WriteFile(path, b, 0o755)
+}

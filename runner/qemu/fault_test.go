@@ -1,0 +1,99 @@
+package qemu
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fault lines are the kernel's own wording (Linux 6.1 as seen on the
+// lab consoles, and its other reports of the same kinds).
+func TestKernelFault(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{"[  480.123456] watchdog: BUG: soft lockup - CPU#1 stuck for 480s! [perf:153]", true},
+		{"[   95.485293] rcu: INFO: rcu_preempt self-detected stall on CPU", true},
+		{"[   95.485293] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", true},
+		{"[   21.000000] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:", true},
+		{"[  242.551023] INFO: task kworker/0:1:12 blocked for more than 120 seconds.", true},
+		{"[    3.100000] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)", true},
+		{"[   12.000001] BUG: kernel NULL pointer dereference, address: 0000000000000008", true},
+		{"[   12.000002] Oops: 0002 [#1] PREEMPT SMP NOPTI", true},
+		{"[   12.000003] general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP", true},
+		{"[   30.000000] watchdog: Watchdog detected hard LOCKUP on cpu 1", true},
+		{"\r[  480.123456] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kpktgend_0:91]", true},
+		// Not the kernel: no printk timestamp (program output quoting it).
+		{"cell tap/simple rep 1: traffic: guest: the kernel reported a fault on its console: [ 1.0] BUG: soft lockup", false},
+		{"watchdog: BUG: soft lockup - CPU#1 stuck for 480s! [perf:153]", false},
+		{"perf-stress: 10/200 sessions", false},
+		// The kernel, but not a fault.
+		{"[    0.000000] Linux version 6.1.0-47-amd64", false},
+		{"[   95.485293] NMI backtrace for cpu 0", false},
+		{"[    1.234567] rcu: Hierarchical RCU implementation.", false},
+	} {
+		if got := KernelFault(tc.line); got != tc.want {
+			t.Errorf("KernelFault(%q) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+// A fault line appended to a console log (as QEMU's file chardev does)
+// ends the watch FaultGrace later with the line and the tail, which holds
+// what the kernel printed after it.
+func TestWatchConsole(t *testing.T) {
+	old := FaultGrace
+	FaultGrace = 300 * time.Millisecond
+	t.Cleanup(func() { FaultGrace = old })
+	path := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(path, []byte("[    1.000000] booting\nVNBLAB {\"ev\":\"ready\"}\n"), 0o644)
+	got := make(chan *FaultError, 1)
+	go WatchConsole(t.Context(), "guest", path, 20*time.Millisecond, func(fe *FaultError) { got <- fe })
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case fe := <-got:
+		t.Fatalf("fault reported before any fault line: %v", fe)
+	default:
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	f.WriteString("[   95.485293] rcu: INFO: rcu_preempt self-detected stall on CPU\n[   95.485293] Call Trace:\n")
+	f.WriteString("[   95.485293]  smp_call_function_many_cond+0xf1/0x330\n")
+	f.Close()
+	select {
+	case fe := <-got:
+		if d := time.Since(start); d < FaultGrace {
+			t.Errorf("reported after %v, before the grace of %v", d, FaultGrace)
+		}
+		if !strings.Contains(fe.Line, "self-detected stall") || !strings.Contains(fe.Tail, "smp_call_function_many_cond") || fe.Console != path {
+			t.Errorf("fault %+v lacks the line, the trace after it or the console path", fe)
+		}
+		if msg := fe.Error(); !strings.Contains(msg, "guest: the kernel reported a fault") || !strings.Contains(msg, path) {
+			t.Errorf("error %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fault reported")
+	}
+}
+
+// FaultTail leads with the fault line when it scrolled out of the tail.
+func TestFaultTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "console.log")
+	var b strings.Builder
+	b.WriteString("[    5.000000] BUG: soft lockup - CPU#0 stuck for 22s! [x:1]\n")
+	for i := 0; i < 100; i++ {
+		b.WriteString("[    5.000001]  trace line\n")
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	tail := FaultTail(path, "[    5.000000] BUG: soft lockup - CPU#0 stuck for 22s! [x:1]", 10)
+	lines := strings.Split(tail, "\n")
+	if len(lines) != 12 || !strings.Contains(lines[0], "soft lockup") || lines[1] != "..." {
+		t.Errorf("tail:\n%s", tail)
+	}
+}
