@@ -105,6 +105,7 @@ func TestLookup(t *testing.T) {
 		t.Error("Lookup(tx_ppx) ok, want unknown")
 	}
 }
+
 // A failed sample (Error set) is kept in results.jsonl but is not done
 // (--resume runs it again), stays out of the samples statistics use, and
 // is reported once in the warnings until a later sample replaces it.
