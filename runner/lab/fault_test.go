@@ -104,3 +104,37 @@ func TestLabSilentRunDeadline(t *testing.T) {
 		t.Fatalf("res %+v, err %v", res, err)
 	}
 }
+
+// A lab whose console stays silent while its run goes on (no heartbeat:
+// a kernel stuck on every CPU prints nothing) fails after SilenceLimit,
+// long before its run deadline; heartbeats keep a quiet run alive.
+func TestLabSilenceFailsFast(t *testing.T) {
+	old := SilenceLimit
+	SilenceLimit = 1500 * time.Millisecond
+	t.Cleanup(func() { SilenceLimit = old })
+	c, ex := fakeLab(t, labUp)
+	c.Timeouts = Timeouts{Run: time.Hour}
+	start := time.Now()
+	_, err := Run(t.Context(), c)
+	var le *Error
+	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "silent") {
+		t.Fatalf("err = %v, want a run-phase failure for a silent lab", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if ps := ex.Procs(); len(ps) != 1 || !ps[0].Killed() {
+		t.Errorf("the lab VM was not stopped")
+	}
+	// Quiet but alive: heartbeats every 500 ms for 3 s, then the exit.
+	alive := append([]fakeqemu.Step{}, labUp...)
+	for i := 0; i < 6; i++ {
+		alive = append(alive, fakeqemu.Step{After: 500 * time.Millisecond, Line: fakeqemu.LabEvent("alive", "")})
+	}
+	alive = append(alive, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
+	c, _ = fakeLab(t, alive)
+	if _, err := Run(t.Context(), c); err != nil {
+		t.Fatalf("a quiet lab with heartbeats failed: %v", err)
+	}
+}

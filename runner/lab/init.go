@@ -176,6 +176,23 @@ func runLab(cfg *InitConfig) (int, error) {
 		SysProcAttr: &syscall.SysProcAttr{Chroot: newRoot, Setsid: true},
 	}
 	emit(Event{Ev: "start"})
+	// The heartbeat: the host takes a lab that stays silent for
+	// SilenceLimit for a kernel that stopped (it may die without a word
+	// on the console, both CPUs stuck).
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				emit(Event{Ev: "alive"})
+			}
+		}
+	}()
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {

@@ -436,6 +436,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		if f.fault != "" && time.Since(f.faultAt) >= qemu.FaultGrace {
 			return res, faultFail(phase)
 		}
+		if phase == "run" && time.Since(f.seen) > SilenceLimit {
+			return res, fail(phase, fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(f.seen).Round(time.Second), Heartbeat))
+		}
 		if time.Now().After(deadline) {
 			limit := map[string]time.Duration{"boot": to.Boot, "setup": to.Setup, "run": to.Run, "shutdown": to.Shutdown}[phase]
 			return res, fail(phase, fmt.Errorf("timeout after %v (raise timeouts.%s if the machine is slow)", limit, phase))
@@ -472,10 +475,12 @@ type follower struct {
 	// lockup, stall or crash (qemu.KernelFault), seen at faultAt.
 	fault   string
 	faultAt time.Time
+	// seen is when the console last grew.
+	seen time.Time
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{path: path, out: out, label: label}
+	return &follower{path: path, out: out, label: label, seen: time.Now()}
 }
 
 func (f *follower) poll() []Event {
@@ -489,6 +494,9 @@ func (f *follower) poll() []Event {
 	var evs []Event
 	for {
 		s, err := f.rd.ReadString('\n')
+		if s != "" {
+			f.seen = time.Now()
+		}
 		if err != nil {
 			f.part += s
 			return evs

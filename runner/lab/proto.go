@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"time"
 	"fmt"
 	"os"
 	"strconv"
@@ -11,10 +12,19 @@ import (
 // EventPrefix starts every protocol line lab init prints on the console.
 const EventPrefix = "VNBLAB "
 
+// Heartbeat is how often lab init prints an "alive" event while the inner
+// command runs, and SilenceLimit how long the host waits for any console
+// output from a lab whose inner command runs before it takes the lab
+// kernel for stuck.
+var (
+	Heartbeat    = 10 * time.Second
+	SilenceLimit = 60 * time.Second
+)
+
 // Event is one protocol line from a lab or nested guest's /init, printed on
 // the serial console as EventPrefix + JSON.
 type Event struct {
-	Ev      string   `json:"ev"`                // init | modules | start | exit | ready | error
+	Ev      string   `json:"ev"`                // init | modules | start | alive | exit | ready | error
 	Uptime  float64  `json:"uptime,omitempty"`  // guest seconds since boot (/proc/uptime)
 	Ms      int64    `json:"ms,omitempty"`      // duration of the step (modules)
 	Loaded  int      `json:"loaded,omitempty"`  // modules loaded
