@@ -2,11 +2,11 @@ package lab
 
 import (
 	"encoding/json"
-	"time"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EventPrefix starts every protocol line lab init prints on the console.
