@@ -189,19 +189,13 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	}
 	sum.RunID = r.id
 
-	// Everything below is undone by r.undo, whatever happens.
-	defer func() {
-		if terr := r.teardownAll(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
-		}
-		r.writeReproduce()
-	}()
-
 	// perf sessions start and stop with every window. Holding the
 	// kernel's perf static keys on for the whole run keeps them from
 	// making the kernel live-patch its scheduler each time: under TCG
 	// (a lab VM) that patching can lock the kernel up (see perfkeys).
-	// The keys go on here, before any guest or traffic runs.
+	// The keys go on here, before any guest or traffic runs, and off
+	// after the teardown. (In a lab VM, lab init holds them for the
+	// lab's whole life: they never flip while anything runs there.)
 	if usesPerf(cells) {
 		keys, kerr := perfkeys.Hold()
 		if kerr != nil {
@@ -209,6 +203,14 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		}
 		defer keys.Release()
 	}
+
+	// Everything below is undone by r.undo, whatever happens.
+	defer func() {
+		if terr := r.teardownAll(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+		}
+		r.writeReproduce()
+	}()
 
 	total := len(cells)
 	done := 0

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/runner/perfkeys"
 )
 
 // InitConfigPath is where lab init reads its configuration.
@@ -83,6 +85,15 @@ func initMain() error {
 			time.Sleep(time.Hour)
 		}
 	case "lab":
+		if cfg.PerfKeys {
+			// Held until the power-off, never released: flipping a
+			// perf static key live-patches the scheduler, which can
+			// lock up a kernel under TCG; now, with nothing else
+			// running yet, is the quietest moment to do it once.
+			if _, err := perfkeys.Hold(); err != nil {
+				fmt.Fprintf(os.Stdout, "lab-init: %v (perf sessions inside may make the kernel patch its code)\n", err)
+			}
+		}
 		code, err := runLab(&cfg)
 		if err != nil {
 			return err

@@ -90,6 +90,10 @@ type Config struct {
 	TCGThread string
 	// QEMUExtra are extra QEMU arguments (e.g. a debug monitor).
 	QEMUExtra []string
+	// NoPerfKeys leaves the perf static keys to the run inside: lab init
+	// does not hold them (InitConfig.PerfKeys). For the lockup
+	// reproducer only.
+	NoPerfKeys bool
 	// Append is added to the kernel command line.
 	Append string
 	// Prefetch are kernels the inner run needs (e.g. the nested guest's
@@ -315,7 +319,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		accel, _ = qemu.DetectAccel()
 	}
 	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
-		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir,
+		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
 	}}
 	initrd := filepath.Join(tmp, "initramfs.cpio")
 	icfg, err := ir.Build(initrd)

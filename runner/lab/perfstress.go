@@ -55,8 +55,10 @@ type PerfStressConfig struct {
 	// then also watches the vhost worker.
 	Guest    string
 	SelfTest SelfTestConfig // the nested guest's kernel (with Guest)
-	// Keep holds the perf static keys on for the whole run (perfkeys),
-	// the fix under test.
+	// Keep holds the perf static keys on while the stress runs
+	// (perfkeys) and releases them at its end, as runner.Run does; lab
+	// init holds them for the lab's whole life unless the lab was started
+	// with Config.NoPerfKeys.
 	Keep bool
 	// ExitTimeout is how long a perf may take to exit after SIGINT before
 	// the run calls it stuck (default 60s).
@@ -195,6 +197,7 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	}
 	defer func() {
 		if flood != nil {
+			flood.Stop()
 			if r, _ := flood.Wait(context.Background()); r != nil {
 				res.Packets += r.Packets()
 			}

@@ -27,7 +27,9 @@ import (
 //	VNETBENCH_PERFSTRESS_GUEST=             "" (the test reads the tap) | tap | tap+vhost (nested guest)
 //	VNETBENCH_PERFSTRESS_THREADS=1          pktgen threads
 //	VNETBENCH_PERFSTRESS_HOLD=300ms         pktgen run per session
-//	VNETBENCH_PERFSTRESS_KEEP=0             1: hold the perf static keys on (perfkeys, the fix)
+//	VNETBENCH_PERFSTRESS_KEEP=init          who holds the perf static keys on (perfkeys): init = lab
+//	                                        init for the lab's life (the fix), run = the stress itself
+//	                                        (released at its end, as runner.Run does), 0 = nobody
 //	VNETBENCH_PERFSTRESS_QEMU=              extra QEMU arguments, space-separated (e.g. a -monitor)
 //
 // It fails when the lab kernel reports a lockup or stall on its console
@@ -48,7 +50,8 @@ func TestLabPerfStress(t *testing.T) {
 	out := filepath.Join(run, "lab", "stress", "perfstress")
 	args := []string{"lab-selftest", "-o", out, "--perf-stress", env("ITER", "100"), "--perf-order", env("ORDER", PerfDuring),
 		"--perf-threads", env("THREADS", "1"), "--perf-hold", env("HOLD", "300ms")}
-	if env("KEEP", "0") == "1" {
+	keep := env("KEEP", "init")
+	if keep == "run" {
 		args = append(args, "--perf-keep")
 	}
 	if g := env("GUEST", ""); g != "" {
@@ -58,7 +61,7 @@ func TestLabPerfStress(t *testing.T) {
 	start := time.Now()
 	res, err := Run(t.Context(), Config{
 		Label: "stress", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin, Args: args,
-		CPUs: cpus, TCGThread: env("TCG", ""), QEMUExtra: strings.Fields(env("QEMU", "")), Output: testLog{t},
+		CPUs: cpus, TCGThread: env("TCG", ""), NoPerfKeys: keep != "init", QEMUExtra: strings.Fields(env("QEMU", "")), Output: testLog{t},
 		Timeouts: Timeouts{Run: 50 * time.Minute},
 	})
 	t.Logf("lab: %.0fs", time.Since(start).Seconds())

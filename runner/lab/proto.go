@@ -95,6 +95,11 @@ type InitConfig struct {
 	Dir string `json:"dir,omitempty"`
 	// Links are network interfaces set up (guest mode).
 	Links []string `json:"links,omitempty"`
+	// PerfKeys makes lab init hold the kernel's perf static keys on from
+	// before the inner command starts until the lab powers off (see
+	// runner/perfkeys): perf sessions inside then never make the kernel
+	// patch its code.
+	PerfKeys bool `json:"perf_keys,omitempty"`
 	// KVM maps each KVM vendor module (KVMIntelModule, KVMAMDModule) to
 	// the module files to load for it, in order (kvm and its dependencies
 	// first; files of Modules are not repeated). Init loads one set, chosen
