@@ -327,8 +327,8 @@ func TestBuildPrograms(t *testing.T) {
 
 // A dynamically linked agent (what go build or go install makes when cgo
 // is on) goes into the image with its ELF interpreter and libraries at the
-// paths the loader opens. iperf3 stands in for it here; TestBootCgoAgent
-// boots a real one.
+// paths the loader opens. iperf3 stands in for it here; cmd/vnetbench's
+// TestRunQuickstartE2E runs a real one (go install's) as the guest's /init.
 func TestBuildDynamicAgent(t *testing.T) {
 	const bin = "/usr/bin/iperf3"
 	if !isFile(bin) {
