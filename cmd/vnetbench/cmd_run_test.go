@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // End-to-end tests of `vnetbench run` with the real binary: a TCG guest
@@ -53,6 +56,42 @@ func vnetbenchBin(t *testing.T) string {
 		t.Fatalf("build vnetbench: %v", binErr)
 	}
 	return binPath
+}
+
+var (
+	installOnce sync.Once
+	installPath string
+	installErr  error
+)
+
+// goInstallBin is what a user gets from go install ./cmd/vnetbench in a
+// clone, built once: the go command's defaults (cgo on where a C compiler
+// is, so dynamically linked), not the Makefile's static build.
+func goInstallBin(t *testing.T) string {
+	t.Helper()
+	gobin := testenv.NeedCommand(t, "go", "")
+	installOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vnb-install-")
+		if err != nil {
+			installErr = err
+			return
+		}
+		installPath = filepath.Join(dir, "vnetbench")
+		cmd := exec.Command(gobin, "install", "./cmd/vnetbench")
+		cmd.Dir = filepath.Join("..", "..")
+		// make exports CGO_ENABLED=0 for its own build; a user's go
+		// install does not have it.
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
+			return strings.HasPrefix(e, "CGO_ENABLED=") || strings.HasPrefix(e, "GOBIN=")
+		}), "GOBIN="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			installErr = fmt.Errorf("go install ./cmd/vnetbench: %v\n%s", err, out)
+		}
+	})
+	if installErr != nil {
+		t.Fatal(installErr)
+	}
+	return installPath
 }
 
 func needRunHost(t *testing.T) {
@@ -126,9 +165,20 @@ func readResults(t *testing.T, dir string) []map[string]any {
 	return out
 }
 
+// README's first run: go install ./cmd/vnetbench, then vnetbench run
+// quickstart: a TCG guest, iperf3 and trafgen, perf stat on QEMU, 4
+// samples, nothing left behind.
 func TestRunQuickstartE2E(t *testing.T) {
 	needRunHost(t)
-	bin := vnetbenchBin(t)
+	// The binary of the README's go install path: with a C compiler on
+	// the host (make deps installs gcc) it is dynamically linked, and its
+	// libraries must go into the guest image.
+	bin := goInstallBin(t)
+	if _, err := exec.LookPath("gcc"); err == nil {
+		if libs, err := vmimages.SharedLibs(bin); err != nil || len(libs) == 0 {
+			t.Errorf("go install with gcc present made a static binary (%v): this test no longer covers the dynamic one", err)
+		}
+	}
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "30m")
 	out, err := cmd.CombinedOutput()
