@@ -37,6 +37,9 @@ var planCases = []struct {
 	{"multiqueue-t4", Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 4, Dst: "198.18.0.0/30", DstMAC: "52:54:00:12:34:56", UDPDstMin: 9, UDPDstMax: 9}},
 	{"burst-single-flow", Config{Mode: ModeBurstSingleFlow, Dev: "vnbt0", Threads: 2, FirstThread: 1, Burst: 32, Duration: 10 * time.Second, DstMAC: "52:54:00:12:34:56"}},
 	{"multiqueue-ipv6", Config{Mode: ModeMultiqueue, Dev: "vnbt0", Count: 10, Dst: "fd00::1"}},
+	// burst: 0 in a scenario is written as "burst 0" (the kernel takes it
+	// as its minimum, 1); unset, burst is not written at all.
+	{"multiqueue-t4-burst0", Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 4, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56", BurstSet: true}},
 }
 
 func TestPlanGolden(t *testing.T) {
@@ -278,7 +281,9 @@ func TestParseResult(t *testing.T) {
 func TestScriptCmdGolden(t *testing.T) {
 	var b strings.Builder
 	for _, c := range []ScriptConfig{
-		{Config: Config{Dev: "vnbt0", Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux"},
+		// burst: 0 is passed as -b 0; burst unset passes no -b (the
+		// scripts then leave burst unwritten, or use their own default).
+		{Config: Config{Dev: "vnbt0", Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56", BurstSet: true}, KernelTree: "/src/linux"},
 		{Config: Config{Dev: "vnbt0", Threads: 4, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeMultiqueue},
 		{Config: Config{Dev: "vnbt0", Threads: 2, Duration: time.Second, Dst: "10.0.0.2; rm -rf /", DstMAC: "52:54:00:12:34:56"}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},
 		{Config: Config{Dev: "vnbt0", CountSet: true, Duration: time.Second, Dst: "198.18.0.0/24", UDPDstMin: 9, UDPDstMax: 10, Delay: time.Microsecond, FirstThread: 1}, KernelTree: "/src/linux", Sample: ModeBurstSingleFlow},

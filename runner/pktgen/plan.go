@@ -64,9 +64,12 @@ type Config struct {
 	Duration time.Duration
 	// PktSize in bytes (default 60).
 	PktSize int
-	// Burst is pktgen's burst (skb->xmit_more); 0 = not written.
+	// Burst is pktgen's burst (skb->xmit_more), written when non-zero or
+	// when BurstSet says 0 is meant ("burst 0", which the kernel takes
+	// as its minimum, 1); otherwise not written (the kernel's default).
 	// Tap devices support only 0 or 1.
-	Burst int
+	Burst    int
+	BurstSet bool
 	// CloneSkb is clone_skb; tap devices support only 0.
 	CloneSkb int
 	// Delay between packets (pktgen's delay, ns resolution).
@@ -289,7 +292,7 @@ func NewPlan(c Config) (*Plan, error) {
 			add(dev, "udp_src_min "+strconv.Itoa(c.UDPSrcMin))
 			add(dev, "udp_src_max "+strconv.Itoa(c.UDPSrcMax))
 		}
-		if c.Burst != 0 {
+		if c.Burst != 0 || c.BurstSet {
 			add(dev, "burst "+strconv.Itoa(c.Burst))
 		}
 		if c.XmitMode != "" {

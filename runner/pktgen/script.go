@@ -90,7 +90,7 @@ func (c ScriptConfig) CheckScript() error {
 }
 
 // ScriptCmd returns the command that runs the sample script: argv only,
-// values passed as separate arguments (-i -m -d -n -t -b -s [-f -c -w -p -6]),
+// values passed as separate arguments (-i -m -d -n -t [-b] -s [-f -c -w -p -6]),
 // and the plan whose devices the script creates. It is pure.
 func ScriptCmd(c ScriptConfig) (proc.Cmd, *Plan, error) {
 	script, err := c.ScriptPath()
@@ -117,9 +117,13 @@ func ScriptCmd(c ScriptConfig) (proc.Cmd, *Plan, error) {
 		"-d", cfg.Dst,
 		"-n", strconv.FormatUint(cfg.Count, 10),
 		"-t", strconv.Itoa(cfg.Threads),
-		"-b", strconv.Itoa(cfg.Burst),
-		"-s", strconv.Itoa(cfg.PktSize),
 	}
+	if cfg.Burst != 0 || cfg.BurstSet {
+		// As the native plan: -b only when the scenario sets burst (the
+		// scripts leave it unwritten without -b).
+		argv = append(argv, "-b", strconv.Itoa(cfg.Burst))
+	}
+	argv = append(argv, "-s", strconv.Itoa(cfg.PktSize))
 	if cfg.FirstThread != 0 {
 		argv = append(argv, "-f", strconv.Itoa(cfg.FirstThread))
 	}

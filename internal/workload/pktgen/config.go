@@ -78,7 +78,7 @@ func (c *Config) Fields() []schema.Field {
 		schema.Int(&c.PktSize, "pkt_size", 42, 9216).Default(60).Unit("bytes").Axis().Short("pkt").
 			Doc("frame size without FCS"),
 		schema.Value(&c.Burst, "burst", burstKind).Default(-1).Unit("packets").Axis().Short("burst").
-			Doc("packets per xmit; default = not written (kernel default 1); tap rejects > 1 (errno 524)"),
+			Doc("packets per xmit, written as given (burst 0 too, which the kernel takes as 1; mode script passes -b); default = not written (the kernel's default, 1); tap rejects > 1 (errno 524)"),
 		schema.Int(&c.CloneSkb, "clone_skb", 0, 1000000).Default(0).Unit("count").Axis().Short("clone").
 			Doc("reuse each skb this many times; tap rejects > 0 (errno 524)"),
 		schema.Duration(&c.Delay, "delay").Default(0).Axis().Short("delay").
@@ -122,6 +122,13 @@ var burstKind = schema.Kind[int]{
 		return strconv.Itoa(v)
 	},
 }
+
+// What the kernel's sample scripts do with -b: sample03 and sample05
+// write burst 32 without it; sample04 and the queue_xmit bench refuse it.
+var (
+	scriptBurst32 = map[string]bool{"pktgen_sample03_burst_single_flow.sh": true, "pktgen_sample05_flow_per_thread.sh": true}
+	scriptNoBurst = map[string]bool{"pktgen_sample04_many_flows.sh": true, "pktgen_bench_xmit_mode_queue_xmit.sh": true}
+)
 
 var scriptRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.sh$`)
 
@@ -194,6 +201,12 @@ func (p *Config) Resolve(r *workload.Resolver) error {
 		}
 		if p.UDPSrcMin != 0 || p.UDPSrcMax != 0 {
 			return r.Errorf("udp_src_min", "generator.pktgen.udp_src_min/max are not passed to the sample scripts (they choose the source ports); remove them or use a native mode")
+		}
+		if scriptBurst32[p.Script] && p.Burst < 0 {
+			return r.Errorf("burst", "generator.pktgen: %s writes burst 32 unless given -b, and the kernel rejects burst > 1 on tap devices (errno 524); set burst: 0 (passed as -b 0: the script then leaves burst unwritten)", p.Script)
+		}
+		if scriptNoBurst[p.Script] && p.Burst >= 0 {
+			return r.Errorf("burst", "generator.pktgen: %s refuses -b (\"Bursting not supported for this mode\"), even -b 0; remove burst (or set burst: default)", p.Script)
 		}
 		if p.Script == DefaultScript && p.Threads > 1 {
 			return r.Errorf("threads", "generator.pktgen: pktgen_sample01_simple.sh sends from one thread (it ignores -t), got threads %d; use script: pktgen_sample02_multiqueue.sh", p.Threads)

@@ -112,12 +112,9 @@ func (p *Config) Generator() workload.Generator { return &Generator{cfg: *p} }
 func driverConfig(p Config, dev, dst, dstMAC string, d time.Duration) pg.Config {
 	c := pg.Config{Mode: p.Mode, Dev: dev, Threads: p.Threads, FirstThread: p.FirstCPU,
 		Count: p.Count, CountSet: p.Count == 0 && p.Duration > 0, Duration: p.Duration, PktSize: p.PktSize,
-		Burst: p.Burst, CloneSkb: p.CloneSkb, Delay: p.Delay, Dst: p.Dst, DstMAC: p.DstMAC,
+		Burst: max(p.Burst, 0), BurstSet: p.Burst >= 0, CloneSkb: p.CloneSkb, Delay: p.Delay, Dst: p.Dst, DstMAC: p.DstMAC,
 		UDPSrcMin: p.UDPSrcMin, UDPSrcMax: p.UDPSrcMax, UDPDstMin: p.UDPDstMin, UDPDstMax: p.UDPDstMax,
 		XmitMode: p.XmitMode}
-	if c.Burst < 0 {
-		c.Burst = 0 // the scenario's "default": not written
-	}
 	if c.Dst == "" {
 		c.Dst = dst
 	}

@@ -138,3 +138,30 @@ sleep 30
 		t.Errorf("missing script: %v", err)
 	}
 }
+
+// burst: 0 reaches pktgen as "burst 0" (and as -b 0 in script mode);
+// burst: default writes nothing, in both.
+func TestBurstWrittenAsGiven(t *testing.T) {
+	env := workload.PlanEnv{Netns: "vnb-1", Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC}
+	for _, c := range []struct {
+		cfg  Config
+		want string // "" = no burst at all
+	}{
+		{Config{Mode: ModeMultiqueue, Threads: 4, Count: 10, PktSize: 60, Burst: 0}, `echo "burst 0" > /proc/net/pktgen/vnbt0@3`},
+		{Config{Mode: ModeSimple, Threads: 1, Count: 10, PktSize: 60, Burst: 1}, `echo "burst 1" > /proc/net/pktgen/vnbt0`},
+		{Config{Mode: ModeSimple, Threads: 1, Count: 10, PktSize: 60, Burst: -1}, ""},
+		{Config{Mode: ModeScript, ScriptDir: "/src/linux", Script: DefaultScript, Threads: 1, Count: 10, PktSize: 60, Burst: 0}, " -b 0 "},
+		{Config{Mode: ModeScript, ScriptDir: "/src/linux", Script: DefaultScript, Threads: 1, Count: 10, PktSize: 60, Burst: -1}, ""},
+	} {
+		all := strings.Join(c.cfg.Commands(env), "\n")
+		if c.want == "" {
+			if strings.Contains(all, "burst") || strings.Contains(all, " -b ") {
+				t.Errorf("burst %d (default) is written:\n%s", c.cfg.Burst, all)
+			}
+			continue
+		}
+		if !strings.Contains(all, c.want) {
+			t.Errorf("burst %d: want %q in\n%s", c.cfg.Burst, c.want, all)
+		}
+	}
+}
