@@ -105,7 +105,7 @@ func Commands(c *scenarios.Cell) []string {
 	// The workload's own commands (and /proc writes): pktgen is per
 	// network namespace, so its writes go to /proc/QEMU_PID/net/pktgen.
 	out = append(out, c.Generator.Config.Commands(workload.PlanEnv{Netns: ns, Dev: tap, DevMAC: "TAP_MAC",
-		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: art})...)
+		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: art, Queues: q})...)
 	// Placeholders: perf's -t/-p 0 stands for the target's thread ids.
 	for i, l := range out {
 		out[i] = strings.ReplaceAll(l, " -t 0 ", " -t TIDS ")

@@ -72,7 +72,6 @@ var badInputs = map[string]string{
 	"script-sample04-burst": "generator: {pktgen: {mode: script, script_dir: /src/linux, script: pktgen_sample04_many_flows.sh, burst: 0}}\n",
 	"simple-many-threads":   "generator: {pktgen: {mode: simple, threads: 4}}\n",
 	"pin-generator-pktgen":  "pin: {generator: 1}\ngenerator: {pktgen: {}}\n",
-	"mq-too-few-queues":     "queues: 2\ngenerator: {pktgen: {mode: multiqueue, threads: 4}}\n",
 	"no-generator":          "backend: tap\n",
 	"empty-generator":       "generator: {}\n",
 	"null-generator":        "generator:\n",

@@ -214,8 +214,10 @@ generator:
 		if _, ok := c.Axes["backend"]; !ok || c.Axes["generator"] != c.Generator.Kind {
 			t.Errorf("%s: axes %v", c.Name, c.Axes)
 		}
-		if p := pk(c); p != nil && c.Queues != p.Threads {
-			t.Errorf("%s: queues auto = %d, want the thread count", c.Name, c.Queues)
+		// The queue count does not follow the threads: a single-queue
+		// tap unless the file says otherwise.
+		if c.Queues != 1 {
+			t.Errorf("%s: queues %d, want the default 1", c.Name, c.Queues)
 		}
 	}
 	// Expand returns copies: changing one must not change the scenario.
@@ -515,6 +517,32 @@ func TestDebianVersions(t *testing.T) {
 		y := "kernels: [{label: a, debian: \"" + v + "\"}]\ngenerator: {iperf3: {}}\n"
 		if _, err := Load("debian.yaml", []byte(y)); err == nil || !strings.Contains(err.Error(), "Debian kernel version") {
 			t.Errorf("%s: err = %v, want a Debian version error", v, err)
+		}
+	}
+}
+
+// The tap's queue count is independent of the pktgen thread count: one
+// queue by default (4 sample02 threads then share queue 0), auto = one per
+// thread, any count allowed.
+func TestQueuesIndependentOfThreads(t *testing.T) {
+	for _, tc := range []struct {
+		queues string
+		want   []int // per threads 1, 4
+	}{
+		{"", []int{1, 1}},
+		{"queues: 1\n", []int{1, 1}},
+		{"queues: 2\n", []int{2, 2}},
+		{"queues: auto\n", []int{1, 4}},
+	} {
+		s := mustLoad(t, tc.queues+"generator: {pktgen: {mode: multiqueue, threads: [1, 4]}}\n")
+		cells := s.Expand()
+		if len(cells) != 2 {
+			t.Fatalf("%q: %d cells", tc.queues, len(cells))
+		}
+		for i, c := range cells {
+			if c.Queues != tc.want[i] || c.TapQueues() != tc.want[i] {
+				t.Errorf("%q, %d threads: queues %d (tap %d), want %d", tc.queues, pk(c).Threads, c.Queues, c.TapQueues(), tc.want[i])
+			}
 		}
 	}
 }

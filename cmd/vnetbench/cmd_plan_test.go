@@ -234,3 +234,41 @@ func TestPlanCommandsHook(t *testing.T) {
 		t.Errorf("commands not printed:\n%s", got)
 	}
 }
+
+// TestPlanOneQueue: 4 sample02 threads on a single-queue tap (the netdev
+// thread's QEMU: no queues=) are a valid scenario, and plan shows one
+// queue that every thread sends on; queues: auto gives one per thread.
+func TestPlanOneQueue(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		queues string
+		want   []string
+		not    []string
+	}{
+		{"", // the default
+			[]string{"queues: 1 ", " vnet_hdr\n", "# tap with 1 queue; QUEUE_MAP_CPU (queue = CPU % 1): kpktgend_0,kpktgend_1,kpktgend_2,kpktgend_3 -> queue 0\n"},
+			[]string{"multi_queue", "queues=", "mq=on"}},
+		{"queues: 1\n", []string{"queues: 1 ", "-> queue 0\n"}, []string{"multi_queue", "queues="}},
+		{"queues: auto\n", []string{"queues: 4 ", "vnet_hdr multi_queue", ",queues=4", "kpktgend_3 -> queue 3"}, nil},
+	} {
+		f := filepath.Join(dir, "q.yaml")
+		yaml := tc.queues + "backend: tap+vhost\nguest: {vcpus: 1, memory: 1GiB}\ngenerator: {pktgen: {mode: multiqueue, threads: 4, count: 1000, xmit_mode: start_xmit}}\n"
+		if err := os.WriteFile(f, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, code := runCLI(t, "plan", f, "--seed", "1", "--cpus", "4")
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s", tc.queues, code, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q: plan lacks %q:\n%s", tc.queues, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%q: plan has %q:\n%s", tc.queues, n, got)
+			}
+		}
+	}
+}

@@ -216,6 +216,7 @@ type PlanEnv struct {
 	Src, Dst  string // the tap's and the guest's IP
 	DstMAC    string
 	Artifacts string // e.g. "RUN_DIR/artifacts/CELL/KERNEL/REP"
+	Queues    int    // the tap's queue pairs (0 = unknown)
 }
 
 // UnsupportedError says this kernel or device cannot run the cell's

@@ -100,10 +100,40 @@ func (p *Config) Commands(e workload.PlanEnv) []string {
 		return []string{"# pktgen: " + err.Error()}
 	}
 	var out []string
+	if m := queueMap(plan, e.Queues); m != "" {
+		out = append(out, m)
+	}
 	for _, w := range append(plan.Setup, plan.Start) {
 		out = append(out, w.String())
 	}
 	return out
+}
+
+// queueMap says, as a comment line, which tap queue each thread sends on
+// when the threads map to queues by CPU (QUEUE_MAP_CPU: queue = CPU %
+// queues); "" when they do not or the queue count is unknown.
+func queueMap(plan *pg.Plan, queues int) string {
+	if queues < 1 || plan.Config.Mode == ModeSimple {
+		return ""
+	}
+	byQueue := map[int][]string{}
+	var order []int
+	for _, d := range plan.Devices {
+		q := d.Thread % queues
+		if _, ok := byQueue[q]; !ok {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], "kpktgend_"+strconv.Itoa(d.Thread))
+	}
+	var parts []string
+	for _, q := range order {
+		parts = append(parts, fmt.Sprintf("%s -> queue %d", strings.Join(byQueue[q], ","), q))
+	}
+	noun := "queues"
+	if queues == 1 {
+		noun = "queue"
+	}
+	return fmt.Sprintf("# tap with %d %s; QUEUE_MAP_CPU (queue = CPU %% %d): %s", queues, noun, queues, strings.Join(parts, "; "))
 }
 
 func (p *Config) Generator() workload.Generator { return &Generator{cfg: *p} }
