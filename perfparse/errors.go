@@ -3,11 +3,14 @@ package perfparse
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // SyntaxError is malformed input. Its text is "perfparse: FILE:LINE: msg"
 // (or "perfparse: LINE: msg" when the file name is unknown), like
-// golang.org/x/perf/benchfmt's SyntaxError. It is bad input: ExitCode is 2.
+// golang.org/x/perf/benchfmt's SyntaxError. It is bad input (class
+// fault.ErrInput).
 type SyntaxError struct {
 	File string // file name, "" when unknown (set it with WithFile)
 	Line int    // 1-based line number, 0 when the error is not tied to a line
@@ -31,8 +34,8 @@ func (e *SyntaxError) Error() string {
 // Unwrap returns the underlying error.
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
-// ExitCode is 2: the input is bad.
-func (e *SyntaxError) ExitCode() int { return 2 }
+// Is makes a syntax error bad input (errors.Is(err, fault.ErrInput)).
+func (e *SyntaxError) Is(target error) bool { return target == fault.ErrInput }
 
 func errorf(line int, format string, a ...any) error {
 	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, a...)}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Kinds lists the input kinds Parse accepts, in a stable order. "auto"
@@ -14,15 +16,16 @@ func Kinds() []string {
 	return []string{"perf-stat", "perf-report", "pktgen", "kpktgend", "pktgen-script", "iperf3", "netdev", "tc", "trafgen", "testpmd", "auto"}
 }
 
-// UnknownKindError is a kind Parse does not know. ExitCode is 2.
+// UnknownKindError is a kind Parse does not know: bad input (class
+// fault.ErrInput).
 type UnknownKindError struct{ Kind string }
 
 func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("unknown kind %q; kinds: %s", e.Kind, strings.Join(Kinds(), ", "))
 }
 
-// ExitCode is 2: bad input.
-func (e *UnknownKindError) ExitCode() int { return 2 }
+// Is makes an unknown kind bad input.
+func (e *UnknownKindError) Is(target error) bool { return target == fault.ErrInput }
 
 // Parse reads one input of the given kind and returns its record:
 // *PerfStat, *PerfReport, *PktgenDevice, *Kpktgend, *PktgenScript,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 func TestTrafgen(t *testing.T) {
@@ -62,7 +64,7 @@ func TestTCQdisc(t *testing.T) {
 func TestParseKinds(t *testing.T) {
 	_, err := Parse("nosuch", "", strings.NewReader(""))
 	var uk *UnknownKindError
-	if !errors.As(err, &uk) || uk.ExitCode() != 2 || !strings.Contains(err.Error(), "perf-stat, perf-report, pktgen") {
+	if !errors.As(err, &uk) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "perf-stat, perf-report, pktgen") {
 		t.Errorf("unknown kind: %v", err)
 	}
 	_, err = Parse("auto", "x.txt", strings.NewReader("just some words\n"))

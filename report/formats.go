@@ -251,7 +251,7 @@ func safeStats(s Stats) Stats {
 // Formats are the output formats of Render.
 var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html"}
 
-// CheckFormat returns an InputError for an unknown format name.
+// CheckFormat returns bad input (fault.ErrInput) for an unknown format name.
 func CheckFormat(f string) error {
 	if slices.Contains(Formats, f) {
 		return nil

@@ -32,7 +32,7 @@ func (g Gate) String() string { return fmt.Sprintf("%s%c%+g%%", g.Metric, g.Op, 
 var gateRE = regexp.MustCompile(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%\s*$`)
 
 // ParseGates parses a --fail-on list such as "tx_pps<-3%,lost_pps>+0%".
-// Errors are InputErrors (exit 2).
+// Errors are bad input (fault.ErrInput).
 func ParseGates(s string) ([]Gate, error) {
 	var out []Gate
 	for _, part := range strings.Split(s, ",") {
@@ -82,7 +82,8 @@ func (d *Decision) String() string {
 	return s
 }
 
-// GateError means a gate tripped: ExitCode 1.
+// GateError means a gate tripped: a measured failure (no fault class; the
+// CLI exits 1).
 type GateError struct{ Tripped []Decision }
 
 func (e *GateError) Error() string {
@@ -92,9 +93,6 @@ func (e *GateError) Error() string {
 	}
 	return fmt.Sprintf("regression: %s", strings.Join(cells, ", "))
 }
-
-// ExitCode returns 1: the gate tripped.
-func (e *GateError) ExitCode() int { return 1 }
 
 // CompareOptions configure CompareRuns.
 type CompareOptions struct {
@@ -132,7 +130,7 @@ func (c *CompareResult) Err() error {
 // applies the gates. Without gates, every shown metric that has a
 // direction is gated at 0% in its bad direction, except Diagnostics (the
 // harness's self-measurements and cross-checks) unless opt.Metrics names
-// them. Unknown metrics are InputErrors.
+// them. Unknown metrics are bad input.
 func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
 	if opt.Alpha <= 0 {
 		opt.Alpha = DefaultAlpha

@@ -16,7 +16,7 @@
 // namespace. Capability problems (missing tools, /dev/net/tun, vhost-net,
 // a workload's kernel feature such as pktgen, a qdisc, a kernel needing
 // lab mode) are found by Preflight
-// before anything is set up and are errors with ExitCode() 2. A host
+// before anything is set up and are errors of class fault.ErrCapability. A host
 // lock (flock on /run/vnetbench.lock) keeps two runs from measuring at
 // once. Teardown runs on success, failure and cancellation (SIGINT);
 // finished samples are kept and --resume skips them.

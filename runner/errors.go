@@ -3,21 +3,14 @@ package runner
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
-// CapabilityError is something this host lacks for a scenario (a tool, a
-// device, a kernel feature). It is found before anything is set up, and
-// maps to exit code 2.
-type CapabilityError struct{ Msg string }
-
-func (e *CapabilityError) Error() string { return e.Msg }
-
-// ExitCode returns 2.
-func (e *CapabilityError) ExitCode() int { return 2 }
-
-func capErrorf(format string, a ...any) error {
-	return &CapabilityError{Msg: fmt.Sprintf(format, a...)}
-}
+// capErrorf is something this host lacks for a scenario (a tool, a
+// device, a kernel feature), found before anything is set up: an error of
+// class fault.ErrCapability.
+func capErrorf(format string, a ...any) error { return fault.Capability(format, a...) }
 
 // CellError is a cell that failed while running: which cell, repetition
 // and phase.

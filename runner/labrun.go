@@ -213,7 +213,7 @@ func kernelFailed(err error) bool {
 	case errors.As(err, &le):
 		return true
 	case errors.As(err, &ie):
-		return ie.ExitCode() != 2
+		return ie.Code != 2 // 2: bad input or a missing capability inside
 	}
 	return false
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +17,8 @@ import (
 // the same time.
 const DefaultLockPath = "/run/vnetbench.lock"
 
-// BusyError means another run holds the host lock (exit code 2).
+// BusyError means another run holds the host lock: the host cannot
+// measure now (class fault.ErrCapability).
 type BusyError struct {
 	Path  string
 	Owner string
@@ -26,8 +28,9 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("another vnetbench run (pid %s) is measuring on this host (lock %s); wait for it to finish", e.Owner, e.Path)
 }
 
-// ExitCode returns 2.
-func (e *BusyError) ExitCode() int { return 2 }
+// Is makes a busy host a missing capability (errors.Is(err,
+// fault.ErrCapability)).
+func (e *BusyError) Is(target error) bool { return target == fault.ErrCapability }
 
 // Lock is a held host lock.
 type Lock struct{ f *os.File }

@@ -9,16 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
-
-// MergeError is bad input to Merge (exit code 2).
-type MergeError struct{ Msg string }
-
-func (e *MergeError) Error() string { return e.Msg }
-
-// ExitCode returns 2.
-func (e *MergeError) ExitCode() int { return 2 }
 
 // Merge joins run directories (the shards of one scenario) into out:
 // results.jsonl with every sample once (the first copy wins), env.json of
@@ -27,14 +20,14 @@ func (e *MergeError) ExitCode() int { return 2 }
 // returns warnings (duplicates, shards measured on different hosts).
 func Merge(out string, dirs []string) ([]string, error) {
 	if len(dirs) == 0 {
-		return nil, &MergeError{"merge: no run directories given"}
+		return nil, fault.Input("merge: no run directories given")
 	}
 	for _, d := range dirs {
 		if abs(d) == abs(out) {
-			return nil, &MergeError{fmt.Sprintf("merge: output %s is also an input; choose another -o", out)}
+			return nil, fault.Input("merge: output %s is also an input; choose another -o", out)
 		}
 		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
-			return nil, &MergeError{fmt.Sprintf("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)}
+			return nil, fault.Input("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)
 		}
 	}
 	var warns []string

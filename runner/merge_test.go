@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -72,11 +73,10 @@ func TestMerge(t *testing.T) {
 	if !strings.Contains(string(repro), "echo run-a") || !strings.Contains(string(repro), "echo run-b") {
 		t.Errorf("reproduce.sh %q", repro)
 	}
-	// Bad input: exit code 2.
+	// Bad input.
 	for _, args := range [][]string{{}, {filepath.Join(tmp, "nope")}, {out}} {
 		_, err := Merge(out, args)
-		var me *MergeError
-		if !errors.As(err, &me) || me.ExitCode() != 2 {
+		if !errors.Is(err, fault.ErrInput) {
 			t.Errorf("Merge(%v) = %v", args, err)
 		}
 	}

@@ -118,7 +118,7 @@ func feature(name string) (workload.Feature, bool) {
 // Preflight checks, before anything is set up, that this host can run
 // every cell: root, tools, /dev/net/tun, vhost-net, the workloads'
 // features (pktgen) and checks, qdiscs. The first problem is a
-// *CapabilityError (exit 2) saying what to do.
+// fault.ErrCapability error saying what to do.
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {

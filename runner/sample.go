@@ -132,7 +132,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if err != nil {
 		return nil, fail("setup", err)
 	}
-	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsPid: g.vm.Pid(), Dev: g.tap, DevMAC: g.tapMAC,
+	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: g.tap, DevMAC: g.tapMAC,
 		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 

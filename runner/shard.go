@@ -1,12 +1,12 @@
 package runner
 
 import (
-	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -14,21 +14,13 @@ import (
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// ShardError is a bad --shard value (exit code 2).
-type ShardError struct{ Msg string }
-
-func (e *ShardError) Error() string { return e.Msg }
-
-// ExitCode returns 2.
-func (e *ShardError) ExitCode() int { return 2 }
-
 // ParseShard parses "I/N" (1 <= I <= N).
 func ParseShard(s string) (i, n int, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-		return 0, 0, &ShardError{fmt.Sprintf("--shard %q: want I/N with 1 <= I <= N, e.g. --shard 2/4", s)}
+		return 0, 0, fault.Input("--shard %q: want I/N with 1 <= I <= N, e.g. --shard 2/4", s)
 	}
 	return i, n, nil
 }

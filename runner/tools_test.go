@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -94,8 +95,7 @@ func TestShard(t *testing.T) {
 	}
 	for _, bad := range []string{"0/2", "3/2", "x", "1/0", "1-2"} {
 		_, _, err := ParseShard(bad)
-		var se *ShardError
-		if !errors.As(err, &se) || se.ExitCode() != 2 {
+		if !errors.Is(err, fault.ErrInput) {
 			t.Errorf("ParseShard(%q) = %v", bad, err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestHostLock(t *testing.T) {
 	}
 	_, err = AcquireLock(p)
 	var be *BusyError
-	if !errors.As(err, &be) || be.ExitCode() != 2 || !strings.Contains(err.Error(), "pid") {
+	if !errors.As(err, &be) || !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "pid") {
 		t.Errorf("second lock: %v", err)
 	}
 	go func() { time.Sleep(300 * time.Millisecond); l.Release() }()
@@ -222,9 +222,8 @@ repetitions: 1
 				t.Fatal(err)
 			}
 			err = Preflight(t.Context(), s.Expand(), proc.Real{})
-			ec, ok := err.(interface{ ExitCode() int })
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !ok || ec.ExitCode() != 2 {
-				t.Errorf("want %q with exit 2, got %v", tc.want, err)
+			if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("want a missing capability %q, got %v", tc.want, err)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // badInputs is one scenario per class of bad input. Each must give one
@@ -109,8 +111,8 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: want *Error, got %v", k, err)
 			continue
 		}
-		if se.ExitCode() != 2 || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), file+":") {
-			t.Errorf("%s: want one line starting %s: with exit code 2, got %q", k, file, err)
+		if !errors.Is(err, fault.ErrInput) || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), file+":") {
+			t.Errorf("%s: want one line starting %s: as bad input, got %q", k, file, err)
 		}
 		if se.Line == 0 && !strings.HasPrefix(k, "empty-") && k != "null-generator" {
 			t.Errorf("%s: no line number: %v", k, err)
@@ -141,7 +143,7 @@ func TestUnknownQdiscKindAccepted(t *testing.T) {
 func TestMissingFile(t *testing.T) {
 	_, err := LoadFile("testdata/no-such.yaml")
 	var se *Error
-	if !errors.As(err, &se) || se.ExitCode() != 2 || !strings.Contains(err.Error(), "no such file") {
+	if !errors.As(err, &se) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("got %v", err)
 	}
 	_, err = Resolve("no-such-builtin")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
@@ -361,7 +362,7 @@ func TestCheckHost(t *testing.T) {
 	}
 	err := s.CheckHost(Host{NumCPU: 2})
 	var se *Error
-	if !errors.As(err, &se) || se.Line != 2 || se.Col != 18 || se.ExitCode() != 2 {
+	if !errors.As(err, &se) || se.Line != 2 || se.Col != 18 || !errors.Is(err, fault.ErrInput) {
 		t.Errorf("2 CPUs: %#v", err)
 	}
 	if err := s.CheckHost(Host{}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -203,8 +204,7 @@ func addProgram(a *cpio.Archive, name string) error {
 func AddExecutable(a *cpio.Archive, dst, bin string) ([]string, error) {
 	libs, err := SharedLibs(bin)
 	if err != nil {
-		var ie *InputError
-		if errors.As(err, &ie) { // a library the loader would not find
+		if errors.Is(err, fault.ErrInput) { // a library the loader would not find
 			return nil, err
 		}
 		return nil, inputErrorf(err, "%s is not an ELF executable this machine can run; pass a vnetbench binary", bin)

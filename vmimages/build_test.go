@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -180,8 +181,8 @@ func TestBuildErrors(t *testing.T) {
 			}
 			tc.o.CacheDir = t.TempDir()
 			_, err := Build(context.Background(), tc.o)
-			var ie *InputError
-			if !errors.As(err, &ie) || ie.ExitCode() != 2 {
+			var ie *fault.InputError
+			if !errors.As(err, &ie) || !errors.Is(err, fault.ErrInput) {
 				t.Fatalf("err = %v, want an InputError (exit 2)", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
@@ -319,7 +320,7 @@ func TestBuildPrograms(t *testing.T) {
 		t.Errorf("usr/bin/vnbtoy in the archive: %v, libc: %v", got, libs)
 	}
 	_, err = Build(t.Context(), BuildOptions{Kernel: img, Modules: mods, Agent: fakeAgent(t), CacheDir: t.TempDir(), Programs: []string{"vnb-no-such-program"}})
-	var ie *InputError
+	var ie *fault.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "vnb-no-such-program is not installed on the host") {
 		t.Errorf("missing program: %v", err)
 	}

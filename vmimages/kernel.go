@@ -114,7 +114,7 @@ func dirExists(p string) bool {
 }
 
 // KernelRelease reads the release string ("6.1.0-50-cloud-amd64") from an
-// x86 bzImage's setup header. It fails with an InputError when the file is
+// x86 bzImage's setup header. It fails with bad input (fault.ErrInput) when the file is
 // missing or is not a bzImage.
 func KernelRelease(image string) (string, error) {
 	f, err := os.Open(image)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
@@ -76,7 +77,7 @@ func TestNewestDebianABI(t *testing.T) {
 	}
 	for _, v := range []string{"6.12.117+bpo-amd64", "6", "6.12.117.1", "latest"} {
 		_, err := FetchDebianKernel(t.Context(), v, cache)
-		var ie *InputError
+		var ie *fault.InputError
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "use a series") {
 			t.Errorf("FetchDebianKernel(%s): err = %v, want an InputError naming the forms", v, err)
 		}
@@ -92,7 +93,7 @@ func TestNewestDebianABI(t *testing.T) {
 		t.Errorf("no apt-cache: err = %v, want ErrNoAPTCache", err)
 	}
 	_, err := FetchDebianKernel(t.Context(), "rt-amd64", cache)
-	var ie *InputError
+	var ie *fault.InputError
 	if !errors.As(err, &ie) || err.Error() != "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION with a full ABI (e.g. 6.12.117+deb12) or --kernel PATH" {
 		t.Errorf("FetchDebianKernel(rt-amd64) without apt-cache: err = %v", err)
 	}

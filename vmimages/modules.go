@@ -129,7 +129,7 @@ func (ix *ModuleIndex) BuiltinLen() int { return len(ix.builtin) }
 // Resolve returns the modules needed to load names, dependencies first, each
 // once. Built-in names are skipped. The order is a depth-first post-order
 // over sorted dependency lists, so it is deterministic and never hard-coded.
-// A name that is neither a module nor built in is an InputError.
+// A name that is neither a module nor built in is bad input (fault.ErrInput).
 func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
 	mods, _, err := ix.resolve(names, false)
 	return mods, err
@@ -139,7 +139,7 @@ func (ix *ModuleIndex) Resolve(names []string) ([]Module, error) {
 // (a lab VM, whose kernel may build some of its modules in or lack optional
 // ones): a requested name that is neither a module nor built in goes into
 // missing (once, canonical name) instead of failing. An absent dependency
-// of a module that is present is still an InputError: that module could
+// of a module that is present is still bad input (fault.ErrInput): that module could
 // not load.
 func (ix *ModuleIndex) ResolveAvailable(names []string) (mods []Module, missing []string, err error) {
 	return ix.resolve(names, true)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
@@ -104,8 +105,8 @@ func TestMissingModuleIsInputError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ix.Resolve([]string{"x"})
-	var ie *InputError
-	if !errors.As(err, &ie) || ie.ExitCode() != 2 {
+	var ie *fault.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, fault.ErrInput) {
 		t.Fatalf("err = %v, want InputError", err)
 	}
 	if !strings.Contains(err.Error(), "module nosuchdep not found") || !strings.Contains(err.Error(), "needed by x") {
@@ -157,7 +158,7 @@ func TestStripSignature(t *testing.T) {
 
 // TestResolveAvailable: requested modules the kernel lacks are listed
 // (once, canonical names) instead of failing, built-in ones are skipped, and
-// an absent dependency of a present module is still an InputError.
+// an absent dependency of a present module is still bad input (fault.ErrInput).
 func TestResolveAvailable(t *testing.T) {
 	ix := openFake(t, fakeTree, "kernel/drivers/virtio/virtio_pci.ko")
 	if ix.Len() != len(fakeTree) {
@@ -172,7 +173,7 @@ func TestResolveAvailable(t *testing.T) {
 		t.Errorf("order %v missing %v", names, missing)
 	}
 	_, _, err = ix.ResolveAvailable([]string{"9p"})
-	var ie *InputError
+	var ie *fault.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "module 9pnet not found") || !strings.Contains(err.Error(), "needed by 9p") {
 		t.Errorf("absent dependency: err = %v, want an InputError naming it", err)
 	}
@@ -266,7 +267,7 @@ func TestCompressedModulesReal(t *testing.T) {
 
 // TestCompressedModuleCorrupt: a damaged stream is an error that names the
 // file and the format, for each compression (a truncated xz stream too);
-// an unknown suffix is an InputError.
+// an unknown suffix is bad input (fault.ErrInput).
 func TestCompressedModuleCorrupt(t *testing.T) {
 	xzData, err := os.ReadFile("testdata/modules/pvpanic-pci.ko.xz")
 	if err != nil {
@@ -292,7 +293,7 @@ func TestCompressedModuleCorrupt(t *testing.T) {
 		}
 	}
 	_, err = Decompress(bytes.NewReader(xzData), "y.ko.lzma")
-	var ie *InputError
+	var ie *fault.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a kernel module") {
 		t.Errorf("unknown suffix: err = %v, want an InputError", err)
 	}

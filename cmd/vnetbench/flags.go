@@ -51,9 +51,4 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // errHelp means -h was given and usage was printed.
-var errHelp = &helpShown{}
-
-type helpShown struct{}
-
-func (*helpShown) Error() string { return "help shown" }
-func (*helpShown) ExitCode() int { return exitOK }
+var errHelp = errors.New("help shown")

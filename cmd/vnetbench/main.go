@@ -130,31 +130,20 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'vnetbench <subcommand> -h' for its flags.")
 }
 
-// exitCoder is implemented by errors that decide the process exit code.
-// Packages define their own (scenario errors, missing capabilities, tripped
-// gates); cmd does not need to know their types.
-type exitCoder interface{ ExitCode() int }
-
+// exitCode is the one mapping from errors to exit codes. Libraries say
+// what kind of error they return (internal/fault's classes), never a code:
+// bad input or a missing capability is 2, anything else (a measured
+// failure, a tripped gate, a harness failure) 1. An interrupted command's
+// code is exitCodeAfter's.
 func exitCode(err error) int {
-	if err == nil {
+	switch {
+	case err == nil, errors.Is(err, errHelp):
 		return exitOK
-	}
-	if errors.Is(err, fault.ErrInput) || errors.Is(err, fault.ErrCapability) {
+	case errors.Is(err, fault.ErrInput), errors.Is(err, fault.ErrCapability):
 		return exitBadInput
-	}
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
 	}
 	return exitFailure
 }
 
-// usageError is bad command-line input: exit 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-func (e *usageError) ExitCode() int { return exitBadInput }
-
-func usageErrorf(format string, a ...any) error {
-	return &usageError{fmt.Sprintf(format, a...)}
-}
+// usageErrorf is bad command-line input.
+func usageErrorf(format string, a ...any) error { return fault.Input(format, a...) }

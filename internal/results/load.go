@@ -34,7 +34,7 @@ type Set struct {
 // format files and joins them by kernel label. Samples without a kernel
 // label take the name of their run directory (or file, without extension).
 // A torn last line of results.jsonl is skipped with a warning. Errors about
-// the input implement ExitCode() 2.
+// the input are fault.ErrInput.
 func Load(paths ...string) (*Set, error) {
 	if len(paths) == 0 {
 		return nil, fault.Input("no run directories or benchfmt files given")

@@ -61,9 +61,6 @@ func (e *Error) Error() string {
 	return e.Msg
 }
 
-// ExitCode makes cmd exit with 2 (bad input).
-func (e *Error) ExitCode() int { return 2 }
-
 // Is makes a bad scenario bad input (errors.Is(err, fault.ErrInput)).
 func (e *Error) Is(target error) bool { return target == fault.ErrInput }
 

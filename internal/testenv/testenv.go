@@ -104,14 +104,9 @@ func SkipUnavailable(tb testing.TB, err error, what string) {
 }
 
 // Unavailable reports whether err is of class fault.ErrCapability or
-// fault.ErrInput (or, for error types not yet in a class, has an
-// ExitCode() of 2: the CLI's code for both).
+// fault.ErrInput.
 func Unavailable(err error) bool {
-	if errors.Is(err, fault.ErrCapability) || errors.Is(err, fault.ErrInput) {
-		return true
-	}
-	var ec interface{ ExitCode() int }
-	return errors.As(err, &ec) && ec.ExitCode() == 2
+	return errors.Is(err, fault.ErrCapability) || errors.Is(err, fault.ErrInput)
 }
 
 // SkipIfShort skips tb under go test -short, also under CI (a deliberate

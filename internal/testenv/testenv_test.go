@@ -42,15 +42,10 @@ func outcome(f func(tb testing.TB)) string {
 	return r.ended
 }
 
-type exitErr int
-
-func (e exitErr) Error() string { return fmt.Sprintf("exit %d", int(e)) }
-func (e exitErr) ExitCode() int { return int(e) }
-
 func TestSkipFailsUnderCI(t *testing.T) {
 	missing := func(tb testing.TB) { Skip(tb, "no widget") }
 	unavailable := func(tb testing.TB) {
-		SkipUnavailable(tb, fmt.Errorf("fetch: %w", exitErr(2)), "widget")
+		SkipUnavailable(tb, fmt.Errorf("fetch: %w", fault.Capability("no apt-get")), "widget")
 	}
 	for _, tc := range []struct {
 		ci         string
@@ -61,12 +56,12 @@ func TestSkipFailsUnderCI(t *testing.T) {
 		{"false", missing, "skip: no widget"},
 		{"true", missing, "fatal: cannot run under CI=true"},
 		{"1", missing, "fatal: cannot run under CI=true"},
-		{"", unavailable, "skip: widget: fetch: exit 2"},
-		{"true", unavailable, "fatal: cannot run under CI=true (it must, a CI run never skips for a missing requirement): widget: fetch: exit 2"},
+		{"", unavailable, "skip: widget: fetch: no apt-get"},
+		{"true", unavailable, "fatal: cannot run under CI=true (it must, a CI run never skips for a missing requirement): widget: fetch: no apt-get"},
 		// Any other error is a failure everywhere: a harness bug is not a
 		// machine that lacks something.
 		{"", func(tb testing.TB) { SkipUnavailable(tb, errors.New("unpack: bad header"), "widget") }, "fatal: widget: unpack: bad header"},
-		{"", func(tb testing.TB) { SkipUnavailable(tb, exitErr(1), "widget") }, "fatal: widget: exit 1"},
+		{"", func(tb testing.TB) { SkipUnavailable(tb, errors.New("exit 1"), "widget") }, "fatal: widget: exit 1"},
 		{"", func(tb testing.TB) {
 			SkipUnavailable(tb, fmt.Errorf("fetch: %w", &fault.CapabilityError{Msg: "apt-get not found"}), "widget")
 		}, "skip: widget: fetch: apt-get not found"},

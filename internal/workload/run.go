@@ -52,14 +52,18 @@ type Preparer interface {
 
 // Window is what a generator knows of the cell it drives.
 type Window struct {
-	Exec     proc.Executor
-	Netns    string // network namespace of the tap ("" = the harness's)
-	NetnsPid int    // a process inside Netns (QEMU), for /proc/PID/net views
-	Dev      string // the tap
-	DevMAC   string // the tap's MAC
-	Src      string // the tap's (host end's) IP
-	Dst      string // the guest's IP
-	DstMAC   string // the guest's MAC
+	Exec  proc.Executor
+	Netns string // network namespace of the tap ("" = the harness's)
+	// NetnsProc is the /proc/PID directory of a process inside Netns
+	// (QEMU), for the namespace's views: NetnsProc/net/pktgen,
+	// NetnsProc/root/sys/class/net; "" = the harness's namespace
+	// (/proc/net, /sys/class/net).
+	NetnsProc string
+	Dev       string // the tap
+	DevMAC    string // the tap's MAC
+	Src       string // the tap's (host end's) IP
+	Dst       string // the guest's IP
+	DstMAC    string // the guest's MAC
 	// Artifacts is the directory for raw outputs (absolute); RelDir the
 	// same relative to the run directory (Result.Artifacts are relative).
 	Artifacts string

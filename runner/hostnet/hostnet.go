@@ -20,6 +20,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -258,7 +259,8 @@ func (n *Netns) RootQdisc(dev string) (QdiscStats, error) {
 	return out, nil
 }
 
-// QdiscError is a qdisc kind the running kernel lacks (exit code 2).
+// QdiscError is a qdisc kind the running kernel lacks (class
+// fault.ErrCapability).
 type QdiscError struct {
 	Kind, Kernel string
 	Err          error
@@ -271,8 +273,8 @@ func (e *QdiscError) Error() string {
 
 func (e *QdiscError) Unwrap() error { return e.Err }
 
-// ExitCode returns 2 (missing capability).
-func (e *QdiscError) ExitCode() int { return 2 }
+// Is makes a missing qdisc a missing capability.
+func (e *QdiscError) Is(target error) bool { return target == fault.ErrCapability }
 
 // SetQdisc replaces dev's root qdisc with kind ("noqueue" removes the root
 // qdisc). An unknown kind is a *QdiscError.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
@@ -62,7 +63,7 @@ func TestNetnsTapQdiscStats(t *testing.T) {
 	}
 	err = ns.SetQdisc("vnbt0", "vnbnosuchqdisc")
 	var qe *QdiscError
-	if !errors.As(err, &qe) || qe.ExitCode() != 2 {
+	if !errors.As(err, &qe) || !errors.Is(err, fault.ErrCapability) {
 		t.Errorf("unknown qdisc: %v", err)
 	}
 	if err := ns.ResetQdisc("vnbt0"); err != nil {

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -23,7 +22,7 @@ const labFlavour = "amd64"
 func debianLabVersion(ctx context.Context, v, cacheDir string) (string, error) {
 	switch {
 	case strings.HasSuffix(v, "-cloud-amd64") || v == "cloud-amd64":
-		return "", &InputError{fmt.Sprintf("Debian kernel %q: the cloud flavour has no 9p, which a lab VM needs for the host root; use the amd64 flavour (e.g. %q)", v, strings.Replace(v, "cloud-amd64", "amd64", 1))}
+		return "", inputErrorf("Debian kernel %q: the cloud flavour has no 9p, which a lab VM needs for the host root; use the amd64 flavour (e.g. %q)", v, strings.Replace(v, "cloud-amd64", "amd64", 1))
 	case strings.HasSuffix(v, "-amd64") || strings.HasSuffix(v, "-rt-amd64") || v == "amd64":
 		return v, nil
 	case isABI(v):
@@ -32,15 +31,15 @@ func debianLabVersion(ctx context.Context, v, cacheDir string) (string, error) {
 		abi, err := vmimages.NewestDebianABI(ctx, v, labFlavour, cacheDir)
 		switch {
 		case errors.Is(err, vmimages.ErrNoAPTCache):
-			return "", &InputError{fmt.Sprintf("Debian kernel %s: apt-cache not found; give a full ABI (e.g. 6.12.117+deb12 or 6.1.0-47) or image:/modules:", v)}
+			return "", inputErrorf("Debian kernel %s: apt-cache not found; give a full ABI (e.g. 6.12.117+deb12 or 6.1.0-47) or image:/modules:", v)
 		case errors.Is(err, vmimages.ErrNoDebianKernel):
-			return "", &InputError{fmt.Sprintf("no Debian %s kernel (linux-image-%s*-%s-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:", v, v, labFlavour)}
+			return "", inputErrorf("no Debian %s kernel (linux-image-%s*-%s-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:", v, v, labFlavour)
 		case err != nil:
 			return "", err
 		}
 		return abi + "-" + labFlavour, nil
 	}
-	return "", &InputError{fmt.Sprintf("Debian kernel version %q: use MAJOR.MINOR (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\") or ABI-flavour (\"6.12.117+deb12-amd64\")", v)}
+	return "", inputErrorf("Debian kernel version %q: use MAJOR.MINOR (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\") or ABI-flavour (\"6.12.117+deb12-amd64\")", v)
 }
 
 func isABI(v string) bool {

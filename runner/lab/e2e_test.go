@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -195,7 +196,7 @@ func TestLabDeadlines(t *testing.T) {
 	_, err = Run(t.Context(), Config{Label: "deadline", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
 		Args: []string{"no-such-subcommand"}})
 	var ie *InnerError
-	if !errors.As(err, &ie) || ie.Code != 2 || ie.ExitCode() != 2 || !strings.Contains(err.Error(), "unknown subcommand") {
+	if !errors.As(err, &ie) || ie.Code != 2 || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "unknown subcommand") {
 		t.Fatalf("err = %v, want the inner exit status 2 with the console tail", err)
 	}
 	out, _ := exec.Command("pgrep", "-f", "vnb-lab-deadline").Output()

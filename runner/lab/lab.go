@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -75,6 +76,10 @@ type Config struct {
 	// e.g. ["run", "--inside-lab", ...]. Paths must be visible in the lab:
 	// under RunDir, the cache, or on the host root outside /tmp.
 	Args []string
+	// Env is added to the inner command's environment (KEY=VALUE), after
+	// the lab's own PATH, HOME, TMPDIR, VNETBENCH_CACHE and VNETBENCH_LAB.
+	// Nothing of the host's environment passes otherwise.
+	Env []string
 	// Binary is the vnetbench binary used as /init and inside (default:
 	// this executable); a dynamically linked one brings its libraries.
 	Binary string
@@ -133,13 +138,9 @@ type Result struct {
 	Console    string // console log path
 }
 
-// InputError is a bad lab configuration (no kernel, missing files): exit 2.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return "lab: " + e.Msg }
-
-// ExitCode marks bad input.
-func (e *InputError) ExitCode() int { return 2 }
+// inputErrorf is a bad lab configuration (no kernel, missing files): an
+// error of class fault.ErrInput.
+func inputErrorf(format string, a ...any) error { return fault.Input("lab: "+format, a...) }
 
 // Error is a lab VM that failed: which phase, why, and the console tail.
 type Error struct {
@@ -163,8 +164,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// InnerError is the inner command's non-zero exit. Its ExitCode is the
-// inner one when that is 2 (bad input inside), else 1.
+// InnerError is the inner command's non-zero exit. It is of class
+// fault.ErrInput when the inner exit status is 2 (bad input or a missing
+// capability inside), so the outer command exits 2 too; else it is a
+// failure.
 type InnerError struct {
 	Label string
 	Code  int
@@ -175,13 +178,8 @@ func (e *InnerError) Error() string {
 	return fmt.Sprintf("lab %s: inner vnetbench exited with status %d; last console lines:\n%s", e.Label, e.Code, e.Tail)
 }
 
-// ExitCode passes a bad-input exit through.
-func (e *InnerError) ExitCode() int {
-	if e.Code == 2 {
-		return 2
-	}
-	return 1
-}
+// Is passes a bad-input exit through (errors.Is(err, fault.ErrInput)).
+func (e *InnerError) Is(target error) bool { return e.Code == 2 && target == fault.ErrInput }
 
 // ResolveKernel returns the image, modules directory and release of k,
 // fetching a Debian package into cacheDir when k.Debian is set.
@@ -196,7 +194,7 @@ func ResolveKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Ke
 	case k.Image != "":
 		return vmimages.FindKernel(ctx, k.Image, k.Modules, cacheDir)
 	}
-	return nil, &InputError{"kernel has neither image nor debian version; set image: (and modules:) or debian: in kernels:"}
+	return nil, inputErrorf("kernel has neither image nor debian version; set image: (and modules:) or debian: in kernels:")
 }
 
 // LocalKernel resolves k as ResolveKernel does but never downloads: a
@@ -236,10 +234,15 @@ var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "
 // shows the console tail.
 func Run(ctx context.Context, c Config) (*Result, error) {
 	if c.Label == "" || strings.ContainsAny(c.Label, "/ \t\n") {
-		return nil, &InputError{fmt.Sprintf("invalid kernel label %q; use a word like stock or patched", c.Label)}
+		return nil, inputErrorf("invalid kernel label %q; use a word like stock or patched", c.Label)
 	}
 	if c.RunDir == "" {
-		return nil, &InputError{"no run directory"}
+		return nil, inputErrorf("no run directory")
+	}
+	for _, e := range c.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return nil, inputErrorf("environment entry %q: want KEY=VALUE", e)
+		}
 	}
 	runDir, err := filepath.Abs(c.RunDir)
 	if err != nil {
@@ -273,7 +276,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 	}
 	if k.Modules == "" {
-		return nil, &InputError{fmt.Sprintf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)}
+		return nil, inputErrorf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)
 	}
 	labDir := filepath.Join(runDir, "lab", c.Label)
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
@@ -303,7 +306,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			continue
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, &InputError{fmt.Sprintf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)}
+			return nil, inputErrorf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)
 		}
 		tag := fmt.Sprintf("vnbx%d", i)
 		shares = append(shares, InitShare{Tag: tag, Path: dir})
@@ -311,9 +314,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
 		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
-	if v := os.Getenv("VNETBENCH_BIN"); v != "" {
-		env = append(env, "VNETBENCH_BIN=/run/vnetbench")
-	}
+	env = append(env, c.Env...)
 	accel := c.Accel
 	if accel == "" {
 		accel, _ = qemu.DetectAccel()
@@ -328,7 +329,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	for _, m := range icfg.Missing {
 		if m == "9p" || m == "9pnet_virtio" || m == "virtio_pci" {
-			return nil, &InputError{fmt.Sprintf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)}
+			return nil, inputErrorf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)
 		}
 	}
 	cpus := c.CPUs
@@ -456,7 +457,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 // go install with cgo on) is fine: the initramfs carries its libraries.
 func checkBinary(path string) error {
 	if _, err := vmimages.SharedLibs(path); err != nil {
-		return &InputError{fmt.Sprintf("vnetbench binary %s cannot run as a VM's /init: %v; pass the vnetbench binary (make build, or go install ./cmd/vnetbench)", path, err)}
+		return inputErrorf("vnetbench binary %s cannot run as a VM's /init: %v; pass the vnetbench binary (make build, or go install ./cmd/vnetbench)", path, err)
 	}
 	return nil
 }

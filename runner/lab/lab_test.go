@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
@@ -76,8 +77,7 @@ func TestResolveModules(t *testing.T) {
 // module is an error: vmimages' TestResolveAvailable.)
 func TestResolveModulesErrors(t *testing.T) {
 	_, _, _, err := resolveModules(t.TempDir(), LabModules)
-	var ie *InputError
-	if !errors.As(err, &ie) || ie.ExitCode() != 2 || !strings.Contains(err.Error(), "no kernel modules under") || !strings.Contains(err.Error(), "as modules:") {
+	if !errors.Is(err, fault.ErrInput) || !strings.HasPrefix(err.Error(), "lab: ") || !strings.Contains(err.Error(), "no kernel modules under") || !strings.Contains(err.Error(), "as modules:") {
 		t.Errorf("empty dir: err %v, want a lab InputError with the modules: hint", err)
 	}
 }
@@ -202,9 +202,19 @@ func TestRunInputErrors(t *testing.T) {
 		{Label: "stock", RunDir: t.TempDir(), Binary: "/bin/true"},
 	} {
 		_, err := Run(t.Context(), c)
-		var ec interface{ ExitCode() int }
-		if !errors.As(err, &ec) || ec.ExitCode() != 2 {
-			t.Errorf("%+v: err %v, want an exit-2 input error", c, err)
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("%+v: err %v, want bad input", c, err)
+		}
+	}
+}
+
+// The inner command's environment is what Config.Env says, checked
+// before anything is built; the host's environment does not leak in.
+func TestRunEnvChecked(t *testing.T) {
+	for _, env := range []string{"NOEQUALS", "=x"} {
+		_, err := Run(t.Context(), Config{Label: "stock", RunDir: t.TempDir(), Env: []string{"A=1", env}})
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "want KEY=VALUE") {
+			t.Errorf("Env %q: err %v, want bad input asking for KEY=VALUE", env, err)
 		}
 	}
 }
@@ -249,9 +259,8 @@ func TestDebianLabVersion(t *testing.T) {
 	}
 	for _, in := range []string{"6.1.0-47-cloud-amd64", "6.12.117+deb12-cloud-amd64", "six", "6.12.117+bpo", "6"} {
 		_, err := debianLabVersion(t.Context(), in, cache)
-		var ie *InputError
-		if !errors.As(err, &ie) || ie.ExitCode() != 2 {
-			t.Errorf("%s: err %v, want InputError", in, err)
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("%s: err %v, want bad input", in, err)
 		}
 	}
 }
@@ -263,15 +272,13 @@ func TestDebianLabVersionNotFound(t *testing.T) {
 	t.Run("apt", func(t *testing.T) {
 		testenv.NeedCommand(t, "apt-cache", "apt")
 		_, err := debianLabVersion(t.Context(), "2.9", cache)
-		var ie *InputError
-		if !errors.As(err, &ie) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9*-amd64-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:" {
+		if !errors.Is(err, fault.ErrInput) || err.Error() != "lab: no Debian 2.9 kernel (linux-image-2.9*-amd64-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:" {
 			t.Errorf("err = %v", err)
 		}
 	})
 	t.Setenv("PATH", t.TempDir())
 	_, err := debianLabVersion(t.Context(), "2.9", cache)
-	var ie *InputError
-	if !errors.As(err, &ie) || err.Error() != "lab: Debian kernel 2.9: apt-cache not found; give a full ABI (e.g. 6.12.117+deb12 or 6.1.0-47) or image:/modules:" {
+	if !errors.Is(err, fault.ErrInput) || err.Error() != "lab: Debian kernel 2.9: apt-cache not found; give a full ABI (e.g. 6.12.117+deb12 or 6.1.0-47) or image:/modules:" {
 		t.Errorf("without apt-cache: err = %v", err)
 	}
 	if got, err := debianLabVersion(t.Context(), "6.1", cache); err != nil || got != "6.1.0-47-amd64" {
@@ -284,8 +291,8 @@ func TestErrors(t *testing.T) {
 	if got := e.Error(); !strings.HasPrefix(got, "lab stock: boot: timeout after 2m0s\nlast console lines (/r/lab/stock/console.log):\n[ 1.0] Linux version") {
 		t.Errorf("Error() = %q", got)
 	}
-	if (&InnerError{Code: 2}).ExitCode() != 2 || (&InnerError{Code: 3}).ExitCode() != 1 {
-		t.Error("InnerError exit codes")
+	if !errors.Is(&InnerError{Code: 2}, fault.ErrInput) || errors.Is(&InnerError{Code: 3}, fault.ErrInput) || errors.Is(&InnerError{Code: 3}, fault.ErrCapability) {
+		t.Error("InnerError: exit 2 inside is bad input, another status a failure")
 	}
 	bin := filepath.Join(t.TempDir(), "sh")
 	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
@@ -309,9 +316,8 @@ func TestRunRefusesKernelWithout9p(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(t.Context(), Config{Label: "stock", RunDir: t.TempDir(), Binary: bin, Kernel: Kernel{Image: k.Image, Modules: k.Modules}})
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "9p") {
-		t.Fatalf("err = %v, want an InputError about 9p", err)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "9p") {
+		t.Fatalf("err = %v, want bad input about 9p", err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"fmt"
-
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -33,7 +31,7 @@ func resolveModules(dir string, names []string) (*vmimages.ModuleIndex, []vmimag
 	// A kernel with everything built in has a modules directory with only
 	// modules.builtin: nothing to load.
 	if ix.Len() == 0 && ix.BuiltinLen() == 0 {
-		return nil, nil, nil, &InputError{fmt.Sprintf("no kernel modules under %s (no .ko files, no modules.builtin); pass the kernel's /lib/modules/<release> directory as modules:", dir)}
+		return nil, nil, nil, inputErrorf("no kernel modules under %s (no .ko files, no modules.builtin); pass the kernel's /lib/modules/<release> directory as modules:", dir)
 	}
 	order, missing, err := ix.ResolveAvailable(names)
 	if err != nil {

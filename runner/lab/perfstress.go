@@ -107,7 +107,7 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	switch c.Order {
 	case PerfDuring, PerfAfterStart, PerfAround:
 	default:
-		return nil, &InputError{fmt.Sprintf("perf order %q; use %s, %s or %s", c.Order, PerfDuring, PerfAfterStart, PerfAround)}
+		return nil, inputErrorf("perf order %q; use %s, %s or %s", c.Order, PerfDuring, PerfAfterStart, PerfAround)
 	}
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
 		return nil, err

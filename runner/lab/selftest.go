@@ -185,7 +185,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	case "tap+vhost":
 		vhost = true
 	default:
-		return nil, nil, &InputError{fmt.Sprintf("unknown backend %q; use tap or tap+vhost", backend)}
+		return nil, nil, inputErrorf("unknown backend %q; use tap or tap+vhost", backend)
 	}
 	if c.BootTimeout == 0 {
 		c.BootTimeout = 400 * time.Second

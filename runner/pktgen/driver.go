@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // DefaultProcDir is where the kernel exposes pktgen.
@@ -108,14 +110,9 @@ func (r *Result) Errors() uint64 {
 	return s
 }
 
-// CapabilityError is a missing kernel feature or an unusable device:
-// exit code 2.
-type CapabilityError struct{ Msg string }
-
-func (e *CapabilityError) Error() string { return "pktgen: " + e.Msg }
-
-// ExitCode marks a missing capability.
-func (e *CapabilityError) ExitCode() int { return 2 }
+// capErrorf is a missing kernel feature or an unusable device: an error
+// of class fault.ErrCapability.
+func capErrorf(format string, a ...any) error { return fault.Capability("pktgen: "+format, a...) }
 
 func (d *Driver) procDir() string {
 	if d.ProcDir != "" {
@@ -150,9 +147,9 @@ func (d *Driver) write(file, cmd string) error {
 	if errors.Is(err, errnoENOTSUPP) {
 		switch {
 		case strings.HasPrefix(cmd, "burst "):
-			return &ConfigError{fmt.Sprintf("%s: %q is not supported by this device (pktgen says \"Operation not supported\", errno 524; tap devices lack IFF_TX_SKB_SHARING); use burst: 0", file, cmd)}
+			return configErrorf("%s: %q is not supported by this device (pktgen says \"Operation not supported\", errno 524; tap devices lack IFF_TX_SKB_SHARING); use burst: 0", file, cmd)
 		case strings.HasPrefix(cmd, "clone_skb "):
-			return &ConfigError{fmt.Sprintf("%s: %q is not supported by this device (errno 524; tap devices lack IFF_TX_SKB_SHARING); use clone_skb: 0 and burst: 0", file, cmd)}
+			return configErrorf("%s: %q is not supported by this device (errno 524; tap devices lack IFF_TX_SKB_SHARING); use clone_skb: 0 and burst: 0", file, cmd)
 		}
 	}
 	msg := ""
@@ -189,21 +186,21 @@ func writeProc(path string, data []byte) error {
 // carry traffic (missing, down or NO-CARRIER).
 func (d *Driver) Check(dev string) error {
 	if _, err := os.Stat(filepath.Join(d.procDir(), "pgctrl")); err != nil {
-		return &CapabilityError{fmt.Sprintf("%s/pgctrl not found: the running kernel has no pktgen loaded; run `modprobe pktgen`, or run the scenario in lab mode (a kernel VM) with `kernels:`", d.procDir())}
+		return capErrorf("%s/pgctrl not found: the running kernel has no pktgen loaded; run `modprobe pktgen`, or run the scenario in lab mode (a kernel VM) with `kernels:`", d.procDir())
 	}
 	if dev == "" {
 		return nil
 	}
 	b, err := os.ReadFile(filepath.Join(d.sysNet(), dev, "carrier"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return &CapabilityError{fmt.Sprintf("device %s does not exist; create the tap first", dev)}
+		return capErrorf("device %s does not exist; create the tap first", dev)
 	}
 	if err != nil {
 		// sysfs answers EINVAL for a device that is down.
-		return &CapabilityError{fmt.Sprintf("device %s has no carrier state (%v): bring it up (ip link set %s up)", dev, err, dev)}
+		return capErrorf("device %s has no carrier state (%v): bring it up (ip link set %s up)", dev, err, dev)
 	}
 	if strings.TrimSpace(string(b)) != "1" {
-		return &CapabilityError{fmt.Sprintf("device %s is NO-CARRIER: nothing is attached to the tap (pktgen would \"succeed\" with 0 packets); start the guest (QEMU) on it first", dev)}
+		return capErrorf("device %s is NO-CARRIER: nothing is attached to the tap (pktgen would \"succeed\" with 0 packets); start the guest (QEMU) on it first", dev)
 	}
 	return nil
 }

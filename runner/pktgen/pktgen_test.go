@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -75,9 +76,8 @@ func TestPlanErrors(t *testing.T) {
 		{Config{Mode: ModeMultiqueue, Dev: "../x"}, "invalid device name"},
 	} {
 		_, err := NewPlan(c.cfg)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) || ce.ExitCode() != 2 {
-			t.Errorf("%+v: got %v, want ConfigError with %q", c.cfg, err, c.want)
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pktgen: ") {
+			t.Errorf("%+v: got %v, want bad pktgen input with %q", c.cfg, err, c.want)
 		}
 	}
 }
@@ -207,19 +207,18 @@ func TestRunContextCancelKeepsResult(t *testing.T) {
 func TestRefuseNoCarrier(t *testing.T) {
 	f := newFake(t, "0")
 	_, err := f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", DstMAC: "52:54:00:12:34:56"})
-	var ce *CapabilityError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "NO-CARRIER") {
-		t.Fatalf("err = %v, want NO-CARRIER CapabilityError", err)
+	if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "NO-CARRIER") {
+		t.Fatalf("err = %v, want NO-CARRIER, a missing capability", err)
 	}
 	if len(f.log) != 0 {
 		t.Errorf("wrote to pktgen despite no carrier: %v", f.log)
 	}
 	_, err = f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt9", DstMAC: "52:54:00:12:34:56"})
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "does not exist") {
+	if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("missing device: err = %v", err)
 	}
 	d := &Driver{ProcDir: filepath.Join(t.TempDir(), "none"), SysNet: f.sys}
-	if err := d.Check("vnbt0"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "modprobe pktgen") {
+	if err := d.Check("vnbt0"); !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "modprobe pktgen") {
 		t.Fatalf("missing pktgen: err = %v", err)
 	}
 }
@@ -228,9 +227,8 @@ func TestBurstENOTSUPP(t *testing.T) {
 	f := newFake(t, "1")
 	f.failOn = "burst"
 	_, err := f.driver().Run(t.Context(), Config{Mode: ModeBurstSingleFlow, Dev: "vnbt0", Burst: 32, Count: 10})
-	var ce *ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "use burst: 0") {
-		t.Fatalf("err = %v, want a ConfigError suggesting burst: 0", err)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "use burst: 0") {
+		t.Fatalf("err = %v, want bad input suggesting burst: 0", err)
 	}
 	if got := f.log[len(f.log)-1]; got != "pgctrl: reset" {
 		t.Errorf("last write %q, want reset", got)
@@ -238,8 +236,8 @@ func TestBurstENOTSUPP(t *testing.T) {
 	f = newFake(t, "1")
 	f.failOn = "clone_skb"
 	_, err = f.driver().Run(t.Context(), Config{Mode: ModeMultiqueue, Dev: "vnbt0", CloneSkb: 10})
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "clone_skb: 0") {
-		t.Fatalf("err = %v, want a ConfigError suggesting clone_skb: 0", err)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "clone_skb: 0") {
+		t.Fatalf("err = %v, want bad input suggesting clone_skb: 0", err)
 	}
 }
 

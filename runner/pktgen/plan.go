@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Modes, named as in the scenario's generator.pktgen.mode.
@@ -111,17 +113,9 @@ type Device struct {
 	File   string // proc file name: Dev or Dev@Thread
 }
 
-// ConfigError is invalid pktgen input (bad mode, address, ...): exit code 2.
-type ConfigError struct{ Msg string }
-
-func (e *ConfigError) Error() string { return "pktgen: " + e.Msg }
-
-// ExitCode marks bad input.
-func (e *ConfigError) ExitCode() int { return 2 }
-
-func configErrorf(format string, a ...any) error {
-	return &ConfigError{fmt.Sprintf(format, a...)}
-}
+// configErrorf is invalid pktgen input (bad mode, address, an option the
+// device refuses, ...): an error of class fault.ErrInput.
+func configErrorf(format string, a ...any) error { return fault.Input("pktgen: "+format, a...) }
 
 // withDefaults fills the sample defaults and validates.
 func (c Config) withDefaults() (Config, error) {

@@ -1,21 +1,13 @@
 package qemu
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // VhostNetPath is the vhost-net device node.
 const VhostNetPath = "/dev/vhost-net"
-
-// CapabilityError is a missing host capability; the fix is on the host or
-// in the scenario. It maps to exit code 2.
-type CapabilityError struct{ Msg string }
-
-func (e *CapabilityError) Error() string { return e.Msg }
-
-// ExitCode returns 2 (missing capability).
-func (e *CapabilityError) ExitCode() int { return 2 }
 
 // CheckVhost refuses a config that asks for vhost=on when /dev/vhost-net
 // does not exist: QEMU 7.2 would print a warning and then abort with an
@@ -31,9 +23,9 @@ func checkVhost(c Config, dev string) error {
 		return nil
 	}
 	if _, err := os.Stat(dev); err != nil {
-		return &CapabilityError{Msg: fmt.Sprintf("backend tap+vhost needs %s, which this kernel does not provide "+
+		return fault.Capability("backend tap+vhost needs %s, which this kernel does not provide "+
 			"(QEMU would abort with an assertion); run 'vnetbench doctor', use backend: tap, "+
-			"or run the scenario on a VM-hosted kernel that has vhost_net (lab mode)", dev)}
+			"or run the scenario on a VM-hosted kernel that has vhost_net (lab mode)", dev)
 	}
 	return nil
 }

@@ -60,9 +60,8 @@ func TestCheckVsock(t *testing.T) {
 		}
 	}
 	err := checkVsock(Config{VsockCID: 3}, missing)
-	var ce *CapabilityError
-	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "vhost_vsock") || !strings.Contains(err.Error(), "lab mode") {
-		t.Errorf("no device: err = %v, want a CapabilityError naming vhost_vsock and lab mode", err)
+	if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "vhost_vsock") || !strings.Contains(err.Error(), "lab mode") {
+		t.Errorf("no device: err = %v, want a missing capability naming vhost_vsock and lab mode", err)
 	}
 	notDev := filepath.Join(dir, "file")
 	os.WriteFile(notDev, nil, 0o644)
@@ -103,8 +102,7 @@ func TestCheckVsockInUse(t *testing.T) {
 func TestCheckVhost(t *testing.T) {
 	c := Config{NICs: []NIC{{Tap: "vnbt0", Vhost: true}}}
 	err := checkVhost(c, filepath.Join(t.TempDir(), "vhost-net"))
-	var ce *CapabilityError
-	if !errors.As(err, &ce) || ce.ExitCode() != 2 || !strings.Contains(err.Error(), "doctor") {
+	if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "doctor") {
 		t.Errorf("err = %v", err)
 	}
 	c.NICs[0].Vhost = false

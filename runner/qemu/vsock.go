@@ -40,8 +40,8 @@ func checkVsock(c Config, dev string) error {
 	}
 	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return &CapabilityError{Msg: fmt.Sprintf("vsock to the guest needs %s, which this kernel does not provide; "+
-			"load vhost_vsock (modprobe vhost_vsock), or run the scenario on a VM-hosted kernel (lab mode), whose lab VM loads it", dev)}
+		return fault.Capability("vsock to the guest needs %s, which this kernel does not provide; "+
+			"load vhost_vsock (modprobe vhost_vsock), or run the scenario on a VM-hosted kernel (lab mode), whose lab VM loads it", dev)
 	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", dev, err)

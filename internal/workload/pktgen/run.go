@@ -173,10 +173,6 @@ func scriptConfig(p Config, c pg.Config, netns string) pg.ScriptConfig {
 // QEMU's view of /sys (ip netns exec mounts the namespace's sysfs).
 type Generator struct {
 	cfg Config
-	// ProcDir and SysNet are where pktgen's files and the network devices
-	// are; "" = the netns process's view (/proc/PID/net/pktgen and
-	// /proc/PID/root/sys/class/net), or the harness's own without one.
-	ProcDir, SysNet string
 
 	w      *workload.Window
 	drv    *pg.Driver
@@ -202,15 +198,9 @@ func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
 func (g *Generator) Prepare(ctx context.Context, w *workload.Window) error {
 	g.w = w
 	procDir, sysNet := pg.DefaultProcDir, pg.DefaultSysNet
-	if w.NetnsPid > 0 {
-		procDir = "/proc/" + strconv.Itoa(w.NetnsPid) + "/net/pktgen"
-		sysNet = "/proc/" + strconv.Itoa(w.NetnsPid) + "/root/sys/class/net"
-	}
-	if g.ProcDir != "" {
-		procDir = g.ProcDir
-	}
-	if g.SysNet != "" {
-		sysNet = g.SysNet
+	if w.NetnsProc != "" {
+		procDir = filepath.Join(w.NetnsProc, "net", "pktgen")
+		sysNet = filepath.Join(w.NetnsProc, "root", "sys", "class", "net")
 	}
 	g.procDir = procDir
 	g.conf = driverConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)

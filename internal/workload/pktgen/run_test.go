@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -22,7 +23,9 @@ const (
 // land in the files, every write goes through InNetns, the Result is parsed.
 func TestPktgenGeneratorFakeProc(t *testing.T) {
 	dir := t.TempDir()
-	procDir, sysNet := filepath.Join(dir, "pktgen"), filepath.Join(dir, "net")
+	// A fake /proc/PID of a process in the tap's namespace.
+	nsProc := filepath.Join(dir, "proc", "4242")
+	procDir, sysNet := filepath.Join(nsProc, "net", "pktgen"), filepath.Join(nsProc, "root", "sys", "class", "net")
 	os.MkdirAll(procDir, 0o755)
 	os.MkdirAll(filepath.Join(sysNet, "vnbt0"), 0o755)
 	for _, f := range []string{"pgctrl", "kpktgend_0", "vnbt0"} {
@@ -31,10 +34,10 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("1\n"), 0o644)
 	var inNS []string
 	var notes []string
-	w := &workload.Window{Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
+	w := &workload.Window{NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
 		InNetns: func(fn func() error) error { inNS = append(inNS, "write"); return fn() },
 		Note:    func(l string) { notes = append(notes, l) }}
-	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}, ProcDir: procDir, SysNet: sysNet}
+	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}}
 	if err := g.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +64,9 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	}
 	// NO-CARRIER is refused before any write.
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("0\n"), 0o644)
-	g = &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 10}, ProcDir: procDir, SysNet: sysNet}
+	g = &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 10}}
 	err = g.Start(t.Context(), w)
-	var ec interface{ ExitCode() int }
-	if err == nil || !strings.Contains(err.Error(), "NO-CARRIER") || !errors.As(err, &ec) {
+	if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "NO-CARRIER") {
 		t.Errorf("no carrier: %v", err)
 	}
 }
@@ -77,7 +79,9 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 func TestPktgenGeneratorScriptMode(t *testing.T) {
 	testenv.NeedCommand(t, "bash", "bash")
 	dir := t.TempDir()
-	procDir, sysNet := filepath.Join(dir, "pktgen"), filepath.Join(dir, "net")
+	// A fake /proc/PID of a process in the tap's namespace.
+	nsProc := filepath.Join(dir, "proc", "4242")
+	procDir, sysNet := filepath.Join(nsProc, "net", "pktgen"), filepath.Join(nsProc, "root", "sys", "class", "net")
 	tree := filepath.Join(dir, "linux")
 	samples := filepath.Join(tree, "samples", "pktgen")
 	for _, d := range []string{procDir, filepath.Join(sysNet, "vnbt0"), samples} {
@@ -98,10 +102,10 @@ echo "Running... ctrl^C to stop" >&2
 sleep 30
 `
 	os.WriteFile(filepath.Join(samples, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
-	w := &workload.Window{Exec: proc.Real{}, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
+	w := &workload.Window{Exec: proc.Real{}, NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
 		Duration: time.Second} // bash must reach its trap before the SIGINT, also on a loaded machine
 	g := &Generator{cfg: Config{Mode: "script", ScriptDir: tree, Script: "pktgen_sample02_multiqueue.sh",
-		Threads: 2, Count: 100000, PktSize: 60}, ProcDir: procDir, SysNet: sysNet}
+		Threads: 2, Count: 100000, PktSize: 60}}
 	if err := g.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +134,9 @@ sleep 30
 		t.Errorf("pgctrl last write %q, want reset", got)
 	}
 	// A missing script is input to fix, refused before anything runs.
-	g = &Generator{cfg: Config{Mode: "script", ScriptDir: dir, Script: "pktgen_sample02_multiqueue.sh", Threads: 2},
-		ProcDir: procDir, SysNet: sysNet}
+	g = &Generator{cfg: Config{Mode: "script", ScriptDir: dir, Script: "pktgen_sample02_multiqueue.sh", Threads: 2}}
 	err = g.Start(t.Context(), w)
-	var ec interface{ ExitCode() int }
-	if err == nil || !strings.Contains(err.Error(), "not found") || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("missing script: %v", err)
 	}
 }
