@@ -226,7 +226,7 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 	if env, err := results.ReadEnv(dir); err == nil {
 		run = env.Run
 	}
-	console := filepath.Join("lab", label, "console.log")
+	console := results.LabConsole(label)
 	n := 0
 	for i := range cells {
 		c := &cells[i]

@@ -205,11 +205,11 @@ func labScenarioArg(s *scenarios.Scenario, arg, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "lab"), 0o755); err != nil {
+	p, err := filepath.Abs(filepath.Join(dir, results.LabScenario))
+	if err != nil {
 		return "", err
 	}
-	p, err := filepath.Abs(filepath.Join(dir, "lab", "scenario.yaml"))
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", err
 	}
 	return p, os.WriteFile(p, data, 0o644)

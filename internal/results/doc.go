@@ -7,7 +7,8 @@
 // # The run directory
 //
 // This is the one description of the layout; ArtifactDir, ConsoleLog,
-// LabDir and ShardDir build its paths and the runner uses nothing else.
+// LabVMDir, LabDir, LabConsole, LabScenario and ShardDir build its paths and
+// the runner uses nothing else.
 //
 //	RUN/
 //	  results.jsonl              one Sample per line (ResultsFile)
@@ -21,10 +22,13 @@
 //	      warmup/                the warmup's outputs (WarmupDir)
 //	    shard-N/...              after merge: a file of the Nth input whose path
 //	                             an earlier input already used (ShardDir)
-//	  lab/LABEL/run/             lab mode: the run made inside kernel LABEL's lab
-//	                             VM, same layout (LabDir); its samples are
-//	                             imported into RUN/results.jsonl with artifact
-//	                             paths re-rooted under it
+//	  lab/                       lab mode
+//	    scenario.yaml            the scenario the lab VMs' runs read (LabScenario)
+//	    LABEL/                   kernel LABEL's lab VM (LabVMDir)
+//	      console.log            its console (LabConsole)
+//	      run/                   the run made inside it, same layout (LabDir);
+//	                             its samples are imported into RUN/results.jsonl
+//	                             with artifact paths re-rooted under it
 //
 // CELL is the cell name with "/" written as "__" and KERNEL the kernel label
 // (PathElem of each); REP counts from 0. Sample.Artifacts holds paths

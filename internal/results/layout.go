@@ -32,9 +32,21 @@ func ConsoleLog(boot int) string {
 	return filepath.Join(ArtifactsDir, fmt.Sprintf("console-%d.log", boot))
 }
 
+// LabVMDir holds, relative to the outer run, the files of kernel label's
+// lab VM (lab mode): lab/LABEL.
+func LabVMDir(label string) string { return filepath.Join("lab", PathElem(label)) }
+
 // LabDir is the run directory, relative to the outer run, of the run made
-// inside the lab VM of kernel label (lab mode): lab/LABEL/run.
-func LabDir(label string) string { return filepath.Join("lab", PathElem(label), "run") }
+// inside the lab VM of kernel label: lab/LABEL/run.
+func LabDir(label string) string { return filepath.Join(LabVMDir(label), "run") }
+
+// LabConsole is the console log of kernel label's lab VM, relative to the
+// outer run: lab/LABEL/console.log.
+func LabConsole(label string) string { return filepath.Join(LabVMDir(label), "console.log") }
+
+// LabScenario is the copy of the scenario file the lab VMs' runs read,
+// relative to the outer run.
+const LabScenario = "lab/scenario.yaml"
 
 // ShardDir is where a merged run keeps an artifact of its shard-th input
 // (from 1) whose path another input already used: artifacts/shard-N.

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -278,7 +279,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if k.Modules == "" {
 		return nil, inputErrorf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)
 	}
-	labDir := filepath.Join(runDir, "lab", c.Label)
+	labDir := filepath.Join(runDir, results.LabVMDir(c.Label))
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -340,7 +341,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if mem <= 0 {
 		mem = 2048
 	}
-	console := filepath.Join(labDir, "console.log")
+	console := filepath.Join(runDir, results.LabConsole(c.Label))
 	os.Remove(console)
 	qc := qemu.Config{
 		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem,
