@@ -63,6 +63,10 @@ func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
 	return out
 }
 
+// labVM boots a lab VM and runs the inner command (lab.Run; tests swap
+// it for a fake that writes the inner run directory).
+var labVM = lab.Run
+
 // RunLab runs cells that test kernels other than the running one: for
 // each kernel label, a lab VM (runner/lab) boots that kernel and runs
 // `vnetbench run SCENARIO --inside-lab LABEL` on the same cells; the inner
@@ -94,6 +98,13 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
 	}
+	// The inner run gets an absolute -o: it runs with the run directory
+	// (at the same path) as its working directory, where a relative path
+	// would be taken twice.
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	sum := &Summary{Dir: o.Dir, Warnings: bwarn}
 	var w *results.Writer
 	if o.Resume {
@@ -121,6 +132,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 			if w.Done(lc[i].Name, label, lc[i].Rep) {
 				done++
 				sum.Skipped++
+				labProgress(o, Progress{Done: done, Total: total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
 			} else {
 				todo++
 			}
@@ -131,7 +143,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		if err := ctx.Err(); err != nil {
 			return sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
 		}
-		inner := filepath.Join(o.Dir, results.LabDir(label))
+		inner := filepath.Join(abs, results.LabDir(label))
 		args := []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(o.Seed, 10)}
 		if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err == nil {
 			args = append(args, "--resume")
@@ -139,11 +151,16 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		args = append(args, in.Args...)
 		k := lc[0].Kernel
 		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
-		res, lerr := lab.Run(ctx, labConfig(label, lc, o, in, args))
-		// Import whatever the inner run finished, also after a failure.
-		n, ierr := importLab(w, o.Dir, inner, label, res)
-		sum.Samples += n
-		done += n
+		res, lerr := labVM(ctx, labConfig(label, lc, o, in, args))
+		// Import whatever the inner run finished, also after a failure;
+		// each imported sample is one step of the progress.
+		imported, ierr := importLab(w, abs, inner, label, res)
+		sum.Samples += len(imported)
+		for i := range imported {
+			done++
+			s := &imported[i]
+			labProgress(o, Progress{Done: done, Total: total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+		}
 		if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
 			sum.Warnings = append(sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
 		}
@@ -165,8 +182,8 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 				return sum, errors.Join(lerr, ferr)
 			}
 			failed = append(failed, lerr)
+			labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
 		}
-		labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
 	}
 	if env, err := results.ReadEnv(o.Dir); err == nil {
 		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
@@ -449,17 +466,21 @@ func recordBuilds(dir string, builds map[string]*results.KernelBuild) error {
 }
 
 // importLab appends the inner run's samples under label, artifacts
-// re-rooted at the outer run, and records the inner environment.
-func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (int, error) {
+// re-rooted at the outer run, and records the inner environment. It
+// returns the samples it appended. outer and inner are absolute.
+func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) ([]results.Sample, error) {
 	if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err != nil {
-		return 0, nil
+		return nil, nil
 	}
 	set, err := results.Load(inner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	rel, _ := filepath.Rel(outer, inner)
-	n := 0
+	rel, err := filepath.Rel(outer, inner)
+	if err != nil {
+		return nil, err
+	}
+	var out []results.Sample
 	for _, s := range set.Samples {
 		s.Kernel = label
 		if w.Done(s.Cell, label, s.Rep) {
@@ -473,9 +494,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 		}
 		s.Labels["lab"] = label
 		if err := w.Append(s); err != nil {
-			return n, err
+			return out, err
 		}
-		n++
+		out = append(out, s)
 	}
 	env, err := results.ReadEnv(outer)
 	if err == nil {
@@ -497,5 +518,5 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 			results.WriteEnv(outer, *env)
 		}
 	}
-	return n, nil
+	return out, nil
 }

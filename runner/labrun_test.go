@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -52,12 +55,12 @@ func TestImportLab(t *testing.T) {
 	iw.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
 		Metrics: map[string]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
 	iw.Close()
-	n, err := importLab(w, outer, inner, "stock", nil)
-	if err != nil || n != 1 {
-		t.Fatalf("import: %d, %v", n, err)
+	got, err := importLab(w, outer, inner, "stock", nil)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("import: %d, %v", len(got), err)
 	}
-	if n, _ := importLab(w, outer, inner, "stock", nil); n != 0 {
-		t.Errorf("second import appended %d", n)
+	if again, _ := importLab(w, outer, inner, "stock", nil); len(again) != 0 {
+		t.Errorf("second import appended %d", len(again))
 	}
 	set, err := results.Load(outer)
 	if err != nil || len(set.Samples) != 1 {
@@ -176,5 +179,103 @@ func TestLabOrder(t *testing.T) {
 	}
 	if len(by["patched"]) != 2 || len(by["stock"]) != 1 || len(by["extra"]) != 1 {
 		t.Errorf("groups %v", by)
+	}
+}
+
+// README's lab command, `vnetbench run lab-pktgen -o runs/lab`, with a
+// relative -o: the lab VM runs the inner command in the run directory, so
+// the inner -o must be absolute (a relative one was taken twice, the inner
+// runs wrote into runs/lab/runs/lab/lab/LABEL/run and the outer run
+// reported 0 samples). Every inner sample comes back, and the progress
+// counts each one (not [0/8] with an ETA after both labs finished).
+func TestRunLabRelativeDir(t *testing.T) {
+	s, err := scenarios.Load("lab.yaml", []byte(`
+kernels:
+  - {label: stock, debian: "6.1"}
+  - {label: patched, debian: "6.1"}
+backend: [tap, tap+vhost]
+generator: {trafgen: {duration: 1s}}
+repetitions: 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := scenarios.Order(s.Expand(), 1)
+	tmp := t.TempDir()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cwd, filepath.Join(tmp, "runs", "lab"))
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path to the temporary directory: %q, %v", rel, err)
+	}
+	var innerDirs []string
+	labVM = func(_ context.Context, c lab.Config) (*lab.Result, error) {
+		// As the lab does: the inner command runs with the run directory
+		// (absolute, at the same path) as its working directory.
+		runDir, err := filepath.Abs(c.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		o := c.Args[slices.Index(c.Args, "-o")+1]
+		if !filepath.IsAbs(o) {
+			o = filepath.Join(runDir, o)
+		}
+		innerDirs = append(innerDirs, o)
+		w, err := results.Create(o, results.Env{Run: "inner-" + c.Label, KernelRelease: "6.1.0-47-amd64"})
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		for _, cell := range InsideLab(cells, c.Label) {
+			if err := w.Append(results.Sample{Cell: cell.Name, Rep: cell.Rep, Kernel: c.Label, Start: time.Unix(0, 0), WindowS: 1,
+				Metrics: map[string]float64{"tx_pps": 1000}}); err != nil {
+				return nil, err
+			}
+		}
+		return &lab.Result{}, nil
+	}
+	t.Cleanup(func() { labVM = lab.Run })
+	var prog []Progress
+	o := Options{Dir: rel, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(tmp, "lock"),
+		Progress: func(p Progress) { prog = append(prog, p) }}
+	sum, err := RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(tmp, "runs", "lab")
+	want := []string{filepath.Join(abs, "lab", "stock", "run"), filepath.Join(abs, "lab", "patched", "run")}
+	if !slices.Equal(innerDirs, want) {
+		t.Errorf("inner runs wrote into %q, want %q", innerDirs, want)
+	}
+	if sum.Samples != 8 || sum.Dir != rel {
+		t.Errorf("summary: %d samples in %s, want 8 in %s", sum.Samples, sum.Dir, rel)
+	}
+	set, err := results.Load(rel)
+	if err != nil || len(set.Samples) != 8 {
+		t.Fatalf("outer run: %v, %v; want 8 samples", set, err)
+	}
+	if last := prog[len(prog)-1]; last.Done != 8 || last.Total != 8 || last.Sample == nil {
+		t.Errorf("last progress %+v, want 8/8 with its sample", last)
+	}
+	var steps []int
+	for _, p := range prog[1:] { // [0] is Started
+		steps = append(steps, p.Done)
+	}
+	if !slices.Equal(steps, []int{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("progress steps %v, want one per sample", steps)
+	}
+
+	// --resume of the finished run: every sample is a skip, counted.
+	prog = nil
+	o.Resume = true
+	innerDirs = nil
+	sum, err = RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}})
+	if err != nil || sum.Skipped != 8 || sum.Samples != 0 || len(innerDirs) != 0 {
+		t.Errorf("resume: %+v, %v, labs booted %v", sum, err, innerDirs)
+	}
+	if last := prog[len(prog)-1]; last.Done != 8 || !last.Skipped {
+		t.Errorf("resume: last progress %+v", last)
 	}
 }

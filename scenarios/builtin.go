@@ -59,7 +59,11 @@ func LoadBuiltin(name string) (*Scenario, error) {
 	if !ok {
 		return nil, &Error{Msg: "no built-in scenario " + strconv.Quote(name) + "; vnetbench list shows them"}
 	}
-	return Load(builtinFile(name), b)
+	s, err := Load(builtinFile(name), b)
+	if s != nil {
+		s.Builtin = true
+	}
+	return s, err
 }
 
 // Resolve loads a built-in scenario by name, or else a scenario file by

@@ -20,8 +20,12 @@ type Scenario struct {
 	Name string
 	// Description is one line, shown by `vnetbench list`.
 	Description string
-	// File is where the scenario came from: a path, or "builtin:NAME.yaml".
+	// File is where the scenario came from: a path, or for a built-in
+	// "builtin/NAME.yaml" (as its errors show it; not a file on disk).
 	File string
+	// Builtin is set when the scenario is a built-in (LoadBuiltin,
+	// Resolve): its Name finds it again, wherever the program runs.
+	Builtin bool
 	// Kernels under test, the column axis of every table. Never empty.
 	Kernels []Kernel
 	// Seed for Order from the file; 0 means "pick one at run time".

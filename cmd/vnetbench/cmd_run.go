@@ -151,7 +151,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if in.Scenario, err = labScenarioArg(s, pos[0], dir); err != nil {
 			return err
 		}
-		if !strings.HasPrefix(s.File, "builtin:") {
+		if !s.Builtin {
 			if d, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
 				in.Args = append(in.Args, "--scenario-dir", d)
 			}
@@ -198,8 +198,8 @@ func cellsFailed(err error) bool {
 // built-in name, or a copy of the file in the run directory (the lab sees
 // the host root read-only, without /tmp, and the run directory).
 func labScenarioArg(s *scenarios.Scenario, arg, dir string) (string, error) {
-	if strings.HasPrefix(s.File, "builtin:") {
-		return arg, nil
+	if s.Builtin {
+		return s.Name, nil
 	}
 	data, err := os.ReadFile(s.File)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -281,4 +282,39 @@ func TestRunSIGINTE2E(t *testing.T) {
 func globAny(dir, pattern string) bool {
 	m, _ := filepath.Glob(filepath.Join(dir, pattern))
 	return len(m) > 0
+}
+
+// The scenario argument of the run inside a lab VM: a built-in by its name
+// (it was looked up on disk as builtin/NAME.yaml), a file by an absolute
+// copy in the run directory, also for a relative -o.
+func TestLabScenarioArg(t *testing.T) {
+	s, err := scenarios.Resolve("lab-pktgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := labScenarioArg(s, "lab-pktgen", "runs/lab"); err != nil || got != "lab-pktgen" {
+		t.Errorf("built-in: %q, %v; want lab-pktgen", got, err)
+	}
+	data, _ := scenarios.BuiltinData("lab-pktgen")
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "mine.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := scenarios.Resolve(file)
+	if err != nil || fs.Builtin {
+		t.Fatalf("file scenario: builtin %v, %v", fs != nil && fs.Builtin, err)
+	}
+	cwd, _ := os.Getwd()
+	rel, _ := filepath.Rel(cwd, filepath.Join(tmp, "lab2"))
+	got, err := labScenarioArg(fs, file, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(tmp, "lab2", "lab", "scenario.yaml"); got != want {
+		t.Errorf("file: %q, want %q", got, want)
+	}
+	if b, _ := os.ReadFile(got); !bytes.Equal(b, data) {
+		t.Error("the copy differs from the scenario file")
+	}
 }
