@@ -57,6 +57,32 @@ func BenchmarkReportSamples(b *testing.B) {
 	}
 }
 
+// BenchmarkCompareSamples measures `vnetbench compare` on two halves of
+// a history (stock against patched, the default gates): it too should grow
+// linearly with the samples.
+func BenchmarkCompareSamples(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("samples=%dk", n/1000), func(b *testing.B) {
+			set, err := results.Load(writeHistory(b, n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			base := set.Filter(func(s *results.Sample) bool { return s.Kernel == "stock" })
+			nw := set.Filter(func(s *results.Sample) bool { return s.Kernel == "patched" })
+			for b.Loop() {
+				res, err := CompareRuns(base, nw, CompareOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Decisions) == 0 {
+					b.Fatal("no decisions")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sample")
+		})
+	}
+}
+
 // writeHistory writes a run directory of n samples shaped like the
 // pktgen thread scenarios: backends x thread counts x a "commit" axis,
 // 2 kernels, 5 repetitions, per-thread numbers, perf counters and perf

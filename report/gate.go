@@ -162,7 +162,8 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	if len(base.Samples) == 0 || len(new.Samples) == 0 {
 		return nil, fault.Input("nothing to compare: a side has no samples")
 	}
-	keys := joined.MetricKeys()
+	idx := newIndex(joined)
+	keys := idx.keys
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	for _, m := range opt.Metrics {
 		if !has(m) {
@@ -212,8 +213,8 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	}
 	res.Report = r
 	for _, g := range gates {
-		for _, cell := range joined.Cells() {
-			b, n := joined.Values(cell, "base", g.Metric), joined.Values(cell, "new", g.Metric)
+		for _, cell := range idx.cells {
+			b, n := idx.values(cell, "base", g.Metric), idx.values(cell, "new", g.Metric)
 			if len(b) == 0 || len(n) == 0 {
 				continue
 			}
