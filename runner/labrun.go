@@ -35,6 +35,9 @@ type LabInner struct {
 	// before patched) whatever the shuffled cell order. Labels not listed
 	// run after, in cell order.
 	Labels []string
+	// Boot runs one lab VM and the inner command in it (nil: lab.Run, a
+	// real VM), as Options.Exec runs programs.
+	Boot func(context.Context, lab.Config) (*lab.Result, error)
 }
 
 // SplitLab separates cells whose kernel is the running one from cells
@@ -62,10 +65,6 @@ func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
 	}
 	return out
 }
-
-// labVM boots a lab VM and runs the inner command (lab.Run; tests swap
-// it for a fake that writes the inner run directory).
-var labVM = lab.Run
 
 // RunLab runs cells that test kernels other than the running one: for
 // each kernel label, a lab VM (runner/lab) boots that kernel and runs
@@ -97,6 +96,9 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	}
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
+	}
+	if in.Boot == nil {
+		in.Boot = lab.Run
 	}
 	// The inner run gets an absolute -o: it runs with the run directory
 	// (at the same path) as its working directory, where a relative path
@@ -151,7 +153,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		args = append(args, in.Args...)
 		k := lc[0].Kernel
 		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
-		res, lerr := labVM(ctx, labConfig(label, lc, o, in, args))
+		res, lerr := in.Boot(ctx, labConfig(label, lc, o, in, args))
 		// Import whatever the inner run finished, also after a failure;
 		// each imported sample is one step of the progress.
 		imported, ierr := importLab(w, abs, inner, label, res)

@@ -211,7 +211,7 @@ repetitions: 2
 		t.Fatalf("no relative path to the temporary directory: %q, %v", rel, err)
 	}
 	var innerDirs []string
-	labVM = func(_ context.Context, c lab.Config) (*lab.Result, error) {
+	boot := func(_ context.Context, c lab.Config) (*lab.Result, error) {
 		// As the lab does: the inner command runs with the run directory
 		// (absolute, at the same path) as its working directory.
 		runDir, err := filepath.Abs(c.RunDir)
@@ -236,11 +236,10 @@ repetitions: 2
 		}
 		return &lab.Result{}, nil
 	}
-	t.Cleanup(func() { labVM = lab.Run })
 	var prog []Progress
 	o := Options{Dir: rel, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(tmp, "lock"),
 		Progress: func(p Progress) { prog = append(prog, p) }}
-	sum, err := RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}})
+	sum, err := RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +270,7 @@ repetitions: 2
 	prog = nil
 	o.Resume = true
 	innerDirs = nil
-	sum, err = RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}})
+	sum, err = RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
 	if err != nil || sum.Skipped != 8 || sum.Samples != 0 || len(innerDirs) != 0 {
 		t.Errorf("resume: %+v, %v, labs booted %v", sum, err, innerDirs)
 	}
