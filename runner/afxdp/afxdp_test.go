@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +235,48 @@ func TestDurationAndCancel(t *testing.T) {
 	res, err = g.Run(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || res.Packets == 0 || res.Packets != res.Submitted {
 		t.Errorf("count cut by ctx: %d packets of %d submitted, %v", res.Packets, res.Submitted, err)
+	}
+}
+
+// Start gives the queue threads' ids before anything is sent (perf and
+// pinning attach to them), Go lets them send, and Stop before Go ends
+// the run with nothing sent.
+func TestStartGoThreads(t *testing.T) {
+	needHost(t)
+	ns := testTap(t, 4)
+	d := startDrain(t, ns, 2, 0)
+	const n = 3000
+	g := openOrSkip(t, Config{Dev: testDev, Queues: []int{0, 1}, Count: n, InNetns: ns.Do})
+	if err := g.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tids := g.Threads()
+	if len(tids) != 2 || tids[0] == tids[1] {
+		t.Fatalf("thread ids %v, want two distinct", tids)
+	}
+	for _, tid := range tids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
+			t.Errorf("thread %d is not one of this process's: %v", tid, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := d.total(); got != 0 {
+		t.Errorf("%d frames arrived before Go", got)
+	}
+	g.Go()
+	res, err := g.Wait()
+	if err != nil || res.Packets != 2*n || d.waitTotal(2*n) != 2*n {
+		t.Errorf("after Go: %d completions, reader got %d, %v; want %d", res.Packets, d.total(), err, 2*n)
+	}
+	g.Close()
+
+	g = openOrSkip(t, Config{Dev: testDev, Count: n, InNetns: ns.Do})
+	if err := g.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.Stop()
+	res, err = g.Wait()
+	if err != nil || res.Packets != 0 || res.Submitted != 0 {
+		t.Errorf("stopped before Go: %d completions, %d submitted, %v; want none and no error", res.Packets, res.Submitted, err)
 	}
 }

@@ -29,6 +29,14 @@
 // reports. The Tx ring has RingSize entries; the completion ring and the
 // UMEM twice as many.
 //
+// # Running
+//
+// Open creates and binds the sockets. Run sends and returns the Result;
+// it is Start (one locked OS thread per queue, their ids in Threads,
+// nothing sent yet), Go (the threads send) and Wait, so a harness can
+// attach perf stat to the threads and pin them before the first frame.
+// Stop ends a run early.
+//
 // # What it reports
 //
 // Packets are completions: frames the kernel took and finished with.

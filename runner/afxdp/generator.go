@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,6 +135,18 @@ type Generator struct {
 	socks  []*xsk
 	flows  [][4]byte
 	ran    bool
+
+	// The run (Start, Go, Wait).
+	ctx     context.Context // Start's
+	cancel  context.CancelFunc
+	res     *Result
+	gate    chan struct{} // closed by Go
+	runDone chan struct{} // closed by Wait
+	stop    atomic.Bool
+	base    time.Time // set by Go, before the gate opens
+	wg      sync.WaitGroup
+	errs    []error
+	tids    []int
 }
 
 // Open validates cfg, checks the device (it exists, is up, has a carrier
@@ -323,47 +336,104 @@ func (r *Result) CPUPerPacket() float64 {
 // outstanding completions. The Result is filled even when an error
 // is returned. A ctx done before Count or Duration is reached returns
 // ctx's error; without Count and Duration, ctx ending the run is the
-// normal end. Run can be called once.
+// normal end. Run is Start, Go and Wait; a generator runs once.
 func (g *Generator) Run(ctx context.Context) (*Result, error) {
+	if err := g.Start(ctx); err != nil {
+		return nil, err
+	}
+	g.Go()
+	return g.Wait()
+}
+
+// Start starts one locked OS thread per queue and returns once each has
+// its thread id (Threads) and waits for Go: nothing is sent before Go,
+// so whoever measures the threads (perf stat -t, pinning) can attach
+// first. ctx bounds the run as for Run; a ctx done before Go ends the
+// threads without sending. Wait must follow.
+func (g *Generator) Start(ctx context.Context) error {
 	if g.ran {
-		return nil, errors.New("afxdp: Run called twice; Open a new generator")
+		return errors.New("afxdp: generator started twice; Open a new generator")
 	}
 	g.ran = true
 	c := g.cfg
-	res := &Result{Mode: c.Mode, FrameSize: c.Frame.Size, Queues: make([]QueueResult, len(g.socks))}
-	var stop atomic.Bool
-	runDone := make(chan struct{})
+	g.ctx = ctx
+	ctx, g.cancel = context.WithCancel(ctx)
+	g.res = &Result{Mode: c.Mode, FrameSize: c.Frame.Size, Queues: make([]QueueResult, len(g.socks))}
+	g.gate = make(chan struct{})
+	g.runDone = make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			stop.Store(true)
-		case <-runDone:
+			g.stop.Store(true)
+		case <-g.runDone:
 		}
 	}()
-	errs := make([]error, len(g.socks))
-	base := time.Now()
-	var wg sync.WaitGroup
+	g.errs = make([]error, len(g.socks))
+	g.tids = make([]int, len(g.socks))
+	var ready sync.WaitGroup
 	for i, x := range g.socks {
-		res.TxBudget = x.budgetSet
-		wg.Add(1)
+		g.res.TxBudget = x.budgetSet
+		g.wg.Add(1)
+		ready.Add(1)
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
 			// The thread stays locked: it ends with the goroutine, so a
 			// pinned affinity never leaks to other goroutines.
 			runtime.LockOSThread()
+			g.tids[i] = unix.Gettid()
+			ready.Done()
+			select {
+			case <-g.gate:
+			case <-ctx.Done():
+				return
+			}
 			cpu := -1
 			if c.CPUs != nil {
 				cpu = c.CPUs[i]
 			}
 			q := newTxq(x, c, g.flows)
-			q.base = base
-			errs[i] = q.run(&stop, cpu)
-			res.Queues[i] = q.res
-			res.Queues[i].started, res.Queues[i].first, res.Queues[i].last = q.started, q.first, q.last
+			q.base = g.base
+			g.errs[i] = q.run(&g.stop, cpu)
+			g.res.Queues[i] = q.res
+			g.res.Queues[i].started, g.res.Queues[i].first, g.res.Queues[i].last = q.started, q.first, q.last
 		}()
 	}
-	wg.Wait()
-	close(runDone)
+	ready.Wait()
+	return nil
+}
+
+// Threads returns the thread ids of the queues' threads (after Start),
+// in queue order.
+func (g *Generator) Threads() []int { return slices.Clone(g.tids) }
+
+// Go lets the queue threads send. It is called once, after Start.
+func (g *Generator) Go() {
+	g.base = time.Now()
+	close(g.gate)
+}
+
+// Stop ends the run early: the threads stop sending (or never start,
+// before Go) and Wait returns what was sent. Wait's error does not count
+// a Stop.
+func (g *Generator) Stop() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+}
+
+// Wait waits for the queue threads to finish and returns what they did
+// (filled even with an error).
+func (g *Generator) Wait() (*Result, error) {
+	if g.res == nil {
+		return nil, errors.New("afxdp: Wait without Start")
+	}
+	g.wg.Wait()
+	close(g.runDone)
+	res, c := g.res, g.cfg
+	g.cancel()
+	for i := range res.Queues {
+		res.Queues[i].Queue = g.socks[i].queue
+	}
 	started := false
 	var first, last time.Duration
 	for _, q := range res.Queues {
@@ -379,11 +449,11 @@ func (g *Generator) Run(ctx context.Context) (*Result, error) {
 	if started && last > first {
 		res.Duration = last - first
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(g.errs...); err != nil {
 		return res, err
 	}
-	if ctx.Err() != nil && (c.Count > 0 || c.Duration > 0) {
-		return res, ctx.Err()
+	if err := g.ctx.Err(); err != nil && (c.Count > 0 || c.Duration > 0 || !started) {
+		return res, err
 	}
 	return res, nil
 }
