@@ -27,4 +27,8 @@ type GuestStats struct {
 	RxPackets, RxBytes, RxDropped uint64
 	// Flows counts received packets per UDP source port (sink flow-count).
 	Flows map[int]uint64
+	// Sink is the active sink; XDPDrops the packets the xdp-drop sink's
+	// program counted and dropped.
+	Sink     string
+	XDPDrops uint64
 }

@@ -26,8 +26,14 @@
 // lab shares, guest image programs), for its commands (Commands, for plan
 // and --dry-run) and for a workload.Generator per window: Start (traffic
 // runs), Threads (host thread ids for perf and pinning), Wait (end of the
-// traffic, bounded by ctx). AddResult turns the generator's Result into
-// sample metrics; a workload.Unsupported error makes the cell's sample an
+// traffic, bounded by ctx). A workload.Preparer's Prepare error that is
+// an UnsupportedError makes the cell n/a too; a workload.Releaser frees
+// what Prepare took when perf or pinning fails before Start. AddResult turns the generator's Result into sample metrics
+// (a workload's own lost_pps, over its own run time, replaces the
+// window's); with the xdp-drop sink rx_pps is what the guest's XDP
+// program counted; CPUPerPacket adds cpu_per_pkt.<target> (perf stat
+// task-clock / packets transmitted). A workload.Unsupported error makes
+// the cell's sample an
 // "n/a" with the reason instead of failing the run. The runner names no
 // workload. Options.NewGenerator replaces the factory (tests).
 //

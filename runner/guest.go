@@ -109,6 +109,7 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	if ev.Eth0 != nil {
 		s.RxPackets, s.RxBytes, s.RxDropped = ev.Eth0.RxPackets, ev.Eth0.RxBytes, ev.Eth0.RxDropped
 	}
+	s.Sink, s.XDPDrops = ev.Sink, ev.XDPDrops
 	if len(ev.Flows) > 0 {
 		s.Flows = map[int]uint64{}
 		for k, v := range ev.Flows {

@@ -69,3 +69,60 @@ func TestFillMetricsQdiscAbsent(t *testing.T) {
 		})
 	}
 }
+
+// With the xdp-drop sink, rx_pps is what the guest's XDP program counted,
+// not eth0's rx_packets; a workload's own lost_pps (over its own run
+// time) replaces the window's.
+func TestFillMetricsXDPSink(t *testing.T) {
+	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "afxdp"}}
+	before := Counters{Tap: hostnet.LinkStats{TxPackets: 10, TxDropped: 5},
+		Guest: GuestStats{RxPackets: 100, Sink: "xdp-drop", XDPDrops: 40}}
+	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 2000, TxDropped: 5 + 8000},
+		Guest: GuestStats{RxPackets: 100 + 2100, Sink: "xdp-drop", XDPDrops: 40 + 1990}}
+	s := &results.Sample{Metrics: map[string]float64{}}
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}}, before, after, 2*time.Second)
+	want := map[string]float64{"rx_pps": 995, "tap_tx_pps": 1000, "lost_pps": 3990, "tx_pps": 5000}
+	for k, v := range want {
+		if got := s.Metrics[k]; got != v {
+			t.Errorf("%s = %v, want %v", k, got, v)
+		}
+	}
+	// The sink changed during the window: eth0's count.
+	before.Guest.Sink = "stack"
+	s = &results.Sample{Metrics: map[string]float64{}}
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, before, after, 2*time.Second)
+	if s.Metrics["rx_pps"] != 1050 {
+		t.Errorf("rx_pps = %v after a sink change, want eth0's 1050", s.Metrics["rx_pps"])
+	}
+}
+
+// CPU per packet: each perf target's task-clock over the packets the
+// generator sent (tx_pps x its run time); one target's key is the
+// sample's target label.
+func TestCPUPerPacket(t *testing.T) {
+	s := &results.Sample{Metrics: map[string]float64{"tx_pps": 400000, "perf.task-clock@afxdp": 1.6,
+		"perf.task-clock@vhost": 0.4, "perf.context-switches@vhost": 9}}
+	CPUPerPacket(s, &workload.Result{Elapsed: 2 * time.Second})
+	if got := s.Metrics["cpu_per_pkt.afxdp"]; got != 2000 {
+		t.Errorf("cpu_per_pkt.afxdp = %v, want 2000 ns", got)
+	}
+	if got := s.Metrics["cpu_per_pkt.vhost"]; got != 500 {
+		t.Errorf("cpu_per_pkt.vhost = %v, want 500 ns", got)
+	}
+	if len(s.Metrics) != 6 {
+		t.Errorf("metrics %v, want two cpu_per_pkt keys added", s.Metrics)
+	}
+	one := &results.Sample{Metrics: map[string]float64{"tx_pps": 1000, "perf.task-clock": 0.5}, Labels: map[string]string{"target": "testpmd"}}
+	CPUPerPacket(one, &workload.Result{Elapsed: time.Second})
+	if got := one.Metrics["cpu_per_pkt.testpmd"]; got != 500000 {
+		t.Errorf("cpu_per_pkt.testpmd = %v, want 500000 ns", got)
+	}
+	none := &results.Sample{Metrics: map[string]float64{"throughput_bps": 1e9, "perf.task-clock@iperf3": 1}}
+	CPUPerPacket(none, &workload.Result{Elapsed: time.Second})
+	if len(none.Metrics) != 2 {
+		t.Errorf("without tx_pps: %v", none.Metrics)
+	}
+	if m, ok := results.Lookup("cpu_per_pkt.vhost"); !ok || m.Unit != "ns" || m.Better != results.LowerIsBetter {
+		t.Errorf("cpu_per_pkt.vhost is %+v", m)
+	}
+}

@@ -408,3 +408,94 @@ func TestRunBogusKernelCmdline(t *testing.T) {
 		t.Errorf("took %v: should fail when QEMU exits, not at the boot timeout", d)
 	}
 }
+
+// prepGen is a fakeGen with a slow start-up in Prepare (testpmd's EAL
+// init, say) whose traffic begins at Start; na makes Prepare refuse the
+// configuration.
+type prepGen struct {
+	fakeGen
+	mu                        sync.Mutex
+	prepNA                    string
+	threadsAt, startAt, ready time.Time
+}
+
+func (g *prepGen) Prepare(ctx context.Context, w *Window) error {
+	if g.prepNA != "" {
+		return workload.Unsupported("%s", g.prepNA)
+	}
+	if err := g.fakeGen.Start(ctx, w); err != nil {
+		return err
+	}
+	time.Sleep(700 * time.Millisecond)
+	g.ready = time.Now()
+	return nil
+}
+
+func (g *prepGen) Threads() ([]int, bool) {
+	g.mu.Lock()
+	if g.threadsAt.IsZero() {
+		g.threadsAt = time.Now()
+	}
+	g.mu.Unlock()
+	return g.fakeGen.Threads()
+}
+
+func (g *prepGen) Start(context.Context, *Window) error {
+	g.mu.Lock()
+	g.startAt = time.Now()
+	g.mu.Unlock()
+	g.start = g.startAt
+	return nil
+}
+
+func (g *prepGen) Release() { g.p.Stop(syscall.SIGKILL, time.Second) }
+
+// A Preparer's window opens at Start: after its start-up, after the
+// runner took its threads (perf, pinning); the window is its traffic. A
+// Prepare that refuses the configuration makes the cell n/a.
+func TestRunPreparedGenerator(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, `
+name: prepared
+backend: tap
+guest: {vcpus: 1, memory: 128MiB}
+generator:
+  trafgen: {duration: 1s}
+perf:
+  stat: {targets: [generator], events: [task-clock]}
+repetitions: 2
+timeouts: {boot: 20s, teardown: 10s}
+`)
+	h := newHarness(t)
+	var gens []*prepGen
+	h.opts.NewGenerator = func(*scenarios.Cell) (workload.Generator, error) {
+		g := &prepGen{fakeGen: fakeGen{d: 300 * time.Millisecond}}
+		if len(gens) == 1 {
+			g.prepNA = "zero-copy refused"
+		}
+		gens = append(gens, g)
+		return g, nil
+	}
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := readSamples(t, h.opts.Dir)
+	if len(samples) != 2 || len(gens) != 2 {
+		t.Fatalf("%d samples from %d generators", len(samples), len(gens))
+	}
+	s, g := samples[0], gens[0]
+	if g.startAt.IsZero() || g.threadsAt.After(g.startAt) || g.startAt.Before(g.ready) {
+		t.Errorf("start-up done %v, threads taken %v, Start %v: want Start last", g.ready, g.threadsAt, g.startAt)
+	}
+	if s.WindowS < 0.3 || s.WindowS > 0.6 {
+		t.Errorf("window %.3fs, want the 0.3s of traffic without the 0.7s start-up", s.WindowS)
+	}
+	if _, ok := s.Metrics["perf.task-clock"]; !ok {
+		t.Errorf("no perf on the generator: %v", s.Metrics)
+	}
+	if na := samples[1]; na.Unsupported != "zero-copy refused" || len(na.Metrics) != 0 {
+		t.Errorf("refused in Prepare: %+v", na)
+	}
+}

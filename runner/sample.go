@@ -23,6 +23,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Counters is one snapshot of the counters a window is measured with: the
@@ -181,24 +182,36 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	// perf attaches to those now too, so it never attaches to or detaches
 	// from a thread that is sending.
 	prepared := false
+	// release frees what Prepare took when the window fails before Start.
+	release := func() {
+		if rl, ok := gen.(workload.Releaser); ok && prepared {
+			rl.Release()
+		}
+	}
 	if p, ok := gen.(workload.Preparer); ok {
 		if err := p.Prepare(tctx, win); err != nil {
+			if why, ok := workload.IsUnsupported(err); ok {
+				return r.unsupportedSample(c, why)
+			}
 			return nil, fail("traffic", fmt.Errorf("prepare %s: %w", kind, err))
 		}
 		prepared = true
 		if err := Pin(u, "generator", addGenTargets(), c.Pin.Generator, false); err != nil {
+			release()
 			return nil, fail("setup", err)
 		}
 	}
 	perfs, err := r.startPerf(tctx, c, targets, abs, false)
 	defer func() { stopPerfs(perfs) }()
 	if err != nil {
+		release()
 		return nil, fail("perf", err)
 	}
 	if prepared {
 		more, perr := r.startPerf(tctx, c, targets, abs, true)
 		perfs = append(perfs, more...)
 		if perr != nil {
+			release()
 			return nil, fail("perf", perr)
 		}
 	}
@@ -274,6 +287,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	// recorded apart from cell_overhead_s.
 	reportStart := time.Now()
 	r.addPerf(s, c, perfOut)
+	CPUPerPacket(s, res)
 	analysis := time.Since(reportStart)
 	if c.Perf.Record != nil {
 		s.Labels["perf_report_s"] = strconv.FormatFloat(analysis.Seconds(), 'f', 2, 64)
@@ -366,6 +380,30 @@ func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 	}
 }
 
+// CPUPerPacket adds cpu_per_pkt.<target> for every perf stat target
+// with a task-clock in s: the target's CPU time in the window over the
+// packets the generator transmitted (tx_pps x its run time, res.Elapsed),
+// in ns per packet, total over the target's threads. Nothing without
+// tx_pps or a run time.
+func CPUPerPacket(s *results.Sample, res *workload.Result) {
+	packets := s.Metrics["tx_pps"] * res.Elapsed.Seconds()
+	if packets < 1 {
+		return
+	}
+	for k, v := range s.Metrics {
+		ev, target, ok := results.SplitPerf(k)
+		if !ok || ev != "task-clock" {
+			continue
+		}
+		if target == "" {
+			target = s.Labels["target"]
+		}
+		if target != "" {
+			s.Metrics[results.CPUPerPktPrefix+target] = v * 1e9 / packets
+		}
+	}
+}
+
 // NetMetrics puts into s.Metrics (not nil) the tap's, the root qdisc's and
 // the guest's counters over the window. Pure, like AddResult: with it
 // report/testdata/gen computes its fixtures' metrics as a run does.
@@ -375,6 +413,11 @@ func NetMetrics(s *results.Sample, before, after Counters, window time.Duration)
 	dTx := after.Tap.TxPackets - before.Tap.TxPackets
 	dDrop := after.Tap.TxDropped - before.Tap.TxDropped
 	dRx := after.Guest.RxPackets - before.Guest.RxPackets
+	// The xdp-drop sink counts what reaches its program (testpmd
+	// rxonly's role in a VM): that is what the guest received.
+	if after.Guest.Sink == vmimages.SinkXDPDrop && before.Guest.Sink == vmimages.SinkXDPDrop {
+		dRx = after.Guest.XDPDrops - before.Guest.XDPDrops
+	}
 	m["tx_packets"] = float64(dTx)
 	m["tap_tx_pps"] = float64(dTx) / sec
 	m["lost_pps"] = float64(dDrop) / sec

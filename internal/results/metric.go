@@ -102,7 +102,12 @@ func SplitPerf(key string) (event, target string, ok bool) {
 	return rest, "", true
 }
 
-// Lookup returns the description of key: a registered metric, or for
+// CPUPerPktPrefix starts the keys of CPU time per packet by perf target:
+// cpu_per_pkt.vhost, cpu_per_pkt.afxdp, ...
+const CPUPerPktPrefix = "cpu_per_pkt."
+
+// Lookup returns the description of key: a registered metric, for
+// cpu_per_pkt.<target> the CPU cost per packet, or for
 // perf.<event>[@<target>] the rule for the event (unknown events are
 // Neutral counts). ok is false for unknown keys.
 func Lookup(key string) (Metric, bool) {
@@ -111,6 +116,10 @@ func Lookup(key string) (Metric, bool) {
 	}
 	if m, ok := workload.LookupMetric(key); ok {
 		return m, true
+	}
+	if target, ok := strings.CutPrefix(key, CPUPerPktPrefix); ok && target != "" {
+		return Metric{Key: key, Unit: "ns", Better: LowerIsBetter,
+			Description: "CPU time of the " + target + " threads (perf stat task-clock over the window, total over its threads) / packets the generator transmitted (tx_pps x its run time), ns per packet"}, true
 	}
 	ev, _, ok := SplitPerf(key)
 	if !ok {

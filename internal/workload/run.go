@@ -50,6 +50,16 @@ type Preparer interface {
 	Prepare(ctx context.Context, w *Window) error
 }
 
+// Releaser is a Preparer whose Prepare takes resources (sockets and
+// threads, a started process that waits for its start command): Release
+// frees them when the window fails between Prepare and Start (perf or
+// pinning failed). A Prepare error, or a Start error after Prepare,
+// leaves nothing to release; a Prepare error that is an
+// UnsupportedError makes the cell n/a like Start's.
+type Releaser interface {
+	Release()
+}
+
 // Window is what a generator knows of the cell it drives.
 type Window struct {
 	Exec  proc.Executor
