@@ -174,7 +174,7 @@ func (b *builder) described(k string) bool {
 	case "backend", "generator", "qdisc", "kernel", b.rowAxis():
 		return true
 	}
-	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") {
+	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") || isVersusAxis(k) {
 		return true
 	}
 	for _, suf := range append(threadsKeys(), "pkt_size", "count", "duration") {

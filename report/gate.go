@@ -203,7 +203,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			}
 		}
 	}
-	kinds := []string{KindThread, KindSweep, KindCompare, KindHarness}
+	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}

@@ -83,6 +83,7 @@ type Comparison struct {
 const (
 	KindThread   = "thread"   // rows grouped by backend, sub-rows per metric, one column per label
 	KindSweep    = "sweep"    // rows packet sizes, columns A, B, speedup
+	KindVersus   = "versus"   // a workload's two variants side by side per row value and kernel (workload.Versus)
 	KindPerfStat = "perfstat" // perf counters side by side with % change
 	KindPerfSyms = "perfsyms" // perf report top symbols side by side with overhead delta
 	KindCompare  = "compare"  // benchstat-style: median ± CI (or min..max), vs base, p, n
@@ -184,7 +185,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
+	}{{KindThread, b.threadTables}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}

@@ -16,7 +16,13 @@ import (
 func (b *builder) threadTables() {
 	tables, names := workload.Tables()
 	for ti, kind := range tables {
+		if kind.Versus != nil {
+			continue // versusTables
+		}
 		groups, order := b.groupCells(func(s *results.Sample) bool {
+			if v, _ := versusOf(s); v != nil {
+				return false
+			}
 			_, ok := s.Metrics[kind.Headline]
 			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
 		}, b.rowAxis())

@@ -124,6 +124,35 @@ type Table struct {
 	Note func(threads int) string
 	// Notes are further footnotes that define the rows' numbers.
 	Notes func(threads int, seen func(key string) bool) []string
+	// Versus, when set, lays the samples out as two variants side by
+	// side instead of one row group per backend: see Versus.
+	Versus *Versus
+}
+
+// Versus is a table of one kernel whose row groups are the values of one
+// of the workload's axes (packet sizes) and whose value columns are the
+// values of another (bind modes), plus a column with the change from the
+// first to the last column, from the medians: the AF_XDP series' "UDP
+// size x copy / zero-copy / speedup". Each group of cells that differ
+// only in those two axes gets one such table per kernel; Table.Rows are
+// the metric rows of each row group.
+type Versus struct {
+	// RowKey and ColKey are keys of the workload's section ("pkt_size",
+	// "mode"), axes of the cells. Row groups are in numeric order when
+	// every value is a number, else in order of appearance.
+	RowKey, ColKey string
+	// RowHeader names the row groups ("UDP (B)").
+	RowHeader string
+	// Cols are the columns: ColKey's values in order, with their headers.
+	Cols []VersusCol
+	// Change is the header of the change column ("speedup"): the last
+	// column's median over the first's, minus one, in percent.
+	Change string
+}
+
+// VersusCol is one column of a Versus table.
+type VersusCol struct {
+	Value, Header string
 }
 
 // TableRow is one row of a Table: a metric and its label.
@@ -136,8 +165,8 @@ type TableRow struct {
 }
 
 // Tables lists the tables of the registered workloads, once per
-// headline, in registration order, with the name of the first workload
-// that has each.
+// headline (Versus tables apart from the others), in registration order,
+// with the name of the first workload that has each.
 func Tables() (tables []Table, names []string) {
 	seen := map[string]bool{}
 	for _, w := range All() {
@@ -146,8 +175,12 @@ func Tables() (tables []Table, names []string) {
 			continue
 		}
 		tab := t.Table()
-		if !seen[tab.Headline] {
-			seen[tab.Headline] = true
+		key := tab.Headline
+		if tab.Versus != nil {
+			key += " versus"
+		}
+		if !seen[key] {
+			seen[key] = true
 			tables = append(tables, tab)
 			names = append(names, w.Name())
 		}

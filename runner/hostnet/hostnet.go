@@ -197,22 +197,28 @@ type LinkStats struct {
 func (n *Netns) LinkStats(dev string) (LinkStats, error) {
 	var s LinkStats
 	err := n.Do(func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		a := l.Attrs()
-		if st := a.Statistics; st != nil {
-			s = LinkStats{RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes,
-				RxDropped: st.RxDropped, TxDropped: st.TxDropped, TxErrors: st.TxErrors}
-		}
-		s.OperUp = a.OperState == netlink.OperUp
-		s.NoCarrier = a.RawFlags&unix.IFF_LOWER_UP == 0
-		return nil
+		var err error
+		s, err = ReadLinkStats(dev)
+		return err
 	})
+	return s, err
+}
+
+// ReadLinkStats reads a device's counters in the calling thread's
+// namespace (inside Netns.Do, or a workload.Window's InNetns).
+func ReadLinkStats(dev string) (LinkStats, error) {
+	var s LinkStats
+	l, err := netlink.LinkByName(dev)
 	if err != nil {
 		return s, fmt.Errorf("stats of %s: %w", dev, err)
 	}
+	a := l.Attrs()
+	if st := a.Statistics; st != nil {
+		s = LinkStats{RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes,
+			RxDropped: st.RxDropped, TxDropped: st.TxDropped, TxErrors: st.TxErrors}
+	}
+	s.OperUp = a.OperState == netlink.OperUp
+	s.NoCarrier = a.RawFlags&unix.IFF_LOWER_UP == 0
 	return s, nil
 }
 
