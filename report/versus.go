@@ -151,7 +151,11 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 			if scale.IsZero() {
 				scale = units.For(results.Describe(tm.Key).Unit)
 			}
-			row := Row{Labels: []string{rv, tm.Label}}
+			label := rv
+			if v.RowLabel != "" {
+				label = fmt.Sprintf(v.RowLabel, rv)
+			}
+			row := Row{Labels: []string{label, tm.Label}}
 			var medians []float64
 			for _, vc := range v.Cols {
 				cell, ok := idx[rv][vc.Value]
@@ -187,20 +191,20 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 			t.Rows = append(t.Rows, row)
 		}
 	}
+	// The n/a reasons first: cells refer to them by number.
+	for _, why := range reasons {
+		t.Notes = append(t.Notes, "n/a: "+why)
+	}
+	for _, r := range refs {
+		c := &t.Rows[r.row].Cells[r.cell]
+		c.Notes = append(c.Notes, r.reason)
+	}
 	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(mine), rows[0].Label, maxCV*100))
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving)",
 		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header))
-	base := len(t.Notes)
-	for _, why := range reasons {
-		t.Notes = append(t.Notes, "n/a: "+why)
-	}
-	for _, r := range refs {
-		c := &t.Rows[r.row].Cells[r.cell]
-		c.Notes = append(c.Notes, base+r.reason)
-	}
 	if b.r.IsEmulated(col) {
 		t.Notes = append(t.Notes, emulatedNote)
 	}

@@ -275,7 +275,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		Emulated: r.accel != qemu.KVM}
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
-	harnessCPU := cpuTime(ru1) - cpuTime(ru0)
+	harnessCPU := max(cpuTime(ru1)-cpuTime(ru0)-res.InHarnessCPU, 0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
 	if r.accel != qemu.KVM {
 		s.Warnings = append(s.Warnings, "TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath")

@@ -141,8 +141,10 @@ type Versus struct {
 	// "mode"), axes of the cells. Row groups are in numeric order when
 	// every value is a number, else in order of appearance.
 	RowKey, ColKey string
-	// RowHeader names the row groups ("UDP (B)").
-	RowHeader string
+	// RowHeader names the row groups ("UDP size"); RowLabel formats a
+	// row value as its group's label ("UDP %s" gives "UDP 64"; "" = the
+	// value).
+	RowHeader, RowLabel string
 	// Cols are the columns: ColKey's values in order, with their headers.
 	Cols []VersusCol
 	// Change is the header of the change column ("speedup"): the last

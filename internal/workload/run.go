@@ -145,6 +145,10 @@ type Result struct {
 	// BusyFrac is the share of the window the generator's threads were
 	// on a CPU, per thread (1 = always); 0 or less = unknown.
 	BusyFrac float64
+	// InHarnessCPU is the CPU time the generator spent in the harness's
+	// own process (an in-process generator's threads): the harness's
+	// own CPU use (harness_cpu_frac) leaves it out.
+	InHarnessCPU time.Duration
 	// Artifacts are raw outputs, relative to the run directory.
 	Artifacts []string
 	Warnings  []string

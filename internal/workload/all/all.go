@@ -5,6 +5,7 @@ package all
 
 import (
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
@@ -16,4 +17,5 @@ func init() {
 	workload.Register(pktgen.Workload{})
 	workload.Register(trafgen.Workload{})
 	workload.Register(iperf3.Workload{})
+	workload.Register(afxdp.Workload{})
 }
