@@ -87,6 +87,15 @@ func TestFillMetricsXDPSink(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got, v)
 		}
 	}
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "afxdp reports 5000 pps but the tap's tx_packets grew at 1000 pps") {
+		t.Errorf("warnings %q, want one: the tap passed on a fifth of the count", s.Warnings)
+	}
+	// A count of completions includes the tap's drops: no warning.
+	s = &results.Sample{Metrics: map[string]float64{}}
+	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}, CountsDrops: true}, before, after, 2*time.Second)
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %q for a count that includes the tap's drops", s.Warnings)
+	}
 	// The sink changed during the window: eth0's count.
 	before.Guest.Sink = "stack"
 	s = &results.Sample{Metrics: map[string]float64{}}

@@ -436,9 +436,15 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 	for k, v := range res.Metrics {
 		m[k] = v
 	}
-	// A generator that counts its own packets is checked against the tap.
+	// A generator that counts its own packets is checked against the tap:
+	// what the tap passed on, or for a generator whose count includes
+	// the tap's drops (Result.CountsDrops) what it was offered.
 	if tx, ok := m["tx_pps"]; ok {
-		if tap := m["tap_tx_pps"]; tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
+		tap := m["tap_tx_pps"]
+		if res.CountsDrops {
+			tap += m["lost_pps"]
+		}
+		if tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
 			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
 			if qd := m["qdisc_drop_pps"]; qd > 0 {
 				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)

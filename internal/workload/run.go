@@ -149,6 +149,11 @@ type Result struct {
 	// own process (an in-process generator's threads): the harness's
 	// own CPU use (harness_cpu_frac) leaves it out.
 	InHarnessCPU time.Duration
+	// CountsDrops says the generator's count (tx_pps) includes the
+	// frames the tap dropped (AF_XDP completions: tun drops inside the
+	// transmit); the runner then checks it against the tap's tx_packets
+	// + tx_dropped.
+	CountsDrops bool
 	// Artifacts are raw outputs, relative to the run directory.
 	Artifacts []string
 	Warnings  []string

@@ -8,6 +8,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload/testpmd"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 )
 
@@ -18,4 +19,5 @@ func init() {
 	workload.Register(trafgen.Workload{})
 	workload.Register(iperf3.Workload{})
 	workload.Register(afxdp.Workload{})
+	workload.Register(testpmd.Workload{})
 }
