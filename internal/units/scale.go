@@ -56,6 +56,9 @@ var (
 	MBps = Scale{[]Unit{{8e6, "MB/s", false}}}
 	// Seconds writes seconds: "2.50 s".
 	Seconds = Scale{[]Unit{{1, "s", false}}}
+	// Nanoseconds writes nanoseconds (a CPU cost per packet): "396 ns",
+	// "1.25 us" from 1 us, "2.50 ms" from 1 ms.
+	Nanoseconds = Scale{[]Unit{{1, "ns", false}, {1e3, "us", false}, {1e6, "ms", false}}}
 	// Percent writes a fraction (0..1) in percent: "12.5%".
 	Percent = Scale{[]Unit{{0.01, "%", false}}}
 )
@@ -65,7 +68,7 @@ var (
 func (s Scale) IsZero() bool { return len(s.units) == 0 }
 
 // For returns the Scale of a base unit: PacketRate for "pps", BitRate for
-// "bit/s", Seconds for "s", Percent for "fraction", plain numbers for the
+// "bit/s", Seconds for "s", Nanoseconds for "ns", Percent for "fraction", plain numbers for the
 // rest (counts).
 func For(base string) Scale {
 	switch base {
@@ -75,6 +78,8 @@ func For(base string) Scale {
 		return BitRate
 	case "s":
 		return Seconds
+	case "ns":
+		return Nanoseconds
 	case "fraction":
 		return Percent
 	}
