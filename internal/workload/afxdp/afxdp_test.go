@@ -77,8 +77,8 @@ func TestValidateErrors(t *testing.T) {
 		"generator: {afxdp: {pkt_size: 40}}\n":              "t.yaml:1:31: generator.afxdp.pkt_size: 40 bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use 42 or more",
 		"generator: {afxdp: {pkt_size: [64, 41]}}\n":        "t.yaml:1:36: generator.afxdp.pkt_size: 41 bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use 42 or more",
 		"generator: {afxdp: {pkt_size: 5000}}\n":            "t.yaml:1:31: generator.afxdp.pkt_size: 5000 bytes is above one AF_XDP UMEM chunk; use 4096 or less",
-		"queues: 1\ngenerator: {afxdp: {first_queue: 1}}\n": "t.yaml:2:34: generator.afxdp.first_queue: threads 1 from first_queue 1 send on tap queue 1, but queues: 1 gives the tap queue 0 only; raise queues to 2 or leave it auto",
-		"queues: 2\ngenerator: {afxdp: {threads: 3}}\n":     "t.yaml:2:30: generator.afxdp.threads: threads 3 from first_queue 0 send on tap queue 2, but queues: 2 gives the tap queues 0-1; raise queues to 3 or leave it auto",
+		"queues: 1\ngenerator: {afxdp: {first_queue: 1}}\n": "t.yaml:2:34: generator.afxdp.first_queue: threads 1 from first_queue 1 send on tap queue 1, but queues is 1 (the tap has queue 0 only; one AF_XDP socket per queue); set queues: 2 or queues: auto",
+		"queues: 2\ngenerator: {afxdp: {threads: 3}}\n":     "t.yaml:2:30: generator.afxdp.threads: threads 3 from first_queue 0 send on tap queue 2, but queues is 2 (the tap has queues 0-1; one AF_XDP socket per queue); set queues: 3 or queues: auto",
 		"generator: {afxdp: {duration: 0s}}\n":              "t.yaml:1:31: generator.afxdp: duration and count are both 0; set one (the generator sends until it reaches it)",
 		"generator: {afxdp: {mode: zc}}\n":                  `t.yaml:1:27: unknown generator.afxdp.mode "zc" (allowed: copy, zerocopy)`,
 	} {
@@ -87,8 +87,12 @@ func TestValidateErrors(t *testing.T) {
 			t.Errorf("%q:\n got %v\nwant %s", src, err, msg)
 		}
 	}
-	// queues: auto gives the tap first_queue + threads queues.
-	s, err := scenarios.Load("t.yaml", []byte("generator: {afxdp: {threads: 2, first_queue: 1}}\n"))
+	// queues: auto gives the tap first_queue + threads queues; the
+	// default single queue is too few.
+	if _, err := scenarios.Load("t.yaml", []byte("generator: {afxdp: {threads: 2}}\n")); err == nil || !strings.Contains(err.Error(), "set queues: 2 or queues: auto") {
+		t.Errorf("2 threads on the default single queue: %v", err)
+	}
+	s, err := scenarios.Load("t.yaml", []byte("queues: auto\ngenerator: {afxdp: {threads: 2, first_queue: 1}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +147,7 @@ func TestGeneratorOnTap(t *testing.T) {
 
 	cfg := &afxdp.Config{PktSize: 64, Mode: afxdp.ModeCopy, Threads: 1, Duration: 300 * time.Millisecond, Batch: 64}
 	gen := cfg.Generator()
-	if err := gen.Start(t.Context(), w); errors.Is(err, xdp.ErrNoAFXDP) {
+	if err := gen.(workload.Preparer).Prepare(t.Context(), w); errors.Is(err, xdp.ErrNoAFXDP) {
 		testenv.Skipf(t, "%v", err)
 	} else if err != nil {
 		t.Fatal(err)
@@ -157,7 +161,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	if st.TxPackets+st.TxDropped > 20 { // a few IPv6/ARP frames of the kernel's own at most
 		t.Errorf("%d frames before Go", st.TxPackets+st.TxDropped)
 	}
-	if err := gen.(workload.Gated).Go(t.Context()); err != nil {
+	if err := gen.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	res, err := gen.Wait(t.Context())
@@ -182,7 +186,6 @@ func TestGeneratorOnTap(t *testing.T) {
 	why, na := workload.IsUnsupported(err)
 	if !na {
 		if err == nil {
-			gen.(workload.Gated).Go(t.Context())
 			gen.Wait(t.Context())
 			t.Skip("this kernel's tun binds AF_XDP zero-copy (a patched kernel)")
 		}

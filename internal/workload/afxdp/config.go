@@ -55,7 +55,7 @@ func (c *Config) Fields() []schema.Field {
 		FrameSize(&c.PktSize, "pkt_size"),
 		ModeKey(&c.Mode, "mode"),
 		schema.Int(&c.Threads, "threads", 1, 64).Default(1).Unit("threads").Axis().Short("t").
-			Doc("sending threads, each with its own AF_XDP socket and UMEM on one tap queue (first_queue + i)"),
+			Doc("sending threads, each with its own AF_XDP socket and UMEM on one tap queue (first_queue + i); more than one needs queues: auto or a queue count"),
 		schema.Int(&c.FirstQueue, "first_queue", 0, 255).Default(0).Unit("queue index").
 			Doc("tap queue of the first thread; the threads use queues first_queue .. first_queue+threads-1"),
 		schema.Duration(&c.Duration, "duration").Default(10 * time.Second).
@@ -108,7 +108,7 @@ func (c *Config) Resolve(r *workload.Resolver) error {
 }
 
 // CheckQueues refuses threads on tap queues the cell's tap does not have
-// (queues: auto gives it first_queue + threads).
+// (queues defaults to 1; queues: auto gives it first_queue + threads).
 func CheckQueues(r *workload.Resolver, first, threads int) error {
 	q := r.Cell.Queues
 	if q == 0 || first+threads <= q {
@@ -122,7 +122,7 @@ func CheckQueues(r *workload.Resolver, first, threads int) error {
 	if q > 1 {
 		have = fmt.Sprintf("queues 0-%d", q-1)
 	}
-	return r.Errorf(key, "%s: threads %d from first_queue %d send on tap queue %d, but queues: %d gives the tap %s; raise queues to %d or leave it auto",
+	return r.Errorf(key, "%s: threads %d from first_queue %d send on tap queue %d, but queues is %d (the tap has %s; one AF_XDP socket per queue); set queues: %d or queues: auto",
 		r.Key(key), threads, first, first+threads-1, q, have, first+threads)
 }
 

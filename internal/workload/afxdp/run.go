@@ -79,8 +79,8 @@ func (c *Config) config(w *workload.Window) (xdp.Config, error) {
 	return x, nil
 }
 
-// generator is gated: Start opens and binds the sockets and starts the
-// threads, Go lets them send.
+// generator is a workload.Preparer: Prepare opens and binds the sockets
+// and starts the threads (perf attaches to them), Start lets them send.
 type generator struct {
 	cfg    Config
 	w      *workload.Window
@@ -92,7 +92,7 @@ type generator struct {
 	beforeErr error
 }
 
-func (g *generator) Start(ctx context.Context, w *workload.Window) error {
+func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 	g.w = w
 	cfg, err := g.cfg.config(w)
 	if err != nil {
@@ -125,15 +125,34 @@ func (g *generator) Threads() ([]int, bool) {
 	return g.g.Threads(), false
 }
 
-// Go reads the tap's counters and lets the threads send.
-func (g *generator) Go(ctx context.Context) error {
+// Start reads the tap's counters and lets the threads send (after
+// Prepare, which it runs when the runner did not).
+func (g *generator) Start(ctx context.Context, w *workload.Window) error {
+	if g.g == nil || g.w != w {
+		if err := g.Prepare(ctx, w); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
+		g.Release()
 		return err
 	}
 	g.before, g.beforeErr = g.linkStats()
 	g.went = true
 	g.g.Go()
 	return nil
+}
+
+// Release ends the prepared threads without sending and closes the
+// sockets.
+func (g *generator) Release() {
+	if g.g == nil {
+		return
+	}
+	g.g.Stop()
+	g.g.Wait()
+	g.g.Close()
+	g.g = nil
 }
 
 func (g *generator) linkStats() (hostnet.LinkStats, error) {
@@ -154,15 +173,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		return nil, errors.New("afxdp: Wait without Start")
 	}
 	defer g.g.Close()
-	if !g.went {
-		g.g.Stop()
-	}
 	res, err := g.g.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: %w", err)
-	}
-	if !g.went {
-		return nil, errors.New("afxdp: stopped before it sent")
 	}
 	if res.Packets == 0 || res.Duration <= 0 {
 		return nil, fmt.Errorf("afxdp: no frame completed in %v (%d submitted)", res.Duration, res.Submitted)
@@ -206,4 +219,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	return r, nil
 }
 
-var _ workload.Gated = (*generator)(nil)
+var (
+	_ workload.Preparer = (*generator)(nil)
+	_ workload.Releaser = (*generator)(nil)
+)

@@ -3,9 +3,9 @@
 // the generator of the netdev series "tun: AF_XDP Tx zero-copy support".
 // One --vdev (an AF_XDP socket on one tap queue) and one forwarding
 // lcore per thread; no hugepages (--no-huge -m 512); interactive mode
-// driven over stdin, so the traffic starts with `start` once perf counts
-// the process (a workload.Gated generator) and ends with `stop` at the
-// window's end.
+// driven over stdin: Prepare runs it to its prompt, perf attaches, and
+// the traffic starts with `start` (Start) and ends with `stop` at the
+// window's end (a workload.Preparer).
 //
 // testpmd's PMD cannot force zero-copy: without force_copy=1 the kernel
 // tries zero-copy and falls back to copy without a word. A zerocopy cell
@@ -52,7 +52,7 @@ func (c *Config) Fields() []schema.Field {
 		afxdp.FrameSize(&c.PktSize, "pkt_size"),
 		afxdp.ModeKey(&c.Mode, "mode"),
 		schema.Int(&c.Threads, "threads", 1, 64).Default(1).Unit("threads").Axis().Short("t").
-			Doc("forwarding lcores, each with its own net_af_xdp port (--vdev) on one tap queue (first_queue + i)"),
+			Doc("forwarding lcores, each with its own net_af_xdp port (--vdev) on one tap queue (first_queue + i); more than one needs queues: auto or a queue count"),
 		schema.Int(&c.FirstQueue, "first_queue", 0, 255).Default(0).Unit("queue index").
 			Doc("tap queue of the first port (its start_queue); the ports use queues first_queue .. first_queue+threads-1"),
 		schema.Duration(&c.Duration, "duration").Default(10 * time.Second).

@@ -69,8 +69,9 @@ var (
 
 var prefixSeq atomic.Int32
 
-// generator is gated: Start runs testpmd to its prompt, Go sends
-// `start`, Wait sends `stop` at the window's end.
+// generator is a workload.Preparer: Prepare runs testpmd to its prompt
+// (perf attaches to it there), Start sends `start`, Wait sends `stop` at
+// the window's end.
 type generator struct {
 	cfg    Config
 	w      *workload.Window
@@ -87,6 +88,8 @@ type generator struct {
 	beforeErr error
 	cpu0      map[int]uint64
 	went      bool
+	// prepared is the window Prepare ran for.
+	prepared *workload.Window
 }
 
 // promptWriter keeps testpmd's output (and writes it to a file) and
@@ -120,7 +123,7 @@ func (w *promptWriter) bytes() []byte {
 	return bytes.Clone(w.buf.Bytes())
 }
 
-func (g *generator) Start(ctx context.Context, w *workload.Window) error {
+func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 	g.w = w
 	g.dur = g.cfg.Duration
 	if w.Duration > 0 {
@@ -169,6 +172,7 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 	}
 	g.p = p
 	go func() { p.Wait(); f.Close() }()
+	g.prepared = w
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()
 	select {
@@ -239,25 +243,40 @@ func (g *generator) send(cmds ...string) error {
 	return err
 }
 
-// Go starts forwarding.
-func (g *generator) Go(ctx context.Context) error {
+// Start starts forwarding (after Prepare, which it runs when the runner
+// did not).
+func (g *generator) Start(ctx context.Context, w *workload.Window) error {
+	if g.prepared != w {
+		if err := g.Prepare(ctx, w); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
+		g.kill()
 		return err
 	}
 	g.before, g.beforeErr = g.linkStats()
 	g.cpu0 = proc.CPUTicks([]int{g.p.Pid()})
 	g.t0 = time.Now()
 	if err := g.send("start", "show port stats all"); err != nil {
+		g.kill()
 		return fmt.Errorf("testpmd: start: %w", err)
 	}
 	g.went = true
 	return nil
 }
 
+// Release ends a prepared testpmd that was never started.
+func (g *generator) Release() {
+	if g.p != nil {
+		g.kill()
+	}
+}
+
 func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if !g.went {
-		g.kill()
-		return nil, errors.New("testpmd: stopped before it was started")
+		g.Release()
+		return nil, errors.New("testpmd: Wait without Start")
 	}
 	t := time.NewTimer(time.Until(g.t0.Add(g.dur)))
 	defer t.Stop()
@@ -356,4 +375,7 @@ func lastPortStats(tp *perfparse.Testpmd) map[int]perfparse.TestpmdPortStats {
 	return out
 }
 
-var _ workload.Gated = (*generator)(nil)
+var (
+	_ workload.Preparer = (*generator)(nil)
+	_ workload.Releaser = (*generator)(nil)
+)

@@ -47,7 +47,7 @@ func TestValidateErrors(t *testing.T) {
 	for src, msg := range map[string]string{
 		"generator: {testpmd: {duration: 0s}}\n":          "t.yaml:1:33: generator.testpmd.duration must be above 0 (testpmd forwards until stopped)",
 		"generator: {testpmd: {pkt_size: 41}}\n":          "t.yaml:1:33: generator.testpmd.pkt_size: 41 bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use 42 or more",
-		"queues: 1\ngenerator: {testpmd: {threads: 2}}\n": "t.yaml:2:32: generator.testpmd.threads: threads 2 from first_queue 0 send on tap queue 1, but queues: 1 gives the tap queue 0 only; raise queues to 2 or leave it auto",
+		"queues: 1\ngenerator: {testpmd: {threads: 2}}\n": "t.yaml:2:32: generator.testpmd.threads: threads 2 from first_queue 0 send on tap queue 1, but queues is 1 (the tap has queue 0 only; one AF_XDP socket per queue); set queues: 2 or queues: auto",
 	} {
 		_, err := scenarios.Load("t.yaml", []byte(src))
 		if err == nil || err.Error() != msg {
@@ -84,13 +84,13 @@ func TestGeneratorWithFake(t *testing.T) {
 		Artifacts: dir, RelDir: "artifacts/x"}
 	cfg := &Config{PktSize: 64, Mode: "copy", Threads: 1, Duration: 200 * time.Millisecond}
 	gen := cfg.Generator()
-	if err := gen.Start(t.Context(), w); err != nil {
+	if err := gen.(workload.Preparer).Prepare(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	if tids, whole := gen.Threads(); len(tids) != 1 || !whole {
 		t.Errorf("threads %v %v: want the process", tids, whole)
 	}
-	if err := gen.(workload.Gated).Go(t.Context()); err != nil {
+	if err := gen.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	res, err := gen.Wait(t.Context())
@@ -142,10 +142,10 @@ func TestGeneratorOnTap(t *testing.T) {
 		Artifacts: dir, RelDir: "artifacts/x", InNetns: ns.Do}
 	cfg := &Config{PktSize: 128, Mode: "copy", Threads: 1, Duration: time.Second}
 	gen := cfg.Generator()
-	if err := gen.Start(t.Context(), w); err != nil {
+	if err := gen.(workload.Preparer).Prepare(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	if err := gen.(workload.Gated).Go(t.Context()); err != nil {
+	if err := gen.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	res, err := gen.Wait(t.Context())
@@ -169,7 +169,6 @@ func TestGeneratorOnTap(t *testing.T) {
 	why, na := workload.IsUnsupported(err)
 	if !na {
 		if err == nil {
-			gen.(workload.Gated).Go(t.Context())
 			gen.Wait(t.Context())
 			t.Skip("this kernel's tun binds AF_XDP zero-copy (a patched kernel)")
 		}
