@@ -330,6 +330,9 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 			continue
 		}
 		seen[c.Kernel.Label] = true
+		if c.Kernel.Tree != "" {
+			continue // built at run time, KVM built in (runner/kbuild's base config)
+		}
 		k, err := resolve(ctx, c.Kernel)
 		var missing []string
 		if err == nil {
