@@ -41,12 +41,13 @@ check:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests).
+# Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests)
+# or build kernels (runner/kbuild).
 # make test runs every other package under the race detector (which needs
 # cgo: gcc), and these without it, one at a time (-p 1): run side by side on
 # a small machine they only slow each other past their deadlines.
 MODULE    := github.com/vnetbench/vnetbench
-VM_PKGS   := ./cmd/vnetbench ./runner ./runner/lab ./vmimages
+VM_PKGS   := ./cmd/vnetbench ./runner ./runner/lab ./runner/kbuild ./vmimages
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
 # make check, then unit tests plus every end-to-end test this machine can

@@ -68,8 +68,10 @@ type KernelBuild struct {
 	Compiler string `json:"compiler,omitempty"`
 	// Key names the build in the build cache.
 	Key string `json:"key"`
-	// Seconds is the build's wall time (0: found in the cache).
-	Seconds float64 `json:"build_s,omitempty"`
+	// Seconds is the build's wall time, CPUSeconds the CPU time of make and
+	// the compilers (user + system; the work however loaded the machine).
+	Seconds    float64 `json:"build_s,omitempty"`
+	CPUSeconds float64 `json:"build_cpu_s,omitempty"`
 }
 
 // PatchID names one applied patch.

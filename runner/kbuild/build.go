@@ -646,6 +646,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	}
 	b.logf("kernel %s: building (%s, %s); log %s", p.Spec.Label, what, strings.Join(argv[3:], " "), logPath)
 	start := time.Now()
+	cpu0 := childCPU()
 	cnt := &counter{w: logf, start: start, expect: expect, every: b.Every, log: b.Log, label: p.Spec.Label}
 	if err := b.run(ctx, proc.Cmd{Argv: argv, Stdout: cnt, Stderr: cnt, Env: b.makeEnv()}); err != nil {
 		if ctx.Err() != nil {
@@ -655,7 +656,8 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 		return nil, &BuildError{Label: p.Spec.Label, Log: logPath, Errors: errorLines(readString(logPath)), Err: err}
 	}
 	secs := time.Since(start).Seconds()
-	b.logf("kernel %s: built in %s (%s compiled)", p.Spec.Label, time.Since(start).Round(time.Second), files(cnt.n))
+	cpu := childCPU() - cpu0
+	b.logf("kernel %s: built in %s (%s compiled, %.0f CPU-seconds)", p.Spec.Label, time.Since(start).Round(time.Second), files(cnt.n), cpu)
 	if fresh && cnt.n > 0 {
 		st[p.FragSHA] = cnt.n
 		b.writeStats(st)
@@ -668,7 +670,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	if err := b.checkConfig(p, w); err != nil {
 		return nil, err
 	}
-	k, err := b.install(ctx, p, w, modules, logPath, secs)
+	k, err := b.install(ctx, p, w, modules, logPath, secs, cpu)
 	if k != nil {
 		k.Compiled = cnt.n
 	}
@@ -702,6 +704,17 @@ func (b *Builder) touched(p *Plan, w *work) []string {
 	return out
 }
 
+// childCPU is the CPU time (user + system, seconds) of this process's
+// waited-for children so far: around a make, what the build cost however
+// loaded the machine was.
+func childCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 // run runs make; on cancel it interrupts make (which deletes the targets it
 // was writing) before killing it.
 func (b *Builder) run(ctx context.Context, c proc.Cmd) error {
@@ -720,7 +733,7 @@ func (b *Builder) run(ctx context.Context, c proc.Cmd) error {
 
 // install copies the build's products into the cache: a temporary
 // directory, renamed to out/KEY when complete.
-func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, logPath string, secs float64) (*Kernel, error) {
+func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, logPath string, secs, cpu float64) (*Kernel, error) {
 	rel := strings.TrimSpace(readString(filepath.Join(w.dir, "include", "config", "kernel.release")))
 	if rel == "" {
 		return nil, fmt.Errorf("kernel %s: the build wrote no include/config/kernel.release", p.Spec.Label)
@@ -773,7 +786,7 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 	id := results.KernelBuild{
 		Release: rel, ProcVersion: banner(filepath.Join(w.dir, "vmlinux"), rel),
 		ConfigSHA256: sha([]byte(config)), Fragment: p.FragSHA,
-		Tree: p.Tree, Commit: p.Commit, TreeHash: p.TreeHash, Compiler: p.Compiler, Key: p.Key, Seconds: secs,
+		Tree: p.Tree, Commit: p.Commit, TreeHash: p.TreeHash, Compiler: p.Compiler, Key: p.Key, Seconds: secs, CPUSeconds: cpu,
 	}
 	if p.Git {
 		id.Ref = p.Spec.Ref
