@@ -13,9 +13,12 @@ import (
 )
 
 // KernelBuilder builds the kernels that name a source tree (nil in Options
-// = a kbuild.Builder in the harness cache).
+// = a kbuild.Builder in the harness cache): Resolve checks a spec without
+// building (the tree, ref, patches and config can be read), BuildPlans
+// builds.
 type KernelBuilder interface {
-	BuildAll(ctx context.Context, specs []kbuild.Spec) ([]*kbuild.Kernel, error)
+	Resolve(ctx context.Context, s kbuild.Spec) (*kbuild.Plan, error)
+	BuildPlans(ctx context.Context, plans []*kbuild.Plan) ([]*kbuild.Kernel, error)
 }
 
 // defaultBuilder builds into vmimages.CacheDir()/kbuild.
@@ -23,13 +26,19 @@ func defaultBuilder(o Options) KernelBuilder {
 	return &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: o.Log}
 }
 
-// buildKernels builds the kernels of cells that name a source tree, every
-// one of them before any lab boots (a patch that does not apply, or a
-// build that fails, stops the run before it measures anything), in the
-// order of labels. The cells of those kernels then boot the built image;
-// the identities come back per label, with warnings when kernels of one
-// tree were built with different configs.
-func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+// kernelPlans are the resolved builds of the kernels that name a source
+// tree, in build order, with their labels.
+type kernelPlans struct {
+	b      KernelBuilder
+	labels []string
+	plans  []*kbuild.Plan
+}
+
+// resolveKernels checks the kernels of cells that name a source tree
+// (tree, ref, patches, config fragment) without building: bad input fails
+// here, before the run waits for the host lock. They are built in the
+// order of labels (the scenario's: stock before patched).
+func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) (*kernelPlans, error) {
 	byLabel := map[string]scenarios.Kernel{}
 	var order []string
 	for _, c := range cells {
@@ -41,26 +50,41 @@ func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, 
 			order = append(order, c.Kernel.Label)
 		}
 	}
+	kp := &kernelPlans{b: o.Builder, labels: order}
 	if len(order) == 0 {
-		return cells, nil, nil, nil
+		return kp, nil
+	}
+	if kp.b == nil {
+		kp.b = defaultBuilder(o)
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return rank(labels, a) - rank(labels, b) })
-	var specs []kbuild.Spec
 	for _, l := range order {
 		k := byLabel[l]
-		specs = append(specs, kbuild.Spec{Label: l, Tree: k.Tree, Ref: k.Ref, Patches: k.Patches, Config: k.Config})
+		p, err := kp.b.Resolve(ctx, kbuild.Spec{Label: l, Tree: k.Tree, Ref: k.Ref, Patches: k.Patches, Config: k.Config})
+		if err != nil {
+			return nil, err
+		}
+		kp.plans = append(kp.plans, p)
 	}
-	b := o.Builder
-	if b == nil {
-		b = defaultBuilder(o)
+	return kp, nil
+}
+
+// build builds the resolved kernels, every one of them before any lab
+// boots (a patch that does not apply, or a build that fails, stops the run
+// before it measures anything). The cells of those kernels then boot the
+// built image; the identities come back per label, with warnings when
+// kernels of one tree were built with different configs.
+func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+	if len(kp.plans) == 0 {
+		return cells, nil, nil, nil
 	}
-	built, err := b.BuildAll(ctx, specs)
+	built, err := kp.b.BuildPlans(ctx, kp.plans)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ids := map[string]*results.KernelBuild{}
 	images := map[string]*kbuild.Kernel{}
-	for i, l := range order {
+	for i, l := range kp.labels {
 		id := built[i].Identity
 		ids[l] = &id
 		images[l] = built[i]
@@ -76,7 +100,7 @@ func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, 
 			out[i].Kernel.Image, out[i].Kernel.Modules = k.Image, k.Modules
 		}
 	}
-	return out, ids, configWarnings(order, ids), nil
+	return out, ids, configWarnings(kp.labels, ids), nil
 }
 
 func rank(labels []string, l string) int {

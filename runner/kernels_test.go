@@ -7,27 +7,39 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// fakeBuilder records the specs it is asked to build and returns one
-// kernel per spec (or err).
+// fakeBuilder records the specs it resolves and builds one kernel per
+// plan (or fails with err; resolveErr fails Resolve).
 type fakeBuilder struct {
-	specs  []kbuild.Spec
-	config map[string]string // label -> final config hash
-	err    error
+	specs      []kbuild.Spec
+	built      []string
+	config     map[string]string // label -> final config hash
+	err        error
+	resolveErr error
 }
 
-func (f *fakeBuilder) BuildAll(_ context.Context, specs []kbuild.Spec) ([]*kbuild.Kernel, error) {
-	f.specs = specs
+func (f *fakeBuilder) Resolve(_ context.Context, s kbuild.Spec) (*kbuild.Plan, error) {
+	if f.resolveErr != nil {
+		return nil, f.resolveErr
+	}
+	f.specs = append(f.specs, s)
+	return &kbuild.Plan{Spec: s}, nil
+}
+
+func (f *fakeBuilder) BuildPlans(_ context.Context, plans []*kbuild.Plan) ([]*kbuild.Kernel, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
 	var out []*kbuild.Kernel
-	for _, s := range specs {
+	for _, p := range plans {
+		s := p.Spec
+		f.built = append(f.built, s.Label)
 		cfg := f.config[s.Label]
 		if cfg == "" {
 			cfg = "c0ffee"
@@ -36,6 +48,15 @@ func (f *fakeBuilder) BuildAll(_ context.Context, specs []kbuild.Spec) ([]*kbuil
 			Identity: results.KernelBuild{Release: "6.1.192", Tree: s.Tree, Fragment: "f", ConfigSHA256: cfg, Key: s.Label}})
 	}
 	return out, nil
+}
+
+// buildKernels resolves and builds, as RunLab does around its lock.
+func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+	kp, err := resolveKernels(ctx, cells, labels, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return kp.build(ctx, cells, o)
 }
 
 // Kernels named by source tree are built all at once, in the scenario's
@@ -57,8 +78,8 @@ func TestBuildKernels(t *testing.T) {
 	for _, s := range fb.specs {
 		labels = append(labels, s.Label)
 	}
-	if !slices.Equal(labels, []string{"stock", "patched"}) {
-		t.Errorf("built %v, want stock then patched", labels)
+	if !slices.Equal(labels, []string{"stock", "patched"}) || !slices.Equal(fb.built, labels) {
+		t.Errorf("resolved %v, built %v; want stock then patched", labels, fb.built)
 	}
 	if !slices.Equal(fb.specs[1].Patches, []string{"/p/1.patch"}) || fb.specs[1].Tree != "/src/linux" {
 		t.Errorf("patched spec %+v", fb.specs[1])
@@ -108,13 +129,14 @@ func TestBuildKernels(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 	fb = &fakeBuilder{}
-	if _, _, _, err := buildKernels(t.Context(), cells[1:2], nil, Options{Builder: fb}); err != nil || fb.specs != nil {
-		t.Errorf("a scenario without trees built %v (%v)", fb.specs, err)
+	if _, _, _, err := buildKernels(t.Context(), cells[1:2], nil, Options{Builder: fb}); err != nil || fb.specs != nil || fb.built != nil {
+		t.Errorf("a scenario without trees resolved %v, built %v (%v)", fb.specs, fb.built, err)
 	}
 }
 
 // A kernel that does not build (or a patch that does not apply) ends a
-// lab run before it has a run directory: nothing half-done.
+// lab run before it has a run directory: nothing half-done. A spec that is
+// bad input fails before the host lock is even asked for.
 func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 	tmp := t.TempDir()
 	dir := tmp + "/run"
@@ -131,5 +153,17 @@ func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 	}
 	if _, serr := os.Stat(dir); serr == nil {
 		t.Error("a run directory exists after the failed build")
+	}
+	// A lock held by another run does not delay a bad spec.
+	held, err := AcquireLock(tmp + "/lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	bad2 := errors.New("kernel patched: /src/linux is not a Linux kernel tree")
+	_, err = RunLab(t.Context(), cells, Options{Dir: dir, LockPath: tmp + "/lock", LockWait: time.Minute, Builder: &fakeBuilder{resolveErr: bad2}},
+		LabInner{Scenario: "s", Labels: []string{"patched"}})
+	if !errors.Is(err, bad2) {
+		t.Errorf("err %v, want the resolve error at once", err)
 	}
 }

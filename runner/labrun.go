@@ -26,6 +26,10 @@ type LabInner struct {
 	// built-in name, or a file path visible inside the lab (the host root
 	// is shared read-only, except /tmp; the run directory read-write).
 	Scenario string
+	// ScenarioData, when set, is a scenario file's content: RunLab writes
+	// it into the run directory (lab/scenario.yaml, which the lab sees)
+	// once the run has started, and runs that file inside.
+	ScenarioData []byte
 	// Args are extra inner arguments (e.g. --shard I/N).
 	Args []string
 	// Binary is the static vnetbench binary for the lab ("" = this one).
@@ -76,6 +80,10 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	if err := CheckScripts(cells); err != nil {
 		return nil, err
 	}
+	kernels, err := resolveKernels(ctx, cells, in.Labels, o)
+	if err != nil {
+		return nil, err
+	}
 	if o.LockPath == "" {
 		o.LockPath = DefaultLockPath
 	}
@@ -87,7 +95,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	// Kernels from source are built first, all of them: a patch that does
 	// not apply or a build that fails ends the run before it has a
 	// directory.
-	cells, builds, bwarn, err := buildKernels(ctx, cells, in.Labels, o)
+	cells, builds, bwarn, err := kernels.build(ctx, cells, o)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +130,11 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	defer w.Close()
 	if err := recordBuilds(o.Dir, builds); err != nil {
 		return nil, err
+	}
+	if in.ScenarioData != nil {
+		if in.Scenario, err = writeLabScenario(o.Dir, in.ScenarioData); err != nil {
+			return nil, err
+		}
 	}
 	labels, byLabel := labOrder(cells, in.Labels)
 	total, done := len(cells), 0
@@ -443,6 +456,20 @@ func kernelDesc(k scenarios.Kernel) string {
 		return "built from " + k.Tree + ": " + k.Image
 	}
 	return k.Image
+}
+
+// writeLabScenario writes a scenario file's copy where a lab VM sees it
+// (results.LabScenario in the run directory; the host's /tmp is hidden
+// there) and returns its absolute path.
+func writeLabScenario(dir string, data []byte) (string, error) {
+	p, err := filepath.Abs(filepath.Join(dir, results.LabScenario))
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, data, 0o644)
 }
 
 // recordBuilds puts the identity of each kernel built from source into

@@ -148,7 +148,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		for _, k := range s.Kernels {
 			in.Labels = append(in.Labels, k.Label)
 		}
-		if in.Scenario, err = labScenarioArg(s, pos[0], dir); err != nil {
+		if in.Scenario, in.ScenarioData, err = labScenario(s); err != nil {
 			return err
 		}
 		if !s.Builtin {
@@ -194,25 +194,17 @@ func cellsFailed(err error) bool {
 	return errors.As(err, &ke) || errors.As(err, &le)
 }
 
-// labScenarioArg is the scenario argument of the run inside a lab VM: the
-// built-in name, or a copy of the file in the run directory (the lab sees
-// the host root read-only, without /tmp, and the run directory).
-func labScenarioArg(s *scenarios.Scenario, arg, dir string) (string, error) {
+// labScenario is how the run inside a lab VM finds the scenario: a
+// built-in by name, or a file's content, which runner.RunLab copies into
+// the run directory once the run has started (the lab sees the host root
+// read-only, without /tmp, and the run directory; bad input must leave no
+// run directory behind).
+func labScenario(s *scenarios.Scenario) (name string, data []byte, err error) {
 	if s.Builtin {
-		return s.Name, nil
+		return s.Name, nil, nil
 	}
-	data, err := os.ReadFile(s.File)
-	if err != nil {
-		return "", err
-	}
-	p, err := filepath.Abs(filepath.Join(dir, results.LabScenario))
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", err
-	}
-	return p, os.WriteFile(p, data, 0o644)
+	data, err = os.ReadFile(s.File)
+	return "", data, err
 }
 
 func kernelName(c *scenarios.Cell) string {

@@ -111,11 +111,8 @@ func (b *Builder) Cached(p *Plan) (*Kernel, bool) {
 	return k, true
 }
 
-// BuildAll resolves every spec, checks that every patch applies before
-// anything is built, then builds the kernels not in the cache, in order.
-// The kernels come back in the order of specs.
+// BuildAll resolves every spec and builds them (BuildPlans).
 func (b *Builder) BuildAll(ctx context.Context, specs []Spec) ([]*Kernel, error) {
-	b.defaults()
 	plans := make([]*Plan, len(specs))
 	for i, s := range specs {
 		p, err := b.Resolve(ctx, s)
@@ -124,6 +121,14 @@ func (b *Builder) BuildAll(ctx context.Context, specs []Spec) ([]*Kernel, error)
 		}
 		plans[i] = p
 	}
+	return b.BuildPlans(ctx, plans)
+}
+
+// BuildPlans checks that every patch applies before anything is built,
+// then builds the kernels not in the cache, in order. The kernels come back
+// in the order of plans.
+func (b *Builder) BuildPlans(ctx context.Context, plans []*Plan) ([]*Kernel, error) {
+	b.defaults()
 	var todo []*Plan
 	for _, p := range plans {
 		if _, ok := b.Cached(p); !ok {
