@@ -119,6 +119,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if err := Pin(u, "vhost", vhost, c.Pin.Vhost, false); err != nil {
 		return nil, fail("setup", err)
 	}
+	for _, l := range append(pinNotes("vCPU", vcpus, c.Pin.VCPU, true), pinNotes("vhost-net worker", vhost, c.Pin.Vhost, false)...) {
+		r.note(l)
+	}
 	sink := c.Guest.Sink
 	if sink == "" {
 		sink = "stack"
@@ -174,6 +177,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		gt := perfTarget{tids: gtids, whole: whole}
 		targets[scenarios.TargetGenerator] = gt
 		targets[workload.Target(c.Generator.Workload())] = gt
+		for _, l := range pinNotes("generator thread", gtids, c.Pin.Generator, false) {
+			r.note(l)
+		}
 		return gtids
 	}
 	// perf on threads that exist before the traffic starts first, so they

@@ -83,6 +83,7 @@ func Commands(c *scenarios.Cell) []string {
 		NICs:  []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}},
 		Extra: c.Generator.Config.Needs().QEMUArgs}
 	add(ns, qemu.Args(cfg)...)
+	out = append(out, PinLines(c)...)
 	art := filepath.Join("RUN_DIR", results.ArtifactsDir, "CELL", "KERNEL", "REP")
 	if st := c.Perf.Stat; st != nil {
 		for _, t := range st.Targets {

@@ -121,6 +121,7 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 	}
 
 	tu := newTargetUse(pos)
+	var given []map[string]string // per cell: the file's values of the axes it lists several of
 	for gi, k := range kinds {
 		var scoped []*schema.Axis
 		for _, a := range axes {
@@ -151,8 +152,15 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 				}
 			}
 			c.Axes = axesOf(&c, fs) // fs reads the resolved values (bound to c's fields)
+			g := map[string]string{"generator": k}
+			for i, a := range scoped {
+				if len(a.Values) > 1 {
+					g[a.Key] = a.Values[idx[i]]
+				}
+			}
 			s.cells = append(s.cells, c)
 			s.pos = append(s.pos, cpos)
+			given = append(given, g)
 			// odometer, last axis fastest
 			i := len(idx) - 1
 			for ; i >= 0; i-- {
@@ -181,7 +189,7 @@ func load(filename string, data []byte, baseDir string) (*Scenario, error) {
 	for _, a := range s.Axes {
 		varies[a.Key] = true
 	}
-	s.cells, s.pos = nameCells(s.cells, s.pos, varies)
+	s.cells, s.pos, s.Notes = nameCells(s.cells, s.pos, given, varies)
 	return s, nil
 }
 
@@ -417,15 +425,22 @@ func axesOf(c *Cell, fs []schema.Field) map[string]string {
 	return m
 }
 
-// nameCells names every cell and drops duplicates (cells that differ only
-// in an axis that does not apply to them, such as pin.vhost on a plain
-// tap). Names: backend/generator[/qdisc] then one part per other axis that
-// the file lists with several values; pins also appear whenever set.
-func nameCells(cells []Cell, pos []schema.Pos, varies map[string]bool) ([]Cell, []schema.Pos) {
+// nameCells names every cell and drops duplicates: cells that differ
+// only in an axis that does not apply to them (pin.vhost on a plain tap,
+// which has no vhost worker: dropped silently, as documented) or in axis
+// values that resolve to the same cell (queues auto and 1 for one thread:
+// a note names them). given holds each cell's file values of the axes
+// listed with several values. Names: backend/generator[/qdisc] then one
+// part per other axis that the file lists with several values; pins also
+// appear whenever set.
+func nameCells(cells []Cell, pos []schema.Pos, given []map[string]string, varies map[string]bool) ([]Cell, []schema.Pos, []string) {
 	rows := schema.Rows(new(Cell).Fields())
 	var out []Cell
 	var outPos []schema.Pos
-	seen := map[string]bool{}
+	var notes []string
+	seen := map[string]int{}      // name -> index in cells of the cell kept
+	same := map[string][]string{} // axes diff -> cells it collapses
+	var diffs []string
 	for i, c := range cells {
 		parts := []string{c.Backend}
 		gen, says := c.Generator.Config.NamePart()
@@ -456,12 +471,51 @@ func nameCells(cells []Cell, pos []schema.Pos, varies map[string]bool) ([]Cell, 
 			}
 		}
 		c.Name = strings.Join(parts, "/")
-		if seen[c.Name] {
+		if j, dup := seen[c.Name]; dup {
+			if d := sameCellDiff(c, given[j], given[i]); d != "" {
+				if _, ok := same[d]; !ok {
+					diffs = append(diffs, d)
+				}
+				if !slices.Contains(same[d], c.Name) {
+					same[d] = append(same[d], c.Name)
+				}
+			}
 			continue
 		}
-		seen[c.Name] = true
+		seen[c.Name] = i
 		out = append(out, c)
 		outPos = append(outPos, pos[i])
 	}
-	return out, outPos
+	for _, d := range diffs {
+		cells := same[d]
+		if len(cells) == 1 {
+			notes = append(notes, fmt.Sprintf("%s resolve to the same cell, %s: it runs once", d, cells[0]))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s resolve to the same cells (%s): each runs once", d, strings.Join(cells, ", ")))
+	}
+	return out, outPos, notes
+}
+
+// sameCellDiff names the axes in which two combinations of the file's
+// axis values (kept, dropped) that resolve to cell c differ ("queues 1
+// and auto"); "" when the only difference is pin.vhost on a plain tap.
+func sameCellDiff(c Cell, kept, dropped map[string]string) string {
+	var diff []string
+	for _, k := range sortedKeys(kept) {
+		if kept[k] == dropped[k] || k == "pin.vhost" && c.Backend != BackendVhost {
+			continue
+		}
+		diff = append(diff, fmt.Sprintf("%s %s and %s", k, kept[k], dropped[k]))
+	}
+	return strings.Join(diff, "; ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

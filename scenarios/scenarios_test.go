@@ -547,3 +547,53 @@ func TestQueuesIndependentOfThreads(t *testing.T) {
 		}
 	}
 }
+
+// Combinations of axis values that resolve to one cell run once, with a
+// note naming the axis; pin.vhost on a plain tap stays silent (documented).
+func TestSameCellNotes(t *testing.T) {
+	s := mustLoad(t, "queues: [1, auto]\nbackend: [tap, tap+vhost]\npin: {vhost: [none, 0]}\ngenerator: {pktgen: {mode: multiqueue, threads: [1, 4]}}\n")
+	// tap: q1/qauto(=1) for t1 are one cell, t4 two; tap+vhost: the same, twice (pins).
+	if n := len(s.Expand()); n != 3+6 {
+		t.Errorf("%d cells, want 9: %v", n, names(s.Expand()))
+	}
+	want := []string{"queues 1 and auto resolve to the same cells (tap/pktgen-t1/q1, tap+vhost/pktgen-t1/q1/vhost-unpinned, tap+vhost/pktgen-t1/q1/vhost-pin0): each runs once"}
+	if !slices.Equal(s.Notes, want) {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(s.Notes, "\n"), strings.Join(want, "\n"))
+	}
+	s = mustLoad(t, "backend: [tap, tap+vhost]\npin: {vhost: [none, 0]}\ngenerator: {pktgen: {}}\n")
+	if len(s.Notes) != 0 || len(s.Expand()) != 3 {
+		t.Errorf("pin.vhost on a plain tap: notes %v, cells %v", s.Notes, names(s.Expand()))
+	}
+}
+
+// HostWarnings: a pinned vhost worker or vCPU on a kpktgend thread's CPU,
+// and more busy threads than CPUs, each once with the cells it concerns.
+func TestHostWarnings(t *testing.T) {
+	s := mustLoad(t, `backend: [tap, tap+vhost]
+pin: {vhost: 0}
+guest: {vcpus: 1}
+generator: {pktgen: {mode: multiqueue, threads: [1, 4]}}
+`)
+	got := s.HostWarnings(Host{NumCPU: 4})
+	want := []string{
+		"t.yaml:4:53: 4 kpktgend threads, 1 QEMU I/O thread and 1 vCPU are 6 busy threads on 4 CPUs: they take turns on the CPUs, and the numbers include that (cell tap/pktgen-t4)",
+		"t.yaml:2:14: pin.vhost: the vhost-net worker is pinned to CPU 0, where kpktgend_0 runs (bound to CPU 0): the two share that CPU, and the numbers include them taking turns (cells tap+vhost/pktgen-t1/vhost-pin0, tap+vhost/pktgen-t4/vhost-pin0)",
+		"t.yaml:4:53: 4 kpktgend threads, 1 vhost-net worker and 1 vCPU are 6 busy threads on 4 CPUs: they take turns on the CPUs, and the numbers include that (cell tap+vhost/pktgen-t4/vhost-pin0)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Enough CPUs, nothing shared: no warning. A vCPU pinned (with exactly
+	// guest.vcpus CPUs, one each) onto kpktgend_1's CPU: one.
+	s = mustLoad(t, "backend: tap+vhost\npin: {vhost: 3, vcpu: \"1-2\"}\nguest: {vcpus: 2}\ngenerator: {pktgen: {mode: multiqueue, threads: 2}}\n")
+	got = s.HostWarnings(Host{NumCPU: 8})
+	if len(got) != 1 || !strings.Contains(got[0], "pin.vcpu: vCPU 0 is pinned to CPU 1, where kpktgend_1 runs") {
+		t.Errorf("vCPU on kpktgend_1: %q", got)
+	}
+	// A scenario whose kernels all run in lab VMs is not counted against
+	// this machine's CPUs.
+	s = mustLoad(t, "kernels: [{label: stock, debian: \"6.1\"}]\ngenerator: {pktgen: {mode: multiqueue, threads: 4}}\n")
+	if got := s.HostWarnings(Host{NumCPU: 2}); len(got) != 0 {
+		t.Errorf("lab kernels: %q", got)
+	}
+}

@@ -35,6 +35,9 @@ type Scenario struct {
 	// Warnings are valid but probably unintended settings ("file:line:col:
 	// msg"), for validate and plan to print.
 	Warnings []string
+	// Notes say which combinations of axis values resolve to the same
+	// cell and run once ("queues 1 and auto: give the same cell, ...").
+	Notes []string
 
 	cells []Cell       // expanded, validated; kernel left empty
 	pos   []schema.Pos // per cell: YAML path -> node, for CheckHost errors

@@ -48,13 +48,16 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
 		fmt.Fprintf(stderr, "warning: %v (vnetbench run refuses this on this machine)\n", err)
 	}
-	for _, w := range s.Warnings {
+	for _, w := range append(s.Warnings, s.HostWarnings(scenarios.Host{NumCPU: *cpus})...) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	sd := planSeed(*seed, s.Seed)
 	p, err := buildPlan(s, sd)
 	if err != nil {
 		return err
+	}
+	for _, n := range append(s.Notes, p.notes...) {
+		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	if *formatFlag == "json" {
 		enc := json.NewEncoder(stdout)
@@ -89,6 +92,7 @@ type plan struct {
 	Cells       []planCell          `json:"cells"`
 	cellIndex   map[string]int      // kernel + "\x00" + name -> index in Cells
 	params      [][]scenarios.Param // per cell, in schema order
+	notes       []string            // cells that run once for several (runner.Distinct)
 }
 
 type planAxis struct {
@@ -120,7 +124,9 @@ func buildPlan(s *scenarios.Scenario, seed int64) (*plan, error) {
 	for _, a := range s.Axes {
 		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
 	}
-	for i, c := range scenarios.Order(s.Expand(), seed) {
+	cells, notes := runner.Distinct(s.Expand())
+	p.notes = notes
+	for i, c := range scenarios.Order(cells, seed) {
 		key := c.Kernel.Label + "\x00" + c.Name
 		ci, ok := p.cellIndex[key]
 		if !ok {

@@ -60,6 +60,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := s.CheckHost(scenarios.Host{NumCPU: runtime.NumCPU()}); err != nil {
 		return err
 	}
+	for _, w := range s.HostWarnings(scenarios.Host{NumCPU: runtime.NumCPU()}) {
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+	}
 	sd := *seed
 	if sd == 0 {
 		sd = s.Seed
@@ -67,7 +70,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if sd == 0 {
 		sd = rand.Int64N(1<<31-1) + 1
 	}
-	cells := scenarios.Order(s.Expand(), sd)
+	distinct, notes := runner.Distinct(s.Expand())
+	for _, n := range append(s.Notes, notes...) {
+		fmt.Fprintf(stderr, "vnetbench: note: %s\n", n)
+	}
+	cells := scenarios.Order(distinct, sd)
 	shardNote := ""
 	if *shard != "" {
 		i, n, err := runner.ParseShard(*shard)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -33,7 +34,10 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, w := range s.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
-		cells := s.Expand()
+		cells, notes := runner.Distinct(s.Expand())
+		for _, n := range append(s.Notes, notes...) {
+			fmt.Fprintf(stderr, "note: %s\n", n)
+		}
 		runs := 0
 		for _, c := range cells {
 			runs += c.Repetitions

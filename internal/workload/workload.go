@@ -83,6 +83,32 @@ type CPUUser interface {
 	CheckCPUs(h *HostCheck) error
 }
 
+// HostThread is one busy host thread of a generator as the plan knows
+// it: its name and the CPU it is bound to (-1 = wherever the scheduler
+// puts it).
+type HostThread struct {
+	Name string
+	CPU  int
+}
+
+// ThreadLister is a Config that says which busy threads its generator
+// runs on the host (pktgen: kpktgend_N, a kernel thread bound to CPU N).
+// Plan and run use them to warn about pins that share a generator's CPU
+// and about more busy threads than CPUs. Without it a generator counts as
+// one unbound thread.
+type ThreadLister interface {
+	HostThreads() []HostThread
+}
+
+// HostThreads returns c's busy host threads (one unbound thread when c
+// does not say).
+func HostThreads(c Config) []HostThread {
+	if l, ok := c.(ThreadLister); ok {
+		return l.HostThreads()
+	}
+	return []HostThread{{Name: "generator", CPU: -1}}
+}
+
 // Cell is the rest of a cell as a workload's Resolve sees it.
 type Cell struct {
 	Backend      string // "tap" or "tap+vhost"

@@ -261,6 +261,15 @@ func (p *Config) AutoQueues() int { return max(p.Threads, 1) }
 // CPUsNeeded: kpktgend_N runs on CPU N.
 func (p *Config) CPUsNeeded() int { return p.FirstCPU + p.Threads }
 
+// HostThreads: kpktgend_N, bound to CPU N.
+func (p *Config) HostThreads() []workload.HostThread {
+	var out []workload.HostThread
+	for t := p.FirstCPU; t < p.FirstCPU+p.Threads; t++ {
+		out = append(out, workload.HostThread{Name: "kpktgend_" + strconv.Itoa(t), CPU: t})
+	}
+	return out
+}
+
 // CheckCPUs refuses threads on CPUs this machine lacks.
 func (p *Config) CheckCPUs(h *workload.HostCheck) error {
 	if p.FirstCPU+p.Threads <= h.NumCPU {

@@ -6,6 +6,7 @@ package trafgen
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/schema"
@@ -64,6 +65,15 @@ func (c *Config) NamePart() (string, []string) { return "trafgen", nil }
 
 // CPUsNeeded: one CPU per worker.
 func (c *Config) CPUsNeeded() int { return c.CPUs }
+
+// HostThreads: one busy worker process per --cpus.
+func (c *Config) HostThreads() []workload.HostThread {
+	var out []workload.HostThread
+	for i := range max(c.CPUs, 1) {
+		out = append(out, workload.HostThread{Name: "trafgen worker " + strconv.Itoa(i), CPU: -1})
+	}
+	return out
+}
 
 // CheckCPUs refuses more workers than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
