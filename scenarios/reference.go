@@ -35,8 +35,23 @@ The backend and the generator (` + "`pktgen-tN`" + ` with N threads, ` + "`iperf
 streams, ` + "`trafgen`" + `) always appear, the qdisc when set, a pin when set
 (` + "`vhost-pin0`, `vcpu-pin1-2`, `gen-pin3`" + `), and every other axis only when the
 file lists several values for it (` + "`q4`, `burst0`, `burst-default`, `pkt1500`, `vcpus2`, `mem2GiB`" + `, ...).
-Combinations that are the same experiment (pin.vhost on a plain tap, which
-has no vhost worker) are one cell. The kernel is not part of the name.
+Combinations that are the same experiment are one cell, run once: pin.vhost
+on a plain tap (which has no vhost worker) silently, others with a note from
+` + "`" + `validate` + "`" + `, ` + "`" + `plan` + "`" + ` and ` + "`" + `run` + "`" + ` naming the axis (` + "`" + `queues 1 and auto resolve to
+the same cell, tap/pktgen-t1/q1` + "`" + `), as are two cells whose kernel-facing
+commands (tap, qdisc, QEMU, pinning, perf, the workload's commands and /proc
+writes) come out identical. The kernel is not part of the name.
+
+**Pinning.** ` + "`" + `plan` + "`" + ` (and ` + "`" + `run --dry-run` + "`" + `) print each pin as the ` + "`" + `taskset -p
+-c CPUS TID` + "`" + ` its sched_setaffinity equals (the vhost-net worker, each vCPU,
+the generator's threads; thread ids as placeholders) and pktgen's
+` + "`" + `kpktgend_N` + "`" + ` as bound to CPU N; reproduce.sh has the same lines with the
+real thread ids. ` + "`" + `plan` + "`" + ` and ` + "`" + `run` + "`" + ` warn when a pinned vhost-net worker or
+vCPU shares a CPU with a kpktgend thread, and when a cell's busy threads
+(generator threads, the vhost-net workers or QEMU's I/O thread, the vCPUs)
+outnumber the CPUs: valid (the netdev thread pinned its vhost worker onto
+kpktgend_0's CPU on purpose), but the numbers then include threads taking
+turns.
 
 **Kernels** are the column axis of every report: each cell runs once per
 kernel label. The default is the running kernel (` + "`[{label: running}]`" + `). A
