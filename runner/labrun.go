@@ -158,12 +158,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		if err := ctx.Err(); err != nil {
 			return sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
 		}
-		inner := filepath.Join(abs, results.LabDir(label))
-		args := []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(o.Seed, 10)}
-		if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err == nil {
-			args = append(args, "--resume")
-		}
-		args = append(args, in.Args...)
+		inner, args := LabInnerArgs(abs, label, o.Seed, in)
 		k := lc[0].Kernel
 		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
 		res, lerr := in.Boot(ctx, labConfig(label, lc, o, in, args))
@@ -207,6 +202,20 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return sum, &LabError{Failed: failed, Of: len(labels)}
 	}
 	return sum, nil
+}
+
+// LabInnerArgs is the command line of the run inside the lab VM of label
+// and its run directory: dir is the outer run directory, absolute (the
+// inner vnetbench runs with the run directory as its working directory,
+// where a relative path would be taken twice). An inner run directory
+// that holds results already is resumed.
+func LabInnerArgs(dir, label string, seed int64, in LabInner) (inner string, args []string) {
+	inner = filepath.Join(dir, results.LabDir(label))
+	args = []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(seed, 10)}
+	if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err == nil {
+		args = append(args, "--resume")
+	}
+	return inner, append(args, in.Args...)
 }
 
 // labNestedKVM says whether a lab VM gave its nested guests KVM: the

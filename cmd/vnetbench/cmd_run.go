@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -91,6 +92,33 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	hostCells, labCells := runner.SplitLab(cells)
+	dir := *out
+	if dir == "" {
+		if *resume {
+			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
+		}
+		dir = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	// Kernels other than the running one: one lab VM per label runs the
+	// same scenario inside (--inside-lab).
+	in := runner.LabInner{Binary: *agentBin}
+	if len(labCells) > 0 {
+		for _, k := range s.Kernels {
+			in.Labels = append(in.Labels, k.Label)
+		}
+		if in.Scenario, in.ScenarioData, err = labScenario(s); err != nil {
+			return err
+		}
+		if !s.Builtin {
+			if d, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
+				in.Args = append(in.Args, "--scenario-dir", d)
+			}
+		}
+		if *shard != "" {
+			in.Args = append(in.Args, "--shard", *shard)
+		}
+		in.Args = append(in.Args, kernels.args()...)
+	}
 	if *dry {
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
 		for i := range cells {
@@ -100,14 +128,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				fmt.Fprintf(stdout, "     %s\n", l)
 			}
 		}
-		return nil
-	}
-	dir := *out
-	if dir == "" {
-		if *resume {
-			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
+		if len(labCells) > 0 {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			if in.ScenarioData != nil { // the copy the run would write
+				in.Scenario = filepath.Join(abs, results.LabScenario)
+			}
+			fmt.Fprintf(stdout, "\nlab VMs, one per kernel, each running the cells of its kernel:\n")
+			have := runner.LabKernels(labCells)
+			for _, l := range in.Labels { // the order the labs run in
+				if !slices.Contains(have, l) {
+					continue
+				}
+				_, args := runner.LabInnerArgs(abs, l, sd, in)
+				fmt.Fprintf(stdout, "  %s: vnetbench %s\n", l, strings.Join(args, " "))
+			}
 		}
-		dir = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
+		return nil
 	}
 	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\n", s.Name, sd, shardNote, len(cells))
 	var started sync.Once
@@ -149,24 +188,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var measured error // cells failed, the run went on (exit code 1)
 	if len(labCells) > 0 {
-		// Kernels other than the running one: one lab VM per label runs
-		// the same scenario inside (--inside-lab).
-		in := runner.LabInner{Binary: *agentBin}
-		for _, k := range s.Kernels {
-			in.Labels = append(in.Labels, k.Label)
-		}
-		if in.Scenario, in.ScenarioData, err = labScenario(s); err != nil {
-			return err
-		}
-		if !s.Builtin {
-			if d, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
-				in.Args = append(in.Args, "--scenario-dir", d)
-			}
-		}
-		if *shard != "" {
-			in.Args = append(in.Args, "--shard", *shard)
-		}
-		in.Args = append(in.Args, kernels.args()...)
 		sum, err := runner.RunLab(ctx, labCells, opts, in)
 		report1(sum)
 		if err != nil && !cellsFailed(err) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,6 +218,37 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		if !reduced {
 			checkShownOutput(t, name, c.output, out)
+		}
+		checkLabDirs(t, name, c.argv, out, work)
+	}
+}
+
+var labLine = regexp.MustCompile(`(?m)^  (\S+): vnetbench run .* -o (\S+)`)
+
+// checkLabDirs checks the lab VMs' inner run directories a dry run of
+// `vnetbench run ... -o DIR` prints: each lab's is DIR/lab/LABEL/run,
+// absolute, with DIR taken once (relative to where vnetbench ran).
+func checkLabDirs(t *testing.T, name string, argv []string, out []byte, work string) {
+	t.Helper()
+	if len(argv) < 2 || argv[0] != "vnetbench" || argv[1] != "run" {
+		return
+	}
+	dir := ""
+	for i, a := range argv {
+		if a == "-o" && i+1 < len(argv) {
+			dir = argv[i+1]
+		}
+	}
+	for _, m := range labLine.FindAllStringSubmatch(string(out), -1) {
+		label, got := m[1], m[2]
+		if dir == "" {
+			if !filepath.IsAbs(got) {
+				t.Errorf("%s: lab %s's run directory %s is not absolute", name, label, got)
+			}
+			continue
+		}
+		if want := filepath.Join(work, dir, "lab", label, "run"); got != want {
+			t.Errorf("%s: lab %s's inner run goes to %s, want %s", name, label, got, want)
 		}
 	}
 }
