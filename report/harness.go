@@ -54,7 +54,7 @@ func (b *builder) harnessTable() {
 			}
 			if found {
 				t.Rows = append(t.Rows, row)
-				if !slices.Contains(cells, cell) {
+				if len(cells) == 0 || cells[len(cells)-1] != cell { // once per cell
 					cells = append(cells, cell)
 				}
 			}
