@@ -12,8 +12,9 @@ type Agent interface {
 	// Stats returns the guest's eth0 counters.
 	Stats(ctx context.Context) (GuestStats, error)
 	// Do asks for an op of a workload's guest side (the iperf3 server's
-	// start and stop, a workload's GuestOps).
-	Do(ctx context.Context, op, action string, args ...string) error
+	// start and stop, a workload's GuestOps) and returns its reply's
+	// detail (workload.Agent).
+	Do(ctx context.Context, op, action string, args ...string) (string, error)
 	// Sink attaches a sink ("stack", "xdp-drop", "flow-count").
 	Sink(ctx context.Context, kind string) error
 	// Poweroff asks the guest to power off.

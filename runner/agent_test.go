@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -67,5 +68,46 @@ func TestVMAgentStatsRetries(t *testing.T) {
 				t.Errorf("gave up after %v and %d requests, want %d requests of %v", d, requests.Load(), statsAttempts, statsAttempt)
 			}
 		})
+	}
+}
+
+// A workload's op reaches the guest through Do: its detail comes back,
+// and a reply marked unsupported (the guest's kernel cannot do the op) is
+// a workload.UnsupportedError with the guest's reason, so the cell reads
+// n/a; a plain agent error stays an error.
+func TestVMAgentDo(t *testing.T) {
+	host, guest := net.Pipe()
+	defer host.Close()
+	defer guest.Close()
+	go func() {
+		sc := bufio.NewScanner(guest)
+		for sc.Scan() {
+			var req vmimages.Request
+			if json.Unmarshal(sc.Bytes(), &req) != nil {
+				continue
+			}
+			switch req.Action {
+			case "ok":
+				fmt.Fprintf(guest, `{"ev":"ok","id":%d,"msg":"counted 42"}`+"\n", req.ID)
+			case "na":
+				fmt.Fprintf(guest, `{"ev":"error","id":%d,"msg":"this kernel has no vsock sockmap support (Linux 6.4+)","unsupported":true}`+"\n", req.ID)
+			default:
+				fmt.Fprintf(guest, `{"ev":"error","id":%d,"msg":"vsock fail: broken"}`+"\n", req.ID)
+			}
+		}
+	}()
+	a := &vmAgent{c: vmimages.NewClient(host)}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if d, err := a.Do(ctx, "vsock", "ok"); err != nil || d != "counted 42" {
+		t.Errorf("ok: %q, %v", d, err)
+	}
+	_, err := a.Do(ctx, "vsock", "na")
+	if why, ok := workload.IsUnsupported(err); !ok || why != "this kernel has no vsock sockmap support (Linux 6.4+)" {
+		t.Errorf("na: %v, want unsupported with the guest's reason", err)
+	}
+	_, err = a.Do(ctx, "vsock", "fail")
+	if _, ok := workload.IsUnsupported(err); ok || err == nil || err.Error() != "agent vsock: vsock fail: broken" {
+		t.Errorf("fail: %v", err)
 	}
 }

@@ -406,6 +406,14 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 	if n.Vhost && !d.VhostNet {
 		out = append(out, "needs /dev/vhost-net for tap+vhost: load vhost_net, or use lab mode")
 	}
+	if len(n.VsockCIDs) > 0 && !d.VhostVsock {
+		out = append(out, "needs /dev/vhost-vsock for the guest's vsock device: load vhost_vsock, or use lab mode")
+	}
+	for _, p := range n.GuestPrograms {
+		if _, err := exec.LookPath(p); err != nil {
+			out = append(out, "needs "+p+" for the guest image (apt-get install "+debPackage(p)+")")
+		}
+	}
 	for _, f := range n.Features {
 		if !d.Features[f] {
 			out = append(out, "needs "+f+": use lab mode")

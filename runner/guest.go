@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -69,9 +70,16 @@ func (a *vmAgent) GuestClock() (initAt, readyAt time.Duration) {
 	return time.Duration(a.ready.InitMS) * time.Millisecond, time.Duration(a.ready.BootMS) * time.Millisecond
 }
 
-func (a *vmAgent) Do(ctx context.Context, op, action string, args ...string) error {
-	_, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action, Args: args})
-	return err
+func (a *vmAgent) Do(ctx context.Context, op, action string, args ...string) (string, error) {
+	ev, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action, Args: args})
+	var ae *vmimages.AgentError
+	if errors.As(err, &ae) && ae.Unsupported {
+		return "", workload.Unsupported("%s", ae.Msg)
+	}
+	if err != nil {
+		return "", err
+	}
+	return ev.Msg, nil
 }
 func (a *vmAgent) Sink(ctx context.Context, kind string) error { return a.c.Sink(ctx, kind) }
 func (a *vmAgent) Poweroff(ctx context.Context) error          { return a.c.Poweroff(ctx) }
@@ -207,8 +215,8 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
-		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}},
-		Extra:       c.Generator.Config.Needs().QEMUArgs}
+		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}}}
+	workloadDevices(&cfg, c)
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
 	}
@@ -258,6 +266,17 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	g.sink = "stack"
 	g.undo = u.Release()
 	return g, nil
+}
+
+// workloadDevices adds what c's workload asks of its guest VM to cfg: its
+// QEMU arguments and its vsock device.
+func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
+	if c.Generator.Config == nil {
+		return
+	}
+	n := c.Generator.Config.Needs()
+	cfg.Extra = n.QEMUArgs
+	cfg.VsockCID = n.VsockCID
 }
 
 // launch starts QEMU; bctx bounds the wait for QMP, ctx is QEMU's lifetime.

@@ -26,16 +26,26 @@ type Needs struct {
 	NoNetns  bool // isolation: none
 	// GuestPrograms and GuestModules are what the guest image must carry.
 	GuestPrograms, GuestModules []string
+	// VsockCIDs are the guests' vsock context IDs (vhost-vsock-pci).
+	VsockCIDs []uint32
 	// checks are the workloads' own checks (pktgen script mode: the
 	// kernel's sample script exists).
 	checks []func() error
 }
 
 // CheckScripts runs the workloads' own checks of cells (pktgen script
-// mode: the sample script exists), before anything is set up.
+// mode: the sample script exists) and finds the programs their guests
+// carry on this host, before anything is set up.
 func CheckScripts(cells []scenarios.Cell) error { return NeedsOf(cells).check() }
 
 func (n Needs) check() error {
+	// The guest image copies its programs from this host (a lab VM sees
+	// the host's root): a missing one would fail the first boot.
+	for _, p := range n.GuestPrograms {
+		if _, err := exec.LookPath(p); err != nil {
+			return capErrorf("%s is not installed: the guest image copies it from this host; install the Debian package %s (apt-get install %s)", p, debPackage(p), debPackage(p))
+		}
+	}
 	for _, c := range n.checks {
 		if err := c(); err != nil {
 			return err
@@ -50,6 +60,7 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 	tools := map[string]bool{qemu.DefaultBinary: true}
 	features := map[string]bool{}
 	guest, guestMods := map[string]bool{}, map[string]bool{}
+	cids := map[uint32]bool{}
 	qd := map[string]bool{}
 	for i := range cells {
 		c := &cells[i]
@@ -68,6 +79,10 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 		}
 		for _, m := range wn.GuestModules {
 			guestMods[m] = true
+		}
+		if wn.VsockCID != 0 && !cids[wn.VsockCID] {
+			cids[wn.VsockCID] = true
+			n.VsockCIDs = append(n.VsockCIDs, wn.VsockCID)
 		}
 		if wn.Check != nil {
 			n.checks = append(n.checks, wn.Check)
@@ -116,9 +131,11 @@ func feature(name string) (workload.Feature, bool) {
 }
 
 // Preflight checks, before anything is set up, that this host can run
-// every cell: root, tools, /dev/net/tun, vhost-net, the workloads'
-// features (pktgen) and checks, qdiscs. The first problem is a
-// fault.ErrCapability error saying what to do.
+// every cell: root, tools, /dev/net/tun, vhost-net, the programs the guest
+// image copies from here, vhost-vsock and free vsock guest CIDs, the
+// workloads' features (pktgen) and checks, qdiscs. The first problem is a
+// fault.ErrCapability error saying what to do, or bad input (a vsock CID
+// in use or reserved: fault.ErrInput).
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {
@@ -145,6 +162,13 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 	}
 	if err := n.check(); err != nil {
 		return err
+	}
+	// A guest's vsock device: /dev/vhost-vsock here, and its CID free
+	// (claimed and released at once, as QEMU will claim it).
+	for _, cid := range n.VsockCIDs {
+		if err := qemu.CheckVsock(qemu.Config{VsockCID: cid}); err != nil {
+			return err
+		}
 	}
 	for _, name := range n.Features {
 		if f, ok := feature(name); ok {

@@ -77,10 +77,10 @@ func (a *fakeAgent) WaitReady(ctx context.Context) error {
 func (a *fakeAgent) Stats(context.Context) (GuestStats, error) {
 	return GuestStats{RxPackets: a.rx.Add(1000)}, a.statsErr
 }
-func (a *fakeAgent) Do(context.Context, string, string, ...string) error { return nil }
-func (a *fakeAgent) Sink(context.Context, string) error                  { return nil }
-func (a *fakeAgent) Poweroff(context.Context) error                      { return nil }
-func (a *fakeAgent) Close() error                                        { a.closed.Store(true); return nil }
+func (a *fakeAgent) Do(context.Context, string, string, ...string) (string, error) { return "", nil }
+func (a *fakeAgent) Sink(context.Context, string) error                            { return nil }
+func (a *fakeAgent) Poweroff(context.Context) error                                { return nil }
+func (a *fakeAgent) Close() error                                                  { a.closed.Store(true); return nil }
 
 // fakeGen runs `sleep` inside the netns for its duration.
 type fakeGen struct {

@@ -80,8 +80,8 @@ func Commands(c *scenarios.Cell) []string {
 	cfg := qemu.Config{Name: "vnb-RUNID", Accel: qemu.TCG, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
 		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: "GUEST_CMDLINE",
 		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
-		NICs:  []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}},
-		Extra: c.Generator.Config.Needs().QEMUArgs}
+		NICs: []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}}}
+	workloadDevices(&cfg, c)
 	add(ns, qemu.Args(cfg)...)
 	out = append(out, PinLines(c)...)
 	art := filepath.Join("RUN_DIR", results.ArtifactsDir, "CELL", "KERNEL", "REP")

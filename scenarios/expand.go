@@ -109,16 +109,18 @@ func groupByGuest(round []Cell, first string) []Cell {
 
 // GuestKey identifies the guest VM a cell needs: the kernel under test,
 // the backend and NIC (queues, tap name), the guest's configuration and
-// the QEMU arguments of the workload (a vsock device, say). Cells with the
+// the QEMU arguments and vsock device of the workload. Cells with the
 // same key differ only in host-side knobs (qdisc, pinning, generator) and
 // share one boot.
 func (c *Cell) GuestKey() string {
 	var qemuArgs []string
+	var cid uint32
 	if c.Generator.Config != nil {
-		qemuArgs = c.Generator.Config.Needs().QEMUArgs
+		n := c.Generator.Config.Needs()
+		qemuArgs, cid = n.QEMUArgs, n.VsockCID
 	}
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%q", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
-		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, qemuArgs)
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%q|%d", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, qemuArgs, cid)
 }
 
 // TapQueues is the number of tap (and virtio-net) queue pairs: queues when

@@ -224,7 +224,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
 				continue
 			}
 			if ev.Ev == EvError {
-				return &ev, &AgentError{Op: req.Op, Msg: ev.Msg}
+				return &ev, &AgentError{Op: req.Op, Msg: ev.Msg, Unsupported: ev.Unsupported}
 			}
 			return &ev, nil
 		case <-c.done:
@@ -239,6 +239,8 @@ func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
 type AgentError struct {
 	Op  string
 	Msg string
+	// Unsupported: the guest's kernel cannot do the op (Msg is the reason).
+	Unsupported bool
 }
 
 func (e *AgentError) Error() string { return "agent " + e.Op + ": " + e.Msg }

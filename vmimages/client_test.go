@@ -51,6 +51,10 @@ func TestClientConversation(t *testing.T) {
 			}
 		case OpSink:
 			return []string{fmt.Sprintf(`{"ev":"error","id":%d,"msg":"sink %s: no xdp"}`, r.ID, r.Kind)}
+		case "redirect":
+			return []string{fmt.Sprintf(`{"ev":"error","id":%d,"msg":"no sockmap here","unsupported":true}`, r.ID)}
+		case "count":
+			return []string{fmt.Sprintf(`{"ev":"ok","id":%d,"msg":"{\"bytes\":42}"}`, r.ID)}
 		}
 		return []string{fmt.Sprintf(`{"ev":"ok","id":%d}`, r.ID)}
 	})
@@ -71,6 +75,17 @@ func TestClientConversation(t *testing.T) {
 	var ae *AgentError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "no xdp") {
 		t.Fatalf("Sink error = %v, want an AgentError", err)
+	}
+	if !errors.As(err, &ae) || ae.Unsupported {
+		t.Errorf("Sink error %+v is marked unsupported", ae)
+	}
+	_, err = c.Do(ctx, Request{Op: "redirect", Action: "sockmap"})
+	if !errors.As(err, &ae) || !ae.Unsupported || ae.Msg != "no sockmap here" {
+		t.Errorf("redirect error = %v (%+v), want an unsupported AgentError", err, ae)
+	}
+	ev, err := c.Do(ctx, Request{Op: "count"})
+	if err != nil || ev.Msg != `{"bytes":42}` {
+		t.Errorf("count = %+v, %v", ev, err)
 	}
 	if err := c.Poweroff(ctx); err != nil {
 		t.Fatal(err)

@@ -63,6 +63,10 @@ type Event struct {
 	UptimeMS  int64             `json:"uptime_ms,omitempty"`  // stats: guest clock when sampled
 
 	Msg string `json:"msg,omitempty"` // error (and optional detail on ok)
+	// Unsupported marks an error event whose op this guest's kernel
+	// cannot do (Msg is the reason, e.g. "this kernel has no vsock sockmap
+	// support (Linux 6.4+)"): the host reports the cell as n/a.
+	Unsupported bool `json:"unsupported,omitempty"`
 }
 
 // IfStats are a network interface's counters (/sys/class/net/IF/statistics).

@@ -56,6 +56,11 @@ type Metricer interface {
 	Metrics() []Metric
 }
 
+// ThroughputBPS is the data rate a receiver counted: iperf3's receiver
+// and the vsock workload's server.
+var ThroughputBPS = Metric{Key: "throughput_bps", Unit: "bit/s", Better: HigherIsBetter, Rate: true,
+	Description: "bits/s the receiver counted: iperf3's receiver sum over streams; vsock: the server's bytes x 8 over its own interval"}
+
 // The metrics of generators that send packets into the tap and count them
 // (pktgen, trafgen, AF_XDP Tx, ...).
 var (

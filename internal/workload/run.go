@@ -95,15 +95,21 @@ type Window struct {
 type Agent interface {
 	// Do asks the agent for op with action and args and waits for its
 	// reply: the agent protocol's ops (vmimages.Op*) and the workloads'
-	// GuestOps.
-	Do(ctx context.Context, op, action string, args ...string) error
+	// GuestOps. detail is the op's reply text (a GuestOp's detail). An op
+	// that reports this guest's kernel cannot do it (a GuestOp returning
+	// an *UnsupportedError) is an *UnsupportedError here too, so the cell
+	// reads n/a.
+	Do(ctx context.Context, op, action string, args ...string) (detail string, err error)
 }
 
 // GuestOp is a workload's op run inside the guest by the agent (the
 // guest's /init is this binary, so a workload's own code runs there): the
 // host's Agent.Do(ctx, op, action, args...) reaches it. It returns
-// promptly, with a detail for the reply; long-running work (a sender, a
-// redirector) goes on in the background until a stop action.
+// promptly, with a detail for the reply (Agent.Do returns it);
+// long-running work (a sender, a redirector) goes on in the background
+// until a stop action. An error that is an *UnsupportedError (Unsupported)
+// says the guest's kernel cannot do what was asked: the host's Agent.Do
+// returns an *UnsupportedError with the same reason.
 type GuestOp func(action string, args []string) (detail string, err error)
 
 // GuestOper is a Workload with guest-side ops, by op name. Names are
@@ -182,15 +188,39 @@ type Needs struct {
 	// those of its NIC), e.g. "vmw_vsock_virtio_transport".
 	GuestModules []string
 	// QEMUArgs are extra QEMU arguments for the cell's guest, e.g.
-	// ["-device", "vhost-vsock-pci,guest-cid=3"]; cells whose QEMUArgs
-	// differ boot different guests.
+	// ["-device", "virtio-rng-pci"]; cells whose QEMUArgs differ boot
+	// different guests.
 	QEMUArgs []string
+	// VsockCID, when not 0, gives the cell's guest a vhost-vsock-pci
+	// device with this context ID (AF_VSOCK between the guest and the host
+	// at CID 2). The host must have /dev/vhost-vsock (module vhost_vsock)
+	// and the CID free: preflight checks both (a CID in use or reserved is
+	// bad input). Cells whose VsockCID differs boot different guests.
+	VsockCID uint32
+	// GuestFeatures are what the cell needs from its guest's kernel
+	// (vsock sockmap). The guest finds out at run time (the cell is n/a
+	// with the feature's Why when its kernel lacks it); doctor tells from
+	// the guest kernel's release ahead of a run.
+	GuestFeatures []KernelFeature
 	// Check runs before anything is set up (pktgen script mode: the
 	// script exists); its error is shown as it is. nil = nothing.
 	Check func() error
 	// Shares are host directories a lab VM must see (the kernel tree of
 	// pktgen script mode).
 	Shares []string
+}
+
+// KernelFeature is a capability of a kernel that a workload's guest side
+// needs, such as vsock sockmap.
+type KernelFeature struct {
+	Name string // doctor's word for it: "vsock sockmap"
+	// Since is the first Linux release that has it ("6.4"): doctor
+	// compares a guest kernel's release with it (a backport is found only
+	// at run time).
+	Since string
+	// Why is the n/a reason of a cell whose guest kernel lacks it: "this
+	// kernel has no vsock sockmap support (Linux 6.4+)".
+	Why string
 }
 
 // Tool is a program a workload runs on the host.
@@ -248,6 +278,10 @@ type PlanEnv struct {
 type UnsupportedError struct{ Reason string }
 
 func (e *UnsupportedError) Error() string { return "not supported: " + e.Reason }
+
+// NotSupported returns the reason: the guest agent, which names no
+// workload type, recognizes a GuestOp's *UnsupportedError by this method.
+func (e *UnsupportedError) NotSupported() string { return e.Reason }
 
 // Unsupported returns an *UnsupportedError.
 func Unsupported(format string, a ...any) error {

@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -49,8 +50,14 @@ type Server struct {
 	// sender, say). One answers {"op":NAME,"action":...,"args":[...]} with
 	// "ok" (its detail in msg) or "error"; it must return promptly
 	// (long-running work goes on in the background until a stop action).
+	// An error with a NotSupported() string method (workload's
+	// UnsupportedError) is an error event marked unsupported, its msg the
+	// reason alone.
 	Ops map[string]Op
 }
+
+// notSupported is an op error saying the guest's kernel cannot do it.
+type notSupported interface{ NotSupported() string }
 
 // Op is an op a workload adds to the agent: it runs in the guest.
 type Op func(action string, args []string) (detail string, err error)
@@ -189,6 +196,10 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 	}
 	if op, ok := s.Ops[req.Op]; ok {
 		detail, err := op(req.Action, req.Args)
+		var ns notSupported
+		if errors.As(err, &ns) {
+			return vmimages.Event{Ev: vmimages.EvError, ID: req.ID, Msg: ns.NotSupported(), Unsupported: true}, nil
+		}
 		if err != nil {
 			return errEv(req.ID, "%s %s: %v", req.Op, req.Action, err), nil
 		}

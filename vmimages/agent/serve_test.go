@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -164,5 +165,38 @@ func TestServeWorkloadOps(t *testing.T) {
 	ev, _ = srv.Handle(`{"id":5,"op":"nope"}`)
 	if !strings.HasSuffix(ev.Msg, "want one of stats, iperf3, sink, poweroff, ping, vsock-send") {
 		t.Errorf("unknown op: %q", ev.Msg)
+	}
+}
+
+// notSupportedErr is a workload's UnsupportedError as the agent sees it.
+type notSupportedErr struct{ why string }
+
+func (e notSupportedErr) Error() string        { return "not supported: " + e.why }
+func (e notSupportedErr) NotSupported() string { return e.why }
+
+// An op whose error says the kernel cannot do it (wrapped or not) gets an
+// error event marked unsupported, its msg the reason alone; other errors
+// are not marked.
+func TestServeUnsupportedOp(t *testing.T) {
+	why := "this kernel has no vsock sockmap support (Linux 6.4+)"
+	srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+		"redirect": func(action string, _ []string) (string, error) {
+			if action == "sockmap" {
+				return "", fmt.Errorf("insert vsock socket: %w", notSupportedErr{why})
+			}
+			return "", errors.New("socat: not found")
+		},
+	}}
+	ev, _ := srv.Handle(`{"id":7,"op":"redirect","action":"sockmap"}`)
+	if ev.Ev != vmimages.EvError || ev.ID != 7 || !ev.Unsupported || ev.Msg != why {
+		t.Errorf("unsupported reply %+v", ev)
+	}
+	b, _ := json.Marshal(ev)
+	if !strings.Contains(string(b), `"unsupported":true`) {
+		t.Errorf("wire form %s lacks unsupported", b)
+	}
+	ev, _ = srv.Handle(`{"id":8,"op":"redirect","action":"socat"}`)
+	if ev.Ev != vmimages.EvError || ev.Unsupported || ev.Msg != "redirect socat: socat: not found" {
+		t.Errorf("plain error reply %+v", ev)
 	}
 }

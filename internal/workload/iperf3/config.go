@@ -86,7 +86,7 @@ func (c *Config) NamePart() (string, []string) {
 // Metrics: the receiver's throughput, the sender's retransmits and its CPU.
 func (Workload) Metrics() []workload.Metric {
 	return []workload.Metric{
-		{Key: "throughput_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true, Description: "iperf3 receiver bits/s, sum over streams"},
+		workload.ThroughputBPS,
 		{Key: "retransmits", Unit: "count", Better: workload.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true},
 	}

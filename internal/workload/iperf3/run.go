@@ -85,7 +85,7 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 		cfg.Omit = 0
 	}
 	if w.Agent != nil {
-		if err := w.Agent.Do(ctx, agentOp, "start"); err != nil {
+		if _, err := w.Agent.Do(ctx, agentOp, "start"); err != nil {
 			return fmt.Errorf("start iperf3 server in the guest: %w", err)
 		}
 	}
@@ -128,7 +128,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if g.w.Agent != nil {
 		// Stop the server; a failure here does not spoil the numbers.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_ = g.w.Agent.Do(sctx, agentOp, "stop")
+		_, _ = g.w.Agent.Do(sctx, agentOp, "stop")
 		cancel()
 	}
 	res, err := perfparse.ParseIperf3(bytes.NewReader(g.out.Bytes()))

@@ -30,9 +30,9 @@ func TestArgvGolden(t *testing.T) {
 // agent records the ops asked of the guest agent.
 type agent struct{ ops []string }
 
-func (a *agent) Do(_ context.Context, op, action string, _ ...string) error {
+func (a *agent) Do(_ context.Context, op, action string, _ ...string) (string, error) {
 	a.ops = append(a.ops, op+" "+action)
-	return nil
+	return "", nil
 }
 
 // Against the recording fake: the guest's server is started and stopped

@@ -262,11 +262,11 @@ func (a *agent) WaitReady(context.Context) error { return nil }
 func (a *agent) Stats(context.Context) (runner.GuestStats, error) {
 	return runner.GuestStats{RxPackets: a.rx.Add(1000)}, nil
 }
-func (a *agent) Do(_ context.Context, op, action string, args ...string) error {
+func (a *agent) Do(_ context.Context, op, action string, args ...string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ops = append(a.ops, op+" "+action+" "+strings.Join(args, " "))
-	return nil
+	return "", nil
 }
 func (a *agent) Sink(context.Context, string) error { return nil }
 func (a *agent) Poweroff(context.Context) error     { return nil }

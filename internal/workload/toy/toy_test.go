@@ -124,7 +124,7 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 	}
 	g.w = w
 	if w.Agent != nil {
-		if err := w.Agent.Do(ctx, "toy-expect", "start", strconv.Itoa(g.cfg.Rate)); err != nil {
+		if _, err := w.Agent.Do(ctx, "toy-expect", "start", strconv.Itoa(g.cfg.Rate)); err != nil {
 			return fmt.Errorf("toy guest: %w", err)
 		}
 	}
