@@ -153,6 +153,11 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	if ps := l("pkt_size"); ps != "" && withSize {
 		parts = append(parts, ps+" B packets")
 	}
+	for _, ck := range contextKeys(gen) {
+		if v, ok := s.Axes["generator."+gen+"."+ck.Key]; ok {
+			parts = append(parts, ck.Format(v))
+		}
+	}
 	parts = append(parts, pinText(s)...)
 	if q := l("qdisc"); q != "" {
 		parts = append(parts, "qdisc "+q)
@@ -167,12 +172,31 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	return strings.Join(parts, ", ")
 }
 
+// contextKeys are the keys the table of workload gen states in its header
+// (workload.Table.Context).
+func contextKeys(gen string) []workload.ContextKey {
+	if w, ok := workload.Lookup(gen); ok {
+		if t, ok := w.(workload.Tabler); ok {
+			return t.Table().Context
+		}
+	}
+	return nil
+}
+
 // described are the axes context states in its own words, or that are
 // rows or columns of the tables.
 func (b *builder) described(k string) bool {
 	switch k {
 	case "backend", "generator", "qdisc", "kernel", b.rowAxis():
 		return true
+	}
+	if rest, ok := strings.CutPrefix(k, "generator."); ok {
+		gen, key, _ := strings.Cut(rest, ".")
+		for _, ck := range contextKeys(gen) {
+			if ck.Key == key {
+				return true
+			}
+		}
 	}
 	if strings.HasPrefix(k, "pin.") || strings.HasPrefix(k, "guest") || isVersusAxis(k) {
 		return true

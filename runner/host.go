@@ -31,7 +31,8 @@ func AllTools() []Tool {
 		Tool{Name: "ip", Package: "iproute2", Version: []string{"ip", "-V"}})
 }
 
-// ToolVersion returns the first line of the tool's version output, or ""
+// ToolVersion returns the line of the tool's version output that starts
+// with "NAME version" (socat's second line), else its first line, or ""
 // when it is missing.
 func ToolVersion(ctx context.Context, ex proc.Executor, t Tool) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -40,8 +41,13 @@ func ToolVersion(ctx context.Context, ex proc.Executor, t Tool) string {
 	if err != nil && len(out) == 0 {
 		return ""
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return strings.TrimSpace(line)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, t.Name+" version ") {
+			return l
+		}
+	}
+	return strings.TrimSpace(lines[0])
 }
 
 func readTrim(path string) string {

@@ -129,6 +129,9 @@ type Table struct {
 	Note func(threads int) string
 	// Notes are further footnotes that define the rows' numbers.
 	Notes func(threads int, seen func(key string) bool) []string
+	// Context lists keys of the workload's section whose values the
+	// table's header states ("64 KiB payload"), in order.
+	Context []ContextKey
 	// Versus, when set, lays the samples out as two variants side by
 	// side instead of one row group per backend: see Versus.
 	Versus *Versus
@@ -155,6 +158,13 @@ type Versus struct {
 	// Change is the header of the change column ("speedup"): the last
 	// column's median over the first's, minus one, in percent.
 	Change string
+}
+
+// ContextKey is a key of a workload's section that its table's header
+// states: Format writes its value ("65536" -> "64 KiB payload").
+type ContextKey struct {
+	Key    string
+	Format func(v string) string
 }
 
 // VersusCol is one column of a Versus table.

@@ -10,6 +10,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/internal/workload/testpmd"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
+	"github.com/vnetbench/vnetbench/internal/workload/vsock"
 )
 
 func init() {
@@ -20,4 +21,5 @@ func init() {
 	workload.Register(iperf3.Workload{})
 	workload.Register(afxdp.Workload{})
 	workload.Register(testpmd.Workload{})
+	workload.Register(vsock.Workload{})
 }
