@@ -195,7 +195,7 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 		return errEv(req.ID, "request without op: want one of %s", s.opNames()), nil
 	}
 	if op, ok := s.Ops[req.Op]; ok {
-		detail, err := op(req.Action, req.Args)
+		detail, err := runOp(op, req.Action, req.Args)
 		var ns notSupported
 		if errors.As(err, &ns) {
 			return vmimages.Event{Ev: vmimages.EvError, ID: req.ID, Msg: ns.NotSupported(), Unsupported: true}, nil
@@ -206,6 +206,17 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID, Msg: detail}, nil
 	}
 	return errEv(req.ID, "unknown op %q: want one of %s", req.Op, s.opNames()), nil
+}
+
+// runOp runs a workload's op; a panic in it is its error, not the end of
+// the agent (PID 1: the guest would power off).
+func runOp(op Op, action string, args []string) (detail string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return op(action, args)
 }
 
 func errEv(id uint64, format string, a ...any) vmimages.Event {

@@ -200,3 +200,22 @@ func TestServeUnsupportedOp(t *testing.T) {
 		t.Errorf("plain error reply %+v", ev)
 	}
 }
+
+// A panic in a workload's op is that request's error: the agent (PID 1 in
+// the guest) keeps serving.
+func TestServeOpPanics(t *testing.T) {
+	srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+		"boom": func(string, []string) (string, error) {
+			var m map[string]int
+			m["x"]++ // nil map write
+			return "", nil
+		},
+	}}
+	ev, _ := srv.Handle(`{"id":9,"op":"boom","action":"start"}`)
+	if ev.Ev != vmimages.EvError || ev.ID != 9 || !strings.Contains(ev.Msg, "boom start: panic: assignment to entry in nil map") {
+		t.Errorf("reply %+v", ev)
+	}
+	if ev, _ := srv.Handle(`{"id":10,"op":"ping"}`); ev.Ev != vmimages.EvReady {
+		t.Errorf("after the panic: %+v", ev)
+	}
+}

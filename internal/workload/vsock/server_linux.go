@@ -63,22 +63,31 @@ func (s *server) run() {
 		return
 	}
 	defer unix.Close(cfd)
+	c, err := countStream(cfd, &s.quit)
+	s.mu.Lock()
+	c.Peer = s.count.Peer
+	s.count = c
+	s.mu.Unlock()
+	if err != nil {
+		s.fail(err)
+	}
+}
+
+// countStream reads fd until EOF, an error or quit, and counts: the first
+// read's bytes apart, then the bytes of every later read, over the time
+// from the end of the first read to the end of the last.
+func countStream(fd int, quit *atomic.Bool) (c serverCount, err error) {
 	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
-	unix.SetsockoptTimeval(cfd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	buf := make([]byte, 256<<10)
-	var c serverCount
 	var t0, t1 time.Time
 	defer func() {
 		if c.Reads > 1 {
 			c.Seconds = t1.Sub(t0).Seconds()
 		}
-		s.mu.Lock()
-		c.Peer = s.count.Peer
-		s.count = c
-		s.mu.Unlock()
 	}()
-	for !s.quit.Load() {
-		n, err := unix.Read(cfd, buf)
+	for !quit.Load() {
+		n, err := unix.Read(fd, buf)
 		switch {
 		case n > 0:
 			now := time.Now()
@@ -90,13 +99,13 @@ func (s *server) run() {
 			}
 			c.Reads++
 		case err == nil: // EOF: the redirector closed
-			return
+			return c, nil
 		case err == unix.EAGAIN || err == unix.EINTR:
 		default:
-			s.fail(fmt.Errorf("vsock server: read: %w", err))
-			return
+			return c, fmt.Errorf("vsock server: read: %w", err)
 		}
 	}
+	return c, nil
 }
 
 // accept waits for the peer's connection (polling, so stop ends it).

@@ -133,9 +133,13 @@ func startSockmap(a guestArgs) (redirector, error) {
 		return nil, err
 	}
 	desc := fmt.Sprintf("the vsock socket connected to %d:%d", a.PeerCID, a.Port)
-	return newSockmapRedirect(ufd, vfd, desc, func(error) error {
+	r, err := newSockmapRedirect(ufd, vfd, desc, func(error) error {
 		return workload.Unsupported("%s", SockmapFeature.Why)
 	})
+	if err != nil {
+		return nil, err // not a nil *sockmapRedirect in a redirector
+	}
+	return r, nil
 }
 
 // dialVsock connects a vsock stream socket to cid:port.

@@ -1,0 +1,162 @@
+package vsock_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/workload"
+	_ "github.com/vnetbench/vnetbench/internal/workload/all"
+	"github.com/vnetbench/vnetbench/internal/workload/vsock"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
+)
+
+const series = `
+name: series
+guest: {vcpus: 2, kernel: {debian: "6.12"}}
+generator:
+  vsock: {redirector: [socat, sockmap], payload: 65536, threads: 1, duration: 5s}
+repetitions: 1
+`
+
+// The scenario decodes with the series' defaults: virtio transport, port
+// 1234, guest CID 3; the redirector is an axis named by its bare value.
+func TestScenario(t *testing.T) {
+	s, err := scenarios.Load("series.yaml", []byte(series))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range s.Expand() {
+		names = append(names, c.Name)
+		cfg := c.Generator.Config.(*vsock.Config)
+		if cfg.Transport != vsock.Virtio || cfg.Port != 1234 || cfg.CID != 3 || cfg.Payload != 65536 || cfg.Duration.Seconds() != 5 {
+			t.Errorf("%s: %+v", c.Name, cfg)
+		}
+		if c.Axes["generator.vsock.redirector"] != cfg.Redirector {
+			t.Errorf("%s: axes %v", c.Name, c.Axes)
+		}
+	}
+	if want := []string{"tap/vsock-t1/socat", "tap/vsock-t1/sockmap"}; !slices.Equal(names, want) {
+		t.Errorf("cells %q, want %q", names, want)
+	}
+}
+
+// Bad input is one line at its file:line:col, saying what to do, and a
+// fault.ErrInput (exit 2): the payload over the unix datagram limit, a
+// reserved CID, a typo.
+func TestScenarioErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"generator: {vsock: {payload: 212961}}\n":     "t.yaml:1:30: generator.vsock.payload: 212961 is above the maximum 212960",
+		"generator: {vsock: {payload: 65536}}\n":      "",
+		"generator: {vsock: {cid: 2}}\n":              "t.yaml:1:26: generator.vsock.cid: 2 is below the minimum 3",
+		"generator: {vsock: {redirector: sockmpa}}\n": `t.yaml:1:33: unknown generator.vsock.redirector "sockmpa"; did you mean sockmap? (allowed: socat, sockmap)`,
+		"generator: {vsock: {duration: 0s}}\n":        "t.yaml:1:31: generator.vsock.duration must be above 0, e.g. 10s",
+		"generator: {vsock: {transport: vhost}}\n":    `t.yaml:1:32: unknown generator.vsock.transport "vhost" (allowed: virtio, loopback)`,
+	} {
+		_, err := scenarios.Load("t.yaml", []byte(src))
+		if want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", src, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", src, err, want)
+		}
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("%q: %v is not bad input (exit 2)", src, err)
+		}
+	}
+	// The limit is the unix datagram limit of the default send buffer.
+	if vsock.MaxPayload != 212992-32 {
+		t.Errorf("MaxPayload %d", vsock.MaxPayload)
+	}
+}
+
+// A CID with transport loopback (no vsock device) is a warning, not used.
+func TestLoopbackIgnoresCID(t *testing.T) {
+	s, err := scenarios.Load("t.yaml", []byte("generator: {vsock: {transport: loopback, cid: 7}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(s.Warnings, "\n"); !strings.Contains(w, "generator.vsock.cid is unused with transport loopback") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+	c := s.Expand()[0]
+	if n := c.Generator.Config.Needs(); n.VsockCID != 0 {
+		t.Errorf("loopback needs a vsock device: %+v", n)
+	}
+}
+
+// What each configuration needs: the guest's modules and vsock device,
+// socat in the image, the guest kernel's vsock sockmap.
+func TestNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		cfg      vsock.Config
+		cid      uint32
+		mods     []string
+		programs []string
+		features int
+	}{
+		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Socat, CID: 5}, 5, vmimages.VsockModules, []string{"socat"}, 0},
+		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Sockmap, CID: 3}, 3, vmimages.VsockModules, nil, 1},
+		{vsock.Config{Transport: vsock.Loopback, Redirector: vsock.Sockmap, CID: 3}, 0, vmimages.VsockLoopbackModules, nil, 1},
+	} {
+		n := tc.cfg.Needs()
+		if n.VsockCID != tc.cid || !slices.Equal(n.GuestModules, tc.mods) || !slices.Equal(n.GuestPrograms, tc.programs) || len(n.GuestFeatures) != tc.features {
+			t.Errorf("%+v: needs %+v", tc.cfg, n)
+		}
+		if tc.features > 0 && n.GuestFeatures[0].Why != "this kernel has no vsock sockmap support (Linux 6.4+)" {
+			t.Errorf("feature %+v", n.GuestFeatures[0])
+		}
+	}
+}
+
+// The plan says what runs where: the server, the redirector (socat's
+// exact command line), the sender, the agent op; the guest gets its
+// vhost-vsock-pci device.
+func TestPlanCommands(t *testing.T) {
+	s, err := scenarios.Load("series.yaml", []byte(series))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range s.Expand() {
+		b.WriteString("== " + c.Name + "\n")
+		for _, l := range runner.Commands(&c) {
+			if strings.HasPrefix(l, "ip ") && !strings.Contains(l, "qemu-system") {
+				continue
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	golden.Check(t, "plan.golden", b.String())
+	if !strings.Contains(b.String(), " -device vhost-vsock-pci,guest-cid=3") {
+		t.Error("no vhost-vsock-pci device in the plan")
+	}
+}
+
+// The table sets socat and sockmap side by side.
+func TestTable(t *testing.T) {
+	w, ok := workload.Lookup("vsock")
+	if !ok {
+		t.Fatal("vsock is not registered")
+	}
+	tab := w.(workload.Tabler).Table()
+	if tab.Versus == nil || tab.Versus.Key != "redirector" || !slices.Equal(tab.Versus.Values, []string{"socat", "sockmap"}) {
+		t.Errorf("versus %+v", tab.Versus)
+	}
+	if tab.Key() == "throughput_bps" {
+		t.Error("the vsock table has iperf3's key: one would hide the other")
+	}
+	rows := tab.Rows(1, func(string) bool { return false })
+	if len(rows) != 2 || rows[0].Key != "throughput_bps" || rows[0].Scale.Format(168.8e6*8) != "169 MB/s" || rows[1].Key != "redirector_cpu_frac" {
+		t.Errorf("rows %+v", rows)
+	}
+}
