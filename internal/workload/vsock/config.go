@@ -153,7 +153,7 @@ func (Workload) Metrics() []workload.Metric {
 // redirector's CPU.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: "throughput_bps", ThreadsKey: "threads", ThreadsNoun: "threads",
-		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%s B",
+		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%sB",
 			Cols: []workload.VersusCol{{Value: Socat, Header: Socat}, {Value: Sockmap, Header: Sockmap}}, Change: "change"},
 		Rows: func(int, func(string) bool) []workload.TableRow {
 			return []workload.TableRow{
