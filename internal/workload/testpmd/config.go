@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/schema"
@@ -100,6 +99,18 @@ func (Workload) Table() workload.Table {
 		"Transmitted = testpmd's TX-packets (Forward statistics, all ports) / its forwarding time, from writing `start` to writing `stop`")
 }
 
+// CPUSet is the CPUs testpmd's lcores run on: pin.generator, else every
+// CPU of this machine.
+func (c *Config) CPUSet() string {
+	cpus := c.pin
+	if cpus == nil {
+		for i := range runtime.NumCPU() {
+			cpus = append(cpus, i)
+		}
+	}
+	return schema.FormatCPUs(cpus)
+}
+
 // Memory is testpmd's -m (MiB, from malloc: --no-huge) and Mbufs its
 // --total-num-mbufs: enough for the ports' rings, small enough for 2 CPUs.
 const (
@@ -109,21 +120,13 @@ const (
 
 // Args is testpmd's argv for dev, sending from the tap's ports to the
 // guest (peerMAC, src -> dst), with EAL runtime files under prefix and
-// the lcores on cpus (nil = the CPUs 0..runtime.NumCPU()-1).
-func Args(c Config, dev, peerMAC, src, dst, prefix string, cpus []int) []string {
-	if cpus == nil {
-		for i := range runtime.NumCPU() {
-			cpus = append(cpus, i)
-		}
-	}
-	var cs []string
-	for _, x := range cpus {
-		cs = append(cs, strconv.Itoa(x))
-	}
+// the lcores floating over cpuset (a CPU list such as "0-1"; see
+// CPUSet).
+func Args(c Config, dev, peerMAC, src, dst, prefix, cpuset string) []string {
 	a := []string{"dpdk-testpmd", "--no-huge", "-m", strconv.Itoa(Memory), "--no-pci", "--no-shconf", "--file-prefix", prefix,
 		// the main lcore (idle at the prompt) and one forwarding lcore
 		// per port, on the CPUs given
-		"--lcores", fmt.Sprintf("(0-%d)@(%s)", c.Threads, strings.Join(cs, ","))}
+		"--lcores", fmt.Sprintf("(0-%d)@(%s)", c.Threads, cpuset)}
 	for i := range c.Threads {
 		v := fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=%d,queue_count=1", i, dev, c.FirstQueue+i)
 		if c.Mode != afxdp.ModeZeroCopy {

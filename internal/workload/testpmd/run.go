@@ -54,7 +54,11 @@ func (c *Config) Needs() workload.Needs {
 }
 
 func (c *Config) Commands(p workload.PlanEnv) []string {
-	cmd := proc.Cmd{Argv: Args(*c, p.Dev, p.DstMAC, p.Src, p.Dst, "vnb-PID-N", c.pin), Netns: p.Netns}.String()
+	cpus := "HOST_CPUS" // every CPU of the host that runs it
+	if c.pin != nil {
+		cpus = c.CPUSet()
+	}
+	cmd := proc.Cmd{Argv: Args(*c, p.Dev, p.DstMAC, p.Src, p.Dst, "vnb-PID-N", cpus), Netns: p.Netns}.String()
 	return []string{cmd, "# then on its stdin: start, show port stats all; after " + c.Duration.String() + ": show port stats all, stop, quit"}
 }
 
@@ -157,7 +161,7 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 		return fmt.Errorf("testpmd: %w", err)
 	}
 	g.stdin = wr
-	cmd := proc.Cmd{Argv: Args(g.cfg, w.Dev, w.DstMAC, w.Src, w.Dst, g.prefix, g.cfg.pin), Netns: w.Netns,
+	cmd := proc.Cmd{Argv: Args(g.cfg, w.Dev, w.DstMAC, w.Src, w.Dst, g.prefix, g.cfg.CPUSet()), Netns: w.Netns,
 		Stdin: r, Stdout: g.out, Stderr: g.out}
 	// The read end stays open here until testpmd has exited: a command
 	// written after an early exit fills the pipe instead of failing (the

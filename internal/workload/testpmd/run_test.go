@@ -37,8 +37,8 @@ func nsPrefix() string { return fmt.Sprintf("vnbwpmd-%d-", os.Getpid()) }
 func TestArgvGolden(t *testing.T) {
 	var b strings.Builder
 	line := func(argv []string) { b.WriteString(proc.Quote(argv) + "\n") }
-	line(Args(Config{PktSize: 64, Mode: "copy", Threads: 1}, "vnbt0", "52:54:00:12:34:56", "10.0.0.1", "10.0.0.2", "vnb-1-1", []int{0, 1}))
-	line(Args(Config{PktSize: 1024, Mode: "zerocopy", Threads: 2, FirstQueue: 1}, "vnbt0", "52:54:00:12:34:56", "10.0.0.1", "10.0.0.2", "vnb-1-2", []int{1}))
+	line(Args(Config{PktSize: 64, Mode: "copy", Threads: 1}, "vnbt0", "52:54:00:12:34:56", "10.0.0.1", "10.0.0.2", "vnb-1-1", "0-1"))
+	line(Args(Config{PktSize: 1024, Mode: "zerocopy", Threads: 2, FirstQueue: 1}, "vnbt0", "52:54:00:12:34:56", "10.0.0.1", "10.0.0.2", "vnb-1-2", "1"))
 	golden.Check(t, "argv.golden", b.String())
 }
 
