@@ -84,6 +84,9 @@ func probeFeature() workload.Probe {
 	return workload.Probe{Detail: c.String(), Why: "AF_XDP Tx on a tap does not work on this kernel: " + c.String()}
 }
 
+// probe is afxdp.Probe (tests replace it, and reset capMu).
+var probe = xdp.Probe
+
 var capMu struct {
 	sync.Mutex
 	done bool
@@ -100,7 +103,7 @@ func Capability() (xdp.Capability, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := xdp.Probe(ctx)
+	c, err := probe(ctx)
 	if err != nil {
 		return c, err
 	}
