@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,8 +54,15 @@ func SeriesTable(sender, transmitted string) workload.Table {
 			if seen("rx_pps") {
 				notes = append(notes, "Received = packets the guest's sink counted (xdp-drop: its XDP program, testpmd rxonly's role) / the window: from the generator's start to its end, on the harness's clock")
 			}
-			if seen("cpu_per_pkt."+sender) || seen("cpu_per_pkt.vhost") {
-				notes = append(notes, fmt.Sprintf("CPU/pkt = perf stat task-clock over the window of the %s threads (total over them) and of the vhost-net worker thread / packets transmitted, ns per packet", sender))
+			var whose []string
+			if seen("cpu_per_pkt." + sender) {
+				whose = append(whose, "of the "+sender+" threads (total over them)")
+			}
+			if seen("cpu_per_pkt.vhost") {
+				whose = append(whose, "of the vhost-net worker thread")
+			}
+			if len(whose) > 0 {
+				notes = append(notes, "CPU/pkt = perf stat task-clock over the window "+strings.Join(whose, ", and ")+" / packets transmitted, per packet")
 			}
 			return notes
 		},
