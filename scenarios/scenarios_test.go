@@ -93,7 +93,7 @@ func names(cells []Cell) []string {
 func TestBuiltins(t *testing.T) {
 	want := map[string]int{ // cells per kernel
 		"quickstart": 2, "thread-pktgen": 2, "thread-pktgen-mq": 2, "thread-pktgen-vhost-pin0": 4,
-		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 2,
+		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 2, "afxdp-tun": 12, "lab-afxdp-tun": 12,
 	}
 	bs := Builtins()
 	if len(bs) != len(want) {
