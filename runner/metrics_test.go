@@ -135,3 +135,28 @@ func TestCPUPerPacket(t *testing.T) {
 		t.Errorf("cpu_per_pkt.vhost is %+v", m)
 	}
 }
+
+// A workload with a clock of its own (pktgen) gives lost_pps over that
+// clock, which replaces the window's; the packet counts, not the rates of
+// two intervals, are checked against the tap.
+func TestFillMetricsOneClock(t *testing.T) {
+	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}
+	before := Counters{Tap: hostnet.LinkStats{TxPackets: 10, TxDropped: 100}}
+	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 5000, TxDropped: 100 + 261164}}
+	res := &workload.Result{Packets: 5000, Metrics: map[string]float64{"tx_pps": 5000 / 1.176148, "lost_pps": 261164 / 1.176148, "tx_run_s": 1.176148}}
+	s := &results.Sample{Metrics: map[string]float64{}}
+	fillMetrics(s, c, res, before, after, 2700*time.Millisecond)
+	if got := s.Metrics["lost_pps"]; got != 261164/1.176148 {
+		t.Errorf("lost_pps %.0f, want the workload's %.0f (not the window's %.0f)", got, 261164/1.176148, 261164/2.7)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %q: the tap carried all 5000 packets", s.Warnings)
+	}
+	// The tap carried a tenth of what pktgen counted: warn, with counts.
+	after.Tap.TxPackets = 10 + 500
+	s = &results.Sample{Metrics: map[string]float64{}}
+	fillMetrics(s, c, res, before, after, 2700*time.Millisecond)
+	if len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "pktgen sent 5000 packets but the tap's tx_packets grew by 500 (") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+}

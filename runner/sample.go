@@ -444,8 +444,19 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 	}
 	// A generator that counts its own packets is checked against the tap:
 	// what the tap passed on, or for a generator whose count includes
-	// the tap's drops (Result.CountsDrops) what it was offered.
-	if tx, ok := m["tx_pps"]; ok {
+	// the tap's drops (Result.CountsDrops) what it was offered. With a
+	// packet count (Result.Packets) the counts are compared: its rate may
+	// have another interval than the window (pktgen's own clock).
+	if tap, ok := m["tx_packets"]; ok && res.Packets > 0 && !res.CountsDrops {
+		if r := tap / float64(res.Packets); tap > 0 && (r < 0.8 || r > 1.2) {
+			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
+			if qd := m["qdisc_drop_pps"]; qd > 0 {
+				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
+			}
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s sent %d packets but the tap's tx_packets grew by %.0f (%s)",
+				c.Generator.Kind, res.Packets, tap, dropped))
+		}
+	} else if tx, ok := m["tx_pps"]; ok {
 		tap := m["tap_tx_pps"]
 		if res.CountsDrops {
 			tap += m["lost_pps"]

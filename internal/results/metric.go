@@ -29,7 +29,7 @@ type Metric = workload.Metric
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
 var Metrics = map[string]Metric{
 	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true},
-	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "tap tx_dropped delta / window"},
+	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
 	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
 	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
 	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: Neutral, Description: "packets transmitted in the window", Diagnostic: true},

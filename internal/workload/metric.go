@@ -65,11 +65,15 @@ var ThroughputBPS = Metric{Key: "throughput_bps", Unit: "bit/s", Better: HigherI
 // (pktgen, trafgen, AF_XDP Tx, ...).
 var (
 	TxPPS = Metric{Key: "tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true,
-		Description: "transmitted packets/s, total over generator threads (pktgen Result)"}
+		Description: "transmitted packets/s, total: all generator threads' packets over the generator's own run time (tx_run_s; pktgen: its longest thread's), the interval lost_pps uses too"}
 	TxPPSThread = Metric{Key: "tx_pps_thread", Unit: "pps", Better: HigherIsBetter, Rate: true,
-		Description: "transmitted packets/s of one generator thread"}
+		Description: "transmitted packets/s of one generator thread, over its own run time"}
 	LostPPSThread = Metric{Key: "lost_pps_thread", Unit: "pps", Better: LowerIsBetter, Rate: true,
-		Description: "pktgen errors/s of one thread: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"}
+		Description: "pktgen errors/s of one thread over its own run time: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"}
+	// TxRunS is the interval tx_pps and lost_pps share when the generator
+	// has a clock of its own: a table whose runs have it says so.
+	TxRunS = Metric{Key: "tx_run_s", Unit: "s", Better: Neutral,
+		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true}
 )
 
 // Metrics lists the metrics of every registered workload, once per key,
@@ -241,16 +245,28 @@ var PacketTable = Table{
 		}
 		return rows
 	},
-	Note: func(threads int) string {
+	Note: func(threads int) string { return "" },
+	Notes: func(threads int, seen func(string) bool) []string {
+		var notes []string
+		// Transmitted and Lost share one interval: the generator's own
+		// run time where it has one (tx_run_s), else the window.
+		drops, interval := "the tap's tx_dropped", "per second of the measurement window"
+		if seen("tx_run_s") {
+			drops = "the tap's tx_dropped, read just before pktgen's start and just after its end"
+			interval = "per second of pktgen's own run time"
+			if threads > 1 {
+				interval += " (its longest thread's)"
+			}
+		}
 		if threads > 1 {
-			return "total = sum over threads, per thread = mean of the threads"
+			notes = append(notes, "Tx total = all threads' packets, Lost total = packets dropped ("+drops+"), both "+interval+
+				"; per thread = the mean over threads of each thread's packets (Tx) or errors (Lost) per second of its own run time")
+		} else {
+			notes = append(notes, "Transmitted = packets sent, Lost = packets dropped ("+drops+"), both "+interval)
 		}
-		return ""
-	},
-	Notes: func(_ int, seen func(string) bool) []string {
 		if seen("qdisc_drop_pps") {
-			return []string{"Lost = dropped at the tap (tx_dropped); Qdisc drops = dropped by the tap's root qdisc, never reached the tap"}
+			notes = append(notes, "Qdisc drops = dropped by the tap's root qdisc over the measurement window: packets that never reached the tap, not in Lost")
 		}
-		return nil
+		return notes
 	},
 }

@@ -148,6 +148,10 @@ type Result struct {
 	Threads []Thread
 	// Elapsed is the traffic time as the generator saw it.
 	Elapsed time.Duration
+	// Packets is how many packets the generator transmitted (0 =
+	// unknown): the runner checks it against the tap's tx_packets and
+	// divides the perf targets' CPU time by it (cpu_per_pkt.<target>).
+	Packets uint64
 	// BusyFrac is the share of the window the generator's threads were
 	// on a CPU, per thread (1 = always); 0 or less = unknown.
 	BusyFrac float64

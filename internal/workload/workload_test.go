@@ -2,6 +2,7 @@ package workload
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -113,7 +114,19 @@ func TestPacketTable(t *testing.T) {
 	if got := labels(4, true); !slices.Equal(got, []string{"Tx total", "Tx per thread", "Lost total", "Lost per thread", "Qdisc drops total"}) {
 		t.Errorf("4 threads with qdisc drops: %v", got)
 	}
-	if PacketTable.Note(1) != "" || PacketTable.Note(4) == "" {
-		t.Error("threads note")
+	// The footnotes say which interval Transmitted and Lost share, and
+	// never call Lost total a sum over threads.
+	notes := func(threads int, seen ...string) string {
+		return strings.Join(PacketTable.Notes(threads, func(k string) bool { return slices.Contains(seen, k) }), "\n")
+	}
+	if n := notes(1, "tx_run_s"); !strings.Contains(n, "both per second of pktgen's own run time") || strings.Contains(n, "window") {
+		t.Errorf("1 thread, pktgen's clock: %q", n)
+	}
+	if n := notes(4); !strings.Contains(n, "both per second of the measurement window") || strings.Contains(n, "sum") {
+		t.Errorf("4 threads, window: %q", n)
+	}
+	if n := notes(4, "tx_run_s", "qdisc_drop_pps"); !strings.Contains(n, "Lost total = packets dropped") || !strings.Contains(n, "(its longest thread's)") ||
+		!strings.Contains(n, "per thread = the mean over threads") || !strings.Contains(n, "Qdisc drops = ") {
+		t.Errorf("4 threads, pktgen's clock, qdisc drops: %q", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,6 +82,24 @@ type Result struct {
 	Stopped bool
 	// Elapsed is the wall time from start to stop.
 	Elapsed time.Duration
+	// TxDropped is the device's tx_dropped growth from just before the
+	// `start` write to just after it returned (the threads' whole run and
+	// nothing else), when TxDroppedOK; script mode brackets the script.
+	TxDropped   uint64
+	TxDroppedOK bool
+}
+
+// RunTime is pktgen's own clock of the run: the longest run time of a
+// thread that ran (its Result usec). The threads start together, so it
+// spans the whole run; 0 when no thread has a Result.
+func (r *Result) RunTime() time.Duration {
+	var us uint64
+	for _, t := range r.Threads {
+		if t.OK {
+			us = max(us, t.Usec)
+		}
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // PPS is the sum of the threads' packets per second.
@@ -205,6 +224,17 @@ func (d *Driver) Check(dev string) error {
 	return nil
 }
 
+// TxDropped reads dev's tx_dropped counter (SysNet/DEV/statistics);
+// ok is false when it cannot.
+func (d *Driver) TxDropped(dev string) (uint64, bool) {
+	b, err := os.ReadFile(filepath.Join(d.sysNet(), dev, "statistics", "tx_dropped"))
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return v, err == nil
+}
+
 // Reset writes `reset` to pgctrl: stops every thread and removes every
 // device. Safe to call more than once (for undo stacks).
 func (d *Driver) Reset() error { return d.write("pgctrl", "reset") }
@@ -221,6 +251,10 @@ type Session struct {
 	stopErr  error
 	deadline *time.Timer
 	expired  chan struct{}
+	// dropped is the tap's tx_dropped growth over the start write
+	// (written before done is closed).
+	dropped   uint64
+	droppedOK bool
 }
 
 // Start checks pktgen and the device, writes the configuration and starts
@@ -248,7 +282,14 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 	s := &Session{d: d, plan: p, done: make(chan struct{}), expired: make(chan struct{})}
 	s.started = time.Now()
 	go func() {
+		// The tap's drops are read right around the blocking start write:
+		// Lost then covers the threads' run, the interval of their pps.
+		before, okb := d.TxDropped(p.Config.Dev)
 		s.startErr = d.write(p.Start.File, p.Start.Cmd)
+		after, oka := d.TxDropped(p.Config.Dev)
+		if okb && oka && after >= before {
+			s.dropped, s.droppedOK = after-before, true
+		}
 		close(s.done)
 	}()
 	if p.Config.Duration > 0 {
@@ -314,6 +355,11 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 	default:
 	}
 	res := &Result{Stopped: s.stopped, Elapsed: elapsed}
+	select {
+	case <-s.done:
+		res.TxDropped, res.TxDroppedOK = s.dropped, s.droppedOK
+	default:
+	}
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, nil)
 	errs = append(errs, rerrs...)

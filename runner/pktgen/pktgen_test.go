@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -95,6 +96,8 @@ type fakePktgen struct {
 	log     []string
 	stopped chan struct{}
 	devs    []string
+	// dropsDuringRun is added to the tap's tx_dropped by the start write.
+	dropsDuringRun uint64
 }
 
 func newFake(t *testing.T, carrier string) *fakePktgen {
@@ -128,6 +131,14 @@ func (f *fakePktgen) write(path string, data []byte) error {
 		f.devs = append(f.devs, dev)
 		return os.WriteFile(filepath.Join(f.dir, dev), []byte("Result: Idle\n"), 0o644)
 	case file == "pgctrl" && cmd == "start":
+		if f.dropsDuringRun > 0 {
+			// The tap drops while pktgen runs: tx_dropped grows between
+			// the start write and its return.
+			p := filepath.Join(f.sys, "vnbt0", "statistics", "tx_dropped")
+			b, _ := os.ReadFile(p)
+			n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			os.WriteFile(p, []byte(strconv.FormatUint(n+f.dropsDuringRun, 10)+"\n"), 0o644)
+		}
 		if f.block {
 			<-f.stopped
 		}
@@ -368,5 +379,33 @@ func TestInNetnsWrapsEveryWrite(t *testing.T) {
 		if !slices.Contains(log, want) {
 			t.Errorf("no %q write:\n%s", want, strings.Join(log, "\n"))
 		}
+	}
+}
+
+// The tap's drops are read right before the start write and right after
+// it returns, so Lost covers pktgen's run and nothing else (not the setup
+// writes, not the Result reads); RunTime is pktgen's own clock of the run.
+func TestRunTxDroppedBracket(t *testing.T) {
+	f := newFake(t, "1")
+	f.result = fixture(t, "pktgen-tap0-L1-with-L2-vhost-off.txt")
+	f.dropsDuringRun = 2537342
+	os.MkdirAll(filepath.Join(f.sys, "vnbt0", "statistics"), 0o755)
+	os.WriteFile(filepath.Join(f.sys, "vnbt0", "statistics", "tx_dropped"), []byte("1000\n"), 0o644)
+	res, err := f.driver().Run(t.Context(), Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 2, Count: 100000, DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TxDroppedOK || res.TxDropped != 2537342 {
+		t.Errorf("tx_dropped over the run: %d (ok %v), want 2537342", res.TxDropped, res.TxDroppedOK)
+	}
+	if rt := res.RunTime(); rt != 13160661*time.Microsecond {
+		t.Errorf("run time %v, want pktgen's 13.160661s", rt)
+	}
+	// No statistics (a device without them): not ok, not zero.
+	g := newFake(t, "1")
+	g.result = f.result
+	res, err = g.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000, DstMAC: "52:54:00:12:34:56"})
+	if err != nil || res.TxDroppedOK {
+		t.Errorf("no statistics: ok %v, err %v", res.TxDroppedOK, err)
 	}
 }

@@ -151,6 +151,9 @@ type ScriptRun struct {
 	start   time.Time
 	timer   *time.Timer
 	expired chan struct{}
+	// drops0 is the tap's tx_dropped before the script started.
+	drops0   uint64
+	drops0OK bool
 }
 
 // StartScript checks the script and the device and starts the script with
@@ -168,6 +171,9 @@ func (d *Driver) StartScript(ctx context.Context, exec proc.Executor, c ScriptCo
 	}
 	s := &ScriptRun{d: d, plan: p, out: &bytes.Buffer{}, expired: make(chan struct{})}
 	cmd.Stdout = s.out
+	// The script writes pgctrl start itself: its drops are read around
+	// the whole script (its setup writes drop nothing).
+	s.drops0, s.drops0OK = d.TxDropped(p.Config.Dev)
 	s.start = time.Now()
 	if s.pr, err = exec.Start(ctx, cmd); err != nil {
 		return nil, err
@@ -205,6 +211,9 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 	res.Elapsed = time.Since(s.start)
 	if werr := s.pr.Wait(); werr != nil && !res.Stopped {
 		errs = append(errs, fmt.Errorf("pktgen script: %w", werr))
+	}
+	if d1, ok := s.d.TxDropped(s.plan.Config.Dev); ok && s.drops0OK && d1 >= s.drops0 {
+		res.TxDropped, res.TxDroppedOK = d1-s.drops0, true
 	}
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, ParseScriptOutput(s.out.String()))

@@ -285,7 +285,7 @@ func (p *Config) CheckCPUs(h *workload.HostCheck) error {
 // Metrics: the packet generators' tx_pps (the sum of the threads'
 // Result pps), per thread with its loss, and pktgen's errors.
 func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread,
+	return []workload.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread, workload.TxRunS,
 		{Key: "pktgen_errors", Unit: "count", Better: workload.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
 }
 

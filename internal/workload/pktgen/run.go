@@ -279,13 +279,25 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, "pktgen-script.log"))
 		}
 	}
-	var pkts, errs uint64
-	var pps float64
 	for _, tr := range res.Threads {
 		name := "pktgen-" + strings.ReplaceAll(tr.Device, "@", "-") + ".txt"
 		if tr.Raw != "" && os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {
 			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
 		}
+	}
+	addResult(r, res)
+	return r, err
+}
+
+// addResult puts pktgen's Result into r: per thread its own pps and loss
+// (errors over its own run time), and the totals over one clock for
+// Transmitted and Lost: pktgen's own run time (its longest thread's; the
+// threads start together), for all threads' packets and for the tap's
+// drops, read just before the start write and just after it returned.
+func addResult(r *workload.Result, res *pg.Result) {
+	var pkts, errs uint64
+	var pps float64
+	for _, tr := range res.Threads {
 		pkts += tr.Packets
 		pps += tr.PPS
 		errs += tr.Errors
@@ -305,9 +317,20 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d sent no packets", tr.Thread))
 		}
 	}
+	r.Packets = pkts
+	r.Metrics = map[string]float64{"pktgen_errors": float64(errs)}
+	if run := res.RunTime(); run > 0 {
+		r.Metrics["tx_run_s"] = run.Seconds()
+		r.Metrics["tx_pps"] = float64(pkts) / run.Seconds()
+		if res.TxDroppedOK {
+			r.Metrics["lost_pps"] = float64(res.TxDropped) / run.Seconds()
+		}
+		return
+	}
+	// No Result with a run time: pktgen's pps (0) or the packets over the
+	// wall time; Lost stays the runner's (over the window).
 	if pps == 0 && pkts > 0 && res.Elapsed > 0 {
 		pps = float64(pkts) / res.Elapsed.Seconds()
 	}
-	r.Metrics = map[string]float64{"tx_pps": pps, "pktgen_errors": float64(errs)}
-	return r, err
+	r.Metrics["tx_pps"] = pps
 }

@@ -2,6 +2,7 @@ package pktgen
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	pg "github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -48,7 +50,10 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Metrics["tx_pps"] != 155742 || res.Metrics["pktgen_errors"] != 0 || len(res.Threads) != 1 || res.Threads[0].TxPPS != 155742 {
+	// tx_pps: the packets over pktgen's own run time (642086 usec);
+	// per thread, pktgen's own (integer) pps.
+	if !near(res.Metrics["tx_pps"], 100000/0.642086) || res.Metrics["tx_run_s"] != 0.642086 || res.Packets != 100000 ||
+		res.Metrics["pktgen_errors"] != 0 || len(res.Threads) != 1 || res.Threads[0].TxPPS != 155742 {
 		t.Errorf("result %+v", res)
 	}
 	// Every write from inside the netns (pgctrl acts on the writer's
@@ -113,7 +118,7 @@ sleep 30
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Threads) != 2 || res.Metrics["tx_pps"] != 2*155742 || res.Threads[1].I != 1 {
+	if len(res.Threads) != 2 || !near(res.Metrics["tx_pps"], 200000/0.642086) || res.Threads[1].I != 1 {
 		t.Errorf("result %+v", res)
 	}
 	// Each thread's loss is its errors per second of its own run time.
@@ -167,3 +172,44 @@ func TestBurstWrittenAsGiven(t *testing.T) {
 		}
 	}
 }
+
+// One clock for Transmitted and Lost (the lab case of the netdev thread
+// review): pktgen sent 5000 packets in 1.176148 s (4251 pps by its own
+// count) while the tap dropped 261164; both rates are over pktgen's run
+// time, so Lost is 222 kpps, not the 97.7 kpps a 2.7 s harness window
+// made of it. Per thread: pktgen's own pps and errors over its own time.
+func TestAddResultOneClock(t *testing.T) {
+	th := func(i int, usec, pkts, errs uint64) pg.ThreadResult {
+		return pg.ThreadResult{Thread: i, OK: true, Usec: usec, Packets: pkts, PPS: float64(pkts * 1000000 / usec), Errors: errs}
+	}
+	r := &workload.Result{}
+	addResult(r, &pg.Result{Threads: []pg.ThreadResult{th(0, 1176148, 5000, 261164)}, Elapsed: 2700 * time.Millisecond,
+		TxDropped: 261164, TxDroppedOK: true})
+	if got, want := r.Metrics["lost_pps"], 261164/1.176148; !near(got, want) {
+		t.Errorf("lost_pps %.0f, want %.0f (tap drops over pktgen's run time)", got, want)
+	}
+	if got, want := r.Metrics["tx_pps"], 5000/1.176148; !near(got, want) || r.Metrics["tx_run_s"] != 1.176148 {
+		t.Errorf("tx_pps %.1f over %vs, want %.1f", got, r.Metrics["tx_run_s"], want)
+	}
+	// Four threads on one queue end at different times: the totals are
+	// all packets (and all drops) over the longest thread's run; per
+	// thread, each over its own.
+	r = &workload.Result{}
+	addResult(r, &pg.Result{Threads: []pg.ThreadResult{th(0, 2000000, 1000, 40), th(1, 1000000, 1000, 20), th(2, 1500000, 1000, 0), th(3, 2000000, 1000, 10)},
+		TxDropped: 70, TxDroppedOK: true})
+	if r.Metrics["tx_pps"] != 2000 || r.Metrics["lost_pps"] != 35 || r.Packets != 4000 {
+		t.Errorf("totals: tx %v lost %v packets %d, want 2000, 35, 4000", r.Metrics["tx_pps"], r.Metrics["lost_pps"], r.Packets)
+	}
+	if r.Threads[1].TxPPS != 1000 || *r.Threads[1].LostPPS != 20 || *r.Threads[0].LostPPS != 20 {
+		t.Errorf("thread 1: %v pps, lost %v; thread 0 lost %v", r.Threads[1].TxPPS, *r.Threads[1].LostPPS, *r.Threads[0].LostPPS)
+	}
+	// Without the tap's drops the runner's (window) Lost stays: no
+	// lost_pps from the workload.
+	r = &workload.Result{}
+	addResult(r, &pg.Result{Threads: []pg.ThreadResult{th(0, 1000000, 10, 0)}})
+	if _, ok := r.Metrics["lost_pps"]; ok {
+		t.Errorf("lost_pps without tx_dropped: %v", r.Metrics)
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }

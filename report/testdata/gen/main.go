@@ -86,7 +86,8 @@ func generate(out string) {
 					Start:   t0.Add(time.Duration(rep*4+len(c.name)) * time.Minute),
 					WindowS: math.Round(window*1000) / 1000,
 					Metrics: map[string]float64{"tx_pps": tx, "lost_pps": lost, "rx_pps": noisy(tx*0.999, 0.001),
-						"tap_tx_pps": noisy(tx, 0.001), "pktgen_errors": math.Round(lost * window)},
+						"tap_tx_pps": noisy(tx, 0.001), "pktgen_errors": math.Round(lost * window),
+						"tx_run_s": math.Round(window*1e6) / 1e6}, // pktgen's clock, Transmitted's and Lost's interval
 					Labels: map[string]string{"generator": "pktgen", "count": "10000000", "threads": fmt.Sprint(c.threads),
 						"pkt_size": "60", "pin": "vhost:0", "qdisc": "fq_codel", "guest": "Debian 12 VM"},
 					Artifacts: []string{fmt.Sprintf("artifacts/%s/%s/%d/pktgen.txt", k, c.name, rep)},
