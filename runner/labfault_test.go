@@ -73,7 +73,9 @@ timeouts: {boot: 1m, traffic: 1m}
 		t.Errorf("unexpected VM %s", name)
 		return nil
 	}}
-	o := Options{Dir: run, Scenario: "labfault", Seed: 1, LockPath: filepath.Join(dir, "lock"), Exec: ex, Accel: qemu.TCG}
+	var prog []Progress
+	o := Options{Dir: run, Scenario: "labfault", Seed: 1, LockPath: filepath.Join(dir, "lock"), Exec: ex, Accel: qemu.TCG,
+		Progress: func(p Progress) { prog = append(prog, p) }}
 	start := time.Now()
 	sum, err := RunLab(t.Context(), cells, o, LabInner{Scenario: "labfault.yaml", Binary: bin, Labels: []string{"a", "b"}})
 	var le *LabError
@@ -108,6 +110,22 @@ timeouts: {boot: 1m, traffic: 1m}
 			f.Labels["phase"] != "lab run" || len(f.Artifacts) != 1 || f.Artifacts[0] != "lab/a/console.log" {
 			t.Errorf("failed sample %+v", f)
 		}
+	}
+	// One progress step per sample: a's two failed (with the lab's
+	// error), then b's two measured.
+	var steps []string
+	for _, p := range prog[1:] {
+		switch {
+		case p.Failed != nil:
+			steps = append(steps, fmt.Sprintf("%d %s failed", p.Done, p.Kernel))
+		case p.Sample != nil:
+			steps = append(steps, fmt.Sprintf("%d %s", p.Done, p.Kernel))
+		default:
+			steps = append(steps, fmt.Sprintf("%d %s ?", p.Done, p.Cell))
+		}
+	}
+	if got := strings.Join(steps, ", "); got != "1 a failed, 2 a failed, 3 b, 4 b" {
+		t.Errorf("progress %s", got)
 	}
 	for _, p := range ex.Procs() {
 		select {

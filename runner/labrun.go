@@ -186,13 +186,15 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 			// deadline, the run inside failed): its unfinished cells
 			// are recorded as failed, the other kernels still run.
 			labLogf(o, "kernel %s: %v", label, lerr)
-			nf, ferr := recordLabFailure(w, o.Dir, label, lc, lerr)
-			done += nf
+			recorded, ferr := recordLabFailure(w, o.Dir, label, lc, lerr)
+			for _, c := range recorded { // each a step of the progress, failed
+				done++
+				labProgress(o, Progress{Done: done, Total: total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
+			}
 			if ferr != nil {
 				return sum, errors.Join(lerr, ferr)
 			}
 			failed = append(failed, lerr)
-			labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
 		}
 	}
 	if env, err := results.ReadEnv(o.Dir); err == nil {
@@ -261,14 +263,14 @@ func kernelFailed(err error) bool {
 
 // recordLabFailure appends a failed sample for every cell of label that
 // the run does not hold yet: the lab's error (with its console tail) in
-// Error, the lab console among its artifacts. It returns how many.
-func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Cell, lerr error) (int, error) {
+// Error, the lab console among its artifacts. It returns those cells.
+func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Cell, lerr error) ([]scenarios.Cell, error) {
 	run := ""
 	if env, err := results.ReadEnv(dir); err == nil {
 		run = env.Run
 	}
 	console := results.LabConsole(label)
-	n := 0
+	var out []scenarios.Cell
 	for i := range cells {
 		c := &cells[i]
 		if w.Done(c.Name, label, c.Rep) {
@@ -284,11 +286,11 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 			s.Artifacts = []string{console}
 		}
 		if err := w.Append(s); err != nil {
-			return n, err
+			return out, err
 		}
-		n++
+		out = append(out, *c)
 	}
-	return n, nil
+	return out, nil
 }
 
 // labOrder groups cells by kernel label, labels in the order of first (the
