@@ -328,3 +328,114 @@ func (b *builder) groupCells(keep func(*results.Sample) bool, without ...string)
 	}
 	return groups, order
 }
+
+// rowGroup is one thread-style table's cells: sig is the axes its rows
+// share (the cells' axes without the row axis), full the cell that has
+// all of them.
+type rowGroup struct {
+	key   string // sig as a stable string (the table's title)
+	sig   map[string]string
+	full  string
+	cells []string
+	first int // earliest appearance of a member cell
+}
+
+// groupRows groups the cells whose samples pass keep into thread-style
+// tables: one per combination of the axes other than the row axis, where
+// an axis a cell lacks does not split it from the others. A plain TAP
+// cell has no pin.vhost (it has no vhost worker), so it joins the
+// TAP+vhost-net cells of every pin.vhost value as their TAP row; a sample
+// that lacks an axis others have (an older run, a benchfmt file) joins
+// the groups it agrees with on the axes it has. Tables come in order of
+// their cells' first appearance; rows (cells) in backend order, TAP
+// first, when the backend is the row axis.
+func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowGroup {
+	type cand struct {
+		cell string
+		axes map[string]string
+		at   int
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	for i := range b.set.Samples {
+		s := &b.set.Samples[i]
+		if seen[s.Cell] || !keep(s) {
+			continue
+		}
+		seen[s.Cell] = true
+		axes := map[string]string{}
+		for k, v := range s.Axes {
+			if k != row {
+				axes[k] = v
+			}
+		}
+		if len(s.Axes) == 0 {
+			axes["cell"] = s.Cell // no axes (benchfmt without key=value parts): its own table
+		}
+		cands = append(cands, cand{s.Cell, axes, len(cands)})
+	}
+	// Cells with more axes first: they define the tables; cells that lack
+	// some join every table they agree with.
+	order := slices.Clone(cands)
+	slices.SortStableFunc(order, func(a, b cand) int { return len(b.axes) - len(a.axes) })
+	var groups []*rowGroup
+	for _, c := range order {
+		joined := false
+		for _, g := range groups {
+			if subsetOf(c.axes, g.sig) {
+				g.cells = append(g.cells, c.cell)
+				g.first = min(g.first, c.at)
+				joined = true
+			}
+		}
+		if !joined {
+			groups = append(groups, &rowGroup{key: axesString(c.axes), sig: c.axes, full: c.cell, cells: []string{c.cell}, first: c.at})
+		}
+	}
+	at := map[string]int{}
+	for _, c := range cands {
+		at[c.cell] = c.at
+	}
+	for _, g := range groups {
+		slices.SortStableFunc(g.cells, func(x, y string) int {
+			if row == "backend" {
+				if d := backendRank(b.cellAxes(x)["backend"]) - backendRank(b.cellAxes(y)["backend"]); d != 0 {
+					return d
+				}
+			}
+			return at[x] - at[y]
+		})
+	}
+	slices.SortStableFunc(groups, func(x, y *rowGroup) int { return x.first - y.first })
+	return groups
+}
+
+// subsetOf reports whether every axis of a is in b with the same value.
+func subsetOf(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func axesString(m map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// backendRank orders rows as the netdev thread's tables do: TAP, then
+// TAP+vhost-net, then anything else.
+func backendRank(b string) int {
+	switch b {
+	case "tap":
+		return 0
+	case "tap+vhost":
+		return 1
+	}
+	return 2
+}

@@ -19,16 +19,19 @@ func (b *builder) threadTables() {
 		if kind.Versus != nil {
 			continue // versusTables
 		}
-		groups, order := b.groupCells(func(s *results.Sample) bool {
+		groups := b.groupRows(func(s *results.Sample) bool {
 			if v, _ := versusOf(s); v != nil {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
 			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
 		}, b.rowAxis())
-		for _, gk := range order {
-			cells := groups[gk]
-			first := b.measured(cells[0])
+		for _, g := range groups {
+			cells, gk := g.cells, g.key
+			// The context describes what the rows share: read it from the
+			// cell that has every axis of the table (a TAP+vhost-net cell
+			// with its pin.vhost, not the TAP cell that lacks it).
+			first := b.measured(g.full)
 			threads, _ := strconv.Atoi(first.Labels["threads"])
 			if threads == 0 && len(first.Threads) > 1 {
 				threads = len(first.Threads)

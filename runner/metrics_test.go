@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,22 @@ func TestFillMetricsOneClock(t *testing.T) {
 	fillMetrics(s, c, res, before, after, 2700*time.Millisecond)
 	if len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "pktgen sent 5000 packets but the tap's tx_packets grew by 500 (") {
 		t.Errorf("warnings %q", s.Warnings)
+	}
+}
+
+// A sample carries what its table's context says beyond the axes: the
+// packets per thread (or the duration) and the guest.
+func TestAddContextLabels(t *testing.T) {
+	s, err := scenarios.Load("t.yaml", []byte("generator: {pktgen: {count: 5000}, iperf3: {duration: 20s}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"count": "5000", "guest": "VM (6.1.0-41-cloud-amd64)"}, {"duration": "20s", "guest": "VM (6.1.0-41-cloud-amd64)"}}
+	for i, c := range s.Expand() {
+		smp := &results.Sample{Labels: map[string]string{}}
+		addContextLabels(smp, &c, "6.1.0-41-cloud-amd64")
+		if fmt.Sprint(smp.Labels) != fmt.Sprint(want[i]) {
+			t.Errorf("%s: labels %v, want %v", c.Name, smp.Labels, want[i])
+		}
 	}
 }

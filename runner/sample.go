@@ -302,6 +302,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
 	}
+	addContextLabels(s, c, r.guestKernel)
 	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
 	if g.guestReady > 0 {
 		s.Labels["guest_ready_uptime_s"] = strconv.FormatFloat(g.guestReady.Seconds(), 'f', 2, 64)
@@ -672,5 +673,20 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 			top = c.Perf.Record.Top
 		}
 		s.Symbols = append(s.Symbols, perfSymbols(out, pr.target, top)...)
+	}
+}
+
+// addContextLabels records what a table's context says and the cell's
+// axes do not: the generator's length (count or duration: not axes) and
+// the guest ("VM (6.1.0-41-cloud-amd64)").
+func addContextLabels(s *results.Sample, c *scenarios.Cell, guestKernel string) {
+	for _, p := range c.Params() {
+		k, ok := strings.CutPrefix(p.Key, "generator."+c.Generator.Kind+".")
+		if ok && (k == "count" || k == "duration") && p.Value != "" && p.Value != "0" && p.Value != "0s" {
+			s.Labels[k] = p.Value
+		}
+	}
+	if guestKernel != "" {
+		s.Labels["guest"] = "VM (" + guestKernel + ")"
 	}
 }
