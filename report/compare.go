@@ -18,7 +18,7 @@ func (b *builder) compareTables() {
 		if results.IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
 			continue // shown by the harness and diagnostics table
 		}
-		m := results.Describe(key)
+		m := b.idx.metric(key)
 		var cells []string
 		for _, cell := range b.idx.cells {
 			for _, col := range b.r.Columns {

@@ -218,7 +218,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			if len(b) == 0 || len(n) == 0 {
 				continue
 			}
-			d := Compare(b, n, results.Describe(g.Metric).Rate, opt.Alpha)
+			d := Compare(b, n, idx.metric(g.Metric).Rate, opt.Alpha)
 			dec := Decision{Gate: g, Cell: cell, Delta: d}
 			if d.Significant && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)

@@ -50,7 +50,7 @@ func (b *builder) harnessTable() {
 					continue
 				}
 				found = true
-				row.Cells = append(row.Cells, Cell{Text: diagnosticText(k, st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+				row.Cells = append(row.Cells, Cell{Text: diagnosticText(b.idx.metric(k).Unit, st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 			}
 			if found {
 				t.Rows = append(t.Rows, row)
@@ -82,9 +82,9 @@ var diagnosticHeaders = map[string][2]string{
 	"tap_tx_pps":           {"tap tx", "(cross-check of tx_pps)"},
 }
 
-// diagnosticText formats a harness table value.
-func diagnosticText(key string, v float64) string {
-	switch u := results.Describe(key).Unit; u {
+// diagnosticText formats a harness table value of a metric whose unit is u.
+func diagnosticText(u string, v float64) string {
+	switch u {
 	case "fraction", "s", "pps", "bit/s":
 		return units.For(u).Format(v)
 	case "count":

@@ -21,9 +21,12 @@ type index struct {
 	// sweepSizes counts the distinct packet sizes of each group of cells
 	// that differ only in pkt_size (see inSweep).
 	sweepSizes map[string]int
-	// stats and deltas remember what summaries computed for the tables.
-	stats  map[statKey]Stats
-	deltas map[statKey]Delta
+	// stats and deltas remember what summaries computed for the tables,
+	// metrics the descriptions of the keys (results.Describe asks every
+	// registered workload).
+	stats   map[statKey]Stats
+	deltas  map[statKey]Delta
+	metrics map[string]results.Metric
 }
 
 type cellCol struct{ cell, col string }
@@ -32,7 +35,8 @@ type statKey struct{ cell, col, key string }
 
 func newIndex(set *results.Set) *index {
 	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
-		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{}}
+		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
+		metrics: map[string]results.Metric{}}
 	sizes := map[string]map[string]bool{}
 	for i := range set.Samples {
 		s := &set.Samples[i]
@@ -54,6 +58,16 @@ func newIndex(set *results.Set) *index {
 		x.sweepSizes[k] = len(v)
 	}
 	return x
+}
+
+// metric is results.Describe(key), asked once per key.
+func (x *index) metric(key string) results.Metric {
+	m, ok := x.metrics[key]
+	if !ok {
+		m = results.Describe(key)
+		x.metrics[key] = m
+	}
+	return m
 }
 
 // values returns the values of metric key for cell in column col, one per

@@ -270,7 +270,7 @@ func (b *builder) stats(cell, col, key string) Stats {
 	k := statKey{cell, col, key}
 	st, ok := b.idx.stats[k]
 	if !ok {
-		st = Summarize(b.idx.values(cell, col, key), results.Describe(key).Rate)
+		st = Summarize(b.idx.values(cell, col, key), b.idx.metric(key).Rate)
 		b.idx.stats[k] = st
 	}
 	return st

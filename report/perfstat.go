@@ -50,7 +50,7 @@ func (b *builder) perfStatTables() {
 			t.Header = append(t.Header, h)
 		}
 		for _, rw := range rows {
-			m := results.Describe(rw.key)
+			m := b.idx.metric(rw.key)
 			label := rw.event
 			if m.Unit != "count" && m.Unit != "" {
 				label += " (" + m.Unit + ")"

@@ -26,7 +26,7 @@ func (b *builder) summaries() {
 	b.r.Comparisons = make([]Comparison, 0, len(b.metricKeys())*len(b.idx.byCol))
 	for _, cell := range b.idx.cells {
 		for _, key := range b.metricKeys() {
-			m := results.Describe(key)
+			m := b.idx.metric(key)
 			for _, col := range b.r.Columns {
 				if !b.idx.has(cell, col, key) {
 					continue

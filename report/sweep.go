@@ -39,7 +39,7 @@ func (b *builder) sweepTables() {
 			if !b.idx.has(cells[0], b.r.Base, key) {
 				continue
 			}
-			m := results.Describe(key)
+			m := b.idx.metric(key)
 			first := b.firstSample(cells[0])
 			// One unit for the whole table, the one every median reads 1 or
 			// more in (units.Scale.Common).

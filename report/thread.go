@@ -57,7 +57,7 @@ func (b *builder) threadTables() {
 				for _, tm := range rows {
 					scale := tm.Scale
 					if scale.IsZero() {
-						scale = units.For(results.Describe(tm.Key).Unit)
+						scale = units.For(b.idx.metric(tm.Key).Unit)
 					}
 					row := Row{Labels: []string{b.rowLabel(s), tm.Label}}
 					have, na := false, false

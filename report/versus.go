@@ -149,7 +149,7 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 		for _, tm := range rows {
 			scale := tm.Scale
 			if scale.IsZero() {
-				scale = units.For(results.Describe(tm.Key).Unit)
+				scale = units.For(b.idx.metric(tm.Key).Unit)
 			}
 			label := rv
 			if v.RowLabel != "" {
