@@ -135,6 +135,14 @@ func TestCPUPerPacket(t *testing.T) {
 	if m, ok := results.Lookup("cpu_per_pkt.vhost"); !ok || m.Unit != "ns" || m.Better != results.LowerIsBetter {
 		t.Errorf("cpu_per_pkt.vhost is %+v", m)
 	}
+	// A generator's own packet count wins over tx_pps x a run time that
+	// may be another interval: pktgen sent 5000 packets, its kpktgend
+	// thread ran 1 ms of CPU for them.
+	pk := &results.Sample{Metrics: map[string]float64{"tx_pps": 4251, "perf.task-clock@kpktgend": 0.001}}
+	CPUPerPacket(pk, &workload.Result{Elapsed: 2700 * time.Millisecond, Packets: 5000})
+	if got := pk.Metrics["cpu_per_pkt.kpktgend"]; got != 200 {
+		t.Errorf("cpu_per_pkt.kpktgend = %v, want 200 ns (1 ms / 5000 packets)", got)
+	}
 }
 
 // A workload with a clock of its own (pktgen) gives lost_pps over that

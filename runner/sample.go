@@ -389,11 +389,14 @@ func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 
 // CPUPerPacket adds cpu_per_pkt.<target> for every perf stat target
 // with a task-clock in s: the target's CPU time in the window over the
-// packets the generator transmitted (tx_pps x its run time, res.Elapsed),
-// in ns per packet, total over the target's threads. Nothing without
-// tx_pps or a run time.
+// packets the generator transmitted (its count, res.Packets, else tx_pps
+// x its run time, res.Elapsed), in ns per packet, total over the target's
+// threads. Nothing without a count or tx_pps and a run time.
 func CPUPerPacket(s *results.Sample, res *workload.Result) {
-	packets := s.Metrics["tx_pps"] * res.Elapsed.Seconds()
+	packets := float64(res.Packets)
+	if packets == 0 {
+		packets = s.Metrics["tx_pps"] * res.Elapsed.Seconds()
+	}
 	if packets < 1 {
 		return
 	}

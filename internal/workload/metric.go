@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/units"
@@ -233,6 +234,14 @@ var PacketTable = Table{
 			rows = []TableRow{{Key: "tx_pps", Label: "Tx total"}, {Key: "tx_pps_thread", Label: "Tx per thread"},
 				{Key: "lost_pps", Label: "Lost total"}, {Key: "lost_pps_thread", Label: "Lost per thread"}}
 		}
+		// The CPU spent per transmitted packet by the generator's threads
+		// and the vhost-net worker (perf stat task-clock): what Lost 0
+		// can hide, a generator retrying on a stopped queue.
+		for _, t := range cpuTargets() {
+			if seen("cpu_per_pkt." + t) {
+				rows = append(rows, TableRow{Key: "cpu_per_pkt." + t, Label: "CPU/pkt " + t})
+			}
+		}
 		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
 		// dropped never reach the tap, so Lost (tap tx_dropped) does not
 		// count them: a row of their own where some run had them.
@@ -264,9 +273,31 @@ var PacketTable = Table{
 		} else {
 			notes = append(notes, "Transmitted = packets sent, Lost = packets dropped ("+drops+"), both "+interval)
 		}
+		var whose []string
+		for _, t := range cpuTargets() {
+			if seen("cpu_per_pkt." + t) {
+				whose = append(whose, t)
+			}
+		}
+		if len(whose) > 0 {
+			notes = append(notes, "CPU/pkt = the CPU time of the "+strings.Join(whose, " and the ")+" threads (perf stat task-clock over the window, total over each one's threads) per packet transmitted: work per packet, spinning on a stopped queue included")
+		}
 		if seen("qdisc_drop_pps") {
 			notes = append(notes, "Qdisc drops = dropped by the tap's root qdisc over the measurement window: packets that never reached the tap, not in Lost")
 		}
 		return notes
 	},
+}
+
+// cpuTargets are the perf targets whose CPU per packet a packet table
+// shows: every registered workload's threads (kpktgend, ...), then the
+// vhost-net worker.
+func cpuTargets() []string {
+	var out []string
+	for _, w := range All() {
+		if t := Target(w); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return append(out, "vhost")
 }

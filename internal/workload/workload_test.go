@@ -102,6 +102,14 @@ func TestUnsupported(t *testing.T) {
 
 // PacketTable's rows follow the threads and whether qdisc drops were seen.
 func TestPacketTable(t *testing.T) {
+	Register(cpuWorkload{})
+	defer Unregister("cpuwl")
+	labels2 := func(threads int, seen ...string) (out []string) {
+		for _, r := range PacketTable.Rows(threads, func(k string) bool { return slices.Contains(seen, k) }) {
+			out = append(out, r.Label)
+		}
+		return out
+	}
 	labels := func(threads int, qdisc bool) (out []string) {
 		for _, r := range PacketTable.Rows(threads, func(k string) bool { return qdisc && k == "qdisc_drop_pps" }) {
 			out = append(out, r.Label)
@@ -113,6 +121,15 @@ func TestPacketTable(t *testing.T) {
 	}
 	if got := labels(4, true); !slices.Equal(got, []string{"Tx total", "Tx per thread", "Lost total", "Lost per thread", "Qdisc drops total"}) {
 		t.Errorf("4 threads with qdisc drops: %v", got)
+	}
+	// CPU per packet of the generator's threads and of the vhost worker,
+	// beside Transmitted and Lost, where a run had them.
+	got := labels2(1, "cpu_per_pkt.vhost", "cpu_per_pkt.kpktgend")
+	if !slices.Equal(got, []string{"Transmitted", "Lost", "CPU/pkt kpktgend", "CPU/pkt vhost"}) {
+		t.Errorf("CPU rows: %v", got)
+	}
+	if n := strings.Join(PacketTable.Notes(1, func(k string) bool { return k == "cpu_per_pkt.kpktgend" }), "\n"); !strings.Contains(n, "CPU/pkt = the CPU time of the kpktgend threads (perf stat task-clock") {
+		t.Errorf("CPU note: %q", n)
 	}
 	// The footnotes say which interval Transmitted and Lost share, and
 	// never call Lost total a sum over threads.
@@ -130,3 +147,12 @@ func TestPacketTable(t *testing.T) {
 		t.Errorf("4 threads, pktgen's clock, qdisc drops: %q", n)
 	}
 }
+
+// cpuWorkload is a registered workload whose threads are the perf target
+// kpktgend (this package registers no real one).
+type cpuWorkload struct{}
+
+func (cpuWorkload) Name() string   { return "cpuwl" }
+func (cpuWorkload) Doc() string    { return "test" }
+func (cpuWorkload) New() Config    { return nil }
+func (cpuWorkload) Target() string { return "kpktgend" }

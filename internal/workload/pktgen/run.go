@@ -320,6 +320,7 @@ func addResult(r *workload.Result, res *pg.Result) {
 	r.Packets = pkts
 	r.Metrics = map[string]float64{"pktgen_errors": float64(errs)}
 	if run := res.RunTime(); run > 0 {
+		r.Elapsed = run // the traffic time as pktgen saw it
 		r.Metrics["tx_run_s"] = run.Seconds()
 		r.Metrics["tx_pps"] = float64(pkts) / run.Seconds()
 		if res.TxDroppedOK {
