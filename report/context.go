@@ -378,18 +378,57 @@ func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowG
 	// some join every table they agree with.
 	order := slices.Clone(cands)
 	slices.SortStableFunc(order, func(a, b cand) int { return len(b.axes) - len(a.axes) })
+	//
+	// A cell joins the groups whose axes include its own. To
+	// find them without comparing every cell with every group (quadratic
+	// with thousands of cells), the groups are indexed by their values on
+	// each set of axis names some cell has: a cell then looks its own
+	// values up. Cells have few distinct sets of axis names.
 	var groups []*rowGroup
-	for _, c := range order {
-		joined := false
-		for _, g := range groups {
-			if subsetOf(c.axes, g.sig) {
-				g.cells = append(g.cells, c.cell)
-				g.first = min(g.first, c.at)
-				joined = true
+	type projection struct {
+		names []string
+		byKey map[string][]*rowGroup // the groups' values on names -> groups, in creation order
+	}
+	projections := map[string]*projection{}
+	project := func(axes map[string]string, names []string) (string, bool) {
+		var k strings.Builder
+		for _, n := range names {
+			v, ok := axes[n]
+			if !ok {
+				return "", false
 			}
+			k.WriteString(n + "\x00" + v + "\x00")
 		}
-		if !joined {
-			groups = append(groups, &rowGroup{key: axesString(c.axes), sig: c.axes, full: c.cell, cells: []string{c.cell}, first: c.at})
+		return k.String(), true
+	}
+	add := func(p *projection, g *rowGroup) {
+		if k, ok := project(g.sig, p.names); ok {
+			p.byKey[k] = append(p.byKey[k], g)
+		}
+	}
+	for _, c := range order {
+		names := sortedKeys(c.axes)
+		id := strings.Join(names, "\x00")
+		p := projections[id]
+		if p == nil {
+			p = &projection{names: names, byKey: map[string][]*rowGroup{}}
+			for _, g := range groups {
+				add(p, g)
+			}
+			projections[id] = p
+		}
+		k, _ := project(c.axes, names)
+		matches := p.byKey[k]
+		for _, g := range matches {
+			g.cells = append(g.cells, c.cell)
+			g.first = min(g.first, c.at)
+		}
+		if len(matches) == 0 {
+			g := &rowGroup{key: axesString(c.axes), sig: c.axes, full: c.cell, cells: []string{c.cell}, first: c.at}
+			groups = append(groups, g)
+			for _, p := range projections {
+				add(p, g)
+			}
 		}
 	}
 	at := map[string]int{}
@@ -408,16 +447,6 @@ func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowG
 	}
 	slices.SortStableFunc(groups, func(x, y *rowGroup) int { return x.first - y.first })
 	return groups
-}
-
-// subsetOf reports whether every axis of a is in b with the same value.
-func subsetOf(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func axesString(m map[string]string) string {
