@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -40,8 +41,10 @@ func Distinct(cells []scenarios.Cell) ([]scenarios.Cell, []string) {
 // fingerprint is everything of c that reaches the kernel or the samples.
 func fingerprint(c *scenarios.Cell) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kernel %s\nsink %s\nrepetitions %d\nwarmup %v\n", c.Kernel.Label, c.Guest.Sink, c.Repetitions, c.Warmup)
-	for _, l := range Commands(c) {
+	// The accelerator is the cell's choice (guest.accel), not this
+	// host's: auto and tcg differ on a KVM host.
+	fmt.Fprintf(&b, "kernel %s\nsink %s\nrepetitions %d\nwarmup %v\naccel %s\n", c.Kernel.Label, c.Guest.Sink, c.Repetitions, c.Warmup, c.Guest.Accel)
+	for _, l := range Commands(c, qemu.TCG) {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}

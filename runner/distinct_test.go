@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -82,7 +83,7 @@ taskset -p -c 3 VCPU1_TID  # vCPU 1: QEMU's thread "CPU 1/KVM" (or "CPU 1/TCG")`
 		t.Errorf("pin lines:\n%s\nwant:\n%s", got, want)
 	}
 	// The lines are part of the cell's commands (after QEMU starts).
-	cmds := strings.Join(Commands(&c), "\n")
+	cmds := strings.Join(Commands(&c, qemu.TCG), "\n")
 	if i, j := strings.Index(cmds, "qemu-system"), strings.Index(cmds, "taskset -p -c 0 VHOST_TID"); i < 0 || j < i {
 		t.Errorf("pin lines not after QEMU in:\n%s", cmds)
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -149,6 +148,9 @@ type guest struct {
 	// kernel reports a lockup, stall, oops or panic on its console: the
 	// cell then fails at once instead of at its deadline.
 	life context.Context
+	// warnings go into every sample measured on this guest (a fallback
+	// from KVM to TCG).
+	warnings []string
 }
 
 // withGuest returns ctx, cancelled also when g's kernel reports a fault
@@ -186,7 +188,7 @@ func tapName(c *scenarios.Cell) string {
 func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
-	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accel}
+	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accelFor(c)}
 	img, err := r.opts.Image(ctx, c.Guest, r.guestContents)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
@@ -203,15 +205,9 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if st, err := r.ns.LinkMAC(g.tap); err == nil {
 		g.tapMAC = st
 	}
-	gc := vmimages.GuestConfig{IP: netip.MustParsePrefix(GuestIP + "/" + strconv.Itoa(PrefixLen))}
-	gc.MAC, _ = net.ParseMAC(GuestMAC)
-	cmdline := gc.Cmdline()
-	if img.Cmdline != "" {
-		cmdline += " " + img.Cmdline
-	}
 	name := "vnb-" + r.id
-	cfg := qemu.Config{Name: name, Accel: r.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: img.Kernel, Initrd: img.Initrd, Append: cmdline,
+	cfg := qemu.Config{Name: name, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
@@ -235,9 +231,22 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	defer cancelT()
 	// QEMU must outlive bctx: start it with the run's context.
 	vm, err := r.launch(ctx, bctx, cfg)
+	if err != nil && g.accel == qemu.KVM && c.Guest.Accel != qemu.AccelKVM && r.opts.Accel == "" && ctx.Err() == nil && bctx.Err() == nil {
+		// guest.accel auto: the probe ran a vCPU, yet this QEMU did not
+		// run KVM. Fall back to TCG once, for this and later guests.
+		r.kvmBroken = err.Error()
+		g.accel = qemu.TCG
+		g.warnings = append(g.warnings, fmt.Sprintf("KVM did not start this guest (%v): it runs under TCG instead", err))
+		r.logf("warning: %s", g.warnings[len(g.warnings)-1])
+		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline)
+		cfg.ConsoleLog = filepath.Join(r.dir, results.ConsoleLog(r.boots))
+		r.boots++
+		vm, err = r.launch(ctx, bctx, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
+	r.noteGuestCmdline(cfg.Append)
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
 	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, func(fe *qemu.FaultError) { kill(fe) })
@@ -279,7 +288,9 @@ func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
 	cfg.VsockCID = n.VsockCID
 }
 
-// launch starts QEMU; bctx bounds the wait for QMP, ctx is QEMU's lifetime.
+// launch starts QEMU and confirms over QMP that it runs the accelerator
+// asked for (query-kvm); bctx bounds the wait for QMP, ctx is QEMU's
+// lifetime.
 func (r *runState) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, error) {
 	type res struct {
 		vm  *qemu.VM
@@ -288,6 +299,12 @@ func (r *runState) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM,
 	ch := make(chan res, 1)
 	go func() {
 		vm, err := qemu.Launch(ctx, r.exec, cfg, r.ns.Name)
+		if err == nil {
+			if aerr := vm.CheckAccel(bctx); aerr != nil {
+				vm.Kill()
+				vm, err = nil, vm.BootError("check accelerator", aerr)
+			}
+		}
 		ch <- res{vm, err}
 	}()
 	select {
@@ -349,6 +366,21 @@ func tapArgv(t hostnet.Tap) []string {
 		a = append(a, "multi_queue")
 	}
 	return a
+}
+
+// noteGuestCmdline records a guest kernel command line in env.json (each
+// distinct one once, in boot order).
+func (r *runState) noteGuestCmdline(cmdline string) {
+	if slices.Contains(r.guestCmdlines, cmdline) {
+		return
+	}
+	r.guestCmdlines = append(r.guestCmdlines, cmdline)
+	env, err := results.ReadEnv(r.dir)
+	if err != nil {
+		return
+	}
+	env.GuestCmdline = slices.Clone(r.guestCmdlines)
+	results.WriteEnv(r.dir, *env)
 }
 
 // noteGuestKernel records the guest kernel release in env.json (once).

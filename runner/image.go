@@ -2,16 +2,49 @@ package runner
 
 import (
 	"context"
+	"net"
+	"net/netip"
+	"strconv"
 
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// GuestFastCmdline are kernel parameters added to vmimages' base command
-// line: they skip boot work a benchmark guest does not need and that
-// stalls boots under TCG, more so TCG inside TCG (lab mode; measured by
-// runner/lab's FastAppend).
-const GuestFastCmdline = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
+// GuestBootSkips are kernel parameters that skip boot work a benchmark
+// guest does not need (crypto self-tests, i8042 probing) and that stalls
+// boots under TCG, more so TCG inside TCG (lab mode; measured by
+// runner/lab's FastAppend). They change nothing once the guest runs.
+const GuestBootSkips = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp"
+
+// GuestTuning is the guest kernel's tuning for accel when guest.cmdline is
+// auto. Under TCG: vmimages.TCGCmdline (no mitigations, a reliable TSC, no
+// timer check), the boot skips and audit=0 (fewer emulated instructions per
+// syscall). Under KVM only the boot skips: the guest kernel then runs as it
+// would on a real host, mitigations and audit included.
+func GuestTuning(accel qemu.Accel) string {
+	if accel == qemu.KVM {
+		return GuestBootSkips
+	}
+	return vmimages.TCGCmdline + " " + GuestBootSkips + " audit=0"
+}
+
+// GuestCmdline is the guest kernel's command line for c under accel:
+// vmimages.BaseCmdline, the tuning (guest.cmdline, or GuestTuning when
+// auto), the agent's vnb.* parameters, then the image's extra parameters.
+func GuestCmdline(c *scenarios.Cell, accel qemu.Accel, imageExtra string) string {
+	tuning := c.Guest.Cmdline
+	if tuning == "" || tuning == "auto" {
+		tuning = GuestTuning(accel)
+	}
+	gc := vmimages.GuestConfig{IP: netip.MustParsePrefix(GuestIP + "/" + strconv.Itoa(PrefixLen))}
+	gc.MAC, _ = net.ParseMAC(GuestMAC)
+	s := gc.Cmdline(tuning)
+	if imageExtra != "" {
+		s += " " + imageExtra
+	}
+	return s
+}
 
 // VMImagesBuilder is the ImageFunc that builds the guest with vmimages:
 // the guest's kernel (scenario guest.kernel, else vmimages' default: the
@@ -32,6 +65,6 @@ func VMImagesBuilder(agentBinary string) ImageFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &GuestImage{Kernel: img.Kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease, Cmdline: GuestFastCmdline}, nil
+		return &GuestImage{Kernel: img.Kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease}, nil
 	}
 }

@@ -154,7 +154,7 @@ timeouts: {boot: 2m, setup: 30s, teardown: 10s}
 	if got := labRunTimeout(cells); got != want {
 		t.Errorf("labRunTimeout = %v, want %v", got, want)
 	}
-	if got := labConfig("a", cells, Options{}, LabInner{}, nil).Timeouts.Run; got != want {
+	if got := labConfigT(t, "a", cells, Options{}, LabInner{}, nil).Timeouts.Run; got != want {
 		t.Errorf("labConfig's run timeout = %v, want %v", got, want)
 	}
 }

@@ -92,6 +92,15 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		return nil, err
 	}
 	defer lock.Release()
+	// The accelerator of every lab cell is checked before anything else:
+	// guest.accel: kvm where a lab VM here cannot give its guests KVM is
+	// refused at once.
+	host := thisLabHost(o)
+	if o.Accel == "" {
+		if _, _, err := labAccels(cells, host.KVM); err != nil {
+			return nil, err
+		}
+	}
 	// Kernels from source are built first, all of them: a patch that does
 	// not apply or a build that fails ends the run before it has a
 	// directory.
@@ -161,7 +170,12 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		inner, args := LabInnerArgs(abs, label, o.Seed, in)
 		k := lc[0].Kernel
 		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
-		res, lerr := in.Boot(ctx, labConfig(label, lc, o, in, args))
+		lcfg, lwarn, err := labConfig(label, lc, o, in, args, host)
+		if err != nil {
+			return sum, err
+		}
+		sum.Warnings = append(sum.Warnings, lwarn...)
+		res, lerr := in.Boot(ctx, lcfg)
 		// Import whatever the inner run finished, also after a failure;
 		// each imported sample is one step of the progress.
 		imported, ierr := importLab(w, abs, inner, label, res)
@@ -316,15 +330,76 @@ func labOrder(cells []scenarios.Cell, first []string) ([]string, map[string][]sc
 // labConfig is the lab VM of one kernel label: its kernel, the cells'
 // boot deadline, and the guest kernels the inner run needs fetched on the
 // host first (the lab VM has no network).
-func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args []string) lab.Config {
+func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args []string, h LabHost) (lab.Config, []string, error) {
 	k := lc[0].Kernel
 	to := lab.Timeouts{Run: labRunTimeout(lc)}
 	if b := lc[0].Timeouts.Boot; b > 0 {
 		to.Boot = b
 	}
-	return lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
+	size, err := SizeLab(lc, h.CPUs, h.MemMiB)
+	if err != nil {
+		return lab.Config{}, nil, fmt.Errorf("kernel %s: %w", label, err)
+	}
+	warnings := size.Warnings
+	c := lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
 		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
-		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec}
+		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec,
+		CPUs: size.CPUs, MemoryMiB: size.MemoryMiB, PinVCPUs: size.Pin, Accel: o.Accel}
+	if c.Accel == "" {
+		c.Accel = h.KVM.Accel()
+	}
+	if c.Accel == qemu.KVM && h.KVM.NestedOn() {
+		c.Nested = h.KVM.Flag
+	}
+	if o.Accel == "" {
+		aw, need, err := labAccels(lc, h.KVM)
+		if err != nil {
+			return lab.Config{}, nil, err
+		}
+		warnings = append(warnings, aw...)
+		c.NeedKVM = need[label]
+	}
+	for i, w := range warnings {
+		warnings[i] = "kernel " + label + ": " + w
+	}
+	return c, warnings, nil
+}
+
+// LabHost is what sizing a lab VM and choosing its accelerator need to
+// know about the host.
+type LabHost struct {
+	KVM    qemu.KVMStatus
+	CPUs   []int // the CPUs the harness may run on (its affinity), in order
+	MemMiB int   // MemTotal (0 = unknown)
+}
+
+// thisLabHost describes this machine (o.KVM, when set, is its KVM).
+func thisLabHost(o Options) LabHost {
+	h := LabHost{MemMiB: memTotalMiB()}
+	if o.KVM != nil {
+		h.KVM = *o.KVM
+	} else {
+		h.KVM = qemu.ProbeKVM()
+	}
+	if cpus, err := Affinity(0); err == nil {
+		h.CPUs = cpus
+	}
+	return h
+}
+
+// memTotalMiB is /proc/meminfo's MemTotal in MiB (0 when unreadable).
+func memTotalMiB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+			kib, _ := strconv.Atoi(f[1])
+			return kib / 1024
+		}
+	}
+	return 0
 }
 
 // labModules are the modules a lab VM loads: lab.LabModules and the

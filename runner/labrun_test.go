@@ -133,7 +133,7 @@ func TestLabConfigPrefetch(t *testing.T) {
 		{Name: "deb", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Debian: "6.1.0-47-cloud-amd64"}}},
 		{Name: "img", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/srv/bzImage"}}},
 	}
-	c := labConfig("stock", cells, Options{Dir: "/run/x"}, LabInner{Binary: "/bin/vnb"}, []string{"run"})
+	c := labConfigT(t, "stock", cells, Options{Dir: "/run/x"}, LabInner{Binary: "/bin/vnb"}, []string{"run"})
 	want := []lab.Kernel{{Debian: vmimages.DefaultDebianFlavour}, {Debian: "6.1.0-47-cloud-amd64"}}
 	if !reflect.DeepEqual(c.Prefetch, want) {
 		t.Errorf("Prefetch = %+v, want %+v", c.Prefetch, want)
@@ -162,7 +162,7 @@ func TestLabConfigShares(t *testing.T) {
 		{Name: "c", Kernel: lk, Generator: scenarios.Generator{Kind: "pktgen", Config: &pktgen.Config{Mode: "simple"}}},
 		{Name: "d", Kernel: lk, Generator: script("/home/u/src/linux-6.1")},
 	}
-	c := labConfig("stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})
+	c := labConfigT(t, "stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})
 	if want := []string{"/root/linux", "/home/u/src/linux-6.1"}; !reflect.DeepEqual(c.Shares, want) {
 		t.Errorf("Shares = %q, want %q", c.Shares, want)
 	}

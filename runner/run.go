@@ -57,8 +57,12 @@ type Options struct {
 	Progress func(Progress)
 	// Log receives one line per notable event (nil = discarded).
 	Log io.Writer
-	// Accel forces the accelerator ("" = detect).
+	// Accel forces the accelerator of every guest ("" = each cell's
+	// guest.accel, resolved with KVM).
 	Accel qemu.Accel
+	// KVM is the host's KVM probe (nil = qemu.ProbeKVM(): a test vCPU run
+	// on /dev/kvm). Tests describe other hosts with it.
+	KVM *qemu.KVMStatus
 	// Builder builds the kernels that name a source tree (lab mode; nil =
 	// runner/kbuild in the harness cache).
 	Builder KernelBuilder
@@ -84,10 +88,10 @@ type Progress struct {
 type Summary struct {
 	Dir      string
 	RunID    string
-	Samples  int // appended in this invocation
-	Skipped  int // already in the run directory (--resume)
-	Accel    qemu.Accel
-	Netns    string // the run's network namespace (deleted at the end)
+	Samples  int        // appended in this invocation
+	Skipped  int        // already in the run directory (--resume)
+	Accel    qemu.Accel // the cells' accelerator ("kvm+tcg" when they differ)
+	Netns    string     // the run's network namespace (deleted at the end)
 	Warnings []string
 }
 
@@ -100,16 +104,21 @@ type runState struct {
 	w       *results.Writer
 	ns      *hostnet.Netns
 	sockDir string
-	accel   qemu.Accel
-	guest   *guest
-	boots   int
+	kvm     qemu.KVMStatus // the host's KVM probe
+	// kvmBroken is why a guest asked for KVM under auto did not start with
+	// it: later auto guests go straight to TCG ("" = KVM works as probed).
+	kvmBroken string
+	guest     *guest
+	boots     int
 	// guestContents: what the run's workloads need in the guest (the
 	// iperf3 server); every guest image carries it all, so a VM is reused
 	// between cells of different workloads.
 	guestContents GuestContents
-	// guestKernel is the guest kernel release noted in env.json.
-	guestKernel string
-	undo        *undo.Stack // run-level teardown (netns, sockets)
+	// guestKernel is the guest kernel release noted in env.json;
+	// guestCmdlines the guest kernel command lines.
+	guestKernel   string
+	guestCmdlines []string
+	undo          *undo.Stack // run-level teardown (netns, sockets)
 
 	mu    sync.Mutex
 	repro []string
@@ -136,15 +145,14 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	if o.Dir == "" {
 		return nil, errors.New("run: no run directory")
 	}
-	accel := o.Accel
-	if accel == "" {
-		accel, _ = qemu.DetectAccel()
+	kst := qemu.ProbeKVM
+	if o.KVM != nil {
+		kst = func() qemu.KVMStatus { return *o.KVM }
 	}
-	for i := range cells {
-		if cells[i].Guest.Accel == "kvm" && accel != qemu.KVM {
-			_, why := qemu.DetectAccel()
-			return nil, capErrorf("cell %s asks for guest.accel: kvm but KVM is not usable here (%s); use accel: auto or tcg", cells[i].Name, why)
-		}
+	kvm := kst()
+	accel, accelWarnings, err := CellAccels(cells, kvm, o.Accel)
+	if err != nil {
+		return nil, err
 	}
 	if err := Preflight(ctx, cells, o.Exec); err != nil {
 		return nil, err
@@ -158,14 +166,17 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		o.Started()
 	}
 
-	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, accel: accel, undo: undo.New(), dir: o.Dir}
+	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, kvm: kvm, undo: undo.New(), dir: o.Dir}
 	r.exec.(*recordingExec).rec = r.recordArgv
 	needs := NeedsOf(cells)
 	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
 	if o.Image == nil {
 		return nil, errors.New("run: no guest image builder (Options.Image)")
 	}
-	sum = &Summary{Dir: o.Dir, Accel: accel}
+	sum = &Summary{Dir: o.Dir, Accel: accel, Warnings: accelWarnings}
+	for _, w := range accelWarnings {
+		r.logf("warning: %s", w)
+	}
 	if o.Resume {
 		r.w, err = results.Open(o.Dir)
 		if err == nil {
@@ -266,6 +277,19 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Sample: s})
 	}
 	return sum, nil
+}
+
+// accelFor is the accelerator c's guest boots with: CellAccel, or TCG for
+// an auto cell once KVM failed to start a guest in this run.
+func (r *runState) accelFor(c *scenarios.Cell) qemu.Accel {
+	a, _, err := CellAccel(c, r.kvm, r.opts.Accel)
+	if err != nil {
+		return qemu.TCG // refused in Run already
+	}
+	if a == qemu.KVM && r.kvmBroken != "" && c.Guest.Accel != qemu.AccelKVM && r.opts.Accel == "" {
+		return qemu.TCG
+	}
+	return a
 }
 
 func (r *runState) progress(p Progress) {

@@ -278,14 +278,15 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
-		Emulated: r.accel != qemu.KVM}
+		Emulated: g.accel != qemu.KVM}
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
 	harnessCPU := max(cpuTime(ru1)-cpuTime(ru0)-res.InHarnessCPU, 0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
-	if r.accel != qemu.KVM {
-		s.Warnings = append(s.Warnings, "TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath")
+	if g.accel != qemu.KVM {
+		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
 	}
+	s.Warnings = append(s.Warnings, g.warnings...)
 	if perfErr != nil {
 		s.Warnings = append(s.Warnings, "perf: "+perfErr.Error())
 	}
@@ -299,6 +300,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		s.Labels["perf_report_s"] = strconv.FormatFloat(analysis.Seconds(), 'f', 2, 64)
 	}
 	s.Labels["generator"] = kind
+	s.Labels["accel"] = string(g.accel)
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
 	}
@@ -338,7 +340,8 @@ func orDefault(d, def time.Duration) time.Duration {
 func (r *runState) unsupportedSample(c *scenarios.Cell, reason string) (*results.Sample, error) {
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes, Start: time.Now().UTC(),
 		Metrics: map[string]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},
-		Emulated: r.accel != qemu.KVM, Unsupported: reason}
+		Emulated: r.accelFor(c) != qemu.KVM, Unsupported: reason}
+	s.Labels["accel"] = string(r.accelFor(c))
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
 	}

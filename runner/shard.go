@@ -55,10 +55,11 @@ func Shard(cells []scenarios.Cell, i, n int) []scenarios.Cell {
 	return out
 }
 
-// Commands returns the commands one sample of c runs, quoted for a shell,
-// with placeholders for values known only at run time (RUN_DIR, QEMU_PID,
-// VCPU_TIDS, ...). For `run --dry-run` and `plan`.
-func Commands(c *scenarios.Cell) []string {
+// Commands returns the commands one sample of c runs with its guest under
+// accel (CellAccel), quoted for a shell, with placeholders for values
+// known only at run time (RUN_DIR, QEMU_PID, VCPU_TIDS, ...). For `run
+// --dry-run` and `plan`.
+func Commands(c *scenarios.Cell, accel qemu.Accel) []string {
 	ns := "vnb-RUNID"
 	tap := tapName(c)
 	q := c.TapQueues()
@@ -77,8 +78,8 @@ func Commands(c *scenarios.Cell) []string {
 	if c.Qdisc != "" {
 		add(ns, "tc", "qdisc", "replace", "dev", tap, "root", c.Qdisc)
 	}
-	cfg := qemu.Config{Name: "vnb-RUNID", Accel: qemu.TCG, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: "GUEST_CMDLINE",
+	cfg := qemu.Config{Name: "vnb-RUNID", Accel: accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
+		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, ""),
 		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
 		NICs: []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}}}
 	workloadDevices(&cfg, c)

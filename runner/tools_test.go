@@ -17,6 +17,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -52,20 +53,28 @@ func TestPerfSymbols(t *testing.T) {
 	}
 }
 
-// Commands (for --dry-run and plan) is golden-tested on a built-in.
+// Commands (for --dry-run and plan) is golden-tested on a built-in, with
+// the guest under TCG and under KVM (-accel kvm -cpu host, the guest
+// kernel's command line without the TCG tuning).
 func TestCommandsGolden(t *testing.T) {
 	s, err := scenarios.Resolve("quickstart")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, c := range s.Expand() {
-		b.WriteString("# " + c.Name + "\n")
-		for _, l := range Commands(&c) {
-			b.WriteString(l + "\n")
+	for _, accel := range []qemu.Accel{qemu.TCG, qemu.KVM} {
+		var b strings.Builder
+		for _, c := range s.Expand() {
+			b.WriteString("# " + c.Name + "\n")
+			for _, l := range Commands(&c, accel) {
+				b.WriteString(l + "\n")
+			}
 		}
+		name := "commands-quickstart.golden"
+		if accel == qemu.KVM {
+			name = "commands-quickstart-kvm.golden"
+		}
+		golden.Check(t, name, b.String())
 	}
-	golden.Check(t, "commands-quickstart.golden", b.String())
 }
 
 func TestShard(t *testing.T) {

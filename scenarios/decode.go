@@ -196,6 +196,27 @@ var knownQdiscs = []string{
 
 var qdiscKindRE = regexp.MustCompile(`^[a-z][a-z0-9_]{1,15}$`)
 
+// checkCmdline refuses guest kernel parameters the harness sets itself
+// (console, panic, vnb.*) and what a command line cannot hold.
+func checkCmdline(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "guest.cmdline is empty; write auto for the accelerator's defaults, or the parameters you want"
+	}
+	if strings.ContainsAny(s, "\n\r\x00") {
+		return "guest.cmdline has a line break or NUL; write the parameters on one line separated by spaces"
+	}
+	for _, f := range strings.Fields(s) {
+		k, _, _ := strings.Cut(f, "=")
+		switch {
+		case strings.HasPrefix(k, "vnb."):
+			return fmt.Sprintf("guest.cmdline: %s is set by the harness (the guest agent's configuration); leave it out", f)
+		case k == "console" || k == "panic" || k == "oops":
+			return fmt.Sprintf("guest.cmdline: %s is set by the harness (console=ttyS0 panic=-1 oops=panic: the console log and a fast failure on a crash); leave it out", f)
+		}
+	}
+	return ""
+}
+
 func checkQdisc(s string) string {
 	allowed := "(allowed: any tc qdisc kind such as fq_codel, noqueue, pfifo_fast, fq, sfq, ...)"
 	if slices.Contains(knownQdiscs, s) {

@@ -119,8 +119,8 @@ func (c *Cell) GuestKey() string {
 		n := c.Generator.Config.Needs()
 		qemuArgs, cid = n.QEMUArgs, n.VsockCID
 	}
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%+v|%q|%d", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
-		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Kernel, qemuArgs, cid)
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%d|%d|%s|%q|%+v|%q|%d", c.Kernel.Label, c.Kernel.Image, c.Backend, c.TapQueues(), c.TapName,
+		c.Guest.VCPUs, c.Guest.MemoryMiB, c.Guest.Accel, c.Guest.Cmdline, c.Guest.Kernel, qemuArgs, cid)
 }
 
 // TapQueues is the number of tap (and virtio-net) queue pairs: queues when
@@ -202,21 +202,38 @@ func (s *Scenario) CheckHost(h Host) error {
 }
 
 // CPUsNeeded returns the number of CPUs a host needs to run every cell
-// (highest CPU named by a pin or a pktgen thread, plus one; trafgen
-// workers). A lab VM for this scenario needs at least this many vCPUs.
+// (Cell.CPUsNeeded of each). A lab VM for this scenario needs at least
+// this many vCPUs.
 func (s *Scenario) CPUsNeeded() int {
 	n := 1
-	for _, c := range s.cells {
-		for _, l := range [][]int{c.Pin.Vhost, c.Pin.VCPU, c.Pin.Generator} {
-			for _, cpu := range l {
-				n = max(n, cpu+1)
-			}
-		}
-		if u, ok := c.Generator.Config.(workload.CPUUser); ok {
-			n = max(n, u.CPUsNeeded())
-		}
+	for i := range s.cells {
+		n = max(n, s.cells[i].CPUsNeeded())
 	}
 	return n
+}
+
+// CPUsNeeded returns the number of CPUs the cell names: the highest CPU
+// of a pin or of the workload's threads (pktgen's first_cpu + threads)
+// plus one, or the workload's worker count (trafgen); at least 1. A lab VM
+// running the cell needs that many vCPUs: inside it these are the lab's
+// CPU numbers.
+func (c *Cell) CPUsNeeded() int {
+	n := 1
+	for _, l := range [][]int{c.Pin.Vhost, c.Pin.VCPU, c.Pin.Generator} {
+		for _, cpu := range l {
+			n = max(n, cpu+1)
+		}
+	}
+	if u, ok := c.Generator.Config.(workload.CPUUser); ok {
+		n = max(n, u.CPUsNeeded())
+	}
+	return n
+}
+
+// Pinned reports whether the cell pins a thread to CPUs (pin.vhost,
+// pin.vcpu or pin.generator).
+func (c *Cell) Pinned() bool {
+	return c.Pin.Vhost != nil || c.Pin.VCPU != nil || c.Pin.Generator != nil
 }
 
 // Param is one resolved parameter of a cell: its YAML path and canonical

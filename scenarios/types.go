@@ -196,7 +196,10 @@ type Guest struct {
 	MemoryMiB int
 	Sink      string
 	Accel     string
-	Kernel    Kernel
+	// Cmdline is the guest kernel's tuning parameters; "auto" = chosen by
+	// the accelerator (the runner's GuestTuning).
+	Cmdline string
+	Kernel  Kernel
 }
 
 func (g *Guest) Fields() []schema.Field {
@@ -207,7 +210,9 @@ func (g *Guest) Fields() []schema.Field {
 		schema.Enum(&g.Sink, "sink", "stack", "xdp-drop", "flow-count").Default("stack").Axis().Bare().
 			Doc("what the guest does with packets: stack = kernel stack (UDP to a closed port is dropped there), xdp-drop = XDP program drops at the driver, flow-count = XDP program counts per flow and drops"),
 		schema.Enum(&g.Accel, "accel", "auto", "kvm", "tcg").Default("auto").
-			Doc("QEMU accelerator; auto = KVM when it really works, else TCG (numbers then measure the emulator)"),
+			Doc("QEMU accelerator; auto = KVM when it really works (a test vCPU runs), else TCG with a warning (numbers then measure the emulator); kvm where KVM does not work is refused before anything boots"),
+		schema.String(&g.Cmdline, "cmdline", "kernel parameters", checkCmdline).Default("auto").
+			Doc("guest kernel parameters besides the console, panic and vnb.* ones the harness sets; auto = by accelerator: under TCG `mitigations=off tsc=reliable no_timer_check` and boot-time skips (`cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0`), under KVM only `cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp`, so the guest kernel runs as on a real host; recorded in env.json (guest_cmdline)"),
 		schema.SectionFunc("kernel", g.Kernel.guestFields).
 			Doc("guest kernel (label unused); unset = the default guest image's kernel (Debian 6.1)"),
 	}

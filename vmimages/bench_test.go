@@ -28,15 +28,14 @@ import (
 func BenchmarkBoot(b *testing.B) {
 	needQEMU(b)
 	k := testKernel(b)
-	// VNETBENCH_BENCH_APPEND replaces BaseCmdline, to compare kernel
-	// command lines.
-	base := BaseCmdline
+	// VNETBENCH_BENCH_APPEND replaces the command line (BaseCmdline and,
+	// under TCG, TCGCmdline), to compare kernel command lines.
+	accel, base := "tcg", BaseCmdline+" "+TCGCmdline
+	if os.Getenv("VNETBENCH_BENCH_ACCEL") == "kvm" {
+		accel, base = "kvm", BaseCmdline
+	}
 	if a := os.Getenv("VNETBENCH_BENCH_APPEND"); a != "" {
 		base = a
-	}
-	accel := "tcg"
-	if os.Getenv("VNETBENCH_BENCH_ACCEL") == "kvm" {
-		accel = "kvm"
 	}
 	img, err := Build(context.Background(), BuildOptions{Kernel: k.Image, Modules: k.Modules, Agent: testAgent(b)})
 	if err != nil {

@@ -68,7 +68,7 @@ func TestBootReady(t *testing.T) {
 func TestBootSerialFallback(t *testing.T) {
 	needQEMU(t)
 	img := buildTestImage(t)
-	vm := bootVMWith(t, img, "", GuestConfig{}.Cmdline(), true)
+	vm := bootVMWith(t, img, "", GuestConfig{}.Cmdline(TCGCmdline), true)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	ready, err := vm.client.WaitReady(ctx)
@@ -94,7 +94,7 @@ func TestBootSerialFallback(t *testing.T) {
 func TestBootFatal(t *testing.T) {
 	needQEMU(t)
 	img := buildTestImage(t)
-	vm := bootVMWith(t, img, "", BaseCmdline+" vnb.ip=not-an-address", false)
+	vm := bootVMWith(t, img, "", BaseCmdline+" "+TCGCmdline+" vnb.ip=not-an-address", false)
 	select {
 	case <-vm.exited:
 	case <-time.After(90 * time.Second):

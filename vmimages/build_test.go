@@ -200,12 +200,12 @@ func TestCmdline(t *testing.T) {
 	if c.IP.String() != "10.0.0.2/24" || c.MAC.String() != "52:54:00:12:34:56" || c.Gateway.String() != "10.0.0.1" || c.MTU != 9000 || c.Sink != SinkFlowCount || !c.Iperf3 {
 		t.Errorf("parsed %+v", c)
 	}
-	back, err := ParseCmdline(c.Cmdline())
+	back, err := ParseCmdline(c.Cmdline(TCGCmdline))
 	if err != nil || back.Params() != c.Params() {
 		t.Errorf("round trip: %q vs %q (%v)", back.Params(), c.Params(), err)
 	}
-	if !strings.HasPrefix(c.Cmdline(), BaseCmdline+" vnb.ip=") {
-		t.Errorf("Cmdline() = %q", c.Cmdline())
+	if !strings.HasPrefix(c.Cmdline(""), BaseCmdline+" vnb.ip=") {
+		t.Errorf("Cmdline() = %q", c.Cmdline(""))
 	}
 	for _, bad := range []string{"vnb.ip=10.0.0.2", "vnb.mac=zz", "vnb.sink=teleport", "vnb.unknown=1", "vnb.mtu=big"} {
 		if _, err := ParseCmdline(bad); err == nil {

@@ -173,7 +173,7 @@ type testVM struct {
 // is not empty, connects the agent client and registers the kill in
 // Cleanup. cmdline is appended to BaseCmdline.
 func bootVM(tb testing.TB, img *Image, ns string, guest GuestConfig) *testVM {
-	return bootVMWith(tb, img, ns, guest.Cmdline(), false)
+	return bootVMWith(tb, img, ns, guest.Cmdline(TCGCmdline), false)
 }
 
 // bootVMWith is bootVM; with serialOnly the VM has no virtio-serial port and

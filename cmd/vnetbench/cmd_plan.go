@@ -7,17 +7,37 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // planCommands returns the exact commands and /proc writes a cell will run
-// (one line each, shell-quoted for reading); plan prints them under each
-// cell. Tests may replace it; nil prints no commands.
-var planCommands = func(c scenarios.Cell) ([]string, error) {
-	return runner.Commands(&c), nil
+// with its guest under accel (one line each, shell-quoted for reading);
+// plan prints them under each cell. Tests may replace it; nil prints no
+// commands.
+var planCommands = func(c scenarios.Cell, accel qemu.Accel) ([]string, error) {
+	return runner.Commands(&c, accel), nil
+}
+
+// labHost describes this machine's KVM, CPUs and memory for plan and
+// run --dry-run (its KVM probe runs a test vCPU). Tests describe others.
+var labHost = runner.ThisLabHost
+
+// accelDesc describes a host's KVM for plan's header.
+func accelDesc(st qemu.KVMStatus) string {
+	if !st.Usable {
+		return "tcg (KVM is not usable: " + st.Why + ")"
+	}
+	nested := st.Nested
+	if nested == "" {
+		nested = "unknown"
+	}
+	return fmt.Sprintf("kvm (a test vCPU ran; %s, nested=%s)", st.Vendor, nested)
 }
 
 // cmdPlan prints a scenario's cells in run order with every resolved
@@ -52,12 +72,15 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	sd := planSeed(*seed, s.Seed)
-	p, err := buildPlan(s, sd)
+	p, err := buildPlan(s, sd, labHost())
 	if err != nil {
 		return err
 	}
 	for _, n := range append(s.Notes, p.notes...) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	for _, w := range p.warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if *formatFlag == "json" {
 		enc := json.NewEncoder(stdout)
@@ -82,17 +105,28 @@ func planSeed(flagSeed, scenarioSeed int64) int64 {
 
 // plan is the rendered model of `vnetbench plan` (also its JSON form).
 type plan struct {
-	Scenario    string              `json:"scenario"`
-	File        string              `json:"file"`
-	Description string              `json:"description"`
-	Seed        int64               `json:"seed"`
-	Kernels     []scenarios.Kernel  `json:"kernels"`
-	Axes        []planAxis          `json:"axes"`
-	Runs        []planRun           `json:"runs"`
-	Cells       []planCell          `json:"cells"`
-	cellIndex   map[string]int      // kernel + "\x00" + name -> index in Cells
-	params      [][]scenarios.Param // per cell, in schema order
-	notes       []string            // cells that run once for several (runner.Distinct)
+	Scenario    string             `json:"scenario"`
+	File        string             `json:"file"`
+	Description string             `json:"description"`
+	Seed        int64              `json:"seed"`
+	Kernels     []scenarios.Kernel `json:"kernels"`
+	Axes        []planAxis         `json:"axes"`
+	// Accel describes this host's KVM (what auto picks on it).
+	Accel  string      `json:"accel"`
+	LabVMs []planLabVM `json:"lab_vms,omitempty"`
+	Runs   []planRun   `json:"runs"`
+	Cells  []planCell  `json:"cells"`
+	// warnings: accelerator fallbacks and refusals, lab sizing.
+	warnings  []string
+	cellIndex map[string]int      // kernel + "\x00" + name -> index in Cells
+	params    [][]scenarios.Param // per cell, in schema order
+	notes     []string            // cells that run once for several (runner.Distinct)
+}
+
+// planLabVM is the lab VM of one kernel label.
+type planLabVM struct {
+	Kernel string   `json:"kernel"`
+	Argv   []string `json:"argv"`
 }
 
 type planAxis struct {
@@ -108,24 +142,51 @@ type planRun struct {
 }
 
 type planCell struct {
-	Kernel   string            `json:"kernel"`
-	Name     string            `json:"name"`
-	Runs     []int             `json:"runs"`
-	Axes     map[string]string `json:"axes"`
-	Params   map[string]string `json:"params"`
-	Commands []string          `json:"commands,omitempty"`
+	Kernel string            `json:"kernel"`
+	Name   string            `json:"name"`
+	Runs   []int             `json:"runs"`
+	Axes   map[string]string `json:"axes"`
+	Params map[string]string `json:"params"`
+	// Accel is the accelerator the cell's guest gets here ("" = run
+	// refuses the cell: see the warnings).
+	Accel    string   `json:"accel"`
+	Commands []string `json:"commands,omitempty"`
 }
 
 // buildPlan orders the cells and collects one block per cell, in the order
-// of each cell's first run.
-func buildPlan(s *scenarios.Scenario, seed int64) (*plan, error) {
+// of each cell's first run, with the accelerator each cell's guest gets
+// on host h and the QEMU argv of each lab VM.
+func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, error) {
 	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed,
-		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}}
+		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: accelDesc(h.KVM)}
 	for _, a := range s.Axes {
 		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
 	}
 	cells, notes := runner.Distinct(s.Expand())
 	p.notes = notes
+	warn := func(w string) {
+		if !slices.Contains(p.warnings, w) {
+			p.warnings = append(p.warnings, w)
+		}
+	}
+	_, labCells := runner.SplitLab(cells)
+	for _, label := range runner.LabKernels(labCells) {
+		var lc []scenarios.Cell
+		for _, c := range labCells {
+			if c.Kernel.Label == label {
+				lc = append(lc, c)
+			}
+		}
+		argv, lw, err := runner.LabVMArgs(label, lc, h)
+		if err != nil {
+			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", err))
+			continue
+		}
+		for _, w := range lw {
+			warn(w)
+		}
+		p.LabVMs = append(p.LabVMs, planLabVM{Kernel: label, Argv: argv})
+	}
 	for i, c := range scenarios.Order(cells, seed) {
 		key := c.Kernel.Label + "\x00" + c.Name
 		ci, ok := p.cellIndex[key]
@@ -137,8 +198,16 @@ func buildPlan(s *scenarios.Scenario, seed int64) (*plan, error) {
 			for _, pr := range params {
 				pc.Params[pr.Key] = pr.Value
 			}
-			if planCommands != nil {
-				cmds, err := planCommands(c)
+			accel, aw, err := runner.PlanAccel(&c, h.KVM)
+			switch {
+			case err != nil:
+				warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", err))
+			case aw != "" && c.Kernel.Running():
+				warn(aw)
+			}
+			pc.Accel = string(accel)
+			if planCommands != nil && err == nil {
+				cmds, err := planCommands(c, accel)
 				if err != nil {
 					return nil, fmt.Errorf("plan %s: %w", c.Name, err)
 				}
@@ -176,6 +245,10 @@ func writePlanText(w io.Writer, p *plan) {
 		kd[i] = kernelDesc(k)
 	}
 	fmt.Fprintf(w, "kernels: %s\n", strings.Join(kd, ", "))
+	fmt.Fprintf(w, "accelerator: %s\n", p.Accel)
+	for _, l := range p.LabVMs {
+		fmt.Fprintf(w, "lab VM (kernel %s): %s\n", l.Kernel, proc.Quote(l.Argv))
+	}
 	if len(p.Axes) == 0 {
 		fmt.Fprintln(w, "axes: none (a single cell)")
 	}
@@ -203,6 +276,9 @@ func writePlanText(w io.Writer, p *plan) {
 			runs[j] = fmt.Sprint(n)
 		}
 		fmt.Fprintf(w, "  runs: %s\n", strings.Join(runs, " "))
+		if c.Accel != "" {
+			fmt.Fprintf(w, "  accelerator: %s\n", c.Accel)
+		}
 		writeParams(w, p.params[i])
 		if len(c.Commands) > 0 {
 			fmt.Fprintln(w, "  commands:")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
@@ -20,6 +22,23 @@ func init() {
 	if flag.Lookup("update") == nil {
 		flag.Bool("update", false, "rewrite golden files")
 	}
+	// plan and run --dry-run show the accelerator of this host: the
+	// goldens describe one host, whatever the machine running the tests
+	// (TestPlanKVM describes others).
+	labHost = func() runner.LabHost { return testHost(tcgHost) }
+}
+
+// Hosts for plan's accelerator: a TCG-only host (KVM-PVM's /dev/kvm runs
+// no standard guest) and KVM hosts on Intel and AMD with nested KVM.
+var (
+	tcgHost     = qemu.KVMStatus{Why: "a test vCPU did not run on /dev/kvm: KVM_RUN: internal error (KVM_EXIT_INTERNAL_ERROR)"}
+	intelNested = qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: qemu.ModuleKVMIntel, Nested: "Y"}
+	amdNested   = qemu.KVMStatus{Usable: true, Flag: "svm", Vendor: qemu.ModuleKVMAMD, Nested: "1"}
+)
+
+// testHost is an 8-CPU, 32 GiB host with KVM st.
+func testHost(st qemu.KVMStatus) runner.LabHost {
+	return runner.LabHost{KVM: st, CPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, MemMiB: 32 << 10}
 }
 
 // scenarioGolden compares got with the golden file at path (-update
@@ -226,7 +245,7 @@ func TestPlanErrors(t *testing.T) {
 func TestPlanCommandsHook(t *testing.T) {
 	old := planCommands
 	t.Cleanup(func() { planCommands = old })
-	planCommands = func(c scenarios.Cell) ([]string, error) {
+	planCommands = func(c scenarios.Cell, _ qemu.Accel) ([]string, error) {
 		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Config.(*iperf3.Config).Duration.String()}, nil
 	}
 	got, code := runCLI(t, "plan", "thread-iperf3", "--seed", "1")
@@ -270,5 +289,56 @@ func TestPlanOneQueue(t *testing.T) {
 				t.Errorf("%q: plan has %q:\n%s", tc.queues, n, got)
 			}
 		}
+	}
+}
+
+// TestPlanKVM golden-tests plan on KVM hosts (Intel and AMD, nested KVM):
+// cells on the running kernel get -accel kvm -cpu host and the KVM guest
+// command line; lab VMs get -cpu host,+vmx or +svm, sized from the
+// scenario. guest.accel: tcg stays TCG on a KVM host, and kvm on a TCG
+// host is a warning that run refuses it.
+func TestPlanKVM(t *testing.T) {
+	old := labHost
+	t.Cleanup(func() { labHost = old })
+	for _, tc := range []struct {
+		host qemu.KVMStatus
+		name string
+		args []string
+	}{
+		{intelNested, "kvm-intel-quickstart", []string{"plan", "quickstart", "--seed", "1"}},
+		{intelNested, "kvm-intel-lab-pktgen", []string{"plan", "lab-pktgen", "--seed", "1"}},
+		{amdNested, "kvm-amd-lab-pktgen", []string{"plan", "lab-pktgen", "--seed", "1"}},
+		{intelNested, "kvm-intel-accel-tcg", []string{"plan", "testdata/plan/accel-tcg.yaml", "--seed", "1"}},
+		{tcgHost, "tcg-accel-kvm", []string{"plan", "testdata/plan/accel-kvm.yaml", "--seed", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			labHost = func() runner.LabHost { return testHost(tc.host) }
+			got, code := runCLI(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, got)
+			}
+			scenarioGolden(t, filepath.Join("testdata", "plan", tc.name+".golden"), got)
+		})
+	}
+}
+
+// TestDryRunAccel: run --dry-run prints the accelerator each cell's guest
+// gets on this host and the lab VMs' QEMU argv, and refuses (exit 2, as
+// run would) guest.accel: kvm where KVM does not work.
+func TestDryRunAccel(t *testing.T) {
+	old := labHost
+	t.Cleanup(func() { labHost = old })
+	labHost = func() runner.LabHost { return testHost(amdNested) }
+	got, code := runCLI(t, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", "/runs/x")
+	for _, want := range []string{"accelerator: kvm (a test vCPU ran; kvm_amd, nested=1)", "(kernel stock, kvm)",
+		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 2 -m 2048"} {
+		if code != 0 || !strings.Contains(got, want) {
+			t.Errorf("dry run on an AMD host lacks %q (exit %d):\n%s", want, code, got)
+		}
+	}
+	labHost = func() runner.LabHost { return testHost(tcgHost) }
+	got, code = runCLI(t, "run", "testdata/plan/accel-kvm.yaml", "--dry-run", "--seed", "1")
+	if code != 2 || !strings.Contains(got, "guest.accel: kvm, but KVM is not usable here") {
+		t.Errorf("dry run of accel: kvm on a TCG host: exit %d\n%s", code, got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -120,11 +121,39 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		in.Args = append(in.Args, kernels.args()...)
 	}
 	if *dry {
+		h := labHost()
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
+		fmt.Fprintf(stdout, "accelerator: %s\n", accelDesc(h.KVM))
+		labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
+		for _, label := range runner.LabKernels(labCells) {
+			var lc []scenarios.Cell
+			for _, c := range labCells {
+				if c.Kernel.Label == label {
+					lc = append(lc, c)
+				}
+			}
+			argv, warnings, err := runner.LabVMArgs(label, lc, h)
+			if err != nil {
+				return err // run refuses it: so does its dry run
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+			}
+			labVMs[label] = argv
+		}
+		var warned []string
 		for i := range cells {
 			c := &cells[i]
-			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s)\n", i+1, c.Name, c.Rep+1, kernelName(c))
-			for _, l := range runner.Commands(c) {
+			accel, warn, err := runner.PlanAccel(c, h.KVM)
+			if err != nil {
+				return err // run refuses it: so does its dry run
+			}
+			if warn != "" && c.Kernel.Running() && !slices.Contains(warned, warn) {
+				warned = append(warned, warn)
+				fmt.Fprintf(stderr, "vnetbench: warning: %s\n", warn)
+			}
+			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), accel)
+			for _, l := range runner.Commands(c, accel) {
 				fmt.Fprintf(stdout, "     %s\n", l)
 			}
 		}
@@ -144,6 +173,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				}
 				_, args := runner.LabInnerArgs(abs, l, sd, in)
 				fmt.Fprintf(stdout, "  %s: vnetbench %s\n", l, strings.Join(args, " "))
+				fmt.Fprintf(stdout, "    in %s\n", proc.Quote(labVMs[l]))
 			}
 		}
 		return nil

@@ -62,7 +62,7 @@ func TestPlanKernelFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	if !strings.Contains(s, "(kernel stock)") || !strings.Contains(s, "(kernel patched)") || strings.Contains(s, "(kernel running)") {
+	if !strings.Contains(s, "(kernel stock, tcg)") || !strings.Contains(s, "(kernel patched, tcg)") || strings.Contains(s, "(kernel running") {
 		t.Errorf("dry run does not run on the flag's kernels:\n%s", s)
 	}
 }

@@ -34,7 +34,11 @@ type Env struct {
 	QEMUVersion   string            `json:"qemu_version,omitempty"`
 	PerfVersion   string            `json:"perf_version,omitempty"`
 	Iperf3Version string            `json:"iperf3_version,omitempty"`
-	Accel         string            `json:"accel,omitempty"` // "kvm" or "tcg"
+	Accel         string            `json:"accel,omitempty"` // "kvm", "tcg", or "kvm+tcg" when the cells' guests differ
+	// GuestCmdline lists every guest kernel command line the run booted
+	// with (distinct ones, in boot order): its tuning depends on the
+	// accelerator and on guest.cmdline.
+	GuestCmdline []string `json:"guest_cmdline,omitempty"`
 	// Kernels holds the environment seen under each kernel label when it
 	// differs from the host's (lab mode: each kernel runs in its own VM).
 	Kernels map[string]*Env `json:"kernels,omitempty"`

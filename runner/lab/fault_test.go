@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
@@ -136,5 +137,57 @@ func TestLabSilenceFailsFast(t *testing.T) {
 	c, _ = fakeLab(t, alive)
 	if _, err := Run(t.Context(), c); err != nil {
 		t.Fatalf("a quiet lab with heartbeats failed: %v", err)
+	}
+}
+
+// A lab whose cells need KVM for their guests (guest.accel: kvm) refuses,
+// before its VM starts, a kernel that lacks kvm and the vendor module,
+// naming what is missing and the config options (exit 2).
+func TestLabNeedKVMRefusedBeforeBoot(t *testing.T) {
+	for _, flag := range []string{"vmx", "svm"} {
+		c, ex := fakeLab(t, labUp)
+		c.Accel, c.Nested, c.NeedKVM = qemu.KVM, flag, true
+		_, err := Run(t.Context(), c)
+		vendor := map[string]string{"vmx": "KVM_INTEL", "svm": "KVM_AMD"}[flag]
+		if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "lacks kvm and kvm_") || !strings.Contains(err.Error(), "CONFIG_"+vendor) {
+			t.Errorf("%s: err = %v, want a capability error naming kvm and CONFIG_%s", flag, err, vendor)
+		}
+		if n := len(ex.Procs()); n != 0 {
+			t.Errorf("%s: %d QEMUs started for a refused lab", flag, n)
+		}
+	}
+}
+
+// A lab phase that overruns names what to do: a scenario key only where
+// one bounds the phase.
+func TestTimeoutHint(t *testing.T) {
+	for phase, want := range map[string]string{
+		"boot": "timeouts.boot", "run": "timeouts.traffic or timeouts.cell", "setup": "console log", "shutdown": "did not power off",
+	} {
+		h := timeoutHint(phase)
+		if !strings.Contains(h, want) || strings.Contains(h, "timeouts.run") || strings.Contains(h, "timeouts.setup") || strings.Contains(h, "timeouts.shutdown") {
+			t.Errorf("timeoutHint(%s) = %q, want %q and no key the schema lacks", phase, h, want)
+		}
+	}
+}
+
+// A lab with PinVCPUs pins its vCPU threads (from QMP query-cpus-fast)
+// once QEMU runs; a host CPU that cannot take them fails the boot phase
+// with the vCPU and CPU named.
+func TestLabPinVCPUs(t *testing.T) {
+	done := append(append([]fakeqemu.Step{}, labUp...),
+		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
+	c, _ := fakeLab(t, done)
+	c.CPUs, c.PinVCPUs = 1, []int{0}
+	if _, err := Run(t.Context(), c); err != nil {
+		t.Fatalf("pinned lab: %v", err)
+	}
+	c, _ = fakeLab(t, done)
+	c.CPUs, c.PinVCPUs = 1, []int{1000}
+	_, err := Run(t.Context(), c)
+	var le *Error
+	if !errors.As(err, &le) || le.Phase != "boot" || !strings.Contains(err.Error(), "pin vCPU 0") || !strings.Contains(err.Error(), "host CPU 1000") {
+		t.Errorf("pin to a CPU the host lacks: err = %v", err)
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -88,10 +90,22 @@ type Config struct {
 	// vmimages.CacheDir()); the inner run finds fetched kernels there.
 	CacheDir string
 	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
-	// 2048 MiB).
+	// 2048 MiB; the runner sizes it from the scenario).
 	CPUs, MemoryMiB int
+	// PinVCPUs, when set, pins lab vCPU i to host CPU PinVCPUs[i] once
+	// the VM runs, so a CPU number inside the lab (a pinned vhost worker,
+	// kpktgend_N) stays one host CPU.
+	PinVCPUs []int
 	// Accel is "" (detect: KVM when usable, else TCG), "kvm" or "tcg".
 	Accel qemu.Accel
+	// Nested is the CPU's virtualization flag ("vmx", "svm") the lab VM
+	// shows its guests (-cpu host,+FLAG) when the host nests KVM; "" =
+	// none asked for.
+	Nested string
+	// NeedKVM refuses, before the VM boots, a lab kernel that lacks kvm or
+	// the vendor module for Nested: cells that ask for guest.accel: kvm
+	// could not run in it.
+	NeedKVM bool
 	// TCGThread is passed to qemu.Config (under TCG only).
 	TCGThread string
 	// QEMUExtra are extra QEMU arguments (e.g. a debug monitor).
@@ -279,6 +293,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if k.Modules == "" {
 		return nil, inputErrorf("kernel %s has no modules directory; set modules: to its /lib/modules/<release>", k.Image)
 	}
+	if c.NeedKVM {
+		if err := checkKVMModules(k, c.Nested); err != nil {
+			return nil, fmt.Errorf("lab %s: %w", c.Label, err)
+		}
+	}
 	labDir := filepath.Join(runDir, results.LabVMDir(c.Label))
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
 		return nil, err
@@ -296,22 +315,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if mods == nil {
 		mods = LabModules
 	}
-	shares := []InitShare{{Tag: "vnbrun", Path: runDir}}
-	qshares := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir}}
-	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
-		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
-		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	}
-	for i, dir := range c.Shares {
-		if within(dir, runDir) || within(dir, c.CacheDir) {
-			continue
-		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, inputErrorf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)
-		}
-		tag := fmt.Sprintf("vnbx%d", i)
-		shares = append(shares, InitShare{Tag: tag, Path: dir})
-		qshares = append(qshares, qemu.Share{Tag: tag, Path: dir, ReadOnly: true})
+	shares, qshares, err := c.shares(runDir)
+	if err != nil {
+		return nil, err
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
 		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
@@ -333,23 +339,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			return nil, inputErrorf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)
 		}
 	}
-	cpus := c.CPUs
-	if cpus <= 0 {
-		cpus = runtime.NumCPU()
-	}
-	mem := c.MemoryMiB
-	if mem <= 0 {
-		mem = 2048
-	}
 	console := filepath.Join(runDir, results.LabConsole(c.Label))
 	os.Remove(console)
-	qc := qemu.Config{
-		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem,
-		Kernel: k.Image, Initrd: initrd,
-		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
-		Shares:    qshares,
-		QMPSocket: filepath.Join(tmp, "qmp.sock"), ConsoleLog: console, Extra: c.QEMUExtra,
-	}
+	qc := c.vm(k.Image, initrd, filepath.Join(tmp, "qmp.sock"), console, accel, qshares)
 	res := &Result{KernelRelease: k.Release, Accel: accel, Console: console, Missing: icfg.Missing}
 	start := time.Now()
 	vm, err := qemu.Launch(ctx, c.Exec, qc, "")
@@ -366,6 +358,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 		vm.Kill()
 	}()
+	if err := startVM(ctx, vm, c.PinVCPUs); err != nil {
+		return res, &Error{Label: c.Label, Phase: "boot", Err: err, Console: console, Tail: qemu.FileTail(console, 20)}
+	}
 	fail := func(phase string, err error) error {
 		return &Error{Label: c.Label, Phase: phase, Err: err, Console: console, Tail: qemu.FileTail(console, 25)}
 	}
@@ -447,9 +442,147 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 		if time.Now().After(deadline) {
 			limit := map[string]time.Duration{"boot": to.Boot, "setup": to.Setup, "run": to.Run, "shutdown": to.Shutdown}[phase]
-			return res, fail(phase, fmt.Errorf("timeout after %v (raise timeouts.%s if the machine is slow)", limit, phase))
+			return res, fail(phase, fmt.Errorf("timeout after %v (%s)", limit, timeoutHint(phase)))
 		}
 	}
+}
+
+// timeoutHint says what to do about a lab phase that overran: a scenario
+// key where one bounds the phase (timeouts.boot; the run's deadline is
+// the sum of its cells' timeouts), else where to look.
+func timeoutHint(phase string) string {
+	switch phase {
+	case "boot":
+		return "raise timeouts.boot if the machine is slow"
+	case "run":
+		return "the run's deadline is the sum of its cells' timeouts.cell (boot + setup + traffic + teardown) plus a margin: raise timeouts.traffic or timeouts.cell if the cells need longer"
+	case "setup":
+		return "loading modules and mounting the host root took too long: the lab kernel may be stuck, see the console log"
+	}
+	return "the lab VM did not power off after its run: its kernel may be stuck, see the console log"
+}
+
+// shares are the lab's 9p shares: the host root read-only, the run
+// directory and the cache read-write, and c.Shares read-only (each must
+// be a host directory).
+func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
+	shares := []InitShare{{Tag: "vnbrun", Path: runDir}}
+	qshares := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir}}
+	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
+		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
+		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
+	}
+	for i, dir := range c.Shares {
+		if within(dir, runDir) || within(dir, c.CacheDir) {
+			continue
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, nil, inputErrorf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)
+		}
+		tag := fmt.Sprintf("vnbx%d", i)
+		shares = append(shares, InitShare{Tag: tag, Path: dir})
+		qshares = append(qshares, qemu.Share{Tag: tag, Path: dir, ReadOnly: true})
+	}
+	return shares, qshares, nil
+}
+
+// vm is the lab VM's QEMU configuration: c's size (defaults: the host's
+// CPU count, 2048 MiB), accelerator and nesting flag, the kernel image and
+// initramfs, and the shares. Pure: Run starts it, PlanArgs prints it.
+func (c Config) vm(image, initrd, qmp, console string, accel qemu.Accel, shares []qemu.Share) qemu.Config {
+	cpus := c.CPUs
+	if cpus <= 0 {
+		cpus = runtime.NumCPU()
+	}
+	mem := c.MemoryMiB
+	if mem <= 0 {
+		mem = 2048
+	}
+	nested := ""
+	if accel == qemu.KVM {
+		nested = c.Nested
+	}
+	return qemu.Config{
+		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem, Nested: nested,
+		Kernel: image, Initrd: initrd,
+		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
+		Shares:    shares,
+		QMPSocket: qmp, ConsoleLog: console, Extra: c.QEMUExtra,
+	}
+}
+
+// PlanArgs is the lab VM's QEMU argv for c under accel, as plan shows it:
+// placeholders for what exists only at run time (LAB_KERNEL: the image of
+// c.Kernel; TMP: the lab's temporary directory with its initramfs;
+// RUN_DIR; CACHE_DIR unless c.CacheDir is set). c.Accel, when set, wins
+// over accel.
+func PlanArgs(c Config, accel qemu.Accel) []string {
+	if c.Accel != "" {
+		accel = c.Accel
+	}
+	if c.RunDir == "" {
+		c.RunDir = "RUN_DIR"
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = "CACHE_DIR"
+	}
+	image := c.Kernel.Image
+	if image == "" {
+		image = "LAB_KERNEL"
+	}
+	var qshares []qemu.Share
+	qshares = append(qshares, qemu.Share{Tag: "hostroot", Path: "/", ReadOnly: true}, qemu.Share{Tag: "vnbrun", Path: c.RunDir})
+	if !within(c.RunDir, c.CacheDir) && !within(c.CacheDir, c.RunDir) {
+		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
+	}
+	for i, dir := range c.Shares {
+		if !within(dir, c.RunDir) && !within(dir, c.CacheDir) {
+			qshares = append(qshares, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
+		}
+	}
+	qc := c.vm(image, "TMP/initramfs.cpio", "TMP/qmp.sock", filepath.Join(c.RunDir, results.LabConsole(c.Label)), accel, qshares)
+	return qemu.Args(qc)
+}
+
+// startVM pins the lab's vCPU threads (vCPU i to cpus[i]) once QEMU runs;
+// nothing to do without cpus. The pins last as long as the VM.
+func startVM(ctx context.Context, vm *qemu.VM, cpus []int) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	tids, err := vm.VCPUThreads(ctx)
+	if err != nil {
+		return fmt.Errorf("pin vCPUs: %w", err)
+	}
+	if len(tids) > len(cpus) {
+		return fmt.Errorf("pin vCPUs: %d vCPUs for %d host CPUs", len(tids), len(cpus))
+	}
+	for i, tid := range tids {
+		var set unix.CPUSet
+		set.Set(cpus[i])
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return fmt.Errorf("pin vCPU %d (thread %d) to host CPU %d: %w", i, tid, cpus[i], err)
+		}
+	}
+	return nil
+}
+
+// checkKVMModules refuses a lab kernel that lacks kvm or the vendor
+// module for flag ("vmx", "svm").
+func checkKVMModules(k *vmimages.Kernel, flag string) error {
+	vendor := map[string]string{"vmx": KVMIntelModule, "svm": KVMAMDModule}[flag]
+	if vendor == "" {
+		return fault.Capability("cells ask for guest.accel: kvm but this host's CPU shows no vmx/svm for the lab VM; use accel: auto or tcg")
+	}
+	missing, err := MissingKVMModules(k.Modules, vendor)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fault.Capability("cells ask for guest.accel: kvm but lab kernel %s (%s) lacks %s, which lab init loads for its guests' KVM; build it with CONFIG_KVM and CONFIG_%s (=m or =y), or use accel: auto or tcg",
+			k.Release, k.Image, strings.Join(missing, " and "), strings.ToUpper(vendor))
+	}
+	return nil
 }
 
 // checkBinary refuses, before anything boots, a binary that cannot be a

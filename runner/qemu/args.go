@@ -24,6 +24,9 @@ const (
 	TCG Accel = "tcg" // emulation: numbers measure the emulator, not the kernel
 )
 
+// MaxCPUs is the most vCPUs QEMU's default x86 machine (pc) takes.
+const MaxCPUs = 255
+
 // AgentPortName is the virtio-serial port name the guest agent opens
 // (/dev/virtio-ports/AgentPortName in the guest); the same as vmimages.AgentPortName.
 const AgentPortName = "vnb.agent"
@@ -60,6 +63,10 @@ type Config struct {
 	// it, the guest the host at CID 2). Needs /dev/vhost-vsock (module
 	// vhost_vsock): see CheckVsock.
 	VsockCID uint32
+	// Nested is the virtualization flag ("vmx" or "svm") the guest's CPU
+	// must show so it can run KVM itself (a lab VM's guests): under KVM,
+	// -cpu host,+FLAG ("" = -cpu host as it is).
+	Nested string
 	// Extra arguments appended verbatim.
 	Extra []string
 }
@@ -101,7 +108,11 @@ func Args(c Config) []string {
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 	}
 	if c.Accel == KVM {
-		a = append(a, "-accel", "kvm", "-cpu", "host")
+		cpu := "host"
+		if c.Nested != "" {
+			cpu += ",+" + c.Nested
+		}
+		a = append(a, "-accel", "kvm", "-cpu", cpu)
 	} else {
 		tcg := "tcg"
 		if c.TCGThread != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	xdp "github.com/vnetbench/vnetbench/runner/afxdp"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -109,7 +110,7 @@ func TestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.Expand()[0]
-	cmds := strings.Join(runner.Commands(&c), "\n")
+	cmds := strings.Join(runner.Commands(&c, qemu.TCG), "\n")
 	if !strings.Contains(cmds, "\n# afxdp (in the vnetbench process): 1 AF_XDP socket and thread on vnbt0 in netns vnb-RUNID queue 0, bind ") ||
 		!strings.Contains(cmds, ", batch 64, for 2s") {
 		t.Errorf("commands:\n%s", cmds)

@@ -98,7 +98,7 @@ func TestToyPlan(t *testing.T) {
 	if params["generator.toy.rate"] != "1000" || params["generator.toy.burst"] != "1" || params["generator.toy.duration"] != "500ms" {
 		t.Errorf("params %v", params)
 	}
-	cmds := strings.Join(runner.Commands(&c), "\n")
+	cmds := strings.Join(runner.Commands(&c, qemu.TCG), "\n")
 	if !strings.Contains(cmds, "\nip netns exec vnb-RUNID toyblast --dev vnbt0 --rate 1000 --burst 1 --seconds 0.5") ||
 		!strings.Contains(cmds, " -device virtio-rng-pci") {
 		t.Errorf("commands:\n%s", cmds)

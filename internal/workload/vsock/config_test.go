@@ -12,6 +12,7 @@ import (
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 	"github.com/vnetbench/vnetbench/internal/workload/vsock"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -129,7 +130,7 @@ func TestPlanCommands(t *testing.T) {
 	var b strings.Builder
 	for _, c := range s.Expand() {
 		b.WriteString("== " + c.Name + "\n")
-		for _, l := range runner.Commands(&c) {
+		for _, l := range runner.Commands(&c, qemu.TCG) {
 			if strings.HasPrefix(l, "ip ") && !strings.Contains(l, "qemu-system") {
 				continue
 			}

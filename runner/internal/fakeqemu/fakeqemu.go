@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,10 @@ type Step struct {
 // console of the VM named by QEMU's -name (e.g. "vnb-lab-stock").
 type Exec struct {
 	Script func(name string) []Step
+	// NoKVM makes a QEMU started with -accel kvm exit at once, as QEMU
+	// does when it cannot use /dev/kvm ("Could not access KVM kernel
+	// module").
+	NoKVM bool
 
 	mu    sync.Mutex
 	procs []*Proc
@@ -59,6 +64,16 @@ func (e *Exec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
 	if qmp == "" || console == "" {
 		return nil, fmt.Errorf("fakeqemu: argv without a QMP socket or a console file: %v", c.Argv)
 	}
+	kvm := accel(c.Argv) == "kvm"
+	if kvm && e.NoKVM {
+		p := &Proc{Name: name, Argv: c.Argv, done: make(chan struct{})}
+		e.mu.Lock()
+		p.pid = 900000 + len(e.procs)
+		e.procs = append(e.procs, p)
+		e.mu.Unlock()
+		p.finish(errors.New("exit status 1 (qemu-system-x86_64: -accel kvm: Could not access KVM kernel module: No such file or directory)"))
+		return p, nil
+	}
 	l, err := net.Listen("unix", qmp)
 	if err != nil {
 		return nil, err
@@ -68,7 +83,7 @@ func (e *Exec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
 		l.Close()
 		return nil, err
 	}
-	p := &Proc{Name: name, done: make(chan struct{}), l: l}
+	p := &Proc{Name: name, Argv: c.Argv, KVM: kvm, done: make(chan struct{}), l: l}
 	e.mu.Lock()
 	p.pid = 900000 + len(e.procs)
 	e.procs = append(e.procs, p)
@@ -128,23 +143,55 @@ func parse(argv []string) (name, qmp, console string) {
 	return name, qmp, console
 }
 
+// accel is -accel's accelerator in argv ("" = none).
+func accel(argv []string) string {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "-accel" {
+			a, _, _ := strings.Cut(argv[i+1], ",")
+			return a
+		}
+	}
+	return ""
+}
+
 // Proc is a fake QEMU.
 type Proc struct {
 	Name string
+	Argv []string // QEMU's argv
+	KVM  bool     // started with -accel kvm: query-kvm says enabled
 	pid  int
 	l    net.Listener
-	once sync.Once
-	done chan struct{}
-	err  error
+	// vcpu is the thread playing vCPU 0 (vcpuThread).
+	vcpuOnce sync.Once
+	vcpu     int
+	once     sync.Once
+	done     chan struct{}
+	err      error
 
 	mu     sync.Mutex
 	killed bool // got a signal or QMP quit
 }
 
+// vcpuThread returns the id of an OS thread that exits when p ends.
+func (p *Proc) vcpuThread() int {
+	p.vcpuOnce.Do(func() {
+		tid := make(chan int)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+			tid <- syscall.Gettid()
+			<-p.done
+		}()
+		p.vcpu = <-tid
+	})
+	return p.vcpu
+}
+
 func (p *Proc) finish(err error) {
 	p.once.Do(func() {
 		p.err = err
-		p.l.Close()
+		if p.l != nil {
+			p.l.Close()
+		}
 		close(p.done)
 	})
 }
@@ -170,7 +217,17 @@ func (p *Proc) serveQMP() {
 			for sc.Scan() {
 				var req struct{ Execute string }
 				json.Unmarshal(sc.Bytes(), &req)
-				c.Write([]byte(`{"return": {}}` + "\n"))
+				switch req.Execute {
+				case "query-kvm":
+					fmt.Fprintf(c, `{"return": {"enabled": %v, "present": true}}`+"\n", p.KVM)
+				case "query-cpus-fast":
+					// One vCPU, played by a thread of the test process that
+					// lives as long as the fake QEMU (affinity calls on it
+					// work and end with it).
+					fmt.Fprintf(c, `{"return": [{"cpu-index": 0, "thread-id": %d}]}`+"\n", p.vcpuThread())
+				default:
+					c.Write([]byte(`{"return": {}}` + "\n"))
+				}
 				if req.Execute == "quit" {
 					p.mu.Lock()
 					p.killed = true

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// LabSize is a lab VM's size for the cells it runs.
+type LabSize struct {
+	CPUs      int
+	MemoryMiB int
+	// Pin are the host CPUs the lab's vCPUs are pinned to (vCPU i on
+	// Pin[i]); nil = unpinned.
+	Pin      []int
+	Warnings []string
+}
+
+// labBaseMiB is a lab VM's memory besides its guest's: the lab kernel, the
+// harness, the guest's QEMU and the tmpfs directories (/tmp, /run, ...).
+const labBaseMiB = 1536
+
+// SizeLab sizes the lab VM of cells (one kernel's) on a host whose
+// harness may run on hostCPUs (its CPU affinity, in order) with hostMemMiB
+// of memory (0 = unknown). Pure.
+//
+//   - vCPUs: every CPU number a cell names must exist in the lab
+//     (Cell.CPUsNeeded: pins, pktgen threads). Beyond that the lab gets
+//     one vCPU per guest vCPU or generator CPU, plus one for the harness,
+//     perf and QEMU's own threads, as far as the host has CPUs. QEMU's pc
+//     machine takes at most qemu.MaxCPUs.
+//   - memory: the largest guest memory of the cells plus labBaseMiB.
+//   - pinning: when a cell pins threads, lab vCPU i runs on hostCPUs[i],
+//     so "CPU 0" inside the lab is one host CPU for the whole run; a lab
+//     with more vCPUs than the host has CPUs cannot be pinned one to one
+//     (a warning says so).
+func SizeLab(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (LabSize, error) {
+	need, want, guestMiB, pinned := 1, 1, 0, false
+	for i := range cells {
+		c := &cells[i]
+		n := c.CPUsNeeded()
+		need = max(need, n)
+		want = max(want, max(n, c.Guest.VCPUs)+1)
+		guestMiB = max(guestMiB, c.Guest.MemoryMiB)
+		pinned = pinned || c.Pinned()
+	}
+	if guestMiB == 0 {
+		guestMiB = 512 // QEMU's guest default in this harness
+	}
+	var ls LabSize
+	ls.CPUs = max(need, min(want, len(hostCPUs)))
+	if len(hostCPUs) == 0 {
+		ls.CPUs = max(need, want)
+	}
+	if need > qemu.MaxCPUs {
+		return LabSize{}, fault.Input("the cells name CPU %d, so their lab VM needs %d vCPUs; QEMU's pc machine takes at most %d: use CPUs below %d in pin: and generator settings",
+			need-1, need, qemu.MaxCPUs, qemu.MaxCPUs)
+	}
+	ls.CPUs = min(ls.CPUs, qemu.MaxCPUs)
+	ls.MemoryMiB = guestMiB + labBaseMiB
+	if hostMemMiB > 0 && ls.MemoryMiB > hostMemMiB {
+		ls.Warnings = append(ls.Warnings, fmt.Sprintf("the lab VM gets %d MiB (guest.memory %d MiB + %d MiB for the lab) but this host has %d MiB: it may run out of memory; lower guest.memory",
+			ls.MemoryMiB, guestMiB, labBaseMiB, hostMemMiB))
+	}
+	if len(hostCPUs) > 0 && ls.CPUs > len(hostCPUs) {
+		ls.Warnings = append(ls.Warnings, fmt.Sprintf("the lab VM needs %d vCPUs (the cells name CPU %d) but this host has %d: its vCPUs share host CPUs, so pinned threads are not alone on a CPU",
+			ls.CPUs, need-1, len(hostCPUs)))
+		return ls, nil
+	}
+	if pinned && len(hostCPUs) > 0 {
+		ls.Pin = append([]int(nil), hostCPUs[:ls.CPUs]...)
+	}
+	return ls, nil
+}
+
+// LabVMArgs is the QEMU argv of the lab VM that runs cells (one kernel
+// label's) on host h, as plan shows it (lab.PlanArgs: placeholders for
+// the kernel image, temporary files and the run directory), with the
+// warnings of its sizing and accelerator. A lab whose cells cannot run on
+// h (guest.accel: kvm without nested KVM, more CPUs than QEMU takes) is an
+// error.
+func LabVMArgs(label string, cells []scenarios.Cell, h LabHost) ([]string, []string, error) {
+	c, warnings, err := labConfig(label, cells, Options{}, LabInner{}, nil, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lab.PlanArgs(c, ""), warnings, nil
+}
+
+// ThisLabHost describes this machine for LabVMArgs and SizeLab: its KVM
+// (qemu.ProbeKVM), the CPUs the harness may run on and its memory.
+func ThisLabHost() LabHost { return thisLabHost(Options{}) }
