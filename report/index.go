@@ -2,6 +2,7 @@ package report
 
 import (
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // index holds a set's samples by cell and by cell and column, built once
@@ -27,6 +28,13 @@ type index struct {
 	stats   map[statKey]Stats
 	deltas  map[statKey]Delta
 	metrics map[string]results.Metric
+	// versus is versusOf by generator label.
+	versus map[string]versusHit
+}
+
+type versusHit struct {
+	tab  *workload.Table
+	name string
 }
 
 type cellCol struct{ cell, col string }
@@ -36,7 +44,7 @@ type statKey struct{ cell, col, key string }
 func newIndex(set *results.Set) *index {
 	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
 		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
-		metrics: map[string]results.Metric{}}
+		metrics: map[string]results.Metric{}, versus: map[string]versusHit{}}
 	sizes := map[string]map[string]bool{}
 	for i := range set.Samples {
 		s := &set.Samples[i]
@@ -68,6 +76,18 @@ func (x *index) metric(key string) results.Metric {
 		x.metrics[key] = m
 	}
 	return m
+}
+
+// versusOf is versusOf(s), asked once per generator label (it looks the
+// workload up in the registry).
+func (x *index) versusOf(s *results.Sample) (*workload.Table, string) {
+	g := generatorOf(s)
+	h, ok := x.versus[g]
+	if !ok {
+		h.tab, h.name = versusOf(s)
+		x.versus[g] = h
+	}
+	return h.tab, h.name
 }
 
 // values returns the values of metric key for cell in column col, one per

@@ -20,7 +20,7 @@ func (b *builder) threadTables() {
 			continue // versusTables
 		}
 		groups := b.groupRows(func(s *results.Sample) bool {
-			if v, _ := versusOf(s); v != nil {
+			if v, _ := b.idx.versusOf(s); v != nil {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]

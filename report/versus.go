@@ -62,7 +62,7 @@ func (b *builder) versusTables() {
 		v := tab.Versus
 		rowAx, colAx := versusAxis(name, v.RowKey), versusAxis(name, v.ColKey)
 		groups, order := b.groupCells(func(s *results.Sample) bool {
-			_, n := versusOf(s)
+			_, n := b.idx.versusOf(s)
 			return n == name
 		}, rowAx, colAx)
 		for _, gk := range order {
