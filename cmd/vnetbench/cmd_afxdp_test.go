@@ -109,7 +109,7 @@ timeouts: {boot: 3m}
 	}
 	s := string(out)
 	for _, gen := range []string{"afxdp", "testpmd"} {
-		want := []string{"| " + gen + ", ", "|      copy | zero-copy | speedup |", "| UDP", "| Transmitted", "| Lost", "| Received", "| CPU/pkt " + gen}
+		want := []string{"| " + gen + " to VM", "|      copy | zero-copy | speedup |", "| UDP", "| Transmitted", "| Lost", "| Received", "| CPU/pkt " + gen}
 		for _, w := range want {
 			if !strings.Contains(s, w) {
 				t.Errorf("%s table lacks %q", gen, w)
