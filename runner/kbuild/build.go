@@ -84,6 +84,9 @@ type Builder struct {
 	Every time.Duration
 
 	noDeps bool // tests: skip the host dependency check
+	// treeHashes remembers plain trees' fingerprints (a walk of ~75,000
+	// files per kernel otherwise; stock and patched share a tree).
+	treeHashes map[string]string
 }
 
 // Plan is a resolved Spec: what would be built and under which key.
@@ -215,8 +218,14 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 		if s.Ref != "" {
 			return nil, fault.Input("kernel %s: ref %q given, but %s is not a git repository (its top); drop ref: or point tree: at a git clone", s.Label, s.Ref, tree)
 		}
-		if p.TreeHash, err = hashTree(tree); err != nil {
-			return nil, fmt.Errorf("kernel %s: %w", s.Label, err)
+		if p.TreeHash = b.treeHashes[tree]; p.TreeHash == "" {
+			if p.TreeHash, err = hashTree(tree); err != nil {
+				return nil, fmt.Errorf("kernel %s: %w", s.Label, err)
+			}
+			if b.treeHashes == nil {
+				b.treeHashes = map[string]string{}
+			}
+			b.treeHashes[tree] = p.TreeHash
 		}
 	}
 	if p.Patches, err = ReadPatches(s.Patches); err != nil {
