@@ -345,9 +345,9 @@ func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+	if err := b.flock(ctx, lf, p.Spec.Label, w.dir); err != nil {
 		lf.Close()
-		return nil, fmt.Errorf("lock work tree %s: %w", w.dir, err)
+		return nil, err
 	}
 	w.lock = lf
 	if _, err := os.Stat(filepath.Join(w.state, "ready")); err == nil {
@@ -362,6 +362,30 @@ func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// flock takes the work tree's lock, waiting (and saying so) while another
+// build holds it, until ctx ends.
+func (b *Builder) flock(ctx context.Context, f *os.File, label, dir string) error {
+	said := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock work tree %s: %w", dir, err)
+		}
+		if !said {
+			b.logf("kernel %s: waiting for another build in %s", label, dir)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kernel %s: waiting for another build in %s: %w", label, dir, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (b *Builder) removeWork(ctx context.Context, p *Plan, w *work) {

@@ -376,3 +376,25 @@ func TestGitTreeWorktree(t *testing.T) {
 		t.Errorf("no git worktree in the cache: %s", git("worktree", "list"))
 	}
 }
+
+// A work tree another build holds is waited for, with a line saying so,
+// and the wait ends with the context.
+func TestWorkTreeLockWaits(t *testing.T) {
+	tree := fakeTree(t)
+	b, log := newBuilder(t)
+	p, err := b.Resolve(t.Context(), Spec{Label: "stock", Tree: tree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.openWork(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_, err = (&Builder{Dir: b.Dir, Log: log, noDeps: true}).BuildAll(ctx, []Spec{{Label: "patched", Tree: tree}})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(log.String(), "kernel patched: waiting for another build in") {
+		t.Errorf("err %v, log:\n%s", err, log)
+	}
+}
