@@ -68,7 +68,7 @@ var badInputs = map[string]string{
 	"script-dir-not-used":   "generator: {pktgen: {script_dir: /src/linux}}\n",
 	"script-xmit-mode":      "generator: {pktgen: {mode: script, script_dir: /src/linux, xmit_mode: queue_xmit}}\n",
 	"script-udp-src":        "generator: {pktgen: {mode: script, script_dir: /src/linux, udp_src_min: 10}}\n",
-	"script-sample01-t2":    "generator: {pktgen: {mode: script, script_dir: /src/linux, threads: 2}}\n",
+	"script-sample01-t2":    "generator: {pktgen: {mode: script, script_dir: /src/linux, script: pktgen_sample01_simple.sh, threads: 2}}\n",
 	"script-sample01-f1":    "generator: {pktgen: {mode: script, script_dir: /src/linux, script: pktgen_sample01_simple.sh, first_cpu: 1}}\n",
 	"script-sample03-burst": "generator: {pktgen: {mode: script, script_dir: /src/linux, script: pktgen_sample03_burst_single_flow.sh}}\n",
 	"script-sample04-burst": "generator: {pktgen: {mode: script, script_dir: /src/linux, script: pktgen_sample04_many_flows.sh, burst: 0}}\n",

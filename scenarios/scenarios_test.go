@@ -93,7 +93,7 @@ func names(cells []Cell) []string {
 func TestBuiltins(t *testing.T) {
 	want := map[string]int{ // cells per kernel
 		"quickstart": 2, "thread-pktgen": 2, "thread-pktgen-mq": 2, "thread-pktgen-vhost-pin0": 4,
-		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 2, "afxdp-tun": 12, "lab-afxdp-tun": 12,
+		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 4, "afxdp-tun": 12, "lab-afxdp-tun": 12,
 	}
 	bs := Builtins()
 	if len(bs) != len(want) {
@@ -175,13 +175,23 @@ func TestLabPktgen(t *testing.T) {
 	if err := s.CheckHost(Host{NumCPU: 1}); err != nil {
 		t.Errorf("CheckHost on a lab-only scenario: %v", err)
 	}
-	if got := s.CPUsNeeded(); got != 1 {
-		t.Errorf("CPUsNeeded = %d, want 1", got)
+	// kpktgend_0..3: the lab VMs get 4 vCPUs.
+	if got := s.CPUsNeeded(); got != 4 {
+		t.Errorf("CPUsNeeded = %d, want 4", got)
 	}
+	// The thread's pinned tables: sample01 for 1 thread, sample02 for 4
+	// on the single-queue tap of a 1-vCPU guest, vhost on CPU 0.
+	var got []string
 	for _, c := range s.Expand() {
-		if p := pk(c); p.Count != 20000 || p.Threads != 1 {
-			t.Errorf("%s: %+v", c.Name, p)
+		p := pk(c)
+		if p.Count != 20000 || c.Queues != 1 || c.Guest.VCPUs != 1 || (c.Backend == "tap+vhost") != slices.Equal(c.Pin.Vhost, []int{0}) {
+			t.Errorf("%s: %+v, queues %d, vcpus %d, vhost pin %v", c.Name, p, c.Queues, c.Guest.VCPUs, c.Pin.Vhost)
 		}
+		got = append(got, fmt.Sprintf("%s %d", p.Mode, p.Threads))
+	}
+	slices.Sort(got)
+	if want := []string{"multiqueue 4", "multiqueue 4", "multiqueue 4", "multiqueue 4", "simple 1", "simple 1", "simple 1", "simple 1"}; !slices.Equal(got, want) {
+		t.Errorf("modes and threads %v, want %v", got, want)
 	}
 }
 
@@ -595,5 +605,27 @@ generator: {pktgen: {mode: multiqueue, threads: [1, 4]}}
 	s = mustLoad(t, "kernels: [{label: stock, debian: \"6.1\"}]\ngenerator: {pktgen: {mode: multiqueue, threads: 4}}\n")
 	if got := s.HostWarnings(Host{NumCPU: 2}); len(got) != 0 {
 		t.Errorf("lab kernels: %q", got)
+	}
+}
+
+// mode auto (the default) is the thread's recipe: sample01 (simple) for
+// one thread, sample02 (multiqueue) for more; script mode picks the
+// matching sample script the same way.
+func TestPktgenModeAuto(t *testing.T) {
+	s := mustLoad(t, "generator: {pktgen: {threads: [1, 4]}}\n")
+	var got []string
+	for _, c := range s.Expand() {
+		got = append(got, pk(c).Mode+" "+c.Axes["generator.pktgen.mode"])
+	}
+	if strings.Join(got, ",") != "simple simple,multiqueue multiqueue" {
+		t.Errorf("modes %v", got)
+	}
+	s = mustLoad(t, "generator: {pktgen: {mode: script, script_dir: /src/linux, threads: [1, 4]}}\n")
+	got = nil
+	for _, c := range s.Expand() {
+		got = append(got, pk(c).Script)
+	}
+	if strings.Join(got, ",") != "pktgen_sample01_simple.sh,pktgen_sample02_multiqueue.sh" {
+		t.Errorf("scripts %v", got)
 	}
 }

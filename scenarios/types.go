@@ -301,8 +301,8 @@ func (p *PerfStat) Fields() []schema.Field {
 		schema.EnumList(&p.Targets, "targets", perfTargets()...).Default([]string{TargetGenerator, TargetVhost, TargetVCPU}).
 			Doc(targetsDoc()),
 		schema.Strings(&p.Events, "events", "list of perf events", checkEvent).
-			Default([]string{"task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions", "branches", "branch-misses"}).
-			Doc("perf event names (unsupported ones are reported as such)"),
+			Default([]string{"task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "stalled-cycles-frontend", "instructions", "branches", "branch-misses"}).
+			Doc("perf event names (unsupported ones, such as hardware events without a PMU, are reported as such); the default is perf stat's own list"),
 	}
 }
 

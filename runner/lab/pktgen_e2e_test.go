@@ -15,31 +15,35 @@ import (
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// e2eScenario is the built-in lab-pktgen scenario in miniature, one
-// repetition (each backend change reboots the nested guest, the dominant
-// cost: ~2-6 min under TCG in TCG), with a boot deadline for a loaded
-// 2-core machine, and pktgen both native (the harness's /proc writes of
-// sample01) and in script mode (the kernel's own
-// pktgen_sample01_simple.sh from Debian's linux-source of the same
-// kernel). Both use pktgen's default xmit mode, as the sample scripts do
-// (they take no xmit mode), so the two rows are the same experiment; the
-// cells of one backend share one nested guest. An AF_XDP cell (the Go
-// generator, zero-copy) rides along at no boot's cost: a stock kernel
-// refuses tun's AF_XDP zero-copy, so it is n/a at once with the kernel's
-// reason. %s is the kernel tree.
+// e2eScenario is the built-in lab-pktgen scenario in miniature: the
+// netdev thread's pinned tables (vhost-net worker on CPU 0, 1 and 4 pktgen
+// threads on the single-queue tap: sample01 for 1 thread, sample02 for 4)
+// with one repetition (each backend change reboots the nested guest, the
+// dominant cost: ~2-6 min under TCG in TCG), with a boot deadline for a
+// loaded 2-core machine, and pktgen both native (the harness's /proc
+// writes of the samples) and in script mode (the kernel's own
+// pktgen_sample01_simple.sh and pktgen_sample02_multiqueue.sh from
+// Debian's linux-source of the same kernel). Both use pktgen's default
+// xmit mode, as the sample scripts do (they take no xmit mode), so the
+// two are the same experiment; the cells of one backend share one nested
+// guest, and the lab VM gets 4 vCPUs for kpktgend_0..3. An AF_XDP cell
+// (the Go generator, zero-copy) rides along at no boot's cost: a stock
+// kernel refuses tun's AF_XDP zero-copy, so it is n/a at once with the
+// kernel's reason. %s is the kernel tree.
 const e2eScenario = `name: lab-pktgen-e2e
-description: "lab-pktgen, one repetition: single-thread pktgen TAP vs TAP+vhost-net, stock vs patched (both Debian 6.1), native and the kernel's sample01 script"
+description: "lab-pktgen, one repetition: pktgen 1 and 4 threads TAP vs TAP+vhost-net, vhost on CPU 0, stock vs patched (both Debian 6.1), native and the kernel's sample scripts"
 kernels:
   - {label: stock, debian: "6.1"}
   - {label: patched, debian: "6.1"}
 backend: [tap, tap+vhost]
 qdisc: fq_codel
+pin: {vhost: 0}
 guest: {vcpus: 1, memory: 512MiB, sink: stack}
 generator:
-  pktgen: {mode: [simple, script], script_dir: %q, threads: 1, count: 5000, pkt_size: 60, burst: 0, xmit_mode: start_xmit}
+  pktgen: {mode: [auto, script], script_dir: %q, threads: [1, 4], count: 5000, pkt_size: 60, burst: 0, xmit_mode: start_xmit}
   afxdp: {mode: zerocopy, pkt_size: 64, duration: 1s}
 perf:
-  stat: {targets: [kpktgend, vhost], events: [task-clock, context-switches, cpu-migrations]}
+  stat: {targets: [kpktgend, vhost], events: [task-clock, context-switches, cpu-migrations, page-faults]}
 repetitions: 1
 timeouts: {boot: 9m, traffic: 5m}
 `
@@ -149,6 +153,38 @@ func TestLabPktgenE2E(t *testing.T) {
 		Metrics     map[string]float64 `json:"metrics"`
 		Unsupported string             `json:"unsupported"`
 	}
+	// One thread-style table per mode and thread count, each with TAP and
+	// TAP+vhost-net rows and stock and patched columns (the thread's).
+	tables := pktgenTables(r)
+	for _, m := range []string{"native", "script"} {
+		for _, th := range []string{"1 thread,", "4 threads,"} {
+			n := 0
+			for _, tb := range tables {
+				if strings.Contains(tb, th) && strings.Contains(tb, "mode script") == (m == "script") {
+					n++
+					for _, want := range []string{"stock", "patched", "| TAP ", "| TAP +", "vhost-net", "Lost", "vhost pinned to CPU 0"} {
+						if !strings.Contains(tb, want) {
+							t.Errorf("%s table for %s lacks %q:\n%s", m, th, want, tb)
+						}
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d %s pktgen tables for %s, want one", n, m, strings.TrimSuffix(th, ","))
+			}
+		}
+	}
+	if keep := os.Getenv("VNETBENCH_E2E_KEEP"); keep != "" {
+		// A real run's results, for report fixtures: results.jsonl and
+		// env.json (the lab kernels' environments are inside).
+		for _, f := range []string{"results.jsonl", "env.json"} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+				os.MkdirAll(keep, 0o755)
+				os.WriteFile(filepath.Join(keep, f), b, 0o644)
+			}
+		}
+		os.WriteFile(filepath.Join(keep, "report.txt"), rep, 0o644)
+	}
 	have := map[string]bool{}
 	const zcRefused = "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"
 	for _, line := range strings.Split(strings.TrimSpace(string(res)), "\n") {
@@ -164,15 +200,18 @@ func TestLabPktgenE2E(t *testing.T) {
 			continue
 		}
 		_, lost := s.Metrics["lost_pps"]
-		if s.Metrics["tx_pps"] > 0 && lost {
-			have[s.Kernel+" "+s.Axes["backend"]+" "+s.Axes["generator.pktgen.mode"]] = true
+		_, run := s.Metrics["tx_run_s"]
+		if s.Metrics["tx_pps"] > 0 && lost && run {
+			have[s.Kernel+" "+s.Axes["backend"]+" "+s.Axes["generator.pktgen.mode"]+" "+s.Axes["generator.pktgen.threads"]] = true
 		}
 	}
 	for _, l := range []string{"stock", "patched"} {
 		for _, b := range []string{"tap", "tap+vhost"} {
-			for _, m := range []string{"simple", "script"} {
+			// mode auto: sample01 (simple) for 1 thread, sample02
+			// (multiqueue) for 4; script: the same two scripts.
+			for _, m := range []string{"simple 1", "multiqueue 4", "script 1", "script 4"} {
 				if !have[l+" "+b+" "+m] {
-					t.Errorf("no sample of kernel %s, backend %s, mode %s with tx_pps > 0 and lost_pps", l, b, m)
+					t.Errorf("no sample of kernel %s, backend %s, mode and threads %s with tx_pps > 0, lost_pps and tx_run_s", l, b, m)
 				}
 			}
 			if !have[l+" "+b+" afxdp n/a"] {
@@ -193,6 +232,29 @@ func TestLabPktgenE2E(t *testing.T) {
 	} else if b, _ := os.ReadFile(logs[0]); !strings.Contains(string(b), "Result") {
 		t.Errorf("%s has no pktgen Result:\n%s", logs[0], b)
 	}
+}
+
+// pktgenTables returns the pktgen thread-style tables of a text report,
+// each as its header cell's context (unwrapped) and then its lines.
+func pktgenTables(report string) []string {
+	var out []string
+	for _, block := range strings.Split(report, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		if len(lines) < 3 || !strings.HasPrefix(lines[0], "+") || !strings.HasPrefix(lines[1], "| pktgen") {
+			continue
+		}
+		var ctx []string
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "+") {
+				break
+			}
+			if cells := strings.Split(l, "|"); len(cells) > 2 {
+				ctx = append(ctx, strings.TrimSpace(cells[1]))
+			}
+		}
+		out = append(out, strings.Join(ctx, " ")+"\n"+strings.Join(strings.Fields(block), " "))
+	}
+	return out
 }
 
 func tail(s string, n int) string {

@@ -33,14 +33,19 @@ func (Workload) Target() string { return "kpktgend" }
 // multiqueue = sample02, burst_single_flow = sample03; script runs those
 // scripts from a kernel source tree.
 const (
+	ModeAuto       = "auto"
 	ModeSimple     = "simple"
 	ModeMultiqueue = "multiqueue"
 	ModeBurst      = "burst_single_flow"
 	ModeScript     = "script"
 )
 
-// DefaultScript is the sample script of mode script when none is named.
-const DefaultScript = "pktgen_sample01_simple.sh"
+// DefaultScript is the sample script of mode script for one thread on CPU
+// 0 when none is named; MultiqueueScript the one for more threads.
+const (
+	DefaultScript    = "pktgen_sample01_simple.sh"
+	MultiqueueScript = "pktgen_sample02_multiqueue.sh"
+)
 
 // Config is generator.pktgen of a cell.
 type Config struct {
@@ -66,8 +71,8 @@ type Config struct {
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
-		schema.Enum(&c.Mode, "mode", ModeSimple, ModeMultiqueue, ModeBurst, ModeScript).Default(ModeSimple).Axis().Bare().
-			Doc("simple = samples/pktgen sample01 (one thread), multiqueue = sample02 (one thread per tap queue), burst_single_flow = sample03, script = run the kernel's own sample script from script_dir"),
+		schema.Enum(&c.Mode, "mode", ModeAuto, ModeSimple, ModeMultiqueue, ModeBurst, ModeScript).Default(ModeAuto).Axis().Bare().
+			Doc("auto = simple for one thread, multiqueue for more (as the netdev thread ran them); simple = samples/pktgen sample01 (one thread), multiqueue = sample02 (threads map to tap queues by CPU), burst_single_flow = sample03, script = run the kernel's own sample script from script_dir"),
 		schema.Int(&c.Threads, "threads", 1, 1024).Default(1).Unit("threads").Axis().Short("t").
 			Doc("pktgen kernel threads (kpktgend_N on CPU N)"),
 		schema.Int(&c.FirstCPU, "first_cpu", 0, 4095).Default(0).Unit("CPU index").Axis().Short("cpu").
@@ -92,7 +97,7 @@ func (c *Config) Fields() []schema.Field {
 		schema.Enum(&c.XmitMode, "xmit_mode", "", "start_xmit", "queue_xmit").Axis().Short("xmit").
 			Doc("unset/start_xmit = straight to the driver (bypasses the qdisc); queue_xmit = through the qdisc"),
 		schema.Path(&c.ScriptDir, "script_dir").Doc("kernel source tree holding samples/pktgen (mode script only)"),
-		schema.String(&c.Script, "script", "file name", checkScript).Auto(DefaultScript + " in mode script").
+		schema.String(&c.Script, "script", "file name", checkScript).Auto(DefaultScript + " in mode script for one thread on CPU 0, else " + MultiqueueScript).
 			Doc("sample script to run in mode script, from samples/pktgen"),
 	}
 }
@@ -157,6 +162,13 @@ func checkMAC(s string) string {
 // scripts refuse.
 func (p *Config) Resolve(r *workload.Resolver) error {
 	c := r.Cell
+	if p.Mode == ModeAuto {
+		// The thread's recipe: sample01 for one thread, sample02 for more.
+		p.Mode = ModeSimple
+		if p.Threads > 1 {
+			p.Mode = ModeMultiqueue
+		}
+	}
 	if p.Mode != ModeScript && contains(r.AxisValues("mode"), ModeScript) {
 		// mode: [simple, script]: script_dir and script belong to the
 		// script cells only.
@@ -189,6 +201,9 @@ func (p *Config) Resolve(r *workload.Resolver) error {
 	}
 	if p.Mode == ModeScript && p.Script == "" {
 		p.Script = DefaultScript
+		if p.Threads > 1 || p.FirstCPU != 0 {
+			p.Script = MultiqueueScript // sample01 sends from thread 0 only
+		}
 	}
 	if r.Given("script") && p.Mode != ModeScript {
 		return r.Errorf("script", "generator.pktgen.script is only used with mode: script; remove it or set mode: script")

@@ -140,6 +140,12 @@ func (p *Config) Generator() workload.Generator { return &Generator{cfg: *p} }
 
 // driverConfig maps the scenario's pktgen settings to the driver's.
 func driverConfig(p Config, dev, dst, dstMAC string, d time.Duration) pg.Config {
+	if p.Mode == ModeAuto { // Resolve does this for a scenario's cells
+		p.Mode = ModeSimple
+		if p.Threads > 1 {
+			p.Mode = ModeMultiqueue
+		}
+	}
 	c := pg.Config{Mode: p.Mode, Dev: dev, Threads: p.Threads, FirstThread: p.FirstCPU,
 		Count: p.Count, CountSet: p.Count == 0 && p.Duration > 0, Duration: p.Duration, PktSize: p.PktSize,
 		Burst: max(p.Burst, 0), BurstSet: p.Burst >= 0, CloneSkb: p.CloneSkb, Delay: p.Delay, Dst: p.Dst, DstMAC: p.DstMAC,
