@@ -63,6 +63,9 @@ type Options struct {
 	// KVM is the host's KVM probe (nil = qemu.ProbeKVM(): a test vCPU run
 	// on /dev/kvm). Tests describe other hosts with it.
 	KVM *qemu.KVMStatus
+	// Proc is where the runner finds threads (vhost workers, kernel
+	// threads such as kpktgend_N); the zero value is this machine's /proc.
+	Proc proc.FS
 	// Builder builds the kernels that name a source tree (lab mode; nil =
 	// runner/kbuild in the harness cache).
 	Builder KernelBuilder
@@ -109,7 +112,10 @@ type runState struct {
 	// it: later auto guests go straight to TCG ("" = KVM works as probed).
 	kvmBroken string
 	guest     *guest
-	boots     int
+	// kthreadsBefore are the kernel threads that existed before the run's
+	// namespace (netnsKernelThreads).
+	kthreadsBefore map[int]bool
+	boots          int
 	// guestContents: what the run's workloads need in the guest (the
 	// iperf3 server); every guest image carries it all, so a VM is reused
 	// between cells of different workloads.
@@ -353,6 +359,9 @@ func (r *runState) setupRun(ctx context.Context) error {
 	r.sockDir = sockDir
 	r.undo.Push("remove "+sockDir, func(context.Context) error { return os.RemoveAll(sockDir) })
 	name := "vnb-" + strings.ReplaceAll(r.id[len(r.id)-8:], "-", "")
+	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
+	// namespace are those that appear with it: remember the ones before.
+	r.snapshotKernelThreads()
 	r.recordArgv([]string{"ip", "netns", "add", name})
 	ns, err := hostnet.CreateNetns(name)
 	if err != nil {
@@ -361,6 +370,55 @@ func (r *runState) setupRun(ctx context.Context) error {
 	r.ns = ns
 	r.undo.Push("delete netns "+name, func(context.Context) error { return ns.Delete() })
 	return nil
+}
+
+// snapshotKernelThreads remembers the kernel threads that exist before
+// the run's namespace is created (netnsKernelThreads).
+func (r *runState) snapshotKernelThreads() {
+	r.kthreadsBefore = map[int]bool{}
+	for _, k := range r.opts.Proc.KernelThreads(func(string) bool { return true }) {
+		r.kthreadsBefore[k.PID] = true
+	}
+}
+
+// netnsKernelThreads returns the pids of the kernel threads named name
+// that belong to the run's network namespace: per-namespace kernel
+// threads (kpktgend_N) exist once per namespace with the same name, and
+// the run's are those created with its namespace (proc.NewKernelThreads).
+// A warning says when the choice was ambiguous (another namespace was
+// created during the run).
+func (r *runState) netnsKernelThreads(name string) ([]int, string) {
+	all := r.opts.Proc.KernelThreads(func(c string) bool { return c == name })
+	picked, ambiguous := proc.NewKernelThreads(all, r.kthreadsBefore)
+	var pids []int
+	for _, k := range picked {
+		pids = append(pids, k.PID)
+	}
+	switch {
+	case len(picked) == 0 && len(all) > 0:
+		// None appeared with the namespace (the module was loaded after
+		// it was created, or the snapshot failed): every one, said so.
+		for _, k := range all {
+			pids = append(pids, k.PID)
+		}
+		if len(all) == 1 {
+			return pids, ""
+		}
+		return pids, fmt.Sprintf("%d kernel threads %s and none appeared with the run's network namespace: perf and the busy share count all of them (pids %v), the other namespaces' idle ones too", len(all), name, pids)
+	case ambiguous:
+		return pids, fmt.Sprintf("%d kernel threads %s appeared since the run's network namespace was created (another namespace was created meanwhile): took the earliest, pid %v", len(all)-countIn(all, r.kthreadsBefore), name, pids)
+	}
+	return pids, ""
+}
+
+func countIn(ks []proc.Stat, set map[int]bool) int {
+	n := 0
+	for _, k := range ks {
+		if set[k.PID] {
+			n++
+		}
+	}
+	return n
 }
 
 // teardownAll stops the guest and removes the namespace.

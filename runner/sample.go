@@ -137,7 +137,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		return nil, fail("setup", err)
 	}
 	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: g.tap, DevMAC: g.tapMAC,
-		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do}
+		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
+		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 
 	// Warmup: the same generator for c.Warmup, discarded.

@@ -89,6 +89,14 @@ type Window struct {
 	// Note adds a line to reproduce.sh for actions that are not commands
 	// run through Exec (those are recorded already), e.g. /proc writes.
 	Note func(line string)
+	// Proc is the /proc the generator reads threads and CPU time from
+	// (the zero value: this machine's).
+	Proc proc.FS
+	// KernelThreads returns the pids of the kernel threads named name
+	// that belong to Netns (per-namespace kernel threads such as pktgen's
+	// kpktgend_N exist once per namespace under one name) and a warning
+	// when that was ambiguous; nil = every kernel thread of that name.
+	KernelThreads func(name string) (pids []int, warning string)
 }
 
 // Agent is the guest agent as a workload sees it.

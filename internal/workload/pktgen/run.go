@@ -187,10 +187,11 @@ type Generator struct {
 	cpu0   map[int]uint64
 	tids   []int
 	// Set by Prepare.
-	procDir string
-	conf    pg.Config
-	sc      pg.ScriptConfig
-	plan    *pg.Plan
+	procDir  string
+	warnings []string // from the thread lookup
+	conf     pg.Config
+	sc       pg.ScriptConfig
+	plan     *pg.Plan
 }
 
 // NewGenerator returns a generator for cfg.
@@ -228,10 +229,23 @@ func (g *Generator) Prepare(ctx context.Context, w *workload.Window) error {
 		return err
 	}
 	g.plan = plan
-	g.tids = nil
+	g.tids, g.warnings = nil, nil
 	for _, d := range plan.Devices {
+		// pktgen makes kpktgend_N in every network namespace: only the
+		// run's namespace's thread sends (and counts for perf and the
+		// busy share).
 		name := "kpktgend_" + strconv.Itoa(d.Thread)
-		g.tids = append(g.tids, proc.KernelThreads(func(c string) bool { return c == name })...)
+		if w.KernelThreads != nil {
+			pids, warn := w.KernelThreads(name)
+			g.tids = append(g.tids, pids...)
+			if warn != "" {
+				g.warnings = append(g.warnings, warn)
+			}
+			continue
+		}
+		for _, k := range w.Proc.KernelThreads(func(c string) bool { return c == name }) {
+			g.tids = append(g.tids, k.PID)
+		}
 	}
 	return nil
 }
@@ -249,7 +263,7 @@ func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
 	}
 	// The kpktgend_N kernel threads exist from module load on: account
 	// their CPU from before the configuration.
-	g.cpu0 = proc.CPUTicks(g.tids)
+	g.cpu0 = w.Proc.CPUTicks(g.tids)
 	var err error
 	if g.cfg.Mode == ModeScript {
 		// Recorded in reproduce.sh by the executor like any command.
@@ -275,7 +289,7 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 	} else {
 		res, err = g.sess.Wait(ctx)
 	}
-	cpu1 := proc.CPUTicks(g.tids)
+	cpu1 := g.w.Proc.CPUTicks(g.tids)
 	if res == nil {
 		return nil, err
 	}
@@ -292,6 +306,7 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 		}
 	}
 	addResult(r, res)
+	r.Warnings = append(r.Warnings, g.warnings...)
 	return r, err
 }
 
