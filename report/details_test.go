@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,6 +196,59 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 	}
 	if len(res.Decisions) != 2 || res.Decisions[0].Gate.String() != "harness_cpu_frac>+0%" {
 		t.Errorf("explicit --metric harness_cpu_frac: decisions %v, want it gated in both cells", res.Decisions)
+	}
+}
+
+// perf counters are not gated by default: a patched kpktgend with
+// significantly more context switches (+1.8%, the netdev thread's "no
+// regression") and a higher CPU per packet passes while Transmitted and
+// Lost improve; naming the counter with --metric gates it.
+func TestDefaultGatesSkipPerfCounters(t *testing.T) {
+	mk := func(kernel string, tx, lost, cs, cpp float64) *results.Set {
+		set := &results.Set{Env: map[string]*results.Env{}}
+		for rep := range 6 {
+			d := float64(rep)
+			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"},
+				Metrics: map[string]float64{"tx_pps": tx + d, "lost_pps": lost + d, "perf.context-switches@kpktgend": cs + d,
+					"cpu_per_pkt.kpktgend": cpp + d/100, "harness_cpu_frac": 0.01 + d/1000}})
+		}
+		return set
+	}
+	base, patched := mk("stock", 453000, 1155000, 400, 2.1), mk("patched", 569000, 1, 407.2, 2.5)
+	res, err := CompareRuns(base, patched, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gated []string
+	for _, d := range res.Decisions {
+		gated = append(gated, d.Gate.String())
+	}
+	if want := "tx_pps<+0%,lost_pps>+0%"; strings.Join(gated, ",") != want {
+		t.Errorf("default gates %v, want %s", gated, want)
+	}
+	if err := res.Err(); err != nil {
+		t.Errorf("perf counters tripped the default gates: %v", err)
+	}
+	for _, named := range []string{"perf.context-switches@kpktgend", "cpu_per_pkt.kpktgend"} {
+		res, err = CompareRuns(base, patched, CompareOptions{Metrics: []string{named}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ge *GateError
+		if err := res.Err(); !errors.As(err, &ge) || ge.Tripped[0].Gate.Metric != named {
+			t.Errorf("--metric %s: err %v, want it gated and tripped", named, err)
+		}
+	}
+	for _, k := range []string{"tx_pps", "lost_pps", "throughput_bps", "rx_pps", "retransmits"} {
+		if !DefaultGated(k) {
+			t.Errorf("DefaultGated(%s) = false, want a result metric gated", k)
+		}
+	}
+	for _, k := range []string{"perf.cycles", "perf.context-switches@vhost", "cpu_per_pkt.vhost", "harness_cpu_frac", "tx_run_s", "tap_tx_pps"} {
+		if DefaultGated(k) {
+			t.Errorf("DefaultGated(%s) = true, want not gated by default", k)
+		}
 	}
 }
 

@@ -127,10 +127,11 @@ func (c *CompareResult) Err() error {
 
 // CompareRuns compares the set new against base cell by cell (per kernel
 // label when the sets hold several: the cell is then "label:cell") and
-// applies the gates. Without gates, every shown metric that has a
-// direction is gated at 0% in its bad direction, except Diagnostics (the
-// harness's self-measurements and cross-checks) unless opt.Metrics names
-// them. Unknown metrics are bad input.
+// applies the gates. Without gates, every shown result metric that has a
+// direction is gated at 0% in its bad direction (see DefaultGated): perf
+// counters, the CPU per packet derived from them and Diagnostics (the
+// harness's self-measurements and cross-checks) only when opt.Metrics
+// names them. Unknown metrics are bad input.
 func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
 	if opt.Alpha <= 0 {
 		opt.Alpha = DefaultAlpha
@@ -179,7 +180,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			show = keys
 		}
 		for _, k := range show {
-			if results.IsDiagnostic(k) && !slices.Contains(opt.Metrics, k) {
+			if !DefaultGated(k) && !slices.Contains(opt.Metrics, k) {
 				continue
 			}
 			switch results.Describe(k).Better {
@@ -229,12 +230,25 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	return res, nil
 }
 
+// DefaultGated reports whether compare gates key when no --fail-on is
+// given: the result metrics (Transmitted, Lost, throughput, ...), not perf
+// counters (perf.<event>: a patched kpktgend's +1.8% context switches is
+// no regression), not the CPU per packet computed from them
+// (cpu_per_pkt.<target>) and not Diagnostics. Naming any of them with
+// --metric or --fail-on gates it.
+func DefaultGated(key string) bool {
+	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) {
+		return false
+	}
+	return !results.IsDiagnostic(key)
+}
+
 // WriteDecisions prints every gate decision and a verdict line.
 func WriteDecisions(w io.Writer, c *CompareResult) error {
 	var b strings.Builder
 	b.WriteString("\ngates")
 	if c.DefaultGates {
-		b.WriteString(" (default: any significant change in the bad direction; harness diagnostics are not gated; set --fail-on to choose thresholds)")
+		b.WriteString(" (default: any significant change of a result metric in its bad direction; perf counters, CPU/pkt and harness diagnostics only when named; set --fail-on to choose thresholds)")
 	}
 	b.WriteString(":\n")
 	var failed, decided []string

@@ -146,7 +146,7 @@ func TestCompareCLI(t *testing.T) {
 		// Default gates on a run with harness diagnostics: results gated,
 		// diagnostics not; --details adds the harness table.
 		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 0,
-			[]string{"harness diagnostics are not gated", "tx_pps<+0%: tap/trafgen/pfifo_fast ~ (+0.00%) p=1.000 n=2: ok (not significant); too few samples",
+			[]string{"harness diagnostics only when named", "tx_pps<+0%: tap/trafgen/pfifo_fast ~ (+0.00%) p=1.000 n=2: ok (not significant); too few samples",
 				"harness and diagnostics", "verdict: ok"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
