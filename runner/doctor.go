@@ -97,6 +97,10 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 		add(c)
 	}
 
+	for _, c := range guestFeatureChecks() {
+		add(c)
+	}
+
 	for _, t := range AllTools() {
 		v := ""
 		if _, err := exec.LookPath(t.Name); err == nil {

@@ -81,12 +81,19 @@ func scenarioVerdict(ctx context.Context, d *runner.Doctor, name string, cells [
 	host, _ := runner.SplitLab(cells)
 	labs := runner.LabKernels(cells)
 	mode := strings.Join(append([]string{d.LabMode()}, d.LabKVM(ctx, cells)...), "; ")
+	var v string
 	switch {
 	case len(labs) == 0:
-		return "can run here"
+		v = "can run here"
 	case len(host) == 0:
-		return fmt.Sprintf("runs in lab mode (%s)", mode)
+		v = fmt.Sprintf("runs in lab mode (%s)", mode)
 	default:
-		return fmt.Sprintf("can run here; kernels %s run in lab mode (%s)", strings.Join(labs, ", "), mode)
+		v = fmt.Sprintf("can run here; kernels %s run in lab mode (%s)", strings.Join(labs, ", "), mode)
 	}
+	// Cells whose guest kernel is too old for their workload (vsock
+	// sockmap before 6.4) will read n/a.
+	for _, n := range runner.GuestKernelNotes(cells) {
+		v += "; " + n
+	}
+	return v
 }

@@ -22,7 +22,8 @@ func TestDoctorInProcess(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{"kvm", "vhost-net", "pktgen", "tun", "qemu-system-x86_64", "iperf3", "trafgen", "perf",
-		"cpus", "governor", "mitigations", "lab mode", "built-in scenarios:", "quickstart"} {
+		"cpus", "governor", "mitigations", "lab mode", "built-in scenarios:", "quickstart",
+		"vhost-vsock", "vsock sockmap", "socat", "vsock-sockmap-loopback"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, s)
 		}

@@ -93,6 +93,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	hostCells, labCells := runner.SplitLab(cells)
+	// Cells whose guest kernel is too old for their workload read n/a:
+	// said before the run, not discovered after it.
+	for _, n := range runner.GuestKernelNotes(cells) {
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", n)
+	}
 	dir := *out
 	if dir == "" {
 		if *resume {

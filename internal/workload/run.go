@@ -235,6 +235,30 @@ type KernelFeature struct {
 	Why string
 }
 
+// GuestFeaturer is a Workload whose cells may need KernelFeatures of
+// their guest's kernel (vsock sockmap): doctor lists them.
+type GuestFeaturer interface {
+	GuestFeatures() []KernelFeature
+}
+
+// AllGuestFeatures lists the guest-kernel features of every registered
+// workload, once per name.
+func AllGuestFeatures() []KernelFeature {
+	var out []KernelFeature
+	seen := map[string]bool{}
+	for _, w := range All() {
+		if g, ok := w.(GuestFeaturer); ok {
+			for _, f := range g.GuestFeatures() {
+				if !seen[f.Name] {
+					seen[f.Name] = true
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Tool is a program a workload runs on the host.
 type Tool struct {
 	Name    string   // looked up in PATH

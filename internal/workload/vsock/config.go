@@ -72,6 +72,11 @@ var SockmapFeature = workload.KernelFeature{Name: "vsock sockmap", Since: "6.4",
 // Workload is vsock.
 type Workload struct{}
 
+// GuestFeatures: the sockmap redirector's.
+func (Workload) GuestFeatures() []workload.KernelFeature {
+	return []workload.KernelFeature{SockmapFeature}
+}
+
 func (Workload) Name() string { return "vsock" }
 func (Workload) Doc() string {
 	return "unix datagrams in the guest redirected by socat or sockmap to a vsock server that counts bytes (the vsock sockmap series)"

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// writeScenario writes src as a scenario file and returns its path.
+func writeScenario(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runBadInput runs `vnetbench run FILE` in-process and expects exit 2 with
+// a one-line message containing want, and no run directory.
+func runBadInput(t *testing.T, file, want string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"run", file, "-o", dir}, &out, &errb)
+	if exitCode(err) != exitBadInput || err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v (exit %d), want one line with %q, exit 2", err, exitCode(err), want)
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("run directory created despite the bad input")
+	}
+}
+
+// The socat redirector copies socat from this host into the guest image:
+// without it the run stops before anything is set up, on this host and
+// for a lab kernel alike (the lab VM sees this host's programs).
+func TestRunVsockMissingSocat(t *testing.T) {
+	testenv.NeedRoot(t, "without it the error is 'needs root'")
+	testenv.NeedFile(t, "/dev/net/tun", "without it the error is about tun")
+	q := testenv.NeedCommand(t, qemu.DefaultBinary, "qemu-system-x86")
+	bin := t.TempDir()
+	if err := os.Symlink(q, filepath.Join(bin, qemu.DefaultBinary)); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin) // QEMU, no socat
+	if _, err := exec.LookPath("socat"); err == nil {
+		t.Fatal("socat still found")
+	}
+	const want = "socat is not installed: the guest image copies it from this host; install the Debian package socat (apt-get install socat)"
+	gen := "generator: {vsock: {transport: loopback, redirector: [socat, sockmap], duration: 1s}}\nrepetitions: 1\n"
+	runBadInput(t, writeScenario(t, gen), want)
+	runBadInput(t, writeScenario(t, "kernels: [{label: new, debian: \"6.12\"}]\n"+gen), want)
+}
+
+// A virtio cell on a host without vhost-vsock is a missing capability
+// (exit 2) naming the module and lab mode, found before anything is set
+// up.
+func TestRunVsockNoVhostVsock(t *testing.T) {
+	testenv.NeedRoot(t, "without it the error is 'needs root'")
+	testenv.NeedFile(t, "/dev/net/tun", "without it the error is about tun")
+	testenv.NeedCommand(t, qemu.DefaultBinary, "qemu-system-x86")
+	testenv.NeedCommand(t, "socat", "socat")
+	if _, err := os.Stat(qemu.VhostVsockPath); err == nil {
+		testenv.NotApplicable(t, "this host has vhost-vsock (the test checks the error without it)")
+	}
+	runBadInput(t, writeScenario(t, "generator: {vsock: {transport: virtio, redirector: socat, duration: 1s}}\nrepetitions: 1\n"),
+		"vsock to the guest needs /dev/vhost-vsock")
+}
+
+// A guest CID another VM holds is bad input (exit 2), found before
+// anything is set up. It needs /dev/vhost-vsock (a lab VM has it; the CI
+// host's kernel has no vhost_vsock).
+func TestRunVsockCIDInUse(t *testing.T) {
+	testenv.NeedRoot(t, "without it the error is 'needs root'")
+	testenv.NeedFile(t, "/dev/net/tun", "without it the error is about tun")
+	testenv.NeedCommand(t, qemu.DefaultBinary, "qemu-system-x86")
+	testenv.NeedCommand(t, "socat", "socat")
+	fd, err := unix.Open(qemu.VhostVsockPath, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		testenv.NotApplicable(t, fmt.Sprintf("needs %s (module vhost_vsock): %v", qemu.VhostVsockPath, err))
+	}
+	defer unix.Close(fd)
+	const held = 0x7eae
+	v := uint64(held)
+	// VHOST_VSOCK_SET_GUEST_CID, as a running VM holds its CID.
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), 0x4008AF60, uintptr(unsafe.Pointer(&v))); errno != 0 {
+		t.Fatalf("hold CID %d: %v", held, errno)
+	}
+	runBadInput(t, writeScenario(t, fmt.Sprintf("generator: {vsock: {transport: virtio, cid: %d, duration: 1s}}\nrepetitions: 1\n", held)),
+		fmt.Sprintf("vsock guest CID %d is already in use on this host", held))
+}
+
+// Bad keys are one line at their file:line:col and exit 2 before the
+// host is touched: a payload over the unix datagram limit, a reserved CID.
+func TestRunVsockBadKeys(t *testing.T) {
+	for src, want := range map[string]string{
+		"generator: {vsock: {payload: 300000}}\n": "s.yaml:1:30: generator.vsock.payload: 300000 is above the maximum 212960",
+		"generator: {vsock: {cid: 2}}\n":          "s.yaml:1:26: generator.vsock.cid: 2 is below the minimum 3",
+	} {
+		runBadInput(t, writeScenario(t, src), want)
+	}
+}
