@@ -93,6 +93,11 @@ func (b *builder) perfStatTables() {
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}
+		if slices.ContainsFunc(rows, func(r row) bool { return r.target == "qemu" }) {
+			if n := b.qemuTargetNote(cell); n != "" {
+				t.Notes = append(t.Notes, n)
+			}
+		}
 		b.r.Tables = append(b.r.Tables, t)
 	}
 }
@@ -136,4 +141,39 @@ func perfEventRank(ev string) int {
 		return i
 	}
 	return len(order)
+}
+
+// qemuTargetNote says what the qemu target (perf -p QEMU) counted, from
+// the samples' qemu_target label: with the vhost-net workers where they
+// are threads of QEMU (Linux 6.4+), without them where they are kernel
+// threads (older kernels). Columns that differ are not comparable.
+func (b *builder) qemuTargetNote(cell string) string {
+	byCol := map[string][]string{}
+	var all []string
+	for _, col := range b.r.Columns {
+		for _, s := range b.idx.byCol[cellCol{cell, col}] {
+			l := s.Labels["qemu_target"]
+			if l != "" && !slices.Contains(byCol[col], l) {
+				byCol[col] = append(byCol[col], l)
+			}
+			if l != "" && !slices.Contains(all, l) {
+				all = append(all, l)
+			}
+		}
+	}
+	switch {
+	case len(all) == 0:
+		return ""
+	case len(all) == 1 && all[0] == "qemu+vhost":
+		return "qemu = perf -p QEMU: its vCPU and I/O threads and its vhost-net workers (threads of QEMU on Linux 6.4+)"
+	case len(all) == 1:
+		return "qemu = perf -p QEMU: " + all[0]
+	}
+	var parts []string
+	for _, col := range b.r.Columns {
+		if len(byCol[col]) > 0 {
+			parts = append(parts, col+": "+strings.Join(byCol[col], ", "))
+		}
+	}
+	return "WARNING: perf@qemu counts different threads per column (" + strings.Join(parts, "; ") + "): vhost-net workers are threads of QEMU on Linux 6.4+ and kernel threads before, so its rows are not comparable; compare perf@vhost and perf@vcpu instead"
 }

@@ -110,8 +110,15 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		return nil, fail("setup", err)
 	}
 	var vhost []int
+	var vhostWorkers qemu.VhostWorkers
+	var vhostWarn string
 	if c.Backend == "tap+vhost" {
-		vhost = qemu.VhostThreads(g.vm.Pid())
+		vsock := c.Generator.Config != nil && c.Generator.Config.Needs().VsockCID != 0
+		vhostWorkers = qemu.FindVhostWorkers(r.opts.Proc, g.vm.Pid())
+		vhost, vhostWarn, err = vhostNet(vhostWorkers, g.vm.Pid(), c.TapQueues(), vsock, len(c.Pin.Vhost) > 0)
+		if err != nil {
+			return nil, fail("setup", err)
+		}
 	}
 	if err := Pin(u, "vcpu", vcpus, c.Pin.VCPU, true); err != nil {
 		return nil, fail("setup", err)
@@ -288,6 +295,17 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
 	}
 	s.Warnings = append(s.Warnings, g.warnings...)
+	if vhostWarn != "" {
+		s.Warnings = append(s.Warnings, vhostWarn)
+	}
+	if c.Backend == "tap+vhost" {
+		if k := vhostWorkers.Kind(); k != "" {
+			s.Labels["vhost_workers"] = k
+		}
+	}
+	if c.Perf.Stat != nil || c.Perf.Record != nil {
+		s.Labels["qemu_target"] = qemuTargetLabel(c.Backend, vhostWorkers)
+	}
 	if perfErr != nil {
 		s.Warnings = append(s.Warnings, "perf: "+perfErr.Error())
 	}

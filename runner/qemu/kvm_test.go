@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // fakeKVMHost describes a machine: its cpuinfo flags, whether /dev/kvm
@@ -231,5 +233,51 @@ func TestRunTinyGuestNotKVM(t *testing.T) {
 	}
 	if err := RunTinyGuest(filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "open") {
 		t.Errorf("missing node: err = %v", err)
+	}
+}
+
+// TestFindVhostWorkers reads /proc trees of the kernels users run: 6.4+
+// (vhost workers are threads of QEMU, one per queue pair, plus one per
+// vhost-vsock device), before 6.4 (kernel threads vhost-PID), none (a
+// plain tap), and another QEMU's kthreads on the same host.
+func TestFindVhostWorkers(t *testing.T) {
+	qemuThreads := []proc.Thread{{TID: 4100, Name: "qemu-system-x86"}, {TID: 4101, Name: "qemu-system-x86"}, {TID: 4102, Name: "CPU 0/KVM"}, {TID: 4103, Name: "CPU 1/KVM"}}
+	for _, tc := range []struct {
+		name  string
+		setup func(fp *proc.FakeProc)
+		want  VhostWorkers
+		kind  string
+	}{
+		{"6.4+: one in-process worker per queue pair", func(fp *proc.FakeProc) {
+			fp.Process(4100, "qemu-system-x86", append(qemuThreads,
+				proc.Thread{TID: 4110, Name: "vhost-4100"}, proc.Thread{TID: 4111, Name: "vhost-4100"},
+				proc.Thread{TID: 4112, Name: "vhost-4100"}, proc.Thread{TID: 4113, Name: "vhost-4100"})...)
+		}, VhostWorkers{TIDs: []int{4110, 4111, 4112, 4113}, InProcess: true}, "in-process"},
+		{"pre-6.4: kernel threads", func(fp *proc.FakeProc) {
+			fp.Process(4100, "qemu-system-x86", qemuThreads...)
+			fp.KernelThread(4120, "vhost-4100", 9000, 0)
+			fp.KernelThread(4121, "vhost-4100", 9000, 0)
+			fp.KernelThread(3000, "vhost-2999", 100, 0) // another VM's
+		}, VhostWorkers{TIDs: []int{4120, 4121}}, "kthread"},
+		{"owner is a thread other than the main one", func(fp *proc.FakeProc) {
+			fp.Process(4100, "qemu-system-x86", qemuThreads...)
+			fp.KernelThread(4120, "vhost-4101", 9000, 0)
+		}, VhostWorkers{TIDs: []int{4120}}, "kthread"},
+		{"no vhost", func(fp *proc.FakeProc) {
+			fp.Process(4100, "qemu-system-x86", qemuThreads...)
+			fp.KernelThread(3000, "vhost-2999", 100, 0)
+		}, VhostWorkers{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := proc.NewFakeProc(t.TempDir())
+			tc.setup(fp)
+			if err := fp.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := FindVhostWorkers(fp.FS(), 4100)
+			if !slices.Equal(got.TIDs, tc.want.TIDs) || got.InProcess != tc.want.InProcess || got.Kind() != tc.kind {
+				t.Errorf("FindVhostWorkers = %+v (%q), want %+v (%q)", got, got.Kind(), tc.want, tc.kind)
+			}
+		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -253,49 +252,61 @@ func (vm *VM) closeQMP() {
 	}
 }
 
-// Thread is one thread of a process.
-type Thread struct {
-	TID  int
-	Name string
-}
-
 // Threads lists the threads of pid with their names (/proc/PID/task).
-func Threads(pid int) ([]Thread, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []Thread
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
-		if err != nil {
-			continue
-		}
-		out = append(out, Thread{TID: tid, Name: strings.TrimSpace(string(b))})
-	}
-	return out, nil
+func Threads(pid int) ([]proc.Thread, error) { return proc.Host.Threads(pid) }
+
+// VhostWorkers are the vhost worker threads serving one QEMU.
+type VhostWorkers struct {
+	TIDs []int
+	// InProcess says they are threads of QEMU's process (Linux 6.4 and
+	// later: vhost_task), which perf -p QEMU counts; otherwise they are
+	// kernel threads (before 6.4, or a kernel whose vhost runs kthreads
+	// again), which perf -p QEMU does not count.
+	InProcess bool
 }
 
-// VhostThreads returns the vhost worker threads serving QEMU pid: threads
-// named vhost-PID inside QEMU's process (Linux 6.4 and later) or kernel
-// threads named vhost-PID (before 6.4).
-func VhostThreads(pid int) []int {
-	name := "vhost-" + strconv.Itoa(pid)
-	var tids []int
-	if ts, err := Threads(pid); err == nil {
-		for _, t := range ts {
-			if t.Name == name {
-				tids = append(tids, t.TID)
-			}
+// Kind names where the workers live, for results: "in-process" or
+// "kthread" ("" when there are none).
+func (w VhostWorkers) Kind() string {
+	switch {
+	case len(w.TIDs) == 0:
+		return ""
+	case w.InProcess:
+		return "in-process"
+	}
+	return "kthread"
+}
+
+// FindVhostWorkers returns the vhost workers serving QEMU pid, read from
+// fs: threads of QEMU named vhost-TID (TID: the QEMU thread that set the
+// vhost device's owner, normally its main thread), else kernel threads
+// named vhost-TID for one of QEMU's threads. Every vhost device has one
+// worker: one per vhost-net queue pair, one for a vhost-vsock device.
+func FindVhostWorkers(fs proc.FS, pid int) VhostWorkers {
+	ts, err := fs.Threads(pid)
+	if err != nil {
+		return VhostWorkers{}
+	}
+	owners := map[string]bool{}
+	var w VhostWorkers
+	for _, t := range ts {
+		owners["vhost-"+strconv.Itoa(t.TID)] = true
+	}
+	for _, t := range ts {
+		if strings.HasPrefix(t.Name, "vhost-") && owners[t.Name] {
+			w.TIDs = append(w.TIDs, t.TID)
 		}
 	}
-	if len(tids) > 0 {
-		return tids
+	if len(w.TIDs) > 0 {
+		w.InProcess = true
+		return w
 	}
-	return proc.KernelThreads(func(comm string) bool { return comm == name })
+	for _, k := range fs.KernelThreads(func(comm string) bool { return owners[comm] }) {
+		w.TIDs = append(w.TIDs, k.PID)
+	}
+	return w
 }
+
+// VhostThreads returns the vhost worker threads serving QEMU pid on this
+// machine (FindVhostWorkers).
+func VhostThreads(pid int) []int { return FindVhostWorkers(proc.Host, pid).TIDs }

@@ -1,0 +1,46 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// TestQemuTargetComposition: perf -p QEMU counts the vhost-net workers on
+// Linux 6.4+ (threads of QEMU) but not before (kernel threads). A perf
+// table says what the qemu target counted, and warns when its columns
+// counted different threads.
+func TestQemuTargetComposition(t *testing.T) {
+	build := func(labels ...[2]string) string {
+		set := &results.Set{}
+		for _, kl := range labels {
+			k, l := kl[0], kl[1]
+			for rep := range 2 {
+				set.Samples = append(set.Samples, results.Sample{Cell: "tap+vhost/pktgen", Kernel: k, Rep: rep,
+					Axes:    map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
+					Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@qemu": 5e6 + float64(rep), "perf.cycles@vhost": 1e6},
+					Labels:  map[string]string{"qemu_target": l}})
+			}
+		}
+		r, err := Build(set, Options{By: "kernel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range r.Tables {
+			if tb.Kind == KindPerfStat {
+				return strings.Join(tb.Notes, "\n")
+			}
+		}
+		t.Fatal("no perf stat table")
+		return ""
+	}
+	mixed := build([2]string{"6.1", "qemu (vhost kthreads apart)"}, [2]string{"6.12", "qemu+vhost"})
+	if !strings.Contains(mixed, "WARNING: perf@qemu counts different threads per column (6.1: qemu (vhost kthreads apart); 6.12: qemu+vhost)") {
+		t.Errorf("6.1 beside 6.12: notes lack the warning:\n%s", mixed)
+	}
+	same := build([2]string{"6.6", "qemu+vhost"}, [2]string{"6.12", "qemu+vhost"})
+	if strings.Contains(same, "WARNING") || !strings.Contains(same, "vhost-net workers (threads of QEMU on Linux 6.4+)") {
+		t.Errorf("6.6 beside 6.12: notes:\n%s", same)
+	}
+}
