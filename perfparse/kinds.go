@@ -77,7 +77,9 @@ func Parse(kind, name string, r io.Reader) (any, error) {
 }
 
 var (
-	reDetectStatRow = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
+	// A perf report row whose "#" header was cut: "  33.91%  cmd  dso  [k] sym".
+	reDetectReportRow = regexp.MustCompile(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
+	reDetectStatRow   = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).
@@ -115,7 +117,8 @@ func Detect(data []byte) string {
 		return "trafgen"
 	case strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes"):
 		return "netdev"
-	case strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children"):
+	case strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
+		reDetectReportRow.MatchString(s):
 		return "perf-report"
 	case strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
 		csvSep(first) != 0 || reDetectStatRow.MatchString(s):

@@ -222,6 +222,11 @@ func (rr *PerfReportReader) Next() bool {
 		if len(t) == 0 {
 			continue
 		}
+		if cutMark(t) {
+			// A mail's "..." where a header was cut, or a "====" rule
+			// around the paste: not part of the report.
+			continue
+		}
 		if t[0] == '#' {
 			if have {
 				rr.pushBack(b, ln)
@@ -251,6 +256,30 @@ func (rr *PerfReportReader) Next() bool {
 		}
 		rr.callLine(b)
 	}
+}
+
+// cutMark reports whether a line (without leading blanks) is what a mail
+// puts around or into a pasted report: an ellipsis where lines were cut
+// ("...", "[...]", "…", "[snip]") or a rule of at least three '=' or four
+// '-' (a call graph's "---sym" has a symbol after its dashes).
+func cutMark(t []byte) bool {
+	s := strings.TrimSpace(string(t))
+	switch s {
+	case "[...]", "…", "[…]", "[snip]", "<snip>", "snip":
+		return true
+	}
+	if len(s) < 3 {
+		return false
+	}
+	c, n := s[0], 3
+	switch c {
+	case '-':
+		n = 4
+	case '=', '.':
+	default:
+		return false
+	}
+	return len(s) >= n && strings.Count(s, string(c)) == len(s)
 }
 
 // comment handles a "#" header line.
