@@ -1,0 +1,81 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// A module perf has no symbols for shows as many addresses
+// ("[pktgen] 0x3305", ...): side by side they add up in one row per
+// module and run, which ranks by its sum, and a note says what it is.
+func TestPerfSymsGroupUnresolvedByModule(t *testing.T) {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	for rep := range 3 {
+		for _, k := range []struct {
+			kernel string
+			syms   []results.Symbol
+		}{
+			{"stock", []results.Symbol{
+				{Target: "kpktgend", Symbol: "tun_net_xmit", DSO: "[kernel.kallsyms]", Overhead: 12},
+				{Target: "kpktgend", Symbol: "0x0000000000003305", DSO: "[pktgen]", Overhead: 9},
+				{Target: "kpktgend", Symbol: "0x0000000000003310", DSO: "[pktgen]", Overhead: 8},
+				{Target: "kpktgend", Symbol: "0x00000000000032f0", DSO: "[pktgen]", Overhead: 3},
+				{Target: "kpktgend", Symbol: "0x00007f1500b15350", DSO: "[JIT] tid 12619", Overhead: 1},
+			}},
+			{"patched", []results.Symbol{
+				{Target: "kpktgend", Symbol: "tun_net_xmit", DSO: "[kernel.kallsyms]", Overhead: 14},
+				{Target: "kpktgend", Symbol: "0x0000000000003305", DSO: "[pktgen]", Overhead: 11},
+				{Target: "kpktgend", Symbol: "0x0000000000003318", DSO: "[pktgen]", Overhead: 6},
+				{Target: "kpktgend", Symbol: "0x00007f1500b15351", DSO: "[JIT] tid 777", Overhead: 2},
+			}},
+		} {
+			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k.kernel, Rep: rep,
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[string]float64{"tx_pps": 1000},
+				Symbols: k.syms})
+		}
+	}
+	r, err := Build(set, Options{Kinds: []string{KindPerfSyms}, Base: "stock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab *Table
+	for _, x := range r.Tables {
+		if x.Kind == KindPerfSyms {
+			tab = x
+		}
+	}
+	if tab == nil {
+		t.Fatalf("no perf report table in %d tables", len(r.Tables))
+	}
+	var got []string
+	for _, row := range tab.Rows {
+		var cells []string
+		for _, c := range row.Cells {
+			cells = append(cells, c.Text)
+		}
+		got = append(got, row.Labels[0]+" "+strings.Join(cells, " "))
+	}
+	want := []string{
+		"[pktgen] unresolved 20.00% 17.00% -3.00",
+		"tun_net_xmit 12.00% 14.00% +2.00",
+		"[JIT] unresolved 1.00% 2.00% +1.00",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(strings.Join(tab.Notes, "\n"), "[module] unresolved = the addresses perf could not name in that module") {
+		t.Errorf("notes %q lack the unresolved note", tab.Notes)
+	}
+	for _, s := range []string{"0x3305", "0x0000000000003305", "ffffffffc0a03305"} {
+		if !unresolvedAddr(s) {
+			t.Errorf("unresolvedAddr(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"tun_net_xmit", "0x", "deadbeef", "0xzz"} {
+		if unresolvedAddr(s) {
+			t.Errorf("unresolvedAddr(%q) = true", s)
+		}
+	}
+}
