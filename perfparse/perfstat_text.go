@@ -171,6 +171,16 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			}
 			prev := &st.Rows[len(st.Rows)-1]
 			prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+			if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
+				// perf prints a counter's running share at the end of
+				// its last metric line ("instructions # 1.37 insn per
+				// cycle" then "# 0.11 stalled cycles per insn (83.36%)").
+				v, err := dec(t.running, t.line, "running percentage")
+				if err != nil {
+					return nil, err
+				}
+				prev.Multiplex = scale(v, -2)
+			}
 			continue
 		}
 		row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}

@@ -38,6 +38,7 @@ func (b *builder) perfStatTables() {
 		slices.SortFunc(rows, func(x, y row) int {
 			return cmp.Or(cmp.Compare(x.target, y.target), cmp.Compare(perfEventRank(x.event), perfEventRank(y.event)), cmp.Compare(x.event, y.event))
 		})
+		multiplexed := false
 		t := &Table{Kind: KindPerfStat, Title: "perf stat " + cell, Context: "perf stat, " + cell, LabelHeader: []string{"target", "event"}}
 		for _, c := range b.r.Columns {
 			t.Header = append(t.Header, b.colHeader(c))
@@ -62,7 +63,12 @@ func (b *builder) perfStatTables() {
 					r.Cells = append(r.Cells, Cell{Text: "-"})
 					continue
 				}
-				r.Cells = append(r.Cells, Cell{Text: units.Grouped(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+				text := units.Grouped(st.Median)
+				if f, ok := b.perfRunning(cell, col, rw.key); ok {
+					text += fmt.Sprintf(" (%.2f%%)", 100*f)
+					multiplexed = true
+				}
+				r.Cells = append(r.Cells, Cell{Text: text, Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 			}
 			for _, col := range b.r.Columns[1:] {
 				d := b.delta(cell, col, rw.key)
@@ -79,6 +85,9 @@ func (b *builder) perfStatTables() {
 			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
 		}
 		t.Notes = append(t.Notes, note)
+		if multiplexed {
+			t.Notes = append(t.Notes, "(NN%) = the share of the time the counter ran, the least over the runs, where below 100%: the events were multiplexed on the PMU and perf scaled the count up")
+		}
 		var unsupported []string
 		for _, o := range b.idx.byCell[cell] {
 			for _, ev := range strings.Split(o.Labels["perf_unsupported"], ",") {
@@ -100,6 +109,19 @@ func (b *builder) perfStatTables() {
 		}
 		b.r.Tables = append(b.r.Tables, t)
 	}
+}
+
+// perfRunning returns the least share of the time perf stat's counter of
+// key was running over the runs of cell in column col, when one was
+// multiplexed (below 1).
+func (b *builder) perfRunning(cell, col, key string) (float64, bool) {
+	least, ok := 1.0, false
+	for _, s := range b.idx.byCol[cellCol{cell, col}] {
+		if f, has := s.PerfRunning[key]; has && f < least {
+			least, ok = f, true
+		}
+	}
+	return least, ok
 }
 
 // ipcNote derives instructions per cycle per target when both counters

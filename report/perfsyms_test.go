@@ -79,3 +79,49 @@ func TestPerfSymsGroupUnresolvedByModule(t *testing.T) {
 		}
 	}
 }
+
+// perf stat's multiplexing share stays visible: a counter that ran less
+// than all the time reads "value (66.69%)" (the least over the runs) in
+// its column, with a note; one that ran all the time shows its value alone.
+func TestPerfStatShowsMultiplexing(t *testing.T) {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	for rep := range 3 {
+		for _, kernel := range []string{"stock", "patched"} {
+			s := results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"},
+				Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 3e9, "perf.context-switches@kpktgend": 400}}
+			if kernel == "patched" {
+				s.PerfRunning = map[string]float64{"perf.cycles@kpktgend": 0.9 - float64(rep)/10}
+			}
+			set.Samples = append(set.Samples, s)
+		}
+	}
+	r, err := Build(set, Options{Kinds: []string{KindPerfStat}, Base: "stock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab *Table
+	for _, x := range r.Tables {
+		if x.Kind == KindPerfStat {
+			tab = x
+		}
+	}
+	if tab == nil {
+		t.Fatal("no perf stat table")
+	}
+	got := map[string][]string{}
+	for _, row := range tab.Rows {
+		for _, c := range row.Cells[:2] {
+			got[row.Labels[1]] = append(got[row.Labels[1]], c.Text)
+		}
+	}
+	if c := got["cycles"]; len(c) != 2 || strings.Contains(c[0], "%") || !strings.HasSuffix(c[1], " (70.00%)") {
+		t.Errorf("cycles cells %q, want stock without and patched with (70.00%%)", c)
+	}
+	if c := got["context-switches"]; len(c) != 2 || strings.Contains(c[0]+c[1], "%") {
+		t.Errorf("context-switches cells %q, want no share (counted all the time)", c)
+	}
+	if !strings.Contains(strings.Join(tab.Notes, "\n"), "(NN%) = the share of the time the counter ran") {
+		t.Errorf("notes %q lack the multiplexing note", tab.Notes)
+	}
+}

@@ -1,13 +1,17 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
+	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -184,5 +188,41 @@ func TestAddContextLabels(t *testing.T) {
 		if fmt.Sprint(smp.Labels) != fmt.Sprint(want[i]) {
 			t.Errorf("%s: labels %v, want %v", c.Name, smp.Labels, want[i])
 		}
+	}
+}
+
+// perf stat's multiplexing column ("(83.29%)") stays with the sample: the
+// counters that did not run all the time, by metric key, and none for
+// those that did (task-clock, the software events).
+func TestAddPerfStatMultiplexed(t *testing.T) {
+	b, err := os.ReadFile("testdata/perf-stat-multiplexed.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := perfparse.ParsePerfStat(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &results.Sample{Metrics: map[string]float64{}}
+	unsupported, notCounted := addPerfStat(s, st, "kpktgend", true)
+	if len(unsupported) != 0 || strings.Join(notCounted, ",") != "L1-dcache-loads" {
+		t.Errorf("unsupported %v, not counted %v; want none and L1-dcache-loads", unsupported, notCounted)
+	}
+	want := map[string]float64{"perf.cycles@kpktgend": 0.8329, "perf.stalled-cycles-frontend@kpktgend": 0.8331,
+		"perf.stalled-cycles-backend@kpktgend": 0.6669, "perf.instructions@kpktgend": 0.8336,
+		"perf.branches@kpktgend": 0.8336, "perf.branch-misses@kpktgend": 0.8333}
+	if len(s.PerfRunning) != len(want) {
+		t.Errorf("perf_running %v, want %v", s.PerfRunning, want)
+	}
+	for k, v := range want {
+		if got, ok := s.PerfRunning[k]; !ok || math.Abs(got-v) > 1e-9 {
+			t.Errorf("perf_running[%s] = %v (%v), want %v", k, got, ok, v)
+		}
+	}
+	if _, ok := s.PerfRunning["perf.task-clock@kpktgend"]; ok || s.Metrics["perf.task-clock@kpktgend"] == 0 {
+		t.Errorf("task-clock: running %v, value %v; want counted all the time", s.PerfRunning, s.Metrics["perf.task-clock@kpktgend"])
+	}
+	if s.Metrics["perf.cycles@kpktgend"] != 301876543210 {
+		t.Errorf("cycles = %v", s.Metrics["perf.cycles@kpktgend"])
 	}
 }

@@ -656,22 +656,7 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 				continue
 			}
 			s.Artifacts = append(s.Artifacts, relFile)
-			var unsupported, notCounted []string
-			for _, row := range st.Rows {
-				if !row.Supported {
-					unsupported = append(unsupported, row.Event)
-					continue
-				}
-				if !row.Counted {
-					notCounted = append(notCounted, row.Event)
-					continue
-				}
-				key := results.PerfPrefix + row.Event
-				if nstat > 1 {
-					key += "@" + pr.target
-				}
-				s.Metrics[key] += row.Value
-			}
+			unsupported, notCounted := addPerfStat(s, st, pr.target, nstat > 1)
 			if nstat == 1 {
 				s.Labels["target"] = pr.target
 			}
@@ -699,6 +684,38 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 		}
 		s.Symbols = append(s.Symbols, perfSymbols(out, pr.target, top)...)
 	}
+}
+
+// addPerfStat adds perf stat's counted rows to s as perf.<event> (or
+// perf.<event>@target when qualify: several targets), summing rows of one
+// event (threads), with the share of the time each counter ran where it
+// was multiplexed (Sample.PerfRunning, the least over the rows). It
+// returns the events perf did not support and those it did not count.
+func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, qualify bool) (unsupported, notCounted []string) {
+	for _, row := range st.Rows {
+		if !row.Supported {
+			unsupported = append(unsupported, row.Event)
+			continue
+		}
+		if !row.Counted {
+			notCounted = append(notCounted, row.Event)
+			continue
+		}
+		key := results.PerfPrefix + row.Event
+		if qualify {
+			key += "@" + target
+		}
+		s.Metrics[key] += row.Value
+		if row.Multiplex > 0 && row.Multiplex < 1 {
+			if s.PerfRunning == nil {
+				s.PerfRunning = map[string]float64{}
+			}
+			if f, ok := s.PerfRunning[key]; !ok || row.Multiplex < f {
+				s.PerfRunning[key] = row.Multiplex
+			}
+		}
+	}
+	return unsupported, notCounted
 }
 
 // addContextLabels records what a table's context says and the cell's

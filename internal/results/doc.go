@@ -44,6 +44,7 @@
 //	 "threads":[{"i":0,"tx_pps":F,"errors":N,"lost_pps":F}],"labels":{...},
 //	 "warnings":[...],"artifacts":["artifacts/CELL/KERNEL/REP/pktgen-tap0.txt"],
 //	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F}],
+//	 "perf_running":{"perf.cycles@vhost":F},
 //	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON}
 //
 // Writer.Append writes one line and fsyncs it, so a crash loses at most the
@@ -66,6 +67,9 @@
 //     has one target, or "perf.<event>@<target>" when it has several
 //     (SplitPerf). Derived "perf.ipc" and "perf.cpus_utilized" are known
 //     too.
+//   - perf stat's multiplexing: PerfRunning, by perf key, the share of the
+//     time a counter ran where below 1 (perf's "(66.85%)" column; perf
+//     scaled the count up). Reports show it beside the value.
 //   - perf report top symbols: Symbols ({Target, Symbol, DSO, Overhead in
 //     percent}), the top of `perf report` per target; the raw report stays
 //     an artifact.

@@ -34,9 +34,14 @@ type Sample struct {
 	Warnings  []string          `json:"warnings,omitempty"`
 	Artifacts []string          `json:"artifacts,omitempty"`
 	// Symbols is the top of `perf report` for this sample (see Symbol).
-	Symbols  []Symbol `json:"symbols,omitempty"`
-	Emulated bool     `json:"emulated"`
-	Warmup   bool     `json:"warmup,omitempty"`
+	Symbols []Symbol `json:"symbols,omitempty"`
+	// PerfRunning holds, by perf metric key, the share of the time perf
+	// stat's counter was running when below 1: the kernel multiplexed
+	// more events than the PMU has counters, and perf scaled the count up
+	// (its "(66,85%)" column). Absent = counted all the time.
+	PerfRunning map[string]float64 `json:"perf_running,omitempty"`
+	Emulated    bool               `json:"emulated"`
+	Warmup      bool               `json:"warmup,omitempty"`
 	// Unsupported says why this kernel or device cannot run the cell's
 	// configuration (AF_XDP zero-copy refused, say): the sample has no
 	// metrics and tables show the cell as "n/a (reason)".
