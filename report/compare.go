@@ -102,6 +102,7 @@ func (b *builder) compareTables() {
 		if ranges {
 			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
 		}
+		t.Notes = append(t.Notes, b.nestingNotes()...)
 		b.r.Tables = append(b.r.Tables, t)
 	}
 }

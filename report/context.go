@@ -273,13 +273,50 @@ func shortCPU(m string) string {
 }
 
 func (b *builder) colHeader(col string) string {
+	var marks []string
 	if b.r.IsEmulated(col) {
-		return col + " (TCG)"
+		marks = append(marks, "TCG")
 	}
-	return col
+	if b.r.IsNested(col) {
+		marks = append(marks, "nested")
+	}
+	if len(marks) == 0 {
+		return col
+	}
+	return col + " (" + strings.Join(marks, ", ") + ")"
 }
 
 const emulatedNote = "(TCG) = emulated: QEMU without KVM; the numbers measure the emulator, not the kernel"
+
+// nestedNote is the legend of a nested column; mixedNestingNote warns
+// that a table compares a datapath inside a VM with the host's own.
+const (
+	nestedNote       = "(nested) = a lab kernel: its datapath ran inside a lab VM, the guest is a VM inside that VM"
+	mixedNestingNote = "WARNING: the columns differ in nesting (lab kernels run their datapath inside a VM, the running kernel on the host): a change between them includes the nesting overhead, not only the kernels' difference"
+)
+
+// nestingNotes are the nested legend and the mixed-nesting warning
+// (columnNotes without the emulation legend).
+func (b *builder) nestingNotes() []string {
+	var out []string
+	if len(b.r.Nested) > 0 {
+		out = append(out, nestedNote)
+	}
+	if b.r.MixedNesting() {
+		out = append(out, mixedNestingNote)
+	}
+	return out
+}
+
+// columnNotes are the legends of the columns' marks: emulated (TCG),
+// nested, and the warning when the columns differ in nesting.
+func (b *builder) columnNotes() []string {
+	var out []string
+	if len(b.r.Emulated) > 0 {
+		out = append(out, emulatedNote)
+	}
+	return append(out, b.nestingNotes()...)
+}
 
 // anyPositive reports whether a sample of one of cells has metric key > 0.
 func (b *builder) anyPositive(cells []string, key string) bool {

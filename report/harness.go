@@ -64,8 +64,8 @@ func (b *builder) harnessTable() {
 		return
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("medians of %s runs; %s", b.repsRange(cells), strings.Join(legend, "; ")))
-	if multi && len(b.r.Emulated) > 0 {
-		t.Notes = append(t.Notes, emulatedNote)
+	if multi {
+		t.Notes = append(t.Notes, b.columnNotes()...)
 	}
 	b.r.Tables = append(b.r.Tables, t)
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -39,7 +40,10 @@ type Report struct {
 	By      string   `json:"by"`
 	Alpha   float64  `json:"alpha"`
 	// Emulated lists the columns measured under emulation (QEMU TCG).
-	Emulated    []string                `json:"emulated,omitempty"`
+	Emulated []string `json:"emulated,omitempty"`
+	// Nested lists the columns whose datapath ran inside a VM (lab
+	// kernels); the others ran on the host (the running kernel).
+	Nested      []string                `json:"nested,omitempty"`
 	Env         map[string]*results.Env `json:"env,omitempty"`
 	Tables      []*Table                `json:"tables"`
 	Summaries   []Summary               `json:"summaries"`
@@ -49,6 +53,13 @@ type Report struct {
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 }
+
+// IsNested reports whether column col measured a datapath inside a VM.
+func (r *Report) IsNested(col string) bool { return slices.Contains(r.Nested, col) }
+
+// MixedNesting reports whether some columns ran their datapath inside a
+// VM and others on the host.
+func (r *Report) MixedNesting() bool { return len(r.Nested) > 0 && len(r.Nested) < len(r.Columns) }
 
 // IsEmulated reports whether column col was measured under emulation.
 func (r *Report) IsEmulated(col string) bool { return slices.Contains(r.Emulated, col) }
@@ -177,11 +188,24 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 		if set.Emulated(c) {
 			r.Emulated = append(r.Emulated, c)
 		}
+		if set.Nested(c) {
+			r.Nested = append(r.Nested, c)
+		}
 	}
 	b := &builder{set: set, idx: idx, r: r, opt: opt}
 	b.varying = b.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
+	if r.MixedNesting() {
+		var bare []string
+		for _, c := range r.Columns {
+			if !r.IsNested(c) {
+				bare = append(bare, c)
+			}
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("columns differ in nesting: %s ran the datapath inside a lab VM, %s on the host; their changes include the nesting overhead",
+			strings.Join(r.Nested, ", "), strings.Join(bare, ", ")))
+	}
 	for _, k := range []struct {
 		kind string
 		f    func()

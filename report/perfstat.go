@@ -99,6 +99,7 @@ func (b *builder) perfStatTables() {
 		if len(unsupported) > 0 {
 			t.Notes = append(t.Notes, "not supported on this machine (no hardware PMU?): "+strings.Join(unsupported, ", "))
 		}
+		t.Notes = append(t.Notes, b.nestingNotes()...)
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}

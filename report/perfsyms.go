@@ -123,6 +123,7 @@ func (b *builder) perfSymTables() {
 			if unresolved[tg] {
 				t.Notes = append(t.Notes, "[module] unresolved = the addresses perf could not name in that module (no symbols for it, e.g. [pktgen] 0x3305), summed per run")
 			}
+			t.Notes = append(t.Notes, b.nestingNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}

@@ -88,9 +88,7 @@ func (b *builder) sweepTables() {
 			}
 			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s, ~ = not significant (Mann-Whitney U, alpha %v)",
 				key, suf, b.repsRange(cells), b.r.Base, b.opt.Alpha))
-			if len(b.r.Emulated) > 0 {
-				t.Notes = append(t.Notes, emulatedNote)
-			}
+			t.Notes = append(t.Notes, b.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}

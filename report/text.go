@@ -107,7 +107,7 @@ type onceNotes map[string]bool
 // seen reports whether n is a report-wide note already printed, and
 // remembers it.
 func (o onceNotes) seen(n string) bool {
-	if n != emulatedNote {
+	if n != emulatedNote && n != nestedNote && n != mixedNestingNote {
 		return false
 	}
 	if o[n] {

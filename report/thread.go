@@ -112,9 +112,7 @@ func (b *builder) threadTables() {
 				t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
 					b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
 			}
-			if len(b.r.Emulated) > 0 {
-				t.Notes = append(t.Notes, emulatedNote)
-			}
+			t.Notes = append(t.Notes, b.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}

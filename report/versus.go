@@ -208,6 +208,9 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	if b.r.IsEmulated(col) {
 		t.Notes = append(t.Notes, emulatedNote)
 	}
+	if b.r.IsNested(col) {
+		t.Notes = append(t.Notes, nestedNote)
+	}
 	return t
 }
 

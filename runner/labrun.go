@@ -608,6 +608,7 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 			s.Labels = map[string]string{}
 		}
 		s.Labels["lab"] = label
+		s.Nested = true
 		if err := w.Append(s); err != nil {
 			return out, err
 		}

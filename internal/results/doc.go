@@ -78,6 +78,13 @@
 //     "threads", "pkt_size", "pin" ("vhost:0"; present but empty means
 //     unpinned), "qdisc". Axes values are used when a label is missing.
 //   - Emulated: true under TCG (also set on load when env.json says tcg).
+//   - Nested: true for a lab kernel's sample (its datapath ran inside the
+//     lab VM), false for the running kernel's; set on load for samples
+//     with a "lab" label. Reports mark such columns "(nested)" and warn
+//     when one report mixes nested and bare-metal columns.
+//   - Labels "vhost_workers" (in-process | kthread) and "qemu_target"
+//     (what perf -p QEMU counted: qemu+vhost on Linux 6.4+, without the
+//     vhost kthreads before).
 //   - Warmup: a discarded warmup sample; Load skips it.
 //   - Unsupported: the kernel or device refused the cell's configuration
 //     (a workload's "n/a", with the reason); such a sample has no metrics.

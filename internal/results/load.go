@@ -126,6 +126,9 @@ func (set *Set) loadRunDir(dir string) error {
 		if env.Emulated() {
 			s.Emulated = true
 		}
+		if s.Labels["lab"] != "" {
+			s.Nested = true // results from before Nested was recorded
+		}
 		set.addEnv(s.Kernel, env)
 		set.Samples = append(set.Samples, s)
 	}
@@ -209,6 +212,17 @@ func (set *Set) MetricKeys() []string {
 		}
 	}
 	return knownOrder(keys)
+}
+
+// Nested reports whether any sample of kernel label (any label if "")
+// measured a datapath inside a VM (a lab kernel).
+func (set *Set) Nested(label string) bool {
+	for _, s := range set.Samples {
+		if (label == "" || s.Kernel == label) && s.Nested {
+			return true
+		}
+	}
+	return false
 }
 
 // Emulated reports whether any sample of kernel label (any label if "")

@@ -105,6 +105,18 @@ func TestLoadJoinsByKernel(t *testing.T) {
 	if !set.Emulated("patched") || !set.Samples[0].Emulated {
 		t.Error("TCG run not marked emulated")
 	}
+
+	// A lab kernel's samples (label "lab", from before Nested was
+	// recorded) are nested; the running kernel's are not.
+	old := pktgenSamples("stock", "tap", 1)
+	old[0].Labels = map[string]string{"lab": "stock"}
+	set, err = Load(writeRun(t, "mixed", Env{}, append(old, pktgenSamples("running", "tap", 1)...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Nested("stock") || set.Nested("running") {
+		t.Errorf("nested: stock %v (want true), running %v (want false)", set.Nested("stock"), set.Nested("running"))
+	}
 }
 
 func TestLoadSkipsWarmupsAndFlagsDuplicates(t *testing.T) {

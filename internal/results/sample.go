@@ -41,7 +41,12 @@ type Sample struct {
 	// (its "(66,85%)" column). Absent = counted all the time.
 	PerfRunning map[string]float64 `json:"perf_running,omitempty"`
 	Emulated    bool               `json:"emulated"`
-	Warmup      bool               `json:"warmup,omitempty"`
+	// Nested is true when the datapath measured ran inside a VM: a lab
+	// kernel's sample (the run inside the lab VM; its guest is a VM in a
+	// VM), false for the host's own kernel (running). Also set on load for
+	// samples that carry a "lab" label.
+	Nested bool `json:"nested,omitempty"`
+	Warmup bool `json:"warmup,omitempty"`
 	// Unsupported says why this kernel or device cannot run the cell's
 	// configuration (AF_XDP zero-copy refused, say): the sample has no
 	// metrics and tables show the cell as "n/a (reason)".
