@@ -331,7 +331,7 @@ func TestDryRunAccel(t *testing.T) {
 	labHost = func() runner.LabHost { return testHost(amdNested) }
 	got, code := runCLI(t, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", "/runs/x")
 	for _, want := range []string{"accelerator: kvm (a test vCPU ran; kvm_amd, nested=1)", "(kernel stock, kvm)",
-		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 2 -m 2048"} {
+		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 5 -m 2048"} {
 		if code != 0 || !strings.Contains(got, want) {
 			t.Errorf("dry run on an AMD host lacks %q (exit %d):\n%s", want, code, got)
 		}
