@@ -88,7 +88,7 @@ func TestPerfStatShowsMultiplexing(t *testing.T) {
 	for rep := range 3 {
 		for _, kernel := range []string{"stock", "patched"} {
 			s := results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
-				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"},
+				Axes:    map[string]string{"backend": "tap", "generator": "pktgen-t1"},
 				Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 3e9, "perf.context-switches@kpktgend": 400}}
 			if kernel == "patched" {
 				s.PerfRunning = map[string]float64{"perf.cycles@kpktgend": 0.9 - float64(rep)/10}
