@@ -55,10 +55,26 @@ type Driver struct {
 	// namespace; every pgctrl, thread and device write goes through it.
 	// nil = write from the calling thread.
 	InNetns func(fn func() error) error
-
-	// writeFile writes one command; tests replace it to record and fake.
-	writeFile func(path string, data []byte) error
+	// Writer delivers each command to its proc file; nil = ProcWriter,
+	// the kernel's files. Another Writer stands in for pktgen (a
+	// simulation that records the commands and answers like the kernel).
+	Writer Writer
 }
+
+// Writer writes one pktgen command (with its newline) to the proc file
+// at path. pktgen acts on each write(2) as one command, so a Writer
+// writes data whole, with one call, and returns the errno pktgen set.
+type Writer interface {
+	WriteProc(path string, data []byte) error
+}
+
+// ProcWriter is the Writer of the kernel's /proc files: one write(2), like
+// `echo cmd > file`.
+type ProcWriter struct{}
+
+// WriteProc writes data with a single write(2) and returns the bare errno
+// of a failed write.
+func (ProcWriter) WriteProc(path string, data []byte) error { return writeProc(path, data) }
 
 // ThreadResult is one pktgen thread's device Result.
 type ThreadResult struct {
@@ -149,11 +165,11 @@ func (d *Driver) sysNet() string {
 
 func (d *Driver) write(file, cmd string) error {
 	path := filepath.Join(d.procDir(), file)
-	wf := d.writeFile
-	if wf == nil {
-		wf = writeProc
+	var wr Writer = ProcWriter{}
+	if d.Writer != nil {
+		wr = d.Writer
 	}
-	do := func() error { return wf(path, []byte(cmd+"\n")) }
+	do := func() error { return wr.WriteProc(path, []byte(cmd+"\n")) }
 	var err error
 	if d.InNetns != nil {
 		err = d.InNetns(do)

@@ -111,10 +111,10 @@ func newFake(t *testing.T, carrier string) *fakePktgen {
 }
 
 func (f *fakePktgen) driver() *Driver {
-	return &Driver{ProcDir: f.dir, SysNet: f.sys, writeFile: f.write}
+	return &Driver{ProcDir: f.dir, SysNet: f.sys, Writer: f}
 }
 
-func (f *fakePktgen) write(path string, data []byte) error {
+func (f *fakePktgen) WriteProc(path string, data []byte) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
