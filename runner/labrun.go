@@ -402,14 +402,14 @@ func memTotalMiB() int {
 	return 0
 }
 
-// labModules are the modules a lab VM loads: lab.LabModules and the
-// kernel modules of every workload feature (pktgen, ...), so a lab kernel
-// has what any workload's cells need.
+// labModules are the modules a lab VM loads: lab.LabModules and those of
+// every registered workload (workload.LabModules: pktgen, vhost_vsock,
+// ...), so a lab kernel has what any workload's cells need.
 func labModules() []string {
 	out := slices.Clone(lab.LabModules)
-	for _, f := range workload.AllFeatures() {
-		if f.Module != "" && !slices.Contains(out, f.Module) {
-			out = append(out, f.Module)
+	for _, m := range workload.LabModules() {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
 		}
 	}
 	return out

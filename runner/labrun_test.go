@@ -278,3 +278,15 @@ repetitions: 2
 		t.Errorf("resume: last progress %+v", last)
 	}
 }
+
+// TestLabModulesOfWorkloads: a lab VM loads the lab's own modules and
+// those the registered workloads declare (pktgen's feature, vsock's
+// vhost_vsock), each once.
+func TestLabModulesOfWorkloads(t *testing.T) {
+	got := labModules()
+	for _, m := range append(slices.Clone(lab.LabModules), "pktgen", "vhost_vsock") {
+		if n := len(slices.DeleteFunc(slices.Clone(got), func(x string) bool { return x != m })); n != 1 {
+			t.Errorf("%s appears %d times in %v, want once", m, n, got)
+		}
+	}
+}

@@ -25,17 +25,6 @@ import (
 // resolved from the kernel's module metadata).
 var BootModules = []string{"virtio_pci", "virtio_net", "virtio_console"}
 
-// Module sets a workload asks for through BuildOptions.ExtraModules.
-var (
-	// VsockModules give the guest AF_VSOCK to the host over virtio; the
-	// VM needs QEMU's vhost-vsock-pci with a guest CID, and the host (or
-	// lab VM) the vhost_vsock module.
-	VsockModules = []string{"vsock", "vmw_vsock_virtio_transport"}
-	// VsockLoopbackModules give AF_VSOCK inside the guest alone (CID 1,
-	// VMADDR_CID_LOCAL): no device, nothing on the host.
-	VsockLoopbackModules = []string{"vsock", "vsock_loopback"}
-)
-
 // BuildOptions says what goes into an image.
 type BuildOptions struct {
 	// Kernel is a bzImage path, "host", "debian" or "debian:VERSION";

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -346,6 +347,38 @@ func AllTools() []Tool {
 					seen[tool.Name] = true
 					out = append(out, tool)
 				}
+			}
+		}
+	}
+	return out
+}
+
+// LabModuler is a Workload whose cells need kernel modules on the host
+// that none of its Features name (vsock: vhost_vsock, behind its guest's
+// vhost-vsock-pci device): a lab VM loads them.
+type LabModuler interface {
+	LabModules() []string
+}
+
+// LabModules lists the kernel modules a lab VM loads for the registered
+// workloads (their Features' modules and their LabModules), once each, in
+// registration order.
+func LabModules() []string {
+	var out []string
+	add := func(m string) {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	for _, w := range All() {
+		if f, ok := w.(Featurer); ok {
+			for _, x := range f.Features() {
+				add(x.Module)
+			}
+		}
+		if l, ok := w.(LabModuler); ok {
+			for _, m := range l.LabModules() {
+				add(m)
 			}
 		}
 	}

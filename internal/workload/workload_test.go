@@ -156,3 +156,29 @@ func (cpuWorkload) Name() string   { return "cpuwl" }
 func (cpuWorkload) Doc() string    { return "test" }
 func (cpuWorkload) New() Config    { return nil }
 func (cpuWorkload) Target() string { return "kpktgend" }
+
+type modFake struct {
+	fake
+	feats []Feature
+	mods  []string
+}
+
+func (m modFake) Features() []Feature  { return m.feats }
+func (m modFake) LabModules() []string { return m.mods }
+
+// TestLabModules: a lab VM loads the modules of every workload's features
+// and its LabModules, once each, in registration order.
+func TestLabModules(t *testing.T) {
+	for _, w := range []modFake{
+		{fake: fake{name: "gen"}, feats: []Feature{{Name: "gen", Module: "genmod"}, {Name: "builtin"}}},
+		{fake: fake{name: "sock"}, mods: []string{"sockhost", "genmod"}},
+	} {
+		Register(w)
+		t.Cleanup(func() { Unregister(w.name) })
+	}
+	got := LabModules()
+	i := slices.Index(got, "genmod")
+	if i < 0 || len(got) <= i+1 || got[i+1] != "sockhost" || slices.Contains(got, "") || strings.Count(strings.Join(got, ","), "genmod") != 1 {
+		t.Errorf("LabModules() = %v, want genmod then sockhost, once each", got)
+	}
+}

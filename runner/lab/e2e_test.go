@@ -95,7 +95,7 @@ func TestLabBoot(t *testing.T) {
 
 // TestLabBoot612 boots Debian's 6.12 generic kernel (bookworm-security;
 // "+deb12" release, every module .ko.xz) as a lab VM: the initramfs carries
-// the decompressed modules, all of LabModules load (vhost_vsock included)
+// the decompressed modules, all of DefaultModules load (vhost_vsock included)
 // and `vnetbench doctor` inside sees 6.12 and /dev/vhost-vsock.
 func TestLabBoot612(t *testing.T) {
 	needLab(t)

@@ -208,7 +208,7 @@ func TestEnsureCharDev(t *testing.T) {
 }
 
 // TestLabInitramfsDebianKVM builds the lab initramfs for KVM from Debian's
-// real generic kernels (6.1: plain .ko; 6.12: .ko.xz): LabModules and both
+// real generic kernels (6.1: plain .ko; 6.12: .ko.xz): DefaultModules and both
 // KVM vendor sets must all be there, decompressed to ELF. It uses the
 // unpacked packages in the cache; with none, CI fetches 6.12 and a
 // developer machine skips.
@@ -230,7 +230,7 @@ func TestLabInitramfsDebianKVM(t *testing.T) {
 	for _, d := range dirs {
 		t.Run(filepath.Base(d), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "lab.cpio")
-			cfg, err := Initramfs{Binary: bin, Modules: d, Load: LabModules, KVM: true, Config: InitConfig{Mode: "lab"}}.Build(out)
+			cfg, err := Initramfs{Binary: bin, Modules: d, Load: DefaultModules(), KVM: true, Config: InitConfig{Mode: "lab"}}.Build(out)
 			if err != nil {
 				t.Fatal(err)
 			}

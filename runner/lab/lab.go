@@ -125,7 +125,7 @@ type Config struct {
 	// kernel tree holding samples/pktgen): shared read-only at the same
 	// path. Directories under RunDir or CacheDir need no entry.
 	Shares []string
-	// Modules to load (default LabModules).
+	// Modules to load (nil = DefaultModules).
 	Modules  []string
 	Timeouts Timeouts
 	// Output receives the inner command's console output (nil = discarded;
@@ -313,7 +313,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	mods := c.Modules
 	if mods == nil {
-		mods = LabModules
+		mods = DefaultModules()
 	}
 	shares, qshares, err := c.shares(runDir)
 	if err != nil {

@@ -1,20 +1,31 @@
 package lab
 
 import (
+	"slices"
+
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// LabModules are the modules a lab VM loads (missing ones that are built
-// in are fine): the 9p stack to mount the host root, then what the
-// experiment needs on the lab's side (tun/tap, vhost-net, pktgen,
-// vhost-vsock for a nested guest's AF_VSOCK: /dev/vhost-vsock) and what a
-// nested guest's NIC needs.
+// LabModules are the modules every lab VM loads (missing ones that are
+// built in are fine): the 9p stack to mount the host root, tun/tap and
+// vhost-net for the experiment's tap, and what a nested guest's NIC
+// needs. A run adds its workloads' modules (workload.LabModules: pktgen,
+// vhost_vsock, ...) through Config.Modules.
 var LabModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p",
-	"tun", "tap", "vhost_iotlb", "vhost", "vhost_net", "pktgen",
-	"vhost_vsock",
+	"tun", "tap", "vhost_iotlb", "vhost", "vhost_net",
 	"virtio_net",
 }
+
+// ownModules are what the lab's own commands need besides LabModules,
+// loaded when Config.Modules is nil: pktgen for lab-selftest and
+// perf-stress (they drive runner/pktgen themselves), vhost_vsock so that
+// doctor inside a bare lab VM sees /dev/vhost-vsock.
+var ownModules = []string{"pktgen", "vhost_vsock"}
+
+// DefaultModules are the modules a lab VM loads when Config.Modules is
+// nil: LabModules and what the lab's own commands need.
+func DefaultModules() []string { return append(slices.Clone(LabModules), ownModules...) }
 
 // GuestModules are the modules a nested guest loads to bring up its NIC.
 var GuestModules = []string{"virtio_pci", "virtio_net"}

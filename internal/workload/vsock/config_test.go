@@ -14,7 +14,6 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
-	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 const series = `
@@ -105,9 +104,9 @@ func TestNeeds(t *testing.T) {
 		programs []string
 		features int
 	}{
-		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Socat, CID: 5}, 5, vmimages.VsockModules, []string{"socat"}, 0},
-		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Sockmap, CID: 3}, 3, vmimages.VsockModules, nil, 1},
-		{vsock.Config{Transport: vsock.Loopback, Redirector: vsock.Sockmap, CID: 3}, 0, vmimages.VsockLoopbackModules, nil, 1},
+		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Socat, CID: 5}, 5, vsock.GuestModules, []string{"socat"}, 0},
+		{vsock.Config{Transport: vsock.Virtio, Redirector: vsock.Sockmap, CID: 3}, 3, vsock.GuestModules, nil, 1},
+		{vsock.Config{Transport: vsock.Loopback, Redirector: vsock.Sockmap, CID: 3}, 0, vsock.LoopbackModules, nil, 1},
 	} {
 		n := tc.cfg.Needs()
 		if n.VsockCID != tc.cid || !slices.Equal(n.GuestModules, tc.mods) || !slices.Equal(n.GuestPrograms, tc.programs) || len(n.GuestFeatures) != tc.features {

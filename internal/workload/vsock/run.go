@@ -12,7 +12,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/proc"
-	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Tools: socat, which the guest image copies from the host (doctor shows
@@ -21,6 +20,21 @@ func (Workload) Tools() []workload.Tool {
 	return []workload.Tool{{Name: "socat", Package: "socat", Version: []string{"socat", "-V"}}}
 }
 
+// The guest's vsock modules (Needs.GuestModules).
+var (
+	// GuestModules give the guest AF_VSOCK to the host over virtio; the
+	// VM needs QEMU's vhost-vsock-pci with a guest CID, and the host (or
+	// lab VM) the vhost_vsock module.
+	GuestModules = []string{"vsock", "vmw_vsock_virtio_transport"}
+	// LoopbackModules give AF_VSOCK inside the guest alone (CID 1,
+	// VMADDR_CID_LOCAL): no device, nothing on the host.
+	LoopbackModules = []string{"vsock", "vsock_loopback"}
+)
+
+// LabModules: vhost_vsock, which gives a lab VM /dev/vhost-vsock for its
+// nested guest's vhost-vsock-pci device (virtio transport).
+func (Workload) LabModules() []string { return []string{"vhost_vsock"} }
+
 // Needs: the guest's vsock modules (and device, for virtio), socat in the
 // guest image for the socat redirector, vsock sockmap in the guest's
 // kernel for the sockmap one.
@@ -28,9 +42,9 @@ func (c *Config) Needs() workload.Needs {
 	var n workload.Needs
 	switch c.Transport {
 	case Loopback:
-		n.GuestModules = vmimages.VsockLoopbackModules
+		n.GuestModules = LoopbackModules
 	default:
-		n.GuestModules = vmimages.VsockModules
+		n.GuestModules = GuestModules
 		n.VsockCID = uint32(c.CID)
 	}
 	switch c.Redirector {
