@@ -28,8 +28,11 @@
 //     ParseTestpmd (dpdk-testpmd's port and forward statistics),
 //     ParseNetdevStats (/sys/class/net/DEV/statistics as an fs.FS),
 //     ParseProcNetDev (/proc/net/dev), ParseTCQdisc (tc -s -j qdisc show).
-//   - Parse dispatches on a kind name (Kinds lists them, Detect guesses
-//     one); it backs `vnetbench parse`.
+//   - A Parser dispatches on a kind name (Kinds lists them, Detect
+//     guesses one); it backs `vnetbench parse`. It knows perfparse's own
+//     kinds and the tools' kinds it is given (PktgenKind, Iperf3Kind,
+//     ...): the workloads declare theirs (workload.ParseKinds), so this
+//     package names no workload.
 //
 // Malformed input is a *SyntaxError carrying the line number ("perfparse:
 // FILE:LINE: msg"; WithFile adds the file name); its ExitCode is 2.

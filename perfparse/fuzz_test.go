@@ -145,7 +145,7 @@ func FuzzTCQdisc(f *testing.F) {
 func FuzzAuto(f *testing.F) {
 	seed(f, "pktgen", "perf-stat", "iperf3", "trafgen", "tc", "testpmd")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := Parse("auto", "in", bytes.NewReader(data))
+		_, err := all.Parse("auto", "in", bytes.NewReader(data))
 		checkErr(t, data, err)
 	})
 }

@@ -79,11 +79,15 @@ func marshal(t *testing.T, v any) []byte {
 	return append(b, '\n')
 }
 
+// all is a Parser of every kind, the tools' in the order the workloads
+// register them (internal/workload/all): pktgen, trafgen, iperf3, testpmd.
+var all = NewParser(PktgenScriptKind, PktgenKind, KpktgendKind, TrafgenKind, Iperf3Kind, TestpmdKind)
+
 // TestGolden parses every input under testdata/<kind>/ with Parse and
 // compares the JSON (or, for inputs named bad-*, the error) with the
 // .golden file next to it.
 func TestGolden(t *testing.T) {
-	for _, kind := range Kinds() {
+	for _, kind := range all.Kinds() {
 		if kind == "auto" {
 			continue
 		}
@@ -100,7 +104,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				v, err := Parse(kind, filepath.Base(path), f)
+				v, err := all.Parse(kind, filepath.Base(path), f)
 				bad := strings.HasPrefix(filepath.Base(path), "bad-")
 				switch {
 				case bad && err == nil:
@@ -134,9 +138,13 @@ func TestGoldenNetdevSysfs(t *testing.T) {
 }
 
 // TestDetect checks that auto detection names the directory's kind for
-// every good input.
+// every good input, with the tools' kinds in registration order and
+// reversed except that the pktgen scripts' output (which quotes device
+// files) comes before the device files': the workloads' order does not
+// change what is detected.
 func TestDetect(t *testing.T) {
-	for _, kind := range Kinds() {
+	reversed := NewParser(TestpmdKind, Iperf3Kind, TrafgenKind, KpktgendKind, PktgenScriptKind, PktgenKind)
+	for _, kind := range all.Kinds() {
 		if kind == "auto" {
 			continue
 		}
@@ -151,8 +159,11 @@ func TestDetect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := Detect(data); got != kind {
+			if got := all.Detect(data); got != kind {
 				t.Errorf("Detect(%s) = %q, want %q", path, got, kind)
+			}
+			if got := reversed.Detect(data); got != kind {
+				t.Errorf("Detect(%s), tools' kinds reversed, = %q, want %q", path, got, kind)
 			}
 		}
 	}

@@ -10,66 +10,164 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
-// Kinds lists the input kinds Parse accepts, in a stable order. "auto"
-// detects the kind from the content.
-func Kinds() []string {
-	return []string{"perf-stat", "perf-report", "pktgen", "kpktgend", "pktgen-script", "iperf3", "netdev", "tc", "trafgen", "testpmd", "auto"}
+// Kind is an input kind a Parser reads by name ("perf-stat"). perfparse
+// has its own (perf stat, perf report, /proc/net/dev, tc) and defines the
+// kinds of the workloads' tools (Pktgen, Iperf3, ...); each workload
+// declares those it has (workload.Parser), and a Parser is built from
+// them.
+type Kind struct {
+	Name string
+	// Parse reads one input of the kind into its record.
+	Parse func(r io.Reader) (any, error)
+	// Detect reports whether an input looks like the kind: s is its
+	// first 64 KiB, first its first line that is not blank or a "#"
+	// comment. nil = never guessed (name the kind).
+	Detect func(s, first string) bool
 }
 
-// UnknownKindError is a kind Parse does not know: bad input (class
+func parser[T any](f func(io.Reader) (T, error)) func(io.Reader) (any, error) {
+	return func(r io.Reader) (any, error) { return f(r) }
+}
+
+// The kinds of the workloads' tools.
+var (
+	// PktgenKind is /proc/net/pktgen/DEV (ParsePktgen).
+	PktgenKind = Kind{Name: "pktgen", Parse: parser(ParsePktgen), Detect: func(s, first string) bool {
+		return strings.Contains(s, "Params:") && strings.Contains(s, "Result:") || strings.HasPrefix(strings.TrimSpace(s), "Params:")
+	}}
+	// KpktgendKind is /proc/net/pktgen/kpktgend_N (ParseKpktgend).
+	KpktgendKind = Kind{Name: "kpktgend", Parse: parser(ParseKpktgend), Detect: func(s, _ string) bool {
+		return strings.Contains(s, "Running:") && strings.Contains(s, "Stopped:")
+	}}
+	// PktgenScriptKind is what the kernel's samples/pktgen scripts print
+	// (ParsePktgenScript).
+	PktgenScriptKind = Kind{Name: "pktgen-script", Parse: parser(ParsePktgenScript), Detect: func(s, _ string) bool {
+		return strings.Contains(s, "Result device:") || reDetectScriptDevice.MatchString(s)
+	}}
+	// Iperf3Kind is iperf3 --json (ParseIperf3).
+	Iperf3Kind = Kind{Name: "iperf3", Parse: parser(ParseIperf3), Detect: func(s, _ string) bool {
+		return strings.HasPrefix(strings.TrimSpace(s), "{") &&
+			(strings.Contains(s, `"intervals"`) || strings.Contains(s, `"test_start"`) || strings.Contains(s, `"error"`))
+	}}
+	// TrafgenKind is trafgen's summary (ParseTrafgen).
+	TrafgenKind = Kind{Name: "trafgen", Parse: parser(ParseTrafgen), Detect: func(s, _ string) bool {
+		return strings.Contains(s, "packets outgoing") || strings.Contains(s, "packets to schedule")
+	}}
+	// TestpmdKind is dpdk-testpmd's port and forward statistics
+	// (ParseTestpmd).
+	TestpmdKind = Kind{Name: "testpmd", Parse: parser(ParseTestpmd), Detect: func(s, _ string) bool {
+		return strings.Contains(s, "NIC statistics for port") || strings.Contains(s, "Forward statistics for port") ||
+			strings.Contains(s, "Accumulated forward statistics")
+	}}
+)
+
+// perfparse's own kinds. Detection asks the early ones (formats no tool
+// output is mistaken for), then the tools' kinds, then the late ones
+// (perf stat's text is recognized by little).
+var (
+	own = []Kind{
+		{Name: "perf-stat", Parse: parser(ParsePerfStat)},
+		{Name: "perf-report", Parse: parser(ParsePerfReport)},
+		{Name: "netdev", Parse: parser(ParseProcNetDev)},
+		{Name: "tc", Parse: parser(ParseTCQdisc)},
+	}
+	early = []Kind{
+		{Name: "perf-stat", Detect: func(s, first string) bool {
+			return strings.HasPrefix(first, "{") && strings.Contains(s, `"counter-value"`)
+		}},
+		{Name: "tc", Detect: func(s, _ string) bool {
+			t := strings.TrimSpace(s)
+			return strings.HasPrefix(t, "[") && strings.Contains(s, `"kind"`) && strings.Contains(s, `"handle"`)
+		}},
+	}
+	late = []Kind{
+		{Name: "netdev", Detect: func(s, _ string) bool {
+			return strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes")
+		}},
+		{Name: "perf-report", Detect: func(s, _ string) bool {
+			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
+				reDetectReportRow.MatchString(s)
+		}},
+		{Name: "perf-stat", Detect: func(s, first string) bool {
+			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
+				csvSep(first) != 0 || reDetectStatRow.MatchString(s)
+		}},
+	}
+)
+
+// Parser reads inputs by kind name: perfparse's own kinds and those it is
+// given.
+type Parser struct {
+	kinds []Kind // own, then the given ones
+}
+
+// NewParser returns a Parser of perfparse's own kinds and of tools, which
+// Detect asks in the order given.
+func NewParser(tools ...Kind) *Parser {
+	return &Parser{kinds: append(append([]Kind(nil), own...), tools...)}
+}
+
+// Kinds lists the kind names Parse accepts: perfparse's own, the tools'
+// in order, then "auto", which detects the kind from the content.
+func (p *Parser) Kinds() []string {
+	var out []string
+	for _, k := range p.kinds {
+		out = append(out, k.Name)
+	}
+	return append(out, "auto")
+}
+
+// Has reports whether Parse accepts kind.
+func (p *Parser) Has(kind string) bool {
+	return kind == "auto" || p.kind(kind) != nil
+}
+
+func (p *Parser) kind(name string) *Kind {
+	for i := range p.kinds {
+		if p.kinds[i].Name == name {
+			return &p.kinds[i]
+		}
+	}
+	return nil
+}
+
+// UnknownKindError is a kind a Parser does not know: bad input (class
 // fault.ErrInput).
-type UnknownKindError struct{ Kind string }
+type UnknownKindError struct {
+	Kind  string
+	Kinds []string // those it knows
+}
 
 func (e *UnknownKindError) Error() string {
-	return fmt.Sprintf("unknown kind %q; kinds: %s", e.Kind, strings.Join(Kinds(), ", "))
+	return fmt.Sprintf("unknown kind %q; kinds: %s", e.Kind, strings.Join(e.Kinds, ", "))
 }
 
 // Is makes an unknown kind bad input.
 func (e *UnknownKindError) Is(target error) bool { return target == fault.ErrInput }
 
 // Parse reads one input of the given kind and returns its record:
-// *PerfStat, *PerfReport, *PktgenDevice, *Kpktgend, *PktgenScript,
-// *Iperf3, []NetdevStats (/proc/net/dev), []Qdisc, *Trafgen or *Testpmd. name (may be
-// "") is put into syntax errors. "auto" detects the kind (see Detect); a
-// perf report is read whole here, use NewPerfReportReader to stream.
-func Parse(kind, name string, r io.Reader) (any, error) {
+// *PerfStat, *PerfReport, []NetdevStats (/proc/net/dev), []Qdisc, or the
+// record of a tool's kind (*PktgenDevice, *Iperf3, ...). name (may be "")
+// is put into syntax errors. "auto" detects the kind (see Detect); a perf
+// report is read whole here, use NewPerfReportReader to stream.
+func (p *Parser) Parse(kind, name string, r io.Reader) (any, error) {
 	if kind == "auto" {
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return nil, err
 		}
-		kind = Detect(data)
+		kind = p.Detect(data)
 		if kind == "" {
-			return nil, WithFile(&SyntaxError{Msg: "cannot tell what this is; name the kind: " + strings.Join(Kinds()[:len(Kinds())-1], ", ")}, name)
+			names := p.Kinds()
+			return nil, WithFile(&SyntaxError{Msg: "cannot tell what this is; name the kind: " + strings.Join(names[:len(names)-1], ", ")}, name)
 		}
 		r = bytes.NewReader(data)
 	}
-	var v any
-	var err error
-	switch kind {
-	case "perf-stat":
-		v, err = ParsePerfStat(r)
-	case "perf-report":
-		v, err = ParsePerfReport(r)
-	case "pktgen":
-		v, err = ParsePktgen(r)
-	case "kpktgend":
-		v, err = ParseKpktgend(r)
-	case "pktgen-script":
-		v, err = ParsePktgenScript(r)
-	case "iperf3":
-		v, err = ParseIperf3(r)
-	case "netdev":
-		v, err = ParseProcNetDev(r)
-	case "tc":
-		v, err = ParseTCQdisc(r)
-	case "trafgen":
-		v, err = ParseTrafgen(r)
-	case "testpmd":
-		v, err = ParseTestpmd(r)
-	default:
-		return nil, &UnknownKindError{kind}
+	k := p.kind(kind)
+	if k == nil {
+		return nil, &UnknownKindError{Kind: kind, Kinds: p.Kinds()}
 	}
+	v, err := k.Parse(r)
 	if err != nil {
 		return nil, WithFile(err, name)
 	}
@@ -78,51 +176,31 @@ func Parse(kind, name string, r io.Reader) (any, error) {
 
 var (
 	// A perf report row whose "#" header was cut: "  33.91%  cmd  dso  [k] sym".
-	reDetectReportRow = regexp.MustCompile(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
-	reDetectStatRow   = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
+	reDetectReportRow    = regexp.MustCompile(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
+	reDetectStatRow      = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
+	reDetectScriptDevice = regexp.MustCompile(`(?m)^\s*Device: \S+`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).
-func Detect(data []byte) string {
+func (p *Parser) Detect(data []byte) string {
 	head := data
 	if len(head) > 64<<10 {
 		head = head[:64<<10]
 	}
 	s := string(head)
-	t := strings.TrimSpace(s)
 	first := "" // first line that is not blank or a "#" comment
-	for _, l := range strings.Split(t, "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
 			first = l
 			break
 		}
 	}
-	switch {
-	case strings.HasPrefix(first, "{") && strings.Contains(s, `"counter-value"`):
-		return "perf-stat"
-	case strings.HasPrefix(t, "[") && strings.Contains(s, `"kind"`) && strings.Contains(s, `"handle"`):
-		return "tc"
-	case strings.HasPrefix(t, "{") && (strings.Contains(s, `"intervals"`) || strings.Contains(s, `"test_start"`) || strings.Contains(s, `"error"`)):
-		return "iperf3"
-	case strings.Contains(s, "NIC statistics for port") || strings.Contains(s, "Forward statistics for port") ||
-		strings.Contains(s, "Accumulated forward statistics"):
-		return "testpmd"
-	case strings.Contains(s, "Result device:") || regexp.MustCompile(`(?m)^\s*Device: \S+`).MatchString(s):
-		return "pktgen-script"
-	case strings.Contains(s, "Params:") && strings.Contains(s, "Result:"), strings.HasPrefix(t, "Params:"):
-		return "pktgen"
-	case strings.Contains(s, "Running:") && strings.Contains(s, "Stopped:"):
-		return "kpktgend"
-	case strings.Contains(s, "packets outgoing") || strings.Contains(s, "packets to schedule"):
-		return "trafgen"
-	case strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes"):
-		return "netdev"
-	case strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
-		reDetectReportRow.MatchString(s):
-		return "perf-report"
-	case strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
-		csvSep(first) != 0 || reDetectStatRow.MatchString(s):
-		return "perf-stat"
+	for _, set := range [][]Kind{early, p.kinds[len(own):], late} {
+		for _, k := range set {
+			if k.Detect != nil && k.Detect(s, first) {
+				return k.Name
+			}
+		}
 	}
 	return ""
 }

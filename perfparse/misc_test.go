@@ -62,12 +62,12 @@ func TestTCQdisc(t *testing.T) {
 }
 
 func TestParseKinds(t *testing.T) {
-	_, err := Parse("nosuch", "", strings.NewReader(""))
+	_, err := all.Parse("nosuch", "", strings.NewReader(""))
 	var uk *UnknownKindError
-	if !errors.As(err, &uk) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "perf-stat, perf-report, pktgen") {
+	if !errors.As(err, &uk) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "perf-stat, perf-report, netdev, tc, pktgen-script, pktgen, kpktgend, trafgen, iperf3, testpmd, auto") {
 		t.Errorf("unknown kind: %v", err)
 	}
-	_, err = Parse("auto", "x.txt", strings.NewReader("just some words\n"))
+	_, err = all.Parse("auto", "x.txt", strings.NewReader("just some words\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "perfparse: x.txt: cannot tell what this is") {
 		t.Errorf("auto on prose: %v", err)
 	}

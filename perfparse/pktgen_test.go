@@ -114,7 +114,7 @@ func TestPktgenBad(t *testing.T) {
 			t.Errorf("%q: got %v, want a *SyntaxError", in, err)
 		}
 	}
-	_, err := Parse("pktgen", "x.txt", strings.NewReader("Params: count 10\nCurrent:\n pkts-sofar: 1 errors: 0\nResult: OK: 1(c1+d0) usec, 1 (60byte,0frags)\n"))
+	_, err := all.Parse("pktgen", "x.txt", strings.NewReader("Params: count 10\nCurrent:\n pkts-sofar: 1 errors: 0\nResult: OK: 1(c1+d0) usec, 1 (60byte,0frags)\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "perfparse: x.txt:4: ") {
 		t.Errorf("missing rate line: got %v, want perfparse: x.txt:4: ...", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
 
@@ -18,7 +19,8 @@ import (
 // output with perfparse and prints the record as indented JSON. For kind
 // netdev, FILE may also be a /sys/class/net/DEV/statistics directory.
 func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	kinds := strings.Join(perfparse.Kinds(), ", ")
+	p := perfparse.NewParser(workload.ParseKinds()...)
+	kinds := strings.Join(p.Kinds(), ", ")
 	fs := newFlagSet("parse", "KIND [FILE|-]\n\nKINDS: "+kinds+"\nReads standard input when FILE is - or missing.", stderr)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -29,7 +31,7 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErrorf("parse: want KIND [FILE|-] (kinds: %s)", kinds)
 	}
 	kind := pos[0]
-	if !knownKind(kind) {
+	if !p.Has(kind) {
 		return usageErrorf("parse: unknown kind %q; kinds: %s", kind, kinds)
 	}
 	in := parseStdin
@@ -66,7 +68,7 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if kind == "perf-report" {
 		return streamPerfReport(stdout, name, in)
 	}
-	v, err := perfparse.Parse(kind, name, in)
+	v, err := p.Parse(kind, name, in)
 	if err != nil {
 		return err
 	}
@@ -75,15 +77,6 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // parseStdin is what "parse KIND -" reads (tests replace it).
 var parseStdin io.Reader = os.Stdin
-
-func knownKind(k string) bool {
-	for _, x := range perfparse.Kinds() {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
 
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

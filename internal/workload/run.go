@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -380,6 +381,24 @@ func LabModules() []string {
 			for _, m := range l.LabModules() {
 				add(m)
 			}
+		}
+	}
+	return out
+}
+
+// Parser is a Workload whose tools' outputs `vnetbench parse` reads: it
+// declares their kinds (perfparse defines the formats; PktgenKind, ...).
+type Parser interface {
+	ParseKinds() []perfparse.Kind
+}
+
+// ParseKinds lists the parse kinds of every registered workload, in
+// registration order: the order in which auto detection asks them.
+func ParseKinds() []perfparse.Kind {
+	var out []perfparse.Kind
+	for _, w := range All() {
+		if p, ok := w.(Parser); ok {
+			out = append(out, p.ParseKinds()...)
 		}
 	}
 	return out

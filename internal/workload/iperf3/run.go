@@ -20,6 +20,9 @@ import (
 // (vmimages.OpIperf3).
 const agentOp = "iperf3"
 
+// ParseKinds: iperf3 --json.
+func (Workload) ParseKinds() []perfparse.Kind { return []perfparse.Kind{perfparse.Iperf3Kind} }
+
 func (Workload) Tools() []workload.Tool {
 	return []workload.Tool{{Name: "iperf3", Package: "iperf3", Version: []string{"iperf3", "--version"}}}
 }

@@ -12,12 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/perfparse"
 	pg "github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // feature is the pktgen module on the host that runs the cells.
 const feature = "pktgen"
+
+// ParseKinds: the kernel's sample scripts' output first (it contains
+// device files' Params and Result), the device files, the thread files.
+func (Workload) ParseKinds() []perfparse.Kind {
+	return []perfparse.Kind{perfparse.PktgenScriptKind, perfparse.PktgenKind, perfparse.KpktgendKind}
+}
 
 func (Workload) Features() []workload.Feature {
 	return []workload.Feature{{Name: feature, Module: "pktgen", Probe: probe}}

@@ -25,6 +25,9 @@ import (
 // Tool is dpdk-testpmd, from Debian's dpdk-dev.
 const Tool = "dpdk-testpmd"
 
+// ParseKinds: dpdk-testpmd's statistics.
+func (Workload) ParseKinds() []perfparse.Kind { return []perfparse.Kind{perfparse.TestpmdKind} }
+
 func (Workload) Tools() []workload.Tool {
 	return []workload.Tool{{Name: Tool, Package: "dpdk-dev", Version: []string{"dpkg-query", "-W", "-f", "dpdk-dev ${Version}", "dpdk-dev"}}}
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
+// ParseKinds: trafgen's summary.
+func (Workload) ParseKinds() []perfparse.Kind { return []perfparse.Kind{perfparse.TrafgenKind} }
+
 func (Workload) Tools() []workload.Tool {
 	return []workload.Tool{{Name: "trafgen", Package: "netsniff-ng", Version: []string{"trafgen", "--version"}}}
 }
