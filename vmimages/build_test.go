@@ -193,11 +193,11 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestCmdline(t *testing.T) {
-	c, err := ParseCmdline("BOOT_IMAGE=x console=ttyS0 vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56 vnb.gw=10.0.0.1 vnb.mtu=9000 vnb.sink=flow-count vnb.iperf3=1 quiet")
+	c, err := ParseCmdline("BOOT_IMAGE=x console=ttyS0 vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56 vnb.gw=10.0.0.1 vnb.mtu=9000 vnb.sink=flow-count quiet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.IP.String() != "10.0.0.2/24" || c.MAC.String() != "52:54:00:12:34:56" || c.Gateway.String() != "10.0.0.1" || c.MTU != 9000 || c.Sink != SinkFlowCount || !c.Iperf3 {
+	if c.IP.String() != "10.0.0.2/24" || c.MAC.String() != "52:54:00:12:34:56" || c.Gateway.String() != "10.0.0.1" || c.MTU != 9000 || c.Sink != SinkFlowCount {
 		t.Errorf("parsed %+v", c)
 	}
 	back, err := ParseCmdline(c.Cmdline(TCGCmdline))

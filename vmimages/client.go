@@ -250,16 +250,6 @@ func (c *Client) Stats(ctx context.Context) (*Event, error) {
 	return c.Do(ctx, Request{Op: OpStats})
 }
 
-// Iperf3 starts (start=true) or stops the guest's iperf3 server (port 5201).
-func (c *Client) Iperf3(ctx context.Context, start bool) error {
-	a := "stop"
-	if start {
-		a = "start"
-	}
-	_, err := c.Do(ctx, Request{Op: OpIperf3, Action: a})
-	return err
-}
-
 // Sink switches the guest's packet sink (SinkStack, SinkXDPDrop,
 // SinkFlowCount); counters of the previous sink are discarded.
 func (c *Client) Sink(ctx context.Context, kind string) error {

@@ -68,9 +68,6 @@ func TestClientConversation(t *testing.T) {
 	if err != nil || st.Eth0.RxPackets != 42 || st.Flows["9"] != 40 {
 		t.Fatalf("Stats = %+v, %v", st, err)
 	}
-	if err := c.Iperf3(ctx, true); err != nil {
-		t.Fatal(err)
-	}
 	err = c.Sink(ctx, SinkXDPDrop)
 	var ae *AgentError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "no xdp") {

@@ -31,7 +31,6 @@ type GuestConfig struct {
 	Gateway netip.Addr       // vnb.gw: default route (zero: none)
 	MTU     int              // vnb.mtu (0: leave the default)
 	Sink    string           // vnb.sink: initial sink (default SinkStack)
-	Iperf3  bool             // vnb.iperf3=1: start the iperf3 server at boot
 	Debug   bool             // vnb.debug=1: log each request to the console
 }
 
@@ -52,9 +51,6 @@ func (c GuestConfig) Params() string {
 	}
 	if c.Sink != "" && c.Sink != SinkStack {
 		p = append(p, "vnb.sink="+c.Sink)
-	}
-	if c.Iperf3 {
-		p = append(p, "vnb.iperf3=1")
 	}
 	if c.Debug {
 		p = append(p, "vnb.debug=1")
@@ -100,8 +96,6 @@ func ParseCmdline(s string) (GuestConfig, error) {
 				err = fmt.Errorf("unknown sink (want %s, %s or %s)", SinkStack, SinkXDPDrop, SinkFlowCount)
 			}
 			c.Sink = v
-		case "vnb.iperf3":
-			c.Iperf3 = v == "1" || v == "true"
 		case "vnb.debug":
 			c.Debug = v == "1" || v == "true"
 		default:

@@ -36,7 +36,7 @@
 //
 // JSON lines over the virtio-serial port AgentPortName, or over the serial
 // console when the VM has no such port. The guest sends an unsolicited
-// "ready" event; the host sends Requests (stats, iperf3 start/stop, sink,
+// "ready" event; the host sends Requests (stats, sink, a workload's guest op such as iperf3 start/stop,
 // poweroff, ping) with an id, and each gets exactly one Event with that id
 // ("stats", "ok" or "error"). Unknown ops and malformed lines get an "error"
 // event. Client is the host side; it tolerates kernel messages mixed into

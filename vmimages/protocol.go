@@ -16,7 +16,6 @@ const AgentPortName = "vnb.agent"
 // Ops the agent understands.
 const (
 	OpStats    = "stats"    // -> EvStats
-	OpIperf3   = "iperf3"   // Action "start" | "stop" -> EvOK
 	OpSink     = "sink"     // Kind SinkStack | SinkXDPDrop | SinkFlowCount -> EvOK
 	OpPoweroff = "poweroff" // -> EvOK, then the guest powers off
 	OpPing     = "ping"     // -> EvReady again (for a host that connected late)
@@ -41,7 +40,7 @@ const (
 type Request struct {
 	ID     uint64 `json:"id,omitempty"`
 	Op     string `json:"op"`
-	Action string `json:"action,omitempty"` // iperf3: "start" | "stop"
+	Action string `json:"action,omitempty"` // a workload's op: "start" | "stop", ...
 	Kind   string `json:"kind,omitempty"`   // sink kind
 	// Args are the arguments of a workload's own op (agent.Server.Ops).
 	Args []string `json:"args,omitempty"`

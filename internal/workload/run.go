@@ -105,7 +105,7 @@ type Window struct {
 type Agent interface {
 	// Do asks the agent for op with action and args and waits for its
 	// reply: the agent protocol's ops (vmimages.Op*) and the workloads'
-	// GuestOps. detail is the op's reply text (a GuestOp's detail). An op
+	// GuestOps (iperf3's server, vsock's sender, ...). detail is the op's reply text (a GuestOp's detail). An op
 	// that reports this guest's kernel cannot do it (a GuestOp returning
 	// an *UnsupportedError) is an *UnsupportedError here too, so the cell
 	// reads n/a.
@@ -123,8 +123,8 @@ type Agent interface {
 type GuestOp func(action string, args []string) (detail string, err error)
 
 // GuestOper is a Workload with guest-side ops, by op name. Names are
-// unique across workloads and differ from the agent's own (stats, iperf3,
-// sink, poweroff, ping).
+// unique across workloads and differ from the agent's own (stats, sink,
+// poweroff, ping).
 type GuestOper interface {
 	GuestOps() map[string]GuestOp
 }

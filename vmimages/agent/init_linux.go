@@ -1,14 +1,12 @@
 package agent
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,9 +22,6 @@ import (
 // ModulesFile lists the modules to load at boot, one path per line relative
 // to /lib/modules/<release>, dependencies first (written by vmimages.Build).
 const ModulesFile = "/etc/vnb/modules"
-
-// Iperf3Path is where the image puts iperf3 when it includes it.
-const Iperf3Path = "/usr/bin/iperf3"
 
 var console io.Writer = os.Stderr
 
@@ -99,11 +94,6 @@ func run(ops map[string]Op) error {
 	if cfg.Sink != vmimages.SinkStack {
 		if _, err := sys.Sink(cfg.Sink); err != nil {
 			return fmt.Errorf("sink %s: %w", cfg.Sink, err)
-		}
-	}
-	if cfg.Iperf3 {
-		if err := sys.Iperf3(true); err != nil {
-			return err
 		}
 	}
 	var u unix.Utsname
@@ -233,7 +223,6 @@ type linuxSystem struct {
 	debug bool
 	mu    sync.Mutex
 	link  netlink.Link
-	iperf *exec.Cmd
 	sink  string
 	xdp   *xdpSink
 	flows *flowSink
@@ -353,63 +342,6 @@ func readIfStats(name string) (*vmimages.IfStats, error) {
 	return &st, nil
 }
 
-func (s *linuxSystem) Iperf3(start bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !start {
-		if s.iperf == nil {
-			return nil
-		}
-		_ = s.iperf.Process.Kill()
-		_ = s.iperf.Wait()
-		s.iperf = nil
-		return nil
-	}
-	if s.iperf != nil {
-		return nil
-	}
-	if _, err := os.Stat(Iperf3Path); err != nil {
-		return errors.New("iperf3 is not in this image; rebuild it with iperf3 included (vnetbench image build --iperf3)")
-	}
-	cmd := exec.Command(Iperf3Path, "-s", "-p", "5201")
-	if s.debug {
-		cmd.Stdout, cmd.Stderr = console, console
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s.iperf = cmd
-	// Wait until it listens, so the host can connect right after "ok".
-	for i := 0; i < 200; i++ {
-		if listening(5201) {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return errors.New("iperf3 -s did not listen on port 5201 within 2s")
-}
-
-// listening reports whether a TCP socket listens on port (from /proc/net/tcp*).
-func listening(port int) bool {
-	want := fmt.Sprintf(":%04X", port)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		fh, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
-				fh.Close()
-				return true
-			}
-		}
-		fh.Close()
-	}
-	return false
-}
-
 func (s *linuxSystem) Sink(kind string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -446,10 +378,5 @@ func (s *linuxSystem) Sink(kind string) (string, error) {
 }
 
 func (s *linuxSystem) Poweroff() {
-	s.mu.Lock()
-	if s.iperf != nil {
-		_ = s.iperf.Process.Kill()
-	}
-	s.mu.Unlock()
 	poweroff()
 }

@@ -33,7 +33,6 @@ import (
 // Linux-specific; tests use a fake.
 type System interface {
 	Stats() (*vmimages.Event, error)
-	Iperf3(start bool) error
 	Sink(kind string) (detail string, err error)
 	// Poweroff is called after the "ok" reply has been written.
 	Poweroff()
@@ -64,7 +63,7 @@ type Op func(action string, args []string) (detail string, err error)
 
 // opNames lists the ops s answers, for messages.
 func (s *Server) opNames() string {
-	names := []string{vmimages.OpStats, vmimages.OpIperf3, vmimages.OpSink, vmimages.OpPoweroff, vmimages.OpPing}
+	names := []string{vmimages.OpStats, vmimages.OpSink, vmimages.OpPoweroff, vmimages.OpPing}
 	extra := make([]string, 0, len(s.Ops))
 	for n := range s.Ops {
 		extra = append(extra, n)
@@ -166,14 +165,6 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 		}
 		ev.Ev, ev.ID = vmimages.EvStats, req.ID
 		return *ev, nil
-	case vmimages.OpIperf3:
-		if req.Action != "start" && req.Action != "stop" {
-			return errEv(req.ID, "iperf3: action %q: want \"start\" or \"stop\"", req.Action), nil
-		}
-		if err := sys.Iperf3(req.Action == "start"); err != nil {
-			return errEv(req.ID, "iperf3 %s: %v", req.Action, err), nil
-		}
-		return vmimages.Event{Ev: vmimages.EvOK, ID: req.ID}, nil
 	case vmimages.OpSink:
 		switch req.Kind {
 		case vmimages.SinkStack, vmimages.SinkXDPDrop, vmimages.SinkFlowCount:

@@ -20,19 +20,11 @@ import (
 
 type fakeSystem struct {
 	sink      string
-	iperf     bool
 	poweredOn bool
 }
 
 func (f *fakeSystem) Stats() (*vmimages.Event, error) {
 	return &vmimages.Event{Eth0: &vmimages.IfStats{RxPackets: 7}, Sink: f.sink}, nil
-}
-func (f *fakeSystem) Iperf3(start bool) error {
-	if start && f.iperf {
-		return errors.New("already running")
-	}
-	f.iperf = start
-	return nil
 }
 func (f *fakeSystem) Sink(kind string) (string, error) { f.sink = kind; return "", nil }
 func (f *fakeSystem) Poweroff()                        { f.poweredOn = false }
@@ -76,9 +68,6 @@ func TestServeProtocol(t *testing.T) {
 		`this is not json`,
 		`{"id":3,"op":"sink","kind":"xdp-drop"}`,
 		`{"id":4,"op":"sink","kind":"teleport"}`,
-		`{"id":5,"op":"iperf3","action":"start"}`,
-		`{"id":6,"op":"iperf3","action":"start"}`,
-		`{"id":7,"op":"iperf3","action":"maybe"}`,
 		`{"id":8,"op":"stats","bogus":1}`,
 		`{"id":9}`,
 		`{"id":10,"op":"ping"}`,
@@ -95,9 +84,6 @@ func TestServeProtocol(t *testing.T) {
 		{"error", 0, "malformed request"},
 		{"ok", 3, ""},
 		{"error", 4, `unknown kind "teleport"`},
-		{"ok", 5, ""},
-		{"error", 6, "already running"},
-		{"error", 7, `action "maybe"`},
 		{"error", 0, "unknown field"},
 		{"error", 9, "without op"},
 		{"ready", 10, ""},
@@ -109,7 +95,7 @@ func TestServeProtocol(t *testing.T) {
 			t.Errorf("event %d = %+v, want ev=%s id=%d msg containing %q", i, ev, w.ev, w.id, w.msg)
 		}
 	}
-	if evs[0].BootMS != 1234 || evs[0].Kernel != "6.1.0-test" || evs[11].BootMS != 1234 {
+	if evs[0].BootMS != 1234 || evs[0].Kernel != "6.1.0-test" || evs[8].BootMS != 1234 {
 		t.Errorf("ready events %+v %+v", evs[0], evs[11])
 	}
 	if evs[1].Eth0 == nil || evs[1].Eth0.RxPackets != 7 {
@@ -163,7 +149,7 @@ func TestServeWorkloadOps(t *testing.T) {
 		t.Errorf("op saw %q", got)
 	}
 	ev, _ = srv.Handle(`{"id":5,"op":"nope"}`)
-	if !strings.HasSuffix(ev.Msg, "want one of stats, iperf3, sink, poweroff, ping, vsock-send") {
+	if !strings.HasSuffix(ev.Msg, "want one of stats, sink, poweroff, ping, vsock-send") {
 		t.Errorf("unknown op: %q", ev.Msg)
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
-// The guest agent's op that starts and stops its iperf3 server
-// (vmimages.OpIperf3).
+// The guest op (GuestOps) that starts and stops the guest's iperf3
+// server.
 const agentOp = "iperf3"
 
 // ParseKinds: iperf3 --json.
