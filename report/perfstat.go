@@ -100,6 +100,15 @@ func (b *builder) perfStatTables() {
 			t.Notes = append(t.Notes, "not supported on this machine (no hardware PMU?): "+strings.Join(unsupported, ", "))
 		}
 		t.Notes = append(t.Notes, b.nestingNotes()...)
+		var hybrid []string
+		for _, o := range b.idx.byCell[cell] {
+			if h := o.Labels["perf_hybrid"]; h != "" && !slices.Contains(hybrid, h) {
+				hybrid = append(hybrid, h)
+			}
+		}
+		if len(hybrid) > 0 {
+			t.Notes = append(t.Notes, "hybrid CPU: each counter is the sum over the core types' PMUs ("+strings.Join(hybrid, ", ")+"), each PMU's count unscaled (from the time the threads ran on that core type)")
+		}
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}

@@ -44,3 +44,30 @@ func TestQemuTargetComposition(t *testing.T) {
 		t.Errorf("6.6 beside 6.12: notes:\n%s", same)
 	}
 }
+
+// TestHybridNote: a perf table of samples whose counters were merged from
+// a hybrid CPU's PMUs says so, and IPC is derived from the merged keys.
+func TestHybridNote(t *testing.T) {
+	set := &results.Set{}
+	for rep := range 2 {
+		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen", Kernel: "running", Rep: rep,
+			Axes:    map[string]string{"backend": "tap", "generator": "pktgen"},
+			Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 7.2e9, "perf.instructions@kpktgend": 13.6e9},
+			Labels:  map[string]string{"perf_hybrid": "cpu_atom+cpu_core"}})
+	}
+	r, err := Build(set, Options{By: "kernel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range r.Tables {
+		if tb.Kind != KindPerfStat {
+			continue
+		}
+		notes := strings.Join(tb.Notes, "\n")
+		if !strings.Contains(notes, "hybrid CPU: each counter is the sum over the core types' PMUs (cpu_atom+cpu_core)") || !strings.Contains(notes, "IPC kpktgend: running 1.89") {
+			t.Errorf("notes:\n%s", notes)
+		}
+		return
+	}
+	t.Fatal("no perf stat table")
+}

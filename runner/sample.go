@@ -666,6 +666,9 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 			if len(notCounted) > 0 {
 				s.Warnings = append(s.Warnings, fmt.Sprintf("perf stat %s: %s <not counted>: no thread of the target ran during the window", pr.target, strings.Join(slices.Compact(notCounted), ",")))
 			}
+			if w := scaledWarning(s, pr.target, nstat > 1); w != "" {
+				s.Warnings = append(s.Warnings, w)
+			}
 			continue
 		}
 		// perf record: report to text, keep the top symbols.
@@ -691,31 +694,139 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 // event (threads), with the share of the time each counter ran where it
 // was multiplexed (Sample.PerfRunning, the least over the rows). It
 // returns the events perf did not support and those it did not count.
+//
+// On a hybrid CPU perf opens an event once per core type and prints
+// cpu_core/cycles/ and cpu_atom/cycles/, each scaled to the whole time
+// from the share of it the thread ran on that core type. Such rows are
+// merged into the event (perf.cycles): the sum of their unscaled counts
+// (value x share), which is the thread's count on both core types, scaled
+// only by what is left (multiplexing: the shares sum to less than 1).
+// <not counted> on one core type (a thread that never ran there) is then
+// normal; only an event no core type counted is reported. The label
+// perf_hybrid names the merged PMUs.
 func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, qualify bool) (unsupported, notCounted []string) {
+	keyOf := func(ev string) string {
+		if qualify {
+			return results.PerfPrefix + ev + "@" + target
+		}
+		return results.PerfPrefix + ev
+	}
+	running := func(key string, f float64) {
+		if f <= 0 || f >= 1 {
+			return
+		}
+		if s.PerfRunning == nil {
+			s.PerfRunning = map[string]float64{}
+		}
+		if old, ok := s.PerfRunning[key]; !ok || f < old {
+			s.PerfRunning[key] = f
+		}
+	}
+	// Events that two or more hybrid PMUs carry are merged.
+	pmus := map[string]map[string]bool{}
+	for _, row := range st.Rows {
+		if pmu, base, ok := results.HybridEvent(row.Event); ok && row.Supported {
+			if pmus[base] == nil {
+				pmus[base] = map[string]bool{}
+			}
+			pmus[base][pmu] = true
+		}
+	}
+	type part struct{ raw, share float64 }
+	type group struct {
+		base    string
+		threads map[string]*part // by perf's thread label ("" = all)
+		order   []string
+	}
+	var groups []*group
+	byBase := map[string]*group{}
+	var merged []string
 	for _, row := range st.Rows {
 		if !row.Supported {
 			unsupported = append(unsupported, row.Event)
+			continue
+		}
+		if pmu, base, ok := results.HybridEvent(row.Event); ok && len(pmus[base]) > 1 {
+			g := byBase[base]
+			if g == nil {
+				g = &group{base: base, threads: map[string]*part{}}
+				byBase[base] = g
+				groups = append(groups, g)
+			}
+			if !slices.Contains(merged, pmu) {
+				merged = append(merged, pmu)
+			}
+			if !row.Counted {
+				continue
+			}
+			p := g.threads[row.Thread]
+			if p == nil {
+				p = &part{}
+				g.threads[row.Thread] = p
+				g.order = append(g.order, row.Thread)
+			}
+			share := row.Multiplex
+			if share <= 0 || share > 1 {
+				share = 1
+			}
+			p.raw += row.Value * share
+			p.share += share
 			continue
 		}
 		if !row.Counted {
 			notCounted = append(notCounted, row.Event)
 			continue
 		}
-		key := results.PerfPrefix + row.Event
-		if qualify {
-			key += "@" + target
-		}
+		key := keyOf(row.Event)
 		s.Metrics[key] += row.Value
-		if row.Multiplex > 0 && row.Multiplex < 1 {
-			if s.PerfRunning == nil {
-				s.PerfRunning = map[string]float64{}
+		running(key, row.Multiplex)
+	}
+	for _, g := range groups {
+		if len(g.order) == 0 {
+			notCounted = append(notCounted, g.base)
+			continue
+		}
+		key := keyOf(g.base)
+		for _, th := range g.order {
+			p := g.threads[th]
+			v := p.raw
+			// Percentages are printed to 0.01: a sum within that of 1
+			// ran all the time.
+			if p.share < 0.995 {
+				v /= p.share
+				running(key, p.share)
 			}
-			if f, ok := s.PerfRunning[key]; !ok || row.Multiplex < f {
-				s.PerfRunning[key] = row.Multiplex
-			}
+			s.Metrics[key] += v
 		}
 	}
+	if len(merged) > 0 {
+		slices.Sort(merged)
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels["perf_hybrid"] = strings.Join(merged, "+")
+	}
 	return unsupported, notCounted
+}
+
+// scaledWarning names the target's counters that perf scaled up because
+// they were multiplexed (Sample.PerfRunning): estimates, not counts.
+func scaledWarning(s *results.Sample, target string, qualified bool) string {
+	var evs []string
+	least := 1.0
+	for k, f := range s.PerfRunning {
+		ev, tg, ok := results.SplitPerf(k)
+		if !ok || (qualified && tg != target) || (!qualified && tg != "") {
+			continue
+		}
+		evs = append(evs, ev)
+		least = min(least, f)
+	}
+	if len(evs) == 0 {
+		return ""
+	}
+	slices.Sort(evs)
+	return fmt.Sprintf("perf stat %s: %s counted only part of the time (down to %.0f%%: multiplexed on the PMU); perf scaled the counts up, they are estimates; count fewer events per run for exact numbers", target, strings.Join(evs, ","), 100*least)
 }
 
 // addContextLabels records what a table's context says and the cell's

@@ -102,6 +102,27 @@ func SplitPerf(key string) (event, target string, ok bool) {
 	return rest, "", true
 }
 
+// HybridEvent splits an event name as perf prints it on a hybrid CPU
+// (Intel's cpu_core and cpu_atom PMUs, cpu_lowpower on some): perf opens
+// a plain "cycles" once per core type and prints "cpu_core/cycles/" and
+// "cpu_atom/cycles/". A modifier is kept on the event: "cpu_core/cycles/u"
+// and "cpu_core/cycles:u/" are "cycles:u". Raw terms ("cpu/event=0x3c/")
+// and other PMUs are not hybrid events.
+func HybridEvent(ev string) (pmu, base string, ok bool) {
+	pmu, rest, ok := strings.Cut(ev, "/")
+	if !ok || !strings.HasPrefix(pmu, "cpu_") || len(pmu) == len("cpu_") {
+		return "", "", false
+	}
+	base, mod, ok := strings.Cut(rest, "/")
+	if !ok || base == "" || strings.ContainsAny(base, "=,/") || strings.Contains(mod, "/") {
+		return "", "", false
+	}
+	if mod != "" {
+		base += ":" + mod
+	}
+	return pmu, base, true
+}
+
 // CPUPerPktPrefix starts the keys of CPU time per packet by perf target:
 // cpu_per_pkt.vhost, cpu_per_pkt.afxdp, ...
 const CPUPerPktPrefix = "cpu_per_pkt."
@@ -124,6 +145,9 @@ func Lookup(key string) (Metric, bool) {
 	ev, _, ok := SplitPerf(key)
 	if !ok {
 		return Metric{}, false
+	}
+	if _, base, ok := HybridEvent(ev); ok {
+		ev = base // cpu_core/cycles/ is cycles, with cycles' direction
 	}
 	m, known := perfRules[ev]
 	if !known {
