@@ -118,6 +118,7 @@ func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) results
 		Accel:         string(accel),
 		Extra:         map[string]string{},
 	}
+	KernelIdentity{Release: e.KernelRelease}.Fill(&e)
 	for _, t := range AllTools() {
 		if t.Version == nil {
 			continue

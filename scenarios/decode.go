@@ -130,6 +130,10 @@ func checkLine(s string) string {
 	return ""
 }
 
+// CheckLabel checks a kernel label given outside a scenario (run
+// --label): "" when it is valid, else what is wrong.
+func CheckLabel(s string) string { return checkLabel(s) }
+
 func checkLabel(s string) string {
 	if !labelRE.MatchString(s) {
 		return fmt.Sprintf("kernel label %q: use letters, digits, '.', '_', '-' (at most 32), e.g. stock or patched", s)

@@ -43,11 +43,12 @@ func accelDesc(st qemu.KVMStatus) string {
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--seed N] [--format text|json] [--cpus N]", stderr)
+	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--format text|json] [--cpus N]", stderr)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
 	kernels := addKernelFlag(fs)
+	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,6 +64,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if err := kernels.apply(s); err != nil {
+		return err
+	}
+	if err := applyLabel(s, *label); err != nil {
 		return err
 	}
 	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {

@@ -28,7 +28,7 @@ import (
 
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
 	out := fs.String("o", "", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
@@ -38,6 +38,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	kernels := addKernelFlag(fs)
+	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
 	scenDir := fs.String("scenario-dir", "", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -57,6 +58,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if err := kernels.apply(s); err != nil {
+		return err
+	}
+	if err := applyLabel(s, *label); err != nil {
 		return err
 	}
 	if err := s.CheckHost(scenarios.Host{NumCPU: runtime.NumCPU()}); err != nil {

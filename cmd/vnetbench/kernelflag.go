@@ -48,6 +48,34 @@ func (k kernelFlags) apply(s *scenarios.Scenario) error {
 	return s.SetKernels(ks)
 }
 
+// applyLabel names the running kernel label (--label NAME): the
+// scenario's (or --kernel's) kernel that is the running one takes the
+// label, so a bare-metal A/B across a reboot gives each boot its own
+// column. A scenario whose kernels all boot in lab VMs is bad input.
+func applyLabel(s *scenarios.Scenario, label string) error {
+	if label == "" {
+		return nil
+	}
+	if msg := scenarios.CheckLabel(label); msg != "" {
+		return usageErrorf("--label: %s", msg)
+	}
+	ks := append([]scenarios.Kernel(nil), s.Kernels...)
+	n := 0
+	for i := range ks {
+		if ks[i].Running() {
+			ks[i].Label = label
+			n++
+		}
+	}
+	if n == 0 {
+		return usageErrorf("--label %s names the running kernel, but every kernel of %s boots in a lab VM; label those in the scenario or with --kernel LABEL=SPEC", label, s.Name)
+	}
+	if err := s.SetKernels(ks); err != nil {
+		return usageErrorf("--label %s: %v", label, err)
+	}
+	return nil
+}
+
 // args returns the flags as arguments again (for the run inside a lab VM,
 // which must know the same labels).
 func (k kernelFlags) args() []string {

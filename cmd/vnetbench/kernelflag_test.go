@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -64,5 +65,61 @@ func TestPlanKernelFlag(t *testing.T) {
 	s := out.String()
 	if !strings.Contains(s, "(kernel stock, tcg)") || !strings.Contains(s, "(kernel patched, tcg)") || strings.Contains(s, "(kernel running") {
 		t.Errorf("dry run does not run on the flag's kernels:\n%s", s)
+	}
+}
+
+// run/plan --label names the running kernel: its column; a bad label or a
+// scenario without a running kernel is one line and exit 2.
+func TestLabelFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"plan", "quickstart", "--label", "boot-b"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "kernels: boot-b (the running kernel)") || !strings.Contains(out.String(), "[kernel boot-b]") {
+		t.Errorf("plan --label boot-b:\n%s", out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "quickstart", "--label", "a b"}, `--label: kernel label "a b"`},
+		{[]string{"plan", "lab-pktgen", "--label", "boot-b"}, "every kernel of lab-pktgen boots in a lab VM"},
+		{[]string{"run", "quickstart", "--label", "a/b", "-o", filepath.Join(t.TempDir(), "run")}, `--label: kernel label "a/b"`},
+	} {
+		err := run(t.Context(), tc.args, &out, &errb)
+		if code := exitCode(err); code != exitBadInput || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: exit %d, err %v; want exit 2 with %q on one line", tc.args, code, err, tc.want)
+		}
+	}
+}
+
+// report refuses to pool two runs that label different kernels alike (a
+// bare-metal A/B across a reboot without --label), exit 2 with the hint.
+func TestReportRefusesOneLabelForTwoKernels(t *testing.T) {
+	tmp := t.TempDir()
+	var dirs []string
+	for i, banner := range []string{"Linux version 6.1.0-41-amd64 #1 SMP Debian 6.1.158-1", "Linux version 6.1.0-41-amd64 #2 SMP built here"} {
+		dir := filepath.Join(tmp, []string{"before", "after"}[i])
+		w, err := results.Create(dir, results.Env{KernelRelease: "6.1.0-41-amd64", ProcVersion: banner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rep := range 2 {
+			if err := w.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "running", Rep: i*2 + rep,
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[string]float64{"tx_pps": 1000}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		dirs = append(dirs, dir)
+	}
+	var out, errb bytes.Buffer
+	err := run(t.Context(), append([]string{"report"}, dirs...), &out, &errb)
+	if code := exitCode(err); code != exitBadInput || !strings.Contains(err.Error(), "/proc/version") ||
+		!strings.Contains(err.Error(), "vnetbench run --label NAME") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("report of two kernels under one label: exit %d, err %v", code, err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("report printed a table anyway:\n%s", out.String())
 	}
 }

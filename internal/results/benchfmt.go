@@ -51,7 +51,9 @@ func (set *Set) readBenchfmt(in io.Reader, path string) error {
 			if env.Emulated() {
 				s.Emulated = true
 			}
-			set.addEnv(s.Kernel, env)
+			if err := set.addEnv(s.Kernel, env, path); err != nil {
+				return err
+			}
 			set.Samples = append(set.Samples, s)
 			n++
 		}

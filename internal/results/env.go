@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +24,17 @@ type Env struct {
 	Seed          int64     `json:"seed,omitempty"`     // cell order seed
 	Hostname      string    `json:"hostname,omitempty"`
 	KernelRelease string    `json:"kernel_release,omitempty"` // uname -r
-	Cmdline       string    `json:"cmdline,omitempty"`        // /proc/cmdline
+	// ProcVersion is /proc/version (the build's banner: compiler, build
+	// number and time), ConfigSHA256 the SHA-256 of the kernel's config
+	// (/proc/config.gz uncompressed, else /boot/config-RELEASE: the file in
+	// ConfigSource), Modules the identity of the datapath's modules (tun,
+	// tap, vhost_net, pktgen): two builds with one release string differ
+	// here.
+	ProcVersion  string              `json:"proc_version,omitempty"`
+	ConfigSHA256 string              `json:"config_sha256,omitempty"`
+	ConfigSource string              `json:"config_source,omitempty"`
+	Modules      map[string]ModuleID `json:"modules,omitempty"`
+	Cmdline      string              `json:"cmdline,omitempty"` // /proc/cmdline
 	// Mitigations maps a /sys/devices/system/cpu/vulnerabilities entry to
 	// its text ("spectre_v2": "Mitigation: ...").
 	Mitigations   map[string]string `json:"mitigations,omitempty"`
@@ -47,6 +58,56 @@ type Env struct {
 	Build *KernelBuild `json:"build,omitempty"`
 	// Extra holds facts without a field of their own.
 	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// ModuleID identifies one kernel module as the running kernel has it.
+type ModuleID struct {
+	// State is "loaded", "built-in" or "not loaded" (built in without a
+	// /sys/module entry, or absent).
+	State string `json:"state"`
+	// SrcVersion is /sys/module/NAME/srcversion (a hash of the module's
+	// sources), BuildID the GNU build-id of the loaded module
+	// (/sys/module/NAME/notes/.note.gnu.build-id).
+	SrcVersion string `json:"srcversion,omitempty"`
+	BuildID    string `json:"build_id,omitempty"`
+}
+
+// IdentityDiff says how the kernels of e and o differ: the first of
+// /proc/version, the config's hash, a module's srcversion or build-id and
+// a source build's identity that both record and that differs ("" when
+// none does, also when either records none of them).
+func (e *Env) IdentityDiff(o *Env) string {
+	if e == nil || o == nil {
+		return ""
+	}
+	if e.ProcVersion != "" && o.ProcVersion != "" && e.ProcVersion != o.ProcVersion {
+		return fmt.Sprintf("/proc/version %q vs %q", e.ProcVersion, o.ProcVersion)
+	}
+	if e.ConfigSHA256 != "" && o.ConfigSHA256 != "" && e.ConfigSHA256 != o.ConfigSHA256 {
+		return fmt.Sprintf("kernel config sha256 %.12s vs %.12s", e.ConfigSHA256, o.ConfigSHA256)
+	}
+	for _, name := range sortedModuleNames(e.Modules) {
+		a, b := e.Modules[name], o.Modules[name]
+		if a.SrcVersion != "" && b.SrcVersion != "" && a.SrcVersion != b.SrcVersion {
+			return fmt.Sprintf("%s srcversion %s vs %s", name, a.SrcVersion, b.SrcVersion)
+		}
+		if a.BuildID != "" && b.BuildID != "" && a.BuildID != b.BuildID {
+			return fmt.Sprintf("%s build-id %.12s vs %.12s", name, a.BuildID, b.BuildID)
+		}
+	}
+	if e.Build != nil && o.Build != nil && e.Build.Key != "" && o.Build.Key != "" && e.Build.Key != o.Build.Key {
+		return fmt.Sprintf("source build %q vs %q", e.Build.Describe(), o.Build.Describe())
+	}
+	return ""
+}
+
+func sortedModuleNames(m map[string]ModuleID) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // KernelBuild says which kernel a label built from source: the tree and

@@ -28,6 +28,8 @@ type Set struct {
 	// Failed holds the samples that failed (Sample.Error) and were not
 	// measured later (--resume) by a sample of the same key.
 	Failed []Sample
+	// envFrom maps a kernel label to the run directory its Env came from.
+	envFrom map[string]string
 }
 
 // Load reads run directories (or their results.jsonl) and Go benchmark
@@ -129,21 +131,38 @@ func (set *Set) loadRunDir(dir string) error {
 		if s.Labels["lab"] != "" {
 			s.Nested = true // results from before Nested was recorded
 		}
-		set.addEnv(s.Kernel, env)
+		if err := set.addEnv(s.Kernel, env, dir); err != nil {
+			return err
+		}
 		set.Samples = append(set.Samples, s)
 	}
 	return nil
 }
 
-func (set *Set) addEnv(label string, env *Env) {
-	if _, ok := set.Env[label]; ok {
-		return
-	}
+// addEnv records the environment of label, from run directory dir. Two
+// runs that give one label to kernels whose identities differ
+// (Env.IdentityDiff: two builds of one release, a bare-metal A/B across a
+// reboot without --label) are bad input: pooling them would mix two
+// kernels in one column.
+func (set *Set) addEnv(label string, env *Env, dir string) error {
+	e := env
 	if k, ok := env.Kernels[label]; ok && k != nil {
-		set.Env[label] = k
-		return
+		e = k
 	}
-	set.Env[label] = env
+	if old, ok := set.Env[label]; ok {
+		if from := set.envFrom[label]; from != dir {
+			if d := old.IdentityDiff(e); d != "" {
+				return fault.Input("%s and %s both label their kernel %q, but they ran different kernels (%s): pooling them would mix two kernels in one column; give each its own label (vnetbench run --label NAME, or the scenario's kernels: [{label: ...}]) and report them side by side", from, dir, label, d)
+			}
+		}
+		return nil
+	}
+	set.Env[label] = e
+	if set.envFrom == nil {
+		set.envFrom = map[string]string{}
+	}
+	set.envFrom[label] = dir
+	return nil
 }
 
 func (set *Set) checkDuplicates() {

@@ -281,3 +281,47 @@ func TestBenchstatReadsBenchfmt(t *testing.T) {
 		}
 	}
 }
+
+// Two runs that give one label to different kernels (two builds of one
+// release: the same uname -r, another /proc/version, config or module) are
+// refused as bad input with a hint to label them; the same kernel in two
+// runs (shards, a second session) pools; runs whose env.json predates the
+// identity pool as before.
+func TestLoadRefusesOneLabelForTwoKernels(t *testing.T) {
+	id := func(banner, config, srcversion string) Env {
+		return Env{KernelRelease: "6.1.0-41-amd64", ProcVersion: banner, ConfigSHA256: config,
+			Modules: map[string]ModuleID{"tun": {State: "loaded", SrcVersion: srcversion}}}
+	}
+	b1 := "Linux version 6.1.0-41-amd64 (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC Debian 6.1.158-1 (2025-11-09)"
+	b2 := "Linux version 6.1.0-41-amd64 (me@box) #2 SMP PREEMPT_DYNAMIC Mon Nov 30 10:00:00 UTC 2026"
+	a := pktgenSamples("running", "tap", 450000, 451000)
+	b := pktgenSamples("running", "tap", 560000, 561000)
+	for i := range b {
+		b[i].Rep += 2
+	}
+	for _, tc := range []struct {
+		name       string
+		envA, envB Env
+		want       string // "" = pools
+	}{
+		{"banner", id(b1, "aa", "X"), id(b2, "aa", "X"), "/proc/version"},
+		{"config", id(b1, "aa", "X"), id(b1, "bb", "X"), "kernel config sha256 aa vs bb"},
+		{"module", id(b1, "aa", "X"), id(b1, "aa", "Y"), "tun srcversion X vs Y"},
+		{"same kernel", id(b1, "aa", "X"), id(b1, "aa", "X"), ""},
+		{"no identity", Env{KernelRelease: "6.1.0-41-amd64"}, id(b2, "bb", "Y"), ""},
+	} {
+		da := writeRun(t, "a-"+strings.ReplaceAll(tc.name, " ", "-"), tc.envA, a...)
+		db := writeRun(t, "b-"+strings.ReplaceAll(tc.name, " ", "-"), tc.envB, b...)
+		set, err := Load(da, db)
+		if tc.want == "" {
+			if err != nil || len(set.Samples) != 4 {
+				t.Errorf("%s: err %v, want the 4 samples pooled", tc.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--label") ||
+			!strings.Contains(err.Error(), `label their kernel "running"`) {
+			t.Errorf("%s: err %v, want bad input naming %q and the --label hint", tc.name, err, tc.want)
+		}
+	}
+}
