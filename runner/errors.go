@@ -28,15 +28,16 @@ func (e *CellError) Error() string {
 func (e *CellError) Unwrap() error { return e.Err }
 
 // KernelFaultError ends a run in which guest kernels reported faults
-// (lockups, stalls, oopses, panics): those cells were recorded as failed,
-// the others ran. It is a measured failure (exit code 1).
+// (lockups, stalls, oopses, panics) or guests stopped answering: those
+// cells were recorded as failed, the others ran on a fresh guest. It is a
+// measured failure (exit code 1).
 type KernelFaultError struct {
 	Failed []error // one *CellError per failed cell
 	Of     int     // the run's cells
 }
 
 func (e *KernelFaultError) Error() string {
-	return fmt.Sprintf("%d of %d cells failed on a kernel fault (recorded as failed in results.jsonl; the other cells ran):\n%v",
+	return fmt.Sprintf("%d of %d cells failed on a guest kernel fault or a guest that stopped answering (recorded as failed in results.jsonl; the other cells ran on a fresh guest):\n%v",
 		len(e.Failed), e.Of, errors.Join(e.Failed...))
 }
 

@@ -131,11 +131,17 @@ func TestRunGuestKernelFault(t *testing.T) {
 	}
 }
 
-// silentGuest is a guest agent on the other end of a pipe: it answers
-// ready and the first `answer` stats requests, then stops answering (a
-// guest whose kernel hangs without a word on its console).
-func silentGuest(t *testing.T, answer int32) func(context.Context, string) (Agent, error) {
+// silentGuest is a guest agent on the other end of a pipe: the guest of
+// the i-th dial answers ready and the first answers[i] stats requests,
+// then stops answering (a guest whose kernel hangs without a word on its
+// console); guests past len(answers) answer every request.
+func silentGuest(t *testing.T, answers ...int32) func(context.Context, string) (Agent, error) {
+	var dials atomic.Int32
 	return func(context.Context, string) (Agent, error) {
+		answer := int32(1 << 30)
+		if i := int(dials.Add(1)) - 1; i < len(answers) {
+			answer = answers[i]
+		}
 		host, guest := net.Pipe()
 		t.Cleanup(func() { host.Close(); guest.Close() })
 		var stats atomic.Int32
@@ -157,7 +163,8 @@ func silentGuest(t *testing.T, answer int32) func(context.Context, string) (Agen
 }
 
 // A guest that stops answering its agent (no console line at all) fails
-// the cell in the phase that asked it, within a minute, saying so.
+// the cell in the phase that asked it, within a minute, saying so; the
+// other cells run on a fresh guest.
 func TestRunGuestStopsAnswering(t *testing.T) {
 	needHost(t, "perf")
 	old := statsAttempt
@@ -165,18 +172,46 @@ func TestRunGuestStopsAnswering(t *testing.T) {
 	t.Cleanup(func() { statsAttempt = old })
 	cells := loadCells(t, loopScenario)
 	h := newHarness(t)
-	h.opts.DialAgent = silentGuest(t, 3) // cell 1: 2 requests; cell 2: the one before its window
+	// The first guest: cell 1 asks 2 requests; cell 2 the one before its
+	// window, then none is answered. The second guest answers all.
+	h.opts.DialAgent = silentGuest(t, 3)
 	start := time.Now()
 	sum, err := Run(t.Context(), cells, h.opts)
 	checkNothingLeft(t, sum)
+	var ke *KernelFaultError
+	if !errors.As(err, &ke) || len(ke.Failed) != 1 || ke.Of != 4 {
+		t.Fatalf("err = %v, want a KernelFaultError with 1 of 4 cells failed", err)
+	}
 	var ce *CellError
-	if !errors.As(err, &ce) || ce.Phase != "counters" || !strings.Contains(err.Error(), "stopped answering") {
+	if !errors.As(ke.Failed[0], &ce) || ce.Phase != "counters" || !errors.Is(err, ErrGuestUnresponsive) ||
+		!strings.Contains(err.Error(), "answered none of 2 stats requests") {
 		t.Fatalf("err = %v, want the counters phase and a guest that stopped answering", err)
 	}
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("run took %v, want under a minute", d)
 	}
-	if got := len(readSamples(t, h.opts.Dir)); got != 1 {
-		t.Errorf("%d samples kept, want the 1 finished before", got)
+	set, lerr := results.Load(h.opts.Dir)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(set.Samples) != 3 || len(set.Failed) != 1 || set.Failed[0].Labels["phase"] != "counters" {
+		t.Errorf("results: %d samples, %d failed (%+v); want 3 and 1 failed in counters", len(set.Samples), len(set.Failed), set.Failed)
+	}
+	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 2 {
+		t.Errorf("guest started %d times, want 2 (a fresh one after the silent one)", n)
+	}
+}
+
+// A guest that booted slowly gets more time per stats request before it
+// is called unresponsive.
+func TestAgentScaleToBoot(t *testing.T) {
+	a := &vmAgent{}
+	a.scaleToBoot(10 * time.Second)
+	if a.attempt != statsAttempt {
+		t.Errorf("a 10 s boot: %v per request, want %v", a.attempt, statsAttempt)
+	}
+	a.scaleToBoot(384 * time.Second)
+	if a.attempt != 48*time.Second {
+		t.Errorf("a 384 s boot: %v per request, want 48s", a.attempt)
 	}
 }

@@ -53,6 +53,20 @@ func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
 type vmAgent struct {
 	c     *vmimages.Client
 	ready *vmimages.Event
+	// attempt bounds one stats request of this guest: statsAttempt, or
+	// more for a guest that booted slowly (scaleToBoot).
+	attempt time.Duration
+}
+
+// ErrGuestUnresponsive is a guest whose agent stopped answering: the cell
+// that asked fails, and the run goes on with a fresh guest.
+var ErrGuestUnresponsive = errors.New("the guest stopped answering")
+
+// scaleToBoot makes a guest that booted slowly (a nested TCG guest on a
+// loaded host: minutes instead of seconds) slow to be called unresponsive:
+// one stats request may take an eighth of its boot time.
+func (a *vmAgent) scaleToBoot(boot time.Duration) {
+	a.attempt = max(statsAttempt, boot/8)
 }
 
 func (a *vmAgent) WaitReady(ctx context.Context) (err error) {
@@ -88,7 +102,8 @@ func (a *vmAgent) Close() error                                { return a.c.Clos
 // or reply lost on the virtio-serial port (seen once under TCG in TCG
 // after a packet flood) is asked again instead of waited for until ctx
 // ends. A guest that answers none of statsAttempts requests has stopped
-// answering: the cell fails then (within 30 s), not at its deadline.
+// answering: the cell fails then (within 30 s, or an eighth of its boot
+// time per request for a guest that booted slowly), not at its deadline.
 var (
 	statsAttempt  = 15 * time.Second
 	statsAttempts = 2
@@ -97,8 +112,9 @@ var (
 func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	var ev *vmimages.Event
 	var err error
+	attempt := max(a.attempt, statsAttempt)
 	for i := 0; i < statsAttempts; i++ {
-		actx, cancel := context.WithTimeout(ctx, statsAttempt)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		ev, err = a.c.Stats(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
@@ -107,8 +123,8 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("the guest agent answered none of %d stats requests in %v: the guest stopped answering: %w",
-				statsAttempts, time.Duration(statsAttempts)*statsAttempt, err)
+			err = fmt.Errorf("the guest agent answered none of %d stats requests in %v: %w: %w",
+				statsAttempts, time.Duration(statsAttempts)*attempt, ErrGuestUnresponsive, err)
 		}
 		return GuestStats{}, err
 	}
@@ -266,6 +282,9 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	g.agent = agent
 	u.Push("close agent", func(context.Context) error { return agent.Close() })
 	g.bootTime = time.Since(start)
+	if va, ok := agent.(*vmAgent); ok {
+		va.scaleToBoot(g.bootTime)
+	}
 	if gc, ok := agent.(interface {
 		GuestClock() (time.Duration, time.Duration)
 	}); ok {

@@ -261,11 +261,12 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
 			var fe *qemu.FaultError
-			if !errors.As(err, &fe) {
+			if !errors.As(err, &fe) && !errors.Is(err, ErrGuestUnresponsive) {
 				return sum, err
 			}
-			// The guest kernel is stuck or crashed: this cell failed,
-			// the others run on a fresh guest.
+			// The guest kernel is stuck or crashed, or its agent stopped
+			// answering: this cell failed, the others run on a fresh
+			// guest.
 			r.logf("%v", err)
 			if serr := r.stopGuest(); serr != nil {
 				r.logf("stop the faulted guest: %v", serr)
