@@ -51,12 +51,27 @@ vCPU shares a CPU with a kpktgend thread, and when a cell's busy threads
 (generator threads, the vhost-net workers or QEMU's I/O thread, the vCPUs)
 outnumber the CPUs: valid (the netdev thread pinned its vhost worker onto
 kpktgend_0's CPU on purpose), but the numbers then include threads taking
-turns.
+turns. A tap+vhost cell finds one vhost-net worker per queue pair: threads
+` + "`" + `vhost-<QEMU pid>` + "`" + ` of QEMU's process (Linux 6.4+) or kernel threads of that
+name (older kernels). A cell with ` + "`" + `pin.vhost` + "`" + ` that finds fewer fails (it
+would run unpinned); an unpinned one gets a warning. pktgen makes
+` + "`" + `kpktgend_N` + "`" + ` in every network namespace: the run takes the ones that
+appeared with its own namespace, for perf and the busy share.
+
+**What perf@qemu counts.** The ` + "`" + `qemu` + "`" + ` target is ` + "`" + `perf -p` + "`" + ` on QEMU's process:
+on Linux 6.4+ that includes the in-process vhost-net workers, before 6.4 it
+does not (they are kernel threads). Each sample records it as the label
+` + "`" + `qemu_target` + "`" + ` (` + "`" + `qemu+vhost` + "`" + `, ` + "`" + `qemu (vhost kthreads apart)` + "`" + `), the perf table
+says it, and warns when its columns counted different threads.
 
 **Kernels** are the column axis of every report: each cell runs once per
 kernel label. The default is the running kernel (` + "`[{label: running}]`" + `). A
 kernel with ` + "`image`" + ` (and ` + "`modules`" + `) or ` + "`debian`" + ` is booted in a lab VM and the
 cells run inside it, e.g. ` + "`[{label: stock, debian: \"6.1\"}, {label: patched, image: ~/linux/arch/x86/boot/bzImage, modules: ~/linux/mods/lib/modules/6.1.0}]`" + `.
+A lab kernel's datapath runs inside a VM (its guest is nested in it), the
+running kernel's on the host: samples record it (` + "`" + `nested` + "`" + `), reports mark
+such columns ` + "`" + `stock (nested)` + "`" + `, and a report that puts ` + "`" + `running` + "`" + ` beside lab
+kernels warns that its changes include the nesting overhead.
 
 **Run order.** Every cell runs ` + "`repetitions`" + ` times. Runs go in rounds (all
 first repetitions, then all second ones, ...), shuffled within each round by
