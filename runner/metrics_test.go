@@ -226,3 +226,33 @@ func TestAddPerfStatMultiplexed(t *testing.T) {
 		t.Errorf("cycles = %v", s.Metrics["perf.cycles@kpktgend"])
 	}
 }
+
+// TestOneClockAtKVMSpeed: under KVM pktgen sends at Mpps, so a short run
+// (50,000 packets in 20 ms) sits in a window 500 times longer (the start
+// and reset writes, result reads; perf's start-up waits are before it).
+// Transmitted and Lost stay on pktgen's clock (what its Result reports:
+// all packets and the tap's drops over its own run time), the tap
+// cross-check compares packet counts (no false alarm from the long
+// window), and CPU per packet divides by pktgen's count.
+func TestOneClockAtKVMSpeed(t *testing.T) {
+	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}
+	before := Counters{Tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, Guest: GuestStats{RxPackets: 1000}}
+	after := Counters{Tap: hostnet.LinkStats{TxPackets: 1000 + 50000, TxDropped: 10 + 150000}, Guest: GuestStats{RxPackets: 1000 + 50000}}
+	run := 20 * time.Millisecond
+	res := &workload.Result{Elapsed: run, Packets: 50000,
+		Metrics: map[string]float64{"tx_pps": 50000 / run.Seconds(), "lost_pps": 150000 / run.Seconds(), "tx_run_s": run.Seconds()}}
+	s := &results.Sample{Metrics: map[string]float64{"perf.task-clock@kpktgend": 0.02}}
+	fillMetrics(s, c, res, before, after, 10*time.Second)
+	if s.Metrics["tx_pps"] != 2.5e6 || s.Metrics["lost_pps"] != 7.5e6 {
+		t.Errorf("Transmitted %v, Lost %v; want 2.5 Mpps and 7.5 Mpps (both over pktgen's 20 ms)", s.Metrics["tx_pps"], s.Metrics["lost_pps"])
+	}
+	for _, w := range s.Warnings {
+		if strings.Contains(w, "tap") {
+			t.Errorf("false tap cross-check: %s", w)
+		}
+	}
+	CPUPerPacket(s, res)
+	if got := s.Metrics["cpu_per_pkt.kpktgend"]; math.Abs(got-400) > 1e-9 {
+		t.Errorf("cpu_per_pkt.kpktgend = %v ns, want 400 (20 ms of CPU / 50,000 packets)", got)
+	}
+}
