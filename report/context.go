@@ -272,6 +272,21 @@ func shortCPU(m string) string {
 	return strings.Join(strings.Fields(m), " ")
 }
 
+// changeHeaders are the headers of a table's change columns, one per
+// column after the first (the base): word ("change", "delta",
+// "speedup") alone when there is one, else "COLUMN word".
+func (b *builder) changeHeaders(word string) []string {
+	var out []string
+	for _, c := range b.r.Columns[1:] {
+		h := word
+		if len(b.r.Columns) > 2 {
+			h = c + " " + word
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
 func (b *builder) colHeader(col string) string {
 	var marks []string
 	if b.r.IsEmulated(col) {

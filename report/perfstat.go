@@ -43,13 +43,7 @@ func (b *builder) perfStatTables() {
 		for _, c := range b.r.Columns {
 			t.Header = append(t.Header, b.colHeader(c))
 		}
-		for _, c := range b.r.Columns[1:] {
-			h := "change"
-			if len(b.r.Columns) > 2 {
-				h = c + " change"
-			}
-			t.Header = append(t.Header, h)
-		}
+		t.Header = append(t.Header, b.changeHeaders("change")...)
 		for _, rw := range rows {
 			m := b.idx.metric(rw.key)
 			label := rw.event

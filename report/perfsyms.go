@@ -91,13 +91,7 @@ func (b *builder) perfSymTables() {
 			for _, c := range b.r.Columns {
 				t.Header = append(t.Header, b.colHeader(c))
 			}
-			for _, c := range b.r.Columns[1:] {
-				h := "delta"
-				if len(b.r.Columns) > 2 {
-					h = c + " delta"
-				}
-				t.Header = append(t.Header, h)
-			}
+			t.Header = append(t.Header, b.changeHeaders("delta")...)
 			for _, k := range syms {
 				r := Row{Labels: []string{k.sym}}
 				for _, col := range b.r.Columns {

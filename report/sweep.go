@@ -58,11 +58,7 @@ func (b *builder) sweepTables() {
 			for _, c := range b.r.Columns {
 				t.Header = append(t.Header, b.colHeader(c)+" "+suf)
 			}
-			for _, c := range b.r.Columns[1:] {
-				h := "speedup"
-				if len(b.r.Columns) > 2 {
-					h = c + " speedup"
-				}
+			for _, h := range b.changeHeaders("speedup") {
 				t.Header = append(t.Header, h, "p")
 			}
 			for _, cell := range cells {

@@ -445,3 +445,14 @@ func LabKernels(cells []scenarios.Cell) []string {
 	}
 	return out
 }
+
+// KernelCells returns the cells of one kernel label, in order.
+func KernelCells(cells []scenarios.Cell, label string) []scenarios.Cell {
+	var out []scenarios.Cell
+	for _, c := range cells {
+		if c.Kernel.Label == label {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -175,13 +175,7 @@ func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, erro
 	}
 	_, labCells := runner.SplitLab(cells)
 	for _, label := range runner.LabKernels(labCells) {
-		var lc []scenarios.Cell
-		for _, c := range labCells {
-			if c.Kernel.Label == label {
-				lc = append(lc, c)
-			}
-		}
-		argv, lw, err := runner.LabVMArgs(label, lc, h)
+		argv, lw, err := runner.LabVMArgs(label, runner.KernelCells(labCells, label), h)
 		if err != nil {
 			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", err))
 			continue

@@ -135,13 +135,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "accelerator: %s\n", accelDesc(h.KVM))
 		labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
 		for _, label := range runner.LabKernels(labCells) {
-			var lc []scenarios.Cell
-			for _, c := range labCells {
-				if c.Kernel.Label == label {
-					lc = append(lc, c)
-				}
-			}
-			argv, warnings, err := runner.LabVMArgs(label, lc, h)
+			argv, warnings, err := runner.LabVMArgs(label, runner.KernelCells(labCells, label), h)
 			if err != nil {
 				return err // run refuses it: so does its dry run
 			}

@@ -145,8 +145,15 @@ func (c *Config) CPUsNeeded() int { return c.Threads }
 
 // CheckCPUs refuses more sending threads than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
-	if c.Threads > h.NumCPU {
-		return h.Errorf("threads", "generator.afxdp.threads %d is more than the machine has: %s; use threads: %d or fewer", c.Threads, h.Have, h.NumCPU)
+	return CheckThreadCPUs(h, "afxdp", c.Threads)
+}
+
+// CheckThreadCPUs refuses more threads than CPUs for the series'
+// workloads, whose threads each keep a CPU busy: name is the workload
+// (its section generator.NAME).
+func CheckThreadCPUs(h *workload.HostCheck, name string, threads int) error {
+	if threads > h.NumCPU {
+		return h.Errorf("threads", "generator.%s.threads %d is more than the machine has: %s; use threads: %d or fewer", name, threads, h.Have, h.NumCPU)
 	}
 	return nil
 }

@@ -155,15 +155,20 @@ func (g *generator) Release() {
 	g.g = nil
 }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) {
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return LinkStats(g.w) }
+
+// LinkStats reads the counters of the window's tap from inside its
+// network namespace: the series' generators read tx_dropped around their
+// run time.
+func LinkStats(w *workload.Window) (hostnet.LinkStats, error) {
 	var s hostnet.LinkStats
 	read := func() error {
 		var err error
-		s, err = hostnet.ReadLinkStats(g.w.Dev)
+		s, err = hostnet.ReadLinkStats(w.Dev)
 		return err
 	}
-	if g.w.InNetns != nil {
-		return s, g.w.InNetns(read)
+	if w.InNetns != nil {
+		return s, w.InNetns(read)
 	}
 	return s, read()
 }

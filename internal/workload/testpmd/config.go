@@ -82,10 +82,7 @@ func (c *Config) CPUsNeeded() int { return c.Threads }
 
 // CheckCPUs refuses more forwarding lcores than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
-	if c.Threads > h.NumCPU {
-		return h.Errorf("threads", "generator.testpmd.threads %d is more than the machine has: %s; use threads: %d or fewer", c.Threads, h.Have, h.NumCPU)
-	}
-	return nil
+	return afxdp.CheckThreadCPUs(h, "testpmd", c.Threads)
 }
 
 // Metrics: Transmitted, per thread (port), over its forwarding time.

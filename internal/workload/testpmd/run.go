@@ -232,18 +232,7 @@ func (g *generator) cleanup() {
 // forwarding lcores).
 func (g *generator) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) {
-	var s hostnet.LinkStats
-	read := func() error {
-		var err error
-		s, err = hostnet.ReadLinkStats(g.w.Dev)
-		return err
-	}
-	if g.w.InNetns != nil {
-		return s, g.w.InNetns(read)
-	}
-	return s, read()
-}
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return afxdp.LinkStats(g.w) }
 
 func (g *generator) send(cmds ...string) error {
 	_, err := io.WriteString(g.stdin, strings.Join(cmds, "\n")+"\n")
