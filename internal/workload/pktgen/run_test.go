@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,3 +214,53 @@ func TestAddResultOneClock(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+
+// kpktgend_0 exists once per network namespace: the generator takes the
+// run's namespace's thread (Window.KernelThreads) for perf and the busy
+// share. Counting init_net's idle kpktgend_0 too would halve the share
+// and warn "~50% busy" falsely.
+func TestPktgenThreadsOfTheRunNamespace(t *testing.T) {
+	dir := t.TempDir()
+	nsProc := filepath.Join(dir, "proc", "4242")
+	procDir, sysNet := filepath.Join(nsProc, "net", "pktgen"), filepath.Join(nsProc, "root", "sys", "class", "net")
+	os.MkdirAll(procDir, 0o755)
+	os.MkdirAll(filepath.Join(sysNet, "vnbt0"), 0o755)
+	for _, f := range []string{"pgctrl", "kpktgend_0", "vnbt0"} {
+		os.WriteFile(filepath.Join(procDir, f), nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("1\n"), 0o644)
+	fp := proc.NewFakeProc(filepath.Join(dir, "host-proc"))
+	os.MkdirAll(fp.Root, 0o755)
+	fp.KernelThread(60, "kpktgend_0", 100, 5)   // init_net's
+	fp.KernelThread(900, "kpktgend_0", 5000, 0) // the run's namespace's
+	var asked []string
+	w := &workload.Window{NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "a",
+		InNetns: func(fn func() error) error { return fn() }, Proc: fp.FS(),
+		KernelThreads: func(name string) ([]int, string) { asked = append(asked, name); return []int{900}, "" }}
+	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}}
+	if err := g.Prepare(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	if tids, _ := g.Threads(); !slices.Equal(tids, []int{900}) || !slices.Equal(asked, []string{"kpktgend_0"}) {
+		t.Fatalf("threads %v (asked %v), want [900] for kpktgend_0", tids, asked)
+	}
+	if err := g.Start(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	fixture, _ := os.ReadFile("testdata/pktgen-tap0-L1-drain-ok.txt")
+	os.WriteFile(filepath.Join(procDir, "vnbt0"), fixture, 0o644)
+	fp.KernelThread(900, "kpktgend_0", 5000, 64) // 0.64 s of CPU
+	if err := fp.Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The CPU time is read from the injected /proc, thread 900 only, over
+	// the session's wall time (at least pktgen's 0.642 s in a real run;
+	// well under it here, where nothing sends).
+	if res.BusyFrac <= 0 {
+		t.Errorf("busy share %v: thread 900's 64 ticks were not read from the injected /proc", res.BusyFrac)
+	}
+}
