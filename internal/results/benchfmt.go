@@ -112,6 +112,8 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 			}
 		case "emulated":
 			s.Emulated, _ = strconv.ParseBool(string(c.Value))
+		case "nested":
+			s.Nested, _ = strconv.ParseBool(string(c.Value))
 		case "window_s":
 			s.WindowS, _ = strconv.ParseFloat(string(c.Value), 64)
 		default:
@@ -139,7 +141,8 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 //
 // Axes become "/axis=value" name parts in the order of the cell name; the
 // kernel label is a configuration line ("benchstat -col kernel" compares
-// kernels from one file). Emulated samples carry "accel: tcg".
+// kernels from one file). Emulated samples carry "accel: tcg"; where some
+// samples are nested (lab kernels) every sample says "nested: true|false".
 func WriteBenchfmt(w io.Writer, set *Set) error {
 	var b bytes.Buffer
 	keys := set.MetricKeys()
@@ -164,6 +167,7 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
 	}
+	nested := set.Nested("")
 	for _, kernel := range set.Kernels() {
 		for i := range set.Samples {
 			s := &set.Samples[i]
@@ -180,6 +184,9 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 				accel = "tcg"
 			}
 			setCfg("accel", accel)
+			if nested {
+				setCfg("nested", strconv.FormatBool(s.Nested))
+			}
 			if env := set.Env[kernel]; env != nil && env.CPUModel != "" {
 				setCfg("cpu", env.CPUModel)
 			}

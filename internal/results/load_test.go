@@ -224,11 +224,30 @@ func TestBenchfmtRoundTrip(t *testing.T) {
 			t.Errorf("benchfmt output lacks %q:\n%s", want, buf.String())
 		}
 	}
+	if strings.Contains(buf.String(), "nested:") {
+		t.Errorf("no sample is nested, yet the output says nested:\n%s", buf.String())
+	}
 	path := filepath.Join(t.TempDir(), "out.bench")
 	os.WriteFile(path, buf.Bytes(), 0o644)
 	back, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A lab kernel's samples (nested) say so, and it reads back.
+	for i := range set.Samples {
+		set.Samples[i].Nested = set.Samples[i].Kernel == "patched"
+	}
+	buf.Reset()
+	if err := WriteBenchfmt(&buf, set); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "\nnested: true\n") || !strings.Contains(buf.String(), "\nnested: false\n") {
+		t.Errorf("nested samples: benchfmt lacks nested: true/false:\n%s", buf.String())
+	}
+	nestedPath := filepath.Join(t.TempDir(), "nested.bench")
+	os.WriteFile(nestedPath, buf.Bytes(), 0o644)
+	if nb, err := Load(nestedPath); err != nil || !nb.Nested("patched") || nb.Nested("stock") {
+		t.Errorf("nested read back: patched %v, stock %v, err %v", nb != nil && nb.Nested("patched"), nb != nil && nb.Nested("stock"), err)
 	}
 	for _, cell := range set.Cells() {
 		for _, k := range set.Kernels() {
