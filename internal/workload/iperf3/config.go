@@ -29,7 +29,19 @@ type Config struct {
 	Omit     time.Duration
 	Protocol string // tcp or udp
 	Bitrate  string // -b; "" = iperf3's default
+	// Clients is how the Parallel streams are sent: ClientsOne (one
+	// iperf3 -c -P N) or ClientsPerStream (N iperf3 clients with one
+	// stream each, to N servers in the guest).
+	Clients string
 }
+
+// The ways the streams are sent (generator.iperf3.clients).
+const (
+	ClientsOne       = "one"
+	ClientsPerStream = "per-stream"
+	// maxPerStream bounds the guest's servers (ports 5201 on).
+	maxPerStream = 32
+)
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
@@ -44,6 +56,10 @@ func (c *Config) Fields() []schema.Field {
 		}).Doc("guest sends to host (-R)"),
 		schema.Duration(&c.Omit, "omit").Default(0).Doc("seconds at the start iperf3 leaves out of its result (-O)"),
 		schema.Enum(&c.Protocol, "protocol", "tcp", "udp").Default("tcp").Axis().Bare().Doc("transport"),
+		schema.Enum(&c.Clients, "clients", ClientsOne, ClientsPerStream).Default(ClientsOne).Axis().Name(func(v string) string {
+			return "clients-" + v
+		}).Doc("one: a single `iperf3 -c -P N` (iperf3 before 3.16, Debian 12's 3.12 among them, sends all N streams from one thread); " +
+			"per-stream: N iperf3 clients with one stream each, to N guest servers on ports 5201 on: N sending threads with any iperf3 (the netdev thread's \"4 iperf3 client threads\")"),
 		schema.String(&c.Bitrate, "bitrate", "bitrate (`500M`, `1G`)", checkBitrate).Axis().Short("bitrate").
 			Doc("target bitrate (-b), e.g. 1G or 500M; unset = iperf3's default (unlimited TCP, 1M UDP)"),
 	}
@@ -70,6 +86,9 @@ func (c *Config) Resolve(r *workload.Resolver) error {
 		}
 		return r.Errorf(key, "%s: iperf3 takes whole seconds; use e.g. 10s", r.Key(key))
 	}
+	if c.Clients == ClientsPerStream && c.Parallel > maxPerStream {
+		return r.Errorf("parallel", "%s: %d streams with clients: per-stream start %d iperf3 servers in the guest; use at most %d, or clients: one", r.Key("parallel"), c.Parallel, c.Parallel, maxPerStream)
+	}
 	if c.Protocol == "udp" && c.Bitrate == "" {
 		r.Warnf("protocol", "iperf3 UDP without bitrate sends at iperf3's default 1 Mbit/s; set generator.iperf3.bitrate (e.g. 10G)")
 	}
@@ -81,6 +100,27 @@ func (c *Config) Length() (time.Duration, bool) { return c.Duration + c.Omit, tr
 // NamePart is "iperf3-pN".
 func (c *Config) NamePart() (string, []string) {
 	return "iperf3-p" + strconv.Itoa(c.Parallel), []string{"parallel"}
+}
+
+// processes is how many iperf3 clients the cell runs.
+func (c *Config) processes() int {
+	if c.Clients == ClientsPerStream {
+		return max(1, c.Parallel)
+	}
+	return 1
+}
+
+// HostThreads: one iperf3 client per process (iperf3 before 3.16 runs a
+// client's streams in one thread; the version is not known at plan time).
+func (c *Config) HostThreads() []workload.HostThread {
+	out := make([]workload.HostThread, c.processes())
+	for i := range out {
+		out[i] = workload.HostThread{Name: "iperf3 client " + strconv.Itoa(i), CPU: -1}
+	}
+	if len(out) == 1 {
+		out[0].Name = "generator"
+	}
+	return out
 }
 
 // Metrics: the receiver's throughput, the sender's retransmits and its CPU.

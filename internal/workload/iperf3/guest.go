@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +21,10 @@ const (
 	serverPort      = 5201
 )
 
-// GuestOps: "iperf3" with action "start" (the server listens when the
-// reply comes; a second start is an error) or "stop".
+// GuestOps: "iperf3" with action "start" (the servers listen when the
+// reply comes; a second start is an error) or "stop". start's argument is
+// the number of servers, on ports 5201 on (none: one), for clients:
+// per-stream.
 func (Workload) GuestOps() map[string]workload.GuestOp {
 	return map[string]workload.GuestOp{agentOp: guest.op}
 }
@@ -29,20 +32,28 @@ func (Workload) GuestOps() map[string]workload.GuestOp {
 // guest is the agent's iperf3 server (one per guest).
 var guest = &server{path: guestServerPath, port: serverPort, procNet: "/proc/net"}
 
-// server runs `iperf3 -s` in the guest.
+// server runs `iperf3 -s` in the guest, one per port from port on.
 type server struct {
 	path    string
 	port    int
 	procNet string // where tcp and tcp6 are read to see it listen
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu   sync.Mutex
+	cmds []*exec.Cmd
 }
 
-func (s *server) op(action string, _ []string) (string, error) {
+func (s *server) op(action string, args []string) (string, error) {
 	switch action {
 	case "start":
-		return "", s.start()
+		n := 1
+		if len(args) > 0 {
+			v, err := strconv.Atoi(args[0])
+			if err != nil || v < 1 || v > maxPerStream {
+				return "", fmt.Errorf("iperf3 start: %q servers: want 1 to %d", args[0], maxPerStream)
+			}
+			n = v
+		}
+		return "", s.start(n)
 	case "stop":
 		s.stop()
 		return "", nil
@@ -50,29 +61,39 @@ func (s *server) op(action string, _ []string) (string, error) {
 	return "", fmt.Errorf("iperf3: action %q: want \"start\" or \"stop\"", action)
 }
 
-func (s *server) start() error {
+func (s *server) start(n int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if len(s.cmds) > 0 {
 		return errors.New("iperf3 start: already running")
 	}
 	if _, err := os.Stat(s.path); err != nil {
 		return errors.New("iperf3 start: iperf3 is not in this image; rebuild it with iperf3 included (vnetbench image build --iperf3)")
 	}
-	cmd := exec.Command(s.path, "-s", "-p", fmt.Sprint(s.port))
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("iperf3 start: %w", err)
-	}
-	s.cmd = cmd
-	// Wait until it listens, so the host can connect right after "ok".
-	for range 200 {
-		if s.listening() {
-			return nil
+	for i := range n {
+		cmd := exec.Command(s.path, "-s", "-p", strconv.Itoa(s.port+i))
+		if err := cmd.Start(); err != nil {
+			s.kill()
+			return fmt.Errorf("iperf3 start: %w", err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		s.cmds = append(s.cmds, cmd)
 	}
-	s.kill()
-	return fmt.Errorf("iperf3 start: iperf3 -s did not listen on port %d within 2s", s.port)
+	// Wait until they listen, so the host can connect right after "ok".
+	for i := range n {
+		port := s.port + i
+		ok := false
+		for range 200 {
+			if ok = s.listening(port); ok {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !ok {
+			s.kill()
+			return fmt.Errorf("iperf3 start: iperf3 -s did not listen on port %d within 2s", port)
+		}
+	}
+	return nil
 }
 
 func (s *server) stop() {
@@ -82,18 +103,17 @@ func (s *server) stop() {
 }
 
 func (s *server) kill() {
-	if s.cmd == nil {
-		return
+	for _, cmd := range s.cmds {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
+	s.cmds = nil
 }
 
-// listening reports whether a TCP socket listens on the port (from
+// listening reports whether a TCP socket listens on port (from
 // procNet/tcp and tcp6: local address ":PORT" in hex, state 0A).
-func (s *server) listening() bool {
-	want := fmt.Sprintf(":%04X", s.port)
+func (s *server) listening(port int) bool {
+	want := fmt.Sprintf(":%04X", port)
 	for _, f := range []string{"tcp", "tcp6"} {
 		fh, err := os.Open(s.procNet + "/" + f)
 		if err != nil {

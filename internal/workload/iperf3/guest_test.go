@@ -29,21 +29,42 @@ func TestGuestServer(t *testing.T) {
 	if _, err := s.op("start", nil); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	if s.cmd == nil || s.cmd.Process == nil {
+	if len(s.cmds) != 1 || s.cmds[0].Process == nil {
 		t.Fatal("start ran no server")
 	}
-	pid := s.cmd.Process.Pid
+	pid := s.cmds[0].Process.Pid
 	if _, err := s.op("start", nil); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second start: %v, want already running", err)
 	}
-	if _, err := s.op("stop", nil); err != nil || s.cmd != nil {
-		t.Errorf("stop: %v, server %v", err, s.cmd)
+	if _, err := s.op("stop", nil); err != nil || s.cmds != nil {
+		t.Errorf("stop: %v, servers %v", err, s.cmds)
 	}
 	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
 		t.Errorf("server %d still there after stop", pid)
 	}
 	if _, err := s.op("maybe", nil); err == nil || !strings.Contains(err.Error(), `want "start" or "stop"`) {
 		t.Errorf("bad action: %v", err)
+	}
+	// Two servers for clients: per-stream, on 5201 and 5202 (0x1452).
+	two := &server{path: prog, port: serverPort, procNet: dir}
+	t.Cleanup(two.stop)
+	if _, err := two.op("start", []string{"2"}); err == nil || !strings.Contains(err.Error(), "did not listen on port 5202") || two.cmds != nil {
+		t.Errorf("start 2 with only 5201 listening: %v (servers %v), want port 5202 named and none left", err, two.cmds)
+	}
+	tcp2 := tcp + "   1: 00000000:1452 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := two.op("start", []string{"2"}); err != nil || len(two.cmds) != 2 {
+		t.Errorf("start 2: %v, %d servers", err, len(two.cmds))
+	} else if got := two.cmds[1].Args; strings.Join(got[1:], " ") != "-s -p 5202" {
+		t.Errorf("second server %q", got)
+	}
+	two.stop()
+	for _, bad := range []string{"0", "x", "33"} {
+		if _, err := two.op("start", []string{bad}); err == nil || !strings.Contains(err.Error(), "want 1 to 32") {
+			t.Errorf("start %s: %v", bad, err)
+		}
 	}
 	gone := &server{path: filepath.Join(dir, "nope"), port: serverPort, procNet: dir}
 	if _, err := gone.op("start", nil); err == nil || !strings.Contains(err.Error(), "image build --iperf3") {

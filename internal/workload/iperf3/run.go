@@ -32,7 +32,28 @@ func (c *Config) Needs() workload.Needs {
 }
 
 func (c *Config) Commands(p workload.PlanEnv) []string {
-	return []string{proc.Cmd{Argv: Args(*c, p.Dst), Netns: p.Netns}.String()}
+	var out []string
+	for _, argv := range ClientArgs(*c, p.Dst) {
+		out = append(out, proc.Cmd{Argv: argv, Netns: p.Netns}.String())
+	}
+	return out
+}
+
+// ClientArgs are the iperf3 clients of a cell: one (Args), or with
+// clients: per-stream one per stream, each with one stream to its own
+// server port (5201, 5202, ...).
+func ClientArgs(c Config, dst string) [][]string {
+	if c.Clients != ClientsPerStream || c.Parallel <= 1 {
+		return [][]string{Args(c, dst)}
+	}
+	n := c.Parallel
+	c.Parallel = 1
+	var out [][]string
+	for i := range n {
+		a := Args(c, dst)
+		out = append(out, append(a[:3:3], append([]string{"-p", strconv.Itoa(serverPort + i)}, a[3:]...)...))
+	}
+	return out
 }
 
 func (c *Config) Generator() workload.Generator { return &generator{cfg: *c} }
@@ -74,10 +95,14 @@ func secs(d time.Duration) string {
 type generator struct {
 	cfg     Config
 	w       *workload.Window
-	p       proc.Process
+	clients []*client
 	start   time.Time
-	out     bytes.Buffer
-	outFile string
+}
+
+// client is one iperf3 -c process and its JSON output.
+type client struct {
+	p   proc.Process
+	out bytes.Buffer
 }
 
 func (g *generator) Start(ctx context.Context, w *workload.Window) error {
@@ -87,74 +112,124 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 		cfg.Duration = w.Duration
 		cfg.Omit = 0
 	}
+	argvs := ClientArgs(cfg, w.Dst)
 	if w.Agent != nil {
-		if _, err := w.Agent.Do(ctx, agentOp, "start"); err != nil {
+		var args []string
+		if len(argvs) > 1 {
+			args = []string{strconv.Itoa(len(argvs))}
+		}
+		if _, err := w.Agent.Do(ctx, agentOp, "start", args...); err != nil {
 			return fmt.Errorf("start iperf3 server in the guest: %w", err)
 		}
 	}
-	g.outFile = filepath.Join(w.Artifacts, "iperf3.json")
-	c := proc.Cmd{Argv: Args(cfg, w.Dst), Netns: w.Netns, Stdout: &g.out}
-	// The server may need a moment after the agent acknowledged it.
-	var err error
-	for try := 0; try < 20; try++ {
-		g.out.Reset()
-		g.p, err = w.Exec.Start(ctx, c)
+	g.start = time.Now()
+	for _, argv := range argvs {
+		cl, err := startClient(ctx, w, argv)
 		if err != nil {
-			return fmt.Errorf("iperf3: %w", err)
+			g.stopAll()
+			return err
 		}
-		g.start = time.Now()
+		g.clients = append(g.clients, cl)
+	}
+	return nil
+}
+
+// startClient starts one client, again while the guest's server refuses
+// (it may need a moment after the agent acknowledged it).
+func startClient(ctx context.Context, w *workload.Window, argv []string) (*client, error) {
+	cl := &client{}
+	c := proc.Cmd{Argv: argv, Netns: w.Netns, Stdout: &cl.out}
+	for try := 0; try < 20; try++ {
+		cl.out.Reset()
+		p, err := w.Exec.Start(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("iperf3: %w", err)
+		}
+		cl.p = p
 		select {
-		case <-g.p.Done():
-			if strings.Contains(g.out.String(), "Connection refused") || strings.Contains(g.out.String(), "unable to connect") {
+		case <-p.Done():
+			if strings.Contains(cl.out.String(), "Connection refused") || strings.Contains(cl.out.String(), "unable to connect") {
 				time.Sleep(250 * time.Millisecond)
 				continue
 			}
 		case <-time.After(300 * time.Millisecond):
 		}
-		return nil
+		return cl, nil
 	}
-	return fmt.Errorf("iperf3: the guest's server refused connections: %s", lastLine(g.out.String()))
+	return nil, fmt.Errorf("iperf3: the guest's server refused connections: %s", lastLine(cl.out.String()))
 }
 
-func (g *generator) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
+func (g *generator) stopAll() {
+	for _, cl := range g.clients {
+		cl.p.Stop(syscall.SIGKILL, time.Second)
+	}
+}
+
+func (g *generator) Threads() ([]int, bool) {
+	var pids []int
+	for _, cl := range g.clients {
+		pids = append(pids, cl.p.Pid())
+	}
+	return pids, true
+}
 
 func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
-	select {
-	case <-g.p.Done():
-	case <-ctx.Done():
-		g.p.Stop(syscall.SIGKILL, time.Second)
-		return nil, fmt.Errorf("iperf3: %w", ctx.Err())
+	for _, cl := range g.clients {
+		select {
+		case <-cl.p.Done():
+		case <-ctx.Done():
+			g.stopAll()
+			return nil, fmt.Errorf("iperf3: %w", ctx.Err())
+		}
 	}
 	elapsed := time.Since(g.start)
-	werr := g.p.Wait()
-	os.WriteFile(g.outFile, g.out.Bytes(), 0o644)
 	if g.w.Agent != nil {
-		// Stop the server; a failure here does not spoil the numbers.
+		// Stop the servers; a failure here does not spoil the numbers.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		_, _ = g.w.Agent.Do(sctx, agentOp, "stop")
 		cancel()
 	}
-	res, err := perfparse.ParseIperf3(bytes.NewReader(g.out.Bytes()))
-	if err != nil {
+	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{"throughput_bps": 0}}
+	var cpu, busy float64
+	hasCPU := false
+	for i, cl := range g.clients {
+		werr := cl.p.Wait()
+		name := "iperf3.json"
+		if len(g.clients) > 1 {
+			name = fmt.Sprintf("iperf3-%d.json", i)
+		}
+		os.WriteFile(filepath.Join(g.w.Artifacts, name), cl.out.Bytes(), 0o644)
+		r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
+		res, err := perfparse.ParseIperf3(bytes.NewReader(cl.out.Bytes()))
+		if err != nil {
+			if werr != nil {
+				return nil, fmt.Errorf("iperf3: %w", werr)
+			}
+			return nil, fmt.Errorf("iperf3: parse output: %w", err)
+		}
+		if res.Error != "" {
+			return nil, fmt.Errorf("iperf3: %s", res.Error)
+		}
 		if werr != nil {
 			return nil, fmt.Errorf("iperf3: %w", werr)
 		}
-		return nil, fmt.Errorf("iperf3: parse output: %w", err)
+		// The clients run side by side over the same interval: their
+		// receivers' rates add up.
+		r.Metrics["throughput_bps"] += res.ReceiverBitsPerSec
+		if res.HasRetransmits {
+			r.Metrics["retransmits"] += float64(res.Retransmits)
+		}
+		if res.CPU != nil {
+			cpu += res.CPU.HostTotalFrac
+			busy += busyFrac(res)
+			hasCPU = true
+		}
 	}
-	if res.Error != "" {
-		return nil, fmt.Errorf("iperf3: %s", res.Error)
-	}
-	if werr != nil {
-		return nil, fmt.Errorf("iperf3: %w", werr)
-	}
-	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Artifacts: []string{filepath.Join(g.w.RelDir, "iperf3.json")},
-		Metrics: map[string]float64{"throughput_bps": res.ReceiverBitsPerSec}}
-	if res.HasRetransmits {
-		r.Metrics["retransmits"] = float64(res.Retransmits)
-	}
-	if res.CPU != nil {
-		r.Metrics["iperf3_host_cpu_frac"] = res.CPU.HostTotalFrac
-		r.BusyFrac = busyFrac(res)
+	if hasCPU {
+		// iperf3_host_cpu_frac: all clients' CPU, in CPUs; busy: the
+		// mean over the clients (each a fraction of its threads).
+		r.Metrics["iperf3_host_cpu_frac"] = cpu
+		r.BusyFrac = busy / float64(len(g.clients))
 	}
 	return r, nil
 }

@@ -24,15 +24,68 @@ func TestArgvGolden(t *testing.T) {
 	line := func(argv []string) { b.WriteString(proc.Quote(argv) + "\n") }
 	line(Args(Config{Duration: 120 * time.Second, Parallel: 4, Omit: 2 * time.Second, Protocol: "tcp"}, guestIP))
 	line(Args(Config{Duration: 1500 * time.Millisecond, Reverse: true, Protocol: "udp", Bitrate: "1G"}, guestIP))
+	for _, argv := range ClientArgs(Config{Duration: 120 * time.Second, Parallel: 4, Omit: 2 * time.Second, Protocol: "tcp", Clients: ClientsPerStream}, guestIP) {
+		line(argv)
+	}
 	golden.Check(t, "argv.golden", b.String())
 }
 
 // agent records the ops asked of the guest agent.
 type agent struct{ ops []string }
 
-func (a *agent) Do(_ context.Context, op, action string, _ ...string) (string, error) {
-	a.ops = append(a.ops, op+" "+action)
+func (a *agent) Do(_ context.Context, op, action string, args ...string) (string, error) {
+	a.ops = append(a.ops, strings.Join(append([]string{op, action}, args...), " "))
 	return "", nil
+}
+
+// clients: per-stream is the netdev thread's "4 iperf3 client threads"
+// with Debian 12's iperf3 3.12 (one thread per client process): 4
+// clients with one stream each to 4 guest servers on ports 5201-5204;
+// their receivers' rates and retransmits add up, each output is kept.
+func TestGeneratorClientsPerStream(t *testing.T) {
+	out, err := os.ReadFile("testdata/iperf3-host-to-guest-tcg.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := perfparse.ParseIperf3(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) { return string(out), true, nil }}
+	dir := t.TempDir()
+	a := &agent{}
+	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: dir, RelDir: "artifacts/c/host/0", Agent: a}
+	cfg := Config{Duration: 10 * time.Second, Parallel: 4, Protocol: "tcp", Clients: ClientsPerStream}
+	g := cfg.Generator()
+	if err := g.Start(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := g.Threads(); len(pids) != 4 {
+		t.Errorf("threads %v, want the 4 clients' pids", pids)
+	}
+	res, err := g.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Metrics["throughput_bps"], 4*one.ReceiverBitsPerSec; math.Abs(got-want) > 1 {
+		t.Errorf("throughput %v, want the 4 clients' sum %v", got, want)
+	}
+	if got, want := res.Metrics["iperf3_host_cpu_frac"], 4*one.CPU.HostTotalFrac; math.Abs(got-want) > 1e-9 {
+		t.Errorf("host cpu %v, want %v", got, want)
+	}
+	if !slices.Equal(a.ops, []string{"iperf3 start 4", "iperf3 stop"}) {
+		t.Errorf("agent ops %q", a.ops)
+	}
+	if len(res.Artifacts) != 4 || !strings.HasSuffix(res.Artifacts[3], "iperf3-3.json") {
+		t.Errorf("artifacts %q", res.Artifacts)
+	}
+	golden.Check(t, "generator-per-stream.golden", f.Transcript())
+	if n := len(cfg.HostThreads()); n != 4 {
+		t.Errorf("%d host threads, want 4 clients", n)
+	}
+	if cmds := cfg.Commands(workload.PlanEnv{Netns: "vnb-RUNID", Dst: guestIP}); len(cmds) != 4 || !strings.Contains(cmds[3], "-p 5204") {
+		t.Errorf("plan commands %q", cmds)
+	}
 }
 
 // Against the recording fake: the guest's server is started and stopped
