@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,9 +32,10 @@ func (b *builder) harnessTable() {
 	}
 	var legend []string
 	for _, k := range keys {
-		h := diagnosticHeaders[k]
-		t.Header = append(t.Header, h[0])
-		legend = append(legend, h[0]+" = "+k+" "+h[1])
+		m, _ := results.Lookup(k)
+		h := cmp.Or(m.Header, k)
+		t.Header = append(t.Header, h)
+		legend = append(legend, strings.TrimSpace(h+" = "+k+" "+m.HeaderNote))
 	}
 	var cells []string
 	for _, cell := range b.idx.cells {
@@ -68,18 +70,6 @@ func (b *builder) harnessTable() {
 		t.Notes = append(t.Notes, b.columnNotes()...)
 	}
 	b.r.Tables = append(b.r.Tables, t)
-}
-
-// diagnosticHeaders are the harness table's short column headers and what
-// they mean.
-var diagnosticHeaders = map[string][2]string{
-	"harness_cpu_frac":     {"harness", "(its own CPU, % of a core)"},
-	"cell_overhead_s":      {"overhead", "(setup + teardown)"},
-	"generator_busy_frac":  {"gen busy", "(< 90%: may not saturate)"},
-	"iperf3_host_cpu_frac": {"iperf3 CPU", "(host CPU of the sender)"},
-	"qdisc_drops":          {"qdisc drops", "(tap root qdisc)"},
-	"tx_packets":           {"tx pkts", "(in the window)"},
-	"tap_tx_pps":           {"tap tx", "(cross-check of tx_pps)"},
 }
 
 // diagnosticText formats a harness table value of a metric whose unit is u.

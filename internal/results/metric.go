@@ -28,15 +28,15 @@ type Metric = workload.Metric
 // Metrics are the harness's own metric keys (a workload's are its
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
 var Metrics = map[string]Metric{
-	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true},
+	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
 	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
 	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
 	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
-	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: Neutral, Description: "packets transmitted in the window", Diagnostic: true},
-	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true},
-	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true},
-	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true},
-	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true},
+	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: Neutral, Description: "packets transmitted in the window", Diagnostic: true, Header: "tx pkts", HeaderNote: "(in the window)"},
+	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true, Header: "harness", HeaderNote: "(its own CPU, % of a core)"},
+	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true, Header: "qdisc drops", HeaderNote: "(tap root qdisc)"},
+	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true, Header: "gen busy", HeaderNote: "(< 90%: may not saturate)"},
+	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
 
 // Diagnostics are the keys of the harness's self-measurements

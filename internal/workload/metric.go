@@ -49,6 +49,10 @@ type Metric struct {
 	// them in the diagnostics table and compare does not gate them by
 	// default.
 	Diagnostic bool
+	// Header and HeaderNote are a Diagnostic metric's short column header
+	// in the harness table and what its legend adds to the key ("iperf3
+	// CPU", "(host CPU of the sender)"); "" = the key, nothing.
+	Header, HeaderNote string
 }
 
 // Metricer is a Workload that produces metrics: the keys of its
@@ -74,7 +78,8 @@ var (
 	// TxRunS is the interval tx_pps and lost_pps share when the generator
 	// has a clock of its own: a table whose runs have it says so.
 	TxRunS = Metric{Key: "tx_run_s", Unit: "s", Better: Neutral,
-		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true}
+		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true,
+		Header: "gen run", HeaderNote: "(the generator's own clock, s)"}
 )
 
 // Metrics lists the metrics of every registered workload, once per key,

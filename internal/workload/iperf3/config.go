@@ -128,7 +128,8 @@ func (Workload) Metrics() []workload.Metric {
 	return []workload.Metric{
 		workload.ThroughputBPS,
 		{Key: "retransmits", Unit: "count", Better: workload.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
-		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true},
+		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
+			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
 	}
 }
 

@@ -142,10 +142,13 @@ var (
 	RedirectorCPU = workload.Metric{Key: "redirector_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter,
 		Description: "CPU time in the guest of the redirector's process (socat; none for sockmap) plus the guest's kworker threads (sockmap's psock backlog, the vsock transport's send work), over the sender's run, as a fraction of one CPU (/proc/PID/schedstat)"}
 	SentBPS = workload.Metric{Key: "vsock_sent_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true, Diagnostic: true,
+		Header: "sent", HeaderNote: "(the guest's senders)",
 		Description: "bits/s the guest's sender threads wrote into the unix socket, total, over the sender's run (guest clock)"}
 	RxBytes = workload.Metric{Key: "vsock_rx_bytes", Unit: "count", Better: workload.Neutral, Diagnostic: true,
+		Header: "rx bytes", HeaderNote: "(the server's count)",
 		Description: "bytes the vsock server counted in its interval (throughput_bps's numerator)"}
 	GuestCPU = workload.Metric{Key: "guest_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Diagnostic: true,
+		Header: "guest CPU", HeaderNote: "(all its CPUs, % of a core)",
 		Description: "the guest's busy CPU time (all CPUs, /proc/stat) over the sender's run, as a fraction of one CPU"}
 )
 
