@@ -264,3 +264,22 @@ func TestPktgenThreadsOfTheRunNamespace(t *testing.T) {
 		t.Errorf("busy share %v: thread 900's 64 ticks were not read from the injected /proc", res.BusyFrac)
 	}
 }
+
+// A count-bound run that pktgen finished in milliseconds (KVM speed) is
+// warned about, with the fix; a long one, or one bounded by time, is not.
+func TestShortRunWarning(t *testing.T) {
+	res := func(run float64) *workload.Result {
+		return &workload.Result{Metrics: map[string]float64{"tx_run_s": run}}
+	}
+	if w := shortRunWarning(Config{Count: 20000}, res(0.023)); !strings.Contains(w, "20000 packets per thread) in 23 ms") || !strings.Contains(w, "duration: 5s") {
+		t.Errorf("23 ms run: %q", w)
+	}
+	for _, tc := range []struct {
+		cfg Config
+		run float64
+	}{{Config{Count: 20000}, 4.2}, {Config{Duration: 3 * time.Second}, 0.2}, {Config{Count: 10}, 0}} {
+		if w := shortRunWarning(tc.cfg, res(tc.run)); w != "" {
+			t.Errorf("%+v over %v s: %q", tc.cfg, tc.run, w)
+		}
+	}
+}
