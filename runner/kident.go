@@ -9,14 +9,29 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
-// DatapathModules are the modules whose identity env.json records: the
-// datapath under test and the generator that drives it.
-var DatapathModules = []string{"tun", "tap", "vhost_net", "pktgen"}
+// DatapathModules are the modules of the datapath under test whose
+// identity env.json records; the workloads' modules (pktgen, vhost_vsock:
+// workload.LabModules) are recorded too.
+var DatapathModules = []string{"tun", "tap", "vhost_net"}
+
+// identityModules are DatapathModules and the registered workloads'
+// modules.
+func identityModules() []string {
+	out := slices.Clone(DatapathModules)
+	for _, m := range workload.LabModules() {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // KernelIdentity reads what tells two builds of one release apart from a
 // root ("/" on a host; a fake tree in tests): /proc/version, the hash of
@@ -39,7 +54,7 @@ func (k KernelIdentity) Fill(e *results.Env) {
 	e.ConfigSHA256, e.ConfigSource = k.config()
 	e.Modules = map[string]results.ModuleID{}
 	builtin := k.builtin()
-	for _, m := range DatapathModules {
+	for _, m := range identityModules() {
 		e.Modules[m] = k.module(m, builtin)
 	}
 }
