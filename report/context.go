@@ -155,7 +155,9 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	}
 	for _, ck := range contextKeys(gen) {
 		if v, ok := s.Axes["generator."+gen+"."+ck.Key]; ok {
-			parts = append(parts, ck.Format(v))
+			if f := ck.Format(v); f != "" { // "": the default, not said
+				parts = append(parts, f)
+			}
 		}
 	}
 	parts = append(parts, pinText(s)...)

@@ -125,3 +125,28 @@ func TestPerfStatShowsMultiplexing(t *testing.T) {
 		t.Errorf("notes %q lack the multiplexing note", tab.Notes)
 	}
 }
+
+// thread-iperf3's 4-stream column runs 4 iperf3 client processes: the
+// table's header says so (and says nothing for one client).
+func TestIperf3ContextSaysClients(t *testing.T) {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	for _, clients := range []string{"one", "per-stream"} {
+		for rep := range 2 {
+			set.Samples = append(set.Samples, results.Sample{Cell: "tap/iperf3-p4/" + clients, Kernel: "k", Rep: rep,
+				Axes:    map[string]string{"backend": "tap", "generator": "iperf3", "generator.iperf3.parallel": "4", "generator.iperf3.clients": clients},
+				Metrics: map[string]float64{"throughput_bps": 1e9}})
+		}
+	}
+	r, err := Build(set, Options{Kinds: []string{KindThread}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contexts []string
+	for _, tab := range r.Tables {
+		contexts = append(contexts, tab.Context)
+	}
+	joined := strings.Join(contexts, "\n")
+	if strings.Count(joined, "one iperf3 client process per stream") != 1 || strings.Contains(joined, ", ,") {
+		t.Errorf("contexts:\n%s\nwant one naming the client processes", joined)
+	}
+}

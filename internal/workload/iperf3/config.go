@@ -136,6 +136,14 @@ func (Workload) Metrics() []workload.Metric {
 // Table: Throughput and Retransmits, by streams.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: "throughput_bps", ThreadsKey: "parallel", ThreadsNoun: "streams",
+		// The header says how the streams were sent: iperf3 before 3.16
+		// sends a client's streams from one thread.
+		Context: []workload.ContextKey{{Key: "clients", Format: func(v string) string {
+			if v == ClientsPerStream {
+				return "one iperf3 client process per stream"
+			}
+			return ""
+		}}},
 		Rows: func(int, func(string) bool) []workload.TableRow {
 			return []workload.TableRow{{Key: "throughput_bps", Label: "Throughput"}, {Key: "retransmits", Label: "Retransmits"}}
 		}}
