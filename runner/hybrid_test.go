@@ -115,3 +115,19 @@ func TestScaledWarning(t *testing.T) {
 		t.Errorf("a target without scaled counters: %q", w)
 	}
 }
+
+// An event no hybrid PMU supports is reported once by its plain name; one
+// PMU's <not supported> beside another's count is not reported.
+func TestAddPerfStatHybridUnsupported(t *testing.T) {
+	st, err := perfparse.ParsePerfStat(strings.NewReader("<not supported>,,cpu_core/stalled-cycles-frontend/,0,100.00,,\n" +
+		"<not supported>,,cpu_atom/stalled-cycles-frontend/,0,100.00,,\n" +
+		"1000,,cpu_core/topdown-x/,100,100.00,,\n<not supported>,,cpu_atom/topdown-x/,0,100.00,,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &results.Sample{Metrics: map[string]float64{}}
+	unsupported, notCounted := addPerfStat(s, st, "vhost", false)
+	if strings.Join(unsupported, ",") != "stalled-cycles-frontend" || len(notCounted) != 0 || s.Metrics["perf.topdown-x"] != 1000 {
+		t.Errorf("unsupported %v, not counted %v, metrics %v; want stalled-cycles-frontend, none, topdown-x 1000", unsupported, notCounted, s.Metrics)
+	}
+}

@@ -722,14 +722,17 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 			s.PerfRunning[key] = f
 		}
 	}
-	// Events that two or more hybrid PMUs carry are merged.
+	// Events that two or more hybrid PMUs carry are merged; one that no
+	// PMU supports is reported once, by its plain name.
 	pmus := map[string]map[string]bool{}
+	supported := map[string]bool{}
 	for _, row := range st.Rows {
-		if pmu, base, ok := results.HybridEvent(row.Event); ok && row.Supported {
+		if pmu, base, ok := results.HybridEvent(row.Event); ok {
 			if pmus[base] == nil {
 				pmus[base] = map[string]bool{}
 			}
 			pmus[base][pmu] = true
+			supported[base] = supported[base] || row.Supported
 		}
 	}
 	type part struct{ raw, share float64 }
@@ -742,11 +745,18 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 	byBase := map[string]*group{}
 	var merged []string
 	for _, row := range st.Rows {
+		pmu, base, hybrid := results.HybridEvent(row.Event)
+		hybrid = hybrid && len(pmus[base]) > 1
 		if !row.Supported {
-			unsupported = append(unsupported, row.Event)
+			switch {
+			case !hybrid:
+				unsupported = append(unsupported, row.Event)
+			case !supported[base] && !slices.Contains(unsupported, base):
+				unsupported = append(unsupported, base)
+			}
 			continue
 		}
-		if pmu, base, ok := results.HybridEvent(row.Event); ok && len(pmus[base]) > 1 {
+		if hybrid {
 			g := byBase[base]
 			if g == nil {
 				g = &group{base: base, threads: map[string]*part{}}
