@@ -6,9 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
-
-	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 func (b *builder) perfSymTables() {
@@ -29,7 +26,7 @@ func (b *builder) perfSymTables() {
 			sum := map[key]float64{}
 			var order []key
 			for _, sym := range s.Symbols {
-				name, grouped := symbolRow(sym)
+				name, grouped := sym.Row()
 				k := key{cmp.Or(sym.Target, s.Labels["target"]), name}
 				if grouped {
 					unresolved[k.target] = true
@@ -121,41 +118,4 @@ func (b *builder) perfSymTables() {
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}
-}
-
-// symbolRow names the row of a perf report symbol: the symbol itself, or
-// for an address perf could not resolve ("0x0000000000003305" in
-// "[pktgen]": a module without symbols; JIT code) its module's row,
-// "[pktgen] unresolved", so a module's many addresses read as one row.
-func symbolRow(sym results.Symbol) (string, bool) {
-	if !unresolvedAddr(sym.Symbol) {
-		return sym.Symbol, false
-	}
-	dso := sym.DSO
-	switch {
-	case strings.HasPrefix(dso, "[JIT]"):
-		dso = "[JIT]" // "[JIT] tid 12619": the tid changes from run to run
-	case dso == "":
-		dso = "[unknown]"
-	}
-	return dso + " unresolved", true
-}
-
-// unresolvedAddr reports whether a symbol is a bare address as perf
-// prints one it cannot name: "0x3305", "0x0000000000003305" or
-// "ffffffffc0a03305".
-func unresolvedAddr(s string) bool {
-	h, ok := strings.CutPrefix(s, "0x")
-	if !ok && len(s) != 16 {
-		return false
-	}
-	if h == "" {
-		return false
-	}
-	for _, c := range h {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

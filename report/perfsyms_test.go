@@ -69,13 +69,13 @@ func TestPerfSymsGroupUnresolvedByModule(t *testing.T) {
 		t.Errorf("notes %q lack the unresolved note", tab.Notes)
 	}
 	for _, s := range []string{"0x3305", "0x0000000000003305", "ffffffffc0a03305"} {
-		if !unresolvedAddr(s) {
-			t.Errorf("unresolvedAddr(%q) = false", s)
+		if !results.UnresolvedAddr(s) {
+			t.Errorf("UnresolvedAddr(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"tun_net_xmit", "0x", "deadbeef", "0xzz"} {
-		if unresolvedAddr(s) {
-			t.Errorf("unresolvedAddr(%q) = true", s)
+		if results.UnresolvedAddr(s) {
+			t.Errorf("UnresolvedAddr(%q) = true", s)
 		}
 	}
 }

@@ -43,7 +43,7 @@
 //	 "start":RFC3339,"window_s":F,"metrics":{"tx_pps":F,...},
 //	 "threads":[{"i":0,"tx_pps":F,"errors":N,"lost_pps":F}],"labels":{...},
 //	 "warnings":[...],"artifacts":["artifacts/CELL/KERNEL/REP/pktgen-tap0.txt"],
-//	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F}],
+//	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F,"addresses":N}],
 //	 "perf_running":{"perf.cycles@vhost":F},
 //	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON}
 //

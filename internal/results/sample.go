@@ -77,6 +77,50 @@ type Symbol struct {
 	Symbol   string  `json:"symbol"`
 	DSO      string  `json:"dso,omitempty"`
 	Overhead float64 `json:"overhead"`
+	// Addresses > 0: the row sums that many addresses perf could not
+	// name in DSO (a module without symbols, JIT code), and Symbol is
+	// the module's row name ("[pktgen] unresolved", see Row).
+	Addresses int `json:"addresses,omitempty"`
+}
+
+// Row names the row sym belongs to side by side: its symbol, or for an
+// address perf could not resolve ("0x0000000000003305" in "[pktgen]")
+// its module's row, "[pktgen] unresolved" (grouped true), so a module's
+// many addresses read as one row. JIT code of any tid is one "[JIT]".
+func (sym Symbol) Row() (name string, grouped bool) {
+	if sym.Addresses > 0 {
+		return sym.Symbol, true
+	}
+	if !UnresolvedAddr(sym.Symbol) {
+		return sym.Symbol, false
+	}
+	dso := sym.DSO
+	switch {
+	case strings.HasPrefix(dso, "[JIT]"):
+		dso = "[JIT]" // "[JIT] tid 12619": the tid changes from run to run
+	case dso == "":
+		dso = "[unknown]"
+	}
+	return dso + " unresolved", true
+}
+
+// UnresolvedAddr reports whether a symbol is a bare address as perf
+// prints one it cannot name: "0x3305", "0x0000000000003305" or
+// "ffffffffc0a03305".
+func UnresolvedAddr(s string) bool {
+	h, ok := strings.CutPrefix(s, "0x")
+	if !ok && len(s) != 16 {
+		return false
+	}
+	if h == "" {
+		return false
+	}
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // Key identifies a sample within a run: a repetition of a cell on a kernel.

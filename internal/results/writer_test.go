@@ -153,3 +153,26 @@ func TestFailedSample(t *testing.T) {
 		t.Errorf("after the retry: %d samples, %d failed, warnings %q; want 2, 0, none", len(set.Samples), len(set.Failed), set.Warnings)
 	}
 }
+
+// Symbol.Row: a named symbol is its own row; an address perf could not
+// name is its module's row (any JIT tid is one "[JIT]"); a row the runner
+// already summed (Addresses > 0) keeps its name.
+func TestSymbolRow(t *testing.T) {
+	for _, tc := range []struct {
+		sym     Symbol
+		want    string
+		grouped bool
+	}{
+		{Symbol{Symbol: "tun_net_xmit", DSO: "[kernel.kallsyms]"}, "tun_net_xmit", false},
+		{Symbol{Symbol: "0x0000000000003305", DSO: "[pktgen]"}, "[pktgen] unresolved", true},
+		{Symbol{Symbol: "0x3305", DSO: "[pktgen]"}, "[pktgen] unresolved", true},
+		{Symbol{Symbol: "0x00007f1500b15350", DSO: "[JIT] tid 12619"}, "[JIT] unresolved", true},
+		{Symbol{Symbol: "ffffffffc0a03305"}, "[unknown] unresolved", true},
+		{Symbol{Symbol: "[pktgen] unresolved", DSO: "[pktgen]", Addresses: 3}, "[pktgen] unresolved", true},
+		{Symbol{Symbol: "deadbeef", DSO: "x"}, "deadbeef", false},
+	} {
+		if got, g := tc.sym.Row(); got != tc.want || g != tc.grouped {
+			t.Errorf("%+v.Row() = %q, %v; want %q, %v", tc.sym, got, g, tc.want, tc.grouped)
+		}
+	}
+}
