@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/proc"
@@ -271,3 +272,26 @@ func (a *agent) Do(_ context.Context, op, action string, args ...string) (string
 func (a *agent) Sink(context.Context, string) error { return nil }
 func (a *agent) Poweroff(context.Context) error     { return nil }
 func (a *agent) Close() error                       { return nil }
+
+// TestToyParseAndLab: the toy's parse kind joins perfparse's own (by name
+// and by auto detection) and its module joins a lab VM's, from its
+// folder alone.
+func TestToyParseAndLab(t *testing.T) {
+	p := perfparse.NewParser(workload.ParseKinds()...)
+	if !slices.Contains(p.Kinds(), "toyblast") {
+		t.Fatalf("kinds %v lack toyblast", p.Kinds())
+	}
+	const out = "sent 5000 packets, 3 errors in 0.5 s\n"
+	for _, kind := range []string{"toyblast", "auto"} {
+		v, err := p.Parse(kind, "toy.txt", strings.NewReader(out))
+		if s, ok := v.(*summary); err != nil || !ok || s.Sent != 5000 || s.Errors != 3 || s.Seconds != 0.5 {
+			t.Errorf("parse %s: %+v, %v", kind, v, err)
+		}
+	}
+	if k := p.Detect([]byte("Performance counter stats for 'sleep 1':\n")); k != "perf-stat" {
+		t.Errorf("perf stat output detected as %q beside the toy", k)
+	}
+	if !slices.Contains(workload.LabModules(), "toy_tap") {
+		t.Errorf("lab modules %v lack toy_tap", workload.LabModules())
+	}
+}

@@ -10,14 +10,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
@@ -93,6 +96,37 @@ func (c *config) NamePart() (string, []string) {
 	return "toy-r" + strconv.Itoa(c.Rate), []string{"rate"}
 }
 
+// summary is toyblast's one line: "sent N packets, E errors in S s".
+type summary struct {
+	Sent, Errors uint64
+	Seconds      float64
+}
+
+func parseSummary(r io.Reader) (*summary, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var s summary
+	if _, err := fmt.Sscanf(string(b), "sent %d packets, %d errors in %g s", &s.Sent, &s.Errors, &s.Seconds); err != nil || s.Seconds <= 0 {
+		return nil, fmt.Errorf("toyblast: no summary in %q", b)
+	}
+	return &s, nil
+}
+
+// ParseKinds: `vnetbench parse toyblast` reads the summary, and auto
+// detection knows it.
+func (toy) ParseKinds() []perfparse.Kind {
+	return []perfparse.Kind{{Name: "toyblast",
+		Parse: func(r io.Reader) (any, error) { return parseSummary(r) },
+		Detect: func(s, first string) bool {
+			return strings.HasPrefix(first, "sent ") && strings.Contains(first, " errors in ")
+		}}}
+}
+
+// LabModules: a lab VM loads the toy tap's module.
+func (toy) LabModules() []string { return []string{"toy_tap"} }
+
 // Needs: toyblast on the host; its guest wants a random number device
 // (a QEMU device a workload adds, as vsock adds vhost-vsock-pci).
 func (c *config) Needs() workload.Needs {
@@ -148,11 +182,11 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if err := g.p.Wait(); err != nil {
 		return nil, fmt.Errorf("toyblast: %w", err)
 	}
-	var sent, errs uint64
-	var secs float64
-	if _, err := fmt.Sscanf(g.out.String(), "sent %d packets, %d errors in %g s", &sent, &errs, &secs); err != nil || secs <= 0 {
-		return nil, fmt.Errorf("toyblast: no summary in %q", g.out.String())
+	v, err := parseSummary(&g.out)
+	if err != nil {
+		return nil, err
 	}
+	sent, errs, secs := v.Sent, v.Errors, v.Seconds
 	os.WriteFile(filepath.Join(g.w.Artifacts, "toy.txt"), g.out.Bytes(), 0o644)
 	return &workload.Result{Elapsed: time.Since(g.start),
 		Metrics:   map[string]float64{"toy_pps": float64(sent) / secs, "toy_errors": float64(errs)},
