@@ -295,6 +295,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
 	}
 	s.Warnings = append(s.Warnings, g.warnings...)
+	if r.retryNote != "" {
+		s.Warnings = append(s.Warnings, r.retryNote)
+	}
 	if vhostWarn != "" {
 		s.Warnings = append(s.Warnings, vhostWarn)
 	}
