@@ -32,4 +32,17 @@ type GuestStats struct {
 	// program counted and dropped.
 	Sink     string
 	XDPDrops uint64
+	// Links are the counters of every NIC by MAC, for a guest with more
+	// than one (the fields above are eth0's).
+	Links map[string]GuestStats
+}
+
+// Of returns the counters of the NIC with mac: its entry in Links, or s
+// itself for a single-NIC guest.
+func (s GuestStats) Of(mac string) GuestStats {
+	if l, ok := s.Links[mac]; ok {
+		l.Sink = s.Sink // a shared guest's sink is the stack (pairedGuests)
+		return l
+	}
+	return s
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -133,6 +135,14 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 		s.RxPackets, s.RxBytes, s.RxDropped = ev.Eth0.RxPackets, ev.Eth0.RxBytes, ev.Eth0.RxDropped
 	}
 	s.Sink, s.XDPDrops = ev.Sink, ev.XDPDrops
+	for mac, l := range ev.Links {
+		if s.Links == nil {
+			s.Links = map[string]GuestStats{}
+		}
+		if l != nil {
+			s.Links[mac] = GuestStats{RxPackets: l.RxPackets, RxBytes: l.RxBytes, RxDropped: l.RxDropped}
+		}
+	}
 	if len(ev.Flows) > 0 {
 		s.Flows = map[int]uint64{}
 		for k, v := range ev.Flows {
@@ -147,9 +157,10 @@ func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 // guest is a booted VM with its tap, reused across cells whose VM
 // configuration is the same (scenarios.Cell.GuestKey).
 type guest struct {
-	key      string
-	tap      string
-	tapMAC   string
+	key string
+	// nics are the guest's NICs, one per backend it serves: one, or a
+	// vhost=off and a vhost=on NIC (pairedKey).
+	nics     []*guestNIC
 	vm       *qemu.VM
 	agent    Agent
 	sink     string
@@ -199,35 +210,136 @@ func tapName(c *scenarios.Cell) string {
 	return "vnbt0"
 }
 
+// guestNIC is one NIC of a guest and the tap behind it.
+type guestNIC struct {
+	backend string // "tap" or "tap+vhost"
+	tap     string
+	tapMAC  string // read after the tap is created
+	hostIP  string // the tap's address
+	guestIP string
+	mac     string // the guest NIC's MAC
+}
+
+// The second NIC of a paired guest (its tap+vhost NIC): its own tap and
+// subnet, so each backend's traffic takes its own tap.
+const (
+	pairTap      = "vnbt1"
+	pairHostIP   = "10.0.1.1"
+	pairGuestIP  = "10.0.1.2"
+	pairGuestMAC = "52:54:00:12:34:57"
+)
+
+// pairNICs are the NICs of a guest shared by tap and tap+vhost cells:
+// vnbt0 as for a single guest, and a vhost=on NIC on its own tap and
+// subnet.
+func pairNICs() []*guestNIC {
+	return []*guestNIC{{backend: "tap", tap: "vnbt0", hostIP: HostIP, guestIP: GuestIP, mac: GuestMAC},
+		{backend: "tap+vhost", tap: pairTap, hostIP: pairHostIP, guestIP: pairGuestIP, mac: pairGuestMAC}}
+}
+
+// moreNICs are the guest's NICs after the first, as vnb.nic parameters.
+func moreNICs(nics []*guestNIC) []vmimages.NIC {
+	var out []vmimages.NIC
+	for _, n := range nics[1:] {
+		mac, _ := net.ParseMAC(n.mac)
+		out = append(out, vmimages.NIC{MAC: mac, IP: netip.MustParsePrefix(n.guestIP + "/" + strconv.Itoa(PrefixLen))})
+	}
+	return out
+}
+
+// nic returns the guest's NIC for backend (the only one of a single-NIC
+// guest).
+func (g *guest) nic(backend string) *guestNIC {
+	for _, n := range g.nics {
+		if n.backend == backend {
+			return n
+		}
+	}
+	return g.nics[0]
+}
+
+// pairedKey is c's guest with the backend left out: cells that differ
+// only in backend (tap vs tap+vhost) can share one guest carrying a
+// vhost=off and a vhost=on NIC, one boot instead of two.
+func pairedKey(c *scenarios.Cell) string {
+	cc := *c
+	cc.Backend = ""
+	return cc.GuestKey()
+}
+
+// pairedGuests returns the pairedKeys whose cells use both backends and
+// can share a guest: the default tap name and the default sink (a sink
+// program attaches to the guest's first NIC only).
+func pairedGuests(cells []scenarios.Cell) map[string]bool {
+	backends := map[string]map[string]bool{}
+	ok := map[string]bool{}
+	for i := range cells {
+		c := &cells[i]
+		k := pairedKey(c)
+		if backends[k] == nil {
+			backends[k] = map[string]bool{}
+			ok[k] = true
+		}
+		backends[k][c.Backend] = true
+		if (c.TapName != "" && c.TapName != "vnbt0") || (c.Guest.Sink != "" && c.Guest.Sink != vmimages.SinkStack) {
+			ok[k] = false
+		}
+	}
+	out := map[string]bool{}
+	for k, b := range backends {
+		if ok[k] && b["tap"] && b["tap+vhost"] && len(b) == 2 {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// guestKey is the guest a cell runs on in this run: its GuestKey, or its
+// pairedKey when its cells share a two-NIC guest.
+func (r *runState) guestKey(c *scenarios.Cell) string {
+	if k := pairedKey(c); r.paired[k] {
+		return "paired|" + k
+	}
+	return c.GuestKey()
+}
+
 // bootGuest creates the tap in the run's namespace, starts QEMU on it and
 // waits for the agent. On failure everything it made is undone.
 func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
 	u := undo.New()
 	defer u.RunOnError(&err, r.teardownTimeout(c))
-	g = &guest{key: c.GuestKey(), tap: tapName(c), accel: r.accelFor(c)}
+	g = &guest{key: r.guestKey(c), accel: r.accelFor(c)}
 	img, err := r.opts.Image(ctx, c.Guest, r.guestContents)
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	tap := hostnet.Tap{Name: g.tap, Queues: c.TapQueues(), Addr: HostIP + "/" + strconv.Itoa(PrefixLen)}
-	r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
-	r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
-	r.record(proc.Cmd{Argv: []string{"ip", "link", "set", tap.Name, "up"}, Netns: r.ns.Name})
-	if err := r.ns.CreateTap(tap); err != nil {
-		return nil, err
+	g.nics = []*guestNIC{{backend: c.Backend, tap: tapName(c), hostIP: HostIP, guestIP: GuestIP, mac: GuestMAC}}
+	if r.paired[pairedKey(c)] {
+		g.nics = pairNICs()
 	}
-	tapDev := g.tap // g is nil on the error paths when the undo runs
-	u.Push("delete tap "+tapDev, func(context.Context) error { return r.ns.DeleteLink(tapDev) })
-	if st, err := r.ns.LinkMAC(g.tap); err == nil {
-		g.tapMAC = st
+	var qnics []qemu.NIC
+	for _, n := range g.nics {
+		tap := hostnet.Tap{Name: n.tap, Queues: c.TapQueues(), Addr: n.hostIP + "/" + strconv.Itoa(PrefixLen)}
+		r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
+		r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
+		r.record(proc.Cmd{Argv: []string{"ip", "link", "set", tap.Name, "up"}, Netns: r.ns.Name})
+		if err := r.ns.CreateTap(tap); err != nil {
+			return nil, err
+		}
+		tapDev := n.tap
+		u.Push("delete tap "+tapDev, func(context.Context) error { return r.ns.DeleteLink(tapDev) })
+		if st, err := r.ns.LinkMAC(n.tap); err == nil {
+			n.tapMAC = st
+		}
+		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: c.TapQueues()})
 	}
 	name := "vnb-" + r.id
 	cfg := qemu.Config{Name: name, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline, moreNICs(g.nics)...),
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
-		NICs:        []qemu.NIC{{Tap: g.tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: c.TapQueues()}}}
+		NICs:        qnics}
 	workloadDevices(&cfg, c)
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
@@ -254,7 +366,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		g.accel = qemu.TCG
 		g.warnings = append(g.warnings, fmt.Sprintf("KVM did not start this guest (%v): it runs under TCG instead", err))
 		r.logf("warning: %s", g.warnings[len(g.warnings)-1])
-		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline)
+		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline, moreNICs(g.nics)...)
 		cfg.ConsoleLog = filepath.Join(r.dir, results.ConsoleLog(r.boots))
 		r.boots++
 		vm, err = r.launch(ctx, bctx, cfg)

@@ -31,14 +31,16 @@ func GuestTuning(accel qemu.Accel) string {
 
 // GuestCmdline is the guest kernel's command line for c under accel:
 // vmimages.BaseCmdline, the tuning (guest.cmdline, or GuestTuning when
-// auto), the agent's vnb.* parameters, then the image's extra parameters.
-func GuestCmdline(c *scenarios.Cell, accel qemu.Accel, imageExtra string) string {
+// auto), the agent's vnb.* parameters (vnb.nic for each of more: a guest's
+// NICs besides eth0), then the image's extra parameters.
+func GuestCmdline(c *scenarios.Cell, accel qemu.Accel, imageExtra string, more ...vmimages.NIC) string {
 	tuning := c.Guest.Cmdline
 	if tuning == "" || tuning == "auto" {
 		tuning = GuestTuning(accel)
 	}
 	gc := vmimages.GuestConfig{IP: netip.MustParsePrefix(GuestIP + "/" + strconv.Itoa(PrefixLen))}
 	gc.MAC, _ = net.ParseMAC(GuestMAC)
+	gc.NICs = more
 	s := gc.Cmdline(tuning)
 	if imageExtra != "" {
 		s += " " + imageExtra

@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -287,6 +288,56 @@ func TestLabModulesOfWorkloads(t *testing.T) {
 	for _, m := range append(slices.Clone(lab.LabModules), "pktgen", "vhost_vsock") {
 		if n := len(slices.DeleteFunc(slices.Clone(got), func(x string) bool { return x != m })); n != 1 {
 			t.Errorf("%s appears %d times in %v, want once", m, n, got)
+		}
+	}
+}
+
+// Cells that differ only in backend (tap vs tap+vhost) share one guest
+// with a vhost=off and a vhost=on NIC; a custom tap name, a sink other
+// than the stack, or one backend alone keep one guest per backend.
+func TestPairedGuests(t *testing.T) {
+	both := loadCells(t, `
+name: p
+backend: [tap, tap+vhost]
+qdisc: [pfifo_fast, noqueue]
+generator:
+  trafgen: {duration: 1s}
+`)
+	p := pairedGuests(both)
+	if len(p) != 1 || !p[pairedKey(&both[0])] {
+		t.Fatalf("paired %v, want the one guest of all 4 cells", p)
+	}
+	r := &runState{paired: p}
+	keys := map[string]bool{}
+	for i := range both {
+		keys[r.guestKey(&both[i])] = true
+	}
+	if len(keys) != 1 {
+		t.Errorf("guest keys %v, want one", keys)
+	}
+	cmds := strings.Join(Commands(&both[0], qemu.TCG, both...), "\n")
+	for _, want := range []string{"ifname=vnbt0", "ifname=vnbt1", "vhost=on", "vhost=off", "10.0.1.1/24", "mac=52:54:00:12:34:57"} {
+		if !strings.Contains(cmds, want) {
+			t.Errorf("paired guest's commands lack %q:\n%s", want, cmds)
+		}
+	}
+	for i := range both {
+		g := &guest{nics: pairNICs()}
+		n := g.nic(both[i].Backend)
+		if n.backend != both[i].Backend || (n.backend == "tap+vhost") != (n.tap == pairTap) {
+			t.Errorf("cell %s: NIC %+v", both[i].Name, n)
+		}
+	}
+	for _, y := range []string{
+		"name: p\nbackend: tap\ngenerator:\n  trafgen: {duration: 1s}\n",
+		"name: p\nbackend: [tap, tap+vhost]\nguest: {sink: xdp-drop}\ngenerator:\n  trafgen: {duration: 1s}\n",
+	} {
+		cells := loadCells(t, y)
+		if p := pairedGuests(cells); len(p) != 0 {
+			t.Errorf("%q: paired %v, want none", y, p)
+		}
+		if cmds := strings.Join(Commands(&cells[0], qemu.TCG, cells...), "\n"); strings.Contains(cmds, "vnbt1") {
+			t.Errorf("%q: unpaired commands use vnbt1", y)
 		}
 	}
 }

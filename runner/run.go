@@ -124,6 +124,9 @@ type runState struct {
 	// answering (once per cell); retryNote goes into that run's sample.
 	retried   *scenarios.Cell
 	retryNote string
+	// paired are the guests (pairedKey) whose tap and tap+vhost cells
+	// share one boot: a guest with a vhost=off and a vhost=on NIC.
+	paired map[string]bool
 	// guestKernel is the guest kernel release noted in env.json;
 	// guestCmdlines the guest kernel command lines.
 	guestKernel   string
@@ -180,6 +183,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	r.exec.(*recordingExec).rec = r.recordArgv
 	needs := NeedsOf(cells)
 	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
+	r.paired = pairedGuests(cells)
 	if o.Image == nil {
 		return nil, errors.New("run: no guest image builder (Options.Image)")
 	}

@@ -34,16 +34,20 @@ type Counters struct {
 	Guest GuestStats
 }
 
-func (r *runState) snapshot(ctx context.Context, g *guest) (Counters, error) {
+// snapshot reads the counters of nic: its tap's, its root qdisc's and the
+// guest's for that NIC.
+func (r *runState) snapshot(ctx context.Context, g *guest, nic *guestNIC) (Counters, error) {
 	var c Counters
 	var err error
-	if c.Tap, err = r.ns.LinkStats(g.tap); err != nil {
+	if c.Tap, err = r.ns.LinkStats(nic.tap); err != nil {
 		return c, err
 	}
-	c.Qdisc, _ = r.ns.RootQdisc(g.tap)
-	if c.Guest, err = g.agent.Stats(ctx); err != nil {
+	c.Qdisc, _ = r.ns.RootQdisc(nic.tap)
+	gs, err := g.agent.Stats(ctx)
+	if err != nil {
 		return c, fmt.Errorf("guest stats: %w", err)
 	}
+	c.Guest = gs.Of(nic.mac)
 	return c, nil
 }
 
@@ -55,7 +59,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	fail := func(phase string, err error) error {
 		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
 	}
-	if r.guest != nil && r.guest.key != c.GuestKey() {
+	if r.guest != nil && r.guest.key != r.guestKey(c) {
 		r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
 		if err := r.stopGuest(); err != nil {
 			return nil, fail("stop previous guest", err)
@@ -89,6 +93,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
 	}
 
+	nic := g.nic(c.Backend)
 	u := undo.New()
 	knobsDone := false
 	defer func() {
@@ -99,11 +104,11 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	setupCtx, cancel := context.WithTimeout(ctx, orDefault(c.Timeouts.Setup, time.Minute))
 	defer cancel()
 	if c.Qdisc != "" {
-		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", g.tap, "root", c.Qdisc})
-		if err := r.ns.SetQdisc(g.tap, c.Qdisc); err != nil {
+		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", nic.tap, "root", c.Qdisc})
+		if err := r.ns.SetQdisc(nic.tap, c.Qdisc); err != nil {
 			return nil, fail("setup", err)
 		}
-		u.Push("reset qdisc", func(context.Context) error { return r.ns.ResetQdisc(g.tap) })
+		u.Push("reset qdisc", func(context.Context) error { return r.ns.ResetQdisc(nic.tap) })
 	}
 	vcpus, err := g.vm.VCPUThreads(setupCtx)
 	if err != nil {
@@ -143,8 +148,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if err != nil {
 		return nil, fail("setup", err)
 	}
-	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: g.tap, DevMAC: g.tapMAC,
-		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
+	win := &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: nic.tap, DevMAC: nic.tapMAC,
+		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
 		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 
@@ -170,7 +175,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	if err != nil {
 		return nil, fail("traffic", err)
 	}
-	before, err := r.snapshot(setupCtx, g)
+	before, err := r.snapshot(setupCtx, g, nic)
 	if err != nil {
 		return nil, fail("counters", err)
 	}
@@ -271,7 +276,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 	// (A guest kernel fault still ends it: fail reports the fault.)
 	gctx, gcancel := withGuest(context.WithoutCancel(runCtx), g)
 	actx, acancel := context.WithTimeout(gctx, orDefault(c.Timeouts.Setup, time.Minute))
-	after, err := r.snapshot(actx, g)
+	after, err := r.snapshot(actx, g, nic)
 	acancel()
 	gcancel()
 	if err != nil {

@@ -58,30 +58,46 @@ func Shard(cells []scenarios.Cell, i, n int) []scenarios.Cell {
 // Commands returns the commands one sample of c runs with its guest under
 // accel (CellAccel), quoted for a shell, with placeholders for values
 // known only at run time (RUN_DIR, QEMU_PID, VCPU_TIDS, ...). For `run
-// --dry-run` and `plan`.
-func Commands(c *scenarios.Cell, accel qemu.Accel) []string {
+// --dry-run` and `plan`. run is the run's cells: when its tap and
+// tap+vhost cells share a two-NIC guest (see pairedGuests), the guest and
+// the addresses are that guest's.
+func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []string {
 	ns := "vnb-RUNID"
-	tap := tapName(c)
+	nics := []*guestNIC{{backend: c.Backend, tap: tapName(c), hostIP: HostIP, guestIP: GuestIP, mac: GuestMAC}}
+	if pairedGuests(run)[pairedKey(c)] {
+		nics = pairNICs()
+	}
+	nic := nics[0]
+	for _, n := range nics {
+		if n.backend == c.Backend {
+			nic = n
+		}
+	}
+	tap := nic.tap
 	q := c.TapQueues()
 	var out []string
 	add := func(netns string, argv ...string) {
 		out = append(out, proc.Cmd{Argv: argv, Netns: netns}.String())
 	}
 	add("", "ip", "netns", "add", ns)
-	tapCmd := []string{"ip", "tuntap", "add", "dev", tap, "mode", "tap", "vnet_hdr"}
-	if q > 1 {
-		tapCmd = append(tapCmd, "multi_queue")
+	var qnics []qemu.NIC
+	for _, n := range nics {
+		tapCmd := []string{"ip", "tuntap", "add", "dev", n.tap, "mode", "tap", "vnet_hdr"}
+		if q > 1 {
+			tapCmd = append(tapCmd, "multi_queue")
+		}
+		add(ns, tapCmd...)
+		add(ns, "ip", "addr", "add", n.hostIP+"/"+strconv.Itoa(PrefixLen), "dev", n.tap)
+		add(ns, "ip", "link", "set", n.tap, "up")
+		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: q})
 	}
-	add(ns, tapCmd...)
-	add(ns, "ip", "addr", "add", HostIP+"/"+strconv.Itoa(PrefixLen), "dev", tap)
-	add(ns, "ip", "link", "set", tap, "up")
 	if c.Qdisc != "" {
 		add(ns, "tc", "qdisc", "replace", "dev", tap, "root", c.Qdisc)
 	}
 	cfg := qemu.Config{Name: "vnb-RUNID", Accel: accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, ""),
+		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, "", moreNICs(nics)...),
 		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
-		NICs: []qemu.NIC{{Tap: tap, MAC: GuestMAC, Vhost: c.Backend == "tap+vhost", Queues: q}}}
+		NICs: qnics}
 	workloadDevices(&cfg, c)
 	add(ns, qemu.Args(cfg)...)
 	out = append(out, PinLines(c)...)
@@ -99,7 +115,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel) []string {
 	// The workload's own commands (and /proc writes): pktgen is per
 	// network namespace, so its writes go to /proc/QEMU_PID/net/pktgen.
 	out = append(out, c.Generator.Config.Commands(workload.PlanEnv{Netns: ns, Dev: tap, DevMAC: "TAP_MAC",
-		Src: HostIP, Dst: GuestIP, DstMAC: GuestMAC, Artifacts: art, Queues: q})...)
+		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: art, Queues: q})...)
 	// Placeholders: perf's -t/-p 0 stands for the target's thread ids.
 	for i, l := range out {
 		out[i] = strings.ReplaceAll(l, " -t 0 ", " -t TIDS ")

@@ -121,7 +121,12 @@ func TestBootTraffic(t *testing.T) {
 	}
 	img := buildTestImage(t)
 	ns := testNetns(t)
-	vm := bootVM(t, img, ns, guestConfig())
+	// A second NIC (vnb.nic) on its own tap and subnet, as a guest serving
+	// a vhost=off and a vhost=on backend at once has.
+	gc := guestConfig()
+	mac2, _ := net.ParseMAC(testGuest2MAC)
+	gc.NICs = []NIC{{MAC: mac2, IP: netip.MustParsePrefix(testGuest2IP + "/24")}}
+	vm := bootVM(t, img, ns, gc)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	ready, err := vm.client.WaitReady(ctx)
@@ -236,6 +241,39 @@ func TestBootTraffic(t *testing.T) {
 		}
 		if err := vm.client.Sink(ctx, SinkStack); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// The second NIC: trafgen into vnbt1 to its MAC and address; the
+	// stats name it by MAC and its counters move, eth0's do not.
+	t.Run("second-nic", func(t *testing.T) {
+		cfg2 := filepath.Join(t.TempDir(), "udp2.cfg")
+		conf := fmt.Sprintf("{ eth(da=%s, sa=02:00:00:00:00:02), ipv4(sa=%s, da=%s), udp(sp=7778, dp=9), fill(0x00, 18) }\n", testGuest2MAC, testHost2IP, testGuest2IP)
+		if err := os.WriteFile(cfg2, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := stats()
+		const n2 = 2000
+		tx0, _ := tapStatsOf(t, ns, "vnbt1")
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "trafgen", "--dev", "vnbt1", "--conf", cfg2,
+			"--cpus", "1", "--no-sock-mem", "-n", fmt.Sprint(n2), "-b", "20000pps").CombinedOutput()
+		if err != nil {
+			t.Fatalf("trafgen: %v\n%s", err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+		tx1, _ := tapStatsOf(t, ns, "vnbt1")
+		after := stats()
+		l0, l1 := before.Links[testGuest2MAC], after.Links[testGuest2MAC]
+		if l0 == nil || l1 == nil || after.Links[testGuestMAC] == nil {
+			t.Fatalf("stats links %v, want both NICs by MAC", after.Links)
+		}
+		got := l1.RxPackets - l0.RxPackets
+		t.Logf("trafgen %d packets into vnbt1 (tx_packets +%d): second NIC rx_packets +%d, eth0 +%d", n2, tx1-tx0, got, after.Eth0.RxPackets-before.Eth0.RxPackets)
+		if got < n2 || got > tx1-tx0 {
+			t.Errorf("second NIC rx_packets +%d, want between %d and %d", got, n2, tx1-tx0)
+		}
+		if d := after.Eth0.RxPackets - before.Eth0.RxPackets; d >= n2 {
+			t.Errorf("eth0 rx_packets +%d: the traffic went to the wrong NIC", d)
 		}
 	})
 

@@ -193,12 +193,15 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestCmdline(t *testing.T) {
-	c, err := ParseCmdline("BOOT_IMAGE=x console=ttyS0 vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56 vnb.gw=10.0.0.1 vnb.mtu=9000 vnb.sink=flow-count quiet")
+	c, err := ParseCmdline("BOOT_IMAGE=x console=ttyS0 vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56 vnb.gw=10.0.0.1 vnb.mtu=9000 vnb.sink=flow-count vnb.nic=52:54:00:12:34:57,10.0.1.2/24 quiet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.IP.String() != "10.0.0.2/24" || c.MAC.String() != "52:54:00:12:34:56" || c.Gateway.String() != "10.0.0.1" || c.MTU != 9000 || c.Sink != SinkFlowCount {
 		t.Errorf("parsed %+v", c)
+	}
+	if len(c.NICs) != 1 || c.NICs[0].MAC.String() != "52:54:00:12:34:57" || c.NICs[0].IP.String() != "10.0.1.2/24" {
+		t.Errorf("vnb.nic parsed as %+v", c.NICs)
 	}
 	back, err := ParseCmdline(c.Cmdline(TCGCmdline))
 	if err != nil || back.Params() != c.Params() {
@@ -207,7 +210,8 @@ func TestCmdline(t *testing.T) {
 	if !strings.HasPrefix(c.Cmdline(""), BaseCmdline+" vnb.ip=") {
 		t.Errorf("Cmdline() = %q", c.Cmdline(""))
 	}
-	for _, bad := range []string{"vnb.ip=10.0.0.2", "vnb.mac=zz", "vnb.sink=teleport", "vnb.unknown=1", "vnb.mtu=big"} {
+	for _, bad := range []string{"vnb.ip=10.0.0.2", "vnb.mac=zz", "vnb.sink=teleport", "vnb.unknown=1", "vnb.mtu=big",
+		"vnb.nic=52:54:00:12:34:57", "vnb.nic=zz,10.0.1.2/24", "vnb.nic=52:54:00:12:34:57,10.0.1.2"} {
 		if _, err := ParseCmdline(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

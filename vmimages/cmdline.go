@@ -32,6 +32,16 @@ type GuestConfig struct {
 	MTU     int              // vnb.mtu (0: leave the default)
 	Sink    string           // vnb.sink: initial sink (default SinkStack)
 	Debug   bool             // vnb.debug=1: log each request to the console
+	// NICs are further NICs to configure besides eth0 (vnb.nic=MAC,IP/LEN,
+	// once each): a guest serving two backends at once (a vhost=off and a
+	// vhost=on NIC), each in its own subnet. Stats report them by MAC.
+	NICs []NIC
+}
+
+// NIC is one further guest NIC: the one with MAC gets address IP.
+type NIC struct {
+	MAC net.HardwareAddr
+	IP  netip.Prefix
 }
 
 // Params returns the vnb.* parameters for c, to append to BaseCmdline.
@@ -54,6 +64,9 @@ func (c GuestConfig) Params() string {
 	}
 	if c.Debug {
 		p = append(p, "vnb.debug=1")
+	}
+	for _, n := range c.NICs {
+		p = append(p, "vnb.nic="+n.MAC.String()+","+n.IP.String())
 	}
 	return strings.Join(p, " ")
 }
@@ -98,6 +111,17 @@ func ParseCmdline(s string) (GuestConfig, error) {
 			c.Sink = v
 		case "vnb.debug":
 			c.Debug = v == "1" || v == "true"
+		case "vnb.nic":
+			var n NIC
+			mac, ip, ok := strings.Cut(v, ",")
+			if !ok {
+				err = fmt.Errorf("want MAC,IP/LEN")
+				break
+			}
+			if n.MAC, err = net.ParseMAC(mac); err == nil {
+				n.IP, err = netip.ParsePrefix(ip)
+			}
+			c.NICs = append(c.NICs, n)
 		default:
 			err = fmt.Errorf("unknown parameter")
 		}

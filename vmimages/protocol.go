@@ -54,12 +54,13 @@ type Event struct {
 	InitMS int64  `json:"init_ms,omitempty"` // ready: ms since the kernel started when /init began
 	Kernel string `json:"kernel,omitempty"`  // ready: uname release
 
-	Eth0      *IfStats          `json:"eth0,omitempty"`       // stats
-	Flows     map[string]uint64 `json:"flows,omitempty"`      // stats, flow-count sink: UDP source port -> packets
-	FlowDrops uint64            `json:"flow_drops,omitempty"` // stats, flow-count sink: packets the counter's socket dropped (not in Flows)
-	XDPDrops  uint64            `json:"xdp_drops,omitempty"`  // stats, xdp-drop sink: packets dropped by the program
-	Sink      string            `json:"sink,omitempty"`       // stats: the active sink
-	UptimeMS  int64             `json:"uptime_ms,omitempty"`  // stats: guest clock when sampled
+	Eth0      *IfStats            `json:"eth0,omitempty"`       // stats
+	Links     map[string]*IfStats `json:"links,omitempty"`      // stats, with vnb.nic: every configured NIC (eth0 too) by MAC
+	Flows     map[string]uint64   `json:"flows,omitempty"`      // stats, flow-count sink: UDP source port -> packets
+	FlowDrops uint64              `json:"flow_drops,omitempty"` // stats, flow-count sink: packets the counter's socket dropped (not in Flows)
+	XDPDrops  uint64              `json:"xdp_drops,omitempty"`  // stats, xdp-drop sink: packets dropped by the program
+	Sink      string              `json:"sink,omitempty"`       // stats: the active sink
+	UptimeMS  int64               `json:"uptime_ms,omitempty"`  // stats: guest clock when sampled
 
 	Msg string `json:"msg,omitempty"` // error (and optional detail on ok)
 	// Unsupported marks an error event whose op this guest's kernel

@@ -26,6 +26,10 @@ const (
 	testGuestIP  = "10.0.0.2"
 	testHostIP   = "10.0.0.1"
 	testGuestMAC = "52:54:00:12:34:56"
+	// The second NIC (vnb.nic) of TestBootTraffic's guest, on tap vnbt1.
+	testGuest2IP  = "10.0.1.2"
+	testHost2IP   = "10.0.1.1"
+	testGuest2MAC = "52:54:00:12:34:57"
 )
 
 // TestMain removes the agent built for the tests and fails the run if a
@@ -142,8 +146,9 @@ func sh(tb testing.TB, argv ...string) string {
 	return string(out)
 }
 
-// testNetns creates netns vnb-<unique> with tap vnbt0 (10.0.0.1/24) and
-// deletes it (and with it the tap) in Cleanup.
+// testNetns creates netns vnb-<unique> with taps vnbt0 (10.0.0.1/24) and
+// vnbt1 (10.0.1.1/24, for a guest's second NIC) and deletes it (and with
+// it the taps) in Cleanup.
 func testNetns(tb testing.TB) string {
 	tb.Helper()
 	ns := fmt.Sprintf("vnb-img%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
@@ -157,6 +162,9 @@ func testNetns(tb testing.TB) string {
 	sh(tb, "ip", "-n", ns, "tuntap", "add", "dev", "vnbt0", "mode", "tap")
 	sh(tb, "ip", "-n", ns, "addr", "add", testHostIP+"/24", "dev", "vnbt0")
 	sh(tb, "ip", "-n", ns, "link", "set", "vnbt0", "up")
+	sh(tb, "ip", "-n", ns, "tuntap", "add", "dev", "vnbt1", "mode", "tap")
+	sh(tb, "ip", "-n", ns, "addr", "add", testHost2IP+"/24", "dev", "vnbt1")
+	sh(tb, "ip", "-n", ns, "link", "set", "vnbt1", "up")
 	return ns
 }
 
@@ -200,6 +208,11 @@ func bootVMWith(tb testing.TB, img *Image, ns, cmdline string, serialOnly bool) 
 		argv = append(argv,
 			"-netdev", "tap,id=n0,ifname=vnbt0,script=no,downscript=no,vhost=off",
 			"-device", "virtio-net-pci,netdev=n0,mac="+testGuestMAC)
+		if strings.Contains(cmdline, "vnb.nic=") {
+			argv = append(argv,
+				"-netdev", "tap,id=n1,ifname=vnbt1,script=no,downscript=no,vhost=off",
+				"-device", "virtio-net-pci,netdev=n1,mac="+testGuest2MAC)
+		}
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
 	vm := &testVM{console: console, start: time.Now(), exited: make(chan struct{})}
@@ -245,7 +258,12 @@ func (vm *testVM) consoleText() string {
 // tapStats returns the tap's counters in the netns (ip -s -j link).
 func tapStats(tb testing.TB, ns string) (txPackets, txBytes uint64) {
 	tb.Helper()
-	out := sh(tb, "ip", "-n", ns, "-s", "-j", "link", "show", "vnbt0")
+	return tapStatsOf(tb, ns, "vnbt0")
+}
+
+func tapStatsOf(tb testing.TB, ns, tap string) (txPackets, txBytes uint64) {
+	tb.Helper()
+	out := sh(tb, "ip", "-n", ns, "-s", "-j", "link", "show", tap)
 	var v []struct {
 		Stats64 struct {
 			TX struct {

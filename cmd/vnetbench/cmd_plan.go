@@ -17,11 +17,11 @@ import (
 )
 
 // planCommands returns the exact commands and /proc writes a cell will run
-// with its guest under accel (one line each, shell-quoted for reading);
-// plan prints them under each cell. Tests may replace it; nil prints no
-// commands.
-var planCommands = func(c scenarios.Cell, accel qemu.Accel) ([]string, error) {
-	return runner.Commands(&c, accel), nil
+// with its guest under accel, among the run's cells run (one line each,
+// shell-quoted for reading); plan prints them under each cell. Tests may
+// replace it; nil prints no commands.
+var planCommands = func(c scenarios.Cell, accel qemu.Accel, run []scenarios.Cell) ([]string, error) {
+	return runner.Commands(&c, accel, run...), nil
 }
 
 // labHost describes this machine's KVM, CPUs and memory for plan and
@@ -185,7 +185,8 @@ func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, erro
 		}
 		p.LabVMs = append(p.LabVMs, planLabVM{Kernel: label, Argv: argv})
 	}
-	for i, c := range scenarios.Order(cells, seed) {
+	order := scenarios.Order(cells, seed)
+	for i, c := range order {
 		key := c.Kernel.Label + "\x00" + c.Name
 		ci, ok := p.cellIndex[key]
 		if !ok {
@@ -205,7 +206,7 @@ func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, erro
 			}
 			pc.Accel = string(accel)
 			if planCommands != nil && err == nil {
-				cmds, err := planCommands(c, accel)
+				cmds, err := planCommands(c, accel, order)
 				if err != nil {
 					return nil, fmt.Errorf("plan %s: %w", c.Name, err)
 				}

@@ -245,7 +245,7 @@ func TestPlanErrors(t *testing.T) {
 func TestPlanCommandsHook(t *testing.T) {
 	old := planCommands
 	t.Cleanup(func() { planCommands = old })
-	planCommands = func(c scenarios.Cell, _ qemu.Accel) ([]string, error) {
+	planCommands = func(c scenarios.Cell, _ qemu.Accel, _ []scenarios.Cell) ([]string, error) {
 		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Config.(*iperf3.Config).Duration.String()}, nil
 	}
 	got, code := runCLI(t, "plan", "thread-iperf3", "--seed", "1")

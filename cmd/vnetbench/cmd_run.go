@@ -156,7 +156,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				fmt.Fprintf(stderr, "vnetbench: warning: %s\n", warn)
 			}
 			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), accel)
-			for _, l := range runner.Commands(c, accel) {
+			for _, l := range runner.Commands(c, accel, cells...) {
 				fmt.Fprintf(stdout, "     %s\n", l)
 			}
 		}

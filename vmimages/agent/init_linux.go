@@ -223,6 +223,9 @@ type linuxSystem struct {
 	debug bool
 	mu    sync.Mutex
 	link  netlink.Link
+	// links are the configured NICs by MAC (eth0 and vnb.nic's), when
+	// there is more than one.
+	links map[string]netlink.Link
 	sink  string
 	xdp   *xdpSink
 	flows *flowSink
@@ -288,7 +291,50 @@ func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
 			return fmt.Errorf("add default route via %s: %w", cfg.Gateway, err)
 		}
 	}
+	if len(cfg.NICs) == 0 {
+		return nil
+	}
+	s.links = map[string]netlink.Link{link.Attrs().HardwareAddr.String(): link}
+	for _, n := range cfg.NICs {
+		l, err := linkByMAC(n.MAC, 3*time.Second)
+		if err != nil {
+			return err
+		}
+		if cfg.MTU > 0 {
+			if err := netlink.LinkSetMTU(l, cfg.MTU); err != nil {
+				return fmt.Errorf("set mtu %d on %s: %w", cfg.MTU, l.Attrs().Name, err)
+			}
+		}
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: n.IP.Addr().AsSlice(), Mask: net.CIDRMask(n.IP.Bits(), n.IP.Addr().BitLen())}}
+		if err := netlink.AddrAdd(l, addr); err != nil {
+			return fmt.Errorf("add address %s to %s: %w", n.IP, l.Attrs().Name, err)
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up: %w", l.Attrs().Name, err)
+		}
+		s.links[n.MAC.String()] = l
+	}
 	return nil
+}
+
+// linkByMAC waits up to d for the NIC with mac.
+func linkByMAC(mac net.HardwareAddr, d time.Duration) (netlink.Link, error) {
+	deadline := time.Now().Add(d)
+	for {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return nil, fmt.Errorf("list links: %w", err)
+		}
+		for _, l := range links {
+			if l.Attrs().HardwareAddr.String() == mac.String() {
+				return l, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no network interface with MAC %s after %v (vnb.nic; is QEMU given a second -device virtio-net-pci with that MAC?)", mac, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (s *linuxSystem) Stats() (*vmimages.Event, error) {
@@ -302,6 +348,14 @@ func (s *linuxSystem) Stats() (*vmimages.Event, error) {
 		return nil, err
 	}
 	ev := &vmimages.Event{Eth0: st, Sink: s.sinkName(), UptimeMS: uptimeMS()}
+	if len(s.links) > 0 {
+		ev.Links = map[string]*vmimages.IfStats{}
+		for mac, l := range s.links {
+			if ev.Links[mac], err = readIfStats(l.Attrs().Name); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if s.xdp != nil {
 		if ev.XDPDrops, err = s.xdp.count(); err != nil {
 			return nil, err
