@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,6 +82,7 @@ func initMain() error {
 			}
 		}
 		emit(Event{Ev: "ready"})
+		printSlowInitcalls()
 		for { // sleep, not select{}: the runtime would call a goroutine-free PID 1 deadlocked
 			time.Sleep(time.Hour)
 		}
@@ -254,4 +256,39 @@ func linkUp(name string) error {
 		return fmt.Errorf("link %s up: %w", name, err)
 	}
 	return nil
+}
+
+// printSlowInitcalls prints, when the kernel was booted with
+// initcall_debug (a boot profile, e.g. lab-selftest --boot-only
+// --variants), the initcalls that took 100 ms or more, from the kernel's
+// log: after the boot, so that printing them does not slow it.
+func printSlowInitcalls() {
+	b, _ := os.ReadFile("/proc/cmdline")
+	if !strings.Contains(" "+string(b)+" ", " initcall_debug ") {
+		return
+	}
+	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 8192)
+	for {
+		n, err := f.Read(buf)
+		if errors.Is(err, unix.EPIPE) {
+			continue // records overwritten before we read them
+		}
+		if err != nil || n == 0 {
+			return
+		}
+		// "PRIO,SEQ,USEC,FLAGS;initcall foo+0x0/0x1 returned 0 after 1234 usecs"
+		_, msg, _ := strings.Cut(string(buf[:n]), ";")
+		msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
+		f := strings.Fields(msg)
+		if len(f) == 7 && f[0] == "initcall" && f[6] == "usecs" {
+			if us, err := strconv.Atoi(f[5]); err == nil && us >= 100000 {
+				fmt.Fprintf(os.Stdout, "slow initcall %s %d ms\n", f[1], us/1000)
+			}
+		}
+	}
 }
