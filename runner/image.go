@@ -67,6 +67,12 @@ func VMImagesBuilder(agentBinary string) ImageFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &GuestImage{Kernel: img.Kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease}, nil
+		kernel := img.Kernel
+		// The uncompressed kernel at its PVH entry when it has one: no
+		// firmware loading, no decompression under TCG.
+		if v, err := vmimages.PVHKernel(ctx, img.Kernel, ""); err == nil {
+			kernel = v
+		}
+		return &GuestImage{Kernel: kernel, Initrd: img.Initramfs, KernelRelease: img.KernelRelease}, nil
 	}
 }

@@ -1,0 +1,87 @@
+package vmimages
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// lz4Text is the input of testdata/lz4/text.lz4-legacy.
+func lz4Text() []byte {
+	var b bytes.Buffer
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&b, "line %d: the quick brown fox jumps over the lazy dog %d\n", i, i*i%97)
+	}
+	return b.Bytes()
+}
+
+// The legacy LZ4 frames the lz4 command writes decode to their input.
+func TestLZ4Legacy(t *testing.T) {
+	in, err := os.ReadFile("testdata/lz4/text.lz4-legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lz4Text()
+	if len(want) != 172432 {
+		t.Fatalf("lz4Text is %d bytes, the capture was made from 172432", len(want))
+	}
+	// A trailing size, as a bzImage payload has, is not a block.
+	got, err := lz4Legacy(append(in, 0x90, 0xa1, 0x02, 0x00))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("decoded %d bytes (%v), want the %d of the input", len(got), err, len(want))
+	}
+	for _, bad := range [][]byte{in[:len(in)/2], append(in[:8:8], 0xff)} {
+		if got, err := lz4Legacy(bad); err == nil && bytes.Equal(got, want) {
+			t.Errorf("a damaged stream decoded whole")
+		}
+	}
+	if _, err := lz4Block(nil, []byte{0x0f, 1, 0}); err == nil {
+		t.Error("a match before any output: no error")
+	}
+}
+
+// PVHKernel turns Debian's kernels (the cloud flavour is LZ4, the generic
+// one XZ with the x86 filter) into an ELF with a PVH entry, cached by the
+// image's hash.
+func TestPVHKernel(t *testing.T) {
+	k := testKernel(t)
+	images := []string{k.Image}
+	// The lab e2e's kernel (XZ) when the cache has it.
+	if more, _ := filepath.Glob(filepath.Join(CacheDir(), "kernels", "debian", "linux-image-6.1.0-*-amd64-unsigned", "boot", "vmlinuz-6.1.0-*-amd64")); len(more) > 0 {
+		images = append(images, more[0])
+	}
+	seen := map[string]bool{}
+	for _, img := range images {
+		if seen[img] {
+			continue
+		}
+		seen[img] = true
+		cache := t.TempDir()
+		out, err := PVHKernel(t.Context(), img, cache)
+		if err != nil {
+			t.Fatalf("%s: %v", img, err)
+		}
+		f, err := elf.Open(out)
+		if err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		f.Close()
+		if !strings.HasPrefix(out, cache) {
+			t.Errorf("vmlinux %s outside the cache %s", out, cache)
+		}
+		st, _ := os.Stat(out)
+		again, err := PVHKernel(t.Context(), img, cache)
+		st2, _ := os.Stat(again)
+		if err != nil || again != out || !st.ModTime().Equal(st2.ModTime()) {
+			t.Errorf("second call: %s, %v; want the cached %s", again, err, out)
+		}
+		t.Logf("%s -> %s (%d bytes)", filepath.Base(img), out, st.Size())
+	}
+	if _, err := PVHKernel(t.Context(), "testdata/lz4/text.lz4-legacy", t.TempDir()); err == nil || !strings.Contains(err.Error(), "bzImage") {
+		t.Errorf("not a bzImage: err = %v", err)
+	}
+}
