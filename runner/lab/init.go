@@ -81,8 +81,8 @@ func initMain() error {
 				return err
 			}
 		}
+		printSlowInitcalls() // before ready: the host may stop the guest right after
 		emit(Event{Ev: "ready"})
-		printSlowInitcalls()
 		for { // sleep, not select{}: the runtime would call a goroutine-free PID 1 deadlocked
 			time.Sleep(time.Hour)
 		}

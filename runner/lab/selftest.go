@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/pktgen"
 	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // SelfTestConfig is an in-lab check of the lab's pktgen, tap and vhost-net
@@ -37,6 +38,8 @@ type SelfTestConfig struct {
 	// BootOnly boots each backend's nested guest and measures, no pktgen.
 	BootOnly bool
 	Log      io.Writer
+	// consoleSuffix tells the consoles of Variants apart.
+	consoleSuffix string
 }
 
 // SelfTestBackend is one backend's measurement.
@@ -115,9 +118,12 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 		variants = []string{c.GuestAppend}
 	}
 	for _, be := range c.Backends {
-		for _, v := range variants {
+		for i, v := range variants {
 			vc := c
 			vc.GuestAppend = v
+			if len(variants) > 1 {
+				vc.consoleSuffix = fmt.Sprintf("-v%d", i)
+			}
 			r, err := selfTestBackend(ctx, vc, be, initrd, tmp)
 			if r != nil {
 				res.Backends = append(res.Backends, *r)
@@ -193,11 +199,15 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+"-console.log")
+	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+c.consoleSuffix+"-console.log")
 	os.Remove(console)
+	kernel := c.GuestKernel
+	if v, err := vmimages.PVHKernel(ctx, c.GuestKernel, ""); err == nil {
+		kernel = v // as the runner boots its guests
+	}
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
-		Kernel: c.GuestKernel, Initrd: initrd,
+		Kernel: kernel, Initrd: initrd,
 		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
