@@ -267,14 +267,16 @@ func printSlowInitcalls() {
 	if !strings.Contains(" "+string(b)+" ", " initcall_debug ") {
 		return
 	}
-	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|unix.O_NONBLOCK, 0)
+	// A raw non-blocking fd: an *os.File would wait in Go's poller for
+	// records that never come instead of returning EAGAIN at the end.
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	buf := make([]byte, 8192)
 	for {
-		n, err := f.Read(buf)
+		n, err := unix.Read(fd, buf)
 		if errors.Is(err, unix.EPIPE) {
 			continue // records overwritten before we read them
 		}
@@ -284,10 +286,10 @@ func printSlowInitcalls() {
 		// "PRIO,SEQ,USEC,FLAGS;initcall foo+0x0/0x1 returned 0 after 1234 usecs"
 		_, msg, _ := strings.Cut(string(buf[:n]), ";")
 		msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
-		f := strings.Fields(msg)
-		if len(f) == 7 && f[0] == "initcall" && f[6] == "usecs" {
-			if us, err := strconv.Atoi(f[5]); err == nil && us >= 100000 {
-				fmt.Fprintf(os.Stdout, "slow initcall %s %d ms\n", f[1], us/1000)
+		w := strings.Fields(msg)
+		if len(w) == 7 && w[0] == "initcall" && w[6] == "usecs" {
+			if us, err := strconv.Atoi(w[5]); err == nil && us >= 100000 {
+				fmt.Fprintf(os.Stdout, "slow initcall %s %d ms\n", w[1], us/1000)
 			}
 		}
 	}
