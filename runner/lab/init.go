@@ -88,13 +88,7 @@ func initMain() error {
 		}
 	case "lab":
 		if cfg.PerfKeys {
-			// Held until the power-off, never released: flipping a
-			// perf static key live-patches the scheduler, which can
-			// lock up a kernel under TCG; now, with nothing else
-			// running yet, is the quietest moment to do it once.
-			if _, err := perfkeys.Hold(); err != nil {
-				fmt.Fprintf(os.Stdout, "lab-init: %v (perf sessions inside may make the kernel patch its code)\n", err)
-			}
+			holdPerfKeys()
 		}
 		code, err := runLab(&cfg)
 		if err != nil {
@@ -292,5 +286,31 @@ func printSlowInitcalls() {
 				fmt.Fprintf(os.Stdout, "slow initcall %s %d ms\n", w[1], us/1000)
 			}
 		}
+	}
+}
+
+// holdPerfKeys turns the kernel's perf static keys on for good (held until
+// the power-off, never released; see runner/perfkeys) while every CPU but
+// the boot CPU is offline. Flipping a key live-patches the scheduler with
+// an int3 and IPIs; under QEMU's multi-threaded TCG a vCPU that runs the
+// patched site can keep executing a stale translation of the int3 and
+// never answer (the lockup this avoids). With one CPU online nothing runs
+// the code being patched, and the keys then never flip again.
+func holdPerfKeys() {
+	var offline []string
+	paths, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/online")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "1" && os.WriteFile(p, []byte("0"), 0) == nil {
+			offline = append(offline, p)
+		}
+	}
+	_, err := perfkeys.Hold()
+	for _, p := range offline {
+		if werr := os.WriteFile(p, []byte("1"), 0); werr != nil {
+			fmt.Fprintf(os.Stdout, "lab-init: bring %s back: %v\n", filepath.Dir(p), werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stdout, "lab-init: %v (perf sessions inside may make the kernel patch its code)\n", err)
 	}
 }

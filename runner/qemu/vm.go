@@ -59,8 +59,13 @@ func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM,
 	return vm, nil
 }
 
+// qmpWait bounds the wait for QEMU's QMP monitor to answer. QEMU answers
+// only after loading the kernel: a nested QEMU in a loaded TCG lab VM,
+// reading a 50 MB vmlinux over 9p, took over 20 s.
+var qmpWait = 2 * time.Minute
+
 func (vm *VM) connectQMP(ctx context.Context) error {
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(qmpWait)
 	for {
 		q, err := DialQMP(ctx, vm.Config.QMPSocket)
 		if err == nil {
@@ -78,7 +83,7 @@ func (vm *VM) connectQMP(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no QMP socket after 20s: %w", err)
+			return fmt.Errorf("no QMP answer after %v: %w", qmpWait, err)
 		}
 	}
 }
