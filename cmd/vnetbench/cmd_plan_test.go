@@ -323,15 +323,18 @@ func TestPlanKVM(t *testing.T) {
 }
 
 // TestDryRunAccel: run --dry-run prints the accelerator each cell's guest
-// gets on this host and the lab VMs' QEMU argv, and refuses (exit 2, as
-// run would) guest.accel: kvm where KVM does not work.
+// gets on this host, the lab VMs' QEMU argv and the shared two-NIC guest,
+// and refuses (exit 2, as run would) guest.accel: kvm where KVM does not
+// work.
 func TestDryRunAccel(t *testing.T) {
 	old := labHost
 	t.Cleanup(func() { labHost = old })
 	labHost = func() runner.LabHost { return testHost(amdNested) }
 	got, code := runCLI(t, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", "/runs/x")
 	for _, want := range []string{"accelerator: kvm (a test vCPU ran; kvm_amd, nested=1)", "(kernel stock, kvm)",
-		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 5 -m 2048"} {
+		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 5 -m 2048",
+		// TAP and TAP+vhost-net cells share one guest: a vhost=on NIC on vnbt1.
+		"vnb.nic=52:54:00:12:34:57,10.0.1.2/24", "ifname=vnbt1,script=no,downscript=no,vhost=on"} {
 		if code != 0 || !strings.Contains(got, want) {
 			t.Errorf("dry run on an AMD host lacks %q (exit %d):\n%s", want, code, got)
 		}
