@@ -18,15 +18,16 @@ import (
 // e2eScenario is the built-in lab-pktgen scenario in miniature: the
 // netdev thread's pinned tables (vhost-net worker on CPU 0, 1 and 4 pktgen
 // threads on the single-queue tap: sample01 for 1 thread, sample02 for 4)
-// with one repetition (each backend change reboots the nested guest, the
-// dominant cost: ~2-6 min under TCG in TCG), with a boot deadline for a
+// with one repetition (a nested guest's boot is the dominant cost: ~2-6
+// min under TCG in TCG), with a boot deadline for a
 // loaded 2-core machine, and pktgen both native (the harness's /proc
 // writes of the samples) and in script mode (the kernel's own
 // pktgen_sample01_simple.sh and pktgen_sample02_multiqueue.sh from
 // Debian's linux-source of the same kernel). Both use pktgen's default
 // xmit mode, as the sample scripts do (they take no xmit mode), so the
-// two are the same experiment; the cells of one backend share one nested
-// guest, and the lab VM gets 4 vCPUs for kpktgend_0..3. An AF_XDP cell
+// two are the same experiment; the TAP and TAP+vhost-net cells share one
+// nested guest (a vhost=off and a vhost=on NIC), and the lab VM gets 4
+// vCPUs for kpktgend_0..3. An AF_XDP cell
 // (the Go generator, zero-copy) rides along at no boot's cost: a stock
 // kernel refuses tun's AF_XDP zero-copy, so it is n/a at once with the
 // kernel's reason. %s is the kernel tree.
