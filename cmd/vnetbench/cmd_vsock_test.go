@@ -195,3 +195,26 @@ func TestRunVsockLoopbackE2E(t *testing.T) {
 		}
 	}
 }
+
+// On Debian's 6.1 guest kernel (no vsock sockmap) the sockmap cell is n/a
+// with the reason (the guest's refusal, a real 6.1 boot), the run warns
+// before it starts, goes on and exits 0. The guest boots in about 3 s.
+func TestRunVsockSockmapNAE2E(t *testing.T) {
+	needRunHost(t)
+	file := writeScenario(t, builtinVariant(t, "vsock-sockmap-loopback", "repetitions: 3", "repetitions: 1", "duration: 10s", "duration: 1s",
+		`debian: "6.12"`, `debian: "6.1"`, "redirector: [socat, sockmap]", "redirector: sockmap"))
+	out, dir := runVsockE2E(t, file)
+	const why = "this kernel has no vsock sockmap support (Linux 6.4+)"
+	// The table's notes wrap over lines: read them without the borders.
+	flat := strings.Join(strings.Fields(strings.ReplaceAll(out, "|", " ")), " ")
+	if !strings.Contains(flat, "n/a: "+why) {
+		t.Errorf("the table lacks the n/a reason %q", why)
+	}
+	if !strings.Contains(out, "vnetbench: warning: tap/vsock-t1 reads n/a: guest kernel Debian 6.1 has no vsock sockmap") {
+		t.Errorf("no warning before the run")
+	}
+	samples := readResults(t, dir)
+	if len(samples) != 1 || samples[0]["unsupported"] != why {
+		t.Errorf("samples %v, want one n/a sample", samples)
+	}
+}
