@@ -164,6 +164,9 @@ func socatBinary() (string, error) {
 	return p, nil
 }
 
+// socatReadyWait is how long socat gets to connect and bind its socket.
+const socatReadyWait = 60 * time.Second
+
 func startSocat(a guestArgs) (redirector, error) {
 	bin, err := socatBinary()
 	if err != nil {
@@ -178,8 +181,9 @@ func startSocat(a guestArgs) (redirector, error) {
 	}
 	go func() { s.werr = s.cmd.Wait(); close(s.done) }()
 	// socat connects to the server, then binds the unix socket: ready
-	// when the socket exists.
-	deadline := time.Now().Add(10 * time.Second)
+	// when the socket exists. In a nested guest under TCG (lab mode
+	// without KVM) socat's start alone took more than 10 s.
+	deadline := time.Now().Add(socatReadyWait)
 	for {
 		if fi, err := os.Stat(redirectPath); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			return s, nil
@@ -191,7 +195,7 @@ func startSocat(a guestArgs) (redirector, error) {
 		}
 		if time.Now().After(deadline) {
 			s.close()
-			return nil, fmt.Errorf("socat did not create %s within 10s: %s", redirectPath, lastLines(s.out.String(), 3))
+			return nil, fmt.Errorf("socat did not create %s within %v: %s", redirectPath, socatReadyWait, lastLines(s.out.String(), 3))
 		}
 	}
 }
