@@ -143,15 +143,35 @@ func (c *Client) lastSeen() string {
 // exited) before the answer arrived.
 var ErrClosed = errors.New("agent connection closed")
 
-// pingEvery is how often WaitReady asks again ("ping") in case the ready
-// event was sent before the host connected (serial console fallback).
-const pingEvery = time.Second
+// WaitReady asks again ("ping") in case the ready event was sent before
+// the host connected (serial console fallback): after pingFirst, then at
+// intervals that double up to pingMax. Not every second for the whole
+// boot: the pings queue up in the port until the agent starts reading, and
+// it answers each with a ready event before any later request. A nested
+// guest under TCG in a TCG lab VM boots for 400-500 s on a loaded machine:
+// one ping a second queued as many, whose answers (each a write through
+// the nested virtio-serial port) came before the first stats request's.
+var (
+	pingFirst = time.Second
+	pingMax   = 30 * time.Second
+)
+
+// pingDelay is the wait before ping n (0, 1, ...): pingFirst doubled n
+// times, at most pingMax.
+func pingDelay(n int) time.Duration {
+	d := pingFirst
+	for i := 0; i < n && d < pingMax; i++ {
+		d *= 2
+	}
+	return min(d, pingMax)
+}
 
 // WaitReady waits for the agent's ready event and returns it. It pings the
-// agent every second meanwhile, so a ready event lost before the host
+// agent meanwhile (pingDelay), so a ready event lost before the host
 // connected is repeated.
 func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
-	tick := time.NewTicker(pingEvery)
+	pings := 0
+	tick := time.NewTimer(pingDelay(pings))
 	defer tick.Stop()
 	var pinging sync.Mutex
 	for {
@@ -171,6 +191,8 @@ func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for agent ready: %w%s", ctx.Err(), c.lastSeen())
 		case <-tick.C:
+			pings++
+			tick.Reset(pingDelay(pings))
 			if pinging.TryLock() {
 				go func() {
 					defer pinging.Unlock()
