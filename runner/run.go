@@ -120,10 +120,6 @@ type runState struct {
 	// iperf3 server); every guest image carries it all, so a VM is reused
 	// between cells of different workloads.
 	guestContents GuestContents
-	// retried is the cell last run again after its guest stopped
-	// answering (once per cell); retryNote goes into that run's sample.
-	retried   *scenarios.Cell
-	retryNote string
 	// paired are the guests (pairedKey) whose tap and tap+vhost cells
 	// share one boot: a guest with a vhost=off and a vhost=on NIC.
 	paired map[string]bool
@@ -263,8 +259,8 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 			}
 			sum.Netns = r.ns.Name
 		}
-		s, err := r.runSample(ctx, c)
-		if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) && r.retried != c {
+		s, err := r.runSample(ctx, c, "")
+		if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
 			// A guest that stopped answering without a kernel fault on
 			// its console (seen under TCG in TCG on a loaded host) is the
 			// harness's trouble, not a measurement: the cell runs once
@@ -273,9 +269,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 			if serr := r.stopGuest(); serr != nil {
 				r.logf("stop the silent guest: %v", serr)
 			}
-			r.retried, r.retryNote = c, "ran on a fresh guest after the previous one stopped answering: "+err.Error()
-			s, err = r.runSample(ctx, c)
-			r.retryNote = ""
+			s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
 		}
 		if err != nil {
 			if ctx.Err() != nil {

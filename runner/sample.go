@@ -52,8 +52,9 @@ func (r *runState) snapshot(ctx context.Context, g *guest, nic *guestNIC) (Count
 }
 
 // runSample runs one repetition of one cell: host knobs, warmup, window,
-// teardown of the knobs, then appends the sample.
-func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
+// teardown of the knobs, then appends the sample; a non-empty note is
+// added to the sample's warnings.
+func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string) (*results.Sample, error) {
 	cellStart := time.Now()
 	var bootTime time.Duration
 	fail := func(phase string, err error) error {
@@ -300,8 +301,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell) (*results.S
 		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
 	}
 	s.Warnings = append(s.Warnings, g.warnings...)
-	if r.retryNote != "" {
-		s.Warnings = append(s.Warnings, r.retryNote)
+	if note != "" {
+		s.Warnings = append(s.Warnings, note)
 	}
 	if vhostWarn != "" {
 		s.Warnings = append(s.Warnings, vhostWarn)
