@@ -42,12 +42,13 @@ check:
 	$(GO) tool staticcheck ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests)
-# or build kernels (runner/kbuild).
+# or build kernels (runner/kbuild, before runner/lab, whose pktgen e2e
+# boots the kernels it builds).
 # make test runs every other package under the race detector (which needs
 # cgo: gcc), and these without it, one at a time (-p 1): run side by side on
 # a small machine they only slow each other past their deadlines.
 MODULE    := github.com/vnetbench/vnetbench
-VM_PKGS   := ./cmd/vnetbench ./runner ./runner/lab ./runner/kbuild ./vmimages
+VM_PKGS   := ./cmd/vnetbench ./runner ./runner/kbuild ./runner/lab ./vmimages
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
 # make check, then unit tests plus every end-to-end test this machine can
@@ -60,10 +61,10 @@ test: build check
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary \
 	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test -json -p 1 -count=1 -timeout 45m $(VM_PKGS)
+	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS)
 
 e2e: build
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 45m -v -run '$(RUN)' $(or $(PKG),./...)
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
 
 demo: deps build
 	./$(BIN)/vnetbench run quickstart -o runs/quickstart-$$(date +%Y%m%d-%H%M%S)

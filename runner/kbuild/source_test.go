@@ -3,7 +3,6 @@ package kbuild
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,55 +18,11 @@ const (
 	e2eConfig    = "testdata/e2e.config"
 )
 
-// DebianSource returns Debian's linux-source-6.1 unpacked in the harness
-// cache (CACHE/src/linux-source-6.1, ~1.5 GB: a plain tree, not a git
-// repository), fetching it with apt-get download the first time (~140 MB).
+// debianSource returns Debian's linux-source-6.1 unpacked in the harness
+// cache (CACHE/src/linux-source-6.1), fetching it the first time.
 func debianSource(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(vmimages.CacheDir(), "src", "linux-source-6.1")
-	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err == nil {
-		return dir
-	}
-	for _, tool := range []string{"apt-get", "dpkg-deb", "tar", "xz"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Skipf(t, "fetching linux-source-6.1 needs %s", tool)
-		}
-	}
-	dl := t.TempDir()
-	get := exec.CommandContext(t.Context(), "apt-get", "download", "-q", "linux-source-6.1")
-	get.Dir = dl
-	if out, err := get.CombinedOutput(); err != nil {
-		testenv.Skipf(t, "cannot fetch linux-source-6.1: %v: %s", err, out)
-	}
-	debs, _ := filepath.Glob(filepath.Join(dl, "linux-source-6.1_*.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("apt-get download linux-source-6.1: want one .deb, got %v", debs)
-	}
-	root := filepath.Dir(dir)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(root, ".unpack-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	start := time.Now()
-	// The .deb holds usr/src/linux-source-6.1.tar.xz. Fixed argv, paths as
-	// arguments.
-	unpack := exec.CommandContext(t.Context(), "bash", "-c",
-		`set -o pipefail; dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards '*/linux-source-6.1.tar.xz' | tar -xJ -C "$2"`,
-		"unpack", debs[0], tmp)
-	if out, err := unpack.CombinedOutput(); err != nil {
-		t.Fatalf("unpack %s: %v: %s", debs[0], err, out)
-	}
-	if err := os.Rename(filepath.Join(tmp, "linux-source-6.1"), dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "Makefile")); serr != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("linux-source-6.1 unpacked into %s in %s", dir, time.Since(start).Round(time.Second))
-	return dir
+	return testenv.DebianLinuxSource(t, filepath.Join(vmimages.CacheDir(), "src"), "6.1")
 }
 
 type testWriter struct{ t *testing.T }

@@ -34,21 +34,6 @@ func needLab(t *testing.T) {
 	}
 }
 
-// vnetbenchBinary returns $VNETBENCH_BIN or builds ./cmd/vnetbench.
-func vnetbenchBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("VNETBENCH_BIN"); b != "" {
-		return b
-	}
-	out := filepath.Join(t.TempDir(), "vnetbench")
-	cmd := exec.Command("go", "build", "-o", out, "../../cmd/vnetbench")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build vnetbench: %v\n%s", err, b)
-	}
-	return out
-}
-
 func fetchKernel(t *testing.T, version string) *vmimages.Kernel {
 	t.Helper()
 	k, err := vmimages.FetchDebianKernel(t.Context(), version, "")
@@ -68,7 +53,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // writes into the shared run directory.
 func TestLabBoot(t *testing.T) {
 	needLab(t)
-	bin := vnetbenchBinary(t)
+	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
 	fetchKernel(t, e2eLabKernel)
 	run := t.TempDir()
 	res, err := Run(t.Context(), Config{
@@ -99,7 +84,7 @@ func TestLabBoot(t *testing.T) {
 // and `vnetbench doctor` inside sees 6.12 and /dev/vhost-vsock.
 func TestLabBoot612(t *testing.T) {
 	needLab(t)
-	bin := vnetbenchBinary(t)
+	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
 	k := fetchKernel(t, "6.12-amd64")
 	run := t.TempDir()
 	res, err := Run(t.Context(), Config{
@@ -142,7 +127,7 @@ func TestLabBoot612(t *testing.T) {
 func TestLabPktgenSelfTest(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_LAB_SELFTEST", "TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/lab")
 	needLab(t)
-	bin := vnetbenchBinary(t)
+	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
 	fetchKernel(t, e2eLabKernel)
 	g := fetchKernel(t, e2eGuestKernel)
 	run := t.TempDir()
@@ -184,7 +169,7 @@ func TestLabPktgenSelfTest(t *testing.T) {
 // 2 (bad input inside) comes back as exit code 2; the VM is gone after both.
 func TestLabDeadlines(t *testing.T) {
 	needLab(t)
-	bin := vnetbenchBinary(t)
+	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
 	fetchKernel(t, e2eLabKernel)
 	run := t.TempDir()
 	_, err := Run(t.Context(), Config{Label: "deadline", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,
