@@ -95,6 +95,15 @@ func TestLabPktgenE2E(t *testing.T) {
 	scripts := filepath.Join(tmp, "linux")
 	copyDir(t, filepath.Join(src, "samples", "pktgen"), filepath.Join(scripts, "samples", "pktgen"))
 	dir := filepath.Join(tmp, "run")
+	if keep := os.Getenv("VNETBENCH_E2E_KEEP"); keep != "" {
+		// The whole run directory, passed or failed: a real run's
+		// results for report fixtures, or what went wrong.
+		t.Cleanup(func() {
+			if out, err := exec.Command("cp", "-a", dir, keep).CombinedOutput(); err != nil {
+				t.Logf("keep the run directory: %v: %s", err, out)
+			}
+		})
+	}
 	scen := filepath.Join(tmp, "lab-pktgen-e2e.yaml")
 	if err := os.WriteFile(scen, []byte(fmt.Sprintf(e2eScenario, src, frag, src, patch, frag, scripts)), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,16 +171,8 @@ func TestLabPktgenE2E(t *testing.T) {
 			}
 		}
 	}
-	if keep := os.Getenv("VNETBENCH_E2E_KEEP"); keep != "" {
-		// A real run's results, for report fixtures: results.jsonl and
-		// env.json (the lab kernels' environments are inside).
-		for _, f := range []string{"results.jsonl", "env.json"} {
-			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
-				os.MkdirAll(keep, 0o755)
-				os.WriteFile(filepath.Join(keep, f), b, 0o644)
-			}
-		}
-		os.WriteFile(filepath.Join(keep, "report.txt"), rep, 0o644)
+	if os.Getenv("VNETBENCH_E2E_KEEP") != "" {
+		os.WriteFile(filepath.Join(dir, "report.txt"), rep, 0o644)
 	}
 	have := map[string]bool{}
 	lostPPS := map[string]map[string]float64{} // cell -> kernel -> lost_pps

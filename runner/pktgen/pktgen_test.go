@@ -340,6 +340,57 @@ func TestScriptRunsSampleAndParses(t *testing.T) {
 	}
 }
 
+// A script's window opens when it starts pktgen (the samples print
+// StartMarker right before pgctrl start), not when the script starts: a
+// SIGINT during its setup, before it traps SIGINT, would kill it with no
+// result. The stand-in spends 1.5 s in "setup", longer than its 1 s
+// duration, then blocks like pgctrl start until interrupted, and prints
+// its Results after the SIGINT as the samples do.
+func TestScriptWindowOpensAtStart(t *testing.T) {
+	testenv.NeedFile(t, "/bin/bash", "the sample script's interpreter")
+	f := newFake(t, "1")
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "samples", "pktgen")
+	os.MkdirAll(dir, 0o755)
+	res := fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	tail := res[strings.Index(res, "Result:"):]
+	script := "#!/bin/bash\nsleep 1.5\ntrap true SIGINT\necho '" + StartMarker + "' >&2\nsleep 60 >/dev/null 2>&1 & pid=$!; wait $pid; kill $pid\n" +
+		"for t in 0 1; do echo \"Device: vnbt0@$t\"; printf '%s' '" + tail + "'; done\n"
+	os.WriteFile(filepath.Join(dir, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
+	start := time.Now()
+	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
+		Config:     Config{Dev: "vnbt0", Threads: 2, CountSet: true, Duration: time.Second, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
+		KernelTree: tree, Sample: ModeMultiqueue})
+	if err != nil {
+		t.Fatalf("err = %v after %s (a SIGINT during the script's setup leaves no result)", err, time.Since(start).Round(time.Millisecond))
+	}
+	if !r.Stopped || len(r.Threads) != 2 || r.PPS() != 2*155742 {
+		t.Fatalf("result %+v", r)
+	}
+	if el := time.Since(start); el < 2500*time.Millisecond {
+		t.Errorf("the script was stopped %s after its start: before its 1.5 s setup plus the 1 s window", el.Round(time.Millisecond))
+	}
+}
+
+func TestMarkerWriterSplit(t *testing.T) {
+	w := &markerWriter{marker: []byte(StartMarker), seen: make(chan struct{})}
+	for _, part := range []string{"Running sample: pktgen\n", "Runn", "ing... ctrl", "^C to stop\n"} {
+		w.Write([]byte(part))
+	}
+	select {
+	case <-w.seen:
+	default:
+		t.Fatal("marker split across writes not seen")
+	}
+	w2 := &markerWriter{marker: []byte(StartMarker), seen: make(chan struct{})}
+	w2.Write([]byte("Running... ctrl^C to sto"))
+	select {
+	case <-w2.seen:
+		t.Fatal("a partial marker was taken for the marker")
+	default:
+	}
+}
+
 func TestParseScriptOutputSample01(t *testing.T) {
 	out := "Result device: vnbt0\n" + fixture(t, "pktgen-tap0-L1-drain-ok.txt")
 	m := ParseScriptOutput(out)

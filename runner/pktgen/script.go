@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -149,7 +150,7 @@ type ScriptRun struct {
 	plan    *Plan
 	out     *bytes.Buffer
 	start   time.Time
-	timer   *time.Timer
+	quit    chan struct{} // closed by Wait: the window's timers stop
 	expired chan struct{}
 	// drops0 is the tap's tx_dropped before the script started.
 	drops0   uint64
@@ -169,8 +170,10 @@ func (d *Driver) StartScript(ctx context.Context, exec proc.Executor, c ScriptCo
 	if err := d.Check(p.Config.Dev); err != nil {
 		return nil, err
 	}
-	s := &ScriptRun{d: d, plan: p, out: &bytes.Buffer{}, expired: make(chan struct{})}
+	s := &ScriptRun{d: d, plan: p, out: &bytes.Buffer{}, quit: make(chan struct{}), expired: make(chan struct{})}
 	cmd.Stdout = s.out
+	started := &markerWriter{marker: []byte(StartMarker), seen: make(chan struct{})}
+	cmd.Stderr = started
 	// The script writes pgctrl start itself: its drops are read around
 	// the whole script (its setup writes drop nothing).
 	s.drops0, s.drops0OK = d.TxDropped(p.Config.Dev)
@@ -179,9 +182,70 @@ func (d *Driver) StartScript(ctx context.Context, exec proc.Executor, c ScriptCo
 		return nil, err
 	}
 	if p.Config.Duration > 0 {
-		s.timer = time.AfterFunc(p.Config.Duration, func() { close(s.expired) })
+		// The window opens when the script starts pktgen, not when the
+		// script starts: its setup (a reset, then a write and a read-back
+		// per device and parameter) took longer than a 3 s window for 4
+		// threads under TCG, and a SIGINT before the script traps it
+		// kills the script, whose exit trap resets pktgen: no result.
+		go s.window(started.seen, p.Config.Duration)
 	}
 	return s, nil
+}
+
+// StartMarker is what the kernel's samples/pktgen scripts print on stderr
+// right before they write "start" to pgctrl (every script in Linux 6.1's
+// samples/pktgen does).
+const StartMarker = "Running... ctrl^C to stop"
+
+// ScriptSetupGrace bounds the wait for [StartMarker]: the duration of a
+// script that never prints it (a script of one's own) counts from this
+// long after the script's start.
+const ScriptSetupGrace = 2 * time.Minute
+
+// markerWriter discards what is written to it and closes seen once marker
+// has been written (also split across writes).
+type markerWriter struct {
+	marker []byte
+	tail   []byte
+	once   sync.Once
+	seen   chan struct{}
+}
+
+func (w *markerWriter) Write(p []byte) (int, error) {
+	w.tail = append(w.tail, p...)
+	if bytes.Contains(w.tail, w.marker) {
+		w.signal()
+	}
+	if keep := len(w.marker) - 1; len(w.tail) > keep {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-keep:]...)
+	}
+	return len(p), nil
+}
+
+func (w *markerWriter) signal() { w.once.Do(func() { close(w.seen) }) }
+
+// window closes s.expired d after started is closed (or after
+// ScriptSetupGrace without it), unless the script ends or Wait returns
+// first.
+func (s *ScriptRun) window(started <-chan struct{}, d time.Duration) {
+	grace := time.NewTimer(ScriptSetupGrace)
+	defer grace.Stop()
+	select {
+	case <-started:
+	case <-grace.C:
+	case <-s.pr.Done():
+		return
+	case <-s.quit:
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		close(s.expired)
+	case <-s.pr.Done():
+	case <-s.quit:
+	}
 }
 
 // Plan is the plan whose devices the script configures.
@@ -205,9 +269,7 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 		_ = s.pr.Stop(syscall.SIGINT, 10*time.Second)
 		errs = append(errs, ctx.Err())
 	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	close(s.quit)
 	res.Elapsed = time.Since(s.start)
 	if werr := s.pr.Wait(); werr != nil && !res.Stopped {
 		errs = append(errs, fmt.Errorf("pktgen script: %w", werr))
