@@ -34,6 +34,13 @@ func needLab(t *testing.T) {
 	}
 }
 
+// vnetbenchBinary returns $VNETBENCH_BIN or a static build of
+// ./cmd/vnetbench (a lab VM's /init).
+func vnetbenchBinary(t *testing.T) string {
+	t.Helper()
+	return testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+}
+
 func fetchKernel(t *testing.T, version string) *vmimages.Kernel {
 	t.Helper()
 	k, err := vmimages.FetchDebianKernel(t.Context(), version, "")
@@ -53,7 +60,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // writes into the shared run directory.
 func TestLabBoot(t *testing.T) {
 	needLab(t)
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)
 	run := t.TempDir()
 	res, err := Run(t.Context(), Config{
@@ -84,7 +91,7 @@ func TestLabBoot(t *testing.T) {
 // and `vnetbench doctor` inside sees 6.12 and /dev/vhost-vsock.
 func TestLabBoot612(t *testing.T) {
 	needLab(t)
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	k := fetchKernel(t, "6.12-amd64")
 	run := t.TempDir()
 	res, err := Run(t.Context(), Config{
@@ -127,7 +134,7 @@ func TestLabBoot612(t *testing.T) {
 func TestLabPktgenSelfTest(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_LAB_SELFTEST", "TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/lab")
 	needLab(t)
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)
 	g := fetchKernel(t, e2eGuestKernel)
 	run := t.TempDir()
@@ -169,7 +176,7 @@ func TestLabPktgenSelfTest(t *testing.T) {
 // 2 (bad input inside) comes back as exit code 2; the VM is gone after both.
 func TestLabDeadlines(t *testing.T) {
 	needLab(t)
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)
 	run := t.TempDir()
 	_, err := Run(t.Context(), Config{Label: "deadline", Kernel: Kernel{Debian: e2eLabKernel}, RunDir: run, Binary: bin,

@@ -37,7 +37,7 @@ import (
 func TestLabPerfStress(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_PERFSTRESS", "the lockup reproducer, minutes per run: VNETBENCH_PERFSTRESS=1 go test -run TestLabPerfStress -timeout 60m -v ./runner/lab")
 	needLab(t)
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)
 	env := func(k, def string) string {
 		if v := os.Getenv("VNETBENCH_PERFSTRESS_" + k); v != "" {

@@ -85,7 +85,7 @@ func TestLabPktgenE2E(t *testing.T) {
 	if err := kbuild.CheckDeps(); err != nil {
 		testenv.Skipf(t, "%v", err)
 	}
-	bin := testenv.VnetbenchBinary(t, "../../cmd/vnetbench")
+	bin := vnetbenchBinary(t)
 	src := testenv.DebianLinuxSource(t, filepath.Join(vmimages.CacheDir(), "src"), "6.1")
 	patch, _ := filepath.Abs(tunPatch)
 	frag, _ := filepath.Abs(e2eConfig)
