@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +128,10 @@ func TestRenderGolden(t *testing.T) {
 		{"quickstart-tcg-details.txt", run("quickstart-tcg"), "text", ASCII, Options{Details: true}},
 		{"quickstart-tcg-details.md", run("quickstart-tcg"), "markdown", ASCII, Options{Details: true}},
 		{"quickstart-tcg.json", run("quickstart-tcg"), "json", ASCII, Options{}},
+		// A real lab run by the runner: the lab pktgen e2e (linux-source-6.1
+		// stock vs patched with the tun backpressure patch, TCG in TCG).
+		{"lab-pktgen-tcg.txt", run("lab-pktgen-tcg"), "text", ASCII, Options{}},
+		{"lab-pktgen-tcg.md", run("lab-pktgen-tcg"), "markdown", ASCII, Options{Kinds: []string{KindThread}}},
 		// pktgen through fq_codel (queue_xmit): drops in the qdisc get a
 		// "Qdisc drops" row in the tables where some run had them.
 		{"qdisc.txt", run("qdisc-stock", "qdisc-patched"), "text", ASCII, Options{}},
@@ -190,6 +195,61 @@ func TestThreadTableShape(t *testing.T) {
 				t.Errorf("table %d context %q lacks %q", i, ctx, want)
 			}
 		}
+	}
+}
+
+// A real lab run keeps the thread's layout (issue 13): one thread-style
+// table per pktgen mode and thread count, with TAP and TAP + vhost-net rows
+// and stock and patched columns, although pin.vhost exists for the vhost
+// backend only and the run also holds n/a AF_XDP cells; the context names
+// what the rows share. Its Lost rows show what the patch did.
+func TestRealLabThreadTables(t *testing.T) {
+	_, r := built(t, Options{Kinds: []string{KindThread}}, "lab-pktgen-tcg")
+	seen := map[string]int{}
+	lostRows := 0
+	for _, tb := range r.Tables {
+		if strings.Join(tb.Header, ",") != "stock (TCG, nested),patched (TCG, nested),change" {
+			t.Errorf("table %q: header %q, want stock and patched columns and the change", tb.Context, tb.Header)
+		}
+		for _, want := range []string{"vhost pinned to CPU 0", "qdisc fq_codel", "3s", "60 B packets", "TCG"} {
+			if !strings.Contains(tb.Context, want) {
+				t.Errorf("context %q lacks %q", tb.Context, want)
+			}
+		}
+		var mode, threads string
+		for _, m := range []string{"simple", "multiqueue", "script"} {
+			if strings.HasSuffix(tb.Context, "mode "+m) {
+				mode = m
+			}
+		}
+		switch {
+		case strings.Contains(tb.Context, " 1 thread,"):
+			threads = "1"
+		case strings.Contains(tb.Context, " 4 threads,"):
+			threads = "4"
+		}
+		seen[mode+" "+threads]++
+		groups := map[string]bool{}
+		for _, row := range tb.Rows {
+			groups[row.Labels[0]] = true
+			if lost := row.Labels[1]; lost == "Lost" || lost == "Lost total" {
+				lostRows++
+				st, pa := row.Cells[0].Value, row.Cells[1].Value
+				if st == nil || pa == nil || *st < 1000 || *pa != 0 {
+					t.Errorf("%s %s, %s: Lost %s vs %s, want stock thousands of pps and patched 0", tb.Context, row.Labels[0], lost, row.Cells[0].Text, row.Cells[1].Text)
+				}
+			}
+		}
+		if len(groups) != 2 || !groups["TAP"] || !groups["TAP + vhost-net"] {
+			t.Errorf("table %q: row groups %v, want TAP and TAP + vhost-net", tb.Context, groups)
+		}
+	}
+	if lostRows != 8 {
+		t.Errorf("%d Lost rows, want 8 (4 tables, 2 backends)", lostRows)
+	}
+	want := map[string]int{"simple 1": 1, "multiqueue 4": 1, "script 1": 1, "script 4": 1}
+	if !maps.Equal(seen, want) {
+		t.Errorf("thread tables by mode and threads: %v, want %v", seen, want)
 	}
 }
 
