@@ -314,18 +314,32 @@ func TestScriptCmdGolden(t *testing.T) {
 	golden.Check(t, "script-argv.golden", b.String())
 }
 
+// standInSample02 returns a kernel tree whose samples/pktgen holds a
+// stand-in for pktgen_sample02_multiqueue.sh: a bash script that runs
+// before, then prints the Results of devices vnbt0@0 and vnbt0@1 as the
+// real one does (a real capture's Result lines).
+func standInSample02(t *testing.T, before string) string {
+	t.Helper()
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "samples", "pktgen")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	tail := res[strings.Index(res, "Result:"):]
+	script := "#!/bin/bash\n" + before + "for t in 0 1; do echo \"Device: vnbt0@$t\"; printf '%s' '" + tail + "'; done\n"
+	if err := os.WriteFile(filepath.Join(dir, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
 func TestScriptRunsSampleAndParses(t *testing.T) {
 	testenv.NeedFile(t, "/bin/bash", "the sample script's interpreter")
 	f := newFake(t, "1")
-	tree := t.TempDir()
-	dir := filepath.Join(tree, "samples", "pktgen")
-	os.MkdirAll(dir, 0o755)
 	// A stand-in for sample02: prints what the real one prints (Device:
 	// lines and grep -A2 "Result:" of each device file) and echoes its argv.
-	res := fixture(t, "pktgen-tap0-L1-drain-ok.txt")
-	tail := res[strings.Index(res, "Result:"):]
-	script := "#!/bin/bash\necho \"args: $*\" >&2\nfor t in 0 1; do echo \"Device: vnbt0@$t\"; printf '%s' '" + tail + "'; done\n"
-	os.WriteFile(filepath.Join(dir, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
+	tree := standInSample02(t, "echo \"args: $*\" >&2\n")
 	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
 		Config:     Config{Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
 		KernelTree: tree, Sample: ModeMultiqueue})
@@ -349,14 +363,7 @@ func TestScriptRunsSampleAndParses(t *testing.T) {
 func TestScriptWindowOpensAtStart(t *testing.T) {
 	testenv.NeedFile(t, "/bin/bash", "the sample script's interpreter")
 	f := newFake(t, "1")
-	tree := t.TempDir()
-	dir := filepath.Join(tree, "samples", "pktgen")
-	os.MkdirAll(dir, 0o755)
-	res := fixture(t, "pktgen-tap0-L1-drain-ok.txt")
-	tail := res[strings.Index(res, "Result:"):]
-	script := "#!/bin/bash\nsleep 1.5\ntrap true SIGINT\necho '" + StartMarker + "' >&2\nsleep 60 >/dev/null 2>&1 & pid=$!; wait $pid; kill $pid\n" +
-		"for t in 0 1; do echo \"Device: vnbt0@$t\"; printf '%s' '" + tail + "'; done\n"
-	os.WriteFile(filepath.Join(dir, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
+	tree := standInSample02(t, "sleep 1.5\ntrap true SIGINT\necho '"+StartMarker+"' >&2\nsleep 60 >/dev/null 2>&1 & pid=$!; wait $pid; kill $pid\n")
 	start := time.Now()
 	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
 		Config:     Config{Dev: "vnbt0", Threads: 2, CountSet: true, Duration: time.Second, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
