@@ -85,42 +85,6 @@ func TestLabBoot(t *testing.T) {
 	}
 }
 
-// TestLabBoot612 boots Debian's 6.12 generic kernel (bookworm-security;
-// "+deb12" release, every module .ko.xz) as a lab VM: the initramfs carries
-// the decompressed modules, all of DefaultModules load (vhost_vsock included)
-// and `vnetbench doctor` inside sees 6.12 and /dev/vhost-vsock.
-func TestLabBoot612(t *testing.T) {
-	needLab(t)
-	bin := vnetbenchBinary(t)
-	k := fetchKernel(t, "6.12-amd64")
-	run := t.TempDir()
-	res, err := Run(t.Context(), Config{
-		Label: "stock", Kernel: Kernel{Debian: "6.12"}, RunDir: run, Binary: bin,
-		Args:     []string{"doctor"},
-		Output:   testLog{t},
-		Timeouts: Timeouts{Boot: 180 * time.Second, Setup: 180 * time.Second, Run: 5 * time.Minute},
-	})
-	if res != nil {
-		t.Logf("lab %s: boot %.1fs (to /init), setup %.1fs (modules %d ms), run %.1fs, total %.1fs, accel %s, missing %v",
-			res.KernelRelease, res.BootSeconds, res.SetupSeconds, res.ModulesMs, res.RunSeconds, res.TotalSeconds, res.Accel, res.Missing)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.KernelRelease != k.Release || !strings.Contains(res.KernelRelease, "+deb12-amd64") {
-		t.Errorf("lab kernel %s, want %s", res.KernelRelease, k.Release)
-	}
-	if len(res.Missing) != 0 {
-		t.Errorf("modules missing: %v", res.Missing)
-	}
-	con, _ := os.ReadFile(res.Console)
-	for _, want := range []string{"kernel             " + k.Release, "ok   vhost-vsock        /dev/vhost-vsock present", "ok   vhost-net"} {
-		if !strings.Contains(string(con), want) {
-			t.Errorf("inner doctor output lacks %q:\n%s", want, con)
-		}
-	}
-}
-
 // TestLabPktgenSelfTest boots the lab VM and, inside it, a nested guest on
 // a tap with vhost=on (vhost_net loaded from the lab kernel's modules),
 // then runs pktgen (sample01, one thread, 20000 packets) into it; the
