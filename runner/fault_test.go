@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -259,5 +260,85 @@ func TestAgentScaleToBoot(t *testing.T) {
 	a.scaleToBoot(384 * time.Second)
 	if a.attempt != 48*time.Second {
 		t.Errorf("a 384 s boot: %v per request, want 48s", a.attempt)
+	}
+}
+
+// A guest whose agent connection closes in the middle of a cell (its
+// agent, PID 1, was killed by a kernel oops, or ended and powered the
+// guest off) fails that cell with the guest console's last lines in the
+// error and in results.jsonl, the console log among its artifacts; the
+// other cells run on a fresh guest. An oops on the console makes it a
+// kernel fault naming the oops; without one, the agent's last words are
+// the reason.
+func TestRunGuestAgentConnectionClosed(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	closed := func(lines ...string) func() error {
+		return func() error {
+			appendConsole(t, h.opts.Dir, lines...)
+			return fmt.Errorf("vsock guest side: stop: agent vsock: %w (stream: EOF)", vmimages.ErrClosed)
+		}
+	}
+	h.mkGen = func(n int) *fakeGen {
+		g := &fakeGen{d: 200 * time.Millisecond}
+		switch n {
+		case 1: // an oops in the agent's close(2): the kernel panics
+			g.waitErr = closed(
+				"[  397.120001] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+				"[  397.120002] RIP: 0010:sock_map_close+0x3a/0x120",
+				"[  397.120003] Call Trace:",
+				"[  397.120004]  vsock_release+0x2c/0x50 [vsock]",
+				"[  397.120900] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000009")
+		case 2: // the agent ended without a kernel fault
+			g.waitErr = closed("vnetbench agent: fatal: serve on vport0p1: read: input/output error; powering off",
+				"[  397.722978] reboot: Power down")
+		}
+		return g
+	}
+	start := time.Now()
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ke *KernelFaultError
+	if !errors.As(err, &ke) || len(ke.Failed) != 2 || ke.Of != 4 {
+		t.Fatalf("err = %v, want a KernelFaultError with 2 of 4 cells failed", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("run took %v", d)
+	}
+	var fe *qemu.FaultError
+	if !errors.As(ke.Failed[0], &fe) || !strings.Contains(fe.Line, "BUG: kernel NULL pointer dereference") {
+		t.Errorf("first failure %v: want the oops as a kernel fault", ke.Failed[0])
+	}
+	var ge *GuestGoneError
+	if !errors.As(ke.Failed[1], &ge) || !errors.Is(ke.Failed[1], vmimages.ErrClosed) {
+		t.Errorf("second failure %v: want a GuestGoneError wrapping ErrClosed", ke.Failed[1])
+	}
+	if sum.Samples != 2 {
+		t.Errorf("%d samples measured, want the 2 other cells", sum.Samples)
+	}
+	set, lerr := results.Load(h.opts.Dir)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(set.Samples) != 2 || len(set.Failed) != 2 {
+		t.Fatalf("results: %d samples, %d failed; want 2 and 2", len(set.Samples), len(set.Failed))
+	}
+	for i, want := range [][]string{
+		{"sock_map_close+0x3a", "vsock_release", "Attempted to kill init"},
+		{"agent connection closed", "vnetbench agent: fatal: serve on vport0p1", "reboot: Power down"},
+	} {
+		f := set.Failed[i]
+		for _, w := range want {
+			if !strings.Contains(f.Error, w) {
+				t.Errorf("failed sample %d: error lacks %q:\n%s", i, w, f.Error)
+			}
+		}
+		if f.Labels["phase"] != "traffic" || len(f.Artifacts) != 1 || !strings.HasPrefix(f.Artifacts[0], "artifacts/console-") {
+			t.Errorf("failed sample %d: phase %q, artifacts %v; want traffic and the console log", i, f.Labels["phase"], f.Artifacts)
+		}
+	}
+	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 3 {
+		t.Errorf("guest started %d times, want 3 (a fresh one after each failure)", n)
 	}
 }

@@ -203,6 +203,67 @@ func faultOf(ctx context.Context) *qemu.FaultError {
 // consolePoll is how often a guest's console is checked for kernel faults.
 var consolePoll = 500 * time.Millisecond
 
+// GuestGoneError is a guest whose agent connection closed in the middle of
+// a cell (vmimages.ErrClosed: its QEMU exited, the guest powered off, or
+// its agent ended) without a kernel fault on its console: the cell fails
+// with the console's last lines, which say why (the agent's last words),
+// and the run goes on with a fresh guest.
+type GuestGoneError struct {
+	Err     error
+	Console string // the console log's path ("" = unknown)
+	Tail    string // its last lines
+}
+
+func (e *GuestGoneError) Error() string {
+	s := e.Err.Error()
+	if e.Tail != "" {
+		s += "\nlast guest console lines"
+		if e.Console != "" {
+			s += " (" + e.Console + ")"
+		}
+		s += ":\n" + e.Tail
+	} else {
+		s += " (the guest console is empty)"
+	}
+	return s
+}
+
+func (e *GuestGoneError) Unwrap() error { return e.Err }
+
+// guestGoneWait bounds how long a cell whose guest's agent connection
+// closed waits for the guest's QEMU to exit and the console watcher to
+// report a kernel fault (FaultGrace after the fault line).
+var guestGoneWait = qemu.FaultGrace + 4*consolePoll
+
+// guestGone turns err, g's agent connection closing (vmimages.ErrClosed),
+// into the reason: the kernel fault on g's console (a *qemu.FaultError:
+// an oops that killed the agent, PID 1, panics the kernel and ends QEMU),
+// else a *GuestGoneError with the console's last lines. It waits up to
+// guestGoneWait for QEMU to exit so the console is complete.
+func guestGone(ctx context.Context, g *guest, err error) error {
+	if g == nil || g.vm == nil {
+		return err
+	}
+	t := time.NewTimer(guestGoneWait)
+	defer t.Stop()
+	select {
+	case <-g.vm.Done():
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	if fe := faultOf(ctx); fe != nil {
+		return fe
+	}
+	path := g.vm.Config.ConsoleLog
+	w := qemu.NewConsoleWatch(path)
+	w.Poll()
+	w.Close()
+	if w.Fault != "" {
+		return &qemu.FaultError{VM: "guest", Line: w.Fault, Console: path, Tail: qemu.FaultTail(path, w.Fault, 40)}
+	}
+	return &GuestGoneError{Err: err, Console: path, Tail: qemu.FileTail(path, 20)}
+}
+
 func tapName(c *scenarios.Cell) string {
 	if c.TapName != "" {
 		return c.TapName

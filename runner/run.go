@@ -276,12 +276,13 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
 			var fe *qemu.FaultError
-			if !errors.As(err, &fe) && !errors.Is(err, ErrGuestUnresponsive) {
+			var ge *GuestGoneError
+			if !errors.As(err, &fe) && !errors.As(err, &ge) && !errors.Is(err, ErrGuestUnresponsive) {
 				return sum, err
 			}
-			// The guest kernel is stuck or crashed, or its agent stopped
-			// answering: this cell failed, the others run on a fresh
-			// guest.
+			// The guest kernel is stuck or crashed, its agent stopped
+			// answering, or its agent connection closed: this cell
+			// failed, the others run on a fresh guest.
 			r.logf("%v", err)
 			if serr := r.stopGuest(); serr != nil {
 				r.logf("stop the faulted guest: %v", serr)
@@ -336,8 +337,15 @@ func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample 
 		s.Labels = map[string]string{"phase": ce.Phase}
 	}
 	var fe *qemu.FaultError
-	if errors.As(err, &fe) && fe.Console != "" {
-		if rel, rerr := filepath.Rel(dir, fe.Console); rerr == nil && !strings.HasPrefix(rel, "..") {
+	var ge *GuestGoneError
+	console := ""
+	if errors.As(err, &fe) {
+		console = fe.Console
+	} else if errors.As(err, &ge) {
+		console = ge.Console
+	}
+	if console != "" {
+		if rel, rerr := filepath.Rel(dir, console); rerr == nil && !strings.HasPrefix(rel, "..") {
 			s.Artifacts = append(s.Artifacts, rel)
 		}
 	}

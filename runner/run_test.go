@@ -86,6 +86,7 @@ func (a *fakeAgent) Close() error                                               
 type fakeGen struct {
 	d        time.Duration
 	failWait bool
+	waitErr  func() error  // Wait's error after the traffic (optional)
 	na       string        // Start says the configuration is not supported
 	started  chan struct{} // closed when traffic runs (optional)
 	p        proc.Process
@@ -118,6 +119,9 @@ func (g *fakeGen) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	if g.failWait {
 		return nil, errors.New("generator exploded")
+	}
+	if g.waitErr != nil {
+		return nil, g.waitErr()
 	}
 	return &workload.Result{Metrics: map[string]float64{"tx_pps": 5000 / g.d.Seconds()}, Elapsed: time.Since(g.start), BusyFrac: 1}, nil
 }

@@ -90,6 +90,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	fail = func(phase string, err error) error {
 		if fe := faultOf(ctx); fe != nil {
 			err = fe
+		} else if errors.Is(err, vmimages.ErrClosed) {
+			err = guestGone(ctx, g, err)
 		}
 		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
 	}
