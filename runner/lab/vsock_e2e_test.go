@@ -59,9 +59,7 @@ func TestLabVsockE2E(t *testing.T) {
 	err := cmd.Run()
 	t.Logf("vnetbench run vsock-sockmap-e2e: %.0fs\n%s", time.Since(start).Seconds(), tail(out.String(), 60))
 	if err != nil {
-		if b, rerr := os.ReadFile(filepath.Join(dir, "lab", "6.12", "console.log")); rerr == nil {
-			t.Logf("lab console tail:\n%s", tail(string(b), 40))
-		}
+		logConsoles(t, dir)
 		t.Fatalf("run: %v", err)
 	}
 	o := out.String()
@@ -98,6 +96,7 @@ func TestLabVsockE2E(t *testing.T) {
 		Kernel      string             `json:"kernel"`
 		Metrics     map[string]float64 `json:"metrics"`
 		Unsupported string             `json:"unsupported"`
+		Error       string             `json:"error"`
 		Warnings    []string           `json:"warnings"`
 	}
 	cells := map[string]bool{}
@@ -106,8 +105,8 @@ func TestLabVsockE2E(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("results.jsonl: %v: %s", err, line)
 		}
-		if s.Kernel != "6.12" || s.Unsupported != "" || s.Metrics["throughput_bps"] <= 0 || s.Metrics["redirector_cpu_frac"] <= 0 {
-			t.Errorf("%s on %s: %v (n/a: %q)", s.Cell, s.Kernel, s.Metrics, s.Unsupported)
+		if s.Kernel != "6.12" || s.Unsupported != "" || s.Error != "" || s.Metrics["throughput_bps"] <= 0 || s.Metrics["redirector_cpu_frac"] <= 0 {
+			t.Errorf("%s on %s: %v (n/a: %q, error: %s)", s.Cell, s.Kernel, s.Metrics, s.Unsupported, s.Error)
 		}
 		for _, w := range s.Warnings {
 			if strings.Contains(w, "lost or truncated") {
@@ -118,5 +117,20 @@ func TestLabVsockE2E(t *testing.T) {
 	}
 	if len(cells) != 2 || !cells["tap/vsock-t1/socat"] || !cells["tap/vsock-t1/sockmap"] {
 		t.Errorf("cells %v, want socat and sockmap", cells)
+	}
+	if t.Failed() {
+		logConsoles(t, dir)
+	}
+}
+
+// logConsoles logs the tails of the lab VM's console and of the nested
+// guests' consoles (the inner run's artifacts) of the run in dir.
+func logConsoles(t *testing.T, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "lab", "*", "run", "artifacts", "console-*.log"))
+	for _, p := range append([]string{filepath.Join(dir, "lab", "6.12", "console.log")}, logs...) {
+		if b, err := os.ReadFile(p); err == nil {
+			t.Logf("%s, last lines:\n%s", p, tail(strings.TrimSpace(string(b)), 40))
+		}
 	}
 }
