@@ -125,6 +125,9 @@ func TestSender(t *testing.T) {
 // A payload over the socket's send buffer minus 32 is refused before
 // sending, with the limit in the message.
 func TestSenderPayloadLimit(t *testing.T) {
+	old := drainWait
+	drainWait = 100 * time.Millisecond // nobody reads here
+	t.Cleanup(func() { drainWait = old })
 	path := filepath.Join(t.TempDir(), "r.sock")
 	rfd := unixBound(t, path)
 	defer unix.Close(rfd)
@@ -217,6 +220,12 @@ func TestSockmapRedirectUnix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
+	type got struct{ bytes, grams, largest int }
+	ch := make(chan got, 1)
+	go func() {
+		b, g, l := drain(recv, time.Second)
+		ch <- got{b, g, l}
+	}()
 	if r.pid() != 0 || !strings.Contains(r.describe(), "bpf_sk_redirect_map egress of a unix socket") {
 		t.Errorf("pid %d, %q", r.pid(), r.describe())
 	}
@@ -229,14 +238,66 @@ func TestSockmapRedirectUnix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bytes, grams, largest := drain(recv, time.Second)
-	if st.datagrams == 0 || uint64(bytes) != st.bytes || uint64(grams) != st.datagrams || largest != 8192 {
-		t.Errorf("sent %+v, the target's peer received %d bytes in %d datagrams (largest %d)", st, bytes, grams, largest)
-	}
 	// Nothing reached the bound socket's own queue.
 	var q int
 	if q, err = unix.IoctlGetInt(in, unix.SIOCINQ); err == nil && q != 0 {
 		t.Errorf("%d bytes queued on the redirected socket", q)
+	}
+	// The redirect comes apart only once what the senders wrote has left
+	// by the target: closing it loses nothing.
+	if _, err := r.close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	rc := <-ch
+	if st.datagrams == 0 || uint64(rc.bytes) != st.bytes || uint64(rc.grams) != st.datagrams || rc.largest != 8192 {
+		t.Errorf("sent %+v, the target's peer received %d bytes in %d datagrams (largest %d)", st, rc.bytes, rc.grams, rc.largest)
+	}
+}
+
+// A sender's threads end only when their datagrams have left their
+// sockets (SIOCOUTQ 0), and wait for that at most drainWait: a receiver
+// that reads nothing holds stop up for drainWait, not for ever; one that
+// reads slowly has everything once stop returns.
+func TestSenderDrains(t *testing.T) {
+	old := drainWait
+	drainWait = 400 * time.Millisecond
+	t.Cleanup(func() { drainWait = old })
+	path := filepath.Join(t.TempDir(), "r.sock")
+	rfd := unixBound(t, path)
+	defer unix.Close(rfd)
+	start := time.Now()
+	s, err := startSender(path, 4096, 1, 100*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wait(5 * time.Second)
+	st, err := s.stop()
+	if d := time.Since(start); err != nil || st.datagrams == 0 || d < 100*time.Millisecond+drainWait || d > drainWait+2*time.Second {
+		t.Errorf("stop with nobody reading: %+v, %v after %v; want datagrams sent, then a wait of %v", st, err, d, drainWait)
+	}
+	drain(rfd, 100*time.Millisecond)
+
+	drainWait = 10 * time.Second
+	var read atomic.Int64
+	go func() {
+		buf := make([]byte, 8192)
+		for {
+			time.Sleep(2 * time.Millisecond) // a slow reader
+			n, _, err := unix.Recvfrom(rfd, buf, 0)
+			if err != nil {
+				return
+			}
+			read.Add(int64(n))
+		}
+	}()
+	s, err = startSender(path, 4096, 2, 200*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wait(5 * time.Second)
+	st, err = s.stop()
+	if err != nil || st.bytes == 0 || uint64(read.Load()) != st.bytes {
+		t.Errorf("slow reader: sender %+v (%v), the reader had %d bytes when stop returned", st, err, read.Load())
 	}
 }
 

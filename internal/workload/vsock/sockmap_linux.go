@@ -93,9 +93,30 @@ func (r *sockmapRedirect) describe() string {
 	return "sockmap: sk_skb verdict on the unix datagram socket " + redirectPath + " -> bpf_sk_redirect_map egress of " + r.targetDesc
 }
 
-// close releases the sockets, the program and the maps (the kernel drops
-// the sockets' psocks with them).
+// close takes the redirect apart in the order data flows, so nothing is
+// in flight when a socket goes: the senders have stopped and drained (the
+// unix socket's psock has passed their datagrams on), then the target's
+// transport drains, then the unix socket leaves its map (no more
+// redirects), then the target leaves its map (its psock's backlog ends),
+// and only then are the sockets, the program and the maps closed.
 func (r *sockmapRedirect) close() (string, error) {
+	var errs []error
+	if r.targetFD >= 0 {
+		if n := waitUnsent(r.targetFD, drainWait); n > 0 {
+			errs = append(errs, fmt.Errorf("sockmap: %s still held %d unsent bytes after %v", r.targetDesc, n, drainWait))
+		}
+	}
+	for _, m := range []struct {
+		m    *ebpf.Map
+		what string
+	}{{r.in, "the unix socket"}, {r.out, r.targetDesc}} {
+		if m.m == nil {
+			continue
+		}
+		if err := m.m.Delete(uint32(0)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("sockmap: take %s out of its map: %w", m.what, err))
+		}
+	}
 	for _, fd := range []*int{&r.unixFD, &r.targetFD} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -111,7 +132,7 @@ func (r *sockmapRedirect) close() (string, error) {
 		}
 	}
 	r.prog, r.in, r.out = nil, nil, nil
-	return "", nil
+	return "", errors.Join(errs...)
 }
 
 // startSockmap binds the unix datagram socket, connects the vsock stream
