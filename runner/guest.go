@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -210,12 +211,16 @@ var consolePoll = 500 * time.Millisecond
 // and the run goes on with a fresh guest.
 type GuestGoneError struct {
 	Err     error
+	QEMU    string // what became of QEMU: its exit status and stderr, or still running
 	Console string // the console log's path ("" = unknown)
 	Tail    string // its last lines
 }
 
 func (e *GuestGoneError) Error() string {
 	s := e.Err.Error()
+	if e.QEMU != "" {
+		s += "; " + e.QEMU
+	}
 	if e.Tail != "" {
 		s += "\nlast guest console lines"
 		if e.Console != "" {
@@ -261,7 +266,29 @@ func guestGone(ctx context.Context, g *guest, err error) error {
 	if w.Fault != "" {
 		return &qemu.FaultError{VM: "guest", Line: w.Fault, Console: path, Tail: qemu.FaultTail(path, w.Fault, 40)}
 	}
-	return &GuestGoneError{Err: err, Console: path, Tail: qemu.FileTail(path, 20)}
+	return &GuestGoneError{Err: err, QEMU: qemuState(g.vm), Console: path, Tail: qemu.FileTail(path, 20)}
+}
+
+// qemuState says what became of vm's QEMU: exited with status 0 (the
+// guest powered off, or rebooted under -no-reboot: a kernel panic with
+// panic=-1), exited otherwise (its error carries its stderr's last lines),
+// or still running.
+func qemuState(vm *qemu.VM) string {
+	select {
+	case <-vm.Done():
+	default:
+		return "QEMU is still running"
+	}
+	p := vm.Process()
+	if werr := p.Wait(); werr != nil {
+		return "QEMU exited: " + werr.Error()
+	}
+	s := "QEMU exited with status 0 (the guest powered off, or rebooted: a kernel panic)"
+	if _, stderr := p.Output(); strings.TrimSpace(stderr) != "" {
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		s += "; its stderr: " + strings.Join(lines[max(len(lines)-5, 0):], " | ")
+	}
+	return s
 }
 
 func tapName(c *scenarios.Cell) string {
