@@ -113,7 +113,9 @@ func (r *sockmapRedirect) close() (string, error) {
 		if m.m == nil {
 			continue
 		}
-		if err := m.m.Delete(uint32(0)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		// An empty slot is EINVAL from a SOCKMAP (the socket already
+		// left: it was never inserted, or the kernel unhashed it).
+		if err := m.m.Delete(uint32(0)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("sockmap: take %s out of its map: %w", m.what, err))
 		}
 	}
