@@ -12,10 +12,12 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -268,8 +270,8 @@ func TestAgentScaleToBoot(t *testing.T) {
 // guest off) fails that cell with the guest console's last lines in the
 // error and in results.jsonl, the console log among its artifacts; the
 // other cells run on a fresh guest. An oops on the console makes it a
-// kernel fault naming the oops; without one, the agent's last words are
-// the reason.
+// kernel fault naming the oops; without one, the agent's last words and
+// what became of QEMU (still running, or killed) are the reason.
 func TestRunGuestAgentConnectionClosed(t *testing.T) {
 	needHost(t, "perf")
 	cells := loadCells(t, loopScenario)
@@ -293,6 +295,15 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 		case 2: // the agent ended without a kernel fault
 			g.waitErr = closed("vnetbench agent: fatal: serve on vport0p1: read: input/output error; powering off",
 				"[  397.722978] reboot: Power down")
+		case 3: // QEMU itself died (a crash: killed here)
+			g.waitErr = func() error {
+				for _, pid := range proc.Children(os.Getpid()) {
+					if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.HasPrefix(string(b), "qemu-system") {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+				return fmt.Errorf("vsock guest side: stop: agent vsock: %w (stream: EOF)", vmimages.ErrClosed)
+			}
 		}
 		return g
 	}
@@ -300,8 +311,8 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 	sum, err := Run(t.Context(), cells, h.opts)
 	checkNothingLeft(t, sum)
 	var ke *KernelFaultError
-	if !errors.As(err, &ke) || len(ke.Failed) != 2 || ke.Of != 4 {
-		t.Fatalf("err = %v, want a KernelFaultError with 2 of 4 cells failed", err)
+	if !errors.As(err, &ke) || len(ke.Failed) != 3 || ke.Of != 4 {
+		t.Fatalf("err = %v, want a KernelFaultError with 3 of 4 cells failed", err)
 	}
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("run took %v", d)
@@ -314,19 +325,23 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 	if !errors.As(ke.Failed[1], &ge) || !errors.Is(ke.Failed[1], vmimages.ErrClosed) {
 		t.Errorf("second failure %v: want a GuestGoneError wrapping ErrClosed", ke.Failed[1])
 	}
-	if sum.Samples != 2 {
-		t.Errorf("%d samples measured, want the 2 other cells", sum.Samples)
+	if !errors.As(ke.Failed[2], &ge) || !strings.Contains(ge.QEMU, "QEMU exited: ") || !strings.Contains(ge.QEMU, "killed by signal") {
+		t.Errorf("third failure %v: want QEMU's death named", ke.Failed[2])
+	}
+	if sum.Samples != 1 {
+		t.Errorf("%d samples measured, want the other cell", sum.Samples)
 	}
 	set, lerr := results.Load(h.opts.Dir)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
-	if len(set.Samples) != 2 || len(set.Failed) != 2 {
-		t.Fatalf("results: %d samples, %d failed; want 2 and 2", len(set.Samples), len(set.Failed))
+	if len(set.Samples) != 1 || len(set.Failed) != 3 {
+		t.Fatalf("results: %d samples, %d failed; want 1 and 3", len(set.Samples), len(set.Failed))
 	}
 	for i, want := range [][]string{
 		{"sock_map_close+0x3a", "vsock_release", "Attempted to kill init"},
-		{"agent connection closed", "vnetbench agent: fatal: serve on vport0p1", "reboot: Power down"},
+		{"agent connection closed", "QEMU is still running", "vnetbench agent: fatal: serve on vport0p1", "reboot: Power down"},
+		{"agent connection closed", "QEMU exited: ", "killed by signal"},
 	} {
 		f := set.Failed[i]
 		for _, w := range want {
@@ -339,6 +354,6 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 		}
 	}
 	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 3 {
-		t.Errorf("guest started %d times, want 3 (a fresh one after each failure)", n)
+		t.Errorf("guest started %d times, want 3 (a fresh one after each failure but the last cell's)", n)
 	}
 }
