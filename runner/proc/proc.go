@@ -199,7 +199,7 @@ func (Real) Start(ctx context.Context, c Cmd) (Process, error) {
 	cmd.Stderr = teeTail(&p.stderr, c.Stderr)
 	// Own process group (killed as a whole); die with the harness.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := StartCmd(cmd); err != nil {
 		return nil, &ExitError{Argv: argv, ExitCode: -1, Err: err}
 	}
 	p.cmd = cmd

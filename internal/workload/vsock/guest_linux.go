@@ -176,7 +176,7 @@ func startSocat(a guestArgs) (redirector, error) {
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	if err := proc.StartCmd(s.cmd); err != nil {
 		return nil, fmt.Errorf("start socat: %w", err)
 	}
 	go func() { s.werr = s.cmd.Wait(); close(s.done) }()
