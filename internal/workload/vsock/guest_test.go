@@ -72,14 +72,24 @@ func unixBound(t *testing.T, path string) int {
 	return fd
 }
 
-// drain reads datagrams from fd until it has seen nothing for a while,
-// returning the bytes and datagrams and the largest datagram.
-func drain(fd int, quiet time.Duration) (bytes, grams, largest int) {
+// drain reads datagrams from fd until stop is closed and then nothing has
+// arrived for quiet: a writer stalled on a loaded machine (go test -race
+// beside lab VMs) never ends it early, which would leave the writer's
+// data queued and its test failing for the reader's sake.
+func drain(fd int, stop <-chan struct{}, quiet time.Duration) (bytes, grams, largest int) {
 	tv := unix.NsecToTimeval(quiet.Nanoseconds())
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	buf := make([]byte, 1<<20)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			select {
+			case <-stop:
+				return
+			default:
+				continue
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -97,16 +107,19 @@ func TestSender(t *testing.T) {
 	defer unix.Close(rfd)
 	type got struct{ bytes, grams, largest int }
 	ch := make(chan got, 1)
+	stop := make(chan struct{})
 	go func() {
-		b, g, l := drain(rfd, 500*time.Millisecond)
+		b, g, l := drain(rfd, stop, 500*time.Millisecond)
 		ch <- got{b, g, l}
 	}()
 	s, err := startSender(path, 4096, 2, 300*time.Millisecond, 0)
 	if err != nil {
+		close(stop)
 		t.Fatal(err)
 	}
 	s.wait(5 * time.Second)
 	st, err := s.stop()
+	close(stop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +235,16 @@ func TestSockmapRedirectUnix(t *testing.T) {
 	defer r.close()
 	type got struct{ bytes, grams, largest int }
 	ch := make(chan got, 1)
+	stop := make(chan struct{})
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}()
 	go func() {
-		b, g, l := drain(recv, time.Second)
+		b, g, l := drain(recv, stop, 200*time.Millisecond)
 		ch <- got{b, g, l}
 	}()
 	if r.pid() != 0 || !strings.Contains(r.describe(), "bpf_sk_redirect_map egress of a unix socket") {
@@ -248,6 +269,7 @@ func TestSockmapRedirectUnix(t *testing.T) {
 	if _, err := r.close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
+	close(stop)
 	rc := <-ch
 	if st.datagrams == 0 || uint64(rc.bytes) != st.bytes || uint64(rc.grams) != st.datagrams || rc.largest != 8192 {
 		t.Errorf("sent %+v, the target's peer received %d bytes in %d datagrams (largest %d)", st, rc.bytes, rc.grams, rc.largest)
@@ -275,15 +297,27 @@ func TestSenderDrains(t *testing.T) {
 	if d := time.Since(start); err != nil || st.datagrams == 0 || d < 100*time.Millisecond+drainWait || d > drainWait+2*time.Second {
 		t.Errorf("stop with nobody reading: %+v, %v after %v; want datagrams sent, then a wait of %v", st, err, d, drainWait)
 	}
-	drain(rfd, 100*time.Millisecond)
+	flushed := make(chan struct{})
+	close(flushed)
+	drain(rfd, flushed, 100*time.Millisecond)
 
 	drainWait = 10 * time.Second
 	var read atomic.Int64
+	slowStop := make(chan struct{})
+	defer close(slowStop)
 	go func() {
 		buf := make([]byte, 8192)
 		for {
-			time.Sleep(2 * time.Millisecond) // a slow reader
-			n, _, err := unix.Recvfrom(rfd, buf, 0)
+			time.Sleep(2 * time.Millisecond)        // a slow reader
+			n, _, err := unix.Recvfrom(rfd, buf, 0) // SO_RCVTIMEO 100 ms, from drain
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				select {
+				case <-slowStop:
+					return
+				default:
+					continue
+				}
+			}
 			if err != nil {
 				return
 			}
