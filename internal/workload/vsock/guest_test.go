@@ -81,21 +81,31 @@ func drain(fd int, stop <-chan struct{}, quiet time.Duration) (bytes, grams, lar
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	buf := make([]byte, 1<<20)
 	for {
-		n, _, err := unix.Recvfrom(fd, buf, 0)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			select {
-			case <-stop:
-				return
-			default:
-				continue
-			}
-		}
-		if err != nil {
+		n, ok := recvUntil(fd, buf, stop)
+		if !ok {
 			return
 		}
 		bytes += n
 		grams++
 		largest = max(largest, n)
+	}
+}
+
+// recvUntil receives one datagram from fd (whose SO_RCVTIMEO is set),
+// waiting through receive timeouts until stop is closed; ok is false at
+// stop or on an error.
+func recvUntil(fd int, buf []byte, stop <-chan struct{}) (n int, ok bool) {
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			select {
+			case <-stop:
+				return 0, false
+			default:
+				continue
+			}
+		}
+		return n, err == nil
 	}
 }
 
@@ -308,17 +318,9 @@ func TestSenderDrains(t *testing.T) {
 	go func() {
 		buf := make([]byte, 8192)
 		for {
-			time.Sleep(2 * time.Millisecond)        // a slow reader
-			n, _, err := unix.Recvfrom(rfd, buf, 0) // SO_RCVTIMEO 100 ms, from drain
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				select {
-				case <-slowStop:
-					return
-				default:
-					continue
-				}
-			}
-			if err != nil {
+			time.Sleep(2 * time.Millisecond)       // a slow reader
+			n, ok := recvUntil(rfd, buf, slowStop) // SO_RCVTIMEO 100 ms, from drain
+			if !ok {
 				return
 			}
 			read.Add(int64(n))
