@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/perfparse"
 )
 
 // DefaultProcDir is where the kernel exposes pktgen.
@@ -55,6 +56,9 @@ type Driver struct {
 	// namespace; every pgctrl, thread and device write goes through it.
 	// nil = write from the calling thread.
 	InNetns func(fn func() error) error
+	// ClearTimeout bounds the wait for the threads to remove their
+	// devices (default DefaultClearTimeout).
+	ClearTimeout time.Duration
 	// Writer delivers each command to its proc file; nil = ProcWriter,
 	// the kernel's files. Another Writer stands in for pktgen (a
 	// simulation that records the commands and answers like the kernel).
@@ -252,8 +256,104 @@ func (d *Driver) TxDropped(dev string) (uint64, bool) {
 }
 
 // Reset writes `reset` to pgctrl: stops every thread and removes every
-// device. Safe to call more than once (for undo stacks).
+// device. Safe to call more than once (for undo stacks). pktgen acts on it
+// asynchronously (see [Driver.Clear]); a run's own setup and teardown use
+// Clear.
 func (d *Driver) Reset() error { return d.write("pgctrl", "reset") }
+
+// DefaultClearTimeout bounds [Driver.Clear]'s wait for the threads.
+const DefaultClearTimeout = 30 * time.Second
+
+// Clear removes every device from every pktgen thread and returns once
+// the threads have removed them.
+//
+// pktgen removes devices asynchronously: `rem_device_all` (and pgctrl
+// `reset`, which does it on every thread) only sets a flag on the thread,
+// sleeps 125 ms and returns; the kpktgend thread acts on the flag when it
+// next runs, and in one pass it handles a start before a removal. A thread
+// that has not run since (starved of CPU: TCG, a vhost worker pinned to
+// its CPU) still holds the flag when the next run adds its devices, and
+// removes them at `start`: the run is void ("open .../vnbt0: no such file
+// or directory"). So Clear writes rem_device_all only to the threads that
+// list a device, and waits until their files list none: a thread with no
+// device gets no flag, and a thread that had one has acted on its flag.
+func (d *Driver) Clear(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(d.procDir(), "kpktgend_*"))
+	if err != nil {
+		return err
+	}
+	var busy []string
+	for _, f := range files {
+		devs, err := threadDevices(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread of a CPU gone offline
+		}
+		if err != nil {
+			return err
+		}
+		if len(devs) == 0 {
+			continue
+		}
+		if err := d.write(filepath.Base(f), "rem_device_all"); err != nil {
+			return err
+		}
+		busy = append(busy, f)
+	}
+	timeout := d.ClearTimeout
+	if timeout <= 0 {
+		timeout = DefaultClearTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	for len(busy) > 0 {
+		left := busy[:0]
+		var devs []string
+		for _, f := range busy {
+			ds, err := threadDevices(f)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if len(ds) > 0 {
+				left = append(left, f)
+				devs = ds
+			}
+		}
+		busy = left
+		if len(busy) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pktgen: %s still lists %s %v after rem_device_all: the thread has not run (starved of CPU?); pktgen is left configured", filepath.Base(busy[0]), strings.Join(devs, " "), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pktgen: waiting for %s to remove its devices: %w", filepath.Base(busy[0]), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// threadDevices returns the devices the thread file at path lists
+// (running and stopped).
+func threadDevices(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	k, err := perfparse.ParseKpktgend(f)
+	if err != nil {
+		return nil, fmt.Errorf("pktgen: %s: %w", filepath.Base(path), err)
+	}
+	return append(k.Running, k.Stopped...), nil
+}
+
+// clearAfter is Clear on a fresh context: the teardown of a run whose own
+// context may be done.
+func (d *Driver) clearAfter() error { return d.Clear(context.Background()) }
 
 // Session is a started pktgen run.
 type Session struct {
@@ -284,15 +384,17 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 	if err := d.Check(p.Config.Dev); err != nil {
 		return nil, err
 	}
+	// Clear, not pgctrl reset: a reset flags every thread, and a thread
+	// that acts on it late removes the devices configured next.
+	if err := d.Clear(ctx); err != nil {
+		return nil, err
+	}
 	for _, w := range p.Setup {
 		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(err, d.Reset())
+			return nil, errors.Join(err, d.clearAfter())
 		}
 		if err := d.write(w.File, w.Cmd); err != nil {
-			if w.File == "pgctrl" {
-				return nil, err
-			}
-			return nil, errors.Join(err, d.Reset())
+			return nil, errors.Join(err, d.clearAfter())
 		}
 	}
 	s := &Session{d: d, plan: p, done: make(chan struct{}), expired: make(chan struct{})}
@@ -379,7 +481,7 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, nil)
 	errs = append(errs, rerrs...)
-	if err := s.d.Reset(); err != nil {
+	if err := s.d.clearAfter(); err != nil {
 		errs = append(errs, err)
 	}
 	if ctxErr != nil {
@@ -398,6 +500,11 @@ func (d *Driver) results(devs []Device, printed map[string]ThreadResult) ([]Thre
 		if !ok {
 			b, err := os.ReadFile(filepath.Join(d.procDir(), dev.File))
 			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					// Configured, then gone: its thread acted on a
+					// removal it had been asked for before (see Clear).
+					err = fmt.Errorf("%w: kpktgend_%d removed the device before it ran or before its result was read (a rem_device_all or pgctrl reset the thread acted on late; pktgen handles a start before a removal): the run is void, run it again", err, dev.Thread)
+				}
 				if printed != nil {
 					errs = append(errs, fmt.Errorf("pktgen: %s: no result printed and %w", dev.File, err))
 				} else {

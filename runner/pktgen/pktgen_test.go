@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,27 +84,35 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
-// fakePktgen simulates /proc/net/pktgen on a temp directory: add_device
-// creates the device file, start fills each device's Result (blocking until
-// stop when block is set), and every write is recorded.
+// fakePktgen simulates /proc/net/pktgen on a temp directory like the
+// kernel's pktgen.c: add_device puts a device on a thread (its file lists
+// it) and creates the device file, start fills each device's Result
+// (blocking until stop when block is set), and every write is recorded.
+// rem_device_all (and pgctrl reset, on every thread) only flags the
+// thread; the thread acts on the flag lag later, or at the next start,
+// after running its devices (pktgen_thread_worker handles T_RUN before
+// T_REMDEVALL). lag 0 removes at once.
 type fakePktgen struct {
 	dir, sys string
 	result   string
 	block    bool
 	failOn   string // command prefix that fails with errno 524
+	lag      time.Duration
 
 	mu      sync.Mutex
 	log     []string
 	stopped chan struct{}
-	devs    []string
+	threads [5][]string // devices per kpktgend_N
+	pending [5]bool     // T_REMDEVALL set, not yet acted on
 	// dropsDuringRun is added to the tap's tx_dropped by the start write.
 	dropsDuringRun uint64
 }
 
 func newFake(t *testing.T, carrier string) *fakePktgen {
 	f := &fakePktgen{dir: t.TempDir(), sys: t.TempDir(), stopped: make(chan struct{})}
-	for _, n := range []string{"pgctrl", "kpktgend_0", "kpktgend_1", "kpktgend_2", "kpktgend_3", "kpktgend_4"} {
-		os.WriteFile(filepath.Join(f.dir, n), nil, 0o644)
+	os.WriteFile(filepath.Join(f.dir, "pgctrl"), nil, 0o644)
+	for n := range f.threads {
+		f.render(n)
 	}
 	os.MkdirAll(filepath.Join(f.sys, "vnbt0"), 0o755)
 	os.WriteFile(filepath.Join(f.sys, "vnbt0", "carrier"), []byte(carrier+"\n"), 0o644)
@@ -114,6 +123,54 @@ func (f *fakePktgen) driver() *Driver {
 	return &Driver{ProcDir: f.dir, SysNet: f.sys, Writer: f}
 }
 
+// render writes kpktgend_n as pktgen_thread_show prints it. Called with
+// mu held (or before the fake is shared).
+func (f *fakePktgen) render(n int) {
+	var b strings.Builder
+	b.WriteString("Running: \nStopped: ")
+	for _, d := range f.threads[n] {
+		b.WriteString(d + " ")
+	}
+	b.WriteString("\nResult: NA\n")
+	os.WriteFile(filepath.Join(f.dir, "kpktgend_"+strconv.Itoa(n)), []byte(b.String()), 0o644)
+}
+
+// devs is every device on every thread.
+func (f *fakePktgen) devs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, ds := range f.threads {
+		out = append(out, ds...)
+	}
+	return out
+}
+
+// flag sets T_REMDEVALL on thread n (mu held).
+func (f *fakePktgen) flag(n int) {
+	if f.lag == 0 {
+		f.remAll(n)
+		return
+	}
+	f.pending[n] = true
+	time.AfterFunc(f.lag, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.pending[n] {
+			f.remAll(n)
+		}
+	})
+}
+
+// remAll is pktgen_rem_all_ifs and the flag's clearing (mu held).
+func (f *fakePktgen) remAll(n int) {
+	for _, d := range f.threads[n] {
+		os.Remove(filepath.Join(f.dir, d))
+	}
+	f.threads[n], f.pending[n] = nil, false
+	f.render(n)
+}
+
 func (f *fakePktgen) WriteProc(path string, data []byte) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
@@ -121,15 +178,30 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 	file, cmd := filepath.Base(path), strings.TrimSuffix(string(data), "\n")
 	f.mu.Lock()
 	f.log = append(f.log, file+": "+cmd)
-	f.mu.Unlock()
 	if f.failOn != "" && strings.HasPrefix(cmd, f.failOn) {
+		f.mu.Unlock()
 		return errnoENOTSUPP
 	}
+	thread, isThread := strings.CutPrefix(file, "kpktgend_")
+	n, _ := strconv.Atoi(thread)
 	switch {
-	case strings.HasPrefix(cmd, "add_device "):
+	case isThread && strings.HasPrefix(cmd, "add_device "):
+		defer f.mu.Unlock()
 		dev := strings.TrimPrefix(cmd, "add_device ")
-		f.devs = append(f.devs, dev)
+		for _, ds := range f.threads {
+			if slices.Contains(ds, dev) {
+				return syscall.EBUSY // "interface already used"
+			}
+		}
+		f.threads[n] = append(f.threads[n], dev)
+		f.render(n)
 		return os.WriteFile(filepath.Join(f.dir, dev), []byte("Result: Idle\n"), 0o644)
+	case isThread && cmd == "rem_device_all":
+		f.flag(n)
+	case file == "pgctrl" && cmd == "reset":
+		for n := range f.threads {
+			f.flag(n)
+		}
 	case file == "pgctrl" && cmd == "start":
 		if f.dropsDuringRun > 0 {
 			// The tap drops while pktgen runs: tx_dropped grows between
@@ -139,20 +211,26 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 			n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 			os.WriteFile(p, []byte(strconv.FormatUint(n+f.dropsDuringRun, 10)+"\n"), 0o644)
 		}
+		// T_RUN, then a T_REMDEVALL still pending: the devices go.
+		for n := range f.threads {
+			if f.pending[n] {
+				f.remAll(n)
+			}
+		}
+		f.mu.Unlock()
 		if f.block {
 			<-f.stopped
 		}
-		for _, d := range f.devs {
-			os.WriteFile(filepath.Join(f.dir, d), []byte(f.result), 0o644)
+		f.mu.Lock()
+		for _, ds := range f.threads {
+			for _, d := range ds {
+				os.WriteFile(filepath.Join(f.dir, d), []byte(f.result), 0o644)
+			}
 		}
 	case file == "pgctrl" && cmd == "stop":
 		close(f.stopped)
-	case file == "pgctrl" && cmd == "reset":
-		for _, d := range f.devs {
-			os.Remove(filepath.Join(f.dir, d))
-		}
-		f.devs = nil
 	}
+	f.mu.Unlock()
 	return nil
 }
 
@@ -173,8 +251,8 @@ func TestRunFakeMultiqueue(t *testing.T) {
 		t.Errorf("totals pps %v packets %v errors %v", res.PPS(), res.Packets(), res.Errors())
 	}
 	golden.Check(t, "run-multiqueue-t2.golden", strings.Join(f.log, "\n")+"\n")
-	if len(f.devs) != 0 {
-		t.Errorf("devices left after reset: %v", f.devs)
+	if d := f.devs(); len(d) != 0 {
+		t.Errorf("devices left after the run: %v", d)
 	}
 }
 
@@ -190,8 +268,8 @@ func TestRunDeadlineStopsAndKeepsResult(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	log := strings.Join(f.log, "\n")
-	if !strings.HasSuffix(log, "pgctrl: stop\npgctrl: reset") {
-		t.Errorf("want stop then reset at the end, got:\n%s", log)
+	if !strings.HasSuffix(log, "pgctrl: stop\nkpktgend_0: rem_device_all") {
+		t.Errorf("want stop then the thread cleared at the end, got:\n%s", log)
 	}
 }
 
@@ -241,8 +319,11 @@ func TestBurstENOTSUPP(t *testing.T) {
 	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "use burst: 0") {
 		t.Fatalf("err = %v, want bad input suggesting burst: 0", err)
 	}
-	if got := f.log[len(f.log)-1]; got != "pgctrl: reset" {
-		t.Errorf("last write %q, want reset", got)
+	if got := f.log[len(f.log)-1]; got != "kpktgend_0: rem_device_all" {
+		t.Errorf("last write %q, want the thread cleared", got)
+	}
+	if d := f.devs(); len(d) != 0 {
+		t.Errorf("devices left after the failed setup: %v", d)
 	}
 	f = newFake(t, "1")
 	f.failOn = "clone_skb"
@@ -340,6 +421,13 @@ func TestScriptRunsSampleAndParses(t *testing.T) {
 	// A stand-in for sample02: prints what the real one prints (Device:
 	// lines and grep -A2 "Result:" of each device file) and echoes its argv.
 	tree := standInSample02(t, "echo \"args: $*\" >&2\n")
+	// The devices the real script configures (the stand-in writes no
+	// pktgen file), left on their threads like a script's exit leaves them.
+	for n := range 2 {
+		if err := f.WriteProc(filepath.Join(f.dir, fmt.Sprintf("kpktgend_%d", n)), fmt.Appendf(nil, "add_device vnbt0@%d\n", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
 		Config:     Config{Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
 		KernelTree: tree, Sample: ModeMultiqueue})
@@ -349,8 +437,11 @@ func TestScriptRunsSampleAndParses(t *testing.T) {
 	if len(r.Threads) != 2 || r.PPS() != 2*155742 || r.Threads[1].Device != "vnbt0@1" {
 		t.Fatalf("result %+v", r)
 	}
-	if got := f.log[len(f.log)-1]; got != "pgctrl: reset" {
-		t.Errorf("last write %q, want reset", got)
+	if got := strings.Join(f.log[len(f.log)-2:], "\n"); got != "kpktgend_0: rem_device_all\nkpktgend_1: rem_device_all" {
+		t.Errorf("last writes %q, want both threads cleared", got)
+	}
+	if d := f.devs(); len(d) != 0 {
+		t.Errorf("devices left after the script: %v", d)
 	}
 }
 
@@ -433,7 +524,7 @@ func TestInNetnsWrapsEveryWrite(t *testing.T) {
 	if int(calls.Load()) != len(log) {
 		t.Errorf("%d InNetns calls for %d writes:\n%s", calls.Load(), len(log), strings.Join(log, "\n"))
 	}
-	for _, want := range []string{"pgctrl: reset", "pgctrl: start", "pgctrl: stop", "vnbt0: count 100000000", "kpktgend_0: add_device vnbt0"} {
+	for _, want := range []string{"kpktgend_0: rem_device_all", "pgctrl: start", "pgctrl: stop", "vnbt0: count 100000000", "kpktgend_0: add_device vnbt0"} {
 		if !slices.Contains(log, want) {
 			t.Errorf("no %q write:\n%s", want, strings.Join(log, "\n"))
 		}
@@ -465,5 +556,94 @@ func TestRunTxDroppedBracket(t *testing.T) {
 	res, err = g.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000, DstMAC: "52:54:00:12:34:56"})
 	if err != nil || res.TxDroppedOK {
 		t.Errorf("no statistics: ok %v, err %v", res.TxDroppedOK, err)
+	}
+}
+
+// pktgen acts on rem_device_all and pgctrl reset when its thread next
+// runs, and handles a start before a removal: a run configured while a
+// removal is pending is void (the lab e2e's "open .../vnbt1: no such file
+// or directory", kpktgend_0 starved under TCG). The fake reproduces that
+// with the kernel's own sequence, and the Driver, which flags only the
+// threads that list a device and waits for them, runs through it.
+func TestLateRemovalDoesNotVoidRun(t *testing.T) {
+	const lag = 300 * time.Millisecond
+	// The kernel's samples' sequence: reset, add, start within the lag.
+	k := newFake(t, "1")
+	k.lag = lag
+	for _, w := range [][2]string{{"pgctrl", "reset"}, {"kpktgend_0", "add_device vnbt0"}, {"pgctrl", "start"}} {
+		if err := k.WriteProc(filepath.Join(k.dir, w[0]), []byte(w[1]+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(k.dir, "vnbt0")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("fake: a start before the pending removal kept the device (%v); it must model pktgen_thread_worker", err)
+	}
+
+	f := newFake(t, "1")
+	f.lag = lag
+	f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	// A previous run's device left on thread 3.
+	if err := f.WriteProc(filepath.Join(f.dir, "kpktgend_3"), []byte("add_device vnbt0@3\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.log = nil
+	begin := time.Now()
+	res, err := f.driver().Run(t.Context(), Config{Mode: ModeMultiqueue, Dev: "vnbt0", Threads: 2, Count: 100000, DstMAC: "52:54:00:12:34:56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Threads) != 2 || res.Packets() != 200000 {
+		t.Fatalf("result %+v", res)
+	}
+	if took := time.Since(begin); took < 2*lag {
+		t.Errorf("run took %v: it cannot have waited for both removals (%v each)", took, lag)
+	}
+	f.mu.Lock()
+	log := slices.Clone(f.log)
+	f.mu.Unlock()
+	if log[0] != "kpktgend_3: rem_device_all" || slices.Contains(log, "pgctrl: reset") || slices.Index(log, "kpktgend_0: rem_device_all") < slices.Index(log, "pgctrl: start") {
+		t.Errorf("want the leftover's thread cleared first, no reset, the run's threads cleared only at the end:\n%s", strings.Join(log, "\n"))
+	}
+	if d := f.devs(); len(d) != 0 {
+		t.Errorf("devices left after the run: %v", d)
+	}
+}
+
+// A removal someone else asked for (a sample script's reset, an echo by
+// hand) that the thread has not acted on voids the run: the error says
+// so instead of only "no such file or directory".
+func TestVoidRunSaysWhy(t *testing.T) {
+	f := newFake(t, "1")
+	f.lag = time.Hour
+	f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	if err := f.WriteProc(filepath.Join(f.dir, "pgctrl"), []byte("reset\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 1000, DstMAC: "52:54:00:12:34:56"})
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "kpktgend_0 removed the device before it ran") {
+		t.Fatalf("err = %v, want the void run explained", err)
+	}
+}
+
+// A thread that never acts on rem_device_all: Clear gives up after
+// ClearTimeout with the thread and its devices named, and nothing is
+// configured on top of them.
+func TestClearTimeout(t *testing.T) {
+	f := newFake(t, "1")
+	f.lag = time.Hour
+	if err := f.WriteProc(filepath.Join(f.dir, "kpktgend_2"), []byte("add_device vnbt0@2\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.log = nil
+	d := f.driver()
+	d.ClearTimeout = 200 * time.Millisecond
+	_, err := d.Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 1000, DstMAC: "52:54:00:12:34:56"})
+	if err == nil || !strings.Contains(err.Error(), "kpktgend_2 still lists vnbt0@2 200ms after rem_device_all") {
+		t.Fatalf("err = %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.log, []string{"kpktgend_2: rem_device_all"}) {
+		t.Errorf("want only the stuck thread's rem_device_all, got %q", f.log)
 	}
 }

@@ -6,7 +6,8 @@
 // Plan is pure: it turns a Config into the exact sequence of /proc writes.
 // Driver executes a plan against a /proc/net/pktgen directory (configurable,
 // so tests use a fake directory), starts the generator with a deadline,
-// collects every thread's Result and resets pktgen on exit. Script runs a
+// collects every thread's Result and clears pktgen on exit (every device
+// removed, and the threads seen to have removed it). Script runs a
 // kernel tree's samples/pktgen/pktgen_sample0N_*.sh with argv only.
 //
 // The package does not create tap devices, pin threads or run perf; runner
@@ -103,7 +104,7 @@ func (w Write) String() string { return fmt.Sprintf("echo %q > /proc/net/pktgen/
 type Plan struct {
 	Config  Config   // with defaults filled
 	Devices []Device // one per thread, in thread order
-	Setup   []Write  // reset + per-thread configuration
+	Setup   []Write  // per-thread configuration (Driver.Start clears pktgen first)
 	Start   Write    // pgctrl start
 }
 
@@ -251,7 +252,6 @@ func NewPlan(c Config) (*Plan, error) {
 	if first.Is6() && !first.Is4In6() {
 		six = "6"
 	}
-	add("pgctrl", "reset")
 	for t := c.FirstThread; t < c.FirstThread+c.Threads; t++ {
 		dev := c.Dev + "@" + strconv.Itoa(t)
 		if c.Mode == ModeSimple && c.Threads == 1 {
@@ -259,7 +259,6 @@ func NewPlan(c Config) (*Plan, error) {
 		}
 		p.Devices = append(p.Devices, Device{Thread: t, File: dev})
 		th := "kpktgend_" + strconv.Itoa(t)
-		add(th, "rem_device_all")
 		add(th, "add_device "+dev)
 		if c.Mode != ModeSimple {
 			add(dev, "flag QUEUE_MAP_CPU")

@@ -280,7 +280,7 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, ParseScriptOutput(s.out.String()))
 	errs = append(errs, rerrs...)
-	if err := s.d.Reset(); err != nil {
+	if err := s.d.clearAfter(); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)

@@ -110,11 +110,16 @@ func (p *Config) Commands(e workload.PlanEnv) []string {
 	if m := queueMap(plan, e.Queues); m != "" {
 		out = append(out, m)
 	}
+	out = append(out, clearNote)
 	for _, w := range append(plan.Setup, plan.Start) {
 		out = append(out, w.String())
 	}
 	return out
 }
+
+// clearNote is Driver.Start's first step, which writes only what the
+// threads list, as a comment line of the plan.
+const clearNote = `# every kpktgend_N that lists a device gets "rem_device_all" and is waited on until it lists none (not pgctrl "reset": pktgen acts on it when the thread next runs, which can be after the next start)`
 
 // queueMap says, as a comment line, which tap queue each thread sends on
 // when the threads map to queues by CPU (QUEUE_MAP_CPU: queue = CPU %
@@ -264,6 +269,7 @@ func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
 		}
 	}
 	if w.Note != nil && g.cfg.Mode != ModeScript {
+		w.Note(clearNote)
 		for _, wr := range append(g.plan.Setup, g.plan.Start) {
 			w.Note(strings.Replace(wr.String(), pg.DefaultProcDir, g.procDir, 1))
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,40 @@ const (
 	guestMAC = "52:54:00:12:34:56"
 )
 
+// threadFiles writes kpktgend_0..n-1 in procDir as the kernel shows a
+// thread with no device, and returns an InNetns that, after each write,
+// makes a thread file answer like the kernel: a written "add_device DEV"
+// lists DEV, a written "rem_device_all" lists nothing. devs are the
+// devices each thread starts with (what a sample script leaves).
+func threadFiles(t *testing.T, procDir string, devs ...string) func(fn func() error) error {
+	t.Helper()
+	show := func(n int, dev string) {
+		if dev != "" {
+			dev += " " // pktgen_thread_show prints "%s " per device
+		}
+		if err := os.WriteFile(filepath.Join(procDir, "kpktgend_"+strconv.Itoa(n)), []byte("Running: \nStopped: "+dev+"\nResult: NA\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n, d := range devs {
+		show(n, d)
+	}
+	return func(fn func() error) error {
+		err := fn()
+		for n := range devs {
+			b, _ := os.ReadFile(filepath.Join(procDir, "kpktgend_"+strconv.Itoa(n)))
+			// A write does not truncate: the command is the first line.
+			switch cmd, _, _ := strings.Cut(string(b), "\n"); {
+			case strings.HasPrefix(cmd, "add_device "):
+				show(n, strings.TrimPrefix(cmd, "add_device "))
+			case cmd == "rem_device_all":
+				show(n, "")
+			}
+		}
+		return err
+	}
+}
+
 // The pktgen generator against a fake /proc/net/pktgen: the plan's writes
 // land in the files, every write goes through InNetns, the Result is parsed.
 func TestPktgenGeneratorFakeProc(t *testing.T) {
@@ -31,14 +66,15 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	procDir, sysNet := filepath.Join(nsProc, "net", "pktgen"), filepath.Join(nsProc, "root", "sys", "class", "net")
 	os.MkdirAll(procDir, 0o755)
 	os.MkdirAll(filepath.Join(sysNet, "vnbt0"), 0o755)
-	for _, f := range []string{"pgctrl", "kpktgend_0", "vnbt0"} {
+	for _, f := range []string{"pgctrl", "vnbt0"} {
 		os.WriteFile(filepath.Join(procDir, f), nil, 0o644)
 	}
+	kernel := threadFiles(t, procDir, "")
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("1\n"), 0o644)
 	var inNS []string
 	var notes []string
 	w := &workload.Window{NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
-		InNetns: func(fn func() error) error { inNS = append(inNS, "write"); return fn() },
+		InNetns: func(fn func() error) error { inNS = append(inNS, "write"); return kernel(fn) },
 		Note:    func(l string) { notes = append(notes, l) }}
 	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}}
 	if err := g.Start(t.Context(), w); err != nil {
@@ -58,12 +94,15 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	// Every write from inside the netns (pgctrl acts on the writer's
-	// namespace): the plan's setup, start, and the final reset.
+	// namespace): the plan's setup, start, and clearing the thread.
 	if want := len(g.sess.Plan().Setup) + 2; len(inNS) != want {
 		t.Errorf("writes through InNetns: %d, want %d", len(inNS), want)
 	}
-	if got, _ := os.ReadFile(filepath.Join(procDir, "pgctrl")); strings.TrimSpace(string(got)) != "reset" {
-		t.Errorf("pgctrl last write %q, want reset", got)
+	if got, _ := os.ReadFile(filepath.Join(procDir, "pgctrl")); strings.TrimSpace(string(got)) != "start" {
+		t.Errorf("pgctrl last write %q, want start (no reset)", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(procDir, "kpktgend_0")); !strings.Contains(string(got), "Stopped: \n") {
+		t.Errorf("kpktgend_0 not cleared after the run:\n%s", got)
 	}
 	if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `echo "start" > `+procDir+"/pgctrl") {
 		t.Errorf("notes %v", notes)
@@ -100,6 +139,8 @@ func TestPktgenGeneratorScriptMode(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(procDir, "pgctrl"), nil, 0o644)
 	os.WriteFile(filepath.Join(procDir, "vnbt0@0"), fixture, 0o644)
+	// The threads as the script leaves them: one device each.
+	kernel := threadFiles(t, procDir, "vnbt0@0", "vnbt0@1")
 	os.WriteFile(filepath.Join(samples, "result"), fixture, 0o644)
 	script := `#!/bin/bash
 echo "$@" > "$(dirname "$0")/args"
@@ -109,7 +150,7 @@ sleep 30
 `
 	os.WriteFile(filepath.Join(samples, "pktgen_sample02_multiqueue.sh"), []byte(script), 0o755)
 	w := &workload.Window{Exec: proc.Real{}, NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "artifacts/c/host/0",
-		Duration: time.Second} // bash must reach its trap before the SIGINT, also on a loaded machine
+		InNetns: kernel, Duration: time.Second} // bash must reach its trap before the SIGINT, also on a loaded machine
 	g := &Generator{cfg: Config{Mode: "script", ScriptDir: tree, Script: "pktgen_sample02_multiqueue.sh",
 		Threads: 2, Count: 100000, PktSize: 60}}
 	if err := g.Start(t.Context(), w); err != nil {
@@ -136,8 +177,10 @@ sleep 30
 	if !strings.Contains(string(log), "Device: vnbt0@1") || !strings.Contains(string(log), "Running... ctrl^C") {
 		t.Errorf("pktgen-script.log:\n%s", log)
 	}
-	if got, _ := os.ReadFile(filepath.Join(procDir, "pgctrl")); strings.TrimSpace(string(got)) != "reset" {
-		t.Errorf("pgctrl last write %q, want reset", got)
+	for _, th := range []string{"kpktgend_0", "kpktgend_1"} {
+		if got, _ := os.ReadFile(filepath.Join(procDir, th)); !strings.Contains(string(got), "Stopped: \n") {
+			t.Errorf("%s not cleared after the script:\n%s", th, got)
+		}
 	}
 	// A missing script is input to fix, refused before anything runs.
 	g = &Generator{cfg: Config{Mode: "script", ScriptDir: dir, Script: "pktgen_sample02_multiqueue.sh", Threads: 2}}
@@ -225,9 +268,10 @@ func TestPktgenThreadsOfTheRunNamespace(t *testing.T) {
 	procDir, sysNet := filepath.Join(nsProc, "net", "pktgen"), filepath.Join(nsProc, "root", "sys", "class", "net")
 	os.MkdirAll(procDir, 0o755)
 	os.MkdirAll(filepath.Join(sysNet, "vnbt0"), 0o755)
-	for _, f := range []string{"pgctrl", "kpktgend_0", "vnbt0"} {
+	for _, f := range []string{"pgctrl", "vnbt0"} {
 		os.WriteFile(filepath.Join(procDir, f), nil, 0o644)
 	}
+	kernel := threadFiles(t, procDir, "")
 	os.WriteFile(filepath.Join(sysNet, "vnbt0", "carrier"), []byte("1\n"), 0o644)
 	fp := proc.NewFakeProc(filepath.Join(dir, "host-proc"))
 	os.MkdirAll(fp.Root, 0o755)
@@ -235,7 +279,7 @@ func TestPktgenThreadsOfTheRunNamespace(t *testing.T) {
 	fp.KernelThread(900, "kpktgend_0", 5000, 0) // the run's namespace's
 	var asked []string
 	w := &workload.Window{NetnsProc: nsProc, Dev: "vnbt0", Dst: guestIP, DstMAC: guestMAC, Artifacts: dir, RelDir: "a",
-		InNetns: func(fn func() error) error { return fn() }, Proc: fp.FS(),
+		InNetns: kernel, Proc: fp.FS(),
 		KernelThreads: func(name string) ([]int, string) { asked = append(asked, name); return []int{900}, "" }}
 	g := &Generator{cfg: Config{Mode: "simple", Threads: 1, Count: 100000, PktSize: 60}}
 	if err := g.Prepare(t.Context(), w); err != nil {
