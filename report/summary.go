@@ -54,7 +54,8 @@ func (b *builder) sampleWarnings() {
 		key
 		first string
 		texts map[string]bool
-		count int
+		count int // runs (samples) that carried it
+		last  int // the last sample counted
 	}
 	var entries []*entry
 	byKey := map[key]*entry{}
@@ -71,12 +72,16 @@ func (b *builder) sampleWarnings() {
 			}, w)}
 			e := byKey[k]
 			if e == nil {
-				e = &entry{key: k, first: w, texts: map[string]bool{}}
+				e = &entry{key: k, first: w, texts: map[string]bool{}, last: -1}
 				byKey[k] = e
 				entries = append(entries, e)
 			}
 			e.texts[w] = true
-			e.count++
+			// One run can carry several of a shape ("pktgen thread 2 sent
+			// no packets", "... thread 3 ..."): it counts once.
+			if e.last != i {
+				e.count, e.last = e.count+1, i
+			}
 		}
 	}
 	totalRuns := len(b.set.Samples)

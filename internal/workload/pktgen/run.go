@@ -350,6 +350,7 @@ func shortRunWarning(cfg Config, r *workload.Result) string {
 func addResult(r *workload.Result, res *pg.Result) {
 	var pkts, errs uint64
 	var pps float64
+	var silent []string // threads that sent nothing
 	for _, tr := range res.Threads {
 		pkts += tr.Packets
 		pps += tr.PPS
@@ -367,8 +368,17 @@ func addResult(r *workload.Result, res *pg.Result) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d: %s", tr.Thread, tr.Msg))
 		}
 		if tr.Packets == 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %d sent no packets", tr.Thread))
+			silent = append(silent, strconv.Itoa(tr.Thread))
 		}
+	}
+	// One warning per run, naming every silent thread: the report counts
+	// a warning per run.
+	switch len(silent) {
+	case 0:
+	case 1:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen thread %s sent no packets", silent[0]))
+	default:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen threads %s sent no packets", strings.Join(silent, ", ")))
 	}
 	r.Packets = pkts
 	r.Metrics = map[string]float64{"pktgen_errors": float64(errs)}

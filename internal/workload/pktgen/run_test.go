@@ -256,6 +256,25 @@ func TestAddResultOneClock(t *testing.T) {
 	}
 }
 
+// Threads that sent nothing (a kpktgend starved behind a vhost worker
+// pinned to its CPU) are one warning per run naming them all: the report
+// counts warnings per run ("1 of 1 runs", not "3 of 1").
+func TestSilentThreadsOneWarning(t *testing.T) {
+	th := func(i int, pkts uint64) pg.ThreadResult {
+		return pg.ThreadResult{Thread: i, OK: true, Usec: 3000000, Packets: pkts, PPS: float64(pkts) / 3}
+	}
+	r := &workload.Result{}
+	addResult(r, &pg.Result{Threads: []pg.ThreadResult{th(0, 0), th(1, 900), th(2, 0), th(3, 0)}})
+	if want := []string{"pktgen threads 0, 2, 3 sent no packets"}; !slices.Equal(r.Warnings, want) {
+		t.Errorf("warnings %q, want %q", r.Warnings, want)
+	}
+	r = &workload.Result{}
+	addResult(r, &pg.Result{Threads: []pg.ThreadResult{th(0, 10), th(1, 0)}})
+	if want := []string{"pktgen thread 1 sent no packets"}; !slices.Equal(r.Warnings, want) {
+		t.Errorf("warnings %q, want %q", r.Warnings, want)
+	}
+}
+
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
 
 // kpktgend_0 exists once per network namespace: the generator takes the
