@@ -288,9 +288,14 @@ type QueueResult struct {
 	// InvalidDescs is the kernel's count of Tx descriptors it rejected
 	// (XDP_STATISTICS; 0 unless the generator is broken).
 	InvalidDescs uint64 `json:"invalid_descs"`
-	// UserCPU and SystemCPU are the thread's CPU time during the run
-	// (getrusage RUSAGE_THREAD); copy mode's kernel work runs in the
-	// sendto calls, so it is SystemCPU.
+	// CPUTime is the thread's CPU time during the run, exact to the
+	// nanosecond (CLOCK_THREAD_CPUTIME_ID: the scheduler's runtime).
+	// UserCPU and SystemCPU split it as getrusage RUSAGE_THREAD does;
+	// copy mode's kernel work runs in the sendto calls, so it is
+	// SystemCPU. That split is sampled at timer ticks and never runs
+	// ahead of the scheduler's last update, so a queue that ran for
+	// less than a tick can show 0 in both.
+	CPUTime   time.Duration `json:"cpu_ns"`
 	UserCPU   time.Duration `json:"user_cpu_ns"`
 	SystemCPU time.Duration `json:"system_cpu_ns"`
 
@@ -313,13 +318,22 @@ func pps(n uint64, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// CPU is the generator threads' CPU time (user + system, all queues).
+// CPU is the generator threads' CPU time (all queues).
 func (r *Result) CPU() time.Duration {
 	var t time.Duration
 	for _, q := range r.Queues {
-		t += q.UserCPU + q.SystemCPU
+		t += q.CPU()
 	}
 	return t
+}
+
+// CPU is the queue thread's CPU time: CPUTime, or user + system where
+// the thread CPU clock was not read.
+func (q *QueueResult) CPU() time.Duration {
+	if q.CPUTime > 0 {
+		return q.CPUTime
+	}
+	return q.UserCPU + q.SystemCPU
 }
 
 // CPUPerPacket is CPU over Packets, in nanoseconds (0 without packets).

@@ -79,13 +79,18 @@ func (q *txq) run(stop *atomic.Bool, cpu int) error {
 		}
 	}
 	var ru0, ru1 unix.Rusage
+	var ts0, ts1 unix.Timespec
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
+	cpuOK := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts0) == nil
 	err := q.loop(stop)
 	if q.durationTimer != nil {
 		q.durationTimer.Stop()
 	}
 	if err == nil {
 		err = q.drainOut()
+	}
+	if cpuOK && unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts1) == nil {
+		q.res.CPUTime = time.Duration(ts1.Nano() - ts0.Nano())
 	}
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru1)
 	q.res.UserCPU = time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano())

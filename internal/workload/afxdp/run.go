@@ -200,7 +200,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	for _, q := range res.Queues {
 		r.Threads = append(r.Threads, workload.Thread{I: q.Queue, TxPPS: q.PPS()})
 		if q.Duration > 0 {
-			busy += float64(q.UserCPU+q.SystemCPU) / float64(q.Duration)
+			busy += float64(q.CPU()) / float64(q.Duration)
 		}
 		if q.InvalidDescs > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("afxdp queue %d: the kernel rejected %d Tx descriptors as invalid", q.Queue, q.InvalidDescs))
