@@ -365,7 +365,8 @@ type Session struct {
 	stopOnce sync.Once
 	stopped  bool
 	stopErr  error
-	deadline *time.Timer
+	issued   chan struct{} // closed right before the `start` write
+	quit     chan struct{} // closed by Wait: the window's timer stops
 	expired  chan struct{}
 	// dropped is the tap's tx_dropped growth over the start write
 	// (written before done is closed).
@@ -397,12 +398,13 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 			return nil, errors.Join(err, d.clearAfter())
 		}
 	}
-	s := &Session{d: d, plan: p, done: make(chan struct{}), expired: make(chan struct{})}
+	s := &Session{d: d, plan: p, done: make(chan struct{}), issued: make(chan struct{}), quit: make(chan struct{}), expired: make(chan struct{})}
 	s.started = time.Now()
 	go func() {
 		// The tap's drops are read right around the blocking start write:
 		// Lost then covers the threads' run, the interval of their pps.
 		before, okb := d.TxDropped(p.Config.Dev)
+		close(s.issued)
 		s.startErr = d.write(p.Start.File, p.Start.Cmd)
 		after, oka := d.TxDropped(p.Config.Dev)
 		if okb && oka && after >= before {
@@ -411,7 +413,23 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 		close(s.done)
 	}()
 	if p.Config.Duration > 0 {
-		s.deadline = time.AfterFunc(p.Config.Duration, func() { close(s.expired) })
+		// The window counts from the start write, not from this
+		// goroutine's launch.
+		go func() {
+			select {
+			case <-s.issued:
+			case <-s.quit:
+				return
+			}
+			t := time.NewTimer(p.Config.Duration)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				close(s.expired)
+			case <-s.done:
+			case <-s.quit:
+			}
+		}()
 	}
 	return s, nil
 }
@@ -420,8 +438,12 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 func (s *Session) Plan() *Plan { return s.plan }
 
 // Stop stops the generator now (`pgctrl stop`); the Results are kept.
+// The stop is written after the start write was issued: one written
+// before it would stop nothing, and the start would then run to its
+// count (forever with count 0).
 func (s *Session) Stop() error {
 	s.stopOnce.Do(func() {
+		<-s.issued
 		select {
 		case <-s.done:
 			return
@@ -444,9 +466,7 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 	}
-	if s.deadline != nil {
-		s.deadline.Stop()
-	}
+	close(s.quit)
 	elapsed := time.Since(s.started)
 	var errs []error
 	select {
@@ -459,10 +479,27 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 		if grace <= 0 {
 			grace = 10 * time.Second
 		}
-		select {
-		case <-s.done:
-		case <-time.After(grace):
-			errs = append(errs, fmt.Errorf("pktgen: start did not return %v after pgctrl stop", grace))
+		// pktgen's threads act on a stop when they next run, and one
+		// that takes a stop and a start together handles the stop first:
+		// a stop that reached a thread before the start did is lost. So
+		// the stop is written again every second until start returns.
+		deadline := time.After(grace)
+		again := time.NewTicker(time.Second)
+		defer again.Stop()
+	wait:
+		for {
+			select {
+			case <-s.done:
+				break wait
+			case <-again.C:
+				if err := s.d.write("pgctrl", "stop"); err != nil {
+					errs = append(errs, err)
+					break wait
+				}
+			case <-deadline:
+				errs = append(errs, fmt.Errorf("pktgen: start did not return %v after pgctrl stop", grace))
+				break wait
+			}
 		}
 	}
 	select {

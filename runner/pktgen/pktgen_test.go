@@ -96,6 +96,11 @@ type fakePktgen struct {
 	dir, sys string
 	result   string
 	block    bool
+	// loseEarlyStop drops a stop written before the start, as a kpktgend
+	// that takes both in one pass does (T_STOP before T_RUN).
+	loseEarlyStop bool
+	startLag      time.Duration
+	running       bool
 	failOn   string // command prefix that fails with errno 524
 	lag      time.Duration
 
@@ -132,7 +137,11 @@ func (f *fakePktgen) render(n int) {
 		b.WriteString(d + " ")
 	}
 	b.WriteString("\nResult: NA\n")
-	os.WriteFile(filepath.Join(f.dir, "kpktgend_"+strconv.Itoa(n)), []byte(b.String()), 0o644)
+	// Whole or not at all, as the kernel's seq_file reads: the Driver
+	// polls the file while the fake's "thread" rewrites it.
+	path := filepath.Join(f.dir, "kpktgend_"+strconv.Itoa(n))
+	os.WriteFile(path+".new", []byte(b.String()), 0o644)
+	os.Rename(path+".new", path)
 }
 
 // devs is every device on every thread.
@@ -217,6 +226,13 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 				f.remAll(n)
 			}
 		}
+		if f.startLag > 0 {
+			// The threads take T_RUN this much later.
+			f.mu.Unlock()
+			time.Sleep(f.startLag)
+			f.mu.Lock()
+		}
+		f.running = true
 		f.mu.Unlock()
 		if f.block {
 			<-f.stopped
@@ -228,7 +244,14 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 			}
 		}
 	case file == "pgctrl" && cmd == "stop":
-		close(f.stopped)
+		if f.loseEarlyStop && !f.running {
+			break
+		}
+		select {
+		case <-f.stopped:
+		default:
+			close(f.stopped)
+		}
 	}
 	f.mu.Unlock()
 	return nil
@@ -645,5 +668,33 @@ func TestClearTimeout(t *testing.T) {
 	defer f.mu.Unlock()
 	if !slices.Equal(f.log, []string{"kpktgend_2: rem_device_all"}) {
 		t.Errorf("want only the stuck thread's rem_device_all, got %q", f.log)
+	}
+}
+
+// A stop that reaches pktgen before the start is lost (the thread takes
+// T_STOP before T_RUN): the Driver writes its stop only after issuing the
+// start, and again every second until the start returns, so a 1 ms
+// window still ends in about a second instead of at the stop grace.
+func TestStopBeforeStartIsRepeated(t *testing.T) {
+	for range 2 {
+		f := newFake(t, "1")
+		f.block, f.loseEarlyStop, f.startLag = true, true, 100*time.Millisecond
+		f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+		d := f.driver()
+		d.StopGrace = 10 * time.Second
+		begin := time.Now()
+		res, err := d.Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 0, Duration: time.Millisecond, DstMAC: "52:54:00:12:34:56"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(begin); !res.Stopped || took > 3*time.Second {
+			t.Fatalf("stopped %v after %v, want a stop within ~1 s", res.Stopped, took)
+		}
+		f.mu.Lock()
+		log := slices.Clone(f.log)
+		f.mu.Unlock()
+		if stops := slices.DeleteFunc(log, func(w string) bool { return w != "pgctrl: stop" }); len(stops) < 2 {
+			t.Fatalf("%d stop writes, want the lost one repeated", len(stops))
+		}
 	}
 }
