@@ -101,8 +101,8 @@ type fakePktgen struct {
 	loseEarlyStop bool
 	startLag      time.Duration
 	running       bool
-	failOn   string // command prefix that fails with errno 524
-	lag      time.Duration
+	failOn        string // command prefix that fails with errno 524
+	lag           time.Duration
 
 	mu      sync.Mutex
 	log     []string
