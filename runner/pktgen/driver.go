@@ -284,6 +284,9 @@ func (d *Driver) Clear(ctx context.Context) error {
 	}
 	var busy []string
 	for _, f := range files {
+		if _, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "kpktgend_")); err != nil {
+			continue // not a thread file
+		}
 		devs, err := threadDevices(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // the thread of a CPU gone offline
@@ -306,7 +309,7 @@ func (d *Driver) Clear(ctx context.Context) error {
 	deadline := time.Now().Add(timeout)
 	for len(busy) > 0 {
 		left := busy[:0]
-		var devs []string
+		var devs []string // busy[0]'s, for the error
 		for _, f := range busy {
 			ds, err := threadDevices(f)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -316,8 +319,10 @@ func (d *Driver) Clear(ctx context.Context) error {
 				return err
 			}
 			if len(ds) > 0 {
+				if len(left) == 0 {
+					devs = ds
+				}
 				left = append(left, f)
-				devs = ds
 			}
 		}
 		busy = left
