@@ -62,9 +62,9 @@ func TestRunGuestKernelFault(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 				injected.Store(time.Now().UnixNano())
 				appendConsole(t, h.opts.Dir,
-					"[  480.123456] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kpktgend_0:91]",
-					"[  480.123457] CPU: 0 PID: 91 Comm: kpktgend_0 Not tainted 6.1.0-47-amd64 #1",
-					"[  480.123458] RIP: 0010:pktgen_thread_worker+0x1b2/0x1f0 [pktgen]")
+					"[   48.123456] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kpktgend_0:91]",
+					"[   48.123457] CPU: 0 PID: 91 Comm: kpktgend_0 Not tainted 6.1.0-47-amd64 #1",
+					"[   48.123458] RIP: 0010:pktgen_thread_worker+0x1b2/0x1f0 [pktgen]")
 			}()
 		}
 		return g

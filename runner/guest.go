@@ -261,6 +261,7 @@ func guestGone(ctx context.Context, g *guest, err error) error {
 	}
 	path := g.vm.Config.ConsoleLog
 	w := qemu.NewConsoleWatch(path)
+	w.Launched = time.Time{} // read after the fact: the VM's age is unknown
 	w.Poll()
 	w.Close()
 	if w.Fault != "" {

@@ -51,8 +51,8 @@ timeouts: {boot: 1m, traffic: 1m}
 		switch name {
 		case "vnb-lab-a":
 			return append(up,
-				fakeqemu.Step{After: 200 * time.Millisecond, Line: "[  95.485293] rcu: INFO: rcu_preempt self-detected stall on CPU"},
-				fakeqemu.Step{After: 10 * time.Millisecond, Line: "[  95.485293]  text_poke_bp_batch+0x29f/0x300"})
+				fakeqemu.Step{After: 200 * time.Millisecond, Line: "[  25.485293] rcu: INFO: rcu_preempt self-detected stall on CPU"},
+				fakeqemu.Step{After: 10 * time.Millisecond, Line: "[  25.485293]  text_poke_bp_batch+0x29f/0x300"})
 		case "vnb-lab-b":
 			// The run inside writes its samples into the shared run
 			// directory, then lab init reports its exit and powers off.

@@ -49,8 +49,8 @@ func TestLabKernelFaultFailsFast(t *testing.T) {
 	}{
 		{"soft lockup in the run", append(append([]fakeqemu.Step{}, labUp...),
 			fakeqemu.Step{After: 300 * time.Millisecond, Line: "perf-stress: 10/200 sessions"},
-			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[  480.123456] watchdog: BUG: soft lockup - CPU#1 stuck for 480s! [perf:153]"},
-			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[  480.123457] RIP: 0010:smp_call_function_many_cond+0xf1/0x330"},
+			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[   48.123456] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [perf:153]"},
+			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[   48.123457] RIP: 0010:smp_call_function_many_cond+0xf1/0x330"},
 		), "run", "soft lockup - CPU#1 stuck"},
 		{"panic at boot", []fakeqemu.Step{
 			{Line: "[    0.000000] Linux version 6.1.0-99-fake"},

@@ -629,10 +629,14 @@ type follower struct {
 	faultAt time.Time
 	// seen is when the console last grew.
 	seen time.Time
+	// born is when the lab VM was launched (the follower's creation):
+	// a lockup report stamped later than that is a clock jump
+	// (qemu.KernelFaultAt).
+	born time.Time
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{path: path, out: out, label: label, seen: time.Now()}
+	return &follower{path: path, out: out, label: label, seen: time.Now(), born: time.Now()}
 }
 
 func (f *follower) poll() []Event {
@@ -659,7 +663,7 @@ func (f *follower) poll() []Event {
 			evs = append(evs, ev)
 			continue
 		}
-		if f.fault == "" && qemu.KernelFault(line) {
+		if f.fault == "" && qemu.KernelFaultAt(line, time.Since(f.born)) {
 			f.fault, f.faultAt = line, time.Now()
 		}
 		if f.out != nil && line != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,6 +54,57 @@ func KernelFault(line string) bool {
 	return false
 }
 
+// timingReports are the faults a watchdog reports by measuring time: a
+// soft or hard lockup, an RCU stall, a hung task. A guest clock that jumps
+// forward (seen under TCG in TCG: a nested guest 80 s after its launch
+// printed "[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for
+// 430630s!") sets them off without anything being stuck.
+var timingReports = []string{
+	"soft lockup",
+	"hard LOCKUP",
+	"detected stalls on CPUs",
+	"self-detected stall on CPU",
+	"detected stall on CPU",
+	"blocked for more than",
+}
+
+// clockSlack is how far a kernel's printk time may run ahead of its VM's
+// age before its clock counts as having jumped.
+const clockSlack = time.Minute
+
+// KernelFaultAt is KernelFault for a kernel whose VM was launched age ago
+// (0 = unknown): a timing report stamped later than age (plus a minute)
+// comes from a kernel clock that jumped, which no CPU can have been stuck
+// for, and is not a fault. Every other fault line is one at any time.
+func KernelFaultAt(line string, age time.Duration) bool {
+	if !KernelFault(line) {
+		return false
+	}
+	return age <= 0 || !ClockJumped(line, age)
+}
+
+// ClockJumped reports whether line is a timing report (a lockup, stall or
+// hung-task watchdog) whose printk time is later than age plus a minute:
+// the kernel's clock jumped forward.
+func ClockJumped(line string, age time.Duration) bool {
+	line = strings.TrimLeft(line, "\r\x00")
+	loc := printkTime.FindStringIndex(line)
+	if loc == nil {
+		return false
+	}
+	timing := false
+	for _, m := range timingReports {
+		if strings.Contains(line[loc[1]:], m) {
+			timing = true
+		}
+	}
+	if !timing {
+		return false
+	}
+	sec, err := strconv.ParseFloat(strings.TrimSpace(line[1:loc[1]-1]), 64)
+	return err == nil && time.Duration(sec*float64(time.Second)) > age+clockSlack
+}
+
 // FaultGrace is how long a console watcher keeps reading after the first
 // fault line before it gives up on the VM: long enough for the kernel to
 // print the report's stack traces into the console log, short enough to
@@ -96,13 +148,22 @@ type ConsoleWatch struct {
 	f    *os.File
 	rd   *bufio.Reader
 	part string
+	// Launched is when the VM started (NewConsoleWatch: its creation; the
+	// zero time = unknown), for KernelFaultAt.
+	Launched time.Time
 	// Fault is the first fault line seen ("" = none yet), at FaultAt.
 	Fault   string
 	FaultAt time.Time
+	// ClockJump is the first timing report that was no fault because
+	// the kernel's clock had jumped (ClockJumped).
+	ClockJump string
 }
 
-// NewConsoleWatch follows path (which may not exist yet).
-func NewConsoleWatch(path string) *ConsoleWatch { return &ConsoleWatch{path: path} }
+// NewConsoleWatch follows path (which may not exist yet) of a VM launched
+// now.
+func NewConsoleWatch(path string) *ConsoleWatch {
+	return &ConsoleWatch{path: path, Launched: time.Now()}
+}
 
 // Poll reads what was appended since the last call and returns the
 // complete lines; it records the first fault line.
@@ -123,8 +184,16 @@ func (w *ConsoleWatch) Poll() []string {
 		}
 		line := strings.TrimRight(w.part+s, "\r\n")
 		w.part = ""
-		if w.Fault == "" && KernelFault(line) {
+		var age time.Duration
+		if !w.Launched.IsZero() {
+			age = time.Since(w.Launched)
+		}
+		switch {
+		case w.Fault != "" || !KernelFault(line):
+		case KernelFaultAt(line, age):
 			w.Fault, w.FaultAt = line, time.Now()
+		case w.ClockJump == "":
+			w.ClockJump = line
 		}
 		lines = append(lines, line)
 	}

@@ -63,8 +63,10 @@ func TestWatchConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	f.WriteString("[   95.485293] rcu: INFO: rcu_preempt self-detected stall on CPU\n[   95.485293] Call Trace:\n")
-	f.WriteString("[   95.485293]  smp_call_function_many_cond+0xf1/0x330\n")
+	// Stamped within a minute of the watch's start (the VM's launch): a
+	// later stamp on a timing report is a clock jump (TestClockJump).
+	f.WriteString("[   25.485293] rcu: INFO: rcu_preempt self-detected stall on CPU\n[   25.485293] Call Trace:\n")
+	f.WriteString("[   25.485293]  smp_call_function_many_cond+0xf1/0x330\n")
 	f.Close()
 	select {
 	case fe := <-got:
@@ -79,6 +81,41 @@ func TestWatchConsole(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no fault reported")
+	}
+}
+
+// A lockup report stamped later than its VM has existed comes from a
+// kernel clock that jumped forward, not from a stuck CPU (the line is a
+// nested guest's under TCG in TCG, 80 s after its QEMU started). It is no
+// fault for a VM that young, and is one for a VM that old; a panic or an
+// oops stays a fault whatever its stamp.
+func TestClockJump(t *testing.T) {
+	const jump = "[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 430630s! [init:1]"
+	if !KernelFault(jump) || KernelFaultAt(jump, 80*time.Second) || !ClockJumped(jump, 80*time.Second) {
+		t.Errorf("80 s after launch: KernelFault %v, KernelFaultAt %v, ClockJumped %v; want true, false, true",
+			KernelFault(jump), KernelFaultAt(jump, 80*time.Second), ClockJumped(jump, 80*time.Second))
+	}
+	if !KernelFaultAt(jump, 200*time.Hour) || !KernelFaultAt(jump, 0) {
+		t.Error("a VM up for 200 h (or of unknown age) can be stuck that long: a fault")
+	}
+	for _, l := range []string{
+		"[462436.200000] Kernel panic - not syncing: softlockup: hung tasks",
+		"[462436.200001] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+		"[   70.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kpktgend_0:91]",
+	} {
+		if !KernelFaultAt(l, 80*time.Second) {
+			t.Errorf("KernelFaultAt(%q, 80s) = false, want a fault", l)
+		}
+	}
+	// The watch of a VM launched now records the jump and reports no
+	// fault.
+	path := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(path, []byte("[    1.000000] booting\n"+jump+"\n"), 0o644)
+	w := NewConsoleWatch(path)
+	w.Poll()
+	w.Close()
+	if w.Fault != "" || w.ClockJump != jump {
+		t.Errorf("fault %q, clock jump %q", w.Fault, w.ClockJump)
 	}
 }
 
