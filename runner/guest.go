@@ -226,7 +226,7 @@ func (e *GuestGoneError) Error() string {
 		if e.Console != "" {
 			s += " (" + e.Console + ")"
 		}
-		s += ":\n" + e.Tail
+		s += ":\n" + qemu.QuoteConsole(e.Tail)
 	} else {
 		s += " (the guest console is empty)"
 	}

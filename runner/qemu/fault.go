@@ -127,9 +127,21 @@ func (e *FaultError) Error() string {
 		if e.Console != "" {
 			s += " (" + e.Console + ")"
 		}
-		s += ":\n" + e.Tail
+		s += ":\n" + QuoteConsole(e.Tail)
 	}
 	return s
+}
+
+// QuoteConsole indents every line of a console tail quoted in a message.
+// A quoted kernel line then no longer starts with its printk stamp: an
+// inner run's error printed on a lab VM's console is not taken for the
+// lab kernel's own fault (KernelFault), which would end the whole lab.
+func QuoteConsole(tail string) string {
+	lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
 }
 
 // FaultTail returns the console tail for a fault report: the last n lines,

@@ -134,3 +134,17 @@ func TestFaultTail(t *testing.T) {
 		t.Errorf("tail:\n%s", tail)
 	}
 }
+
+// A fault quoted in an error message (an inner run's, printed on a lab
+// VM's console) is not the lab kernel's own fault line.
+func TestQuotedFaultIsNoFault(t *testing.T) {
+	fe := &FaultError{VM: "guest", Line: "[   25.4] Kernel panic - not syncing: x", Console: "c.log", Tail: "[   25.4] Kernel panic - not syncing: x\n[   25.5] Call Trace:\n"}
+	for _, l := range strings.Split(fe.Error(), "\n") {
+		if KernelFault(l) {
+			t.Errorf("line %q of the error reads as a kernel fault", l)
+		}
+	}
+	if !strings.Contains(fe.Error(), "  [   25.5] Call Trace:") {
+		t.Errorf("error %q lacks the indented tail", fe.Error())
+	}
+}
