@@ -12,21 +12,14 @@ import (
 )
 
 // faultMarkers are what a Linux kernel prints when it is stuck or broken:
-// the soft-lockup and hard-lockup watchdogs, RCU stall warnings (every
-// flavour: rcu_preempt, rcu_sched, rcu_tasks...), hung tasks, oopses,
-// BUG reports and panics.
-var faultMarkers = []string{
-	"soft lockup",
-	"hard LOCKUP",
-	"detected stalls on CPUs",
-	"self-detected stall on CPU",
-	"detected stall on CPU",
-	"blocked for more than",
+// the timing reports (lockups, RCU stalls, hung tasks), oopses, BUG
+// reports and panics.
+var faultMarkers = append(append([]string(nil), timingReports...),
 	"Kernel panic",
 	"BUG:",
 	"Oops:",
 	"general protection fault",
-}
+)
 
 // printkTime is the timestamp a kernel with CONFIG_PRINTK_TIME (or
 // printk.time=1 on its command line) puts before each console line:
@@ -40,14 +33,25 @@ var printkTime = regexp.MustCompile(`^\[\s*\d+\.\d+\]`)
 // quotes such text (an inner run's error message) is not taken for the
 // kernel.
 func KernelFault(line string) bool {
+	_, msg, ok := kernelLine(line)
+	return ok && containsAny(msg, faultMarkers)
+}
+
+// kernelLine splits a console line the kernel printed into its printk
+// stamp (the text between the brackets) and its message; ok is false for
+// a line without the stamp.
+func kernelLine(line string) (stamp, msg string, ok bool) {
 	line = strings.TrimLeft(line, "\r\x00")
 	loc := printkTime.FindStringIndex(line)
 	if loc == nil {
-		return false
+		return "", "", false
 	}
-	msg := line[loc[1]:]
-	for _, m := range faultMarkers {
-		if strings.Contains(msg, m) {
+	return line[1 : loc[1]-1], line[loc[1]:], true
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, m := range subs {
+		if strings.Contains(s, m) {
 			return true
 		}
 	}
@@ -87,21 +91,11 @@ func KernelFaultAt(line string, age time.Duration) bool {
 // hung-task watchdog) whose printk time is later than age plus a minute:
 // the kernel's clock jumped forward.
 func ClockJumped(line string, age time.Duration) bool {
-	line = strings.TrimLeft(line, "\r\x00")
-	loc := printkTime.FindStringIndex(line)
-	if loc == nil {
+	stamp, msg, ok := kernelLine(line)
+	if !ok || !containsAny(msg, timingReports) {
 		return false
 	}
-	timing := false
-	for _, m := range timingReports {
-		if strings.Contains(line[loc[1]:], m) {
-			timing = true
-		}
-	}
-	if !timing {
-		return false
-	}
-	sec, err := strconv.ParseFloat(strings.TrimSpace(line[1:loc[1]-1]), 64)
+	sec, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
 	return err == nil && time.Duration(sec*float64(time.Second)) > age+clockSlack
 }
 
