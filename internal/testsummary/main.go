@@ -1,7 +1,8 @@
 // Command testsummary runs go test commands with -json and prints what go
 // test prints without -v (the ok, FAIL and "?" line of every package, the
-// full output of every failing test), then a list of every skipped test
-// with its reason, so a reader of a CI log sees what did not run.
+// full output of every failing test), then the slowest tests (where a CI
+// run's time went) and a list of every skipped test with its reason, so a
+// reader of a CI log sees what did not run.
 //
 //	go run ./internal/testsummary [-v] -- go test -json PKGS... [-- go test -json PKGS...]
 //
@@ -13,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -104,12 +106,26 @@ type event struct {
 	Package    string
 	Test       string
 	Output     string
-	ImportPath string // build-output events
+	Elapsed    float64 // seconds, on a test's pass, fail or skip
+	ImportPath string  // build-output events
 }
 
 type skip struct {
 	pkg, test, reason string
 }
+
+// timing is how long a top-level test took.
+type timing struct {
+	pkg, test string
+	seconds   float64
+}
+
+// slowestShown and slowestMin bound the slowest-tests list: at most that
+// many tests, each of at least that many seconds.
+const (
+	slowestShown = 10
+	slowestMin   = 1.0
+)
 
 // test is one (sub)test of a top-level test still running: its output is
 // kept until the top-level test ends, then printed if anything in it
@@ -126,6 +142,7 @@ type summary struct {
 	verbose bool
 	running []*test // in start order
 	skips   []skip
+	times   []timing // top-level tests that ended
 	failed  []string // "pkg TestX" or "pkg" (the package itself)
 	anyFail bool
 }
@@ -231,6 +248,7 @@ func (s *summary) testEvent(ev event) {
 	if strings.Contains(ev.Test, "/") {
 		return // kept for its top-level test
 	}
+	s.times = append(s.times, timing{ev.Package, ev.Test, ev.Elapsed})
 	// A top-level test ended: print it as go test does without -v (each
 	// failed (sub)test's --- FAIL line and output, indented by depth).
 	prefix := ev.Test + "/"
@@ -276,6 +294,17 @@ func skipReason(lines []string) string {
 // finish prints the skip list and the failures; it reports whether
 // anything failed.
 func (s *summary) finish() bool {
+	slow := slices.DeleteFunc(slices.Clone(s.times), func(t timing) bool { return t.seconds < slowestMin })
+	slices.SortStableFunc(slow, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
+	if len(slow) > slowestShown {
+		slow = slow[:slowestShown]
+	}
+	if len(slow) > 0 {
+		fmt.Fprintf(s.w, "\nslowest tests (of %d, %d s or more):\n", len(s.times), int(slowestMin))
+		for _, t := range slow {
+			fmt.Fprintf(s.w, "  %7.1fs %s %s\n", t.seconds, t.pkg, t.test)
+		}
+	}
 	fmt.Fprintf(s.w, "\n%d skipped test(s)", len(s.skips))
 	if len(s.skips) > 0 {
 		fmt.Fprint(s.w, ":")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,10 +24,10 @@ func TestSummaryOfRealRun(t *testing.T) {
 	}
 	got := out.String()
 	want := `--- FAIL: TestFail (0.00s)
-    sample_test.go:9: boom
+    sample_test.go:12: boom
 --- FAIL: TestSubFail (0.00s)
     --- FAIL: TestSubFail/fails (0.00s)
-        sample_test.go:22: sub boom
+        sample_test.go:25: sub boom
 FAIL
 FAIL	` + samplePkg + `	`
 	if !strings.HasPrefix(got, want) {
@@ -35,8 +36,8 @@ FAIL	` + samplePkg + `	`
 	for _, s := range []string{
 		"\nok  \t" + samplePkg + "\t",
 		"\n2 skipped test(s):\n" +
-			"  SKIP " + samplePkg + " TestSkip: sample_test.go:12: looked for a widget / sample_test.go:13: no widget\n" +
-			"  SKIP " + samplePkg + " TestSub/skips: sample_test.go:18: needs root\n" +
+			"  SKIP " + samplePkg + " TestSkip: sample_test.go:15: looked for a widget / sample_test.go:16: no widget\n" +
+			"  SKIP " + samplePkg + " TestSub/skips: sample_test.go:21: needs root\n" +
 			"4 failure(s):\n" +
 			"  FAIL " + samplePkg + " TestFail\n" +
 			"  FAIL " + samplePkg + " TestSubFail/fails\n" +
@@ -46,6 +47,10 @@ FAIL	` + samplePkg + `	`
 		if !strings.Contains(got, s) {
 			t.Errorf("output lacks %q:\n%s", s, got)
 		}
+	}
+	// The slowest list: TestSlow (1.1 s) only, the others take no time.
+	if !regexp.MustCompile(`\nslowest tests \(of 7, 1 s or more\):\n +1\.[1-9]s ` + samplePkg + ` TestSlow\n\n`).MatchString(got) {
+		t.Errorf("output lacks the slowest-tests list with TestSlow alone:\n%s", got)
 	}
 	for _, s := range []string{"=== RUN", "--- PASS", "passing, not shown", "\nPASS\n"} {
 		if strings.Contains(got, s) {

@@ -2,7 +2,10 @@
 // each outcome. Not part of the module's packages (testdata).
 package sample
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPass(t *testing.T) { t.Log("passing, not shown") }
 
@@ -21,3 +24,5 @@ func TestSub(t *testing.T) {
 func TestSubFail(t *testing.T) {
 	t.Run("fails", func(t *testing.T) { t.Error("sub boom") })
 }
+
+func TestSlow(t *testing.T) { time.Sleep(1100 * time.Millisecond) }
