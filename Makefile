@@ -45,21 +45,26 @@ check:
 # or build kernels (runner/kbuild, before runner/lab, whose pktgen e2e
 # boots the kernels it builds).
 # make test runs every other package under the race detector (which needs
-# cgo: gcc), and these without it, one at a time (-p 1): run side by side on
-# a small machine they only slow each other past their deadlines.
+# cgo: gcc), and these without it, one at a time (-p 1): two VM packages
+# side by side on a small machine only slow each other past their deadlines.
 MODULE    := github.com/vnetbench/vnetbench
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/kbuild ./runner/lab ./vmimages
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
-# make check, then unit tests plus every end-to-end test this machine can
-# run. A test that cannot get what it needs skips with the reason, or fails
-# under CI=true (internal/testenv); testsummary prints go test's usual
-# output and ends with the list of every skipped test and its reason.
-# VNETBENCH_BIN lets e2e tests use the built binary.
+# make check, unit tests and every end-to-end test this machine can run,
+# all at once (testsummary -j): the static checks and the race-detector
+# packages (a minute of CPU) overlap the VM packages, whose guests leave a
+# core partly idle, instead of delaying them (~100 s of a CI run). A test
+# that cannot get what it needs skips with the reason, or fails under
+# CI=true (internal/testenv); testsummary prints go test's usual output
+# and ends with the slowest tests, each command's wall time, the list of
+# every skipped test and its reason, and every failure (make check's
+# findings included). VNETBENCH_BIN lets e2e tests use the built binary.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
-test: build check
+test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary \
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
+	  -- $(MAKE) --no-print-directory check \
 	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
 	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS)
 

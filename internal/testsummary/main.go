@@ -7,8 +7,11 @@
 //	go run ./internal/testsummary [-v] -- go test -json PKGS... [-- go test -json PKGS...]
 //
 // Each "--" starts a command (argv, run without a shell, one after the
-// other). -v prints every line as go test -v would. The exit status is 1
-// when a command fails or any test or package fails (2 on bad usage).
+// other; with -j all at once, their output interleaved by line). -v
+// prints every line as go test -v would. The exit status is 1 when a
+// command fails or any test or package fails (2 on bad usage); a failed
+// command is named in the failure list, and with more than one command
+// each one's wall time is printed.
 // Non-JSON lines on a command's stdout are passed through.
 package main
 
@@ -25,7 +28,9 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -38,29 +43,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testsummary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "print every line of go test's output (as go test -v)")
+	parallel := fs.Bool("j", false, "run the commands at once instead of one after the other")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cmds := splitCommands(args[len(args)-fs.NArg():])
 	if len(cmds) == 0 {
-		fmt.Fprintln(stderr, "testsummary: no command; usage: testsummary [-v] -- go test -json PKGS... [-- CMD...]")
+		fmt.Fprintln(stderr, "testsummary: no command; usage: testsummary [-v] [-j] -- go test -json PKGS... [-- CMD...]")
 		return 2
 	}
 	s := newSummary(stdout, *verbose)
-	status := 0
-	for _, argv := range cmds {
-		if err := runOne(ctx, argv, s, stderr); err != nil {
-			fmt.Fprintf(stderr, "testsummary: %s: %v\n", strings.Join(argv, " "), err)
-			status = 1
+	stderr = &lockedWriter{w: stderr} // the commands' stderr, written at once under -j
+	one := func(argv []string) {
+		start := time.Now()
+		err := runOne(ctx, argv, s, stderr)
+		s.ended(argv, time.Since(start), err)
+	}
+	if *parallel {
+		var wg sync.WaitGroup
+		for _, argv := range cmds {
+			wg.Add(1)
+			go func() { defer wg.Done(); one(argv) }()
 		}
-		if ctx.Err() != nil {
-			break
+		wg.Wait()
+	} else {
+		for _, argv := range cmds {
+			one(argv)
+			if ctx.Err() != nil {
+				break
+			}
 		}
 	}
 	if s.finish() {
-		status = 1
+		return 1
 	}
-	return status
+	return 0
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// shortArgv is a command's first words: the go test commands' package
+// lists are long.
+func shortArgv(argv []string) string {
+	const words = 4
+	if len(argv) > words {
+		return strings.Join(argv[:words], " ") + " ..."
+	}
+	return strings.Join(argv, " ")
 }
 
 // splitCommands splits args at each "--" (a leading one is optional).
@@ -138,6 +177,7 @@ type test struct {
 }
 
 type summary struct {
+	mu      sync.Mutex // commands run at once (-j) share the summary
 	w       io.Writer
 	verbose bool
 	running []*test // in start order
@@ -145,6 +185,22 @@ type summary struct {
 	times   []timing // top-level tests that ended
 	failed  []string // "pkg TestX" or "pkg" (the package itself)
 	anyFail bool
+	cmds    []string // "command ... took N s", one per command run
+}
+
+// ended records a command's end: its wall time for the summary, and a
+// failure for a command that failed (make check's findings, a go test
+// that could not start; a go test's failed tests are listed by name too).
+func (s *summary) ended(argv []string, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := "ok"
+	if err != nil {
+		res = err.Error()
+		s.anyFail = true
+		s.failed = append(s.failed, "command "+shortArgv(argv)+": "+res)
+	}
+	s.cmds = append(s.cmds, fmt.Sprintf("%6.0fs %s (%s)", d.Seconds(), shortArgv(argv), res))
 }
 
 func newSummary(w io.Writer, verbose bool) *summary {
@@ -157,15 +213,19 @@ func (s *summary) read(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		var ev event
+		s.mu.Lock()
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Action == "" {
 			fmt.Fprintf(s.w, "%s\n", line)
-			continue
+		} else {
+			s.event(ev)
 		}
-		s.event(ev)
+		s.mu.Unlock()
 	}
 	if err := sc.Err(); err != nil {
+		s.mu.Lock()
 		fmt.Fprintf(s.w, "testsummary: reading go test's output: %v\n", err)
 		s.anyFail = true
+		s.mu.Unlock()
 	}
 }
 
@@ -294,6 +354,14 @@ func skipReason(lines []string) string {
 // finish prints the skip list and the failures; it reports whether
 // anything failed.
 func (s *summary) finish() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cmds) > 1 {
+		fmt.Fprintf(s.w, "\ncommands (wall time):\n")
+		for _, c := range s.cmds {
+			fmt.Fprintf(s.w, "  %s\n", c)
+		}
+	}
 	slow := slices.DeleteFunc(slices.Clone(s.times), func(t timing) bool { return t.seconds < slowestMin })
 	slices.SortStableFunc(slow, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
 	if len(slow) > slowestShown {

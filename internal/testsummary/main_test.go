@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -38,11 +39,12 @@ FAIL	` + samplePkg + `	`
 		"\n2 skipped test(s):\n" +
 			"  SKIP " + samplePkg + " TestSkip: sample_test.go:15: looked for a widget / sample_test.go:16: no widget\n" +
 			"  SKIP " + samplePkg + " TestSub/skips: sample_test.go:21: needs root\n" +
-			"4 failure(s):\n" +
+			"5 failure(s):\n" +
 			"  FAIL " + samplePkg + " TestFail\n" +
 			"  FAIL " + samplePkg + " TestSubFail/fails\n" +
 			"  FAIL " + samplePkg + " TestSubFail\n" +
-			"  FAIL " + samplePkg + "\n",
+			"  FAIL " + samplePkg + "\n" +
+			"  FAIL command " + gobin + " test -json -count=1 ...: exit status 1\n",
 	} {
 		if !strings.Contains(got, s) {
 			t.Errorf("output lacks %q:\n%s", s, got)
@@ -57,8 +59,8 @@ FAIL	` + samplePkg + `	`
 			t.Errorf("output has %q, which go test prints only with -v:\n%s", s, got)
 		}
 	}
-	if !strings.Contains(errb.String(), "exit status 1") {
-		t.Errorf("stderr does not say the first command failed: %q", errb.String())
+	if !regexp.MustCompile(`\ncommands \(wall time\):\n +[0-9]+s \S+ test -json -count=1 \.\.\. \(exit status 1\)\n +[0-9]+s \S+ test -json -count=1 \.\.\. \(ok\)\n`).MatchString(got) {
+		t.Errorf("output lacks each command's wall time and result:\n%s", got)
 	}
 }
 
@@ -97,5 +99,31 @@ func TestNonJSONLines(t *testing.T) {
 	}
 	if s.finish() {
 		t.Error("finish reports a failure")
+	}
+}
+
+// With -j the commands run at once: the first waits for a file only the
+// second creates (one after the other, it would give up and fail). A
+// command that fails (as make check does on a finding) is named in the
+// failure list, and its output passes through.
+func TestParallelCommands(t *testing.T) {
+	sh := testenv.NeedCommand(t, "sh", "")
+	flag := filepath.Join(t.TempDir(), "flag")
+	waiter := `i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 200 ] && exit 1; sleep 0.05; done; echo saw the flag`
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"-j", "--", sh, "-c", waiter, "waiter", flag,
+		"--", sh, "-c", `touch "$1"`, "toucher", flag,
+		"--", sh, "-c", "echo gofmt: x.go; exit 3"}, &out, &errb)
+	got := out.String()
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the third command fails)", code)
+	}
+	for _, s := range []string{"saw the flag\n", "gofmt: x.go\n", "1 failure(s):\n  FAIL command " + sh + " -c echo gofmt: x.go; exit 3: exit status 3\n"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("output lacks %q:\n%s", s, got)
+		}
+	}
+	if strings.Count(got, "(ok)") != 2 {
+		t.Errorf("want two commands ended ok:\n%s", got)
 	}
 }
