@@ -60,11 +60,15 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 # and ends with the slowest tests, each command's wall time, the list of
 # every skipped test and its reason, and every failure (make check's
 # findings included). VNETBENCH_BIN lets e2e tests use the built binary.
+# The check command is a plain `make`, not $$(MAKE): make -n executes a
+# recipe line that names $$(MAKE), and README's `make test`, dry-run by
+# cmd/vnetbench's README test as `make -n test`, would run the whole suite
+# inside itself.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
-	  -- $(MAKE) --no-print-directory check \
+	  -- make --no-print-directory check \
 	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
 	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS)
 

@@ -52,6 +52,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "testsummary: no command; usage: testsummary [-v] [-j] -- go test -json PKGS... [-- CMD...]")
 		return 2
 	}
+	// A command of ours that runs testsummary again (make -n executes a
+	// recipe naming $(MAKE); a test that dry-runs make test) would run
+	// every test inside a test, and again inside that: refuse at once.
+	if os.Getenv(nestedEnv) != "" {
+		fmt.Fprintf(stderr, "testsummary: started by a command of another testsummary (%s is set): refusing to run the tests inside the tests; a Makefile recipe that make -n executes (one naming $(MAKE)) is the usual cause\n", nestedEnv)
+		return 2
+	}
 	s := newSummary(stdout, *verbose)
 	stderr = &lockedWriter{w: stderr} // the commands' stderr, written at once under -j
 	one := func(argv []string) {
@@ -122,8 +129,12 @@ func splitCommands(args []string) [][]string {
 	return cmds
 }
 
+// nestedEnv is set in the commands' environment: see run.
+const nestedEnv = "VNETBENCH_TESTSUMMARY"
+
 func runOne(ctx context.Context, argv []string, s *summary, stderr io.Writer) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), nestedEnv+"=1")
 	cmd.Stderr = stderr
 	// go test stops its test binaries on SIGINT itself; give it that
 	// chance and its output, instead of killing it outright.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +10,13 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
+
+// TestMain clears nestedEnv: under make test these tests run inside
+// testsummary, whose refusal to nest would stop every run() here.
+func TestMain(m *testing.M) {
+	os.Unsetenv(nestedEnv)
+	os.Exit(m.Run())
+}
 
 const samplePkg = "github.com/vnetbench/vnetbench/internal/testsummary/testdata/sample"
 
@@ -125,5 +133,25 @@ func TestParallelCommands(t *testing.T) {
 	}
 	if strings.Count(got, "(ok)") != 2 {
 		t.Errorf("want two commands ended ok:\n%s", got)
+	}
+}
+
+// A testsummary started by one of testsummary's commands refuses to run
+// (exit 2, the reason on stderr): a Makefile recipe run by make -n ran
+// the whole suite inside its own README test, again and again.
+func TestRefusesToNest(t *testing.T) {
+	sh := testenv.NeedCommand(t, "sh", "")
+	var out, errb bytes.Buffer
+	// The inner command reports the variable the outer sets.
+	code := run(t.Context(), []string{"--", sh, "-c", `echo "nested=$` + nestedEnv + `"`}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "nested=1\n") {
+		t.Fatalf("exit %d, output %q: the command's environment lacks %s=1", code, out.String(), nestedEnv)
+	}
+	t.Setenv(nestedEnv, "1")
+	out.Reset()
+	errb.Reset()
+	code = run(t.Context(), []string{"--", sh, "-c", "echo ran"}, &out, &errb)
+	if code != 2 || strings.Contains(out.String(), "ran") || !strings.Contains(errb.String(), "refusing to run the tests inside the tests") {
+		t.Errorf("nested: exit %d, stdout %q, stderr %q; want exit 2, nothing run, the reason", code, out.String(), errb.String())
 	}
 }
