@@ -81,9 +81,9 @@ const (
 //
 //	make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
 //
-// It takes 10-20 minutes under TCG on a 2-core machine with the builds
-// cached (two lab boots, two nested guest boots of 2-6 min each, 16
-// pktgen cells of 3 s), plus ~12 minutes per cold build. The run waits up
+// It takes about 5 minutes under TCG on a 2-core machine with the builds
+// cached (two lab boots, two nested guest boots of about a minute each,
+// 16 pktgen cells of 3 s), plus ~12 minutes per cold build. The run waits up
 // to 60m (--lock-wait) for other vnetbench runs on this host.
 func TestLabPktgenE2E(t *testing.T) {
 	needLab(t)
