@@ -440,18 +440,29 @@ func labRunTimeout(cells []scenarios.Cell) time.Duration {
 }
 
 // labShares are the host directories the cells need inside the lab that
-// its host root share may hide (the workloads' Needs.Shares: the kernel
-// trees of pktgen script mode).
+// its host root share may hide (a tmpfs over /root, /home, /tmp, ...): the
+// workloads' Needs.Shares (the kernel trees of pktgen script mode) and the
+// directories of a guest kernel given by path (guest.kernel's image and
+// modules). The lab skips those under its run or cache directory, which
+// it shares anyway.
 func labShares(cells []scenarios.Cell) []string {
 	var out []string
+	add := func(d string) {
+		if d == "" || slices.ContainsFunc(out, func(o string) bool { return d == o || strings.HasPrefix(d, o+"/") }) {
+			return // shared already, or within a share
+		}
+		out = append(out, d)
+	}
 	for _, c := range cells {
+		if g := c.Guest.Kernel; g.Image != "" {
+			add(filepath.Dir(g.Image))
+			add(g.Modules)
+		}
 		if c.Generator.Config == nil {
 			continue
 		}
 		for _, d := range c.Generator.Config.Needs().Shares {
-			if !slices.Contains(out, d) {
-				out = append(out, d)
-			}
+			add(d)
 		}
 	}
 	return out

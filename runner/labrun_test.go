@@ -150,8 +150,10 @@ func TestLabConfigPrefetch(t *testing.T) {
 	}
 }
 
-// pktgen script mode's kernel tree is shared into the lab (the lab's host
-// root hides /root and /home under tmpfs), once per tree.
+// pktgen script mode's kernel tree and a guest kernel given by path (its
+// image's directory, its modules) are shared into the lab (the lab's host
+// root hides /root and /home under tmpfs), once each, and not again
+// within a share (the modules under the image's directory).
 func TestLabConfigShares(t *testing.T) {
 	lk := scenarios.Kernel{Label: "stock", Debian: "6.1"}
 	script := func(dir string) scenarios.Generator {
@@ -162,9 +164,12 @@ func TestLabConfigShares(t *testing.T) {
 		{Name: "b", Kernel: lk, Generator: script("/root/linux")},
 		{Name: "c", Kernel: lk, Generator: scenarios.Generator{Kind: "pktgen", Config: &pktgen.Config{Mode: "simple"}}},
 		{Name: "d", Kernel: lk, Generator: script("/home/u/src/linux-6.1")},
+		{Name: "e", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/home/u/k/bzImage", Modules: "/home/u/k/lib/modules/6.18.0"}}},
+		{Name: "f", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/home/u/k/bzImage", Modules: "/home/u/k/lib/modules/6.18.0"}}},
+		{Name: "g", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Debian: "6.12"}}},
 	}
 	c := labConfigT(t, "stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})
-	if want := []string{"/root/linux", "/home/u/src/linux-6.1"}; !reflect.DeepEqual(c.Shares, want) {
+	if want := []string{"/root/linux", "/home/u/src/linux-6.1", "/home/u/k"}; !reflect.DeepEqual(c.Shares, want) {
 		t.Errorf("Shares = %q, want %q", c.Shares, want)
 	}
 }
