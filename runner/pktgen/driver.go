@@ -103,8 +103,8 @@ type Result struct {
 	// Elapsed is the wall time from start to stop.
 	Elapsed time.Duration
 	// TxDropped is the device's tx_dropped growth from just before the
-	// `start` write to just after it returned (the threads' whole run and
-	// nothing else), when TxDroppedOK; script mode brackets the script.
+	// `start` write to the run's end (the threads' whole run and nothing
+	// else), when TxDroppedOK; script mode brackets the script.
 	TxDropped   uint64
 	TxDroppedOK bool
 }
@@ -373,6 +373,9 @@ type Session struct {
 	issued   chan struct{} // closed right before the `start` write
 	quit     chan struct{} // closed by Wait: the window's timer stops
 	expired  chan struct{}
+	abandon  chan struct{} // closed when Wait returns: stop waiting for the run's end
+	// late: the start write returned before the run ended (see awaitRun).
+	late bool
 	// dropped is the tap's tx_dropped growth over the start write
 	// (written before done is closed).
 	dropped   uint64
@@ -403,7 +406,7 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 			return nil, errors.Join(err, d.clearAfter())
 		}
 	}
-	s := &Session{d: d, plan: p, done: make(chan struct{}), issued: make(chan struct{}), quit: make(chan struct{}), expired: make(chan struct{})}
+	s := &Session{d: d, plan: p, done: make(chan struct{}), issued: make(chan struct{}), quit: make(chan struct{}), expired: make(chan struct{}), abandon: make(chan struct{})}
 	s.started = time.Now()
 	go func() {
 		// The tap's drops are read right around the blocking start write:
@@ -411,6 +414,9 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 		before, okb := d.TxDropped(p.Config.Dev)
 		close(s.issued)
 		s.startErr = d.write(p.Start.File, p.Start.Cmd)
+		if s.startErr == nil {
+			s.late = s.awaitRun()
+		}
 		after, oka := d.TxDropped(p.Config.Dev)
 		if okb && oka && after >= before {
 			s.dropped, s.droppedOK = after-before, true
@@ -439,6 +445,53 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 	return s, nil
 }
 
+// awaitRun waits until every device's run has ended, and reports whether
+// it had not when the start write returned. pktgen's start sets the
+// threads' T_RUN flag, sleeps 125 ms and then waits only while one of
+// their devices is running, and a device runs once its kpktgend thread
+// has taken the flag: a thread that has not run by then (starved of CPU:
+// TCG, a vhost worker pinned to its CPU) starts its devices after the
+// write has returned, and they run to their count (or, with count 0,
+// until stopped). A signal ends the wait early too. So the run has ended
+// when no device's Result is Idle (not started) or Starting (running);
+// the window's stop ends a late run as it ends any other. It stops
+// waiting when Wait gives up.
+func (s *Session) awaitRun() bool {
+	if s.d.runOver(s.plan.Devices) {
+		return false
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !s.d.runOver(s.plan.Devices) {
+		select {
+		case <-tick.C:
+		case <-s.abandon:
+			return true
+		}
+	}
+	return true
+}
+
+// runOver reports whether no device of devs is waiting to run or running
+// (Result Idle or Starting); a device whose file is gone or unreadable
+// counts as over (results says what is wrong with it).
+func (d *Driver) runOver(devs []Device) bool {
+	for _, dev := range devs {
+		b, err := os.ReadFile(filepath.Join(d.procDir(), dev.File))
+		if err != nil {
+			continue
+		}
+		r, err := perfparse.ParsePktgen(strings.NewReader(string(b)))
+		if err != nil || r.Result == nil {
+			continue
+		}
+		if st := r.Result.Status; st == "idle" || st == "running" {
+			return false
+		}
+	}
+	return true
+}
+
 // Plan returns the session's plan (defaults filled).
 func (s *Session) Plan() *Plan { return s.plan }
 
@@ -464,6 +517,7 @@ func (s *Session) Stop() error {
 // done (both stop pktgen), then reads every thread's Result and resets
 // pktgen. A ctx cancel still returns the Results with the ctx error.
 func (s *Session) Wait(ctx context.Context) (*Result, error) {
+	defer close(s.abandon)
 	var ctxErr error
 	select {
 	case <-s.done:
@@ -502,7 +556,7 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 					break wait
 				}
 			case <-deadline:
-				errs = append(errs, fmt.Errorf("pktgen: start did not return %v after pgctrl stop", grace))
+				errs = append(errs, fmt.Errorf("pktgen: the run did not end %v after pgctrl stop (a kpktgend thread starved of CPU?)", grace))
 				break wait
 			}
 		}

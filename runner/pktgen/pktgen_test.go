@@ -100,9 +100,14 @@ type fakePktgen struct {
 	// that takes both in one pass does (T_STOP before T_RUN).
 	loseEarlyStop bool
 	startLag      time.Duration
-	running       bool
-	failOn        string // command prefix that fails with errno 524
-	lag           time.Duration
+	// lateRun: the start write returns at once, as the kernel's does when
+	// no thread has taken T_RUN within its 125 ms, and the threads start
+	// their devices (Result: Starting) this much later, then run to their
+	// end (until stop when block is set).
+	lateRun time.Duration
+	running bool
+	failOn  string // command prefix that fails with errno 524
+	lag     time.Duration
 
 	mu      sync.Mutex
 	log     []string
@@ -226,6 +231,11 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 				f.remAll(n)
 			}
 		}
+		if f.lateRun > 0 {
+			f.mu.Unlock()
+			go f.runLate()
+			return nil
+		}
 		if f.startLag > 0 {
 			// The threads take T_RUN this much later.
 			f.mu.Unlock()
@@ -255,6 +265,76 @@ func (f *fakePktgen) WriteProc(path string, data []byte) error {
 	}
 	f.mu.Unlock()
 	return nil
+}
+
+// runLate is the threads of a start whose write returned before they ran
+// (lateRun).
+func (f *fakePktgen) runLate() {
+	time.Sleep(f.lateRun)
+	f.mu.Lock()
+	f.running = true
+	for _, ds := range f.threads {
+		for _, d := range ds {
+			writeWhole(filepath.Join(f.dir, d), "Params: count 0\nResult: Starting\n")
+		}
+	}
+	f.mu.Unlock()
+	if f.block {
+		<-f.stopped
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ds := range f.threads {
+		for _, d := range ds {
+			writeWhole(filepath.Join(f.dir, d), f.result)
+		}
+	}
+}
+
+// writeWhole replaces path's content in one step, as a seq_file read
+// sees it: the Driver polls the files the fake's threads rewrite.
+func writeWhole(path, text string) {
+	os.WriteFile(path+".new", []byte(text), 0o644)
+	os.Rename(path+".new", path)
+}
+
+// A start write that returns before the threads ran (their kpktgend took
+// T_RUN after pktgen's 125 ms) is not the run's end: the Driver waits
+// until no device is Idle or Starting, for a count-bounded run until the
+// count is reached, for a timed one until the window's stop ended it. The
+// 10th of a loop of lab e2e runs read "Result: Starting" 0.4 s into a 3 s
+// window and reported a thread that sent no packets.
+func TestStartReturnsBeforeThreadsRun(t *testing.T) {
+	cfg := Config{Mode: ModeSimple, Dev: "vnbt0", Count: 100000, DstMAC: "52:54:00:12:34:56"}
+	f := newFake(t, "1")
+	f.lateRun = 300 * time.Millisecond
+	f.result = fixture(t, "pktgen-tap0-L1-drain-ok.txt")
+	res, err := f.driver().Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Threads) != 1 || !res.Threads[0].OK || res.Threads[0].Packets != 100000 || res.Stopped {
+		t.Fatalf("count-bounded late run: %+v", res)
+	}
+	f = newFake(t, "1")
+	f.lateRun, f.block, f.loseEarlyStop = 300*time.Millisecond, true, true
+	f.result = fixture(t, "pktgen-tap0-L1-with-L2-vhost-off.txt")
+	cfg.Count, cfg.Duration = 0, time.Second
+	start := time.Now()
+	res, err = f.driver().Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Threads) != 1 || !res.Threads[0].OK || !res.Stopped || res.Threads[0].Errors != 2537342 {
+		t.Fatalf("timed late run: %+v", res)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("the timed run returned after %v, before its 1 s window", d)
+	}
+	log := strings.Join(f.log, "\n")
+	if !strings.Contains(log, "pgctrl: start\npgctrl: stop") {
+		t.Errorf("want the window's stop after the start:\n%s", log)
+	}
 }
 
 func TestRunFakeMultiqueue(t *testing.T) {
@@ -465,6 +545,34 @@ func TestScriptRunsSampleAndParses(t *testing.T) {
 	}
 	if d := f.devs(); len(d) != 0 {
 		t.Errorf("devices left after the script: %v", d)
+	}
+}
+
+// A sample script whose start returned before a thread ran prints that
+// device's Result as Idle (or Starting): the run is void, an error naming
+// the device, not a thread that sent no packets.
+func TestScriptUnfinishedResultIsVoid(t *testing.T) {
+	testenv.NeedFile(t, "/bin/bash", "the sample script's interpreter")
+	f := newFake(t, "1")
+	tree := standInSample02(t, "")
+	p := filepath.Join(tree, "samples", "pktgen", "pktgen_sample02_multiqueue.sh")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Thread 1's device had not run: its Result reads Idle.
+	script := strings.Replace(string(b), "for t in 0 1;", "for t in 0;", 1) + "echo 'Device: vnbt0@1'; echo 'Result: Idle'\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
+		Config:     Config{Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
+		KernelTree: tree, Sample: ModeMultiqueue})
+	if err == nil || !strings.Contains(err.Error(), `vnbt0@1: the script printed "Result: Idle"`) || !strings.Contains(err.Error(), "the run is void") || strings.Contains(err.Error(), "vnbt0@0") {
+		t.Fatalf("err = %v, want the run void for vnbt0@1 alone", err)
+	}
+	if r == nil || len(r.Threads) != 2 || !r.Threads[0].OK {
+		t.Errorf("result %+v: want both threads, thread 0's finished", r)
 	}
 }
 

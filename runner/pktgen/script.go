@@ -280,10 +280,28 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, ParseScriptOutput(s.out.String()))
 	errs = append(errs, rerrs...)
+	errs = append(errs, unfinished(res.Threads)...)
 	if err := s.d.clearAfter(); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// unfinished is an error for each thread whose Result the script printed
+// before its run ended (Idle: its kpktgend had not taken the start;
+// Starting: still running). The script's own start returned early, as
+// pktgen's does when a thread has not run within its 125 ms (see the
+// Driver's awaitRun), and the script's exit then reset pktgen: the run is
+// void, not a thread that sent nothing.
+func unfinished(threads []ThreadResult) []error {
+	var errs []error
+	for _, t := range threads {
+		if t.OK || (t.Msg != "Idle" && !strings.HasPrefix(t.Msg, "Starting")) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("pktgen script: %s: the script printed \"Result: %s\" (kpktgend_%d had not run the device to its end when the script's start returned: pktgen's start waits only 125 ms for a thread starved of CPU); the run is void, run it again", t.Device, t.Msg, t.Thread))
+	}
+	return errs
 }
 
 // Output is what the script wrote: stdout in full, then the tail of its
