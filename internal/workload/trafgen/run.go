@@ -85,7 +85,11 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 	if err != nil {
 		return fmt.Errorf("trafgen: %w", err)
 	}
-	c := proc.Cmd{Argv: Args(g.cfg, w.Dev, cfgPath), Netns: w.Netns, Stdout: out, Stderr: out}
+	// trafgen creates its workers' shared counters as a file in its
+	// working directory and maps it MAP_SHARED, which a 9p mount (a lab
+	// VM's run directory) refuses ("Cannot setup shared variable!"): it
+	// runs in the temporary directory, a tmpfs in a lab.
+	c := proc.Cmd{Argv: Args(g.cfg, w.Dev, cfgPath), Netns: w.Netns, Dir: os.TempDir(), Stdout: out, Stderr: out}
 	p, err := w.Exec.Start(ctx, c)
 	if err != nil {
 		out.Close()

@@ -84,4 +84,12 @@ func TestGeneratorWithFake(t *testing.T) {
 		t.Errorf("trafgen.cfg %q", cfgText)
 	}
 	golden.Check(t, "generator-fake.golden", strings.ReplaceAll(f.Transcript(), dir, "ARTIFACTS"))
+	// Its working directory is the temporary directory (a tmpfs in a lab
+	// VM), never the run directory: trafgen maps a file it creates there
+	// MAP_SHARED, which the lab's 9p run directory refuses.
+	if calls := f.Calls(); len(calls) != 1 {
+		t.Errorf("%d commands, want trafgen alone", len(calls))
+	} else if calls[0].Dir != os.TempDir() {
+		t.Errorf("trafgen runs in %q, want %q", calls[0].Dir, os.TempDir())
+	}
 }
