@@ -92,7 +92,12 @@ type ThreadResult struct {
 	BitsPerSec float64 // bits per second
 	Errors     uint64  // transmit errors (tap ring full, ...)
 	Raw        string  // the whole /proc/net/pktgen/DEV text
+	status     string  // perfparse's Result status: ok, idle, running, error
 }
+
+// Unfinished reports whether the Result is not a run's end: Idle (its
+// kpktgend has not taken the start) or Starting (still running).
+func (t ThreadResult) Unfinished() bool { return t.status == "idle" || t.status == "running" }
 
 // Result is a pktgen run.
 type Result struct {
@@ -374,8 +379,6 @@ type Session struct {
 	quit     chan struct{} // closed by Wait: the window's timer stops
 	expired  chan struct{}
 	abandon  chan struct{} // closed when Wait returns: stop waiting for the run's end
-	// late: the start write returned before the run ended (see awaitRun).
-	late bool
 	// dropped is the tap's tx_dropped growth over the start write
 	// (written before done is closed).
 	dropped   uint64
@@ -415,7 +418,7 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 		close(s.issued)
 		s.startErr = d.write(p.Start.File, p.Start.Cmd)
 		if s.startErr == nil {
-			s.late = s.awaitRun()
+			s.awaitRun()
 		}
 		after, oka := d.TxDropped(p.Config.Dev)
 		if okb && oka && after >= before {
@@ -445,47 +448,37 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 	return s, nil
 }
 
-// awaitRun waits until every device's run has ended, and reports whether
-// it had not when the start write returned. pktgen's start sets the
-// threads' T_RUN flag, sleeps 125 ms and then waits only while one of
+// awaitRun waits until every device's run has ended. pktgen's start sets
+// the threads' T_RUN flag, sleeps 125 ms and then waits only while one of
 // their devices is running, and a device runs once its kpktgend thread
 // has taken the flag: a thread that has not run by then (starved of CPU:
 // TCG, a vhost worker pinned to its CPU) starts its devices after the
 // write has returned, and they run to their count (or, with count 0,
 // until stopped). A signal ends the wait early too. So the run has ended
-// when no device's Result is Idle (not started) or Starting (running);
-// the window's stop ends a late run as it ends any other. It stops
-// waiting when Wait gives up.
-func (s *Session) awaitRun() bool {
-	if s.d.runOver(s.plan.Devices) {
-		return false
-	}
+// when no device's Result is Unfinished; the window's stop ends a late
+// run as it ends any other. It stops waiting when Wait gives up.
+func (s *Session) awaitRun() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !s.d.runOver(s.plan.Devices) {
 		select {
 		case <-tick.C:
 		case <-s.abandon:
-			return true
+			return
 		}
 	}
-	return true
 }
 
-// runOver reports whether no device of devs is waiting to run or running
-// (Result Idle or Starting); a device whose file is gone or unreadable
-// counts as over (results says what is wrong with it).
+// runOver reports whether no device of devs has an Unfinished Result; a
+// device whose file is gone or unreadable counts as over (results says
+// what is wrong with it).
 func (d *Driver) runOver(devs []Device) bool {
 	for _, dev := range devs {
 		b, err := os.ReadFile(filepath.Join(d.procDir(), dev.File))
 		if err != nil {
 			continue
 		}
-		r, err := perfparse.ParsePktgen(strings.NewReader(string(b)))
-		if err != nil || r.Result == nil {
-			continue
-		}
-		if st := r.Result.Status; st == "idle" || st == "running" {
+		if tr, err := ParseResult(string(b)); err == nil && tr.Unfinished() {
 			return false
 		}
 	}

@@ -144,9 +144,7 @@ func (f *fakePktgen) render(n int) {
 	b.WriteString("\nResult: NA\n")
 	// Whole or not at all, as the kernel's seq_file reads: the Driver
 	// polls the file while the fake's "thread" rewrites it.
-	path := filepath.Join(f.dir, "kpktgend_"+strconv.Itoa(n))
-	os.WriteFile(path+".new", []byte(b.String()), 0o644)
-	os.Rename(path+".new", path)
+	writeWhole(filepath.Join(f.dir, "kpktgend_"+strconv.Itoa(n)), b.String())
 }
 
 // devs is every device on every thread.

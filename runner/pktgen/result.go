@@ -25,7 +25,7 @@ func ParseResult(text string) (ThreadResult, error) {
 
 // fromResult is a ThreadResult from a parsed Result line.
 func fromResult(r *perfparse.PktgenResult, raw string) (ThreadResult, error) {
-	tr := ThreadResult{Raw: raw, Msg: r.Msg}
+	tr := ThreadResult{Raw: raw, Msg: r.Msg, status: r.Status}
 	if !r.OK || !r.Run {
 		if r.Msg == "" {
 			return tr, errors.New("no Result line")

@@ -296,7 +296,7 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 func unfinished(threads []ThreadResult) []error {
 	var errs []error
 	for _, t := range threads {
-		if t.OK || (t.Msg != "Idle" && !strings.HasPrefix(t.Msg, "Starting")) {
+		if !t.Unfinished() {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("pktgen script: %s: the script printed \"Result: %s\" (kpktgend_%d had not run the device to its end when the script's start returned: pktgen's start waits only 125 ms for a thread starved of CPU); the run is void, run it again", t.Device, t.Msg, t.Thread))
