@@ -77,6 +77,9 @@ func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
 // inner environment in env.json's kernels. Labels whose samples are all
 // in the run already are skipped (--resume).
 func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner) (*Summary, error) {
+	if err := checkRunDir(o.Dir); err != nil {
+		return nil, err
+	}
 	if err := CheckScripts(cells); err != nil {
 		return nil, err
 	}

@@ -151,8 +151,8 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	if o.LockPath == "" {
 		o.LockPath = DefaultLockPath
 	}
-	if o.Dir == "" {
-		return nil, errors.New("run: no run directory")
+	if err := checkRunDir(o.Dir); err != nil {
+		return nil, err
 	}
 	kst := qemu.ProbeKVM
 	if o.KVM != nil {
@@ -535,4 +535,18 @@ func (e *recordingExec) Run(ctx context.Context, c proc.Cmd) ([]byte, error) {
 func (e *recordingExec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
 	e.rec(c.FullArgv())
 	return e.inner.Start(ctx, c)
+}
+
+// checkRunDir refuses an empty or relative run directory: cmd makes every
+// path absolute where it parses it, so the tools a cell starts in other
+// working directories (trafgen in a temporary directory, the run inside a
+// lab VM) see the same files.
+func checkRunDir(dir string) error {
+	switch {
+	case dir == "":
+		return errors.New("run: no run directory")
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("run: run directory %q is relative; pass an absolute path", dir)
+	}
+	return nil
 }

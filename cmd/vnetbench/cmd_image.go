@@ -28,13 +28,13 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image build", "[--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]", stderr)
 	kernel := fs.String("kernel", "", "kernel: a bzImage path, \"host\", \"debian\" or \"debian:VERSION\" (a series such as 6.12 or 6.1, or an ABI such as 6.12.117+deb12 or 6.1.0-50, optionally with a flavour: -amd64, -cloud-amd64); default: the host's /boot/vmlinuz-$(uname -r), else Debian's "+vmimages.DefaultDebianFlavour+" kernel")
-	modules := fs.String("modules", "", "the kernel's modules directory (/lib/modules/<release>) when --kernel is a path")
-	out := fs.String("o", "", "also copy vmlinuz, initramfs.cpio and image.json into this directory")
+	modules := pathFlag(fs, "modules", "the kernel's modules directory (/lib/modules/<release>) when --kernel is a path")
+	out := pathFlag(fs, "o", "also copy vmlinuz, initramfs.cpio and image.json into this directory")
 	extra := fs.String("extra-modules", "", "comma-separated modules to load at boot besides "+strings.Join(vmimages.BootModules, ",")+" (e.g. pktgen,vhost_net,tun)")
 	iperf3 := fs.Bool("iperf3", true, "include the host's iperf3 and its libraries (for the guest's iperf3 server)")
 	keepSigs := fs.Bool("keep-module-signatures", false, "keep the modules' signatures (default: stripped, which skips the guest's RSA check per module and taints it E; keep them for CONFIG_MODULE_SIG_FORCE kernels)")
-	agent := fs.String("agent-binary", "", "vnetbench binary to install as /init, with its libraries if dynamically linked (default: this executable)")
-	cache := fs.String("cache", "", "cache directory (default $VNETBENCH_CACHE, else $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench)")
+	agent := pathFlag(fs, "agent-binary", "vnetbench binary to install as /init, with its libraries if dynamically linked (default: this executable)")
+	cache := pathFlag(fs, "cache", "cache directory (default $VNETBENCH_CACHE, else $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench)")
 	asJSON := fs.Bool("json", false, "print the image description as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -28,8 +28,8 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("lab-selftest", "--guest-kernel IMAGE --guest-modules DIR -o DIR", stderr)
 	var c lab.SelfTestConfig
 	var backends string
-	fs.StringVar(&c.GuestKernel, "guest-kernel", "", "nested guest `bzImage`")
-	fs.StringVar(&c.GuestModules, "guest-modules", "", "nested guest modules `dir`")
+	pathVar(fs, &c.GuestKernel, "guest-kernel", "nested guest `bzImage`")
+	pathVar(fs, &c.GuestModules, "guest-modules", "nested guest modules `dir`")
 	fs.StringVar(&backends, "backends", "tap,tap+vhost", "comma-separated backends")
 	fs.Uint64Var(&c.Count, "count", 20000, "pktgen packets")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "pktgen deadline")
@@ -38,7 +38,7 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	var variants string
 	fs.StringVar(&variants, "variants", "", "`;`-separated nested kernel command lines to compare (one boot each)")
 	fs.BoolVar(&c.BootOnly, "boot-only", false, "boot the nested guests and measure, no pktgen")
-	fs.StringVar(&c.OutDir, "o", "", "output `dir` (selftest.json, nested consoles)")
+	pathVar(fs, &c.OutDir, "o", "output `dir` (selftest.json, nested consoles)")
 	var ps lab.PerfStressConfig
 	fs.IntVar(&ps.Iterations, "perf-stress", 0, "instead of the self-test: `N` perf stat sessions on busy kpktgend threads (a lockup reproducer)")
 	fs.StringVar(&ps.Order, "perf-order", lab.PerfDuring, "perf stress: perf against pktgen, during | after-start | around")

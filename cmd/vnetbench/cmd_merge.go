@@ -11,7 +11,7 @@ import (
 // cmdMerge joins the run directories of shards into one.
 func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("merge", "RUN_DIR... -o DIR", stderr)
-	out := fs.String("o", "", "merged run `DIR` (required, must not exist or be empty)")
+	out := pathFlag(fs, "o", "merged run `DIR` (required, must not exist or be empty)")
 	dirs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -20,7 +20,7 @@ func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return usageErrorf("merge: want run directories and -o DIR, e.g. vnetbench merge runs/s1 runs/s2 -o runs/all")
 	}
-	warns, err := runner.Merge(*out, dirs)
+	warns, err := runner.Merge(*out, absPaths(dirs))
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
 	}

@@ -32,7 +32,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fs.String("format", "", "output format: "+strings.Join(report.Formats, "|")+" (default text, or from -o's extension)")
 	by := fs.String("by", "kernel", "column axis: kernel, or a cell axis such as backend or qdisc")
 	style := fs.String("style", "ascii", "text table borders: ascii (+---+, for mail) or unicode")
-	out := fs.String("o", "", "write to `FILE` instead of stdout")
+	out := pathFlag(fs, "o", "write to `FILE` instead of stdout (- for stdout)")
 	base := fs.String("base", "", "column the others are compared with (default the first)")
 	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of comparisons")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
@@ -61,7 +61,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	set, err := results.Load(paths...)
+	set, err := results.Load(absPaths(paths)...)
 	if err != nil {
 		return err
 	}

@@ -29,17 +29,17 @@ import (
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
-	out := fs.String("o", "", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
+	out := pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
 	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
 	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
-	agentBin := fs.String("agent-binary", "", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
+	agentBin := pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
 	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	kernels := addKernelFlag(fs)
 	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
-	scenDir := fs.String("scenario-dir", "", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
+	scenDir := pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *resume {
 			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
 		}
-		dir = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
+		dir = absPath(filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405")))
 	}
 	// Kernels other than the running one: one lab VM per label runs the
 	// same scenario inside (--inside-lab).

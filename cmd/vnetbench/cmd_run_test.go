@@ -180,8 +180,13 @@ func TestRunQuickstartE2E(t *testing.T) {
 			t.Errorf("go install with gcc present made a static binary (%v): this test no longer covers the dynamic one", err)
 		}
 	}
-	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "30m")
+	// -o relative to a working directory of the user's, as make demo
+	// gives it: trafgen runs in a temporary directory and must still
+	// find its config in the run directory.
+	wd := t.TempDir()
+	dir := filepath.Join(wd, "run")
+	cmd := exec.CommandContext(t.Context(), bin, "run", "quickstart", "-o", "run", "--seed", "7", "--lock-wait", "30m")
+	cmd.Dir = wd
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	checkRunLeftNothing(t, dir)

@@ -52,3 +52,30 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // errHelp means -h was given and usage was printed.
 var errHelp = errors.New("help shown")
+
+// pathFlag defines a flag whose value is a file or directory path, made
+// absolute (and ~/ expanded) as it is parsed: nothing below cmd sees a
+// relative path, so a tool that runs in another working directory (trafgen
+// in a temporary directory, the run inside a lab VM) finds the same file.
+func pathFlag(fs *flag.FlagSet, name, usage string) *string {
+	p := new(string)
+	pathVar(fs, p, name, usage)
+	return p
+}
+
+// pathVar is pathFlag storing into p.
+func pathVar(fs *flag.FlagSet, p *string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		*p = absPath(v)
+		return nil
+	})
+}
+
+// absPaths returns paths made absolute (see absPath).
+func absPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = absPath(p)
+	}
+	return out
+}

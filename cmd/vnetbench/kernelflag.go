@@ -86,9 +86,11 @@ func (k kernelFlags) args() []string {
 	return out
 }
 
+// absPath makes p absolute, expanding a leading ~/; "" and "-" (standard
+// output) stay as they are.
 func absPath(p string) string {
-	if p == "" {
-		return ""
+	if p == "" || p == "-" {
+		return p
 	}
 	if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		if home, err := os.UserHomeDir(); err == nil {
