@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -136,13 +135,20 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 // WriteBenchfmt writes the samples of set in the Go benchmark format, one
 // line per sample, metric keys as units, so benchstat reads them:
 //
+//	backend: tap
 //	kernel: stock
-//	BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 452000 tx_pps 1154000 lost_pps
+//	BenchmarkVnetbench/pktgen-t1/qdisc=fq_codel 1 452000 tx_pps 1154000 lost_pps
 //
-// Axes become "/axis=value" name parts in the order of the cell name; the
-// kernel label is a configuration line ("benchstat -col kernel" compares
-// kernels from one file). Emulated samples carry "accel: tcg"; where some
-// samples are nested (lab kernels) every sample says "nested: true|false".
+// A name holds only what tells the cells apart: the parts of the cell name
+// in their order, an axis's as axis=value, minus the axes whose value is
+// the same in every sample; those, and the axes a cell name leaves out
+// that never vary, are file-level "axis: value" lines, so benchstat's
+// tables stay as wide as the runs differ. The kernel label is a
+// configuration line ("benchstat -col kernel" compares kernels from one
+// file). Emulated samples carry "accel: tcg"; where some samples are
+// nested (lab kernels) every sample says "nested: true|false". A sample
+// with no measurement (an n/a cell) is a comment line with its reason: a
+// result line needs at least one value.
 func WriteBenchfmt(w io.Writer, set *Set) error {
 	var b bytes.Buffer
 	keys := set.MetricKeys()
@@ -160,12 +166,16 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 			fmt.Fprintf(&b, "Unit %s assume=nothing\n", k)
 		}
 	}
+	names := newBenchNamer(set.Samples)
 	cfg := map[string]string{}
 	setCfg := func(k, v string) {
 		if cfg[k] != v {
 			cfg[k] = v
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
+			fmt.Fprintf(&b, "%s: %s\n", k, configValue(v))
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(names.constant)) {
+		setCfg(configKey(k), names.constant[k])
 	}
 	nested := set.Nested("")
 	for _, kernel := range set.Kernels() {
@@ -176,36 +186,144 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 			}
 			b.WriteString("\n")
 			setCfg("kernel", kernel)
-			accel := "kvm"
-			if env := set.Env[kernel]; env != nil && env.Accel != "" {
-				accel = env.Accel
-			}
-			if s.Emulated {
-				accel = "tcg"
-			}
-			setCfg("accel", accel)
+			setCfg("accel", sampleAccel(set, s))
 			if nested {
 				setCfg("nested", strconv.FormatBool(s.Nested))
 			}
 			if env := set.Env[kernel]; env != nil && env.CPUModel != "" {
 				setCfg("cpu", env.CPUModel)
 			}
-			fmt.Fprintf(&b, "%s 1", benchName(s))
-			for _, k := range keys {
-				if v, ok := s.Value(k); ok {
-					fmt.Fprintf(&b, " %s %s", strconv.FormatFloat(v, 'g', -1, 64), k)
-				}
-			}
-			b.WriteString("\n")
+			writeResult(&b, names.name(s), s, keys)
 		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// benchName is "Benchmark<Scenario>/axis=value/..." with axes in the order
-// their values appear in the cell name.
-func benchName(s *Sample) string {
+// sampleAccel is the accelerator s ran under: tcg when emulated, else its
+// kernel's recorded one, else kvm.
+func sampleAccel(set *Set, s *Sample) string {
+	if s.Emulated {
+		return "tcg"
+	}
+	if env := set.Env[s.Kernel]; env != nil && env.Accel != "" {
+		return env.Accel
+	}
+	return "kvm"
+}
+
+// writeResult writes s's result line, or a comment when it has no value.
+func writeResult(b *bytes.Buffer, name string, s *Sample, keys []string) {
+	var vals []string
+	for _, k := range keys {
+		if v, ok := s.Value(k); ok {
+			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64)+" "+k)
+		}
+	}
+	if len(vals) == 0 {
+		why := s.Unsupported
+		if why == "" {
+			why = "no measurement"
+		}
+		fmt.Fprintf(b, "# %s rep %d: n/a: %s\n", name, s.Rep+1, configValue(why))
+		return
+	}
+	fmt.Fprintf(b, "%s 1 %s\n", name, strings.Join(vals, " "))
+}
+
+// configValue keeps a configuration value (or comment) on its line.
+func configValue(v string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ").Replace(v)
+}
+
+// configKey is axis name k as a configuration key, which benchfmt wants
+// without spaces or colons and not named like the keys WriteBenchfmt
+// writes itself.
+func configKey(k string) string {
+	k = strings.NewReplacer(" ", "_", ":", "_").Replace(k)
+	switch k {
+	case "kernel", "accel", "nested", "cpu", "emulated", "window_s":
+		return "axis." + k
+	}
+	return k
+}
+
+// benchNamer names samples by what tells their cells apart.
+type benchNamer struct {
+	// constant holds the axes whose value every sample shares.
+	constant map[string]string
+	// short is the name an axis goes by in benchmark names: the last
+	// part of a dotted key (generator.pktgen.mode: mode) where no other
+	// axis ends the same.
+	short map[string]string
+}
+
+func newBenchNamer(samples []Sample) benchNamer {
+	n := benchNamer{constant: map[string]string{}, short: shortAxisNames(samples)}
+	seen := map[string]int{}
+	for i := range samples {
+		for k, v := range samples[i].Axes {
+			if i == 0 || (seen[k] == i && n.constant[k] == v) {
+				n.constant[k] = v
+				seen[k] = i + 1
+			}
+		}
+	}
+	for k, v := range n.constant {
+		if seen[k] != len(samples) || v == "" || !validKey(k) {
+			delete(n.constant, k)
+		}
+	}
+	// Values match axes by value: should two cells come out with one
+	// name, leave every axis in the names.
+	cells := map[string]string{}
+	for i := range samples {
+		name := n.name(&samples[i])
+		if c, ok := cells[name]; ok && c != samples[i].Cell {
+			return benchNamer{constant: map[string]string{}, short: map[string]string{}}
+		}
+		cells[name] = samples[i].Cell
+	}
+	return n
+}
+
+// shortAxisNames maps each dotted axis of samples to its shortest
+// trailing part that no other axis ends with (generator.pktgen.mode:
+// pktgen.mode beside generator.afxdp.mode, mode alone without it).
+func shortAxisNames(samples []Sample) map[string]string {
+	var keys []string
+	for i := range samples {
+		for k := range samples[i].Axes {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	short := map[string]string{}
+	for _, k := range keys {
+		parts := strings.Split(k, ".")
+		for j := len(parts) - 1; j > 0; j-- {
+			suffix := strings.Join(parts[j:], ".")
+			if !slices.ContainsFunc(keys, func(o string) bool {
+				return o != k && (o == suffix || strings.HasSuffix(o, "."+suffix))
+			}) {
+				short[k] = suffix
+				break
+			}
+		}
+	}
+	return short
+}
+
+// validKey reports whether axis k can start a configuration key (a
+// lower-case letter).
+func validKey(k string) bool {
+	return k != "" && k[0] >= 'a' && k[0] <= 'z'
+}
+
+// name is "Benchmark<Scenario>/part/...": the parts of s's cell name, an
+// axis's as axis=value, leaving out the axes in n.constant.
+func (n benchNamer) name(s *Sample) string {
 	base := "Vnetbench"
 	if sc := s.Labels["benchmark"]; sc != "" {
 		base = strings.TrimPrefix(sc, "Benchmark")
@@ -215,28 +333,28 @@ func benchName(s *Sample) string {
 	used := map[string]bool{}
 	axes := slices.Sorted(maps.Keys(s.Axes))
 	for _, v := range strings.Split(s.Cell, "/") {
-		for _, k := range axes {
-			if !used[k] && s.Axes[k] == v {
-				used[k] = true
-				parts = append(parts, clean(k)+"="+clean(v))
+		k := ""
+		for _, a := range axes {
+			if !used[a] && s.Axes[a] == v {
+				k = a
 				break
 			}
 		}
-	}
-	rest := []string{}
-	for k := range s.Axes {
-		if !used[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		parts = append(parts, clean(k)+"="+clean(s.Axes[k]))
-	}
-	if len(s.Axes) == 0 {
-		for _, v := range strings.Split(s.Cell, "/") {
+		switch {
+		case k == "":
 			parts = append(parts, clean(v))
+		case n.constant[k] == v:
+			used[k] = true
+		default:
+			used[k] = true
+			if sk, ok := n.short[k]; ok {
+				k = sk
+			}
+			parts = append(parts, clean(k)+"="+clean(v))
 		}
+	}
+	if len(parts) == 0 {
+		return "Benchmark" + base
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
 }

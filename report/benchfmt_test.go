@@ -1,0 +1,139 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
+	"golang.org/x/perf/benchfmt"
+)
+
+// realRuns are the run directories under testdata/real (real runs).
+func realRuns(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("testdata", "real", "*", "results.jsonl"))
+	if err != nil || len(dirs) < 2 {
+		t.Fatalf("real runs under testdata/real: %v %v", dirs, err)
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+// writeBench writes dir's samples in the Go benchmark format to a file.
+func writeBench(t *testing.T, dir string) (string, *results.Set) {
+	t.Helper()
+	set, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Render(&b, set, nil, "benchfmt", ASCII); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), filepath.Base(dir)+".bench")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, set
+}
+
+// Every real run goes through benchfmt and back: x/perf's reader (what
+// benchstat uses) finds no syntax error and a value on every result line,
+// and report reads its own output into the same cells (a run with n/a
+// cells once wrote lines without measurements, which report refused).
+func TestBenchfmtRoundTrip(t *testing.T) {
+	for _, dir := range realRuns(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			p, set := writeBench(t, dir)
+			measured, cells := 0, map[string]bool{}
+			for _, s := range set.Samples {
+				if len(s.Metrics) > 0 {
+					measured++
+					cells[s.Kernel+"|"+s.Cell] = true
+				}
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r := benchfmt.NewReader(f, p)
+			n := 0
+			for r.Scan() {
+				switch rec := r.Result().(type) {
+				case *benchfmt.SyntaxError:
+					t.Errorf("x/perf benchfmt: %v", rec)
+				case *benchfmt.Result:
+					n++
+					if len(rec.Values) == 0 {
+						t.Errorf("%s: result without values", rec.Name.Full())
+					}
+				}
+			}
+			if n != measured {
+				t.Errorf("%d result lines, want one per measured sample (%d)", n, measured)
+			}
+			back, err := results.Load(p)
+			if err != nil {
+				t.Fatalf("report refuses its own benchfmt: %v", err)
+			}
+			backCells := map[string]bool{}
+			for _, s := range back.Samples {
+				backCells[s.Kernel+"|"+s.Cell] = true
+			}
+			if len(back.Samples) != measured || len(backCells) != len(cells) {
+				t.Errorf("read back %d samples in %d cells, want %d in %d", len(back.Samples), len(backCells), measured, len(cells))
+			}
+			if _, err := Build(back, Options{By: "kernel"}); err != nil {
+				t.Errorf("report of the read-back file: %v", err)
+			}
+		})
+	}
+}
+
+// benchstat -col kernel of a real run reads in a terminal: names carry
+// only the axes that vary (the constant ones are file-level lines), and
+// benchstat says nothing about missing measurements.
+func TestBenchstatReadsBenchfmt(t *testing.T) {
+	gobin := testenv.NeedCommand(t, "go", "")
+	bin := filepath.Join(t.TempDir(), "benchstat")
+	build := exec.Command(gobin, "build", "-o", bin, "golang.org/x/perf/cmd/benchstat")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build benchstat (x/perf, go.mod's version): %v\n%s", err, out)
+	}
+	for _, dir := range realRuns(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			p, _ := writeBench(t, dir)
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(bin, "-col", "kernel", p)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+				t.Fatalf("benchstat: %v\n%s", err, stderr.String())
+			}
+			for _, l := range strings.Split(stdout.String(), "\n") {
+				name, _, _ := strings.Cut(l, " ")
+				if strings.HasPrefix(l, "Vnetbench") && utf8.RuneCountInString(name) > 72 {
+					t.Errorf("benchmark name of %d columns: %s", utf8.RuneCountInString(name), name)
+				}
+				if strings.Contains(l, "generator.") || strings.Contains(l, "=/") {
+					t.Errorf("name carries a constant or empty axis: %s", l)
+				}
+			}
+			if filepath.Base(dir) == "quickstart-tcg" {
+				for _, l := range strings.Split(stdout.String(), "\n") {
+					if w := utf8.RuneCountInString(l); w > 80 {
+						t.Errorf("benchstat line of %d columns (a terminal has 80): %s", w, l)
+					}
+				}
+			}
+		})
+	}
+}
