@@ -54,7 +54,7 @@ func parse(file string, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: file, Msg: "empty scenario; start with name:, generator: and the axes you compare (see the scenario reference in README.md)"}
+			return nil, &Error{File: file, Msg: "empty scenario; start with name:, generator: and the axes you compare (see the scenario reference in docs/scenarios.md)"}
 		}
 		return nil, syntaxError(file, err)
 	}
@@ -72,7 +72,7 @@ func parse(file string, data []byte) (*yaml.Node, error) {
 		return nil, err
 	}
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return nil, &Error{File: file, Msg: "empty scenario; start with name:, generator: and the axes you compare (see the scenario reference in README.md)"}
+		return nil, &Error{File: file, Msg: "empty scenario; start with name:, generator: and the axes you compare (see the scenario reference in docs/scenarios.md)"}
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: root.Line, Col: root.Column, Msg: fmt.Sprintf("a scenario is a mapping of keys (name:, generator:, ...), got %s", schema.Describe(root))}

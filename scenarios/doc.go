@@ -9,7 +9,7 @@
 // the key. Decoding is strict and happens once: every key, every value,
 // every element of an axis list and every generator kind is checked, and
 // the first problem is an *Error ("file:line:col: what is wrong; how to fix
-// it", exit code 2). The same lists generate the README's scenario
+// it", exit code 2). The same lists generate docs/scenarios.md's scenario
 // reference (Reference) and the plan's parameters (Cell.Params).
 //
 // The generator: section belongs to the workloads: each registered

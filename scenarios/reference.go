@@ -101,7 +101,7 @@ keeps this table and the code in step):
 // Reference returns the scenario language reference as Markdown: the
 // rules above and a table of every key, generated from the same field
 // lists that decode a file (every registered workload's included).
-// README.md embeds it; a test keeps the two equal.
+// docs/scenarios.md embeds it; a test keeps the two equal.
 func Reference() string {
 	var b strings.Builder
 	example, _ := BuiltinData("thread-pktgen-vhost-pin0")

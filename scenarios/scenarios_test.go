@@ -24,7 +24,7 @@ var (
 	update = flag.Bool("update", false, "rewrite the golden files under testdata")
 	// README.md is the user's documentation, not test data: a general
 	// -update (go test ./... -update) must not rewrite it.
-	updateReadme = flag.Bool("update-readme", false, "rewrite README.md's scenario reference section")
+	updateReadme = flag.Bool("update-readme", false, "rewrite docs/scenarios.md's scenario reference section")
 )
 
 // golden compares got with testdata/NAME, rewriting it with -update.
@@ -426,12 +426,12 @@ func TestParamsCoverEveryKey(t *testing.T) {
 	}
 }
 
-// TestReadmeReference keeps README.md's scenario reference equal to
+// TestReadmeReference keeps docs/scenarios.md's scenario reference equal to
 // Reference() (go test ./scenarios -run TestReadmeReference -update-readme
 // rewrites the section between the markers).
 func TestReadmeReference(t *testing.T) {
 	const begin, end = "<!-- BEGIN SCENARIO REFERENCE -->", "<!-- END SCENARIO REFERENCE -->"
-	path := filepath.Join("..", "README.md")
+	path := filepath.Join("..", "docs", "scenarios.md")
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -456,10 +456,10 @@ func TestReadmeReference(t *testing.T) {
 		return
 	}
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %s ... %s section (go test ./scenarios -run TestReadmeReference -update-readme adds it)", begin, end)
+		t.Fatalf("docs/scenarios.md lacks the %s ... %s section (go test ./scenarios -run TestReadmeReference -update-readme adds it)", begin, end)
 	}
 	if got := s[i : j+len(end)]; got != section {
-		t.Errorf("README.md scenario reference is stale (go test ./scenarios -run TestReadmeReference -update-readme rewrites it):\n%s", diff(section, got))
+		t.Errorf("docs/scenarios.md scenario reference is stale (go test ./scenarios -run TestReadmeReference -update-readme rewrites it):\n%s", diff(section, got))
 	}
 }
 

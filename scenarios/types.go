@@ -9,7 +9,7 @@ import (
 )
 
 // Every section lists its keys in a Fields method (schema): the decoder,
-// the validation, the generated scenario reference (README), the plan's
+// the validation, the generated scenario reference (docs/scenarios.md), the plan's
 // parameters and the axes all come from these lists. A workload's keys
 // (generator.NAME.*) come from its package through the workload registry.
 

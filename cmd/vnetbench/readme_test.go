@@ -141,7 +141,7 @@ var readmeFixtures = map[string]string{
 	"runs/lab": "../../report/testdata/generated/iperf3-tcg",
 }
 
-// TestReadmeCommands runs every command README.md shows, as a user would
+// TestReadmeCommands runs every command README.md and docs/*.md show, as a user would
 // type it: vnetbench with relative paths in a scratch working directory
 // (runs/... there are fixture runs), make and go in the repository root.
 // `vnetbench run` is a dry run (a real one boots VMs for minutes; the e2e
@@ -150,14 +150,28 @@ var readmeFixtures = map[string]string{
 // simulates (-s). A "$ " command's shown output must appear in what it
 // prints, and an `echo $?` after it must show its exit code.
 func TestReadmeCommands(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil || len(docs) < 5 {
+		t.Fatalf("docs/*.md: %v %v", docs, err)
 	}
-	cmds := readmeCommands(t, string(readme))
-	if len(cmds) < 10 {
-		t.Fatalf("found %d commands in README.md; the parser is broken", len(cmds))
+	total := 0
+	for _, p := range append([]string{filepath.Join("..", "..", "README.md")}, docs...) {
+		readme, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(filepath.Join("..", ".."), p)
+		cmds := readmeCommands(t, string(readme))
+		total += len(cmds)
+		t.Run(strings.TrimSuffix(filepath.Base(p), ".md"), func(t *testing.T) { runDocCommands(t, name, cmds) })
 	}
+	if total < 20 {
+		t.Fatalf("found %d commands in README.md and docs/; the parser is broken", total)
+	}
+}
+
+// runDocCommands runs the commands of one file (doc names it in errors).
+func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 	bin := vnetbenchBin(t)
 	work := t.TempDir()
 	for dst, src := range readmeFixtures {
@@ -169,7 +183,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	lastExit := -1
 	for _, c := range cmds {
-		name := fmt.Sprintf("README.md:%d", c.line)
+		name := fmt.Sprintf("%s:%d", doc, c.line)
 		if why, ok := notRun[c.text]; ok {
 			t.Logf("%s: not run (%s): %s", name, why, c.text)
 			continue
