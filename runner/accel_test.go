@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"

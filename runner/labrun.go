@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"

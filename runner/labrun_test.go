@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"

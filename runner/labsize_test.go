@@ -8,8 +8,8 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // TestMain fails the package when a test leaves a child process behind

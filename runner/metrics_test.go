@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/schema"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )

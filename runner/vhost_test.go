@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/xsk"
+
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 )
 
 // Bad input of the AF_XDP experiment: one line, exit 2, nothing created.
@@ -77,7 +78,7 @@ func TestTestpmdMissing(t *testing.T) {
 func TestRunAFXDPE2E(t *testing.T) {
 	needRunHost(t)
 	testenv.NeedCommand(t, "dpdk-testpmd", "dpdk-dev")
-	capab, err := afxdp.Capability()
+	capab, err := xsk.HostCapability.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 

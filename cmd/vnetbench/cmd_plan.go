@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )

@@ -4,26 +4,27 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // Metric keys are defined in two places: the harness's own (the tap,
 // qdisc and guest counters over the window, and its self-measurements)
 // here, and each workload's (tx_pps, throughput_bps, ...) in its package,
-// through the workload registry. Lookup asks both.
+// through the metric catalogue (internal/metric, which the workload
+// registry fills). Lookup asks both.
 
 // Direction says which way a metric improves.
-type Direction = workload.Direction
+type Direction = metric.Direction
 
 // Directions.
 const (
-	Neutral        = workload.Neutral
-	HigherIsBetter = workload.HigherIsBetter
-	LowerIsBetter  = workload.LowerIsBetter
+	Neutral        = metric.Neutral
+	HigherIsBetter = metric.HigherIsBetter
+	LowerIsBetter  = metric.LowerIsBetter
 )
 
 // Metric describes one metric key.
-type Metric = workload.Metric
+type Metric = metric.Metric
 
 // Metrics are the harness's own metric keys (a workload's are its
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
@@ -41,7 +42,7 @@ var Metrics = map[string]Metric{
 
 // Diagnostics are the keys of the harness's self-measurements
 // (harness_cpu_frac, cell_overhead_s) and of its and the workloads'
-// diagnostics and cross-checks (workload.Metric.Diagnostic): numbers that
+// diagnostics and cross-checks (metric.Metric.Diagnostic): numbers that
 // tell whether the harness measured well, not how the kernel under test
 // performs. Reports gather them in one "harness and diagnostics" table (a
 // Detail table), not in per-metric tables, and compare does not gate them
@@ -49,7 +50,7 @@ var Metrics = map[string]Metric{
 // workloads' follow generator_busy_frac.
 func Diagnostics() []string {
 	out := []string{"harness_cpu_frac", "cell_overhead_s", "generator_busy_frac"}
-	for _, m := range workload.Metrics() {
+	for _, m := range metric.All() {
 		if m.Diagnostic {
 			out = append(out, m.Key)
 		}
@@ -135,7 +136,7 @@ func Lookup(key string) (Metric, bool) {
 	if m, ok := Metrics[key]; ok {
 		return m, true
 	}
-	if m, ok := workload.LookupMetric(key); ok {
+	if m, ok := metric.Lookup(key); ok {
 		return m, true
 	}
 	if target, ok := strings.CutPrefix(key, CPUPerPktPrefix); ok && target != "" {

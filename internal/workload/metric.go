@@ -4,56 +4,26 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-// Direction says which way a metric improves.
-type Direction int
+// Direction says which way a metric improves (internal/metric's).
+type Direction = metric.Direction
 
 // Directions.
 const (
-	// Neutral metrics are informational (instructions executed, for one):
-	// reports show their change but call it neither better nor worse.
-	Neutral Direction = iota
-	HigherIsBetter
-	LowerIsBetter
+	Neutral        = metric.Neutral
+	HigherIsBetter = metric.HigherIsBetter
+	LowerIsBetter  = metric.LowerIsBetter
 )
 
-func (d Direction) String() string {
-	switch d {
-	case HigherIsBetter:
-		return "higher"
-	case LowerIsBetter:
-		return "lower"
-	}
-	return "neutral"
-}
+// Metric describes one metric key (internal/metric's).
+type Metric = metric.Metric
 
-// Metric describes one metric key.
-type Metric struct {
-	// Key is stable snake_case with the unit in it where that helps
-	// ("throughput_bps").
-	Key string
-	// Unit is the base unit of the values: "pps", "bit/s", "B/s",
-	// "count", "s", "fraction", ...
-	Unit   string
-	Better Direction
-	// Rate metrics are aggregated across samples with the harmonic mean as
-	// well as the arithmetic mean.
-	Rate bool
-	// Description says what the number counts, over which interval, and
-	// whether it is per thread or a total.
-	Description string
-	// Diagnostic metrics tell whether the harness measured well (a
-	// generator's own CPU use), not how the kernel performs: reports put
-	// them in the diagnostics table and compare does not gate them by
-	// default.
-	Diagnostic bool
-	// Header and HeaderNote are a Diagnostic metric's short column header
-	// in the harness table and what its legend adds to the key ("iperf3
-	// CPU", "(host CPU of the sender)"); "" = the key, nothing.
-	Header, HeaderNote string
-}
+// The registry is the metric catalogue's source: every registered
+// workload's metrics.
+func init() { metric.AddSource(Metrics) }
 
 // Metricer is a Workload that produces metrics: the keys of its
 // Result.Metrics (and of what Threads derive).

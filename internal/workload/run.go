@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // Runner is the run side of a Config: the runner asks it what the host

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // Spec is a kernel to build: a source tree, optionally a git ref, patches

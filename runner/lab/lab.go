@@ -33,8 +33,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )

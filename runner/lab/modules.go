@@ -19,7 +19,7 @@ var LabModules = []string{
 
 // ownModules are what the lab's own commands need besides LabModules,
 // loaded when Config.Modules is nil: pktgen for lab-selftest and
-// perf-stress (they drive runner/pktgen themselves), vhost_vsock so that
+// perf-stress (they drive internal/workload/pktgen/driver themselves), vhost_vsock so that
 // doctor inside a bare lab VM sees /dev/vhost-vsock.
 var ownModules = []string{"pktgen", "vhost_vsock"}
 

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
+	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
-	"github.com/vnetbench/vnetbench/runner/pktgen"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 

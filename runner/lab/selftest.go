@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/runner/pktgen"
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
+	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )

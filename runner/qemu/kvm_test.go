@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // fakeKVMHost describes a machine: its cpuinfo flags, whether /dev/kvm

@@ -18,8 +18,8 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 func TestArgsGolden(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // VM is a running QEMU.

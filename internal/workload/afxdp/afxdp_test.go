@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/runner"
-	xdp "github.com/vnetbench/vnetbench/runner/afxdp"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -115,7 +115,7 @@ func TestPlan(t *testing.T) {
 		!strings.Contains(cmds, ", batch 64, for 2s") {
 		t.Errorf("commands:\n%s", cmds)
 	}
-	if n := runner.NeedsOf(s.Expand()); !slices.Contains(n.Features, afxdp.Feature) {
+	if n := runner.NeedsOf(s.Expand()); !slices.Contains(n.Features, xdp.Feature) {
 		t.Errorf("needs %+v", n)
 	}
 }
@@ -146,7 +146,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	w := &workload.Window{Dev: dev, DstMAC: "52:54:00:12:34:56", Src: "10.0.0.1", Dst: "10.0.0.2", Artifacts: dir, RelDir: "artifacts/x",
 		InNetns: ns.Do, Note: func(string) {}}
 
-	cfg := &afxdp.Config{PktSize: 64, Mode: afxdp.ModeCopy, Threads: 1, Duration: 300 * time.Millisecond, Batch: 64}
+	cfg := &afxdp.Config{PktSize: 64, Mode: xdp.ModeCopy, Threads: 1, Duration: 300 * time.Millisecond, Batch: 64}
 	gen := cfg.Generator()
 	if err := gen.(workload.Preparer).Prepare(t.Context(), w); errors.Is(err, xdp.ErrNoAFXDP) {
 		testenv.Skipf(t, "%v", err)
@@ -181,7 +181,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	}
 
 	// Zero-copy: stock tun refuses it.
-	cfg.Mode = afxdp.ModeZeroCopy
+	cfg.Mode = xdp.ModeZeroCopy
 	gen = cfg.Generator()
 	err = gen.Start(t.Context(), w)
 	why, na := workload.IsUnsupported(err)
@@ -203,7 +203,7 @@ func TestFeature(t *testing.T) {
 	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 	var f *workload.Feature
 	for _, x := range workload.AllFeatures() {
-		if x.Name == afxdp.Feature {
+		if x.Name == xdp.Feature {
 			f = &x
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/runner"
-	xdp "github.com/vnetbench/vnetbench/runner/afxdp"
-	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"golang.org/x/sys/unix"
 )
@@ -18,15 +18,11 @@ import (
 // withCapability makes the probe report c (and resets the cache).
 func withCapability(t *testing.T, c xdp.Capability) {
 	t.Helper()
-	reset := func() {
-		capMu.Lock()
-		capMu.done = false
-		capMu.Unlock()
-	}
-	old := probe
-	probe = func(context.Context) (xdp.Capability, error) { return c, nil }
-	reset()
-	t.Cleanup(func() { probe = old; reset() })
+	hc := xdp.HostCapability
+	old := hc.Probe
+	hc.Probe = func(context.Context) (xdp.Capability, error) { return c, nil }
+	hc.Reset()
+	t.Cleanup(func() { hc.Probe = old; hc.Reset() })
 }
 
 // A kernel without AF_XDP: doctor's line says so, and a run of an AF_XDP

@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	xdp "github.com/vnetbench/vnetbench/runner/afxdp"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 )
 
-func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{Feature}} }
+func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{xdp.Feature}} }
 
 // Commands: the generator runs inside the harness; its line says what it
 // does, as a comment.
@@ -155,23 +155,7 @@ func (g *generator) Release() {
 	g.g = nil
 }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) { return LinkStats(g.w) }
-
-// LinkStats reads the counters of the window's tap from inside its
-// network namespace: the series' generators read tx_dropped around their
-// run time.
-func LinkStats(w *workload.Window) (hostnet.LinkStats, error) {
-	var s hostnet.LinkStats
-	read := func() error {
-		var err error
-		s, err = hostnet.ReadLinkStats(w.Dev)
-		return err
-	}
-	if w.InNetns != nil {
-		return s, w.InNetns(read)
-	}
-	return s, read()
-}
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return xdp.LinkStats(g.w) }
 
 func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if g.g == nil {

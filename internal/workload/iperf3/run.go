@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // The guest op (GuestOps) that starts and stops the guest's iperf3

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 const guestIP = "10.0.0.2"

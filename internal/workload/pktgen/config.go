@@ -1,5 +1,5 @@
 // Package pktgen is the pktgen workload: the kernel's packet generator
-// writing into the tap, driven through /proc/net/pktgen by runner/pktgen
+// writing into the tap, driven through /proc/net/pktgen by internal/workload/pktgen/driver
 // (the samples/pktgen recipes), or by the kernel's own sample scripts.
 package pktgen
 

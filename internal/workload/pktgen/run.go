@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	pg "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/perfparse"
-	pg "github.com/vnetbench/vnetbench/runner/pktgen"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // feature is the pktgen module on the host that runs the cells.
@@ -181,7 +181,7 @@ func scriptConfig(p Config, c pg.Config, netns string) pg.ScriptConfig {
 	return pg.ScriptConfig{Config: c, KernelTree: p.ScriptDir, Script: p.Script, Netns: netns}
 }
 
-// Generator runs runner/pktgen's Driver (the exact /proc writes of the
+// Generator runs internal/workload/pktgen/driver's Driver (the exact /proc writes of the
 // kernel's samples/pktgen) against the run's network namespace. pktgen is
 // per network namespace, with a twist: thread and device files act on the
 // namespace of the /proc file, but pgctrl (start, stop, reset) acts on the

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	pg "github.com/vnetbench/vnetbench/runner/pktgen"
-	"github.com/vnetbench/vnetbench/runner/proc"
+	pg "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 )
 
 const (

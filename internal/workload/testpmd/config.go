@@ -9,10 +9,10 @@
 //
 // testpmd's PMD cannot force zero-copy: without force_copy=1 the kernel
 // tries zero-copy and falls back to copy without a word. A zerocopy cell
-// therefore asks the kernel first (afxdp.Capability, a bind on a
+// therefore asks the kernel first (xdp.HostCapability, a bind on a
 // throwaway tap) and is "n/a" with the kernel's reason where zero-copy
 // binds are refused; copy cells pass force_copy=1. Its table is the AF_XDP
-// workload's (afxdp.SeriesTable).
+// workload's (xdp.SeriesTable).
 package testpmd
 
 import (
@@ -23,7 +23,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 )
 
 // Workload is dpdk-testpmd.
@@ -48,8 +48,8 @@ type Config struct {
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
-		afxdp.FrameSize(&c.PktSize, "pkt_size"),
-		afxdp.ModeKey(&c.Mode, "mode"),
+		xdp.FrameSize(&c.PktSize, "pkt_size"),
+		xdp.ModeKey(&c.Mode, "mode"),
 		schema.Int(&c.Threads, "threads", 1, 64).Default(1).Unit("threads").Axis().Short("t").
 			Doc("forwarding lcores, each with its own net_af_xdp port (--vdev) on one tap queue (first_queue + i); more than one needs queues: auto or a queue count"),
 		schema.Int(&c.FirstQueue, "first_queue", 0, 255).Default(0).Unit("queue index").
@@ -65,7 +65,7 @@ func (c *Config) Resolve(r *workload.Resolver) error {
 		return r.Errorf("duration", "generator.testpmd.duration must be above 0 (testpmd forwards until stopped)")
 	}
 	c.pin = r.Cell.PinGenerator
-	return afxdp.CheckQueues(r, c.FirstQueue, c.Threads)
+	return xdp.CheckQueues(r, c.FirstQueue, c.Threads)
 }
 
 func (c *Config) Length() (time.Duration, bool) { return c.Duration, true }
@@ -82,7 +82,7 @@ func (c *Config) CPUsNeeded() int { return c.Threads }
 
 // CheckCPUs refuses more forwarding lcores than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
-	return afxdp.CheckThreadCPUs(h, "testpmd", c.Threads)
+	return xdp.CheckThreadCPUs(h, "testpmd", c.Threads)
 }
 
 // Metrics: Transmitted, per thread (port), over its forwarding time.
@@ -92,7 +92,7 @@ func (Workload) Metrics() []workload.Metric {
 
 // Table: the series' table.
 func (Workload) Table() workload.Table {
-	return afxdp.SeriesTable("testpmd",
+	return xdp.SeriesTable("testpmd",
 		"Transmitted = testpmd's TX-packets (Forward statistics, all ports) / its forwarding time, from writing `start` to writing `stop`")
 }
 
@@ -126,7 +126,7 @@ func Args(c Config, dev, peerMAC, src, dst, prefix, cpuset string) []string {
 		"--lcores", fmt.Sprintf("(0-%d)@(%s)", c.Threads, cpuset)}
 	for i := range c.Threads {
 		v := fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=%d,queue_count=1", i, dev, c.FirstQueue+i)
-		if c.Mode != afxdp.ModeZeroCopy {
+		if c.Mode != xdp.ModeZeroCopy {
 			v += ",force_copy=1"
 		}
 		a = append(a, "--vdev", v)

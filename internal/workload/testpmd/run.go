@@ -14,12 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/perfparse"
-	xdp "github.com/vnetbench/vnetbench/runner/afxdp"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // Tool is dpdk-testpmd, from Debian's dpdk-dev.
@@ -53,7 +52,7 @@ func probePMD() workload.Probe {
 }
 
 func (c *Config) Needs() workload.Needs {
-	return workload.Needs{Tools: []string{Tool}, Features: []string{afxdp.Feature, PMDFeature}}
+	return workload.Needs{Tools: []string{Tool}, Features: []string{xdp.Feature, PMDFeature}}
 }
 
 func (c *Config) Commands(p workload.PlanEnv) []string {
@@ -136,10 +135,10 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 	if w.Duration > 0 {
 		g.dur = w.Duration
 	}
-	if g.cfg.Mode == afxdp.ModeZeroCopy {
+	if g.cfg.Mode == xdp.ModeZeroCopy {
 		// testpmd cannot force zero-copy (the kernel falls back to copy
 		// silently): ask the kernel first.
-		c, err := afxdp.Capability()
+		c, err := xdp.HostCapability.Get()
 		if err != nil {
 			return fmt.Errorf("testpmd zerocopy: %w", err)
 		}
@@ -232,7 +231,7 @@ func (g *generator) cleanup() {
 // forwarding lcores).
 func (g *generator) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) { return afxdp.LinkStats(g.w) }
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return xdp.LinkStats(g.w) }
 
 func (g *generator) send(cmds ...string) error {
 	_, err := io.WriteString(g.stdin, strings.Join(cmds, "\n")+"\n")

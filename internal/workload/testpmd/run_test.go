@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
-	"github.com/vnetbench/vnetbench/runner/proc"
+	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -63,7 +64,7 @@ func TestValidateErrors(t *testing.T) {
 	if len(cmds) != 2 || !strings.Contains(cmds[0], "--lcores '(0-1)@(1)'") || !strings.HasPrefix(cmds[0], "ip netns exec vnb-RUNID dpdk-testpmd ") {
 		t.Errorf("commands %q: want testpmd's lcores on pin.generator's CPU", cmds)
 	}
-	if n := c.Generator.Config.Needs(); !slices.Equal(n.Tools, []string{Tool}) || !slices.Contains(n.Features, afxdp.Feature) {
+	if n := c.Generator.Config.Needs(); !slices.Equal(n.Tools, []string{Tool}) || !slices.Contains(n.Features, xdp.Feature) {
 		t.Errorf("needs %+v", n)
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // ParseKinds: trafgen's summary.

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // redirectPath is RedirectPath (tests move it).

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // The op's arguments survive the trip through the agent protocol; bad

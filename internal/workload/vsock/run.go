@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // Tools: socat, which the guest image copies from the host (doctor shows

@@ -17,10 +17,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetbench/vnetbench/runner/proc"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // Step is one console line, written After the previous one; PowerOff

@@ -6,7 +6,7 @@
 // namespace; nothing is created in the harness's own namespace.
 //
 // It does not start processes (programs run in the namespace through
-// runner/proc's Cmd.Netns).
+// internal/proc's Cmd.Netns).
 package hostnet
 
 import (

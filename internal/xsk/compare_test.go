@@ -1,4 +1,4 @@
-package afxdp
+package xsk
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
 var (
@@ -93,7 +93,7 @@ func (s sample) cpuPerPkt() float64 { return float64(s.cpu.Nanoseconds()) / floa
 // testpmd's.
 func TestCompareTestpmd(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_AFXDP_COMPARE", "a minute of CPU-per-packet measurement against dpdk-testpmd: "+
-		"VNETBENCH_AFXDP_COMPARE=1 go test ./runner/afxdp -run TestCompareTestpmd -v [-afxdp.rounds N -afxdp.window D -afxdp.out DIR]")
+		"VNETBENCH_AFXDP_COMPARE=1 go test ./internal/xsk -run TestCompareTestpmd -v [-afxdp.rounds N -afxdp.window D -afxdp.out DIR]")
 	needHost(t)
 	testenv.NeedCommand(t, "dpdk-testpmd", "dpdk-dev")
 	testenv.NeedCommand(t, "perf", "linux-perf")

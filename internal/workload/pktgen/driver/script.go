@@ -1,4 +1,4 @@
-package pktgen
+package driver
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/perfparse"
-	"github.com/vnetbench/vnetbench/runner/proc"
 )
 
 // sampleScripts maps a mode to the kernel's sample script.

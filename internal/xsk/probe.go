@@ -1,4 +1,4 @@
-package afxdp
+package xsk
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/vnetbench/vnetbench/runner/hostnet"
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 )
 
 // Capability is what the running kernel does when an AF_XDP socket binds

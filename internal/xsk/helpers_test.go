@@ -1,4 +1,4 @@
-package afxdp
+package xsk
 
 import (
 	"encoding/binary"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"golang.org/x/sys/unix"
 )
 

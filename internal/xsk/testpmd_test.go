@@ -1,4 +1,4 @@
-package afxdp
+package xsk
 
 import (
 	"bytes"

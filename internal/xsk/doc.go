@@ -1,4 +1,5 @@
-// Package afxdp is an AF_XDP transmit generator: UDP frames sent through
+// Package xsk is the AF_XDP socket code the afxdp and testpmd workloads
+// share, below both: an AF_XDP transmit generator: UDP frames sent through
 // a device (a tap) from AF_XDP sockets, bound in copy mode (XDP_COPY: the
 // kernel copies each frame into an skb and hands it to the driver, which
 // is what a tap does on every stock kernel) or zero-copy mode
@@ -60,4 +61,4 @@
 // Sockets belong to the network namespace they are created in: Open
 // creates them through Config.InNetns; Run works from any thread.
 // This package starts no processes.
-package afxdp
+package xsk

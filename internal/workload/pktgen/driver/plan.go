@@ -1,4 +1,4 @@
-// Package pktgen drives the kernel's packet generator through
+// Package driver is the pktgen workload's driver: it drives the kernel's packet generator through
 // /proc/net/pktgen the way the kernel's own samples/pktgen scripts do
 // (sample01 simple, sample02 multiqueue, sample03 burst_single_flow), and
 // runs those scripts themselves in script mode.
@@ -12,7 +12,7 @@
 //
 // The package does not create tap devices, pin threads or run perf; runner
 // does. It never builds a shell string.
-package pktgen
+package driver
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package afxdp
+package xsk
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
 func TestProbe(t *testing.T) {

@@ -1,4 +1,4 @@
-package pktgen
+package driver
 
 import (
 	"context"

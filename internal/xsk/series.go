@@ -1,0 +1,202 @@
+package xsk
+
+// What the AF_XDP series' workloads (afxdp, the harness's generator, and
+// testpmd, the series' own) share: their pkt_size and mode keys, queue and
+// CPU checks, their table, the host's AF_XDP capability and the tap's
+// counters. Both plug-ins import this package; neither imports the other.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/schema"
+	"github.com/vnetbench/vnetbench/internal/workload"
+)
+
+// The bind modes (the mode key's values).
+const (
+	ModeCopy     = string(Copy)
+	ModeZeroCopy = string(ZeroCopy)
+)
+
+// FrameSize is the pkt_size key of the AF_XDP series' workloads: a frame
+// length from Ethernet+IPv4+UDP headers (42 bytes) up to one UMEM chunk,
+// an axis, default 64.
+func FrameSize(p *int, key string) *schema.Leaf[int] {
+	return schema.Value(p, key, frameSizeKind).Default(64).Unit("bytes").Axis().Short("pkt").
+		Doc("frame length without FCS: Ethernet + IPv4 + UDP headers (42 bytes) + payload, as testpmd's --txpkts; the series' \"UDP\" sizes are 64, 512, 1024")
+}
+
+var frameSizeKind = schema.Kind[int]{
+	Type: "integer",
+	Parse: func(n *yaml.Node, c *schema.Ctx) (int, string) {
+		x, msg := schema.ParseInt(n, c, "")
+		switch {
+		case msg != "":
+			return 0, msg
+		case x < HeaderLen:
+			return 0, fmt.Sprintf("%s: %d bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use %d or more", c.Path, x, HeaderLen)
+		case x > MaxFrameSize:
+			return 0, fmt.Sprintf("%s: %d bytes is above one AF_XDP UMEM chunk; use %d or less", c.Path, x, MaxFrameSize)
+		}
+		return int(x), ""
+	},
+	Format: strconv.Itoa,
+}
+
+// ModeKey is the mode key of the AF_XDP series' workloads: copy or
+// zerocopy, an axis, default copy.
+func ModeKey(p *string, key string) *schema.Leaf[string] {
+	return schema.Enum(p, key, ModeCopy, ModeZeroCopy).Default(ModeCopy).Axis().Bare().
+		Doc("AF_XDP bind mode: copy (XDP_COPY: the kernel copies each frame into an skb) or zerocopy (XDP_ZEROCOPY: the driver sends from the UMEM; stock tun refuses it, the cell is then n/a)")
+}
+
+// CheckQueues refuses threads on tap queues the cell's tap does not have
+// (queues defaults to 1; queues: auto gives it first_queue + threads).
+func CheckQueues(r *workload.Resolver, first, threads int) error {
+	q := r.Cell.Queues
+	if q == 0 || first+threads <= q {
+		return nil
+	}
+	key := "threads"
+	if first > 0 {
+		key = "first_queue"
+	}
+	have := "queue 0 only"
+	if q > 1 {
+		have = fmt.Sprintf("queues 0-%d", q-1)
+	}
+	return r.Errorf(key, "%s: threads %d from first_queue %d send on tap queue %d, but queues is %d (the tap has %s; one AF_XDP socket per queue); set queues: %d or queues: auto",
+		r.Key(key), threads, first, first+threads-1, q, have, first+threads)
+}
+
+// CheckThreadCPUs refuses more threads than CPUs for the series'
+// workloads, whose threads each keep a CPU busy: name is the workload
+// (its section generator.NAME).
+func CheckThreadCPUs(h *workload.HostCheck, name string, threads int) error {
+	if threads > h.NumCPU {
+		return h.Errorf("threads", "generator.%s.threads %d is more than the machine has: %s; use threads: %d or fewer", name, threads, h.Have, h.NumCPU)
+	}
+	return nil
+}
+
+// SeriesTable is the table of the AF_XDP series' workloads (this one and
+// testpmd): per kernel, the UDP sizes as row groups, copy and zero-copy
+// as columns with the speedup, and the rows Transmitted, Lost, Received
+// (the guest's sink) and the CPU per packet of the sender (the perf
+// target sender) and of the vhost-net worker, where a run had them.
+// transmitted defines the workload's Transmitted for the footnote.
+func SeriesTable(sender, transmitted string) workload.Table {
+	return workload.Table{
+		Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
+		Versus: &workload.Versus{RowKey: "pkt_size", ColKey: "mode", RowHeader: "UDP size", RowLabel: "UDP %s",
+			Cols:   []workload.VersusCol{{Value: ModeCopy, Header: "copy"}, {Value: ModeZeroCopy, Header: "zero-copy"}},
+			Change: "speedup"},
+		Rows: func(threads int, seen func(string) bool) []workload.TableRow {
+			rows := []workload.TableRow{{Key: "tx_pps", Label: "Transmitted"}}
+			if threads > 1 {
+				rows = append(rows, workload.TableRow{Key: "tx_pps_thread", Label: "Tx per thread"})
+			}
+			rows = append(rows, workload.TableRow{Key: "lost_pps", Label: "Lost"})
+			if seen("rx_pps") {
+				rows = append(rows, workload.TableRow{Key: "rx_pps", Label: "Received"})
+			}
+			if seen("cpu_per_pkt." + sender) {
+				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt." + sender, Label: "CPU/pkt " + sender})
+			}
+			if seen("cpu_per_pkt.vhost") {
+				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt.vhost", Label: "CPU/pkt vhost"})
+			}
+			return rows
+		},
+		Notes: func(threads int, seen func(string) bool) []string {
+			total := "one thread"
+			if threads > 1 {
+				total = fmt.Sprintf("total over its %d threads (Tx per thread: the mean of one thread's own rate)", threads)
+			}
+			notes := []string{
+				"UDP N = frames of N bytes without FCS (Ethernet + IPv4 + UDP headers + payload), as testpmd's --txpkts=N",
+				transmitted + ", " + total + "; Lost = the tap's tx_dropped counted during that same run / the same run time (one clock)",
+			}
+			if seen("rx_pps") {
+				notes = append(notes, "Received = packets the guest's sink counted (xdp-drop: its XDP program, testpmd rxonly's role) / the window: from the generator's start to its end, on the harness's clock")
+			}
+			var whose []string
+			if seen("cpu_per_pkt." + sender) {
+				whose = append(whose, "of the "+sender+" threads (total over them)")
+			}
+			if seen("cpu_per_pkt.vhost") {
+				whose = append(whose, "of the vhost-net worker thread")
+			}
+			if len(whose) > 0 {
+				notes = append(notes, "CPU/pkt = perf stat task-clock over the window "+strings.Join(whose, ", and ")+" / packets transmitted, per packet")
+			}
+			return notes
+		},
+	}
+}
+
+// Feature is AF_XDP Tx on a tap: doctor and preflight bind a copy and a
+// zero-copy socket to a throwaway tap.
+const Feature = "AF_XDP"
+
+// CapabilityCache probes the running kernel's AF_XDP capability on a tap
+// once per process (doctor, preflight and every cell ask).
+type CapabilityCache struct {
+	// Probe is what it asks (Probe; tests give a fake).
+	Probe func(context.Context) (Capability, error)
+	mu    sync.Mutex
+	done  bool
+	c     Capability
+}
+
+// Get returns the capability, probing on the first call (or after a
+// failed one).
+func (cc *CapabilityCache) Get() (Capability, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.done {
+		return cc.c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cc.Probe(ctx)
+	if err != nil {
+		return c, err
+	}
+	cc.c, cc.done = c, true
+	return c, nil
+}
+
+// Reset forgets a probed capability.
+func (cc *CapabilityCache) Reset() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.done = false
+}
+
+// HostCapability is the running kernel's, probed with Probe.
+var HostCapability = &CapabilityCache{Probe: Probe}
+
+// LinkStats reads the counters of the window's tap from inside its
+// network namespace: the series' generators read tx_dropped around their
+// run time.
+func LinkStats(w *workload.Window) (hostnet.LinkStats, error) {
+	var s hostnet.LinkStats
+	read := func() error {
+		var err error
+		s, err = hostnet.ReadLinkStats(w.Dev)
+		return err
+	}
+	if w.InNetns != nil {
+		return s, w.InNetns(read)
+	}
+	return s, read()
+}
