@@ -197,6 +197,10 @@ func TestLAVA(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if !strings.HasPrefix(lines[0], "# EMULATED (QEMU TCG, no KVM): ") { // a lab run under TCG
+		t.Errorf("first line %q, want the emulation comment", lines[0])
+	}
+	lines = lines[1:]
 	if len(lines) != len(r.Summaries) {
 		t.Fatalf("%d lines for %d summaries", len(lines), len(r.Summaries))
 	}

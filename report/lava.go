@@ -23,12 +23,16 @@ func LAVAName(s string) string {
 
 // WriteLAVA writes one lava-test-case line per cell and metric (and per
 // column when the report has several): the median as the measurement,
-// the metric's unit as the units; a sample that failed to measure is a
+// the metric's unit as the units (a shell comment first when a column
+// ran under emulation); a sample that failed to measure is a
 // line with --result fail. A LAVA test definition runs the output as a
 // shell script (or eval's its lines) inside the job.
 func WriteLAVA(w io.Writer, r *Report, failed []FailedCell) error {
 	var b strings.Builder
 	multi := len(r.Columns) > 1
+	if len(r.Emulated) > 0 {
+		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
+	}
 	for _, s := range r.Summaries {
 		v := s.Stats.Median
 		if math.IsNaN(v) || math.IsInf(v, 0) {
