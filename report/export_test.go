@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -277,5 +278,27 @@ func TestJUnitReport(t *testing.T) {
 	}
 	if top.Tests != len(r.Summaries)+1 || top.Failures != 1 || !strings.Contains(buf.String(), `message="guest gone"`) {
 		t.Errorf("%d tests, %d failures for %d summaries:\n%.2000s", top.Tests, top.Failures, len(r.Summaries), buf.String())
+	}
+}
+
+// BenchmarkExports measures the CI formats of a lab run of two source
+// builds (344 cell x metric summaries), from a built model.
+func BenchmarkExports(b *testing.B) {
+	set, err := results.Load(run("lab-pktgen-tcg")...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := Build(set, Options{Origin: "vnb"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []string{"kcidb", "junit", "lava"} {
+		b.Run(f, func(b *testing.B) {
+			for b.Loop() {
+				if err := Render(io.Discard, set, r, f, ASCII); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
