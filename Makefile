@@ -42,6 +42,7 @@ check:
 	  echo "gofmt: these files are not gofmt'ed (run gofmt -w on them):"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	$(GO) -C docs/ci/validate vet ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests)
 # or build kernels (runner/kbuild, before runner/lab, whose pktgen e2e
@@ -66,13 +67,17 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 # recipe line that names $$(MAKE), and README's `make test`, dry-run by
 # cmd/vnetbench's README test as `make -n test`, would run the whole suite
 # inside itself.
+# docs/ci/validate is a module of its own (the CI recipes' validators:
+# actionlint, GitLab's CI schema, the Kubernetes API types), so its
+# dependencies stay out of go.mod: vet and test run in it with go -C.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
 	  -- make --no-print-directory check \
 	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS)
+	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS) \
+	  -- $(GO) -C docs/ci/validate test -json -count=1 ./...
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)

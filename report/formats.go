@@ -249,7 +249,7 @@ func safeStats(s Stats) Stats {
 }
 
 // Formats are the output formats of Render.
-var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html"}
+var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html", "junit", "kcidb", "lava"}
 
 // CheckFormat returns bad input (fault.ErrInput) for an unknown format name.
 func CheckFormat(f string) error {
@@ -273,12 +273,15 @@ func FormatForFile(name string) string {
 		return "json"
 	case strings.HasSuffix(name, ".bench"):
 		return "benchfmt"
+	case strings.HasSuffix(name, ".xml"):
+		return "junit"
 	}
 	return ""
 }
 
 // Render writes r (built from set) in format. benchfmt writes the samples
-// of set itself, one line per repetition.
+// of set itself, one line per repetition; kcidb needs r.Origin (see
+// Options.Origin).
 func Render(w io.Writer, set *results.Set, r *Report, format string, style Style) error {
 	switch format {
 	case "", "text":
@@ -293,6 +296,24 @@ func Render(w io.Writer, set *results.Set, r *Report, format string, style Style
 		return results.WriteBenchfmt(w, set)
 	case "html":
 		return WriteHTML(w, r)
+	case "junit":
+		return WriteJUnit(w, r, failedCells(set))
+	case "kcidb":
+		return WriteKCIDB(w, set, r, r.Origin)
+	case "lava":
+		return WriteLAVA(w, r, failedCells(set))
 	}
 	return CheckFormat(format)
+}
+
+// failedCells lists the samples of set that failed to measure, by kernel.
+func failedCells(set *results.Set) []FailedCell {
+	if set == nil {
+		return nil
+	}
+	var out []FailedCell
+	for _, f := range set.Failed {
+		out = append(out, FailedCell{Column: f.Kernel, Cell: f.Cell, Rep: f.Rep, Error: f.Error})
+	}
+	return out
 }

@@ -255,8 +255,9 @@ func TestRealLabThreadTables(t *testing.T) {
 
 // Every renderer marks emulated (TCG) results.
 func TestEmulatedMarked(t *testing.T) {
-	set, r := built(t, Options{}, "iperf3-tcg")
-	marks := map[string]string{"text": "EMULATED", "markdown": "EMULATED", "html": "EMULATED", "csv": ",true,", "json": `"emulated": true`, "benchfmt": "accel: tcg"}
+	set, r := built(t, Options{Origin: "vnb"}, "iperf3-tcg")
+	marks := map[string]string{"text": "EMULATED", "markdown": "EMULATED", "html": "EMULATED", "csv": ",true,", "json": `"emulated": true`, "benchfmt": "accel: tcg",
+		"junit": "EMULATED", "kcidb": `"emulated": true`, "lava": "# EMULATED"}
 	for _, f := range Formats {
 		var buf bytes.Buffer
 		if err := Render(&buf, set, r, f, ASCII); err != nil {

@@ -29,6 +29,9 @@ type Options struct {
 	// Details asks text and markdown to show the tables marked Detail too
 	// (see Table.Detail). Other formats always hold every table.
 	Details bool
+	// Origin is the submitting CI system's name for --format kcidb (every
+	// KCIDB id starts with it and a colon).
+	Origin string
 }
 
 // Report is the format-free model every renderer draws.
@@ -52,6 +55,8 @@ type Report struct {
 	Sources     []string                `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
+	// Origin is Options.Origin.
+	Origin string `json:"-"`
 }
 
 // IsNested reports whether column col measured a datapath inside a VM.
@@ -175,7 +180,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(idx.keys, ", "))
 		}
 	}
-	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details}
+	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin}
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {

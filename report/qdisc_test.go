@@ -95,9 +95,10 @@ func TestQdiscDropsRow(t *testing.T) {
 // Every format carries the row (text, markdown, json, html) or the metric
 // (csv and benchfmt hold per-metric summaries and samples).
 func TestQdiscDropsFormats(t *testing.T) {
-	set, r := built(t, Options{}, "qdisc-stock", "qdisc-patched")
+	set, r := built(t, Options{Origin: "vnb"}, "qdisc-stock", "qdisc-patched")
 	want := map[string]string{"text": "| Qdisc drops ", "markdown": "| Qdisc drops |", "csv": ",qdisc_drop_pps,pps,lower,", "json": `"Qdisc drops total"`,
-		"html": "Qdisc drops total", "benchfmt": "Unit qdisc_drop_pps better=lower assume=nothing"}
+		"html": "Qdisc drops total", "benchfmt": "Unit qdisc_drop_pps better=lower assume=nothing",
+		"junit": `classname="vnetbench.qdisc_drop_pps"`, "kcidb": `"metric": "qdisc_drop_pps"`, "lava": ".qdisc_drop_pps --result pass"}
 	for _, f := range Formats {
 		var buf bytes.Buffer
 		if err := Render(&buf, set, r, f, ASCII); err != nil {

@@ -134,6 +134,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
 		env.Run, env.Scenario, env.Seed, env.Version = newID(), o.Scenario, o.Seed, o.Version
+		o.markShard(&env)
 		w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {

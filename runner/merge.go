@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -15,9 +17,14 @@ import (
 
 // Merge joins run directories (the shards of one scenario) into out:
 // results.jsonl with every sample once (the first copy wins), env.json of
-// the first run (with the merged run ids in Extra), artifacts copied
-// with their paths, and the reproduce.sh files one after another. It
-// returns warnings (duplicates, shards measured on different hosts).
+// the first run (with the merged run ids in Extra, without the shard
+// marks), artifacts copied with their paths, and the reproduce.sh files
+// one after another. The inputs must be one scenario measured by one
+// harness on the same kernels: shards of different scenarios, seeds,
+// harness versions or kernel identities are bad input (checkSameRun), and
+// so are shards of 'run --shard' that are not all N of one split
+// (checkShards). It returns warnings (duplicates, shards measured on
+// different CPUs or accelerators).
 func Merge(out string, dirs []string) ([]string, error) {
 	if len(dirs) == 0 {
 		return nil, fault.Input("merge: no run directories given")
@@ -39,18 +46,30 @@ func Merge(out string, dirs []string) ([]string, error) {
 		}
 		envs[i] = e
 	}
+	if err := checkShards(dirs, envs); err != nil {
+		return nil, err
+	}
 	env := *envs[0]
 	var ids []string
 	for i, e := range envs {
 		ids = append(ids, orStr(e.Run, dirs[i]))
-		if i > 0 && (e.Hostname != env.Hostname || e.KernelRelease != env.KernelRelease || e.CPUModel != env.CPUModel || e.Accel != env.Accel) {
-			warns = append(warns, fmt.Sprintf("%s was measured on %s/%s/%s/%s, %s on %s/%s/%s/%s: compare across shards with care",
-				dirs[i], e.Hostname, e.KernelRelease, e.CPUModel, e.Accel, dirs[0], env.Hostname, env.KernelRelease, env.CPUModel, env.Accel))
+		if i == 0 {
+			continue
+		}
+		if err := checkSameRun(dirs[0], &env, dirs[i], e); err != nil {
+			return nil, err
+		}
+		if e.CPUModel != env.CPUModel || e.Accel != env.Accel {
+			warns = append(warns, fmt.Sprintf("%s was measured on %s (%s, %s), %s on %s (%s, %s): compare across shards with care",
+				dirs[i], e.Hostname, e.CPUModel, e.Accel, dirs[0], env.Hostname, env.CPUModel, env.Accel))
 		}
 	}
+	env.Extra = maps.Clone(env.Extra)
 	if env.Extra == nil {
 		env.Extra = map[string]string{}
 	}
+	delete(env.Extra, ExtraShard)
+	delete(env.Extra, ExtraShardSource)
 	env.Extra["merged_from"] = strings.Join(ids, ",")
 	w, err := results.Create(out, env)
 	if err != nil {
@@ -88,6 +107,84 @@ func Merge(out string, dirs []string) ([]string, error) {
 		os.WriteFile(filepath.Join(out, results.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
 	}
 	return warns, nil
+}
+
+// checkSameRun refuses to merge b into a when they are not shards of one
+// run: another scenario, seed or harness version, or another kernel (the
+// running kernel's release or identity, or a lab kernel's).
+func checkSameRun(da string, a *results.Env, db string, b *results.Env) error {
+	differ := func(what, va, vb string) error {
+		return fault.Input("merge: %s and %s ran different %s (%s vs %s): only shards of one scenario, seed, harness and kernel set merge; run the missing cells with the same ones", da, db, what, va, vb)
+	}
+	switch {
+	case a.Scenario != b.Scenario:
+		return differ("scenarios", strconv.Quote(a.Scenario), strconv.Quote(b.Scenario))
+	case a.Seed != b.Seed:
+		return differ("seeds", strconv.FormatInt(a.Seed, 10), strconv.FormatInt(b.Seed, 10))
+	case a.Version != b.Version:
+		return differ("harness versions", strconv.Quote(a.Version), strconv.Quote(b.Version))
+	case a.KernelRelease != b.KernelRelease:
+		return differ("kernels", a.KernelRelease, b.KernelRelease)
+	}
+	if d := a.IdentityDiff(b); d != "" {
+		return differ("kernels", "identity", d)
+	}
+	for label, ka := range a.Kernels {
+		kb, ok := b.Kernels[label]
+		if !ok {
+			continue // a shard without that kernel's cells
+		}
+		if ka.KernelRelease != kb.KernelRelease {
+			return differ("kernels labelled "+label, ka.KernelRelease, kb.KernelRelease)
+		}
+		if d := ka.IdentityDiff(kb); d != "" {
+			return differ("kernels labelled "+label, "identity", d)
+		}
+	}
+	return nil
+}
+
+// checkShards: when any input is a shard of 'run --shard I/N' (env.json's
+// ExtraShard), all must be, of one N, each index once, none missing.
+func checkShards(dirs []string, envs []*results.Env) error {
+	sharded := envs[0].Extra[ExtraShard] != ""
+	have := map[int]string{}
+	n := 0
+	for k, e := range envs {
+		sh := e.Extra[ExtraShard]
+		if (sh != "") != sharded {
+			return fault.Input("merge: %s and %s: one is a shard of 'run --shard', the other is not; merge the shards of one run", dirs[0], dirs[k])
+		}
+		if !sharded {
+			continue
+		}
+		i, m, err := ParseShard(sh)
+		if err != nil {
+			return fault.Input("merge: %s: env.json has shard %q: want I/N", dirs[k], sh)
+		}
+		if n != 0 && m != n {
+			return fault.Input("merge: %s is shard %s but %s is shard %s: the shards of one run share N", dirs[k], sh, dirs[0], envs[0].Extra[ExtraShard])
+		}
+		n = m
+		if prev, dup := have[i]; dup {
+			return fault.Input("merge: shard %d/%d is given twice (%s and %s)", i, n, prev, dirs[k])
+		}
+		have[i] = dirs[k]
+	}
+	var missing []string
+	for i := 1; i <= n; i++ {
+		if _, ok := have[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	switch len(missing) {
+	case 0:
+	case 1:
+		return fault.Input("merge: shard %s is missing (%d of %d given); add its run directory, or rerun it with --shard %s", missing[0], len(have), n, missing[0])
+	default:
+		return fault.Input("merge: shards %s are missing (%d of %d given); add their run directories, or rerun each with --shard I/N", strings.Join(missing, ", "), len(have), n)
+	}
+	return nil
 }
 
 func abs(p string) string {

@@ -69,6 +69,29 @@ type Options struct {
 	// Builder builds the kernels that name a source tree (lab mode; nil =
 	// runner/kbuild in the harness cache).
 	Builder KernelBuilder
+	// Shard is "I/N" when the run is one shard of a scenario (run
+	// --shard), ShardSource where it came from (--shard auto's variables);
+	// env.json keeps both (ExtraShard, ExtraShardSource) for merge.
+	Shard, ShardSource string
+}
+
+// env.json Extra keys of a shard's run directory.
+const (
+	ExtraShard       = "shard"
+	ExtraShardSource = "shard_source"
+)
+
+func (o *Options) markShard(env *results.Env) {
+	if o.Shard == "" {
+		return
+	}
+	if env.Extra == nil {
+		env.Extra = map[string]string{}
+	}
+	env.Extra[ExtraShard] = o.Shard
+	if o.ShardSource != "" {
+		env.Extra[ExtraShardSource] = o.ShardSource
+	}
 }
 
 // Progress reports one finished (or skipped) sample.
@@ -199,6 +222,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		env := CollectEnv(ctx, o.Exec, accel)
 		r.id = newID()
 		env.Run, env.Scenario, env.Seed, env.Version = r.id, o.Scenario, o.Seed, o.Version
+		o.markShard(&env)
 		r.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {

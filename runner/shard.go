@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -23,6 +25,112 @@ func ParseShard(s string) (i, n int, err error) {
 		return 0, 0, fault.Input("--shard %q: want I/N with 1 <= I <= N, e.g. --shard 2/4", s)
 	}
 	return i, n, nil
+}
+
+// Shard sources: the environment variables --shard auto reads.
+const (
+	// ShardIndexEnv and ShardTotalEnv are vnetbench's own convention
+	// (1-based), for GitHub Actions matrix jobs and anything else that can
+	// set variables: VNETBENCH_SHARD_INDEX: ${{ matrix.shard }}. A
+	// Kubernetes Indexed Job gives the index only: ShardTotalEnv (or
+	// --shard auto/N) carries its count there.
+	ShardIndexEnv = "VNETBENCH_SHARD_INDEX"
+	ShardTotalEnv = "VNETBENCH_SHARD_TOTAL"
+)
+
+// ShardFromEnv resolves --shard auto (total 0) or auto/N (total N): the
+// shard (1-based i of n) from the first of these that is set, and a
+// sentence saying which it used:
+//   - VNETBENCH_SHARD_INDEX (1-based) with VNETBENCH_SHARD_TOTAL or N;
+//   - JOB_COMPLETION_INDEX (Kubernetes Indexed Job, 0-based) with N or
+//     VNETBENCH_SHARD_TOTAL (the Job's completions: Kubernetes does not
+//     export it);
+//   - CI_NODE_INDEX (GitLab parallel, 1-based) with CI_NODE_TOTAL; a
+//     GitLab job without parallel (CI_NODE_TOTAL=1, no index) is 1/1.
+//
+// None set, or inconsistent values, is bad input (fault.ErrInput).
+func ShardFromEnv(getenv func(string) string, total int) (i, n int, source string, err error) {
+	num := func(name string) (int, bool, error) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return 0, false, nil
+		}
+		x, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, true, fault.Input("--shard auto: %s=%q is not a number", name, v)
+		}
+		return x, true, nil
+	}
+	countFrom := func(name string) (int, string, error) {
+		if total > 0 {
+			return total, "--shard auto/" + strconv.Itoa(total), nil
+		}
+		c, ok, err := num(name)
+		if err != nil || !ok {
+			return 0, "", err
+		}
+		return c, name + "=" + strconv.Itoa(c), nil
+	}
+	check := func(i, n int, source string) (int, int, string, error) {
+		if n < 1 || i < 1 || i > n {
+			return 0, 0, "", fault.Input("--shard auto: %s gives shard %d of %d; want 1 <= shard <= count", source, i, n)
+		}
+		return i, n, source, nil
+	}
+	if idx, ok, err := num(ShardIndexEnv); err != nil || ok {
+		if err != nil {
+			return 0, 0, "", err
+		}
+		c, from, err := countFrom(ShardTotalEnv)
+		if err != nil || c == 0 {
+			return 0, 0, "", errors.Join(err, fault.Input("--shard auto: %s=%d is set but not %s: set both (or use --shard auto/N)", ShardIndexEnv, idx, ShardTotalEnv))
+		}
+		return check(idx, c, fmt.Sprintf("%s=%d, %s (vnetbench's convention, 1-based)", ShardIndexEnv, idx, from))
+	}
+	if idx, ok, err := num("JOB_COMPLETION_INDEX"); err != nil || ok {
+		if err != nil {
+			return 0, 0, "", err
+		}
+		c, from, err := countFrom(ShardTotalEnv)
+		if err != nil || c == 0 {
+			return 0, 0, "", errors.Join(err, fault.Input("--shard auto: JOB_COMPLETION_INDEX=%d (a Kubernetes Indexed Job) gives no shard count: set %s to the Job's completions, or use --shard auto/N", idx, ShardTotalEnv))
+		}
+		return check(idx+1, c, fmt.Sprintf("JOB_COMPLETION_INDEX=%d (Kubernetes Indexed Job, 0-based), %s", idx, from))
+	}
+	gTotal, gHas, err := num("CI_NODE_TOTAL")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if idx, ok, err := num("CI_NODE_INDEX"); err != nil || ok {
+		if err != nil {
+			return 0, 0, "", err
+		}
+		if !gHas {
+			return 0, 0, "", fault.Input("--shard auto: CI_NODE_INDEX=%d without CI_NODE_TOTAL", idx)
+		}
+		return check(idx, gTotal, fmt.Sprintf("CI_NODE_INDEX=%d, CI_NODE_TOTAL=%d (GitLab parallel, 1-based)", idx, gTotal))
+	}
+	if gHas && gTotal == 1 {
+		return 1, 1, "CI_NODE_TOTAL=1 (a GitLab job without parallel: the whole run)", nil
+	}
+	return 0, 0, "", fault.Input("--shard auto: no shard in the environment; set %s and %s (e.g. from a GitHub Actions matrix), or run in a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with %s) or a GitLab job with parallel: N (CI_NODE_INDEX, CI_NODE_TOTAL)", ShardIndexEnv, ShardTotalEnv, ShardTotalEnv)
+}
+
+// ParseShardFlag parses --shard: "I/N", or "auto" and "auto/N", which
+// ShardFromEnv resolves with getenv. source is "" for I/N.
+func ParseShardFlag(s string, getenv func(string) string) (i, n int, source string, err error) {
+	if s == "auto" {
+		return ShardFromEnv(getenv, 0)
+	}
+	if rest, ok := strings.CutPrefix(s, "auto/"); ok {
+		total, err := strconv.Atoi(rest)
+		if err != nil || total < 1 {
+			return 0, 0, "", fault.Input("--shard %q: want auto/N with N >= 1, e.g. --shard auto/4", s)
+		}
+		return ShardFromEnv(getenv, total)
+	}
+	i, n, err = ParseShard(s)
+	return i, n, "", err
 }
 
 // Shard keeps the cells of shard i of n (1-based): whole cells (every

@@ -17,9 +17,10 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--alpha 0.05]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level (Mann-Whitney U)")
-	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html")
+	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
+	junit := fs.String("junit", "", "also write the gate decisions as JUnit XML to `FILE` (one test case per gated metric and cell; a tripped gate is a failure)")
 	var metrics listFlag
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
 	pos, err := parseFlags(fs, args)
@@ -30,8 +31,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageErrorf("compare: want BASE and NEW (run directories or benchfmt files), got %d arguments", len(pos))
 	}
-	if *format == "benchfmt" {
-		return usageErrorf("compare: --format benchfmt is not a comparison; use 'vnetbench report --format benchfmt'")
+	if *format == "benchfmt" || *format == "kcidb" || *format == "lava" {
+		return usageErrorf("compare: --format %s is not a comparison; use 'vnetbench report --format %s NEW'", *format, *format)
 	}
 	if err := report.CheckFormat(*format); err != nil {
 		return err
@@ -72,6 +73,13 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := report.WriteCompareJSON(&buf, res); err != nil {
 			return err
 		}
+	case "junit": // the decisions as test cases; the text of them on stderr
+		if err := report.WriteJUnitDecisions(&buf, "compare", res.Decisions); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(stderr, res); err != nil {
+			return err
+		}
 	default: // csv, html: the document on stdout, the decisions on stderr
 		if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
 			return err
@@ -82,6 +90,15 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return err
+	}
+	if *junit != "" {
+		var jb bytes.Buffer
+		if err := report.WriteJUnitDecisions(&jb, "compare", res.Decisions); err != nil {
+			return err
+		}
+		if err := writeOutput(*junit, jb.Bytes(), stdout); err != nil {
+			return err
+		}
 	}
 	return res.Err()
 }

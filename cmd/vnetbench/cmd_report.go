@@ -36,6 +36,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	base := fs.String("base", "", "column the others are compared with (default the first)")
 	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of comparisons")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
+	origin := fs.String("origin", "", "--format kcidb: the submitting CI system's `NAME` in KCIDB ([a-z0-9_]+), the prefix of every id")
 	details := fs.Bool("details", false, "text/markdown: also the per-metric tables (shown anyway when comparing) and the harness and diagnostics table")
 	var metrics listFlag
 	fs.Var(&metrics, "metric", "restrict the tables to these metrics (repeatable, comma-separated)")
@@ -57,6 +58,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := report.CheckFormat(f); err != nil {
 		return err
 	}
+	if f == "kcidb" {
+		if err := report.CheckOrigin(*origin); err != nil {
+			return err
+		}
+	}
 	st, err := report.ParseStyle(*style)
 	if err != nil {
 		return err
@@ -65,7 +71,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics, Details: *details})
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
 	out := pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
-	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
+	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
 	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
 	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
 	agentBin := pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
@@ -81,14 +81,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "vnetbench: note: %s\n", n)
 	}
 	cells := scenarios.Order(distinct, sd)
-	shardNote := ""
+	shardNote, shardSpec, shardSource := "", "", ""
 	if *shard != "" {
-		i, n, err := runner.ParseShard(*shard)
+		i, n, src, err := runner.ParseShardFlag(*shard, os.Getenv)
 		if err != nil {
 			return err
 		}
 		cells = runner.Shard(cells, i, n)
-		shardNote = fmt.Sprintf(" (shard %d/%d)", i, n)
+		shardSpec, shardSource = fmt.Sprintf("%d/%d", i, n), src
+		shardNote = " (shard " + shardSpec + ")"
+		if src != "" {
+			fmt.Fprintf(stdout, "shard %s from %s\n", shardSpec, src)
+		}
 	}
 	if *insideLab != "" {
 		cells = runner.InsideLab(cells, *insideLab)
@@ -124,8 +128,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				in.Args = append(in.Args, "--scenario-dir", d)
 			}
 		}
-		if *shard != "" {
-			in.Args = append(in.Args, "--shard", *shard)
+		if shardSpec != "" { // resolved: the lab VM has no CI variables
+			in.Args = append(in.Args, "--shard", shardSpec)
 		}
 		in.Args = append(in.Args, kernels.args()...)
 	}
@@ -209,7 +213,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
-		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) }}
+		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) },
+		Shard:   shardSpec, ShardSource: shardSource}
+	if runOptionsHook != nil {
+		runOptionsHook(&opts)
+	}
 	report1 := func(sum *runner.Summary) {
 		if sum == nil {
 			return
@@ -229,7 +237,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		measured = err
 	}
-	if len(hostCells) > 0 {
+	// A shard that gets no cell (more shards than cells) still writes its
+	// run directory: env.json and an empty results.jsonl, for merge.
+	if len(cells) == 0 && shardSpec != "" {
+		fmt.Fprintf(stdout, "shard %s has no cells of this scenario (%d distinct cells over %s shards): writing an empty run directory for merge\n",
+			shardSpec, len(distinct), shardSpec[strings.Index(shardSpec, "/")+1:])
+	}
+	if len(hostCells) > 0 || len(cells) == 0 {
 		if _, serr := os.Stat(filepath.Join(dir, results.ResultsFile)); serr == nil && len(labCells) > 0 {
 			opts.Resume = true
 		}
@@ -242,9 +256,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		measured = errors.Join(measured, err)
 	}
 	prog.finish()
-	printTable(stdout, stderr, dir)
+	if len(cells) > 0 {
+		printTable(stdout, stderr, dir)
+	}
 	return measured
 }
+
+// runOptionsHook, when set, edits the runner's options before a run: a
+// test seam (cmd_shard_test.go runs the CLI as separate processes with a
+// fake guest agent and generator). Nil in the real binary.
+var runOptionsHook func(*runner.Options)
 
 // cellsFailed reports whether err is a run that went to its end with some
 // cells failed (a guest kernel fault, or a kernel's lab): the table of

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// compare --junit writes the gate decisions next to the usual output and
+// keeps the exit code; report --format kcidb wants a valid --origin.
+func TestCompareJUnitAndExports(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "gates.xml")
+	var so, se bytes.Buffer
+	err := run(t.Context(), []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%", "--junit", junit}, &so, &se)
+	if exitCode(err) != exitFailure || !strings.Contains(so.String(), "verdict: FAIL") {
+		t.Fatalf("compare: exit %d, %v\n%s", exitCode(err), err, so.String())
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil || !strings.Contains(string(b), `<testsuite name="vnetbench compare" tests="4" failures="4"`) {
+		t.Errorf("junit file (%v):\n%s", err, b)
+	}
+	so.Reset()
+	err = run(t.Context(), []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%", "--format", "junit"}, &so, &se)
+	if exitCode(err) != exitOK || !strings.Contains(so.String(), `failures="0"`) || !strings.Contains(se.String(), "verdict: ok") {
+		t.Errorf("compare --format junit: exit %d\n%s\n%s", exitCode(err), so.String(), se.String())
+	}
+	for _, args := range [][]string{
+		{"report", "--format", "kcidb", runs + "stock"},
+		{"report", "--format", "kcidb", "--origin", "Bad-Name", runs + "stock"},
+		{"compare", "--format", "lava", runs + "stock", runs + "patched"},
+	} {
+		if got := exitCode(run(t.Context(), args, &so, &se)); got != exitBadInput {
+			t.Errorf("%q: exit %d, want %d", args, got, exitBadInput)
+		}
+	}
+	so.Reset()
+	if err := run(t.Context(), []string{"report", "--format", "kcidb", "--origin", "lab1", real + "lab-pktgen-tcg"}, &so, &se); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Version map[string]int
+		Builds  []struct{ ID string }
+	}
+	if err := json.Unmarshal(so.Bytes(), &d); err != nil || d.Version["minor"] != 3 || len(d.Builds) != 2 || !strings.HasPrefix(d.Builds[0].ID, "lab1:") {
+		t.Errorf("kcidb (%v): %+v", err, d)
+	}
+}

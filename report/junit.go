@@ -1,0 +1,177 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/units"
+)
+
+// JUnit XML as GitLab's and GitHub's test report viewers read it
+// (the Ant/Surefire dialect: testsuites > testsuite > testcase with an
+// optional failure or skipped element).
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnitDecisions writes the gate decisions as JUnit XML: one test
+// case per gated metric and cell (classname "vnetbench.<suite>.<metric>",
+// name the cell). A tripped gate is a failure whose message carries the
+// effect (the change of the median, p and n) and the verdict; a gate that
+// can never trip for too few samples is skipped with that reason; the
+// others pass. suite names the gate ("compare", "history").
+func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error {
+	s := junitSuite{Name: "vnetbench " + suite}
+	for _, d := range decisions {
+		c := junitCase{Name: d.Cell, Classname: "vnetbench." + suite + "." + d.Gate.Metric, Time: "0",
+			SystemOut: decisionDetail(&d)}
+		switch {
+		case d.Tripped:
+			c.Failure = &junitMessage{Message: asciiOnly(d.String()), Type: "regression", Text: c.SystemOut}
+			s.Failures++
+		case d.Delta.TooFew:
+			c.Skipped = &junitMessage{Message: fmt.Sprintf("%s: too few samples (n=%d+%d) to ever be significant at alpha %g",
+				d.Gate, d.Delta.Base.N, d.Delta.New.N, d.Delta.Alpha)}
+			s.Skipped++
+		}
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	return writeJUnit(w, []junitSuite{s})
+}
+
+// decisionDetail is a decision in a few lines: the gate, both medians
+// with their confidence intervals, the change, p and the verdict.
+func decisionDetail(d *Decision) string {
+	var b strings.Builder
+	verdict := "ok"
+	switch {
+	case d.Tripped:
+		verdict = "FAIL: significant change beyond the gate"
+	case !d.Delta.Significant:
+		verdict = "ok: not significant"
+	default:
+		verdict = "ok: significant, within the gate"
+	}
+	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, d.Cell)
+	fmt.Fprintf(&b, "base: median %s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), ciText(d.Delta.Base), d.Delta.Base.N)
+	fmt.Fprintf(&b, "new:  median %s%s (n=%d)\n", fmtNum(d.Delta.New.Median), ciText(d.Delta.New), d.Delta.New.N)
+	fmt.Fprintf(&b, "change: %s, p=%.3g, alpha %g\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, d.Delta.Alpha, verdict)
+	return asciiOnly(b.String())
+}
+
+func ciText(s Stats) string {
+	if !s.CIFinite() {
+		return ", CI unbounded at this n"
+	}
+	return fmt.Sprintf(", %.0f%% CI %s..%s", s.CILevel*100, fmtNum(s.Lo), fmtNum(s.Hi))
+}
+
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("%.6g", v)
+}
+
+// WriteJUnit writes the report as JUnit XML: one test suite per column,
+// one passing test case per cell and metric whose output is the median,
+// its confidence interval and n (a report gates nothing: failures come
+// from 'compare --junit'); samples that failed to measure are failures.
+func WriteJUnit(w io.Writer, r *Report, failed []FailedCell) error {
+	var suites []junitSuite
+	idx := map[string]int{}
+	suite := func(col string) *junitSuite {
+		i, ok := idx[col]
+		if !ok {
+			i = len(suites)
+			idx[col] = i
+			suites = append(suites, junitSuite{Name: "vnetbench " + col})
+		}
+		return &suites[i]
+	}
+	for _, col := range r.Columns {
+		suite(col)
+	}
+	for _, s := range r.Summaries {
+		st := s.Stats
+		out := fmt.Sprintf("median %s %s%s (n=%d)\n", fmtNum(st.Median), s.Unit, ciText(st), st.N)
+		if s.Emulated {
+			out += "EMULATED (QEMU TCG, no KVM): this measures the emulator, not the kernel\n"
+		}
+		js := suite(s.Column)
+		js.Cases = append(js.Cases, junitCase{Name: s.Cell, Classname: "vnetbench." + s.Metric, Time: "0", SystemOut: out})
+		js.Tests++
+	}
+	for _, f := range failed {
+		js := suite(f.Column)
+		js.Cases = append(js.Cases, junitCase{Name: f.Cell, Classname: "vnetbench.run", Time: "0",
+			Failure: &junitMessage{Message: asciiOnly(firstLine(f.Error)), Type: "error", Text: asciiOnly(f.Error)}})
+		js.Tests++
+		js.Failures++
+	}
+	return writeJUnit(w, suites)
+}
+
+// FailedCell is a sample that failed to measure (results.Sample.Error).
+type FailedCell struct {
+	Column, Cell string
+	Rep          int
+	Error        string
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func writeJUnit(w io.Writer, suites []junitSuite) error {
+	top := junitSuites{Name: "vnetbench", Suites: suites}
+	for _, s := range suites {
+		top.Tests += s.Tests
+		top.Failures += s.Failures
+		top.Skipped += s.Skipped
+	}
+	b, err := xml.MarshalIndent(&top, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
