@@ -40,6 +40,7 @@ func (p Params) Detect(xs []float64) []Change {
 		return nil
 	}
 	var s scratch
+	s.init(xs)
 	var cps []int
 	p.split(xs, 0, len(xs), 0, len(xs), m, &cps, &s)
 	slices.Sort(cps)
@@ -56,7 +57,7 @@ func (p Params) split(xs []float64, a, b, lo, hi, m int, out *[]int, s *scratch)
 	if b-a < 2*m {
 		return
 	}
-	tau, pv := bestSplit(xs[a:b], m, s)
+	tau, pv := bestSplit(s, a, b, m)
 	if tau < 0 || pv > p.Alpha {
 		return
 	}
@@ -115,7 +116,7 @@ func (p Params) prune(xs []float64, cps []int, m int, s *scratch) []Change {
 	out := make([]Change, len(cps))
 	for i := range cps {
 		lo, hi := bound(i)
-		if tau, _ := bestSplit(xs[lo:hi], m, s); tau >= 0 && lo+tau != cps[i] {
+		if tau, _ := bestSplit(s, lo, hi, m); tau >= 0 && lo+tau != cps[i] {
 			if pv := p.pvalue(xs, lo, lo+tau, hi, m, s); pv <= p.Alpha {
 				cps[i], ps[i] = lo+tau, pv
 			}
@@ -131,7 +132,7 @@ func (p Params) pvalue(xs []float64, lo, tau, hi, m int, s *scratch) float64 {
 	if tau-lo < m || hi-tau < m {
 		return 1
 	}
-	return max(splitP(xs[lo:hi], tau-lo, m, s), p.trendP(xs, lo, tau, hi, s))
+	return max(splitP(s, lo, hi, tau-lo, m), p.trendP(xs, lo, tau, hi, s))
 }
 
 // trendP is the trend test's p-value for a change at tau over a window
@@ -139,16 +140,16 @@ func (p Params) pvalue(xs []float64, lo, tau, hi, m int, s *scratch) float64 {
 func (p Params) trendP(xs []float64, lo, tau, hi int, s *scratch) float64 {
 	w := max(p.TrendWindow, p.MinSegment)
 	a, b := max(lo, tau-w), min(hi, tau+w)
-	return stepBeyondTrend(xs[a:b], tau-a, s)
+	return stepBeyondTrend(s, a, b, tau-a)
 }
 
-// bestSplit returns the split t of xs (m <= t <= len(xs)-m) where the
+// bestSplit returns the split t of xs[a:b] (m <= t <= b-a-m) where the
 // standardized rank sum of xs[:t] is farthest from its mean, and the
 // p-value of that maximum over all allowed splits; t is -1 when all
 // values are equal.
-func bestSplit(xs []float64, m int, s *scratch) (int, float64) {
-	n := len(xs)
-	r := s.ranks(xs)
+func bestSplit(s *scratch, a, b, m int) (int, float64) {
+	n := b - a
+	r := s.ranks(a, b)
 	v := rankVar(r)
 	if v == 0 {
 		return -1, 1
@@ -172,10 +173,10 @@ func bestSplit(xs []float64, m int, s *scratch) (int, float64) {
 }
 
 // splitP is the p-value of bestSplit's statistic evaluated at split t of
-// xs, as if t had been the best split of xs.
-func splitP(xs []float64, t, m int, s *scratch) float64 {
-	n := len(xs)
-	r := s.ranks(xs)
+// xs[a:b], as if t had been the best split of xs.
+func splitP(s *scratch, a, b, t, m int) float64 {
+	n := b - a
+	r := s.ranks(a, b)
 	v := rankVar(r)
 	if v == 0 {
 		return 1
@@ -214,17 +215,17 @@ func supTail(x float64, n, m int) float64 {
 	return min(1, max(p, single))
 }
 
-// stepBeyondTrend tests for a step at t in xs, a window around a
+// stepBeyondTrend tests for a step at t in xs[a:b], a window around a
 // candidate, beyond a straight line: it fits the ranks of xs by least
 // squares to a line plus a step at t and returns the two-sided p-value of
 // the step's t statistic. A trend or a slow wave is absorbed by the line;
 // a step is not.
-func stepBeyondTrend(xs []float64, t int, s *scratch) float64 {
-	n := len(xs)
+func stepBeyondTrend(s *scratch, a, b, t int) float64 {
+	n := b - a
 	if n < 5 || t <= 0 || t >= n {
 		return 1
 	}
-	r := s.ranks(xs)
+	r := s.ranks(a, b)
 	fn := float64(n)
 	tm, dm, ym := (fn-1)/2, float64(n-t)/fn, (fn+1)/2
 	var stt, std, sdd, sty, sdy, syy float64
@@ -244,9 +245,9 @@ func stepBeyondTrend(xs []float64, t int, s *scratch) float64 {
 	if det <= 0 || syy == 0 {
 		return 1
 	}
-	b := (sdd*sty - std*sdy) / det
+	slope := (sdd*sty - std*sdy) / det
 	c := (stt*sdy - std*sty) / det
-	rss := syy - b*sty - c*sdy
+	rss := syy - slope*sty - c*sdy
 	if rss <= 1e-12*syy {
 		return 0
 	}

@@ -190,7 +190,8 @@ func TestRankTestCalibrated(t *testing.T) {
 			for i := range xs {
 				xs[i] = r.NormFloat64()
 			}
-			if _, p := bestSplit(xs, 5, &s); p <= 0.01 {
+			s.init(xs)
+			if _, p := bestSplit(&s, 0, n, 5); p <= 0.01 {
 				hits++
 			}
 		}

@@ -5,38 +5,68 @@ import (
 	"slices"
 )
 
-// scratch holds buffers reused across the tests of one series.
+// scratch holds one series' global order, from which the ranks of any
+// stretch of it are found by sorting integers, and buffers reused across
+// the tests of the series.
 type scratch struct {
-	idx []int
+	pos []int32 // pos[i]: position of point i in the series' sorted order
+	at  []int32 // at[k]: the point at sorted position k
+	tie []int32 // tie[k]: first sorted position holding the value at k
+	buf []int32
 	r   []float64
 }
 
-// ranks returns the ranks of xs from 1, ties getting their mean rank.
-// The result is valid until the next call.
-func (s *scratch) ranks(xs []float64) []float64 {
+// init sorts xs once.
+func (s *scratch) init(xs []float64) {
 	n := len(xs)
-	s.idx = slices.Grow(s.idx[:0], n)[:n]
-	s.r = slices.Grow(s.r[:0], n)[:n]
-	for i := range s.idx {
-		s.idx[i] = i
+	s.pos, s.at, s.tie = make([]int32, n), make([]int32, n), make([]int32, n)
+	for i := range s.at {
+		s.at[i] = int32(i)
 	}
-	slices.SortFunc(s.idx, func(a, b int) int {
+	slices.SortFunc(s.at, func(a, b int32) int {
 		switch {
 		case xs[a] < xs[b]:
 			return -1
 		case xs[a] > xs[b]:
 			return 1
 		}
-		return a - b
+		return int(a - b)
 	})
+	for k, i := range s.at {
+		s.pos[i] = int32(k)
+		s.tie[k] = int32(k)
+		if k > 0 && xs[s.at[k-1]] == xs[i] {
+			s.tie[k] = s.tie[k-1]
+		}
+	}
+}
+
+// ranks returns the ranks of points a..b-1 among themselves, from 1,
+// ties getting their mean rank; r[i] is point a+i's. The result is
+// valid until the next call.
+func (s *scratch) ranks(a, b int) []float64 {
+	n := b - a
+	s.buf = s.buf[:0]
+	if n*16 >= len(s.pos) {
+		// A long stretch: pick its points from the global order, O(len).
+		for k, i := range s.at {
+			if int(i) >= a && int(i) < b {
+				s.buf = append(s.buf, int32(k))
+			}
+		}
+	} else {
+		s.buf = append(s.buf, s.pos[a:b]...)
+		slices.Sort(s.buf)
+	}
+	s.r = slices.Grow(s.r[:0], n)[:n]
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && xs[s.idx[j]] == xs[s.idx[i]] {
+		for j < n && s.tie[s.buf[j]] == s.tie[s.buf[i]] {
 			j++
 		}
 		mid := float64(i+j+1) / 2 // ranks i+1..j
 		for k := i; k < j; k++ {
-			s.r[s.idx[k]] = mid
+			s.r[int(s.at[s.buf[k]])-a] = mid
 		}
 		i = j
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"math"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,8 +15,10 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// schema is the index. points is keyed by run first, so adding a run
-// appends to its b-tree and replacing one deletes a range.
+// schema is the index. A run's values are one row of run_values: its
+// series ids and values packed (see encodeValues), so adding a run writes
+// a handful of rows and reading the history reads one row per run rather
+// than one per point.
 const schema = `
 CREATE TABLE IF NOT EXISTS runs (
 	id INTEGER PRIMARY KEY,
@@ -36,12 +40,10 @@ CREATE TABLE IF NOT EXISTS series (
 	metric TEXT NOT NULL,
 	UNIQUE (scenario, cell, kernel, metric)
 );
-CREATE TABLE IF NOT EXISTS points (
-	run INTEGER NOT NULL,
-	series INTEGER NOT NULL,
-	value REAL NOT NULL,
-	PRIMARY KEY (run, series)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_values (
+	run INTEGER PRIMARY KEY,
+	data BLOB NOT NULL
+);
 `
 
 // Index is an open history index.
@@ -92,7 +94,7 @@ func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int6
 	var old int64
 	switch err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE path = ?", path).Scan(&old); {
 	case err == nil:
-		for _, q := range []string{"DELETE FROM points WHERE run = ?", "DELETE FROM labels WHERE run = ?", "DELETE FROM runs WHERE id = ?"} {
+		for _, q := range []string{"DELETE FROM run_values WHERE run = ?", "DELETE FROM labels WHERE run = ?", "DELETE FROM runs WHERE id = ?"} {
 			if _, err := tx.ExecContext(ctx, q, old); err != nil {
 				return err
 			}
@@ -113,19 +115,34 @@ func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int6
 			return err
 		}
 	}
-	ins, err := tx.PrepareContext(ctx, "INSERT INTO points (run, series, value) VALUES (?, ?, ?)")
-	if err != nil {
-		return err
+	ids := make([]int64, len(r.Values))
+	for i, v := range r.Values {
+		if ids[i], err = seriesFor(ctx, tx, [4]string{r.Scenario, v.Cell, v.Kernel, v.Metric}, seriesID); err != nil {
+			return err
+		}
 	}
-	defer ins.Close()
-	for _, v := range r.Values {
-		id, err := seriesFor(ctx, tx, [4]string{r.Scenario, v.Cell, v.Kernel, v.Metric}, seriesID)
-		if err != nil {
-			return err
-		}
-		if _, err := ins.ExecContext(ctx, run, id, v.Value); err != nil {
-			return err
-		}
+	_, err = tx.ExecContext(ctx, "INSERT INTO run_values (run, data) VALUES (?, ?)", run, encodeValues(ids, r.Values))
+	return err
+}
+
+// encodeValues packs a run's values: per value its series id (uint32)
+// and value (float64 bits), little-endian.
+func encodeValues(ids []int64, vs []Value) []byte {
+	b := make([]byte, 0, 12*len(vs))
+	for i, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(ids[i]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Value))
+	}
+	return b
+}
+
+// decodeValues calls f for each series id and value of data.
+func decodeValues(data []byte, f func(series int64, v float64)) error {
+	if len(data)%12 != 0 {
+		return fmt.Errorf("run values of %d bytes, not a multiple of 12", len(data))
+	}
+	for i := 0; i < len(data); i += 12 {
+		f(int64(binary.LittleEndian.Uint32(data[i:])), math.Float64frombits(binary.LittleEndian.Uint64(data[i+4:])))
 	}
 	return nil
 }

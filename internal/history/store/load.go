@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -12,9 +11,10 @@ import (
 )
 
 type runRow struct {
-	id   int64
-	time int64
-	pos  int // position in point order
+	id     int64
+	time   time.Time
+	data   []byte
+	labels []string // by kernel number
 }
 
 // Series returns every recorded series, points ordered by the runs'
@@ -24,54 +24,47 @@ func (x *Index) Series(ctx context.Context, byTime bool) ([]history.Series, erro
 	if err != nil {
 		return nil, err
 	}
-	labels, err := x.labels(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out, byID, err := x.seriesRows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type pt struct {
-		run *runRow
-		v   float64
-	}
-	pts := make([][]pt, len(out))
-	rows, err := x.db.QueryContext(ctx, "SELECT run, series, value FROM points")
-	if err != nil {
-		return nil, fmt.Errorf("history index %s: %w", x.path, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var run, series int64
-		var v float64
-		if err := rows.Scan(&run, &series, &v); err != nil {
-			return nil, err
+	// Number the kernels so a point's label is a slice lookup.
+	kernelNo := map[string]int{}
+	seriesKernel := make([]int, len(out))
+	for i, s := range out {
+		k, ok := kernelNo[s.Kernel]
+		if !ok {
+			k = len(kernelNo)
+			kernelNo[s.Kernel] = k
 		}
-		i, ok := byID[series]
-		if r := runs[run]; ok && r != nil {
-			pts[i] = append(pts[i], pt{r, v})
-		}
+		seriesKernel[i] = k
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history index %s: %w", x.path, err)
+	if err := x.readLabels(ctx, runs, kernelNo); err != nil {
+		return nil, err
+	}
+	if err := x.readValues(ctx, runs); err != nil {
+		return nil, err
 	}
 	for i := range out {
-		p := pts[i]
-		slices.SortFunc(p, func(a, b pt) int { return a.run.pos - b.run.pos })
-		out[i].Points = make([]history.Point, len(p))
-		for j, q := range p {
-			var t time.Time
-			if q.run.time != 0 {
-				t = time.Unix(0, q.run.time).UTC()
+		out[i].Points = make([]history.Point, 0, len(runs))
+	}
+	for _, r := range runs {
+		err := decodeValues(r.data, func(series int64, v float64) {
+			if series < int64(len(byID)) && byID[series] >= 0 {
+				i := byID[series]
+				out[i].Points = append(out[i].Points, history.Point{Label: r.labels[seriesKernel[i]], Time: r.time, Value: v})
 			}
-			out[i].Points[j] = history.Point{Label: labels[labelKey{q.run.id, out[i].Kernel}], Time: t, Value: q.v}
+		})
+		if err != nil {
+			return nil, fault.Input("history index %s: run %d: %v; run 'vnetbench history rebuild RUN_DIR...'", x.path, r.id, err)
 		}
+		r.data = nil
 	}
 	return out, nil
 }
 
-func (x *Index) runs(ctx context.Context, byTime bool) (map[int64]*runRow, error) {
+// runs returns the recorded runs in point order.
+func (x *Index) runs(ctx context.Context, byTime bool) ([]*runRow, error) {
 	order := "id"
 	if byTime {
 		order = "time, id"
@@ -81,48 +74,86 @@ func (x *Index) runs(ctx context.Context, byTime bool) (map[int64]*runRow, error
 		return nil, fmt.Errorf("history index %s: %w", x.path, err)
 	}
 	defer rows.Close()
-	out := map[int64]*runRow{}
+	var out []*runRow
 	for rows.Next() {
-		r := &runRow{pos: len(out)}
-		if err := rows.Scan(&r.id, &r.time); err != nil {
+		r := &runRow{}
+		var ns int64
+		if err := rows.Scan(&r.id, &ns); err != nil {
 			return nil, err
 		}
-		out[r.id] = r
+		if ns != 0 {
+			r.time = time.Unix(0, ns).UTC()
+		}
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
-type labelKey struct {
-	run    int64
-	kernel string
+func byRunID(runs []*runRow) map[int64]*runRow {
+	m := make(map[int64]*runRow, len(runs))
+	for _, r := range runs {
+		m[r.id] = r
+	}
+	return m
 }
 
-func (x *Index) labels(ctx context.Context) (map[labelKey]string, error) {
-	rows, err := x.db.QueryContext(ctx, "SELECT run, kernel, label FROM labels")
+func (x *Index) readValues(ctx context.Context, runs []*runRow) error {
+	byID := byRunID(runs)
+	rows, err := x.db.QueryContext(ctx, "SELECT run, data FROM run_values")
 	if err != nil {
-		return nil, fmt.Errorf("history index %s: %w", x.path, err)
+		return fmt.Errorf("history index %s: %w", x.path, err)
 	}
 	defer rows.Close()
-	out := map[labelKey]string{}
 	for rows.Next() {
-		var k labelKey
-		var l string
-		if err := rows.Scan(&k.run, &k.kernel, &l); err != nil {
-			return nil, err
+		var run int64
+		var data []byte
+		if err := rows.Scan(&run, &data); err != nil {
+			return fmt.Errorf("history index %s: %w", x.path, err)
 		}
-		out[k] = l
+		if r := byID[run]; r != nil {
+			r.data = data
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	return nil
 }
 
-func (x *Index) seriesRows(ctx context.Context) ([]history.Series, map[int64]int, error) {
+func (x *Index) readLabels(ctx context.Context, runs []*runRow, kernelNo map[string]int) error {
+	byID := byRunID(runs)
+	for _, r := range runs {
+		r.labels = make([]string, len(kernelNo))
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT run, kernel, label FROM labels")
+	if err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run int64
+		var kernel, label string
+		if err := rows.Scan(&run, &kernel, &label); err != nil {
+			return fmt.Errorf("history index %s: %w", x.path, err)
+		}
+		k, ok := kernelNo[kernel]
+		if r := byID[run]; r != nil && ok {
+			r.labels[k] = label
+		}
+	}
+	return rows.Err()
+}
+
+// seriesRows returns the recorded series (without points) and, by series
+// id, each one's position in them (-1 for none).
+func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error) {
 	rows, err := x.db.QueryContext(ctx, "SELECT id, scenario, cell, kernel, metric FROM series ORDER BY scenario, cell, kernel, metric")
 	if err != nil {
 		return nil, nil, fmt.Errorf("history index %s: %w", x.path, err)
 	}
 	defer rows.Close()
 	var out []history.Series
-	byID := map[int64]int{}
+	var byID []int
 	for rows.Next() {
 		var id int64
 		var s history.Series
@@ -130,6 +161,9 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, map[int64]int
 			return nil, nil, err
 		}
 		s.Better = Better(s.Metric)
+		for int64(len(byID)) <= id {
+			byID = append(byID, -1)
+		}
 		byID[id] = len(out)
 		out = append(out, s)
 	}
