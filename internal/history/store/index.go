@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"math"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
