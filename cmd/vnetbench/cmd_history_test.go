@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,8 +74,8 @@ func fakeHistory(t *testing.T, n, stepAt int, factor float64) []string {
 				t.Fatal(err)
 			}
 			ms := s["metrics"].(map[string]any)
-			for k, v := range ms {
-				f := v.(float64) * (1 + 0.02*r.NormFloat64())
+			for _, k := range slices.Sorted(maps.Keys(ms)) {
+				f := ms[k].(float64) * (1 + 0.02*r.NormFloat64())
 				if i >= stepAt && (k == "tx_pps" || k == "throughput_bps") {
 					f *= factor
 				}

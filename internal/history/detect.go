@@ -61,7 +61,7 @@ func (p Params) split(xs []float64, a, b, lo, hi, m int, out *[]int, s *scratch)
 	if tau < 0 || pv > p.Alpha {
 		return
 	}
-	tau += a
+	tau = p.locate(s, a, a+tau, b, m)
 	if p.trendP(xs, lo, tau, hi, s) <= p.Alpha {
 		*out = append(*out, tau)
 		p.split(xs, a, tau, lo, tau, m, out, s)
@@ -116,14 +116,36 @@ func (p Params) prune(xs []float64, cps []int, m int, s *scratch) []Change {
 	out := make([]Change, len(cps))
 	for i := range cps {
 		lo, hi := bound(i)
-		if tau, _ := bestSplit(s, lo, hi, m); tau >= 0 && lo+tau != cps[i] {
-			if pv := p.pvalue(xs, lo, lo+tau, hi, m, s); pv <= p.Alpha {
-				cps[i], ps[i] = lo+tau, pv
+		if tau, _ := bestSplit(s, lo, hi, m); tau >= 0 {
+			if tau = p.locate(s, lo, lo+tau, hi, m); tau != cps[i] {
+				if pv := p.pvalue(xs, lo, tau, hi, m, s); pv <= p.Alpha {
+					cps[i], ps[i] = tau, pv
+				}
 			}
 		}
 		out[i] = Change{Index: cps[i], P: ps[i]}
 	}
 	return out
+}
+
+// locate moves a split tau of points a..b-1, found by ranks, to where
+// two medians fit the values best (least absolute deviations) within
+// m points of it, over up to TrendWindow points each side. Ranks tell
+// whether there is a change but not its size: at a large step they may
+// prefer a split a few points off, towards the middle of the segment.
+func (p Params) locate(s *scratch, a, tau, b, m int) int {
+	wa, wb := max(a, tau-p.TrendWindow), min(b, tau+p.TrendWindow)
+	best, bestCost := tau, math.Inf(1)
+	for t := max(a+m, tau-m); t <= min(b-m, tau+m); t++ {
+		if t-wa < 1 || wb-t < 1 {
+			continue
+		}
+		c := absDev(s.xs[wa:t]) + absDev(s.xs[t:wb])
+		if c < bestCost || (c == bestCost && abs(t-tau) < abs(best-tau)) {
+			best, bestCost = t, c
+		}
+	}
+	return best
 }
 
 // pvalue is the p-value of a change at tau between neighbours lo and hi:
@@ -169,7 +191,7 @@ func bestSplit(s *scratch, a, b, m int) (int, float64) {
 	if best < 0 {
 		return -1, 1
 	}
-	return best, supTail(bestZ, n, m)
+	return best, supTail(bestZ/math.Sqrt(s.vif), n, m)
 }
 
 // splitP is the p-value of bestSplit's statistic evaluated at split t of
@@ -187,7 +209,7 @@ func splitP(s *scratch, a, b, t, m int) float64 {
 		sum += x - mean
 	}
 	z := math.Abs(sum) / math.Sqrt(float64(t)*float64(n-t)/float64(n-1)*v)
-	return supTail(z, n, m)
+	return supTail(z/math.Sqrt(s.vif), n, m)
 }
 
 // supTail is the probability that the largest absolute standardized
@@ -216,18 +238,25 @@ func supTail(x float64, n, m int) float64 {
 }
 
 // stepBeyondTrend tests for a step at t in xs[a:b], a window around a
-// candidate, beyond a straight line: it fits the ranks of xs by least
-// squares to a line plus a step at t and returns the two-sided p-value of
-// the step's t statistic. A trend or a slow wave is absorbed by the line;
-// a step is not.
+// candidate, beyond a straight line: it fits the window's values, each
+// side clipped to its median +- 3 robust standard deviations (so an
+// outlier weighs no more than a point at that distance), by least squares
+// to a line plus a step at t and returns the two-sided p-value of the
+// step's t statistic. A trend or a slow wave is absorbed by the line; a
+// step is not.
 func stepBeyondTrend(s *scratch, a, b, t int) float64 {
 	n := b - a
 	if n < 5 || t <= 0 || t >= n {
 		return 1
 	}
-	r := s.ranks(a, b)
+	r := s.clipped(a, a+t, b)
 	fn := float64(n)
-	tm, dm, ym := (fn-1)/2, float64(n-t)/fn, (fn+1)/2
+	tm, dm := (fn-1)/2, float64(n-t)/fn
+	ym := 0.0
+	for _, y := range r {
+		ym += y
+	}
+	ym /= fn
 	var stt, std, sdd, sty, sdy, syy float64
 	for i, y := range r {
 		ti, di, yi := float64(i)-tm, -dm, y-ym
@@ -251,6 +280,6 @@ func stepBeyondTrend(s *scratch, a, b, t int) float64 {
 	if rss <= 1e-12*syy {
 		return 0
 	}
-	se := math.Sqrt(rss / (fn - 3) * stt / det)
+	se := math.Sqrt(rss / (fn - 3) * stt / det * s.vif)
 	return studentTwoSided(math.Abs(c)/se, fn-3)
 }

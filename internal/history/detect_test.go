@@ -122,3 +122,27 @@ func TestSparkline(t *testing.T) {
 		t.Errorf("Sparkline of a constant = %q", got)
 	}
 }
+
+// TestDetectLargeStepExact: a large step (25% on 2% noise) with 10 points
+// after it is found at its exact index: ranks alone would put it a few
+// points off, towards the middle.
+func TestDetectLargeStepExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const trials = 1000
+	exact := 0
+	for range trials {
+		xs := make([]float64, 40)
+		for i := range xs {
+			xs[i] = 100 * (1 + 0.02*r.NormFloat64())
+			if i >= 30 {
+				xs[i] *= 0.75
+			}
+		}
+		if cps := Default.Detect(xs); len(cps) == 1 && cps[0].Index == 30 {
+			exact++
+		}
+	}
+	if exact < trials*99/100 {
+		t.Errorf("found at exactly 30 in %d of %d series, want 99%%", exact, trials)
+	}
+}

@@ -16,14 +16,24 @@
 //     and Siegmund 1987). Ranks make it distribution-free: on a stationary
 //     series its false alarm rate is the same for Gaussian, heavy-tailed or
 //     bimodal noise, and a single outlier moves a rank sum by at most one
-//     rank, so no outlier makes a change point.
+//     rank, so no outlier makes a change point. Ranks tell whether there
+//     is a change, not its size, so the split is then moved (by at most
+//     MinSegment points) to where two medians fit the values best.
 //  2. The trend test decides whether the split is a step: over up to
 //     TrendWindow points each side (bounded by the nearest change points),
-//     the ranks are fitted with a line plus a step at the split and the
+//     the values, each side clipped to its median +- 3 robust standard
+//     deviations, are fitted with a line plus a step at the split and the
 //     step's t statistic must be significant. A linear trend or a slow
 //     wave is absorbed by the line, so it does not fire at every step.
 //     A split that only a trend explains is not recorded, but both sides
 //     are searched again so a step beside a trend is still found.
+//
+// Both tests assume independent noise. Serially correlated noise (a
+// drifting machine, AR(1)) makes every stretch look like a change, so
+// both statistics are divided by the square root of the variance
+// inflation (1+φ)/(1-φ) that the series' lag-1 correlation φ causes,
+// estimated from its first differences and lowered by three standard
+// errors so independent noise rarely pays for it (varianceInflation).
 //
 // The change points found are then pruned, weakest first, until each
 // passes both tests against its final neighbours, and each is moved to

@@ -60,7 +60,7 @@ type score struct{ f1, cover, baseF1, baseCover float64 }
 // baseline that reports no change point at all, per family and overall,
 // and checks the goals of docs/history.md.
 func TestEvaluation(t *testing.T) {
-	series := suite(t, 1, 40)
+	series := suite(t, 1, 100)
 	byFamily := map[string][]score{}
 	var families []string
 	for _, s := range series {
@@ -156,13 +156,20 @@ func TestFalseAlerts(t *testing.T) {
 		}},
 		{"trend", func(i, n int) float64 { return 10 * float64(i) / float64(n) }, gaussian},
 		{"seasonal", func(i, n int) float64 { return 2 * math.Sin(2*math.Pi*float64(i)/12) }, gaussian},
+		{"AR(1) 0.6", flat, nil},
 	} {
 		points, alerts := 0, 0
 		for range 40 {
 			n := 1000
 			xs := make([]float64, n)
 			for i := range xs {
-				xs[i] = 100 + tc.shape(i, n) + tc.nz(r)
+				xs[i] = 100 + tc.shape(i, n)
+				if tc.nz != nil {
+					xs[i] += tc.nz(r)
+				}
+			}
+			if tc.nz == nil {
+				addAR(r, xs, 0.6)
 			}
 			points += n
 			alerts += len(Default.Detect(xs))

@@ -157,7 +157,9 @@ func randomSizes(r *rand.Rand, k int) []float64 {
 	return out
 }
 
-// suite is the evaluation set: reps series of each family.
+// suite is the evaluation set: reps series of each family: steps in
+// Gaussian, heavy-tailed, real and autocorrelated (AR(1), φ 0.3-0.9)
+// noise, outliers, trends and seasonality.
 func suite(t testing.TB, seed uint64, reps int) []synth {
 	r := rand.New(rand.NewPCG(seed, 25))
 	rn := realNoise(t)
@@ -192,6 +194,18 @@ func suite(t testing.TB, seed uint64, reps int) []synth {
 			xs[i] += amp * math.Sin(2*math.Pi*float64(i)/period)
 		}
 		add("seasonal", xs, cps)
+		xs, cps = stepSeries(r, n, randomSizes(r, r.IntN(3)), 25, func(*rand.Rand) float64 { return 0 })
+		addAR(r, xs, 0.3+0.6*r.Float64())
+		add("autocorrelated", xs, cps)
 	}
 	return out
+}
+
+// addAR adds AR(1) noise of coefficient phi and standard deviation 1.
+func addAR(r *rand.Rand, xs []float64, phi float64) {
+	e := r.NormFloat64()
+	for i := range xs {
+		e = phi*e + math.Sqrt(1-phi*phi)*r.NormFloat64()
+		xs[i] += e
+	}
 }
