@@ -51,6 +51,7 @@ var commands = map[string]command{
 	"parse":    {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
 	"image":    {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
 	"merge":    {summary: "join run directories of shards into one", run: cmdMerge},
+	"history":  {summary: "find change points in the history of runs (index, CI gate)", run: cmdHistory},
 	"version":  {summary: "print the version", run: cmdVersion},
 }
 

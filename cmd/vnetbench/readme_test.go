@@ -139,6 +139,8 @@ var readmeFixtures = map[string]string{
 	// README's lab run (stock vs patched in one run directory); its
 	// `vnetbench run` is a dry run here.
 	"runs/lab": "../../report/testdata/generated/iperf3-tcg",
+	// docs/history.md's CSV from another tool (testdata/history/README.md).
+	"bench.csv": "testdata/history/bench.csv",
 }
 
 // TestReadmeCommands runs every command README.md and docs/*.md show, as a user would
@@ -273,7 +275,7 @@ func checkLabDirs(t *testing.T, name string, argv []string, out []byte, work str
 func readmeArgv(argv []string, bin, work, root string) (out []string, dir string, reduced bool) {
 	switch argv[0] {
 	case "vnetbench":
-		out = append([]string{bin}, argv[1:]...)
+		out = append([]string{bin}, globArgs(argv[1:], work)...)
 		if len(argv) > 1 && argv[1] == "run" {
 			return append(out, "--dry-run"), work, true
 		}
@@ -293,6 +295,23 @@ func readmeArgv(argv []string, bin, work, root string) (out []string, dir string
 		}
 	}
 	return nil, "", false
+}
+
+// globArgs expands the words with a * in dir, as a shell would (a word
+// that matches nothing stays as it is).
+func globArgs(args []string, dir string) []string {
+	var out []string
+	for _, a := range args {
+		if m, _ := filepath.Glob(filepath.Join(dir, a)); strings.Contains(a, "*") && len(m) > 0 {
+			for _, p := range m {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, rel)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // checkShownOutput checks that every line README shows after a command

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// historyJSON is the JSON contract of docs/history.md.
+type historyJSON struct {
+	Series []struct {
+		Metric       string `json:"metric"`
+		Cell         string `json:"cell"`
+		Kernel       string `json:"kernel"`
+		Points       int    `json:"points"`
+		ChangePoints []struct {
+			Index     int      `json:"index"`
+			Label     string   `json:"label"`
+			Before    float64  `json:"before"`
+			After     float64  `json:"after"`
+			Change    *float64 `json:"change"`
+			P         float64  `json:"p"`
+			Direction string   `json:"direction"`
+		} `json:"change_points"`
+	} `json:"series"`
+}
+
+// fakeHistory writes n copies of the real quickstart run, one per commit
+// an hour apart, with 2% noise on every metric and tx_pps and
+// throughput_bps scaled by factor from run stepAt on. It returns the run
+// directories in time order.
+func fakeHistory(t *testing.T, n, stepAt int, factor float64) []string {
+	t.Helper()
+	src := real + "quickstart-tcg/"
+	lines, err := os.ReadFile(src + "results.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envData, err := os.ReadFile(src + "env.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 25))
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	root := t.TempDir()
+	var dirs []string
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("run-%03d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var env map[string]any
+		if err := json.Unmarshal(envData, &env); err != nil {
+			t.Fatal(err)
+		}
+		env["created"] = base.Add(time.Duration(i) * time.Hour).Format(time.RFC3339Nano)
+		env["build"] = map[string]any{"release": "6.18.44", "commit": fmt.Sprintf("c%011d%028d", i, 0), "tree": "linux", "key": fmt.Sprint(i), "config_sha256": "ab"}
+		writeJSONFile(t, filepath.Join(dir, "env.json"), env)
+		var out bytes.Buffer
+		sc := bufio.NewScanner(bytes.NewReader(lines))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var s map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				t.Fatal(err)
+			}
+			ms := s["metrics"].(map[string]any)
+			for _, k := range slices.Sorted(maps.Keys(ms)) {
+				f := ms[k].(float64) * (1 + 0.02*r.NormFloat64())
+				if i >= stepAt && (k == "tx_pps" || k == "throughput_bps") {
+					f *= factor
+				}
+				ms[k] = f
+			}
+			b, _ := json.Marshal(s)
+			out.Write(append(b, '\n'))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+func writeJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runHistory(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(t.Context(), append([]string{"history"}, args...), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func decodeHistory(t *testing.T, s string) historyJSON {
+	t.Helper()
+	var h historyJSON
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		t.Fatalf("%v in:\n%s", err, s)
+	}
+	return h
+}
+
+// TestHistoryRealRuns: the two real captures, read directly, are one
+// point per series: no change point, exit 0.
+func TestHistoryRealRuns(t *testing.T) {
+	out, errs, err := runHistory(t, real+"quickstart-tcg", real+"lab-pktgen-tcg", "--format", "json", "--fail-on-new", "3")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	h := decodeHistory(t, out)
+	if len(h.Series) < 20 {
+		t.Fatalf("%d series, want the quickstart's and the lab run's", len(h.Series))
+	}
+	for _, s := range h.Series {
+		if s.Points != 1 || len(s.ChangePoints) != 0 {
+			t.Errorf("%s %s %s: %d points, %d change points; want 1 and none", s.Metric, s.Cell, s.Kernel, s.Points, len(s.ChangePoints))
+		}
+	}
+}
+
+// TestHistoryIndexGate records a history of the real quickstart run with
+// a 25% throughput drop at run 30 of 40, given out of order, and checks
+// the change point, the gate and rebuild.
+func TestHistoryIndexGate(t *testing.T) {
+	dirs := fakeHistory(t, 40, 30, 0.75)
+	db := filepath.Join(t.TempDir(), "h.db")
+	shuffled := append([]string(nil), dirs...)
+	rand.New(rand.NewPCG(1, 1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, batch := range [][]string{shuffled[:20], shuffled[20:]} {
+		if _, errs, err := runHistory(t, append([]string{"add", "--db", db}, batch...)...); err != nil {
+			t.Fatalf("add: %v\n%s", err, errs)
+		}
+	}
+	out, errs, err := runHistory(t, "--db", db, "--format", "json", "--metric", "tx_pps,throughput_bps,rx_pps", "--fail-on-new", "12")
+	if err == nil || exitCode(err) != exitFailure {
+		t.Fatalf("--fail-on-new 12 with a drop at 30 of 40: err %v (exit %d), want exit 1", err, exitCode(err))
+	}
+	want := fmt.Sprintf("bisect between %q (last good) and %q (first bad)", fmt.Sprintf("c%011d", 29), fmt.Sprintf("c%011d", 30))
+	if !strings.Contains(errs, want) {
+		t.Errorf("stderr does not say %s:\n%s", want, errs)
+	}
+	h := decodeHistory(t, out)
+	found := 0
+	for _, s := range h.Series {
+		if s.Points != 40 {
+			t.Errorf("%s %s: %d points, want 40", s.Metric, s.Cell, s.Points)
+		}
+		stepped := s.Metric != "rx_pps" && (s.Metric == "tx_pps") == strings.Contains(s.Cell, "trafgen")
+		switch {
+		case stepped && (len(s.ChangePoints) != 1 || s.ChangePoints[0].Index != 30 || s.ChangePoints[0].Direction != "regression"):
+			t.Errorf("%s %s: change points %+v, want one regression at 30", s.Metric, s.Cell, s.ChangePoints)
+		case stepped:
+			found++
+			if c := *s.ChangePoints[0].Change; c > -0.2 || c < -0.3 {
+				t.Errorf("%s %s: change %.3f, want about -0.25", s.Metric, s.Cell, c)
+			}
+		case len(s.ChangePoints) != 0:
+			t.Errorf("%s %s: change points %+v in a series without a change", s.Metric, s.Cell, s.ChangePoints)
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d stepped series found, want tx_pps (trafgen) and throughput_bps (iperf3)", found)
+	}
+	// Rebuild from the run directories alone gives the same answer.
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, err := runHistory(t, append([]string{"rebuild", "--db", db}, dirs...)...); err != nil {
+		t.Fatalf("rebuild: %v\n%s", err, errs)
+	}
+	again, _, _ := runHistory(t, "--db", db, "--format", "json", "--metric", "tx_pps,throughput_bps,rx_pps")
+	if again != out {
+		t.Errorf("after rebuild:\n%s\nbefore:\n%s", again, out)
+	}
+	if _, _, err := runHistory(t, "--db", db, "--fail-on-new", "5", "--metric", "tx_pps"); err != nil {
+		t.Errorf("--fail-on-new 5 with the drop 10 points back: %v, want exit 0", err)
+	}
+}
+
+// TestHistoryOrder: run directories given out of order are ordered by
+// their recorded time unless --order given.
+func TestHistoryOrder(t *testing.T) {
+	dirs := fakeHistory(t, 30, 15, 2)
+	rev := make([]string, len(dirs))
+	for i, d := range dirs {
+		rev[len(dirs)-1-i] = d
+	}
+	for _, tc := range []struct {
+		order string
+		index int
+		dir   string
+	}{{"time", 15, "improvement"}, {"given", 15, "regression"}} {
+		out, errs, err := runHistory(t, append([]string{"--format", "json", "--metric", "throughput_bps", "--order", tc.order}, rev...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, errs)
+		}
+		h := decodeHistory(t, out)
+		if len(h.Series) != 1 || len(h.Series[0].ChangePoints) != 1 {
+			t.Fatalf("--order %s: %+v, want one series with one change point", tc.order, h)
+		}
+		if c := h.Series[0].ChangePoints[0]; c.Index != tc.index || c.Direction != tc.dir {
+			t.Errorf("--order %s: change point %+v, want %s at %d", tc.order, c, tc.dir, tc.index)
+		}
+	}
+}
+
+// TestHistoryCSV: a CSV series from another tool, lower is better for
+// ns/op, an empty cell missing.
+func TestHistoryCSV(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var b strings.Builder
+	b.WriteString("commit,ns/op,custom\n")
+	for i := range 60 {
+		ns := 1000 + 10*r.NormFloat64()
+		if i >= 40 {
+			ns += 50
+		}
+		custom := ""
+		if i%7 != 3 {
+			custom = fmt.Sprintf("%.3f", 5+0.1*r.NormFloat64())
+		}
+		fmt.Fprintf(&b, "abc%03d,%.2f,%s\n", i, ns, custom)
+	}
+	csv := filepath.Join(t.TempDir(), "bench.csv")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, err := runHistory(t, csv, "--format", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	h := decodeHistory(t, out)
+	if len(h.Series) != 2 {
+		t.Fatalf("%d series, want ns/op and custom", len(h.Series))
+	}
+	ns, custom := h.Series[0], h.Series[1]
+	if ns.Metric != "ns/op" || ns.Cell != "" || ns.Points != 60 || len(ns.ChangePoints) != 1 {
+		t.Fatalf("ns/op series %+v, want 60 points and one change point", ns)
+	}
+	if c := ns.ChangePoints[0]; c.Index != 40 || c.Label != "abc040" || c.Direction != "regression" {
+		t.Errorf("ns/op change point %+v, want a regression at 40 (abc040)", c)
+	}
+	if custom.Metric != "custom" || custom.Points != 51 || len(custom.ChangePoints) != 0 {
+		t.Errorf("custom series %+v, want 51 points (9 missing) and no change point", custom)
+	}
+	text, _, err := runHistory(t, csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ns/op: 60 points", "abc040", "regression", "custom: 51 points", "no change points"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text output lacks %q:\n%s", want, text)
+		}
+	}
+	html := filepath.Join(t.TempDir(), "h.html")
+	if _, _, err := runHistory(t, csv, "-o", html); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(html)
+	for _, want := range []string{"<svg", "<polyline", "abc040 +", "fill-opacity"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+func TestHistoryBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("label,x\na,1\nb,fast\n"), 0o644)
+	for _, args := range [][]string{
+		{bad},
+		{filepath.Join(dir, "missing")},
+		{"--db", filepath.Join(dir, "none.db")},
+		{"--order", "random", bad},
+		{"add"},
+		{"add", "--db", filepath.Join(dir, "x.db"), dir},
+	} {
+		_, _, err := runHistory(t, args...)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("history %v: exit %d (%v), want 2", args, code, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") {
+			t.Errorf("history %v: error on several lines: %q", args, msg)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package history
+
+import (
+	"math"
+	"slices"
+)
+
+// Params is a change-point detector's parameter set. Default is the one
+// the command uses; doc.go says why each value is what it is.
+type Params struct {
+	// Alpha is the p-value at or below which both tests must put a
+	// candidate for it to be a change point.
+	Alpha float64
+	// MinSegment is the fewest points a segment holds: no change point
+	// lies closer than this to another or to either end.
+	MinSegment int
+	// TrendWindow is how many points on each side of a candidate the
+	// trend test looks at (fewer where a neighbouring change point or an
+	// end is nearer).
+	TrendWindow int
+}
+
+// Default is the fixed parameter set: p <= 0.001 in both tests, segments
+// of at least 5 points, a trend test over up to 30 points each side.
+var Default = Params{Alpha: 0.001, MinSegment: 5, TrendWindow: 50}
+
+// Change is one change point found by Detect.
+type Change struct {
+	// Index is the 0-based position of the first point after the change.
+	Index int
+	// P is the larger of the two tests' p-values (see doc.go).
+	P float64
+}
+
+// Detect returns the change points of xs in increasing order of Index.
+// xs must not hold NaN (drop missing values first). It does not modify xs.
+func (p Params) Detect(xs []float64) []Change {
+	m := max(p.MinSegment, 2)
+	if len(xs) < 2*m {
+		return nil
+	}
+	var s scratch
+	s.init(xs)
+	var cps []int
+	p.split(xs, 0, len(xs), 0, len(xs), m, &cps, &s)
+	slices.Sort(cps)
+	return p.prune(xs, cps, m, &s)
+}
+
+// split is binary segmentation by the rank test: it finds the best split
+// of xs[a:b] and, when its p-value is at most Alpha, splits both sides
+// again. The split is recorded when the trend test, over a window bounded
+// by the nearest recorded change points lo and hi, passes too; a split
+// that only a trend explains is not recorded but its sides are still
+// searched, so a step beside a trend is found.
+func (p Params) split(xs []float64, a, b, lo, hi, m int, out *[]int, s *scratch) {
+	if b-a < 2*m {
+		return
+	}
+	tau, pv := bestSplit(s, a, b, m)
+	if tau < 0 || pv > p.Alpha {
+		return
+	}
+	tau = p.locate(s, a, a+tau, b, m)
+	if p.trendP(xs, lo, tau, hi, s) <= p.Alpha {
+		*out = append(*out, tau)
+		p.split(xs, a, tau, lo, tau, m, out, s)
+		p.split(xs, tau, b, tau, hi, m, out, s)
+		return
+	}
+	p.split(xs, a, tau, lo, hi, m, out, s)
+	p.split(xs, tau, b, lo, hi, m, out, s)
+}
+
+// prune drops candidates until every remaining one passes both tests
+// against its final neighbours, weakest first, then moves each to the
+// best split between its neighbours when that split also passes.
+func (p Params) prune(xs []float64, cps []int, m int, s *scratch) []Change {
+	ps := make([]float64, len(cps))
+	bound := func(i int) (lo, hi int) {
+		lo, hi = 0, len(xs)
+		if i > 0 {
+			lo = cps[i-1]
+		}
+		if i+1 < len(cps) {
+			hi = cps[i+1]
+		}
+		return lo, hi
+	}
+	score := func(i int) {
+		lo, hi := bound(i)
+		ps[i] = p.pvalue(xs, lo, cps[i], hi, m, s)
+	}
+	for i := range cps {
+		score(i)
+	}
+	for len(cps) > 0 {
+		worst := 0
+		for i := range ps {
+			if ps[i] > ps[worst] {
+				worst = i
+			}
+		}
+		if ps[worst] <= p.Alpha {
+			break
+		}
+		cps = slices.Delete(cps, worst, worst+1)
+		ps = slices.Delete(ps, worst, worst+1)
+		if worst > 0 {
+			score(worst - 1)
+		}
+		if worst < len(cps) {
+			score(worst)
+		}
+	}
+	out := make([]Change, len(cps))
+	for i := range cps {
+		lo, hi := bound(i)
+		if tau, _ := bestSplit(s, lo, hi, m); tau >= 0 {
+			if tau = p.locate(s, lo, lo+tau, hi, m); tau != cps[i] {
+				if pv := p.pvalue(xs, lo, tau, hi, m, s); pv <= p.Alpha {
+					cps[i], ps[i] = tau, pv
+				}
+			}
+		}
+		out[i] = Change{Index: cps[i], P: ps[i]}
+	}
+	return out
+}
+
+// locate moves a split tau of points a..b-1, found by ranks, to where
+// two medians fit the values best (least absolute deviations) within
+// m points of it, over up to TrendWindow points each side. Ranks tell
+// whether there is a change but not its size: at a large step they may
+// prefer a split a few points off, towards the middle of the segment.
+func (p Params) locate(s *scratch, a, tau, b, m int) int {
+	wa, wb := max(a, tau-p.TrendWindow), min(b, tau+p.TrendWindow)
+	best, bestCost := tau, math.Inf(1)
+	for t := max(a+m, tau-m); t <= min(b-m, tau+m); t++ {
+		if t-wa < 1 || wb-t < 1 {
+			continue
+		}
+		c := absDev(s.xs[wa:t]) + absDev(s.xs[t:wb])
+		if c < bestCost || (c == bestCost && abs(t-tau) < abs(best-tau)) {
+			best, bestCost = t, c
+		}
+	}
+	return best
+}
+
+// pvalue is the p-value of a change at tau between neighbours lo and hi:
+// the larger of the rank test's (over xs[lo:hi]) and the trend test's.
+func (p Params) pvalue(xs []float64, lo, tau, hi, m int, s *scratch) float64 {
+	if tau-lo < m || hi-tau < m {
+		return 1
+	}
+	return max(splitP(s, lo, hi, tau-lo, m), p.trendP(xs, lo, tau, hi, s))
+}
+
+// trendP is the trend test's p-value for a change at tau over a window
+// of up to TrendWindow points each side, bounded by lo and hi.
+func (p Params) trendP(xs []float64, lo, tau, hi int, s *scratch) float64 {
+	w := max(p.TrendWindow, p.MinSegment)
+	a, b := max(lo, tau-w), min(hi, tau+w)
+	return stepBeyondTrend(s, a, b, tau-a)
+}
+
+// bestSplit returns the split t of xs[a:b] (m <= t <= b-a-m) where the
+// standardized rank sum of xs[:t] is farthest from its mean, and the
+// p-value of that maximum over all allowed splits; t is -1 when all
+// values are equal.
+func bestSplit(s *scratch, a, b, m int) (int, float64) {
+	n := b - a
+	r := s.ranks(a, b)
+	v := rankVar(r)
+	if v == 0 {
+		return -1, 1
+	}
+	mean := float64(n+1) / 2
+	best, bestZ, sum := -1, 0.0, 0.0
+	for t := 1; t < n-m+1; t++ {
+		sum += r[t-1] - mean
+		if t < m {
+			continue
+		}
+		z := math.Abs(sum) / math.Sqrt(float64(t)*float64(n-t)/float64(n-1)*v)
+		if z > bestZ {
+			best, bestZ = t, z
+		}
+	}
+	if best < 0 {
+		return -1, 1
+	}
+	return best, supTail(bestZ/math.Sqrt(s.vif), n, m)
+}
+
+// splitP is the p-value of bestSplit's statistic evaluated at split t of
+// xs[a:b], as if t had been the best split of xs.
+func splitP(s *scratch, a, b, t, m int) float64 {
+	n := b - a
+	r := s.ranks(a, b)
+	v := rankVar(r)
+	if v == 0 {
+		return 1
+	}
+	mean := float64(n+1) / 2
+	sum := 0.0
+	for _, x := range r[:t] {
+		sum += x - mean
+	}
+	z := math.Abs(sum) / math.Sqrt(float64(t)*float64(n-t)/float64(n-1)*v)
+	return supTail(z/math.Sqrt(s.vif), n, m)
+}
+
+// supTail is the probability that the largest absolute standardized
+// two-sample statistic over the splits m..n-m of a stationary series
+// exceeds x: the sup of a standardized Brownian bridge over
+// [m/n, 1-m/n], after James, James and Siegmund (1987),
+//
+//	x φ(x) ((1 - 1/x²) log(u1(1-u0) / (u0(1-u1))) + 4/x²),
+//
+// never below the two-sided p-value of a single split and at most 1. The
+// discrete rank process crosses less often than the continuous bridge,
+// so the tail is conservative.
+func supTail(x float64, n, m int) float64 {
+	single := math.Erfc(x / math.Sqrt2)
+	if x <= 1 {
+		return 1
+	}
+	u0 := float64(m) / float64(n)
+	u1 := 1 - u0
+	if u0 >= u1 {
+		return min(1, single)
+	}
+	phi := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
+	p := x * phi * ((1-1/(x*x))*math.Log(u1*(1-u0)/(u0*(1-u1))) + 4/(x*x))
+	return min(1, max(p, single))
+}
+
+// stepBeyondTrend tests for a step at t in xs[a:b], a window around a
+// candidate, beyond a straight line: it fits the window's values, each
+// side clipped to its median +- 3 robust standard deviations (so an
+// outlier weighs no more than a point at that distance), by least squares
+// to a line plus a step at t and returns the two-sided p-value of the
+// step's t statistic. A trend or a slow wave is absorbed by the line; a
+// step is not.
+func stepBeyondTrend(s *scratch, a, b, t int) float64 {
+	n := b - a
+	if n < 5 || t <= 0 || t >= n {
+		return 1
+	}
+	r := s.clipped(a, a+t, b)
+	fn := float64(n)
+	tm, dm := (fn-1)/2, float64(n-t)/fn
+	ym := 0.0
+	for _, y := range r {
+		ym += y
+	}
+	ym /= fn
+	var stt, std, sdd, sty, sdy, syy float64
+	for i, y := range r {
+		ti, di, yi := float64(i)-tm, -dm, y-ym
+		if i >= t {
+			di = 1 - dm
+		}
+		stt += ti * ti
+		std += ti * di
+		sdd += di * di
+		sty += ti * yi
+		sdy += di * yi
+		syy += yi * yi
+	}
+	det := stt*sdd - std*std
+	if det <= 0 || syy == 0 {
+		return 1
+	}
+	slope := (sdd*sty - std*sdy) / det
+	c := (stt*sdy - std*sty) / det
+	rss := syy - slope*sty - c*sdy
+	if rss <= 1e-12*syy {
+		return 0
+	}
+	se := math.Sqrt(rss / (fn - 3) * stt / det * s.vif)
+	return studentTwoSided(math.Abs(c)/se, fn-3)
+}

@@ -1,0 +1,148 @@
+package history
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func steps(levels ...float64) []float64 {
+	var xs []float64
+	for _, l := range levels {
+		for range 30 {
+			xs = append(xs, l)
+		}
+	}
+	return xs
+}
+
+func TestDetectEdgeCases(t *testing.T) {
+	outlier := steps(5, 5)
+	outlier[20] = 1000
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		want []int
+	}{
+		{"empty", nil, nil},
+		{"short", []float64{1, 1, 1, 9, 9, 9}, nil},
+		{"constant", steps(5, 5), nil},
+		{"noiseless step", steps(5, 7), []int{30}},
+		{"noiseless staircase", steps(1, 2, 3, 4), []int{30, 60, 90}},
+		{"one outlier", outlier, nil},
+		{"up and back", steps(5, 9, 5), []int{30, 60}},
+	} {
+		got := indices(Default.Detect(tc.xs))
+		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: change points %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDetectOutlierBursts: bursts of up to 4 outliers in a row never make
+// a change point (segments hold at least 5 points).
+func TestDetectOutlierBursts(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 25))
+	for burst := 1; burst <= 4; burst++ {
+		for range 50 {
+			xs := make([]float64, 120)
+			for i := range xs {
+				xs[i] = 100 + r.NormFloat64()
+			}
+			at := r.IntN(len(xs) - burst)
+			for i := at; i < at+burst; i++ {
+				xs[i] += 50
+			}
+			if cps := Default.Detect(xs); len(cps) > 0 {
+				t.Errorf("burst of %d at %d: change points %v", burst, at, cps)
+			}
+		}
+	}
+}
+
+func TestAnalyze(t *testing.T) {
+	xs := steps(0, 10, 8)
+	var pts []Point
+	for i, x := range xs {
+		jitter := 0.01 * float64(i%3)
+		if x == 0 {
+			jitter = 0
+		}
+		pts = append(pts, Point{Label: string(rune('A' + i%26)), Value: x + jitter})
+		if i == 45 {
+			pts = append(pts, Point{Label: "missing", Value: math.NaN()})
+		}
+	}
+	rs := Analyze([]Series{
+		{Metric: "lat", Better: LowerIsBetter, Points: pts},
+		{Metric: "pps", Better: HigherIsBetter, Points: pts},
+		{Metric: "n", Points: pts},
+	}, Default)
+	for i, want := range [][]string{{"regression", "improvement"}, {"improvement", "regression"}, {"change", "change"}} {
+		r := rs[i]
+		if len(r.Points) != 90 || len(r.Changes) != 2 {
+			t.Fatalf("%s: %d points, %d change points; want 90 (NaN dropped) and 2", r.Metric, len(r.Points), len(r.Changes))
+		}
+		c0, c1 := r.Changes[0], r.Changes[1]
+		if c0.Index != 30 || c0.Label != "E" || c0.Direction != want[0] || c1.Index != 60 || c1.Direction != want[1] {
+			t.Errorf("%s: %+v %+v, want %s at 30 (E) and %s at 60", r.Metric, c0, c1, want[0], want[1])
+		}
+		if c0.Change != nil || c1.Change == nil || math.Abs(*c1.Change+0.2) > 0.01 {
+			t.Errorf("%s: changes %v, %v; want none from 0, then -20%%", r.Metric, c0.Change, c1.Change)
+		}
+		// The second change's first point, 60, is the 30th from the end.
+		if got := len(r.NewRegressions(30)); (want[1] == "regression") != (got == 1) {
+			t.Errorf("%s: %d new regressions in the last 30 points", r.Metric, got)
+		}
+		if got := len(r.NewRegressions(29)); got != 0 {
+			t.Errorf("%s: %d new regressions in the last 29 points, want 0", r.Metric, got)
+		}
+	}
+	js, err := MarshalResults(rs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"metric": "lat"`, `"cell": ""`, `"points": 90`, `"index": 30`, `"change": null`, `"direction": "regression"`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js)
+		}
+	}
+}
+
+func TestSparkline(t *testing.T) {
+	if got := Sparkline([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 60); got != "▁▂▃▄▅▆▇█" {
+		t.Errorf("Sparkline = %q", got)
+	}
+	if got := Sparkline(steps(1, 2), 4); got != "▁▁██" {
+		t.Errorf("Sparkline of 60 points in 4 = %q", got)
+	}
+	if got := Sparkline([]float64{3, 3}, 10); got != "▁▁" {
+		t.Errorf("Sparkline of a constant = %q", got)
+	}
+}
+
+// TestDetectLargeStepExact: a large step (25% on 2% noise) with 10 points
+// after it is found at its exact index: ranks alone would put it a few
+// points off, towards the middle.
+func TestDetectLargeStepExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const trials = 1000
+	exact := 0
+	for range trials {
+		xs := make([]float64, 40)
+		for i := range xs {
+			xs[i] = 100 * (1 + 0.02*r.NormFloat64())
+			if i >= 30 {
+				xs[i] *= 0.75
+			}
+		}
+		if cps := Default.Detect(xs); len(cps) == 1 && cps[0].Index == 30 {
+			exact++
+		}
+	}
+	if exact < trials*99/100 {
+		t.Errorf("found at exactly 30 in %d of %d series, want 99%%", exact, trials)
+	}
+}

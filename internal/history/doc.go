@@ -1,0 +1,55 @@
+// Package history finds change points in the history of a benchmark:
+// series of one metric of one cell on one kernel label across runs,
+// ordered by time. It is pure: series in, change points out, with the
+// scores that rate a detector (F1 with a margin, segmentation covering)
+// and the text, HTML and JSON renderers. It does not read run directories
+// or keep the index (see internal/history/store).
+//
+// # The detector
+//
+// Binary segmentation with two tests, each at p <= Alpha:
+//
+//  1. The rank test finds where to split: over a segment, the split whose
+//     standardized rank sum (Mann-Whitney's statistic) lies farthest from
+//     its mean, with the p-value of that maximum over all allowed splits
+//     (the tail of a standardized Brownian bridge's supremum, James, James
+//     and Siegmund 1987). Ranks make it distribution-free: on a stationary
+//     series its false alarm rate is the same for Gaussian, heavy-tailed or
+//     bimodal noise, and a single outlier moves a rank sum by at most one
+//     rank, so no outlier makes a change point. Ranks tell whether there
+//     is a change, not its size, so the split is then moved (by at most
+//     MinSegment points) to where two medians fit the values best.
+//  2. The trend test decides whether the split is a step: over up to
+//     TrendWindow points each side (bounded by the nearest change points),
+//     the values, each side clipped to its median +- 3 robust standard
+//     deviations, are fitted with a line plus a step at the split and the
+//     step's t statistic must be significant. A linear trend or a slow
+//     wave is absorbed by the line, so it does not fire at every step.
+//     A split that only a trend explains is not recorded, but both sides
+//     are searched again so a step beside a trend is still found.
+//
+// Both tests assume independent noise. Serially correlated noise (a
+// drifting machine, AR(1)) makes every stretch look like a change, so
+// both statistics are divided by the square root of the variance
+// inflation (1+φ)/(1-φ) that the series' lag-1 correlation φ causes,
+// estimated from its first differences and lowered by three standard
+// errors so independent noise rarely pays for it (varianceInflation).
+//
+// The change points found are then pruned, weakest first, until each
+// passes both tests against its final neighbours, and each is moved to
+// the best split between its neighbours when that split passes too.
+//
+// # The parameters
+//
+// Default is the one parameter set, chosen from first principles and not
+// fitted to any labelled data:
+//
+//   - Alpha 0.001, as Apache Otava's t-test: a CI job comparing 500 series
+//     per run gets a false alert every couple of runs at 0.01 and one in
+//     ~20 runs at 0.001 on top of the test's conservatism (measured below
+//     1 per 1,000 stationary points).
+//   - MinSegment 5: a change must hold for 5 points to be told from a
+//     burst of outliers; shorter changes cannot reach p <= 0.001 anyway.
+//   - TrendWindow 50, Otava's window: wide enough that a line and a step
+//     in the middle of the window are told apart at 2x the noise.
+package history

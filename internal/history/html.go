@@ -1,0 +1,114 @@
+package history
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"math"
+)
+
+// WriteHTML renders one self-contained HTML page: per series an inline
+// SVG line chart of its points, a band of each segment's median +- its
+// noise, and the change points marked and labelled, then their table.
+// No scripts or external resources.
+func WriteHTML(w io.Writer, rs []Result) error {
+	var b bytes.Buffer
+	b.WriteString(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>vnetbench history</title>
+<style>
+body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #999;padding:.2em .6em}
+td.num{text-align:right;font-family:monospace}
+svg text{font-family:sans-serif;font-size:11px}
+.regression{color:#b00}.improvement{color:#070}
+</style>
+</head>
+<body>
+<h1>vnetbench history</h1>
+`)
+	for _, r := range rs {
+		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(r.Title()))
+		writeChart(&b, &r)
+		if len(r.Changes) == 0 {
+			b.WriteString("<p>No change points.</p>\n")
+			continue
+		}
+		b.WriteString("<table>\n<tr><th>index</th><th>label</th><th>before</th><th>after</th><th>change</th><th>p</th><th>direction</th></tr>\n")
+		for _, c := range r.Changes {
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td>%s</td><td class=\"num\">%.4g</td><td class=\"num\">%.4g</td><td class=\"num\">%s</td><td class=\"num\">%.1e</td><td class=\"%s\">%s</td></tr>\n",
+				c.Index, html.EscapeString(c.Label), c.Before, c.After, pct(c.Change), c.P, c.Direction, c.Direction)
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</body>\n</html>\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeChart draws r's chart: x is the point's position, y its value.
+func writeChart(b *bytes.Buffer, r *Result) {
+	const W, H, left, right, top, bottom = 900, 260, 70, 10, 20, 30
+	xs := values(r.Points)
+	if len(xs) == 0 {
+		return
+	}
+	segs := r.Segments()
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range xs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for _, s := range segs {
+		lo, hi = min(lo, s.Median-s.Sigma), max(hi, s.Median+s.Sigma)
+	}
+	if hi == lo {
+		hi, lo = hi+1, lo-1
+	}
+	px := func(i float64) float64 {
+		if len(xs) == 1 {
+			return left + (W-left-right)/2
+		}
+		return left + i*(W-left-right)/float64(len(xs)-1)
+	}
+	py := func(v float64) float64 { return top + (hi-v)/(hi-lo)*(H-top-bottom) }
+	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">\n", W, H, W, H, html.EscapeString(r.Title()))
+	fmt.Fprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", left, H-bottom, W-right, H-bottom)
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left-4, py(hi)+4, hi)
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left-4, py(lo), lo)
+	for _, s := range segs {
+		x0, x1 := px(float64(s.From)-0.5), px(float64(s.To)-0.5)
+		x0, x1 = max(x0, left), min(x1, W-right)
+		fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4a90d9\" fill-opacity=\"0.15\"><title>median %.4g ± %.4g</title></rect>\n",
+			x0, py(s.Median+s.Sigma), x1-x0, py(s.Median-s.Sigma)-py(s.Median+s.Sigma), s.Median, s.Sigma)
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#4a90d9\"/>\n", x0, py(s.Median), x1, py(s.Median))
+	}
+	b.WriteString("<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"1\" points=\"")
+	for i, v := range xs {
+		fmt.Fprintf(b, "%.1f,%.1f ", px(float64(i)), py(v))
+	}
+	b.WriteString("\"/>\n")
+	if len(xs) <= 300 {
+		for i, v := range xs {
+			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#333\"><title>%s: %.4g</title></circle>\n", px(float64(i)), py(v), html.EscapeString(r.Points[i].Label), v)
+		}
+	}
+	for _, c := range r.Changes {
+		color := "#777"
+		switch c.Direction {
+		case "regression":
+			color = "#b00"
+		case "improvement":
+			color = "#070"
+		}
+		x := px(float64(c.Index) - 0.5)
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", x, top, x, H-bottom, color)
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\">%s %s</text>\n", x+3, top-6, color, html.EscapeString(c.Label), pct(c.Change))
+	}
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>\n", left, H-10, html.EscapeString(r.Points[0].Label))
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", W-right, H-10, html.EscapeString(r.Points[len(xs)-1].Label))
+	b.WriteString("</svg>\n")
+}

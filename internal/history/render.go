@@ -1,0 +1,128 @@
+package history
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Title names a series in one line: metric, cell, kernel label.
+func (s *Series) Title() string {
+	parts := []string{s.Metric}
+	if s.Cell != "" {
+		parts = append(parts, s.Cell)
+	}
+	if s.Kernel != "" {
+		parts = append(parts, "kernel "+s.Kernel)
+	}
+	if s.Scenario != "" {
+		parts = append(parts, "scenario "+s.Scenario)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Sparkline draws xs as one line of at most width block characters; a
+// character stands for the median of its share of the points.
+func Sparkline(xs []float64, width int) string {
+	if len(xs) == 0 || width <= 0 {
+		return ""
+	}
+	n := min(len(xs), width)
+	vals := make([]float64, n)
+	for i := range vals {
+		vals[i] = median(xs[i*len(xs)/n : (i+1)*len(xs)/n])
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	const bars = "▁▂▃▄▅▆▇█"
+	runes := []rune(bars)
+	var b strings.Builder
+	for _, v := range vals {
+		k := 0
+		if hi > lo {
+			k = int((v - lo) / (hi - lo) * float64(len(runes)-1))
+		}
+		b.WriteRune(runes[k])
+	}
+	return b.String()
+}
+
+// WriteText writes per series a title, a sparkline and its change points
+// as a table.
+func WriteText(w io.Writer, rs []Result) error {
+	var b bytes.Buffer
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		xs := values(r.Points)
+		fmt.Fprintf(&b, "%s: %d points\n  %s\n", r.Title(), len(xs), Sparkline(xs, 60))
+		if len(r.Changes) == 0 {
+			b.WriteString("  no change points\n")
+			continue
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  index\tlabel\tbefore\tafter\tchange\tp\tdirection\t")
+		for _, c := range r.Changes {
+			fmt.Fprintf(tw, "  %d\t%s\t%.4g\t%.4g\t%s\t%.1e\t%s\t\n", c.Index, c.Label, c.Before, c.After, pct(c.Change), c.P, c.Direction)
+		}
+		tw.Flush()
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func pct(c *float64) string {
+	if c == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", 100**c)
+}
+
+// ErrCSV marks a CSV file that cannot be read as series.
+var ErrCSV = errors.New("bad history CSV")
+
+// ReadCSV reads series from CSV: a header row, then one row per point;
+// the first column is the point's label, every other column one metric
+// (its header the metric's name), an empty cell a missing value. Points
+// stay in the file's order. better gives each metric's direction.
+func ReadCSV(r io.Reader, name string, better func(metric string) Better) ([]Series, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	rows, err := cr.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCSV, name, err)
+	}
+	if len(rows) < 2 || len(rows[0]) < 2 {
+		return nil, fmt.Errorf("%w: %s: want a header row and a row per point, with a label column and at least one metric column", ErrCSV, name)
+	}
+	head := rows[0]
+	series := make([]Series, len(head)-1)
+	for j := range series {
+		series[j] = Series{Metric: strings.TrimSpace(head[j+1]), Better: better(strings.TrimSpace(head[j+1]))}
+	}
+	for i, row := range rows[1:] {
+		if len(row) > len(head) {
+			return nil, fmt.Errorf("%w: %s:%d: %d columns, the header has %d", ErrCSV, name, i+2, len(row), len(head))
+		}
+		for j := range series {
+			v := math.NaN()
+			if j+1 < len(row) && strings.TrimSpace(row[j+1]) != "" {
+				v, err = strconv.ParseFloat(strings.TrimSpace(row[j+1]), 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s:%d: column %q: %q is not a number (leave the cell empty for a missing value)", ErrCSV, name, i+2, head[j+1], row[j+1])
+				}
+			}
+			series[j].Points = append(series[j].Points, Point{Label: row[0], Value: v})
+		}
+	}
+	return series, nil
+}

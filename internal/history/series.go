@@ -1,0 +1,205 @@
+package history
+
+import (
+	"encoding/json"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Better says which way a metric improves.
+type Better int
+
+// Directions of a metric.
+const (
+	Neutral Better = iota
+	HigherIsBetter
+	LowerIsBetter
+)
+
+// Point is one run's value of a series.
+type Point struct {
+	// Label names the point: the kernel's commit, release or config, a
+	// run id, or a CSV row's first column.
+	Label string
+	// Time is when the run was recorded (zero when unknown).
+	Time time.Time
+	// Value is the point's value; NaN means missing.
+	Value float64
+}
+
+// Series is one metric of one cell on one kernel label across points, in
+// order. A CSV column is a series with an empty Cell and Kernel.
+type Series struct {
+	Scenario string
+	Cell     string
+	Kernel   string
+	Metric   string
+	Better   Better
+	Points   []Point
+}
+
+// ChangePoint is a change found in a series, in the terms of its points.
+type ChangePoint struct {
+	// Index is the 0-based position, among the series' non-missing
+	// points, of the first point after the change; Label is its label.
+	Index int    `json:"index"`
+	Label string `json:"label"`
+	// Before and After are the medians of the segments before and after
+	// the change (up to the neighbouring change points).
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	// Change is (After-Before)/|Before|; nil when Before is 0.
+	Change *float64 `json:"change"`
+	// P is the p-value (the larger of the two tests').
+	P float64 `json:"p"`
+	// Direction is "regression", "improvement" or, for a metric with no
+	// better direction, "change".
+	Direction string `json:"direction"`
+}
+
+// Result is a series with its missing points dropped and its change
+// points.
+type Result struct {
+	Series
+	Changes []ChangePoint
+}
+
+// Regression reports whether c is a change for the worse.
+func (c ChangePoint) Regression() bool { return c.Direction == "regression" }
+
+// Analyze detects the change points of every series with p, on all CPUs.
+// Results are in the order of series.
+func Analyze(series []Series, p Params) []Result {
+	out := make([]Result, len(series))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = p.analyze(series[i])
+			}
+		})
+	}
+	for i := range series {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func (p Params) analyze(s Series) Result {
+	pts := make([]Point, 0, len(s.Points))
+	for _, pt := range s.Points {
+		if !math.IsNaN(pt.Value) && !math.IsInf(pt.Value, 0) {
+			pts = append(pts, pt)
+		}
+	}
+	s.Points = pts
+	xs := values(pts)
+	cps := p.Detect(xs)
+	r := Result{Series: s}
+	for i, c := range cps {
+		lo, hi := 0, len(xs)
+		if i > 0 {
+			lo = cps[i-1].Index
+		}
+		if i+1 < len(cps) {
+			hi = cps[i+1].Index
+		}
+		cp := ChangePoint{Index: c.Index, Label: pts[c.Index].Label, P: c.P,
+			Before: median(xs[lo:c.Index]), After: median(xs[c.Index:hi])}
+		if cp.Before != 0 {
+			ch := (cp.After - cp.Before) / math.Abs(cp.Before)
+			cp.Change = &ch
+		}
+		cp.Direction = direction(s.Better, cp.After-cp.Before)
+		r.Changes = append(r.Changes, cp)
+	}
+	return r
+}
+
+func direction(b Better, delta float64) string {
+	switch {
+	case b == Neutral || delta == 0:
+		return "change"
+	case (b == HigherIsBetter) == (delta > 0):
+		return "improvement"
+	}
+	return "regression"
+}
+
+func values(pts []Point) []float64 {
+	xs := make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i] = p.Value
+	}
+	return xs
+}
+
+// Segment is a stretch of a series between change points, with its
+// median and its noise (the median absolute deviation scaled to a normal
+// standard deviation).
+type Segment struct {
+	From, To      int // points From..To-1
+	Median, Sigma float64
+}
+
+// Segments returns the segments of r between its change points.
+func (r *Result) Segments() []Segment {
+	xs := values(r.Points)
+	bounds := []int{0}
+	for _, c := range r.Changes {
+		bounds = append(bounds, c.Index)
+	}
+	bounds = append(bounds, len(xs))
+	var out []Segment
+	for i := 0; i+1 < len(bounds); i++ {
+		seg := xs[bounds[i]:bounds[i+1]]
+		if len(seg) == 0 {
+			continue
+		}
+		out = append(out, Segment{From: bounds[i], To: bounds[i+1], Median: median(seg), Sigma: robustSigma(seg)})
+	}
+	return out
+}
+
+// NewRegressions returns the regressions among r's change points whose
+// index lies in the last n points.
+func (r *Result) NewRegressions(n int) []ChangePoint {
+	var out []ChangePoint
+	for _, c := range r.Changes {
+		if c.Regression() && c.Index >= len(r.Points)-n {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// jsonSeries is one series in the JSON contract (docs/history.md).
+type jsonSeries struct {
+	Metric   string        `json:"metric"`
+	Cell     string        `json:"cell"`
+	Kernel   string        `json:"kernel"`
+	Scenario string        `json:"scenario,omitempty"`
+	Points   int           `json:"points"`
+	Changes  []ChangePoint `json:"change_points"`
+}
+
+// MarshalResults encodes results in the JSON contract of docs/history.md.
+func MarshalResults(rs []Result) ([]byte, error) {
+	doc := struct {
+		Series []jsonSeries `json:"series"`
+	}{Series: make([]jsonSeries, 0, len(rs))}
+	for _, r := range rs {
+		cps := r.Changes
+		if cps == nil {
+			cps = []ChangePoint{}
+		}
+		doc.Series = append(doc.Series, jsonSeries{Metric: r.Metric, Cell: r.Cell, Kernel: r.Kernel,
+			Scenario: r.Scenario, Points: len(r.Points), Changes: cps})
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}

@@ -1,0 +1,281 @@
+package history
+
+import (
+	"math"
+	"slices"
+)
+
+// scratch holds one series' global order, from which the ranks of any
+// stretch of it are found by sorting integers, and buffers reused across
+// the tests of the series.
+type scratch struct {
+	pos []int32 // pos[i]: position of point i in the series' sorted order
+	at  []int32 // at[k]: the point at sorted position k
+	tie []int32 // tie[k]: first sorted position holding the value at k
+	buf []int32
+	r   []float64
+	xs  []float64 // the series
+	w   []float64
+	// vif is the factor by which the noise's serial correlation inflates
+	// the variance of a sum of ranks (1 for independent noise).
+	vif float64
+}
+
+// init sorts xs once and estimates its noise's serial correlation.
+func (s *scratch) init(xs []float64) {
+	s.vif = varianceInflation(xs)
+	s.xs = xs
+	s.init0(xs)
+}
+
+// init0 sorts xs.
+func (s *scratch) init0(xs []float64) {
+	n := len(xs)
+	type valueAt struct {
+		v float64
+		i int32
+	}
+	order := make([]valueAt, n)
+	for i, x := range xs {
+		order[i] = valueAt{x, int32(i)}
+	}
+	slices.SortFunc(order, func(a, b valueAt) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	s.pos, s.at, s.tie = make([]int32, n), make([]int32, n), make([]int32, n)
+	for k, o := range order {
+		s.at[k] = o.i
+		s.pos[o.i] = int32(k)
+		s.tie[k] = int32(k)
+		if k > 0 && order[k-1].v == o.v {
+			s.tie[k] = s.tie[k-1]
+		}
+	}
+}
+
+// ranks returns the ranks of points a..b-1 among themselves, from 1,
+// ties getting their mean rank; r[i] is point a+i's. The result is
+// valid until the next call.
+func (s *scratch) ranks(a, b int) []float64 {
+	n := b - a
+	s.buf = s.buf[:0]
+	if n*16 >= len(s.pos) {
+		// A long stretch: pick its points from the global order, O(len).
+		for k, i := range s.at {
+			if int(i) >= a && int(i) < b {
+				s.buf = append(s.buf, int32(k))
+			}
+		}
+	} else {
+		s.buf = append(s.buf, s.pos[a:b]...)
+		slices.Sort(s.buf)
+	}
+	s.r = slices.Grow(s.r[:0], n)[:n]
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && s.tie[s.buf[j]] == s.tie[s.buf[i]] {
+			j++
+		}
+		mid := float64(i+j+1) / 2 // ranks i+1..j
+		for k := i; k < j; k++ {
+			s.r[int(s.at[s.buf[k]])-a] = mid
+		}
+		i = j
+	}
+	return s.r
+}
+
+// clipped returns points a..b-1 with those of a..t-1 and of t..b-1 each
+// clipped to their side's median +- 3 robust standard deviations. The
+// result is valid until the next call.
+func (s *scratch) clipped(a, t, b int) []float64 {
+	s.w = append(s.w[:0], s.xs[a:b]...)
+	for _, side := range [][]float64{s.w[:t-a], s.w[t-a:]} {
+		m, sd := median(side), robustSigma(side)
+		for i, x := range side {
+			side[i] = min(max(x, m-3*sd), m+3*sd)
+		}
+	}
+	return s.w
+}
+
+// rankVar is the population variance of ranks r (smaller than
+// (n²-1)/12 when there are ties).
+func rankVar(r []float64) float64 {
+	n := float64(len(r))
+	mean := (n + 1) / 2
+	v := 0.0
+	for _, x := range r {
+		v += (x - mean) * (x - mean)
+	}
+	return v / n
+}
+
+// studentTwoSided is P(|T| >= t) for Student's t with df degrees of
+// freedom.
+func studentTwoSided(t, df float64) float64 {
+	if math.IsNaN(t) {
+		return 1
+	}
+	if math.IsInf(t, 0) {
+		return 0
+	}
+	return regIncBeta(df/2, 0.5, df/(df+t*t))
+}
+
+// regIncBeta is the regularized incomplete beta function I_x(a, b),
+// evaluated by its continued fraction (modified Lentz's method).
+func regIncBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a + b)
+	lb, _ := math.Lgamma(a)
+	lc, _ := math.Lgamma(b)
+	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log(1-x))
+	if x > (a+1)/(a+b+2) {
+		return 1 - front*betaCF(b, a, 1-x)/b
+	}
+	return front * betaCF(a, b, x) / a
+}
+
+func betaCF(a, b, x float64) float64 {
+	const tiny, eps = 1e-300, 1e-14
+	c, d := 1.0, 1-(a+b)*x/(a+1)
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	d = 1 / d
+	h := d
+	for m := 1; m <= 300; m++ {
+		fm := float64(m)
+		num := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
+		d, c = 1+num*d, 1+num/c
+		d = 1 / nonzero(d, tiny)
+		c = nonzero(c, tiny)
+		h *= d * c
+		num = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
+		d, c = 1+num*d, 1+num/c
+		d = 1 / nonzero(d, tiny)
+		c = nonzero(c, tiny)
+		del := d * c
+		h *= del
+		if math.Abs(del-1) < eps {
+			break
+		}
+	}
+	return h
+}
+
+func nonzero(v, tiny float64) float64 {
+	if math.Abs(v) < tiny {
+		return tiny
+	}
+	return v
+}
+
+// median returns the median of xs (NaN when empty); xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// absDev is the sum of the absolute deviations of xs from their median.
+func absDev(xs []float64) float64 {
+	m := median(xs)
+	d := 0.0
+	for _, x := range xs {
+		d += math.Abs(x - m)
+	}
+	return d
+}
+
+// robustSigma is the median absolute deviation scaled to estimate a
+// normal distribution's standard deviation.
+func robustSigma(xs []float64) float64 {
+	m := median(xs)
+	d := make([]float64, len(xs))
+	for i, x := range xs {
+		d[i] = math.Abs(x - m)
+	}
+	return 1.4826 * median(d)
+}
+
+// varianceInflation estimates how much the serial correlation of xs's
+// noise inflates the variance of a sum over a stretch of it:
+// (1+φ)/(1-φ) for AR(1) noise of coefficient φ. φ comes from the lag-1
+// autocorrelation ρ of the first differences, which is -1/2 for
+// independent noise of any distribution, level, trend or steps, and
+// -(1-φ)/2 for AR(1) noise. The differences are first clipped to 3
+// robust standard deviations (from the interquartile range) of their
+// median, so a step's single large
+// difference does not sway ρ. The estimate is lowered by three of its
+// standard errors (about 1/√n for ρ, so 2/√n for φ: 6/√n), so independent
+// noise rarely pays for it. At most φ = 0.95. When half the differences
+// are equal (noiseless or coarsely quantized values) the noise is taken
+// as independent.
+func varianceInflation(xs []float64) float64 {
+	n := len(xs) - 1
+	if n < 10 {
+		return 1
+	}
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = xs[i+1] - xs[i]
+	}
+	sorted := slices.Clone(d)
+	slices.Sort(sorted)
+	if largestTie(sorted) > n/2 {
+		return 1
+	}
+	// Median and a robust standard deviation (interquartile range / 1.349).
+	m, sd := sorted[n/2], (sorted[3*n/4]-sorted[n/4])/1.349
+	for i, x := range d {
+		d[i] = min(max(x, m-3*sd), m+3*sd) - m
+	}
+	var num, den float64
+	for i, x := range d {
+		den += x * x
+		if i > 0 {
+			num += x * d[i-1]
+		}
+	}
+	if den == 0 {
+		return 1
+	}
+	phi := 1 + 2*num/den - 6/math.Sqrt(float64(n))
+	phi = min(max(phi, 0), 0.95)
+	return (1 + phi) / (1 - phi)
+}
+
+// largestTie is the size of the largest group of equal values in s,
+// sorted.
+func largestTie(s []float64) int {
+	best := 0
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		best = max(best, j-i)
+		i = j
+	}
+	return best
+}

@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// schema is the index. A run's values are one row of run_values: its
+// series ids and values packed (see encodeValues), so adding a run writes
+// a handful of rows and reading the history reads one row per run rather
+// than one per point.
+const schema = `
+CREATE TABLE IF NOT EXISTS runs (
+	id INTEGER PRIMARY KEY,
+	path TEXT NOT NULL UNIQUE,
+	time INTEGER NOT NULL,
+	scenario TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS labels (
+	run INTEGER NOT NULL,
+	kernel TEXT NOT NULL,
+	label TEXT NOT NULL,
+	PRIMARY KEY (run, kernel)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS series (
+	id INTEGER PRIMARY KEY,
+	scenario TEXT NOT NULL,
+	cell TEXT NOT NULL,
+	kernel TEXT NOT NULL,
+	metric TEXT NOT NULL,
+	UNIQUE (scenario, cell, kernel, metric)
+);
+CREATE TABLE IF NOT EXISTS run_values (
+	run INTEGER PRIMARY KEY,
+	data BLOB NOT NULL
+);
+`
+
+// Index is an open history index.
+type Index struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the index at path, creating it when missing.
+func Open(path string) (*Index, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, fmt.Errorf("open history index %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fault.Input("history index %s: %v; delete it and run 'vnetbench history rebuild RUN_DIR...'", path, err)
+	}
+	return &Index{db: db, path: path}, nil
+}
+
+// Close closes the index.
+func (x *Index) Close() error { return x.db.Close() }
+
+// Add records runs, replacing an earlier record of the same path, in one
+// transaction.
+func (x *Index) Add(ctx context.Context, runs ...*Run) error {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer tx.Rollback()
+	seriesID := map[[4]string]int64{}
+	for _, r := range runs {
+		if err := addRun(ctx, tx, r, seriesID); err != nil {
+			return fmt.Errorf("history index %s: add %s: %w", x.path, r.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	return nil
+}
+
+func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int64) error {
+	path := absPath(r.Path)
+	var old int64
+	switch err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE path = ?", path).Scan(&old); {
+	case err == nil:
+		for _, q := range []string{"DELETE FROM run_values WHERE run = ?", "DELETE FROM labels WHERE run = ?", "DELETE FROM runs WHERE id = ?"} {
+			if _, err := tx.ExecContext(ctx, q, old); err != nil {
+				return err
+			}
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO runs (path, time, scenario) VALUES (?, ?, ?)", path, unixNano(r.Time), r.Scenario)
+	if err != nil {
+		return err
+	}
+	run, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	for kernel, label := range r.Labels {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO labels (run, kernel, label) VALUES (?, ?, ?)", run, kernel, label); err != nil {
+			return err
+		}
+	}
+	ids := make([]int64, len(r.Values))
+	for i, v := range r.Values {
+		if ids[i], err = seriesFor(ctx, tx, [4]string{r.Scenario, v.Cell, v.Kernel, v.Metric}, seriesID); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO run_values (run, data) VALUES (?, ?)", run, encodeValues(ids, r.Values))
+	return err
+}
+
+// encodeValues packs a run's values: per value its series id (uint32)
+// and value (float64 bits), little-endian.
+func encodeValues(ids []int64, vs []Value) []byte {
+	b := make([]byte, 0, 12*len(vs))
+	for i, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(ids[i]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Value))
+	}
+	return b
+}
+
+// decodeValues calls f for each series id and value of data.
+func decodeValues(data []byte, f func(series int64, v float64)) error {
+	if len(data)%12 != 0 {
+		return fmt.Errorf("run values of %d bytes, not a multiple of 12", len(data))
+	}
+	for i := 0; i < len(data); i += 12 {
+		f(int64(binary.LittleEndian.Uint32(data[i:])), math.Float64frombits(binary.LittleEndian.Uint64(data[i+4:])))
+	}
+	return nil
+}
+
+func seriesFor(ctx context.Context, tx *sql.Tx, k [4]string, cache map[[4]string]int64) (int64, error) {
+	if id, ok := cache[k]; ok {
+		return id, nil
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT id FROM series WHERE scenario = ? AND cell = ? AND kernel = ? AND metric = ?", k[0], k[1], k[2], k[3]).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		res, err = tx.ExecContext(ctx, "INSERT INTO series (scenario, cell, kernel, metric) VALUES (?, ?, ?, ?)", k[0], k[1], k[2], k[3])
+		if err == nil {
+			id, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	cache[k] = id
+	return id, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// Paths returns the paths of the recorded runs, in the order added.
+func (x *Index) Paths(ctx context.Context) ([]string, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT path FROM runs ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

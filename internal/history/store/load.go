@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/history"
+)
+
+type runRow struct {
+	id     int64
+	time   time.Time
+	data   []byte
+	labels []string // by kernel number
+}
+
+// Series returns every recorded series, points ordered by the runs'
+// recorded time (byTime) or in the order the runs were added.
+func (x *Index) Series(ctx context.Context, byTime bool) ([]history.Series, error) {
+	runs, err := x.runs(ctx, byTime)
+	if err != nil {
+		return nil, err
+	}
+	out, byID, err := x.seriesRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Number the kernels so a point's label is a slice lookup.
+	kernelNo := map[string]int{}
+	seriesKernel := make([]int, len(out))
+	for i, s := range out {
+		k, ok := kernelNo[s.Kernel]
+		if !ok {
+			k = len(kernelNo)
+			kernelNo[s.Kernel] = k
+		}
+		seriesKernel[i] = k
+	}
+	if err := x.readLabels(ctx, runs, kernelNo); err != nil {
+		return nil, err
+	}
+	if err := x.readValues(ctx, runs); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Points = make([]history.Point, 0, len(runs))
+	}
+	for _, r := range runs {
+		err := decodeValues(r.data, func(series int64, v float64) {
+			if series < int64(len(byID)) && byID[series] >= 0 {
+				i := byID[series]
+				out[i].Points = append(out[i].Points, history.Point{Label: r.labels[seriesKernel[i]], Time: r.time, Value: v})
+			}
+		})
+		if err != nil {
+			return nil, fault.Input("history index %s: run %d: %v; run 'vnetbench history rebuild RUN_DIR...'", x.path, r.id, err)
+		}
+		r.data = nil
+	}
+	return out, nil
+}
+
+// runs returns the recorded runs in point order.
+func (x *Index) runs(ctx context.Context, byTime bool) ([]*runRow, error) {
+	order := "id"
+	if byTime {
+		order = "time, id"
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT id, time FROM runs ORDER BY "+order)
+	if err != nil {
+		return nil, fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	var out []*runRow
+	for rows.Next() {
+		r := &runRow{}
+		var ns int64
+		if err := rows.Scan(&r.id, &ns); err != nil {
+			return nil, err
+		}
+		if ns != 0 {
+			r.time = time.Unix(0, ns).UTC()
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func byRunID(runs []*runRow) map[int64]*runRow {
+	m := make(map[int64]*runRow, len(runs))
+	for _, r := range runs {
+		m[r.id] = r
+	}
+	return m
+}
+
+func (x *Index) readValues(ctx context.Context, runs []*runRow) error {
+	byID := byRunID(runs)
+	rows, err := x.db.QueryContext(ctx, "SELECT run, data FROM run_values")
+	if err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run int64
+		var data []byte
+		if err := rows.Scan(&run, &data); err != nil {
+			return fmt.Errorf("history index %s: %w", x.path, err)
+		}
+		if r := byID[run]; r != nil {
+			r.data = data
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	return nil
+}
+
+func (x *Index) readLabels(ctx context.Context, runs []*runRow, kernelNo map[string]int) error {
+	byID := byRunID(runs)
+	for _, r := range runs {
+		r.labels = make([]string, len(kernelNo))
+	}
+	rows, err := x.db.QueryContext(ctx, "SELECT run, kernel, label FROM labels")
+	if err != nil {
+		return fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run int64
+		var kernel, label string
+		if err := rows.Scan(&run, &kernel, &label); err != nil {
+			return fmt.Errorf("history index %s: %w", x.path, err)
+		}
+		k, ok := kernelNo[kernel]
+		if r := byID[run]; r != nil && ok {
+			r.labels[k] = label
+		}
+	}
+	return rows.Err()
+}
+
+// seriesRows returns the recorded series (without points) and, by series
+// id, each one's position in them (-1 for none).
+func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error) {
+	rows, err := x.db.QueryContext(ctx, "SELECT id, scenario, cell, kernel, metric FROM series ORDER BY scenario, cell, kernel, metric")
+	if err != nil {
+		return nil, nil, fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer rows.Close()
+	var out []history.Series
+	var byID []int
+	for rows.Next() {
+		var id int64
+		var s history.Series
+		if err := rows.Scan(&id, &s.Scenario, &s.Cell, &s.Kernel, &s.Metric); err != nil {
+			return nil, nil, err
+		}
+		s.Better = Better(s.Metric)
+		for int64(len(byID)) <= id {
+			byID = append(byID, -1)
+		}
+		byID[id] = len(out)
+		out = append(out, s)
+	}
+	return out, byID, rows.Err()
+}
+
+// Rebuild recreates the index at path from run directories alone: the
+// given paths, or when none are given those the old index recorded.
+func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
+	if len(paths) == 0 {
+		if _, err := os.Stat(path); err != nil {
+			return 0, fault.Input("no run directories given and no index at %s to take them from; run 'vnetbench history rebuild RUN_DIR...'", path)
+		}
+		old, err := Open(path)
+		if err != nil {
+			return 0, err
+		}
+		paths, err = old.Paths(ctx)
+		old.Close()
+		if err != nil {
+			return 0, err
+		}
+	}
+	var runs []*Run
+	for _, p := range paths {
+		r, err := ReadRun(p)
+		if err != nil {
+			return 0, err
+		}
+		runs = append(runs, r)
+	}
+	tmp := path + ".rebuild"
+	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+		os.Remove(f)
+	}
+	x, err := Open(tmp)
+	if err != nil {
+		return 0, err
+	}
+	err = x.Add(ctx, runs...)
+	if cerr := x.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range []string{path + "-wal", path + "-shm"} {
+		os.Remove(f)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return 0, fmt.Errorf("replace history index %s: %w", path, err)
+	}
+	return len(runs), nil
+}

@@ -1,0 +1,167 @@
+// Package store turns run directories and benchfmt files into history
+// points and keeps them in an index: an SQLite database (pure Go, so the
+// static build keeps working) that history add fills and history rebuild
+// recreates from the run directories alone. The run directories stay the
+// truth; the index only saves reading them all again.
+package store
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/history"
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// Run is one run directory or benchfmt file: one point of every series it
+// has values for.
+type Run struct {
+	// Path is the run directory or file, as given.
+	Path string
+	// Time is when the run was recorded: env.json's created, else its
+	// first sample's start; zero when unknown.
+	Time     time.Time
+	Scenario string
+	// Labels maps each kernel label to the point label of that kernel's
+	// identity: its commit where known, else release and config hash,
+	// else the run's name.
+	Labels map[string]string
+	// Values are the medians over repetitions, one per cell, kernel and
+	// metric.
+	Values []Value
+}
+
+// Value is one run's value of a series.
+type Value struct {
+	Cell, Kernel, Metric string
+	Value                float64
+}
+
+// ReadRun reads a run directory or a benchfmt file.
+func ReadRun(path string) (*Run, error) {
+	set, err := results.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{Path: path, Labels: map[string]string{}}
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), filepath.Ext(path))
+	env, _ := results.ReadEnv(path) // a benchfmt file has none
+	if env != nil {
+		run.Time, run.Scenario = env.Created, env.Scenario
+	}
+	fromSamples := run.Time.IsZero()
+	type key struct{ cell, kernel, metric string }
+	vals := map[key][]float64{}
+	var keys []key
+	for _, s := range set.Samples {
+		if fromSamples && !s.Start.IsZero() && (run.Time.IsZero() || s.Start.Before(run.Time)) {
+			run.Time = s.Start
+		}
+		kernel := s.Kernel
+		if kernel == name {
+			kernel = "" // no label of its own: a series across files
+		}
+		if _, ok := run.Labels[kernel]; !ok {
+			run.Labels[kernel] = pointLabel(set.Env[s.Kernel], env, name)
+		}
+		for m, v := range s.Metrics {
+			k := key{s.Cell, kernel, m}
+			if _, ok := vals[k]; !ok {
+				keys = append(keys, k)
+			}
+			vals[k] = append(vals[k], v)
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return strings.Compare(a.cell+"\x00"+a.kernel+"\x00"+a.metric, b.cell+"\x00"+b.kernel+"\x00"+b.metric)
+	})
+	for _, k := range keys {
+		run.Values = append(run.Values, Value{k.cell, k.kernel, k.metric, median(vals[k])})
+	}
+	if len(run.Values) == 0 {
+		return nil, fault.Input("%s has no measured samples; pass a run directory or benchfmt file with results", path)
+	}
+	return run, nil
+}
+
+// pointLabel is a kernel's identity in a few characters: "COMMIT12",
+// "RELEASE cfg CONFIG8", "RELEASE", or the run's name.
+func pointLabel(k, run *results.Env, name string) string {
+	for _, e := range []*results.Env{k, run} {
+		if e == nil {
+			continue
+		}
+		if e.Build != nil && e.Build.Commit != "" {
+			return short(e.Build.Commit, 12)
+		}
+		rel := e.KernelRelease
+		if rel == "" && e.Build != nil {
+			rel = e.Build.Release
+		}
+		if rel == "" {
+			continue
+		}
+		if e.ConfigSHA256 != "" {
+			return rel + " cfg " + short(e.ConfigSHA256, 8)
+		}
+		return rel
+	}
+	return name
+}
+
+func short(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// Better is the direction of a metric key, from the results registry.
+func Better(metric string) history.Better {
+	switch results.Describe(metric).Better {
+	case results.HigherIsBetter:
+		return history.HigherIsBetter
+	case results.LowerIsBetter:
+		return history.LowerIsBetter
+	}
+	return history.Neutral
+}
+
+// Series joins runs into series, one per scenario, cell, kernel label and
+// metric, each in the order of runs.
+func Series(runs []*Run) []history.Series {
+	type key struct{ scenario, cell, kernel, metric string }
+	idx := map[key]int{}
+	var out []history.Series
+	for _, r := range runs {
+		for _, v := range r.Values {
+			k := key{r.Scenario, v.Cell, v.Kernel, v.Metric}
+			i, ok := idx[k]
+			if !ok {
+				i = len(out)
+				idx[k] = i
+				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric)})
+			}
+			out[i].Points = append(out[i].Points, history.Point{Label: r.Labels[v.Kernel], Time: r.Time, Value: v.Value})
+		}
+	}
+	return out
+}
+
+// SortRuns orders runs by recorded time, runs of unknown time and equal
+// times keeping their given order.
+func SortRuns(runs []*Run) {
+	slices.SortStableFunc(runs, func(a, b *Run) int { return a.Time.Compare(b.Time) })
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/history"
+)
+
+// The real captures of report/testdata (see its README).
+const realRuns = "../../../report/testdata/real/"
+
+func TestReadRunReal(t *testing.T) {
+	r, err := ReadRun(realRuns + "quickstart-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scenario != "quickstart" || !r.Time.Equal(time.Date(2026, 11, 30, 0, 0, 3, 259107005, time.UTC)) {
+		t.Errorf("scenario %q, time %v; want env.json's", r.Scenario, r.Time)
+	}
+	if got := r.Labels["running"]; got != "6.18.44-fc-v657" {
+		t.Errorf("label %q, want the kernel release", got)
+	}
+	found := false
+	for _, v := range r.Values {
+		if v.Cell == "tap/trafgen/pfifo_fast" && v.Metric == "tx_pps" {
+			found = true
+			// The median of the two repetitions, 8951.7 and 14799.7 pps.
+			if want := (8951.734150246464 + 14799.695181738156) / 2; v.Value != want || v.Kernel != "running" {
+				t.Errorf("tx_pps %v on %q, want %v on running", v.Value, v.Kernel, want)
+			}
+		}
+	}
+	if !found {
+		t.Error("no tx_pps of the trafgen cell")
+	}
+	lab, err := ReadRun(realRuns + "lab-pktgen-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lab.Labels["stock"]; got != "6.1.192 cfg 70846e11" {
+		t.Errorf("lab stock label %q, want its release and config hash", got)
+	}
+}
+
+func TestIndexAddReplaceRebuild(t *testing.T) {
+	ctx := t.Context()
+	db := filepath.Join(t.TempDir(), "h.db")
+	x, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ReadRun(realRuns + "quickstart-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := ReadRun(realRuns + "lab-pktgen-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lab run was recorded a day after the quickstart; added first.
+	for _, r := range []*Run{lab, q, q} {
+		if err := x.Add(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := x.Paths(ctx)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("paths %v (%v), want the two runs once each", paths, err)
+	}
+	byTime, err := x.Series(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := Series([]*Run{q, lab})
+	if len(byTime) != len(direct) {
+		t.Fatalf("%d series from the index, %d from the runs", len(byTime), len(direct))
+	}
+	want := map[[4]string]history.Series{}
+	for _, s := range direct {
+		want[[4]string{s.Scenario, s.Cell, s.Kernel, s.Metric}] = s
+	}
+	for _, s := range byTime {
+		w := want[[4]string{s.Scenario, s.Cell, s.Kernel, s.Metric}]
+		if len(s.Points) != len(w.Points) || s.Points[0].Value != w.Points[0].Value || s.Points[0].Label != w.Points[0].Label || s.Better != w.Better {
+			t.Errorf("%s: index %+v, runs %+v", s.Title(), s, w)
+		}
+	}
+	x.Close()
+	n, err := Rebuild(ctx, db, nil)
+	if err != nil || n != 2 {
+		t.Fatalf("rebuild from the index's own paths: %d runs, %v", n, err)
+	}
+}
