@@ -233,114 +233,148 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}
-		var m map[string]json.RawMessage
+		o := statJSONObject{ln: ln}
 		dec := json.NewDecoder(strings.NewReader(s))
 		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
+		if err := dec.Decode(&o.m); err != nil {
 			return nil, errorf(ln, "perf stat -j: %v", err)
 		}
-		str := func(k string) (string, bool) {
-			raw, ok := m[k]
-			if !ok {
-				return "", false
-			}
-			var v any
-			d := json.NewDecoder(bytes.NewReader(raw))
-			d.UseNumber()
-			if d.Decode(&v) != nil {
-				return "", false
-			}
-			switch v := v.(type) {
-			case string:
-				return v, true
-			case json.Number:
-				return v.String(), true
-			}
-			return "", false
-		}
-		num := func(k string) (float64, bool, error) {
-			v, ok := str(k)
-			if !ok || v == "" {
-				return 0, false, nil
-			}
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, false, errorf(ln, "perf stat -j: %s %q is not a number", k, v)
-			}
-			return f, true, nil
-		}
-		ev, hasEv := str("event")
-		if hasEv && strings.TrimSpace(ev) == "" {
-			return nil, errorf(ln, "perf stat -j: object has an empty event name")
-		}
-		mv, hasMV, err := num("metric-value")
-		if err != nil {
+		if err := st.addJSONObject(o); err != nil {
 			return nil, err
 		}
-		mu, _ := str("metric-unit")
-		if !hasEv {
-			// perf 6.5+ prints extra metrics as their own objects.
-			if hasMV && mu != "" && len(st.Rows) > 0 {
-				prev := &st.Rows[len(st.Rows)-1]
-				prev.MoreMetrics = append(prev.MoreMetrics, *newMetric(mv, mu, false))
-				continue
-			}
-			if _, ok := m["counter-value"]; !ok {
-				continue // other objects (e.g. headers) carry no counter
-			}
-			return nil, errorf(ln, "perf stat -j: object has a counter-value but no event")
-		}
-		cv, _ := str("counter-value")
-		unit, _ := str("unit")
-		row := PerfStatRow{Event: ev, RawValue: cv, Supported: true, Counted: true, Multiplex: 1}
-		if err := row.setRaw(cv, unit, ln); err != nil {
-			return nil, err
-		}
-		if th, ok := str("thread"); ok {
-			row.Thread, row.TID = th, threadTID(th)
-		}
-		if c, ok := str("cpu"); ok {
-			row.CPU = c
-		}
-		for _, k := range []string{"core", "socket", "die", "node", "cache"} {
-			if c, ok := str(k); ok {
-				row.CPU = c
-			}
-		}
-		if n, ok, err := num("aggregate-number"); err == nil && ok {
-			row.AggrCPUs = int(n)
-		}
-		if iv, ok, err := num("interval"); err != nil {
-			return nil, err
-		} else if ok {
-			row.IntervalS = &iv
-		}
-		if v, ok, err := num("variance"); err != nil {
-			return nil, err
-		} else if ok {
-			v = scale(v, -2)
-			row.Variance = &v
-		}
-		if rt, ok, err := num("event-runtime"); err != nil {
-			return nil, err
-		} else if ok {
-			rt = scale(rt, -9)
-			row.RuntimeS = &rt
-		}
-		if p, ok, err := num("pcnt-running"); err != nil {
-			return nil, err
-		} else if ok {
-			row.Multiplex = scale(p, -2)
-		}
-		if hasMV && mu != "" {
-			row.Metric = newMetric(mv, mu, false)
-		}
-		st.Rows = append(st.Rows, row)
 	}
 	if len(st.Rows) == 0 {
 		return nil, errorf(0, "perf stat -j: no counter objects in the input")
 	}
 	return st, nil
+}
+
+// statJSONObject is one line of perf stat -j output.
+type statJSONObject struct {
+	m  map[string]json.RawMessage
+	ln int
+}
+
+// str returns field k as text (a string or a number).
+func (o statJSONObject) str(k string) (string, bool) {
+	raw, ok := o.m[k]
+	if !ok {
+		return "", false
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return "", false
+	}
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	}
+	return "", false
+}
+
+// num returns field k as a number; ok is false when it is absent or empty.
+func (o statJSONObject) num(k string) (float64, bool, error) {
+	v, ok := o.str(k)
+	if !ok || v == "" {
+		return 0, false, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0, false, errorf(o.ln, "perf stat -j: %s %q is not a number", k, v)
+	}
+	return f, true, nil
+}
+
+// addJSONObject appends the counter row of one object to st.Rows, or adds
+// an event-less metric object to the row before it.
+func (st *PerfStat) addJSONObject(o statJSONObject) error {
+	ev, hasEv := o.str("event")
+	if hasEv && strings.TrimSpace(ev) == "" {
+		return errorf(o.ln, "perf stat -j: object has an empty event name")
+	}
+	mv, hasMV, err := o.num("metric-value")
+	if err != nil {
+		return err
+	}
+	mu, _ := o.str("metric-unit")
+	if !hasEv {
+		// perf 6.5+ prints extra metrics as their own objects.
+		if hasMV && mu != "" && len(st.Rows) > 0 {
+			prev := &st.Rows[len(st.Rows)-1]
+			prev.MoreMetrics = append(prev.MoreMetrics, *newMetric(mv, mu, false))
+			return nil
+		}
+		if _, ok := o.m["counter-value"]; !ok {
+			return nil // other objects (e.g. headers) carry no counter
+		}
+		return errorf(o.ln, "perf stat -j: object has a counter-value but no event")
+	}
+	cv, _ := o.str("counter-value")
+	unit, _ := o.str("unit")
+	row := PerfStatRow{Event: ev, RawValue: cv, Supported: true, Counted: true, Multiplex: 1}
+	if err := row.setRaw(cv, unit, o.ln); err != nil {
+		return err
+	}
+	row.setJSONPlace(o)
+	if err := row.setJSONNumbers(o); err != nil {
+		return err
+	}
+	if hasMV && mu != "" {
+		row.Metric = newMetric(mv, mu, false)
+	}
+	st.Rows = append(st.Rows, row)
+	return nil
+}
+
+// setJSONPlace sets the thread, CPU (or other aggregation unit) and the
+// number of aggregated CPUs of a row.
+func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
+	if th, ok := o.str("thread"); ok {
+		row.Thread, row.TID = th, threadTID(th)
+	}
+	if c, ok := o.str("cpu"); ok {
+		row.CPU = c
+	}
+	for _, k := range []string{"core", "socket", "die", "node", "cache"} {
+		if c, ok := o.str(k); ok {
+			row.CPU = c
+		}
+	}
+	if n, ok, err := o.num("aggregate-number"); err == nil && ok {
+		row.AggrCPUs = int(n)
+	}
+}
+
+// setJSONNumbers sets the interval, variance, runtime and running share of
+// a row.
+func (row *PerfStatRow) setJSONNumbers(o statJSONObject) error {
+	if iv, ok, err := o.num("interval"); err != nil {
+		return err
+	} else if ok {
+		row.IntervalS = &iv
+	}
+	if v, ok, err := o.num("variance"); err != nil {
+		return err
+	} else if ok {
+		v = scale(v, -2)
+		row.Variance = &v
+	}
+	if rt, ok, err := o.num("event-runtime"); err != nil {
+		return err
+	} else if ok {
+		rt = scale(rt, -9)
+		row.RuntimeS = &rt
+	}
+	if p, ok, err := o.num("pcnt-running"); err != nil {
+		return err
+	} else if ok {
+		row.Multiplex = scale(p, -2)
+	}
+	return nil
 }
 
 // setRaw parses a plain (C locale) counter value as printed by -x or -j.

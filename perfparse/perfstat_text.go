@@ -39,6 +39,34 @@ func normalizeSpaces(s string) string {
 
 func parsePerfStatText(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
+	toks, foots, err := scanStatText(lines, st)
+	if err != nil {
+		return nil, err
+	}
+	if len(toks) == 0 && len(foots) == 0 {
+		return nil, errorf(0, "perf stat: no counter rows found (expected lines like \"4139.45 msec task-clock\")")
+	}
+	// Pass 1: decide the number format from every number in the input.
+	nf, err := statTextFormat(toks, foots)
+	if err != nil {
+		return nil, err
+	}
+	st.NumberFormat = nf.String()
+	// Pass 2: convert.
+	for _, t := range toks {
+		if err := st.addStatTok(t, &nf); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.setStatFooters(foots, &nf); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// scanStatText splits the text output into raw counter rows and footer
+// lines, and records the header's target and run count in st.
+func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error) {
 	var toks []statTok
 	var foots []statFooter
 	// The measured program's own output comes before perf's header when
@@ -50,9 +78,8 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		}
 	}
 	for i := start; i < len(lines); i++ {
-		l := lines[i]
 		ln := i + 1
-		s := normalizeSpaces(l)
+		s := normalizeSpaces(lines[i])
 		if s == "" {
 			continue
 		}
@@ -63,62 +90,76 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			}
 			continue
 		}
-		var variance string
-		if m := reStatVariance.FindStringSubmatchIndex(s); m != nil {
-			variance = s[m[2]:m[3]]
-			s = strings.TrimSpace(s[:m[0]] + " " + s[m[1]:])
-		}
-		if m := reStatFooter.FindStringSubmatch(collapse(s)); m != nil {
-			foots = append(foots, statFooter{ln, m[3], m[1], m[2], variance})
-			continue
-		}
-		var running string
-		if m := reStatRunning.FindStringSubmatchIndex(s); m != nil {
-			running = s[m[2]:m[3]]
-			s = strings.TrimSpace(s[:m[0]])
-		}
-		left, metric, hasMetric := strings.Cut(s, "#")
-		left = strings.TrimSpace(left)
-		if left == "" {
-			if !hasMetric {
-				continue
-			}
-			mv, mu := splitMetric(metric)
-			if mv == "" {
-				continue // a "# started on ..." comment or empty metric
-			}
-			toks = append(toks, statTok{line: ln, metricVal: mv, metricU: mu, metricOnly: true, variance: variance, running: running})
-			continue
-		}
-		t, ok, err := splitStatRow(left, ln)
+		t, f, err := scanStatLine(s, ln)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !ok {
-			// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
-			// heads the metric lines below it.
-			if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
-				toks = append(toks, statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running})
-			}
-			continue // prose: warnings, "Some events weren't counted", ...
+		if f != nil {
+			foots = append(foots, *f)
 		}
-		t.variance, t.running = variance, running
-		if hasMetric {
-			t.metricVal, t.metricU = splitMetric(metric)
+		if t != nil {
+			toks = append(toks, *t)
 		}
-		toks = append(toks, t)
 	}
-	if len(toks) == 0 && len(foots) == 0 {
-		return nil, errorf(0, "perf stat: no counter rows found (expected lines like \"4139.45 msec task-clock\")")
-	}
+	return toks, foots, nil
+}
 
-	// Pass 1: decide the number format from every number in the input.
+// scanStatLine splits one non-header line into a raw row or a footer; both
+// are nil for prose and comments.
+func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
+	var variance string
+	if m := reStatVariance.FindStringSubmatchIndex(s); m != nil {
+		variance = s[m[2]:m[3]]
+		s = strings.TrimSpace(s[:m[0]] + " " + s[m[1]:])
+	}
+	if m := reStatFooter.FindStringSubmatch(collapse(s)); m != nil {
+		return nil, &statFooter{ln, m[3], m[1], m[2], variance}, nil
+	}
+	var running string
+	if m := reStatRunning.FindStringSubmatchIndex(s); m != nil {
+		running = s[m[2]:m[3]]
+		s = strings.TrimSpace(s[:m[0]])
+	}
+	left, metric, hasMetric := strings.Cut(s, "#")
+	left = strings.TrimSpace(left)
+	if left == "" {
+		if !hasMetric {
+			return nil, nil, nil
+		}
+		mv, mu := splitMetric(metric)
+		if mv == "" {
+			return nil, nil, nil // a "# started on ..." comment or empty metric
+		}
+		return &statTok{line: ln, metricVal: mv, metricU: mu, metricOnly: true, variance: variance, running: running}, nil, nil
+	}
+	t, ok, err := splitStatRow(left, ln)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
+		// heads the metric lines below it.
+		if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
+			return &statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running}, nil, nil
+		}
+		return nil, nil, nil // prose: warnings, "Some events weren't counted", ...
+	}
+	t.variance, t.running = variance, running
+	if hasMetric {
+		t.metricVal, t.metricU = splitMetric(metric)
+	}
+	return &t, nil, nil
+}
+
+// statTextFormat decides the number format from every number in the rows
+// and footers.
+func statTextFormat(toks []statTok, foots []statFooter) (numFormat, error) {
 	var nf numFormat
 	for _, t := range toks {
 		for _, p := range t.prefix {
 			if isNumTok(p) && strings.ContainsAny(p, ".,") {
 				if err := nf.observe(p, roleDecimal, t.line); err != nil {
-					return nil, err
+					return nf, err
 				}
 			}
 		}
@@ -128,13 +169,13 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 				role = roleCount
 			}
 			if err := nf.observe(t.value, role, t.line); err != nil {
-				return nil, err
+				return nf, err
 			}
 		}
 		for _, d := range []string{t.metricVal, t.variance, t.running} {
 			if d != "" {
 				if err := nf.observe(strings.TrimSuffix(d, "%"), roleDecimal, t.line); err != nil {
-					return nil, err
+					return nf, err
 				}
 			}
 		}
@@ -143,114 +184,146 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		for _, d := range []string{f.value, f.stddev, f.variance} {
 			if d != "" {
 				if err := nf.observe(d, roleDecimal, f.line); err != nil {
-					return nil, err
+					return nf, err
 				}
 			}
 		}
 	}
-	st.NumberFormat = nf.String()
+	return nf, nil
+}
 
-	// Pass 2: convert.
-	dec := func(s string, ln int, what string) (float64, error) {
-		v, _, _, err := nf.parseNum(s, roleDecimal, false, ln, what)
-		return v, err
+// statDec converts a decimal (metric, percentage, seconds) in the input's
+// number format.
+func statDec(nf *numFormat, s string, ln int, what string) (float64, error) {
+	v, _, _, err := nf.parseNum(s, roleDecimal, false, ln, what)
+	return v, err
+}
+
+// statMultiplex converts a running percentage into the multiplex share.
+func statMultiplex(nf *numFormat, running string, ln int) (float64, error) {
+	v, err := statDec(nf, running, ln, "running percentage")
+	if err != nil {
+		return 0, err
 	}
-	for _, t := range toks {
-		var metric *PerfStatMetric
-		if t.metricVal != "" {
-			pct := strings.HasSuffix(t.metricVal, "%")
-			v, err := dec(strings.TrimSuffix(t.metricVal, "%"), t.line, "metric")
-			if err != nil {
-				return nil, err
-			}
-			metric = newMetric(v, t.metricU, pct)
+	return scale(v, -2), nil
+}
+
+// addStatTok converts one raw row and appends it to st.Rows; a metric-only
+// line adds its metric to the row before it.
+func (st *PerfStat) addStatTok(t statTok, nf *numFormat) error {
+	var metric *PerfStatMetric
+	if t.metricVal != "" {
+		pct := strings.HasSuffix(t.metricVal, "%")
+		v, err := statDec(nf, strings.TrimSuffix(t.metricVal, "%"), t.line, "metric")
+		if err != nil {
+			return err
 		}
-		if t.metricOnly {
-			if len(st.Rows) == 0 {
-				return nil, errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
-			}
-			prev := &st.Rows[len(st.Rows)-1]
-			prev.MoreMetrics = append(prev.MoreMetrics, *metric)
-			if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
-				// perf prints a counter's running share at the end of
-				// its last metric line ("instructions # 1.37 insn per
-				// cycle" then "# 0.11 stalled cycles per insn (83.36%)").
-				v, err := dec(t.running, t.line, "running percentage")
-				if err != nil {
-					return nil, err
-				}
-				prev.Multiplex = scale(v, -2)
-			}
-			continue
-		}
-		row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
-		if t.group {
-			row.MetricGroup = true
-			if t.running != "" {
-				v, err := dec(t.running, t.line, "running percentage")
-				if err != nil {
-					return nil, err
-				}
-				row.Multiplex = scale(v, -2)
-			}
-			st.Rows = append(st.Rows, row)
-			continue
-		}
-		if _, ok := timeUnits[t.unit]; ok {
-			row.Unit = "s"
-		}
-		switch t.value {
-		case "<not supported>":
-			row.Supported = false
-		case "<not counted>":
-			row.Counted = false
-		default:
-			integer := t.unit == "" // perf prints unitless counters as integers
-			v, n, isInt, err := nf.parseNum(t.value, roleCounter, integer, t.line, "counter value of "+t.event)
-			if err != nil {
-				return nil, err
-			}
-			row.setValue(v, n, isInt, t.unit)
-		}
-		if err := row.setPrefix(t.prefix, &nf, t.line); err != nil {
-			return nil, err
-		}
-		if t.variance != "" {
-			v, err := dec(t.variance, t.line, "variance")
-			if err != nil {
-				return nil, err
-			}
-			v = scale(v, -2)
-			row.Variance = &v
-		}
+		metric = newMetric(v, t.metricU, pct)
+	}
+	if t.metricOnly {
+		return st.addMetricLine(t, metric, nf)
+	}
+	row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+	if t.group {
+		row.MetricGroup = true
 		if t.running != "" {
-			v, err := dec(t.running, t.line, "running percentage")
+			m, err := statMultiplex(nf, t.running, t.line)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			row.Multiplex = scale(v, -2)
+			row.Multiplex = m
 		}
 		st.Rows = append(st.Rows, row)
+		return nil
 	}
-	for _, f := range foots {
-		v, err := dec(f.value, f.line, "seconds "+f.kind)
+	if err := row.setStatTok(t, nf); err != nil {
+		return err
+	}
+	st.Rows = append(st.Rows, row)
+	return nil
+}
+
+// addMetricLine adds a "# value unit" continuation line to the last row.
+func (st *PerfStat) addMetricLine(t statTok, metric *PerfStatMetric, nf *numFormat) error {
+	if len(st.Rows) == 0 {
+		return errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
+	}
+	prev := &st.Rows[len(st.Rows)-1]
+	prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+	if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
+		// perf prints a counter's running share at the end of
+		// its last metric line ("instructions # 1.37 insn per
+		// cycle" then "# 0.11 stalled cycles per insn (83.36%)").
+		m, err := statMultiplex(nf, t.running, t.line)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		prev.Multiplex = m
+	}
+	return nil
+}
+
+// setStatTok fills a counter row's value, prefix, variance and running
+// share from its raw text.
+func (row *PerfStatRow) setStatTok(t statTok, nf *numFormat) error {
+	if _, ok := timeUnits[t.unit]; ok {
+		row.Unit = "s"
+	}
+	switch t.value {
+	case "<not supported>":
+		row.Supported = false
+	case "<not counted>":
+		row.Counted = false
+	default:
+		integer := t.unit == "" // perf prints unitless counters as integers
+		v, n, isInt, err := nf.parseNum(t.value, roleCounter, integer, t.line, "counter value of "+t.event)
+		if err != nil {
+			return err
+		}
+		row.setValue(v, n, isInt, t.unit)
+	}
+	if err := row.setPrefix(t.prefix, nf, t.line); err != nil {
+		return err
+	}
+	if t.variance != "" {
+		v, err := statDec(nf, t.variance, t.line, "variance")
+		if err != nil {
+			return err
+		}
+		v = scale(v, -2)
+		row.Variance = &v
+	}
+	if t.running != "" {
+		m, err := statMultiplex(nf, t.running, t.line)
+		if err != nil {
+			return err
+		}
+		row.Multiplex = m
+	}
+	return nil
+}
+
+// setStatFooters converts the "seconds time elapsed/user/sys" footers.
+func (st *PerfStat) setStatFooters(foots []statFooter, nf *numFormat) error {
+	for _, f := range foots {
+		v, err := statDec(nf, f.value, f.line, "seconds "+f.kind)
+		if err != nil {
+			return err
 		}
 		switch f.kind {
 		case "time elapsed":
 			st.ElapsedS = &v
 			if f.stddev != "" {
-				sd, err := dec(f.stddev, f.line, "elapsed stddev")
+				sd, err := statDec(nf, f.stddev, f.line, "elapsed stddev")
 				if err != nil {
-					return nil, err
+					return err
 				}
 				st.ElapsedStddevS = &sd
 			}
 			if f.variance != "" {
-				pv, err := dec(f.variance, f.line, "elapsed variance")
+				pv, err := statDec(nf, f.variance, f.line, "elapsed variance")
 				if err != nil {
-					return nil, err
+					return err
 				}
 				pv = scale(pv, -2)
 				st.ElapsedVariance = &pv
@@ -261,7 +334,7 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 			st.SysS = &v
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // splitMetric splits " 1.379 CPUs utilized" into "1.379" and "CPUs utilized"

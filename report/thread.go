@@ -27,93 +27,116 @@ func (b *builder) threadTables() {
 			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
 		}, b.rowAxis())
 		for _, g := range groups {
-			cells, gk := g.cells, g.key
-			// The context describes what the rows share: read it from the
-			// cell that has every axis of the table (a TAP+vhost-net cell
-			// with its pin.vhost, not the TAP cell that lacks it).
-			first := b.measured(g.full)
-			threads, _ := strconv.Atoi(first.Labels["threads"])
-			if threads == 0 && len(first.Threads) > 1 {
-				threads = len(first.Threads)
-			}
-			title := names[ti]
-			if w := workload.NameOf(generatorOf(first)); w != "" {
-				title = w
-			}
-			t := &Table{Kind: KindThread, Title: title + " " + strings.TrimPrefix(gk, "cell="), Context: b.context(first, true),
-				LabelHeader: []string{"backend", "metric"}}
-			for _, c := range b.r.Columns {
-				t.Header = append(t.Header, b.colHeader(c))
-			}
-			two := len(b.r.Columns) == 2
-			if two {
-				t.Header = append(t.Header, "change")
-			}
-			seen := func(key string) bool { return b.anyPositive(cells, key) }
-			rows := kind.Rows(threads, seen)
-			maxCV := 0.0
-			for _, cell := range cells {
-				s := b.measured(cell)
-				for _, tm := range rows {
-					scale := tm.Scale
-					if scale.IsZero() {
-						scale = units.For(b.idx.metric(tm.Key).Unit)
-					}
-					row := Row{Labels: []string{b.rowLabel(s), tm.Label}}
-					have, na := false, false
-					for _, col := range b.r.Columns {
-						st := b.stats(cell, col, tm.Key)
-						if st.N == 0 {
-							text := "-"
-							if why := b.unsupported(cell, col); why != "" {
-								text, have, na = naText(why), true, true
-							}
-							row.Cells = append(row.Cells, Cell{Text: text})
-							continue
-						}
-						have = true
-						if tm.Key == kind.Headline {
-							maxCV = max(maxCV, st.CV)
-						}
-						row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
-					}
-					if !have {
-						continue
-					}
-					if two {
-						d := b.delta(cell, b.r.Columns[1], tm.Key)
-						c := Cell{Text: d.DeltaString(), Delta: &d}
-						if d.Significant {
-							c.Value = ptr(d.Pct)
-						}
-						if d.TooFew {
-							c.Text = "~ (n<4)"
-						}
-						if na {
-							c = Cell{Text: "-"} // nothing to compare with
-						}
-						row.Cells = append(row.Cells, c)
-					}
-					t.Rows = append(t.Rows, row)
-				}
-			}
-			n := b.repsRange(cells)
-			note := fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", n, rows[0].Label, maxCV*100)
-			if kind.Note != nil {
-				if more := kind.Note(threads); more != "" {
-					note += "; " + more
-				}
-			}
-			t.Notes = append(t.Notes, note)
-			if kind.Notes != nil {
-				t.Notes = append(t.Notes, kind.Notes(threads, seen)...)
-			}
-			if two {
-				t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
-					b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
-			}
-			t.Notes = append(t.Notes, b.columnNotes()...)
-			b.r.Tables = append(b.r.Tables, t)
+			b.r.Tables = append(b.r.Tables, b.threadTable(kind, names[ti], g))
 		}
 	}
+}
+
+// threadTable is workload table kind's table of one group of cells; name
+// titles it when the group's generator names no workload.
+func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Table {
+	cells, gk := g.cells, g.key
+	// The context describes what the rows share: read it from the
+	// cell that has every axis of the table (a TAP+vhost-net cell
+	// with its pin.vhost, not the TAP cell that lacks it).
+	first := b.measured(g.full)
+	threads, _ := strconv.Atoi(first.Labels["threads"])
+	if threads == 0 && len(first.Threads) > 1 {
+		threads = len(first.Threads)
+	}
+	title := name
+	if w := workload.NameOf(generatorOf(first)); w != "" {
+		title = w
+	}
+	t := &Table{Kind: KindThread, Title: title + " " + strings.TrimPrefix(gk, "cell="), Context: b.context(first, true),
+		LabelHeader: []string{"backend", "metric"}}
+	for _, c := range b.r.Columns {
+		t.Header = append(t.Header, b.colHeader(c))
+	}
+	two := len(b.r.Columns) == 2
+	if two {
+		t.Header = append(t.Header, "change")
+	}
+	seen := func(key string) bool { return b.anyPositive(cells, key) }
+	rows := kind.Rows(threads, seen)
+	maxCV := 0.0
+	for _, cell := range cells {
+		s := b.measured(cell)
+		for _, tm := range rows {
+			row, cv, ok := b.threadRow(cell, s, tm, two)
+			if !ok {
+				continue
+			}
+			if tm.Key == kind.Headline {
+				maxCV = max(maxCV, cv)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	b.threadNotes(t, kind, threads, seen, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(cells), rows[0].Label, maxCV*100))
+	return t
+}
+
+// threadRow is metric tm's row of cell (measured sample s): one cell per
+// column and, with two columns, the change. cv is the largest CV of its
+// cells; ok is false when no column has a value or an n/a.
+func (b *builder) threadRow(cell string, s *results.Sample, tm workload.TableRow, two bool) (row Row, cv float64, ok bool) {
+	scale := tm.Scale
+	if scale.IsZero() {
+		scale = units.For(b.idx.metric(tm.Key).Unit)
+	}
+	row = Row{Labels: []string{b.rowLabel(s), tm.Label}}
+	have, na := false, false
+	for _, col := range b.r.Columns {
+		st := b.stats(cell, col, tm.Key)
+		if st.N == 0 {
+			text := "-"
+			if why := b.unsupported(cell, col); why != "" {
+				text, have, na = naText(why), true, true
+			}
+			row.Cells = append(row.Cells, Cell{Text: text})
+			continue
+		}
+		have = true
+		cv = max(cv, st.CV)
+		row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+	}
+	if !have {
+		return row, cv, false
+	}
+	if two {
+		d := b.delta(cell, b.r.Columns[1], tm.Key)
+		c := Cell{Text: d.DeltaString(), Delta: &d}
+		if d.Significant {
+			c.Value = ptr(d.Pct)
+		}
+		if d.TooFew {
+			c.Text = "~ (n<4)"
+		}
+		if na {
+			c = Cell{Text: "-"} // nothing to compare with
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	return row, cv, true
+}
+
+// threadNotes appends the notes of a thread table: note (the runs and CV)
+// with the workload's note, its notes, the change legend and the column
+// notes.
+func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen func(string) bool, note string) {
+	if kind.Note != nil {
+		if more := kind.Note(threads); more != "" {
+			note += "; " + more
+		}
+	}
+	t.Notes = append(t.Notes, note)
+	if kind.Notes != nil {
+		t.Notes = append(t.Notes, kind.Notes(threads, seen)...)
+	}
+	if len(b.r.Columns) == 2 {
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
+			b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
+	}
+	t.Notes = append(t.Notes, b.columnNotes()...)
 }

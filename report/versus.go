@@ -79,53 +79,16 @@ func (b *builder) versusTables() {
 // when the kernel has no sample of them.
 func (b *builder) versusTable(tab workload.Table, name string, cells []string, col string) *Table {
 	v := tab.Versus
-	rowAx, colAx := versusAxis(name, v.RowKey), versusAxis(name, v.ColKey)
-	// idx[row value][column value] = cell.
-	idx := map[string]map[string]string{}
-	var rowVals []string
-	var first *results.Sample
-	for _, cell := range cells {
-		ss := b.idx.byCol[cellCol{cell, col}]
-		if len(ss) == 0 {
-			continue
-		}
-		for _, s := range ss {
-			if first == nil || first.Unsupported != "" && s.Unsupported == "" {
-				first = s
-			}
-		}
-		s := b.firstSample(cell)
-		rv, cv := s.Axes[rowAx], s.Axes[colAx]
-		if idx[rv] == nil {
-			idx[rv] = map[string]string{}
-			rowVals = append(rowVals, rv)
-		}
-		idx[rv][cv] = cell
-	}
-	if first == nil {
+	g := b.versusGridOf(cells, col, versusAxis(name, v.RowKey), versusAxis(name, v.ColKey))
+	if g.first == nil {
 		return nil
 	}
-	numeric := !slices.ContainsFunc(rowVals, func(x string) bool { _, err := strconv.ParseFloat(x, 64); return err != nil })
-	if numeric {
-		slices.SortStableFunc(rowVals, func(x, y string) int {
-			a, _ := strconv.ParseFloat(x, 64)
-			c, _ := strconv.ParseFloat(y, 64)
-			return cmp.Compare(a, c)
-		})
-	}
-	threads, _ := strconv.Atoi(first.Labels["threads"])
+	threads, _ := strconv.Atoi(g.first.Labels["threads"])
 	if threads == 0 {
-		threads, _ = strconv.Atoi(first.Axes[versusAxis(name, tab.ThreadsKey)])
+		threads, _ = strconv.Atoi(g.first.Axes[versusAxis(name, tab.ThreadsKey)])
 	}
-	// The group's cells in this kernel.
-	var mine []string
-	for _, rv := range rowVals {
-		for _, c := range idx[rv] {
-			mine = append(mine, c)
-		}
-	}
-	seen := func(key string) bool { return b.anyPositiveIn(mine, col, key) }
-	ctx := b.context(first, false) + ", " + backendName(backendOf(first)) + ", kernel " + b.colHeader(col)
+	seen := func(key string) bool { return b.anyPositiveIn(g.mine, col, key) }
+	ctx := b.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,
 		LabelHeader: []string{v.RowHeader, "metric"}}
 	for _, c := range v.Cols {
@@ -133,73 +96,20 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	}
 	t.Header = append(t.Header, v.Change)
 	rows := tab.Rows(threads, seen)
-	var reasons []string
-	noteOf := func(why string) int {
-		i := slices.Index(reasons, why)
-		if i < 0 {
-			reasons = append(reasons, why)
-			i = len(reasons) - 1
-		}
-		return i
-	}
-	type naRef struct{ row, cell, reason int }
-	var refs []naRef
+	var na naNotes
 	maxCV := 0.0
-	for _, rv := range rowVals {
+	for _, rv := range g.rowVals {
 		for _, tm := range rows {
-			scale := tm.Scale
-			if scale.IsZero() {
-				scale = units.For(b.idx.metric(tm.Key).Unit)
-			}
-			label := rv
-			if v.RowLabel != "" {
-				label = fmt.Sprintf(v.RowLabel, rv)
-			}
-			row := Row{Labels: []string{label, tm.Label}}
-			var medians []float64
-			for _, vc := range v.Cols {
-				cell, ok := idx[rv][vc.Value]
-				if !ok {
-					row.Cells = append(row.Cells, Cell{Text: "-"})
-					medians = append(medians, math.NaN())
-					continue
-				}
-				st := b.stats(cell, col, tm.Key)
-				if st.N == 0 {
-					medians = append(medians, math.NaN())
-					if why := b.unsupported(cell, col); why != "" {
-						refs = append(refs, naRef{len(t.Rows), len(row.Cells), noteOf(why)})
-						row.Cells = append(row.Cells, Cell{Text: "n/a"})
-						continue
-					}
-					row.Cells = append(row.Cells, Cell{Text: "-"})
-					continue
-				}
-				if tm.Key == tab.Headline {
-					maxCV = max(maxCV, st.CV)
-				}
-				medians = append(medians, st.Median)
-				row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
-			}
-			lo, hi := medians[0], medians[len(medians)-1]
-			if lo > 0 && !math.IsNaN(hi) {
-				ch := (hi/lo - 1) * 100
-				row.Cells = append(row.Cells, Cell{Text: units.Pct(ch), Value: ptr(ch)})
-			} else {
-				row.Cells = append(row.Cells, Cell{Text: "-"})
+			row, cv := b.versusRow(tab, g, col, rv, tm, len(t.Rows), &na)
+			if tm.Key == tab.Headline {
+				maxCV = max(maxCV, cv)
 			}
 			t.Rows = append(t.Rows, row)
 		}
 	}
 	// The n/a reasons first: cells refer to them by number.
-	for _, why := range reasons {
-		t.Notes = append(t.Notes, "n/a: "+why)
-	}
-	for _, r := range refs {
-		c := &t.Rows[r.row].Cells[r.cell]
-		c.Notes = append(c.Notes, r.reason)
-	}
-	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(mine), rows[0].Label, maxCV*100))
+	na.apply(t)
+	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(g.mine), rows[0].Label, maxCV*100))
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
@@ -212,6 +122,130 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 		t.Notes = append(t.Notes, nestedNote)
 	}
 	return t
+}
+
+// versusGrid is a group's cells in one kernel, by row and column value.
+type versusGrid struct {
+	idx     map[string]map[string]string // idx[row value][column value] = cell
+	rowVals []string                     // in table order
+	first   *results.Sample              // a supported sample if there is one
+	mine    []string                     // the cells with samples
+}
+
+// versusGridOf indexes the cells that have samples in kernel col; first
+// is nil when none has.
+func (b *builder) versusGridOf(cells []string, col, rowAx, colAx string) versusGrid {
+	g := versusGrid{idx: map[string]map[string]string{}}
+	for _, cell := range cells {
+		ss := b.idx.byCol[cellCol{cell, col}]
+		if len(ss) == 0 {
+			continue
+		}
+		for _, s := range ss {
+			if g.first == nil || g.first.Unsupported != "" && s.Unsupported == "" {
+				g.first = s
+			}
+		}
+		s := b.firstSample(cell)
+		rv, cv := s.Axes[rowAx], s.Axes[colAx]
+		if g.idx[rv] == nil {
+			g.idx[rv] = map[string]string{}
+			g.rowVals = append(g.rowVals, rv)
+		}
+		g.idx[rv][cv] = cell
+	}
+	numeric := !slices.ContainsFunc(g.rowVals, func(x string) bool { _, err := strconv.ParseFloat(x, 64); return err != nil })
+	if numeric {
+		slices.SortStableFunc(g.rowVals, func(x, y string) int {
+			a, _ := strconv.ParseFloat(x, 64)
+			c, _ := strconv.ParseFloat(y, 64)
+			return cmp.Compare(a, c)
+		})
+	}
+	for _, rv := range g.rowVals {
+		for _, c := range g.idx[rv] {
+			g.mine = append(g.mine, c)
+		}
+	}
+	return g
+}
+
+// versusRow is metric tm's row for row value rv: one cell per column value
+// and the change from the first to the last. cv is the largest CV of its
+// cells; n/a cells are noted in na as cells of row number rowNum.
+func (b *builder) versusRow(tab workload.Table, g versusGrid, col, rv string, tm workload.TableRow, rowNum int, na *naNotes) (Row, float64) {
+	v := tab.Versus
+	scale := tm.Scale
+	if scale.IsZero() {
+		scale = units.For(b.idx.metric(tm.Key).Unit)
+	}
+	label := rv
+	if v.RowLabel != "" {
+		label = fmt.Sprintf(v.RowLabel, rv)
+	}
+	row := Row{Labels: []string{label, tm.Label}}
+	var medians []float64
+	maxCV := 0.0
+	for _, vc := range v.Cols {
+		cell, ok := g.idx[rv][vc.Value]
+		if !ok {
+			row.Cells = append(row.Cells, Cell{Text: "-"})
+			medians = append(medians, math.NaN())
+			continue
+		}
+		st := b.stats(cell, col, tm.Key)
+		if st.N == 0 {
+			medians = append(medians, math.NaN())
+			if why := b.unsupported(cell, col); why != "" {
+				na.add(rowNum, len(row.Cells), why)
+				row.Cells = append(row.Cells, Cell{Text: "n/a"})
+				continue
+			}
+			row.Cells = append(row.Cells, Cell{Text: "-"})
+			continue
+		}
+		maxCV = max(maxCV, st.CV)
+		medians = append(medians, st.Median)
+		row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+	}
+	lo, hi := medians[0], medians[len(medians)-1]
+	if lo > 0 && !math.IsNaN(hi) {
+		ch := (hi/lo - 1) * 100
+		row.Cells = append(row.Cells, Cell{Text: units.Pct(ch), Value: ptr(ch)})
+	} else {
+		row.Cells = append(row.Cells, Cell{Text: "-"})
+	}
+	return row, maxCV
+}
+
+// naNotes numbers the reasons of a table's n/a cells.
+type naNotes struct {
+	reasons []string
+	refs    []naRef
+}
+
+type naRef struct{ row, cell, reason int }
+
+// add notes that cell (row, cell) is n/a because of why.
+func (n *naNotes) add(row, cell int, why string) {
+	i := slices.Index(n.reasons, why)
+	if i < 0 {
+		n.reasons = append(n.reasons, why)
+		i = len(n.reasons) - 1
+	}
+	n.refs = append(n.refs, naRef{row, cell, i})
+}
+
+// apply appends the reasons to t's notes and the reasons' numbers to the
+// notes of the n/a cells.
+func (n *naNotes) apply(t *Table) {
+	for _, why := range n.reasons {
+		t.Notes = append(t.Notes, "n/a: "+why)
+	}
+	for _, r := range n.refs {
+		c := &t.Rows[r.row].Cells[r.cell]
+		c.Notes = append(c.Notes, r.reason)
+	}
 }
 
 // anyPositiveIn reports whether a sample of one of cells in column col

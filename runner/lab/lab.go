@@ -21,7 +21,6 @@ package lab
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -248,36 +247,67 @@ var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "
 // off. The VM is always shut down; a failure says which phase failed and
 // shows the console tail.
 func Run(ctx context.Context, c Config) (*Result, error) {
+	runDir, err := c.prepare()
+	if err != nil {
+		return nil, err
+	}
+	k, err := c.labKernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := c.makeDirs(runDir)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	qc, res, err := c.bootConfig(ctx, k, runDir, tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.boot(ctx, qc, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// prepare checks c and fills in its defaults; it returns the absolute
+// run directory.
+func (c *Config) prepare() (string, error) {
 	if c.Label == "" || strings.ContainsAny(c.Label, "/ \t\n") {
-		return nil, inputErrorf("invalid kernel label %q; use a word like stock or patched", c.Label)
+		return "", inputErrorf("invalid kernel label %q; use a word like stock or patched", c.Label)
 	}
 	if c.RunDir == "" {
-		return nil, inputErrorf("no run directory")
+		return "", inputErrorf("no run directory")
 	}
 	for _, e := range c.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return nil, inputErrorf("environment entry %q: want KEY=VALUE", e)
+			return "", inputErrorf("environment entry %q: want KEY=VALUE", e)
 		}
 	}
 	runDir, err := filepath.Abs(c.RunDir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = vmimages.CacheDir()
 	}
 	if c.Binary == "" {
 		if c.Binary, err = os.Executable(); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if c.Exec == nil {
 		c.Exec = proc.Real{}
 	}
 	if err := checkBinary(c.Binary); err != nil {
-		return nil, err
+		return "", err
 	}
-	to := c.Timeouts.withDefaults()
+	return runDir, nil
+}
+
+// labKernel resolves the lab's kernel, fetches the kernels the run
+// inside needs (c.Prefetch) and checks the lab kernel's modules.
+func (c *Config) labKernel(ctx context.Context) (*vmimages.Kernel, error) {
 	k, err := ResolveKernel(ctx, c.Kernel, c.CacheDir)
 	if err != nil {
 		return nil, err
@@ -303,46 +333,37 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			return nil, fmt.Errorf("lab %s: %w", c.Label, err)
 		}
 	}
+	return k, nil
+}
+
+// makeDirs creates the lab's directory under runDir and the cache, and
+// returns a new temporary directory for the initramfs and QMP socket.
+func (c *Config) makeDirs(runDir string) (string, error) {
 	labDir := filepath.Join(runDir, results.LabVMDir(c.Label))
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := os.MkdirAll(c.CacheDir, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
-	tmp, err := os.MkdirTemp("", "vnb-lab-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
+	return os.MkdirTemp("", "vnb-lab-")
+}
 
-	mods := c.Modules
-	if mods == nil {
-		mods = DefaultModules()
-	}
+// bootConfig builds the lab's initramfs in tmp and returns the QEMU
+// configuration that boots it and the Result to fill.
+func (c *Config) bootConfig(ctx context.Context, k *vmimages.Kernel, runDir, tmp string) (qemu.Config, *Result, error) {
 	shares, qshares, err := c.shares(runDir)
 	if err != nil {
-		return nil, err
+		return qemu.Config{}, nil, err
 	}
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
-	env = append(env, c.Env...)
 	accel := c.Accel
 	if accel == "" {
 		accel, _ = qemu.DetectAccel()
 	}
-	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
-		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
-	}}
 	initrd := filepath.Join(tmp, "initramfs.cpio")
-	icfg, err := ir.Build(initrd)
+	missing, err := c.buildInitramfs(k, runDir, initrd, accel, shares)
 	if err != nil {
-		return nil, err
-	}
-	for _, m := range icfg.Missing {
-		if m == "9p" || m == "9pnet_virtio" || m == "virtio_pci" {
-			return nil, inputErrorf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)
-		}
+		return qemu.Config{}, nil, err
 	}
 	console := filepath.Join(runDir, results.LabConsole(c.Label))
 	os.Remove(console)
@@ -355,109 +376,33 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		fmt.Fprintf(c.Output, "[lab %s] booting the bzImage: %v\n", c.Label, err)
 	}
 	qc := c.vm(bootImage, initrd, filepath.Join(tmp, "qmp.sock"), console, accel, qshares)
-	res := &Result{KernelRelease: k.Release, Accel: accel, Console: console, Missing: icfg.Missing}
-	start := time.Now()
-	vm, err := qemu.Launch(ctx, c.Exec, qc, "")
+	return qc, &Result{KernelRelease: k.Release, Accel: accel, Console: console, Missing: missing}, nil
+}
+
+// buildInitramfs writes the lab's initramfs to initrd: /init runs lab
+// init with c's modules, shares and inner command. It returns the modules
+// it did not find, and refuses a kernel without 9p over virtio.
+func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, accel qemu.Accel, shares []InitShare) ([]string, error) {
+	mods := c.Modules
+	if mods == nil {
+		mods = DefaultModules()
+	}
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
+	env = append(env, c.Env...)
+	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
+		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
+	}}
+	icfg, err := ir.Build(initrd)
 	if err != nil {
-		return res, &Error{Label: c.Label, Phase: "boot", Err: err, Console: console, Tail: qemu.FileTail(console, 20)}
+		return nil, err
 	}
-	defer func() {
-		select {
-		case <-vm.Done():
-		default:
-			qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			vm.Quit(qctx, 5*time.Second)
-			cancel()
-		}
-		vm.Kill()
-	}()
-	if err := startVM(ctx, vm, c.PinVCPUs); err != nil {
-		return res, &Error{Label: c.Label, Phase: "boot", Err: err, Console: console, Tail: qemu.FileTail(console, 20)}
-	}
-	fail := func(phase string, err error) error {
-		return &Error{Label: c.Label, Phase: phase, Err: err, Console: console, Tail: qemu.FileTail(console, 25)}
-	}
-	f := newFollower(console, c.Output, c.Label)
-	defer f.close()
-	// A kernel that reports a lockup, stall, oops or panic on the console
-	// fails the lab after qemu.FaultGrace (the report's stack traces reach
-	// the log meanwhile): it will not finish the run, and waiting for the
-	// run's deadline would hold the host for up to an hour.
-	faultFail := func(phase string) error {
-		return &Error{Label: c.Label, Phase: phase, Console: console, Tail: qemu.FaultTail(console, f.fault, 40),
-			Err: &qemu.FaultError{VM: "lab " + c.Label, Line: f.fault}}
-	}
-	phase, deadline := "boot", time.Now().Add(to.Boot)
-	var tInit, tStart, tExit time.Time
-	gotExit := false
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	handle := func(ev Event) error {
-		switch ev.Ev {
-		case "init":
-			tInit = time.Now()
-			res.BootSeconds = tInit.Sub(start).Seconds()
-			phase, deadline = "setup", time.Now().Add(to.Setup)
-		case "modules":
-			res.ModulesMs = ev.Ms
-			res.KVM, res.NoKVM = ev.KVM, ev.NoKVM
-		case "start":
-			tStart = time.Now()
-			res.SetupSeconds = tStart.Sub(tInit).Seconds()
-			phase, deadline = "run", time.Now().Add(to.Run)
-		case "exit":
-			tExit = time.Now()
-			gotExit = true
-			res.ExitCode = ev.Code
-			if !tStart.IsZero() {
-				res.RunSeconds = tExit.Sub(tStart).Seconds()
-			}
-			phase, deadline = "shutdown", time.Now().Add(to.Shutdown)
-		case "error":
-			return fail(phase, errors.New(ev.Msg))
-		}
-		return nil
-	}
-	for {
-		for _, ev := range f.poll() {
-			if err := handle(ev); err != nil {
-				return res, err
-			}
-		}
-		select {
-		case <-vm.Done():
-			for _, ev := range f.poll() {
-				if err := handle(ev); err != nil {
-					return res, err
-				}
-			}
-			res.TotalSeconds = time.Since(start).Seconds()
-			if !gotExit {
-				werr := vm.Process().Wait()
-				if werr == nil {
-					werr = errors.New("the VM powered off without reporting the inner command's exit")
-				}
-				return res, fail(phase, fmt.Errorf("qemu exited: %w", werr))
-			}
-			if res.ExitCode != 0 {
-				return res, &InnerError{Label: c.Label, Code: res.ExitCode, Tail: qemu.FileTail(console, 25)}
-			}
-			return res, nil
-		case <-ctx.Done():
-			return res, fail(phase, ctx.Err())
-		case <-tick.C:
-		}
-		if f.fault != "" && time.Since(f.faultAt) >= qemu.FaultGrace {
-			return res, faultFail(phase)
-		}
-		if phase == "run" && time.Since(f.seen) > SilenceLimit {
-			return res, fail(phase, fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(f.seen).Round(time.Second), Heartbeat))
-		}
-		if time.Now().After(deadline) {
-			limit := map[string]time.Duration{"boot": to.Boot, "setup": to.Setup, "run": to.Run, "shutdown": to.Shutdown}[phase]
-			return res, fail(phase, fmt.Errorf("timeout after %v (%s)", limit, timeoutHint(phase)))
+	for _, m := range icfg.Missing {
+		if m == "9p" || m == "9pnet_virtio" || m == "virtio_pci" {
+			return nil, inputErrorf("kernel %s has no %s (neither a module in %s nor built in): a lab VM mounts the host root over virtio-9p; enable CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS and CONFIG_VIRTIO_PCI (y or m)", k.Image, m, k.Modules)
 		}
 	}
+	return icfg.Missing, nil
 }
 
 // timeoutHint says what to do about a lab phase that overran: a scenario

@@ -89,6 +89,54 @@ var ErrPerfStuck = errors.New("perf did not exit")
 // PerfStress runs the reproducer; it needs pktgen and perf, so it runs
 // inside a lab VM.
 func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, error) {
+	if err := c.prepare(); err != nil {
+		return nil, err
+	}
+	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest, Keep: c.Keep}
+	if c.Keep {
+		keys, err := perfkeys.Hold()
+		if err != nil {
+			return nil, err
+		}
+		defer keys.Release()
+	}
+	vhost, closeSink, err := c.openSink(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSink()
+	kp, err := kpktgendThreads(c.Threads)
+	if err != nil {
+		return nil, err
+	}
+	s := &perfStress{c: &c, res: res, targets: [][]int{kp}, d: &pktgen.Driver{}, pc: c.pktgenConfig()}
+	if len(vhost) > 0 {
+		s.targets = append(s.targets, vhost)
+	}
+	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, keep %v, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Keep, c.Guest, kp, vhost)
+	s.t0 = time.Now()
+	if c.Order == PerfDuring {
+		fc := s.pc
+		fc.Duration = 24 * time.Hour
+		if s.flood, err = s.d.Start(ctx, fc); err != nil {
+			return res, err
+		}
+	}
+	defer s.finish()
+	for i := 0; i < c.Iterations; i++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := s.iteration(ctx, i); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// prepare fills in c's defaults, checks its order, creates OutDir and
+// turns the kernel's console messages up for a lockup's traces.
+func (c *PerfStressConfig) prepare() error {
 	if c.Iterations <= 0 {
 		c.Iterations = 100
 	}
@@ -107,162 +155,187 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	switch c.Order {
 	case PerfDuring, PerfAfterStart, PerfAround:
 	default:
-		return nil, inputErrorf("perf order %q; use %s, %s or %s", c.Order, PerfDuring, PerfAfterStart, PerfAround)
+		return inputErrorf("perf order %q; use %s, %s or %s", c.Order, PerfDuring, PerfAfterStart, PerfAround)
 	}
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	// Full kernel messages on the console (stack traces of a lockup are
 	// KERN_WARNING and below), and every CPU's backtrace on a soft lockup.
 	os.WriteFile("/proc/sys/kernel/printk", []byte("8"), 0)
 	os.WriteFile("/proc/sys/kernel/softlockup_all_cpu_backtrace", []byte("1"), 0)
-	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest, Keep: c.Keep}
-	if c.Keep {
-		keys, err := perfkeys.Hold()
-		if err != nil {
-			return nil, err
-		}
-		defer keys.Release()
+	return nil
+}
+
+// openSink readies what reads pktgen's packets: the tap held open here
+// (drained when c.Drain), or a nested guest on it (c.Guest), whose vhost
+// worker threads it returns. closeSink undoes it.
+func (c *PerfStressConfig) openSink(ctx context.Context) (vhost []int, closeSink func(), err error) {
+	if c.Guest != "" {
+		return c.bootStressGuest(ctx)
 	}
-	var vhost []int
-	if c.Guest == "" {
-		fd, err := openTap(selfTestTap)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(fd)
-		if err := linkUp(selfTestTap); err != nil {
-			return nil, err
-		}
-		if c.Drain {
-			go drain(fd)
-		}
-	} else {
-		sc := c.SelfTest
-		if sc.Binary == "" {
-			var err error
-			if sc.Binary, err = os.Executable(); err != nil {
-				return nil, err
-			}
-		}
-		if sc.GuestAppend == "" {
-			sc.GuestAppend = FastAppend
-		}
-		sc.OutDir, sc.Log = c.OutDir, c.Log
-		tmp, err := os.MkdirTemp("", "vnb-perfstress-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
-		initrd, err := nestedInitrd(sc, tmp)
-		if err != nil {
-			return nil, err
-		}
-		vm, _, err := bootNestedVM(ctx, sc, c.Guest, initrd, tmp)
-		if err != nil {
-			return nil, err
-		}
-		defer quitNested(vm)
-		vhost = qemu.VhostThreads(vm.Pid())
+	fd, err := openTap(selfTestTap)
+	if err != nil {
+		return nil, nil, err
 	}
+	if err := linkUp(selfTestTap); err != nil {
+		unix.Close(fd)
+		return nil, nil, err
+	}
+	if c.Drain {
+		go drain(fd)
+	}
+	return nil, func() { unix.Close(fd) }, nil
+}
+
+// bootStressGuest boots the nested guest on the tap and returns its vhost
+// worker threads; closeSink stops it.
+func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, closeSink func(), err error) {
+	sc := c.SelfTest
+	if sc.Binary == "" {
+		if sc.Binary, err = os.Executable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if sc.GuestAppend == "" {
+		sc.GuestAppend = FastAppend
+	}
+	sc.OutDir, sc.Log = c.OutDir, c.Log
+	tmp, err := os.MkdirTemp("", "vnb-perfstress-")
+	if err != nil {
+		return nil, nil, err
+	}
+	initrd, err := nestedInitrd(sc, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	vm, _, err := bootNestedVM(ctx, sc, c.Guest, initrd, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return qemu.VhostThreads(vm.Pid()), func() {
+		quitNested(vm)
+		os.RemoveAll(tmp)
+	}, nil
+}
+
+// kpktgendThreads returns the thread IDs of kpktgend_0..n-1.
+func kpktgendThreads(n int) ([]int, error) {
 	var kp []int
-	for i := 0; i < c.Threads; i++ {
+	for i := 0; i < n; i++ {
 		name := "kpktgend_" + strconv.Itoa(i)
 		kp = append(kp, proc.KernelThreads(func(s string) bool { return s == name })...)
 	}
-	if len(kp) != c.Threads {
-		return nil, fmt.Errorf("want %d kpktgend threads, found %d (is pktgen loaded, and are there enough CPUs?)", c.Threads, len(kp))
+	if len(kp) != n {
+		return nil, fmt.Errorf("want %d kpktgend threads, found %d (is pktgen loaded, and are there enough CPUs?)", n, len(kp))
 	}
-	targets := [][]int{kp}
-	if len(vhost) > 0 {
-		targets = append(targets, vhost)
-	}
-	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, keep %v, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Keep, c.Guest, kp, vhost)
-	d := &pktgen.Driver{}
+	return kp, nil
+}
+
+// pktgenConfig is one iteration's pktgen run into the tap.
+func (c *PerfStressConfig) pktgenConfig() pktgen.Config {
 	pc := pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Threads: c.Threads, Dst: "10.0.0.2", DstMAC: selfTestMAC,
 		CountSet: true, Duration: c.Hold}
 	if c.Threads > 1 {
 		pc.Mode = pktgen.ModeMultiqueue
 		pc.Dst = "10.0.0.2/32"
 	}
-	t0 := time.Now()
-	var flood *pktgen.Session
-	if c.Order == PerfDuring {
-		fc := pc
-		fc.Duration = 24 * time.Hour
-		var err error
-		if flood, err = d.Start(ctx, fc); err != nil {
-			return res, err
+	return pc
+}
+
+// perfStress is a running perf stress: its perf targets (kpktgend, the
+// vhost worker), pktgen and the flood of PerfDuring.
+type perfStress struct {
+	c       *PerfStressConfig
+	res     *PerfStressResult
+	targets [][]int
+	d       *pktgen.Driver
+	pc      pktgen.Config
+	flood   *pktgen.Session
+	t0      time.Time
+}
+
+// iteration is one perf session on every target, in c.Order against
+// pktgen's start and end.
+func (s *perfStress) iteration(ctx context.Context, i int) error {
+	c, res := s.c, s.res
+	var sess *pktgen.Session
+	var err error
+	if c.Order == PerfAfterStart {
+		if sess, err = s.d.Start(ctx, s.pc); err != nil {
+			return err
 		}
 	}
-	defer func() {
-		if flood != nil {
-			flood.Stop()
-			if r, _ := flood.Wait(context.Background()); r != nil {
-				res.Packets += r.Packets()
-			}
+	perfs, err := s.startPerfs(ctx, i, sess)
+	if err != nil {
+		return err
+	}
+	switch c.Order {
+	case PerfDuring:
+		time.Sleep(c.Hold)
+	case PerfAround:
+		if sess, err = s.d.Start(ctx, s.pc); err != nil {
+			stopStressPerfs(perfs, c.ExitTimeout)
+			return err
 		}
-		res.Seconds = time.Since(t0).Seconds()
-		b, _ := json.MarshalIndent(res, "", "  ")
-		os.WriteFile(filepath.Join(c.OutDir, "perfstress.json"), b, 0o644)
-	}()
-	for i := 0; i < c.Iterations; i++ {
-		if err := ctx.Err(); err != nil {
-			return res, err
+	}
+	if sess != nil {
+		r, err := sess.Wait(ctx)
+		if r != nil {
+			res.Packets += r.Packets()
 		}
-		var sess *pktgen.Session
-		var err error
-		if c.Order == PerfAfterStart {
-			if sess, err = d.Start(ctx, pc); err != nil {
-				return res, err
-			}
-		}
-		var perfs []*stressPerf
-		for j, tids := range targets {
-			p, err := startStressPerf(ctx, tids, filepath.Join(c.OutDir, fmt.Sprintf("perf-%d.csv", j)))
-			if err != nil {
-				stopStressPerfs(perfs, c.ExitTimeout)
-				if sess != nil {
-					sess.Wait(ctx)
-				}
-				return res, fmt.Errorf("iteration %d: %w", i, err)
-			}
-			res.MaxOpenS = max(res.MaxOpenS, p.open.Seconds())
-			perfs = append(perfs, p)
-		}
-		switch c.Order {
-		case PerfDuring:
-			time.Sleep(c.Hold)
-		case PerfAround:
-			if sess, err = d.Start(ctx, pc); err != nil {
-				stopStressPerfs(perfs, c.ExitTimeout)
-				return res, err
-			}
-		}
-		if sess != nil {
-			r, err := sess.Wait(ctx)
-			if r != nil {
-				res.Packets += r.Packets()
-			}
-			if err != nil {
-				stopStressPerfs(perfs, c.ExitTimeout)
-				return res, fmt.Errorf("iteration %d: pktgen: %w", i, err)
-			}
-		}
-		exit, err := stopStressPerfs(perfs, c.ExitTimeout)
-		res.MaxExitS = max(res.MaxExitS, exit.Seconds())
 		if err != nil {
-			res.Stuck++
-			fmt.Fprintf(c.Log, "perf-stress: iteration %d: %v\n", i, err)
-			return res, err
-		}
-		res.Iterations++
-		if (i+1)%10 == 0 {
-			fmt.Fprintf(c.Log, "perf-stress: %d/%d sessions, max open %.2fs, max exit %.2fs, %d packets, %.0fs\n",
-				i+1, c.Iterations, res.MaxOpenS, res.MaxExitS, res.Packets, time.Since(t0).Seconds())
+			stopStressPerfs(perfs, c.ExitTimeout)
+			return fmt.Errorf("iteration %d: pktgen: %w", i, err)
 		}
 	}
-	return res, nil
+	exit, err := stopStressPerfs(perfs, c.ExitTimeout)
+	res.MaxExitS = max(res.MaxExitS, exit.Seconds())
+	if err != nil {
+		res.Stuck++
+		fmt.Fprintf(c.Log, "perf-stress: iteration %d: %v\n", i, err)
+		return err
+	}
+	res.Iterations++
+	if (i+1)%10 == 0 {
+		fmt.Fprintf(c.Log, "perf-stress: %d/%d sessions, max open %.2fs, max exit %.2fs, %d packets, %.0fs\n",
+			i+1, c.Iterations, res.MaxOpenS, res.MaxExitS, res.Packets, time.Since(s.t0).Seconds())
+	}
+	return nil
+}
+
+// startPerfs starts a perf on each target; on failure it stops those it
+// started and waits for sess (pktgen already sending, or nil).
+func (s *perfStress) startPerfs(ctx context.Context, i int, sess *pktgen.Session) ([]*stressPerf, error) {
+	var perfs []*stressPerf
+	for j, tids := range s.targets {
+		p, err := startStressPerf(ctx, tids, filepath.Join(s.c.OutDir, fmt.Sprintf("perf-%d.csv", j)))
+		if err != nil {
+			stopStressPerfs(perfs, s.c.ExitTimeout)
+			if sess != nil {
+				sess.Wait(ctx)
+			}
+			return nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
+		s.res.MaxOpenS = max(s.res.MaxOpenS, p.open.Seconds())
+		perfs = append(perfs, p)
+	}
+	return perfs, nil
+}
+
+// finish stops the flood, counts its packets and writes perfstress.json.
+func (s *perfStress) finish() {
+	if s.flood != nil {
+		s.flood.Stop()
+		if r, _ := s.flood.Wait(context.Background()); r != nil {
+			s.res.Packets += r.Packets()
+		}
+	}
+	s.res.Seconds = time.Since(s.t0).Seconds()
+	b, _ := json.MarshalIndent(s.res, "", "  ")
+	os.WriteFile(filepath.Join(s.c.OutDir, "perfstress.json"), b, 0o644)
 }
 
 type stressPerf struct {

@@ -1,0 +1,248 @@
+package perfparse
+
+import (
+	"bytes"
+	"strconv"
+)
+
+func (rr *PerfReportReader) str(b []byte) string {
+	if s, ok := rr.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(rr.intern) < 1<<14 {
+		rr.intern[s] = s
+	}
+	return s
+}
+
+// parseRow parses a histogram row into row. It returns false (leaving row
+// alone) when the line is not a row.
+func (rr *PerfReportReader) parseRow(b []byte, ln int, row *PerfReportRow) bool {
+	if k := rr.cols[0].kind; (k == 'p' || k == 'n') && !startsWithDigit(b) {
+		return false // rows start with a number; call-graph lines with '|' or '-'
+	}
+	var buf [12][]byte
+	var fields [][]byte
+	if rr.positions && rowFitsCols(b, rr.cols) {
+		fields = positionalFields(b, rr.cols, buf[:0])
+	} else {
+		var ok bool
+		if fields, ok = splitCollapsedRow(b, rr.cols, buf[:0]); !ok {
+			return false
+		}
+	}
+	// Validate numeric columns before touching rr.row.
+	if !fieldsValid(fields, rr.cols) {
+		return false
+	}
+	cg := row.CallGraph[:0]
+	*row = PerfReportRow{Line: ln, Event: rr.hdr.Event, CallGraph: cg}
+	for i, c := range rr.cols {
+		rr.setField(row, c.name, fields[i])
+	}
+	return true
+}
+
+// startsWithDigit reports whether the first non-blank byte of b is a digit.
+func startsWithDigit(b []byte) bool {
+	i := 0
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	return i < len(b) && b[i] >= '0' && b[i] <= '9'
+}
+
+// positionalFields cuts a row at the byte positions of the dotted columns.
+func positionalFields(b []byte, cols []reportCol, fields [][]byte) [][]byte {
+	for i, c := range cols {
+		end := c.end
+		if end < 0 || end > len(b) || i == len(cols)-1 {
+			end = len(b)
+		}
+		start := c.start
+		if i == 0 {
+			start = 0
+		}
+		if start > len(b) {
+			fields = append(fields, nil)
+			continue
+		}
+		fields = append(fields, bytes.TrimSpace(b[start:end]))
+	}
+	return fields
+}
+
+// fieldsValid checks the percentage, number and symbol columns of a row.
+func fieldsValid(fields [][]byte, cols []reportCol) bool {
+	for i, c := range cols {
+		switch c.kind {
+		case 'p':
+			if _, ok := parsePct(fields[i]); !ok {
+				return false
+			}
+		case 'n':
+			if _, err := strconv.ParseUint(string(fields[i]), 10, 64); err != nil {
+				return false
+			}
+		}
+		if c.name == "Symbol" && len(fields[i]) > 0 && !validSymField(fields[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// setField stores the field of column name in row.
+func (rr *PerfReportReader) setField(row *PerfReportRow, name string, f []byte) {
+	switch name {
+	case "Overhead", "Self":
+		row.Overhead, _ = parsePct(f)
+	case "Children":
+		v, _ := parsePct(f)
+		row.Children = &v
+	case "Samples", "Period":
+		n, _ := strconv.ParseUint(string(f), 10, 64)
+		if name == "Samples" {
+			row.Samples = &n
+		} else {
+			row.Period = &n
+		}
+	case "Command":
+		row.Command = rr.str(f)
+	case "Shared Object":
+		row.SharedObject = rr.str(f)
+		if rest, ok := bytes.CutPrefix(f, []byte("[JIT] tid ")); ok {
+			row.JITTID, _ = strconv.Atoi(string(rest))
+		}
+	case "Symbol":
+		if len(f) >= 4 && f[0] == '[' && f[2] == ']' {
+			row.SymbolKind = rr.str(f[1:2])
+			f = bytes.TrimLeft(f[3:], " ")
+		}
+		row.Symbol = rr.str(f)
+		if a, ok := hexAddr(f); ok {
+			row.Address = &a
+		}
+	default:
+		if row.Extra == nil {
+			row.Extra = map[string]string{}
+		}
+		row.Extra[name] = rr.str(collapseBytes(f))
+	}
+}
+
+func validSymField(f []byte) bool {
+	return len(f) >= 4 && f[0] == '[' && f[2] == ']' && f[3] == ' '
+}
+
+// parsePct reads "9.75%" (or "9,75%") as a fraction.
+func parsePct(b []byte) (float64, bool) {
+	if len(b) < 2 || b[len(b)-1] != '%' {
+		return 0, false
+	}
+	b = b[:len(b)-1]
+	// fast path: digits '.' digits
+	var ip, fp uint64
+	var fd int
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		ip = ip*10 + uint64(b[i]-'0')
+		if ip > 1e12 {
+			return 0, false
+		}
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == ',') {
+		i++
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && fd < 9; i++ {
+			fp = fp*10 + uint64(b[i]-'0')
+			fd++
+		}
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	return float64(ip*uint64(pow10[fd])+fp) / (100 * pow10[fd]), true
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// hexAddr reads "0x00007f1500b15350" or "0000000000000000" (16 hex digits).
+func hexAddr(b []byte) (uint64, bool) {
+	s := b
+	if len(s) > 2 && s[0] == '0' && s[1] == 'x' {
+		s = s[2:]
+	} else if len(s) != 16 {
+		return 0, false
+	}
+	if len(s) == 0 || len(s) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | uint64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// callLine appends a -g line ("|--7.06%--sym", "---sym", "sym", "|").
+func (rr *PerfReportReader) callLine(b []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '|' || b[i] == '\t') {
+		i++
+	}
+	if i == len(b) {
+		return // "|" spacer
+	}
+	cl := PerfCallLine{}
+	rest := b[i:]
+	switch {
+	case bytes.HasPrefix(rest, []byte("---")):
+		cl.Root = true
+		rest = rest[3:]
+		i += 3
+	case bytes.HasPrefix(rest, []byte("--")):
+		// "--7.06%--sym"
+		end := bytes.Index(rest[2:], []byte("--"))
+		if end > 0 {
+			if v, ok := parsePct(rest[2 : 2+end]); ok {
+				cl.Frac, cl.Branch = v, true
+				i += 4 + end
+				rest = rest[4+end:]
+			}
+		}
+	default:
+		// "-g folded": "100.00% a;b;c"
+		if sp := bytes.IndexByte(rest, ' '); sp > 0 {
+			if v, ok := parsePct(rest[:sp]); ok {
+				cl.Frac, cl.Branch = v, true
+				i += sp + 1
+				rest = rest[sp+1:]
+			}
+		}
+	}
+	cl.Column = i
+	cl.Symbol = rr.str(bytes.TrimSpace(rest))
+	rr.row.CallGraph = append(rr.row.CallGraph, cl)
+}
+
+// collapseBytes replaces runs of blanks with one space (no copy when there
+// are none).
+func collapseBytes(b []byte) []byte {
+	if !bytes.Contains(b, []byte("  ")) {
+		return b
+	}
+	return []byte(collapse(string(b)))
+}

@@ -1,0 +1,164 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// boot launches the lab VM of qc, follows it until it powers off and
+// always stops it; res gets the phases' durations and the inner exit.
+func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
+	start := time.Now()
+	vm, err := qemu.Launch(ctx, c.Exec, qc, "")
+	if err != nil {
+		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
+	}
+	defer stopLabVM(vm)
+	if err := startVM(ctx, vm, c.PinVCPUs); err != nil {
+		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
+	}
+	l := &labVM{c: c, to: c.Timeouts.withDefaults(), vm: vm, res: res, start: start,
+		f: newFollower(res.Console, c.Output, c.Label)}
+	defer l.f.close()
+	return l.wait(ctx)
+}
+
+// stopLabVM asks a running lab VM to quit, then kills it.
+func stopLabVM(vm *qemu.VM) {
+	select {
+	case <-vm.Done():
+	default:
+		qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		vm.Quit(qctx, 5*time.Second)
+		cancel()
+	}
+	vm.Kill()
+}
+
+// labVM is a running lab VM followed through its phases (boot, setup,
+// run, shutdown), each with its deadline.
+type labVM struct {
+	c        *Config
+	to       Timeouts
+	vm       *qemu.VM
+	f        *follower
+	res      *Result
+	start    time.Time // QEMU launched
+	phase    string
+	deadline time.Time
+	tInit    time.Time
+	tStart   time.Time
+	gotExit  bool
+}
+
+// wait follows the console until the VM powers off, the context ends, the
+// kernel reports a fault, the run goes silent or a phase overruns.
+func (l *labVM) wait(ctx context.Context) error {
+	l.phase, l.deadline = "boot", time.Now().Add(l.to.Boot)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := l.poll(); err != nil {
+			return err
+		}
+		select {
+		case <-l.vm.Done():
+			if err := l.poll(); err != nil {
+				return err
+			}
+			return l.poweredOff()
+		case <-ctx.Done():
+			return l.fail(ctx.Err())
+		case <-tick.C:
+		}
+		if err := l.check(); err != nil {
+			return err
+		}
+	}
+}
+
+// fail is the lab's failure in its current phase.
+func (l *labVM) fail(err error) error {
+	return &Error{Label: l.c.Label, Phase: l.phase, Err: err, Console: l.res.Console, Tail: qemu.FileTail(l.res.Console, 25)}
+}
+
+// poll handles the protocol events the console shows since the last poll.
+func (l *labVM) poll() error {
+	for _, ev := range l.f.poll() {
+		if err := l.handle(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle moves the lab to the phase an event starts and records its
+// timing; an "error" event fails the lab.
+func (l *labVM) handle(ev Event) error {
+	switch ev.Ev {
+	case "init":
+		l.tInit = time.Now()
+		l.res.BootSeconds = l.tInit.Sub(l.start).Seconds()
+		l.phase, l.deadline = "setup", time.Now().Add(l.to.Setup)
+	case "modules":
+		l.res.ModulesMs = ev.Ms
+		l.res.KVM, l.res.NoKVM = ev.KVM, ev.NoKVM
+	case "start":
+		l.tStart = time.Now()
+		l.res.SetupSeconds = l.tStart.Sub(l.tInit).Seconds()
+		l.phase, l.deadline = "run", time.Now().Add(l.to.Run)
+	case "exit":
+		tExit := time.Now()
+		l.gotExit = true
+		l.res.ExitCode = ev.Code
+		if !l.tStart.IsZero() {
+			l.res.RunSeconds = tExit.Sub(l.tStart).Seconds()
+		}
+		l.phase, l.deadline = "shutdown", time.Now().Add(l.to.Shutdown)
+	case "error":
+		return l.fail(errors.New(ev.Msg))
+	}
+	return nil
+}
+
+// poweredOff is the outcome of a lab VM that exited: the inner command's
+// exit status, or a failure when the VM never reported it.
+func (l *labVM) poweredOff() error {
+	l.res.TotalSeconds = time.Since(l.start).Seconds()
+	if !l.gotExit {
+		werr := l.vm.Process().Wait()
+		if werr == nil {
+			werr = errors.New("the VM powered off without reporting the inner command's exit")
+		}
+		return l.fail(fmt.Errorf("qemu exited: %w", werr))
+	}
+	if l.res.ExitCode != 0 {
+		return &InnerError{Label: l.c.Label, Code: l.res.ExitCode, Tail: qemu.FileTail(l.res.Console, 25)}
+	}
+	return nil
+}
+
+// check fails a lab whose kernel reported a fault qemu.FaultGrace ago,
+// whose run has been silent for SilenceLimit, or whose phase overran.
+func (l *labVM) check() error {
+	// A kernel that reports a lockup, stall, oops or panic on the console
+	// fails the lab after qemu.FaultGrace (the report's stack traces reach
+	// the log meanwhile): it will not finish the run, and waiting for the
+	// run's deadline would hold the host for up to an hour.
+	if l.f.fault != "" && time.Since(l.f.faultAt) >= qemu.FaultGrace {
+		return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, l.f.fault, 40),
+			Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: l.f.fault}}
+	}
+	if l.phase == "run" && time.Since(l.f.seen) > SilenceLimit {
+		return l.fail(fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat))
+	}
+	if time.Now().After(l.deadline) {
+		limit := map[string]time.Duration{"boot": l.to.Boot, "setup": l.to.Setup, "run": l.to.Run, "shutdown": l.to.Shutdown}[l.phase]
+		return l.fail(fmt.Errorf("timeout after %v (%s)", limit, timeoutHint(l.phase)))
+	}
+	return nil
+}
