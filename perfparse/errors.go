@@ -3,14 +3,12 @@ package perfparse
 import (
 	"errors"
 	"fmt"
-
-	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // SyntaxError is malformed input. Its text is "perfparse: FILE:LINE: msg"
 // (or "perfparse: LINE: msg" when the file name is unknown), like
-// golang.org/x/perf/benchfmt's SyntaxError. It is bad input (class
-// fault.ErrInput).
+// golang.org/x/perf/benchfmt's SyntaxError. Callers that classify errors
+// (vnetbench's exit code 2 for bad input) look for it with errors.As.
 type SyntaxError struct {
 	File string // file name, "" when unknown (set it with WithFile)
 	Line int    // 1-based line number, 0 when the error is not tied to a line
@@ -33,9 +31,6 @@ func (e *SyntaxError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *SyntaxError) Unwrap() error { return e.Err }
-
-// Is makes a syntax error bad input (errors.Is(err, fault.ErrInput)).
-func (e *SyntaxError) Is(target error) bool { return target == fault.ErrInput }
 
 func errorf(line int, format string, a ...any) error {
 	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, a...)}

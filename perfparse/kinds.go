@@ -6,8 +6,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-
-	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Kind is an input kind a Parser reads by name ("perf-stat"). perfparse
@@ -131,8 +129,8 @@ func (p *Parser) kind(name string) *Kind {
 	return nil
 }
 
-// UnknownKindError is a kind a Parser does not know: bad input (class
-// fault.ErrInput).
+// UnknownKindError is a kind a Parser does not know (bad input for a
+// caller that classifies errors).
 type UnknownKindError struct {
 	Kind  string
 	Kinds []string // those it knows
@@ -141,9 +139,6 @@ type UnknownKindError struct {
 func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("unknown kind %q; kinds: %s", e.Kind, strings.Join(e.Kinds, ", "))
 }
-
-// Is makes an unknown kind bad input.
-func (e *UnknownKindError) Is(target error) bool { return target == fault.ErrInput }
 
 // Parse reads one input of the given kind and returns its record:
 // *PerfStat, *PerfReport, []NetdevStats (/proc/net/dev), []Qdisc, or the

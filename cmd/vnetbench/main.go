@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/perfparse"
 	// Every workload (pktgen, trafgen, iperf3, ...): scenarios decode
 	// their sections, the runner runs them.
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
@@ -140,11 +141,20 @@ func exitCode(err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
-	case errors.Is(err, fault.ErrInput), errors.Is(err, fault.ErrCapability):
+	case errors.Is(err, fault.ErrInput), errors.Is(err, fault.ErrCapability), perfparseInput(err):
 		return exitBadInput
 	}
 	return exitFailure
 }
 
 // usageErrorf is bad command-line input.
+// perfparseInput reports whether err is perfparse's bad input: a
+// malformed tool output or an unknown kind (perfparse, a public package,
+// has its own error types rather than the module's fault classes).
+func perfparseInput(err error) bool {
+	var se *perfparse.SyntaxError
+	var ue *perfparse.UnknownKindError
+	return errors.As(err, &se) || errors.As(err, &ue)
+}
+
 func usageErrorf(format string, a ...any) error { return fault.Input(format, a...) }
