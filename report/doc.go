@@ -1,9 +1,17 @@
-// Package report turns samples (a results.Set) into a format-free table
+// Package report turns samples (Runs, from Load) into a format-free table
 // model with statistics, and renders it as text, markdown, CSV, JSON, Go
 // benchmark format or HTML. It also compares two runs and decides CI gates.
 // It never starts processes, never probes the host (the runner fills
 // results.Env), never parses tool output (perfparse does) and never writes
 // run directories (the results package does).
+//
+// # Public API
+//
+// report stays a public package: its entry points (Load, Build, Render,
+// CompareRuns and the Write* renderers) take and return report's own
+// names. Runs is the module's internal results set under a public alias,
+// so other programs can load and render runs without reaching into
+// internal/; perfparse likewise imports nothing of the module.
 //
 // # Model and renderers
 //
