@@ -12,7 +12,6 @@ package hostnet
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,25 +38,13 @@ func CreateNetns(name string) (ns *Netns, err error) {
 	if _, err := os.Stat(filepath.Join(NetnsDir, name)); err == nil {
 		return nil, fmt.Errorf("netns %s already exists; delete it with 'ip netns del %s' if no run uses it", name, name)
 	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("netns: get current: %w", err)
-	}
-	defer orig.Close()
-	h, err := netns.NewNamed(name)
-	// NewNamed leaves this thread in the new namespace (when unshare
-	// succeeded): go back before anything else.
-	if serr := netns.Set(orig); serr != nil {
-		// Leave the thread locked: Go discards it when this goroutine ends.
-		if err == nil {
-			h.Close()
-			netns.DeleteNamed(name)
-		}
-		return nil, fmt.Errorf("netns: return to the original namespace: %w", serr)
-	}
-	runtime.UnlockOSThread()
+	// NewNamed leaves its thread in the new namespace: a throwaway one.
+	var h netns.NsHandle
+	err = onThread(func() error {
+		var err error
+		h, err = netns.NewNamed(name)
+		return err
+	})
 	if err != nil {
 		os.Remove(filepath.Join(NetnsDir, name))
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
@@ -93,26 +80,51 @@ func (n *Netns) Delete() error {
 	return nil
 }
 
-// Do runs fn on a thread switched into the namespace.
+// Do runs fn on a thread switched into the namespace: a new goroutine
+// locked to its thread, which Go discards when fn returns (the thread never
+// goes back to the harness's namespace, so a failed switch back cannot
+// leave a goroutine of the harness inside the run's namespace). fn runs on
+// that goroutine, not the caller's; a panic in fn is raised again in the
+// caller. Goroutines fn starts run outside the namespace.
 func (n *Netns) Do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
+	return onThread(func() error {
+		if err := netns.Set(n.handle); err != nil {
+			return fmt.Errorf("enter netns %s: %w", n.Name, err)
+		}
+		return fn()
+	})
+}
+
+// onThread runs fn on a new goroutine locked to its OS thread and never
+// unlocked, so the thread, whatever namespace fn left it in, ends with the
+// goroutine. It waits for fn and re-panics a panic of fn in the caller.
+func onThread(fn func() error) error {
+	type result struct {
+		err      error
+		panicked bool
+		value    any
 	}
-	defer orig.Close()
-	if err := netns.Set(n.handle); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter netns %s: %w", n.Name, err)
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		r := result{panicked: true}
+		defer func() {
+			if r.panicked {
+				r.value = recover()
+			}
+			done <- r
+		}()
+		r.err = fn()
+		r.panicked = false
+	}()
+	r := <-done
+	if r.panicked {
+		if r.value == nil { // fn called runtime.Goexit (t.FailNow)
+			runtime.Goexit()
+		}
+		panic(r.value)
 	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		// The thread stays locked and dies with this goroutine.
-		return errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.Name, err))
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	return r.err
 }
 
 // Tap describes a tap device to create.
@@ -333,19 +345,6 @@ func (n *Netns) ResetQdisc(dev string) error {
 		}
 		return nil
 	})
-}
-
-// HasAddr reports whether ip is assigned inside the namespace (sanity checks).
-func (n *Netns) HasAddr(ip net.IP) bool {
-	found := false
-	n.Do(func() error {
-		as, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
-		for _, a := range as {
-			found = found || a.IP.Equal(ip)
-		}
-		return err
-	})
-	return found
 }
 
 func kernelRelease() string {
