@@ -399,13 +399,6 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 	return err
 }
 
-// fillMetrics computes the sample's metrics: the tap, qdisc and guest
-// counters over the window, and the workload's own (its Result).
-func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
-	NetMetrics(s, before, after, window)
-	workloadMetrics(s, c, res)
-}
-
 // AddResult adds what c's workload measured in its window to s: its
 // metrics (cross-checked against the tap's count when the workload counts
 // packets and s has the tap's), its threads, artifacts and warnings, and

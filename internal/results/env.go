@@ -37,15 +37,14 @@ type Env struct {
 	Cmdline      string              `json:"cmdline,omitempty"` // /proc/cmdline
 	// Mitigations maps a /sys/devices/system/cpu/vulnerabilities entry to
 	// its text ("spectre_v2": "Mitigation: ...").
-	Mitigations   map[string]string `json:"mitigations,omitempty"`
-	CPUModel      string            `json:"cpu_model,omitempty"`
-	CPUs          int               `json:"cpus,omitempty"`
-	Governor      string            `json:"governor,omitempty"` // scaling governor, "" when unknown
-	SMT           string            `json:"smt,omitempty"`      // /sys/devices/system/cpu/smt/control
-	QEMUVersion   string            `json:"qemu_version,omitempty"`
-	PerfVersion   string            `json:"perf_version,omitempty"`
-	Iperf3Version string            `json:"iperf3_version,omitempty"`
-	Accel         string            `json:"accel,omitempty"` // "kvm", "tcg", or "kvm+tcg" when the cells' guests differ
+	Mitigations map[string]string `json:"mitigations,omitempty"`
+	CPUModel    string            `json:"cpu_model,omitempty"`
+	CPUs        int               `json:"cpus,omitempty"`
+	Governor    string            `json:"governor,omitempty"` // scaling governor, "" when unknown
+	SMT         string            `json:"smt,omitempty"`      // /sys/devices/system/cpu/smt/control
+	QEMUVersion string            `json:"qemu_version,omitempty"`
+	PerfVersion string            `json:"perf_version,omitempty"`
+	Accel       string            `json:"accel,omitempty"` // "kvm", "tcg", or "kvm+tcg" when the cells' guests differ
 	// GuestCmdline lists every guest kernel command line the run booted
 	// with (distinct ones, in boot order): its tuning depends on the
 	// accelerator and on guest.cmdline.

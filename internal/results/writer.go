@@ -44,7 +44,7 @@ func Create(dir string, env Env) (*Writer, error) {
 }
 
 // Open opens an existing run directory for appending (resume). Samples
-// already present are reported by Done and Completed. A torn last line (a
+// already present are reported by Done. A torn last line (a
 // crash mid-write) is cut off so the next Append starts a fresh line; a
 // warning about it is returned by Warnings.
 func Open(dir string) (*Writer, error) {
@@ -97,17 +97,6 @@ func (w *Writer) Done(cell, kernel string, rep int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.done[Key{cell, kernel, rep}]
-}
-
-// Completed returns the keys of all (non-warmup) samples in the run.
-func (w *Writer) Completed() []Key {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	keys := make([]Key, 0, len(w.done))
-	for k := range w.done {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // Append writes s as one line of results.jsonl and fsyncs it. A zero Schema
