@@ -2,12 +2,12 @@ package afxdp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
 
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 )
 
@@ -16,8 +16,8 @@ import (
 type Capability struct {
 	// Copy and ZeroCopy say whether a bind in that mode succeeded.
 	Copy, ZeroCopy bool
-	// CopyErr and ZeroCopyErr say why not (nil when it succeeded): an
-	// *UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
+	// CopyErr and ZeroCopyErr say why not (nil when it succeeded): a
+	// *workload.UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
 	CopyErr, ZeroCopyErr error
 }
 
@@ -28,9 +28,8 @@ func (c Capability) String() string {
 		if ok {
 			return string(m) + " ok"
 		}
-		var ue *UnsupportedError
-		if errors.As(err, &ue) {
-			return fmt.Sprintf("%s %v", m, ue)
+		if why, ok := workload.IsUnsupported(err); ok {
+			return fmt.Sprintf("%s %s", m, why)
 		}
 		return fmt.Sprintf("%s failed (%v)", m, err)
 	}
