@@ -80,12 +80,15 @@ func Merge(out string, dirs []string) ([]string, error) {
 			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)
 		}
 		if b, err := os.ReadFile(filepath.Join(d, results.ReproduceFile)); err == nil {
-			fmt.Fprintf(&repro, "\n# ---- from %s ----\n", d)
+			fmt.Fprintf(&repro, "\n%s\n", safeComment("# ---- from "+d+" ----"))
 			repro.Write(b)
 		}
 	}
 	if repro.Len() > 0 {
-		os.WriteFile(filepath.Join(out, results.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
+		script := "#!/bin/sh\n" + safeComment("# Merged from "+strings.Join(dirs, " ")) + "\n" + repro.String()
+		if err := os.WriteFile(filepath.Join(out, results.ReproduceFile), []byte(script), 0o755); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
 	}
 	return warns, nil
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,4 +81,26 @@ func TestMerge(t *testing.T) {
 			t.Errorf("Merge(%v) = %v", args, err)
 		}
 	}
+}
+
+// Directory names reach reproduce.sh only in comments: a name with a line
+// break and shell syntax stays in its comment (before, the line after the
+// break was a command of the merged reproduce.sh).
+func TestMergeReproduceDirNames(t *testing.T) {
+	tmp := t.TempDir()
+	var dirs []string
+	for i, evil := range evils {
+		d := filepath.Join(tmp, fmt.Sprintf("%d%s", i, strings.ReplaceAll(evil, "/", "_")))
+		writeRun(t, d, fmt.Sprintf("run-%d", i), fmt.Sprintf("tap/c%d", i))
+		dirs = append(dirs, d)
+	}
+	out := filepath.Join(tmp, "all")
+	if _, err := Merge(out, dirs); err != nil {
+		t.Fatal(err)
+	}
+	repro, err := os.ReadFile(filepath.Join(out, results.ReproduceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShell(t, "merged reproduce.sh", string(repro))
 }

@@ -484,11 +484,36 @@ func (r *runState) recordArgv(argv []string) {
 
 func (r *runState) record(c proc.Cmd) { r.recordArgv(c.FullArgv()) }
 
-// note adds a raw line to reproduce.sh.
+// note adds a line to reproduce.sh: a command quoted for a shell
+// (proc.Quote) or a comment, kept on its line (safeComment).
 func (r *runState) note(line string) {
 	r.mu.Lock()
-	r.repro = append(r.repro, line)
+	r.repro = append(r.repro, safeComment(line))
 	r.mu.Unlock()
+}
+
+// safeComment returns a comment line ("#...") with its line breaks and
+// other control characters escaped as \n, \r or \xNN, so text in it (a
+// scenario's names, a directory name) cannot end the comment and become
+// a command of reproduce.sh; any other line is returned unchanged.
+func safeComment(line string) string {
+	if !strings.HasPrefix(line, "#") {
+		return line
+	}
+	var b strings.Builder
+	for _, c := range []byte(line) {
+		switch {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 && c != '\t' || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // writeReproduce writes reproduce.sh: every command of the run, quoted,
@@ -499,15 +524,7 @@ func (r *runState) writeReproduce() {
 	if len(r.repro) == 0 {
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\n# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.\n", r.id, r.opts.Scenario, r.opts.Seed)
-	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
-	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
-	b.WriteString("set -e\n")
-	for _, l := range r.repro {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.repro)
 	path := filepath.Join(r.dir, results.ReproduceFile)
 	mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if r.opts.Resume {
@@ -517,8 +534,24 @@ func (r *runState) writeReproduce() {
 	if err != nil {
 		return
 	}
-	f.WriteString(b.String())
+	f.WriteString(script)
 	f.Close()
+}
+
+// reproduceScript is reproduce.sh: a header naming the run, then lines
+// (commands quoted with proc.Quote, comments made safe by note).
+func reproduceScript(id, scenario string, seed int64, lines []string) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	b.WriteString(safeComment(fmt.Sprintf("# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.", id, scenario, seed)) + "\n")
+	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
+	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
+	b.WriteString("set -e\n")
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // recordingExec records every command before running it.
