@@ -104,3 +104,30 @@ func TestMergeReproduceDirNames(t *testing.T) {
 	}
 	checkShell(t, "merged reproduce.sh", string(repro))
 }
+
+// merge copies no link: one a shard's artifacts hold is skipped (before,
+// WalkDir skipped it too, but a non-empty -o with links planted in it was
+// written through); an output directory that is not empty is refused.
+func TestMergeNoFollow(t *testing.T) {
+	tmp := t.TempDir()
+	a, out := filepath.Join(tmp, "a"), filepath.Join(tmp, "all")
+	writeRun(t, a, "run-a", "tap/x")
+	victim := filepath.Join(tmp, "victim")
+	os.WriteFile(victim, []byte("untouched"), 0o644)
+	os.Symlink(victim, filepath.Join(a, "artifacts", "link"))
+	os.MkdirAll(out, 0o755)
+	os.Symlink(victim, filepath.Join(out, results.ReproduceFile))
+	if _, err := Merge(out, []string{a}); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("merge into a non-empty directory: %v, want bad input", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Errorf("written through a planted link: %q", b)
+	}
+	os.RemoveAll(out)
+	if _, err := Merge(out, []string{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "artifacts", "link")); err == nil {
+		t.Error("a shard's link was copied")
+	}
+}

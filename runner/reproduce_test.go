@@ -186,3 +186,29 @@ func TestSafeComment(t *testing.T) {
 		}
 	}
 }
+
+// reproduce.sh is written through a new file renamed into place, never
+// through a link planted at its name, also when a resumed run appends.
+func TestWriteReproduceNoFollow(t *testing.T) {
+	for _, resume := range []bool{false, true} {
+		dir := t.TempDir()
+		victim := filepath.Join(t.TempDir(), "victim")
+		os.WriteFile(victim, []byte("untouched"), 0o644)
+		if err := os.Symlink(victim, filepath.Join(dir, "reproduce.sh")); err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		r := &runState{dir: dir, id: "r", opts: Options{Resume: resume, Log: &log}, repro: []string{"true"}}
+		r.writeReproduce()
+		if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+			t.Errorf("resume=%v: reproduce.sh written through a link: %q", resume, b)
+		}
+		fi, err := os.Lstat(filepath.Join(dir, "reproduce.sh"))
+		switch {
+		case resume && (err != nil || fi.Mode().Type() != os.ModeSymlink || !strings.Contains(log.String(), "symbolic link")):
+			t.Errorf("resume: the link was not left alone with a warning: %v, log %q", err, log.String())
+		case !resume && (err != nil || !fi.Mode().IsRegular()):
+			t.Errorf("reproduce.sh is not a new plain file: %v", err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -517,7 +518,9 @@ func safeComment(line string) string {
 }
 
 // writeReproduce writes reproduce.sh: every command of the run, quoted,
-// netlink operations as their iproute2 equivalents.
+// netlink operations as their iproute2 equivalents; a resumed run's after
+// the commands already there. It writes a new file renamed into place
+// (nothing planted at the name is followed); a failure is a warning.
 func (r *runState) writeReproduce() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -525,17 +528,17 @@ func (r *runState) writeReproduce() {
 		return
 	}
 	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.repro)
-	path := filepath.Join(r.dir, results.ReproduceFile)
-	mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if r.opts.Resume {
-		mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		old, err := results.ReadFileNoFollow(filepath.Join(r.dir, results.ReproduceFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.logf("warning: reproduce.sh not written: %v", err)
+			return
+		}
+		script = string(old) + script
 	}
-	f, err := os.OpenFile(path, mode, 0o755)
-	if err != nil {
-		return
+	if err := results.WriteFileAtomic(r.dir, results.ReproduceFile, []byte(script), 0o755); err != nil {
+		r.logf("warning: reproduce.sh not written: %v", err)
 	}
-	f.WriteString(script)
-	f.Close()
 }
 
 // reproduceScript is reproduce.sh: a header naming the run, then lines

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -178,11 +177,7 @@ func WriteEnv(dir string, env Env) error {
 		return fmt.Errorf("encode env: %w", err)
 	}
 	b = append(b, '\n')
-	tmp := filepath.Join(dir, EnvFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write env: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, EnvFile)); err != nil {
+	if err := WriteFileAtomic(dir, EnvFile, b, 0o644); err != nil {
 		return fmt.Errorf("write env: %w", err)
 	}
 	return nil
@@ -191,7 +186,7 @@ func WriteEnv(dir string, env Env) error {
 // ReadEnv reads dir's env.json. A missing file gives a zero Env and no
 // error.
 func ReadEnv(dir string) (*Env, error) {
-	b, err := os.ReadFile(filepath.Join(dir, EnvFile))
+	b, err := ReadFileNoFollow(filepath.Join(dir, EnvFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Env{}, nil
 	}
