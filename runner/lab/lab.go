@@ -19,7 +19,6 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -617,10 +616,7 @@ func within(path, dir string) bool {
 // follower tails the console log, returns protocol events and forwards the
 // other lines to out.
 type follower struct {
-	path  string
-	f     *os.File
-	rd    *bufio.Reader
-	part  string
+	file  *qemu.ConsoleFile
 	out   io.Writer
 	label string
 	// fault is the first console line by which the kernel reported a
@@ -636,29 +632,17 @@ type follower struct {
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{path: path, out: out, label: label, seen: time.Now(), born: time.Now()}
+	return &follower{file: qemu.NewConsoleFile(path), out: out, label: label, seen: time.Now(), born: time.Now()}
 }
 
 func (f *follower) poll() []Event {
-	if f.f == nil {
-		fh, err := os.Open(f.path)
-		if err != nil {
-			return nil
-		}
-		f.f, f.rd = fh, bufio.NewReaderSize(fh, 64<<10)
-	}
 	var evs []Event
-	for {
-		s, err := f.rd.ReadString('\n')
-		if s != "" {
-			f.seen = time.Now()
-		}
-		if err != nil {
-			f.part += s
-			return evs
-		}
-		line := strings.TrimRight(f.part+s, "\r\n")
-		f.part = ""
+	off := f.file.Offset()
+	lines := f.file.Lines()
+	if f.file.Offset() != off {
+		f.seen = time.Now()
+	}
+	for _, line := range lines {
 		if ev, ok := ParseEvent(line); ok {
 			evs = append(evs, ev)
 			continue
@@ -670,10 +654,7 @@ func (f *follower) poll() []Event {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)
 		}
 	}
+	return evs
 }
 
-func (f *follower) close() {
-	if f.f != nil {
-		f.f.Close()
-	}
-}
+func (f *follower) close() { f.file.Close() }
