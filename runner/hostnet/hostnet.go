@@ -36,7 +36,7 @@ type Netns struct {
 // loopback up. It fails if the name exists.
 func CreateNetns(name string) (ns *Netns, err error) {
 	if _, err := os.Stat(filepath.Join(NetnsDir, name)); err == nil {
-		return nil, fmt.Errorf("netns %s already exists; delete it with 'ip netns del %s' if no run uses it", name, name)
+		return nil, fmt.Errorf("netns %s already exists; if no run uses it, 'vnetbench doctor --clean' removes it (or 'ip netns del %s')", name, name)
 	}
 	// NewNamed leaves its thread in the new namespace: a throwaway one.
 	var h netns.NsHandle
@@ -98,24 +98,27 @@ func (n *Netns) Do(fn func() error) error {
 // onThread runs fn on a new goroutine locked to its OS thread and never
 // unlocked, so the thread, whatever namespace fn left it in, ends with the
 // goroutine. It waits for fn and re-panics a panic of fn in the caller.
+//
+// The process's main thread is the exception: Go cannot end it (it would
+// stay, parked, in fn's namespace, and /proc/self/net with it). A goroutine
+// that lands there keeps it locked and idle while another goroutine, on
+// another thread, runs fn.
 func onThread(fn func() error) error {
-	type result struct {
-		err      error
-		panicked bool
-		value    any
-	}
-	done := make(chan result, 1)
+	done := make(chan threadResult, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: see above
-		r := result{panicked: true}
-		defer func() {
-			if r.panicked {
-				r.value = recover()
-			}
-			done <- r
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			runLocked(fn, done) // never unlocked: see above
+			return
+		}
+		inner := make(chan threadResult, 1)
+		go func() {
+			runtime.LockOSThread() // not the main thread: it is locked here
+			runLocked(fn, inner)
 		}()
-		r.err = fn()
-		r.panicked = false
+		r := <-inner
+		runtime.UnlockOSThread()
+		done <- r
 	}()
 	r := <-done
 	if r.panicked {
@@ -125,6 +128,25 @@ func onThread(fn func() error) error {
 		panic(r.value)
 	}
 	return r.err
+}
+
+type threadResult struct {
+	err      error
+	panicked bool
+	value    any
+}
+
+// runLocked runs fn and sends its result (or its panic) to done.
+func runLocked(fn func() error, done chan<- threadResult) {
+	r := threadResult{panicked: true}
+	defer func() {
+		if r.panicked {
+			r.value = recover()
+		}
+		done <- r
+	}()
+	r.err = fn()
+	r.panicked = false
 }
 
 // Tap describes a tap device to create.
@@ -353,6 +375,15 @@ func kernelRelease() string {
 		return "?"
 	}
 	return unix.ByteSliceToString(u.Release[:])
+}
+
+// DeleteNamed removes the named namespace /run/netns/NAME (as ip netns
+// del does): one a killed run left, with no handle to it.
+func DeleteNamed(name string) error {
+	if err := netns.DeleteNamed(name); err != nil {
+		return fmt.Errorf("delete netns %s: %w", name, err)
+	}
+	return nil
 }
 
 // Leftovers lists vnb* namespaces under /run/netns (tests and doctor use

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/vishvananda/netns"
@@ -194,5 +196,40 @@ func TestNetnsDoPanicLeavesCallerOutside(t *testing.T) {
 	}
 	if err := ns.Do(func() error { return errors.New("fn's error") }); err == nil || err.Error() != "fn's error" {
 		t.Errorf("Do returned %v, want fn's error", err)
+	}
+}
+
+// Do and CreateNetns leave the process's main thread (whose namespace
+// /proc/self/net shows) in its namespace: Go cannot end that thread, so
+// they must never switch it. (Before, a goroutine that landed there left
+// it in the namespace, parked: /proc/net/unix then listed that namespace's
+// sockets.)
+func TestNetnsDoKeepsMainThread(t *testing.T) {
+	needRoot(t)
+	before, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		ns, err := CreateNetns(fmt.Sprintf("vnb-test-main-%d-%d", os.Getpid(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Delete() })
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if err := ns.Do(func() error { return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if after, _ := os.Readlink("/proc/self/ns/net"); after != before {
+		t.Errorf("the main thread moved from %s to %s", before, after)
 	}
 }
