@@ -229,7 +229,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	// Everything below is undone by r.undo, whatever happens.
 	defer func() {
 		if terr := r.teardownAll(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+			err = errors.Join(err, fmt.Errorf("teardown: %w (%s)", terr, LeftoversHint))
 		}
 		r.writeReproduce()
 	}()
@@ -256,7 +256,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		}
 		if r.ns == nil {
 			if err := r.setupRun(ctx); err != nil {
-				return sum, err
+				return sum, fmt.Errorf("%w (%s)", err, LeftoversHint)
 			}
 			sum.Netns = r.ns.Name
 		}
@@ -377,13 +377,14 @@ func newID() string {
 
 // setupRun creates the run's network namespace and socket directory.
 func (r *runState) setupRun(ctx context.Context) error {
-	sockDir, err := os.MkdirTemp("", "vnb-")
+	// Names carry the pid: doctor tells a killed run's leftovers by it.
+	sockDir, err := os.MkdirTemp("", fmt.Sprintf("vnb-%d-", os.Getpid()))
 	if err != nil {
 		return err
 	}
 	r.sockDir = sockDir
 	r.undo.Push("remove "+sockDir, func(context.Context) error { return os.RemoveAll(sockDir) })
-	name := "vnb-" + strings.ReplaceAll(r.id[len(r.id)-8:], "-", "")
+	name := fmt.Sprintf("vnb-%d-%s", os.Getpid(), strings.ReplaceAll(r.id[len(r.id)-8:], "-", ""))
 	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
 	// namespace are those that appear with it: remember the ones before.
 	r.snapshotKernelThreads()

@@ -309,7 +309,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := os.MkdirAll(c.CacheDir, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "vnb-lab-")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-lab-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 			sc.GuestAppend = FastAppend
 		}
 		sc.OutDir, sc.Log = c.OutDir, c.Log
-		tmp, err := os.MkdirTemp("", "vnb-perfstress-")
+		tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-perfstress-%d-", os.Getpid()))
 		if err != nil {
 			return nil, err
 		}
