@@ -72,8 +72,14 @@ type Config struct {
 	// directory RunDir/lab/LABEL and the VM.
 	Label  string
 	Kernel Kernel
-	// RunDir is the host run directory, shared read-write at the same path.
+	// RunDir is the host run directory, shared at the same path:
+	// read-only when OutDir is set, else read-write.
 	RunDir string
+	// OutDir is the directory under RunDir the run inside writes (the
+	// runner's: RunDir/lab/LABEL/run), shared read-write; "" = all of
+	// RunDir is. The lab then cannot change what the host reads and
+	// writes elsewhere in the run directory.
+	OutDir string
 	// Args is the vnetbench argv inside the lab, after the program name,
 	// e.g. ["run", "--inside-lab", ...]. Paths must be visible in the lab:
 	// under RunDir, the cache, or on the host root outside /tmp.
@@ -86,7 +92,9 @@ type Config struct {
 	// this executable); a dynamically linked one brings its libraries.
 	Binary string
 	// CacheDir is shared read-write at the same path (default
-	// vmimages.CacheDir()); the inner run finds fetched kernels there.
+	// vmimages.CacheDir()); the inner run finds fetched kernels there and
+	// builds its guest images. Its kbuild directory, where the host builds
+	// kernels (as root), is shared read-only on top.
 	CacheDir string
 	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
 	// 2048 MiB; the runner sizes it from the scenario).
@@ -262,6 +270,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.OutDir != "" {
+		if c.OutDir, err = filepath.Abs(c.OutDir); err != nil {
+			return nil, err
+		}
+	}
 	if c.CacheDir == "" {
 		c.CacheDir = vmimages.CacheDir()
 	}
@@ -306,8 +319,19 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(c.CacheDir, 0o755); err != nil {
+	// The shares' directories must exist on the host (QEMU opens them);
+	// a kbuild directory the lab could create would not be read-only.
+	if err := os.MkdirAll(KbuildDir(c.CacheDir), 0o755); err != nil {
 		return nil, err
+	}
+	if c.OutDir != "" {
+		if !within(c.OutDir, runDir) {
+			return nil, inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
+		}
+		rel, _ := filepath.Rel(runDir, c.OutDir)
+		if err := results.MkdirNoFollow(runDir, rel); err != nil {
+			return nil, err
+		}
 	}
 	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-lab-%d-", os.Getpid()))
 	if err != nil {
@@ -474,29 +498,54 @@ func timeoutHint(phase string) string {
 	return "the lab VM did not power off after its run: its kernel may be stuck, see the console log"
 }
 
-// shares are the lab's 9p shares: the host root read-only, the run
-// directory and the cache read-write, and c.Shares read-only (each must
-// be a host directory).
+// shares are the lab's 9p shares (shareList) for the lab's init and for
+// QEMU; each of c.Shares must be a host directory.
 func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
-	shares := []InitShare{{Tag: "vnbrun", Path: runDir}}
-	qshares := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir}}
-	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
-		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
-		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	}
-	for i, dir := range c.Shares {
+	for _, dir := range c.Shares {
 		if within(dir, runDir) || within(dir, c.CacheDir) {
 			continue
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, nil, inputErrorf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)
 		}
-		tag := fmt.Sprintf("vnbx%d", i)
-		shares = append(shares, InitShare{Tag: tag, Path: dir})
-		qshares = append(qshares, qemu.Share{Tag: tag, Path: dir, ReadOnly: true})
+	}
+	qshares := c.shareList(runDir)
+	var shares []InitShare
+	for _, s := range qshares[1:] { // the host root is the init's RootTag
+		shares = append(shares, InitShare{Tag: s.Tag, Path: s.Path})
 	}
 	return shares, qshares, nil
 }
+
+// shareList is what a lab VM sees of the host, in mount order: the host
+// root read-only; the run directory (read-only when c.OutDir is set, with
+// c.OutDir read-write on top); the cache read-write, with its kbuild
+// directory read-only on top (the host runs make there as root); and
+// c.Shares read-only (those under the run directory or the cache are
+// there already). Pure: PlanArgs prints it.
+func (c Config) shareList(runDir string) []qemu.Share {
+	out := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir, ReadOnly: c.OutDir != ""}}
+	if c.OutDir != "" {
+		out = append(out, qemu.Share{Tag: "vnbout", Path: c.OutDir})
+	}
+	switch {
+	case !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir):
+		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
+	case c.OutDir != "" && within(c.CacheDir, runDir) && !within(c.CacheDir, c.OutDir):
+		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir}) // the read-only run directory would hide it
+	}
+	out = append(out, qemu.Share{Tag: "vnbkbuild", Path: KbuildDir(c.CacheDir), ReadOnly: true})
+	for i, dir := range c.Shares {
+		if !within(dir, runDir) && !within(dir, c.CacheDir) {
+			out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
+		}
+	}
+	return out
+}
+
+// KbuildDir is where kernels are built in cache (runner/kbuild's Dir):
+// a lab VM sees it read-only.
+func KbuildDir(cache string) string { return filepath.Join(cache, "kbuild") }
 
 // vm is the lab VM's QEMU configuration: c's size (defaults: the host's
 // CPU count, 2048 MiB), accelerator and nesting flag, the kernel image and
@@ -534,6 +583,9 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	}
 	if c.RunDir == "" {
 		c.RunDir = "RUN_DIR"
+		if c.OutDir != "" && !filepath.IsAbs(c.OutDir) {
+			c.OutDir = filepath.Join(c.RunDir, c.OutDir)
+		}
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = "CACHE_DIR"
@@ -542,16 +594,7 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	if image == "" {
 		image = "LAB_KERNEL"
 	}
-	var qshares []qemu.Share
-	qshares = append(qshares, qemu.Share{Tag: "hostroot", Path: "/", ReadOnly: true}, qemu.Share{Tag: "vnbrun", Path: c.RunDir})
-	if !within(c.RunDir, c.CacheDir) && !within(c.CacheDir, c.RunDir) {
-		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	}
-	for i, dir := range c.Shares {
-		if !within(dir, c.RunDir) && !within(dir, c.CacheDir) {
-			qshares = append(qshares, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
-		}
-	}
+	qshares := c.shareList(c.RunDir)
 	qc := c.vm(image, "TMP/initramfs.cpio", "TMP/qmp.sock", filepath.Join(c.RunDir, results.LabConsole(c.Label)), accel, qshares)
 	return qemu.Args(qc)
 }
