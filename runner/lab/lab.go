@@ -691,7 +691,7 @@ func (f *follower) poll() []Event {
 			continue
 		}
 		if f.fault == "" && qemu.KernelFaultAt(line, time.Since(f.born)) {
-			f.fault, f.faultAt = line, time.Now()
+			f.fault, f.faultAt = fault.Clip(line), time.Now()
 		}
 		if f.out != nil && line != "" {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -136,8 +137,9 @@ func (c *ConsoleFile) Close() {
 }
 
 // FileTail returns the last n non-empty lines of a file ("" if
-// unreadable), reading only its last 64 KiB. NUL bytes (a capped log's
-// hole) are dropped.
+// unreadable), reading only its last 64 KiB, each line clipped to about
+// 1 KiB (fault.Clip): a tail is quoted in errors. NUL bytes (a capped
+// log's hole) are dropped.
 func FileTail(path string, n int) string {
 	if path == "" {
 		return ""
@@ -160,7 +162,7 @@ func FileTail(path string, n int) string {
 	var lines []string
 	for _, l := range bytes.Split(b, []byte("\n")) {
 		if s := strings.TrimRight(string(l), "\r \t"); s != "" {
-			lines = append(lines, s)
+			lines = append(lines, fault.Clip(s))
 		}
 	}
 	if len(lines) > n {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 func appendTo(t *testing.T, path string, b []byte) {
@@ -113,5 +115,23 @@ func TestFileTailSeeks(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("FileTail allocated %d bytes for a 256 MiB file", alloc)
+	}
+}
+
+// What errors quote from a console is clipped to about fault.MaxQuote: a
+// fault line and the tail's lines (before, a 60 KiB line went whole into
+// the error, and with it into results.jsonl).
+func TestConsoleQuotesClipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "console.log")
+	long := "[    1.000000] Kernel panic - not syncing: " + strings.Repeat("z", 60<<10)
+	appendTo(t, path, []byte(long+"\n"))
+	w := NewConsoleWatch(path)
+	defer w.Close()
+	w.Poll()
+	if w.Fault == "" || len(w.Fault) > fault.MaxQuote+64 {
+		t.Errorf("fault line of %d bytes", len(w.Fault))
+	}
+	if tail := FileTail(path, 5); len(tail) > fault.MaxQuote+64 || !strings.HasPrefix(tail, "[    1.000000] Kernel panic") {
+		t.Errorf("tail of %d bytes", len(tail))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // faultMarkers are what a Linux kernel prints when it is stuck or broken:
@@ -178,7 +180,7 @@ func (w *ConsoleWatch) Poll() []string {
 		switch {
 		case w.Fault != "" || !KernelFault(line):
 		case KernelFaultAt(line, age):
-			w.Fault, w.FaultAt = line, time.Now()
+			w.Fault, w.FaultAt = fault.Clip(line), time.Now()
 		case w.ClockJump == "":
 			w.ClockJump = line
 		}
