@@ -91,10 +91,11 @@ type Config struct {
 	// Binary is the vnetbench binary used as /init and inside (default:
 	// this executable); a dynamically linked one brings its libraries.
 	Binary string
-	// CacheDir is shared read-write at the same path (default
-	// vmimages.CacheDir()); the inner run finds fetched kernels there and
-	// builds its guest images. Its kbuild directory, where the host builds
-	// kernels (as root), is shared read-only on top.
+	// CacheDir is shared read-only at the same path (default
+	// vmimages.CacheDir()): the inner run finds fetched kernels there (the
+	// host fetches them first: Prefetch), and the host builds kernels in
+	// its kbuild directory as root. Only the directories its guest image
+	// builds write (vmimages.ImageCacheDirs) are shared read-write.
 	CacheDir string
 	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
 	// 2048 MiB; the runner sizes it from the scenario).
@@ -319,10 +320,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
 		return nil, err
 	}
-	// The shares' directories must exist on the host (QEMU opens them);
-	// a kbuild directory the lab could create would not be read-only.
-	if err := os.MkdirAll(KbuildDir(c.CacheDir), 0o755); err != nil {
-		return nil, err
+	// The shares' directories must exist on the host (QEMU opens them).
+	for _, d := range vmimages.ImageCacheDirs(c.CacheDir) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if c.OutDir != "" {
 		if !within(c.OutDir, runDir) {
@@ -519,22 +521,22 @@ func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
 
 // shareList is what a lab VM sees of the host, in mount order: the host
 // root read-only; the run directory (read-only when c.OutDir is set, with
-// c.OutDir read-write on top); the cache read-write, with its kbuild
-// directory read-only on top (the host runs make there as root); and
-// c.Shares read-only (those under the run directory or the cache are
-// there already). Pure: PlanArgs prints it.
+// c.OutDir read-write on top); the cache read-only (the host runs make in
+// its kbuild trees as root, and unpacks kernels there), with the
+// directories guest image builds write read-write on top; and c.Shares
+// read-only (those under the run directory or the cache are there
+// already). Pure: PlanArgs prints it.
 func (c Config) shareList(runDir string) []qemu.Share {
 	out := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir, ReadOnly: c.OutDir != ""}}
 	if c.OutDir != "" {
 		out = append(out, qemu.Share{Tag: "vnbout", Path: c.OutDir})
 	}
-	switch {
-	case !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir):
-		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	case c.OutDir != "" && within(c.CacheDir, runDir) && !within(c.CacheDir, c.OutDir):
-		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir}) // the read-only run directory would hide it
+	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
+		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir, ReadOnly: true})
 	}
-	out = append(out, qemu.Share{Tag: "vnbkbuild", Path: KbuildDir(c.CacheDir), ReadOnly: true})
+	for i, d := range vmimages.ImageCacheDirs(c.CacheDir) {
+		out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbimg%d", i), Path: d})
+	}
 	for i, dir := range c.Shares {
 		if !within(dir, runDir) && !within(dir, c.CacheDir) {
 			out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
@@ -542,10 +544,6 @@ func (c Config) shareList(runDir string) []qemu.Share {
 	}
 	return out
 }
-
-// KbuildDir is where kernels are built in cache (runner/kbuild's Dir):
-// a lab VM sees it read-only.
-func KbuildDir(cache string) string { return filepath.Join(cache, "kbuild") }
 
 // vm is the lab VM's QEMU configuration: c's size (defaults: the host's
 // CPU count, 2048 MiB), accelerator and nesting flag, the kernel image and
