@@ -35,5 +35,7 @@
 //     package names no workload.
 //
 // Malformed input is a *SyntaxError carrying the line number ("perfparse:
-// FILE:LINE: msg"; WithFile adds the file name); its ExitCode is 2.
+// FILE:LINE: msg"; WithFile adds the file name); it is bad input
+// (errors.Is(err, fault.ErrInput)), which the command line reports with exit
+// status 2.
 package perfparse

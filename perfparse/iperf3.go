@@ -217,10 +217,14 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		return o, nil
 	}
 	var errs []error
+	// c converts s; a sum that does not convert is an error in errs and
+	// an empty sum here (the result is discarded), never a nil to
+	// dereference.
 	c := func(s *iperfSumJSON) *Iperf3Sum {
 		o, err := conv(s)
 		if err != nil {
 			errs = append(errs, err)
+			return &Iperf3Sum{}
 		}
 		return o
 	}

@@ -23,7 +23,7 @@ import (
 // labels left blank.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "## vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
+	fmt.Fprintf(&b, "## vnetbench report: %s\n", mdEscape(strings.Join(r.Columns, " vs ")))
 	if kl := kernelLines(r); len(kl) > 0 {
 		b.WriteString("\n")
 		for _, l := range kl {
@@ -31,7 +31,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Emulated) > 0 {
-		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", strings.Join(r.Emulated, ", "))
+		fmt.Fprintf(&b, "\n> **EMULATED** (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.\n", mdEscape(strings.Join(r.Emulated, ", ")))
 	}
 	notes := onceNotes{}
 	for _, t := range r.Tables {
@@ -111,16 +111,34 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	return err
 }
 
-var mdReplacer = strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;")
+// mdReplacer makes text literal in markdown: no emphasis, code, link or
+// table syntax, no raw HTML (a run's labels and names come from files the
+// report did not write), no line break.
+var mdReplacer = strings.NewReplacer("\\", `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
+	"<", `\<`, ">", `\>`, "&", `\&`, "\r\n", " ", "\n", " ", "\r", " ")
 
 func mdEscape(s string) string { return mdReplacer.Replace(s) }
 
+// mdRow escapes a table row's cells (mdEscape).
 func mdRow(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = strings.ReplaceAll(c, "|", `\|`)
+		out[i] = mdEscape(c)
 	}
 	return out
+}
+
+// csvSafe keeps a spreadsheet from taking a CSV field for a formula: text
+// that starts with =, +, -, @, a tab or a carriage return gets a leading
+// apostrophe (numbers, such as -3.5, stay as they are).
+func csvSafe(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return s
+	}
+	return "'" + s
 }
 
 // WriteCSV writes one row per (cell, column, metric) summary, with the
@@ -136,9 +154,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	axisNames := sortedKeys(axes)
 	hdr := []string{"cell"}
 	for _, a := range axisNames {
-		hdr = append(hdr, "axis."+a)
+		hdr = append(hdr, csvSafe("axis."+a))
 	}
-	hdr = append(hdr, r.By, "metric", "unit", "better", "n", "median", "mean", "stddev", "cv", "min", "max",
+	hdr = append(hdr, csvSafe(r.By), "metric", "unit", "better", "n", "median", "mean", "stddev", "cv", "min", "max",
 		"ci_lo", "ci_hi", "ci_level", "hmean", "emulated", "base", "vs_base_pct", "p", "significant", "verdict")
 	if err := cw.Write(hdr); err != nil {
 		return err
@@ -155,15 +173,15 @@ func WriteCSV(w io.Writer, r *Report) error {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	for _, s := range r.Summaries {
-		row := []string{s.Cell}
+		row := []string{csvSafe(s.Cell)}
 		for _, a := range axisNames {
-			row = append(row, s.Axes[a])
+			row = append(row, csvSafe(s.Axes[a]))
 		}
 		st := s.Stats
-		row = append(row, s.Column, s.Metric, s.Unit, s.Better, strconv.Itoa(st.N), f(st.Median), f(st.Mean), f(st.Stddev), f(st.CV),
+		row = append(row, csvSafe(s.Column), csvSafe(s.Metric), csvSafe(s.Unit), s.Better, strconv.Itoa(st.N), f(st.Median), f(st.Mean), f(st.Stddev), f(st.CV),
 			f(st.Min), f(st.Max), f(st.Lo), f(st.Hi), f(st.CILevel), f(st.HMean), strconv.FormatBool(s.Emulated))
 		if c := cmpOf[[3]string{s.Cell, s.Column, s.Metric}]; c != nil {
-			row = append(row, c.Base, f(c.Delta.Pct), f(c.Delta.P), strconv.FormatBool(c.Delta.Significant), c.Verdict)
+			row = append(row, csvSafe(c.Base), f(c.Delta.Pct), f(c.Delta.P), strconv.FormatBool(c.Delta.Significant), c.Verdict)
 		} else {
 			row = append(row, "", "", "", "", "")
 		}

@@ -75,12 +75,39 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	for _, wn := range r.Warnings {
 		writeWrapped(&b, "warning: ", wn)
 	}
-	out := b.String()
+	out := termSafe(b.String())
 	if style == ASCII {
 		out = asciiOnly(out)
 	}
 	_, err := io.WriteString(w, out)
 	return err
+}
+
+// termSafe shows the control characters of s (but line breaks) as \xNN or
+// \u{NNNN} escapes: a run's labels and names come from files the report
+// did not write, and a terminal would act on an escape sequence in them.
+// Unicode bidirectional controls, which reorder what a terminal shows,
+// are escaped too.
+func termSafe(s string) string {
+	bad := func(r rune) bool {
+		return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f ||
+			r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+	}
+	if !strings.ContainsFunc(s, bad) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !bad(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u{%04x}`, r)
+		}
+	}
+	return b.String()
 }
 
 // shows reports whether text and markdown draw t.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -346,7 +347,7 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 	}
 	warnings := size.Warnings
 	c := lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
-		RunDir: o.Dir, Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
+		RunDir: o.Dir, OutDir: filepath.Join(o.Dir, results.LabDir(label)), Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
 		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec,
 		CPUs: size.CPUs, MemoryMiB: size.MemoryMiB, PinVCPUs: size.Pin, Accel: o.Accel}
 	if c.Accel == "" {
@@ -595,12 +596,55 @@ func recordBuilds(dir string, builds map[string]*results.KernelBuild) error {
 	return results.WriteEnv(dir, *env)
 }
 
+// labArtifacts re-roots a lab sample's artifacts at the outer run (under
+// rel, inner's path there), keeping only plain files under inner; the
+// others are named in a warning.
+func labArtifacts(inner, rel string, arts, warns []string) ([]string, []string) {
+	var out []string
+	for _, a := range arts {
+		fi, err := os.Lstat(filepath.Join(inner, a))
+		if !filepath.IsLocal(a) || err != nil || !fi.Mode().IsRegular() || !noLinkBetween(inner, a) {
+			warns = append(warns, fmt.Sprintf("artifact %q of the lab is not a plain file in its run directory: not imported", fault.Clip(a)))
+			continue
+		}
+		out = append(out, filepath.Join(rel, a))
+	}
+	return out, warns
+}
+
+// noLinkBetween reports whether no directory on the way from dir to
+// dir/rel is a symbolic link.
+func noLinkBetween(dir, rel string) bool {
+	p := dir
+	parts := strings.Split(filepath.Dir(rel), string(filepath.Separator))
+	for _, c := range parts {
+		if c == "." {
+			continue
+		}
+		p = filepath.Join(p, c)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
 // importLab appends the inner run's samples under label, artifacts
 // re-rooted at the outer run, and records the inner environment. It
 // returns the samples it appended. outer and inner are absolute.
+//
+// The lab wrote inner: nothing there is followed or trusted as a path.
+// results.jsonl and env.json must be plain files (a link is an error), and
+// an artifact that is not a plain file under inner (a link, "../..") is
+// dropped with a warning in its sample.
 func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) ([]results.Sample, error) {
-	if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(inner, results.ResultsFile)); err != nil {
 		return nil, nil
+	}
+	for _, name := range []string{results.ResultsFile, results.EnvFile} {
+		if fi, err := os.Lstat(filepath.Join(inner, name)); err == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("lab %s: %s is not a plain file (a %v); the lab's results are not imported", label, filepath.Join(inner, name), fi.Mode().Type())
+		}
 	}
 	set, err := results.Load(inner)
 	if err != nil {
@@ -616,9 +660,7 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 		if w.Done(s.Cell, label, s.Rep) {
 			continue
 		}
-		for i, a := range s.Artifacts {
-			s.Artifacts[i] = filepath.Join(rel, a)
-		}
+		s.Artifacts, s.Warnings = labArtifacts(inner, rel, s.Artifacts, s.Warnings)
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}

@@ -53,6 +53,7 @@ func TestImportLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(inner, "artifacts", "c", "stock", "0"), 0o755)
+	os.WriteFile(filepath.Join(inner, "artifacts", "c", "stock", "0", "pktgen-vnbt0.txt"), []byte("x"), 0o644)
 	iw.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
 		Metrics: map[string]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
 	iw.Close()
@@ -74,6 +75,47 @@ func TestImportLab(t *testing.T) {
 	env, _ := results.ReadEnv(outer)
 	if env.Kernels["stock"] == nil || env.Kernels["stock"].KernelRelease != "6.1.0-47-amd64" {
 		t.Errorf("env kernels %+v", env.Kernels)
+	}
+}
+
+// The lab wrote its run directory: a link at results.jsonl or env.json
+// stops the import, and artifacts that are links, lie behind a linked
+// directory or leave the directory ("../") are not imported (before, all
+// were taken as they were).
+func TestImportLabUntrusted(t *testing.T) {
+	outer := t.TempDir()
+	w, err := results.Create(outer, results.Env{Run: "outer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	inner := filepath.Join(outer, results.LabDir("stock"))
+	iw, err := results.Create(inner, results.Env{Run: "inner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(inner, "artifacts", "c")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("x"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
+	os.Symlink("/etc", filepath.Join(inner, "artifacts", "etc"))
+	arts := []string{"artifacts/c/ok.txt", "artifacts/c/link.txt", "artifacts/etc/passwd", "../../../../etc/passwd", "/etc/passwd"}
+	iw.Append(results.Sample{Cell: "tap/x", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}, Artifacts: arts})
+	iw.Close()
+	got, err := importLab(w, outer, inner, "stock", nil)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("import: %d, %v", len(got), err)
+	}
+	if want := []string{"lab/stock/run/artifacts/c/ok.txt"}; !slices.Equal(got[0].Artifacts, want) || len(got[0].Warnings) != 4 {
+		t.Errorf("artifacts %q (want %q), warnings %q", got[0].Artifacts, want, got[0].Warnings)
+	}
+
+	// results.jsonl as a link.
+	victim := filepath.Join(t.TempDir(), "results.jsonl")
+	os.Rename(filepath.Join(inner, results.ResultsFile), victim)
+	os.Symlink(victim, filepath.Join(inner, results.ResultsFile))
+	if _, err := importLab(w, outer, inner, "stock", nil); err == nil || !strings.Contains(err.Error(), "not a plain file") {
+		t.Errorf("import through a linked results.jsonl: %v", err)
 	}
 }
 

@@ -95,16 +95,19 @@ func Merge(out string, dirs []string) ([]string, error) {
 				return nil, err
 			}
 		}
-		if err := copyTree(filepath.Join(d, results.ArtifactsDir), filepath.Join(out, results.ArtifactsDir), filepath.Join(out, results.ShardDir(i+1))); err != nil {
+		if err := copyTree(filepath.Join(d, results.ArtifactsDir), out, results.ArtifactsDir, results.ShardDir(i+1)); err != nil {
 			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)
 		}
-		if b, err := os.ReadFile(filepath.Join(d, results.ReproduceFile)); err == nil {
-			fmt.Fprintf(&repro, "\n# ---- from %s ----\n", d)
+		if b, err := results.ReadFileNoFollow(filepath.Join(d, results.ReproduceFile)); err == nil {
+			fmt.Fprintf(&repro, "\n%s\n", safeComment("# ---- from "+d+" ----"))
 			repro.Write(b)
 		}
 	}
 	if repro.Len() > 0 {
-		os.WriteFile(filepath.Join(out, results.ReproduceFile), []byte("#!/bin/sh\n# Merged from "+strings.Join(dirs, " ")+"\n"+repro.String()), 0o755)
+		script := "#!/bin/sh\n" + safeComment("# Merged from "+strings.Join(dirs, " ")) + "\n" + repro.String()
+		if err := results.WriteFileAtomic(out, results.ReproduceFile, []byte(script), 0o755); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
 	}
 	return warns, nil
 }
@@ -195,9 +198,11 @@ func abs(p string) string {
 	return a
 }
 
-// copyTree copies src into dst keeping relative paths; a file whose path
-// dst already has goes under alt instead.
-func copyTree(src, dst, alt string) error {
+// copyTree copies the regular files of src into out/dst keeping relative
+// paths; a file whose path out/dst already has goes under out/alt instead.
+// It follows no symbolic link: links in src are skipped, and in out no
+// directory or file name is followed (results.MkdirNoFollow, O_EXCL).
+func copyTree(src, out, dst, alt string) error {
 	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -207,32 +212,33 @@ func copyTree(src, dst, alt string) error {
 		}
 		rel, _ := filepath.Rel(src, p)
 		if de.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			return results.MkdirNoFollow(out, filepath.Join(dst, rel))
 		}
 		if !de.Type().IsRegular() {
 			return nil
 		}
 		target := filepath.Join(dst, rel)
-		if _, err := os.Stat(target); err == nil {
+		if _, err := os.Lstat(filepath.Join(out, target)); err == nil {
 			target = filepath.Join(alt, rel)
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			if err := results.MkdirNoFollow(out, filepath.Dir(target)); err != nil {
 				return err
 			}
 		}
-		return copyFile(p, target)
+		return copyFile(p, filepath.Join(out, target))
 	})
 }
 
+// copyFile hard-links src at dst, else copies it into a new file dst.
 func copyFile(src, dst string) error {
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}
-	in, err := os.Open(src)
+	in, err := results.OpenNoFollow(src, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	o, err := os.Create(dst)
+	o, err := results.OpenNoFollow(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,54 @@ func TestMerge(t *testing.T) {
 		if !errors.Is(err, fault.ErrInput) {
 			t.Errorf("Merge(%v) = %v", args, err)
 		}
+	}
+}
+
+// Directory names reach reproduce.sh only in comments: a name with a line
+// break and shell syntax stays in its comment (before, the line after the
+// break was a command of the merged reproduce.sh).
+func TestMergeReproduceDirNames(t *testing.T) {
+	tmp := t.TempDir()
+	var dirs []string
+	for i, evil := range evils {
+		d := filepath.Join(tmp, fmt.Sprintf("%d%s", i, strings.ReplaceAll(evil, "/", "_")))
+		writeRun(t, d, fmt.Sprintf("run-%d", i), fmt.Sprintf("tap/c%d", i))
+		dirs = append(dirs, d)
+	}
+	out := filepath.Join(tmp, "all")
+	if _, err := Merge(out, dirs); err != nil {
+		t.Fatal(err)
+	}
+	repro, err := os.ReadFile(filepath.Join(out, results.ReproduceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShell(t, "merged reproduce.sh", string(repro))
+}
+
+// merge copies no link: one a shard's artifacts hold is skipped (before,
+// WalkDir skipped it too, but a non-empty -o with links planted in it was
+// written through); an output directory that is not empty is refused.
+func TestMergeNoFollow(t *testing.T) {
+	tmp := t.TempDir()
+	a, out := filepath.Join(tmp, "a"), filepath.Join(tmp, "all")
+	writeRun(t, a, "run-a", "tap/x")
+	victim := filepath.Join(tmp, "victim")
+	os.WriteFile(victim, []byte("untouched"), 0o644)
+	os.Symlink(victim, filepath.Join(a, "artifacts", "link"))
+	os.MkdirAll(out, 0o755)
+	os.Symlink(victim, filepath.Join(out, results.ReproduceFile))
+	if _, err := Merge(out, []string{a}); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("merge into a non-empty directory: %v, want bad input", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Errorf("written through a planted link: %q", b)
+	}
+	os.RemoveAll(out)
+	if _, err := Merge(out, []string{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "artifacts", "link")); err == nil {
+		t.Error("a shard's link was copied")
 	}
 }

@@ -25,7 +25,7 @@ func TestFillMetricsQdiscDrops(t *testing.T) {
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 100 + 2*176, TxDropped: 7},
 		Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000 + 2*55824}, Guest: GuestStats{RxPackets: 100 + 2*176}}
 	s := &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 56000}, Threads: []workload.Thread{{I: 0, TxPPS: 56000}}}, before, after, 2*time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 56000}, Threads: []workload.Thread{{I: 0, TxPPS: 56000}}}, before, after, 2*time.Second)
 	want := map[string]float64{"tx_pps": 56000, "tap_tx_pps": 176, "lost_pps": 0, "qdisc_drops": 2 * 55824, "qdisc_drop_pps": 55824, "rx_pps": 176}
 	for k, v := range want {
 		if got, ok := s.Metrics[k]; !ok || got != v {
@@ -60,7 +60,7 @@ func TestFillMetricsQdiscAbsent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &results.Sample{Metrics: map[string]float64{}}
-			fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, Counters{Tap: tap0, Qdisc: tc.q0}, Counters{Tap: tap1, Qdisc: tc.q1}, time.Second)
+			sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, Counters{Tap: tap0, Qdisc: tc.q0}, Counters{Tap: tap1, Qdisc: tc.q1}, time.Second)
 			v, ok := s.Metrics["qdisc_drop_pps"]
 			if ok != tc.want || v != 0 {
 				t.Errorf("qdisc_drop_pps = %v (present %v), want 0 present=%v", v, ok, tc.want)
@@ -85,7 +85,7 @@ func TestFillMetricsXDPSink(t *testing.T) {
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 2000, TxDropped: 5 + 8000},
 		Guest: GuestStats{RxPackets: 100 + 2100, Sink: "xdp-drop", XDPDrops: 40 + 1990}}
 	s := &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}}, before, after, 2*time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}}, before, after, 2*time.Second)
 	want := map[string]float64{"rx_pps": 995, "tap_tx_pps": 1000, "lost_pps": 3990, "tx_pps": 5000}
 	for k, v := range want {
 		if got := s.Metrics[k]; got != v {
@@ -97,14 +97,14 @@ func TestFillMetricsXDPSink(t *testing.T) {
 	}
 	// A count of completions includes the tap's drops: no warning.
 	s = &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}, CountsDrops: true}, before, after, 2*time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}, CountsDrops: true}, before, after, 2*time.Second)
 	if len(s.Warnings) != 0 {
 		t.Errorf("warnings %q for a count that includes the tap's drops", s.Warnings)
 	}
 	// The sink changed during the window: eth0's count.
 	before.Guest.Sink = "stack"
 	s = &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, before, after, 2*time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, before, after, 2*time.Second)
 	if s.Metrics["rx_pps"] != 1050 {
 		t.Errorf("rx_pps = %v after a sink change, want eth0's 1050", s.Metrics["rx_pps"])
 	}
@@ -158,7 +158,7 @@ func TestFillMetricsOneClock(t *testing.T) {
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 5000, TxDropped: 100 + 261164}}
 	res := &workload.Result{Packets: 5000, Metrics: map[string]float64{"tx_pps": 5000 / 1.176148, "lost_pps": 261164 / 1.176148, "tx_run_s": 1.176148}}
 	s := &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, res, before, after, 2700*time.Millisecond)
+	sampleMetrics(s, c, res, before, after, 2700*time.Millisecond)
 	if got := s.Metrics["lost_pps"]; got != 261164/1.176148 {
 		t.Errorf("lost_pps %.0f, want the workload's %.0f (not the window's %.0f)", got, 261164/1.176148, 261164/2.7)
 	}
@@ -168,7 +168,7 @@ func TestFillMetricsOneClock(t *testing.T) {
 	// The tap carried a tenth of what pktgen counted: warn, with counts.
 	after.Tap.TxPackets = 10 + 500
 	s = &results.Sample{Metrics: map[string]float64{}}
-	fillMetrics(s, c, res, before, after, 2700*time.Millisecond)
+	sampleMetrics(s, c, res, before, after, 2700*time.Millisecond)
 	if len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "pktgen sent 5000 packets but the tap's tx_packets grew by 500 (") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
@@ -242,7 +242,7 @@ func TestOneClockAtKVMSpeed(t *testing.T) {
 	res := &workload.Result{Elapsed: run, Packets: 50000,
 		Metrics: map[string]float64{"tx_pps": 50000 / run.Seconds(), "lost_pps": 150000 / run.Seconds(), "tx_run_s": run.Seconds()}}
 	s := &results.Sample{Metrics: map[string]float64{"perf.task-clock@kpktgend": 0.02}}
-	fillMetrics(s, c, res, before, after, 10*time.Second)
+	sampleMetrics(s, c, res, before, after, 10*time.Second)
 	if s.Metrics["tx_pps"] != 2.5e6 || s.Metrics["lost_pps"] != 7.5e6 {
 		t.Errorf("Transmitted %v, Lost %v; want 2.5 Mpps and 7.5 Mpps (both over pktgen's 20 ms)", s.Metrics["tx_pps"], s.Metrics["lost_pps"])
 	}
@@ -255,4 +255,11 @@ func TestOneClockAtKVMSpeed(t *testing.T) {
 	if got := s.Metrics["cpu_per_pkt.kpktgend"]; math.Abs(got-400) > 1e-9 {
 		t.Errorf("cpu_per_pkt.kpktgend = %v ns, want 400 (20 ms of CPU / 50,000 packets)", got)
 	}
+}
+
+// sampleMetrics computes a sample's metrics as runSample does: the
+// counters over the window, then the workload's result.
+func sampleMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
+	NetMetrics(s, before, after, window)
+	AddResult(s, c, res)
 }

@@ -1,11 +1,17 @@
 package runner
 
 import (
+	"context"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // A real `perf report --stdio --no-children --sort dso,symbol` of a TCG
@@ -35,5 +41,46 @@ func TestPerfSymbolsTrailingColumns(t *testing.T) {
 		if g.Symbol != w.Symbol || g.DSO != w.DSO || g.Addresses != w.Addresses || math.Abs(g.Overhead-w.Overhead) > 0.005 {
 			t.Errorf("row %d = %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+// addPerf's perf report: it runs under the run's context (a SIGINT
+// cancels it; before, context.Background()), and a report it cannot write
+// is a warning and no artifact (before, the write error was ignored and
+// the missing file listed).
+func TestAddPerfReportContextAndWriteError(t *testing.T) {
+	report, err := os.ReadFile("testdata/perf-report-stdio.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fake := &proc.Fake{Handler: func(proc.Cmd) (string, bool, error) { return string(report), false, nil }}
+	r := &runState{dir: dir, exec: fake}
+	c := &scenarios.Cell{}
+	run := func(ctx context.Context, file string) *results.Sample {
+		s := &results.Sample{Metrics: map[string]float64{}, Labels: map[string]string{}}
+		r.addPerf(ctx, s, c, []*perfRun{{target: "qemu", record: true, file: file}})
+		return s
+	}
+
+	s := run(context.Background(), filepath.Join(dir, "perf-qemu.data"))
+	if want := []string{"perf-qemu.data", "perf-qemu-report.txt"}; !slices.Equal(s.Artifacts, want) || len(s.Symbols) == 0 {
+		t.Fatalf("artifacts %q (want %q), %d symbols", s.Artifacts, want, len(s.Symbols))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s = run(ctx, filepath.Join(dir, "perf-vhost.data"))
+	if len(s.Artifacts) != 0 || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "perf report qemu") {
+		t.Errorf("cancelled run: artifacts %q, warnings %q; want none and one perf report warning", s.Artifacts, s.Warnings)
+	}
+
+	// The report's name is a directory: its write fails.
+	if err := os.Mkdir(filepath.Join(dir, "perf-x-report.txt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s = run(context.Background(), filepath.Join(dir, "perf-x.data"))
+	if !slices.Equal(s.Artifacts, []string{"perf-x.data"}) || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "perf-x-report.txt") {
+		t.Errorf("failed write: artifacts %q, warnings %q; want only the record and a warning naming the report", s.Artifacts, s.Warnings)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,7 +253,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	// Everything below is undone by r.undo, whatever happens.
 	defer func() {
 		if terr := r.teardownAll(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown: %w", terr))
+			err = errors.Join(err, fmt.Errorf("teardown: %w (%s)", terr, LeftoversHint))
 		}
 		r.writeReproduce()
 	}()
@@ -279,7 +280,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		}
 		if r.ns == nil {
 			if err := r.setupRun(ctx); err != nil {
-				return sum, err
+				return sum, fmt.Errorf("%w (%s)", err, LeftoversHint)
 			}
 			sum.Netns = r.ns.Name
 		}
@@ -400,13 +401,14 @@ func newID() string {
 
 // setupRun creates the run's network namespace and socket directory.
 func (r *runState) setupRun(ctx context.Context) error {
-	sockDir, err := os.MkdirTemp("", "vnb-")
+	// Names carry the pid: doctor tells a killed run's leftovers by it.
+	sockDir, err := os.MkdirTemp("", fmt.Sprintf("vnb-%d-", os.Getpid()))
 	if err != nil {
 		return err
 	}
 	r.sockDir = sockDir
 	r.undo.Push("remove "+sockDir, func(context.Context) error { return os.RemoveAll(sockDir) })
-	name := "vnb-" + strings.ReplaceAll(r.id[len(r.id)-8:], "-", "")
+	name := fmt.Sprintf("vnb-%d-%s", os.Getpid(), strings.ReplaceAll(r.id[len(r.id)-8:], "-", ""))
 	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
 	// namespace are those that appear with it: remember the ones before.
 	r.snapshotKernelThreads()
@@ -508,41 +510,76 @@ func (r *runState) recordArgv(argv []string) {
 
 func (r *runState) record(c proc.Cmd) { r.recordArgv(c.FullArgv()) }
 
-// note adds a raw line to reproduce.sh.
+// note adds a line to reproduce.sh: a command quoted for a shell
+// (proc.Quote) or a comment, kept on its line (safeComment).
 func (r *runState) note(line string) {
 	r.mu.Lock()
-	r.repro = append(r.repro, line)
+	r.repro = append(r.repro, safeComment(line))
 	r.mu.Unlock()
 }
 
+// safeComment returns a comment line ("#...") with its line breaks and
+// other control characters escaped as \n, \r or \xNN, so text in it (a
+// scenario's names, a directory name) cannot end the comment and become
+// a command of reproduce.sh; any other line is returned unchanged.
+func safeComment(line string) string {
+	if !strings.HasPrefix(line, "#") {
+		return line
+	}
+	var b strings.Builder
+	for _, c := range []byte(line) {
+		switch {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 && c != '\t' || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // writeReproduce writes reproduce.sh: every command of the run, quoted,
-// netlink operations as their iproute2 equivalents.
+// netlink operations as their iproute2 equivalents; a resumed run's after
+// the commands already there. It writes a new file renamed into place
+// (nothing planted at the name is followed); a failure is a warning.
 func (r *runState) writeReproduce() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.repro) == 0 {
 		return
 	}
+	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.repro)
+	if r.opts.Resume {
+		old, err := results.ReadFileNoFollow(filepath.Join(r.dir, results.ReproduceFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.logf("warning: reproduce.sh not written: %v", err)
+			return
+		}
+		script = string(old) + script
+	}
+	if err := results.WriteFileAtomic(r.dir, results.ReproduceFile, []byte(script), 0o755); err != nil {
+		r.logf("warning: reproduce.sh not written: %v", err)
+	}
+}
+
+// reproduceScript is reproduce.sh: a header naming the run, then lines
+// (commands quoted with proc.Quote, comments made safe by note).
+func reproduceScript(id, scenario string, seed int64, lines []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\n# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.\n", r.id, r.opts.Scenario, r.opts.Seed)
+	b.WriteString("#!/bin/sh\n")
+	b.WriteString(safeComment(fmt.Sprintf("# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.", id, scenario, seed)) + "\n")
 	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
 	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
 	b.WriteString("set -e\n")
-	for _, l := range r.repro {
+	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	path := filepath.Join(r.dir, results.ReproduceFile)
-	mode := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if r.opts.Resume {
-		mode = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(path, mode, 0o755)
-	if err != nil {
-		return
-	}
-	f.WriteString(b.String())
-	f.Close()
+	return b.String()
 }
 
 // recordingExec records every command before running it.

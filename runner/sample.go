@@ -161,7 +161,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	if c.Warmup > 0 {
 		ws := time.Now()
 		wdir := filepath.Join(abs, results.WarmupDir)
-		os.MkdirAll(wdir, 0o755)
+		if err := os.MkdirAll(wdir, 0o755); err != nil {
+			return nil, fail("warmup", err)
+		}
 		ww := *win
 		ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(rel, results.WarmupDir)
 		if err := r.runGenerator(ctx, c, &ww, trafficTimeout); err != nil {
@@ -323,7 +325,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	// perf report is analysis, not setup or teardown: its time is
 	// recorded apart from cell_overhead_s.
 	reportStart := time.Now()
-	r.addPerf(s, c, perfOut)
+	r.addPerf(runCtx, s, c, perfOut)
 	CPUPerPacket(s, res)
 	analysis := time.Since(reportStart)
 	if c.Perf.Record != nil {
@@ -395,13 +397,6 @@ func (r *runState) runGenerator(ctx context.Context, c *scenarios.Cell, w *Windo
 	}
 	_, err = gen.Wait(ctx)
 	return err
-}
-
-// fillMetrics computes the sample's metrics: the tap, qdisc and guest
-// counters over the window, and the workload's own (its Result).
-func fillMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
-	NetMetrics(s, before, after, window)
-	workloadMetrics(s, c, res)
 }
 
 // AddResult adds what c's workload measured in its window to s: its
@@ -643,7 +638,9 @@ func finishPerfs(runs []*perfRun) ([]*perfRun, error) {
 
 // addPerf parses perf outputs into the sample: perf.<event> (one target)
 // or perf.<event>@<target> (several), and the top symbols of records.
-func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun) {
+// perf report runs under ctx (a SIGINT ends it) within perfReportTimeout;
+// a report that fails or cannot be written is a warning, not an artifact.
+func (r *runState) addPerf(ctx context.Context, s *results.Sample, c *scenarios.Cell, runs []*perfRun) {
 	nstat := 0
 	for _, pr := range runs {
 		if !pr.record && pr.err == nil {
@@ -684,12 +681,18 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 		}
 		// perf record: report to text, keep the top symbols.
 		txt := strings.TrimSuffix(pr.file, ".data") + "-report.txt"
-		out, err := r.exec.Run(context.Background(), proc.Cmd{Argv: PerfReportArgs(pr.file)})
+		rctx, cancel := context.WithTimeout(ctx, perfReportTimeout)
+		out, err := r.exec.Run(rctx, proc.Cmd{Argv: PerfReportArgs(pr.file)})
+		cancel()
 		if err != nil {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))
 			continue
 		}
-		os.WriteFile(txt, out, 0o644)
+		if err := os.WriteFile(txt, out, 0o644); err != nil {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))
+			s.Artifacts = append(s.Artifacts, relFile)
+			continue
+		}
 		rt, _ := filepath.Rel(r.dir, txt)
 		s.Artifacts = append(s.Artifacts, relFile, rt)
 		top := 40
@@ -699,6 +702,10 @@ func (r *runState) addPerf(s *results.Sample, c *scenarios.Cell, runs []*perfRun
 		s.Symbols = append(s.Symbols, perfSymbols(out, pr.target, top)...)
 	}
 }
+
+// perfReportTimeout bounds one perf report (a large record on a slow
+// machine takes tens of seconds).
+const perfReportTimeout = 5 * time.Minute
 
 // addPerfStat adds perf stat's counted rows to s as perf.<event> (or
 // perf.<event>@target when qualify: several targets), summing rows of one

@@ -226,6 +226,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: art, Queues: q})...)
 	// Placeholders: perf's -t/-p 0 stands for the target's thread ids.
 	for i, l := range out {
+		l = safeComment(l)
 		out[i] = strings.ReplaceAll(l, " -t 0 ", " -t TIDS ")
 		out[i] = strings.ReplaceAll(out[i], " -p 0 ", " -p QEMU_PID ")
 	}

@@ -118,7 +118,7 @@ func TestFillMetrics(t *testing.T) {
 	s := &results.Sample{Metrics: map[string]float64{}}
 	before := Counters{Tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, Guest: GuestStats{RxPackets: 500}}
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, Guest: GuestStats{RxPackets: 10500}}
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
 	want := map[string]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
 	for k, v := range want {
 		if s.Metrics[k] != v {
@@ -131,7 +131,7 @@ func TestFillMetrics(t *testing.T) {
 	// iperf3: throughput, no tx_pps.
 	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "iperf3"
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"throughput_bps": 2.4e9, "retransmits": 3}}, before, after, time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"throughput_bps": 2.4e9, "retransmits": 3}}, before, after, time.Second)
 	if s.Metrics["throughput_bps"] != 2.4e9 || s.Metrics["retransmits"] != 3 {
 		t.Errorf("iperf3 metrics %v", s.Metrics)
 	}
@@ -141,7 +141,7 @@ func TestFillMetrics(t *testing.T) {
 	// A generator rate far from what the tap carried is flagged.
 	s = &results.Sample{Metrics: map[string]float64{}}
 	c.Generator.Kind = "pktgen"
-	fillMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 50000}, Threads: []workload.Thread{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 50000}, Threads: []workload.Thread{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
 	if len(s.Warnings) != 1 || len(s.Threads) != 1 {
 		t.Errorf("pktgen: warnings %v threads %v", s.Warnings, s.Threads)
 	}

@@ -101,7 +101,7 @@ func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 	}
 	img := &Image{Kernel: k.Image, KernelRelease: k.Release, KernelSource: k.Source, Modules: arch.modules,
 		Iperf3: slices.Contains(programs, "iperf3"), Programs: programs}
-	dir := filepath.Join(o.CacheDir, "initramfs")
+	dir := filepath.Join(o.CacheDir, initramfsCache)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // Client is the host side of the agent protocol over any byte stream (the
@@ -72,13 +74,22 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// MaxEventLine bounds a line the host reads from the agent: 4 MiB, above
+// the largest event (a stats event of the flow-count sink with all 65536
+// UDP source ports, about 2 MiB). A longer line is dropped, not kept.
+// (Requests are bounded by the agent's own limit, 64 KiB.)
+const MaxEventLine = 4 << 20
+
 func (c *Client) readLoop(r io.Reader) {
 	defer close(c.done)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		line, err := br.ReadString('\n')
-		if line = strings.TrimSpace(line); line != "" {
-			c.handleLine(line)
+		line, n, err := readLine(br, MaxEventLine)
+		switch {
+		case n > MaxEventLine:
+			c.addConsoleLine(fmt.Sprintf("[a line of %d bytes or more, longer than %d, dropped: %s]", n, MaxEventLine, fault.Clip(line)))
+		case strings.TrimSpace(line) != "":
+			c.handleLine(strings.TrimSpace(line))
 		}
 		if err != nil {
 			c.smu.Lock()
@@ -111,12 +122,37 @@ func (c *Client) handleLine(line string) {
 		}
 		return
 	}
+	c.addConsoleLine(fault.Clip(line))
+}
+
+// addConsoleLine keeps line among the last 20 non-protocol lines.
+func (c *Client) addConsoleLine(line string) {
 	c.smu.Lock()
 	c.lastLines = append(c.lastLines, line)
 	if len(c.lastLines) > 20 {
 		c.lastLines = c.lastLines[len(c.lastLines)-20:]
 	}
 	c.smu.Unlock()
+}
+
+// readLine reads one line (its newline included) and returns its first max
+// bytes (a longer line's rest is read and discarded, so memory stays
+// bounded) and its length n (when n > max, the line was cut). At the end of
+// the stream it returns what it read and the error.
+func readLine(br *bufio.Reader, max int) (string, int, error) {
+	var sb strings.Builder
+	n := 0
+	for {
+		frag, err := br.ReadSlice('\n')
+		if room := max + 1 - sb.Len(); room > 0 {
+			sb.Write(frag[:min(len(frag), room)])
+		}
+		n += len(frag)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return sb.String(), n, err
+	}
 }
 
 // ConsoleTail returns the last non-protocol lines read (kernel messages on a
@@ -246,7 +282,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
 				continue
 			}
 			if ev.Ev == EvError {
-				return &ev, &AgentError{Op: req.Op, Msg: ev.Msg, Unsupported: ev.Unsupported}
+				return &ev, &AgentError{Op: req.Op, Msg: fault.Clip(ev.Msg), Unsupported: ev.Unsupported}
 			}
 			return &ev, nil
 		case <-c.done:

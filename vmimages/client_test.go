@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // fakeGuest answers requests with a script: reply(req) returns the lines
@@ -150,5 +153,60 @@ func TestWaitReadyPings(t *testing.T) {
 	defer cancel()
 	if ev, err := c.WaitReady(ctx); err != nil || ev.Kernel != "6.1.0-test" {
 		t.Fatalf("WaitReady = %+v, %v", ev, err)
+	}
+}
+
+// lineBomb is n bytes without a newline, made as they are read.
+type lineBomb struct{ n int }
+
+func (b *lineBomb) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), b.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	b.n -= k
+	return k, nil
+}
+
+// A guest that sends a huge line (here 64 MiB without a newline, then an
+// error event with a 1 MiB message) costs the host a bounded amount of
+// memory (before: the whole line, and the whole message in the error),
+// and the conversation goes on after it.
+func TestClientLineBounded(t *testing.T) {
+	const bomb = 64 << 20
+	host, guest := net.Pipe()
+	t.Cleanup(func() { host.Close(); guest.Close() })
+	go func() {
+		io.Copy(guest, &lineBomb{n: bomb})
+		io.WriteString(guest, "\n"+`{"ev":"ready","kernel":"6.1"}`+"\n")
+		sc := bufio.NewScanner(guest)
+		for sc.Scan() {
+			var req Request
+			json.Unmarshal(sc.Bytes(), &req)
+			fmt.Fprintf(guest, `{"ev":"error","id":%d,"msg":"%s"}`+"\n", req.ID, strings.Repeat("m", 1<<20))
+		}
+	}()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := NewClient(host)
+	if _, err := c.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// At most a line of MaxEventLine as it grows (about 2 x 4 MiB) and the
+	// pipe's buffers; before, the whole line and more (over 64 MiB).
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bomb/2 {
+		t.Errorf("reading a %d-byte line allocated %d bytes", bomb, alloc)
+	}
+	tail := c.ConsoleTail()
+	if len(tail) != 1 || len(tail[0]) > 2*fault.MaxQuote || !strings.Contains(tail[0], "dropped") {
+		t.Errorf("console tail after the long line: %d lines, first %d bytes", len(tail), len(tail[0]))
+	}
+	_, err := c.Stats(t.Context())
+	if err == nil || len(err.Error()) > 2*fault.MaxQuote {
+		t.Errorf("error of a 1 MiB message: %d bytes", len(fmt.Sprint(err)))
 	}
 }

@@ -39,6 +39,20 @@ const DefaultDebianFlavour = "cloud-amd64"
 // change kernel when a newer package appears in apt or in the cache.
 const DefaultDebianSeries = "6.1"
 
+// The cache's subdirectories that building and booting a guest image write
+// (Build, PVHKernel); kernels are fetched into kernels/ before.
+const (
+	initramfsCache = "initramfs"
+	vmlinuxCache   = "vmlinux"
+)
+
+// ImageCacheDirs are the subdirectories of cache that Build and
+// PVHKernel write: a lab VM, which gets the cache read-only, gets these
+// read-write.
+func ImageCacheDirs(cache string) []string {
+	return []string{filepath.Join(cache, initramfsCache), filepath.Join(cache, vmlinuxCache)}
+}
+
 // CacheDir returns the shared cache directory: $VNETBENCH_CACHE, else
 // $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench.
 func CacheDir() string {

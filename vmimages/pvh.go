@@ -39,7 +39,7 @@ func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(data)
-	dir := filepath.Join(cacheDir, "vmlinux", hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(cacheDir, vmlinuxCache, hex.EncodeToString(sum[:8]))
 	out := filepath.Join(dir, "vmlinux")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil

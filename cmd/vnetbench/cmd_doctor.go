@@ -13,7 +13,8 @@ import (
 
 // cmdDoctor reports what this host can run and what is missing.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("doctor", "", stderr)
+	fs := newFlagSet("doctor", "[--clean]", stderr)
+	clean := fs.Bool("clean", false, "remove what killed runs left behind (network namespaces, taps, socket directories) whose process is gone")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -21,9 +22,42 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) > 0 {
 		return usageErrorf("doctor: takes no arguments")
 	}
+	if *clean {
+		return cleanLeftovers(stdout)
+	}
 	d := runner.RunDoctor(ctx, proc.Real{})
 	writeDoctor(ctx, stdout, d)
+	writeLeftovers(stdout, runner.FindLeftovers())
 	return nil
+}
+
+// writeLeftovers lists what killed runs left behind.
+func writeLeftovers(w io.Writer, ls []runner.Leftover) {
+	if len(ls) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nleft behind by runs or probes ('vnetbench doctor --clean' removes those whose process is gone):")
+	for _, l := range ls {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// cleanLeftovers removes the leftovers whose process is gone.
+func cleanLeftovers(w io.Writer) error {
+	ls := runner.FindLeftovers()
+	done, err := runner.CleanLeftovers(ls)
+	for _, l := range done {
+		fmt.Fprintf(w, "removed %s %s\n", l.Kind, l.Name)
+	}
+	for _, l := range ls {
+		if l.Busy != "" {
+			fmt.Fprintf(w, "kept %s\n", l)
+		}
+	}
+	if len(ls) == 0 {
+		fmt.Fprintln(w, "nothing left behind")
+	}
+	return err
 }
 
 func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {

@@ -18,6 +18,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // The classes. They never appear in messages: errors.Is finds them.
@@ -81,4 +82,22 @@ func join(msg string, cause error) string {
 		return cause.Error()
 	}
 	return msg + ": " + cause.Error()
+}
+
+// MaxQuote bounds the text an error message quotes from outside the
+// harness (a guest's line, a tool's output): about 1 KiB, so a guest or a
+// file cannot put megabytes into an error (and into results.jsonl).
+const MaxQuote = 1 << 10
+
+// Clip returns s, or when it is longer than MaxQuote its first MaxQuote
+// bytes (cut at a UTF-8 boundary) followed by how long it was.
+func Clip(s string) string {
+	if len(s) <= MaxQuote {
+		return s
+	}
+	cut := MaxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", s[:cut], len(s))
 }

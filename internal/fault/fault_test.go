@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestClasses(t *testing.T) {
@@ -37,5 +39,16 @@ func TestClasses(t *testing.T) {
 	}
 	if !errors.Is(Input("read: %w", cause), fs.ErrNotExist) {
 		t.Error("Input(%w) hides its cause from errors.Is")
+	}
+}
+
+func TestClip(t *testing.T) {
+	if s := "short"; Clip(s) != s {
+		t.Errorf("Clip(%q) = %q", s, Clip(s))
+	}
+	long := strings.Repeat("é", MaxQuote) // 2 bytes each
+	got := Clip(long)
+	if len(got) > MaxQuote+40 || !strings.HasSuffix(got, fmt.Sprintf("... (%d bytes in all)", len(long))) || !utf8.ValidString(got) {
+		t.Errorf("Clip of %d bytes: %d bytes, %q...", len(long), len(got), got[len(got)-40:])
 	}
 }

@@ -12,7 +12,6 @@ package hostnet
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,27 +36,15 @@ type Netns struct {
 // loopback up. It fails if the name exists.
 func CreateNetns(name string) (ns *Netns, err error) {
 	if _, err := os.Stat(filepath.Join(NetnsDir, name)); err == nil {
-		return nil, fmt.Errorf("netns %s already exists; delete it with 'ip netns del %s' if no run uses it", name, name)
+		return nil, fmt.Errorf("netns %s already exists; if no run uses it, 'vnetbench doctor --clean' removes it (or 'ip netns del %s')", name, name)
 	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("netns: get current: %w", err)
-	}
-	defer orig.Close()
-	h, err := netns.NewNamed(name)
-	// NewNamed leaves this thread in the new namespace (when unshare
-	// succeeded): go back before anything else.
-	if serr := netns.Set(orig); serr != nil {
-		// Leave the thread locked: Go discards it when this goroutine ends.
-		if err == nil {
-			h.Close()
-			netns.DeleteNamed(name)
-		}
-		return nil, fmt.Errorf("netns: return to the original namespace: %w", serr)
-	}
-	runtime.UnlockOSThread()
+	// NewNamed leaves its thread in the new namespace: a throwaway one.
+	var h netns.NsHandle
+	err = onThread(func() error {
+		var err error
+		h, err = netns.NewNamed(name)
+		return err
+	})
 	if err != nil {
 		os.Remove(filepath.Join(NetnsDir, name))
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
@@ -93,26 +80,73 @@ func (n *Netns) Delete() error {
 	return nil
 }
 
-// Do runs fn on a thread switched into the namespace.
+// Do runs fn on a thread switched into the namespace: a new goroutine
+// locked to its thread, which Go discards when fn returns (the thread never
+// goes back to the harness's namespace, so a failed switch back cannot
+// leave a goroutine of the harness inside the run's namespace). fn runs on
+// that goroutine, not the caller's; a panic in fn is raised again in the
+// caller. Goroutines fn starts run outside the namespace.
 func (n *Netns) Do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
+	return onThread(func() error {
+		if err := netns.Set(n.handle); err != nil {
+			return fmt.Errorf("enter netns %s: %w", n.Name, err)
+		}
+		return fn()
+	})
+}
+
+// onThread runs fn on a new goroutine locked to its OS thread and never
+// unlocked, so the thread, whatever namespace fn left it in, ends with the
+// goroutine. It waits for fn and re-panics a panic of fn in the caller.
+//
+// The process's main thread is the exception: Go cannot end it (it would
+// stay, parked, in fn's namespace, and /proc/self/net with it). A goroutine
+// that lands there keeps it locked and idle while another goroutine, on
+// another thread, runs fn.
+func onThread(fn func() error) error {
+	done := make(chan threadResult, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			runLocked(fn, done) // never unlocked: see above
+			return
+		}
+		inner := make(chan threadResult, 1)
+		go func() {
+			runtime.LockOSThread() // not the main thread: it is locked here
+			runLocked(fn, inner)
+		}()
+		r := <-inner
 		runtime.UnlockOSThread()
-		return err
+		done <- r
+	}()
+	r := <-done
+	if r.panicked {
+		if r.value == nil { // fn called runtime.Goexit (t.FailNow)
+			runtime.Goexit()
+		}
+		panic(r.value)
 	}
-	defer orig.Close()
-	if err := netns.Set(n.handle); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter netns %s: %w", n.Name, err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		// The thread stays locked and dies with this goroutine.
-		return errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.Name, err))
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	return r.err
+}
+
+type threadResult struct {
+	err      error
+	panicked bool
+	value    any
+}
+
+// runLocked runs fn and sends its result (or its panic) to done.
+func runLocked(fn func() error, done chan<- threadResult) {
+	r := threadResult{panicked: true}
+	defer func() {
+		if r.panicked {
+			r.value = recover()
+		}
+		done <- r
+	}()
+	r.err = fn()
+	r.panicked = false
 }
 
 // Tap describes a tap device to create.
@@ -335,25 +369,21 @@ func (n *Netns) ResetQdisc(dev string) error {
 	})
 }
 
-// HasAddr reports whether ip is assigned inside the namespace (sanity checks).
-func (n *Netns) HasAddr(ip net.IP) bool {
-	found := false
-	n.Do(func() error {
-		as, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
-		for _, a := range as {
-			found = found || a.IP.Equal(ip)
-		}
-		return err
-	})
-	return found
-}
-
 func kernelRelease() string {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
 		return "?"
 	}
 	return unix.ByteSliceToString(u.Release[:])
+}
+
+// DeleteNamed removes the named namespace /run/netns/NAME (as ip netns
+// del does): one a killed run left, with no handle to it.
+func DeleteNamed(name string) error {
+	if err := netns.DeleteNamed(name); err != nil {
+		return fmt.Errorf("delete netns %s: %w", name, err)
+	}
+	return nil
 }
 
 // Leftovers lists vnb* namespaces under /run/netns (tests and doctor use

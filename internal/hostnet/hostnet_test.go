@@ -4,7 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
+	"sync"
 	"testing"
+
+	"github.com/vishvananda/netns"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -130,5 +135,101 @@ func TestAttachTap(t *testing.T) {
 		if st, err := ns.LinkStats(c.dev); err != nil || !st.NoCarrier {
 			t.Errorf("%s after close: %+v %v (want no carrier)", c.dev, st, err)
 		}
+	}
+}
+
+// Do never leaves the caller's goroutine in the run's namespace: fn runs
+// on a throwaway locked thread, a panic in fn reaches the caller, and the
+// caller's thread stays in its namespace (before, a panic left the
+// caller's thread locked inside the run's namespace).
+func TestNetnsDoPanicLeavesCallerOutside(t *testing.T) {
+	needRoot(t)
+	name := fmt.Sprintf("vnb-test-do-%d", os.Getpid())
+	ns, err := CreateNetns(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // observe one thread: this goroutine's
+		defer runtime.UnlockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer orig.Close()
+		var inside netns.NsHandle
+		recovered := func() (v any) {
+			defer func() { v = recover() }()
+			ns.Do(func() error {
+				inside, _ = netns.Get()
+				panic("boom")
+			})
+			return nil
+		}()
+		defer inside.Close()
+		now, err := netns.Get()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer now.Close()
+		switch {
+		case recovered != "boom":
+			done <- fmt.Errorf("recovered %v, want the panic of fn", recovered)
+		case !inside.IsOpen() || inside.Equal(orig):
+			done <- errors.New("fn did not run inside the namespace")
+		case !now.Equal(orig):
+			done <- errors.New("the caller's thread is left in the run's namespace after a panic in fn")
+		default:
+			done <- nil
+		}
+	}()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	if err := ns.Do(func() error { return errors.New("fn's error") }); err == nil || err.Error() != "fn's error" {
+		t.Errorf("Do returned %v, want fn's error", err)
+	}
+}
+
+// Do and CreateNetns leave the process's main thread (whose namespace
+// /proc/self/net shows) in its namespace: Go cannot end that thread, so
+// they must never switch it. (Before, a goroutine that landed there left
+// it in the namespace, parked: /proc/net/unix then listed that namespace's
+// sockets.)
+func TestNetnsDoKeepsMainThread(t *testing.T) {
+	needRoot(t)
+	before, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		ns, err := CreateNetns(fmt.Sprintf("vnb-test-main-%d-%d", os.Getpid(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Delete() })
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if err := ns.Do(func() error { return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if after, _ := os.Readlink("/proc/self/ns/net"); after != before {
+		t.Errorf("the main thread moved from %s to %s", before, after)
 	}
 }

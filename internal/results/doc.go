@@ -49,7 +49,7 @@
 //
 // Writer.Append writes one line and fsyncs it, so a crash loses at most the
 // line being written. Create refuses a directory that already holds results;
-// Open resumes one (Done and Completed tell which cell, kernel and
+// Open resumes one (Done tells which cell, kernel and
 // repetition are there) and cuts off a torn last line. Load skips a torn
 // last line with a warning in Set.Warnings; any other bad line is bad input
 // naming file and line. NaN and infinite metrics are dropped on Append with

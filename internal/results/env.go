@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,15 +36,14 @@ type Env struct {
 	Cmdline      string              `json:"cmdline,omitempty"` // /proc/cmdline
 	// Mitigations maps a /sys/devices/system/cpu/vulnerabilities entry to
 	// its text ("spectre_v2": "Mitigation: ...").
-	Mitigations   map[string]string `json:"mitigations,omitempty"`
-	CPUModel      string            `json:"cpu_model,omitempty"`
-	CPUs          int               `json:"cpus,omitempty"`
-	Governor      string            `json:"governor,omitempty"` // scaling governor, "" when unknown
-	SMT           string            `json:"smt,omitempty"`      // /sys/devices/system/cpu/smt/control
-	QEMUVersion   string            `json:"qemu_version,omitempty"`
-	PerfVersion   string            `json:"perf_version,omitempty"`
-	Iperf3Version string            `json:"iperf3_version,omitempty"`
-	Accel         string            `json:"accel,omitempty"` // "kvm", "tcg", or "kvm+tcg" when the cells' guests differ
+	Mitigations map[string]string `json:"mitigations,omitempty"`
+	CPUModel    string            `json:"cpu_model,omitempty"`
+	CPUs        int               `json:"cpus,omitempty"`
+	Governor    string            `json:"governor,omitempty"` // scaling governor, "" when unknown
+	SMT         string            `json:"smt,omitempty"`      // /sys/devices/system/cpu/smt/control
+	QEMUVersion string            `json:"qemu_version,omitempty"`
+	PerfVersion string            `json:"perf_version,omitempty"`
+	Accel       string            `json:"accel,omitempty"` // "kvm", "tcg", or "kvm+tcg" when the cells' guests differ
 	// GuestCmdline lists every guest kernel command line the run booted
 	// with (distinct ones, in boot order): its tuning depends on the
 	// accelerator and on guest.cmdline.
@@ -179,11 +177,7 @@ func WriteEnv(dir string, env Env) error {
 		return fmt.Errorf("encode env: %w", err)
 	}
 	b = append(b, '\n')
-	tmp := filepath.Join(dir, EnvFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write env: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, EnvFile)); err != nil {
+	if err := WriteFileAtomic(dir, EnvFile, b, 0o644); err != nil {
 		return fmt.Errorf("write env: %w", err)
 	}
 	return nil
@@ -192,7 +186,7 @@ func WriteEnv(dir string, env Env) error {
 // ReadEnv reads dir's env.json. A missing file gives a zero Env and no
 // error.
 func ReadEnv(dir string) (*Env, error) {
-	b, err := os.ReadFile(filepath.Join(dir, EnvFile))
+	b, err := ReadFileNoFollow(filepath.Join(dir, EnvFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Env{}, nil
 	}

@@ -24,19 +24,25 @@ type Writer struct {
 }
 
 // Create makes dir (and its artifacts/ subdirectory), writes env.json and
-// an empty results.jsonl. It refuses a directory that already holds results
-// (use Open to resume).
+// an empty results.jsonl. It refuses a directory that is not empty (use
+// Open to resume): nothing in it was written by this run.
 func Create(dir string, env Env) (*Writer, error) {
-	if fi, err := os.Stat(filepath.Join(dir, ResultsFile)); err == nil && fi.Size() > 0 {
-		return nil, fault.Input("run directory %s already holds results; pass --resume to continue it or choose another -o", dir)
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		if _, err := os.Lstat(filepath.Join(dir, ResultsFile)); err == nil {
+			return nil, fault.Input("run directory %s already holds results; pass --resume to continue it or choose another -o", dir)
+		}
+		return nil, fault.Input("run directory %s is not empty (it holds %s); choose a new or empty directory for -o", dir, ents[0].Name())
 	}
-	if err := os.MkdirAll(filepath.Join(dir, ArtifactsDir), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ArtifactsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	if err := WriteEnv(dir, env); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+	f, err := OpenNoFollow(filepath.Join(dir, ResultsFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create results: %w", err)
 	}
@@ -44,12 +50,12 @@ func Create(dir string, env Env) (*Writer, error) {
 }
 
 // Open opens an existing run directory for appending (resume). Samples
-// already present are reported by Done and Completed. A torn last line (a
+// already present are reported by Done. A torn last line (a
 // crash mid-write) is cut off so the next Append starts a fresh line; a
 // warning about it is returned by Warnings.
 func Open(dir string) (*Writer, error) {
 	path := filepath.Join(dir, ResultsFile)
-	data, err := os.ReadFile(path)
+	data, err := ReadFileNoFollow(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fault.Input("%s: no %s; is this a run directory written by 'vnetbench run'?", dir, ResultsFile)
@@ -66,14 +72,18 @@ func Open(dir string) (*Writer, error) {
 			w.done[samples[i].key()] = true
 		}
 	}
-	if good < len(data) {
-		if err := os.Truncate(path, int64(good)); err != nil {
-			return nil, fmt.Errorf("cut torn line: %w", err)
-		}
+	if err := MkdirNoFollow(dir, ArtifactsDir); err != nil {
+		return nil, fmt.Errorf("open run: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := OpenNoFollow(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open results: %w", err)
+	}
+	if good < len(data) {
+		if err := f.Truncate(int64(good)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cut torn line: %w", err)
+		}
 	}
 	if good > 0 && data[good-1] != '\n' {
 		if _, err := f.Write([]byte{'\n'}); err != nil {
@@ -97,17 +107,6 @@ func (w *Writer) Done(cell, kernel string, rep int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.done[Key{cell, kernel, rep}]
-}
-
-// Completed returns the keys of all (non-warmup) samples in the run.
-func (w *Writer) Completed() []Key {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	keys := make([]Key, 0, len(w.done))
-	for k := range w.done {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // Append writes s as one line of results.jsonl and fsyncs it. A zero Schema
@@ -150,10 +149,14 @@ func (w *Writer) WriteEnv(env Env) error { return WriteEnv(w.dir, env) }
 func (w *Writer) ArtifactDir(cell, kernel string, rep int) (abs, rel string, err error) {
 	rel = ArtifactDir(cell, kernel, rep)
 	abs = filepath.Join(w.dir, rel)
+	// Its parents first: RemoveAll would follow a link among them.
+	if err := MkdirNoFollow(w.dir, filepath.Dir(rel)); err != nil {
+		return "", "", fmt.Errorf("create artifact directory: %w", err)
+	}
 	if err := os.RemoveAll(abs); err != nil {
 		return "", "", fmt.Errorf("clear artifact directory: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := MkdirNoFollow(w.dir, rel); err != nil {
 		return "", "", fmt.Errorf("create artifact directory: %w", err)
 	}
 	return abs, rel, nil

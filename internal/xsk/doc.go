@@ -54,9 +54,9 @@
 //
 // ErrInvalid: a configuration that cannot work (frame size below
 // HeaderLen or above MaxFrameSize, a queue the tap does not have, a tap
-// nothing reads). ErrNoAFXDP: a kernel without AF_XDP. ErrUnsupported
-// (an *UnsupportedError): the bind mode is refused; its message is the
-// reason a report prints for the cell.
+// nothing reads). ErrNoAFXDP: a kernel without AF_XDP. A
+// *workload.UnsupportedError: the bind mode is refused; its reason is what
+// a report prints for the cell.
 //
 // Sockets belong to the network namespace they are created in: Open
 // creates them through Config.InNetns; Run works from any thread.

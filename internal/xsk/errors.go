@@ -5,14 +5,11 @@ import (
 	"fmt"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"golang.org/x/sys/unix"
 )
 
 var (
-	// ErrUnsupported is a bind mode the kernel or driver refuses (a tap's
-	// zero-copy on a stock kernel). It is a result for a cell ("n/a"),
-	// not a harness failure. The error is an *UnsupportedError.
-	ErrUnsupported = errors.New("unsupported")
 	// ErrNoAFXDP is a kernel without AF_XDP sockets (EAFNOSUPPORT); it is
 	// also a fault.ErrCapability.
 	ErrNoAFXDP = errors.New("kernel has no AF_XDP sockets")
@@ -23,21 +20,16 @@ var (
 	ErrInvalid = errors.New("invalid AF_XDP configuration")
 )
 
-// UnsupportedError is a bind the kernel refused for lack of support.
-// Error() is the reason a report prints for the cell, e.g.
-// "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)".
-type UnsupportedError struct {
-	Mode   Mode
-	Driver string // the device's driver ("tun" for a tap)
-	Errno  unix.Errno
-}
-
-func (e *UnsupportedError) Error() string {
+// unsupported is a bind the kernel refused for lack of support: a
+// *workload.UnsupportedError (the cell is n/a), whose reason a report
+// prints, e.g. "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP
+// zero-copy)".
+func unsupported(m Mode, driver string, errno unix.Errno) error {
 	what := "AF_XDP zero-copy"
-	if e.Mode == Copy {
+	if m == Copy {
 		what = "AF_XDP copy mode"
 	}
-	return fmt.Sprintf("unsupported (%s: this kernel's %s has no %s)", errnoName(e.Errno), e.Driver, what)
+	return workload.Unsupported("unsupported (%s: this kernel's %s has no %s)", errnoName(errno), driver, what)
 }
 
 // errnoName is the errno's symbol; EOPNOTSUPP by that name (Linux gives
@@ -51,12 +43,6 @@ func errnoName(e unix.Errno) string {
 	}
 	return fmt.Sprintf("errno %d", int(e))
 }
-
-// Is makes errors.Is(err, ErrUnsupported) true.
-func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
-
-// Unwrap returns the errno.
-func (e *UnsupportedError) Unwrap() error { return e.Errno }
 
 // classError is one of this package's sentinels, in one of the module's
 // classes (internal/fault), with its own message.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"golang.org/x/sys/unix"
 )
 
@@ -138,8 +139,8 @@ func TestSocketError(t *testing.T) {
 	if err := socketError(unix.EPERM); !errors.Is(err, unix.EPERM) || !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "run as root") {
 		t.Errorf("EPERM: %v", err)
 	}
-	ue := &UnsupportedError{Mode: ZeroCopy, Driver: "veth", Errno: unix.EOPNOTSUPP}
-	if ue.Error() != "unsupported (EOPNOTSUPP: this kernel's veth has no AF_XDP zero-copy)" || !errors.Is(ue, ErrUnsupported) {
-		t.Errorf("%v", ue)
+	why, ok := workload.IsUnsupported(unsupported(ZeroCopy, "veth", unix.EOPNOTSUPP))
+	if !ok || why != "unsupported (EOPNOTSUPP: this kernel's veth has no AF_XDP zero-copy)" {
+		t.Errorf("unsupported: %q, %v", why, ok)
 	}
 }

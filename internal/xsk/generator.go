@@ -224,7 +224,7 @@ func (f Frame) withMAC(mac []byte) Frame {
 func bindError(err error, c Config, dev *device, q int) error {
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP):
-		return &UnsupportedError{Mode: c.Mode, Driver: dev.driver, Errno: unix.EOPNOTSUPP}
+		return unsupported(c.Mode, dev.driver, unix.EOPNOTSUPP)
 	case errors.Is(err, unix.EBUSY):
 		return fmt.Errorf("%w (another AF_XDP socket is bound to this queue, for over %v)", err, bindBusyWait)
 	case errors.Is(err, unix.EINVAL):

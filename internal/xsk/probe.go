@@ -2,13 +2,13 @@ package xsk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // Capability is what the running kernel does when an AF_XDP socket binds
@@ -16,8 +16,8 @@ import (
 type Capability struct {
 	// Copy and ZeroCopy say whether a bind in that mode succeeded.
 	Copy, ZeroCopy bool
-	// CopyErr and ZeroCopyErr say why not (nil when it succeeded): an
-	// *UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
+	// CopyErr and ZeroCopyErr say why not (nil when it succeeded): a
+	// *workload.UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
 	CopyErr, ZeroCopyErr error
 }
 
@@ -28,9 +28,8 @@ func (c Capability) String() string {
 		if ok {
 			return string(m) + " ok"
 		}
-		var ue *UnsupportedError
-		if errors.As(err, &ue) {
-			return fmt.Sprintf("%s %v", m, ue)
+		if why, ok := workload.IsUnsupported(err); ok {
+			return fmt.Sprintf("%s %s", m, why)
 		}
 		return fmt.Sprintf("%s failed (%v)", m, err)
 	}

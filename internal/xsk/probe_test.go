@@ -10,6 +10,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 func TestProbe(t *testing.T) {
@@ -28,8 +29,8 @@ func TestProbe(t *testing.T) {
 	if c.ZeroCopy {
 		testenv.NotApplicable(t, "this kernel's tun binds zero-copy (a patched kernel)")
 	}
-	if !errors.Is(c.ZeroCopyErr, ErrUnsupported) {
-		t.Errorf("zerocopy: %v, want ErrUnsupported", c.ZeroCopyErr)
+	if _, ok := workload.IsUnsupported(c.ZeroCopyErr); !ok {
+		t.Errorf("zerocopy: %v, want a *workload.UnsupportedError", c.ZeroCopyErr)
 	}
 	if want := "copy ok, zerocopy unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"; c.String() != want {
 		t.Errorf("String() = %q, want %q", c.String(), want)

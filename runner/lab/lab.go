@@ -19,7 +19,6 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -72,8 +71,14 @@ type Config struct {
 	// directory RunDir/lab/LABEL and the VM.
 	Label  string
 	Kernel Kernel
-	// RunDir is the host run directory, shared read-write at the same path.
+	// RunDir is the host run directory, shared at the same path:
+	// read-only when OutDir is set, else read-write.
 	RunDir string
+	// OutDir is the directory under RunDir the run inside writes (the
+	// runner's: RunDir/lab/LABEL/run), shared read-write; "" = all of
+	// RunDir is. The lab then cannot change what the host reads and
+	// writes elsewhere in the run directory.
+	OutDir string
 	// Args is the vnetbench argv inside the lab, after the program name,
 	// e.g. ["run", "--inside-lab", ...]. Paths must be visible in the lab:
 	// under RunDir, the cache, or on the host root outside /tmp.
@@ -85,8 +90,11 @@ type Config struct {
 	// Binary is the vnetbench binary used as /init and inside (default:
 	// this executable); a dynamically linked one brings its libraries.
 	Binary string
-	// CacheDir is shared read-write at the same path (default
-	// vmimages.CacheDir()); the inner run finds fetched kernels there.
+	// CacheDir is shared read-only at the same path (default
+	// vmimages.CacheDir()): the inner run finds fetched kernels there (the
+	// host fetches them first: Prefetch), and the host builds kernels in
+	// its kbuild directory as root. Only the directories its guest image
+	// builds write (vmimages.ImageCacheDirs) are shared read-write.
 	CacheDir string
 	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
 	// 2048 MiB; the runner sizes it from the scenario).
@@ -288,6 +296,11 @@ func (c *Config) prepare() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if c.OutDir != "" {
+		if c.OutDir, err = filepath.Abs(c.OutDir); err != nil {
+			return "", err
+		}
+	}
 	if c.CacheDir == "" {
 		c.CacheDir = vmimages.CacheDir()
 	}
@@ -343,10 +356,22 @@ func (c *Config) makeDirs(runDir string) (string, error) {
 	if err := os.MkdirAll(labDir, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(c.CacheDir, 0o755); err != nil {
-		return "", err
+	// The shares' directories must exist on the host (QEMU opens them).
+	for _, d := range vmimages.ImageCacheDirs(c.CacheDir) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
 	}
-	return os.MkdirTemp("", "vnb-lab-")
+	if c.OutDir != "" {
+		if !within(c.OutDir, runDir) {
+			return "", inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
+		}
+		rel, _ := filepath.Rel(runDir, c.OutDir)
+		if err := results.MkdirNoFollow(runDir, rel); err != nil {
+			return "", err
+		}
+	}
+	return os.MkdirTemp("", fmt.Sprintf("vnb-lab-%d-", os.Getpid()))
 }
 
 // bootConfig builds the lab's initramfs in tmp and returns the QEMU
@@ -420,28 +445,49 @@ func timeoutHint(phase string) string {
 	return "the lab VM did not power off after its run: its kernel may be stuck, see the console log"
 }
 
-// shares are the lab's 9p shares: the host root read-only, the run
-// directory and the cache read-write, and c.Shares read-only (each must
-// be a host directory).
+// shares are the lab's 9p shares (shareList) for the lab's init and for
+// QEMU; each of c.Shares must be a host directory.
 func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
-	shares := []InitShare{{Tag: "vnbrun", Path: runDir}}
-	qshares := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir}}
-	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
-		shares = append(shares, InitShare{Tag: "vnbcache", Path: c.CacheDir})
-		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	}
-	for i, dir := range c.Shares {
+	for _, dir := range c.Shares {
 		if within(dir, runDir) || within(dir, c.CacheDir) {
 			continue
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, nil, inputErrorf("lab %s: %s is not a directory on the host; the run inside needs it (fix the scenario's path)", c.Label, dir)
 		}
-		tag := fmt.Sprintf("vnbx%d", i)
-		shares = append(shares, InitShare{Tag: tag, Path: dir})
-		qshares = append(qshares, qemu.Share{Tag: tag, Path: dir, ReadOnly: true})
+	}
+	qshares := c.shareList(runDir)
+	var shares []InitShare
+	for _, s := range qshares[1:] { // the host root is the init's RootTag
+		shares = append(shares, InitShare{Tag: s.Tag, Path: s.Path})
 	}
 	return shares, qshares, nil
+}
+
+// shareList is what a lab VM sees of the host, in mount order: the host
+// root read-only; the run directory (read-only when c.OutDir is set, with
+// c.OutDir read-write on top); the cache read-only (the host runs make in
+// its kbuild trees as root, and unpacks kernels there), with the
+// directories guest image builds write read-write on top; and c.Shares
+// read-only (those under the run directory or the cache are there
+// already). Pure: PlanArgs prints it.
+func (c Config) shareList(runDir string) []qemu.Share {
+	out := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir, ReadOnly: c.OutDir != ""}}
+	if c.OutDir != "" {
+		out = append(out, qemu.Share{Tag: "vnbout", Path: c.OutDir})
+	}
+	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
+		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir, ReadOnly: true})
+	}
+	for i, d := range vmimages.ImageCacheDirs(c.CacheDir) {
+		out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbimg%d", i), Path: d})
+	}
+	for i, dir := range c.Shares {
+		if !within(dir, runDir) && !within(dir, c.CacheDir) {
+			out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
+		}
+	}
+	return out
 }
 
 // vm is the lab VM's QEMU configuration: c's size (defaults: the host's
@@ -480,6 +526,9 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	}
 	if c.RunDir == "" {
 		c.RunDir = "RUN_DIR"
+		if c.OutDir != "" && !filepath.IsAbs(c.OutDir) {
+			c.OutDir = filepath.Join(c.RunDir, c.OutDir)
+		}
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = "CACHE_DIR"
@@ -488,16 +537,7 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	if image == "" {
 		image = "LAB_KERNEL"
 	}
-	var qshares []qemu.Share
-	qshares = append(qshares, qemu.Share{Tag: "hostroot", Path: "/", ReadOnly: true}, qemu.Share{Tag: "vnbrun", Path: c.RunDir})
-	if !within(c.RunDir, c.CacheDir) && !within(c.CacheDir, c.RunDir) {
-		qshares = append(qshares, qemu.Share{Tag: "vnbcache", Path: c.CacheDir})
-	}
-	for i, dir := range c.Shares {
-		if !within(dir, c.RunDir) && !within(dir, c.CacheDir) {
-			qshares = append(qshares, qemu.Share{Tag: fmt.Sprintf("vnbx%d", i), Path: dir, ReadOnly: true})
-		}
-	}
+	qshares := c.shareList(c.RunDir)
 	qc := c.vm(image, "TMP/initramfs.cpio", "TMP/qmp.sock", filepath.Join(c.RunDir, results.LabConsole(c.Label)), accel, qshares)
 	return qemu.Args(qc)
 }
@@ -562,10 +602,7 @@ func within(path, dir string) bool {
 // follower tails the console log, returns protocol events and forwards the
 // other lines to out.
 type follower struct {
-	path  string
-	f     *os.File
-	rd    *bufio.Reader
-	part  string
+	file  *qemu.ConsoleFile
 	out   io.Writer
 	label string
 	// fault is the first console line by which the kernel reported a
@@ -581,44 +618,29 @@ type follower struct {
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{path: path, out: out, label: label, seen: time.Now(), born: time.Now()}
+	return &follower{file: qemu.NewConsoleFile(path), out: out, label: label, seen: time.Now(), born: time.Now()}
 }
 
 func (f *follower) poll() []Event {
-	if f.f == nil {
-		fh, err := os.Open(f.path)
-		if err != nil {
-			return nil
-		}
-		f.f, f.rd = fh, bufio.NewReaderSize(fh, 64<<10)
-	}
 	var evs []Event
-	for {
-		s, err := f.rd.ReadString('\n')
-		if s != "" {
-			f.seen = time.Now()
-		}
-		if err != nil {
-			f.part += s
-			return evs
-		}
-		line := strings.TrimRight(f.part+s, "\r\n")
-		f.part = ""
+	off := f.file.Offset()
+	lines := f.file.Lines()
+	if f.file.Offset() != off {
+		f.seen = time.Now()
+	}
+	for _, line := range lines {
 		if ev, ok := ParseEvent(line); ok {
 			evs = append(evs, ev)
 			continue
 		}
 		if f.fault == "" && qemu.KernelFaultAt(line, time.Since(f.born)) {
-			f.fault, f.faultAt = line, time.Now()
+			f.fault, f.faultAt = fault.Clip(line), time.Now()
 		}
 		if f.out != nil && line != "" {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)
 		}
 	}
+	return evs
 }
 
-func (f *follower) close() {
-	if f.f != nil {
-		f.f.Close()
-	}
-}
+func (f *follower) close() { f.file.Close() }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -363,5 +364,34 @@ func TestInitramfsDynamicBinary(t *testing.T) {
 		if data, ok := got[strings.TrimPrefix(l, "/")]; !ok || !bytes.Equal(data, want) {
 			t.Errorf("%s not in the initramfs", l)
 		}
+	}
+}
+
+// A lab VM writes only its own output directory and the cache directories
+// its guest image builds write, not the rest of the run directory nor the
+// cache's kbuild trees, where the host later runs make as root, nor its
+// kernels (before: both read-write).
+func TestShareList(t *testing.T) {
+	c := Config{Label: "stock", RunDir: "/r", OutDir: "/r/lab/stock/run", CacheDir: "/c", Shares: []string{"/src/linux", "/r/x", "/c/kbuild/k1"}}
+	got := c.shareList("/r")
+	want := []qemu.Share{
+		{Tag: "hostroot", Path: "/", ReadOnly: true},
+		{Tag: "vnbrun", Path: "/r", ReadOnly: true},
+		{Tag: "vnbout", Path: "/r/lab/stock/run"},
+		{Tag: "vnbcache", Path: "/c", ReadOnly: true},
+		{Tag: "vnbimg0", Path: "/c/initramfs"},
+		{Tag: "vnbimg1", Path: "/c/vmlinux"},
+		{Tag: "vnbx0", Path: "/src/linux", ReadOnly: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("shares\n got %+v\nwant %+v", got, want)
+	}
+	// Without OutDir (the lab package's own runs) the run directory is
+	// read-write; the cache stays read-only.
+	c.OutDir = ""
+	got = c.shareList("/r")
+	if got[1].ReadOnly || slices.ContainsFunc(got, func(s qemu.Share) bool { return s.Tag == "vnbout" }) ||
+		!slices.Contains(got, qemu.Share{Tag: "vnbcache", Path: "/c", ReadOnly: true}) {
+		t.Errorf("shares without OutDir: %+v", got)
 	}
 }

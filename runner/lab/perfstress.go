@@ -201,7 +201,7 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		sc.GuestAppend = FastAppend
 	}
 	sc.OutDir, sc.Log = c.OutDir, c.Log
-	tmp, err := os.MkdirTemp("", "vnb-perfstress-")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-perfstress-%d-", os.Getpid()))
 	if err != nil {
 		return nil, nil, err
 	}

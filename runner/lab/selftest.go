@@ -99,7 +99,7 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "vnb-selftest-")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-selftest-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}

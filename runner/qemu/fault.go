@@ -1,14 +1,14 @@
 package qemu
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
 // faultMarkers are what a Linux kernel prints when it is stuck or broken:
@@ -150,10 +150,7 @@ func FaultTail(path, fault string, n int) string {
 
 // ConsoleWatch follows a console log file for kernel fault lines.
 type ConsoleWatch struct {
-	path string
-	f    *os.File
-	rd   *bufio.Reader
-	part string
+	file *ConsoleFile
 	// Launched is when the VM started (NewConsoleWatch: its creation; the
 	// zero time = unknown), for KernelFaultAt.
 	Launched time.Time
@@ -168,28 +165,14 @@ type ConsoleWatch struct {
 // NewConsoleWatch follows path (which may not exist yet) of a VM launched
 // now.
 func NewConsoleWatch(path string) *ConsoleWatch {
-	return &ConsoleWatch{path: path, Launched: time.Now()}
+	return &ConsoleWatch{file: NewConsoleFile(path), Launched: time.Now()}
 }
 
 // Poll reads what was appended since the last call and returns the
 // complete lines; it records the first fault line.
 func (w *ConsoleWatch) Poll() []string {
-	if w.f == nil {
-		f, err := os.Open(w.path)
-		if err != nil {
-			return nil
-		}
-		w.f, w.rd = f, bufio.NewReaderSize(f, 64<<10)
-	}
-	var lines []string
-	for {
-		s, err := w.rd.ReadString('\n')
-		if err != nil {
-			w.part += s
-			return lines
-		}
-		line := strings.TrimRight(w.part+s, "\r\n")
-		w.part = ""
+	lines := w.file.Lines()
+	for _, line := range lines {
 		var age time.Duration
 		if !w.Launched.IsZero() {
 			age = time.Since(w.Launched)
@@ -197,20 +180,16 @@ func (w *ConsoleWatch) Poll() []string {
 		switch {
 		case w.Fault != "" || !KernelFault(line):
 		case KernelFaultAt(line, age):
-			w.Fault, w.FaultAt = line, time.Now()
+			w.Fault, w.FaultAt = fault.Clip(line), time.Now()
 		case w.ClockJump == "":
 			w.ClockJump = line
 		}
-		lines = append(lines, line)
 	}
+	return lines
 }
 
 // Close closes the file.
-func (w *ConsoleWatch) Close() {
-	if w.f != nil {
-		w.f.Close()
-	}
-}
+func (w *ConsoleWatch) Close() { w.file.Close() }
 
 // WatchConsole polls the console log at path every interval until ctx
 // ends. When the kernel reports a fault, it waits FaultGrace for the

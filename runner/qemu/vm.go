@@ -135,30 +135,6 @@ func (vm *VM) DialAgent(ctx context.Context) (net.Conn, error) {
 // ConsoleTail returns the last n lines of the console log.
 func (vm *VM) ConsoleTail(n int) string { return FileTail(vm.Config.ConsoleLog, n) }
 
-// FileTail returns the last n non-empty lines of a file ("" if unreadable).
-func FileTail(path string, n int) string {
-	if path == "" {
-		return ""
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > 64<<10 {
-		b = b[len(b)-64<<10:]
-	}
-	var lines []string
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if s := strings.TrimRight(string(l), "\r \t"); s != "" {
-			lines = append(lines, s)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // BootError is a VM that did not come up: which phase, why, and the last
 // console lines.
 type BootError struct {

@@ -9,10 +9,10 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
-	"golang.org/x/sys/unix"
 )
 
 // withCapability makes the probe report c (and resets the cache).
@@ -58,7 +58,7 @@ func TestCapabilityLines(t *testing.T) {
 	if p := probeFeature(); !p.OK || p.Detail != "copy ok, zerocopy ok" {
 		t.Errorf("patched: %+v", p)
 	}
-	withCapability(t, xdp.Capability{Copy: true, ZeroCopyErr: &xdp.UnsupportedError{Mode: xdp.ZeroCopy, Driver: "tun", Errno: unix.EOPNOTSUPP}})
+	withCapability(t, xdp.Capability{Copy: true, ZeroCopyErr: workload.Unsupported("unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)")})
 	if p := probeFeature(); !p.OK || p.Detail != "copy ok, zerocopy unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)" {
 		t.Errorf("stock: %+v", p)
 	}

@@ -100,9 +100,8 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 	}
 	x, err := xdp.Open(cfg)
 	if err != nil {
-		var ue *xdp.UnsupportedError
-		if errors.As(err, &ue) {
-			return workload.Unsupported("%s", ue.Error())
+		if why, ok := workload.IsUnsupported(err); ok {
+			return workload.Unsupported("%s", why)
 		}
 		return fmt.Errorf("afxdp: %w", err)
 	}

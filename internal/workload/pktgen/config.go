@@ -145,8 +145,12 @@ func checkScript(s string) string {
 }
 
 func checkIP(s string) string {
-	if _, err := netip.ParseAddr(s); err != nil {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
 		return fmt.Sprintf("bad IP address %q; use e.g. 10.0.0.2 (or leave dst unset for the guest's address)", s)
+	}
+	if a.Zone() != "" {
+		return fmt.Sprintf("IP address %q has a zone; pktgen takes none: give the address without %%%s", s, a.Zone())
 	}
 	return ""
 }

@@ -271,7 +271,7 @@ func (g *Generator) Start(ctx context.Context, w *workload.Window) error {
 	if w.Note != nil && g.cfg.Mode != ModeScript {
 		w.Note(clearNote)
 		for _, wr := range append(g.plan.Setup, g.plan.Start) {
-			w.Note(strings.Replace(wr.String(), pg.DefaultProcDir, g.procDir, 1))
+			w.Note(wr.Line(g.procDir))
 		}
 	}
 	// The kpktgend_N kernel threads exist from module load on: account

@@ -104,7 +104,7 @@ func TestPktgenGeneratorFakeProc(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(procDir, "kpktgend_0")); !strings.Contains(string(got), "Stopped: \n") {
 		t.Errorf("kpktgend_0 not cleared after the run:\n%s", got)
 	}
-	if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `echo "start" > `+procDir+"/pgctrl") {
+	if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `echo start > `+procDir+"/pgctrl") {
 		t.Errorf("notes %v", notes)
 	}
 	// NO-CARRIER is refused before any write.
@@ -198,8 +198,8 @@ func TestBurstWrittenAsGiven(t *testing.T) {
 		cfg  Config
 		want string // "" = no burst at all
 	}{
-		{Config{Mode: ModeMultiqueue, Threads: 4, Count: 10, PktSize: 60, Burst: 0}, `echo "burst 0" > /proc/net/pktgen/vnbt0@3`},
-		{Config{Mode: ModeSimple, Threads: 1, Count: 10, PktSize: 60, Burst: 1}, `echo "burst 1" > /proc/net/pktgen/vnbt0`},
+		{Config{Mode: ModeMultiqueue, Threads: 4, Count: 10, PktSize: 60, Burst: 0}, `echo 'burst 0' > /proc/net/pktgen/vnbt0@3`},
+		{Config{Mode: ModeSimple, Threads: 1, Count: 10, PktSize: 60, Burst: 1}, `echo 'burst 1' > /proc/net/pktgen/vnbt0`},
 		{Config{Mode: ModeSimple, Threads: 1, Count: 10, PktSize: 60, Burst: -1}, ""},
 		{Config{Mode: ModeScript, ScriptDir: "/src/linux", Script: DefaultScript, Threads: 1, Count: 10, PktSize: 60, Burst: 0}, " -b 0 "},
 		{Config{Mode: ModeScript, ScriptDir: "/src/linux", Script: DefaultScript, Threads: 1, Count: 10, PktSize: 60, Burst: -1}, ""},

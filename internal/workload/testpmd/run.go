@@ -143,9 +143,8 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 			return fmt.Errorf("testpmd zerocopy: %w", err)
 		}
 		if !c.ZeroCopy {
-			var ue *xdp.UnsupportedError
-			if errors.As(c.ZeroCopyErr, &ue) {
-				return workload.Unsupported("%s", ue.Error())
+			if why, ok := workload.IsUnsupported(c.ZeroCopyErr); ok {
+				return workload.Unsupported("%s", why)
 			}
 			return workload.Unsupported("AF_XDP zero-copy bind on a tap failed: %v", c.ZeroCopyErr)
 		}

@@ -41,7 +41,7 @@ func hostEnv(run string) results.Env {
 		Hostname: "bench1", KernelRelease: "6.19.0-rc3", Cmdline: "BOOT_IMAGE=/boot/vmlinuz-6.19.0-rc3 root=/dev/nvme0n1p2 ro quiet mitigations=auto",
 		Mitigations: map[string]string{"spectre_v2": "Mitigation: IBRS; IBPB: conditional; STIBP: conditional; RSB filling", "meltdown": "Mitigation: PTI"},
 		CPUModel:    "Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz", CPUs: 4, Governor: "performance", SMT: "notsupported",
-		QEMUVersion: "QEMU emulator version 9.2.0", PerfVersion: "perf version 6.19.rc3", Iperf3Version: "iperf 3.17.1", Accel: "kvm",
+		QEMUVersion: "QEMU emulator version 9.2.0", PerfVersion: "perf version 6.19.rc3", Accel: "kvm",
 	}
 }
 

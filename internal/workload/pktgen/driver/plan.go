@@ -15,13 +15,13 @@
 package driver
 
 import (
-	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // Modes, named as in the scenario's generator.pktgen.mode.
@@ -98,7 +98,14 @@ type Write struct {
 	Cmd  string // "count 100000"
 }
 
-func (w Write) String() string { return fmt.Sprintf("echo %q > /proc/net/pktgen/%s", w.Cmd, w.File) }
+// String is the write as a shell line under DefaultProcDir.
+func (w Write) String() string { return w.Line(DefaultProcDir) }
+
+// Line is the write as a shell line, `echo CMD > PROCDIR/FILE`, every word
+// quoted for a POSIX shell (proc.Quote).
+func (w Write) Line(procDir string) string {
+	return "echo " + proc.Quote([]string{w.Cmd}) + " > " + proc.Quote([]string{procDir + "/" + w.File})
+}
 
 // Plan is the full sequence of a run: configuration writes, then the start.
 type Plan struct {
@@ -234,6 +241,11 @@ func dstRange(dst string) (netip.Addr, netip.Addr, error) {
 	a, err := netip.ParseAddr(dst)
 	if err != nil {
 		return netip.Addr{}, netip.Addr{}, configErrorf("invalid dst address %q", dst)
+	}
+	if a.Zone() != "" {
+		// pktgen takes no zone (dst6 is an in6_addr), and a zone is free
+		// text that would reach reproduce.sh.
+		return netip.Addr{}, netip.Addr{}, configErrorf("dst address %q has a zone (%%%s); give the address without it", dst, a.Zone())
 	}
 	return a, a, nil
 }
