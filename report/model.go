@@ -8,6 +8,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Options configure Build.
@@ -20,6 +21,9 @@ type Options struct {
 	Base string
 	// Alpha is the significance level (DefaultAlpha when 0).
 	Alpha float64
+	// MinEffect is the smallest change that matters for the verdicts
+	// (verdict.DefaultMinEffect when zero).
+	MinEffect verdict.MinEffect
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
 	// Metrics restricts the comparison tables to these keys (nil = all).
@@ -305,7 +309,7 @@ func (b *builder) delta(cell, col, key string) Delta {
 	k := statKey{cell, col, key}
 	d, ok := b.idx.deltas[k]
 	if !ok {
-		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha)
+		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha, b.opt.MinEffect)
 		b.idx.deltas[k] = d
 	}
 	return d

@@ -67,7 +67,7 @@ func (b *builder) perfStatTables() {
 			for _, col := range b.r.Columns[1:] {
 				d := b.delta(cell, col, rw.key)
 				c := Cell{Text: d.DeltaString(), Delta: &d}
-				if d.Significant {
+				if d.Different() {
 					c.Value = ptr(d.Pct)
 				}
 				r.Cells = append(r.Cells, c)

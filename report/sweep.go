@@ -75,7 +75,7 @@ func (b *builder) sweepTables() {
 				for _, col := range b.r.Columns[1:] {
 					d := b.delta(cell, col, key)
 					c := Cell{Text: d.DeltaString(), Delta: &d}
-					if d.Significant {
+					if d.Different() {
 						c.Value = ptr(d.Pct)
 					}
 					row.Cells = append(row.Cells, c, Cell{Text: fmt.Sprintf("%.3f", d.P), Value: ptr(d.P)})

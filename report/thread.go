@@ -83,11 +83,8 @@ func (b *builder) threadTables() {
 					if two {
 						d := b.delta(cell, b.r.Columns[1], tm.Key)
 						c := Cell{Text: d.DeltaString(), Delta: &d}
-						if d.Significant {
+						if d.Different() {
 							c.Value = ptr(d.Pct)
-						}
-						if d.TooFew {
-							c.Text = "~ (n<4)"
 						}
 						if na {
 							c = Cell{Text: "-"} // nothing to compare with

@@ -157,6 +157,7 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 			}
 			row := Row{Labels: []string{label, tm.Label}}
 			var medians []float64
+			var ends []Stats // the first and last columns' stats
 			for _, vc := range v.Cols {
 				cell, ok := idx[rv][vc.Value]
 				if !ok {
@@ -179,12 +180,18 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 					maxCV = max(maxCV, st.CV)
 				}
 				medians = append(medians, st.Median)
+				ends = append(ends, st)
 				row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 			}
 			lo, hi := medians[0], medians[len(medians)-1]
 			if lo > 0 && !math.IsNaN(hi) {
-				ch := (hi/lo - 1) * 100
-				row.Cells = append(row.Cells, Cell{Text: units.Pct(ch), Value: ptr(ch)})
+				// The same rule as every change column: the verdict.
+				d := compareStats(ends[0], ends[len(ends)-1], b.opt.Alpha, b.opt.MinEffect)
+				c := Cell{Text: d.DeltaString(), Delta: &d}
+				if d.Different() {
+					c.Value = ptr(d.Pct)
+				}
+				row.Cells = append(row.Cells, c)
 			} else {
 				row.Cells = append(row.Cells, Cell{Text: "-"})
 			}

@@ -23,11 +23,13 @@ import (
 )
 
 // Exit codes: 0 ok, 1 the measured thing failed or a gate tripped,
-// 2 bad input or a missing capability.
+// 2 bad input or a missing capability, 3 a comparison the runs cannot
+// decide yet (compare's UNKNOWN verdict).
 const (
-	exitOK       = 0
-	exitFailure  = 1
-	exitBadInput = 2
+	exitOK        = 0
+	exitFailure   = 1
+	exitBadInput  = 2
+	exitUndecided = 3
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -47,7 +49,7 @@ var commands = map[string]command{
 	"run":      {summary: "run a scenario and write a run directory", run: cmdRun},
 	"doctor":   {summary: "report what this host can run and what is missing", run: cmdDoctor},
 	"report":   {summary: "render run directories or benchfmt files as tables", run: cmdReport},
-	"compare":  {summary: "compare two runs and gate on regressions (exit 1)", run: cmdCompare},
+	"compare":  {summary: "compare two runs: SAME, DIFFERENT or UNKNOWN per gated metric (exit 1 on a regression, 3 when undecided)", run: cmdCompare},
 	"parse":    {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
 	"image":    {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
 	"merge":    {summary: "join run directories of shards into one", run: cmdMerge},
@@ -141,6 +143,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.Is(err, fault.ErrInput), errors.Is(err, fault.ErrCapability):
 		return exitBadInput
+	case errors.Is(err, fault.ErrUndecided):
+		return exitUndecided
 	}
 	return exitFailure
 }

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -207,3 +208,31 @@ func constantEqual(b, n []float64) bool {
 }
 
 func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// MarshalJSON writes the non-finite numbers (an infinite interval, a change
+// of a zero median) as null: JSON has no NaN or infinity.
+func (r Result) MarshalJSON() ([]byte, error) {
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		Verdict Verdict  `json:"verdict"`
+		Shift   *float64 `json:"shift"`
+		Lo      *float64 `json:"lo"`
+		Hi      *float64 `json:"hi"`
+		Level   float64  `json:"level"`
+		Pct     *float64 `json:"pct"`
+		PctLo   *float64 `json:"pct_lo"`
+		PctHi   *float64 `json:"pct_hi"`
+		NBase   int      `json:"n_base"`
+		NNew    int      `json:"n_new"`
+		Look    int      `json:"look"`
+		NextN   int      `json:"next_n,omitempty"`
+		Min     *float64 `json:"min_effect"`
+		Reason  string   `json:"reason"`
+	}{r.Verdict, num(r.Shift), num(r.Lo), num(r.Hi), r.Level, num(r.Pct), num(r.PctLo), num(r.PctHi),
+		r.NBase, r.NNew, r.Look, r.NextN, num(r.Min), r.Reason})
+}
