@@ -170,6 +170,9 @@ func (m MinEffect) abs(b, n []float64) float64 {
 // IQR is the interquartile range of sorted v (linear interpolation).
 func IQR(v []float64) float64 { return quantile(v, 0.75) - quantile(v, 0.25) }
 
+// Quantile is the q-quantile of sorted v (linear interpolation).
+func Quantile(v []float64, q float64) float64 { return quantile(v, q) }
+
 func quantile(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
