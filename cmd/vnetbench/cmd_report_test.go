@@ -176,6 +176,8 @@ func TestCompareCLIBadInput(t *testing.T) {
 		{"compare", runs + "stock", runs + "patched", "--metric", "bogus"},
 		{"compare", runs + "stock", runs + "patched", "--alpha", "2"},
 		{"compare", runs + "stock", runs + "patched", "--format", "benchfmt"},
+		{"compare", runs + "stock", runs + "patched", "--min-effect", "0"},
+		{"report", runs + "stock", "--min-effect", "2"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(t.Context(), args, &out, &errb)

@@ -62,8 +62,17 @@ func rankZ(b, n []float64, shift float64) float64 {
 	return d / math.Sqrt(v)
 }
 
-// pairDiffs returns the sorted differences n_j - b_i of all pairs.
+// maxPairs bounds the pairwise differences of the shift's estimate and
+// interval: larger samples are thinned to evenly spaced order statistics
+// (the verdict itself, from ranks, always uses every run).
+const maxPairs = 4_000_000
+
+// pairDiffs returns the sorted differences n_j - b_i of all pairs (of the
+// thinned samples when there are more than maxPairs).
 func pairDiffs(b, n []float64) []float64 {
+	for len(b)*len(n) > maxPairs {
+		b, n = thin(b), thin(n)
+	}
 	d := make([]float64, 0, len(b)*len(n))
 	for _, x := range n {
 		for _, y := range b {
@@ -89,4 +98,20 @@ func mosesCI(b, n []float64, c float64) (lo, hi float64) {
 		return math.Inf(-1), math.Inf(1)
 	}
 	return d[ka], d[len(d)-1-ka]
+}
+
+// thin keeps every other order statistic of sorted v (the first and last
+// always).
+func thin(v []float64) []float64 {
+	if len(v) < 4 {
+		return v
+	}
+	out := make([]float64, 0, len(v)/2+1)
+	for i := 0; i < len(v); i += 2 {
+		out = append(out, v[i])
+	}
+	if (len(v)-1)%2 != 0 {
+		out = append(out, v[len(v)-1])
+	}
+	return out
 }
