@@ -76,7 +76,7 @@ func (b *builder) perfStatTables() {
 		}
 		note := fmt.Sprintf("medians of %s runs", b.repsRange([]string{cell}))
 		if len(b.r.Columns) > 1 {
-			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
+			note += fmt.Sprintf("; change vs %s: %s", b.r.Base, changeLegend)
 		}
 		t.Notes = append(t.Notes, note)
 		if multiplexed {

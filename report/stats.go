@@ -177,6 +177,10 @@ func (d *Delta) DeltaString() string {
 	return "? " + units.Pct(d.Pct)
 }
 
+// changeLegend explains the change column's marks (DeltaString) in a
+// table's notes.
+const changeLegend = "a bare change is DIFFERENT, \"same\" SAME (shown smaller than the minimum effect), \"? \" UNKNOWN (the runs cannot decide yet); docs/compare.md"
+
 // Different reports whether the verdict is DIFFERENT.
 func (d *Delta) Different() bool { return d.Verdict.Verdict == verdict.Different }
 

@@ -82,8 +82,8 @@ func (b *builder) sweepTables() {
 				}
 				t.Rows = append(t.Rows, row)
 			}
-			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s, ~ = not significant (Mann-Whitney U, alpha %v)",
-				key, suf, b.repsRange(cells), b.r.Base, b.opt.Alpha))
+			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s: %s",
+				key, suf, b.repsRange(cells), b.r.Base, changeLegend))
 			t.Notes = append(t.Notes, b.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}

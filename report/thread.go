@@ -106,8 +106,8 @@ func (b *builder) threadTables() {
 				t.Notes = append(t.Notes, kind.Notes(threads, seen)...)
 			}
 			if two {
-				t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
-					b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
+				t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s",
+					b.r.Columns[1], b.r.Columns[0], changeLegend))
 			}
 			t.Notes = append(t.Notes, b.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)

@@ -210,8 +210,8 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving); \"? \" marks a change the runs cannot decide yet (UNKNOWN), \"same\" one shown smaller than the minimum effect (SAME)",
-		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header))
+	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving): %s",
+		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header, changeLegend))
 	if b.r.IsEmulated(col) {
 		t.Notes = append(t.Notes, emulatedNote)
 	}
