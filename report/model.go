@@ -88,8 +88,9 @@ type Comparison struct {
 	Better string `json:"better"`
 	Base   string `json:"base"`
 	New    string `json:"new"`
-	// Verdict is "~" (no significant change), "better", "worse" or
-	// "changed" (significant, metric without a direction).
+	// Verdict is "same" (SAME), "unknown" (UNKNOWN), or for DIFFERENT
+	// "better", "worse" or "changed" (a metric without a direction); see
+	// Delta.Verdict.
 	Verdict string `json:"verdict"`
 	Delta   Delta  `json:"delta"`
 }

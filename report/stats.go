@@ -90,7 +90,7 @@ type Delta struct {
 	// Significant is P <= Alpha (benchstat's convention).
 	Significant bool `json:"significant"`
 	// TooFew means the sample sizes can never reach P <= Alpha, whatever
-	// the values: the comparison is "~" by construction.
+	// the values (the verdict is UNKNOWN by construction).
 	TooFew bool `json:"too_few"`
 	// Verdict is SAME, DIFFERENT or UNKNOWN by the sequential plan
 	// (verdict.Default) with the shift's confidence interval: the rule of
