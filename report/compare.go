@@ -85,7 +85,7 @@ func (b *builder) compareTables() {
 				}
 				d := b.delta(cell, col, key)
 				dc := Cell{Text: d.DeltaString(), Delta: &d}
-				if d.Significant {
+				if d.Different() {
 					dc.Value = ptr(d.Pct)
 				}
 				for _, w := range d.Warnings {

@@ -206,8 +206,9 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 func TestDefaultGatesSkipPerfCounters(t *testing.T) {
 	mk := func(kernel string, tx, lost, cs, cpp float64) *results.Set {
 		set := &results.Set{Env: map[string]*results.Env{}}
-		for rep := range 6 {
-			d := float64(rep)
+		// 12 runs: DIFFERENT needs at least 10 per side (docs/compare.md).
+		for rep := range 12 {
+			d := float64(rep) / 3
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
 				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"},
 				Metrics: map[string]float64{"tx_pps": tx + d, "lost_pps": lost + d, "perf.context-switches@kpktgend": cs + d,

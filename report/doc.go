@@ -18,7 +18,8 @@
 // Build computes Stats (n, mean, median, stddev, CV, min, max, 95% CI of
 // the median from golang.org/x/perf/benchmath, harmonic mean for rates via
 // montanaflynn/stats) per cell, column and metric, Comparisons against the
-// base column (Mann-Whitney U from benchmath; "~" when not significant; a
+// base column (Mann-Whitney U from benchmath for the p column; the verdict
+// SAME, DIFFERENT or UNKNOWN of internal/verdict for the change columns; a
 // warning when the sample sizes can never reach significance), and Tables:
 // thread-style tables (rows grouped by backend, one column per kernel
 // label, a context header cell), size sweeps, perf stat and perf report

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Gate trips when Metric changes significantly beyond Threshold percent in
@@ -57,29 +59,41 @@ type Decision struct {
 	Gate  Gate   `json:"gate"`
 	Cell  string `json:"cell"`
 	Delta Delta  `json:"delta"`
-	// Tripped: the change is significant and beyond the threshold.
+	// Verdict is Delta.Verdict.Verdict: SAME, DIFFERENT or UNKNOWN.
+	Verdict verdict.Verdict `json:"verdict"`
+	// Tripped: the verdict is DIFFERENT and the change is beyond the
+	// threshold in the gate's direction.
 	Tripped bool `json:"tripped"`
 }
 
+// Undecided reports whether the runs could not decide the gate.
+func (d *Decision) Undecided() bool { return d.Verdict == verdict.Unknown }
+
+// String is one line: the gate, the cell, the change of the median with
+// the interval of the shift, the runs, the verdict and what it means.
 func (d *Decision) String() string {
+	v := &d.Delta.Verdict
+	change := units.Pct(d.Delta.Pct)
+	if math.IsNaN(d.Delta.Pct) {
+		change = "-"
+	}
+	if !math.IsNaN(v.PctLo) && !math.IsInf(v.PctLo, 0) && !math.IsInf(v.PctHi, 0) {
+		change += fmt.Sprintf(" [%s, %s]", units.Pct(v.PctLo), units.Pct(v.PctHi))
+	}
+	n := fmt.Sprintf("n=%d", v.NBase)
+	if v.NBase != v.NNew {
+		n = fmt.Sprintf("n=%d+%d", v.NBase, v.NNew)
+	}
 	state := "ok"
 	switch {
 	case d.Tripped:
 		state = "FAIL"
-	case !d.Delta.Significant:
-		state = "ok (not significant)"
+	case d.Verdict == verdict.Unknown && v.NextN > 0:
+		state = fmt.Sprintf("undecided: run at least %d per side", v.NextN)
+	case d.Verdict == verdict.Unknown:
+		state = "undecided at the plan's last look: the change is smaller than the noise can show"
 	}
-	change := d.Delta.DeltaString()
-	if d.Delta.Significant {
-		change = units.Pct(d.Delta.Pct)
-	} else if !math.IsNaN(d.Delta.Pct) {
-		change = fmt.Sprintf("~ (%s)", units.Pct(d.Delta.Pct))
-	}
-	s := fmt.Sprintf("%s: %s %s %s: %s", d.Gate, d.Cell, change, d.Delta.PString(), state)
-	if d.Delta.TooFew {
-		s += "; too few samples to ever be significant"
-	}
-	return s
+	return fmt.Sprintf("%s: %s %s %s: %s: %s", d.Gate, d.Cell, change, n, d.Verdict, state)
 }
 
 // GateError means a gate tripped: a measured failure (no fault class; the
@@ -94,11 +108,30 @@ func (e *GateError) Error() string {
 	return fmt.Sprintf("regression: %s", strings.Join(cells, ", "))
 }
 
+// UndecidedError means no gate tripped but some gate's verdict is UNKNOWN:
+// the runs cannot tell yet (fault.ErrUndecided; the CLI exits 3).
+type UndecidedError struct{ Undecided []Decision }
+
+func (e *UndecidedError) Error() string {
+	var cells []string
+	for _, d := range e.Undecided {
+		cells = append(cells, fmt.Sprintf("%s in %s", d.Gate.Metric, d.Cell))
+	}
+	return fmt.Sprintf("undecided (UNKNOWN): %s; add repetitions (vnetbench run --resume --until-decided) or set a larger --min-effect", strings.Join(cells, ", "))
+}
+
+// Is makes errors.Is(err, fault.ErrUndecided) true.
+func (e *UndecidedError) Is(target error) bool { return target == fault.ErrUndecided }
+
 // CompareOptions configure CompareRuns.
 type CompareOptions struct {
 	Metrics []string // metrics to show (nil = all in both); gates add theirs
 	Gates   []Gate   // nil = default gates (see CompareRuns)
 	Alpha   float64
+	// MinEffect is the smallest change that matters: a verdict of SAME
+	// means the change is shown smaller (verdict.DefaultMinEffect when
+	// zero). A gate with a non-zero threshold uses its threshold.
+	MinEffect verdict.MinEffect
 	// Details shows the harness and diagnostics table in text and
 	// markdown (Options.Details).
 	Details bool
@@ -111,18 +144,25 @@ type CompareResult struct {
 	DefaultGates bool
 }
 
-// Err returns a *GateError when any decision tripped, else nil.
+// Err returns a *GateError when any decision tripped, else an
+// *UndecidedError when any verdict is UNKNOWN, else nil.
 func (c *CompareResult) Err() error {
-	var tripped []Decision
+	var tripped, undecided []Decision
 	for _, d := range c.Decisions {
-		if d.Tripped {
+		switch {
+		case d.Tripped:
 			tripped = append(tripped, d)
+		case d.Undecided():
+			undecided = append(undecided, d)
 		}
 	}
-	if len(tripped) == 0 {
-		return nil
+	switch {
+	case len(tripped) > 0:
+		return &GateError{tripped}
+	case len(undecided) > 0:
+		return &UndecidedError{undecided}
 	}
-	return &GateError{tripped}
+	return nil
 }
 
 // CompareRuns compares the set new against base cell by cell (per kernel
@@ -208,7 +248,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{Alpha: opt.Alpha, Base: "base", Metrics: metrics, Kinds: kinds, Details: opt.Details})
+	r, err := Build(joined, Options{Alpha: opt.Alpha, MinEffect: opt.MinEffect, Base: "base", Metrics: metrics, Kinds: kinds, Details: opt.Details})
 	if err != nil {
 		return nil, err
 	}
@@ -219,9 +259,13 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			if len(b) == 0 || len(n) == 0 {
 				continue
 			}
-			d := Compare(b, n, idx.metric(g.Metric).Rate, opt.Alpha)
-			dec := Decision{Gate: g, Cell: cell, Delta: d}
-			if d.Significant && !math.IsNaN(d.Pct) {
+			min := opt.MinEffect
+			if g.Threshold != 0 {
+				min = verdict.MinEffect{Value: math.Abs(g.Threshold)}
+			}
+			d := Compare(b, n, idx.metric(g.Metric).Rate, opt.Alpha, min)
+			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}
+			if d.Different() && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)
 			}
 			res.Decisions = append(res.Decisions, dec)
@@ -248,14 +292,17 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 	var b strings.Builder
 	b.WriteString("\ngates")
 	if c.DefaultGates {
-		b.WriteString(" (default: any significant change of a result metric in its bad direction; perf counters, CPU/pkt and harness diagnostics only when named; set --fail-on to choose thresholds)")
+		b.WriteString(" (default: any DIFFERENT verdict of a result metric in its bad direction; perf counters, CPU/pkt and harness diagnostics only when named; set --fail-on to choose thresholds)")
 	}
 	b.WriteString(":\n")
-	var failed, decided []string
+	var failed, undecided, decided []string
 	for _, d := range c.Decisions {
 		fmt.Fprintf(&b, "  %s\n", d.String())
 		if d.Tripped {
 			failed = append(failed, d.Gate.Metric+" in "+d.Cell)
+		}
+		if d.Undecided() {
+			undecided = append(undecided, d.Gate.Metric+" in "+d.Cell)
 		}
 		if !slices.Contains(decided, d.Gate.String()) {
 			decided = append(decided, d.Gate.String())
@@ -266,8 +313,10 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 		b.WriteString("verdict: ok: no gated metric is present on both sides\n")
 	case len(failed) > 0:
 		fmt.Fprintf(&b, "verdict: FAIL: %s\n", strings.Join(failed, ", "))
+	case len(undecided) > 0:
+		fmt.Fprintf(&b, "verdict: UNKNOWN: the runs cannot decide %s yet; add repetitions or set a larger --min-effect\n", strings.Join(undecided, ", "))
 	default:
-		fmt.Fprintf(&b, "verdict: ok: no significant change beyond %s\n", strings.Join(decided, ", "))
+		fmt.Fprintf(&b, "verdict: ok: no change beyond %s\n", strings.Join(decided, ", "))
 	}
 	_, err := io.WriteString(w, asciiOnly(b.String()))
 	return err
@@ -286,7 +335,8 @@ func WriteCompareJSON(w io.Writer, c *CompareResult) error {
 		Decisions    []Decision `json:"decisions"`
 		DefaultGates bool       `json:"default_gates"`
 		Failed       bool       `json:"failed"`
-	}{jsonSafe(c.Report), decs, c.DefaultGates, c.Err() != nil}
+		Undecided    bool       `json:"undecided"`
+	}{jsonSafe(c.Report), decs, c.DefaultGates, errors.As(c.Err(), new(*GateError)), errors.As(c.Err(), new(*UndecidedError))}
 	b, err := json.MarshalIndent(&v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode comparison: %w", err)

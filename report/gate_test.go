@@ -40,10 +40,25 @@ func loadSet(t *testing.T, dirs ...string) *results.Set {
 	return s
 }
 
+// repeated is set with every sample k times (as k runs of the same
+// values): the generated fixtures' 5 runs are below the 10 per side a
+// DIFFERENT verdict needs.
+func repeated(set *results.Set, k int) *results.Set {
+	out := *set
+	out.Samples = nil
+	for i := range k {
+		for _, s := range set.Samples {
+			s.Rep += i * 1000
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return &out
+}
+
 func TestCompareRunsGates(t *testing.T) {
 	gates, _ := ParseGates("tx_pps<-3%,lost_pps>+0%")
 	// patched -> stock is a regression: tx_pps drops 5-20%, lost_pps rises.
-	res, err := CompareRuns(loadSet(t, "patched"), loadSet(t, "stock"), CompareOptions{Gates: gates})
+	res, err := CompareRuns(repeated(loadSet(t, "patched"), 2), repeated(loadSet(t, "stock"), 2), CompareOptions{Gates: gates})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +72,7 @@ func TestCompareRunsGates(t *testing.T) {
 	}
 
 	// stock -> patched improves both: nothing trips.
-	res, err = CompareRuns(loadSet(t, "stock"), loadSet(t, "patched"), CompareOptions{Gates: gates})
+	res, err = CompareRuns(repeated(loadSet(t, "stock"), 2), repeated(loadSet(t, "patched"), 2), CompareOptions{Gates: gates})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +84,8 @@ func TestCompareRunsGates(t *testing.T) {
 	}
 
 	// A run against itself: no change, exit 0 (default gates).
-	res, err = CompareRuns(loadSet(t, "stock"), loadSet(t, "stock"), CompareOptions{})
+	// SAME needs more runs than a change does: 10 copies of 5 runs.
+	res, err = CompareRuns(repeated(loadSet(t, "stock"), 10), repeated(loadSet(t, "stock"), 10), CompareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +95,7 @@ func TestCompareRunsGates(t *testing.T) {
 
 	// A threshold wider than the change: tap+vhost t1 drops ~5%, gate at -30%.
 	wide, _ := ParseGates("tx_pps<-30%")
-	res, err = CompareRuns(loadSet(t, "patched"), loadSet(t, "stock"), CompareOptions{Gates: wide})
+	res, err = CompareRuns(repeated(loadSet(t, "patched"), 10), repeated(loadSet(t, "stock"), 10), CompareOptions{Gates: wide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,16 +111,18 @@ func TestCompareRunsTooFew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Err(); err != nil {
-		t.Fatalf("too few samples tripped the gate: %v", err)
+	// Too few runs are UNKNOWN, an error of its own: never a silent ok.
+	var ue *UndecidedError
+	if err := res.Err(); !errors.As(err, &ue) || !errors.Is(err, fault.ErrUndecided) {
+		t.Fatalf("too few samples: error %v, want an UndecidedError", err)
 	}
 	d := res.Decisions[0]
-	if !d.Delta.TooFew || d.Delta.DeltaString() != "~" || !strings.Contains(d.String(), "too few samples") {
-		t.Errorf("decision %q (too few %v), want ~ with a too-few note", d.String(), d.Delta.TooFew)
+	if !d.Undecided() || d.Delta.DeltaString() != "? -15.35%" || !strings.Contains(d.String(), "run at least 6 per side") {
+		t.Errorf("decision %q, want UNKNOWN asking for 6 runs per side", d.String())
 	}
 	var b strings.Builder
 	WriteDecisions(&b, res)
-	if !strings.Contains(b.String(), "tx_pps<-3%: tap/pktgen-t1 ~ (-15.35%) p=0.100 n=3") || !strings.Contains(b.String(), "verdict: ok") {
+	if !strings.Contains(b.String(), "tx_pps<-3%: tap/pktgen-t1 -15.35% n=3: UNKNOWN") || !strings.Contains(b.String(), "verdict: UNKNOWN") {
 		t.Errorf("decisions output:\n%s", b.String())
 	}
 }
@@ -129,7 +147,7 @@ func TestBuildFromBenchfmt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Build(set, Options{})
+	r, err := Build(repeated(set, 3), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

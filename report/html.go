@@ -37,7 +37,7 @@ svg text{font-family:sans-serif;font-size:11px}
 <h1>%s</h1>
 `, esc(title), esc(title))
 	if len(r.Columns) > 1 {
-		fmt.Fprintf(&b, "<p>Base: %s. Changes are medians; ~ means not significant (Mann-Whitney U, alpha %v).</p>\n", esc(r.Base), r.Alpha)
+		fmt.Fprintf(&b, "<p>Base: %s. Changes are medians; %s.</p>\n", esc(r.Base), esc(changeLegend))
 	}
 	if len(r.Emulated) > 0 {
 		fmt.Fprintf(&b, "<p class=\"emulated\"><strong>EMULATED</strong> (QEMU TCG, no KVM): %s. These numbers measure the emulator, not the kernel.</p>\n", esc(strings.Join(r.Emulated, ", ")))

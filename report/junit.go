@@ -49,10 +49,11 @@ type junitMessage struct {
 
 // WriteJUnitDecisions writes the gate decisions as JUnit XML: one test
 // case per gated metric and cell (classname "vnetbench.<suite>.<metric>",
-// name the cell). A tripped gate is a failure whose message carries the
-// effect (the change of the median, p and n) and the verdict; a gate that
-// can never trip for too few samples is skipped with that reason; the
-// others pass. suite names the gate ("compare", "history").
+// name the cell). A tripped gate (DIFFERENT, beyond it in its bad
+// direction) is a failure whose message carries the effect and the
+// verdict; an UNKNOWN verdict (the runs cannot decide yet) is skipped with
+// that reason, never a pass; SAME and DIFFERENT within the gate pass.
+// suite names the gate ("compare", "history").
 func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error {
 	s := junitSuite{Name: "vnetbench " + suite}
 	for _, d := range decisions {
@@ -62,9 +63,8 @@ func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error 
 		case d.Tripped:
 			c.Failure = &junitMessage{Message: asciiOnly(d.String()), Type: "regression", Text: c.SystemOut}
 			s.Failures++
-		case d.Delta.TooFew:
-			c.Skipped = &junitMessage{Message: fmt.Sprintf("%s: too few samples (n=%d+%d) to ever be significant at alpha %g",
-				d.Gate, d.Delta.Base.N, d.Delta.New.N, d.Delta.Alpha)}
+		case d.Undecided():
+			c.Skipped = &junitMessage{Message: asciiOnly("UNKNOWN: " + d.String())}
 			s.Skipped++
 		}
 		s.Tests++
@@ -80,11 +80,11 @@ func decisionDetail(d *Decision) string {
 	verdict := "ok"
 	switch {
 	case d.Tripped:
-		verdict = "FAIL: significant change beyond the gate"
-	case !d.Delta.Significant:
-		verdict = "ok: not significant"
+		verdict = "FAIL: DIFFERENT, beyond the gate"
+	case d.Undecided():
+		verdict = "UNKNOWN: the runs cannot decide yet"
 	default:
-		verdict = "ok: significant, within the gate"
+		verdict = "ok: " + string(d.Verdict) + ", within the gate"
 	}
 	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, d.Cell)
 	fmt.Fprintf(&b, "base: median %s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), ciText(d.Delta.Base), d.Delta.Base.N)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Options configure Build.
@@ -20,6 +21,9 @@ type Options struct {
 	Base string
 	// Alpha is the significance level (DefaultAlpha when 0).
 	Alpha float64
+	// MinEffect is the smallest change that matters for the verdicts
+	// (verdict.DefaultMinEffect when zero).
+	MinEffect verdict.MinEffect
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
 	// Metrics restricts the comparison tables to these keys (nil = all).
@@ -89,8 +93,9 @@ type Comparison struct {
 	Better string `json:"better"`
 	Base   string `json:"base"`
 	New    string `json:"new"`
-	// Verdict is "~" (no significant change), "better", "worse" or
-	// "changed" (significant, metric without a direction).
+	// Verdict is "same" (SAME), "unknown" (UNKNOWN), or for DIFFERENT
+	// "better", "worse" or "changed" (a metric without a direction); see
+	// Delta.Verdict.
 	Verdict string `json:"verdict"`
 	Delta   Delta  `json:"delta"`
 }
@@ -321,7 +326,7 @@ func (b *builder) delta(cell, col, key string) Delta {
 	k := statKey{cell, col, key}
 	d, ok := b.idx.deltas[k]
 	if !ok {
-		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha)
+		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha, b.opt.MinEffect)
 		b.idx.deltas[k] = d
 	}
 	return d

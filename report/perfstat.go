@@ -67,7 +67,7 @@ func (b *builder) perfStatTables() {
 			for _, col := range b.r.Columns[1:] {
 				d := b.delta(cell, col, rw.key)
 				c := Cell{Text: d.DeltaString(), Delta: &d}
-				if d.Significant {
+				if d.Different() {
 					c.Value = ptr(d.Pct)
 				}
 				r.Cells = append(r.Cells, c)
@@ -76,7 +76,7 @@ func (b *builder) perfStatTables() {
 		}
 		note := fmt.Sprintf("medians of %s runs", b.repsRange([]string{cell}))
 		if len(b.r.Columns) > 1 {
-			note += fmt.Sprintf("; change vs %s, ~ = not significant (Mann-Whitney U, alpha %v)", b.r.Base, b.opt.Alpha)
+			note += fmt.Sprintf("; change vs %s: %s", b.r.Base, changeLegend)
 		}
 		t.Notes = append(t.Notes, note)
 		if multiplexed {

@@ -7,6 +7,7 @@ import (
 
 	mstats "github.com/montanaflynn/stats"
 	"github.com/vnetbench/vnetbench/internal/units"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -89,24 +90,33 @@ type Delta struct {
 	// Significant is P <= Alpha (benchstat's convention).
 	Significant bool `json:"significant"`
 	// TooFew means the sample sizes can never reach P <= Alpha, whatever
-	// the values: the comparison is "~" by construction.
-	TooFew   bool     `json:"too_few"`
-	Warnings []string `json:"warnings,omitempty"`
+	// the values (the verdict is UNKNOWN by construction).
+	TooFew bool `json:"too_few"`
+	// Verdict is SAME, DIFFERENT or UNKNOWN by the sequential plan
+	// (verdict.Default) with the shift's confidence interval: the rule of
+	// every change column and of compare's gates.
+	Verdict  verdict.Result `json:"verdict"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
-// Compare summarizes base and new and tests whether they differ with the
+// Compare summarizes base and new, tests whether they differ with the
 // Mann-Whitney U test of golang.org/x/perf/benchmath at level alpha
-// (DefaultAlpha when 0).
-func Compare(base, new []float64, rate bool, alpha float64) Delta {
-	return compareStats(Summarize(base, rate), Summarize(new, rate), alpha)
+// (DefaultAlpha when 0) and gives the verdict with minimum effect min
+// (verdict.DefaultMinEffect when zero).
+func Compare(base, new []float64, rate bool, alpha float64, min verdict.MinEffect) Delta {
+	return compareStats(Summarize(base, rate), Summarize(new, rate), alpha, min)
 }
 
 // compareStats is Compare of two summaries (their sorted Values).
-func compareStats(base, new Stats, alpha float64) Delta {
+func compareStats(base, new Stats, alpha float64, min verdict.MinEffect) Delta {
 	if alpha <= 0 {
 		alpha = DefaultAlpha
 	}
+	if min.Value <= 0 {
+		min = verdict.DefaultMinEffect
+	}
 	d := Delta{Base: base, New: new, Alpha: alpha, P: 1}
+	d.Verdict = verdict.Decide(base.Values, new.Values, min, nil)
 	switch {
 	case d.Base.Median == d.New.Median:
 		d.Pct = 0
@@ -148,14 +158,31 @@ func minUTestP(n1, n2 int) float64 {
 	return math.Min(1, 2/c)
 }
 
-// DeltaString is the benchstat-style change: "~" when not significant,
-// else the signed percent change of the median.
+// DeltaString is the change column's text, one rule for every table: the
+// signed percent change of the median when the verdict is DIFFERENT,
+// "same" when SAME (the change is shown smaller than the minimum effect),
+// and "?" before the change so far when UNKNOWN, "? -3.10%" (whatever the
+// reason: too few runs for the plan's looks, or a change the runs cannot
+// yet tell from the noise).
 func (d *Delta) DeltaString() string {
-	if !d.Significant {
-		return "~"
+	switch d.Verdict.Verdict {
+	case verdict.Different:
+		return units.Pct(d.Pct)
+	case verdict.Same:
+		return "same"
 	}
-	return units.Pct(d.Pct)
+	if math.IsNaN(d.Pct) || math.IsInf(d.Pct, 0) {
+		return "?"
+	}
+	return "? " + units.Pct(d.Pct)
 }
+
+// changeLegend explains the change column's marks (DeltaString) in a
+// table's notes.
+const changeLegend = "a bare change is DIFFERENT, \"same\" SAME (shown smaller than the minimum effect), \"? \" UNKNOWN (the runs cannot decide yet); docs/compare.md"
+
+// Different reports whether the verdict is DIFFERENT.
+func (d *Delta) Different() bool { return d.Verdict.Verdict == verdict.Different }
 
 // PString is "p=0.008 n=5" (or "n=5+4" for unequal sizes), like
 // benchstat.

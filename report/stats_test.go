@@ -3,6 +3,8 @@ package report
 import (
 	"math"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 func TestSummarize(t *testing.T) {
@@ -29,23 +31,30 @@ func TestSummarize(t *testing.T) {
 func TestCompare(t *testing.T) {
 	base := []float64{450, 452, 455, 449, 451}
 	worse := []float64{400, 401, 405, 399, 402}
-	d := Compare(base, worse, true, 0.05)
+	d := Compare(base, worse, true, 0.05, verdict.MinEffect{})
 	if !d.Significant || d.TooFew || d.P > 0.01 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
 		t.Errorf("clear regression: %+v", d)
 	}
-	if got := d.DeltaString(); got != "-11.09%" {
+	// Significant at 0.05, but 5 runs are below the plan's first look:
+	// the change column says UNKNOWN, never a bare change.
+	if got := d.DeltaString(); got != "? -11.09%" {
 		t.Errorf("DeltaString = %q", got)
 	}
 	if got := d.PString(); got != "p=0.008 n=5" {
 		t.Errorf("PString = %q", got)
 	}
+	// 10 per side, all apart: DIFFERENT.
+	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, 0.05, verdict.MinEffect{})
+	if got := d.DeltaString(); !d.Different() || got != "-11.07%" {
+		t.Errorf("n=10: DeltaString = %q, verdict %+v", got, d.Verdict)
+	}
 	// Three per side can never be significant at 0.05, however different.
-	d = Compare([]float64{1, 2, 3}, []float64{100, 200, 300}, false, 0.05)
-	if d.Significant || !d.TooFew || d.DeltaString() != "~" || len(d.Warnings) == 0 {
-		t.Errorf("n=3: %+v, want ~ with a too-few warning", d)
+	d = Compare([]float64{1, 2, 3}, []float64{100, 200, 300}, false, 0.05, verdict.MinEffect{})
+	if d.Significant || !d.TooFew || d.DeltaString() != "? +9900.00%" || len(d.Warnings) == 0 {
+		t.Errorf("n=3: %+v, want ? +9900.00%% with a too-few warning", d)
 	}
 	// 4 per side can.
-	d = Compare([]float64{1, 2, 3, 4}, []float64{100, 200, 300, 400}, false, 0.05)
+	d = Compare([]float64{1, 2, 3, 4}, []float64{100, 200, 300, 400}, false, 0.05, verdict.MinEffect{})
 	if !d.Significant || d.TooFew {
 		t.Errorf("n=4: %+v, want significant", d)
 	}

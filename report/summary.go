@@ -5,11 +5,15 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
-func verdict(d *Delta, better results.Direction) string {
-	if !d.Significant {
-		return "~"
+func verdictWord(d *Delta, better results.Direction) string {
+	switch d.Verdict.Verdict {
+	case verdict.Same:
+		return "same"
+	case verdict.Unknown:
+		return "unknown"
 	}
 	switch {
 	case better == results.HigherIsBetter && d.New.Median > d.Base.Median, better == results.LowerIsBetter && d.New.Median < d.Base.Median:
@@ -38,7 +42,7 @@ func (b *builder) summaries() {
 				}
 				d := b.delta(cell, col, key)
 				b.r.Comparisons = append(b.r.Comparisons, Comparison{Cell: cell, Metric: key, Unit: m.Unit, Better: m.Better.String(),
-					Base: b.r.Base, New: col, Verdict: verdict(&d, m.Better), Delta: d})
+					Base: b.r.Base, New: col, Verdict: verdictWord(&d, m.Better), Delta: d})
 			}
 		}
 	}

@@ -75,15 +75,15 @@ func (b *builder) sweepTables() {
 				for _, col := range b.r.Columns[1:] {
 					d := b.delta(cell, col, key)
 					c := Cell{Text: d.DeltaString(), Delta: &d}
-					if d.Significant {
+					if d.Different() {
 						c.Value = ptr(d.Pct)
 					}
 					row.Cells = append(row.Cells, c, Cell{Text: fmt.Sprintf("%.3f", d.P), Value: ptr(d.P)})
 				}
 				t.Rows = append(t.Rows, row)
 			}
-			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s, ~ = not significant (Mann-Whitney U, alpha %v)",
-				key, suf, b.repsRange(cells), b.r.Base, b.opt.Alpha))
+			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s: %s",
+				key, suf, b.repsRange(cells), b.r.Base, changeLegend))
 			t.Notes = append(t.Notes, b.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}

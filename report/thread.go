@@ -107,11 +107,8 @@ func (b *builder) threadRow(cell string, s *results.Sample, tm workload.TableRow
 	if two {
 		d := b.delta(cell, b.r.Columns[1], tm.Key)
 		c := Cell{Text: d.DeltaString(), Delta: &d}
-		if d.Significant {
+		if d.Different() {
 			c.Value = ptr(d.Pct)
-		}
-		if d.TooFew {
-			c.Text = "~ (n<4)"
 		}
 		if na {
 			c = Cell{Text: "-"} // nothing to compare with
@@ -135,8 +132,8 @@ func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen f
 		t.Notes = append(t.Notes, kind.Notes(threads, seen)...)
 	}
 	if len(b.r.Columns) == 2 {
-		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v)",
-			b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s",
+			b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
 	t.Notes = append(t.Notes, b.columnNotes()...)
 }

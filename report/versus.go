@@ -113,8 +113,8 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving)",
-		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header))
+	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving): %s",
+		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header, changeLegend))
 	if b.r.IsEmulated(col) {
 		t.Notes = append(t.Notes, emulatedNote)
 	}
@@ -185,6 +185,7 @@ func (b *builder) versusRow(tab workload.Table, g versusGrid, col, rv string, tm
 	}
 	row := Row{Labels: []string{label, tm.Label}}
 	var medians []float64
+	var ends []Stats // the measured columns' stats: the first and last compared
 	maxCV := 0.0
 	for _, vc := range v.Cols {
 		cell, ok := g.idx[rv][vc.Value]
@@ -206,12 +207,18 @@ func (b *builder) versusRow(tab workload.Table, g versusGrid, col, rv string, tm
 		}
 		maxCV = max(maxCV, st.CV)
 		medians = append(medians, st.Median)
+		ends = append(ends, st)
 		row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 	}
 	lo, hi := medians[0], medians[len(medians)-1]
 	if lo > 0 && !math.IsNaN(hi) {
-		ch := (hi/lo - 1) * 100
-		row.Cells = append(row.Cells, Cell{Text: units.Pct(ch), Value: ptr(ch)})
+		// The same rule as every change column: the verdict.
+		d := compareStats(ends[0], ends[len(ends)-1], b.opt.Alpha, b.opt.MinEffect)
+		c := Cell{Text: d.DeltaString(), Delta: &d}
+		if d.Different() {
+			c.Value = ptr(d.Pct)
+		}
+		row.Cells = append(row.Cells, c)
 	} else {
 		row.Cells = append(row.Cells, Cell{Text: "-"})
 	}

@@ -7,16 +7,19 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
 
-// cmdCompare compares two runs and gates on regressions: exit 1 when a
-// gated metric changed significantly in its bad direction beyond its
-// threshold, 2 on bad input, 0 otherwise.
+// cmdCompare compares two runs and gates on regressions: each gated metric
+// gets a verdict (SAME, DIFFERENT or UNKNOWN, see docs/compare.md); exit 1
+// when one is DIFFERENT in its bad direction beyond its threshold, else 3
+// when one is UNKNOWN, 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--alpha 0.05]", stderr)
+	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
-	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level (Mann-Whitney U)")
+	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the p column (Mann-Whitney U); the verdicts keep their own 1% plan")
+	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
@@ -41,6 +44,10 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	me, err := verdict.ParseMinEffect(*minEffect)
+	if err != nil {
+		return usageErrorf("compare: --min-effect: %v", err)
+	}
 	var gates []report.Gate
 	if strings.TrimSpace(*failOn) != "" {
 		if gates, err = report.ParseGates(*failOn); err != nil {
@@ -55,7 +62,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha, Details: *details})
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha, MinEffect: me, Details: *details})
 	if err != nil {
 		return err
 	}

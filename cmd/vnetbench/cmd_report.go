@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -34,7 +35,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	style := fs.String("style", "ascii", "text table borders: ascii (+---+, for mail) or unicode")
 	out := pathFlag(fs, "o", "write to `FILE` instead of stdout (- for stdout)")
 	base := fs.String("base", "", "column the others are compared with (default the first)")
-	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of comparisons")
+	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the p column (Mann-Whitney U); the change columns' verdicts keep their own plan (docs/compare.md)")
+	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters for the change columns' SAME (\"2%\" or \"0.5iqr\")")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
 	origin := fs.String("origin", "", "--format kcidb: the submitting CI system's `NAME` in KCIDB ([a-z0-9_]+), the prefix of every id")
 	details := fs.Bool("details", false, "text/markdown: also the per-metric tables (shown anyway when comparing) and the harness and diagnostics table")
@@ -71,7 +73,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
+	me, err := verdict.ParseMinEffect(*minEffect)
+	if err != nil {
+		return usageErrorf("report: --min-effect: %v", err)
+	}
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, MinEffect: me, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
 	if err != nil {
 		return err
 	}

@@ -136,19 +136,21 @@ func TestCompareCLI(t *testing.T) {
 		exit   int
 		want   []string
 	}{
-		{"regression.txt", []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 1,
-			[]string{"tx_pps<-3%: tap/pktgen-t1 -20.41% p=0.008 n=5: FAIL", "verdict: FAIL"}},
-		{"improvement.txt", []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 0,
-			[]string{"tx_pps<-3%: tap/pktgen-t1 +25.64% p=0.008 n=5: ok", "verdict: ok"}},
-		{"nochange.txt", []string{"compare", runs + "stock", runs + "stock", "--metric", "tx_pps,lost_pps"}, 0,
-			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 ~ (+0.00%) p=1.000 n=5: ok (not significant)", "verdict: ok"}},
-		{"toofew.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 0,
-			[]string{"~ (-15.35%) p=0.100 n=3: ok (not significant); too few samples", "can never reach p<=0.05", "verdict: ok"}},
+		// 5 runs per side are too few for a verdict: UNKNOWN, exit 3,
+		// however clear the change (docs/compare.md).
+		{"regression.txt", []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 3,
+			[]string{"tx_pps<-3%: tap/pktgen-t1 -20.41% n=5: UNKNOWN: undecided: run at least 6 per side", "verdict: UNKNOWN"}},
+		{"improvement.txt", []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 3,
+			[]string{"tx_pps<-3%: tap/pktgen-t1 +25.64% n=5: UNKNOWN", "verdict: UNKNOWN"}},
+		{"nochange.txt", []string{"compare", runs + "stock", runs + "stock", "--metric", "tx_pps,lost_pps"}, 3,
+			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 +0.00% n=5: UNKNOWN", "verdict: UNKNOWN"}},
+		{"toofew.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 3,
+			[]string{"-15.35% n=3: UNKNOWN: undecided: run at least 6 per side", "verdict: UNKNOWN"}},
 		// Default gates on a run with harness diagnostics: results gated,
 		// diagnostics not; --details adds the harness table.
-		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 0,
-			[]string{"harness diagnostics only when named", "tx_pps<+0%: tap/trafgen/pfifo_fast ~ (+0.00%) p=1.000 n=2: ok (not significant); too few samples",
-				"harness and diagnostics", "verdict: ok"}},
+		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 3,
+			[]string{"harness diagnostics only when named", "tx_pps<+0%: tap/trafgen/pfifo_fast +0.00% n=2: UNKNOWN",
+				"harness and diagnostics", "verdict: UNKNOWN"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -175,6 +177,8 @@ func TestCompareCLIBadInput(t *testing.T) {
 		{"compare", runs + "stock", runs + "patched", "--metric", "bogus"},
 		{"compare", runs + "stock", runs + "patched", "--alpha", "2"},
 		{"compare", runs + "stock", runs + "patched", "--format", "benchfmt"},
+		{"compare", runs + "stock", runs + "patched", "--min-effect", "0"},
+		{"report", runs + "stock", "--min-effect", "2"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(t.Context(), args, &out, &errb)
@@ -184,9 +188,68 @@ func TestCompareCLIBadInput(t *testing.T) {
 	}
 }
 
+// repeatedRun writes dir's results k times over (the runs renumbered) into
+// a temporary run directory: the generated fixtures' 5 runs per side are
+// below the 10 a DIFFERENT verdict needs.
+func repeatedRun(t *testing.T, dir string, k int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for i := range k {
+		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+			var s map[string]any
+			if err := json.Unmarshal(line, &s); err != nil {
+				t.Fatal(err)
+			}
+			s["rep"] = s["rep"].(float64) + float64(1000*i)
+			b, _ := json.Marshal(s)
+			out.Write(append(b, '\n'))
+		}
+	}
+	to := t.TempDir()
+	env, err := os.ReadFile(filepath.Join(dir, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, "env.json"), env, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, "results.jsonl"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// With 10 runs per side the regression is DIFFERENT: exit 1; the
+// improvement passes; --min-effect is checked.
+func TestCompareCLIVerdicts(t *testing.T) {
+	patched, stock := repeatedRun(t, runs+"patched", 2), repeatedRun(t, runs+"stock", 2)
+	for _, tc := range []struct {
+		args []string
+		exit int
+		want string
+	}{
+		{[]string{"compare", patched, stock, "--fail-on", "tx_pps<-3%", "--metric", "tx_pps"}, 1, "tx_pps<-3%: tap/pktgen-t1 -20.41% ["},
+		{[]string{"compare", stock, patched, "--fail-on", "tx_pps<-3%", "--metric", "tx_pps"}, 0, "n=10: DIFFERENT: ok"},
+		{[]string{"compare", stock, patched, "--min-effect", "2"}, 2, ""},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), tc.args, &out, &errb)
+		if got := exitCode(err); got != tc.exit {
+			t.Errorf("%v: exit %d (%v), want %d", tc.args[1:], got, err, tc.exit)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: output lacks %q:\n%s", tc.args[1:], tc.want, out.String())
+		}
+	}
+}
+
 func TestCompareCLIJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := run(t.Context(), []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%", "--format", "json"}, &out, &errb)
+	err := run(t.Context(), []string{"compare", repeatedRun(t, runs+"patched", 2), repeatedRun(t, runs+"stock", 2), "--fail-on", "tx_pps<-3%", "--format", "json"}, &out, &errb)
 	if exitCode(err) != 1 {
 		t.Errorf("exit %d (%v), want 1", exitCode(err), err)
 	}
@@ -207,7 +270,7 @@ func TestCompareCLIJSON(t *testing.T) {
 	// CSV keeps stdout a CSV document and prints the decisions on stderr.
 	out.Reset()
 	errb.Reset()
-	run(t.Context(), []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%", "--format", "csv"}, &out, &errb)
+	run(t.Context(), []string{"compare", repeatedRun(t, runs+"stock", 2), repeatedRun(t, runs+"patched", 2), "--fail-on", "tx_pps<-3%", "--format", "csv"}, &out, &errb)
 	if !strings.HasPrefix(out.String(), "cell,") || !strings.Contains(errb.String(), "verdict: ok") {
 		t.Errorf("csv: stdout %q..., stderr %q", out.String()[:min(40, out.Len())], errb.String())
 	}

@@ -28,7 +28,7 @@ import (
 
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
 	out := pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
@@ -40,9 +40,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	kernels := addKernelFlag(fs)
 	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
 	scenDir := pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
+	reps := fs.Int("repetitions", 0, "`N` repetitions of every cell, replacing the scenario's (0: the scenario's)")
+	until := addUntilFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *until.on {
+		return runUntilDecided(ctx, args, until, *out, *shard != "" || *dry || *insideLab != "", *resume, stdout, stderr)
+	}
+	if *reps < 0 {
+		return usageErrorf("run: --repetitions %d: want a positive count", *reps)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -77,6 +85,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sd = rand.Int64N(1<<31-1) + 1
 	}
 	distinct, notes := runner.Distinct(s.Expand())
+	if *reps > 0 {
+		for i := range distinct {
+			distinct[i].Repetitions = *reps
+		}
+	}
 	for _, n := range append(s.Notes, notes...) {
 		fmt.Fprintf(stderr, "vnetbench: note: %s\n", n)
 	}
@@ -132,6 +145,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			in.Args = append(in.Args, "--shard", shardSpec)
 		}
 		in.Args = append(in.Args, kernels.args()...)
+		if *reps > 0 {
+			in.Args = append(in.Args, "--repetitions", fmt.Sprint(*reps))
+		}
 	}
 	if *dry {
 		h := labHost()

@@ -24,11 +24,13 @@ import (
 )
 
 // Exit codes: 0 ok, 1 the measured thing failed or a gate tripped,
-// 2 bad input or a missing capability.
+// 2 bad input or a missing capability, 3 a comparison the runs cannot
+// decide yet (compare's UNKNOWN verdict).
 const (
-	exitOK       = 0
-	exitFailure  = 1
-	exitBadInput = 2
+	exitOK        = 0
+	exitFailure   = 1
+	exitBadInput  = 2
+	exitUndecided = 3
 )
 
 // command is one subcommand. run receives the arguments after the
@@ -42,18 +44,20 @@ type command struct {
 
 // commands is the subcommand table; each subcommand lives in its own file.
 var commands = map[string]command{
-	"list":     {summary: "list the built-in scenarios", run: cmdList},
-	"validate": {summary: "check scenario files without touching the host", run: cmdValidate},
-	"plan":     {summary: "print the cells of a scenario in run order with their commands", run: cmdPlan},
-	"run":      {summary: "run a scenario and write a run directory", run: cmdRun},
-	"doctor":   {summary: "report what this host can run and what is missing", run: cmdDoctor},
-	"report":   {summary: "render run directories or benchfmt files as tables", run: cmdReport},
-	"compare":  {summary: "compare two runs and gate on regressions (exit 1)", run: cmdCompare},
-	"parse":    {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
-	"image":    {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
-	"merge":    {summary: "join run directories of shards into one", run: cmdMerge},
-	"history":  {summary: "find change points in the history of runs (index, CI gate)", run: cmdHistory},
-	"version":  {summary: "print the version", run: cmdVersion},
+	"list":        {summary: "list the built-in scenarios", run: cmdList},
+	"validate":    {summary: "check scenario files without touching the host", run: cmdValidate},
+	"plan":        {summary: "print the cells of a scenario in run order with their commands", run: cmdPlan},
+	"run":         {summary: "run a scenario and write a run directory", run: cmdRun},
+	"doctor":      {summary: "report what this host can run and what is missing", run: cmdDoctor},
+	"report":      {summary: "render run directories or benchfmt files as tables", run: cmdReport},
+	"compare":     {summary: "compare two runs: SAME, DIFFERENT or UNKNOWN per gated metric (exit 1 on a regression, 3 when undecided)", run: cmdCompare},
+	"parse":       {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
+	"image":       {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
+	"merge":       {summary: "join run directories of shards into one", run: cmdMerge},
+	"history":     {summary: "find change points in the history of runs (index, CI gate)", run: cmdHistory},
+	"bisect":      {summary: "find the first commit of a kernel tree whose scenario measures as the bad ref does", run: cmdBisect},
+	"bisect-step": {summary: "judge HEAD of a kernel tree against a good ref, for 'git bisect run' (exit 0 good, 1 bad, 125 skip)", run: cmdBisectStep},
+	"version":     {summary: "print the version", run: cmdVersion},
 }
 
 func main() {
@@ -90,10 +94,11 @@ func (e *signalError) Error() string { return "interrupted by " + e.sig.String()
 
 // exitCodeAfter is the exit code of err from a command whose context
 // ended with cause: a failed command that a signal interrupted exits
-// 128+signal number; otherwise exitCode(err).
+// 128+signal number (except bisect-step's, which git bisect run would
+// take as an abort: it stays 125, skip); otherwise exitCode(err).
 func exitCodeAfter(err, cause error) int {
 	var se *signalError
-	if err != nil && errors.As(cause, &se) {
+	if err != nil && errors.As(cause, &se) && !errors.As(err, new(*stepExit)) {
 		return 128 + int(se.sig)
 	}
 	return exitCode(err)
@@ -141,8 +146,14 @@ func exitCode(err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
+	case errors.As(err, new(*stepExit)):
+		var se *stepExit
+		errors.As(err, &se)
+		return se.code
 	case errors.Is(err, fault.ErrInput), errors.Is(err, fault.ErrCapability), perfparseInput(err):
 		return exitBadInput
+	case errors.Is(err, fault.ErrUndecided):
+		return exitUndecided
 	}
 	return exitFailure
 }

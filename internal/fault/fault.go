@@ -30,6 +30,10 @@ var (
 	// device, a kernel feature); the fix is on the host or in the
 	// scenario.
 	ErrCapability = errors.New("missing capability")
+	// ErrUndecided is a comparison the runs cannot decide yet (a verdict
+	// of UNKNOWN): more repetitions may; it is neither a pass nor a
+	// failure.
+	ErrUndecided = errors.New("undecided")
 )
 
 // InputError is bad input: Msg says what is wrong and how to fix it; Err is

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/bisect"
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
+	"github.com/vnetbench/vnetbench/report"
+)
+
+// bisectOpts are what bisect and bisect-step share: the scenario, the
+// kernel tree, the good ref, the metric and the verdict's settings.
+type bisectOpts struct {
+	scenario, tree, good, metric, out string
+	minEffect, maxReps                string
+}
+
+func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *flag.FlagSet) {
+	fs := newFlagSet(fsName, synopsis, stderr)
+	o := &bisectOpts{}
+	fs.StringVar(&o.tree, "tree", "", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
+	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
+	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that regressed (its bad direction is the metric's)")
+	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
+	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
+	fs.StringVar(&o.maxReps, "max-repetitions", fmt.Sprint(verdict.Default.MaxN()), "budget of repetitions per cell and candidate")
+	return o, fs
+}
+
+// gate is the metric gated at 0% in its bad direction.
+func (o *bisectOpts) gate() (string, error) {
+	switch results.Describe(o.metric).Better {
+	case results.HigherIsBetter:
+		return o.metric + "<+0%", nil
+	case results.LowerIsBetter:
+		return o.metric + ">+0%", nil
+	}
+	return "", usageErrorf("bisect: --metric %s has no better direction; name a result metric such as tx_pps or lost_pps", o.metric)
+}
+
+func (o *bisectOpts) check(args int) error {
+	if args != 1 || o.tree == "" || o.good == "" || o.metric == "" || o.out == "" {
+		return usageErrorf("bisect: want SCENARIO, --tree DIR, --good REF, --metric M and -o DIR")
+	}
+	_, err := o.gate()
+	return err
+}
+
+// judgeFunc decides one candidate; a variable for tests, which cannot
+// build kernels or boot VMs.
+var judgeFunc = judgeCommit
+
+// judgeCommit runs the scenario with the good ref and the candidate as
+// two kernels of one run (built by the kernel-build cache, measured in
+// interleaved rounds until decided) and judges the candidate from the
+// gated metric. A failed run (a build failure most often) is ErrBuild:
+// the commit is skipped.
+func judgeCommit(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
+	g, err := o.gate()
+	if err != nil {
+		return bisect.Outcome{}, err
+	}
+	dir := filepath.Join(o.out, commit)
+	args := []string{o.scenario, "-o", dir, "--until-decided", "--fail-on", g, "--min-effect", o.minEffect, "--max-repetitions", o.maxReps,
+		"--kernel", "good=tree=" + o.tree + ",ref=" + o.good, "--kernel", "candidate=tree=" + o.tree + ",ref=" + commit}
+	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
+		args = append(args, "--resume")
+	}
+	err = cmdRun(ctx, args, stdout, stderr)
+	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
+		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, err)
+	}
+	set, lerr := results.Load(dir)
+	if lerr != nil {
+		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, lerr)
+	}
+	gates, _ := report.ParseGates(g)
+	me, _ := verdict.ParseMinEffect(o.minEffect)
+	p, derr := report.Decide(set, gates, me)
+	if derr != nil {
+		return bisect.Outcome{}, derr
+	}
+	return outcomeOf(p), nil
+}
+
+// outcomeOf judges from the decisions of one candidate: bad when any cell
+// tripped the gate, skipped when any is UNKNOWN, else good.
+func outcomeOf(p *report.Progress) bisect.Outcome {
+	o := bisect.Outcome{Verdict: verdict.Same}
+	for _, d := range p.Decisions {
+		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+		switch {
+		case d.Tripped:
+			o.Bad, o.Verdict, o.Pct = true, verdict.Different, d.Delta.Pct
+		case d.Undecided() && !o.Bad:
+			o.Skip, o.Verdict, o.Pct, o.Why = true, verdict.Unknown, d.Delta.Pct, "UNKNOWN within the budget"
+		}
+	}
+	if o.Bad {
+		o.Skip, o.Why = false, ""
+	}
+	return o
+}
+
+// stepExit is bisect-step's exit code for git bisect run: 0 good, 1 bad,
+// 125 skip; never 128 or above, which would abort the bisection.
+type stepExit struct {
+	code int
+	msg  string
+}
+
+func (e *stepExit) Error() string { return e.msg }
+
+func cmdBisectStep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, fs := addBisectFlags("bisect-step", "SCENARIO --tree DIR --good REF --metric M -o DIR  (under: git bisect run vnetbench bisect-step ...)", stderr)
+	pos, err := parseFlags(fs, args)
+	if errors.Is(err, errHelp) {
+		return err
+	}
+	if err != nil {
+		return &stepExit{125, err.Error()}
+	}
+	if err := o.check(len(pos)); err != nil {
+		fs.Usage()
+		return &stepExit{125, err.Error()}
+	}
+	o.scenario = pos[0]
+	head, err := gitOut(ctx, o.tree, "rev-parse", "HEAD")
+	if err != nil {
+		return &stepExit{125, err.Error()}
+	}
+	out, err := judgeFunc(ctx, o, head, stdout, stderr)
+	return stepResult(out, err)
+}
+
+// stepResult maps a judgment to bisect-step's exit.
+func stepResult(o bisect.Outcome, err error) error {
+	switch {
+	case err != nil:
+		return &stepExit{125, fmt.Sprintf("skip: %v", err)}
+	case o.Skip:
+		return &stepExit{125, fmt.Sprintf("skip: %s (%s)", o.Why, o.Verdict)}
+	case o.Bad:
+		return &stepExit{1, fmt.Sprintf("bad: %s %s after %d runs per side", o.Verdict, fmtPct(o.Pct), o.Reps)}
+	}
+	return nil
+}
+
+func fmtPct(p float64) string { return fmt.Sprintf("%+.2f%%", p) }
+
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	b, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s in %s: %w; is --tree a git tree with these refs?", strings.Join(args, " "), dir, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// stateFile holds the outcomes of a bisection, for resuming it.
+const stateFile = "bisect.json"
+
+func cmdBisect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, fs := addBisectFlags("bisect", "SCENARIO --tree DIR --good REF --bad REF --metric M -o DIR", stderr)
+	bad := fs.String("bad", "", "the bad `REF`")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := o.check(len(pos)); err != nil || *bad == "" {
+		fs.Usage()
+		return errors.Join(err, usageErrorfIf(*bad == "", "bisect: want --bad REF"))
+	}
+	o.scenario = pos[0]
+	good, err := gitOut(ctx, o.tree, "rev-parse", o.good+"^{commit}")
+	if err != nil {
+		return usageErrorf("bisect: --good %s: %v", o.good, err)
+	}
+	o.good = good
+	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", good+".."+*bad)
+	if err != nil || list == "" {
+		return usageErrorf("bisect: no commits from --good %s to --bad %s (is good an ancestor of bad?)", good, *bad)
+	}
+	commits := append([]string{good}, strings.Fields(list)...)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("bisect: %w", err)
+	}
+	done := map[string]bisect.Outcome{}
+	if b, err := os.ReadFile(filepath.Join(o.out, stateFile)); err == nil {
+		var prev []bisect.Outcome
+		if err := json.Unmarshal(b, &prev); err != nil {
+			return usageErrorf("bisect: %s: %v; remove it to start over", filepath.Join(o.out, stateFile), err)
+		}
+		for _, p := range prev {
+			done[p.Commit] = p
+		}
+		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(prev))
+	}
+	save := func(steps []bisect.Outcome) error {
+		b, _ := json.MarshalIndent(steps, "", "  ")
+		return os.WriteFile(filepath.Join(o.out, stateFile), b, 0o644)
+	}
+	fmt.Fprintf(stdout, "bisect: %d commits between %s (good) and %s (bad)\n", len(commits)-1, short(good), *bad)
+	judge := func(ctx context.Context, c string) (bisect.Outcome, error) {
+		return judgeFunc(ctx, o, c, stdout, stderr)
+	}
+	res, err := bisect.Run(ctx, commits, judge, done, save)
+	if res != nil {
+		bisect.WriteEvidence(stdout, res)
+	}
+	if err != nil {
+		return fmt.Errorf("bisect: %w (resume with the same command)", err)
+	}
+	if res.Culprit == "" {
+		return fmt.Errorf("bisect: skipped commits hide the first bad commit (one of the candidates above): %w", fault.ErrUndecided)
+	}
+	return nil
+}
+
+func usageErrorfIf(cond bool, format string, a ...any) error {
+	if !cond {
+		return nil
+	}
+	return usageErrorf(format, a...)
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/bisect"
+	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/verdict"
+)
+
+// bisect-step's exits are git bisect run's: 0 good, 1 bad, 125 skip, and
+// never 128 or above, even when a signal interrupted it.
+func TestBisectStepExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		o    bisect.Outcome
+		err  error
+		want int
+	}{
+		{bisect.Outcome{Verdict: verdict.Same}, nil, 0},
+		{bisect.Outcome{Verdict: verdict.Different, Bad: true, Pct: -20}, nil, 1},
+		{bisect.Outcome{Verdict: verdict.Unknown, Skip: true}, nil, 125},
+		{bisect.Outcome{}, fmt.Errorf("make failed: %w", bisect.ErrBuild), 125},
+	} {
+		err := stepResult(tc.o, tc.err)
+		if got := exitCode(err); got != tc.want {
+			t.Errorf("%+v, %v: exit %d, want %d", tc.o, tc.err, got, tc.want)
+		}
+		if got := exitCodeAfter(err, &signalError{syscall.SIGINT}); err != nil && got >= 128 {
+			t.Errorf("interrupted: exit %d, want below 128", got)
+		}
+	}
+	// Bad usage skips (125) instead of exit 2, which git bisect run
+	// would read as "bad".
+	if got := exitCode(run(t.Context(), []string{"bisect-step", "quickstart"}, io.Discard, io.Discard)); got != 125 {
+		t.Errorf("bad usage: exit %d, want 125", got)
+	}
+}
+
+// gitTree makes a git tree with n commits on top of a root commit.
+func gitTree(t *testing.T, n int) (dir string, commits []string) {
+	t.Helper()
+	testenv.NeedCommand(t, "git", "")
+	dir = t.TempDir()
+	gitc := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.email=t@example.org", "-c", "user.name=t"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	gitc("init", "-q")
+	for i := range n + 1 {
+		os.WriteFile(filepath.Join(dir, "f"), []byte(fmt.Sprint(i)), 0o644)
+		gitc("add", "f")
+		gitc("commit", "-q", "-m", fmt.Sprint("c", i))
+		commits = append(commits, gitc("rev-parse", "HEAD"))
+	}
+	return dir, commits
+}
+
+// bisect lists the commits of the tree, judges them (here a fake judge:
+// from commit 21 on bad, commit 12 does not build), names the culprit with
+// the evidence and resumes from its state without judging again.
+func TestBisectCLI(t *testing.T) {
+	tree, commits := gitTree(t, 40)
+	var judged []string
+	judgeFunc = func(_ context.Context, o *bisectOpts, c string, _, _ io.Writer) (bisect.Outcome, error) {
+		judged = append(judged, c)
+		switch i := indexOf(commits, c); {
+		case i == 12:
+			return bisect.Outcome{}, fmt.Errorf("make: %w", bisect.ErrBuild)
+		case i >= 21:
+			return bisect.Outcome{Verdict: verdict.Different, Bad: true, Pct: -12, Reps: 10}, nil
+		default:
+			return bisect.Outcome{Verdict: verdict.Same, Pct: 0.3, Reps: 36}, nil
+		}
+	}
+	t.Cleanup(func() { judgeFunc = judgeCommit })
+	out := t.TempDir()
+	args := []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps", "-o", out}
+	var b strings.Builder
+	if err := run(t.Context(), args, &b, io.Discard); err != nil {
+		t.Fatalf("bisect: %v\n%s", err, b.String())
+	}
+	if !strings.Contains(b.String(), "first bad commit: "+commits[21]) || !strings.Contains(b.String(), "40 commits") {
+		t.Errorf("output:\n%s", b.String())
+	}
+	n := len(judged)
+	judged = nil
+	b.Reset()
+	if err := run(t.Context(), args, &b, io.Discard); err != nil || len(judged) != 0 || !strings.Contains(b.String(), fmt.Sprintf("resuming with %d judged commits", n)) {
+		t.Errorf("resumed: %v, judged %d again; output:\n%s", err, len(judged), b.String())
+	}
+	// bisect-step judges HEAD.
+	judged = nil
+	step := []string{"bisect-step", "quickstart", "--tree", tree, "--good", commits[0], "--metric", "tx_pps", "-o", out}
+	if err := run(t.Context(), step, io.Discard, io.Discard); exitCode(err) != 1 || len(judged) != 1 || judged[0] != commits[40] {
+		t.Errorf("bisect-step at the bad HEAD: exit %d (%v), judged %v", exitCode(err), err, judged)
+	}
+	if err := run(t.Context(), []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps"}, io.Discard, io.Discard); exitCode(err) != exitBadInput {
+		t.Errorf("no -o: exit %d, want 2", exitCode(err))
+	}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
+	"github.com/vnetbench/vnetbench/report"
+)
+
+// fakeRounds is a run directory grown by rounds without a VM: kernel
+// "base" and kernel "new" (tx_pps shifted by shift), normal noise with
+// standard deviation 10 around 1000.
+type fakeRounds struct {
+	set    results.Set
+	shift  float64
+	rng    *rand.Rand
+	rounds []int
+}
+
+func (f *fakeRounds) round(_ context.Context, reps int, resume bool) error {
+	if !resume && len(f.set.Samples) > 0 {
+		return errors.New("a round without --resume would start over")
+	}
+	f.rounds = append(f.rounds, reps)
+	have := len(f.set.Samples) / 2
+	for r := have; r < reps; r++ { // interleaved: base, new, new, base
+		for _, k := range []string{"base", "new"} {
+			v := 1000 + 10*f.rng.NormFloat64()
+			if k == "new" {
+				v += f.shift
+			}
+			f.set.Samples = append(f.set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k, Rep: r,
+				Axes: map[string]string{"backend": "tap"}, Metrics: map[string]float64{"tx_pps": v}})
+		}
+	}
+	return nil
+}
+
+func (f *fakeRounds) load() (*results.Set, error) {
+	cp := f.set
+	cp.Samples = slices.Clone(f.set.Samples)
+	return &cp, nil
+}
+
+func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
+	return &adaptive{round: f.round, load: f.load, min: verdict.DefaultMinEffect, maxReps: maxReps,
+		now: time.Now, firstReps: verdict.Default.Looks[1]}
+}
+
+func TestUntilDecidedStopsWhenDecided(t *testing.T) {
+	// A drop of 5 standard deviations: DIFFERENT at the first decisive look.
+	f := &fakeRounds{shift: -50, rng: rand.New(rand.NewPCG(1, 2))}
+	var out strings.Builder
+	if err := newAdaptive(f, 100).run(t.Context(), &out); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !slices.Equal(f.rounds, []int{10}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
+		t.Errorf("rounds %v, output %q; want one round of 10", f.rounds, out.String())
+	}
+}
+
+func TestUntilDecidedBudget(t *testing.T) {
+	// No change: SAME takes more runs than a budget of 18 allows.
+	f := &fakeRounds{shift: 0, rng: rand.New(rand.NewPCG(3, 4))}
+	var out strings.Builder
+	err := newAdaptive(f, 18).run(t.Context(), &out)
+	var ue *report.UndecidedError
+	if !errors.As(err, &ue) || exitCode(err) != exitUndecided {
+		t.Fatalf("err %v (exit %d), want UNKNOWN (exit 3)", err, exitCode(err))
+	}
+	if !slices.Equal(f.rounds, []int{10, 14, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
+		t.Errorf("rounds %v, output:\n%s", f.rounds, out.String())
+	}
+	// Resumed with a larger budget, it goes on from 18, not from scratch.
+	f.rounds = nil
+	a := newAdaptive(f, 100)
+	a.resume = true
+	if err := a.run(t.Context(), io.Discard); err != nil && !errors.As(err, &ue) {
+		t.Fatal(err)
+	}
+	if len(f.rounds) == 0 || f.rounds[0] != 24 {
+		t.Errorf("resumed rounds %v, want the first at the next look, 24", f.rounds)
+	}
+}
+
+func TestUntilDecidedNeedsTwoKernels(t *testing.T) {
+	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[string]float64{"tx_pps": 1}}}}
+	if _, err := report.Decide(set, nil, verdict.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("one kernel: %v, want bad input", err)
+	}
+}
+
+func TestDropFlags(t *testing.T) {
+	got := dropFlags([]string{"sc.yaml", "-o", "d", "--until-decided", "--max-repetitions", "40", "--min-effect=2%", "--resume", "--seed", "3"},
+		[]string{"until-decided", "resume"}, []string{"max-repetitions", "min-effect"})
+	if want := []string{"sc.yaml", "-o", "d", "--seed", "3"}; !slices.Equal(got, want) {
+		t.Errorf("dropFlags = %q, want %q", got, want)
+	}
+}
+
+func TestUntilDecidedBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "quickstart", "--until-decided"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--dry-run"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "3"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--min-effect", "2"},
+	} {
+		if err := run(t.Context(), args, io.Discard, io.Discard); exitCode(err) != exitBadInput {
+			t.Errorf("%v: %v (exit %d), want bad input", args, err, exitCode(err))
+		}
+	}
+}

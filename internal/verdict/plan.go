@@ -1,0 +1,182 @@
+// Package verdict decides whether two samples of a benchmark metric are
+// the SAME, DIFFERENT or whether the runs so far cannot tell (UNKNOWN), with
+// a group-sequential design: the decision is taken at a fixed schedule of
+// looks (repetitions per side), each with a boundary chosen so that the
+// chance of a false DIFFERENT over all looks stays below Alpha. SAME is an
+// equivalence test (two one-sided tests, TOST) against the minimum effect
+// that matters. Both tests are rank tests (Mann-Whitney U and its shifted
+// form, the Hodges-Lehmann shift and its Moses confidence interval), so
+// heavy tails and outliers cost power, not correctness.
+//
+// The package is pure statistics: report uses it for every change column and
+// compare's gates, the runner for run --until-decided, bisect for each step.
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+)
+
+// Plan is a group-sequential design: the looks (repetitions per side at
+// which a decision may be taken), the overall false-DIFFERENT level and the
+// level of each one-sided equivalence test.
+type Plan struct {
+	Looks []int
+	// Alpha bounds the chance of DIFFERENT, over all looks, when the two
+	// sides have the same distribution (two-sided).
+	Alpha float64
+	// SameAlpha is the level of each one-sided test of the equivalence
+	// (TOST) that gives SAME: a confidence interval of level 1-2*SameAlpha
+	// inside ±minimum effect.
+	SameAlpha float64
+	// Shape is the Wang-Tsiatis shape of the boundary: 0.5 is Pocock's
+	// (the same nominal level at every look), 0 O'Brien-Fleming's (strict
+	// early, lenient late).
+	Shape float64
+
+	once   sync.Once
+	bounds []float64
+}
+
+// Default is the plan of compare, run --until-decided and bisect: twelve
+// looks from 6 to 100 repetitions per side, at most 0.8% false DIFFERENT
+// (two-sided, a margin under the goal of 1% for the rank test's normal
+// approximation at small n; a boundary close to Pocock's), SAME when the 96% interval of
+// the shift lies within the minimum effect. See docs/compare.md for its
+// measured error rates and costs.
+var Default = &Plan{
+	Looks:     []int{6, 10, 14, 18, 24, 30, 36, 44, 52, 64, 80, 100},
+	Alpha:     0.008,
+	SameAlpha: 0.02,
+	Shape:     0.45,
+}
+
+// MaxN is the last look: the most repetitions per side the plan asks for.
+func (p *Plan) MaxN() int { return p.Looks[len(p.Looks)-1] }
+
+// Look returns the index of the last look that n repetitions per side
+// reach, or -1 below the first look.
+func (p *Plan) Look(n int) int {
+	k := -1
+	for i, l := range p.Looks {
+		if n >= l {
+			k = i
+		}
+	}
+	return k
+}
+
+// Next returns the repetitions per side of the first look after n (MaxN
+// when n is past the last).
+func (p *Plan) Next(n int) int {
+	for _, l := range p.Looks {
+		if l > n {
+			return l
+		}
+	}
+	return p.MaxN()
+}
+
+// Bound returns the critical |z| of the rank test at look k.
+func (p *Plan) Bound(k int) float64 {
+	p.once.Do(func() { p.bounds = p.computeBounds() })
+	return p.bounds[k]
+}
+
+// computeBounds finds the constant C of the boundary c_k = C *
+// (t_k)^(Shape-0.5), t_k = Looks[k]/MaxN, for which a two-sided
+// standardized Brownian motion observed at the looks crosses it with
+// probability Alpha, by bisection on C.
+func (p *Plan) computeBounds() []float64 {
+	t := make([]float64, len(p.Looks))
+	for i, l := range p.Looks {
+		t[i] = float64(l) / float64(p.MaxN())
+	}
+	shape := func(c float64) []float64 {
+		b := make([]float64, len(t))
+		for i := range t {
+			b[i] = c * math.Pow(t[i], p.Shape-0.5)
+		}
+		return b
+	}
+	lo, hi := 1.0, 6.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if CrossProb(t, shape(mid)) > p.Alpha {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return shape(hi)
+}
+
+// CrossProb is the probability that Z_k = W(t_k)/sqrt(t_k), W a standard
+// Brownian motion, has |Z_k| >= b[k] at some look k: the recursive
+// numerical integration of Armitage, McPherson and Rowe on a grid.
+func CrossProb(t, b []float64) float64 {
+	const grid = 240
+	// Density of W(t_k) on the continuation region, on a grid of points.
+	var xs, dens []float64
+	crossed := 0.0
+	prevT := 0.0
+	for k := range t {
+		dt := t[k] - prevT
+		sd := math.Sqrt(dt)
+		edge := b[k] * math.Sqrt(t[k])
+		h := 2 * edge / grid
+		nx := make([]float64, grid+1)
+		nd := make([]float64, grid+1)
+		if k == 0 {
+			crossed += 2 * normalSF(b[k])
+			for i := range nx {
+				nx[i] = -edge + float64(i)*h
+				nd[i] = normalPDF(nx[i]/sd) / sd
+			}
+		} else {
+			hPrev := xs[1] - xs[0]
+			for i := range nx {
+				nx[i] = -edge + float64(i)*h
+			}
+			for j, x := range xs {
+				w := dens[j] * hPrev * trapezoid(j, len(xs))
+				if w == 0 {
+					continue
+				}
+				crossed += w * (normalSF((edge-x)/sd) + normalCDF((-edge-x)/sd))
+				for i, y := range nx {
+					nd[i] += w * normalPDF((y-x)/sd) / sd
+				}
+			}
+		}
+		xs, dens, prevT = nx, nd, t[k]
+	}
+	return crossed
+}
+
+// trapezoid is the trapezoid rule's weight of point j of n.
+func trapezoid(j, n int) float64 {
+	if j == 0 || j == n-1 {
+		return 0.5
+	}
+	return 1
+}
+
+func normalPDF(x float64) float64 { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+func normalSF(x float64) float64  { return 0.5 * math.Erfc(x/math.Sqrt2) }
+
+// normalQuantile is the inverse of normalCDF.
+func normalQuantile(p float64) float64 { return -math.Sqrt2 * math.Erfcinv(2*p) }
+
+// String describes the plan in one line, for notes and docs.
+func (p *Plan) String() string {
+	var looks []string
+	for _, l := range p.Looks {
+		looks = append(looks, fmt.Sprint(l))
+	}
+	return fmt.Sprintf("looks at %s runs per side, %.0f%% false DIFFERENT at most, SAME when the %.0f%% interval lies within the minimum effect",
+		strings.Join(looks, ", "), 100*p.Alpha, 100*(1-2*p.SameAlpha))
+}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
+)
+
+// Progress is where an adaptive run stands: the decisions of every kernel
+// against the first (the base) with the default gates, and how many runs
+// per side the next look of the plan needs: the nearest next look of any
+// undecided comparison (0 when every gated metric is decided or no
+// undecided one has a look left).
+type Progress struct {
+	Decisions []Decision
+	// N is the fewest runs per side of any undecided comparison.
+	N     int
+	NextN int
+}
+
+// Undecided returns the decisions whose verdict is UNKNOWN.
+func (p *Progress) Undecided() []Decision {
+	var out []Decision
+	for _, d := range p.Decisions {
+		if d.Undecided() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Decide compares every kernel of set with its first (a lab run's base
+// kernel) under the default gates (or gates) and minimum effect min: what
+// run --until-decided checks after each round. A set with one kernel has
+// nothing to compare: bad input.
+func Decide(set *results.Set, gates []Gate, min verdict.MinEffect) (*Progress, error) {
+	ks := set.Kernels()
+	if len(ks) < 2 {
+		return nil, fault.Input("--until-decided compares kernels within the run, and it has %d (%v); give the scenario two kernels (--kernel base=... --kernel new=...)", len(ks), ks)
+	}
+	p := &Progress{}
+	for _, k := range ks[1:] {
+		res, err := CompareRuns(only(set, ks[0]), only(set, k), CompareOptions{Gates: gates, MinEffect: min})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range res.Decisions {
+			d.Cell = fmt.Sprintf("%s vs %s: %s", k, ks[0], d.Cell)
+			p.Decisions = append(p.Decisions, d)
+			if !d.Undecided() {
+				continue
+			}
+			n := min2(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew)
+			if p.N == 0 || n < p.N {
+				p.N = n
+			}
+			if nx := d.Delta.Verdict.NextN; nx > 0 && (p.NextN == 0 || nx < p.NextN) {
+				p.NextN = nx
+			}
+		}
+	}
+	return p, nil
+}
+
+// only is the samples of set from kernel k (fresh copies: CompareRuns
+// rewrites their cells).
+func only(set *results.Set, k string) *results.Set {
+	out := &results.Set{Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources}
+	for _, s := range set.Samples {
+		if s.Kernel == k {
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return out
+}
+
+func min2(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
