@@ -130,7 +130,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		w, err = results.Open(o.Dir)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
-		env.Run, env.Scenario, env.Seed, env.Version = newID(), o.Scenario, o.Seed, o.Version
+		env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
 		w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {

@@ -32,6 +32,9 @@ type Options struct {
 	// Scenario and Seed are recorded in env.json and reproduce.sh.
 	Scenario string
 	Seed     int64
+	// Sets are the scenario overrides (--set KEY=VALUE), recorded in
+	// env.json and reproduce.sh.
+	Sets []string
 	// Version is vnetbench's version for env.json.
 	Version string
 	// Exec runs programs (default proc.Real{}).
@@ -198,7 +201,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	} else {
 		env := CollectEnv(ctx, o.Exec, accel)
 		r.id = newID()
-		env.Run, env.Scenario, env.Seed, env.Version = r.id, o.Scenario, o.Seed, o.Version
+		env.Run, env.Scenario, env.Seed, env.Version, env.Set = r.id, o.Scenario, o.Seed, o.Version, o.Sets
 		r.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
@@ -501,6 +504,9 @@ func (r *runState) writeReproduce() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.\n", r.id, r.opts.Scenario, r.opts.Seed)
+	if len(r.opts.Sets) > 0 {
+		b.WriteString("# Scenario overrides: " + setArgs(r.opts.Sets) + "\n")
+	}
 	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
 	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
 	b.WriteString("set -e\n")
@@ -519,6 +525,16 @@ func (r *runState) writeReproduce() {
 	}
 	f.WriteString(b.String())
 	f.Close()
+}
+
+// setArgs is the overrides as shell-quoted --set arguments (a value has
+// no newline: scenarios.ParseSet refuses control characters).
+func setArgs(sets []string) string {
+	var argv []string
+	for _, s := range sets {
+		argv = append(argv, "--set", s)
+	}
+	return proc.Quote(argv)
 }
 
 // recordingExec records every command before running it.

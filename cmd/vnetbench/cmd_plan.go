@@ -43,7 +43,8 @@ func accelDesc(st qemu.KVMStatus) string {
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--format text|json] [--cpus N]", stderr)
+	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--format text|json] [--cpus N]", stderr)
+	sets := addSetFlag(fs)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
@@ -59,7 +60,7 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *formatFlag != "text" && *formatFlag != "json" {
 		return usageErrorf("plan: unknown --format %q; use text or json", *formatFlag)
 	}
-	s, err := scenarios.Resolve(pos[0])
+	s, err := scenarios.Resolve(pos[0], *sets...)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ import (
 
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N]", stderr)
+	sets := addSetFlag(fs)
 	out := fs.String("o", "", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge')")
@@ -50,9 +51,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var s *scenarios.Scenario
 	if *scenDir != "" {
-		s, err = scenarios.LoadFileFrom(pos[0], *scenDir)
+		s, err = scenarios.LoadFileFrom(pos[0], *scenDir, *sets...)
 	} else {
-		s, err = scenarios.Resolve(pos[0])
+		s, err = scenarios.Resolve(pos[0], *sets...)
 	}
 	if err != nil {
 		return err
@@ -128,6 +129,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			in.Args = append(in.Args, "--shard", *shard)
 		}
 		in.Args = append(in.Args, kernels.args()...)
+		in.Args = append(in.Args, sets.args()...)
 	}
 	if *dry {
 		h := labHost()
@@ -207,7 +209,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}()
 
 	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
-	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
+	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version, Sets: sets.strings(),
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
 		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) }}
 	report1 := func(sum *runner.Summary) {

@@ -22,6 +22,9 @@ type Env struct {
 	Version       string    `json:"version,omitempty"`  // vnetbench version
 	Scenario      string    `json:"scenario,omitempty"` // scenario name
 	Seed          int64     `json:"seed,omitempty"`     // cell order seed
+	// Set lists the command line's overrides of scenario keys (--set
+	// KEY=VALUE), in order.
+	Set []string `json:"set,omitempty"`
 	Hostname      string    `json:"hostname,omitempty"`
 	KernelRelease string    `json:"kernel_release,omitempty"` // uname -r
 	// ProcVersion is /proc/version (the build's banner: compiler, build
