@@ -634,6 +634,7 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 			}
 			if res != nil && ienv.Extra != nil {
 				ienv.Extra["lab_boot_s"] = strconv.FormatFloat(res.BootSeconds, 'f', 1, 64)
+				ienv.Extra["lab_setup_s"] = strconv.FormatFloat(res.SetupSeconds, 'f', 1, 64)
 				if nested := labNestedKVM(res); nested != "" {
 					ienv.Extra["lab_nested_kvm"] = nested
 				}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/runner/proc"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -45,4 +46,16 @@ func addSetFlag(fs *flag.FlagSet) *setFlags {
 	var s setFlags
 	fs.Var(&s, "set", "`KEY=VALUE`: override a scenario key, as its YAML would set it (repeatable; e.g. --set generator.pktgen.duration=10s --set repetitions=3)")
 	return &s
+}
+
+// setStrings is overrides as KEY=VALUE strings.
+func setStrings(sets []scenarios.Set) []string { return setFlags(sets).strings() }
+
+// setArgs is overrides as shell-quoted --set arguments.
+func setArgs(sets []string) string {
+	var argv []string
+	for _, s := range sets {
+		argv = append(argv, "--set", s)
+	}
+	return proc.Quote(argv)
 }

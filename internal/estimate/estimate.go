@@ -84,29 +84,29 @@ type Rates interface {
 
 // Line is one row of a kernel's estimate: N items taking Time in all.
 type Line struct {
-	What string // "lab VM boot", "guest boots", "windows", "count-bound windows", "setup and teardown"
-	N    int
-	Time time.Duration
+	What string        `json:"what"` // "lab VM boot", "guest boots", "windows", "count-bound windows", "setup and teardown"
+	N    int           `json:"n"`
+	Time time.Duration `json:"time_ns"`
 	// Packets is what the count-bound windows send in all.
-	Packets uint64
+	Packets uint64 `json:"packets,omitempty"`
 	// Sources lists, per workload and class, the figure used.
-	Sources []string
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Kernel is the estimate of one kernel's samples.
 type Kernel struct {
-	Label string
-	Lines []Line
-	Total time.Duration
+	Label string        `json:"kernel"`
+	Lines []Line        `json:"lines"`
+	Total time.Duration `json:"total_ns"`
 }
 
 // Estimate is a run's estimate.
 type Estimate struct {
-	Kernels []Kernel
-	Total   time.Duration
+	Kernels []Kernel      `json:"kernels"`
+	Total   time.Duration `json:"total_ns"`
 	// PerSample is each input sample's estimated time (its lab VM's and
 	// guest's boots included), in order: the progress line's ETA.
-	PerSample []time.Duration
+	PerSample []time.Duration `json:"-"`
 }
 
 // Line names, in the order a kernel's lines print.

@@ -122,6 +122,8 @@ func TestDuration(t *testing.T) {
 		90 * time.Second:  "2 min",
 		12 * time.Minute:  "12 min",
 		90 * time.Minute:  "1.5 h",
+		time.Hour:         "1 h",
+		2 * time.Hour:     "2 h",
 		9 * time.Hour:     "9.0 h",
 		92*time.Hour + 20: "92 h",
 	} {
@@ -156,10 +158,8 @@ func TestWrite(t *testing.T) {
 		"estimate: about 278 h in all\n",
 		"  kernel stock: about 278 h\n",
 		"    lab VM boot ",
-		"    5 guest boots ",
-		"[3 min each, tcg-nested: default]",
-		"    10 count-bound windows (1G packets) ",
-		"[pktgen at 1.00 Kpps, tcg-nested: default]",
+		"    guest boots                          x5      15 min  [3 min each, tcg-nested: default]\n",
+		"    count-bound windows (1G packets)     x10      278 h  [pktgen at 1.00 Kpps, tcg-nested: default]\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -10,9 +10,12 @@ import (
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-// Duration writes d as people say it: "45 s", "12 min", "3.5 h", "92 h".
+// Duration writes d as people say it: "45 s", "12 min", "1 h", "3.5 h",
+// "92 h".
 func Duration(d time.Duration) string {
 	switch {
+	case d >= time.Hour && d < 10*time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
 	case d < 90*time.Second:
 		return fmt.Sprintf("%d s", int(math.Round(d.Seconds())))
 	case d < 90*time.Minute:
@@ -39,18 +42,15 @@ func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label strin
 		}
 		fmt.Fprintf(w, "%s  kernel %s: about %s\n", prefix, desc, Duration(k.Total))
 		for _, l := range k.Lines {
-			what := fmt.Sprintf("%d %s", l.N, l.What)
-			if l.What == LineLab {
-				what = l.What
-			}
+			what := l.What
 			if l.Packets > 0 {
 				what += " (" + units.Count(float64(l.Packets)) + " packets)"
 			}
 			src := ""
 			if len(l.Sources) > 0 {
-				src = " [" + strings.Join(l.Sources, "; ") + "]"
+				src = "  [" + strings.Join(l.Sources, "; ") + "]"
 			}
-			fmt.Fprintf(w, "%s    %-44s %8s%s\n", prefix, what, Duration(l.Time), src)
+			fmt.Fprintf(w, "%s    %-36s x%-4d %8s%s\n", prefix, what, l.N, Duration(l.Time), src)
 		}
 	}
 }
