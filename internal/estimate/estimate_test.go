@@ -116,16 +116,16 @@ func TestTableFile(t *testing.T) {
 
 func TestDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		0:                 "0 s",
-		45 * time.Second:  "45 s",
-		89 * time.Second:  "89 s",
-		90 * time.Second:  "2 min",
-		12 * time.Minute:  "12 min",
-		90 * time.Minute:  "1.5 h",
-		time.Hour:         "1 h",
-		2 * time.Hour:     "2 h",
-		9 * time.Hour:     "9.0 h",
-		92*time.Hour + 20: "92 h",
+		0:                           "0 s",
+		45 * time.Second:            "45 s",
+		89 * time.Second:            "89 s",
+		90 * time.Second:            "2 min",
+		12 * time.Minute:            "12 min",
+		90 * time.Minute:            "1.5 h",
+		time.Hour:                   "1 h",
+		2 * time.Hour:               "2 h",
+		9*time.Hour + 6*time.Minute: "9.1 h",
+		92*time.Hour + 20:           "92 h",
 	} {
 		if got := Duration(d); got != want {
 			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
