@@ -82,6 +82,13 @@ func TestTableMeasuredWins(t *testing.T) {
 	if f := tab.PPS("trafgen", TCGNested); f.Source != "default" || f.Value != Defaults[TCGNested].PPS {
 		t.Errorf("another workload's rate = %+v, want the default", f)
 	}
+	// Its guests boot as pktgen's did; a lab VM's boot is not a guest's.
+	if f := tab.Boot("trafgen", TCGNested); f.Value != 110 || !strings.HasSuffix(f.Source, "(other workloads)") {
+		t.Errorf("another workload's boot = %+v, want pktgen's", f)
+	}
+	if f := tab.Boot("trafgen", KVMNested); f.Source != "default" {
+		t.Errorf("boot under another class = %+v, want the default", f)
+	}
 	if f := tab.Boot("lab", TCG); f.Value != Defaults[TCG].LabBoot.Seconds() {
 		t.Errorf("lab boot = %+v", f)
 	}

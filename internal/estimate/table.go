@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -169,10 +170,29 @@ func (t *Table) entry(workload string, c Class) *Entry {
 	return t.Entries[key(workload, c)]
 }
 
-// Boot implements Rates.
+// Boot implements Rates. A guest's boot hardly depends on the workload:
+// without measurements of this one, those of the others under c count.
 func (t *Table) Boot(workload string, c Class) Figure {
 	if e := t.entry(workload, c); e != nil && e.Boots > 0 {
 		return Figure{e.BootS, measured(e.Boots, "boot", e.Updated)}
+	}
+	if workload != "lab" && t != nil {
+		var sum float64
+		var n int
+		var last time.Time
+		for k, e := range t.Entries {
+			if k == key("lab", c) || !strings.HasSuffix(k, "/"+string(c)) || e.Boots == 0 {
+				continue
+			}
+			sum += e.BootS * float64(e.Boots)
+			n += e.Boots
+			if e.Updated.After(last) {
+				last = e.Updated
+			}
+		}
+		if n > 0 {
+			return Figure{sum / float64(n), measured(n, "boot", last) + " (other workloads)"}
+		}
 	}
 	d := Defaults[c]
 	if workload == "lab" {
