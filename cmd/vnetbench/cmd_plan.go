@@ -138,9 +138,9 @@ type plan struct {
 	MaxTime    time.Duration      `json:"max_time_ns"`
 	Shorter    *shorter           `json:"shorter,omitempty"`
 	kernelDesc func(string) string
-	LabVMs []planLabVM `json:"lab_vms,omitempty"`
-	Runs   []planRun   `json:"runs"`
-	Cells  []planCell  `json:"cells"`
+	LabVMs     []planLabVM `json:"lab_vms,omitempty"`
+	Runs       []planRun   `json:"runs"`
+	Cells      []planCell  `json:"cells"`
 	// warnings: accelerator fallbacks and refusals, lab sizing.
 	warnings  []string
 	cellIndex map[string]int      // kernel + "\x00" + name -> index in Cells
