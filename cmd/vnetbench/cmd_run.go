@@ -364,10 +364,11 @@ type progress struct {
 	// est is the run's estimate, its PerSample in progress order (nil =
 	// the ETA waits for a measured sample).
 	est *estimate.Estimate
+	now func() time.Time
 }
 
 func newProgress(w io.Writer, total int, bar bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+	p := &progress{w: w, total: total, start: time.Now(), now: time.Now}
 	if f, ok := w.(*os.File); ok && bar && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("samples"),
 			progressbar.OptionShowCount(), progressbar.OptionShowElapsedTimeOnFinish(),
@@ -382,7 +383,7 @@ func (p *progress) eta(done int) string {
 		return ""
 	}
 	if p.est != nil && len(p.est.PerSample) == p.total {
-		left := estimate.ETA(p.est.Left(done), p.estDone, time.Since(p.start))
+		left := estimate.ETA(p.est.Left(done), p.estDone, p.now().Sub(p.start))
 		if p.measured == 0 {
 			return "eta " + estimate.Duration(left) + " (estimate)"
 		}
@@ -391,7 +392,7 @@ func (p *progress) eta(done int) string {
 	if p.measured == 0 {
 		return ""
 	}
-	left := time.Duration(float64(time.Since(p.start)) / float64(p.measured) * float64(p.total-done))
+	left := time.Duration(float64(p.now().Sub(p.start)) / float64(p.measured) * float64(p.total-done))
 	return "eta " + estimate.Duration(left)
 }
 
@@ -402,7 +403,7 @@ func (p *progress) update(u runner.Progress) {
 			return
 		}
 		p.started = true
-		p.start = time.Now() // the lock is held: work starts now
+		p.start = p.now() // the lock is held: work starts now
 		if p.bar != nil {
 			p.bar.Reset()
 			p.bar.Describe("samples, " + p.eta(0))
