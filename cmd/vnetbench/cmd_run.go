@@ -137,13 +137,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	h := labHost()
 	tab := loadTable(stderr, "vnetbench: ")
 	est, _ := estimateCells(cells, kernelLabels(s), h.KVM, tab)
-	if !*dry && *insideLab == "" && !*resume && *maxTime > 0 && est.Total > *maxTime {
-		// Refused before anything starts: the estimate, the way out.
-		est.Write(stderr, "vnetbench: ", describeKernel(s, h.KVM))
+	if !*dry && *insideLab == "" && !*resume {
 		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
-		writeShorter(stderr, "vnetbench: ", shorterForm(a, s, h.KVM, tab, *maxTime), *maxTime)
-		return usageErrorf("run: the estimate, about %s, passes --max-time %s; run the shorter form above, or raise --max-time (e.g. --max-time %s)",
-			estimate.Duration(est.Total), estimate.Duration(*maxTime), roundUpHours(est.Total))
+		if err := checkMaxTime(stderr, est, a, s, h.KVM, tab, *maxTime); err != nil {
+			return err
+		}
 	}
 	if *dry {
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
@@ -201,7 +199,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(s.Sets) > 0 {
 		fmt.Fprintf(stdout, "overrides: %s\n", setArgs(setStrings(s.Sets)))
 	}
-	est.Write(stdout, "", describeKernel(s, h.KVM))
+	if *insideLab == "" { // the run outside said it for the whole run
+		est.Write(stdout, "", describeKernel(s, h.KVM))
+	}
 	runStart := time.Now()
 	var started sync.Once
 
@@ -288,6 +288,19 @@ func recordRates(stderr io.Writer, tab *estimate.Table, dir string, cells []scen
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: estimate table not updated: %v\n", err)
 	}
+}
+
+// checkMaxTime refuses, before anything starts, a run whose estimate
+// passes limit (0 = none): the estimate and the shorter form on stderr,
+// a bad-input error.
+func checkMaxTime(stderr io.Writer, est *estimate.Estimate, a scenarioArgs, s *scenarios.Scenario, st qemu.KVMStatus, tab *estimate.Table, limit time.Duration) error {
+	if limit <= 0 || est.Total <= limit {
+		return nil
+	}
+	est.Write(stderr, "vnetbench: ", describeKernel(s, st))
+	writeShorter(stderr, "vnetbench: ", shorterForm(a, s, st, tab, limit), limit)
+	return usageErrorf("run: the estimate, about %s, passes --max-time %s; run the shorter form above, or raise --max-time (e.g. --max-time %s)",
+		estimate.Duration(est.Total), estimate.Duration(limit), roundUpHours(est.Total))
 }
 
 // roundUpHours is d rounded up to whole hours, as --max-time takes it.
