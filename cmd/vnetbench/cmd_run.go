@@ -137,6 +137,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	h := labHost()
 	tab := loadTable(stderr, "vnetbench: ")
 	est, _ := estimateCells(cells, kernelLabels(s), h.KVM, tab)
+	if *insideLab != "" {
+		est = estimateInsideLab(cells, h.KVM, tab)
+	}
 	if !*dry && *insideLab == "" && !*resume {
 		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
 		if err := checkMaxTime(stderr, est, a, s, h.KVM, tab, *maxTime); err != nil {

@@ -46,6 +46,17 @@ func estimateCells(cells []scenarios.Cell, labels []string, st qemu.KVMStatus, t
 	return estimate.Of(runner.EstimateSamples(order, st), t), order
 }
 
+// estimateInsideLab is estimateCells for the run inside a lab VM (its
+// cells are on the running kernel, the lab's): its guests are nested,
+// and figures of nested guests apply.
+func estimateInsideLab(cells []scenarios.Cell, st qemu.KVMStatus, t *estimate.Table) *estimate.Estimate {
+	ss := runner.EstimateSamples(cells, st)
+	for i := range ss {
+		ss[i].Class = estimate.Nested(ss[i].Class)
+	}
+	return estimate.Of(ss, t)
+}
+
 // samplesOf is s's samples in run order with seed (the order changes
 // the guest boots little).
 func samplesOf(s *scenarios.Scenario, seed int64) []scenarios.Cell {

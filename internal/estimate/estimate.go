@@ -44,6 +44,18 @@ func ClassOf(accel string, nested bool) Class {
 	return c
 }
 
+// Nested is c for a guest inside a lab VM: the run inside the lab sees
+// its guests as the running kernel's, but they are nested.
+func Nested(c Class) Class {
+	switch c {
+	case TCG:
+		return TCGNested
+	case KVM:
+		return KVMNested
+	}
+	return c
+}
+
 // Sample is one sample of the run, in run order.
 type Sample struct {
 	Kernel   string

@@ -173,3 +173,14 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestNested(t *testing.T) {
+	for c, want := range map[Class]Class{TCG: TCGNested, KVM: KVMNested, TCGNested: TCGNested, KVMNested: KVMNested} {
+		if got := Nested(c); got != want {
+			t.Errorf("Nested(%s) = %s, want %s", c, got, want)
+		}
+	}
+	if ClassOf("kvm", true) != KVMNested || ClassOf("tcg", false) != TCG {
+		t.Error("ClassOf")
+	}
+}
