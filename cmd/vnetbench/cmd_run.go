@@ -205,7 +205,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *insideLab == "" { // the run outside said it for the whole run
 		est.Write(stdout, "", describeKernel(s, h.KVM))
 	}
-	runStart := time.Now()
+	runStart := time.Now() // from when the host lock is held (Started)
 	var started sync.Once
 
 	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
@@ -234,7 +234,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prog.est = est
 	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version, Sets: sets.strings(),
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
-		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) }}
+		Started: func() {
+			started.Do(func() {
+				runStart = time.Now()
+				fmt.Fprintf(stdout, "run directory %s\n", dir)
+			})
+		}}
 	report1 := func(sum *runner.Summary) {
 		if sum == nil {
 			return
