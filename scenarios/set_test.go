@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 func mustSets(t *testing.T, args ...string) []Set {
@@ -132,5 +133,38 @@ func TestSetWarningNamesOverride(t *testing.T) {
 	}
 	if !strings.HasPrefix(s.Warnings[0], "--set qdisc=fq_codel: ") {
 		t.Errorf("warning %q does not name the override", s.Warnings[0])
+	}
+}
+
+// A count-bound cell's workload names the overrides that bound it by
+// time (workload.Counter), and they do: pktgen and AF_XDP.
+func TestCounterWithin(t *testing.T) {
+	for _, src := range []string{
+		"generator: {pktgen: {mode: multiqueue, threads: 2, count: 1000}}\nqueues: 2\n",
+		"generator: {afxdp: {threads: 2, count: 1000}}\nqueues: 2\n",
+	} {
+		s, err := Load("x.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.Expand()[0]
+		ct, ok := c.Generator.Config.(workload.Counter)
+		if !ok {
+			t.Fatalf("%s: not a Counter", c.Generator.Kind)
+		}
+		if _, known := c.Generator.Config.Length(); known || ct.Packets() != 2000 {
+			t.Errorf("%s: Packets %d, want 2000 and an unknown length", c.Generator.Kind, ct.Packets())
+		}
+		var sets []Set
+		for _, kv := range ct.Within(10 * time.Second) {
+			sets = append(sets, Set{Key: "generator." + c.Generator.Kind + "." + kv.Key, Value: kv.Value})
+		}
+		s, err = Load("x.yaml", []byte(src), sets...)
+		if err != nil {
+			t.Fatalf("%s with %v: %v", c.Generator.Kind, sets, err)
+		}
+		if d, known := s.Expand()[0].Generator.Config.Length(); !known || d != 10*time.Second {
+			t.Errorf("%s with %v: Length %v %v, want 10s known", c.Generator.Kind, sets, d, known)
+		}
 	}
 }
