@@ -45,7 +45,7 @@ func accelDesc(st qemu.KVMStatus) string {
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--format text|json] [--cpus N]", stderr)
+	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--max-time D] [--format text|json] [--cpus N]", stderr)
 	sets := addSetFlag(fs)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")

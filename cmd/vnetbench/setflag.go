@@ -44,7 +44,7 @@ func (s setFlags) args() []string {
 // addSetFlag registers --set on fs.
 func addSetFlag(fs *flag.FlagSet) *setFlags {
 	var s setFlags
-	fs.Var(&s, "set", "`KEY=VALUE`: override a scenario key, as its YAML would set it (repeatable; e.g. --set generator.pktgen.duration=10s --set repetitions=3)")
+	fs.Var(&s, "set", "override a scenario key (`KEY=VALUE`) as its YAML would set it (repeatable; e.g. --set generator.pktgen.duration=10s --set repetitions=3)")
 	return &s
 }
 
