@@ -134,7 +134,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 		w, err = results.Open(o.Dir)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
-		env.Run, env.Scenario, env.Seed, env.Version = newID(), o.Scenario, o.Seed, o.Version
+		env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
 		o.markShard(&env)
 		w, err = results.Create(o.Dir, env)
 	}
@@ -680,6 +680,7 @@ func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) (
 			}
 			if res != nil && ienv.Extra != nil {
 				ienv.Extra["lab_boot_s"] = strconv.FormatFloat(res.BootSeconds, 'f', 1, 64)
+				ienv.Extra["lab_setup_s"] = strconv.FormatFloat(res.SetupSeconds, 'f', 1, 64)
 				if nested := labNestedKVM(res); nested != "" {
 					ienv.Extra["lab_nested_kvm"] = nested
 				}

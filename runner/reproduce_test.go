@@ -133,7 +133,7 @@ func scriptOf(t *testing.T, s *scenarios.Scenario) string {
 	for _, l := range pinNotes("vCPU", []int{1}, []int{0}, true) {
 		lines = append(lines, safeComment(l))
 	}
-	return reproduceScript("RUNID", s.Name, 1, lines)
+	return reproduceScript("RUNID", s.Name, 1, nil, lines)
 }
 
 // Every built-in's commands, and those of a scenario with shell syntax in
@@ -170,7 +170,7 @@ func TestReproduceNoShellInjection(t *testing.T) {
 	t.Logf("%d evil scenarios accepted and checked", accepted)
 	// Comments: the run's own text and merge's directory names.
 	for _, evil := range evils {
-		checkShell(t, "header", reproduceScript("RUNID", evil, 1, []string{safeComment("# pin " + evil)}))
+		checkShell(t, "header", reproduceScript("RUNID", evil, 1, []string{evil}, []string{safeComment("# pin " + evil)}))
 	}
 }
 

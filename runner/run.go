@@ -33,6 +33,9 @@ type Options struct {
 	// Scenario and Seed are recorded in env.json and reproduce.sh.
 	Scenario string
 	Seed     int64
+	// Sets are the scenario overrides (--set KEY=VALUE), recorded in
+	// env.json and reproduce.sh.
+	Sets []string
 	// Version is vnetbench's version for env.json.
 	Version string
 	// Exec runs programs (default proc.Real{}).
@@ -222,7 +225,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	} else {
 		env := CollectEnv(ctx, o.Exec, accel)
 		r.id = newID()
-		env.Run, env.Scenario, env.Seed, env.Version = r.id, o.Scenario, o.Seed, o.Version
+		env.Run, env.Scenario, env.Seed, env.Version, env.Set = r.id, o.Scenario, o.Seed, o.Version, o.Sets
 		o.markShard(&env)
 		r.w, err = results.Create(o.Dir, env)
 	}
@@ -552,7 +555,7 @@ func (r *runState) writeReproduce() {
 	if len(r.repro) == 0 {
 		return
 	}
-	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.repro)
+	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.opts.Sets, r.repro)
 	if r.opts.Resume {
 		old, err := results.ReadFileNoFollow(filepath.Join(r.dir, results.ReproduceFile))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -568,10 +571,13 @@ func (r *runState) writeReproduce() {
 
 // reproduceScript is reproduce.sh: a header naming the run, then lines
 // (commands quoted with proc.Quote, comments made safe by note).
-func reproduceScript(id, scenario string, seed int64, lines []string) string {
+func reproduceScript(id, scenario string, seed int64, sets, lines []string) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	b.WriteString(safeComment(fmt.Sprintf("# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.", id, scenario, seed)) + "\n")
+	if len(sets) > 0 {
+		b.WriteString(safeComment("# Scenario overrides: "+setArgs(sets)) + "\n")
+	}
 	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
 	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
 	b.WriteString("set -e\n")
@@ -580,6 +586,16 @@ func reproduceScript(id, scenario string, seed int64, lines []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// setArgs is the overrides as shell-quoted --set arguments (a value has
+// no newline: scenarios.ParseSet refuses control characters).
+func setArgs(sets []string) string {
+	var argv []string
+	for _, s := range sets {
+		argv = append(argv, "--set", s)
+	}
+	return proc.Quote(argv)
 }
 
 // recordingExec records every command before running it.

@@ -54,12 +54,12 @@ var builtins = sync.OnceValue(func() []BuiltinInfo {
 func Builtins() []BuiltinInfo { return slices.Clone(builtins()) }
 
 // LoadBuiltin loads a built-in scenario by name.
-func LoadBuiltin(name string) (*Scenario, error) {
+func LoadBuiltin(name string, sets ...Set) (*Scenario, error) {
 	b, ok := BuiltinData(name)
 	if !ok {
 		return nil, &Error{Msg: "no built-in scenario " + strconv.Quote(name) + "; vnetbench list shows them"}
 	}
-	s, err := Load(builtinFile(name), b)
+	s, err := Load(builtinFile(name), b, sets...)
 	if s != nil {
 		s.Builtin = true
 	}
@@ -68,9 +68,10 @@ func LoadBuiltin(name string) (*Scenario, error) {
 
 // Resolve loads a built-in scenario by name, or else a scenario file by
 // path. A name that is neither says so and how to list the built-ins.
-func Resolve(nameOrPath string) (*Scenario, error) {
+// sets override keys of the scenario (see Set).
+func Resolve(nameOrPath string, sets ...Set) (*Scenario, error) {
 	if _, ok := BuiltinData(nameOrPath); ok {
-		return LoadBuiltin(nameOrPath)
+		return LoadBuiltin(nameOrPath, sets...)
 	}
 	if validBuiltinName(nameOrPath) && path.Ext(nameOrPath) == "" {
 		if _, err := os.Stat(nameOrPath); err != nil {
@@ -81,5 +82,5 @@ func Resolve(nameOrPath string) (*Scenario, error) {
 			return nil, &Error{Msg: "no built-in scenario or file named " + strconv.Quote(nameOrPath) + schema.DidYouMean(nameOrPath, names) + " (vnetbench list shows the built-ins)"}
 		}
 	}
-	return LoadFile(nameOrPath)
+	return LoadFile(nameOrPath, sets...)
 }

@@ -168,6 +168,10 @@ func (s *Scenario) usesRunningKernel() bool {
 // booted in lab VMs are not checked (the lab sizes its VMs with
 // CPUsNeeded). h.NumCPU <= 0 skips the check. Errors are *Error.
 func (s *Scenario) CheckHost(h Host) error {
+	return fixSetErr(s.checkHost(h), s.Sets)
+}
+
+func (s *Scenario) checkHost(h Host) error {
 	if h.NumCPU <= 0 || !s.usesRunningKernel() {
 		return nil
 	}

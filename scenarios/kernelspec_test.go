@@ -87,7 +87,7 @@ kernels:
   - {label: patched, tree: linux, ref: v6.1, patches: [series/*.patch], config: frag.config}
 generator: {iperf3: {}}
 `
-	s, err := load("k.yaml", []byte(good), "/scen")
+	s, err := load("k.yaml", []byte(good), "/scen", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

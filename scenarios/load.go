@@ -11,21 +11,24 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // Load decodes and validates a scenario. filename is used in error
 // messages and as the default name; relative paths in the scenario are
-// left as written. Every error is an *Error.
-func Load(filename string, data []byte) (*Scenario, error) {
-	return load(filename, data, "")
+// left as written. Every error is an *Error. sets override keys of the
+// file before it is decoded (see Set).
+func Load(filename string, data []byte, sets ...Set) (*Scenario, error) {
+	return load(filename, data, "", sets)
 }
 
 // LoadFile reads and loads a scenario file. Relative paths inside it
 // (kernel images, modules, script_dir) are taken relative to the file's
 // directory.
-func LoadFile(path string) (*Scenario, error) {
+func LoadFile(path string, sets ...Set) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		switch {
@@ -44,25 +47,41 @@ func LoadFile(path string) (*Scenario, error) {
 	if err != nil {
 		dir = filepath.Dir(path)
 	}
-	return load(path, data, dir)
+	return load(path, data, dir, sets)
 }
 
 // LoadFileFrom is LoadFile for a copy of a scenario file: relative paths
 // inside it are taken relative to baseDir, the original file's directory
 // (a lab VM's run reads a copy in the run directory).
-func LoadFileFrom(path, baseDir string) (*Scenario, error) {
+func LoadFileFrom(path, baseDir string, sets ...Set) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return LoadFile(path) // the same read error, worded once
 	}
-	return load(path, data, baseDir)
+	return load(path, data, baseDir, sets)
 }
 
-func load(filename string, data []byte, baseDir string) (*Scenario, error) {
+func load(filename string, data []byte, baseDir string, sets []Set) (*Scenario, error) {
 	root, err := parse(filename, data)
 	if err != nil {
 		return nil, err
 	}
+	if err := applySets(root, sets); err != nil {
+		return nil, err
+	}
+	s, err := decode(filename, root, baseDir)
+	if err != nil {
+		return nil, fixSetErr(err, sets)
+	}
+	s.Sets = sets
+	for i, w := range s.Warnings {
+		s.Warnings[i] = fixSetWarning(w, filename, sets)
+	}
+	return s, nil
+}
+
+// decode decodes and validates a scenario's YAML tree.
+func decode(filename string, root *yaml.Node, baseDir string) (*Scenario, error) {
 	// One pass decodes and checks everything: every element of every axis
 	// list and every generator kind.
 	d := schema.NewDecoder(filename)

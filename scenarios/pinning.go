@@ -77,6 +77,14 @@ func (c *Cell) BusyThreads() []Busy {
 // VMs count their lab VM's CPUs, not this machine's (h applies to the
 // running kernel's cells only).
 func (s *Scenario) HostWarnings(h Host) []string {
+	out := s.hostWarnings(h)
+	for i, w := range out {
+		out[i] = fixSetWarning(w, s.File, s.Sets)
+	}
+	return out
+}
+
+func (s *Scenario) hostWarnings(h Host) []string {
 	type warn struct {
 		pos   schema.Pos
 		key   string

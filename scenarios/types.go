@@ -38,6 +38,9 @@ type Scenario struct {
 	// Notes say which combinations of axis values resolve to the same
 	// cell and run once ("queues 1 and auto: give the same cell, ...").
 	Notes []string
+	// Sets are the command line's overrides applied to the file (--set),
+	// in order.
+	Sets []Set
 
 	cells []Cell       // expanded, validated; kernel left empty
 	pos   []schema.Pos // per cell: YAML path -> node, for CheckHost errors

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -89,7 +92,39 @@ func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {
 
 // labKernelFlag is the --kernel doctor suggests for a scenario that
 // cannot run on this host's kernel but can in a lab VM.
-const labKernelFlag = "--kernel stock=debian:6.1"
+const labKernelFlag = "--kernel " + labKernelSpec
+
+// labKernelSpec is labKernelFlag's value.
+const labKernelSpec = "stock=debian:6.1"
+
+// labShorter is what doctor adds to a lab-mode suggestion on a host
+// without KVM when the run would pass run's default limit: its estimate
+// under TCG inside TCG and the shorter form ("" within the limit).
+func labShorter(name string, lab []scenarios.Cell) string {
+	st := qemu.KVMStatus{Why: "no KVM"}
+	tab := loadTable(io.Discard, "")
+	cells, _ := runner.Distinct(lab)
+	var labels []string
+	for _, c := range cells {
+		if !slices.Contains(labels, c.Kernel.Label) {
+			labels = append(labels, c.Kernel.Label)
+		}
+	}
+	e, _ := estimateCells(scenarios.Order(cells, 1), labels, st, tab)
+	if e.Total <= defaultMaxTime {
+		return ""
+	}
+	a := scenarioArgs{name: name, kernels: kernelFlags{labKernelSpec}}
+	s, err := a.load(nil)
+	if err != nil {
+		return ""
+	}
+	v := fmt.Sprintf(" (about %s under TCG, which run refuses past --max-time %s", estimate.Duration(e.Total), estimate.Duration(defaultMaxTime))
+	if sh := shorterForm(a, s, st, tab, defaultMaxTime); sh != nil {
+		v += fmt.Sprintf("; shorter, about %s: %s", estimate.Duration(sh.Estimate), sh.Command)
+	}
+	return v + ")"
+}
 
 // scenarioVerdict is doctor's one-line verdict on a scenario's cells.
 // Cells for lab kernels (image, debian or tree) run in lab VMs: their
@@ -109,6 +144,9 @@ func scenarioVerdict(ctx context.Context, d *runner.Doctor, name string, cells [
 		}
 		if len(d.Missing(lab)) == 0 {
 			v += "; in lab mode: vnetbench run " + name + " " + labKernelFlag
+			if d.Lab.Accel != qemu.KVM {
+				v += labShorter(name, lab)
+			}
 		}
 		return v
 	}

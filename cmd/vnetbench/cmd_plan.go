@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -43,12 +45,14 @@ func accelDesc(st qemu.KVMStatus) string {
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--format text|json] [--cpus N]", stderr)
+	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--max-time D] [--format text|json] [--cpus N]", stderr)
+	sets := addSetFlag(fs)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
 	kernels := addKernelFlag(fs)
 	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
+	maxTime := addMaxTimeFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -59,7 +63,7 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *formatFlag != "text" && *formatFlag != "json" {
 		return usageErrorf("plan: unknown --format %q; use text or json", *formatFlag)
 	}
-	s, err := scenarios.Resolve(pos[0])
+	s, err := scenarios.Resolve(pos[0], *sets...)
 	if err != nil {
 		return err
 	}
@@ -76,9 +80,18 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	sd := planSeed(*seed, s.Seed)
-	p, err := buildPlan(s, sd, labHost())
+	h := labHost()
+	p, err := buildPlan(s, sd, h)
 	if err != nil {
 		return err
+	}
+	tab := loadTable(stderr, "")
+	p.Estimate, _ = estimateCells(samplesOf(s, sd), kernelLabels(s), h.KVM, tab)
+	p.MaxTime = *maxTime
+	p.kernelDesc = describeKernel(s, h.KVM)
+	if *maxTime > 0 && p.Estimate.Total > *maxTime {
+		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
+		p.Shorter = shorterForm(a, s, h.KVM, tab, *maxTime)
 	}
 	for _, n := range append(s.Notes, p.notes...) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
@@ -115,11 +128,19 @@ type plan struct {
 	Seed        int64              `json:"seed"`
 	Kernels     []scenarios.Kernel `json:"kernels"`
 	Axes        []planAxis         `json:"axes"`
+	// Sets are the --set overrides applied, in order.
+	Sets []string `json:"set,omitempty"`
 	// Accel describes this host's KVM (what auto picks on it).
-	Accel  string      `json:"accel"`
-	LabVMs []planLabVM `json:"lab_vms,omitempty"`
-	Runs   []planRun   `json:"runs"`
-	Cells  []planCell  `json:"cells"`
+	Accel string `json:"accel"`
+	// Estimate is how long run takes; MaxTime the limit run applies
+	// (--max-time) and Shorter, past it, a shorter form.
+	Estimate   *estimate.Estimate `json:"estimate"`
+	MaxTime    time.Duration      `json:"max_time_ns"`
+	Shorter    *shorter           `json:"shorter,omitempty"`
+	kernelDesc func(string) string
+	LabVMs     []planLabVM `json:"lab_vms,omitempty"`
+	Runs       []planRun   `json:"runs"`
+	Cells      []planCell  `json:"cells"`
 	// warnings: accelerator fallbacks and refusals, lab sizing.
 	warnings  []string
 	cellIndex map[string]int      // kernel + "\x00" + name -> index in Cells
@@ -161,7 +182,7 @@ type planCell struct {
 // of each cell's first run, with the accelerator each cell's guest gets
 // on host h and the QEMU argv of each lab VM.
 func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, error) {
-	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed,
+	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed, Sets: setStrings(s.Sets),
 		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: accelDesc(h.KVM)}
 	for _, a := range s.Axes {
 		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
@@ -239,6 +260,9 @@ func writePlanText(w io.Writer, p *plan) {
 		fmt.Fprintf(w, "description: %s\n", p.Description)
 	}
 	fmt.Fprintf(w, "seed: %d\n", p.Seed)
+	if len(p.Sets) > 0 {
+		fmt.Fprintf(w, "overrides: %s\n", setArgs(p.Sets))
+	}
 	kd := make([]string, len(p.Kernels))
 	for i, k := range p.Kernels {
 		kd[i] = kernelDesc(k)
@@ -255,6 +279,16 @@ func writePlanText(w io.Writer, p *plan) {
 		fmt.Fprintf(w, "axis %s: %s\n", a.Key, strings.Join(a.Values, " | "))
 	}
 	fmt.Fprintf(w, "cells: %d per kernel x %d kernel(s) = %d, runs: %d\n", len(p.Cells)/max(len(p.Kernels), 1), len(p.Kernels), len(p.Cells), len(p.Runs))
+	if p.Estimate != nil {
+		p.Estimate.Write(w, "", p.kernelDesc)
+		switch {
+		case p.MaxTime > 0 && p.Estimate.Total > p.MaxTime:
+			fmt.Fprintf(w, "limit: the estimate passes %s: vnetbench run refuses it unless --max-time is raised\n", estimate.Duration(p.MaxTime))
+			writeShorter(w, "", p.Shorter, p.MaxTime)
+		case p.MaxTime > 0:
+			fmt.Fprintf(w, "limit: within %s (--max-time)\n", estimate.Duration(p.MaxTime))
+		}
+	}
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "run order (repetition rounds; cells shuffled within each round):")

@@ -19,16 +19,19 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // cmdRun runs a scenario for real and writes a run directory.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
+	sets := addSetFlag(fs)
 	out := pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
@@ -39,6 +42,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
 	kernels := addKernelFlag(fs)
 	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
+	maxTime := addMaxTimeFlag(fs)
 	scenDir := pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	reps := fs.Int("repetitions", 0, "`N` repetitions of every cell, replacing the scenario's (0: the scenario's)")
 	until := addUntilFlags(fs)
@@ -58,9 +62,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var s *scenarios.Scenario
 	if *scenDir != "" {
-		s, err = scenarios.LoadFileFrom(pos[0], *scenDir)
+		s, err = scenarios.LoadFileFrom(pos[0], *scenDir, *sets...)
 	} else {
-		s, err = scenarios.Resolve(pos[0])
+		s, err = scenarios.Resolve(pos[0], *sets...)
 	}
 	if err != nil {
 		return err
@@ -148,11 +152,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *reps > 0 {
 			in.Args = append(in.Args, "--repetitions", fmt.Sprint(*reps))
 		}
+		in.Args = append(in.Args, sets.args()...)
+	}
+	h := labHost()
+	tab := loadTable(stderr, "vnetbench: ")
+	est, _ := estimateCells(cells, kernelLabels(s), h.KVM, tab)
+	if *insideLab != "" {
+		est = estimateInsideLab(cells, h.KVM, tab)
+	}
+	if !*dry && *insideLab == "" && !*resume {
+		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
+		if err := checkMaxTime(stderr, est, a, s, h.KVM, tab, *maxTime); err != nil {
+			return err
+		}
 	}
 	if *dry {
-		h := labHost()
 		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
 		fmt.Fprintf(stdout, "accelerator: %s\n", accelDesc(h.KVM))
+		est.Write(stdout, "", describeKernel(s, h.KVM))
 		labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
 		for _, label := range runner.LabKernels(labCells) {
 			argv, warnings, err := runner.LabVMArgs(label, runner.KernelCells(labCells, label), h)
@@ -202,6 +219,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	}
 	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\n", s.Name, sd, shardNote, len(cells))
+	if len(s.Sets) > 0 {
+		fmt.Fprintf(stdout, "overrides: %s\n", setArgs(setStrings(s.Sets)))
+	}
+	if *insideLab == "" { // the run outside said it for the whole run
+		est.Write(stdout, "", describeKernel(s, h.KVM))
+	}
+	runStart := time.Now() // from when the host lock is held (Started)
 	var started sync.Once
 
 	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
@@ -227,10 +251,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}()
 
 	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
-	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version,
+	prog.est = est
+	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version, Sets: sets.strings(),
 		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
-		Started: func() { started.Do(func() { fmt.Fprintf(stdout, "run directory %s\n", dir) }) },
-		Shard:   shardSpec, ShardSource: shardSource}
+		Started: func() {
+			started.Do(func() {
+				runStart = time.Now()
+				fmt.Fprintf(stdout, "run directory %s\n", dir)
+			})
+		},
+		Shard: shardSpec, ShardSource: shardSource}
 	if runOptionsHook != nil {
 		runOptionsHook(&opts)
 	}
@@ -272,6 +302,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		measured = errors.Join(measured, err)
 	}
 	prog.finish()
+	if *insideLab == "" { // the run outside records the lab's samples as nested
+		if recordEstimates {
+			recordRates(stderr, tab, dir, cells, h.KVM, runStart)
+		}
+		fmt.Fprintf(stdout, "wall time %s (estimate %s)\n", estimate.Duration(time.Since(runStart)), estimate.Duration(est.Total))
+	}
 	if len(cells) > 0 {
 		printTable(stdout, stderr, dir)
 	}
@@ -282,6 +318,40 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // test seam (cmd_shard_test.go runs the CLI as separate processes with a
 // fake guest agent and generator). Nil in the real binary.
 var runOptionsHook func(*runner.Options)
+
+// recordEstimates: a run adds what it measured to the host's estimate
+// table (tests turn it off).
+var recordEstimates = true
+
+// recordRates adds what the run measured to the host's estimate table.
+func recordRates(stderr io.Writer, tab *estimate.Table, dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) {
+	obs, err := runner.Observations(dir, cells, st, since)
+	if err == nil {
+		tab.Add(obs, time.Now())
+		err = tab.Save(estimateDir())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vnetbench: warning: estimate table not updated: %v\n", err)
+	}
+}
+
+// checkMaxTime refuses, before anything starts, a run whose estimate
+// passes limit (0 = none): the estimate and the shorter form on stderr,
+// a bad-input error.
+func checkMaxTime(stderr io.Writer, est *estimate.Estimate, a scenarioArgs, s *scenarios.Scenario, st qemu.KVMStatus, tab *estimate.Table, limit time.Duration) error {
+	if limit <= 0 || est.Total <= limit {
+		return nil
+	}
+	est.Write(stderr, "vnetbench: ", describeKernel(s, st))
+	writeShorter(stderr, "vnetbench: ", shorterForm(a, s, st, tab, limit), limit)
+	return usageErrorf("run: the estimate, about %s, passes --max-time %s; run the shorter form above, or raise --max-time (e.g. --max-time %s)",
+		estimate.Duration(est.Total), estimate.Duration(limit), roundUpHours(est.Total))
+}
+
+// roundUpHours is d rounded up to whole hours, as --max-time takes it.
+func roundUpHours(d time.Duration) string {
+	return fmt.Sprintf("%dh", (d+time.Hour-1)/time.Hour)
+}
 
 // cellsFailed reports whether err is a run that went to its end with some
 // cells failed (a guest kernel fault, or a kernel's lab): the table of
@@ -332,39 +402,88 @@ func printTable(stdout, stderr io.Writer, dir string) {
 }
 
 // progress shows a bar with ETA on a terminal, plain lines otherwise.
+// The ETA comes from the estimate from the start, scaled by how the
+// samples measured so far compared with their estimate.
 type progress struct {
 	w     io.Writer
 	bar   *progressbar.ProgressBar
 	total int
 	start time.Time
-	// measured counts samples run in this invocation (not skipped ones).
+	// started is set by the first Started report. A run of lab and
+	// running kernels reports twice (the labs' run, then the host's),
+	// each counting from 0: base is the samples reported before the
+	// second, seen all reported so far.
+	started    bool
+	base, seen int
+	// measured counts samples run in this invocation (not skipped ones);
+	// estDone is their estimated time.
 	measured int
+	estDone  time.Duration
+	// est is the run's estimate, its PerSample in progress order (nil =
+	// the ETA waits for a measured sample).
+	est *estimate.Estimate
+	now func() time.Time
 }
 
 func newProgress(w io.Writer, total int, bar bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+	p := &progress{w: w, total: total, start: time.Now(), now: time.Now}
 	if f, ok := w.(*os.File); ok && bar && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("samples"),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionShowCount(), progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionClearOnFinish())
 	}
 	return p
 }
 
+// eta is the time left after done samples ("" when unknown or done).
+func (p *progress) eta(done int) string {
+	if done >= p.total {
+		return ""
+	}
+	if p.est != nil && len(p.est.PerSample) == p.total {
+		left := estimate.ETA(p.est.Left(done), p.estDone, p.now().Sub(p.start))
+		if p.measured == 0 {
+			return "eta " + estimate.Duration(left) + " (estimate)"
+		}
+		return "eta " + estimate.Duration(left)
+	}
+	if p.measured == 0 {
+		return ""
+	}
+	left := time.Duration(float64(p.now().Sub(p.start)) / float64(p.measured) * float64(p.total-done))
+	return "eta " + estimate.Duration(left)
+}
+
 func (p *progress) update(u runner.Progress) {
 	if u.Started {
-		p.start = time.Now() // the lock is held: work starts now
+		if p.started {
+			p.base = p.seen
+			return
+		}
+		p.started = true
+		p.start = p.now() // the lock is held: work starts now
 		if p.bar != nil {
 			p.bar.Reset()
+			p.bar.Describe("samples, " + p.eta(0))
+			return
+		}
+		if eta := p.eta(0); eta != "" {
+			fmt.Fprintf(p.w, "[0/%d] started, %s\n", p.total, eta)
 		}
 		return
 	}
+	p.seen++
+	done := p.base + u.Done
 	if !u.Skipped {
 		p.measured++
+		if p.est != nil && done >= 1 && done <= len(p.est.PerSample) {
+			p.estDone += p.est.PerSample[done-1]
+		}
 	}
+	eta := p.eta(done)
 	if p.bar != nil {
-		p.bar.Describe(u.Cell)
-		p.bar.Set(u.Done)
+		p.bar.Describe(strings.TrimSpace(u.Cell + " " + eta))
+		p.bar.Set(done)
 		return
 	}
 	what := "done"
@@ -384,12 +503,10 @@ func (p *progress) update(u runner.Progress) {
 		}
 		extra = " " + strings.Join(parts, " ")
 	}
-	eta := ""
-	if p.measured > 0 && u.Done < p.total {
-		left := time.Duration(float64(time.Since(p.start)) / float64(p.measured) * float64(p.total-u.Done))
-		eta = fmt.Sprintf(" eta %s", left.Round(time.Second))
+	if eta != "" {
+		eta = " " + eta
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", u.Done, p.total, u.Cell, u.Rep+1, u.Kernel, what, extra, eta)
+	fmt.Fprintf(p.w, "[%d/%d] %s rep %d (%s): %s%s%s\n", done, p.total, u.Cell, u.Rep+1, u.Kernel, what, extra, eta)
 }
 
 func (p *progress) finish() {

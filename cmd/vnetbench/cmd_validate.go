@@ -14,7 +14,8 @@ import (
 // against this machine's CPUs and prints "ok NAME: N cells, R runs". The
 // first bad scenario stops it with that error (exit 2).
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("validate", "FILE|NAME...", stderr)
+	fs := newFlagSet("validate", "FILE|NAME... [--set KEY=VALUE]...", stderr)
+	sets := addSetFlag(fs)
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip the check)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -24,7 +25,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageErrorf("validate: give one or more scenario files or built-in names (vnetbench list shows the built-ins)")
 	}
 	for _, arg := range pos {
-		s, err := scenarios.Resolve(arg)
+		s, err := scenarios.Resolve(arg, *sets...)
 		if err != nil {
 			return err
 		}

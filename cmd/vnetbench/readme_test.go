@@ -175,6 +175,7 @@ func TestReadmeCommands(t *testing.T) {
 // runDocCommands runs the commands of one file (doc names it in errors).
 func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 	bin := vnetbenchBin(t)
+	cache := t.TempDir()
 	work := t.TempDir()
 	for dst, src := range readmeFixtures {
 		copyDir(t, src, filepath.Join(work, dst))
@@ -212,6 +213,12 @@ func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 		}
 		cmd := exec.CommandContext(t.Context(), argv[0], argv[1:]...)
 		cmd.Dir = dir
+		if argv[0] == bin {
+			// The docs show a fresh machine's estimates: none of this
+			// host's measured rates (estimates.json in the cache, which
+			// make demo and every run update).
+			cmd.Env = append(os.Environ(), "VNETBENCH_CACHE="+cache)
+		}
 		out, err := cmd.CombinedOutput()
 		lastExit = 0
 		var ee *exec.ExitError

@@ -103,7 +103,7 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 	return untilFlags{
 		on:        fs.Bool("until-decided", false, "repeat the cells in interleaved rounds until every gated metric of every kernel against the first is SAME or DIFFERENT, or a budget runs out (docs/compare.md); exit 3 when some stay UNKNOWN"),
 		maxReps:   fs.Int("max-repetitions", verdict.Default.MaxN(), "with --until-decided: budget of repetitions per cell"),
-		maxTime:   fs.Duration("max-time", 0, "with --until-decided: budget of wall time; no new round starts after it (default: none)"),
+		maxTime:   fs.Duration("time-budget", 0, "with --until-decided: budget of wall time; no new round starts after it (default: none)"),
 		minEffect: fs.String("min-effect", verdict.DefaultMinEffect.String(), "with --until-decided: smallest change that matters (as compare's)"),
 		failOn:    fs.String("fail-on", "", "with --until-decided: the gated metrics, as compare's --fail-on (default: compare's default gates)"),
 	}
@@ -131,7 +131,7 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 			return err
 		}
 	}
-	base := dropFlags(args, []string{"until-decided", "resume"}, []string{"max-repetitions", "max-time", "min-effect", "fail-on", "repetitions"})
+	base := dropFlags(args, []string{"until-decided", "resume"}, []string{"max-repetitions", "time-budget", "min-effect", "fail-on", "repetitions"})
 	a := &adaptive{
 		round: func(ctx context.Context, reps int, resume bool) error {
 			rargs := append(slices.Clone(base), "--repetitions", fmt.Sprint(reps))

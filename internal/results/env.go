@@ -16,13 +16,16 @@ import (
 // Env describes where a run was measured: env.json. The runner fills it;
 // report only stores and prints it.
 type Env struct {
-	Run           string    `json:"run,omitempty"`
-	Created       time.Time `json:"created,omitempty"`
-	Version       string    `json:"version,omitempty"`  // vnetbench version
-	Scenario      string    `json:"scenario,omitempty"` // scenario name
-	Seed          int64     `json:"seed,omitempty"`     // cell order seed
-	Hostname      string    `json:"hostname,omitempty"`
-	KernelRelease string    `json:"kernel_release,omitempty"` // uname -r
+	Run      string    `json:"run,omitempty"`
+	Created  time.Time `json:"created,omitempty"`
+	Version  string    `json:"version,omitempty"`  // vnetbench version
+	Scenario string    `json:"scenario,omitempty"` // scenario name
+	Seed     int64     `json:"seed,omitempty"`     // cell order seed
+	// Set lists the command line's overrides of scenario keys (--set
+	// KEY=VALUE), in order.
+	Set           []string `json:"set,omitempty"`
+	Hostname      string   `json:"hostname,omitempty"`
+	KernelRelease string   `json:"kernel_release,omitempty"` // uname -r
 	// ProcVersion is /proc/version (the build's banner: compiler, build
 	// number and time), ConfigSHA256 the SHA-256 of the kernel's config
 	// (/proc/config.gz uncompressed, else /boot/config-RELEASE: the file in

@@ -67,6 +67,25 @@ func Target(w Workload) string {
 	return w.Name()
 }
 
+// Counter is a Config that can run until a packet count instead of for
+// a time (Length's known false): an estimate of a run divides Packets by
+// an expected rate, and the shorter form of a long run bounds the window
+// by time with Within.
+type Counter interface {
+	// Packets is how many packets one window sends before it ends at the
+	// count, all threads together (0 = it does not end at a count).
+	Packets() uint64
+	// Within returns the keys of the section and their values, as the
+	// YAML (and --set) writes them, that end the window after d instead
+	// of at the count.
+	Within(d time.Duration) []Setting
+}
+
+// Setting is a key of a workload's section and a value as YAML writes it.
+type Setting struct {
+	Key, Value string
+}
+
 // Queuer is a Config that wants a tap queue pair per thread when the
 // scenario says queues: auto.
 type Queuer interface {

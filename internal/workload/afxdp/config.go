@@ -73,6 +73,16 @@ func (c *Config) Length() (time.Duration, bool) {
 	return c.Duration, true
 }
 
+var _ workload.Counter = (*Config)(nil)
+
+// Packets: frames per thread times threads.
+func (c *Config) Packets() uint64 { return c.Count * uint64(max(c.Threads, 1)) }
+
+// Within drops the count and sends for d.
+func (c *Config) Within(d time.Duration) []workload.Setting {
+	return []workload.Setting{{Key: "count", Value: "0"}, {Key: "duration", Value: schema.FormatDuration(d)}}
+}
+
 func (c *Config) NamePart() (string, []string) {
 	return "afxdp-t" + strconv.Itoa(c.Threads), []string{"threads"}
 }

@@ -266,6 +266,18 @@ func (p *Config) Length() (time.Duration, bool) {
 	return p.Duration, true
 }
 
+var _ workload.Counter = (*Config)(nil)
+
+// Packets: count per thread times threads (0 with a duration: the
+// window ends at whichever comes first, and Length knows the duration).
+func (p *Config) Packets() uint64 { return p.Count * uint64(max(p.Threads, 1)) }
+
+// Within sets duration: pktgen stops at the count or after the duration,
+// whichever comes first.
+func (p *Config) Within(d time.Duration) []workload.Setting {
+	return []workload.Setting{{Key: "duration", Value: schema.FormatDuration(d)}}
+}
+
 // NamePart is "pktgen-tN".
 func (p *Config) NamePart() (string, []string) {
 	return "pktgen-t" + strconv.Itoa(p.Threads), []string{"threads"}

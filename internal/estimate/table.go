@@ -1,0 +1,218 @@
+package estimate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults are the figures used where this host has not measured a
+// workload under a class yet: conservative (slow) ends of what was
+// measured, so a first estimate errs long. docs/estimates.md says where
+// each comes from.
+var Defaults = map[Class]struct {
+	Boot, LabBoot, Overhead time.Duration
+	PPS                     float64
+}{
+	// Debian's kernel under TCG: /init at 6 s, eth0 up at 6-8 s, with
+	// image checks and QMP; the lab VM boots and loads modules in under
+	// a minute.
+	TCG: {Boot: 20 * time.Second, LabBoot: 90 * time.Second, Overhead: 10 * time.Second, PPS: 30e3},
+	// TCG inside TCG: Debian's cloud kernel up in 1.5-2 min (once 4);
+	// pktgen into a tap the nested guest drains: 0.4-8 Kpps seen.
+	TCGNested: {Boot: 3 * time.Minute, Overhead: 45 * time.Second, PPS: 1e3},
+	KVM:       {Boot: 10 * time.Second, LabBoot: 20 * time.Second, Overhead: 5 * time.Second, PPS: 500e3},
+	KVMNested: {Boot: 20 * time.Second, Overhead: 10 * time.Second, PPS: 400e3},
+}
+
+// Entry is what the host measured for one workload under one class.
+type Entry struct {
+	BootS     float64   `json:"boot_s,omitempty"`
+	Boots     int       `json:"boots,omitempty"`
+	PPS       float64   `json:"pps,omitempty"`
+	Counted   int       `json:"counted,omitempty"` // count-bound windows behind PPS
+	OverheadS float64   `json:"overhead_s,omitempty"`
+	Samples   int       `json:"samples,omitempty"` // samples behind OverheadS
+	Updated   time.Time `json:"updated"`
+}
+
+// Table holds the host's measurements by "workload/class" ("lab/tcg"
+// for a lab VM's own boot), the file estimates.json in the cache
+// directory. Its zero value is empty: every figure is a default.
+type Table struct {
+	Schema  int               `json:"schema"`
+	Entries map[string]*Entry `json:"entries"`
+}
+
+// File is the table's file name in the cache directory.
+const File = "estimates.json"
+
+// weight caps how many earlier measurements a new one is averaged with:
+// the table follows a host that changed (a new QEMU, a new CPU).
+const weight = 20
+
+// Load reads the table in dir; a missing file is an empty table.
+func Load(dir string) (*Table, error) {
+	t := &Table{Schema: 1, Entries: map[string]*Entry{}}
+	b, err := os.ReadFile(filepath.Join(dir, File))
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return t, err
+	}
+	if err := json.Unmarshal(b, t); err != nil {
+		return &Table{Schema: 1, Entries: map[string]*Entry{}}, fmt.Errorf("%s: %w (delete it: the next run writes it again)", filepath.Join(dir, File), err)
+	}
+	if t.Entries == nil {
+		t.Entries = map[string]*Entry{}
+	}
+	return t, nil
+}
+
+// Save writes the table into dir (created), atomically.
+func (t *Table) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, File+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, File))
+}
+
+func key(workload string, c Class) string { return workload + "/" + string(c) }
+
+// Observation is one run's measurements of a workload under a class.
+type Observation struct {
+	Workload string
+	Class    Class
+	Boots    []float64 // seconds per guest boot (a lab VM's: workload "lab")
+	PPS      []float64 // count-bound windows: packets / window seconds
+	Overhead []float64 // seconds per sample outside boot, warmup and window
+}
+
+// Add folds observations into the table at time now.
+func (t *Table) Add(obs []Observation, now time.Time) {
+	for _, o := range obs {
+		if len(o.Boots)+len(o.PPS)+len(o.Overhead) == 0 {
+			continue
+		}
+		k := key(o.Workload, o.Class)
+		e := t.Entries[k]
+		if e == nil {
+			e = &Entry{}
+			t.Entries[k] = e
+		}
+		e.BootS, e.Boots = fold(e.BootS, e.Boots, o.Boots)
+		e.PPS, e.Counted = fold(e.PPS, e.Counted, o.PPS)
+		e.OverheadS, e.Samples = fold(e.OverheadS, e.Samples, o.Overhead)
+		e.Updated = now.UTC()
+	}
+}
+
+// fold averages xs into mean (of n values), with at most weight earlier
+// values counted.
+func fold(mean float64, n int, xs []float64) (float64, int) {
+	for _, x := range xs {
+		if x <= 0 {
+			continue
+		}
+		w := min(n, weight-1)
+		mean = (mean*float64(w) + x) / float64(w+1)
+		n++
+	}
+	return mean, n
+}
+
+// Keys lists the table's entries, sorted.
+func (t *Table) Keys() []string {
+	var out []string
+	for k := range t.Entries {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func measured(n int, noun string, at time.Time) string {
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("measured here, %d %s%s, %s", n, noun, s, at.Format("2006-01-02"))
+}
+
+func (t *Table) entry(workload string, c Class) *Entry {
+	if t == nil {
+		return nil
+	}
+	return t.Entries[key(workload, c)]
+}
+
+// Boot implements Rates. A guest's boot hardly depends on the workload:
+// without measurements of this one, those of the others under c count.
+func (t *Table) Boot(workload string, c Class) Figure {
+	if e := t.entry(workload, c); e != nil && e.Boots > 0 {
+		return Figure{e.BootS, measured(e.Boots, "boot", e.Updated)}
+	}
+	if workload != "lab" && t != nil {
+		var sum float64
+		var n int
+		var last time.Time
+		for k, e := range t.Entries {
+			if k == key("lab", c) || !strings.HasSuffix(k, "/"+string(c)) || e.Boots == 0 {
+				continue
+			}
+			sum += e.BootS * float64(e.Boots)
+			n += e.Boots
+			if e.Updated.After(last) {
+				last = e.Updated
+			}
+		}
+		if n > 0 {
+			return Figure{sum / float64(n), measured(n, "boot", last) + " (other workloads)"}
+		}
+	}
+	d := Defaults[c]
+	if workload == "lab" {
+		return Figure{d.LabBoot.Seconds(), "default"}
+	}
+	return Figure{d.Boot.Seconds(), "default"}
+}
+
+// PPS implements Rates.
+func (t *Table) PPS(workload string, c Class) Figure {
+	if e := t.entry(workload, c); e != nil && e.Counted > 0 {
+		return Figure{e.PPS, measured(e.Counted, "window", e.Updated)}
+	}
+	return Figure{Defaults[c].PPS, "default"}
+}
+
+// Overhead implements Rates.
+func (t *Table) Overhead(workload string, c Class) Figure {
+	if e := t.entry(workload, c); e != nil && e.Samples > 0 {
+		return Figure{e.OverheadS, measured(e.Samples, "sample", e.Updated)}
+	}
+	return Figure{Defaults[c].Overhead.Seconds(), "default"}
+}

@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// GuestBoots reports, for cells in run order, which samples boot a guest
+// first. As Run does: a guest is reused across cells that differ only in
+// host knobs, tap and tap+vhost cells that can share one two-NIC guest
+// do, and a guest boots whenever the next cell needs another. Each
+// kernel's cells count apart (a lab VM runs its own).
+func GuestBoots(cells []scenarios.Cell) []bool {
+	out := make([]bool, len(cells))
+	byLabel := map[string][]int{}
+	var labels []string
+	for i := range cells {
+		l := cells[i].Kernel.Label
+		if _, ok := byLabel[l]; !ok {
+			labels = append(labels, l)
+		}
+		byLabel[l] = append(byLabel[l], i)
+	}
+	for _, l := range labels {
+		var group []scenarios.Cell
+		for _, i := range byLabel[l] {
+			group = append(group, cells[i])
+		}
+		r := &runState{paired: pairedGuests(group)}
+		prev := ""
+		for j, i := range byLabel[l] {
+			k := r.guestKey(&group[j])
+			out[i] = j == 0 || k != prev
+			prev = k
+		}
+	}
+	return out
+}
+
+// RunOrder is the order a run goes through cells (in scenarios.Order):
+// the cells of each kernel booted in a lab VM, labels in the order of
+// labels (the scenario's), then the running kernel's. The progress
+// counts samples in this order.
+func RunOrder(cells []scenarios.Cell, labels []string) []scenarios.Cell {
+	host, labCells := SplitLab(cells)
+	order, byLabel := labOrder(labCells, labels)
+	var out []scenarios.Cell
+	for _, l := range order {
+		out = append(out, byLabel[l]...)
+	}
+	return append(out, host...)
+}
+
+// EstimateSamples describes cells, in RunOrder, for the estimate on a
+// host whose KVM probe gave st.
+func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus) []estimate.Sample {
+	boots := GuestBoots(cells)
+	labClass := estimate.ClassOf(labAccel(st), false)
+	seen := map[string]bool{}
+	out := make([]estimate.Sample, len(cells))
+	for i := range cells {
+		c := &cells[i]
+		accel, _, err := PlanAccel(c, st)
+		if err != nil {
+			accel = qemu.TCG // refused before it runs; estimated as the slow case
+		}
+		s := estimate.Sample{Kernel: kernelLabel(c), Workload: c.Generator.Kind,
+			Class: estimate.ClassOf(string(accel), !c.Kernel.Running()), Boot: boots[i], Warmup: c.Warmup}
+		if !c.Kernel.Running() && !seen[c.Kernel.Label] {
+			seen[c.Kernel.Label] = true
+			s.Lab, s.LabClass = true, labClass
+		}
+		s.Window, s.Packets = window(c)
+		out[i] = s
+	}
+	return out
+}
+
+// window is a cell's window: its duration, or the packets it sends
+// until its count (with the duration that caps it, 0 = none). A
+// count-bound cell whose workload does not count packets takes its
+// traffic deadline.
+func window(c *scenarios.Cell) (time.Duration, uint64) {
+	d, known := c.Generator.Config.Length()
+	if known {
+		return d, 0
+	}
+	if ct, ok := c.Generator.Config.(workload.Counter); ok && ct.Packets() > 0 {
+		return d, ct.Packets()
+	}
+	return c.Timeouts.Traffic, 0
+}
+
+func labAccel(st qemu.KVMStatus) string {
+	if st.Usable {
+		return string(qemu.KVM)
+	}
+	return string(qemu.TCG)
+}
+
+// Observations are what a finished run in dir measured for the estimate
+// table: guest boots, count-bound rates and per-sample overhead by
+// workload and class, and each lab VM's boot. Samples that started
+// before since (a resumed run's earlier ones) and failed samples are
+// left out. cells are the run's; st is the host's KVM probe.
+func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) ([]estimate.Observation, error) {
+	set, err := results.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	byCell := map[string]*scenarios.Cell{}
+	for i := range cells {
+		byCell[kernelLabel(&cells[i])+"\x00"+cells[i].Name] = &cells[i]
+	}
+	type okey struct {
+		workload string
+		class    estimate.Class
+	}
+	obs := map[okey]*estimate.Observation{}
+	var order []okey
+	get := func(k okey) *estimate.Observation {
+		if obs[k] == nil {
+			obs[k] = &estimate.Observation{Workload: k.workload, Class: k.class}
+			order = append(order, k)
+		}
+		return obs[k]
+	}
+	bootSeen := map[string]bool{}
+	labRan := map[string]bool{} // kernels with a sample from this run
+	for _, s := range set.Samples {
+		c := byCell[s.Kernel+"\x00"+s.Cell]
+		if c == nil || s.Error != "" || len(s.Metrics) == 0 || s.Start.Before(since) || s.Labels["accel"] == "" {
+			continue
+		}
+		if !c.Kernel.Running() {
+			labRan[s.Kernel] = true
+		}
+		o := get(okey{c.Generator.Kind, estimate.ClassOf(s.Labels["accel"], !c.Kernel.Running())})
+		if b := s.Labels["boot_s"]; b != "" && !bootSeen[s.Kernel+"\x00"+b] {
+			bootSeen[s.Kernel+"\x00"+b] = true // a reused guest repeats its boot time
+			o.Boots = appendFloat(o.Boots, b)
+		}
+		if ov, ok := s.Metrics["cell_overhead_s"]; ok {
+			pr, _ := strconv.ParseFloat(s.Labels["perf_report_s"], 64)
+			o.Overhead = append(o.Overhead, ov+pr)
+		}
+		if _, packets := window(c); packets > 0 && s.WindowS > 0 {
+			o.PPS = append(o.PPS, float64(packets)/s.WindowS)
+		}
+	}
+	if env, err := results.ReadEnv(dir); err == nil {
+		for label, ke := range env.Kernels {
+			if ke != nil && labRan[label] && ke.Extra["lab_boot_s"] != "" {
+				// The lab VM's boot and its setup (modules, mounts)
+				// until the run inside starts.
+				boot, _ := strconv.ParseFloat(ke.Extra["lab_boot_s"], 64)
+				setup, _ := strconv.ParseFloat(ke.Extra["lab_setup_s"], 64)
+				o := get(okey{"lab", estimate.ClassOf(labAccel(st), false)})
+				o.Boots = appendFloat(o.Boots, strconv.FormatFloat(boot+setup, 'f', 1, 64))
+			}
+		}
+	}
+	out := make([]estimate.Observation, 0, len(order))
+	for _, k := range order {
+		out = append(out, *obs[k])
+	}
+	return out, nil
+}
+
+func appendFloat(xs []float64, s string) []float64 {
+	if x, err := strconv.ParseFloat(s, 64); err == nil && x > 0 {
+		return append(xs, x)
+	}
+	return xs
+}

@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// Two kernels, tap and tap+vhost (one paired guest per kernel), two
+// vCPU counts (a guest each): 2 kernels x 2 cells-per-guest x 2 guests
+// x 2 repetitions.
+const estimateScenario = `
+name: est
+kernels: [{label: running}, {label: stock, debian: "6.1"}]
+backend: [tap, tap+vhost]
+guest: {vcpus: [1, 2]}
+generator:
+  pktgen: {count: 1000000}
+repetitions: 2
+warmup: 1s
+`
+
+func TestGuestBootsAndEstimateSamples(t *testing.T) {
+	cells := loadCells(t, estimateScenario)
+	order := RunOrder(cells, []string{"running", "stock"})
+	if len(order) != 16 || order[0].Kernel.Label != "stock" || order[15].Kernel.Label != "running" {
+		t.Fatalf("run order: %d samples, first kernel %s", len(order), order[0].Kernel.Label)
+	}
+	boots := GuestBoots(order)
+	// As Run reuses guests: a boot whenever the guest key changes within a
+	// kernel, and at each kernel's first sample.
+	for i := range order {
+		first := i == 0 || order[i-1].Kernel.Label != order[i].Kernel.Label
+		changed := first || order[i-1].Guest.VCPUs != order[i].Guest.VCPUs
+		if boots[i] != changed {
+			t.Errorf("sample %d (%s %s vcpus %d): boot %v, want %v", i, order[i].Kernel.Label, order[i].Name, order[i].Guest.VCPUs, boots[i], changed)
+		}
+	}
+	st := qemu.KVMStatus{Why: "none"}
+	ss := EstimateSamples(order, st)
+	for i, s := range ss {
+		wantClass := estimate.TCGNested
+		if order[i].Kernel.Running() {
+			wantClass = estimate.TCG
+		}
+		if s.Class != wantClass || s.Workload != "pktgen" || s.Packets != 1e6 || s.Warmup != time.Second || s.Boot != boots[i] {
+			t.Errorf("sample %d: %+v", i, s)
+		}
+		if s.Lab != (i == 0) || (s.Lab && s.LabClass != estimate.TCG) {
+			t.Errorf("sample %d: lab %v %s; want the lab VM's boot on the first sample only", i, s.Lab, s.LabClass)
+		}
+	}
+	// With nested KVM the lab's guests are kvm-nested, the host's kvm.
+	ss = EstimateSamples(order, qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: qemu.ModuleKVMIntel, Nested: "Y"})
+	if ss[0].Class != estimate.KVMNested || ss[0].LabClass != estimate.KVM || ss[15].Class != estimate.KVM {
+		t.Errorf("nested KVM classes: %s (lab %s), %s", ss[0].Class, ss[0].LabClass, ss[15].Class)
+	}
+}
+
+// Observations reads a finished run: boots once per guest, count-bound
+// rates from the cell's packets and the window, overhead per sample, the
+// lab VM's boot and setup; failed and earlier samples are left out.
+func TestObservations(t *testing.T) {
+	cells := loadCells(t, estimateScenario)
+	dir := filepath.Join(t.TempDir(), "run")
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	w, err := results.Create(dir, results.Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := cells[0]
+	for _, c := range cells {
+		if !c.Kernel.Running() {
+			lab = c
+			break
+		}
+	}
+	sample := func(c scenarios.Cell, rep int, start time.Time, boot string, window float64) results.Sample {
+		return results.Sample{Run: "r", Cell: c.Name, Rep: rep, Kernel: c.Kernel.Label, Start: start, WindowS: window,
+			Metrics: map[string]float64{"tx_pps": 1, "cell_overhead_s": 2}, Labels: map[string]string{"accel": "tcg", "boot_s": boot, "perf_report_s": "0.5"}}
+	}
+	failed := sample(lab, 1, since.Add(time.Minute), "200", 1)
+	failed.Error = "guest kernel panic"
+	for _, s := range []results.Sample{
+		sample(lab, 0, since.Add(-time.Hour), "999", 1), // an earlier invocation's (--resume)
+		sample(lab, 0, since.Add(time.Minute), "150.5", 1000),
+		sample(lab, 1, since.Add(2*time.Minute), "150.5", 500), // the same guest
+		failed,
+	} {
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	env, err := results.ReadEnv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Kernels = map[string]*results.Env{"stock": {Extra: map[string]string{"lab_boot_s": "40.0", "lab_setup_s": "5.0"}}}
+	if err := results.WriteEnv(dir, *env); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := Observations(dir, cells, qemu.KVMStatus{Why: "none"}, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != 2 {
+		t.Fatalf("observations %+v", obs)
+	}
+	o := obs[0]
+	if o.Workload != "pktgen" || o.Class != estimate.TCGNested || !slices.Equal(o.Boots, []float64{150.5}) ||
+		!slices.Equal(o.PPS, []float64{1000, 2000}) || !slices.Equal(o.Overhead, []float64{2.5, 2.5}) {
+		t.Errorf("pktgen: %+v", o)
+	}
+	if l := obs[1]; l.Workload != "lab" || l.Class != estimate.TCG || !slices.Equal(l.Boots, []float64{45}) {
+		t.Errorf("lab: %+v", l)
+	}
+}
