@@ -82,6 +82,7 @@ type Cell struct {
 	Guest       Guest
 	Generator   Generator
 	Perf        Perf
+	Latency     *Latency
 	Repetitions int
 	Warmup      time.Duration
 	Timeouts    Timeouts
@@ -104,6 +105,7 @@ func (c *Cell) Fields() []schema.Field {
 		schema.Section("guest", &c.Guest).Doc("the QEMU guest that receives the traffic"),
 		c.Generator.field(),
 		schema.Section("perf", &c.Perf).Doc("perf profiling during the measurement window"),
+		schema.Optional(&c.Latency, "latency").Doc("latency probe through the tap while the load runs (docs/latency.md): UDP requests from the host's run namespace to a reflector in the guest, kernel timestamps split each round trip into time in the qdisc and below it; unset = no probe"),
 		schema.Int(&c.Repetitions, "repetitions", 1, 1000).Default(5).Unit("count").
 			Doc("repetitions of every cell (each one sample)"),
 		schema.Duration(&c.Warmup, "warmup").Default(0).Doc("traffic before the measurement window opens; discarded"),
