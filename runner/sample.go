@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -156,6 +157,19 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
 
+	// The latency probe: its idle phase (the baseline) runs now, before
+	// warmup and window; its probes carry the phase they were sent in.
+	var lat *latencyRun
+	if c.Latency != nil {
+		if lat, err = r.startLatency(setupCtx, c, g, nic); err != nil {
+			return nil, fail("latency probe", err)
+		}
+		defer lat.abort()
+		if c.Warmup > 0 {
+			lat.phase(latency.PhaseWarmup)
+		}
+	}
+
 	// Warmup: the same generator for c.Warmup, discarded.
 	var warmup time.Duration
 	if c.Warmup > 0 {
@@ -237,6 +251,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 			return nil, fail("perf", perr)
 		}
 	}
+	lat.phase(latency.PhaseLoad)
 	var ru0 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
@@ -260,6 +275,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}
 	res, gerr := gen.Wait(tctx)
 	t1 := time.Now()
+	latRecs, latWarns := lat.stop(ctx)
 	var ru1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	perfOut, perfErr := finishPerfs(perfs)
@@ -297,6 +313,14 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 		Emulated: g.accel != qemu.KVM}
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
+	if c.Latency != nil {
+		if err := addLatency(s, c.Latency, latRecs, latWarns, abs, rel); err != nil {
+			s.Warnings = append(s.Warnings, err.Error())
+		}
+		if path := workload.PathOf(c.Generator.Config); path != "" {
+			s.Labels["load_path"] = path
+		}
+	}
 	harnessCPU := max(cpuTime(ru1)-cpuTime(ru0)-res.InHarnessCPU, 0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
 	if g.accel != qemu.KVM {

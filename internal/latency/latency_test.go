@@ -89,7 +89,7 @@ func TestSummarize(t *testing.T) {
 	}
 	want := map[string]float64{
 		"probe_loss_frac": 0.04, "rtt_idle_p50_s": 100e-6, "rtt_max_s": 319e-6,
-		"rtt_p50_s": 269e-6, // 48th of the 96 answered RTTs 220..319 without 225, 250, 275, 300
+		"rtt_p50_s":        269e-6, // 48th of the 96 answered RTTs 220..319 without 225, 250, 275, 300
 		"qdisc_wait_p99_s": 3e-6,
 	}
 	for k, v := range want {

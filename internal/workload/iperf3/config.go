@@ -148,3 +148,6 @@ func (Workload) Table() workload.Table {
 			return []workload.TableRow{{Key: "throughput_bps", Label: "Throughput"}, {Key: "retransmits", Label: "Retransmits"}}
 		}}
 }
+
+// Path: iperf3's TCP or UDP socket sends through the tap's qdisc.
+func (c *Config) Path() string { return c.Protocol + " socket, through the qdisc" }

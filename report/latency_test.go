@@ -1,0 +1,95 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
+)
+
+func latencySample(cell, qdisc, gen, path string, p50, p99 float64, extra map[string]float64) results.Sample {
+	m := map[string]float64{"rtt_p50_s": p50, "rtt_p99_s": p99, "rtt_idle_p50_s": 80e-6, "probe_loss_frac": 0.002, "qdisc_wait_p99_s": 12e-6}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return results.Sample{Schema: 1, Run: "r", Cell: cell, Kernel: "running", Axes: map[string]string{"qdisc": qdisc, "generator": gen},
+		Metrics: m, Emulated: true,
+		Labels: map[string]string{"qdisc": qdisc, "generator": gen, "load_path": path, "probe_interval": "5ms",
+			"rtt_p99_s_ci95": "0.0011..0.0016", "rtt_p999_s_ci95": "0.002..?"}}
+}
+
+// The latency table has one row block per qdisc in order of appearance,
+// each load named with its path, the Transmitted row from the load's own
+// metric, and one run's percentile intervals next to its value.
+func TestLatencyTable(t *testing.T) {
+	set := &results.Set{Samples: []results.Sample{
+		latencySample("tap/iperf3-p1/noqueue", "noqueue", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, map[string]float64{"throughput_bps": 2e9}),
+		latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 400e-6, 1.3e-3, map[string]float64{"throughput_bps": 1.9e9}),
+		latencySample("tap/trafgen/noqueue", "noqueue", "trafgen", "AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc", 2e-3, 9e-3, map[string]float64{"tx_pps": 250e3, "lost_pps": 1e3}),
+	}}
+	r, err := Build(set, Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tables) != 1 || r.Tables[0].Kind != KindLatency {
+		t.Fatalf("tables %+v, want one latency table", r.Tables)
+	}
+	tb := r.Tables[0]
+	var order []string
+	for _, row := range tb.Rows {
+		if len(order) == 0 || order[len(order)-1] != row.Labels[0]+" "+row.Labels[1] {
+			order = append(order, row.Labels[0]+" "+row.Labels[1])
+		}
+	}
+	want := []string{
+		"noqueue tap/iperf3-p1 (tcp socket, through the qdisc)",
+		"noqueue tap/trafgen (AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc)",
+		"pfifo_fast tap/iperf3-p1 (tcp socket, through the qdisc)",
+	}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("row blocks\n%q\nwant\n%q", order, want)
+	}
+	cells := map[string]string{}
+	for _, row := range tb.Rows {
+		cells[row.Labels[0]+" "+row.Labels[1][:12]+"/"+row.Labels[2]] = row.Cells[0].Text
+	}
+	for k, v := range map[string]string{
+		"noqueue tap/iperf3-p/Transmitted":    "2.00 Gbit/s",
+		"noqueue tap/trafgen /Transmitted":    "250 Kpps",
+		"noqueue tap/trafgen /Lost":           "1.00 Kpps",
+		"noqueue tap/iperf3-p/RTT p50":        "300 us",
+		"noqueue tap/iperf3-p/RTT p99":        "1.20 ms [1.10-1.60]",
+		"noqueue tap/iperf3-p/probe loss":     "0.2%",
+		"noqueue tap/iperf3-p/qdisc wait p99": "12.0 us",
+	} {
+		if cells[k] != v {
+			t.Errorf("%s = %q, want %q", k, cells[k], v)
+		}
+	}
+	if _, ok := cells["noqueue tap/iperf3-p/Lost"]; ok {
+		t.Error("iperf3 rows have Lost, but its samples have no lost_pps")
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"latency under load", "every 5ms", "(TCG)", "past the qdisc"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("text output lacks %q:\n%s", s, b.String())
+		}
+	}
+}
+
+func TestIntervalText(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0011..0.0016": " [1.10-1.60]",
+		"0.002..?":       " [2.00-?]",
+		"":               "",
+	} {
+		if got := intervalText(in, units.Latency); got != want {
+			t.Errorf("intervalText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
