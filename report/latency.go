@@ -17,7 +17,7 @@ const KindLatency = "latency"
 // latencyRows are the latency table's rows; the first of transmitted
 // that a cell has is its Transmitted row.
 var (
-	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Transmitted"}}
+	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Throughput (received)"}}
 	latencyRows = []struct {
 		key, label string
 		scale      units.Scale
@@ -29,12 +29,14 @@ var (
 		{"rtt_p999_s", "RTT p99.9", units.Latency},
 		{"probe_loss_frac", "probe loss", units.Percent},
 		{"qdisc_wait_p99_s", "qdisc wait p99", units.Latency},
+		{"qdisc_backlog_max", "qdisc backlog max (bytes)", units.Scale{}},
 	}
 )
 
 // latencyTable draws the cells that ran the latency probe in one table:
-// row blocks by qdisc (in order of appearance), a load per sub-block
-// named with its path (does it pass the qdisc?), one column per kernel.
+// a row block per qdisc and load, qdiscs in order of appearance, each
+// load named with its path (does it pass the qdisc?), one column per
+// kernel.
 func (b *builder) latencyTable() {
 	var cells []string
 	for _, cell := range b.idx.cells {
@@ -54,7 +56,7 @@ func (b *builder) latencyTable() {
 	slices.SortStableFunc(cells, func(x, y string) int {
 		return slices.Index(qdiscs, b.measured(x).Labels["qdisc"]) - slices.Index(qdiscs, b.measured(y).Labels["qdisc"])
 	})
-	t := &Table{Kind: KindLatency, Title: "latency under load", LabelHeader: []string{"qdisc", "load (path)", "metric"}}
+	t := &Table{Kind: KindLatency, Title: "latency under load", LabelHeader: []string{"qdisc: load (path)", "metric"}}
 	for _, c := range b.r.Columns {
 		t.Header = append(t.Header, b.colHeader(c))
 	}
@@ -81,10 +83,9 @@ func (b *builder) latencyTable() {
 // latencyCellRows are one cell's rows of the latency table.
 func (b *builder) latencyCellRows(cell string, two bool) []Row {
 	s := b.measured(cell)
-	qdisc := orDash(s.Labels["qdisc"])
-	load := loadName(cell, s.Labels["qdisc"])
+	block := orDash(s.Labels["qdisc"]) + ": " + loadName(cell, s.Labels["qdisc"])
 	if p := s.Labels["load_path"]; p != "" {
-		load += " (" + p + ")"
+		block += " (" + p + ")"
 	}
 	type rowDef struct {
 		key, label string
@@ -102,7 +103,7 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 	}
 	var rows []Row
 	for _, d := range defs {
-		row := Row{Labels: []string{qdisc, load, d.label}}
+		row := Row{Labels: []string{block, d.label}}
 		have := false
 		for _, col := range b.r.Columns {
 			st := b.stats(cell, col, d.key)

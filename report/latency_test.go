@@ -2,9 +2,15 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -39,36 +45,36 @@ func TestLatencyTable(t *testing.T) {
 	tb := r.Tables[0]
 	var order []string
 	for _, row := range tb.Rows {
-		if len(order) == 0 || order[len(order)-1] != row.Labels[0]+" "+row.Labels[1] {
-			order = append(order, row.Labels[0]+" "+row.Labels[1])
+		if len(order) == 0 || order[len(order)-1] != row.Labels[0] {
+			order = append(order, row.Labels[0])
 		}
 	}
 	want := []string{
-		"noqueue tap/iperf3-p1 (tcp socket, through the qdisc)",
-		"noqueue tap/trafgen (AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc)",
-		"pfifo_fast tap/iperf3-p1 (tcp socket, through the qdisc)",
+		"noqueue: tap/iperf3-p1 (tcp socket, through the qdisc)",
+		"noqueue: tap/trafgen (AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc)",
+		"pfifo_fast: tap/iperf3-p1 (tcp socket, through the qdisc)",
 	}
 	if strings.Join(order, "|") != strings.Join(want, "|") {
 		t.Errorf("row blocks\n%q\nwant\n%q", order, want)
 	}
 	cells := map[string]string{}
 	for _, row := range tb.Rows {
-		cells[row.Labels[0]+" "+row.Labels[1][:12]+"/"+row.Labels[2]] = row.Cells[0].Text
+		cells[row.Labels[0][:len("noqueue: tap/iperf3-p")]+"/"+row.Labels[1]] = row.Cells[0].Text
 	}
 	for k, v := range map[string]string{
-		"noqueue tap/iperf3-p/Transmitted":    "2.00 Gbit/s",
-		"noqueue tap/trafgen /Transmitted":    "250 Kpps",
-		"noqueue tap/trafgen /Lost":           "1.00 Kpps",
-		"noqueue tap/iperf3-p/RTT p50":        "300 us",
-		"noqueue tap/iperf3-p/RTT p99":        "1.20 ms [1.10-1.60]",
-		"noqueue tap/iperf3-p/probe loss":     "0.2%",
-		"noqueue tap/iperf3-p/qdisc wait p99": "12.0 us",
+		"noqueue: tap/iperf3-p/Throughput (received)": "2.00 Gbit/s",
+		"noqueue: tap/trafgen /Transmitted":           "250 Kpps",
+		"noqueue: tap/trafgen /Lost":                  "1.00 Kpps",
+		"noqueue: tap/iperf3-p/RTT p50":               "300 us",
+		"noqueue: tap/iperf3-p/RTT p99":               "1.20 ms [1.10-1.60]",
+		"noqueue: tap/iperf3-p/probe loss":            "0.2%",
+		"noqueue: tap/iperf3-p/qdisc wait p99":        "12.0 us",
 	} {
 		if cells[k] != v {
 			t.Errorf("%s = %q, want %q", k, cells[k], v)
 		}
 	}
-	if _, ok := cells["noqueue tap/iperf3-p/Lost"]; ok {
+	if _, ok := cells["noqueue: tap/iperf3-p/Lost"]; ok {
 		t.Error("iperf3 rows have Lost, but its samples have no lost_pps")
 	}
 	var b bytes.Buffer
@@ -91,5 +97,77 @@ func TestIntervalText(t *testing.T) {
 		if got := intervalText(in, units.Latency); got != want {
 			t.Errorf("intervalText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The HTML report draws a CDF per load and a time plot per sample from
+// the samples' probes.csv and qdisc.csv, as well-formed SVG.
+func TestLatencyPlots(t *testing.T) {
+	dir := t.TempDir()
+	art := filepath.Join("artifacts", "c", "running", "0")
+	if err := os.MkdirAll(filepath.Join(dir, art), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var recs []latency.Record
+	var pts []latency.Point
+	for i := range 400 {
+		phase := latency.PhaseIdle
+		if i >= 100 {
+			phase = latency.PhaseLoad
+		}
+		sent := int64(1e18) + int64(i)*5e6
+		recs = append(recs, latency.Record{Seq: uint32(i), Phase: phase, Size: 64, Sent: sent, Sched: sent + 1e3, Soft: sent + 2e3, Recv: sent + int64(100e3+i*1e3), Lost: i%50 == 49})
+		pts = append(pts, latency.Point{T: sent, Phase: phase, Backlog: uint32(i * 10), TapTxBytes: uint64(i) * 1e4, TapTxDropped: uint64(i / 10)})
+	}
+	write := func(name string, f func(io.Writer) error) {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, art, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(latency.ArtifactName, func(w io.Writer) error { return latency.WriteCSV(w, recs) })
+	write(latency.SeriesName, func(w io.Writer) error { return latency.WriteSeries(w, pts) })
+	s := latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, nil)
+	s.Dir = dir
+	s.Artifacts = []string{filepath.Join(art, latency.ArtifactName), filepath.Join(art, latency.SeriesName)}
+	r, err := Build(&results.Set{Samples: []results.Sample{s}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.LatencyRuns) != 1 || len(r.LatencyRuns[0].Probes) != 400 || len(r.LatencyRuns[0].Series) != 400 {
+		t.Fatalf("latency runs %d, want 1 with 400 probes and readings", len(r.LatencyRuns))
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(b.String(), -1)
+	var cdf, series int
+	for _, sv := range svgs {
+		d := xml.NewDecoder(strings.NewReader(sv))
+		for {
+			if _, err := d.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("svg is not well-formed XML: %v", err)
+			}
+		}
+		switch {
+		case strings.Contains(sv, `aria-label="RTT CDF`):
+			cdf++
+		case strings.Contains(sv, `aria-label="time series`):
+			series++
+			// 300 answered-or-lost probes under load and 100 idle: every
+			// answered one is a dot; 8 lost ones are marks at the top.
+			if n := strings.Count(sv, "<circle"); n != 392 {
+				t.Errorf("time plot has %d probe dots, want 392 answered probes", n)
+			}
+		}
+	}
+	if cdf != 1 || series != 1 {
+		t.Errorf("%d CDF and %d time plots, want one each", cdf, series)
 	}
 }

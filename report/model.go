@@ -52,6 +52,9 @@ type Report struct {
 	Sources     []string                `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
+	// LatencyRuns are the raw probes and qdisc readings of the samples
+	// in the latency table, for the HTML plots (not in JSON output).
+	LatencyRuns []LatencyRun `json:"-"`
 }
 
 // IsNested reports whether column col measured a datapath inside a VM.
@@ -209,7 +212,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindLatency, b.latencyTable}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
+	}{{KindThread, b.threadTables}, {KindLatency, func() { b.latencyTable(); b.loadLatencyRuns() }}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}

@@ -3,14 +3,17 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/latprobe"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -23,6 +26,13 @@ type latencyRun struct {
 	probe   *latprobe.Probe
 	agent   Agent
 	stopped bool
+	// The qdisc and tap readings, every latency.Tick from a thread in
+	// the run's namespace.
+	series     []latency.Point
+	seriesErr  error
+	phaseNow   atomic.Value // string
+	stopSeries chan struct{}
+	seriesDone chan struct{}
 }
 
 // startLatency starts the guest's reflector and the probe and runs the
@@ -47,7 +57,9 @@ func (r *runState) startLatency(ctx context.Context, c *scenarios.Cell, g *guest
 	r.note(fmt.Sprintf("# latency probe: UDP %s -> %s (the guest agent's reflector), every %v, sizes %v, timeout %v, idle %v first; probes.csv per sample",
 		nic.hostIP, cfg.Dst, l.Interval, l.Sizes, l.Timeout, l.Idle))
 	p.Start()
-	lr := &latencyRun{probe: p, agent: g.agent}
+	lr := &latencyRun{probe: p, agent: g.agent, stopSeries: make(chan struct{}), seriesDone: make(chan struct{})}
+	lr.phaseNow.Store(latency.PhaseIdle)
+	go lr.sample(r.ns.Do, nic.tap)
 	select {
 	case <-time.After(l.Idle):
 	case <-ctx.Done():
@@ -57,11 +69,41 @@ func (r *runState) startLatency(ctx context.Context, c *scenarios.Cell, g *guest
 	return lr, nil
 }
 
-// phase labels the probes sent from now on.
+// phase labels the probes sent and the readings taken from now on.
 func (lr *latencyRun) phase(p string) {
 	if lr != nil {
 		lr.probe.SetPhase(p)
+		lr.phaseNow.Store(p)
 	}
+}
+
+// sample reads the tap's root qdisc and counters every latency.Tick
+// until stopped, on one thread inside the namespace (inNetns runs the
+// whole loop there). The first error ends it (seriesErr).
+func (lr *latencyRun) sample(inNetns func(func() error) error, tap string) {
+	defer close(lr.seriesDone)
+	lr.seriesErr = inNetns(func() error {
+		t := time.NewTicker(latency.Tick)
+		defer t.Stop()
+		for {
+			q, err := hostnet.ReadRootQdisc(tap)
+			if err != nil {
+				return err
+			}
+			l, err := hostnet.ReadLinkStats(tap)
+			if err != nil {
+				return err
+			}
+			lr.series = append(lr.series, latency.Point{T: time.Now().UnixNano(), Phase: lr.phaseNow.Load().(string),
+				Qlen: q.Qlen, Backlog: q.Backlog, QDrops: q.Drops, QRequeues: q.Requeues,
+				TapTxPackets: l.TxPackets, TapTxBytes: l.TxBytes, TapTxDropped: l.TxDropped})
+			select {
+			case <-lr.stopSeries:
+				return nil
+			case <-t.C:
+			}
+		}
+	})
 }
 
 // stop ends the probe (waiting for answers up to its timeout) and the
@@ -71,13 +113,34 @@ func (lr *latencyRun) stop(ctx context.Context) ([]latency.Record, []string) {
 		return nil, nil
 	}
 	lr.stopped = true
+	close(lr.stopSeries)
 	recs, warns := lr.probe.Stop()
+	<-lr.seriesDone
+	if lr.seriesErr != nil {
+		warns = append(warns, "latency probe: qdisc readings: "+lr.seriesErr.Error())
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := lr.agent.Do(sctx, vmimages.OpReflect, "stop"); err != nil {
 		warns = append(warns, "latency probe: stop the guest's reflector: "+err.Error())
 	}
 	return recs, warns
+}
+
+// writeArtifact writes a file with write.
+func writeArtifact(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("latency probe artifact: %w", err)
+	}
+	werr := write(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("latency probe artifact %s: %w", filepath.Base(path), werr)
+	}
+	return nil
 }
 
 // abort stops a probe on an error path (records dropped).
@@ -87,19 +150,18 @@ func (lr *latencyRun) abort() {
 
 // addLatency writes the probes' artifact and adds their metrics,
 // intervals and warnings to s.
-func addLatency(s *results.Sample, l *scenarios.Latency, recs []latency.Record, warns []string, abs, rel string) error {
-	f, err := os.Create(filepath.Join(abs, latency.ArtifactName))
-	if err != nil {
-		return fmt.Errorf("latency probe artifact: %w", err)
-	}
-	werr := latency.WriteCSV(f, recs)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("latency probe artifact: %w", werr)
+func addLatency(s *results.Sample, l *scenarios.Latency, lr *latencyRun, recs []latency.Record, warns []string, abs, rel string) error {
+	if err := writeArtifact(filepath.Join(abs, latency.ArtifactName), func(w io.Writer) error { return latency.WriteCSV(w, recs) }); err != nil {
+		return err
 	}
 	s.Artifacts = append(s.Artifacts, filepath.Join(rel, latency.ArtifactName))
+	if err := writeArtifact(filepath.Join(abs, latency.SeriesName), func(w io.Writer) error { return latency.WriteSeries(w, lr.series) }); err != nil {
+		return err
+	}
+	s.Artifacts = append(s.Artifacts, filepath.Join(rel, latency.SeriesName))
+	for k, v := range latency.SeriesMetrics(lr.series) {
+		s.Metrics[k] = v
+	}
 	sum := latency.Summarize(recs)
 	for k, v := range sum.Metrics {
 		s.Metrics[k] = v

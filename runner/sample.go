@@ -314,7 +314,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
 	if c.Latency != nil {
-		if err := addLatency(s, c.Latency, latRecs, latWarns, abs, rel); err != nil {
+		if err := addLatency(s, c.Latency, lat, latRecs, latWarns, abs, rel); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())
 		}
 		if path := workload.PathOf(c.Generator.Config); path != "" {

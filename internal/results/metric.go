@@ -43,6 +43,8 @@ var Metrics = map[string]Metric{
 	"rtt_idle_p50_s":      {Key: "rtt_idle_p50_s", Unit: "s", Better: LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
 	"rtt_inflation_s":     {Key: "rtt_inflation_s", Unit: "s", Better: LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
 	"qdisc_wait_p99_s":    {Key: "qdisc_wait_p99_s", Unit: "s", Better: LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
+	"qdisc_backlog_max":   {Key: "qdisc_backlog_max", Unit: "bytes", Better: LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
+	"qdisc_backlog_p50":   {Key: "qdisc_backlog_p50", Unit: "bytes", Better: LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
 	"probe_loss_frac":     {Key: "probe_loss_frac", Unit: "fraction", Better: LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
 	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
