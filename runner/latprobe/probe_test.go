@@ -12,7 +12,7 @@ import (
 
 // echo reflects datagrams on loopback until the test ends, except those
 // whose sequence number drop says to drop.
-func echo(t *testing.T, drop func(seq uint32) bool) netip.AddrPort {
+func echo(t testing.TB, drop func(seq uint32) bool) netip.AddrPort {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
