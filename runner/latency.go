@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/hostnet"
 	"github.com/vnetbench/vnetbench/runner/latprobe"
+	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -140,6 +141,18 @@ func writeArtifact(path string, write func(io.Writer) error) error {
 	if werr != nil {
 		return fmt.Errorf("latency probe artifact %s: %w", filepath.Base(path), werr)
 	}
+	return nil
+}
+
+// setTxQLen sets the tap's txqueuelen for the cell and pushes its
+// restore.
+func (r *runState) setTxQLen(u *undo.Stack, tap string, qlen int) error {
+	r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "ip", "link", "set", "dev", tap, "txqueuelen", strconv.Itoa(qlen)})
+	old, err := r.ns.SetTxQLen(tap, qlen)
+	if err != nil {
+		return err
+	}
+	u.Push("restore txqueuelen", func(context.Context) error { _, err := r.ns.SetTxQLen(tap, old); return err })
 	return nil
 }
 

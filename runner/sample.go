@@ -107,6 +107,11 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}()
 	setupCtx, cancel := context.WithTimeout(ctx, orDefault(c.Timeouts.Setup, time.Minute))
 	defer cancel()
+	if c.TxQueueLen > 0 {
+		if err := r.setTxQLen(u, nic.tap, c.TxQueueLen); err != nil {
+			return nil, fail("setup", err)
+		}
+	}
 	if c.Qdisc != "" {
 		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", nic.tap, "root", c.Qdisc})
 		if err := r.ns.SetQdisc(nic.tap, c.Qdisc); err != nil {
@@ -357,6 +362,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	s.Labels["accel"] = string(g.accel)
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
+	}
+	if c.TxQueueLen > 0 {
+		s.Labels["txqueuelen"] = strconv.Itoa(c.TxQueueLen)
 	}
 	addContextLabels(s, c, r.guestKernel)
 	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)

@@ -76,6 +76,7 @@ type Cell struct {
 	Backend     string
 	Queues      int // tap queue pairs; 0 = auto until resolved
 	Qdisc       string
+	TxQueueLen  int // 0 = the tap's default
 	TapName     string
 	Isolation   string
 	Pin         Pin
@@ -97,6 +98,8 @@ func (c *Cell) Fields() []schema.Field {
 			Doc("tap and virtio-net queue pairs, independent of the generator's threads: 1 = a single-queue tap (QEMU without queues=), where every pktgen thread sends on queue 0; auto = one per pktgen thread (1 for trafgen and iperf3)"),
 		schema.String(&c.Qdisc, "qdisc", "tc qdisc kind", checkQdisc).Axis().
 			Doc("root qdisc put on the tap (tc kind: fq_codel, noqueue, pfifo_fast, fq, ...); unset = leave the kernel's default"),
+		schema.IntOr(&c.TxQueueLen, "txqueuelen", 1, 1<<20, "default", 0).Default(0).Unit("packets").Axis().Short("txq").
+			Doc("the tap's txqueuelen, set before the qdisc: the length of tun's ring below the qdisc (and pfifo_fast's limit); default = the tap's own (tun: 500)"),
 		schema.String(&c.TapName, "tap_name", "interface name", checkIfname).Default("vnbt0").
 			Doc("name of the tap device (inside the scenario's network namespace); at most 15 bytes of letters, digits, '-', '_', '.'"),
 		schema.Enum(&c.Isolation, "isolation", "netns", "none").Default("netns").

@@ -81,12 +81,16 @@ func checkLatencySample(t *testing.T, dir string, s map[string]any) {
 	if _, ok := labels["rtt_p99_s_ci95"]; !ok {
 		t.Errorf("%s: no interval label for rtt_p99_s: %v", cell, labels)
 	}
-	var csvPath string
+	var csvPath, seriesPath string
 	for _, a := range s["artifacts"].([]any) {
-		if strings.HasSuffix(a.(string), "/"+latency.ArtifactName) {
+		switch filepath.Base(a.(string)) {
+		case latency.ArtifactName:
 			csvPath = filepath.Join(dir, a.(string))
+		case latency.SeriesName:
+			seriesPath = filepath.Join(dir, a.(string))
 		}
 	}
+	checkSeries(t, cell, seriesPath, window)
 	f, err := os.Open(csvPath)
 	if err != nil {
 		t.Fatalf("%s: probes artifact: %v", cell, err)
@@ -105,5 +109,37 @@ func checkLatencySample(t *testing.T, dir string, s map[string]any) {
 	}
 	if sum := latency.Summarize(recs); sum.Metrics["rtt_p99_s"] != p99 {
 		t.Errorf("%s: probes.csv gives p99 %g, the sample says %g", cell, sum.Metrics["rtt_p99_s"], p99)
+	}
+}
+
+// checkSeries checks a sample's qdisc.csv: a reading about every 10 ms
+// through the load, in time order, counters that never go back.
+func checkSeries(t *testing.T, cell, path string, window float64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("%s: qdisc readings: %v", cell, err)
+		return
+	}
+	defer f.Close()
+	pts, err := latency.ReadSeries(f)
+	if err != nil {
+		t.Errorf("%s: %v", cell, err)
+		return
+	}
+	load := 0
+	for i, p := range pts {
+		if p.Phase == latency.PhaseLoad {
+			load++
+		}
+		if i > 0 && (p.T <= pts[i-1].T || p.TapTxPackets < pts[i-1].TapTxPackets || p.TapTxDropped < pts[i-1].TapTxDropped) {
+			t.Errorf("%s: qdisc.csv row %d goes back in time or in a counter: %+v after %+v", cell, i+2, p, pts[i-1])
+			break
+		}
+	}
+	// The load phase's readings run on until the probe stops, up to its
+	// 1 s timeout after the window; a busy machine delays some ticks.
+	if want := window / latency.Tick.Seconds(); float64(load) < 0.5*want || float64(load) > (window+1.2)/latency.Tick.Seconds() {
+		t.Errorf("%s: %d qdisc readings under load in a %.2fs window, want about %.0f (every %v)", cell, load, window, want, latency.Tick)
 	}
 }

@@ -230,6 +230,23 @@ type QdiscStats struct {
 	Qlen                                        uint32 // packets queued
 }
 
+// SetTxQLen sets dev's txqueuelen (tun resizes its ring to it) and
+// returns the previous value.
+func (n *Netns) SetTxQLen(dev string, qlen int) (old int, err error) {
+	err = n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		old = l.Attrs().TxQLen
+		return netlink.LinkSetTxQLen(l, qlen)
+	})
+	if err != nil {
+		return old, fmt.Errorf("txqueuelen %d on %s: %w", qlen, dev, err)
+	}
+	return old, nil
+}
+
 // RootQdisc returns the root qdisc of dev and its counters.
 func (n *Netns) RootQdisc(dev string) (QdiscStats, error) {
 	var out QdiscStats
