@@ -27,6 +27,7 @@ var (
 		{"rtt_p50_s", "RTT p50", units.Latency},
 		{"rtt_p99_s", "RTT p99", units.Latency},
 		{"rtt_p999_s", "RTT p99.9", units.Latency},
+		{"iperf3_srtt_s", "iperf3 sRTT (its flow)", units.Latency},
 		{"probe_loss_frac", "probe loss", units.Percent},
 		{"qdisc_wait_p99_s", "qdisc wait p99", units.Latency},
 		{"qdisc_backlog_max", "qdisc backlog max (bytes)", units.Scale{}},
