@@ -65,8 +65,8 @@ type Probe struct {
 	recs []latency.Record
 	// keys maps the kernel's OPT_ID key of a send to its record index.
 	keys    map[uint32]int
-	nextKey uint32
-	pending int // sent, not answered
+	nextKey uint32 // the sender's alone
+	pending int    // sent, not answered
 
 	stopSend chan struct{}
 	sendDone chan struct{}
@@ -158,21 +158,30 @@ func (p *Probe) send() {
 		buf = binary.BigEndian.AppendUint32(buf, seq)
 		buf = buf[:size]
 		rec := latency.Record{Seq: seq, Phase: p.phase.Load().(string), Size: size}
+		// The record and its OPT_ID key are in place before the send: its
+		// SCHED stamp is queued during the send call, and the receiver
+		// may read it before the call returns. The send itself runs
+		// without the lock (a blocked send must not stall the receiver).
 		p.mu.Lock()
+		key := p.nextKey
+		p.keys[key] = len(p.recs)
 		rec.Sent = time.Now().UnixNano()
-		_, err := unix.Write(p.fd, buf)
-		if err == nil || errors.Is(err, unix.ENOBUFS) {
-			// The kernel assigned this send the next OPT_ID key (a send
-			// the qdisc dropped was keyed before it was dropped).
-			p.keys[p.nextKey] = len(p.recs)
-			p.nextKey++
-		}
-		if err != nil && len(p.warnings) < 5 {
-			p.warnings = append(p.warnings, fmt.Sprintf("probe %d: send: %v", seq, err))
-		}
 		p.recs = append(p.recs, rec)
 		p.pending++
 		p.mu.Unlock()
+		_, err := unix.Write(p.fd, buf)
+		if err == nil || errors.Is(err, unix.ENOBUFS) {
+			// The kernel keyed this send (a send the qdisc dropped was
+			// keyed before it was dropped).
+			p.nextKey++
+		} else {
+			p.mu.Lock()
+			delete(p.keys, key)
+			p.mu.Unlock()
+		}
+		if err != nil {
+			p.warn("probe %d: send: %v", seq, err)
+		}
 		next = next.Add(p.cfg.Interval)
 		now := time.Now()
 		if d := next.Sub(now); d > 0 {
