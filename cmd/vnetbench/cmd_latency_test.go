@@ -27,10 +27,22 @@ func TestRunLatencyQuickstartE2E(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run latency-quickstart: %v", err)
 	}
-	for _, want := range []string{"latency under load", "RTT p99", "qdisc wait p99", "tcp socket, through the qdisc", "pfifo_fast", "noqueue"} {
+	// The table's block labels wrap; whole phrases are checked in the
+	// samples' labels below.
+	for _, want := range []string{"latency under load", "RTT p99", "qdisc wait p99", "iperf3 sRTT", "pfifo_fast:", "noqueue:"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Errorf("no plots: %v", err)
+	}
+	if n := strings.Count(string(html), `aria-label="time series`); n != 4 {
+		t.Errorf("report.html has %d time plots, want one per sample (4)", n)
+	}
+	if n := strings.Count(string(html), `aria-label="RTT CDF`); n != 2 {
+		t.Errorf("report.html has %d RTT CDFs, want one per load (tcp, udp)", n)
 	}
 	samples := readResults(t, dir)
 	if len(samples) != 4 {
@@ -77,6 +89,9 @@ func checkLatencySample(t *testing.T, dir string, s map[string]any) {
 	sent, _ := strconv.Atoi(labels["probes"].(string))
 	if want := window / 0.005; float64(sent) < 0.7*want || float64(sent) > 1.05*want+2 {
 		t.Errorf("%s: %d probes under load in a %.2fs window, want about %.0f (one per 5ms)", cell, sent, window, want)
+	}
+	if p := labels["load_path"]; p != strings.TrimPrefix(cell[strings.LastIndex(cell, "/"):], "/")+" socket, through the qdisc" {
+		t.Errorf("%s: load_path %q, want the iperf3 protocol's socket through the qdisc", cell, p)
 	}
 	if _, ok := labels["rtt_p99_s_ci95"]; !ok {
 		t.Errorf("%s: no interval label for rtt_p99_s: %v", cell, labels)
