@@ -65,7 +65,7 @@ const Confidence = 0.95
 
 // Interval is a confidence interval of a percentile. A bound is NaN when
 // the sample is too small to give it at Confidence (a p99.9 from fewer
-// than about 3000 probes has no upper bound).
+// than about 3700 probes has no upper bound: 1 - 0.999^n must reach 0.975).
 type Interval struct {
 	Lo, Hi float64
 }

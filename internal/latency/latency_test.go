@@ -143,3 +143,19 @@ func TestReadCSVBadLine(t *testing.T) {
 		t.Errorf("err = %v, want one naming line 3 and the bad phase", err)
 	}
 }
+
+// One 60 s sample at the default 5 ms (12,000 probes) gives a p99.9 with
+// both bounds (the goal); 15 s (3,000) gives none above: an upper
+// bound needs 1 - 0.999^n >= 0.975, n >= 3,687.
+func TestP999BoundsFrom60s(t *testing.T) {
+	for n, wantHi := range map[int]bool{12000: true, 3700: true, 3600: false, 3000: false} {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i)
+		}
+		_, iv := Percentile(xs, 0.999)
+		if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) == wantHi {
+			t.Errorf("p99.9 of %d probes: interval %v, want an upper bound: %v", n, iv, wantHi)
+		}
+	}
+}
