@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -169,5 +170,69 @@ func TestLatencyPlots(t *testing.T) {
 	}
 	if cdf != 1 || series != 1 {
 		t.Errorf("%d CDF and %d time plots, want one each", cdf, series)
+	}
+}
+
+// writeProbes writes a probes.csv of n load-phase probes whose RTTs are
+// base plus a spread, under dir, and returns its artifact path.
+func writeProbes(t *testing.T, dir, name string, n int, base float64) string {
+	t.Helper()
+	var recs []latency.Record
+	for i := range n {
+		sent := int64(1e18) + int64(i)*5e6
+		rtt := base * (1 + float64(i%100)/100)
+		recs = append(recs, latency.Record{Seq: uint32(i), Phase: latency.PhaseLoad, Size: 64, Sent: sent, Recv: sent + int64(rtt*1e9)})
+	}
+	var b bytes.Buffer
+	if err := latency.WriteCSV(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join("artifacts", name, latency.ArtifactName)
+	if err := os.MkdirAll(filepath.Join(dir, "artifacts", name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// Stock against patched, 3 runs each: Mann-Whitney U cannot call any
+// change with 3 runs a side, the pooled probes can: patched's RTTs are
+// 30% longer, so its pooled p50 and p99 are (their intervals apart), and
+// a cell where both columns' probes are alike reads "~ (pooled)".
+func TestLatencyPooledChange(t *testing.T) {
+	dir := t.TempDir()
+	var samples []results.Sample
+	for _, cell := range []string{"tap/iperf3-p1/pfifo_fast", "tap/iperf3-p1/noqueue"} {
+		for _, k := range []string{"stock", "patched"} {
+			for rep := range 3 {
+				base := 1e-3
+				if k == "patched" && strings.HasSuffix(cell, "pfifo_fast") {
+					base = 1.3e-3
+				}
+				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base, nil)
+				s.Kernel, s.Rep, s.Dir = k, rep, dir
+				s.Artifacts = []string{writeProbes(t, dir, fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(cell, "/", "_"), k, rep), 2000, base)}
+				samples = append(samples, s)
+			}
+		}
+	}
+	r, err := Build(&results.Set{Samples: samples}, Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, row := range r.Tables[0].Rows {
+		got[row.Labels[0][:strings.Index(row.Labels[0], ":")]+" "+row.Labels[1]] = row.Cells[2].Text
+	}
+	for k, want := range map[string]string{
+		"pfifo_fast RTT p50": "+30.00% (pooled)", "pfifo_fast RTT p99": "+30.00% (pooled)",
+		"noqueue RTT p50": "~ (pooled)", "noqueue RTT p99": "~ (pooled)",
+		"pfifo_fast RTT idle p50": "~ (n<4)", // not a pooled percentile: Mann-Whitney U
+	} {
+		if got[k] != want {
+			t.Errorf("%s change = %q, want %q", k, got[k], want)
+		}
 	}
 }
