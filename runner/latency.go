@@ -107,6 +107,14 @@ func (lr *latencyRun) sample(inNetns func(func() error) error, tap string) {
 	})
 }
 
+// stopSending ends the probe's sending when the load ends; stop
+// collects the answers later.
+func (lr *latencyRun) stopSending() {
+	if lr != nil && !lr.stopped {
+		lr.probe.StopSending()
+	}
+}
+
 // stop ends the probe (waiting for answers up to its timeout) and the
 // reflector, and returns the records.
 func (lr *latencyRun) stop(ctx context.Context) ([]latency.Record, []string) {

@@ -280,7 +280,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}
 	res, gerr := gen.Wait(tctx)
 	t1 := time.Now()
-	latRecs, latWarns := lat.stop(ctx)
+	lat.stopSending()
 	var ru1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	perfOut, perfErr := finishPerfs(perfs)
@@ -312,6 +312,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 		return nil, fail("counters", err)
 	}
 	window := t1.Sub(t0)
+	// The probe's last answers (up to its timeout) come after the
+	// window's counters were read.
+	latRecs, latWarns := lat.stop(ctx)
 
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},

@@ -69,6 +69,7 @@ type Probe struct {
 	pending int    // sent, not answered
 
 	stopSend chan struct{}
+	stopOnce sync.Once
 	sendDone chan struct{}
 	stopRecv atomic.Bool
 	recvDone chan struct{}
@@ -312,8 +313,7 @@ func parseCmsgs(b []byte) (ts int64, ee *unix.SockExtendedErr, ok bool) {
 // without a reply within the timeout marked lost, and warnings about the
 // probe itself (send errors).
 func (p *Probe) Stop() ([]latency.Record, []string) {
-	close(p.stopSend)
-	<-p.sendDone
+	p.StopSending()
 	deadline := time.Now().Add(p.cfg.Timeout)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
@@ -338,6 +338,13 @@ func (p *Probe) Stop() ([]latency.Record, []string) {
 		r.Lost = r.Recv == 0 || r.Recv-r.Sent > timeout
 	}
 	return p.recs, p.warnings
+}
+
+// StopSending stops sending at once and returns when the last probe is
+// out; replies are still read until Stop.
+func (p *Probe) StopSending() {
+	p.stopOnce.Do(func() { close(p.stopSend) })
+	<-p.sendDone
 }
 
 // Close releases the socket of a probe that was opened and never
