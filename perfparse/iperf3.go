@@ -62,6 +62,10 @@ type Iperf3Sum struct {
 	Packets     *uint64  `json:"packets,omitempty"`
 	LostFrac    *float64 `json:"lost_frac,omitempty"`
 	Omitted     bool     `json:"omitted,omitempty"`
+	// RTTS is the TCP sender's smoothed round-trip time in seconds
+	// (iperf3's "rtt", tcpi_rtt in microseconds, per stream and
+	// interval); nil where iperf3 does not report it.
+	RTTS *float64 `json:"rtt_s,omitempty"`
 	// IsSender is iperf3's "sender" flag (which side produced the numbers).
 	IsSender bool `json:"sender"`
 }
@@ -103,6 +107,7 @@ type iperfSumJSON struct {
 	LostPercent   *float64     `json:"lost_percent"`
 	Omitted       bool         `json:"omitted"`
 	Sender        bool         `json:"sender"`
+	RTT           *float64     `json:"rtt"`
 }
 
 type iperfJSON struct {
@@ -209,6 +214,10 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		if s.JitterMS != nil {
 			v := scale(*s.JitterMS, -3)
 			o.JitterS = &v
+		}
+		if s.RTT != nil {
+			v := scale(*s.RTT, -6)
+			o.RTTS = &v
 		}
 		if s.LostPercent != nil {
 			v := scale(*s.LostPercent, -2)

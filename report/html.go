@@ -96,6 +96,9 @@ svg text{font-family:sans-serif;font-size:11px}
 			}
 			b.WriteString("</div>\n")
 		}
+		if t.Kind == KindLatency {
+			writeLatencyPlots(&b, r)
+		}
 	}
 	if env := envLines(r); len(env) > 0 {
 		b.WriteString("<h2>Environment</h2>\n<ul>\n")

@@ -241,6 +241,7 @@ func kcidbTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// orDash is s, or "-" for an empty one.
 func orDash(s string) string {
 	if s == "" {
 		return "-"

@@ -61,6 +61,9 @@ type Report struct {
 	Details bool `json:"details"`
 	// Origin is Options.Origin.
 	Origin string `json:"-"`
+	// LatencyRuns are the raw probes and qdisc readings of the samples
+	// in the latency table, for the HTML plots (not in JSON output).
+	LatencyRuns []LatencyRun `json:"-"`
 }
 
 // IsNested reports whether column col measured a datapath inside a VM.
@@ -230,7 +233,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
+	}{{KindThread, b.threadTables}, {KindLatency, func() { b.loadLatencyRuns(); b.latencyTable() }}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}

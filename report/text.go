@@ -293,8 +293,8 @@ func drawTable(t *Table, style Style) string {
 	}
 	nv := len(t.Header)
 	ncol := nl + nv
-	full := t.Kind == KindThread || t.Kind == KindVersus
-	grouped := nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindPerfStat || t.Kind == KindHarness)
+	full := t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency
+	grouped := nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness)
 
 	if style == ASCII {
 		t = asciiTable(t)

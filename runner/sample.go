@@ -17,6 +17,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -106,6 +107,11 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}()
 	setupCtx, cancel := context.WithTimeout(ctx, orDefault(c.Timeouts.Setup, time.Minute))
 	defer cancel()
+	if c.TxQueueLen > 0 {
+		if err := r.setTxQLen(u, nic.tap, c.TxQueueLen); err != nil {
+			return nil, fail("setup", err)
+		}
+	}
 	if c.Qdisc != "" {
 		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", nic.tap, "root", c.Qdisc})
 		if err := r.ns.SetQdisc(nic.tap, c.Qdisc); err != nil {
@@ -155,6 +161,19 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: abs, RelDir: rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
 		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
 	trafficTimeout := orDefault(c.Timeouts.Traffic, 10*time.Minute)
+
+	// The latency probe: its idle phase (the baseline) runs now, before
+	// warmup and window; its probes carry the phase they were sent in.
+	var lat *latencyRun
+	if c.Latency != nil {
+		if lat, err = r.startLatency(setupCtx, c, g, nic); err != nil {
+			return nil, fail("latency probe", err)
+		}
+		defer lat.abort()
+		if c.Warmup > 0 {
+			lat.phase(latency.PhaseWarmup)
+		}
+	}
 
 	// Warmup: the same generator for c.Warmup, discarded.
 	var warmup time.Duration
@@ -239,6 +258,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 			return nil, fail("perf", perr)
 		}
 	}
+	lat.phase(latency.PhaseLoad)
 	var ru0 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
@@ -262,6 +282,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}
 	res, gerr := gen.Wait(tctx)
 	t1 := time.Now()
+	lat.stopSending()
 	var ru1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	perfOut, perfErr := finishPerfs(perfs)
@@ -293,12 +314,23 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 		return nil, fail("counters", err)
 	}
 	window := t1.Sub(t0)
+	// The probe's last answers (up to its timeout) come after the
+	// window's counters were read.
+	latRecs, latWarns := lat.stop(ctx)
 
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
 		Emulated: g.accel != qemu.KVM}
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
+	if c.Latency != nil {
+		if err := addLatency(s, c.Latency, lat, latRecs, latWarns, abs, rel); err != nil {
+			s.Warnings = append(s.Warnings, err.Error())
+		}
+		if path := workload.PathOf(c.Generator.Config); path != "" {
+			s.Labels["load_path"] = path
+		}
+	}
 	harnessCPU := max(cpuTime(ru1)-cpuTime(ru0)-res.InHarnessCPU, 0)
 	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
 	if g.accel != qemu.KVM {
@@ -335,6 +367,9 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	s.Labels["accel"] = string(g.accel)
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
+	}
+	if c.TxQueueLen > 0 {
+		s.Labels["txqueuelen"] = strconv.Itoa(c.TxQueueLen)
 	}
 	addContextLabels(s, c, r.guestKernel)
 	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)

@@ -199,6 +199,9 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 		add(ns, "ip", "link", "set", n.tap, "up")
 		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: q})
 	}
+	if c.TxQueueLen > 0 {
+		add(ns, "ip", "link", "set", "dev", tap, "txqueuelen", strconv.Itoa(c.TxQueueLen))
+	}
 	if c.Qdisc != "" {
 		add(ns, "tc", "qdisc", "replace", "dev", tap, "root", c.Qdisc)
 	}

@@ -44,6 +44,11 @@ func (c Cell) clone() Cell {
 		cp.Targets = slices.Clone(p.Targets)
 		c.Perf.Record = &cp
 	}
+	if l := c.Latency; l != nil {
+		cp := *l
+		cp.Sizes = slices.Clone(l.Sizes)
+		c.Latency = &cp
+	}
 	return c
 }
 

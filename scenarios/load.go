@@ -406,6 +406,11 @@ func resolveCell(file string, c *Cell, pos schema.Pos, listed map[string][]strin
 			c.Perf.Record = nil
 		}
 	}
+	if c.Latency != nil {
+		if err := c.Latency.check(file, pos); err != nil {
+			return nil, err
+		}
+	}
 	t := &c.Timeouts
 	if t.Traffic == 0 {
 		if !known {
@@ -416,6 +421,9 @@ func resolveCell(file string, c *Cell, pos schema.Pos, listed map[string][]strin
 	}
 	if t.Cell == 0 {
 		t.Cell = t.Boot + t.Setup + t.Traffic + t.Teardown
+		if l := c.Latency; l != nil {
+			t.Cell += l.Idle + l.Timeout
+		}
 	}
 	for _, ph := range []struct {
 		name string

@@ -79,12 +79,14 @@ type Cell struct {
 	Backend     string
 	Queues      int // tap queue pairs; 0 = auto until resolved
 	Qdisc       string
+	TxQueueLen  int // 0 = the tap's default
 	TapName     string
 	Isolation   string
 	Pin         Pin
 	Guest       Guest
 	Generator   Generator
 	Perf        Perf
+	Latency     *Latency
 	Repetitions int
 	Warmup      time.Duration
 	Timeouts    Timeouts
@@ -99,6 +101,8 @@ func (c *Cell) Fields() []schema.Field {
 			Doc("tap and virtio-net queue pairs, independent of the generator's threads: 1 = a single-queue tap (QEMU without queues=), where every pktgen thread sends on queue 0; auto = one per pktgen thread (1 for trafgen and iperf3)"),
 		schema.String(&c.Qdisc, "qdisc", "tc qdisc kind", checkQdisc).Axis().
 			Doc("root qdisc put on the tap (tc kind: fq_codel, noqueue, pfifo_fast, fq, ...); unset = leave the kernel's default"),
+		schema.IntOr(&c.TxQueueLen, "txqueuelen", 1, 1<<20, "default", 0).Default(0).Unit("packets").Axis().Short("txq").
+			Doc("the tap's txqueuelen, set before the qdisc: the length of tun's ring below the qdisc (and pfifo_fast's limit); default = the tap's own (tun: 500)"),
 		schema.String(&c.TapName, "tap_name", "interface name", checkIfname).Default("vnbt0").
 			Doc("name of the tap device (inside the scenario's network namespace); at most 15 bytes of letters, digits, '-', '_', '.'"),
 		schema.Enum(&c.Isolation, "isolation", "netns", "none").Default("netns").
@@ -107,6 +111,7 @@ func (c *Cell) Fields() []schema.Field {
 		schema.Section("guest", &c.Guest).Doc("the QEMU guest that receives the traffic"),
 		c.Generator.field(),
 		schema.Section("perf", &c.Perf).Doc("perf profiling during the measurement window"),
+		schema.Optional(&c.Latency, "latency").Doc("latency probe through the tap while the load runs (docs/latency.md): UDP requests from the host's run namespace to a reflector in the guest, kernel timestamps split each round trip into time in the qdisc and below it; unset = no probe"),
 		schema.Int(&c.Repetitions, "repetitions", 1, 1000).Default(5).Unit("count").
 			Doc("repetitions of every cell (each one sample)"),
 		schema.Duration(&c.Warmup, "warmup").Default(0).Doc("traffic before the measurement window opens; discarded"),

@@ -19,6 +19,10 @@ const (
 	OpSink     = "sink"     // Kind SinkStack | SinkXDPDrop | SinkFlowCount -> EvOK
 	OpPoweroff = "poweroff" // -> EvOK, then the guest powers off
 	OpPing     = "ping"     // -> EvReady again (for a host that connected late)
+	// OpReflect runs the latency probe's UDP reflector: Action "start"
+	// with Args [PORT] (every datagram to PORT goes back to its sender
+	// unchanged), "stop" (EvOK, Msg "reflected N").
+	OpReflect = "reflect"
 )
 
 // Event kinds the agent sends.

@@ -351,7 +351,7 @@ func writeParams(w io.Writer, params []scenarios.Param) {
 		if v == "" {
 			v = "-"
 		}
-		if v == "off" && strings.HasPrefix(pr.Key, "perf.") { // a section that is off
+		if v == "off" && (strings.HasPrefix(pr.Key, "perf.") || pr.Key == "latency") { // a section that is off
 			flush()
 			section = "\x00"
 			fmt.Fprintf(w, "  %s: off\n", pr.Key)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -399,6 +400,27 @@ func printTable(stdout, stderr io.Writer, dir string) {
 	if err := report.Render(stdout, set, r, "text", st); err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
 	}
+	if len(r.LatencyRuns) > 0 {
+		writePlots(stdout, stderr, dir, r)
+	}
+}
+
+// plotsFile is the HTML report a run with the latency probe writes into
+// its run directory: the tables and the probe's plots.
+const plotsFile = "report.html"
+
+func writePlots(stdout, stderr io.Writer, dir string, r *report.Report) {
+	var b bytes.Buffer
+	path := filepath.Join(dir, plotsFile)
+	err := report.WriteHTML(&b, r)
+	if err == nil {
+		err = os.WriteFile(path, b.Bytes(), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vnetbench: warning: latency plots: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "latency plots (RTT CDF, time series per sample): %s\n", path)
 }
 
 // progress shows a bar with ETA on a terminal, plain lines otherwise.

@@ -260,42 +260,67 @@ func ReadLinkStats(dev string) (LinkStats, error) {
 type QdiscStats struct {
 	Kind                                        string
 	Packets, Bytes, Drops, Overlimits, Requeues uint64
-	Backlog                                     uint32
+	Backlog                                     uint32 // bytes queued
+	Qlen                                        uint32 // packets queued
+}
+
+// SetTxQLen sets dev's txqueuelen (tun resizes its ring to it) and
+// returns the previous value.
+func (n *Netns) SetTxQLen(dev string, qlen int) (old int, err error) {
+	err = n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		old = l.Attrs().TxQLen
+		return netlink.LinkSetTxQLen(l, qlen)
+	})
+	if err != nil {
+		return old, fmt.Errorf("txqueuelen %d on %s: %w", qlen, dev, err)
+	}
+	return old, nil
 }
 
 // RootQdisc returns the root qdisc of dev and its counters.
 func (n *Netns) RootQdisc(dev string) (QdiscStats, error) {
 	var out QdiscStats
 	err := n.Do(func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		qs, err := netlink.QdiscList(l)
-		if err != nil {
-			return err
-		}
-		for _, q := range qs {
-			a := q.Attrs()
-			if a.Parent != netlink.HANDLE_ROOT {
-				continue
-			}
-			out.Kind = q.Type()
-			if st := a.Statistics; st != nil && st.Basic != nil {
-				out.Packets, out.Bytes = uint64(st.Basic.Packets), st.Basic.Bytes
-			}
-			if st := a.Statistics; st != nil && st.Queue != nil {
-				out.Drops, out.Overlimits, out.Requeues, out.Backlog = uint64(st.Queue.Drops), uint64(st.Queue.Overlimits),
-					uint64(st.Queue.Requeues), st.Queue.Backlog
-			}
-			return nil
-		}
-		out.Kind = "noqueue"
-		return nil
+		var err error
+		out, err = ReadRootQdisc(dev)
+		return err
 	})
+	return out, err
+}
+
+// ReadRootQdisc returns the root qdisc of dev and its counters in the
+// calling thread's namespace (inside Netns.Do); Kind "noqueue" when dev
+// has none.
+func ReadRootQdisc(dev string) (QdiscStats, error) {
+	var out QdiscStats
+	l, err := netlink.LinkByName(dev)
 	if err != nil {
 		return out, fmt.Errorf("qdisc of %s: %w", dev, err)
 	}
+	qs, err := netlink.QdiscList(l)
+	if err != nil {
+		return out, fmt.Errorf("qdisc of %s: %w", dev, err)
+	}
+	for _, q := range qs {
+		a := q.Attrs()
+		if a.Parent != netlink.HANDLE_ROOT {
+			continue
+		}
+		out.Kind = q.Type()
+		if st := a.Statistics; st != nil && st.Basic != nil {
+			out.Packets, out.Bytes = uint64(st.Basic.Packets), st.Basic.Bytes
+		}
+		if st := a.Statistics; st != nil && st.Queue != nil {
+			out.Drops, out.Overlimits, out.Requeues, out.Backlog, out.Qlen = uint64(st.Queue.Drops), uint64(st.Queue.Overlimits),
+				uint64(st.Queue.Requeues), st.Queue.Backlog, st.Queue.Qlen
+		}
+		return out, nil
+	}
+	out.Kind = "noqueue"
 	return out, nil
 }
 

@@ -121,6 +121,7 @@ func (set *Set) loadRunDir(dir string) error {
 		if s.Kernel == "" {
 			s.Kernel = dirLabel(dir)
 		}
+		s.Dir = dir
 		if s.Error != "" {
 			set.Failed = append(set.Failed, s)
 			continue

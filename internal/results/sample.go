@@ -56,6 +56,9 @@ type Sample struct {
 	// or crash: the console's last lines). It has no metrics, statistics
 	// leave it out (Set.Failed holds it), and --resume runs it again.
 	Error string `json:"error,omitempty"`
+	// Dir is the run directory the sample was loaded from (Artifacts are
+	// relative to it); "" for a sample from a benchfmt file. Not stored.
+	Dir string `json:"-"`
 }
 
 // ThreadSample is one generator thread's share of a sample.

@@ -59,6 +59,9 @@ var (
 	// Nanoseconds writes nanoseconds (a CPU cost per packet): "396 ns",
 	// "1.25 us" from 1 us, "2.50 ms" from 1 ms.
 	Nanoseconds = Scale{[]Unit{{1, "ns", false}, {1e3, "us", false}, {1e6, "ms", false}}}
+	// Latency writes seconds of a round trip or a queueing delay: "85.0
+	// us", "1.25 ms" from 1 ms, "2.50 s" from 1 s.
+	Latency = Scale{[]Unit{{1e-6, "us", false}, {1e-3, "ms", false}, {1, "s", false}}}
 	// Percent writes a fraction (0..1) in percent: "12.5%".
 	Percent = Scale{[]Unit{{0.01, "%", false}}}
 )

@@ -268,3 +268,19 @@ func Names() []string {
 	}
 	return out
 }
+
+// Pather is a Config that says which path its packets take through the
+// host's stack, for tables that must name it (a latency table: does the
+// load pass the tap's qdisc?): "socket, through the qdisc",
+// "start_xmit, past the qdisc".
+type Pather interface {
+	Path() string
+}
+
+// PathOf returns c's path, "" when it does not say.
+func PathOf(c Config) string {
+	if p, ok := c.(Pather); ok {
+		return p.Path()
+	}
+	return ""
+}

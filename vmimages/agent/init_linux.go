@@ -98,7 +98,12 @@ func run(ops map[string]Op) error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	srv := &Server{Sys: sys, Ops: ops, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
+	refl := NewReflector()
+	all := map[string]Op{vmimages.OpReflect: refl.Op}
+	for name, op := range ops {
+		all[name] = op
+	}
+	srv := &Server{Sys: sys, Ops: all, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
 	if cfg.Debug {
 		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
 	}

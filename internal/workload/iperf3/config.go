@@ -128,6 +128,7 @@ func (Workload) Metrics() []workload.Metric {
 	return []workload.Metric{
 		workload.ThroughputBPS,
 		{Key: "retransmits", Unit: "count", Better: workload.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
+		{Key: "iperf3_srtt_s", Unit: "s", Better: workload.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
 			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
 	}
@@ -148,3 +149,6 @@ func (Workload) Table() workload.Table {
 			return []workload.TableRow{{Key: "throughput_bps", Label: "Throughput"}, {Key: "retransmits", Label: "Retransmits"}}
 		}}
 }
+
+// Path: iperf3's TCP or UDP socket sends through the tap's qdisc.
+func (c *Config) Path() string { return c.Protocol + " socket, through the qdisc" }

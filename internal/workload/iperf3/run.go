@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,6 +192,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{"throughput_bps": 0}}
 	var cpu, busy float64
+	var srtts []float64 // the TCP senders' smoothed RTTs, every stream and interval
 	hasCPU := false
 	for i, cl := range g.clients {
 		werr := cl.p.Wait()
@@ -213,6 +215,13 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		if werr != nil {
 			return nil, fmt.Errorf("iperf3: %w", werr)
 		}
+		for _, iv := range res.Intervals {
+			for _, st := range iv.Streams {
+				if st.RTTS != nil && !st.Omitted {
+					srtts = append(srtts, *st.RTTS)
+				}
+			}
+		}
 		// The clients run side by side over the same interval: their
 		// receivers' rates add up.
 		r.Metrics["throughput_bps"] += res.ReceiverBitsPerSec
@@ -224,6 +233,10 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 			busy += busyFrac(res)
 			hasCPU = true
 		}
+	}
+	if len(srtts) > 0 {
+		slices.Sort(srtts)
+		r.Metrics["iperf3_srtt_s"] = srtts[(len(srtts)-1)/2]
 	}
 	if hasCPU {
 		// iperf3_host_cpu_frac: all clients' CPU, in CPUs; busy: the

@@ -70,6 +70,12 @@ func TestGeneratorClientsPerStream(t *testing.T) {
 	if got, want := res.Metrics["throughput_bps"], 4*one.ReceiverBitsPerSec; math.Abs(got-want) > 1 {
 		t.Errorf("throughput %v, want the 4 clients' sum %v", got, want)
 	}
+	// Each client's 10 intervals report srtt 0.766..7.234 ms; pooled over
+	// the 4 clients, the median (20th of 40, lower middle) is the 5th
+	// smallest of one client's: 2.721 ms.
+	if got := res.Metrics["iperf3_srtt_s"]; math.Abs(got-2.721e-3) > 1e-12 {
+		t.Errorf("iperf3_srtt_s %v, want 2.721e-3, the median of the intervals' rtt", got)
+	}
 	if got, want := res.Metrics["iperf3_host_cpu_frac"], 4*one.CPU.HostTotalFrac; math.Abs(got-want) > 1e-9 {
 		t.Errorf("host cpu %v, want %v", got, want)
 	}

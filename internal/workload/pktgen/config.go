@@ -322,3 +322,12 @@ func (Workload) Metrics() []workload.Metric {
 
 // Table: Transmitted and Lost, per thread when there are several.
 func (Workload) Table() workload.Table { return workload.PacketTable }
+
+// Path: pktgen's start_xmit (its default) calls netdev_start_xmit and
+// never enters the qdisc; queue_xmit goes through dev_queue_xmit.
+func (p *Config) Path() string {
+	if p.XmitMode == "queue_xmit" {
+		return "pktgen queue_xmit, through the qdisc"
+	}
+	return "pktgen start_xmit, past the qdisc"
+}

@@ -88,3 +88,7 @@ func (Workload) Metrics() []workload.Metric { return []workload.Metric{workload.
 
 // Table: Transmitted and Lost, as pktgen's.
 func (Workload) Table() workload.Table { return workload.PacketTable }
+
+// Path: trafgen's AF_PACKET socket sets PACKET_QDISC_BYPASS (it has no
+// --qdisc-path here), so its packets go past the tap's qdisc.
+func (c *Config) Path() string { return "AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc" }

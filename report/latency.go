@@ -1,0 +1,223 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
+)
+
+// KindLatency is the latency-under-load table: one row block per qdisc,
+// a sub-block per load, as a reviewer pastes it into a thread.
+const KindLatency = "latency"
+
+// latencyRows are the latency table's rows; the first of transmitted
+// that a cell has is its Transmitted row.
+var (
+	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Throughput (received)"}}
+	latencyRows = []struct {
+		key, label string
+		scale      units.Scale
+	}{
+		{"lost_pps", "Lost", units.PacketRate},
+		{"rtt_idle_p50_s", "RTT idle p50", units.Latency},
+		{"rtt_p50_s", "RTT p50", units.Latency},
+		{"rtt_p99_s", "RTT p99", units.Latency},
+		{"rtt_p999_s", "RTT p99.9", units.Latency},
+		{"iperf3_srtt_s", "iperf3 sRTT (its flow)", units.Latency},
+		{"probe_loss_frac", "probe loss", units.Percent},
+		{"qdisc_wait_p99_s", "qdisc wait p99", units.Latency},
+		{"qdisc_backlog_max", "qdisc backlog max (bytes)", units.Scale{}},
+	}
+)
+
+// latencyTable draws the cells that ran the latency probe in one table:
+// a row block per qdisc and load, qdiscs in order of appearance, each
+// load named with its path (does it pass the qdisc?), one column per
+// kernel.
+func (b *builder) latencyTable() {
+	var cells []string
+	for _, cell := range b.idx.cells {
+		if slices.ContainsFunc(b.idx.byCell[cell], func(s *results.Sample) bool { _, ok := s.Metrics["rtt_p50_s"]; return ok }) {
+			cells = append(cells, cell)
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	var qdiscs []string
+	for _, c := range cells {
+		if q := b.measured(c).Labels["qdisc"]; !slices.Contains(qdiscs, q) {
+			qdiscs = append(qdiscs, q)
+		}
+	}
+	slices.SortStableFunc(cells, func(x, y string) int {
+		return slices.Index(qdiscs, b.measured(x).Labels["qdisc"]) - slices.Index(qdiscs, b.measured(y).Labels["qdisc"])
+	})
+	t := &Table{Kind: KindLatency, Title: "latency under load", LabelHeader: []string{"qdisc: load (path)", "metric"}}
+	for _, c := range b.r.Columns {
+		t.Header = append(t.Header, b.colHeader(c))
+	}
+	two := len(b.r.Columns) == 2
+	if two {
+		t.Header = append(t.Header, "change")
+	}
+	for _, cell := range cells {
+		t.Rows = append(t.Rows, b.latencyCellRows(cell, two)...)
+	}
+	first := b.measured(cells[0])
+	t.Notes = append(t.Notes,
+		fmt.Sprintf("median of %s runs per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.repsRange(cells)),
+		fmt.Sprintf("probe: one UDP request every %s from the host's run namespace through the tap's root qdisc to the guest agent's reflector; RTT = send call to the reply's kernel receive stamp; idle = before the load started", orDash(first.Labels["probe_interval"])),
+		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
+		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
+	if two {
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v); (pooled) = RTT percentiles of each column's probes pooled over its runs, a change when their 95%% intervals do not overlap", b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
+	}
+	t.Notes = append(t.Notes, b.columnNotes()...)
+	b.r.Tables = append(b.r.Tables, t)
+}
+
+// latencyCellRows are one cell's rows of the latency table.
+func (b *builder) latencyCellRows(cell string, two bool) []Row {
+	s := b.measured(cell)
+	block := orDash(s.Labels["qdisc"]) + ": " + loadName(cell, s.Labels["qdisc"])
+	if p := s.Labels["load_path"]; p != "" {
+		block += " (" + p + ")"
+	}
+	type rowDef struct {
+		key, label string
+		scale      units.Scale
+	}
+	var defs []rowDef
+	for _, tr := range transmitted {
+		if _, ok := s.Metrics[tr.key]; ok {
+			defs = append(defs, rowDef{tr.key, tr.label, units.For(b.idx.metric(tr.key).Unit)})
+			break
+		}
+	}
+	for _, r := range latencyRows {
+		defs = append(defs, rowDef{r.key, r.label, r.scale})
+	}
+	var rows []Row
+	for _, d := range defs {
+		row := Row{Labels: []string{block, d.label}}
+		have := false
+		for _, col := range b.r.Columns {
+			st := b.stats(cell, col, d.key)
+			if st.N == 0 {
+				row.Cells = append(row.Cells, Cell{Text: "-"})
+				continue
+			}
+			have = true
+			text := d.scale.Format(st.Median)
+			if runs := b.idx.byCol[cellCol{cell, col}]; st.N == 1 && len(runs) == 1 {
+				text += intervalText(runs[0].Labels[d.key+"_ci95"], d.scale)
+			}
+			row.Cells = append(row.Cells, Cell{Text: text, Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
+		}
+		if !have {
+			continue
+		}
+		if two {
+			c, ok := b.pooledChange(cell, d.key)
+			if !ok {
+				dl := b.delta(cell, b.r.Columns[1], d.key)
+				c = Cell{Text: dl.DeltaString(), Delta: &dl}
+				if dl.TooFew {
+					c.Text = "~ (n<4)"
+				}
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// pooledQuantiles are the percentile rows the pooled comparison covers.
+var pooledQuantiles = map[string]float64{"rtt_p50_s": 0.5, "rtt_p99_s": 0.99, "rtt_p999_s": 0.999}
+
+// pooledChange compares a percentile of the two columns' probes pooled
+// over each column's runs of cell (their raw probes.csv): the change of
+// the pooled percentile, significant when the two percentiles' 95%
+// order-statistic intervals do not overlap (conservative; it treats the
+// probes of a column's runs as one sample, so run-to-run variation is
+// not in it). With 3 runs a side Mann-Whitney U cannot get below p = 0.1;
+// 3 runs of 30 s are 18,000 probes a side. ok is false when a column has
+// no raw probes (a benchfmt file, a run directory without artifacts).
+func (b *builder) pooledChange(cell, key string) (Cell, bool) {
+	q, isQ := pooledQuantiles[key]
+	if !isQ {
+		return Cell{}, false
+	}
+	var v [2]float64
+	var iv [2]latency.Interval
+	for i, col := range b.r.Columns[:2] {
+		var xs []float64
+		for _, run := range b.r.LatencyRuns {
+			if run.Cell == cell && run.Column == col {
+				xs = append(xs, rtts(run.Probes)...)
+			}
+		}
+		if len(xs) == 0 {
+			return Cell{}, false
+		}
+		slices.Sort(xs)
+		v[i], iv[i] = latency.Percentile(xs, q)
+	}
+	pct := (v[1]/v[0] - 1) * 100
+	apart := iv[1].Lo > iv[0].Hi || iv[1].Hi < iv[0].Lo // NaN bounds compare false: not apart
+	text := "~ (pooled)"
+	if apart {
+		text = units.Pct(pct) + " (pooled)"
+	}
+	return Cell{Text: text, Value: ptr(pct)}, true
+}
+
+// loadName is the cell's name without its qdisc part: the load and the
+// rest of its axes ("tap/iperf3-p1").
+func loadName(cell, qdisc string) string {
+	parts := strings.Split(cell, "/")
+	if qdisc != "" {
+		parts = slices.DeleteFunc(parts, func(p string) bool { return p == qdisc })
+	}
+	return strings.Join(parts, "/")
+}
+
+// intervalText writes a "lo..hi" label (seconds, "?" = no bound) as "
+// [lo-hi]" in scale's unit; "" when there is none.
+func intervalText(label string, scale units.Scale) string {
+	lo, hi, ok := strings.Cut(label, "..")
+	if !ok {
+		return ""
+	}
+	f := func(s string) (string, float64) {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return "?", 0
+		}
+		return "", v
+	}
+	loText, loV := f(lo)
+	hiText, hiV := f(hi)
+	var vals []float64
+	for _, v := range []float64{loV, hiV} {
+		if v != 0 {
+			vals = append(vals, v)
+		}
+	}
+	u := scale.Common(vals)
+	if loText == "" {
+		loText = u.Number(loV)
+	}
+	if hiText == "" {
+		hiText = u.Number(hiV)
+	}
+	return " [" + loText + "-" + hiText + "]"
+}
+

@@ -1,0 +1,238 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
+)
+
+func latencySample(cell, qdisc, gen, path string, p50, p99 float64, extra map[string]float64) results.Sample {
+	m := map[string]float64{"rtt_p50_s": p50, "rtt_p99_s": p99, "rtt_idle_p50_s": 80e-6, "probe_loss_frac": 0.002, "qdisc_wait_p99_s": 12e-6}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return results.Sample{Schema: 1, Run: "r", Cell: cell, Kernel: "running", Axes: map[string]string{"qdisc": qdisc, "generator": gen},
+		Metrics: m, Emulated: true,
+		Labels: map[string]string{"qdisc": qdisc, "generator": gen, "load_path": path, "probe_interval": "5ms",
+			"rtt_p99_s_ci95": "0.0011..0.0016", "rtt_p999_s_ci95": "0.002..?"}}
+}
+
+// The latency table has one row block per qdisc in order of appearance,
+// each load named with its path, the Transmitted row from the load's own
+// metric, and one run's percentile intervals next to its value.
+func TestLatencyTable(t *testing.T) {
+	set := &results.Set{Samples: []results.Sample{
+		latencySample("tap/iperf3-p1/noqueue", "noqueue", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, map[string]float64{"throughput_bps": 2e9}),
+		latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 400e-6, 1.3e-3, map[string]float64{"throughput_bps": 1.9e9}),
+		latencySample("tap/trafgen/noqueue", "noqueue", "trafgen", "AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc", 2e-3, 9e-3, map[string]float64{"tx_pps": 250e3, "lost_pps": 1e3}),
+	}}
+	r, err := Build(set, Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tables) != 1 || r.Tables[0].Kind != KindLatency {
+		t.Fatalf("tables %+v, want one latency table", r.Tables)
+	}
+	tb := r.Tables[0]
+	var order []string
+	for _, row := range tb.Rows {
+		if len(order) == 0 || order[len(order)-1] != row.Labels[0] {
+			order = append(order, row.Labels[0])
+		}
+	}
+	want := []string{
+		"noqueue: tap/iperf3-p1 (tcp socket, through the qdisc)",
+		"noqueue: tap/trafgen (AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc)",
+		"pfifo_fast: tap/iperf3-p1 (tcp socket, through the qdisc)",
+	}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("row blocks\n%q\nwant\n%q", order, want)
+	}
+	cells := map[string]string{}
+	for _, row := range tb.Rows {
+		cells[row.Labels[0][:len("noqueue: tap/iperf3-p")]+"/"+row.Labels[1]] = row.Cells[0].Text
+	}
+	for k, v := range map[string]string{
+		"noqueue: tap/iperf3-p/Throughput (received)": "2.00 Gbit/s",
+		"noqueue: tap/trafgen /Transmitted":           "250 Kpps",
+		"noqueue: tap/trafgen /Lost":                  "1.00 Kpps",
+		"noqueue: tap/iperf3-p/RTT p50":               "300 us",
+		"noqueue: tap/iperf3-p/RTT p99":               "1.20 ms [1.10-1.60]",
+		"noqueue: tap/iperf3-p/probe loss":            "0.2%",
+		"noqueue: tap/iperf3-p/qdisc wait p99":        "12.0 us",
+	} {
+		if cells[k] != v {
+			t.Errorf("%s = %q, want %q", k, cells[k], v)
+		}
+	}
+	if _, ok := cells["noqueue: tap/iperf3-p/Lost"]; ok {
+		t.Error("iperf3 rows have Lost, but its samples have no lost_pps")
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"latency under load", "every 5ms", "(TCG)", "past the qdisc"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("text output lacks %q:\n%s", s, b.String())
+		}
+	}
+}
+
+func TestIntervalText(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0011..0.0016": " [1.10-1.60]",
+		"0.002..?":       " [2.00-?]",
+		"":               "",
+	} {
+		if got := intervalText(in, units.Latency); got != want {
+			t.Errorf("intervalText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The HTML report draws a CDF per load and a time plot per sample from
+// the samples' probes.csv and qdisc.csv, as well-formed SVG.
+func TestLatencyPlots(t *testing.T) {
+	dir := t.TempDir()
+	art := filepath.Join("artifacts", "c", "running", "0")
+	if err := os.MkdirAll(filepath.Join(dir, art), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var recs []latency.Record
+	var pts []latency.Point
+	for i := range 400 {
+		phase := latency.PhaseIdle
+		if i >= 100 {
+			phase = latency.PhaseLoad
+		}
+		sent := int64(1e18) + int64(i)*5e6
+		recs = append(recs, latency.Record{Seq: uint32(i), Phase: phase, Size: 64, Sent: sent, Sched: sent + 1e3, Soft: sent + 2e3, Recv: sent + int64(100e3+i*1e3), Lost: i%50 == 49})
+		pts = append(pts, latency.Point{T: sent, Phase: phase, Backlog: uint32(i * 10), TapTxBytes: uint64(i) * 1e4, TapTxDropped: uint64(i / 10)})
+	}
+	write := func(name string, f func(io.Writer) error) {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, art, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(latency.ArtifactName, func(w io.Writer) error { return latency.WriteCSV(w, recs) })
+	write(latency.SeriesName, func(w io.Writer) error { return latency.WriteSeries(w, pts) })
+	s := latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, nil)
+	s.Dir = dir
+	s.Artifacts = []string{filepath.Join(art, latency.ArtifactName), filepath.Join(art, latency.SeriesName)}
+	r, err := Build(&results.Set{Samples: []results.Sample{s}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.LatencyRuns) != 1 || len(r.LatencyRuns[0].Probes) != 400 || len(r.LatencyRuns[0].Series) != 400 {
+		t.Fatalf("latency runs %d, want 1 with 400 probes and readings", len(r.LatencyRuns))
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(b.String(), -1)
+	var cdf, series int
+	for _, sv := range svgs {
+		d := xml.NewDecoder(strings.NewReader(sv))
+		for {
+			if _, err := d.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("svg is not well-formed XML: %v", err)
+			}
+		}
+		switch {
+		case strings.Contains(sv, `aria-label="RTT CDF`):
+			cdf++
+		case strings.Contains(sv, `aria-label="time series`):
+			series++
+			// 300 answered-or-lost probes under load and 100 idle: every
+			// answered one is a dot; 8 lost ones are marks at the top.
+			if n := strings.Count(sv, "<circle"); n != 392 {
+				t.Errorf("time plot has %d probe dots, want 392 answered probes", n)
+			}
+		}
+	}
+	if cdf != 1 || series != 1 {
+		t.Errorf("%d CDF and %d time plots, want one each", cdf, series)
+	}
+}
+
+// writeProbes writes a probes.csv of n load-phase probes whose RTTs are
+// base plus a spread, under dir, and returns its artifact path.
+func writeProbes(t *testing.T, dir, name string, n int, base float64) string {
+	t.Helper()
+	var recs []latency.Record
+	for i := range n {
+		sent := int64(1e18) + int64(i)*5e6
+		rtt := base * (1 + float64(i%100)/100)
+		recs = append(recs, latency.Record{Seq: uint32(i), Phase: latency.PhaseLoad, Size: 64, Sent: sent, Recv: sent + int64(rtt*1e9)})
+	}
+	var b bytes.Buffer
+	if err := latency.WriteCSV(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join("artifacts", name, latency.ArtifactName)
+	if err := os.MkdirAll(filepath.Join(dir, "artifacts", name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// Stock against patched, 3 runs each: Mann-Whitney U cannot call any
+// change with 3 runs a side, the pooled probes can: patched's RTTs are
+// 30% longer, so its pooled p50 and p99 are (their intervals apart), and
+// a cell where both columns' probes are alike reads "~ (pooled)".
+func TestLatencyPooledChange(t *testing.T) {
+	dir := t.TempDir()
+	var samples []results.Sample
+	for _, cell := range []string{"tap/iperf3-p1/pfifo_fast", "tap/iperf3-p1/noqueue"} {
+		for _, k := range []string{"stock", "patched"} {
+			for rep := range 3 {
+				base := 1e-3
+				if k == "patched" && strings.HasSuffix(cell, "pfifo_fast") {
+					base = 1.3e-3
+				}
+				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base, nil)
+				s.Kernel, s.Rep, s.Dir = k, rep, dir
+				s.Artifacts = []string{writeProbes(t, dir, fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(cell, "/", "_"), k, rep), 2000, base)}
+				samples = append(samples, s)
+			}
+		}
+	}
+	r, err := Build(&results.Set{Samples: samples}, Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, row := range r.Tables[0].Rows {
+		got[row.Labels[0][:strings.Index(row.Labels[0], ":")]+" "+row.Labels[1]] = row.Cells[2].Text
+	}
+	for k, want := range map[string]string{
+		"pfifo_fast RTT p50": "+30.00% (pooled)", "pfifo_fast RTT p99": "+30.00% (pooled)",
+		"noqueue RTT p50": "~ (pooled)", "noqueue RTT p99": "~ (pooled)",
+		"pfifo_fast RTT idle p50": "~ (n<4)", // not a pooled percentile: Mann-Whitney U
+	} {
+		if got[k] != want {
+			t.Errorf("%s change = %q, want %q", k, got[k], want)
+		}
+	}
+}
