@@ -220,4 +220,3 @@ func intervalText(label string, scale units.Scale) string {
 	}
 	return " [" + loText + "-" + hiText + "]"
 }
-

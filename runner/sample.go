@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
-	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
