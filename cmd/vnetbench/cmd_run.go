@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,211 +30,410 @@ import (
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// cmdRun runs a scenario for real and writes a run directory.
+// cmdRun runs a scenario for real and writes a run directory: it parses
+// the flags, loads the scenario, orders (and shards) its cells, checks the
+// estimate against --max-time, and then either prints the dry run or runs
+// the lab cells and the host cells and prints the table.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
-	sets := addSetFlag(fs)
-	out := pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
-	resume := fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
-	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
-	dry := fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
-	seed := fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
-	agentBin := pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
-	lockWait := fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
-	insideLab := fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
-	kernels := addKernelFlag(fs)
-	label := fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
-	maxTime := addMaxTimeFlag(fs)
-	scenDir := pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
-	reps := fs.Int("repetitions", 0, "`N` repetitions of every cell, replacing the scenario's (0: the scenario's)")
-	until := addUntilFlags(fs)
+	f := addRunFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if *until.on {
-		return runUntilDecided(ctx, args, until, *out, *shard != "" || *dry || *insideLab != "", *resume, stdout, stderr)
+	if *f.until.on {
+		return runUntilDecided(ctx, args, f.until, *f.out, *f.shard != "" || *f.dry || *f.insideLab != "", *f.resume, stdout, stderr)
 	}
-	if *reps < 0 {
-		return usageErrorf("run: --repetitions %d: want a positive count", *reps)
+	if *f.reps < 0 {
+		return usageErrorf("run: --repetitions %d: want a positive count", *f.reps)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
 	}
-	var s *scenarios.Scenario
-	if *scenDir != "" {
-		s, err = scenarios.LoadFileFrom(pos[0], *scenDir, *sets...)
+	r := &runCmd{runFlags: f, name: pos[0], stdout: stdout, stderr: stderr}
+	if err := r.load(); err != nil {
+		return err
+	}
+	if err := r.order(); err != nil {
+		return err
+	}
+	if err := r.prepare(); err != nil {
+		return err
+	}
+	if *f.dry {
+		return r.dryRun()
+	}
+	return r.run(ctx)
+}
+
+// runFlags are run's flags.
+type runFlags struct {
+	sets                      *setFlags
+	out, shard, agentBin      *string
+	insideLab, label, scenDir *string
+	resume, dry               *bool
+	seed                      *int64
+	lockWait, maxTime         *time.Duration
+	kernels                   *kernelFlags
+	reps                      *int
+	until                     untilFlags
+}
+
+func addRunFlags(fs *flag.FlagSet) runFlags {
+	var f runFlags
+	f.sets = addSetFlag(fs)
+	f.out = pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
+	f.resume = fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
+	f.shard = fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
+	f.dry = fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
+	f.seed = fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
+	f.agentBin = pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
+	f.lockWait = fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
+	f.insideLab = fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
+	f.kernels = addKernelFlag(fs)
+	f.label = fs.String("label", "", "`NAME` of the running kernel: its column in every table (default: the scenario's label, \"running\"); give each boot of a bare-metal A/B its own")
+	f.maxTime = addMaxTimeFlag(fs)
+	f.scenDir = pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
+	f.reps = fs.Int("repetitions", 0, "`N` repetitions of every cell, replacing the scenario's (0: the scenario's)")
+	f.until = addUntilFlags(fs)
+	return f
+}
+
+// runCmd is one `vnetbench run`: its flags and what each phase works out
+// for the next.
+type runCmd struct {
+	runFlags
+	name           string // the scenario as given
+	stdout, stderr io.Writer
+
+	s                    *scenarios.Scenario
+	seedUsed             int64
+	distinct, cells      []scenarios.Cell
+	hostCells, labCells  []scenarios.Cell
+	shardNote, shardSpec string
+	shardSource, dir     string
+	in                   runner.LabInner
+	host                 runner.LabHost
+	tab                  *estimate.Table
+	est                  *estimate.Estimate
+}
+
+func (r *runCmd) warnf(format string, a ...any) {
+	fmt.Fprintf(r.stderr, "vnetbench: warning: "+format+"\n", a...)
+}
+
+// load reads the scenario with its overrides, kernels and label, and
+// checks it against this host.
+func (r *runCmd) load() error {
+	var err error
+	if *r.scenDir != "" {
+		r.s, err = scenarios.LoadFileFrom(r.name, *r.scenDir, *r.sets...)
 	} else {
-		s, err = scenarios.Resolve(pos[0], *sets...)
+		r.s, err = scenarios.Resolve(r.name, *r.sets...)
 	}
 	if err != nil {
 		return err
 	}
-	if err := kernels.apply(s); err != nil {
+	if err := r.kernels.apply(r.s); err != nil {
 		return err
 	}
-	if err := applyLabel(s, *label); err != nil {
+	if err := applyLabel(r.s, *r.label); err != nil {
 		return err
 	}
-	if err := s.CheckHost(scenarios.Host{NumCPU: runtime.NumCPU()}); err != nil {
+	host := scenarios.Host{NumCPU: runtime.NumCPU()}
+	if err := r.s.CheckHost(host); err != nil {
 		return err
 	}
-	for _, w := range s.HostWarnings(scenarios.Host{NumCPU: runtime.NumCPU()}) {
-		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+	for _, w := range r.s.HostWarnings(host) {
+		r.warnf("%s", w)
 	}
-	sd := *seed
-	if sd == 0 {
-		sd = s.Seed
+	return nil
+}
+
+// order expands the cells, orders them by the seed and keeps this
+// shard's, or this lab's.
+func (r *runCmd) order() error {
+	r.seedUsed = *r.seed
+	if r.seedUsed == 0 {
+		r.seedUsed = r.s.Seed
 	}
-	if sd == 0 {
-		sd = rand.Int64N(1<<31-1) + 1
+	if r.seedUsed == 0 {
+		r.seedUsed = rand.Int64N(1<<31-1) + 1
 	}
-	distinct, notes := runner.Distinct(s.Expand())
-	if *reps > 0 {
-		for i := range distinct {
-			distinct[i].Repetitions = *reps
+	var notes []string
+	r.distinct, notes = runner.Distinct(r.s.Expand())
+	if *r.reps > 0 {
+		for i := range r.distinct {
+			r.distinct[i].Repetitions = *r.reps
 		}
 	}
-	for _, n := range append(s.Notes, notes...) {
-		fmt.Fprintf(stderr, "vnetbench: note: %s\n", n)
+	for _, n := range append(r.s.Notes, notes...) {
+		fmt.Fprintf(r.stderr, "vnetbench: note: %s\n", n)
 	}
-	cells := scenarios.Order(distinct, sd)
-	shardNote, shardSpec, shardSource := "", "", ""
-	if *shard != "" {
-		i, n, src, err := runner.ParseShardFlag(*shard, os.Getenv)
-		if err != nil {
-			return err
-		}
-		cells = runner.Shard(cells, i, n)
-		shardSpec, shardSource = fmt.Sprintf("%d/%d", i, n), src
-		shardNote = " (shard " + shardSpec + ")"
-		if src != "" {
-			fmt.Fprintf(stdout, "shard %s from %s\n", shardSpec, src)
+	r.cells = scenarios.Order(r.distinct, r.seedUsed)
+	if err := r.keepShard(); err != nil {
+		return err
+	}
+	if *r.insideLab != "" {
+		r.cells = runner.InsideLab(r.cells, *r.insideLab)
+		if len(r.cells) == 0 {
+			return usageErrorf("run: --inside-lab %s: the scenario has no kernel labelled %s", *r.insideLab, *r.insideLab)
 		}
 	}
-	if *insideLab != "" {
-		cells = runner.InsideLab(cells, *insideLab)
-		if len(cells) == 0 {
-			return usageErrorf("run: --inside-lab %s: the scenario has no kernel labelled %s", *insideLab, *insideLab)
-		}
-	}
-	hostCells, labCells := runner.SplitLab(cells)
+	r.hostCells, r.labCells = runner.SplitLab(r.cells)
 	// Cells whose guest kernel is too old for their workload read n/a:
 	// said before the run, not discovered after it.
-	for _, n := range runner.GuestKernelNotes(cells) {
-		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", n)
+	for _, n := range runner.GuestKernelNotes(r.cells) {
+		r.warnf("%s", n)
 	}
-	dir := *out
-	if dir == "" {
-		if *resume {
-			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
-		}
-		dir = absPath(filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405")))
-	}
-	// Kernels other than the running one: one lab VM per label runs the
-	// same scenario inside (--inside-lab).
-	in := runner.LabInner{Binary: *agentBin}
-	if len(labCells) > 0 {
-		for _, k := range s.Kernels {
-			in.Labels = append(in.Labels, k.Label)
-		}
-		if in.Scenario, in.ScenarioData, err = labScenario(s); err != nil {
-			return err
-		}
-		if !s.Builtin {
-			if d, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
-				in.Args = append(in.Args, "--scenario-dir", d)
-			}
-		}
-		if shardSpec != "" { // resolved: the lab VM has no CI variables
-			in.Args = append(in.Args, "--shard", shardSpec)
-		}
-		in.Args = append(in.Args, kernels.args()...)
-		if *reps > 0 {
-			in.Args = append(in.Args, "--repetitions", fmt.Sprint(*reps))
-		}
-		in.Args = append(in.Args, sets.args()...)
-	}
-	h := labHost()
-	tab := loadTable(stderr, "vnetbench: ")
-	est, _ := estimateCells(cells, kernelLabels(s), h.KVM, tab)
-	if *insideLab != "" {
-		est = estimateInsideLab(cells, h.KVM, tab)
-	}
-	if !*dry && *insideLab == "" && !*resume {
-		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
-		if err := checkMaxTime(stderr, est, a, s, h.KVM, tab, *maxTime); err != nil {
-			return err
-		}
-	}
-	if *dry {
-		fmt.Fprintf(stdout, "scenario %s, seed %d%s: %d samples in this order\n", s.Name, sd, shardNote, len(cells))
-		fmt.Fprintf(stdout, "accelerator: %s\n", accelDesc(h.KVM))
-		est.Write(stdout, "", describeKernel(s, h.KVM))
-		labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
-		for _, label := range runner.LabKernels(labCells) {
-			argv, warnings, err := runner.LabVMArgs(label, runner.KernelCells(labCells, label), h)
-			if err != nil {
-				return err // run refuses it: so does its dry run
-			}
-			for _, w := range warnings {
-				fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
-			}
-			labVMs[label] = argv
-		}
-		var warned []string
-		for i := range cells {
-			c := &cells[i]
-			accel, warn, err := runner.PlanAccel(c, h.KVM)
-			if err != nil {
-				return err // run refuses it: so does its dry run
-			}
-			if warn != "" && c.Kernel.Running() && !slices.Contains(warned, warn) {
-				warned = append(warned, warn)
-				fmt.Fprintf(stderr, "vnetbench: warning: %s\n", warn)
-			}
-			fmt.Fprintf(stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), accel)
-			for _, l := range runner.Commands(c, accel, cells...) {
-				fmt.Fprintf(stdout, "     %s\n", l)
-			}
-		}
-		if len(labCells) > 0 {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			if in.ScenarioData != nil { // the copy the run would write
-				in.Scenario = filepath.Join(abs, results.LabScenario)
-			}
-			fmt.Fprintf(stdout, "\nlab VMs, one per kernel, each running the cells of its kernel:\n")
-			have := runner.LabKernels(labCells)
-			for _, l := range in.Labels { // the order the labs run in
-				if !slices.Contains(have, l) {
-					continue
-				}
-				_, args := runner.LabInnerArgs(abs, l, sd, in)
-				fmt.Fprintf(stdout, "  %s: vnetbench %s\n", l, strings.Join(args, " "))
-				fmt.Fprintf(stdout, "    in %s\n", proc.Quote(labVMs[l]))
-			}
-		}
+	return nil
+}
+
+// keepShard keeps the cells of --shard (I/N, or auto from the CI's
+// variables).
+func (r *runCmd) keepShard() error {
+	if *r.shard == "" {
 		return nil
 	}
-	fmt.Fprintf(stdout, "scenario %s, seed %d%s, %d samples\n", s.Name, sd, shardNote, len(cells))
-	if len(s.Sets) > 0 {
-		fmt.Fprintf(stdout, "overrides: %s\n", setArgs(setStrings(s.Sets)))
+	i, n, src, err := runner.ParseShardFlag(*r.shard, os.Getenv)
+	if err != nil {
+		return err
 	}
-	if *insideLab == "" { // the run outside said it for the whole run
-		est.Write(stdout, "", describeKernel(s, h.KVM))
+	r.cells = runner.Shard(r.cells, i, n)
+	r.shardSpec, r.shardSource = fmt.Sprintf("%d/%d", i, n), src
+	r.shardNote = " (shard " + r.shardSpec + ")"
+	if src != "" {
+		fmt.Fprintf(r.stdout, "shard %s from %s\n", r.shardSpec, src)
 	}
-	runStart := time.Now() // from when the host lock is held (Started)
-	var started sync.Once
+	return nil
+}
 
-	// First SIGINT/SIGTERM: ctx (from main) is cancelled and the runner
-	// tears down. A second one forces an exit.
+// prepare picks the run directory and the lab VMs' inner command, and
+// estimates the run, refusing one past --max-time.
+func (r *runCmd) prepare() error {
+	r.dir = *r.out
+	if r.dir == "" {
+		if *r.resume {
+			return usageErrorf("run: --resume needs -o DIR (the run directory to continue)")
+		}
+		r.dir = absPath(filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405")))
+	}
+	if err := r.labInner(); err != nil {
+		return err
+	}
+	r.host = labHost()
+	r.tab = loadTable(r.stderr, "vnetbench: ")
+	r.est, _ = estimateCells(r.cells, kernelLabels(r.s), r.host.KVM, r.tab)
+	if *r.insideLab != "" {
+		r.est = estimateInsideLab(r.cells, r.host.KVM, r.tab)
+	}
+	if *r.dry || *r.insideLab != "" || *r.resume {
+		return nil
+	}
+	a := scenarioArgs{name: r.name, kernels: *r.kernels, label: *r.label, sets: *r.sets}
+	return checkMaxTime(r.stderr, r.est, a, r.s, r.host.KVM, r.tab, *r.maxTime)
+}
+
+// labInner is the command each lab VM runs (--inside-lab): kernels other
+// than the running one run the same scenario inside one lab VM each.
+func (r *runCmd) labInner() error {
+	r.in = runner.LabInner{Binary: *r.agentBin}
+	if len(r.labCells) == 0 {
+		return nil
+	}
+	for _, k := range r.s.Kernels {
+		r.in.Labels = append(r.in.Labels, k.Label)
+	}
+	var err error
+	if r.in.Scenario, r.in.ScenarioData, err = labScenario(r.s); err != nil {
+		return err
+	}
+	if !r.s.Builtin {
+		if d, err := filepath.Abs(filepath.Dir(r.s.File)); err == nil {
+			r.in.Args = append(r.in.Args, "--scenario-dir", d)
+		}
+	}
+	if r.shardSpec != "" { // resolved: the lab VM has no CI variables
+		r.in.Args = append(r.in.Args, "--shard", r.shardSpec)
+	}
+	r.in.Args = append(r.in.Args, r.kernels.args()...)
+	if *r.reps > 0 {
+		r.in.Args = append(r.in.Args, "--repetitions", fmt.Sprint(*r.reps))
+	}
+	r.in.Args = append(r.in.Args, r.sets.args()...)
+	return nil
+}
+
+// dryRun prints the cells in run order with their commands and the lab
+// VMs' command lines, changing nothing; what run would refuse, it refuses.
+func (r *runCmd) dryRun() error {
+	fmt.Fprintf(r.stdout, "scenario %s, seed %d%s: %d samples in this order\n", r.s.Name, r.seedUsed, r.shardNote, len(r.cells))
+	fmt.Fprintf(r.stdout, "accelerator: %s\n", accelDesc(r.host.KVM))
+	r.est.Write(r.stdout, "", describeKernel(r.s, r.host.KVM))
+	labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
+	for _, label := range runner.LabKernels(r.labCells) {
+		argv, warnings, err := runner.LabVMArgs(label, runner.KernelCells(r.labCells, label), r.host)
+		if err != nil {
+			return err // run refuses it: so does its dry run
+		}
+		for _, w := range warnings {
+			r.warnf("%s", w)
+		}
+		labVMs[label] = argv
+	}
+	if err := r.printCellCommands(); err != nil {
+		return err
+	}
+	if len(r.labCells) > 0 {
+		return r.printLabVMs(labVMs)
+	}
+	return nil
+}
+
+// printCellCommands prints each cell's commands, as plan does.
+func (r *runCmd) printCellCommands() error {
+	var warned []string
+	for i := range r.cells {
+		c := &r.cells[i]
+		accel, warn, err := runner.PlanAccel(c, r.host.KVM)
+		if err != nil {
+			return err // run refuses it: so does its dry run
+		}
+		if warn != "" && c.Kernel.Running() && !slices.Contains(warned, warn) {
+			warned = append(warned, warn)
+			r.warnf("%s", warn)
+		}
+		fmt.Fprintf(r.stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), accel)
+		for _, l := range runner.Commands(c, accel, r.cells...) {
+			fmt.Fprintf(r.stdout, "     %s\n", l)
+		}
+	}
+	return nil
+}
+
+// printLabVMs prints the command each lab VM runs inside and its QEMU
+// command line, in the order the labs run.
+func (r *runCmd) printLabVMs(labVMs map[string][]string) error {
+	abs, err := filepath.Abs(r.dir)
+	if err != nil {
+		return err
+	}
+	in := r.in
+	if in.ScenarioData != nil { // the copy the run would write
+		in.Scenario = filepath.Join(abs, results.LabScenario)
+	}
+	fmt.Fprintf(r.stdout, "\nlab VMs, one per kernel, each running the cells of its kernel:\n")
+	have := runner.LabKernels(r.labCells)
+	for _, l := range in.Labels {
+		if !slices.Contains(have, l) {
+			continue
+		}
+		_, args := runner.LabInnerArgs(abs, l, r.seedUsed, in)
+		fmt.Fprintf(r.stdout, "  %s: vnetbench %s\n", l, strings.Join(args, " "))
+		fmt.Fprintf(r.stdout, "    in %s\n", proc.Quote(labVMs[l]))
+	}
+	return nil
+}
+
+// run runs the lab cells (one lab VM per kernel) and the host cells,
+// records what it measured for later estimates and prints the table.
+func (r *runCmd) run(ctx context.Context) error {
+	fmt.Fprintf(r.stdout, "scenario %s, seed %d%s, %d samples\n", r.s.Name, r.seedUsed, r.shardNote, len(r.cells))
+	if len(r.s.Sets) > 0 {
+		fmt.Fprintf(r.stdout, "overrides: %s\n", setArgs(setStrings(r.s.Sets)))
+	}
+	if *r.insideLab == "" { // the run outside said it for the whole run
+		r.est.Write(r.stdout, "", describeKernel(r.s, r.host.KVM))
+	}
+	defer forceOnSecondSignal(ctx, r.stderr)()
+	runStart := time.Now()                                          // from when the host lock is held (Started)
+	prog := newProgress(r.stdout, len(r.cells), *r.insideLab == "") // a lab's console is a tty, but nobody watches it
+	prog.est = r.est
+	opts := r.options(prog, &runStart)
+	measured, err := r.runCells(ctx, opts, prog)
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	if *r.insideLab == "" { // the run outside records the lab's samples as nested
+		if recordEstimates {
+			recordRates(r.stderr, r.tab, r.dir, r.cells, r.host.KVM, runStart)
+		}
+		fmt.Fprintf(r.stdout, "wall time %s (estimate %s)\n", estimate.Duration(time.Since(runStart)), estimate.Duration(r.est.Total))
+	}
+	if len(r.cells) > 0 {
+		printTable(r.stdout, r.stderr, r.dir)
+	}
+	return measured
+}
+
+// options are the runner's options for this run; runStart is set when
+// the host lock is held.
+func (r *runCmd) options(prog *progress, runStart *time.Time) runner.Options {
+	var started sync.Once
+	opts := runner.Options{Dir: r.dir, Resume: *r.resume, Scenario: r.s.Name, Seed: r.seedUsed, Version: version, Sets: r.sets.strings(),
+		Image: runner.VMImagesBuilder(*r.agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *r.lockWait,
+		Started: func() {
+			started.Do(func() {
+				*runStart = time.Now()
+				fmt.Fprintf(r.stdout, "run directory %s\n", r.dir)
+			})
+		},
+		Shard: r.shardSpec, ShardSource: r.shardSource}
+	if runOptionsHook != nil {
+		runOptionsHook(&opts)
+	}
+	return opts
+}
+
+// runCells runs the lab cells, then the host cells. measured is the
+// cells that failed while the run went on (exit 1); err ends the run.
+func (r *runCmd) runCells(ctx context.Context, opts runner.Options, prog *progress) (measured, err error) {
+	report1 := func(sum *runner.Summary) {
+		if sum == nil {
+			return
+		}
+		for _, w := range sum.Warnings {
+			r.warnf("%s", w)
+		}
+		fmt.Fprintf(r.stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
+	}
+	if len(r.labCells) > 0 {
+		sum, err := runner.RunLab(ctx, r.labCells, opts, r.in)
+		report1(sum)
+		if err != nil && !cellsFailed(err) {
+			return nil, err
+		}
+		measured = err
+	}
+	// A shard that gets no cell (more shards than cells) still writes its
+	// run directory: env.json and an empty results.jsonl, for merge.
+	if len(r.cells) == 0 && r.shardSpec != "" {
+		fmt.Fprintf(r.stdout, "shard %s has no cells of this scenario (%d distinct cells over %s shards): writing an empty run directory for merge\n",
+			r.shardSpec, len(r.distinct), r.shardSpec[strings.Index(r.shardSpec, "/")+1:])
+	}
+	if len(r.hostCells) > 0 || len(r.cells) == 0 {
+		if _, serr := os.Stat(filepath.Join(r.dir, results.ResultsFile)); serr == nil && len(r.labCells) > 0 {
+			opts.Resume = true
+		}
+		sum, err := runner.Run(ctx, r.hostCells, opts)
+		prog.finish()
+		report1(sum)
+		if err != nil && !cellsFailed(err) {
+			return nil, err
+		}
+		measured = errors.Join(measured, err)
+	}
+	return measured, nil
+}
+
+// forceOnSecondSignal: the first SIGINT/SIGTERM cancels ctx (from main)
+// and the runner tears down; a second one exits at once. The returned
+// function ends the watch.
+func forceOnSecondSignal(ctx context.Context, stderr io.Writer) (stop func()) {
 	forced := make(chan os.Signal, 1)
 	finished := make(chan struct{})
-	defer close(finished)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -250,69 +450,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		case <-finished:
 		}
 	}()
-
-	prog := newProgress(stdout, len(cells), *insideLab == "") // a lab's console is a tty, but nobody watches it
-	prog.est = est
-	opts := runner.Options{Dir: dir, Resume: *resume, Scenario: s.Name, Seed: sd, Version: version, Sets: sets.strings(),
-		Image: runner.VMImagesBuilder(*agentBin), Progress: prog.update, Log: prog.logWriter(), LockWait: *lockWait,
-		Started: func() {
-			started.Do(func() {
-				runStart = time.Now()
-				fmt.Fprintf(stdout, "run directory %s\n", dir)
-			})
-		},
-		Shard: shardSpec, ShardSource: shardSource}
-	if runOptionsHook != nil {
-		runOptionsHook(&opts)
-	}
-	report1 := func(sum *runner.Summary) {
-		if sum == nil {
-			return
-		}
-		for _, w := range sum.Warnings {
-			fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
-		}
-		fmt.Fprintf(stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
-	}
-	var measured error // cells failed, the run went on (exit code 1)
-	if len(labCells) > 0 {
-		sum, err := runner.RunLab(ctx, labCells, opts, in)
-		report1(sum)
-		if err != nil && !cellsFailed(err) {
-			prog.finish()
-			return err
-		}
-		measured = err
-	}
-	// A shard that gets no cell (more shards than cells) still writes its
-	// run directory: env.json and an empty results.jsonl, for merge.
-	if len(cells) == 0 && shardSpec != "" {
-		fmt.Fprintf(stdout, "shard %s has no cells of this scenario (%d distinct cells over %s shards): writing an empty run directory for merge\n",
-			shardSpec, len(distinct), shardSpec[strings.Index(shardSpec, "/")+1:])
-	}
-	if len(hostCells) > 0 || len(cells) == 0 {
-		if _, serr := os.Stat(filepath.Join(dir, results.ResultsFile)); serr == nil && len(labCells) > 0 {
-			opts.Resume = true
-		}
-		sum, err := runner.Run(ctx, hostCells, opts)
-		prog.finish()
-		report1(sum)
-		if err != nil && !cellsFailed(err) {
-			return err
-		}
-		measured = errors.Join(measured, err)
-	}
-	prog.finish()
-	if *insideLab == "" { // the run outside records the lab's samples as nested
-		if recordEstimates {
-			recordRates(stderr, tab, dir, cells, h.KVM, runStart)
-		}
-		fmt.Fprintf(stdout, "wall time %s (estimate %s)\n", estimate.Duration(time.Since(runStart)), estimate.Duration(est.Total))
-	}
-	if len(cells) > 0 {
-		printTable(stdout, stderr, dir)
-	}
-	return measured
+	return func() { close(finished) }
 }
 
 // runOptionsHook, when set, edits the runner's options before a run: a
