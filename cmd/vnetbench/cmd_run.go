@@ -58,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := r.order(); err != nil {
 		return err
 	}
-	if err := r.prepare(); err != nil {
+	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	if *f.dry {
@@ -211,7 +211,7 @@ func (r *runCmd) keepShard() error {
 
 // prepare picks the run directory and the lab VMs' inner command, and
 // estimates the run, refusing one past --max-time.
-func (r *runCmd) prepare() error {
+func (r *runCmd) prepare(ctx context.Context) error {
 	r.dir = *r.out
 	if r.dir == "" {
 		if *r.resume {
@@ -230,6 +230,13 @@ func (r *runCmd) prepare() error {
 	}
 	if *r.dry || *r.insideLab != "" || *r.resume {
 		return nil
+	}
+	if *r.maxTime > 0 && r.est.Total > *r.maxTime && len(r.hostCells) > 0 {
+		// A host that cannot run the cells at all says so first: that,
+		// not the time, is what to fix (doctor, or lab mode).
+		if err := runner.Preflight(ctx, r.hostCells, proc.Real{}); err != nil {
+			return err
+		}
 	}
 	a := scenarioArgs{name: r.name, kernels: *r.kernels, label: *r.label, sets: *r.sets}
 	return checkMaxTime(r.stderr, r.est, a, r.s, r.host.KVM, r.tab, *r.maxTime)
