@@ -69,6 +69,10 @@ type Options struct {
 	// Builder builds the kernels that name a source tree (lab mode; nil =
 	// runner/kbuild in the harness cache).
 	Builder KernelBuilder
+	// FetchSource returns the tree of a kernel's source: (e.g. the
+	// version "6.1" of debian:6.1; nil = kbuild.DebianSource into the
+	// harness cache's src/).
+	FetchSource func(ctx context.Context, version string) (string, error)
 }
 
 // Progress reports one finished (or skipped) sample.
