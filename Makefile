@@ -51,9 +51,9 @@ check:
 # cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
 # packages side by side on a small machine only slow each other past their
 # deadlines. The kernel build starts at once beside them, at nice 10: on a
-# cold cache it is the longest test (~12 min of make -j on 2 cores), and it
-# fills the CPU the VM tests' guests leave idle instead of waiting for
-# cmd/vnetbench and runner to finish; runner/lab's e2e, if it gets there
+# cold cache it is the longest test (~700 CPU-seconds, 7-11 min of make -j2
+# on the 2-core CI machine), and it fills the CPU the VM tests' guests
+# leave idle instead of waiting for cmd/vnetbench and runner to finish; runner/lab's e2e, if it gets there
 # first, waits for the build's lock and takes the kernels from the cache.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
