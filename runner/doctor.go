@@ -334,7 +334,7 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 			continue
 		}
 		seen[c.Kernel.Label] = true
-		if c.Kernel.Tree != "" {
+		if c.Kernel.Builds() {
 			continue // built at run time, KVM built in (runner/kbuild's base config)
 		}
 		k, err := resolve(ctx, c.Kernel)
@@ -374,13 +374,13 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 		out = append(out, "needs "+qemu.DefaultBinary+" for its lab VMs (apt-get install qemu-system-x86)")
 	}
 	for _, c := range labCells {
-		if c.Kernel.Debian != "" && !d.Lab.APTGet {
-			out = append(out, "needs apt-get and dpkg-deb to fetch Debian kernels for its lab VMs (run on a Debian/Ubuntu host, or set kernels: image: to a local kernel)")
+		if (c.Kernel.Debian != "" || c.Kernel.Source != "") && !d.Lab.APTGet {
+			out = append(out, "needs apt-get and dpkg-deb to fetch Debian kernels (debian:) or kernel sources (source:) for its lab VMs (run on a Debian/Ubuntu host, or set kernels: image: or tree: to a local kernel)")
 			break
 		}
 	}
 	for _, c := range labCells {
-		if c.Kernel.Tree == "" {
+		if !c.Kernel.Builds() {
 			continue
 		}
 		if req, _ := kbuild.MissingDeps(); len(req) > 0 {

@@ -118,7 +118,11 @@ func kvmKernelDir(t *testing.T, vendors ...string) string {
 // that cannot be resolved each get a note, a complete one none. Under TCG,
 // without nesting or without vmx/svm there is nothing to check.
 func TestDoctorLabKVM(t *testing.T) {
-	cells := builtinCells(t, "lab-pktgen") // kernels stock and patched
+	built := builtinCells(t, "lab-pktgen") // stock and patched, built from source
+	cells := slices.Clone(built)
+	for i := range cells { // the same labels as Debian kernels, which ship modules
+		cells[i].Kernel = scenarios.Kernel{Label: cells[i].Kernel.Label, Debian: "6.1"}
+	}
 	third := cells[0]
 	third.Kernel = scenarios.Kernel{Label: "mine", Image: "/no/such/bzImage"}
 	fourth := cells[0]
@@ -144,6 +148,11 @@ func TestDoctorLabKVM(t *testing.T) {
 	}
 	if got := d.LabKVM(t.Context(), cells); !slices.Equal(got, want) {
 		t.Errorf("LabKVM:\n%q\nwant\n%q", got, want)
+	}
+	// Kernels built from source have KVM built in (runner/kbuild's base
+	// config): nothing to look up.
+	if got := d.LabKVM(t.Context(), built); len(got) != 0 {
+		t.Errorf("LabKVM of kernels built from source: %q", got)
 	}
 	d.Lab.Vendor = lab.KVMAMDModule
 	if got := d.LabKVM(t.Context(), cells[:len(cells)-2]); len(got) != 0 {

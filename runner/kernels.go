@@ -2,9 +2,15 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -42,7 +48,7 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string
 	byLabel := map[string]scenarios.Kernel{}
 	var order []string
 	for _, c := range cells {
-		if c.Kernel.Tree == "" {
+		if !c.Kernel.Builds() {
 			continue
 		}
 		if _, ok := byLabel[c.Kernel.Label]; !ok {
@@ -59,8 +65,11 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return rank(labels, a) - rank(labels, b) })
 	for _, l := range order {
-		k := byLabel[l]
-		p, err := kp.b.Resolve(ctx, kbuild.Spec{Label: l, Tree: k.Tree, Ref: k.Ref, Patches: k.Patches, Config: k.Config})
+		spec, err := buildSpec(ctx, l, byLabel[l], o)
+		if err != nil {
+			return nil, err
+		}
+		p, err := kp.b.Resolve(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -96,11 +105,91 @@ func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o Opti
 	}
 	out := slices.Clone(cells)
 	for i := range out {
-		if k, ok := images[out[i].Kernel.Label]; ok && out[i].Kernel.Tree != "" {
+		if k, ok := images[out[i].Kernel.Label]; ok && out[i].Kernel.Builds() {
 			out[i].Kernel.Image, out[i].Kernel.Modules = k.Image, k.Modules
 		}
 	}
 	return out, ids, configWarnings(kp.labels, ids), nil
+}
+
+// buildSpec is the build of kernel k: its tree (source: fetched into the
+// harness cache first) and its patches, a shipped series (series:NAME)
+// written into the harness cache as files.
+func buildSpec(ctx context.Context, label string, k scenarios.Kernel, o Options) (kbuild.Spec, error) {
+	s := kbuild.Spec{Label: label, Tree: k.Tree, Ref: k.Ref, Config: k.Config}
+	if k.Source != "" {
+		version, ok := strings.CutPrefix(k.Source, "debian:")
+		if !ok {
+			return s, fault.Input("kernel %s: source %q: use debian:VERSION such as debian:6.1", label, k.Source)
+		}
+		fetch := o.FetchSource
+		if fetch == nil {
+			fetch = func(ctx context.Context, v string) (string, error) {
+				return kbuild.DebianSource(ctx, filepath.Join(vmimages.CacheDir(), "src"), v, o.Log)
+			}
+		}
+		tree, err := fetch(ctx, version)
+		if err != nil {
+			return s, fmt.Errorf("kernel %s: %w", label, err)
+		}
+		s.Tree = tree
+	}
+	for _, p := range k.Patches {
+		name, ok := scenarios.SeriesName(p)
+		if !ok {
+			s.Patches = append(s.Patches, p)
+			continue
+		}
+		files, err := writeSeries(filepath.Join(vmimages.CacheDir(), "series"), name)
+		if err != nil {
+			return s, fmt.Errorf("kernel %s: %w", label, err)
+		}
+		s.Patches = append(s.Patches, files...)
+	}
+	return s, nil
+}
+
+// writeSeries writes a shipped series' patches into root/NAME-HASH/ (HASH
+// of their contents: a directory there is complete, written to a
+// temporary directory and renamed) and returns their paths in order.
+func writeSeries(root, name string) ([]string, error) {
+	ps, err := scenarios.SeriesPatches(name)
+	if err != nil {
+		return nil, fault.Input("%w", err)
+	}
+	h := sha256.New()
+	for _, p := range ps {
+		fmt.Fprintf(h, "%s\n%d\n", p.Name, len(p.Data))
+		h.Write(p.Data)
+	}
+	dir := filepath.Join(root, name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	paths := make([]string, len(ps))
+	for i, p := range ps {
+		paths[i] = filepath.Join(dir, p.Name)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return paths, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("series %s: %w; set VNETBENCH_CACHE to a writable directory", name, err)
+	}
+	tmp, err := os.MkdirTemp(root, ".tmp-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("series %s: %w", name, err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, p := range ps {
+		if err := os.WriteFile(filepath.Join(tmp, p.Name), p.Data, 0o644); err != nil {
+			return nil, fmt.Errorf("series %s: %w", name, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(dir); serr == nil {
+			return paths, nil // written meanwhile by another run
+		}
+		return nil, fmt.Errorf("series %s: %w", name, err)
+	}
+	return paths, nil
 }
 
 func rank(labels []string, l string) int {

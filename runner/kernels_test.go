@@ -167,3 +167,61 @@ func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 		t.Errorf("err %v, want the resolve error at once", err)
 	}
 }
+
+// A kernel with source: builds the fetched tree; series:NAME patches are
+// the shipped series' files, written once into the harness cache (the
+// same path for every kernel and run), other patches are passed as given.
+func TestBuildKernelsFromSource(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("VNETBENCH_CACHE", cache)
+	cells := []scenarios.Cell{
+		{Name: "tap", Kernel: scenarios.Kernel{Label: "stock", Source: "debian:6.1"}},
+		{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Source: "debian:6.1", Patches: []string{"series:tun-backpressure", "/p/2.patch"}}},
+	}
+	var fetched []string
+	fb := &fakeBuilder{}
+	o := Options{Builder: fb, FetchSource: func(_ context.Context, v string) (string, error) {
+		fetched = append(fetched, v)
+		return "/cache/src/linux-source-" + v, nil
+	}}
+	out, _, _, err := buildKernels(t.Context(), cells, []string{"stock", "patched"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fetched, []string{"6.1", "6.1"}) || len(fb.specs) != 2 {
+		t.Fatalf("fetched %v, specs %+v", fetched, fb.specs)
+	}
+	st, pa := fb.specs[0], fb.specs[1]
+	if st.Tree != "/cache/src/linux-source-6.1" || pa.Tree != st.Tree || len(st.Patches) != 0 || len(pa.Patches) != 2 || pa.Patches[1] != "/p/2.patch" {
+		t.Errorf("specs %+v", fb.specs)
+	}
+	want, err := scenarios.SeriesPatches("tun-backpressure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pa.Patches[0])
+	if err != nil || string(b) != string(want[0].Data) || !strings.HasPrefix(pa.Patches[0], cache+"/series/tun-backpressure-") {
+		t.Errorf("series patch %s: %v (%d bytes, want the shipped %d)", pa.Patches[0], err, len(b), len(want[0].Data))
+	}
+	for _, c := range out {
+		if c.Kernel.Image != "/cache/"+c.Kernel.Label+"/bzImage" {
+			t.Errorf("cell of %s boots %q", c.Kernel.Label, c.Kernel.Image)
+		}
+	}
+	// A second run finds the series written: same path, nothing left over.
+	fb2 := &fakeBuilder{}
+	o.Builder = fb2
+	if _, _, _, err := buildKernels(t.Context(), cells[1:], nil, o); err != nil || fb2.specs[0].Patches[0] != pa.Patches[0] {
+		t.Errorf("second run: %v, %+v", err, fb2.specs)
+	}
+	if ents, _ := os.ReadDir(cache + "/series"); len(ents) != 1 {
+		t.Errorf("cache/series holds %d entries, want 1", len(ents))
+	}
+	// A fetch that fails names the kernel.
+	o.FetchSource = func(context.Context, string) (string, error) {
+		return "", errors.New("apt-get download linux-source-6.1: no network")
+	}
+	if _, _, _, err := buildKernels(t.Context(), cells, nil, o); err == nil || !strings.Contains(err.Error(), "kernel stock: apt-get download") {
+		t.Errorf("failed fetch: %v", err)
+	}
+}

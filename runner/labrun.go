@@ -554,6 +554,8 @@ func kernelDesc(k scenarios.Kernel) string {
 	switch {
 	case k.Debian != "":
 		return "Debian " + k.Debian
+	case k.Source != "":
+		return "built from " + k.Source + ": " + k.Image
 	case k.Tree != "":
 		return "built from " + k.Tree + ": " + k.Image
 	}

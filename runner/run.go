@@ -73,6 +73,10 @@ type Options struct {
 	// Builder builds the kernels that name a source tree (lab mode; nil =
 	// runner/kbuild in the harness cache).
 	Builder KernelBuilder
+	// FetchSource returns the tree of a kernel's source: (e.g. the
+	// version "6.1" of debian:6.1; nil = kbuild.DebianSource into the
+	// harness cache's src/).
+	FetchSource func(ctx context.Context, version string) (string, error)
 	// Shard is "I/N" when the run is one shard of a scenario (run
 	// --shard), ShardSource where it came from (--shard auto's variables);
 	// env.json keeps both (ExtraShard, ExtraShardSource) for merge.

@@ -148,6 +148,17 @@ func checkDebian(s string) string {
 	return ""
 }
 
+// sourceRE is a source: value: debian:VERSION, Debian's
+// linux-source-VERSION package (runner/kbuild.DebianSource).
+var sourceRE = regexp.MustCompile(`^debian:[0-9]{1,2}\.[0-9]{1,3}$`)
+
+func checkSource(s string) string {
+	if !sourceRE.MatchString(s) {
+		return fmt.Sprintf("kernel source %q: use debian:MAJOR.MINOR such as debian:6.1 (Debian's linux-source-6.1 package), or tree: a source directory", s)
+	}
+	return ""
+}
+
 var refRE = regexp.MustCompile(`^[A-Za-z0-9._/@^~{}+-]{1,200}$`)
 
 func checkRef(s string) string {
@@ -158,6 +169,12 @@ func checkRef(s string) string {
 }
 
 func checkPatchPath(s, path string) string {
+	if name, ok := SeriesName(s); ok {
+		if msg := checkSeries(name); msg != "" {
+			return path + ": " + msg
+		}
+		return ""
+	}
 	if s == "" || strings.ContainsAny(s, "\x00\n") {
 		return fmt.Sprintf("%s: bad patch path %q; give a patch file, an mbox or a glob such as ~/series/v7/*.patch", path, s)
 	}

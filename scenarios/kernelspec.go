@@ -7,7 +7,7 @@ import (
 
 // KernelSpecHelp describes ParseKernelSpec's syntax (for flag help and
 // errors).
-const KernelSpecHelp = "LABEL=debian:6.1, LABEL=image=PATH[,modules=DIR], LABEL=tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT] or LABEL=running"
+const KernelSpecHelp = "LABEL=debian:6.1, LABEL=image=PATH[,modules=DIR], LABEL=tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], LABEL=source=debian:6.1[,patches=series:NAME]...[,config=FRAGMENT] or LABEL=running"
 
 // ParseKernelSpec parses a kernel given on the command line
 // (`run --kernel LABEL=SPEC`):
@@ -15,6 +15,8 @@ const KernelSpecHelp = "LABEL=debian:6.1, LABEL=image=PATH[,modules=DIR], LABEL=
 //	stock=debian:6.1                         a Debian kernel (also debian=6.1)
 //	patched=image=/path/bzImage,modules=DIR  a built kernel and its modules
 //	patched=tree=~/linux,ref=net-next/main,patches=~/v7/*.patch,config=frag.config
+//	patched=source=debian:6.1,patches=series:tun-backpressure
+//	                                         Debian's linux-source-6.1, built
 //	host=running                             the running kernel
 //
 // patches= may repeat; paths cannot contain commas. Paths are returned as
@@ -63,12 +65,20 @@ func ParseKernelSpec(s string) (Kernel, error) {
 			k.Debian = val
 		case "tree":
 			k.Tree = val
+		case "source":
+			if msg := checkSource(val); msg != "" {
+				return bad("%s", msg)
+			}
+			k.Source = val
 		case "ref":
 			if msg := checkRef(val); msg != "" {
 				return bad("%s", msg)
 			}
 			k.Ref = val
 		case "patches", "patch":
+			if msg := checkPatchPath(val, key); msg != "" {
+				return bad("%s", msg)
+			}
 			k.Patches = append(k.Patches, val)
 		case "config":
 			k.Config = val

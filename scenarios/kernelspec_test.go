@@ -20,6 +20,8 @@ func TestParseKernelSpec(t *testing.T) {
 		{"p=image=/b/bzImage,modules=/b/lib/modules/6.1.0", Kernel{Label: "p", Image: "/b/bzImage", Modules: "/b/lib/modules/6.1.0"}},
 		{"patched=tree=~/linux,ref=net-next/main,patches=~/v7/*.patch,patches=extra.patch,config=frag.config",
 			Kernel{Label: "patched", Tree: "~/linux", Ref: "net-next/main", Patches: []string{"~/v7/*.patch", "extra.patch"}, Config: "frag.config"}},
+		{"patched=source=debian:6.1,patches=series:tun-backpressure,config=frag.config",
+			Kernel{Label: "patched", Source: "debian:6.1", Patches: []string{"series:tun-backpressure"}, Config: "frag.config"}},
 	} {
 		got, err := ParseKernelSpec(tc.in)
 		if err != nil {
@@ -43,6 +45,10 @@ func TestParseKernelSpec(t *testing.T) {
 		{"stock=debian=6.1,patches=x.patch", "patches belong to a source tree"},
 		{"stock=modules=/m", "modules belong to an image"},
 		{"stock=tree", "is not KEY=VALUE"},
+		{"stock=source=6.1", "use debian:MAJOR.MINOR"},
+		{"stock=source=debian:6.1.0-47", "use debian:MAJOR.MINOR"},
+		{"stock=source=debian:6.1,tree=/l", "give one of image, debian, tree or source"},
+		{"stock=source=debian:6.1,patches=series:nope", `no shipped series "nope"; known: tun-backpressure`},
 	} {
 		_, err := ParseKernelSpec(tc.in)
 		if err == nil || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "LABEL=tree=PATH") {
@@ -95,11 +101,24 @@ generator: {iperf3: {}}
 	if !reflect.DeepEqual(s.Kernels[1], want) {
 		t.Errorf("kernel %+v, want %+v", s.Kernels[1], want)
 	}
+	// source: is no path; series:NAME is none either (not made relative).
+	s, err = load("k.yaml", []byte("name: k\nkernels: [{label: p, source: \"debian:6.1\", patches: [\"series:tun-backpressure\", p.patch]}]\ngenerator: {iperf3: {}}\n"), "/scen", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = Kernel{Label: "p", Source: "debian:6.1", Patches: []string{"series:tun-backpressure", "/scen/p.patch"}}
+	if !reflect.DeepEqual(s.Kernels[0], want) || !s.Kernels[0].Builds() || s.Kernels[0].Running() {
+		t.Errorf("kernel %+v, want %+v", s.Kernels[0], want)
+	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"kernels: [{label: a, debian: \"6.1\", ref: main}]", "k.yaml:1:42: kernels[0]: ref belongs to a source tree"},
 		{"kernels: [{label: a, image: /b, tree: /l}]", "kernels[0]: give one of image, debian or tree"},
 		{"kernels: [{label: a, image: /b, config: f}]", "config belongs to a source tree"},
 		{"kernels: [{label: a, tree: /l, ref: \"-rf\"}]", "git ref"},
+		{"kernels: [{label: a, source: \"debian:6.1\", tree: /l}]", "kernels[0]: give one of image, debian, tree or source"},
+		{"kernels: [{label: a, source: \"debian:6.1\", patches: [\"series:x\"]}]", `no shipped series "x"`},
+		{"kernels: [{label: a, source: \"deb:6.1\"}]", "use debian:MAJOR.MINOR"},
+		{"kernels: [{label: a, debian: \"6.1\", patches: [\"series:tun-backpressure\"]}]", "patches belong to a source tree; add tree: or source:"},
 	} {
 		_, err := Load("k.yaml", []byte(tc.yaml+"\ngenerator: {iperf3: {}}\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -252,6 +252,10 @@ func (k Kernel) resolve(baseDir string) Kernel {
 	if k.Patches != nil {
 		ps := make([]string, len(k.Patches))
 		for i, p := range k.Patches {
+			if _, ok := SeriesName(p); ok {
+				ps[i] = p // a shipped series, no path
+				continue
+			}
 			ps[i] = rel(baseDir, p)
 		}
 		k.Patches = ps
@@ -263,7 +267,7 @@ func (k Kernel) resolve(baseDir string) Kernel {
 // (relative to the entry) and the message, or "", "".
 func kernelProblem(k Kernel) (key, msg string) {
 	n := 0
-	for _, v := range []string{k.Image, k.Debian, k.Tree} {
+	for _, v := range []string{k.Image, k.Debian, k.Tree, k.Source} {
 		if v != "" {
 			n++
 		}
@@ -271,6 +275,8 @@ func kernelProblem(k Kernel) (key, msg string) {
 	switch {
 	case k.Label == "":
 		return "", "label required, e.g. {label: stock} or {label: patched, image: /path/bzImage}"
+	case n > 1 && k.Source != "":
+		return "source", "give one of image, debian, tree or source"
 	case n > 1 && k.Tree != "":
 		return "tree", "give one of image, debian or tree"
 	case n > 1:
@@ -279,10 +285,10 @@ func kernelProblem(k Kernel) (key, msg string) {
 		return "modules", "modules belong to an image; add image: or drop modules:"
 	case k.Tree == "" && k.Ref != "":
 		return "ref", "ref belongs to a source tree; add tree: or drop ref:"
-	case k.Tree == "" && len(k.Patches) > 0:
-		return "patches", "patches belong to a source tree; add tree: or drop patches:"
-	case k.Tree == "" && k.Config != "":
-		return "config", "config belongs to a source tree; add tree: or drop config:"
+	case !k.Builds() && len(k.Patches) > 0:
+		return "patches", "patches belong to a source tree; add tree: or source: (e.g. source: debian:6.1), or drop patches:"
+	case !k.Builds() && k.Config != "":
+		return "config", "config belongs to a source tree; add tree: or source: (e.g. source: debian:6.1), or drop config:"
 	}
 	return "", ""
 }

@@ -167,10 +167,18 @@ func TestLabPktgen(t *testing.T) {
 	if got := []string{s.Kernels[0].Label, s.Kernels[1].Label}; !slices.Equal(got, []string{"stock", "patched"}) {
 		t.Errorf("kernels %v", got)
 	}
+	// Both built from Debian's linux-source-6.1, patched with the shipped
+	// series, which has a patch.
 	for _, k := range s.Kernels {
-		if k.Debian != "6.1" || k.Running() {
-			t.Errorf("kernel %+v: want debian 6.1", k)
+		if k.Source != "debian:6.1" || k.Running() || !k.Builds() {
+			t.Errorf("kernel %+v: want source debian:6.1", k)
 		}
+	}
+	if !slices.Equal(s.Kernels[0].Patches, nil) || !slices.Equal(s.Kernels[1].Patches, []string{"series:tun-backpressure"}) {
+		t.Errorf("patches: stock %v, patched %v", s.Kernels[0].Patches, s.Kernels[1].Patches)
+	}
+	if ps, err := SeriesPatches("tun-backpressure"); err != nil || len(ps) != 1 || !strings.Contains(string(ps[0].Data), "Subject: [PATCH] tun: stop the tx queue") {
+		t.Errorf("series tun-backpressure: %d patches, %v", len(ps), err)
 	}
 	// Lab kernels run in VMs, so the host's CPU count does not limit them.
 	if err := s.CheckHost(Host{NumCPU: 1}); err != nil {

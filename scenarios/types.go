@@ -128,7 +128,10 @@ type Kernel struct {
 	Debian  string `json:"debian,omitempty"`
 	// Tree is a kernel source tree to build (runner/kbuild) and boot in a
 	// lab VM, at Ref, with Patches on top and the Config fragment.
-	Tree    string   `json:"tree,omitempty"`
+	Tree string `json:"tree,omitempty"`
+	// Source is a source tree the harness fetches instead of Tree:
+	// "debian:6.1" is Debian's linux-source-6.1 package.
+	Source  string   `json:"source,omitempty"`
 	Ref     string   `json:"ref,omitempty"`
 	Patches []string `json:"patches,omitempty"`
 	Config  string   `json:"config,omitempty"`
@@ -145,10 +148,12 @@ func (k *Kernel) Fields() []schema.Field {
 			Doc(`Debian kernel version to fetch and boot in a lab VM instead of image: a series ("6.12", "6.1": its newest package) or an ABI ("6.12.117+deb12", "6.1.0-47")`),
 		schema.Path(&k.Tree, "tree").
 			Doc("Linux source tree to build and boot in a lab VM instead of image: a git repository (built at ref in a git worktree) or a plain directory (built in a copy); builds are cached"),
+		schema.String(&k.Source, "source", "debian:VERSION", checkSource).
+			Doc("Linux source to fetch into the harness cache and build instead of tree: debian:6.1 is Debian's linux-source-6.1 package (apt-get download); patches and config apply as for tree"),
 		schema.String(&k.Ref, "ref", "git ref", checkRef).
 			Doc("git branch, tag or commit of tree to build; unset = HEAD (uncommitted changes are not built)"),
 		schema.Strings(&k.Patches, "patches", "list of paths or globs", checkPatchPath).
-			Doc("patch files or mboxes (git format-patch) applied to tree in order with git apply, e.g. [~/series/v7/*.patch]"),
+			Doc("patch files or mboxes (git format-patch) applied to tree or source in order with git apply, e.g. [~/series/v7/*.patch]; series:NAME is a series shipped with vnetbench (series:tun-backpressure)"),
 		schema.Path(&k.Config, "config").
 			Doc("kernel config fragment (.config lines) applied after the harness's base config; every option in it must survive make olddefconfig"),
 	}
@@ -168,7 +173,11 @@ func (k *Kernel) guestFields() []schema.Field {
 
 // Running reports whether k is the running kernel (no image, no Debian
 // version, no tree).
-func (k Kernel) Running() bool { return k.Image == "" && k.Debian == "" && k.Tree == "" }
+func (k Kernel) Running() bool { return k.Image == "" && k.Debian == "" && !k.Builds() }
+
+// Builds reports whether the harness builds the kernel from source (tree:
+// or source:).
+func (k Kernel) Builds() bool { return k.Tree != "" || k.Source != "" }
 
 // Pin lists CPU sets for the threads of a cell. nil = unpinned.
 type Pin struct {

@@ -73,8 +73,9 @@ func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 
 // extractVmlinux returns the kernel inside an x86 bzImage: the payload
 // the setup header points at (boot protocol 2.08+), decompressed. The
-// payload ends with the uncompressed size (4 bytes, little endian), which
-// the result must match.
+// payload ends with the uncompressed size (4 bytes, little endian: the
+// build appends it, or gzip's trailer ends with it), which the result
+// must match.
 func extractVmlinux(ctx context.Context, b []byte) ([]byte, error) {
 	if len(b) < 0x250 || string(b[0x202:0x206]) != "HdrS" {
 		return nil, errors.New("not an x86 bzImage (no HdrS setup header)")
@@ -94,6 +95,11 @@ func extractVmlinux(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	payload := b[off : off+n-4]
 	size := int(binary.LittleEndian.Uint32(b[off+n-4:]))
+	if bytes.HasPrefix(payload, []byte{0x1f, 0x8b}) {
+		// gzip's own trailer ends with the size (ISIZE): the kernel's
+		// build appends none to a gzip payload, so the stream is whole.
+		payload = b[off : off+n]
+	}
 	var out []byte
 	var err error
 	switch {

@@ -2,7 +2,9 @@ package vmimages
 
 import (
 	"bytes"
+	"compress/gzip"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,5 +85,39 @@ func TestPVHKernel(t *testing.T) {
 	}
 	if _, err := PVHKernel(t.Context(), "testdata/lz4/text.lz4-legacy", t.TempDir()); err == nil || !strings.Contains(err.Error(), "bzImage") {
 		t.Errorf("not a bzImage: err = %v", err)
+	}
+}
+
+// fakeBzImage is a bzImage's setup header pointing at payload.
+func fakeBzImage(payload []byte) []byte {
+	const pm = (4 + 1) * 512 // setup_sects 4
+	b := make([]byte, pm, pm+len(payload))
+	b[0x1f1] = 4
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x206:], 0x20f)
+	binary.LittleEndian.PutUint32(b[0x248:], 0)
+	binary.LittleEndian.PutUint32(b[0x24c:], uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// The payload of a gzip bzImage (what runner/kbuild's config builds) is a
+// whole gzip stream, whose trailer ends with the size; other compressors'
+// payloads (LZ4 here) carry the size the build appended.
+func TestExtractVmlinuxPayloads(t *testing.T) {
+	want := lz4Text()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(want)
+	w.Close()
+	lz4, err := os.ReadFile("testdata/lz4/text.lz4-legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lz4 = binary.LittleEndian.AppendUint32(lz4, uint32(len(want)))
+	for name, payload := range map[string][]byte{"gzip": gz.Bytes(), "lz4": lz4} {
+		got, err := extractVmlinux(t.Context(), fakeBzImage(payload))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v; want the %d bytes compressed", name, len(got), err, len(want))
+		}
 	}
 }

@@ -248,6 +248,15 @@ func kernelDesc(k scenarios.Kernel) string {
 		return k.Label + " (the running kernel)"
 	case k.Debian != "":
 		return k.Label + " (Debian " + k.Debian + " in a lab VM)"
+	case k.Builds():
+		src := k.Source
+		if src == "" {
+			src = k.Tree
+		}
+		for _, p := range k.Patches {
+			src += " + " + p
+		}
+		return k.Label + " (built from " + src + ", in a lab VM)"
 	case k.Modules != "":
 		return k.Label + " (" + k.Image + ", modules " + k.Modules + ", in a lab VM)"
 	}

@@ -23,7 +23,7 @@ func (k *kernelFlags) Set(v string) error {
 // addKernelFlag registers --kernel on fs.
 func addKernelFlag(fs *flag.FlagSet) *kernelFlags {
 	var k kernelFlags
-	fs.Var(&k, "kernel", "`LABEL=SPEC`: a kernel under test, replacing the scenario's kernels (repeat for more columns); SPEC is debian:6.1, image=PATH[,modules=DIR], tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT] or running")
+	fs.Var(&k, "kernel", "`LABEL=SPEC`: a kernel under test, replacing the scenario's kernels (repeat for more columns); SPEC is debian:6.1, image=PATH[,modules=DIR], tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], source=debian:6.1[,patches=series:NAME]... or running")
 	return &k
 }
 
@@ -41,7 +41,9 @@ func (k kernelFlags) apply(s *scenarios.Scenario) error {
 		}
 		kn.Image, kn.Modules, kn.Tree, kn.Config = absPath(kn.Image), absPath(kn.Modules), absPath(kn.Tree), absPath(kn.Config)
 		for i, p := range kn.Patches {
-			kn.Patches[i] = absPath(p)
+			if _, ok := scenarios.SeriesName(p); !ok { // series:NAME is no path
+				kn.Patches[i] = absPath(p)
+			}
 		}
 		ks = append(ks, kn)
 	}

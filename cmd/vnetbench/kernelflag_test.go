@@ -34,6 +34,8 @@ func TestRunKernelFlagBadInput(t *testing.T) {
 		{[]string{"--kernel", "a=debian:6.1", "--kernel", "a=debian:6.1"}, "given twice"},
 		{[]string{"--kernel", "patched=tree=" + notTree}, "is not a Linux kernel tree"},
 		{[]string{"--kernel", "patched=tree=" + filepath.Join(tmp, "nope")}, "is not a directory"},
+		{[]string{"--kernel", "patched=source=debian:6.1,patches=series:nope"}, `no shipped series "nope"`},
+		{[]string{"--kernel", "patched=source=6.1"}, "use debian:MAJOR.MINOR"},
 	} {
 		// A built-in, and a scenario file (whose copy for the lab VMs goes
 		// into the run directory only once the run has started).
@@ -65,6 +67,24 @@ func TestPlanKernelFlag(t *testing.T) {
 	s := out.String()
 	if !strings.Contains(s, "(kernel stock, tcg)") || !strings.Contains(s, "(kernel patched, tcg)") || strings.Contains(s, "(kernel running") {
 		t.Errorf("dry run does not run on the flag's kernels:\n%s", s)
+	}
+}
+
+// --kernel's paths become absolute where the flag is parsed; source: and
+// series:NAME are no paths and stay as written.
+func TestKernelFlagSourceAndSeries(t *testing.T) {
+	s, err := scenarios.Resolve("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	wd, _ := os.Getwd()
+	if err := (kernelFlags{"patched=source=debian:6.1,patches=series:tun-backpressure,patches=mine.patch"}).apply(s); err != nil {
+		t.Fatal(err)
+	}
+	k := s.Kernels[0]
+	if k.Source != "debian:6.1" || len(k.Patches) != 2 || k.Patches[0] != "series:tun-backpressure" || k.Patches[1] != filepath.Join(wd, "mine.patch") {
+		t.Errorf("kernel %+v", k)
 	}
 }
 

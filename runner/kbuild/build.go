@@ -580,6 +580,9 @@ func (b *Builder) Check(ctx context.Context, p *Plan) error {
 		return err
 	}
 	defer w.unlock()
+	if _, ok := b.Cached(p); ok { // built meanwhile by another process
+		return nil
+	}
 	if err := b.apply(ctx, p, w); err != nil {
 		return err
 	}
@@ -601,6 +604,12 @@ func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 		return nil, err
 	}
 	defer w.unlock()
+	// Another process (a run, the e2e test) may have built it while this
+	// one waited for the work tree.
+	if k, ok := b.Cached(p); ok {
+		b.logf("kernel %s: %s built meanwhile by another build, from the build cache (%s)", p.Spec.Label, k.Identity.Release, filepath.Dir(k.Image))
+		return k, nil
+	}
 	if err := b.apply(ctx, p, w); err != nil {
 		return nil, err
 	}

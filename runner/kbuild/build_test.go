@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -397,4 +398,67 @@ func TestWorkTreeLockWaits(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(log.String(), "kernel patched: waiting for another build in") {
 		t.Errorf("err %v, log:\n%s", err, log)
 	}
+}
+
+// A build that waited for the work tree while another process built the
+// same kernel takes it from the cache instead of building it again (make
+// test starts the kernel build beside the lab e2e, which builds the same
+// kernels).
+func TestBuiltWhileWaiting(t *testing.T) {
+	tree := fakeTree(t)
+	other, olog := newBuilder(t)
+	spec := Spec{Label: "stock", Tree: tree}
+	if _, err := other.BuildAll(t.Context(), []Spec{spec}); err != nil {
+		t.Fatalf("%v\n%s", err, olog)
+	}
+	b, log := newBuilder(t)
+	p, err := b.Resolve(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.openWork(t.Context(), p) // the other build holds the work tree
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var ks []*Kernel
+	var mu sync.Mutex
+	lw := &lockedBuf{b: log, mu: &mu}
+	go func() {
+		var err error
+		ks, err = (&Builder{Dir: b.Dir, Log: lw, noDeps: true}).BuildAll(t.Context(), []Spec{spec})
+		done <- err
+	}()
+	for !strings.Contains(lw.String(), "waiting for another build") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The holder finishes: its kernel lands in the cache, then it unlocks.
+	if out, err := exec.Command("cp", "-a", filepath.Join(other.Dir, "out"), b.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	w.unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("%v\n%s", err, lw)
+	}
+	if !ks[0].Cached || ks[0].Compiled != 0 || !strings.Contains(lw.String(), "built meanwhile by another build") {
+		t.Errorf("cached %v, compiled %d; log:\n%s", ks[0].Cached, ks[0].Compiled, lw)
+	}
+}
+
+// lockedBuf is a log written by one goroutine and read by another.
+type lockedBuf struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,6 +1,8 @@
 // Package kbuild builds the Linux kernels a scenario names by source tree
 // (kernels: [{label, tree, ref, patches, config}]) for lab VMs: the step
-// between "I have a series" and "here is the table".
+// between "I have a series" and "here is the table". DebianSource fetches
+// Debian's linux-source-VERSION into the harness cache for the kernels
+// that name source: debian:VERSION instead of a tree.
 //
 // A kernel is built in a work tree: a git worktree of the tree at ref, or,
 // for a tree that is not a git repository, a copy. Patches (files, globs,
