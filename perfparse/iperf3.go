@@ -159,16 +159,8 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		return nil, err
 	}
 	var j iperfJSON
-	if isIperf3Stream(data) {
-		if err := decodeIperf3Stream(data, &j); err != nil {
-			return nil, err
-		}
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(&j); err != nil {
-			return nil, jsonError(data, dec.InputOffset(), err, "iperf3 --json")
-		}
+	if err := decodeIperf3(data, &j); err != nil {
+		return nil, err
 	}
 	out := &Iperf3{
 		Version:    j.Start.Version,
@@ -185,52 +177,49 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if out.Version == "" && out.Error == "" && j.End.Sum == nil && j.End.SumSent == nil && len(j.Intervals) == 0 {
 		return nil, errorf(1, "not iperf3 --json output: no start, intervals, end or error member")
 	}
-	conv := func(s *iperfSumJSON) (*Iperf3Sum, error) {
-		if s == nil {
-			return nil, nil
-		}
-		o := &Iperf3Sum{Socket: s.Socket, StartS: s.Start, EndS: s.End, Seconds: s.Seconds,
-			BitsPerSec: s.BitsPerSecond, Omitted: s.Omitted, IsSender: s.Sender}
-		var err error
-		if o.Bytes, err = jsonUint(s.Bytes, "bytes"); err != nil {
-			return nil, err
-		}
-		opt := func(n *json.Number, name string) (*uint64, error) {
-			if n == nil {
-				return nil, nil
-			}
-			v, err := jsonUint(*n, name)
-			return &v, err
-		}
-		if o.Retransmits, err = opt(s.Retransmits, "retransmits"); err != nil {
-			return nil, err
-		}
-		if o.LostPackets, err = opt(s.LostPackets, "lost_packets"); err != nil {
-			return nil, err
-		}
-		if o.Packets, err = opt(s.Packets, "packets"); err != nil {
-			return nil, err
-		}
-		if s.JitterMS != nil {
-			v := scale(*s.JitterMS, -3)
-			o.JitterS = &v
-		}
-		if s.RTT != nil {
-			v := scale(*s.RTT, -6)
-			o.RTTS = &v
-		}
-		if s.LostPercent != nil {
-			v := scale(*s.LostPercent, -2)
-			o.LostFrac = &v
-		}
-		return o, nil
+	if err := convertIperf3Sums(&j, out); err != nil {
+		return nil, err
 	}
+	if out.Sender != nil {
+		out.SenderBitsPerSec = out.Sender.BitsPerSec
+		if out.Sender.Retransmits != nil {
+			out.Retransmits, out.HasRetransmits = *out.Sender.Retransmits, true
+		}
+	}
+	if out.Receiver != nil {
+		out.ReceiverBitsPerSec = out.Receiver.BitsPerSec
+	}
+	if cpu := j.End.CPU; cpu != nil {
+		out.CPU = &Iperf3CPU{scale(cpu.HostTotal, -2), scale(cpu.HostUser, -2), scale(cpu.HostSystem, -2),
+			scale(cpu.RemoteTotal, -2), scale(cpu.RemoteUser, -2), scale(cpu.RemoteSystem, -2)}
+	}
+	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
+	return out, nil
+}
+
+// decodeIperf3 decodes data, a --json object or a --json-stream, into j.
+func decodeIperf3(data []byte, j *iperfJSON) error {
+	if isIperf3Stream(data) {
+		return decodeIperf3Stream(data, j)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(j); err != nil {
+		return jsonError(data, dec.InputOffset(), err, "iperf3 --json")
+	}
+	return nil
+}
+
+// convertIperf3Sums sets the intervals, the per-stream end sums and the
+// sender and receiver totals of out from j. The errors of all sums that do
+// not convert are joined.
+func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 	var errs []error
 	// c converts s; a sum that does not convert is an error in errs and
 	// an empty sum here (the result is discarded), never a nil to
 	// dereference.
 	c := func(s *iperfSumJSON) *Iperf3Sum {
-		o, err := conv(s)
+		o, err := convertIperf3Sum(s)
 		if err != nil {
 			errs = append(errs, err)
 			return &Iperf3Sum{}
@@ -260,24 +249,51 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 			out.Receiver = sum
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// convertIperf3Sum converts one iperf3 sum to SI units; nil stays nil.
+func convertIperf3Sum(s *iperfSumJSON) (*Iperf3Sum, error) {
+	if s == nil {
+		return nil, nil
 	}
-	if out.Sender != nil {
-		out.SenderBitsPerSec = out.Sender.BitsPerSec
-		if out.Sender.Retransmits != nil {
-			out.Retransmits, out.HasRetransmits = *out.Sender.Retransmits, true
-		}
+	o := &Iperf3Sum{Socket: s.Socket, StartS: s.Start, EndS: s.End, Seconds: s.Seconds,
+		BitsPerSec: s.BitsPerSecond, Omitted: s.Omitted, IsSender: s.Sender}
+	var err error
+	if o.Bytes, err = jsonUint(s.Bytes, "bytes"); err != nil {
+		return nil, err
 	}
-	if out.Receiver != nil {
-		out.ReceiverBitsPerSec = out.Receiver.BitsPerSec
+	if o.Retransmits, err = jsonOptUint(s.Retransmits, "retransmits"); err != nil {
+		return nil, err
 	}
-	if cpu := j.End.CPU; cpu != nil {
-		out.CPU = &Iperf3CPU{scale(cpu.HostTotal, -2), scale(cpu.HostUser, -2), scale(cpu.HostSystem, -2),
-			scale(cpu.RemoteTotal, -2), scale(cpu.RemoteUser, -2), scale(cpu.RemoteSystem, -2)}
+	if o.LostPackets, err = jsonOptUint(s.LostPackets, "lost_packets"); err != nil {
+		return nil, err
 	}
-	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
-	return out, nil
+	if o.Packets, err = jsonOptUint(s.Packets, "packets"); err != nil {
+		return nil, err
+	}
+	if s.JitterMS != nil {
+		v := scale(*s.JitterMS, -3)
+		o.JitterS = &v
+	}
+	if s.RTT != nil {
+		v := scale(*s.RTT, -6)
+		o.RTTS = &v
+	}
+	if s.LostPercent != nil {
+		v := scale(*s.LostPercent, -2)
+		o.LostFrac = &v
+	}
+	return o, nil
+}
+
+// jsonOptUint is jsonUint for a member that may be absent (nil).
+func jsonOptUint(n *json.Number, name string) (*uint64, error) {
+	if n == nil {
+		return nil, nil
+	}
+	v, err := jsonUint(*n, name)
+	return &v, err
 }
 
 func jsonUint(n json.Number, name string) (uint64, error) {

@@ -179,6 +179,46 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	if opt.Alpha >= 1 {
 		return nil, fault.Input("--alpha %v: want a level between 0 and 1, e.g. 0.05", opt.Alpha)
 	}
+	joined := joinSides(base, new)
+	if len(base.Samples) == 0 || len(new.Samples) == 0 {
+		return nil, fault.Input("nothing to compare: a side has no samples")
+	}
+	idx := newIndex(joined)
+	keys := idx.keys
+	for _, m := range opt.Metrics {
+		if !slices.Contains(keys, m) {
+			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
+		}
+	}
+	res := &CompareResult{}
+	gates := opt.Gates
+	if gates == nil {
+		res.DefaultGates = true
+		gates = defaultGates(opt.Metrics, keys)
+	}
+	for _, g := range gates {
+		if !slices.Contains(keys, g.Metric) {
+			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
+		}
+	}
+	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
+	if opt.Metrics != nil {
+		kinds = []string{KindCompare, KindHarness}
+	}
+	r, err := Build(joined, Options{Alpha: opt.Alpha, MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details})
+	if err != nil {
+		return nil, err
+	}
+	res.Report = r
+	res.Decisions = decideGates(idx, gates, opt)
+	return res, nil
+}
+
+// joinSides returns one set holding the samples of base under the kernel
+// label "base" and those of new under "new". When a side holds several
+// kernels, each sample's cell is prefixed with its kernel ("label:cell")
+// and the kernel becomes an axis. The samples are changed in place.
+func joinSides(base, new *results.Set) *results.Set {
 	multi := len(base.Kernels()) > 1 || len(new.Kernels()) > 1
 	joined := &results.Set{Env: map[string]*results.Env{}, Warnings: append(slices.Clone(base.Warnings), new.Warnings...)}
 	for _, side := range []struct {
@@ -200,43 +240,36 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 		}
 		joined.Sources = append(joined.Sources, side.set.Sources...)
 	}
-	if len(base.Samples) == 0 || len(new.Samples) == 0 {
-		return nil, fault.Input("nothing to compare: a side has no samples")
+	return joined
+}
+
+// defaultGates gates every shown metric (named, or else all of keys) that
+// has a direction at 0% in its bad direction: those DefaultGated accepts
+// and those named.
+func defaultGates(named, keys []string) []Gate {
+	show := named
+	if show == nil {
+		show = keys
 	}
-	idx := newIndex(joined)
-	keys := idx.keys
-	has := func(k string) bool { return slices.Contains(keys, k) }
-	for _, m := range opt.Metrics {
-		if !has(m) {
-			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
+	var gates []Gate
+	for _, k := range show {
+		if !DefaultGated(k) && !slices.Contains(named, k) {
+			continue
+		}
+		switch results.Describe(k).Better {
+		case results.HigherIsBetter:
+			gates = append(gates, Gate{k, '<', 0})
+		case results.LowerIsBetter:
+			gates = append(gates, Gate{k, '>', 0})
 		}
 	}
-	res := &CompareResult{}
-	gates := opt.Gates
-	if gates == nil {
-		res.DefaultGates = true
-		show := opt.Metrics
-		if show == nil {
-			show = keys
-		}
-		for _, k := range show {
-			if !DefaultGated(k) && !slices.Contains(opt.Metrics, k) {
-				continue
-			}
-			switch results.Describe(k).Better {
-			case results.HigherIsBetter:
-				gates = append(gates, Gate{k, '<', 0})
-			case results.LowerIsBetter:
-				gates = append(gates, Gate{k, '>', 0})
-			}
-		}
-	}
-	for _, g := range gates {
-		if !has(g.Metric) {
-			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
-		}
-	}
-	metrics := opt.Metrics
+	return gates
+}
+
+// gatedMetrics returns the named metrics plus those of the gates, or nil
+// (all) when none are named.
+func gatedMetrics(named []string, gates []Gate) []string {
+	metrics := named
 	if metrics != nil {
 		for _, g := range gates {
 			if !slices.Contains(metrics, g.Metric) {
@@ -244,15 +277,13 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			}
 		}
 	}
-	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
-	if opt.Metrics != nil {
-		kinds = []string{KindCompare, KindHarness}
-	}
-	r, err := Build(joined, Options{Alpha: opt.Alpha, MinEffect: opt.MinEffect, Base: "base", Metrics: metrics, Kinds: kinds, Details: opt.Details})
-	if err != nil {
-		return nil, err
-	}
-	res.Report = r
+	return metrics
+}
+
+// decideGates applies each gate to each cell that has values on both
+// sides.
+func decideGates(idx *index, gates []Gate, opt CompareOptions) []Decision {
+	var out []Decision
 	for _, g := range gates {
 		for _, cell := range idx.cells {
 			b, n := idx.values(cell, "base", g.Metric), idx.values(cell, "new", g.Metric)
@@ -268,10 +299,10 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			if d.Different() && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)
 			}
-			res.Decisions = append(res.Decisions, dec)
+			out = append(out, dec)
 		}
 	}
-	return res, nil
+	return out
 }
 
 // DefaultGated reports whether compare gates key when no --fail-on is

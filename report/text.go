@@ -287,179 +287,244 @@ func maxWidth(lines []string) int {
 // above the label columns, like the tables on netdev; the others get only a
 // header rule.
 func drawTable(t *Table, style Style) string {
+	g := newGrid(t, style)
+	g.measure()
+	g.drawHeader()
+	g.drawBody()
+	return g.cv.String(style)
+}
+
+// grid is the layout of one table while drawTable draws it.
+type grid struct {
+	t       *Table
+	style   Style
+	nl      int // label columns
+	ncol    int // label and value columns
+	full    bool
+	grouped bool
+
+	body       [][]string       // cell texts, ncol per row
+	groups     []rowRun         // runs of rows sharing the first label
+	widths     []int            // column widths
+	groupLines map[int][]string // wrapped first label, by group start
+	ctx        []string         // wrapped context, nil without one
+	cv         canvas
+}
+
+// rowRun is the rows [start, end) of a table.
+type rowRun struct{ start, end int }
+
+// newGrid fixes the shape of t and the texts of its body.
+func newGrid(t *Table, style Style) *grid {
 	nl := len(t.LabelHeader)
 	if len(t.Rows) > 0 {
 		nl = len(t.Rows[0].Labels)
 	}
-	nv := len(t.Header)
-	ncol := nl + nv
-	full := t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency
-	grouped := nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness)
-
+	g := &grid{
+		style:      style,
+		nl:         nl,
+		ncol:       nl + len(t.Header),
+		full:       t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency,
+		grouped:    nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness),
+		groupLines: map[int][]string{},
+	}
 	if style == ASCII {
 		t = asciiTable(t)
 	}
-	// Body texts.
-	body := make([][]string, len(t.Rows))
-	for i, r := range t.Rows {
+	g.t = t
+	g.body = g.bodyTexts()
+	g.groups = g.groupRows()
+	return g
+}
+
+// bodyTexts returns the texts of the body cells, notes appended.
+func (g *grid) bodyTexts() [][]string {
+	body := make([][]string, len(g.t.Rows))
+	for i, r := range g.t.Rows {
 		row := append([]string(nil), r.Labels...)
 		for _, c := range r.Cells {
 			txt := c.Text
 			for _, n := range c.Notes {
-				txt += " " + noteMark(n, style)
+				txt += " " + noteMark(n, g.style)
 			}
 			row = append(row, txt)
 		}
-		for len(row) < ncol {
+		for len(row) < g.ncol {
 			row = append(row, "")
 		}
 		body[i] = row
 	}
-	// Groups: runs of equal first labels.
-	type group struct{ start, end int } // rows [start, end)
-	var groups []group
-	for i := range body {
-		if grouped && i > 0 && body[i][0] == body[i-1][0] {
+	return body
+}
+
+// groupRows returns the runs of equal first labels (one row each when the
+// table is not grouped).
+func (g *grid) groupRows() []rowRun {
+	var groups []rowRun
+	for i := range g.body {
+		if g.grouped && i > 0 && g.body[i][0] == g.body[i-1][0] {
 			groups[len(groups)-1].end = i + 1
 			continue
 		}
-		groups = append(groups, group{i, i + 1})
+		groups = append(groups, rowRun{i, i + 1})
 	}
-	physLines := func(g group) int {
-		if full {
-			return 2*(g.end-g.start) - 1
-		}
-		return g.end - g.start
-	}
+	return groups
+}
 
-	widths := make([]int, ncol)
-	for c := 0; c < ncol; c++ {
-		if c >= nl {
-			widths[c] = width(t.Header[c-nl])
-		} else if t.Context == "" && c < len(t.LabelHeader) {
-			widths[c] = width(t.LabelHeader[c])
+// physLines is the number of text lines group r takes in the grid.
+func (g *grid) physLines(r rowRun) int {
+	if g.full {
+		return 2*(r.end-r.start) - 1
+	}
+	return r.end - r.start
+}
+
+// measure sets the column widths, wrapping the group labels and the
+// context.
+func (g *grid) measure() {
+	g.widths = make([]int, g.ncol)
+	for c := 0; c < g.ncol; c++ {
+		if c >= g.nl {
+			g.widths[c] = width(g.t.Header[c-g.nl])
+		} else if g.t.Context == "" && c < len(g.t.LabelHeader) {
+			g.widths[c] = width(g.t.LabelHeader[c])
 		}
-		for i := range body {
-			if grouped && c == 0 {
+		for i := range g.body {
+			if g.grouped && c == 0 {
 				continue
 			}
-			widths[c] = max(widths[c], width(body[i][c]))
+			g.widths[c] = max(g.widths[c], width(g.body[i][c]))
 		}
 	}
-	groupLines := map[int][]string{}
-	if grouped {
-		for _, g := range groups {
-			txt := body[g.start][0]
-			w := maxWidth(strings.Fields(txt))
-			lines := wrap(txt, w)
-			for len(lines) > physLines(g) && w < width(txt) {
-				w++
-				lines = wrap(txt, w)
-			}
-			groupLines[g.start] = lines
-			widths[0] = max(widths[0], maxWidth(lines))
-		}
+	if g.grouped {
+		g.wrapGroupLabels()
 	}
+	if g.t.Context != "" {
+		g.wrapContext()
+	}
+}
 
-	// The context spans the label columns; widen it up to MaxWidth.
-	var ctx []string
-	if t.Context != "" {
-		span := -3
-		for c := 0; c < nl; c++ {
-			span += widths[c] + 3
+// wrapGroupLabels wraps each group's first label into the lines the group
+// has, and widens the first column to fit.
+func (g *grid) wrapGroupLabels() {
+	for _, r := range g.groups {
+		txt := g.body[r.start][0]
+		w := maxWidth(strings.Fields(txt))
+		lines := wrap(txt, w)
+		for len(lines) > g.physLines(r) && w < width(txt) {
+			w++
+			lines = wrap(txt, w)
 		}
-		vals := 1
-		for c := nl; c < ncol; c++ {
-			vals += widths[c] + 3
-		}
-		avail := MaxWidth - vals - 3 - 1
-		target := max(span, min(avail, width(t.Context), 34))
-		ctx = wrap(t.Context, target)
-		if mw := maxWidth(ctx); mw > span {
-			widths[nl-1] += mw - span
-		}
+		g.groupLines[r.start] = lines
+		g.widths[0] = max(g.widths[0], maxWidth(lines))
 	}
+}
 
-	var cv canvas
-	hrule := func(merged func(c int) bool, text func(c int) string) {
-		var line []cellRune
-		line = append(line, cellRune{'+', true})
-		for c := 0; c < ncol; c++ {
-			if merged(c) {
-				line = append(line, textRunes(" "+pad(text(c), widths[c], false)+" ")...)
-			} else {
-				line = append(line, repeatBorder('-', widths[c]+2)...)
-			}
-			if c+1 < ncol && !merged(c) && merged(c+1) {
-				line = append(line, cellRune{'+', true})
-			} else if c+1 < ncol && merged(c) && !merged(c+1) {
-				line = append(line, cellRune{'+', true})
-			} else {
-				line = append(line, cellRune{'+', true})
-			}
-		}
-		if merged(0) {
-			line[0] = cellRune{'|', true}
-		}
-		cv = append(cv, line)
+// labelSpan is the width of the label columns with the borders between
+// them.
+func (g *grid) labelSpan() int {
+	span := -3
+	for c := 0; c < g.nl; c++ {
+		span += g.widths[c] + 3
 	}
-	spanRule := func(spanned bool) {
-		var line []cellRune
-		line = append(line, cellRune{'+', true})
-		for c := 0; c < ncol; c++ {
-			line = append(line, repeatBorder('-', widths[c]+2)...)
-			if spanned && c < nl-1 {
-				line = append(line, cellRune{'-', true})
-			} else {
-				line = append(line, cellRune{'+', true})
-			}
-		}
-		cv = append(cv, line)
+	return span
+}
+
+// wrapContext wraps the context, which spans the label columns, widening
+// them up to MaxWidth.
+func (g *grid) wrapContext() {
+	span := g.labelSpan()
+	vals := 1
+	for c := g.nl; c < g.ncol; c++ {
+		vals += g.widths[c] + 3
 	}
-	textLine := func(cells []string, spanCtx string, useSpan bool) {
-		var line []cellRune
+	avail := MaxWidth - vals - 3 - 1
+	target := max(span, min(avail, width(g.t.Context), 34))
+	g.ctx = wrap(g.t.Context, target)
+	if mw := maxWidth(g.ctx); mw > span {
+		g.widths[g.nl-1] += mw - span
+	}
+}
+
+// mergedRule draws a rule between two rows of a group, with the group
+// label's next line in the merged first column.
+func (g *grid) mergedRule(label string) {
+	merged := func(c int) bool { return g.grouped && c == 0 }
+	line := []cellRune{{'+', true}}
+	for c := 0; c < g.ncol; c++ {
+		if merged(c) {
+			line = append(line, textRunes(" "+pad(label, g.widths[c], false)+" ")...)
+		} else {
+			line = append(line, repeatBorder('-', g.widths[c]+2)...)
+		}
+		line = append(line, cellRune{'+', true})
+	}
+	if merged(0) {
+		line[0] = cellRune{'|', true}
+	}
+	g.cv = append(g.cv, line)
+}
+
+// spanRule draws a full rule; spanned leaves out the joints between the
+// label columns (under and above the context).
+func (g *grid) spanRule(spanned bool) {
+	line := []cellRune{{'+', true}}
+	for c := 0; c < g.ncol; c++ {
+		line = append(line, repeatBorder('-', g.widths[c]+2)...)
+		if spanned && c < g.nl-1 {
+			line = append(line, cellRune{'-', true})
+		} else {
+			line = append(line, cellRune{'+', true})
+		}
+	}
+	g.cv = append(g.cv, line)
+}
+
+// textLine draws one line of cells; useSpan draws spanCtx across the
+// label columns instead of their cells.
+func (g *grid) textLine(cells []string, spanCtx string, useSpan bool) {
+	line := []cellRune{{'|', true}}
+	c0 := 0
+	if useSpan {
+		line = append(line, textRunes(" "+pad(spanCtx, g.labelSpan(), false)+" ")...)
 		line = append(line, cellRune{'|', true})
-		c0 := 0
-		if useSpan {
-			span := -3
-			for c := 0; c < nl; c++ {
-				span += widths[c] + 3
-			}
-			line = append(line, textRunes(" "+pad(spanCtx, span, false)+" ")...)
-			line = append(line, cellRune{'|', true})
-			c0 = nl
-		}
-		for c := c0; c < ncol; c++ {
-			right := c >= nl
-			line = append(line, textRunes(" "+pad(cells[c], widths[c], right)+" ")...)
-			line = append(line, cellRune{'|', true})
-		}
-		cv = append(cv, line)
+		c0 = g.nl
 	}
+	for c := c0; c < g.ncol; c++ {
+		right := c >= g.nl
+		line = append(line, textRunes(" "+pad(cells[c], g.widths[c], right)+" ")...)
+		line = append(line, cellRune{'|', true})
+	}
+	g.cv = append(g.cv, line)
+}
 
-	// Header.
-	spanRule(ctx != nil)
-	hdr := make([]string, ncol)
-	copy(hdr, t.LabelHeader)
-	for c := nl; c < ncol; c++ {
-		hdr[c] = t.Header[c-nl]
+// drawHeader draws the header row between two rules, the context beside
+// it when there is one.
+func (g *grid) drawHeader() {
+	g.spanRule(g.ctx != nil)
+	hdr := make([]string, g.ncol)
+	copy(hdr, g.t.LabelHeader)
+	for c := g.nl; c < g.ncol; c++ {
+		hdr[c] = g.t.Header[c-g.nl]
 	}
-	if ctx != nil {
-		for i, l := range ctx {
-			cells := make([]string, ncol)
+	if g.ctx != nil {
+		for i, l := range g.ctx {
+			cells := make([]string, g.ncol)
 			if i == 0 {
 				copy(cells, hdr)
 			}
-			textLine(cells, l, true)
+			g.textLine(cells, l, true)
 		}
 	} else {
-		textLine(hdr, "", false)
+		g.textLine(hdr, "", false)
 	}
-	spanRule(false)
+	g.spanRule(false)
+}
 
-	// Body.
-	for gi, g := range groups {
-		lines := groupLines[g.start]
+// drawBody draws the rows group by group and the closing rule.
+func (g *grid) drawBody() {
+	for gi, r := range g.groups {
+		lines := g.groupLines[r.start]
 		li := 0
 		next := func() string {
 			if li < len(lines) {
@@ -468,23 +533,21 @@ func drawTable(t *Table, style Style) string {
 			}
 			return ""
 		}
-		for i := g.start; i < g.end; i++ {
-			cells := slices.Clone(body[i])
-			if grouped {
+		for i := r.start; i < r.end; i++ {
+			cells := slices.Clone(g.body[i])
+			if g.grouped {
 				cells[0] = next()
 			}
-			textLine(cells, "", false)
-			if full && i+1 < g.end {
-				gl := next()
-				hrule(func(c int) bool { return grouped && c == 0 }, func(int) string { return gl })
+			g.textLine(cells, "", false)
+			if g.full && i+1 < r.end {
+				g.mergedRule(next())
 			}
 		}
-		if full && gi+1 < len(groups) || !full && grouped && gi+1 < len(groups) {
-			spanRule(false)
+		if gi+1 < len(g.groups) && (g.full || g.grouped) {
+			g.spanRule(false)
 		}
 	}
-	spanRule(false)
-	return cv.String(style)
+	g.spanRule(false)
 }
 
 func pad(s string, w int, right bool) string {

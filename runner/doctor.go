@@ -65,27 +65,54 @@ var DoctorEvents = []string{"task-clock", "context-switches", "cpu-migrations", 
 // network namespace (deleted again).
 func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d := &Doctor{Tools: map[string]string{}, Qdiscs: map[string]bool{}, PerfEvents: map[string]bool{}}
-	add := func(c Check) { d.Checks = append(d.Checks, c) }
 	rel := KernelRelease()
-	add(Check{Name: "kernel", OK: true, Detail: rel})
+	d.add(Check{Name: "kernel", OK: true, Detail: rel})
 	d.Root = os.Geteuid() == 0
-	add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
+	d.add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
+	d.checkDevices()
+	d.checkFeatures()
+	for _, c := range guestFeatureChecks() {
+		d.add(c)
+	}
+	d.checkTools(ctx, ex)
+	d.add(d.qdiscsCheck())
+	if d.Tools["perf"] != "" {
+		d.add(d.perfEventsCheck(ctx, ex))
+	}
+	d.Lab = lab.Probe()
+	d.add(labCheck(d.Lab))
+	d.add(kbuildCheck())
+	gov := Governor()
+	d.add(Check{Name: "cpus", OK: true, Detail: fmt.Sprintf("%d (%s)", runtime.NumCPU(), orStr(cpuModel(), "unknown model"))})
+	d.add(Check{Name: "governor", OK: gov == "" || gov == "performance", Warn: true, Detail: orStr(gov, "none (no cpufreq)"),
+		Fix: "set the performance governor for stable numbers (cpupower frequency-set -g performance)"})
+	d.add(Check{Name: "mitigations", OK: true, Detail: summarizeMitigations(Mitigations())})
+	return d
+}
 
+func (d *Doctor) add(c Check) { d.Checks = append(d.Checks, c) }
+
+// checkDevices probes KVM and the devices guests need: vhost-net,
+// vhost-vsock and tun.
+func (d *Doctor) checkDevices() {
 	kst := qemu.ProbeKVM()
 	d.Accel = kst.Accel()
-	add(kvmCheck(kst))
+	d.add(kvmCheck(kst))
 	_, err := os.Stat(qemu.VhostNetPath)
 	d.VhostNet = err == nil
-	add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
+	d.add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
 		Fix: "load vhost_net (modprobe vhost_net), or run tap+vhost cells in " + LabHint})
 	_, err = os.Stat(qemu.VhostVsockPath)
 	d.VhostVsock = err == nil
-	add(Check{Name: "vhost-vsock", OK: d.VhostVsock, Warn: true, Detail: present(qemu.VhostVsockPath, d.VhostVsock),
+	d.add(Check{Name: "vhost-vsock", OK: d.VhostVsock, Warn: true, Detail: present(qemu.VhostVsockPath, d.VhostVsock),
 		Fix: "vsock to a guest needs it: load vhost_vsock (modprobe vhost_vsock), or run vsock cells in " + LabHint})
 	_, err = os.Stat("/dev/net/tun")
 	d.Tun = err == nil
-	add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
+	d.add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
+}
 
+// checkFeatures probes the workloads' host features (pktgen, ...).
+func (d *Doctor) checkFeatures() {
 	d.Features = map[string]bool{}
 	for _, f := range workload.AllFeatures() {
 		p := f.Probe()
@@ -94,13 +121,12 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 		if !p.OK && c.Fix == "" {
 			c.Fix = f.Name + " cells need " + LabHint
 		}
-		add(c)
+		d.add(c)
 	}
+}
 
-	for _, c := range guestFeatureChecks() {
-		add(c)
-	}
-
+// checkTools looks up the tools runs use and their versions.
+func (d *Doctor) checkTools(ctx context.Context, ex proc.Executor) {
 	for _, t := range AllTools() {
 		v := ""
 		if _, err := exec.LookPath(t.Name); err == nil {
@@ -110,59 +136,51 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 			}
 		}
 		d.Tools[t.Name] = v
-		add(Check{Name: t.Name, OK: v != "", Detail: orStr(v, "missing"), Fix: "apt-get install " + t.Package + " (make deps)"})
+		d.add(Check{Name: t.Name, OK: v != "", Detail: orStr(v, "missing"), Fix: "apt-get install " + t.Package + " (make deps)"})
 	}
+}
 
-	if d.Root && d.Tun {
-		res, err := ProbeQdiscs(DoctorQdiscs)
-		if err != nil {
-			add(Check{Name: "qdiscs", OK: false, Detail: err.Error()})
-		} else {
-			var have, miss []string
-			for _, q := range DoctorQdiscs {
-				d.Qdiscs[q] = res[q] == nil
-				if res[q] == nil {
-					have = append(have, q)
-				} else {
-					miss = append(miss, q)
-				}
-			}
-			c := Check{Name: "qdiscs", OK: len(miss) == 0, Detail: "available: " + strings.Join(have, " ")}
-			if len(miss) > 0 {
-				c.Detail += "; missing: " + strings.Join(miss, " ")
-				c.Fix = "use noqueue/pfifo_fast, or " + LabHint
-			}
-			add(c)
-		}
-	} else {
-		add(Check{Name: "qdiscs", OK: false, Detail: "not probed (needs root and /dev/net/tun)"})
+// qdiscsCheck probes DoctorQdiscs (with root and tun) into d.Qdiscs.
+func (d *Doctor) qdiscsCheck() Check {
+	if !d.Root || !d.Tun {
+		return Check{Name: "qdiscs", OK: false, Detail: "not probed (needs root and /dev/net/tun)"}
 	}
-
-	if d.Tools["perf"] != "" {
-		sup, unsup, err := probePerfEvents(ctx, ex)
-		if err != nil {
-			add(Check{Name: "perf events", OK: false, Detail: err.Error(), Fix: "check /proc/sys/kernel/perf_event_paranoid"})
+	res, err := ProbeQdiscs(DoctorQdiscs)
+	if err != nil {
+		return Check{Name: "qdiscs", OK: false, Detail: err.Error()}
+	}
+	var have, miss []string
+	for _, q := range DoctorQdiscs {
+		d.Qdiscs[q] = res[q] == nil
+		if res[q] == nil {
+			have = append(have, q)
 		} else {
-			for _, e := range sup {
-				d.PerfEvents[e] = true
-			}
-			c := Check{Name: "perf events", OK: len(unsup) == 0, Warn: true, Detail: "supported: " + strings.Join(sup, " ")}
-			if len(unsup) > 0 {
-				c.Detail += "; not supported: " + strings.Join(unsup, " ")
-				c.Fix = "no hardware PMU here (typical in VMs): hardware counters read <not supported>"
-			}
-			add(c)
+			miss = append(miss, q)
 		}
 	}
-	d.Lab = lab.Probe()
-	add(labCheck(d.Lab))
-	add(kbuildCheck())
-	gov := Governor()
-	add(Check{Name: "cpus", OK: true, Detail: fmt.Sprintf("%d (%s)", runtime.NumCPU(), orStr(cpuModel(), "unknown model"))})
-	add(Check{Name: "governor", OK: gov == "" || gov == "performance", Warn: true, Detail: orStr(gov, "none (no cpufreq)"),
-		Fix: "set the performance governor for stable numbers (cpupower frequency-set -g performance)"})
-	add(Check{Name: "mitigations", OK: true, Detail: summarizeMitigations(Mitigations())})
-	return d
+	c := Check{Name: "qdiscs", OK: len(miss) == 0, Detail: "available: " + strings.Join(have, " ")}
+	if len(miss) > 0 {
+		c.Detail += "; missing: " + strings.Join(miss, " ")
+		c.Fix = "use noqueue/pfifo_fast, or " + LabHint
+	}
+	return c
+}
+
+// perfEventsCheck probes DoctorEvents with perf into d.PerfEvents.
+func (d *Doctor) perfEventsCheck(ctx context.Context, ex proc.Executor) Check {
+	sup, unsup, err := probePerfEvents(ctx, ex)
+	if err != nil {
+		return Check{Name: "perf events", OK: false, Detail: err.Error(), Fix: "check /proc/sys/kernel/perf_event_paranoid"}
+	}
+	for _, e := range sup {
+		d.PerfEvents[e] = true
+	}
+	c := Check{Name: "perf events", OK: len(unsup) == 0, Warn: true, Detail: "supported: " + strings.Join(sup, " ")}
+	if len(unsup) > 0 {
+		c.Detail += "; not supported: " + strings.Join(unsup, " ")
+		c.Fix = "no hardware PMU here (typical in VMs): hardware counters read <not supported>"
+	}
+	return c
 }
 
 func probePerfEvents(ctx context.Context, ex proc.Executor) (sup, unsup []string, err error) {

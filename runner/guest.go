@@ -406,8 +406,50 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if r.paired[pairedKey(c)] {
 		g.nics = pairNICs()
 	}
+	qnics, err := r.createTaps(c, g.nics, u)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.guestConfig(c, g, img, qnics)
+	r.boots++
+	start := time.Now()
+	bootTimeout := c.Timeouts.Boot
+	if bootTimeout <= 0 {
+		bootTimeout = 3 * time.Minute
+	}
+	life, kill := context.WithCancelCause(context.Background())
+	g.life = life
+	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
+	bctx, cancel := withGuest(ctx, g)
+	defer cancel()
+	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
+	defer cancelT()
+	vm, err := r.launchGuest(ctx, bctx, c, g, img, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.noteGuestCmdline(cfg.Append)
+	g.vm = vm
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
+	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, func(fe *qemu.FaultError) { kill(fe) })
+	agent, err := r.waitAgent(bctx, vm, cfg.AgentSocket)
+	if err != nil {
+		return nil, agentBootError(ctx, bctx, vm, err, bootTimeout)
+	}
+	g.agent = agent
+	u.Push("close agent", func(context.Context) error { return agent.Close() })
+	g.noteBoot(agent, time.Since(start))
+	r.noteGuestKernel(img.KernelRelease)
+	g.sink = "stack"
+	g.undo = u.Release()
+	return g, nil
+}
+
+// createTaps creates a multiqueue tap in the run's namespace for each of
+// the guest's NICs (deleted by u) and returns QEMU's NICs on them.
+func (r *runState) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack) ([]qemu.NIC, error) {
 	var qnics []qemu.NIC
-	for _, n := range g.nics {
+	for _, n := range nics {
 		tap := hostnet.Tap{Name: n.tap, Queues: c.TapQueues(), Addr: n.hostIP + "/" + strconv.Itoa(PrefixLen)}
 		r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
 		r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
@@ -422,8 +464,13 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		}
 		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: c.TapQueues()})
 	}
-	name := "vnb-" + r.id
-	cfg := qemu.Config{Name: name, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
+	return qnics, nil
+}
+
+// guestConfig is the QEMU configuration of guest g of cell c: image img,
+// NICs qnics, the console log of the run's next boot.
+func (r *runState) guestConfig(c *scenarios.Cell, g *guest, img *GuestImage, qnics []qemu.NIC) qemu.Config {
+	cfg := qemu.Config{Name: "vnb-" + r.id, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
 		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline, moreNICs(g.nics)...),
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
@@ -433,21 +480,16 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if cfg.MemoryMiB == 0 {
 		cfg.MemoryMiB = 512
 	}
-	r.boots++
-	start := time.Now()
-	bootTimeout := c.Timeouts.Boot
-	if bootTimeout <= 0 {
-		bootTimeout = 3 * time.Minute
-	}
-	life, kill := context.WithCancelCause(context.Background())
-	g.life = life
-	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
-	bctx, cancel := withGuest(ctx, g)
-	defer cancel()
-	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
-	defer cancelT()
+	return cfg
+}
+
+// launchGuest starts QEMU with cfg (under ctx; bctx bounds the start).
+// When KVM was chosen automatically and this QEMU did not run it, it
+// starts the guest again under TCG, for this and later guests, and notes
+// that in cfg and g.
+func (r *runState) launchGuest(ctx, bctx context.Context, c *scenarios.Cell, g *guest, img *GuestImage, cfg *qemu.Config) (*qemu.VM, error) {
 	// QEMU must outlive bctx: start it with the run's context.
-	vm, err := r.launch(ctx, bctx, cfg)
+	vm, err := r.launch(ctx, bctx, *cfg)
 	if err != nil && g.accel == qemu.KVM && c.Guest.Accel != qemu.AccelKVM && r.opts.Accel == "" && ctx.Err() == nil && bctx.Err() == nil {
 		// guest.accel auto: the probe ran a vCPU, yet this QEMU did not
 		// run KVM. Fall back to TCG once, for this and later guests.
@@ -458,31 +500,31 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline, moreNICs(g.nics)...)
 		cfg.ConsoleLog = filepath.Join(r.dir, results.ConsoleLog(r.boots))
 		r.boots++
-		vm, err = r.launch(ctx, bctx, cfg)
+		vm, err = r.launch(ctx, bctx, *cfg)
 	}
-	if err != nil {
-		return nil, err
+	return vm, err
+}
+
+// agentBootError is the error of a guest whose agent did not answer
+// (err) within bootTimeout: the run's cancellation, the kernel fault on
+// its console, or a boot error with the console's tail.
+func agentBootError(ctx, bctx context.Context, vm *qemu.VM, err error, bootTimeout time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	r.noteGuestCmdline(cfg.Append)
-	g.vm = vm
-	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
-	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, func(fe *qemu.FaultError) { kill(fe) })
-	agent, err := r.waitAgent(bctx, vm, cfg.AgentSocket)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if fe := faultOf(bctx); fe != nil {
-			return nil, fe
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)
-		}
-		return nil, vm.BootError("wait for agent", err)
+	if fe := faultOf(bctx); fe != nil {
+		return fe
 	}
-	g.agent = agent
-	u.Push("close agent", func(context.Context) error { return agent.Close() })
-	g.bootTime = time.Since(start)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)
+	}
+	return vm.BootError("wait for agent", err)
+}
+
+// noteBoot records the guest's boot time (and scales the agent's
+// timeouts to it) and the guest's own clock of its boot.
+func (g *guest) noteBoot(agent Agent, bootTime time.Duration) {
+	g.bootTime = bootTime
 	if va, ok := agent.(*vmAgent); ok {
 		va.scaleToBoot(g.bootTime)
 	}
@@ -491,10 +533,6 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	}); ok {
 		g.guestInit, g.guestReady = gc.GuestClock()
 	}
-	r.noteGuestKernel(img.KernelRelease)
-	g.sink = "stack"
-	g.undo = u.Release()
-	return g, nil
 }
 
 // workloadDevices adds what c's workload asks of its guest VM to cfg: its

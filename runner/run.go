@@ -170,26 +170,11 @@ type runState struct {
 // runs on every exit path, also when ctx is cancelled (SIGINT); samples
 // already appended stay.
 func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, err error) {
-	if o.Exec == nil {
-		o.Exec = proc.Real{}
-	}
-	if o.DialAgent == nil {
-		o.DialAgent = DialVMImagesAgent
-	}
-	if o.NewGenerator == nil {
-		o.NewGenerator = NewGenerator
-	}
-	if o.LockPath == "" {
-		o.LockPath = DefaultLockPath
-	}
+	o.setDefaults()
 	if err := checkRunDir(o.Dir); err != nil {
 		return nil, err
 	}
-	kst := qemu.ProbeKVM
-	if o.KVM != nil {
-		kst = func() qemu.KVMStatus { return *o.KVM }
-	}
-	kvm := kst()
+	kvm := o.kvmStatus()
 	accel, accelWarnings, err := CellAccels(cells, kvm, o.Accel)
 	if err != nil {
 		return nil, err
@@ -206,11 +191,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		o.Started()
 	}
 
-	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, kvm: kvm, undo: undo.New(), dir: o.Dir}
-	r.exec.(*recordingExec).rec = r.recordArgv
-	needs := NeedsOf(cells)
-	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
-	r.paired = pairedGuests(cells)
+	r := newRunState(o, cells, kvm)
 	if o.Image == nil {
 		return nil, errors.New("run: no guest image builder (Options.Image)")
 	}
@@ -218,6 +199,68 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	for _, w := range accelWarnings {
 		r.logf("warning: %s", w)
 	}
+	if err := r.openResults(ctx, accel, sum); err != nil {
+		return nil, err
+	}
+	defer r.w.Close()
+	sum.RunID = r.id
+	release := r.holdPerfKeys(cells)
+	defer release()
+
+	// Everything below is undone by r.undo, whatever happens.
+	defer func() {
+		if terr := r.teardownAll(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown: %w (%s)", terr, LeftoversHint))
+		}
+		r.writeReproduce()
+	}()
+
+	faults, err := r.runCells(ctx, cells, sum)
+	if err == nil && len(faults) > 0 {
+		err = &KernelFaultError{Failed: faults, Of: len(cells)}
+	}
+	return sum, err
+}
+
+// setDefaults fills in the defaults of the unset options.
+func (o *Options) setDefaults() {
+	if o.Exec == nil {
+		o.Exec = proc.Real{}
+	}
+	if o.DialAgent == nil {
+		o.DialAgent = DialVMImagesAgent
+	}
+	if o.NewGenerator == nil {
+		o.NewGenerator = NewGenerator
+	}
+	if o.LockPath == "" {
+		o.LockPath = DefaultLockPath
+	}
+}
+
+// kvmStatus is o.KVM, or else the host's KVM probe.
+func (o *Options) kvmStatus() qemu.KVMStatus {
+	if o.KVM != nil {
+		return *o.KVM
+	}
+	return qemu.ProbeKVM()
+}
+
+// newRunState returns the state of a run of cells with options o.
+func newRunState(o Options, cells []scenarios.Cell, kvm qemu.KVMStatus) *runState {
+	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, kvm: kvm, undo: undo.New(), dir: o.Dir}
+	r.exec.(*recordingExec).rec = r.recordArgv
+	needs := NeedsOf(cells)
+	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
+	r.paired = pairedGuests(cells)
+	return r
+}
+
+// openResults opens the run directory (Resume) or creates it with the
+// host's environment, and sets the run's id.
+func (r *runState) openResults(ctx context.Context, accel qemu.Accel, sum *Summary) error {
+	o := &r.opts
+	var err error
 	if o.Resume {
 		r.w, err = results.Open(o.Dir)
 		if err == nil {
@@ -234,45 +277,41 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		r.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer r.w.Close()
 	if r.id == "" {
 		r.id = newID()
 	}
-	sum.RunID = r.id
+	return nil
+}
 
-	// perf sessions start and stop with every window. Holding the
-	// kernel's perf static keys on for the whole run keeps them from
-	// making the kernel live-patch its scheduler each time: under TCG
-	// (a lab VM) that patching can lock the kernel up (see perfkeys).
-	// The keys go on here, before any guest or traffic runs, and off
-	// after the teardown. (In a lab VM, lab init holds them for the
-	// lab's whole life: they never flip while anything runs there.)
-	if usesPerf(cells) {
-		keys, kerr := perfkeys.Hold()
-		if kerr != nil {
-			r.logf("warning: %v (perf sessions may then make the kernel patch its code while traffic runs)", kerr)
-		}
-		defer keys.Release()
+// holdPerfKeys holds the kernel's perf static keys on when a cell uses
+// perf, and returns what releases them.
+//
+// perf sessions start and stop with every window. Holding the
+// kernel's perf static keys on for the whole run keeps them from
+// making the kernel live-patch its scheduler each time: under TCG
+// (a lab VM) that patching can lock the kernel up (see perfkeys).
+// The keys go on here, before any guest or traffic runs, and off
+// after the teardown. (In a lab VM, lab init holds them for the
+// lab's whole life: they never flip while anything runs there.)
+func (r *runState) holdPerfKeys(cells []scenarios.Cell) (release func()) {
+	if !usesPerf(cells) {
+		return func() {}
 	}
+	keys, kerr := perfkeys.Hold()
+	if kerr != nil {
+		r.logf("warning: %v (perf sessions may then make the kernel patch its code while traffic runs)", kerr)
+	}
+	return keys.Release
+}
 
-	// Everything below is undone by r.undo, whatever happens.
-	defer func() {
-		if terr := r.teardownAll(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown: %w (%s)", terr, LeftoversHint))
-		}
-		r.writeReproduce()
-	}()
-
+// runCells runs a sample of each cell not yet in the run directory and
+// returns the errors of the cells whose guest failed (recorded as failed
+// samples; the others went on). Any other error stops the run.
+func (r *runState) runCells(ctx context.Context, cells []scenarios.Cell, sum *Summary) (faults []error, err error) {
 	total := len(cells)
 	done := 0
-	var faults []error // cells whose guest kernel reported a fault
-	defer func() {
-		if err == nil && len(faults) > 0 {
-			err = &KernelFaultError{Failed: faults, Of: total}
-		}
-	}()
 	r.progress(Progress{Total: total, Started: true})
 	for i := range cells {
 		c := &cells[i]
@@ -283,44 +322,24 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return sum, fmt.Errorf("interrupted after %d of %d samples (finished ones are kept; continue with --resume): %w", done, total, err)
+			return faults, fmt.Errorf("interrupted after %d of %d samples (finished ones are kept; continue with --resume): %w", done, total, err)
 		}
 		if r.ns == nil {
 			if err := r.setupRun(ctx); err != nil {
-				return sum, fmt.Errorf("%w (%s)", err, LeftoversHint)
+				return faults, fmt.Errorf("%w (%s)", err, LeftoversHint)
 			}
 			sum.Netns = r.ns.Name
 		}
-		s, err := r.runSample(ctx, c, "")
-		if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
-			// A guest that stopped answering without a kernel fault on
-			// its console (seen under TCG in TCG on a loaded host) is the
-			// harness's trouble, not a measurement: the cell runs once
-			// more on a fresh guest, and its sample says so.
-			r.logf("%v: retrying the cell once on a fresh guest", err)
-			if serr := r.stopGuest(); serr != nil {
-				r.logf("stop the silent guest: %v", serr)
-			}
-			s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
-		}
+		s, err := r.runSampleRetrying(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
-				return sum, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
+				return faults, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
-			var fe *qemu.FaultError
-			var ge *GuestGoneError
-			if !errors.As(err, &fe) && !errors.As(err, &ge) && !errors.Is(err, ErrGuestUnresponsive) {
-				return sum, err
+			if !guestFailed(err) {
+				return faults, err
 			}
-			// The guest kernel is stuck or crashed, its agent stopped
-			// answering, or its agent connection closed: this cell
-			// failed, the others run on a fresh guest.
-			r.logf("%v", err)
-			if serr := r.stopGuest(); serr != nil {
-				r.logf("stop the faulted guest: %v", serr)
-			}
-			if aerr := r.w.Append(failedSample(r.id, r.dir, c, err)); aerr != nil {
-				return sum, errors.Join(err, aerr)
+			if aerr := r.recordGuestFailure(c, err); aerr != nil {
+				return faults, errors.Join(err, aerr)
 			}
 			faults = append(faults, err)
 			done++
@@ -331,7 +350,44 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 		sum.Samples++
 		r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Sample: s})
 	}
-	return sum, nil
+	return faults, nil
+}
+
+// runSampleRetrying runs a sample of c, once more on a fresh guest when
+// the guest stopped answering.
+func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
+	s, err := r.runSample(ctx, c, "")
+	if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
+		// A guest that stopped answering without a kernel fault on
+		// its console (seen under TCG in TCG on a loaded host) is the
+		// harness's trouble, not a measurement: the cell runs once
+		// more on a fresh guest, and its sample says so.
+		r.logf("%v: retrying the cell once on a fresh guest", err)
+		if serr := r.stopGuest(); serr != nil {
+			r.logf("stop the silent guest: %v", serr)
+		}
+		s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
+	}
+	return s, err
+}
+
+// guestFailed reports whether err is the guest's failure: its kernel is
+// stuck or crashed, its agent stopped answering, or its agent connection
+// closed.
+func guestFailed(err error) bool {
+	var fe *qemu.FaultError
+	var ge *GuestGoneError
+	return errors.As(err, &fe) || errors.As(err, &ge) || errors.Is(err, ErrGuestUnresponsive)
+}
+
+// recordGuestFailure stops the failed guest (the other cells run on a
+// fresh one) and appends a failed sample of c.
+func (r *runState) recordGuestFailure(c *scenarios.Cell, err error) error {
+	r.logf("%v", err)
+	if serr := r.stopGuest(); serr != nil {
+		r.logf("stop the faulted guest: %v", serr)
+	}
+	return r.w.Append(failedSample(r.id, r.dir, c, err))
 }
 
 // accelFor is the accelerator c's guest boots with: CellAccel, or TCG for

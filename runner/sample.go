@@ -419,45 +419,10 @@ const perfReportTimeout = 5 * time.Minute
 // normal; only an event no core type counted is reported. The label
 // perf_hybrid names the merged PMUs.
 func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, qualify bool) (unsupported, notCounted []string) {
-	keyOf := func(ev string) string {
-		if qualify {
-			return results.PerfPrefix + ev + "@" + target
-		}
-		return results.PerfPrefix + ev
-	}
-	running := func(key string, f float64) {
-		if f <= 0 || f >= 1 {
-			return
-		}
-		if s.PerfRunning == nil {
-			s.PerfRunning = map[string]float64{}
-		}
-		if old, ok := s.PerfRunning[key]; !ok || f < old {
-			s.PerfRunning[key] = f
-		}
-	}
 	// Events that two or more hybrid PMUs carry are merged; one that no
 	// PMU supports is reported once, by its plain name.
-	pmus := map[string]map[string]bool{}
-	supported := map[string]bool{}
-	for _, row := range st.Rows {
-		if pmu, base, ok := results.HybridEvent(row.Event); ok {
-			if pmus[base] == nil {
-				pmus[base] = map[string]bool{}
-			}
-			pmus[base][pmu] = true
-			supported[base] = supported[base] || row.Supported
-		}
-	}
-	type part struct{ raw, share float64 }
-	type group struct {
-		base    string
-		threads map[string]*part // by perf's thread label ("" = all)
-		order   []string
-	}
-	var groups []*group
-	byBase := map[string]*group{}
-	var merged []string
+	pmus, supported := hybridPMUs(st.Rows)
+	h := &hybridMerge{byBase: map[string]*hybridEvent{}}
 	for _, row := range st.Rows {
 		pmu, base, hybrid := results.HybridEvent(row.Event)
 		hybrid = hybrid && len(pmus[base]) > 1
@@ -471,46 +436,117 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 			continue
 		}
 		if hybrid {
-			g := byBase[base]
-			if g == nil {
-				g = &group{base: base, threads: map[string]*part{}}
-				byBase[base] = g
-				groups = append(groups, g)
-			}
-			if !slices.Contains(merged, pmu) {
-				merged = append(merged, pmu)
-			}
-			if !row.Counted {
-				continue
-			}
-			p := g.threads[row.Thread]
-			if p == nil {
-				p = &part{}
-				g.threads[row.Thread] = p
-				g.order = append(g.order, row.Thread)
-			}
-			share := row.Multiplex
-			if share <= 0 || share > 1 {
-				share = 1
-			}
-			p.raw += row.Value * share
-			p.share += share
+			h.add(pmu, base, row)
 			continue
 		}
 		if !row.Counted {
 			notCounted = append(notCounted, row.Event)
 			continue
 		}
-		key := keyOf(row.Event)
+		key := perfKey(row.Event, target, qualify)
 		s.Metrics[key] += row.Value
-		running(key, row.Multiplex)
+		notePerfRunning(s, key, row.Multiplex)
 	}
-	for _, g := range groups {
+	notCounted = append(notCounted, h.addTo(s, target, qualify)...)
+	return unsupported, notCounted
+}
+
+// perfKey is the metric key of perf event ev: perf.<event>, or
+// perf.<event>@target when qualify.
+func perfKey(ev, target string, qualify bool) string {
+	if qualify {
+		return results.PerfPrefix + ev + "@" + target
+	}
+	return results.PerfPrefix + ev
+}
+
+// notePerfRunning records f, the share of the time the counter of key ran,
+// in s.PerfRunning when it was multiplexed (0 < f < 1) and is the least
+// so far.
+func notePerfRunning(s *results.Sample, key string, f float64) {
+	if f <= 0 || f >= 1 {
+		return
+	}
+	if s.PerfRunning == nil {
+		s.PerfRunning = map[string]float64{}
+	}
+	if old, ok := s.PerfRunning[key]; !ok || f < old {
+		s.PerfRunning[key] = f
+	}
+}
+
+// hybridPMUs returns the hybrid PMUs of each event (by its plain name) in
+// rows, and whether any of them supports it.
+func hybridPMUs(rows []perfparse.PerfStatRow) (pmus map[string]map[string]bool, supported map[string]bool) {
+	pmus = map[string]map[string]bool{}
+	supported = map[string]bool{}
+	for _, row := range rows {
+		if pmu, base, ok := results.HybridEvent(row.Event); ok {
+			if pmus[base] == nil {
+				pmus[base] = map[string]bool{}
+			}
+			pmus[base][pmu] = true
+			supported[base] = supported[base] || row.Supported
+		}
+	}
+	return pmus, supported
+}
+
+// hybridMerge collects the supported rows of hybrid events to merge.
+type hybridMerge struct {
+	events []*hybridEvent // in input order
+	byBase map[string]*hybridEvent
+	pmus   []string // the PMUs merged
+}
+
+// hybridEvent is one event merged over the PMUs, by thread.
+type hybridEvent struct {
+	base    string
+	threads map[string]*hybridPart // by perf's thread label ("" = all)
+	order   []string
+}
+
+// hybridPart is a thread's unscaled count of an event over the PMUs and
+// the sum of the shares of the time it was counted.
+type hybridPart struct{ raw, share float64 }
+
+// add adds a supported row of event base on PMU pmu.
+func (h *hybridMerge) add(pmu, base string, row perfparse.PerfStatRow) {
+	g := h.byBase[base]
+	if g == nil {
+		g = &hybridEvent{base: base, threads: map[string]*hybridPart{}}
+		h.byBase[base] = g
+		h.events = append(h.events, g)
+	}
+	if !slices.Contains(h.pmus, pmu) {
+		h.pmus = append(h.pmus, pmu)
+	}
+	if !row.Counted {
+		return
+	}
+	p := g.threads[row.Thread]
+	if p == nil {
+		p = &hybridPart{}
+		g.threads[row.Thread] = p
+		g.order = append(g.order, row.Thread)
+	}
+	share := row.Multiplex
+	if share <= 0 || share > 1 {
+		share = 1
+	}
+	p.raw += row.Value * share
+	p.share += share
+}
+
+// addTo adds the merged events to s and labels the merged PMUs
+// (perf_hybrid). It returns the events no PMU counted.
+func (h *hybridMerge) addTo(s *results.Sample, target string, qualify bool) (notCounted []string) {
+	for _, g := range h.events {
 		if len(g.order) == 0 {
 			notCounted = append(notCounted, g.base)
 			continue
 		}
-		key := keyOf(g.base)
+		key := perfKey(g.base, target, qualify)
 		for _, th := range g.order {
 			p := g.threads[th]
 			v := p.raw
@@ -518,19 +554,19 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 			// ran all the time.
 			if p.share < 0.995 {
 				v /= p.share
-				running(key, p.share)
+				notePerfRunning(s, key, p.share)
 			}
 			s.Metrics[key] += v
 		}
 	}
-	if len(merged) > 0 {
-		slices.Sort(merged)
+	if len(h.pmus) > 0 {
+		slices.Sort(h.pmus)
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels["perf_hybrid"] = strings.Join(merged, "+")
+		s.Labels["perf_hybrid"] = strings.Join(h.pmus, "+")
 	}
-	return unsupported, notCounted
+	return notCounted
 }
 
 // scaledWarning names the target's counters that perf scaled up because
