@@ -115,6 +115,29 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	if o.Started != nil {
 		o.Started()
 	}
+	lr, err := newLabRun(ctx, o, in, host, builds, bwarn)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.w.Close()
+	return lr.runKernels(ctx, cells)
+}
+
+// labRun is RunLab once the run directory is open: the outer run's
+// writer, summary and progress.
+type labRun struct {
+	o           Options
+	in          LabInner
+	host        LabHost
+	abs         string // the run directory, absolute
+	w           *results.Writer
+	sum         *Summary
+	total, done int
+}
+
+// newLabRun opens (or, with Resume, reopens) the run directory, records
+// the kernel builds and the scenario copy the labs read.
+func newLabRun(ctx context.Context, o Options, in LabInner, host LabHost, builds map[string]*results.KernelBuild, bwarn []string) (*labRun, error) {
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
 	}
@@ -128,101 +151,127 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Dir: o.Dir, Warnings: bwarn}
-	var w *results.Writer
+	lr := &labRun{o: o, in: in, host: host, abs: abs, sum: &Summary{Dir: o.Dir, Warnings: bwarn}}
 	if o.Resume {
-		w, err = results.Open(o.Dir)
+		lr.w, err = results.Open(o.Dir)
 	} else {
 		env := CollectEnv(ctx, o.Exec, "")
 		env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
 		o.markShard(&env)
-		w, err = results.Create(o.Dir, env)
+		lr.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
 	if err := recordBuilds(o.Dir, builds); err != nil {
+		lr.w.Close()
 		return nil, err
 	}
 	if in.ScenarioData != nil {
-		if in.Scenario, err = writeLabScenario(o.Dir, in.ScenarioData); err != nil {
+		if lr.in.Scenario, err = writeLabScenario(o.Dir, in.ScenarioData); err != nil {
+			lr.w.Close()
 			return nil, err
 		}
 	}
-	labels, byLabel := labOrder(cells, in.Labels)
-	total, done := len(cells), 0
+	return lr, nil
+}
+
+// runKernels runs one lab VM per kernel label in order, skipping labels
+// whose samples the run holds; a kernel whose lab failed is recorded and
+// the others still run (a LabError at the end).
+func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*Summary, error) {
+	labels, byLabel := labOrder(cells, lr.in.Labels)
+	lr.total = len(cells)
 	var failed []error // labs that failed; the others still run
-	labProgress(o, Progress{Total: total, Started: true})
+	labProgress(lr.o, Progress{Total: lr.total, Started: true})
 	for _, label := range labels {
 		lc := byLabel[label]
-		todo := 0
-		for i := range lc {
-			if w.Done(lc[i].Name, label, lc[i].Rep) {
-				done++
-				sum.Skipped++
-				labProgress(o, Progress{Done: done, Total: total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
-			} else {
-				todo++
-			}
-		}
-		if todo == 0 {
+		if lr.skipDone(label, lc) == 0 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
+			return lr.sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
 		}
-		inner, args := LabInnerArgs(abs, label, o.Seed, in)
-		k := lc[0].Kernel
-		labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(k))
-		lcfg, lwarn, err := labConfig(label, lc, o, in, args, host)
+		lerr, err := lr.runKernel(ctx, label, lc)
 		if err != nil {
-			return sum, err
-		}
-		sum.Warnings = append(sum.Warnings, lwarn...)
-		res, lerr := in.Boot(ctx, lcfg)
-		// Import whatever the inner run finished, also after a failure;
-		// each imported sample is one step of the progress.
-		imported, ierr := importLab(w, abs, inner, label, res)
-		sum.Samples += len(imported)
-		for i := range imported {
-			done++
-			s := &imported[i]
-			labProgress(o, Progress{Done: done, Total: total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
-		}
-		if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
-		}
-		if ierr != nil {
-			return sum, errors.Join(lerr, ierr)
-		}
-		if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
-			labProgress(o, Progress{Done: done, Total: total, Cell: "lab " + label, Kernel: label})
-			return sum, lerr
+			return lr.sum, err
 		}
 		if lerr != nil {
-			// This kernel's lab failed (its kernel stuck or crashed, a
-			// deadline, the run inside failed): its unfinished cells
-			// are recorded as failed, the other kernels still run.
-			labLogf(o, "kernel %s: %v", label, lerr)
-			recorded, ferr := recordLabFailure(w, o.Dir, label, lc, lerr)
-			for _, c := range recorded { // each a step of the progress, failed
-				done++
-				labProgress(o, Progress{Done: done, Total: total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
-			}
-			if ferr != nil {
-				return sum, errors.Join(lerr, ferr)
-			}
 			failed = append(failed, lerr)
 		}
 	}
-	if env, err := results.ReadEnv(o.Dir); err == nil {
-		sum.Warnings = append(sum.Warnings, EnvDifferences(env.Kernels)...)
+	if env, err := results.ReadEnv(lr.o.Dir); err == nil {
+		lr.sum.Warnings = append(lr.sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	if len(failed) > 0 {
-		return sum, &LabError{Failed: failed, Of: len(labels)}
+		return lr.sum, &LabError{Failed: failed, Of: len(labels)}
 	}
-	return sum, nil
+	return lr.sum, nil
+}
+
+// skipDone counts label's samples the run already holds as skipped steps
+// of the progress and returns how many are left to run.
+func (lr *labRun) skipDone(label string, lc []scenarios.Cell) (todo int) {
+	for i := range lc {
+		if !lr.w.Done(lc[i].Name, label, lc[i].Rep) {
+			todo++
+			continue
+		}
+		lr.done++
+		lr.sum.Skipped++
+		labProgress(lr.o, Progress{Done: lr.done, Total: lr.total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
+	}
+	return todo
+}
+
+// runKernel boots the lab VM of label, runs its cells inside and imports
+// what the inner run finished. lerr is a lab that failed on its own (its
+// unfinished cells recorded as failed); err ends the whole run.
+func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Cell) (lerr, err error) {
+	o := lr.o
+	inner, args := LabInnerArgs(lr.abs, label, o.Seed, lr.in)
+	labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(lc[0].Kernel))
+	lcfg, lwarn, err := labConfig(label, lc, o, lr.in, args, lr.host)
+	if err != nil {
+		return nil, err
+	}
+	lr.sum.Warnings = append(lr.sum.Warnings, lwarn...)
+	res, lerr := lr.in.Boot(ctx, lcfg)
+	// Import whatever the inner run finished, also after a failure;
+	// each imported sample is one step of the progress.
+	imported, ierr := importLab(lr.w, lr.abs, inner, label, res)
+	lr.sum.Samples += len(imported)
+	for i := range imported {
+		lr.done++
+		s := &imported[i]
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+	}
+	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
+		lr.sum.Warnings = append(lr.sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
+	}
+	if ierr != nil {
+		return nil, errors.Join(lerr, ierr)
+	}
+	if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: "lab " + label, Kernel: label})
+		return nil, lerr
+	}
+	if lerr == nil {
+		return nil, nil
+	}
+	// This kernel's lab failed (its kernel stuck or crashed, a deadline,
+	// the run inside failed): its unfinished cells are recorded as
+	// failed, the other kernels still run.
+	labLogf(o, "kernel %s: %v", label, lerr)
+	recorded, ferr := recordLabFailure(lr.w, o.Dir, label, lc, lerr)
+	for _, c := range recorded { // each a step of the progress, failed
+		lr.done++
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
+	}
+	if ferr != nil {
+		return nil, errors.Join(lerr, ferr)
+	}
+	return lerr, nil
 }
 
 // LabInnerArgs is the command line of the run inside the lab VM of label
