@@ -101,115 +101,173 @@ func decode(filename string, root *yaml.Node, baseDir string) (*Scenario, error)
 	for i := range s.Kernels {
 		s.Kernels[i] = s.Kernels[i].resolve(baseDir)
 	}
-
-	// The generator kind is the outermost axis; each kind has its own
-	// sub-axes (generator.KIND.*).
-	var axes []*schema.Axis
-	kinds := []string{doc.Generator.Kind}
-	configs := []workload.Config{doc.Generator.Config}
-	listed := map[string][]string{}
-	for _, a := range d.Axes() {
-		listed[a.Key] = a.Values
-		if len(a.Values) > 1 {
-			s.Axes = append(s.Axes, Axis{Key: a.Key, Values: a.Values})
-		}
-		if a.Key == "generator" {
-			kinds, configs = a.Values, nil
-			for i := range a.Values {
-				configs = append(configs, a.Value(i).(workload.Config))
-			}
-			continue
-		}
-		axes = append(axes, a)
-	}
-	total := 0
-	for _, k := range kinds {
-		n := 1
-		for _, a := range axes {
-			if a.Scope == "" || a.Scope == k {
-				n *= len(a.Values)
-				if n > maxCells {
-					break
-				}
-			}
-		}
-		total += n
-		if total*len(s.Kernels) > maxCells {
-			return nil, &Error{File: filename, Line: root.Line, Col: root.Column, Msg: fmt.Sprintf("the matrix expands to more than %d cells; shorten some axis lists or split the scenario", maxCells)}
-		}
-	}
-
-	tu := newTargetUse(pos)
-	var given []map[string]string // per cell: the file's values of the axes it lists several of
-	for gi, k := range kinds {
-		var scoped []*schema.Axis
-		for _, a := range axes {
-			if a.Scope == "" || a.Scope == k {
-				scoped = append(scoped, a)
-			}
-		}
-		idx := make([]int, len(scoped))
-		for {
-			c := doc.Cell.clone()
-			c.Scenario = s.Name
-			c.Generator = Generator{Kind: k, Config: schema.Clone(configs[gi])}
-			cpos := pos.Clone()
-			fs := c.Fields()
-			for i, a := range scoped {
-				if err := schema.Set(fs, a.Key, a.Value(idx[i])); err != nil {
-					panic(err) // the decoder recorded a key the cell does not have
-				}
-				cpos[a.Key] = a.ElemNode(idx[i])
-			}
-			ws, err := resolveCell(filename, &c, cpos, listed, baseDir, tu)
-			if err != nil {
-				return nil, err
-			}
-			for _, w := range ws {
-				if !slices.Contains(s.Warnings, w) {
-					s.Warnings = append(s.Warnings, w)
-				}
-			}
-			c.Axes = axesOf(&c, fs) // fs reads the resolved values (bound to c's fields)
-			g := map[string]string{"generator": k}
-			for i, a := range scoped {
-				if len(a.Values) > 1 {
-					g[a.Key] = a.Values[idx[i]]
-				}
-			}
-			s.cells = append(s.cells, c)
-			s.pos = append(s.pos, cpos)
-			given = append(given, g)
-			// odometer, last axis fastest
-			i := len(idx) - 1
-			for ; i >= 0; i-- {
-				idx[i]++
-				if idx[i] < len(scoped[i].Values) {
-					break
-				}
-				idx[i] = 0
-			}
-			if i < 0 {
-				break
-			}
-		}
-	}
-	if err := tu.check(filename); err != nil {
+	x := &expansion{file: filename, baseDir: baseDir, doc: &doc, pos: pos, s: s, tu: newTargetUse(pos)}
+	x.splitAxes(d.Axes())
+	if err := x.checkSize(root); err != nil {
 		return nil, err
 	}
-	runs := 0
-	for _, c := range s.cells {
-		runs += c.Repetitions * len(s.Kernels)
+	for gi, k := range x.kinds {
+		if err := x.expandKind(gi, k); err != nil {
+			return nil, err
+		}
 	}
-	if runs > maxRuns {
-		return nil, pos.Errorf(filename, "repetitions", "%d runs (cells x kernels x repetitions); at most %d: lower repetitions or shorten axis lists", runs, maxRuns)
+	if err := x.tu.check(filename); err != nil {
+		return nil, err
+	}
+	if err := checkRuns(filename, pos, s); err != nil {
+		return nil, err
 	}
 	varies := map[string]bool{}
 	for _, a := range s.Axes {
 		varies[a.Key] = true
 	}
-	s.cells, s.pos, s.Notes = nameCells(s.cells, s.pos, given, varies)
+	s.cells, s.pos, s.Notes = nameCells(s.cells, s.pos, x.given, varies)
 	return s, nil
+}
+
+// expansion is a decoded scenario on its way to cells: the generator
+// kinds (the outermost axis) and their configs, the other axes, and the
+// cells made so far.
+type expansion struct {
+	file, baseDir string
+	doc           *document
+	pos           schema.Pos
+	s             *Scenario
+	tu            *targetUse
+
+	kinds   []string
+	configs []workload.Config
+	axes    []*schema.Axis
+	listed  map[string][]string
+	given   []map[string]string // per cell: the file's values of the axes it lists several of
+}
+
+// splitAxes takes the generator kind out of the decoded axes (each kind
+// has its own sub-axes, generator.KIND.*) and notes the axes the file
+// lists more than one value of.
+func (x *expansion) splitAxes(decoded []*schema.Axis) {
+	x.kinds = []string{x.doc.Generator.Kind}
+	x.configs = []workload.Config{x.doc.Generator.Config}
+	x.listed = map[string][]string{}
+	for _, a := range decoded {
+		x.listed[a.Key] = a.Values
+		if len(a.Values) > 1 {
+			x.s.Axes = append(x.s.Axes, Axis{Key: a.Key, Values: a.Values})
+		}
+		if a.Key == "generator" {
+			x.kinds, x.configs = a.Values, nil
+			for i := range a.Values {
+				x.configs = append(x.configs, a.Value(i).(workload.Config))
+			}
+			continue
+		}
+		x.axes = append(x.axes, a)
+	}
+}
+
+// scoped are the axes that apply to generator kind k.
+func (x *expansion) scoped(k string) []*schema.Axis {
+	var out []*schema.Axis
+	for _, a := range x.axes {
+		if a.Scope == "" || a.Scope == k {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkSize refuses a matrix of more than maxCells cells (with its
+// kernels) before expanding it.
+func (x *expansion) checkSize(root *yaml.Node) error {
+	total := 0
+	for _, k := range x.kinds {
+		n := 1
+		for _, a := range x.scoped(k) {
+			n *= len(a.Values)
+			if n > maxCells {
+				break
+			}
+		}
+		total += n
+		if total*len(x.s.Kernels) > maxCells {
+			return &Error{File: x.file, Line: root.Line, Col: root.Column, Msg: fmt.Sprintf("the matrix expands to more than %d cells; shorten some axis lists or split the scenario", maxCells)}
+		}
+	}
+	return nil
+}
+
+// expandKind makes the cells of generator kind k (the gi-th): one per
+// combination of its axes' values, the last axis fastest.
+func (x *expansion) expandKind(gi int, k string) error {
+	scoped := x.scoped(k)
+	idx := make([]int, len(scoped))
+	for {
+		if err := x.addCell(gi, k, scoped, idx); err != nil {
+			return err
+		}
+		// odometer, last axis fastest
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(scoped[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return nil
+		}
+	}
+}
+
+// addCell makes the cell of kind k with the idx-th values of the scoped
+// axes, resolves it and adds it with its positions and warnings.
+func (x *expansion) addCell(gi int, k string, scoped []*schema.Axis, idx []int) error {
+	s := x.s
+	c := x.doc.Cell.clone()
+	c.Scenario = s.Name
+	c.Generator = Generator{Kind: k, Config: schema.Clone(x.configs[gi])}
+	cpos := x.pos.Clone()
+	fs := c.Fields()
+	for i, a := range scoped {
+		if err := schema.Set(fs, a.Key, a.Value(idx[i])); err != nil {
+			panic(err) // the decoder recorded a key the cell does not have
+		}
+		cpos[a.Key] = a.ElemNode(idx[i])
+	}
+	ws, err := resolveCell(x.file, &c, cpos, x.listed, x.baseDir, x.tu)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if !slices.Contains(s.Warnings, w) {
+			s.Warnings = append(s.Warnings, w)
+		}
+	}
+	c.Axes = axesOf(&c, fs) // fs reads the resolved values (bound to c's fields)
+	g := map[string]string{"generator": k}
+	for i, a := range scoped {
+		if len(a.Values) > 1 {
+			g[a.Key] = a.Values[idx[i]]
+		}
+	}
+	s.cells = append(s.cells, c)
+	s.pos = append(s.pos, cpos)
+	x.given = append(x.given, g)
+	return nil
+}
+
+// checkRuns refuses more than maxRuns runs (cells x kernels x
+// repetitions).
+func checkRuns(file string, pos schema.Pos, s *Scenario) error {
+	runs := 0
+	for _, c := range s.cells {
+		runs += c.Repetitions * len(s.Kernels)
+	}
+	if runs > maxRuns {
+		return pos.Errorf(file, "repetitions", "%d runs (cells x kernels x repetitions); at most %d: lower repetitions or shorten axis lists", runs, maxRuns)
+	}
+	return nil
 }
 
 var badNameChars = regexp.MustCompile(`[^a-z0-9._-]+`)
