@@ -1,0 +1,246 @@
+package kbuild
+
+// The work tree of a build: a copy of the source tree (or a git worktree
+// at the ref) per spec, locked while it builds, with the patches applied.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
+)
+
+func (b *Builder) gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := b.Exec.Run(ctx, proc.Cmd{Argv: append([]string{"git", "-C", dir}, args...)})
+	return string(out), err
+}
+
+// work is a locked work tree.
+type work struct {
+	dir, state string
+	lock       *os.File
+}
+
+func (w *work) unlock() {
+	if w.lock != nil {
+		syscall.Flock(int(w.lock.Fd()), syscall.LOCK_UN)
+		w.lock.Close()
+	}
+}
+
+// openWork locks the plan's work tree, creating and configuring it when
+// needed, and reverts patches an interrupted build left applied.
+func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
+	root := filepath.Join(b.Dir, "work")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	w := &work{dir: filepath.Join(root, p.workID), state: filepath.Join(root, p.workID+".vnb")}
+	lf, err := os.OpenFile(filepath.Join(root, p.workID+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.flock(ctx, lf, p.Spec.Label, w.dir); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	w.lock = lf
+	if _, err := os.Stat(filepath.Join(w.state, "ready")); err == nil {
+		if err := b.revertAll(ctx, w); err == nil {
+			return w, nil
+		}
+		b.logf("kernel %s: work tree %s is not clean; making it again", p.Spec.Label, w.dir)
+	}
+	if err := b.createWork(ctx, p, w); err != nil {
+		b.removeWork(ctx, p, w)
+		w.unlock()
+		return nil, err
+	}
+	return w, nil
+}
+
+// flock takes the work tree's lock, waiting (and saying so) while another
+// build holds it, until ctx ends.
+func (b *Builder) flock(ctx context.Context, f *os.File, label, dir string) error {
+	said := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock work tree %s: %w", dir, err)
+		}
+		if !said {
+			b.logf("kernel %s: waiting for another build in %s", label, dir)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kernel %s: waiting for another build in %s: %w", label, dir, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (b *Builder) removeWork(ctx context.Context, p *Plan, w *work) {
+	os.RemoveAll(w.state)
+	os.RemoveAll(w.dir)
+	os.RemoveAll(w.dir + ".tmp")
+	if p.Git {
+		b.Exec.Run(context.WithoutCancel(ctx), proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "prune"}})
+	}
+}
+
+func (b *Builder) createWork(ctx context.Context, p *Plan, w *work) error {
+	b.removeWork(ctx, p, w)
+	start := time.Now()
+	if p.Git {
+		b.logf("kernel %s: git worktree of %s at %.12s in %s", p.Spec.Label, p.Tree, p.Commit, w.dir)
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "add", "--detach", "--force", w.dir, p.Commit}}); err != nil {
+			return fmt.Errorf("kernel %s: %w", p.Spec.Label, err)
+		}
+	} else {
+		b.logf("kernel %s: copying %s (not a git repository) to %s", p.Spec.Label, p.Tree, w.dir)
+		if err := os.MkdirAll(w.dir+".tmp", 0o755); err != nil {
+			return err
+		}
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-a", "--", p.Tree + "/.", w.dir + ".tmp"}}); err != nil {
+			return fmt.Errorf("kernel %s: copy the tree: %w", p.Spec.Label, err)
+		}
+		if err := os.Rename(w.dir+".tmp", w.dir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(w.state, "applied"), 0o755); err != nil {
+		return err
+	}
+	frag := filepath.Join(w.state, "fragment.config")
+	if err := os.WriteFile(frag, []byte(p.Fragment.Text), 0o644); err != nil {
+		return err
+	}
+	b.logf("kernel %s: configuring (make allnoconfig + the harness's fragment%s, then olddefconfig)", p.Spec.Label, orEmpty(p.Spec.Config, " + "+p.Spec.Config))
+	log, err := os.Create(filepath.Join(w.state, "config.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	for _, args := range [][]string{{"allnoconfig", "KCONFIG_ALLCONFIG=" + frag}, {"olddefconfig"}} {
+		argv := append([]string{"make", "-C", w.dir}, args...)
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: b.makeEnv()}); err != nil {
+			return fmt.Errorf("kernel %s: configure: %w (log %s)", p.Spec.Label, err, log.Name())
+		}
+	}
+	if err := b.checkConfig(p, w); err != nil {
+		return err
+	}
+	b.logf("kernel %s: work tree ready in %s", p.Spec.Label, time.Since(start).Round(time.Second))
+	return os.WriteFile(filepath.Join(w.state, "ready"), nil, 0o644)
+}
+
+// applied is the state file listing the patches applied to a work tree.
+func appliedFiles(w *work) []string {
+	m, _ := filepath.Glob(filepath.Join(w.state, "applied", "*.patch"))
+	sort.Strings(m)
+	return m
+}
+
+// apply applies the plan's patches in order; on a failure it reverts the
+// ones it applied and names the patch and the hunk.
+func (b *Builder) apply(ctx context.Context, p *Plan, w *work) error {
+	for i, pt := range p.Patches {
+		saved := filepath.Join(w.state, "applied", fmt.Sprintf("%04d.patch", i))
+		if err := os.WriteFile(saved, pt.Data, 0o644); err != nil {
+			return err
+		}
+		if _, err := b.gitApply(ctx, p, w, saved, false); err != nil {
+			os.Remove(saved)
+			rerr := b.revertAll(ctx, w)
+			return errors.Join(b.applyError(p, i, err), rerr)
+		}
+	}
+	return nil
+}
+
+// gitApply runs git apply in the work tree. Outside a git worktree git
+// must not find a repository above the copy (it would apply the paths
+// relative to that one).
+func (b *Builder) gitApply(ctx context.Context, p *Plan, w *work, patch string, reverse bool) ([]byte, error) {
+	argv := []string{"git", "apply", "--whitespace=nowarn"}
+	if reverse {
+		argv = append(argv, "-R")
+	}
+	argv = append(argv, patch)
+	return b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}})
+}
+
+// revertAll reverts the applied patches, last first.
+func (b *Builder) revertAll(ctx context.Context, w *work) error {
+	files := appliedFiles(w)
+	for i := len(files) - 1; i >= 0; i-- {
+		argv := []string{"git", "apply", "--whitespace=nowarn", "-R", files[i]}
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}}); err != nil {
+			return fmt.Errorf("revert %s in %s: %w", files[i], w.dir, err)
+		}
+		os.Remove(files[i])
+	}
+	return nil
+}
+
+// applyError words a failed git apply: which patch, which file and hunk.
+func (b *Builder) applyError(p *Plan, i int, err error) error {
+	pt := p.Patches[i]
+	what := fmt.Sprintf("patch %d/%d %s", i+1, len(p.Patches), pt.Name())
+	if pt.Subject != "" {
+		what += fmt.Sprintf(" (%q)", pt.Subject)
+	}
+	base := p.Tree
+	if p.Git {
+		base = fmt.Sprintf("%s at %.12s", p.Tree, p.Commit)
+	}
+	msg := ""
+	var ee *proc.ExitError
+	if errors.As(err, &ee) {
+		msg = ee.Tail
+	}
+	detail := ""
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		rest, ok := strings.CutPrefix(l, "error: patch failed: ")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(rest, ":")
+		if i < 0 {
+			continue
+		}
+		file := rest[:i]
+		line, _ := strconv.Atoi(rest[i+1:])
+		detail = fmt.Sprintf("%s, hunk at line %d", file, line)
+		if h := Hunk(pt.Data, file, line); h != "" {
+			detail = fmt.Sprintf("%s, hunk %s", file, h)
+		}
+		break
+	}
+	if detail == "" {
+		for _, l := range strings.Split(msg, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "error: ") {
+				detail = strings.TrimPrefix(l, "error: ")
+				break
+			}
+		}
+	}
+	if detail == "" {
+		detail = err.Error()
+	}
+	return fault.Input("kernel %s: %s does not apply to %s: %s; rebase the patch onto that tree or change ref:", p.Spec.Label, what, base, detail)
+}
