@@ -1,0 +1,217 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// RunLab runs cells that test kernels other than the running one: for
+// each kernel label, a lab VM (runner/lab) boots that kernel and runs
+// `vnetbench run SCENARIO --inside-lab LABEL` on the same cells; the inner
+// samples are then appended to the outer run under the label, with the
+// inner environment in env.json's kernels. Labels whose samples are all
+// in the run already are skipped (--resume).
+func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner) (*Summary, error) {
+	if err := checkRunDir(o.Dir); err != nil {
+		return nil, err
+	}
+	if err := CheckScripts(cells); err != nil {
+		return nil, err
+	}
+	kernels, err := resolveKernels(ctx, cells, in.Labels, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.LockPath == "" {
+		o.LockPath = DefaultLockPath
+	}
+	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	// The accelerator of every lab cell is checked before anything else:
+	// guest.accel: kvm where a lab VM here cannot give its guests KVM is
+	// refused at once.
+	host := thisLabHost(o)
+	if o.Accel == "" {
+		if _, _, err := labAccels(cells, host.KVM); err != nil {
+			return nil, err
+		}
+	}
+	// Kernels from source are built first, all of them: a patch that does
+	// not apply or a build that fails ends the run before it has a
+	// directory.
+	cells, builds, bwarn, err := kernels.build(ctx, cells, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Started != nil {
+		o.Started()
+	}
+	lr, err := newLabRun(ctx, o, in, host, builds, bwarn)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.w.Close()
+	return lr.runKernels(ctx, cells)
+}
+
+// labRun is RunLab once the run directory is open: the outer run's
+// writer, summary and progress.
+type labRun struct {
+	o           Options
+	in          LabInner
+	host        LabHost
+	abs         string // the run directory, absolute
+	w           *results.Writer
+	sum         *Summary
+	total, done int
+}
+
+// newLabRun opens (or, with Resume, reopens) the run directory, records
+// the kernel builds and the scenario copy the labs read.
+func newLabRun(ctx context.Context, o Options, in LabInner, host LabHost, builds map[string]*results.KernelBuild, bwarn []string) (*labRun, error) {
+	if o.Exec == nil {
+		o.Exec = proc.Real{}
+	}
+	if in.Boot == nil {
+		in.Boot = lab.Run
+	}
+	// The inner run gets an absolute -o: it runs with the run directory
+	// (at the same path) as its working directory, where a relative path
+	// would be taken twice.
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	lr := &labRun{o: o, in: in, host: host, abs: abs, sum: &Summary{Dir: o.Dir, Warnings: bwarn}}
+	if o.Resume {
+		lr.w, err = results.Open(o.Dir)
+	} else {
+		env := CollectEnv(ctx, o.Exec, "")
+		env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
+		o.markShard(&env)
+		lr.w, err = results.Create(o.Dir, env)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := recordBuilds(o.Dir, builds); err != nil {
+		lr.w.Close()
+		return nil, err
+	}
+	if in.ScenarioData != nil {
+		if lr.in.Scenario, err = writeLabScenario(o.Dir, in.ScenarioData); err != nil {
+			lr.w.Close()
+			return nil, err
+		}
+	}
+	return lr, nil
+}
+
+// runKernels runs one lab VM per kernel label in order, skipping labels
+// whose samples the run holds; a kernel whose lab failed is recorded and
+// the others still run (a LabError at the end).
+func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*Summary, error) {
+	labels, byLabel := labOrder(cells, lr.in.Labels)
+	lr.total = len(cells)
+	var failed []error // labs that failed; the others still run
+	labProgress(lr.o, Progress{Total: lr.total, Started: true})
+	for _, label := range labels {
+		lc := byLabel[label]
+		if lr.skipDone(label, lc) == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return lr.sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
+		}
+		lerr, err := lr.runKernel(ctx, label, lc)
+		if err != nil {
+			return lr.sum, err
+		}
+		if lerr != nil {
+			failed = append(failed, lerr)
+		}
+	}
+	if env, err := results.ReadEnv(lr.o.Dir); err == nil {
+		lr.sum.Warnings = append(lr.sum.Warnings, EnvDifferences(env.Kernels)...)
+	}
+	if len(failed) > 0 {
+		return lr.sum, &LabError{Failed: failed, Of: len(labels)}
+	}
+	return lr.sum, nil
+}
+
+// skipDone counts label's samples the run already holds as skipped steps
+// of the progress and returns how many are left to run.
+func (lr *labRun) skipDone(label string, lc []scenarios.Cell) (todo int) {
+	for i := range lc {
+		if !lr.w.Done(lc[i].Name, label, lc[i].Rep) {
+			todo++
+			continue
+		}
+		lr.done++
+		lr.sum.Skipped++
+		labProgress(lr.o, Progress{Done: lr.done, Total: lr.total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
+	}
+	return todo
+}
+
+// runKernel boots the lab VM of label, runs its cells inside and imports
+// what the inner run finished. lerr is a lab that failed on its own (its
+// unfinished cells recorded as failed); err ends the whole run.
+func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Cell) (lerr, err error) {
+	o := lr.o
+	inner, args := LabInnerArgs(lr.abs, label, o.Seed, lr.in)
+	labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(lc[0].Kernel))
+	lcfg, lwarn, err := labConfig(label, lc, o, lr.in, args, lr.host)
+	if err != nil {
+		return nil, err
+	}
+	lr.sum.Warnings = append(lr.sum.Warnings, lwarn...)
+	res, lerr := lr.in.Boot(ctx, lcfg)
+	// Import whatever the inner run finished, also after a failure;
+	// each imported sample is one step of the progress.
+	imported, ierr := importLab(lr.w, lr.abs, inner, label, res)
+	lr.sum.Samples += len(imported)
+	for i := range imported {
+		lr.done++
+		s := &imported[i]
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+	}
+	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
+		lr.sum.Warnings = append(lr.sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
+	}
+	if ierr != nil {
+		return nil, errors.Join(lerr, ierr)
+	}
+	if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: "lab " + label, Kernel: label})
+		return nil, lerr
+	}
+	if lerr == nil {
+		return nil, nil
+	}
+	// This kernel's lab failed (its kernel stuck or crashed, a deadline,
+	// the run inside failed): its unfinished cells are recorded as
+	// failed, the other kernels still run.
+	labLogf(o, "kernel %s: %v", label, lerr)
+	recorded, ferr := recordLabFailure(lr.w, o.Dir, label, lc, lerr)
+	for _, c := range recorded { // each a step of the progress, failed
+		lr.done++
+		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
+	}
+	if ferr != nil {
+		return nil, errors.Join(lerr, ferr)
+	}
+	return lerr, nil
+}
