@@ -76,7 +76,7 @@ func (b *builder) latencyTable() {
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
 	if two {
-		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians); ~ = not significant (Mann-Whitney U, alpha %v); (pooled) = RTT percentiles of each column's probes pooled over its runs, a change when their 95%% intervals do not overlap", b.r.Columns[1], b.r.Columns[0], b.opt.Alpha))
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; (pooled) = RTT percentiles of each column's probes pooled over its runs, a change when their 95%% intervals do not overlap, ~ when they do", b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
 	t.Notes = append(t.Notes, b.columnNotes()...)
 	b.r.Tables = append(b.r.Tables, t)
@@ -126,10 +126,11 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 		if two {
 			c, ok := b.pooledChange(cell, d.key)
 			if !ok {
+				// The same rule as every change column: the verdict.
 				dl := b.delta(cell, b.r.Columns[1], d.key)
 				c = Cell{Text: dl.DeltaString(), Delta: &dl}
-				if dl.TooFew {
-					c.Text = "~ (n<4)"
+				if dl.Different() {
+					c.Value = ptr(dl.Pct)
 				}
 			}
 			row.Cells = append(row.Cells, c)

@@ -229,7 +229,7 @@ func TestLatencyPooledChange(t *testing.T) {
 	for k, want := range map[string]string{
 		"pfifo_fast RTT p50": "+30.00% (pooled)", "pfifo_fast RTT p99": "+30.00% (pooled)",
 		"noqueue RTT p50": "~ (pooled)", "noqueue RTT p99": "~ (pooled)",
-		"pfifo_fast RTT idle p50": "~ (n<4)", // not a pooled percentile: Mann-Whitney U
+		"pfifo_fast RTT idle p50": "? +0.00%", // not a pooled percentile: the verdict rule (UNKNOWN at n=3)
 	} {
 		if got[k] != want {
 			t.Errorf("%s change = %q, want %q", k, got[k], want)
