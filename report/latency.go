@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,7 +77,7 @@ func (b *builder) latencyTable() {
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
 	if two {
-		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; (pooled) = RTT percentiles of each column's probes pooled over its runs, a change when their 95%% intervals do not overlap, ~ when they do", b.r.Columns[1], b.r.Columns[0], changeLegend))
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT percentiles: each run's percentile from its probes, the change of their geometric means, called when a t test on the runs' logs gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least", b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
 	t.Notes = append(t.Notes, b.columnNotes()...)
 	b.r.Tables = append(b.r.Tables, t)
@@ -124,7 +125,7 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 			continue
 		}
 		if two {
-			c, ok := b.pooledChange(cell, d.key)
+			c, ok := b.runsChange(cell, d.key)
 			if !ok {
 				// The same rule as every change column: the verdict.
 				dl := b.delta(cell, b.r.Columns[1], d.key)
@@ -140,44 +141,39 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 	return rows
 }
 
-// pooledQuantiles are the percentile rows the pooled comparison covers.
-var pooledQuantiles = map[string]float64{"rtt_p50_s": 0.5, "rtt_p99_s": 0.99, "rtt_p999_s": 0.999}
+// runQuantiles are the percentile rows compared run by run.
+var runQuantiles = map[string]float64{"rtt_p50_s": 0.5, "rtt_p99_s": 0.99, "rtt_p999_s": 0.999}
 
-// pooledChange compares a percentile of the two columns' probes pooled
-// over each column's runs of cell (their raw probes.csv): the change of
-// the pooled percentile, significant when the two percentiles' 95%
-// order-statistic intervals do not overlap (conservative; it treats the
-// probes of a column's runs as one sample, so run-to-run variation is
-// not in it). With 3 runs a side Mann-Whitney U cannot get below p = 0.1;
-// 3 runs of 30 s are 18,000 probes a side. ok is false when a column has
-// no raw probes (a benchfmt file, a run directory without artifacts).
-func (b *builder) pooledChange(cell, key string) (Cell, bool) {
-	q, isQ := pooledQuantiles[key]
+// runsChange compares a percentile of the two columns' runs of cell from
+// their raw probes (probes.csv): latency.CompareRuns, the run as the
+// unit (a run's probes are not independent draws). The text follows
+// every change column's rule: the change when DIFFERENT, "? change"
+// when not decided. ok is false when a column has no raw probes (a
+// benchfmt file, a run directory without artifacts).
+func (b *builder) runsChange(cell, key string) (Cell, bool) {
+	q, isQ := runQuantiles[key]
 	if !isQ {
 		return Cell{}, false
 	}
-	var v [2]float64
-	var iv [2]latency.Interval
+	var sides [2][][]float64
 	for i, col := range b.r.Columns[:2] {
-		var xs []float64
 		for _, run := range b.r.LatencyRuns {
 			if run.Cell == cell && run.Column == col {
-				xs = append(xs, rtts(run.Probes)...)
+				sides[i] = append(sides[i], rtts(run.Probes))
 			}
 		}
-		if len(xs) == 0 {
+		if len(sides[i]) == 0 {
 			return Cell{}, false
 		}
-		slices.Sort(xs)
-		v[i], iv[i] = latency.Percentile(xs, q)
 	}
-	pct := (v[1]/v[0] - 1) * 100
-	apart := iv[1].Lo > iv[0].Hi || iv[1].Hi < iv[0].Lo // NaN bounds compare false: not apart
-	text := "~ (pooled)"
-	if apart {
-		text = units.Pct(pct) + " (pooled)"
+	c := latency.CompareRuns(sides[0], sides[1], q)
+	if math.IsNaN(c.Pct) {
+		return Cell{}, false
 	}
-	return Cell{Text: text, Value: ptr(pct)}, true
+	if !c.Different {
+		return Cell{Text: "? " + units.Pct(c.Pct)}, true
+	}
+	return Cell{Text: units.Pct(c.Pct), Value: ptr(c.Pct)}, true
 }
 
 // loadName is the cell's name without its qdisc part: the load and the

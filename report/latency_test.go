@@ -197,19 +197,25 @@ func writeProbes(t *testing.T, dir, name string, n int, base float64) string {
 	return rel
 }
 
-// Stock against patched, 3 runs each: Mann-Whitney U cannot call any
-// change with 3 runs a side, the pooled probes can: patched's RTTs are
-// 30% longer, so its pooled p50 and p99 are (their intervals apart), and
-// a cell where both columns' probes are alike reads "~ (pooled)".
-func TestLatencyPooledChange(t *testing.T) {
+// Stock against patched, 3 runs each: the RTT percentiles are compared
+// run by run (latency.CompareRuns). Patched's RTTs are 30% longer in
+// pfifo_fast and its runs agree to 2%: a change. In fq_codel they are
+// 30% longer too, but runs spread by ±40%: not decided ("?"), as in
+// noqueue, where both columns are alike.
+func TestLatencyRunsChange(t *testing.T) {
 	dir := t.TempDir()
 	var samples []results.Sample
-	for _, cell := range []string{"tap/iperf3-p1/pfifo_fast", "tap/iperf3-p1/noqueue"} {
+	spread := map[string][]float64{"pfifo_fast": {1, 1.01, 0.99}, "fq_codel": {1, 1.4, 0.6}, "noqueue": {1, 1.01, 0.99}}
+	for _, cell := range []string{"tap/iperf3-p1/pfifo_fast", "tap/iperf3-p1/noqueue", "tap/iperf3-p1/fq_codel"} {
+		q := cell[strings.LastIndex(cell, "/")+1:]
 		for _, k := range []string{"stock", "patched"} {
 			for rep := range 3 {
-				base := 1e-3
-				if k == "patched" && strings.HasSuffix(cell, "pfifo_fast") {
-					base = 1.3e-3
+				base := 1e-3 * spread[q][rep]
+				if k == "patched" {
+					base = 1e-3 * spread[q][(rep+1)%3]
+					if q != "noqueue" {
+						base *= 1.3
+					}
 				}
 				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base, nil)
 				s.Kernel, s.Rep, s.Dir = k, rep, dir
@@ -227,9 +233,9 @@ func TestLatencyPooledChange(t *testing.T) {
 		got[row.Labels[0][:strings.Index(row.Labels[0], ":")]+" "+row.Labels[1]] = row.Cells[2].Text
 	}
 	for k, want := range map[string]string{
-		"pfifo_fast RTT p50": "+30.00% (pooled)", "pfifo_fast RTT p99": "+30.00% (pooled)",
-		"noqueue RTT p50": "~ (pooled)", "noqueue RTT p99": "~ (pooled)",
-		"pfifo_fast RTT idle p50": "? +0.00%", // not a pooled percentile: the verdict rule (UNKNOWN at n=3)
+		"noqueue RTT p50": "? +0.00%", "noqueue RTT p99": "? +0.00%",
+		"fq_codel RTT p50": "? +30.00%", "fq_codel RTT p99": "? +30.00%",
+		"pfifo_fast RTT idle p50": "? +0.00%", // not a percentile compared run by run: the verdict rule (UNKNOWN at n=3)
 	} {
 		if got[k] != want {
 			t.Errorf("%s change = %q, want %q", k, got[k], want)
