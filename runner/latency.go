@@ -193,8 +193,32 @@ func addLatency(s *results.Sample, l *scenarios.Latency, lr *latencyRun, recs []
 	s.Labels["probes"] = strconv.Itoa(sum.Sent)
 	s.Labels["probe_interval"] = l.Interval.String()
 	s.Warnings = append(s.Warnings, warns...)
+	probeShare(s, sum.Sent)
 	if sum.Sent > 0 && sum.Answered == 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("latency probe: none of %d probes under load was answered", sum.Sent))
 	}
 	return nil
+}
+
+// MaxProbeShare is the probe's largest share of the load's packets
+// before a sample warns that the probe itself is part of the load.
+const MaxProbeShare = 0.001
+
+// probeShare adds probe_share_frac: the probe's requests per second over
+// the load's packet rate (tx_pps, the packets the load offered, else
+// rx_pps, what the guest received), and a warning past MaxProbeShare.
+func probeShare(s *results.Sample, sent int) {
+	load, ok := s.Metrics["tx_pps"]
+	if !ok || load <= 0 {
+		load = s.Metrics["rx_pps"]
+	}
+	if sent == 0 || load <= 0 || s.WindowS <= 0 {
+		return
+	}
+	share := float64(sent) / s.WindowS / load
+	s.Metrics["probe_share_frac"] = share
+	if share > MaxProbeShare {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("latency probe: its %.0f requests/s are %.2f%% of the load's %.0f pps (over %.1f%%): the probe is part of the load; a longer latency.interval or a faster load lowers it",
+			float64(sent)/s.WindowS, share*100, load, MaxProbeShare*100))
+	}
 }

@@ -47,6 +47,7 @@ var Metrics = map[string]Metric{
 	"qdisc_backlog_max":   {Key: "qdisc_backlog_max", Unit: "bytes", Better: LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
 	"qdisc_backlog_p50":   {Key: "qdisc_backlog_p50", Unit: "bytes", Better: LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
 	"probe_loss_frac":     {Key: "probe_loss_frac", Unit: "fraction", Better: LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
+	"probe_share_frac":    {Key: "probe_share_frac", Unit: "fraction", Better: LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
 	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
 
