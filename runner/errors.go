@@ -28,7 +28,8 @@ func (e *CellError) Error() string {
 func (e *CellError) Unwrap() error { return e.Err }
 
 // KernelFaultError ends a run in which guest kernels reported faults
-// (lockups, stalls, oopses, panics) or guests stopped answering: those
+// (lockups, stalls, oopses, panics), guests stopped answering or a
+// cell's traffic failed (a tool hung past timeouts.traffic): those
 // cells were recorded as failed, the others ran on a fresh guest. It is a
 // measured failure (exit code 1).
 type KernelFaultError struct {
@@ -37,7 +38,7 @@ type KernelFaultError struct {
 }
 
 func (e *KernelFaultError) Error() string {
-	return fmt.Sprintf("%d of %d cells failed on a guest kernel fault or a guest that stopped answering (recorded as failed in results.jsonl; the other cells ran on a fresh guest):\n%v",
+	return fmt.Sprintf("%d of %d cells failed on a guest kernel fault, a guest that stopped answering or their traffic (recorded as failed in results.jsonl; the other cells ran on a fresh guest):\n%v",
 		len(e.Failed), e.Of, errors.Join(e.Failed...))
 }
 

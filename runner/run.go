@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -335,10 +336,10 @@ func (r *runState) runCells(ctx context.Context, cells []scenarios.Cell, sum *Su
 			if ctx.Err() != nil {
 				return faults, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
 			}
-			if !guestFailed(err) {
+			if !cellFailed(err) {
 				return faults, err
 			}
-			if aerr := r.recordGuestFailure(c, err); aerr != nil {
+			if aerr := r.recordCellFailure(c, err); aerr != nil {
 				return faults, errors.Join(err, aerr)
 			}
 			faults = append(faults, err)
@@ -357,6 +358,12 @@ func (r *runState) runCells(ctx context.Context, cells []scenarios.Cell, sum *Su
 // the guest stopped answering.
 func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
 	s, err := r.runSample(ctx, c, "")
+	if err != nil && ctx.Err() == nil && errors.Is(err, fault.ErrVoid) {
+		// The tool raced with itself (pktgen removing a device late
+		// under TCG): nothing was measured, the guest is fine.
+		r.logf("%v: running the cell once more", err)
+		return r.runSample(ctx, c, "ran again after a void measurement: "+err.Error())
+	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
 		// A guest that stopped answering without a kernel fault on
 		// its console (seen under TCG in TCG on a loaded host) is the
@@ -380,9 +387,19 @@ func guestFailed(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &ge) || errors.Is(err, ErrGuestUnresponsive)
 }
 
-// recordGuestFailure stops the failed guest (the other cells run on a
-// fresh one) and appends a failed sample of c.
-func (r *runState) recordGuestFailure(c *scenarios.Cell, err error) error {
+// cellFailed reports whether err ends only its cell, not the run: its
+// guest faulted or stopped answering, or its traffic failed (a tool that
+// hung past timeouts.traffic, a void measurement run twice). The cell is
+// recorded as failed, the run goes on, and ends with a KernelFaultError.
+func cellFailed(err error) bool {
+	var ce *CellError
+	return guestFailed(err) || errors.As(err, &ce) && (ce.Phase == "traffic" || ce.Phase == "warmup")
+}
+
+// recordCellFailure stops the cell's guest (the other cells run on a
+// fresh one: a hung tool may have left it in any state) and appends a
+// failed sample of c.
+func (r *runState) recordCellFailure(c *scenarios.Cell, err error) error {
 	r.logf("%v", err)
 	if serr := r.stopGuest(); serr != nil {
 		r.logf("stop the faulted guest: %v", serr)

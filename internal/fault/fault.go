@@ -34,7 +34,20 @@ var (
 	// of UNKNOWN): more repetitions may; it is neither a pass nor a
 	// failure.
 	ErrUndecided = errors.New("undecided")
+	// ErrVoid is a measurement that measured nothing valid through no
+	// fault of the kernel under test (a tool's race with itself, such as
+	// pktgen removing a device late): running it again is the fix.
+	ErrVoid = errors.New("void measurement")
 )
+
+// Void marks err as ErrVoid (errors.Is finds both).
+func Void(err error) error { return &voidError{err} }
+
+type voidError struct{ err error }
+
+func (e *voidError) Error() string        { return e.err.Error() }
+func (e *voidError) Unwrap() error        { return e.err }
+func (e *voidError) Is(target error) bool { return target == ErrVoid }
 
 // InputError is bad input: Msg says what is wrong and how to fix it; Err is
 // the cause, printed after Msg as "msg: cause" (or alone when Msg is "").

@@ -566,7 +566,7 @@ func TestScriptUnfinishedResultIsVoid(t *testing.T) {
 	r, err := f.driver().Script(t.Context(), proc.Real{}, ScriptConfig{
 		Config:     Config{Dev: "vnbt0", Threads: 2, Count: 100000, Dst: "10.0.0.2", DstMAC: "52:54:00:12:34:56"},
 		KernelTree: tree, Sample: ModeMultiqueue})
-	if err == nil || !strings.Contains(err.Error(), `vnbt0@1: the script printed "Result: Idle"`) || !strings.Contains(err.Error(), "the run is void") || strings.Contains(err.Error(), "vnbt0@0") {
+	if err == nil || !errors.Is(err, fault.ErrVoid) || !strings.Contains(err.Error(), `vnbt0@1: the script printed "Result: Idle"`) || !strings.Contains(err.Error(), "the run is void") || strings.Contains(err.Error(), "vnbt0@0") {
 		t.Fatalf("err = %v, want the run void for vnbt0@1 alone", err)
 	}
 	if r == nil || len(r.Threads) != 2 || !r.Threads[0].OK {
@@ -749,7 +749,7 @@ func TestVoidRunSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.driver().Run(t.Context(), Config{Mode: ModeSimple, Dev: "vnbt0", Count: 1000, DstMAC: "52:54:00:12:34:56"})
-	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "kpktgend_0 removed the device before it ran") {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, fault.ErrVoid) || !strings.Contains(err.Error(), "kpktgend_0 removed the device before it ran") {
 		t.Fatalf("err = %v, want the void run explained", err)
 	}
 }
