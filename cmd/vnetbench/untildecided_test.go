@@ -53,7 +53,7 @@ func (f *fakeRounds) load() (*results.Set, error) {
 
 func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
 	return &adaptive{round: f.round, load: f.load, min: verdict.DefaultMinEffect, maxReps: maxReps,
-		now: time.Now, firstReps: verdict.Default.Looks[1]}
+		now: time.Now, firstReps: verdict.Default.FirstN()}
 }
 
 func TestUntilDecidedStopsWhenDecided(t *testing.T) {

@@ -131,9 +131,8 @@ func decide(b, n []float64, min, c float64, plan *Plan) (Verdict, string) {
 	if constantEqual(b, n) {
 		return Same, "every run of both sides has the same value"
 	}
-	zs := -normalQuantile(plan.SameAlpha)
-	if min > 0 && rankZ(b, n, min) <= -zs && rankZ(b, n, -min) >= zs {
-		return Same, fmt.Sprintf("the shift is within ±%s (two one-sided tests at %g)", fmtG(min), plan.SameAlpha)
+	if min > 0 && same(b, n, z, min, plan) {
+		return Same, fmt.Sprintf("the shift is within ±%s (two one-sided tests at %g; estimate within %g of it)", fmtG(min), plan.SameAlpha, plan.SameEstimate)
 	}
 	return Unknown, "neither a significant change nor one shown smaller than the minimum effect"
 }
@@ -238,4 +237,18 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Reason  string   `json:"reason"`
 	}{r.Verdict, num(r.Shift), num(r.Lo), num(r.Hi), r.Level, num(r.Pct), num(r.PctLo), num(r.PctHi),
 		r.NBase, r.NNew, r.Look, r.NextN, num(r.Min), r.Reason})
+}
+
+// same is the equivalence test: the shift is shown above -min and below
+// +min by the shifted rank tests at plan.SameAlpha each (TOST), and, with
+// plan.SameEstimate, the rank statistic z of no shift is within that
+// fraction of half the distance between the two shifted statistics (the
+// estimate within SameEstimate*min, on the rank scale).
+func same(b, n []float64, z, min float64, plan *Plan) bool {
+	zs := -normalQuantile(plan.SameAlpha)
+	lo, hi := rankZ(b, n, min), rankZ(b, n, -min)
+	if lo > -zs || hi < zs {
+		return false
+	}
+	return plan.SameEstimate <= 0 || math.Abs(z) <= plan.SameEstimate*(hi-lo)/2
 }
