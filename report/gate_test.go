@@ -131,7 +131,6 @@ func TestCompareRunsBadInput(t *testing.T) {
 	for _, opt := range []CompareOptions{
 		{Metrics: []string{"tx_ppz"}},
 		{Gates: []Gate{{"nope", '<', -1}}},
-		{Alpha: 1.5},
 	} {
 		_, err := CompareRuns(loadSet(t, "stock"), loadSet(t, "patched"), opt)
 		if !errors.Is(err, fault.ErrInput) {
