@@ -127,7 +127,6 @@ func (e *UndecidedError) Is(target error) bool { return target == fault.ErrUndec
 type CompareOptions struct {
 	Metrics []string // metrics to show (nil = all in both); gates add theirs
 	Gates   []Gate   // nil = default gates (see CompareRuns)
-	Alpha   float64
 	// MinEffect is the smallest change that matters: a verdict of SAME
 	// means the change is shown smaller (verdict.DefaultMinEffect when
 	// zero). A gate with a non-zero threshold uses its threshold.
@@ -173,12 +172,6 @@ func (c *CompareResult) Err() error {
 // harness's self-measurements and cross-checks) only when opt.Metrics
 // names them. Unknown metrics are bad input.
 func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
-	if opt.Alpha <= 0 {
-		opt.Alpha = DefaultAlpha
-	}
-	if opt.Alpha >= 1 {
-		return nil, fault.Input("--alpha %v: want a level between 0 and 1, e.g. 0.05", opt.Alpha)
-	}
 	joined := joinSides(base, new)
 	if len(base.Samples) == 0 || len(new.Samples) == 0 {
 		return nil, fault.Input("nothing to compare: a side has no samples")
@@ -205,7 +198,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{Alpha: opt.Alpha, MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details})
+	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details})
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +287,7 @@ func decideGates(idx *index, gates []Gate, opt CompareOptions) []Decision {
 			if g.Threshold != 0 {
 				min = verdict.MinEffect{Value: math.Abs(g.Threshold)}
 			}
-			d := Compare(b, n, idx.metric(g.Metric).Rate, opt.Alpha, min)
+			d := Compare(b, n, idx.metric(g.Metric).Rate, min)
 			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}
 			if d.Different() && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)

@@ -89,7 +89,7 @@ func decisionDetail(d *Decision) string {
 	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, d.Cell)
 	fmt.Fprintf(&b, "base: median %s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), ciText(d.Delta.Base), d.Delta.Base.N)
 	fmt.Fprintf(&b, "new:  median %s%s (n=%d)\n", fmtNum(d.Delta.New.Median), ciText(d.Delta.New), d.Delta.New.N)
-	fmt.Fprintf(&b, "change: %s, p=%.3g, alpha %g\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, d.Delta.Alpha, verdict)
+	fmt.Fprintf(&b, "change: %s, p=%.3g (DIFFERENT at p <= %.3g)\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, d.Delta.Alpha, verdict)
 	return asciiOnly(b.String())
 }
 

@@ -19,8 +19,6 @@ type Options struct {
 	// Base is the column every other column is compared with; "" means
 	// the first column.
 	Base string
-	// Alpha is the significance level (DefaultAlpha when 0).
-	Alpha float64
 	// MinEffect is the smallest change that matters for the verdicts
 	// (verdict.DefaultMinEffect when zero).
 	MinEffect verdict.MinEffect
@@ -45,7 +43,9 @@ type Report struct {
 	Columns []string `json:"columns"`
 	Base    string   `json:"base"`
 	By      string   `json:"by"`
-	Alpha   float64  `json:"alpha"`
+	// Alpha is the verdicts' overall false-DIFFERENT level
+	// (verdict.Default.Alpha).
+	Alpha float64 `json:"alpha"`
 	// Emulated lists the columns measured under emulation (QEMU TCG).
 	Emulated []string `json:"emulated,omitempty"`
 	// Nested lists the columns whose datapath ran inside a VM (lab
@@ -171,9 +171,6 @@ const MaxColumns = 64
 
 // Build computes the model of set.
 func Build(set *results.Set, opt Options) (*Report, error) {
-	if opt.Alpha <= 0 {
-		opt.Alpha = DefaultAlpha
-	}
 	if opt.Top <= 0 {
 		opt.Top = 10
 	}
@@ -199,7 +196,7 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 		return nil, fault.Input("%d columns (%s: %s, ...): a report compares at most %d; report fewer run directories, or choose another column axis with --by",
 			len(cols), opt.By, strings.Join(cols[:3], ", "), MaxColumns)
 	}
-	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: opt.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin}
+	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: verdict.Default.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin}
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {
@@ -237,6 +234,9 @@ func Build(set *results.Set, opt Options) (*Report, error) {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}
+	}
+	for _, t := range r.Tables {
+		fewRunsNote(t)
 	}
 	// Per-metric tables are noise when there is nothing to compare; the
 	// harness's own numbers are for whoever checks the harness.
@@ -329,7 +329,7 @@ func (b *builder) delta(cell, col, key string) Delta {
 	k := statKey{cell, col, key}
 	d, ok := b.idx.deltas[k]
 	if !ok {
-		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.Alpha, b.opt.MinEffect)
+		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.MinEffect)
 		b.idx.deltas[k] = d
 	}
 	return d
@@ -343,3 +343,34 @@ func (b *builder) metricKeys() []string {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// fewRunsNote adds to t, when some change cell is UNKNOWN because its
+// sides have fewer runs than the plan's first look, a note that says so:
+// "? = UNKNOWN: 2 runs per side, a verdict needs at least 10; ...".
+func fewRunsNote(t *Table) {
+	lo, hi := 0, 0
+	for _, row := range t.Rows {
+		for _, c := range row.Cells {
+			if c.Delta == nil || !c.Delta.TooFew || c.Delta.Base.N == 0 || c.Delta.New.N == 0 {
+				continue
+			}
+			n := min(c.Delta.Base.N, c.Delta.New.N)
+			if lo == 0 || n < lo {
+				lo = n
+			}
+			hi = max(hi, n)
+		}
+	}
+	if lo == 0 {
+		return
+	}
+	runs := fmt.Sprintf("%d runs", lo)
+	switch {
+	case lo == 1 && hi == 1:
+		runs = "1 run"
+	case hi > lo:
+		runs = fmt.Sprintf("%d-%d runs", lo, hi)
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("? = UNKNOWN: %s per side, a verdict needs at least %d; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
+		runs, verdict.Default.FirstN()))
+}

@@ -14,9 +14,6 @@ import (
 // Confidence is the confidence level of the median intervals.
 const Confidence = 0.95
 
-// DefaultAlpha is the significance level of comparisons.
-const DefaultAlpha = 0.05
-
 // Stats summarizes the values of one metric over repetitions.
 type Stats struct {
 	N      int     `json:"n"`
@@ -84,13 +81,15 @@ type Delta struct {
 	// Pct is the change of the median in percent ((new/base - 1) * 100);
 	// ±Inf when the base median is 0 and the new one is not.
 	Pct float64 `json:"pct"`
-	// P is the Mann-Whitney U test's p-value (two-sided).
+	// P is the verdict's own p-value (Verdict.P: the two-sided rank test
+	// of no shift) and Alpha the level of the look the runs reached (0
+	// below the first look): P <= Alpha exactly when DIFFERENT.
 	P     float64 `json:"p"`
 	Alpha float64 `json:"alpha"`
-	// Significant is P <= Alpha (benchstat's convention).
+	// Significant is DIFFERENT (P <= Alpha).
 	Significant bool `json:"significant"`
-	// TooFew means the sample sizes can never reach P <= Alpha, whatever
-	// the values (the verdict is UNKNOWN by construction).
+	// TooFew means fewer runs per side than the plan's first look: the
+	// verdict is UNKNOWN by construction, whatever the values.
 	TooFew bool `json:"too_few"`
 	// Verdict is SAME, DIFFERENT or UNKNOWN by the sequential plan
 	// (verdict.Default) with the shift's confidence interval: the rule of
@@ -99,24 +98,23 @@ type Delta struct {
 	Warnings []string       `json:"warnings,omitempty"`
 }
 
-// Compare summarizes base and new, tests whether they differ with the
-// Mann-Whitney U test of golang.org/x/perf/benchmath at level alpha
-// (DefaultAlpha when 0) and gives the verdict with minimum effect min
-// (verdict.DefaultMinEffect when zero).
-func Compare(base, new []float64, rate bool, alpha float64, min verdict.MinEffect) Delta {
-	return compareStats(Summarize(base, rate), Summarize(new, rate), alpha, min)
+// Compare summarizes base and new and gives the verdict with minimum
+// effect min (verdict.DefaultMinEffect when zero).
+func Compare(base, new []float64, rate bool, min verdict.MinEffect) Delta {
+	return compareStats(Summarize(base, rate), Summarize(new, rate), min)
 }
 
 // compareStats is Compare of two summaries (their sorted Values).
-func compareStats(base, new Stats, alpha float64, min verdict.MinEffect) Delta {
-	if alpha <= 0 {
-		alpha = DefaultAlpha
-	}
+func compareStats(base, new Stats, min verdict.MinEffect) Delta {
 	if min.Value <= 0 {
 		min = verdict.DefaultMinEffect
 	}
-	d := Delta{Base: base, New: new, Alpha: alpha, P: 1}
+	d := Delta{Base: base, New: new}
 	d.Verdict = verdict.Decide(base.Values, new.Values, min, nil)
+	d.P, d.Significant = d.Verdict.P, d.Verdict.Verdict == verdict.Different
+	if d.Verdict.Look >= 0 {
+		d.Alpha = 1 - d.Verdict.Level
+	}
 	switch {
 	case d.Base.Median == d.New.Median:
 		d.Pct = 0
@@ -130,32 +128,9 @@ func compareStats(base, new Stats, alpha float64, min verdict.MinEffect) Delta {
 		d.TooFew = true
 		return d
 	}
-	th := benchmath.Thresholds{CompareAlpha: alpha}
-	c := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(slices.Clone(base.Values), &th),
-		benchmath.NewSample(slices.Clone(new.Values), &th))
-	d.P = c.P
-	d.Significant = c.P <= alpha
-	if minP := minUTestP(base.N, new.N); minP > alpha {
-		d.TooFew = true
-		d.Significant = false
-		d.Warnings = append(d.Warnings, fmt.Sprintf("n=%d+%d can never reach p<=%v (smallest possible p=%.3f); run at least 4 repetitions per side", base.N, new.N, alpha, minP))
-	} else {
-		for _, w := range c.Warnings {
-			d.Warnings = append(d.Warnings, w.Error())
-		}
-	}
+	// Too few runs get the table's "? = UNKNOWN" note (fewRunsNotes).
+	d.TooFew = d.Verdict.Look < 0
 	return d
-}
-
-// minUTestP is the smallest two-sided p-value the exact Mann-Whitney U
-// test can give for sample sizes n1 and n2: 2 / C(n1+n2, n1).
-func minUTestP(n1, n2 int) float64 {
-	c := 1.0
-	for i := 1; i <= n1; i++ {
-		c = c * float64(n2+i) / float64(i)
-	}
-	return math.Min(1, 2/c)
 }
 
 // DeltaString is the change column's text, one rule for every table: the

@@ -31,34 +31,30 @@ func TestSummarize(t *testing.T) {
 func TestCompare(t *testing.T) {
 	base := []float64{450, 452, 455, 449, 451}
 	worse := []float64{400, 401, 405, 399, 402}
-	d := Compare(base, worse, true, 0.05, verdict.MinEffect{})
-	if !d.Significant || d.TooFew || d.P > 0.01 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
-		t.Errorf("clear regression: %+v", d)
+	// 5 runs per side are below the plan's first look: UNKNOWN, never a
+	// bare change, however far apart; p is the verdict's rank test's.
+	d := Compare(base, worse, true, verdict.MinEffect{})
+	if d.Significant || !d.TooFew || d.Alpha != 0 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
+		t.Errorf("5 per side: %+v", d)
 	}
-	// Significant at 0.05, but 5 runs are below the plan's first look:
-	// the change column says UNKNOWN, never a bare change.
 	if got := d.DeltaString(); got != "? -11.09%" {
 		t.Errorf("DeltaString = %q", got)
 	}
-	if got := d.PString(); got != "p=0.008 n=5" {
+	// All apart at 5 per side: U=0, z = -(12.5-0.5)/sqrt(5*5*11/12).
+	if want := 2 * (1 - 0.5*math.Erfc(-12/math.Sqrt(275.0/12)/math.Sqrt2)); math.Abs(d.P-want) > 1e-12 {
+		t.Errorf("P = %v, want %v", d.P, want)
+	}
+	if got := d.PString(); got != "p=0.012 n=5" {
 		t.Errorf("PString = %q", got)
 	}
-	// 10 per side, all apart: DIFFERENT.
-	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, 0.05, verdict.MinEffect{})
-	if got := d.DeltaString(); !d.Different() || got != "-11.07%" {
-		t.Errorf("n=10: DeltaString = %q, verdict %+v", got, d.Verdict)
+	// 10 per side, all apart: DIFFERENT, and P <= Alpha says the same.
+	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, verdict.MinEffect{})
+	if got := d.DeltaString(); !d.Different() || got != "-11.07%" || !d.Significant || d.P > d.Alpha || d.TooFew {
+		t.Errorf("n=10: DeltaString = %q, %+v", got, d)
 	}
-	// Three per side can never be significant at 0.05, however different.
-	d = Compare([]float64{1, 2, 3}, []float64{100, 200, 300}, false, 0.05, verdict.MinEffect{})
-	if d.Significant || !d.TooFew || d.DeltaString() != "? +9900.00%" || len(d.Warnings) == 0 {
-		t.Errorf("n=3: %+v, want ? +9900.00%% with a too-few warning", d)
-	}
-	// 4 per side can.
-	d = Compare([]float64{1, 2, 3, 4}, []float64{100, 200, 300, 400}, false, 0.05, verdict.MinEffect{})
-	if !d.Significant || d.TooFew {
-		t.Errorf("n=4: %+v, want significant", d)
-	}
-	if p := minUTestP(3, 4); math.Abs(p-2.0/35) > 1e-12 {
-		t.Errorf("minUTestP(3,4) = %v", p)
+	// 10 per side, overlapping: UNKNOWN with P above the look's level.
+	d = Compare([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, false, verdict.MinEffect{})
+	if d.Significant || d.P <= d.Alpha || d.Alpha <= 0 || d.TooFew {
+		t.Errorf("overlapping n=10: %+v", d)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
-	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the p column (Mann-Whitney U); the verdicts keep their own 1% plan")
+	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
@@ -28,6 +28,9 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := alpha.check("compare"); err != nil {
 		return err
 	}
 	if len(pos) != 2 {
@@ -62,7 +65,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, Alpha: *alpha, MinEffect: me, Details: *details})
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details})
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	style := fs.String("style", "ascii", "text table borders: ascii (+---+, for mail) or unicode")
 	out := pathFlag(fs, "o", "write to `FILE` instead of stdout (- for stdout)")
 	base := fs.String("base", "", "column the others are compared with (default the first)")
-	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the p column (Mann-Whitney U); the change columns' verdicts keep their own plan (docs/compare.md)")
+	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters for the change columns' SAME (\"2%\" or \"0.5iqr\")")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
 	origin := fs.String("origin", "", "--format kcidb: the submitting CI system's `NAME` in KCIDB ([a-z0-9_]+), the prefix of every id")
@@ -44,6 +44,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&metrics, "metric", "restrict the tables to these metrics (repeatable, comma-separated)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := alpha.check("report"); err != nil {
 		return err
 	}
 	if len(paths) == 0 {
@@ -77,7 +80,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageErrorf("report: --min-effect: %v", err)
 	}
-	r, err := report.Build(set, report.Options{By: *by, Base: *base, Alpha: *alpha, MinEffect: me, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, MinEffect: me, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
 	if err != nil {
 		return err
 	}

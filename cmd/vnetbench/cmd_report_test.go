@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -139,13 +141,13 @@ func TestCompareCLI(t *testing.T) {
 		// 5 runs per side are too few for a verdict: UNKNOWN, exit 3,
 		// however clear the change (docs/compare.md).
 		{"regression.txt", []string{"compare", runs + "patched", runs + "stock", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 3,
-			[]string{"tx_pps<-3%: tap/pktgen-t1 -20.41% n=5: UNKNOWN: undecided: run at least 6 per side", "verdict: UNKNOWN"}},
+			[]string{"tx_pps<-3%: tap/pktgen-t1 -20.41% n=5: UNKNOWN: undecided: run at least 10 per side", "verdict: UNKNOWN"}},
 		{"improvement.txt", []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 3,
 			[]string{"tx_pps<-3%: tap/pktgen-t1 +25.64% n=5: UNKNOWN", "verdict: UNKNOWN"}},
 		{"nochange.txt", []string{"compare", runs + "stock", runs + "stock", "--metric", "tx_pps,lost_pps"}, 3,
 			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 +0.00% n=5: UNKNOWN", "verdict: UNKNOWN"}},
 		{"toofew.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 3,
-			[]string{"-15.35% n=3: UNKNOWN: undecided: run at least 6 per side", "verdict: UNKNOWN"}},
+			[]string{"-15.35% n=3: UNKNOWN: undecided: run at least 10 per side", "verdict: UNKNOWN"}},
 		// Default gates on a run with harness diagnostics: results gated,
 		// diagnostics not; --details adds the harness table.
 		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 3,
@@ -179,11 +181,15 @@ func TestCompareCLIBadInput(t *testing.T) {
 		{"compare", runs + "stock", runs + "patched", "--format", "benchfmt"},
 		{"compare", runs + "stock", runs + "patched", "--min-effect", "0"},
 		{"report", runs + "stock", "--min-effect", "2"},
+		{"report", runs + "stock", "--alpha", "0.01"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(t.Context(), args, &out, &errb)
 		if got := exitCode(err); got != exitBadInput {
 			t.Errorf("%v: exit %d (%v), want 2", args, got, err)
+		}
+		if slices.Contains(args, "--alpha") && !strings.Contains(fmt.Sprint(err), "--alpha is retired") {
+			t.Errorf("%v: %v, want --alpha is retired and what to use instead", args, err)
 		}
 	}
 }

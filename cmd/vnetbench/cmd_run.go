@@ -535,7 +535,7 @@ func printTable(stdout, stderr io.Writer, dir string) {
 		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
 		return
 	}
-	r, err := report.Build(set, report.Options{By: "kernel", Alpha: report.DefaultAlpha, Top: 10})
+	r, err := report.Build(set, report.Options{By: "kernel", Top: 10})
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: report: %v\n", err)
 		return

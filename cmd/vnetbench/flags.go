@@ -79,3 +79,29 @@ func absPaths(paths []string) []string {
 	}
 	return out
 }
+
+// retiredFlag is a flag that is no longer used: giving it is bad input
+// that says what to use instead.
+type retiredFlag struct {
+	name, instead string
+	set           bool
+}
+
+func (f *retiredFlag) String() string   { return "" }
+func (f *retiredFlag) Set(string) error { f.set = true; return nil }
+
+// retiredAlpha registers --alpha, the level of the p column of the old
+// Mann-Whitney-only rule: the verdicts' plan has its own levels.
+func retiredAlpha(fs *flag.FlagSet) *retiredFlag {
+	f := &retiredFlag{name: "alpha", instead: "the verdicts keep their own plan (at most 0.8% false DIFFERENT, docs/compare.md); set the change that matters with --min-effect or a gate threshold (--fail-on 'tx_pps<-3%')"}
+	fs.Var(f, f.name, "retired: the verdicts and the p column follow the plan of docs/compare.md; use --min-effect")
+	return f
+}
+
+// check returns the bad-input error of cmd when the flag was given.
+func (f *retiredFlag) check(cmd string) error {
+	if !f.set {
+		return nil
+	}
+	return usageErrorf("%s: --%s is retired: %s", cmd, f.name, f.instead)
+}

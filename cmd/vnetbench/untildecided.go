@@ -118,8 +118,8 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 	if dir == "" {
 		return usageErrorf("run: --until-decided needs -o DIR (the run directory it grows round by round)")
 	}
-	if *f.maxReps < verdict.Default.Looks[1] {
-		return usageErrorf("run: --max-repetitions %d: want at least %d, the first look that can decide DIFFERENT", *f.maxReps, verdict.Default.Looks[1])
+	if *f.maxReps < verdict.Default.FirstN() {
+		return usageErrorf("run: --max-repetitions %d: want at least %d, the first look that can decide DIFFERENT", *f.maxReps, verdict.Default.FirstN())
 	}
 	me, err := verdict.ParseMinEffect(*f.minEffect)
 	if err != nil {
@@ -142,7 +142,7 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 		},
 		load:  func() (*results.Set, error) { return results.Load(dir) },
 		gates: gates, min: me, maxReps: *f.maxReps, maxTime: *f.maxTime, now: time.Now,
-		resume: resume, firstReps: verdict.Default.Looks[1],
+		resume: resume, firstReps: verdict.Default.FirstN(),
 	}
 	return a.run(ctx, stdout)
 }

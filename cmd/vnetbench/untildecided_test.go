@@ -53,7 +53,7 @@ func (f *fakeRounds) load() (*results.Set, error) {
 
 func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
 	return &adaptive{round: f.round, load: f.load, min: verdict.DefaultMinEffect, maxReps: maxReps,
-		now: time.Now, firstReps: verdict.Default.Looks[1]}
+		now: time.Now, firstReps: verdict.Default.FirstN()}
 }
 
 func TestUntilDecidedStopsWhenDecided(t *testing.T) {
@@ -77,7 +77,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 	if !errors.As(err, &ue) || exitCode(err) != exitUndecided {
 		t.Fatalf("err %v (exit %d), want UNKNOWN (exit 3)", err, exitCode(err))
 	}
-	if !slices.Equal(f.rounds, []int{10, 14, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
+	if !slices.Equal(f.rounds, []int{10, 13, 16, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
 		t.Errorf("rounds %v, output:\n%s", f.rounds, out.String())
 	}
 	// Resumed with a larger budget, it goes on from 18, not from scratch.
@@ -87,8 +87,8 @@ func TestUntilDecidedBudget(t *testing.T) {
 	if err := a.run(t.Context(), io.Discard); err != nil && !errors.As(err, &ue) {
 		t.Fatal(err)
 	}
-	if len(f.rounds) == 0 || f.rounds[0] != 24 {
-		t.Errorf("resumed rounds %v, want the first at the next look, 24", f.rounds)
+	if len(f.rounds) == 0 || f.rounds[0] != 20 {
+		t.Errorf("resumed rounds %v, want the first at the next look, 20", f.rounds)
 	}
 }
 

@@ -8,13 +8,20 @@ import (
 // The goals of issue 27 for the default plan and minimum effect: at most 1%
 // false DIFFERENT when nothing changed, at least 95% DIFFERENT at a shift
 // of 1 IQR and 90% at 0.5 IQR, at most 40 runs per side on average over
-// the three cases. Seeded: the same draws every run.
+// the three cases. Seeded: the same draws every run. Student t3 noise is
+// held to 47 runs per side, not 40: per interquartile range its rank test
+// carries 15% less information than normal noise's (any test's at most 11%
+// less), and no plan tried met 90% at 0.5 IQR within 40 (docs/compare.md).
 func TestDefaultPlanMeetsGoals(t *testing.T) {
 	if testing.Short() {
-		t.Skip("simulation of 3x1000 comparisons per noise")
+		t.Skip("simulation of 3x2000 comparisons per noise")
 	}
-	const trials = 1000
-	for _, nz := range []noise{normalNoise, realNoise()} {
+	const trials = 2000
+	for _, g := range []struct {
+		nz      noise
+		maxReps float64
+	}{{normalNoise, 40}, {realNoise(), 40}, {heavyNoise, 47}} {
+		nz := g.nz
 		p := ours(Default, DefaultMinEffect)
 		aa := simulate(p, nz, 0, trials, 1)
 		half := simulate(p, nz, 0.5, trials, 2)
@@ -24,14 +31,17 @@ func TestDefaultPlanMeetsGoals(t *testing.T) {
 		if r := aa.rate(Different); r > 0.01 {
 			t.Errorf("%s: false DIFFERENT on A/A %.1f%% > 1%%", nz.name, 100*r)
 		}
+		if r := aa.rate(Same); r < 0.95 {
+			t.Errorf("%s: SAME on A/A %.1f%% < 95%%: UNKNOWN where the plan should decide", nz.name, 100*r)
+		}
 		if r := half.rate(Different); r < 0.90 {
 			t.Errorf("%s: DIFFERENT at 0.5 IQR %.1f%% < 90%%", nz.name, 100*r)
 		}
 		if r := one.rate(Different); r < 0.95 {
 			t.Errorf("%s: DIFFERENT at 1 IQR %.1f%% < 95%%", nz.name, 100*r)
 		}
-		if mean > 40 {
-			t.Errorf("%s: mean %.1f runs per side > 40", nz.name, mean)
+		if mean > g.maxReps {
+			t.Errorf("%s: mean %.1f runs per side > %g", nz.name, mean, g.maxReps)
 		}
 	}
 }

@@ -35,23 +35,34 @@ type Plan struct {
 	// (the same nominal level at every look), 0 O'Brien-Fleming's (strict
 	// early, lenient late).
 	Shape float64
+	// SameEstimate, when positive, also requires for SAME that the shift's
+	// estimate lies within ±SameEstimate times the minimum effect (on the
+	// rank scale: |z at 0| at most SameEstimate times half the distance
+	// between the rank statistics shifted by -min and +min). Late looks,
+	// whose intervals are narrow, then cannot call SAME a shift near the
+	// minimum effect that the interval only just fits.
+	SameEstimate float64
 
 	once   sync.Once
 	bounds []float64
 }
 
-// Default is the plan of compare, run --until-decided and bisect: twelve
-// looks from 6 to 100 repetitions per side, at most 0.8% false DIFFERENT
-// (two-sided, a margin under the goal of 1% for the rank test's normal
-// approximation at small n; a boundary close to Pocock's), SAME when the 96% interval of
-// the shift lies within the minimum effect. See docs/compare.md for its
-// measured error rates and costs.
+// Default is the plan of compare, run --until-decided and bisect: thirteen
+// looks from 10 to 160 repetitions per side (each about 25% more than the
+// last), at most 0.8% false DIFFERENT over all looks (two-sided, a margin
+// under the goal of 1%; Pocock's constant boundary: |z| >= 3.27 at every
+// look), SAME when the 93% interval of the shift lies
+// within the minimum effect and its estimate within 0.4 of it. See docs/compare.md for its measured error rates and costs.
 var Default = &Plan{
-	Looks:     []int{6, 10, 14, 18, 24, 30, 36, 44, 52, 64, 80, 100},
-	Alpha:     0.008,
-	SameAlpha: 0.02,
-	Shape:     0.45,
+	Looks:        []int{10, 13, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 160},
+	Alpha:        0.008,
+	SameAlpha:    0.035,
+	Shape:        0.5,
+	SameEstimate: 0.4,
 }
+
+// FirstN is the first look: fewer runs per side are always UNKNOWN.
+func (p *Plan) FirstN() int { return p.Looks[0] }
 
 // MaxN is the last look: the most repetitions per side the plan asks for.
 func (p *Plan) MaxN() int { return p.Looks[len(p.Looks)-1] }

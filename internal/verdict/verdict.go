@@ -64,6 +64,11 @@ func (m MinEffect) String() string {
 // Result is a decision with its evidence.
 type Result struct {
 	Verdict Verdict `json:"verdict"`
+	// P is the two-sided p-value of the rank test of no shift (the
+	// Mann-Whitney z with mid-ranks, tie-corrected variance and continuity
+	// correction, normal approximation): DIFFERENT exactly when P is at
+	// most 1-Level, the look's own level.
+	P float64 `json:"p"`
 	// Shift is the Hodges-Lehmann estimate of new - base (the median of
 	// all pairwise differences), Lo and Hi its confidence interval at
 	// Level (the look's, so it excludes 0 exactly when DIFFERENT up to
@@ -96,7 +101,7 @@ func Decide(base, new []float64, min MinEffect, plan *Plan) Result {
 		plan = Default
 	}
 	b, n := sorted(base), sorted(new)
-	r := Result{NBase: len(b), NNew: len(n), Look: plan.Look(min2(len(b), len(n)))}
+	r := Result{NBase: len(b), NNew: len(n), Look: plan.Look(min2(len(b), len(n))), P: 1}
 	r.Pct, r.PctLo, r.PctHi = math.NaN(), math.NaN(), math.NaN()
 	r.Lo, r.Hi = math.Inf(-1), math.Inf(1)
 	if len(b) == 0 || len(n) == 0 {
@@ -104,6 +109,7 @@ func Decide(base, new []float64, min MinEffect, plan *Plan) Result {
 		return r
 	}
 	r.Shift = hodgesLehmann(b, n)
+	r.P = 2 * normalSF(math.Abs(rankZ(b, n, 0)))
 	r.Min = min.abs(b, n)
 	if r.Look < 0 {
 		r.Verdict, r.NextN = Unknown, plan.Looks[0]
@@ -131,9 +137,8 @@ func decide(b, n []float64, min, c float64, plan *Plan) (Verdict, string) {
 	if constantEqual(b, n) {
 		return Same, "every run of both sides has the same value"
 	}
-	zs := -normalQuantile(plan.SameAlpha)
-	if min > 0 && rankZ(b, n, min) <= -zs && rankZ(b, n, -min) >= zs {
-		return Same, fmt.Sprintf("the shift is within ±%s (two one-sided tests at %g)", fmtG(min), plan.SameAlpha)
+	if min > 0 && same(b, n, z, min, plan) {
+		return Same, fmt.Sprintf("the shift is within ±%s (two one-sided tests at %g; estimate within %g of it)", fmtG(min), plan.SameAlpha, plan.SameEstimate)
 	}
 	return Unknown, "neither a significant change nor one shown smaller than the minimum effect"
 }
@@ -223,6 +228,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		Verdict Verdict  `json:"verdict"`
+		P       float64  `json:"p"`
 		Shift   *float64 `json:"shift"`
 		Lo      *float64 `json:"lo"`
 		Hi      *float64 `json:"hi"`
@@ -236,6 +242,20 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		NextN   int      `json:"next_n,omitempty"`
 		Min     *float64 `json:"min_effect"`
 		Reason  string   `json:"reason"`
-	}{r.Verdict, num(r.Shift), num(r.Lo), num(r.Hi), r.Level, num(r.Pct), num(r.PctLo), num(r.PctHi),
+	}{r.Verdict, r.P, num(r.Shift), num(r.Lo), num(r.Hi), r.Level, num(r.Pct), num(r.PctLo), num(r.PctHi),
 		r.NBase, r.NNew, r.Look, r.NextN, num(r.Min), r.Reason})
+}
+
+// same is the equivalence test: the shift is shown above -min and below
+// +min by the shifted rank tests at plan.SameAlpha each (TOST), and, with
+// plan.SameEstimate, the rank statistic z of no shift is within that
+// fraction of half the distance between the two shifted statistics (the
+// estimate within SameEstimate*min, on the rank scale).
+func same(b, n []float64, z, min float64, plan *Plan) bool {
+	zs := -normalQuantile(plan.SameAlpha)
+	lo, hi := rankZ(b, n, min), rankZ(b, n, -min)
+	if lo > -zs || hi < zs {
+		return false
+	}
+	return plan.SameEstimate <= 0 || math.Abs(z) <= plan.SameEstimate*(hi-lo)/2
 }

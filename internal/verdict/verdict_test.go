@@ -31,10 +31,10 @@ func TestDecide(t *testing.T) {
 	if r := Decide(base, base, DefaultMinEffect, nil); r.Verdict == Different {
 		t.Errorf("identical samples: %+v", r)
 	}
-	if r := Decide(base[:3], up[:3], DefaultMinEffect, nil); r.Verdict != Unknown || r.NextN != 6 || r.Look != -1 {
-		t.Errorf("n=3: %+v; want UNKNOWN asking for 6", r)
+	if r := Decide(base[:3], up[:3], DefaultMinEffect, nil); r.Verdict != Unknown || r.NextN != 10 || r.Look != -1 {
+		t.Errorf("n=3: %+v; want UNKNOWN asking for 10", r)
 	}
-	zeros := make([]float64, 6)
+	zeros := make([]float64, 10)
 	if r := Decide(zeros, zeros, DefaultMinEffect, nil); r.Verdict != Same {
 		t.Errorf("all zero on both sides: %+v; want SAME", r)
 	}
