@@ -71,7 +71,7 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d.add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
 	d.checkDevices()
 	d.checkFeatures()
-	for _, c := range guestFeatureChecks() {
+	for _, c := range guestFeatureChecks(HostBootImage()) {
 		d.add(c)
 	}
 	d.checkTools(ctx, ex)

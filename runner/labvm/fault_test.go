@@ -107,14 +107,12 @@ func TestLabSilentRunDeadline(t *testing.T) {
 }
 
 // A lab whose console stays silent while its run goes on (no heartbeat:
-// a kernel stuck on every CPU prints nothing) fails after SilenceLimit,
+// a kernel stuck on every CPU prints nothing) fails after Timeouts.Silence,
 // long before its run deadline; heartbeats keep a quiet run alive.
 func TestLabSilenceFailsFast(t *testing.T) {
-	old := SilenceLimit
-	SilenceLimit = 1500 * time.Millisecond
-	t.Cleanup(func() { SilenceLimit = old })
+	const silence = 1500 * time.Millisecond
 	c, ex := fakeLab(t, labUp)
-	c.Timeouts = Timeouts{Run: time.Hour}
+	c.Timeouts = Timeouts{Run: time.Hour, Silence: silence}
 	start := time.Now()
 	_, err := Run(t.Context(), c)
 	var le *Error
@@ -135,6 +133,7 @@ func TestLabSilenceFailsFast(t *testing.T) {
 	alive = append(alive, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
 		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
 	c, _ = fakeLab(t, alive)
+	c.Timeouts.Silence = silence
 	if _, err := Run(t.Context(), c); err != nil {
 		t.Fatalf("a quiet lab with heartbeats failed: %v", err)
 	}

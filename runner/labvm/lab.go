@@ -50,6 +50,7 @@ type Timeouts struct {
 	Setup    time.Duration // /init to the inner command started: modules, mounts (default 120s)
 	Run      time.Duration // the inner command (default 60m)
 	Shutdown time.Duration // inner exit to QEMU gone (default 30s)
+	Silence  time.Duration // the longest the console may stay silent while the inner command runs (default SilenceLimit)
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -62,6 +63,7 @@ func (t Timeouts) withDefaults() Timeouts {
 	def(&t.Setup, 120*time.Second)
 	def(&t.Run, 60*time.Minute)
 	def(&t.Shutdown, 30*time.Second)
+	def(&t.Silence, SilenceLimit)
 	return t
 }
 
