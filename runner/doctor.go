@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -65,7 +66,7 @@ var DoctorEvents = []string{"task-clock", "context-switches", "cpu-migrations", 
 // network namespace (deleted again).
 func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d := &Doctor{Tools: map[string]string{}, Qdiscs: map[string]bool{}, PerfEvents: map[string]bool{}}
-	rel := KernelRelease()
+	rel, _ := hostnet.KernelRelease()
 	d.add(Check{Name: "kernel", OK: true, Detail: rel})
 	d.Root = os.Geteuid() == 0
 	d.add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -38,7 +39,11 @@ func linuxVersion(s string) (major, minor int, ok bool) {
 // HostBootImage is the running kernel's /boot image ("" when the host has
 // none).
 func HostBootImage() string {
-	img := "/boot/vmlinuz-" + KernelRelease()
+	rel, err := hostnet.KernelRelease()
+	if err != nil {
+		return ""
+	}
+	img := "/boot/vmlinuz-" + rel
 	if _, err := os.Stat(img); err != nil {
 		return ""
 	}
