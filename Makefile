@@ -47,7 +47,7 @@ check:
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests),
 # and the one that builds kernels (runner/kbuild: TestBuildLinuxSource
-# builds linux-source-6.1 stock and patched, which runner/lab's pktgen e2e
+# builds linux-source-6.1 stock and patched, which runner/labvm's pktgen e2e
 # and the built-in lab-pktgen boot).
 # make test runs every other package under the race detector (which needs
 # cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
@@ -55,11 +55,11 @@ check:
 # deadlines. The kernel build starts at once beside them, at nice 10: on a
 # cold cache it is the longest test (~700 CPU-seconds, 7-11 min of make -j2
 # on the 2-core CI machine), and it fills the CPU the VM tests' guests
-# leave idle instead of waiting for cmd/vnetbench and runner to finish; runner/lab's e2e, if it gets there
+# leave idle instead of waiting for cmd/vnetbench and runner to finish; runner/labvm's e2e, if it gets there
 # first, waits for the build's lock and takes the kernels from the cache.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
-VM_PKGS   := ./cmd/vnetbench ./runner ./runner/lab ./vmimages
+VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
 # make check, unit tests and every end-to-end test this machine can run,
@@ -78,7 +78,7 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 # docs/ci/validate is a module of its own (the CI recipes' validators:
 # actionlint, GitLab's CI schema, the Kubernetes API types), so its
 # dependencies stay out of go.mod: vet and test run in it with go -C.
-# One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
+# One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \

@@ -61,7 +61,7 @@ func CellAccel(c *scenarios.Cell, st qemu.KVMStatus, force qemu.Accel) (qemu.Acc
 // st: lab init loads the lab kernel's kvm and vendor modules, and the lab
 // VM's CPU (-cpu host) shows vmx/svm only where the host's KVM runs and
 // nests (nested=Y/1). That the lab kernel ships the modules is checked
-// before the lab boots when a cell needs KVM (lab.Config.NeedKVM).
+// before the lab boots when a cell needs KVM (labvm.Config.NeedKVM).
 func NestedKVM(st qemu.KVMStatus) qemu.KVMStatus {
 	switch {
 	case !st.Usable:
@@ -85,27 +85,4 @@ func PlanAccel(c *scenarios.Cell, st qemu.KVMStatus) (qemu.Accel, string, error)
 		st = NestedKVM(st)
 	}
 	return CellAccel(c, st, "")
-}
-
-// labAccels checks, before any lab boots, the accelerator of every lab
-// cell: guest.accel: kvm where a lab VM here cannot give its guests KVM is
-// a capability error; auto falling back to TCG is a warning. needKVM lists
-// the labels whose cells need KVM (their lab kernels must ship kvm and the
-// vendor module).
-func labAccels(cells []scenarios.Cell, st qemu.KVMStatus) (warnings []string, needKVM map[string]bool, err error) {
-	needKVM = map[string]bool{}
-	for i := range cells {
-		c := &cells[i]
-		a, warn, err := PlanAccel(c, st)
-		if err != nil {
-			return nil, nil, fmt.Errorf("kernel %s: %w", c.Kernel.Label, err)
-		}
-		if warn != "" && !slices.Contains(warnings, warn) {
-			warnings = append(warnings, warn)
-		}
-		if a == qemu.KVM && c.Guest.Accel == qemu.AccelKVM {
-			needKVM[c.Kernel.Label] = true
-		}
-	}
-	return warnings, needKVM, nil
 }

@@ -17,13 +17,11 @@ import (
 )
 
 // A stats request whose reply never comes (lost on the virtio-serial port)
-// is asked again after statsAttempt; a guest that answers none of
+// is asked again after its attempt time (statsAttempt); a guest that answers none of
 // statsAttempts requests has stopped answering and fails then, well before
 // the caller's deadline.
 func TestVMAgentStatsRetries(t *testing.T) {
-	old := statsAttempt
-	statsAttempt = 100 * time.Millisecond
-	t.Cleanup(func() { statsAttempt = old })
+	const attempt = 100 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
 		answer func(n int) bool // answer the n-th stats request (1-based)?
@@ -50,7 +48,7 @@ func TestVMAgentStatsRetries(t *testing.T) {
 					}
 				}
 			}()
-			a := &vmAgent{c: vmimages.NewClient(host)}
+			a := &vmAgent{c: vmimages.NewClient(host), least: attempt}
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -65,7 +63,7 @@ func TestVMAgentStatsRetries(t *testing.T) {
 				t.Errorf("err %v, want the guest to have stopped answering", err)
 			}
 			if d := time.Since(start); d > 2*time.Second || int(requests.Load()) != statsAttempts {
-				t.Errorf("gave up after %v and %d requests, want %d requests of %v", d, requests.Load(), statsAttempts, statsAttempt)
+				t.Errorf("gave up after %v and %d requests, want %d requests of %v", d, requests.Load(), statsAttempts, attempt)
 			}
 		})
 	}

@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -49,9 +50,9 @@ type Doctor struct {
 	// Lab is what lab mode has here (QEMU, accelerator, nested KVM,
 	// apt-get): cells for other kernels need only this on the host, the
 	// rest (pktgen, vhost-net, qdiscs) is in the lab VM's kernel.
-	Lab lab.Capabilities
+	Lab labvm.Capabilities
 	// LabKernel resolves a lab kernel to its image and modules without
-	// downloading anything (nil: lab.LocalKernel on vmimages.CacheDir()).
+	// downloading anything (nil: labvm.LocalKernel on vmimages.CacheDir()).
 	LabKernel func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error)
 }
 
@@ -65,13 +66,13 @@ var DoctorEvents = []string{"task-clock", "context-switches", "cpu-migrations", 
 // network namespace (deleted again).
 func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	d := &Doctor{Tools: map[string]string{}, Qdiscs: map[string]bool{}, PerfEvents: map[string]bool{}}
-	rel := KernelRelease()
+	rel, _ := hostnet.KernelRelease()
 	d.add(Check{Name: "kernel", OK: true, Detail: rel})
 	d.Root = os.Geteuid() == 0
 	d.add(Check{Name: "root", OK: d.Root, Detail: yesNo(d.Root), Fix: "run needs root: use sudo"})
 	d.checkDevices()
 	d.checkFeatures()
-	for _, c := range guestFeatureChecks() {
+	for _, c := range guestFeatureChecks(HostBootImage()) {
 		d.add(c)
 	}
 	d.checkTools(ctx, ex)
@@ -79,7 +80,7 @@ func RunDoctor(ctx context.Context, ex proc.Executor) *Doctor {
 	if d.Tools["perf"] != "" {
 		d.add(d.perfEventsCheck(ctx, ex))
 	}
-	d.Lab = lab.Probe()
+	d.Lab = labvm.Probe()
 	d.add(labCheck(d.Lab))
 	d.add(kbuildCheck())
 	gov := Governor()
@@ -269,7 +270,7 @@ func kvmCheck(st qemu.KVMStatus) Check {
 }
 
 // labCheck is the host section's "lab mode" line.
-func labCheck(c lab.Capabilities) Check {
+func labCheck(c labvm.Capabilities) Check {
 	detail := fmt.Sprintf("accel %s, nested KVM %s, apt-get %s", c.Accel, yesNo(c.NestedKVM), yesNo(c.APTGet))
 	if !c.QEMU {
 		return Check{Name: "lab mode", OK: false, Detail: "unavailable: no " + qemu.DefaultBinary + "; " + detail,
@@ -313,7 +314,7 @@ func kbuildCheck() Check {
 // LabMode describes how cells for other kernels run here, e.g.
 // "TCG: nested guest boots take minutes"; doctor prints it after
 // "runs in lab mode". "KVM with nested KVM" needs a test vCPU to have run
-// here and the vendor module's nested=Y/1 (lab.FromKVM); LabKVM adds
+// here and the vendor module's nested=Y/1 (labvm.FromKVM); LabKVM adds
 // whether each lab kernel ships the modules lab init loads.
 func (d *Doctor) LabMode() string {
 	switch {
@@ -341,10 +342,10 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 	resolve := d.LabKernel
 	if resolve == nil {
 		resolve = func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
-			return lab.LocalKernel(ctx, lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian}, vmimages.CacheDir())
+			return labvm.LocalKernel(ctx, labvm.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian}, vmimages.CacheDir())
 		}
 	}
-	_, labCells := SplitLab(cells)
+	_, labCells := scenarios.SplitRunning(cells)
 	seen := map[string]bool{}
 	var notes []string
 	for _, c := range labCells {
@@ -361,7 +362,7 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 			if k.Modules == "" {
 				err = errors.New("no modules directory")
 			} else {
-				missing, err = lab.MissingKVMModules(k.Modules, d.Lab.Vendor)
+				missing, err = labvm.MissingKVMModules(k.Modules, d.Lab.Vendor)
 			}
 		}
 		switch {
@@ -382,11 +383,11 @@ const LabHint = `lab mode (vnetbench run SCENARIO --kernel stock=debian:6.1, or 
 
 // Missing lists what this host lacks for the cells, one reason each
 // (empty = the cells can run here). Cells for kernels other than the
-// running one (lab.Needed) run in lab VMs: they need QEMU here (and
+// running one (labvm.Needed) run in lab VMs: they need QEMU here (and
 // apt-get for Debian kernels), while their pktgen, vhost-net and qdisc
 // needs apply inside the lab VM, whose Debian kernel has them all.
 func (d *Doctor) Missing(cells []scenarios.Cell) []string {
-	host, labCells := SplitLab(cells)
+	host, labCells := scenarios.SplitRunning(cells)
 	var out []string
 	if len(labCells) > 0 && !d.Lab.QEMU && d.Tools[qemu.DefaultBinary] == "" {
 		out = append(out, "needs "+qemu.DefaultBinary+" for its lab VMs (apt-get install qemu-system-x86)")
@@ -447,30 +448,5 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// LabKernels lists the kernel labels of cells that run in lab VMs.
-func LabKernels(cells []scenarios.Cell) []string {
-	_, labCells := SplitLab(cells)
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range labCells {
-		if !seen[c.Kernel.Label] {
-			seen[c.Kernel.Label] = true
-			out = append(out, c.Kernel.Label)
-		}
-	}
-	return out
-}
-
-// KernelCells returns the cells of one kernel label, in order.
-func KernelCells(cells []scenarios.Cell, label string) []scenarios.Cell {
-	var out []scenarios.Cell
-	for _, c := range cells {
-		if c.Kernel.Label == label {
-			out = append(out, c)
-		}
-	}
 	return out
 }

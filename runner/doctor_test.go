@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -33,14 +33,14 @@ func poorHost() *Doctor {
 		Root: true, Tun: true,
 		Tools:  map[string]string{"qemu-system-x86_64": "7.2", "iperf3": "3.12", "trafgen": "0.6.8", "perf": "6.1", "ip": "6.1"},
 		Qdiscs: map[string]bool{"pfifo_fast": true, "noqueue": true, "fq_codel": false},
-		Lab:    lab.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
+		Lab:    labvm.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
 	}
 }
 
 func TestDoctorMissingLabCellsNeedOnlyLabMode(t *testing.T) {
 	d := poorHost()
 	labCells := builtinCells(t, "lab-pktgen")
-	if _, lc := SplitLab(labCells); len(lc) == 0 {
+	if _, lc := scenarios.SplitRunning(labCells); len(lc) == 0 {
 		t.Fatal("lab-pktgen has no lab cells")
 	}
 	if miss := d.Missing(labCells); len(miss) != 0 {
@@ -60,7 +60,7 @@ func TestDoctorMissingLabCellsNeedOnlyLabMode(t *testing.T) {
 	}
 
 	// Without QEMU or apt-get, lab mode says what it lacks, and nothing else.
-	d.Lab = lab.Capabilities{}
+	d.Lab = labvm.Capabilities{}
 	delete(d.Tools, "qemu-system-x86_64")
 	miss = strings.Join(d.Missing(labCells), "; ")
 	for _, want := range []string{"needs qemu-system-x86_64", "needs apt-get"} {
@@ -75,14 +75,14 @@ func TestDoctorMissingLabCellsNeedOnlyLabMode(t *testing.T) {
 
 func TestDoctorLabCheck(t *testing.T) {
 	for _, tc := range []struct {
-		c        lab.Capabilities
+		c        labvm.Capabilities
 		ok, warn bool
 		detail   string
 	}{
-		{lab.Capabilities{Accel: qemu.TCG}, false, false, "unavailable: no qemu-system-x86_64; accel tcg, nested KVM no, apt-get no"},
-		{lab.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true}, false, true, "available: accel tcg, nested KVM no, apt-get yes"},
-		{lab.Capabilities{QEMU: true, Accel: qemu.KVM, APTGet: true}, false, true, "available: accel kvm, nested KVM no, apt-get yes"},
-		{lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, APTGet: true}, true, false, "available: accel kvm, nested KVM yes, apt-get yes"},
+		{labvm.Capabilities{Accel: qemu.TCG}, false, false, "unavailable: no qemu-system-x86_64; accel tcg, nested KVM no, apt-get no"},
+		{labvm.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true}, false, true, "available: accel tcg, nested KVM no, apt-get yes"},
+		{labvm.Capabilities{QEMU: true, Accel: qemu.KVM, APTGet: true}, false, true, "available: accel kvm, nested KVM no, apt-get yes"},
+		{labvm.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, APTGet: true}, true, false, "available: accel kvm, nested KVM yes, apt-get yes"},
 	} {
 		got := labCheck(tc.c)
 		if got.Name != "lab mode" || got.OK != tc.ok || got.Warn != tc.warn || got.Detail != tc.detail {
@@ -92,7 +92,7 @@ func TestDoctorLabCheck(t *testing.T) {
 			t.Errorf("labCheck(%+v): no fix", tc.c)
 		}
 	}
-	d := &Doctor{Lab: lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true}}
+	d := &Doctor{Lab: labvm.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true}}
 	if got, want := d.LabMode(), "KVM with nested KVM"; !reflect.DeepEqual(got, want) {
 		t.Errorf("LabMode = %q, want %q", got, want)
 	}
@@ -128,9 +128,9 @@ func TestDoctorLabKVM(t *testing.T) {
 	fourth := cells[0]
 	fourth.Kernel = scenarios.Kernel{Label: "later", Debian: "6.12"}
 	cells = append(cells, third, fourth)
-	dirs := map[string]string{"stock": kvmKernelDir(t, lab.KVMIntelModule, lab.KVMAMDModule), "patched": kvmKernelDir(t, lab.KVMAMDModule)}
+	dirs := map[string]string{"stock": kvmKernelDir(t, labvm.KVMIntelModule, labvm.KVMAMDModule), "patched": kvmKernelDir(t, labvm.KVMAMDModule)}
 	d := &Doctor{
-		Lab: lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, Vendor: lab.KVMIntelModule},
+		Lab: labvm.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, Vendor: labvm.KVMIntelModule},
 		LabKernel: func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
 			switch k.Label {
 			case "later":
@@ -154,13 +154,13 @@ func TestDoctorLabKVM(t *testing.T) {
 	if got := d.LabKVM(t.Context(), built); len(got) != 0 {
 		t.Errorf("LabKVM of kernels built from source: %q", got)
 	}
-	d.Lab.Vendor = lab.KVMAMDModule
+	d.Lab.Vendor = labvm.KVMAMDModule
 	if got := d.LabKVM(t.Context(), cells[:len(cells)-2]); len(got) != 0 {
 		t.Errorf("AMD host, both kernels ship kvm_amd: %q", got)
 	}
-	for _, c := range []lab.Capabilities{
-		{QEMU: true, Accel: qemu.TCG, Vendor: lab.KVMIntelModule},
-		{QEMU: true, Accel: qemu.KVM, Vendor: lab.KVMIntelModule},
+	for _, c := range []labvm.Capabilities{
+		{QEMU: true, Accel: qemu.TCG, Vendor: labvm.KVMIntelModule},
+		{QEMU: true, Accel: qemu.KVM, Vendor: labvm.KVMIntelModule},
 		{QEMU: true, Accel: qemu.KVM, NestedKVM: true},
 	} {
 		d.Lab = c
@@ -194,7 +194,7 @@ func TestDoctorNestedFromProbe(t *testing.T) {
 			"TCG: nested guest boots take minutes", "not usable: a test vCPU did not run on /dev/kvm: KVM_RUN: internal error", "TCG"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := lab.FromKVM(tc.st)
+			c := labvm.FromKVM(tc.st)
 			c.QEMU = true
 			d := &Doctor{Lab: c}
 			if got := d.LabMode(); got != tc.mode {

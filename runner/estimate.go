@@ -48,8 +48,8 @@ func GuestBoots(cells []scenarios.Cell) []bool {
 // labels (the scenario's), then the running kernel's. The progress
 // counts samples in this order.
 func RunOrder(cells []scenarios.Cell, labels []string) []scenarios.Cell {
-	host, labCells := SplitLab(cells)
-	order, byLabel := labOrder(labCells, labels)
+	host, labCells := scenarios.SplitRunning(cells)
+	order, byLabel := scenarios.ByKernel(labCells, labels)
 	var out []scenarios.Cell
 	for _, l := range order {
 		out = append(out, byLabel[l]...)

@@ -137,8 +137,9 @@ func TestRunGuestKernelFault(t *testing.T) {
 // silentGuest is a guest agent on the other end of a pipe: the guest of
 // the i-th dial answers ready and the first answers[i] stats requests,
 // then stops answering (a guest whose kernel hangs without a word on its
-// console); guests past len(answers) answer every request.
-func silentGuest(t *testing.T, answers ...int32) func(context.Context, string) (Agent, error) {
+// console); guests past len(answers) answer every request. Each stats
+// request gets at least attempt.
+func silentGuest(t *testing.T, attempt time.Duration, answers ...int32) func(context.Context, string) (Agent, error) {
 	var dials atomic.Int32
 	return func(context.Context, string) (Agent, error) {
 		answer := int32(1 << 30)
@@ -161,7 +162,7 @@ func silentGuest(t *testing.T, answers ...int32) func(context.Context, string) (
 				}
 			}
 		}()
-		return &vmAgent{c: vmimages.NewClient(host)}, nil
+		return &vmAgent{c: vmimages.NewClient(host), least: attempt}, nil
 	}
 }
 
@@ -170,14 +171,11 @@ func silentGuest(t *testing.T, answers ...int32) func(context.Context, string) (
 // guest, and its sample says so.
 func TestRunGuestStopsAnsweringRetried(t *testing.T) {
 	needHost(t, "perf")
-	old := statsAttempt
-	statsAttempt = 3 * time.Second // 2 attempts: 6 s (30 s by default)
-	t.Cleanup(func() { statsAttempt = old })
 	cells := loadCells(t, loopScenario)
 	h := newHarness(t)
 	// The first guest: cell 1 asks 2 requests; cell 2 the one before its
 	// window, then none is answered. The second guest answers all.
-	h.opts.DialAgent = silentGuest(t, 3)
+	h.opts.DialAgent = silentGuest(t, 3*time.Second, 3) // 2 attempts: 6 s (30 s by default)
 	start := time.Now()
 	sum, err := Run(t.Context(), cells, h.opts)
 	checkNothingLeft(t, sum)
@@ -216,14 +214,11 @@ func TestRunGuestStopsAnsweringRetried(t *testing.T) {
 // run on a fresh guest.
 func TestRunGuestStopsAnswering(t *testing.T) {
 	needHost(t, "perf")
-	old := statsAttempt
-	statsAttempt = 3 * time.Second
-	t.Cleanup(func() { statsAttempt = old })
 	cells := loadCells(t, loopScenario)
 	h := newHarness(t)
 	// The first guest fails cell 2 as above; the second (its retry)
 	// answers nothing; the third answers all.
-	h.opts.DialAgent = silentGuest(t, 3, 0)
+	h.opts.DialAgent = silentGuest(t, 3*time.Second, 3, 0)
 	start := time.Now()
 	sum, err := Run(t.Context(), cells, h.opts)
 	checkNothingLeft(t, sum)

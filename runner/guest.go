@@ -56,9 +56,19 @@ func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
 type vmAgent struct {
 	c     *vmimages.Client
 	ready *vmimages.Event
-	// attempt bounds one stats request of this guest: statsAttempt, or
+	// attempt bounds one stats request of this guest: its least, or
 	// more for a guest that booted slowly (scaleToBoot).
 	attempt time.Duration
+	// least is the least time per stats request (0 = statsAttempt).
+	least time.Duration
+}
+
+// leastAttempt is the least time one stats request of a gets.
+func (a *vmAgent) leastAttempt() time.Duration {
+	if a.least > 0 {
+		return a.least
+	}
+	return statsAttempt
 }
 
 // ErrGuestUnresponsive is a guest whose agent stopped answering: the cell
@@ -69,7 +79,7 @@ var ErrGuestUnresponsive = errors.New("the guest stopped answering")
 // loaded host: minutes instead of seconds) slow to be called unresponsive:
 // one stats request may take an eighth of its boot time.
 func (a *vmAgent) scaleToBoot(boot time.Duration) {
-	a.attempt = max(statsAttempt, boot/8)
+	a.attempt = max(a.leastAttempt(), boot/8)
 }
 
 func (a *vmAgent) WaitReady(ctx context.Context) (err error) {
@@ -107,7 +117,7 @@ func (a *vmAgent) Close() error                                { return a.c.Clos
 // ends. A guest that answers none of statsAttempts requests has stopped
 // answering: the cell fails then (within 30 s, or an eighth of its boot
 // time per request for a guest that booted slowly), not at its deadline.
-var (
+const (
 	statsAttempt  = 15 * time.Second
 	statsAttempts = 2
 )
@@ -115,7 +125,7 @@ var (
 func (a *vmAgent) Stats(ctx context.Context) (GuestStats, error) {
 	var ev *vmimages.Event
 	var err error
-	attempt := max(a.attempt, statsAttempt)
+	attempt := max(a.attempt, a.leastAttempt())
 	for i := 0; i < statsAttempts; i++ {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		ev, err = a.c.Stats(actx)
@@ -202,7 +212,7 @@ func faultOf(ctx context.Context) *qemu.FaultError {
 }
 
 // consolePoll is how often a guest's console is checked for kernel faults.
-var consolePoll = 500 * time.Millisecond
+const consolePoll = 500 * time.Millisecond
 
 // GuestGoneError is a guest whose agent connection closed in the middle of
 // a cell (vmimages.ErrClosed: its QEMU exited, the guest powered off, or
@@ -238,7 +248,7 @@ func (e *GuestGoneError) Unwrap() error { return e.Err }
 // guestGoneWait bounds how long a cell whose guest's agent connection
 // closed waits for the guest's QEMU to exit and the console watcher to
 // report a kernel fault (FaultGrace after the fault line).
-var guestGoneWait = qemu.FaultGrace + 4*consolePoll
+const guestGoneWait = qemu.FaultGrace + 4*consolePoll
 
 // guestGone turns err, g's agent connection closing (vmimages.ErrClosed),
 // into the reason: the kernel fault on g's console (a *qemu.FaultError:
@@ -431,7 +441,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	r.noteGuestCmdline(cfg.Append)
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
-	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, func(fe *qemu.FaultError) { kill(fe) })
+	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
 	agent, err := r.waitAgent(bctx, vm, cfg.AgentSocket)
 	if err != nil {
 		return nil, agentBootError(ctx, bctx, vm, err, bootTimeout)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -35,10 +36,14 @@ func linuxVersion(s string) (major, minor int, ok bool) {
 	return major, minor, true
 }
 
-// hostBootImage is the running kernel's /boot image ("" when the host has
-// none); a variable for tests.
-var hostBootImage = func() string {
-	img := "/boot/vmlinuz-" + KernelRelease()
+// HostBootImage is the running kernel's /boot image ("" when the host has
+// none).
+func HostBootImage() string {
+	rel, err := hostnet.KernelRelease()
+	if err != nil {
+		return ""
+	}
+	img := "/boot/vmlinuz-" + rel
 	if _, err := os.Stat(img); err != nil {
 		return ""
 	}
@@ -49,7 +54,8 @@ var hostBootImage = func() string {
 // guest.kernel's Debian version or image; else, on the running kernel,
 // the host's /boot image when it has one, in a lab VM the lab kernel's
 // when it is a /boot image of this host; else Debian's default series.
-func guestKernelOf(c *scenarios.Cell) guestKernel {
+// hostImage is the host's /boot image (HostBootImage).
+func guestKernelOf(c *scenarios.Cell, hostImage string) guestKernel {
 	g := c.Guest.Kernel
 	fromImage := func(img string) guestKernel {
 		k := guestKernel{desc: img}
@@ -66,8 +72,8 @@ func guestKernelOf(c *scenarios.Cell) guestKernel {
 	case g.Image != "":
 		return fromImage(g.Image)
 	case c.Kernel.Running():
-		if img := hostBootImage(); img != "" {
-			return fromImage(img)
+		if hostImage != "" {
+			return fromImage(hostImage)
 		}
 	case strings.HasPrefix(c.Kernel.Image, "/boot/vmlinuz-"):
 		return fromImage(c.Kernel.Image)
@@ -90,6 +96,12 @@ func (k guestKernel) lacks(since string) bool {
 // n/a: its guest kernel Debian 6.1 has no vsock sockmap (Linux 6.4+); set
 // guest.kernel.debian to a newer series such as \"6.12\"".
 func GuestKernelNotes(cells []scenarios.Cell) []string {
+	return guestKernelNotes(cells, HostBootImage())
+}
+
+// guestKernelNotes is GuestKernelNotes on a host whose /boot image is
+// hostImage ("" = none).
+func guestKernelNotes(cells []scenarios.Cell, hostImage string) []string {
 	type key struct{ feature, kernel string }
 	byKey := map[key][]string{}
 	var order []key
@@ -102,7 +114,7 @@ func GuestKernelNotes(cells []scenarios.Cell) []string {
 		if len(feats) == 0 {
 			continue
 		}
-		k := guestKernelOf(c)
+		k := guestKernelOf(c, hostImage)
 		for _, f := range feats {
 			if !k.lacks(f.Since) {
 				continue
@@ -139,9 +151,9 @@ func containsString(list []string, s string) bool {
 
 // guestFeatureChecks are doctor's lines for the guest-kernel features of
 // the registered workloads, judged on the default guest kernel of cells
-// on this host.
-func guestFeatureChecks() []Check {
-	k := guestKernelOf(&scenarios.Cell{})
+// on a host whose /boot image is hostImage ("" = none).
+func guestFeatureChecks(hostImage string) []Check {
+	k := guestKernelOf(&scenarios.Cell{}, hostImage)
 	var out []Check
 	for _, f := range workload.AllGuestFeatures() {
 		c := Check{Name: f.Name, OK: !k.lacks(f.Since), Warn: true}

@@ -22,9 +22,6 @@ func expandCells(t *testing.T, src string) []scenarios.Cell {
 // host without a /boot image of its own, or inside a Debian lab VM), not
 // on 6.12, not socat cells.
 func TestGuestKernelNotes(t *testing.T) {
-	old := hostBootImage
-	hostBootImage = func() string { return "" }
-	t.Cleanup(func() { hostBootImage = old })
 	const gen = "generator: {vsock: {transport: loopback, redirector: [socat, sockmap]}}\n"
 	want := `tap/vsock-t1/sockmap reads n/a: guest kernel Debian 6.1 has no vsock sockmap (Linux 6.4+); set guest.kernel.debian to a newer series such as "6.12"`
 	for _, tc := range []struct {
@@ -38,14 +35,14 @@ func TestGuestKernelNotes(t *testing.T) {
 		{"no sockmap cell", "guest: {kernel: {debian: \"6.1\"}}\ngenerator: {vsock: {redirector: socat}}\n", ""},
 		{"no vsock", "generator: {iperf3: {}}\n", ""},
 	} {
-		got := strings.Join(GuestKernelNotes(expandCells(t, tc.src)), "; ")
+		got := strings.Join(guestKernelNotes(expandCells(t, tc.src), ""), "; ")
 		if got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 	// Doctor's line judges the default guest kernel.
 	var line *Check
-	for _, c := range guestFeatureChecks() {
+	for _, c := range guestFeatureChecks("") {
 		if c.Name == "vsock sockmap" {
 			line = &c
 		}

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -58,15 +57,6 @@ func readTrim(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// KernelRelease is uname -r.
-func KernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
 func cpuModel() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
@@ -104,11 +94,12 @@ func Mitigations() map[string]string {
 
 // CollectEnv describes this host for env.json.
 func CollectEnv(ctx context.Context, ex proc.Executor, accel qemu.Accel) results.Env {
+	kernelRelease, _ := hostnet.KernelRelease() // "" when unknown
 	host, _ := os.Hostname()
 	e := results.Env{
 		Created:       time.Now().UTC(),
 		Hostname:      host,
-		KernelRelease: KernelRelease(),
+		KernelRelease: kernelRelease,
 		Cmdline:       readTrim("/proc/cmdline"),
 		Mitigations:   Mitigations(),
 		CPUModel:      cpuModel(),

@@ -14,7 +14,7 @@ import (
 // GuestBootSkips are kernel parameters that skip boot work a benchmark
 // guest does not need (crypto self-tests, i8042 probing) and that stalls
 // boots under TCG, more so TCG inside TCG (lab mode; measured by
-// runner/lab's FastAppend). They change nothing once the guest runs.
+// runner/labvm's FastAppend). They change nothing once the guest runs.
 const GuestBootSkips = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp"
 
 // GuestTuning is the guest kernel's tuning for accel when guest.cmdline is

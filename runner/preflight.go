@@ -139,7 +139,8 @@ func feature(name string) (workload.Feature, bool) {
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {
-		return capErrorf("the scenario tests a kernel other than the running one (%s): its cells run in lab VMs (vnetbench run does this; runner.RunLab)", KernelRelease())
+		rel, _ := hostnet.KernelRelease()
+		return capErrorf("the scenario tests a kernel other than the running one (%s): its cells run in lab VMs (vnetbench run does this; runner/lab's Run)", rel)
 	}
 	if n.NoNetns {
 		return capErrorf("isolation: none is not supported by run (traffic must stay in a namespace the harness owns); use isolation: netns")

@@ -1,15 +1,11 @@
 package runner
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/vnetbench/vnetbench/internal/proc"
-	"github.com/vnetbench/vnetbench/runner/qemu"
-	"github.com/vnetbench/vnetbench/scenarios"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -112,66 +108,6 @@ func nodeText(script string, n syntax.Node) string {
 		return script[s:e]
 	}
 	return ""
-}
-
-// scriptOf is what reproduce.sh and plan would hold for s: every cell's
-// commands (plan's lines, the same builders as the run's), each lab VM's
-// command line, under reproduce.sh's header.
-func scriptOf(t *testing.T, s *scenarios.Scenario) string {
-	cells, _ := Distinct(s.Expand())
-	var lines []string
-	_, labCells := SplitLab(cells)
-	host := LabHost{KVM: qemu.KVMStatus{Why: "test"}, CPUs: []int{0, 1, 2, 3}, MemMiB: 32 << 10}
-	for _, label := range LabKernels(labCells) {
-		if argv, _, err := LabVMArgs(label, KernelCells(labCells, label), host); err == nil {
-			lines = append(lines, proc.Quote(argv))
-		}
-	}
-	for i := range cells {
-		lines = append(lines, Commands(&cells[i], qemu.TCG, cells...)...)
-	}
-	for _, l := range pinNotes("vCPU", []int{1}, []int{0}, true) {
-		lines = append(lines, safeComment(l))
-	}
-	return reproduceScript("RUNID", s.Name, 1, nil, lines)
-}
-
-// Every built-in's commands, and those of a scenario with shell syntax in
-// each string field, parse as plain commands: no expansion, no command
-// substitution, no command of the scenario's text.
-func TestReproduceNoShellInjection(t *testing.T) {
-	for _, b := range scenarios.Builtins() {
-		s, err := scenarios.LoadBuiltin(b.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkShell(t, "built-in "+b.Name, scriptOf(t, s))
-	}
-	accepted := 0
-	dir := t.TempDir()
-	for _, evil := range evils {
-		for field, y := range evilScenarios(t, dir, evil) {
-			s, err := scenarios.Load("evil.yaml", []byte(y))
-			if err != nil {
-				continue // refused: nothing reaches a shell
-			}
-			accepted++
-			what := fmt.Sprintf("scenario with %s %q", field, evil)
-			script := scriptOf(t, s)
-			checkShell(t, what, script)
-			if field == "pktgen dst zone" {
-				t.Errorf("%s: accepted:\n%s", what, script)
-			}
-		}
-	}
-	if accepted == 0 {
-		t.Error("the loader refused every evil scenario: the check checked nothing")
-	}
-	t.Logf("%d evil scenarios accepted and checked", accepted)
-	// Comments: the run's own text and merge's directory names.
-	for _, evil := range evils {
-		checkShell(t, "header", reproduceScript("RUNID", evil, 1, []string{evil}, []string{safeComment("# pin " + evil)}))
-	}
 }
 
 func TestSafeComment(t *testing.T) {

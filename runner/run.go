@@ -71,13 +71,6 @@ type Options struct {
 	// Proc is where the runner finds threads (vhost workers, kernel
 	// threads such as kpktgend_N); the zero value is this machine's /proc.
 	Proc proc.FS
-	// Builder builds the kernels that name a source tree (lab mode; nil =
-	// runner/kbuild in the harness cache).
-	Builder KernelBuilder
-	// FetchSource returns the tree of a kernel's source: (e.g. the
-	// version "6.1" of debian:6.1; nil = kbuild.DebianSource into the
-	// harness cache's src/).
-	FetchSource func(ctx context.Context, version string) (string, error)
 	// Shard is "I/N" when the run is one shard of a scenario (run
 	// --shard), ShardSource where it came from (--shard auto's variables);
 	// env.json keeps both (ExtraShard, ExtraShardSource) for merge.
@@ -89,6 +82,16 @@ const (
 	ExtraShard       = "shard"
 	ExtraShardSource = "shard_source"
 )
+
+// NewEnv is env.json of a new run directory: this host's environment
+// (CollectEnv; accel is the run's accelerator, "" when its guests run in
+// lab VMs), a new run id, and o's scenario, seed, version, sets and shard.
+func (o *Options) NewEnv(ctx context.Context, accel qemu.Accel) results.Env {
+	env := CollectEnv(ctx, o.Exec, accel)
+	env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
+	o.markShard(&env)
+	return env
+}
 
 func (o *Options) markShard(env *results.Env) {
 	if o.Shard == "" {
@@ -172,7 +175,7 @@ type runState struct {
 // already appended stay.
 func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, err error) {
 	o.setDefaults()
-	if err := checkRunDir(o.Dir); err != nil {
+	if err := CheckRunDir(o.Dir); err != nil {
 		return nil, err
 	}
 	kvm := o.kvmStatus()
@@ -271,10 +274,8 @@ func (r *runState) openResults(ctx context.Context, accel qemu.Accel, sum *Summa
 			}
 		}
 	} else {
-		env := CollectEnv(ctx, o.Exec, accel)
-		r.id = newID()
-		env.Run, env.Scenario, env.Seed, env.Version, env.Set = r.id, o.Scenario, o.Seed, o.Version, o.Sets
-		o.markShard(&env)
+		env := o.NewEnv(ctx, accel)
+		r.id = env.Run
 		r.w, err = results.Create(o.Dir, env)
 	}
 	if err != nil {
@@ -691,11 +692,11 @@ func (e *recordingExec) Start(ctx context.Context, c proc.Cmd) (proc.Process, er
 	return e.inner.Start(ctx, c)
 }
 
-// checkRunDir refuses an empty or relative run directory: cmd makes every
+// CheckRunDir refuses an empty or relative run directory: cmd makes every
 // path absolute where it parses it, so the tools a cell starts in other
 // working directories (trafgen in a temporary directory, the run inside a
 // lab VM) see the same files.
-func checkRunDir(dir string) error {
+func CheckRunDir(dir string) error {
 	switch {
 	case dir == "":
 		return errors.New("run: no run directory")

@@ -54,6 +54,19 @@ func cpuTime(ru unix.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// CellDeadline bounds the time one sample of c may take: timeouts.cell,
+// or else its boot, setup, traffic and teardown deadlines (their defaults
+// where unset) added; plus a second setup for the window's closing
+// counters and the warmup.
+func CellDeadline(c *scenarios.Cell) time.Duration {
+	t := c.Timeouts
+	cell := t.Cell
+	if cell <= 0 {
+		cell = orDefault(t.Boot, 3*time.Minute) + orDefault(t.Setup, time.Minute) + orDefault(t.Traffic, 10*time.Minute) + orDefault(t.Teardown, 30*time.Second)
+	}
+	return cell + orDefault(t.Setup, time.Minute) + c.Warmup
+}
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d

@@ -35,6 +35,10 @@ type Client struct {
 	lastLines []string
 	readErr   error
 	done      chan struct{}
+
+	// firstPing is WaitReady's wait before its first ping (0 =
+	// pingFirst).
+	firstPing time.Duration
 }
 
 // NewClient starts reading events from rw. If rw is an io.Closer, Close
@@ -187,15 +191,15 @@ var ErrClosed = errors.New("agent connection closed")
 // guest under TCG in a TCG lab VM boots for 400-500 s on a loaded machine:
 // one ping a second queued as many, whose answers (each a write through
 // the nested virtio-serial port) came before the first stats request's.
-var (
+const (
 	pingFirst = time.Second
 	pingMax   = 30 * time.Second
 )
 
-// pingDelay is the wait before ping n (0, 1, ...): pingFirst doubled n
-// times, at most pingMax.
-func pingDelay(n int) time.Duration {
-	d := pingFirst
+// pingDelay is the wait before ping n (0, 1, ...): first (pingFirst)
+// doubled n times, at most pingMax.
+func pingDelay(first time.Duration, n int) time.Duration {
+	d := first
 	for i := 0; i < n && d < pingMax; i++ {
 		d *= 2
 	}
@@ -207,7 +211,11 @@ func pingDelay(n int) time.Duration {
 // connected is repeated.
 func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
 	pings := 0
-	tick := time.NewTimer(pingDelay(pings))
+	first := pingFirst
+	if c.firstPing > 0 {
+		first = c.firstPing
+	}
+	tick := time.NewTimer(pingDelay(first, pings))
 	defer tick.Stop()
 	var pinging sync.Mutex
 	for {
@@ -228,7 +236,7 @@ func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
 			return nil, fmt.Errorf("wait for agent ready: %w%s", ctx.Err(), c.lastSeen())
 		case <-tick.C:
 			pings++
-			tick.Reset(pingDelay(pings))
+			tick.Reset(pingDelay(first, pings))
 			if pinging.TryLock() {
 				go func() {
 					defer pinging.Unlock()

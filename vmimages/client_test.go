@@ -129,26 +129,24 @@ func TestClientClosed(t *testing.T) {
 // VM: 400-500 s) finds few queued when its agent starts reading, not one
 // per second of its boot.
 func TestWaitReadyPings(t *testing.T) {
-	if pingDelay(0) != pingFirst || pingDelay(1) != 2*pingFirst || pingDelay(3) != 8*pingFirst || pingDelay(1000) != pingMax {
-		t.Errorf("ping delays %v %v %v %v, want %v doubling up to %v", pingDelay(0), pingDelay(1), pingDelay(3), pingDelay(1000), pingFirst, pingMax)
+	if pingDelay(pingFirst, 0) != pingFirst || pingDelay(pingFirst, 1) != 2*pingFirst || pingDelay(pingFirst, 3) != 8*pingFirst || pingDelay(pingFirst, 1000) != pingMax {
+		t.Errorf("ping delays %v %v %v %v, want %v doubling up to %v", pingDelay(pingFirst, 0), pingDelay(pingFirst, 1), pingDelay(pingFirst, 3), pingDelay(pingFirst, 1000), pingFirst, pingMax)
 	}
 	n := 0
 	for total := time.Duration(0); total < 500*time.Second; n++ {
-		total += pingDelay(n)
+		total += pingDelay(pingFirst, n)
 	}
 	if n > 25 {
 		t.Errorf("%d pings during a 500 s boot, want at most 25", n)
 	}
 
-	old := pingFirst
-	t.Cleanup(func() { pingFirst = old })
-	pingFirst = 10 * time.Millisecond
 	c := fakeGuest(t, nil, func(r Request) []string { // the ready at boot was lost
 		if r.Op == OpPing {
 			return []string{`{"ev":"ready","kernel":"6.1.0-test"}`}
 		}
 		return nil
 	})
+	c.firstPing = 10 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if ev, err := c.WaitReady(ctx); err != nil || ev.Kernel != "6.1.0-test" {

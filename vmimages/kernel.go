@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 )
 
 // Kernel is a guest kernel image with its modules directory.
@@ -90,11 +90,10 @@ func FindKernel(ctx context.Context, spec, modulesDir, cacheDir string) (*Kernel
 }
 
 func hostKernel() (*Kernel, error) {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return nil, fmt.Errorf("uname: %w", err)
+	rel, err := hostnet.KernelRelease()
+	if err != nil {
+		return nil, err
 	}
-	rel := unix.ByteSliceToString(u.Release[:])
 	img := "/boot/vmlinuz-" + rel
 	mods := "/lib/modules/" + rel
 	if _, err := os.Stat(img); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // labInitArg is the argument the lab VM's kernel command line passes to
-// /init after "--" (runner/lab).
+// /init after "--" (runner/labvm).
 const labInitArg = "lab-init"
 
 // isGuestInit reports whether a process with this pid and argv is the

@@ -57,16 +57,20 @@ func (o *bisectOpts) check(args int) error {
 	return err
 }
 
-// judgeFunc decides one candidate; a variable for tests, which cannot
-// build kernels or boot VMs.
-var judgeFunc = judgeCommit
+// judgeOne decides one candidate: cl.judge, or judgeCommit.
+func (cl *cli) judgeOne(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
+	if cl.judge != nil {
+		return cl.judge(ctx, o, commit, stdout, stderr)
+	}
+	return cl.judgeCommit(ctx, o, commit, stdout, stderr)
+}
 
 // judgeCommit runs the scenario with the good ref and the candidate as
 // two kernels of one run (built by the kernel-build cache, measured in
 // interleaved rounds until decided) and judges the candidate from the
 // gated metric. A failed run (a build failure most often) is ErrBuild:
 // the commit is skipped.
-func judgeCommit(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
+func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
 	g, err := o.gate()
 	if err != nil {
 		return bisect.Outcome{}, err
@@ -77,7 +81,7 @@ func judgeCommit(ctx context.Context, o *bisectOpts, commit string, stdout, stde
 	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
 		args = append(args, "--resume")
 	}
-	err = cmdRun(ctx, args, stdout, stderr)
+	err = cmdRun(ctx, cl, args, stdout, stderr)
 	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
 		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, err)
 	}
@@ -122,7 +126,7 @@ type stepExit struct {
 
 func (e *stepExit) Error() string { return e.msg }
 
-func cmdBisectStep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdBisectStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	o, fs := addBisectFlags("bisect-step", "SCENARIO --tree DIR --good REF --metric M -o DIR  (under: git bisect run vnetbench bisect-step ...)", stderr)
 	pos, err := parseFlags(fs, args)
 	if errors.Is(err, errHelp) {
@@ -140,7 +144,7 @@ func cmdBisectStep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return &stepExit{125, err.Error()}
 	}
-	out, err := judgeFunc(ctx, o, head, stdout, stderr)
+	out, err := cl.judgeOne(ctx, o, head, stdout, stderr)
 	return stepResult(out, err)
 }
 
@@ -170,7 +174,7 @@ func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 // stateFile holds the outcomes of a bisection, for resuming it.
 const stateFile = "bisect.json"
 
-func cmdBisect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	o, fs := addBisectFlags("bisect", "SCENARIO --tree DIR --good REF --bad REF --metric M -o DIR", stderr)
 	bad := fs.String("bad", "", "the bad `REF`")
 	pos, err := parseFlags(fs, args)
@@ -212,7 +216,7 @@ func cmdBisect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "bisect: %d commits between %s (good) and %s (bad)\n", len(commits)-1, short(good), *bad)
 	judge := func(ctx context.Context, c string) (bisect.Outcome, error) {
-		return judgeFunc(ctx, o, c, stdout, stderr)
+		return cl.judgeOne(ctx, o, c, stdout, stderr)
 	}
 	res, err := bisect.Run(ctx, commits, judge, done, save)
 	if res != nil {

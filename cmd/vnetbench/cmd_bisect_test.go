@@ -73,7 +73,8 @@ func gitTree(t *testing.T, n int) (dir string, commits []string) {
 func TestBisectCLI(t *testing.T) {
 	tree, commits := gitTree(t, 40)
 	var judged []string
-	judgeFunc = func(_ context.Context, o *bisectOpts, c string, _, _ io.Writer) (bisect.Outcome, error) {
+	cl := testCLI()
+	cl.judge = func(_ context.Context, o *bisectOpts, c string, _, _ io.Writer) (bisect.Outcome, error) {
 		judged = append(judged, c)
 		switch i := indexOf(commits, c); {
 		case i == 12:
@@ -84,11 +85,10 @@ func TestBisectCLI(t *testing.T) {
 			return bisect.Outcome{Verdict: verdict.Same, Pct: 0.3, Reps: 36}, nil
 		}
 	}
-	t.Cleanup(func() { judgeFunc = judgeCommit })
 	out := t.TempDir()
 	args := []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps", "-o", out}
 	var b strings.Builder
-	if err := run(t.Context(), args, &b, io.Discard); err != nil {
+	if err := cl.run(t.Context(), args, &b, io.Discard); err != nil {
 		t.Fatalf("bisect: %v\n%s", err, b.String())
 	}
 	if !strings.Contains(b.String(), "first bad commit: "+commits[21]) || !strings.Contains(b.String(), "40 commits") {
@@ -97,13 +97,13 @@ func TestBisectCLI(t *testing.T) {
 	n := len(judged)
 	judged = nil
 	b.Reset()
-	if err := run(t.Context(), args, &b, io.Discard); err != nil || len(judged) != 0 || !strings.Contains(b.String(), fmt.Sprintf("resuming with %d judged commits", n)) {
+	if err := cl.run(t.Context(), args, &b, io.Discard); err != nil || len(judged) != 0 || !strings.Contains(b.String(), fmt.Sprintf("resuming with %d judged commits", n)) {
 		t.Errorf("resumed: %v, judged %d again; output:\n%s", err, len(judged), b.String())
 	}
 	// bisect-step judges HEAD.
 	judged = nil
 	step := []string{"bisect-step", "quickstart", "--tree", tree, "--good", commits[0], "--metric", "tx_pps", "-o", out}
-	if err := run(t.Context(), step, io.Discard, io.Discard); exitCode(err) != 1 || len(judged) != 1 || judged[0] != commits[40] {
+	if err := cl.run(t.Context(), step, io.Discard, io.Discard); exitCode(err) != 1 || len(judged) != 1 || judged[0] != commits[40] {
 		t.Errorf("bisect-step at the bad HEAD: exit %d (%v), judged %v", exitCode(err), err, judged)
 	}
 	if err := run(t.Context(), []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps"}, io.Discard, io.Discard); exitCode(err) != exitBadInput {

@@ -15,7 +15,7 @@ import (
 // gets a verdict (SAME, DIFFERENT or UNKNOWN, see docs/compare.md); exit 1
 // when one is DIFFERENT in its bad direction beyond its threshold, else 3
 // when one is UNKNOWN, 2 on bad input, 0 otherwise.
-func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)

@@ -15,7 +15,7 @@ import (
 )
 
 // cmdDoctor reports what this host can run and what is missing.
-func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdDoctor(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("doctor", "[--clean]", stderr)
 	clean := fs.Bool("clean", false, "remove what killed runs left behind (network namespaces, taps, socket directories) whose process is gone")
 	pos, err := parseFlags(fs, args)
@@ -29,7 +29,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return cleanLeftovers(stdout)
 	}
 	d := runner.RunDoctor(ctx, proc.Real{})
-	writeDoctor(ctx, stdout, d)
+	writeDoctor(ctx, stdout, d, cl.loadTable(io.Discard, ""))
 	writeLeftovers(stdout, runner.FindLeftovers())
 	return nil
 }
@@ -63,7 +63,7 @@ func cleanLeftovers(w io.Writer) error {
 	return err
 }
 
-func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {
+func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor, tab *estimate.Table) {
 	fmt.Fprintln(w, "host:")
 	for _, c := range d.Checks {
 		mark := "ok  "
@@ -86,7 +86,7 @@ func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor) {
 			continue
 		}
 		cells := s.Expand()
-		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, b.Name, cells))
+		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, tab, b.Name, cells))
 	}
 }
 
@@ -99,10 +99,10 @@ const labKernelSpec = "stock=debian:6.1"
 
 // labShorter is what doctor adds to a lab-mode suggestion on a host
 // without KVM when the run would pass run's default limit: its estimate
-// under TCG inside TCG and the shorter form ("" within the limit).
-func labShorter(name string, lab []scenarios.Cell) string {
+// under TCG inside TCG (from tab, the host's measured rates) and the
+// shorter form ("" within the limit).
+func labShorter(name string, lab []scenarios.Cell, tab *estimate.Table) string {
 	st := qemu.KVMStatus{Why: "no KVM"}
-	tab := loadTable(io.Discard, "")
 	cells, _ := runner.Distinct(lab)
 	var labels []string
 	for _, c := range cells {
@@ -132,7 +132,7 @@ func labShorter(name string, lab []scenarios.Cell) string {
 // judged (and, with nested KVM, whether the lab kernels ship the kvm
 // modules). A scenario that cannot run here but would in lab mode gets the
 // command that runs it there.
-func scenarioVerdict(ctx context.Context, d *runner.Doctor, name string, cells []scenarios.Cell) string {
+func scenarioVerdict(ctx context.Context, d *runner.Doctor, tab *estimate.Table, name string, cells []scenarios.Cell) string {
 	if miss := d.Missing(cells); len(miss) > 0 {
 		v := "cannot run here: " + strings.Join(miss, "; ")
 		lab := make([]scenarios.Cell, 0, len(cells))
@@ -145,13 +145,13 @@ func scenarioVerdict(ctx context.Context, d *runner.Doctor, name string, cells [
 		if len(d.Missing(lab)) == 0 {
 			v += "; in lab mode: vnetbench run " + name + " " + labKernelFlag
 			if d.Lab.Accel != qemu.KVM {
-				v += labShorter(name, lab)
+				v += labShorter(name, lab, tab)
 			}
 		}
 		return v
 	}
-	host, _ := runner.SplitLab(cells)
-	labs := runner.LabKernels(cells)
+	host, other := scenarios.SplitRunning(cells)
+	labs := scenarios.KernelLabels(other)
 	mode := strings.Join(append([]string{d.LabMode()}, d.LabKVM(ctx, cells)...), "; ")
 	var v string
 	switch {

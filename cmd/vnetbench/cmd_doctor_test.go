@@ -9,7 +9,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -77,7 +77,7 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 		Root: true, Tun: true,
 		Tools:  map[string]string{"qemu-system-x86_64": "7.2", "iperf3": "3.12", "trafgen": "0.6.8", "perf": "6.1", "ip": "6.1"},
 		Qdiscs: map[string]bool{"pfifo_fast": true, "noqueue": true, "fq_codel": false},
-		Lab:    lab.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
+		Lab:    labvm.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
 	}
 	cells := func(name string) []scenarios.Cell {
 		s, err := scenarios.Resolve(name)
@@ -86,21 +86,21 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 		}
 		return s.Expand()
 	}
-	if got, want := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
+	if got, want := scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", cells("lab-pktgen")), "runs in lab mode (TCG: nested guest boots take minutes)"; got != want {
 		t.Errorf("lab-pktgen: %q, want %q", got, want)
 	}
-	if got := scenarioVerdict(t.Context(), d, "quickstart", cells("quickstart")); got != "can run here" {
+	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "quickstart", cells("quickstart")); got != "can run here" {
 		t.Errorf("quickstart: %q", got)
 	}
 	// Without KVM the lab-mode command would take hundreds of hours
 	// (100M packets x 10 under TCG in TCG): the shorter form follows.
-	if got := scenarioVerdict(t.Context(), d, "thread-pktgen", cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") ||
+	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "thread-pktgen", cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") ||
 		!strings.Contains(got, "; in lab mode: vnetbench run thread-pktgen --kernel stock=debian:6.1 (about 278 h under TCG, which run refuses past --max-time 1 h; shorter, about ") ||
 		!strings.HasSuffix(got, ": vnetbench run thread-pktgen --kernel stock=debian:6.1 --set generator.pktgen.duration=10s --set repetitions=3)") {
 		t.Errorf("thread-pktgen: %q", got)
 	}
 	// A scenario whose lab run fits the limit gets no shorter form.
-	if got := scenarioVerdict(t.Context(), d, "vsock-sockmap", cells("vsock-sockmap")); strings.Contains(got, "shorter") {
+	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "vsock-sockmap", cells("vsock-sockmap")); strings.Contains(got, "shorter") {
 		t.Errorf("vsock-sockmap: %q", got)
 	}
 	// The suggested command runs: the flag is accepted and makes every
@@ -116,12 +116,12 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 	if err := (kernelFlags{"stock=debian:6.1"}).apply(s); err != nil {
 		t.Fatal(err)
 	}
-	if got := scenarioVerdict(t.Context(), d, "thread-pktgen", s.Expand()); !strings.HasPrefix(got, "runs in lab mode") {
+	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "thread-pktgen", s.Expand()); !strings.HasPrefix(got, "runs in lab mode") {
 		t.Errorf("thread-pktgen %s: %q, want lab mode", labKernelFlag, got)
 	}
 	// Nested KVM on an Intel host and lab kernels without kvm_intel: the
 	// verdict says their nested guests run under TCG.
-	d.Lab = lab.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, APTGet: true, Vendor: lab.KVMIntelModule}
+	d.Lab = labvm.Capabilities{QEMU: true, Accel: qemu.KVM, NestedKVM: true, APTGet: true, Vendor: labvm.KVMIntelModule}
 	d.LabKernel = func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error) {
 		return &vmimages.Kernel{Modules: t.TempDir(), Release: "6.1.0-47-amd64"}, nil // no modules at all
 	}
@@ -129,22 +129,22 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 	for i := range debianCells {
 		debianCells[i].Kernel = scenarios.Kernel{Label: debianCells[i].Kernel.Label, Debian: "6.1"}
 	}
-	if got, want := scenarioVerdict(t.Context(), d, "lab-pktgen", debianCells), "runs in lab mode (KVM with nested KVM; lab kernel stock (6.1.0-47-amd64) lacks kvm and kvm_intel"; !strings.HasPrefix(got, want) || !strings.Contains(got, "lab kernel patched") {
+	if got, want := scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", debianCells), "runs in lab mode (KVM with nested KVM; lab kernel stock (6.1.0-47-amd64) lacks kvm and kvm_intel"; !strings.HasPrefix(got, want) || !strings.Contains(got, "lab kernel patched") {
 		t.Errorf("lab-pktgen, kernels without kvm: %q, want it to start %q and name both kernels", got, want)
 	}
 	// lab-pktgen's own kernels are built with KVM in: no such note.
-	if got := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen")); strings.Contains(got, "lacks kvm") {
+	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", cells("lab-pktgen")); strings.Contains(got, "lacks kvm") {
 		t.Errorf("lab-pktgen, kernels built from source: %q", got)
 	}
 	d.LabKernel = nil
-	d.Lab = lab.Capabilities{Accel: qemu.TCG}
+	d.Lab = labvm.Capabilities{Accel: qemu.TCG}
 	delete(d.Tools, "qemu-system-x86_64")
-	got := scenarioVerdict(t.Context(), d, "lab-pktgen", cells("lab-pktgen"))
+	got := scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", cells("lab-pktgen"))
 	if !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "qemu-system-x86_64") || strings.Contains(got, "vhost-net") {
 		t.Errorf("lab-pktgen without QEMU: %q", got)
 	}
 	var out bytes.Buffer
-	writeDoctor(t.Context(), &out, d)
+	writeDoctor(t.Context(), &out, d, emptyTable(t))
 	if !strings.Contains(out.String(), "lab-pktgen") {
 		t.Errorf("writeDoctor lacks lab-pktgen:\n%s", out.String())
 	}

@@ -20,13 +20,13 @@ const defaultHistoryDB = "vnetbench-history.db"
 // cmdHistory finds change points in the history of runs: from run
 // directories, benchfmt or CSV files given, or from the index that
 // 'history add' fills.
-func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "add":
-			return cmdHistoryAdd(ctx, args[1:], stdout, stderr)
+			return cmdHistoryAdd(ctx, cl, args[1:], stdout, stderr)
 		case "rebuild":
-			return cmdHistoryRebuild(ctx, args[1:], stdout, stderr)
+			return cmdHistoryRebuild(ctx, cl, args[1:], stdout, stderr)
 		}
 	}
 	fs := newFlagSet("history", "[RUN_DIR|BENCHFMT_FILE|CSV_FILE...] [flags]\n       vnetbench history add RUN_DIR...\n       vnetbench history rebuild [RUN_DIR...]", stderr)
@@ -182,7 +182,7 @@ func historyPct(c *float64) string {
 	return fmt.Sprintf("%+.1f%%", 100**c)
 }
 
-func cmdHistoryAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("history add", "RUN_DIR... [--db FILE]", stderr)
 	db := fs.String("db", defaultHistoryDB, "history index to record the runs in (created when missing)")
 	paths, err := parseFlags(fs, args)
@@ -216,7 +216,7 @@ func cmdHistoryAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-func cmdHistoryRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdHistoryRebuild(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("history rebuild", "[RUN_DIR...] [--db FILE]", stderr)
 	db := fs.String("db", defaultHistoryDB, "history index to recreate")
 	paths, err := parseFlags(fs, args)

@@ -11,7 +11,7 @@ import (
 )
 
 // cmdImage dispatches "image build".
-func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdImage(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, "usage: vnetbench image build [--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]")
 		if len(args) == 0 {
@@ -22,10 +22,10 @@ func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if args[0] != "build" {
 		return usageErrorf("image: unknown subcommand %q; use 'vnetbench image build'", args[0])
 	}
-	return cmdImageBuild(ctx, args[1:], stdout, stderr)
+	return cmdImageBuild(ctx, cl, args[1:], stdout, stderr)
 }
 
-func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdImageBuild(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image build", "[--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]", stderr)
 	kernel := fs.String("kernel", "", "kernel: a bzImage path, \"host\", \"debian\" or \"debian:VERSION\" (a series such as 6.12 or 6.1, or an ABI such as 6.12.117+deb12 or 6.1.0-50, optionally with a flavour: -amd64, -cloud-amd64); default: the host's /boot/vmlinuz-$(uname -r), else Debian's "+vmimages.DefaultDebianFlavour+" kernel")
 	modules := pathFlag(fs, "modules", "the kernel's modules directory (/lib/modules/<release>) when --kernel is a path")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 )
 
 // Hidden lab-mode commands, registered here so main.go's table stays as is:
@@ -20,13 +20,13 @@ func init() {
 	commands["lab-selftest"] = command{summary: "(internal) inside a lab VM: pktgen into a nested guest over tap and tap+vhost", run: cmdLabSelfTest, hidden: true}
 }
 
-func cmdLabInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return lab.Init()
+func cmdLabInit(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
+	return labvm.Init()
 }
 
-func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdLabSelfTest(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("lab-selftest", "--guest-kernel IMAGE --guest-modules DIR -o DIR", stderr)
-	var c lab.SelfTestConfig
+	var c labvm.SelfTestConfig
 	var backends string
 	pathVar(fs, &c.GuestKernel, "guest-kernel", "nested guest `bzImage`")
 	pathVar(fs, &c.GuestModules, "guest-modules", "nested guest modules `dir`")
@@ -39,9 +39,9 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&variants, "variants", "", "`;`-separated nested kernel command lines to compare (one boot each)")
 	fs.BoolVar(&c.BootOnly, "boot-only", false, "boot the nested guests and measure, no pktgen")
 	pathVar(fs, &c.OutDir, "o", "output `dir` (selftest.json, nested consoles)")
-	var ps lab.PerfStressConfig
+	var ps labvm.PerfStressConfig
 	fs.IntVar(&ps.Iterations, "perf-stress", 0, "instead of the self-test: `N` perf stat sessions on busy kpktgend threads (a lockup reproducer)")
-	fs.StringVar(&ps.Order, "perf-order", lab.PerfDuring, "perf stress: perf against pktgen, during | after-start | around")
+	fs.StringVar(&ps.Order, "perf-order", labvm.PerfDuring, "perf stress: perf against pktgen, during | after-start | around")
 	fs.IntVar(&ps.Threads, "perf-threads", 1, "perf stress: pktgen threads")
 	fs.DurationVar(&ps.Hold, "perf-hold", 300*time.Millisecond, "perf stress: pktgen run per session")
 	fs.StringVar(&ps.Guest, "perf-guest", "", "perf stress: backend of a nested guest reading the tap (tap | tap+vhost; empty: the test reads it)")
@@ -55,7 +55,7 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 			return usageErrorf("lab-selftest: -o is required")
 		}
 		ps.OutDir, ps.Log, ps.SelfTest = c.OutDir, stdout, c
-		res, err := lab.PerfStress(ctx, ps)
+		res, err := labvm.PerfStress(ctx, ps)
 		if res != nil {
 			b, _ := json.Marshal(res)
 			fmt.Fprintf(stdout, "perf-stress: %s\n", b)
@@ -70,7 +70,7 @@ func cmdLabSelfTest(ctx context.Context, args []string, stdout, stderr io.Writer
 		c.Variants = strings.Split(variants, ";")
 	}
 	c.Log = stdout
-	res, err := lab.SelfTest(ctx, c)
+	res, err := labvm.SelfTest(ctx, c)
 	if res != nil {
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(stdout, "selftest: %s\n", b)

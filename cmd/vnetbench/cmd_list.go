@@ -9,7 +9,7 @@ import (
 )
 
 // cmdList prints the built-in scenarios with their one-line descriptions.
-func cmdList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdList(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("list", "", stderr)
 	pos, err := parseFlags(fs, args)
 	if err != nil {

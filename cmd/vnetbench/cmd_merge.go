@@ -9,7 +9,7 @@ import (
 )
 
 // cmdMerge joins the run directories of shards into one.
-func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdMerge(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("merge", "RUN_DIR... -o DIR", stderr)
 	out := pathFlag(fs, "o", "merged run `DIR` (required, must not exist or be empty)")
 	dirs, err := parseFlags(fs, args)

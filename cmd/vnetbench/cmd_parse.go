@@ -18,7 +18,7 @@ import (
 // cmdParse implements `vnetbench parse KIND [FILE|-]`: it parses one tool
 // output with perfparse and prints the record as indented JSON. For kind
 // netdev, FILE may also be a /sys/class/net/DEV/statistics directory.
-func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	p := perfparse.NewParser(workload.ParseKinds()...)
 	kinds := strings.Join(p.Kinds(), ", ")
 	fs := newFlagSet("parse", "KIND [FILE|-]\n\nKINDS: "+kinds+"\nReads standard input when FILE is - or missing.", stderr)
@@ -34,7 +34,7 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !p.Has(kind) {
 		return usageErrorf("parse: unknown kind %q; kinds: %s", kind, kinds)
 	}
-	in := parseStdin
+	in := cl.stdin
 	name := "<stdin>"
 	if len(pos) == 2 && pos[1] != "-" {
 		name = pos[1]
@@ -74,9 +74,6 @@ func cmdParse(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return writeJSON(stdout, v)
 }
-
-// parseStdin is what "parse KIND -" reads (tests replace it).
-var parseStdin io.Reader = os.Stdin
 
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -41,11 +41,10 @@ func parseGolden(t *testing.T, path string, got []byte) {
 // user sees.
 func runParse(t *testing.T, stdin string, args ...string) ([]byte, int) {
 	t.Helper()
-	old := parseStdin
-	parseStdin = strings.NewReader(stdin)
-	t.Cleanup(func() { parseStdin = old })
+	cl := testCLI()
+	cl.stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
-	err := run(t.Context(), append([]string{"parse"}, args...), &out, &errb)
+	err := cl.run(t.Context(), append([]string{"parse"}, args...), &out, &errb)
 	code := exitCode(err)
 	var b bytes.Buffer
 	b.WriteString("$ vnetbench parse " + strings.Join(args, " ") + "\n")

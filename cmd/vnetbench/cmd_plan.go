@@ -14,21 +14,10 @@ import (
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
-
-// planCommands returns the exact commands and /proc writes a cell will run
-// with its guest under accel, among the run's cells run (one line each,
-// shell-quoted for reading); plan prints them under each cell. Tests may
-// replace it; nil prints no commands.
-var planCommands = func(c scenarios.Cell, accel qemu.Accel, run []scenarios.Cell) ([]string, error) {
-	return runner.Commands(&c, accel, run...), nil
-}
-
-// labHost describes this machine's KVM, CPUs and memory for plan and
-// run --dry-run (its KVM probe runs a test vCPU). Tests describe others.
-var labHost = runner.ThisLabHost
 
 // accelDesc describes a host's KVM for plan's header.
 func accelDesc(st qemu.KVMStatus) string {
@@ -44,7 +33,7 @@ func accelDesc(st qemu.KVMStatus) string {
 
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
-func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--max-time D] [--format text|json] [--cpus N]", stderr)
 	sets := addSetFlag(fs)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
@@ -80,12 +69,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	sd := planSeed(*seed, s.Seed)
-	h := labHost()
-	p, err := buildPlan(s, sd, h)
-	if err != nil {
-		return err
-	}
-	tab := loadTable(stderr, "")
+	h := cl.host()
+	p := buildPlan(s, sd, h)
+	tab := cl.loadTable(stderr, "")
 	p.Estimate, _ = estimateCells(samplesOf(s, sd), kernelLabels(s), h.KVM, tab)
 	p.MaxTime = *maxTime
 	p.kernelDesc = describeKernel(s, h.KVM)
@@ -180,8 +166,10 @@ type planCell struct {
 
 // buildPlan orders the cells and collects one block per cell, in the order
 // of each cell's first run, with the accelerator each cell's guest gets
-// on host h and the QEMU argv of each lab VM.
-func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, error) {
+// on host h, its commands and the QEMU argv of each lab VM
+// (lab.PlanCommands, as run --dry-run prints them). What run refuses on
+// h is a warning here.
+func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
 	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed, Sets: setStrings(s.Sets),
 		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: accelDesc(h.KVM)}
 	for _, a := range s.Axes {
@@ -194,19 +182,18 @@ func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, erro
 			p.warnings = append(p.warnings, w)
 		}
 	}
-	_, labCells := runner.SplitLab(cells)
-	for _, label := range runner.LabKernels(labCells) {
-		argv, lw, err := runner.LabVMArgs(label, runner.KernelCells(labCells, label), h)
-		if err != nil {
-			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", err))
+	order := scenarios.Order(cells, seed)
+	cmds := lab.PlanCommands(order, kernelLabels(s), h)
+	for _, vm := range cmds.LabVMs {
+		if vm.Err != nil {
+			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", vm.Err))
 			continue
 		}
-		for _, w := range lw {
+		for _, w := range vm.Warnings {
 			warn(w)
 		}
-		p.LabVMs = append(p.LabVMs, planLabVM{Kernel: label, Argv: argv})
+		p.LabVMs = append(p.LabVMs, planLabVM{Kernel: vm.Label, Argv: vm.Argv})
 	}
-	order := scenarios.Order(cells, seed)
 	for i, c := range order {
 		key := c.Kernel.Label + "\x00" + c.Name
 		ci, ok := p.cellIndex[key]
@@ -218,28 +205,21 @@ func buildPlan(s *scenarios.Scenario, seed int64, h runner.LabHost) (*plan, erro
 			for _, pr := range params {
 				pc.Params[pr.Key] = pr.Value
 			}
-			accel, aw, err := runner.PlanAccel(&c, h.KVM)
+			cc := cmds.Cells[i]
 			switch {
-			case err != nil:
-				warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", err))
-			case aw != "" && c.Kernel.Running():
-				warn(aw)
+			case cc.Err != nil:
+				warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", cc.Err))
+			case cc.Warning != "" && c.Kernel.Running():
+				warn(cc.Warning)
 			}
-			pc.Accel = string(accel)
-			if planCommands != nil && err == nil {
-				cmds, err := planCommands(c, accel, order)
-				if err != nil {
-					return nil, fmt.Errorf("plan %s: %w", c.Name, err)
-				}
-				pc.Commands = cmds
-			}
+			pc.Accel, pc.Commands = string(cc.Accel), cc.Lines
 			p.Cells = append(p.Cells, pc)
 			p.params = append(p.params, params)
 		}
 		p.Cells[ci].Runs = append(p.Cells[ci].Runs, i+1)
 		p.Runs = append(p.Runs, planRun{N: i + 1, Kernel: c.Kernel.Label, Cell: c.Name, Rep: c.Rep + 1})
 	}
-	return p, nil
+	return p
 }
 
 func kernelDesc(k scenarios.Kernel) string {

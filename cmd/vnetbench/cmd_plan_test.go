@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
-
-	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 )
 
 // The -update flag may be defined by another test file of this package.
@@ -22,10 +22,6 @@ func init() {
 	if flag.Lookup("update") == nil {
 		flag.Bool("update", false, "rewrite golden files")
 	}
-	// plan and run --dry-run show the accelerator of this host: the
-	// goldens describe one host, whatever the machine running the tests
-	// (TestPlanKVM describes others).
-	labHost = func() runner.LabHost { return testHost(tcgHost) }
 }
 
 // Hosts for plan's accelerator: a TCG-only host (KVM-PVM's /dev/kvm runs
@@ -37,8 +33,8 @@ var (
 )
 
 // testHost is an 8-CPU, 32 GiB host with KVM st.
-func testHost(st qemu.KVMStatus) runner.LabHost {
-	return runner.LabHost{KVM: st, CPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, MemMiB: 32 << 10}
+func testHost(st qemu.KVMStatus) lab.Host {
+	return lab.Host{KVM: st, CPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, MemMiB: 32 << 10}
 }
 
 // scenarioGolden compares got with the golden file at path (-update
@@ -80,8 +76,14 @@ func scenarioGolden(t *testing.T, path, got string) {
 // command, the exit code, stdout, stderr and the error line main prints.
 func runCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	return runCLIWith(t, testCLI(), args...)
+}
+
+// runCLIWith is runCLI with cl.
+func runCLIWith(t *testing.T, cl *cli, args ...string) (string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	err := run(t.Context(), args, &out, &errb)
+	err := cl.run(t.Context(), args, &out, &errb)
 	code := exitCode(err)
 	var b strings.Builder
 	fmt.Fprintf(&b, "$ vnetbench %s\nexit %d\n", strings.Join(args, " "), code)
@@ -241,17 +243,81 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
-// TestPlanCommandsHook: the runner can append the commands of each cell.
-func TestPlanCommandsHook(t *testing.T) {
-	old := planCommands
-	t.Cleanup(func() { planCommands = old })
-	planCommands = func(c scenarios.Cell, _ qemu.Accel, _ []scenarios.Cell) ([]string, error) {
-		return []string{"ip tuntap add " + c.TapName, "iperf3 -c guest -t " + c.Generator.Config.(*iperf3.Config).Duration.String()}, nil
+// plan and run --dry-run print the same commands (lab.PlanCommands) for
+// the same scenario and seed: each cell's, at every one of its runs, and
+// each lab VM's QEMU command line.
+func TestPlanAndDryRunCommands(t *testing.T) {
+	for _, name := range []string{"thread-iperf3", "lab-pktgen"} {
+		t.Run(name, func(t *testing.T) {
+			var pj, pe bytes.Buffer
+			if err := testCLI().run(t.Context(), []string{"plan", name, "--seed", "7", "--format", "json"}, &pj, &pe); err != nil {
+				t.Fatalf("plan: %v\n%s", err, pe.String())
+			}
+			var p plan
+			if err := json.Unmarshal(pj.Bytes(), &p); err != nil {
+				t.Fatal(err)
+			}
+			var dr, de bytes.Buffer
+			if err := testCLI().run(t.Context(), []string{"run", name, "--dry-run", "--seed", "7", "-o", t.TempDir()}, &dr, &de); err != nil {
+				t.Fatalf("run --dry-run: %v\n%s", err, de.String())
+			}
+			runs, vms := dryRunCommands(t, dr.String())
+			if len(runs) != len(p.Runs) {
+				t.Fatalf("dry run prints %d runs, plan %d:\n%s", len(runs), len(p.Runs), dr.String())
+			}
+			withCommands := 0
+			for _, c := range p.Cells {
+				if len(c.Commands) > 0 {
+					withCommands++
+				}
+				for _, n := range c.Runs {
+					if got := runs[n-1]; !slices.Equal(got, c.Commands) {
+						t.Errorf("cell %s, run %d: dry run prints\n%s\nplan\n%s", c.Name, n, strings.Join(got, "\n"), strings.Join(c.Commands, "\n"))
+					}
+				}
+			}
+			if withCommands == 0 {
+				t.Error("no cell has commands: the comparison compared nothing")
+			}
+			if len(vms) != len(p.LabVMs) {
+				t.Errorf("dry run prints %d lab VMs, plan %d", len(vms), len(p.LabVMs))
+			}
+			for _, vm := range p.LabVMs {
+				if got := vms[vm.Kernel]; got != proc.Quote(vm.Argv) {
+					t.Errorf("lab VM %s: dry run\n%s\nplan\n%s", vm.Kernel, got, proc.Quote(vm.Argv))
+				}
+			}
+			if name == "lab-pktgen" && len(vms) == 0 {
+				t.Error("lab-pktgen: no lab VM printed")
+			}
+		})
 	}
-	got, code := runCLI(t, "plan", "thread-iperf3", "--seed", "1")
-	if code != 0 || !strings.Contains(got, "  commands:\n    ip tuntap add vnbt0\n    iperf3 -c guest -t 2m0s\n") {
-		t.Errorf("commands not printed:\n%s", got)
+}
+
+// dryRunCommands reads run --dry-run's output: each run's commands, in
+// run order, and each lab VM's QEMU command line by kernel label.
+func dryRunCommands(t *testing.T, out string) ([][]string, map[string]string) {
+	t.Helper()
+	var runs [][]string
+	vms := map[string]string{}
+	label := ""
+	inRun := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case l == "":
+			inRun = false
+		case strings.HasPrefix(l, "     ") && inRun:
+			runs[len(runs)-1] = append(runs[len(runs)-1], strings.TrimPrefix(l, "     "))
+		case strings.HasPrefix(l, "    in ") && label != "":
+			vms[label] = strings.TrimPrefix(l, "    in ")
+		case strings.HasPrefix(l, "  ") && strings.Contains(l, ": vnetbench run "):
+			label = strings.TrimSpace(l[:strings.Index(l, ":")])
+		case len(l) > 4 && l[3] == '.' && strings.Contains(l, " rep "):
+			runs = append(runs, []string{})
+			inRun = true
+		}
 	}
+	return runs, vms
 }
 
 // TestPlanOneQueue: 4 sample02 threads on a single-queue tap (the netdev
@@ -298,8 +364,6 @@ func TestPlanOneQueue(t *testing.T) {
 // scenario. guest.accel: tcg stays TCG on a KVM host, and kvm on a TCG
 // host is a warning that run refuses it.
 func TestPlanKVM(t *testing.T) {
-	old := labHost
-	t.Cleanup(func() { labHost = old })
 	for _, tc := range []struct {
 		host qemu.KVMStatus
 		name string
@@ -312,8 +376,9 @@ func TestPlanKVM(t *testing.T) {
 		{tcgHost, "tcg-accel-kvm", []string{"plan", "testdata/plan/accel-kvm.yaml", "--seed", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			labHost = func() runner.LabHost { return testHost(tc.host) }
-			got, code := runCLI(t, tc.args...)
+			cl := testCLI()
+			cl.host = func() lab.Host { return testHost(tc.host) }
+			got, code := runCLIWith(t, cl, tc.args...)
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, got)
 			}
@@ -327,10 +392,9 @@ func TestPlanKVM(t *testing.T) {
 // and refuses (exit 2, as run would) guest.accel: kvm where KVM does not
 // work.
 func TestDryRunAccel(t *testing.T) {
-	old := labHost
-	t.Cleanup(func() { labHost = old })
-	labHost = func() runner.LabHost { return testHost(amdNested) }
-	got, code := runCLI(t, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", "/runs/x")
+	cl := testCLI()
+	cl.host = func() lab.Host { return testHost(amdNested) }
+	got, code := runCLIWith(t, cl, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", "/runs/x")
 	for _, want := range []string{"accelerator: kvm (a test vCPU ran; kvm_amd, nested=1)", "(kernel stock, kvm)",
 		"    in qemu-system-x86_64 -name vnb-lab-stock,debug-threads=on", "-accel kvm -cpu host,+svm -smp 5 -m 2048",
 		// TAP and TAP+vhost-net cells share one guest: a vhost=on NIC on vnbt1.
@@ -339,7 +403,6 @@ func TestDryRunAccel(t *testing.T) {
 			t.Errorf("dry run on an AMD host lacks %q (exit %d):\n%s", want, code, got)
 		}
 	}
-	labHost = func() runner.LabHost { return testHost(tcgHost) }
 	got, code = runCLI(t, "run", "testdata/plan/accel-kvm.yaml", "--dry-run", "--seed", "1")
 	if code != 2 || !strings.Contains(got, "guest.accel: kvm, but KVM is not usable here") {
 		t.Errorf("dry run of accel: kvm on a TCG host: exit %d\n%s", code, got)

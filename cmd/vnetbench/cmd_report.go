@@ -28,7 +28,7 @@ func (l *listFlag) Set(v string) error {
 }
 
 // cmdReport renders run directories or benchfmt files.
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", "RUN_DIR|BENCHFMT_FILE... [flags]", stderr)
 	format := fs.String("format", "", "output format: "+strings.Join(report.Formats, "|")+" (default text, or from -o's extension)")
 	by := fs.String("by", "kernel", "column axis: kernel, or a cell axis such as backend or qdisc")

@@ -26,6 +26,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -34,7 +35,7 @@ import (
 // the flags, loads the scenario, orders (and shards) its cells, checks the
 // estimate against --max-time, and then either prints the dry run or runs
 // the lab cells and the host cells and prints the table.
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
 	f := addRunFlags(fs)
 	pos, err := parseFlags(fs, args)
@@ -42,7 +43,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if *f.until.on {
-		return runUntilDecided(ctx, args, f.until, *f.out, *f.shard != "" || *f.dry || *f.insideLab != "", *f.resume, stdout, stderr)
+		return runUntilDecided(ctx, cl, args, f.until, *f.out, *f.shard != "" || *f.dry || *f.insideLab != "", *f.resume, stdout, stderr)
 	}
 	if *f.reps < 0 {
 		return usageErrorf("run: --repetitions %d: want a positive count", *f.reps)
@@ -51,7 +52,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
 	}
-	r := &runCmd{runFlags: f, name: pos[0], stdout: stdout, stderr: stderr}
+	r := &runCmd{runFlags: f, cl: cl, name: pos[0], stdout: stdout, stderr: stderr}
 	if err := r.load(); err != nil {
 		return err
 	}
@@ -104,6 +105,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 // for the next.
 type runCmd struct {
 	runFlags
+	cl             *cli
 	name           string // the scenario as given
 	stdout, stderr io.Writer
 
@@ -113,8 +115,8 @@ type runCmd struct {
 	hostCells, labCells  []scenarios.Cell
 	shardNote, shardSpec string
 	shardSource, dir     string
-	in                   runner.LabInner
-	host                 runner.LabHost
+	in                   lab.Inner
+	host                 lab.Host
 	tab                  *estimate.Table
 	est                  *estimate.Estimate
 }
@@ -176,12 +178,12 @@ func (r *runCmd) order() error {
 		return err
 	}
 	if *r.insideLab != "" {
-		r.cells = runner.InsideLab(r.cells, *r.insideLab)
+		r.cells = lab.Inside(r.cells, *r.insideLab)
 		if len(r.cells) == 0 {
 			return usageErrorf("run: --inside-lab %s: the scenario has no kernel labelled %s", *r.insideLab, *r.insideLab)
 		}
 	}
-	r.hostCells, r.labCells = runner.SplitLab(r.cells)
+	r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
 	// Cells whose guest kernel is too old for their workload read n/a:
 	// said before the run, not discovered after it.
 	for _, n := range runner.GuestKernelNotes(r.cells) {
@@ -222,8 +224,8 @@ func (r *runCmd) prepare(ctx context.Context) error {
 	if err := r.labInner(); err != nil {
 		return err
 	}
-	r.host = labHost()
-	r.tab = loadTable(r.stderr, "vnetbench: ")
+	r.host = r.cl.host()
+	r.tab = r.cl.loadTable(r.stderr, "vnetbench: ")
 	r.est, _ = estimateCells(r.cells, kernelLabels(r.s), r.host.KVM, r.tab)
 	if *r.insideLab != "" {
 		r.est = estimateInsideLab(r.cells, r.host.KVM, r.tab)
@@ -245,7 +247,7 @@ func (r *runCmd) prepare(ctx context.Context) error {
 // labInner is the command each lab VM runs (--inside-lab): kernels other
 // than the running one run the same scenario inside one lab VM each.
 func (r *runCmd) labInner() error {
-	r.in = runner.LabInner{Binary: *r.agentBin}
+	r.in = lab.Inner{Binary: *r.agentBin}
 	if len(r.labCells) == 0 {
 		return nil
 	}
@@ -278,18 +280,18 @@ func (r *runCmd) dryRun() error {
 	fmt.Fprintf(r.stdout, "scenario %s, seed %d%s: %d samples in this order\n", r.s.Name, r.seedUsed, r.shardNote, len(r.cells))
 	fmt.Fprintf(r.stdout, "accelerator: %s\n", accelDesc(r.host.KVM))
 	r.est.Write(r.stdout, "", describeKernel(r.s, r.host.KVM))
+	cmds := lab.PlanCommands(r.cells, r.in.Labels, r.host)
 	labVMs := map[string][]string{} // label -> the lab VM's QEMU argv
-	for _, label := range runner.LabKernels(r.labCells) {
-		argv, warnings, err := runner.LabVMArgs(label, runner.KernelCells(r.labCells, label), r.host)
-		if err != nil {
-			return err // run refuses it: so does its dry run
+	for _, vm := range cmds.LabVMs {
+		if vm.Err != nil {
+			return vm.Err // run refuses it: so does its dry run
 		}
-		for _, w := range warnings {
+		for _, w := range vm.Warnings {
 			r.warnf("%s", w)
 		}
-		labVMs[label] = argv
+		labVMs[vm.Label] = vm.Argv
 	}
-	if err := r.printCellCommands(); err != nil {
+	if err := r.printCellCommands(cmds.Cells); err != nil {
 		return err
 	}
 	if len(r.labCells) > 0 {
@@ -298,21 +300,21 @@ func (r *runCmd) dryRun() error {
 	return nil
 }
 
-// printCellCommands prints each cell's commands, as plan does.
-func (r *runCmd) printCellCommands() error {
+// printCellCommands prints each cell's commands (cmds[i] are r.cells[i]'s),
+// as plan does.
+func (r *runCmd) printCellCommands(cmds []lab.CellCommands) error {
 	var warned []string
 	for i := range r.cells {
-		c := &r.cells[i]
-		accel, warn, err := runner.PlanAccel(c, r.host.KVM)
-		if err != nil {
-			return err // run refuses it: so does its dry run
+		c, cc := &r.cells[i], &cmds[i]
+		if cc.Err != nil {
+			return cc.Err // run refuses it: so does its dry run
 		}
-		if warn != "" && c.Kernel.Running() && !slices.Contains(warned, warn) {
-			warned = append(warned, warn)
-			r.warnf("%s", warn)
+		if cc.Warning != "" && c.Kernel.Running() && !slices.Contains(warned, cc.Warning) {
+			warned = append(warned, cc.Warning)
+			r.warnf("%s", cc.Warning)
 		}
-		fmt.Fprintf(r.stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), accel)
-		for _, l := range runner.Commands(c, accel, r.cells...) {
+		fmt.Fprintf(r.stdout, "\n%3d. %s rep %d (kernel %s, %s)\n", i+1, c.Name, c.Rep+1, kernelName(c), cc.Accel)
+		for _, l := range cc.Lines {
 			fmt.Fprintf(r.stdout, "     %s\n", l)
 		}
 	}
@@ -331,12 +333,12 @@ func (r *runCmd) printLabVMs(labVMs map[string][]string) error {
 		in.Scenario = filepath.Join(abs, results.LabScenario)
 	}
 	fmt.Fprintf(r.stdout, "\nlab VMs, one per kernel, each running the cells of its kernel:\n")
-	have := runner.LabKernels(r.labCells)
+	have := scenarios.KernelLabels(r.labCells)
 	for _, l := range in.Labels {
 		if !slices.Contains(have, l) {
 			continue
 		}
-		_, args := runner.LabInnerArgs(abs, l, r.seedUsed, in)
+		_, args := lab.InnerArgs(abs, l, r.seedUsed, in)
 		fmt.Fprintf(r.stdout, "  %s: vnetbench %s\n", l, strings.Join(args, " "))
 		fmt.Fprintf(r.stdout, "    in %s\n", proc.Quote(labVMs[l]))
 	}
@@ -364,8 +366,8 @@ func (r *runCmd) run(ctx context.Context) error {
 		return err
 	}
 	if *r.insideLab == "" { // the run outside records the lab's samples as nested
-		if recordEstimates {
-			recordRates(r.stderr, r.tab, r.dir, r.cells, r.host.KVM, runStart)
+		if r.cl.recordEstimates {
+			recordRates(r.stderr, r.tab, r.cl.estimateDir, r.dir, r.cells, r.host.KVM, runStart)
 		}
 		fmt.Fprintf(r.stdout, "wall time %s (estimate %s)\n", estimate.Duration(time.Since(runStart)), estimate.Duration(r.est.Total))
 	}
@@ -388,8 +390,8 @@ func (r *runCmd) options(prog *progress, runStart *time.Time) runner.Options {
 			})
 		},
 		Shard: r.shardSpec, ShardSource: r.shardSource}
-	if runOptionsHook != nil {
-		runOptionsHook(&opts)
+	if r.cl.runOptions != nil {
+		r.cl.runOptions(&opts)
 	}
 	return opts
 }
@@ -407,7 +409,7 @@ func (r *runCmd) runCells(ctx context.Context, opts runner.Options, prog *progre
 		fmt.Fprintf(r.stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
 	}
 	if len(r.labCells) > 0 {
-		sum, err := runner.RunLab(ctx, r.labCells, opts, r.in)
+		sum, err := lab.Run(ctx, r.labCells, opts, r.in)
 		report1(sum)
 		if err != nil && !cellsFailed(err) {
 			return nil, err
@@ -460,21 +462,12 @@ func forceOnSecondSignal(ctx context.Context, stderr io.Writer) (stop func()) {
 	return func() { close(finished) }
 }
 
-// runOptionsHook, when set, edits the runner's options before a run: a
-// test seam (cmd_shard_test.go runs the CLI as separate processes with a
-// fake guest agent and generator). Nil in the real binary.
-var runOptionsHook func(*runner.Options)
-
-// recordEstimates: a run adds what it measured to the host's estimate
-// table (tests turn it off).
-var recordEstimates = true
-
 // recordRates adds what the run measured to the host's estimate table.
-func recordRates(stderr io.Writer, tab *estimate.Table, dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) {
+func recordRates(stderr io.Writer, tab *estimate.Table, tableDir, dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) {
 	obs, err := runner.Observations(dir, cells, st, since)
 	if err == nil {
 		tab.Add(obs, time.Now())
-		err = tab.Save(estimateDir())
+		err = tab.Save(tableDir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: estimate table not updated: %v\n", err)
@@ -504,12 +497,12 @@ func roundUpHours(d time.Duration) string {
 // the others is still printed, and the run exits 1.
 func cellsFailed(err error) bool {
 	var ke *runner.KernelFaultError
-	var le *runner.LabError
+	var le *lab.Error
 	return errors.As(err, &ke) || errors.As(err, &le)
 }
 
 // labScenario is how the run inside a lab VM finds the scenario: a
-// built-in by name, or a file's content, which runner.RunLab copies into
+// built-in by name, or a file's content, which lab.Run copies into
 // the run directory once the run has started (the lab sees the host root
 // read-only, without /tmp, and the run directory; bad input must leave no
 // run directory behind).

@@ -290,7 +290,7 @@ func globAny(dir, pattern string) bool {
 }
 
 // The run inside a lab VM gets a built-in by name, a scenario file by its
-// content (written into the run directory by runner.RunLab).
+// content (written into the run directory by lab.Run).
 func TestLabScenario(t *testing.T) {
 	s, err := scenarios.Resolve("lab-pktgen")
 	if err != nil {

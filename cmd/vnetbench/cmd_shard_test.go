@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -31,7 +32,9 @@ import (
 const fakeLoopEnv = "VNB_TEST_FAKE_LOOP"
 
 func fakeLoopMain() int {
-	runOptionsHook = func(o *runner.Options) {
+	cl := newCLI()
+	cl.host = func() lab.Host { return testHost(tcgHost) } // as in the tests
+	cl.runOptions = func(o *runner.Options) {
 		o.LockPath = os.Getenv(fakeLoopEnv)
 		o.Image = func(context.Context, scenarios.Guest, runner.GuestContents) (*runner.GuestImage, error) {
 			return &runner.GuestImage{}, nil
@@ -39,7 +42,7 @@ func fakeLoopMain() int {
 		o.DialAgent = func(context.Context, string) (runner.Agent, error) { return &loopAgent{}, nil }
 		o.NewGenerator = func(c *scenarios.Cell) (workload.Generator, error) { return &loopGen{cell: c.Name, rep: c.Rep}, nil }
 	}
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	err := cl.run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
 	}
@@ -88,8 +91,8 @@ seed: 42
 timeouts: {boot: 30s, teardown: 10s}
 `
 
-// cli runs the test binary as vnetbench with env added.
-func cli(t *testing.T, lock string, env []string, args ...string) (string, error) {
+// runProcess runs the test binary as vnetbench with env added.
+func runProcess(t *testing.T, lock string, env []string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), fakeLoopEnv+"="+lock), env...)
@@ -118,7 +121,7 @@ func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 	var shards []string
 	for i := range n {
 		dir := filepath.Join(tmp, fmt.Sprintf("shard%d", i))
-		out, err := cli(t, lock, []string{"JOB_COMPLETION_INDEX=" + fmt.Sprint(i), "VNETBENCH_SHARD_TOTAL=" + fmt.Sprint(n), "CI_NODE_INDEX=", "CI_NODE_TOTAL=", "VNETBENCH_SHARD_INDEX="},
+		out, err := runProcess(t, lock, []string{"JOB_COMPLETION_INDEX=" + fmt.Sprint(i), "VNETBENCH_SHARD_TOTAL=" + fmt.Sprint(n), "CI_NODE_INDEX=", "CI_NODE_TOTAL=", "VNETBENCH_SHARD_INDEX="},
 			"run", scen, "--shard", "auto", "-o", dir)
 		want := fmt.Sprintf("shard %d/%d from JOB_COMPLETION_INDEX=%d (Kubernetes Indexed Job, 0-based), VNETBENCH_SHARD_TOTAL=%d", i+1, n, i, n)
 		if err != nil || !strings.Contains(out, want) {
@@ -130,14 +133,14 @@ func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 		shards = append(shards, dir)
 	}
 	full := filepath.Join(tmp, "full")
-	if out, err := cli(t, lock, nil, "run", scen, "-o", full); err != nil {
+	if out, err := runProcess(t, lock, nil, "run", scen, "-o", full); err != nil {
 		t.Fatalf("single run: %v\n%s", err, out)
 	}
-	if out, err := cli(t, lock, nil, "merge", shards[0], shards[2], "-o", filepath.Join(tmp, "bad")); err == nil || !strings.Contains(out, "shards 2/5, 4/5, 5/5 are missing") {
+	if out, err := runProcess(t, lock, nil, "merge", shards[0], shards[2], "-o", filepath.Join(tmp, "bad")); err == nil || !strings.Contains(out, "shards 2/5, 4/5, 5/5 are missing") {
 		t.Errorf("merge without shard 2: %v\n%s", err, out)
 	}
 	merged := filepath.Join(tmp, "merged")
-	if out, err := cli(t, lock, nil, append(append([]string{"merge"}, shards...), "-o", merged)...); err != nil {
+	if out, err := runProcess(t, lock, nil, append(append([]string{"merge"}, shards...), "-o", merged)...); err != nil {
 		t.Fatalf("merge: %v\n%s", err, out)
 	}
 	compareRuns(t, full, merged)

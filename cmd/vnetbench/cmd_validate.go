@@ -13,7 +13,7 @@ import (
 // cmdValidate loads each scenario (file or built-in name), checks it
 // against this machine's CPUs and prints "ok NAME: N cells, R runs". The
 // first bad scenario stops it with that error (exit 2).
-func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdValidate(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", "FILE|NAME... [--set KEY=VALUE]...", stderr)
 	sets := addSetFlag(fs)
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip the check)")

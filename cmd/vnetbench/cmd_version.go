@@ -11,7 +11,7 @@ import (
 // version is set by the Makefile with -ldflags "-X main.version=...".
 var version = "dev"
 
-func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdVersion(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", "", stderr)
 	if _, err := parseFlags(fs, args); err != nil {
 		return err

@@ -13,15 +13,10 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
-	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // defaultMaxTime is the estimate above which run refuses (--max-time).
 const defaultMaxTime = time.Hour
-
-// estimateDir is where the host's measured rates live (estimate.File);
-// tests point it elsewhere.
-var estimateDir = vmimages.CacheDir
 
 // addMaxTimeFlag registers --max-time on fs.
 func addMaxTimeFlag(fs *flag.FlagSet) *time.Duration {
@@ -30,8 +25,8 @@ func addMaxTimeFlag(fs *flag.FlagSet) *time.Duration {
 
 // loadTable reads the host's measured rates; a broken file is a
 // warning and the defaults.
-func loadTable(stderr io.Writer, prefix string) *estimate.Table {
-	t, err := estimate.Load(estimateDir())
+func (cl *cli) loadTable(stderr io.Writer, prefix string) *estimate.Table {
+	t, err := estimate.Load(cl.estimateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "%swarning: estimate: %v\n", prefix, err)
 	}

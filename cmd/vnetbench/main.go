@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/perfparse"
+
 	// Every workload (pktgen, trafgen, iperf3, ...): scenarios decode
 	// their sections, the runner runs them.
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
@@ -38,7 +39,7 @@ const (
 // 'vnetbench help' (internal entry points such as lab-init).
 type command struct {
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	run     func(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error
 	hidden  bool
 }
 
@@ -79,7 +80,7 @@ func main() {
 			cancel(&signalError{sig.(syscall.Signal)})
 		}
 	}()
-	err := run(ctx, args, os.Stdout, os.Stderr)
+	err := newCLI().run(ctx, args, os.Stdout, os.Stderr)
 	signal.Stop(sigs)
 	if err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
@@ -105,7 +106,7 @@ func exitCodeAfter(err, cause error) int {
 }
 
 // run executes one CLI invocation.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func (cl *cli) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -117,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageErrorf("unknown subcommand %q; run 'vnetbench help' for the list", args[0])
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	return c.run(ctx, cl, args[1:], stdout, stderr)
 }
 
 func usage(w io.Writer) {

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/runner/lab"
 )
 
 // TestMain removes the binaries the tests built (vnetbenchBin,
 // goInstallBin) from the temporary directory. The tests estimate from
 // an empty table (the defaults: goldens do not depend on the machine's
-// earlier runs) that runs do not write to.
+// earlier runs) that runs do not write to (testCLI).
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeLoopEnv) != "" { // cmd_shard_test.go: this process is the CLI
 		os.Exit(fakeLoopMain())
@@ -18,8 +23,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	estimateDir = func() string { return dir }
-	recordEstimates = false
+	testEstimateDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	for _, p := range []string{binPath, installPath} {
@@ -28,4 +32,29 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// testEstimateDir is the tests' estimate table: empty (TestMain).
+var testEstimateDir string
+
+// testCLI is the CLI of the tests: plan and run show the accelerator of
+// one host (testHost(tcgHost)), so the goldens describe it whatever the
+// machine running the tests (TestPlanKVM describes others); estimates come
+// from an empty table that runs do not write to.
+func testCLI() *cli {
+	return &cli{stdin: os.Stdin, host: func() lab.Host { return testHost(tcgHost) }, estimateDir: testEstimateDir}
+}
+
+// run is one CLI invocation with testCLI.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return testCLI().run(ctx, args, stdout, stderr)
+}
+
+// emptyTable is an estimate table without measurements (the defaults).
+func emptyTable(t *testing.T) *estimate.Table {
+	tab, err := estimate.Load(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
 }

@@ -111,7 +111,7 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 
 // runUntilDecided runs the scenario of args in rounds (run itself, with
 // --repetitions and --resume) until decided.
-func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir string, excluded, resume bool, stdout, stderr io.Writer) error {
+func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, dir string, excluded, resume bool, stdout, stderr io.Writer) error {
 	if excluded {
 		return usageErrorf("run: %v", errUntilDecidedFlags)
 	}
@@ -138,7 +138,7 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 			if resume {
 				rargs = append(rargs, "--resume")
 			}
-			return cmdRun(ctx, rargs, stdout, stderr)
+			return cmdRun(ctx, cl, rargs, stdout, stderr)
 		},
 		load:  func() (*results.Set, error) { return results.Load(dir) },
 		gates: gates, min: me, maxReps: *f.maxReps, maxTime: *f.maxTime, now: time.Now,

@@ -1,5 +1,6 @@
-// Package archtest holds the test that keeps the module's import rules
-// (see its test file): the orchestrator (runner) sits on top of the
-// workloads, the store, the reports and the parsers, and nothing below it
-// imports it. It has no code of its own.
+// Package archtest holds the tests that keep the module's shape: its
+// import rules (imports_test.go: the orchestrator, runner, sits on top of
+// the workloads, the store, the reports and the parsers, and nothing below
+// it imports it) and its size limits (size_test.go: files and functions
+// short enough to read). It has no code of its own.
 package archtest

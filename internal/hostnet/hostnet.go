@@ -364,7 +364,11 @@ func (n *Netns) SetQdisc(dev, kind string) error {
 		}
 		if err := netlink.QdiscReplace(q); err != nil {
 			if errors.Is(err, unix.ENOENT) {
-				return &QdiscError{Kind: kind, Kernel: kernelRelease(), Err: err}
+				rel, rerr := KernelRelease()
+				if rerr != nil {
+					rel = "?"
+				}
+				return &QdiscError{Kind: kind, Kernel: rel, Err: err}
 			}
 			return fmt.Errorf("set qdisc %s on %s: %w", kind, dev, err)
 		}
@@ -392,14 +396,6 @@ func (n *Netns) ResetQdisc(dev string) error {
 		}
 		return nil
 	})
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return "?"
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // DeleteNamed removes the named namespace /run/netns/NAME (as ip netns

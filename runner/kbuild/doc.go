@@ -26,6 +26,6 @@
 // ETA and keeps its log; a failed build is an error (input class: exit 2)
 // showing the last compiler errors and the log's path.
 //
-// kbuild starts git, cp and make; it does not boot anything (runner/lab
-// does) and knows nothing of scenarios (runner maps them to Specs).
+// kbuild starts git, cp and make; it does not boot anything (runner/labvm
+// does) and knows nothing of scenarios (runner/lab maps them to Specs).
 package kbuild

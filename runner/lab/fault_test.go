@@ -2,19 +2,25 @@ package lab
 
 import (
 	"errors"
+	"fmt"
+	"github.com/vnetbench/vnetbench/runner"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 
-// fakeLab returns a lab Config whose VM is a fake QEMU playing script.
-func fakeLab(t *testing.T, script []fakeqemu.Step) (Config, *fakeqemu.Exec) {
-	t.Helper()
+// Two kernels in lab mode, on fake QEMUs: kernel a's lab kernel locks up
+// in the middle of its run, kernel b's lab finishes. The run fails
+// (Error) but kernel b's cells still ran; a's cells are recorded as
+// failed with the lockup and the lab console; a's lab ended seconds after
+// the report, not at its deadline.
+func TestRunLabKernelFaultOtherKernelsRun(t *testing.T) {
 	dir := t.TempDir()
 	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
 	if err != nil {
@@ -24,170 +30,132 @@ func fakeLab(t *testing.T, script []fakeqemu.Step) (Config, *fakeqemu.Exec) {
 	if err := fakeqemu.StaticELF(bin); err != nil {
 		t.Fatal(err)
 	}
-	ex := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step { return script }}
-	return Config{Label: "stock", Kernel: Kernel{Image: img, Modules: mods}, RunDir: filepath.Join(dir, "run"),
-		Binary: bin, CacheDir: filepath.Join(dir, "cache"), Accel: qemu.TCG, Args: []string{"run", "x"}, Exec: ex}, ex
-}
-
-var labUp = []fakeqemu.Step{
-	{Line: "[    0.000000] Linux version 6.1.0-99-fake"},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("modules", `"ms":12`)},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
-}
-
-// A lab kernel that reports a lockup on its console fails the lab in the
-// phase it was in, qemu.FaultGrace after the report (not at the run's
-// deadline, an hour away here), with the fault and the trace after it
-// in the error; the VM is stopped.
-func TestLabKernelFaultFailsFast(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		script []fakeqemu.Step
-		phase  string
-		want   string
-	}{
-		{"soft lockup in the run", append(append([]fakeqemu.Step{}, labUp...),
-			fakeqemu.Step{After: 300 * time.Millisecond, Line: "perf-stress: 10/200 sessions"},
-			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[   48.123456] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [perf:153]"},
-			fakeqemu.Step{After: 100 * time.Millisecond, Line: "[   48.123457] RIP: 0010:smp_call_function_many_cond+0xf1/0x330"},
-		), "run", "soft lockup - CPU#1 stuck"},
-		{"panic at boot", []fakeqemu.Step{
-			{Line: "[    0.000000] Linux version 6.1.0-99-fake"},
-			{After: 100 * time.Millisecond, Line: "[    1.234567] Kernel panic - not syncing: VFS: Unable to mount root fs"},
-		}, "boot", "Kernel panic"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, ex := fakeLab(t, tc.script)
-			c.Timeouts = Timeouts{Run: time.Hour, Boot: time.Hour}
-			start := time.Now()
-			_, err := Run(t.Context(), c)
-			d := time.Since(start)
-			var le *Error
-			var fe *qemu.FaultError
-			if !errors.As(err, &le) || le.Phase != tc.phase || !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a %s-phase lab error with the kernel fault", err, tc.phase)
-			}
-			if !strings.Contains(fe.Line, tc.want) || !strings.Contains(le.Tail, tc.want) || !strings.Contains(err.Error(), "console.log") {
-				t.Errorf("error lacks the fault line or the console:\n%v", err)
-			}
-			if d > qemu.FaultGrace+10*time.Second {
-				t.Errorf("failed after %v, want about qemu.FaultGrace (%v)", d, qemu.FaultGrace)
-			}
-			if ps := ex.Procs(); len(ps) != 1 || !ps[0].Killed() {
-				t.Errorf("the lab VM was not stopped")
-			}
-		})
+	cells := loadCells(t, fmt.Sprintf(`
+name: labfault
+kernels:
+  - {label: a, image: %[1]s, modules: %[2]s}
+  - {label: b, image: %[1]s, modules: %[2]s}
+backend: tap
+guest: {kernel: {image: %[1]s}}
+generator:
+  trafgen: {duration: 1s}
+repetitions: 2
+timeouts: {boot: 1m, traffic: 1m}
+`, img, mods))
+	run := filepath.Join(dir, "run")
+	up := []fakeqemu.Step{
+		{Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
+		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("modules", `"ms":12`)},
+		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
 	}
-}
-
-// A lab whose run goes silent (no fault line, no exit) fails at the run
-// deadline naming the phase; one that powers off after the inner exit
-// passes.
-func TestLabSilentRunDeadline(t *testing.T) {
-	c, _ := fakeLab(t, labUp)
-	c.Timeouts = Timeouts{Run: 2 * time.Second}
+	ex := &fakeqemu.Exec{Script: func(name string) []fakeqemu.Step {
+		switch name {
+		case "vnb-lab-a":
+			return append(up,
+				fakeqemu.Step{After: 200 * time.Millisecond, Line: "[  25.485293] rcu: INFO: rcu_preempt self-detected stall on CPU"},
+				fakeqemu.Step{After: 10 * time.Millisecond, Line: "[  25.485293]  text_poke_bp_batch+0x29f/0x300"})
+		case "vnb-lab-b":
+			// The run inside writes its samples into the shared run
+			// directory, then lab init reports its exit and powers off.
+			inner := filepath.Join(run, results.LabDir("b"))
+			iw, err := results.Create(inner, results.Env{Run: "inner-b", KernelRelease: "6.1.0-99-fake"})
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			for _, c := range Inside(cells, "b") {
+				iw.Append(results.Sample{Cell: c.Name, Rep: c.Rep, Kernel: "b", Axes: c.Axes, Start: time.Now(), WindowS: 1,
+					Metrics: map[string]float64{"tx_pps": 1000}})
+			}
+			iw.Close()
+			return append(up, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+				fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
+		}
+		t.Errorf("unexpected VM %s", name)
+		return nil
+	}}
+	var prog []runner.Progress
+	o := runner.Options{Dir: run, Scenario: "labfault", Seed: 1, LockPath: filepath.Join(dir, "lock"), Exec: ex, Accel: qemu.TCG,
+		Progress: func(p runner.Progress) { prog = append(prog, p) }}
 	start := time.Now()
-	_, err := Run(t.Context(), c)
+	sum, err := Run(t.Context(), cells, o, Inner{Scenario: "labfault.yaml", Binary: bin, Labels: []string{"a", "b"}})
 	var le *Error
-	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "timeout after 2s") {
-		t.Fatalf("err = %v, want a run-phase timeout", err)
+	if !errors.As(err, &le) || len(le.Failed) != 1 || le.Of != 2 {
+		t.Fatalf("err = %v, want a Error with 1 of 2 kernels failed", err)
 	}
-	if d := time.Since(start); d > 15*time.Second {
+	var labErr *labvm.Error
+	var fe *qemu.FaultError
+	if !errors.As(le.Failed[0], &labErr) || labErr.Label != "a" || labErr.Phase != "run" || !errors.As(err, &fe) {
+		t.Errorf("failure %v: want lab a's run phase and the kernel fault", le.Failed[0])
+	}
+	if d := time.Since(start); d > qemu.FaultGrace+20*time.Second {
 		t.Errorf("took %v", d)
 	}
-	ok := append(append([]fakeqemu.Step{}, labUp...),
-		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
-		fakeqemu.Step{After: 100 * time.Millisecond, PowerOff: true})
-	c, _ = fakeLab(t, ok)
-	res, err := Run(t.Context(), c)
-	if err != nil || res.KernelRelease != "6.1.0-99-fake" {
-		t.Fatalf("res %+v, err %v", res, err)
+	if sum == nil || sum.Samples != 2 {
+		t.Errorf("summary %+v, want kernel b's 2 samples", sum)
 	}
-}
-
-// A lab whose console stays silent while its run goes on (no heartbeat:
-// a kernel stuck on every CPU prints nothing) fails after SilenceLimit,
-// long before its run deadline; heartbeats keep a quiet run alive.
-func TestLabSilenceFailsFast(t *testing.T) {
-	old := SilenceLimit
-	SilenceLimit = 1500 * time.Millisecond
-	t.Cleanup(func() { SilenceLimit = old })
-	c, ex := fakeLab(t, labUp)
-	c.Timeouts = Timeouts{Run: time.Hour}
-	start := time.Now()
-	_, err := Run(t.Context(), c)
-	var le *Error
-	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "silent") {
-		t.Fatalf("err = %v, want a run-phase failure for a silent lab", err)
+	set, lerr := results.Load(run)
+	if lerr != nil {
+		t.Fatal(lerr)
 	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %v", d)
+	if len(set.Samples) != 2 || len(set.Failed) != 2 {
+		t.Fatalf("%d samples, %d failed; want b's 2 and a's 2", len(set.Samples), len(set.Failed))
 	}
-	if ps := ex.Procs(); len(ps) != 1 || !ps[0].Killed() {
-		t.Errorf("the lab VM was not stopped")
-	}
-	// Quiet but alive: heartbeats every 500 ms for 3 s, then the exit.
-	alive := append([]fakeqemu.Step{}, labUp...)
-	for i := 0; i < 6; i++ {
-		alive = append(alive, fakeqemu.Step{After: 500 * time.Millisecond, Line: fakeqemu.LabEvent("alive", "")})
-	}
-	alive = append(alive, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
-		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
-	c, _ = fakeLab(t, alive)
-	if _, err := Run(t.Context(), c); err != nil {
-		t.Fatalf("a quiet lab with heartbeats failed: %v", err)
-	}
-}
-
-// A lab whose cells need KVM for their guests (guest.accel: kvm) refuses,
-// before its VM starts, a kernel that lacks kvm and the vendor module,
-// naming what is missing and the config options (exit 2).
-func TestLabNeedKVMRefusedBeforeBoot(t *testing.T) {
-	for _, flag := range []string{"vmx", "svm"} {
-		c, ex := fakeLab(t, labUp)
-		c.Accel, c.Nested, c.NeedKVM = qemu.KVM, flag, true
-		_, err := Run(t.Context(), c)
-		vendor := map[string]string{"vmx": "KVM_INTEL", "svm": "KVM_AMD"}[flag]
-		if !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "lacks kvm and kvm_") || !strings.Contains(err.Error(), "CONFIG_"+vendor) {
-			t.Errorf("%s: err = %v, want a capability error naming kvm and CONFIG_%s", flag, err, vendor)
+	for _, s := range set.Samples {
+		if s.Kernel != "b" {
+			t.Errorf("measured sample of kernel %s", s.Kernel)
 		}
-		if n := len(ex.Procs()); n != 0 {
-			t.Errorf("%s: %d QEMUs started for a refused lab", flag, n)
+	}
+	for _, f := range set.Failed {
+		if f.Kernel != "a" || !strings.Contains(f.Error, "self-detected stall") || !strings.Contains(f.Error, "text_poke_bp_batch") ||
+			f.Labels["phase"] != "lab run" || len(f.Artifacts) != 1 || f.Artifacts[0] != "lab/a/console.log" {
+			t.Errorf("failed sample %+v", f)
+		}
+	}
+	// One progress step per sample: a's two failed (with the lab's
+	// error), then b's two measured.
+	var steps []string
+	for _, p := range prog[1:] {
+		switch {
+		case p.Failed != nil:
+			steps = append(steps, fmt.Sprintf("%d %s failed", p.Done, p.Kernel))
+		case p.Sample != nil:
+			steps = append(steps, fmt.Sprintf("%d %s", p.Done, p.Kernel))
+		default:
+			steps = append(steps, fmt.Sprintf("%d %s ?", p.Done, p.Cell))
+		}
+	}
+	if got := strings.Join(steps, ", "); got != "1 a failed, 2 a failed, 3 b, 4 b" {
+		t.Errorf("progress %s", got)
+	}
+	for _, p := range ex.Procs() {
+		select {
+		case <-p.Done():
+		default:
+			t.Errorf("fake QEMU %s still running", p.Name)
 		}
 	}
 }
 
-// A lab phase that overruns names what to do: a scenario key only where
-// one bounds the phase.
-func TestTimeoutHint(t *testing.T) {
-	for phase, want := range map[string]string{
-		"boot": "timeouts.boot", "run": "timeouts.traffic or timeouts.cell", "setup": "console log", "shutdown": "did not power off",
-	} {
-		h := timeoutHint(phase)
-		if !strings.Contains(h, want) || strings.Contains(h, "timeouts.run") || strings.Contains(h, "timeouts.setup") || strings.Contains(h, "timeouts.shutdown") {
-			t.Errorf("timeoutHint(%s) = %q, want %q and no key the schema lacks", phase, h, want)
-		}
+// A lab's run deadline is the sum of its cells' own (each repetition
+// counted) plus a margin, never a fixed hour.
+func TestLabRunTimeout(t *testing.T) {
+	cells := loadCells(t, `
+name: t
+kernels: [{label: a, debian: "6.1"}]
+backend: [tap, tap+vhost]
+generator:
+  trafgen: {duration: 10s}
+repetitions: 3
+timeouts: {boot: 2m, setup: 30s, teardown: 10s}
+`)
+	// Per cell: boot 2m + setup 30s + traffic (10s + 1m) + teardown 10s,
+	// plus 30s for the closing counters; 6 cells; plus the margin.
+	want := 6*(2*time.Minute+30*time.Second+70*time.Second+10*time.Second+30*time.Second) + labRunMargin
+	if got := labRunTimeout(cells); got != want {
+		t.Errorf("labRunTimeout = %v, want %v", got, want)
 	}
-}
-
-// A lab with PinVCPUs pins its vCPU threads (from QMP query-cpus-fast)
-// once QEMU runs; a host CPU that cannot take them fails the boot phase
-// with the vCPU and CPU named.
-func TestLabPinVCPUs(t *testing.T) {
-	done := append(append([]fakeqemu.Step{}, labUp...),
-		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
-		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
-	c, _ := fakeLab(t, done)
-	c.CPUs, c.PinVCPUs = 1, []int{0}
-	if _, err := Run(t.Context(), c); err != nil {
-		t.Fatalf("pinned lab: %v", err)
-	}
-	c, _ = fakeLab(t, done)
-	c.CPUs, c.PinVCPUs = 1, []int{1000}
-	_, err := Run(t.Context(), c)
-	var le *Error
-	if !errors.As(err, &le) || le.Phase != "boot" || !strings.Contains(err.Error(), "pin vCPU 0") || !strings.Contains(err.Error(), "host CPU 1000") {
-		t.Errorf("pin to a CPU the host lacks: err = %v", err)
+	if got := labConfigT(t, "a", cells, runner.Options{}, Inner{}, nil).Timeouts.Run; got != want {
+		t.Errorf("labConfig's run timeout = %v, want %v", got, want)
 	}
 }

@@ -103,7 +103,7 @@ func ClockJumped(line string, age time.Duration) bool {
 // fault line before it gives up on the VM: long enough for the kernel to
 // print the report's stack traces into the console log, short enough to
 // fail well within 30 seconds.
-var FaultGrace = 5 * time.Second
+const FaultGrace = 5 * time.Second
 
 // FaultError is a kernel that reported on its console that it is stuck or
 // broken (KernelFault).
@@ -192,17 +192,17 @@ func (w *ConsoleWatch) Poll() []string {
 func (w *ConsoleWatch) Close() { w.file.Close() }
 
 // WatchConsole polls the console log at path every interval until ctx
-// ends. When the kernel reports a fault, it waits FaultGrace for the
-// report's stack traces, then calls onFault once with a *FaultError
+// ends. When the kernel reports a fault, it waits grace (FaultGrace) for
+// the report's stack traces, then calls onFault once with a *FaultError
 // carrying the console tail, and returns.
-func WatchConsole(ctx context.Context, vm, path string, interval time.Duration, onFault func(*FaultError)) {
+func WatchConsole(ctx context.Context, vm, path string, interval, grace time.Duration, onFault func(*FaultError)) {
 	w := NewConsoleWatch(path)
 	defer w.Close()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		w.Poll()
-		if w.Fault != "" && time.Since(w.FaultAt) >= FaultGrace {
+		if w.Fault != "" && time.Since(w.FaultAt) >= grace {
 			onFault(&FaultError{VM: vm, Line: w.Fault, Console: path, Tail: FaultTail(path, w.Fault, 40)})
 			return
 		}

@@ -42,16 +42,14 @@ func TestKernelFault(t *testing.T) {
 }
 
 // A fault line appended to a console log (as QEMU's file chardev does)
-// ends the watch FaultGrace later with the line and the tail, which holds
+// ends the watch its grace later with the line and the tail, which holds
 // what the kernel printed after it.
 func TestWatchConsole(t *testing.T) {
-	old := FaultGrace
-	FaultGrace = 300 * time.Millisecond
-	t.Cleanup(func() { FaultGrace = old })
+	const grace = 300 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "console.log")
 	os.WriteFile(path, []byte("[    1.000000] booting\nVNBLAB {\"ev\":\"ready\"}\n"), 0o644)
 	got := make(chan *FaultError, 1)
-	go WatchConsole(t.Context(), "guest", path, 20*time.Millisecond, func(fe *FaultError) { got <- fe })
+	go WatchConsole(t.Context(), "guest", path, 20*time.Millisecond, grace, func(fe *FaultError) { got <- fe })
 	time.Sleep(100 * time.Millisecond)
 	select {
 	case fe := <-got:
@@ -70,8 +68,8 @@ func TestWatchConsole(t *testing.T) {
 	f.Close()
 	select {
 	case fe := <-got:
-		if d := time.Since(start); d < FaultGrace {
-			t.Errorf("reported after %v, before the grace of %v", d, FaultGrace)
+		if d := time.Since(start); d < grace {
+			t.Errorf("reported after %v, before the grace of %v", d, grace)
 		}
 		if !strings.Contains(fe.Line, "self-detected stall") || !strings.Contains(fe.Tail, "smp_call_function_many_cond") || fe.Console != path {
 			t.Errorf("fault %+v lacks the line, the trace after it or the console path", fe)

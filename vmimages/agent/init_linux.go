@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -96,14 +97,13 @@ func run(ops map[string]Op) error {
 			return fmt.Errorf("sink %s: %w", cfg.Sink, err)
 		}
 	}
-	var u unix.Utsname
-	unix.Uname(&u)
+	rel, _ := hostnet.KernelRelease() // "" when unknown
 	refl := NewReflector()
 	all := map[string]Op{vmimages.OpReflect: refl.Op}
 	for name, op := range ops {
 		all[name] = op
 	}
-	srv := &Server{Sys: sys, Ops: all, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: unix.ByteSliceToString(u.Release[:])}}
+	srv := &Server{Sys: sys, Ops: all, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: rel}}
 	if cfg.Debug {
 		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
 	}
@@ -154,9 +154,8 @@ func loadModules() error {
 	if err != nil {
 		return err
 	}
-	var u unix.Utsname
-	unix.Uname(&u)
-	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(u.Release[:]))
+	rel, _ := hostnet.KernelRelease() // "" when unknown: /lib/modules
+	dir := filepath.Join("/lib/modules", rel)
 	for _, rel := range strings.Fields(string(data)) {
 		p := filepath.Join(dir, rel)
 		f, err := os.Open(p)

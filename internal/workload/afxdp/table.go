@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
-	"golang.org/x/sys/unix"
 )
 
 func (Workload) Features() []workload.Feature {
@@ -22,16 +22,12 @@ func probeFeature() workload.Probe {
 	case c.Copy:
 		return workload.Probe{OK: true, Detail: c.String()}
 	case errors.Is(c.CopyErr, xdp.ErrNoAFXDP):
+		rel, err := hostnet.KernelRelease()
+		if err != nil {
+			rel = "?"
+		}
 		return workload.Probe{Detail: "not available: no AF_XDP sockets (CONFIG_XDP_SOCKETS)",
-			Why: fmt.Sprintf("kernel %s has no AF_XDP sockets (CONFIG_XDP_SOCKETS); the afxdp and testpmd workloads need them", kernelRelease())}
+			Why: fmt.Sprintf("kernel %s has no AF_XDP sockets (CONFIG_XDP_SOCKETS); the afxdp and testpmd workloads need them", rel)}
 	}
 	return workload.Probe{Detail: c.String(), Why: "AF_XDP Tx on a tap does not work on this kernel: " + c.String()}
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return "?"
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	pg "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
@@ -41,21 +40,13 @@ func probe() workload.Probe {
 	if Available() {
 		return workload.Probe{OK: true, Detail: "loaded (/proc/net/pktgen)"}
 	}
-	rel := kernelRelease()
+	rel, _ := hostnet.KernelRelease() // "" when unknown: no module is found
 	p := workload.Probe{Detail: "not available (not loaded, no loadable module)",
 		Why: fmt.Sprintf("pktgen is not available in kernel %s (no /proc/net/pktgen, and modules cannot be loaded here); use trafgen or iperf3", rel)}
 	if mod := findModule(rel, "pktgen"); mod != "" && modulesEnabled() {
 		p.Detail, p.Fix = "not loaded; loadable from "+mod, "modprobe pktgen"
 	}
 	return p
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 func findModule(release, name string) string {

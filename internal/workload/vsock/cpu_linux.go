@@ -12,8 +12,8 @@ import (
 // 100 on every Linux architecture the harness boots).
 const userHZ = 100
 
-// procRoot is /proc (tests point it at a fixture tree).
-var procRoot = "/proc"
+// procRoot is where takeCPU reads the counters in the guest.
+const procRoot = "/proc"
 
 // cpuSnapshot is the CPU time, at one moment, of what the redirector
 // costs the guest: the redirector's process, the kworker threads, and the
@@ -25,24 +25,25 @@ type cpuSnapshot struct {
 	schedstat  bool                  // times from schedstat (ns), else stat (ticks)
 }
 
-// takeCPU reads the counters; pid 0 = no redirector process.
-func takeCPU(pid int) cpuSnapshot {
+// takeCPU reads the counters under root (procRoot; tests give a fixture
+// tree); pid 0 = no redirector process.
+func takeCPU(root string, pid int) cpuSnapshot {
 	c := cpuSnapshot{kworkers: map[int]time.Duration{}, schedstat: true}
 	if pid > 0 {
-		tasks, _ := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(pid), "task", "*"))
+		tasks, _ := filepath.Glob(filepath.Join(root, strconv.Itoa(pid), "task", "*"))
 		for _, t := range tasks {
 			d, ns := taskCPU(t)
 			c.redirector += d
 			c.schedstat = c.schedstat && ns
 		}
 	}
-	ents, _ := os.ReadDir(procRoot)
+	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		dir := filepath.Join(procRoot, e.Name())
+		dir := filepath.Join(root, e.Name())
 		comm, err := os.ReadFile(filepath.Join(dir, "comm"))
 		if err != nil || !strings.HasPrefix(string(comm), "kworker/") {
 			continue
@@ -51,7 +52,7 @@ func takeCPU(pid int) cpuSnapshot {
 		c.kworkers[p] = d
 		c.schedstat = c.schedstat && ns
 	}
-	c.busy = busyTime(filepath.Join(procRoot, "stat"))
+	c.busy = busyTime(filepath.Join(root, "stat"))
 	return c
 }
 

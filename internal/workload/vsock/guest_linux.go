@@ -20,9 +20,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
-// redirectPath is RedirectPath (tests move it).
-var redirectPath = RedirectPath
-
 // socatPaths are where the guest image puts socat (vmimages: /usr/bin/NAME)
 // before PATH is searched.
 var socatPaths = []string{"/usr/bin/socat"}
@@ -60,10 +57,10 @@ func startGuest(a guestArgs) (_ *guestRun, err error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(redirectPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(RedirectPath), 0o755); err != nil {
 		return nil, err
 	}
-	os.Remove(redirectPath)
+	os.Remove(RedirectPath)
 	switch a.Redirector {
 	case Socat:
 		r.redir, err = startSocat(a)
@@ -73,8 +70,8 @@ func startGuest(a guestArgs) (_ *guestRun, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.cpu0 = takeCPU(r.redir.pid())
-	if r.send, err = startSender(redirectPath, a.Payload, a.Threads, a.Duration, r.redir.pid()); err != nil {
+	r.cpu0 = takeCPU(procRoot, r.redir.pid())
+	if r.send, err = startSender(RedirectPath, a.Payload, a.Threads, a.Duration, drainWait, r.redir.pid()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -90,7 +87,7 @@ func (r *guestRun) stop(now bool) (*guestResult, error) {
 	st, serr := r.send.stop()
 	cpu1 := r.send.endCPU
 	if cpu1 == nil { // no sender thread ran
-		c := takeCPU(r.redir.pid())
+		c := takeCPU(procRoot, r.redir.pid())
 		cpu1 = &c
 	}
 	res := &guestResult{SentBytes: st.bytes, SentDatagrams: st.datagrams, SendSeconds: st.elapsed.Seconds(),
@@ -127,7 +124,7 @@ func (r *guestRun) teardown() {
 		r.server.stop(0)
 		r.server = nil
 	}
-	os.Remove(redirectPath)
+	os.Remove(RedirectPath)
 }
 
 // ---- socat ----
@@ -172,7 +169,7 @@ func startSocat(a guestArgs) (redirector, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &socat{argv: SocatArgs(bin, a.Payload, a.PeerCID, a.Port, redirectPath), done: make(chan struct{})}
+	s := &socat{argv: SocatArgs(bin, a.Payload, a.PeerCID, a.Port, RedirectPath), done: make(chan struct{})}
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -185,7 +182,7 @@ func startSocat(a guestArgs) (redirector, error) {
 	// without KVM) socat's start alone took more than 10 s.
 	deadline := time.Now().Add(socatReadyWait)
 	for {
-		if fi, err := os.Stat(redirectPath); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if fi, err := os.Stat(RedirectPath); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			return s, nil
 		}
 		select {
@@ -195,7 +192,7 @@ func startSocat(a guestArgs) (redirector, error) {
 		}
 		if time.Now().After(deadline) {
 			s.close()
-			return nil, fmt.Errorf("socat did not create %s within %v: %s", redirectPath, socatReadyWait, lastLines(s.out.String(), 3))
+			return nil, fmt.Errorf("socat did not create %s within %v: %s", RedirectPath, socatReadyWait, lastLines(s.out.String(), 3))
 		}
 	}
 }
@@ -251,10 +248,14 @@ type sender struct {
 	// the redirector's process pid (0 = none).
 	endCPU *cpuSnapshot
 	pid    int
+	drain  time.Duration // the wait for a socket to empty at its end
 }
 
-func startSender(path string, payload, threads int, d time.Duration, redirectorPid int) (*sender, error) {
-	s := &sender{pid: redirectorPid}
+// startSender starts threads sending payload-byte datagrams to path for
+// d; each waits at most drain (drainWait) at its end for its socket to
+// empty.
+func startSender(path string, payload, threads int, d, drain time.Duration, redirectorPid int) (*sender, error) {
+	s := &sender{pid: redirectorPid, drain: drain}
 	fds := make([]int, 0, threads)
 	for range threads {
 		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -303,7 +304,7 @@ func (s *sender) loop(fd int, buf []byte, deadline time.Time) {
 	// Runs after the end time and CPU snapshot below: the drain is not
 	// sending time.
 	defer func() {
-		waitUnsent(fd, drainWait)
+		waitUnsent(fd, s.drain)
 		unix.Close(fd)
 	}()
 	var sent, grams uint64
@@ -315,7 +316,7 @@ func (s *sender) loop(fd int, buf []byte, deadline time.Time) {
 		s.running--
 		if s.running == 0 {
 			s.end = time.Now()
-			c := takeCPU(s.pid)
+			c := takeCPU(procRoot, s.pid)
 			s.endCPU = &c
 		}
 	}()
@@ -346,7 +347,7 @@ func (s *sender) loop(fd int, buf []byte, deadline time.Time) {
 // they hold to leave: a nested guest under TCG moves a 64 KiB datagram
 // through the redirector in tens of milliseconds, and stop's caller
 // allows 30 s.
-var drainWait = 10 * time.Second
+const drainWait = 10 * time.Second
 
 // waitUnsent waits up to d until the socket fd holds no unsent bytes
 // (SIOCOUTQ: for a unix datagram socket its datagrams not yet consumed by

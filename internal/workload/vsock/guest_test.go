@@ -122,7 +122,7 @@ func TestSender(t *testing.T) {
 		b, g, l := drain(rfd, stop, 500*time.Millisecond)
 		ch <- got{b, g, l}
 	}()
-	s, err := startSender(path, 4096, 2, 300*time.Millisecond, 0)
+	s, err := startSender(path, 4096, 2, 300*time.Millisecond, drainWait, 0)
 	if err != nil {
 		close(stop)
 		t.Fatal(err)
@@ -148,9 +148,7 @@ func TestSender(t *testing.T) {
 // A payload over the socket's send buffer minus 32 is refused before
 // sending, with the limit in the message.
 func TestSenderPayloadLimit(t *testing.T) {
-	old := drainWait
-	drainWait = 100 * time.Millisecond // nobody reads here
-	t.Cleanup(func() { drainWait = old })
+	const drain = 100 * time.Millisecond // nobody reads here
 	path := filepath.Join(t.TempDir(), "r.sock")
 	rfd := unixBound(t, path)
 	defer unix.Close(rfd)
@@ -159,11 +157,11 @@ func TestSenderPayloadLimit(t *testing.T) {
 		sndbuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 		unix.Close(fd)
 	}
-	_, err := startSender(path, sndbuf-31, 1, time.Second, 0)
+	_, err := startSender(path, sndbuf-31, 1, time.Second, drain, 0)
 	if err == nil || !strings.Contains(err.Error(), "is over the largest unix datagram this guest sends") || !strings.Contains(err.Error(), "lower generator.vsock.payload") {
 		t.Errorf("payload %d: %v", sndbuf-31, err)
 	}
-	s, err := startSender(path, sndbuf-32, 1, 50*time.Millisecond, 0)
+	s, err := startSender(path, sndbuf-32, 1, 50*time.Millisecond, drain, 0)
 	if err != nil {
 		t.Fatalf("payload %d (the limit): %v", sndbuf-32, err)
 	}
@@ -260,7 +258,7 @@ func TestSockmapRedirectUnix(t *testing.T) {
 	if r.pid() != 0 || !strings.Contains(r.describe(), "bpf_sk_redirect_map egress of a unix socket") {
 		t.Errorf("pid %d, %q", r.pid(), r.describe())
 	}
-	s, err := startSender(filepath.Join(dir, "in.sock"), 8192, 1, 200*time.Millisecond, 0)
+	s, err := startSender(filepath.Join(dir, "in.sock"), 8192, 1, 200*time.Millisecond, drainWait, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,27 +289,25 @@ func TestSockmapRedirectUnix(t *testing.T) {
 // that reads nothing holds stop up for drainWait, not for ever; one that
 // reads slowly has everything once stop returns.
 func TestSenderDrains(t *testing.T) {
-	old := drainWait
-	drainWait = 400 * time.Millisecond
-	t.Cleanup(func() { drainWait = old })
+	wait := 400 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "r.sock")
 	rfd := unixBound(t, path)
 	defer unix.Close(rfd)
 	start := time.Now()
-	s, err := startSender(path, 4096, 1, 100*time.Millisecond, 0)
+	s, err := startSender(path, 4096, 1, 100*time.Millisecond, wait, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.wait(5 * time.Second)
 	st, err := s.stop()
-	if d := time.Since(start); err != nil || st.datagrams == 0 || d < 100*time.Millisecond+drainWait || d > drainWait+2*time.Second {
-		t.Errorf("stop with nobody reading: %+v, %v after %v; want datagrams sent, then a wait of %v", st, err, d, drainWait)
+	if d := time.Since(start); err != nil || st.datagrams == 0 || d < 100*time.Millisecond+wait || d > wait+2*time.Second {
+		t.Errorf("stop with nobody reading: %+v, %v after %v; want datagrams sent, then a wait of %v", st, err, d, wait)
 	}
 	flushed := make(chan struct{})
 	close(flushed)
 	drain(rfd, flushed, 100*time.Millisecond)
 
-	drainWait = 10 * time.Second
+	wait = 10 * time.Second
 	var read atomic.Int64
 	slowStop := make(chan struct{})
 	defer close(slowStop)
@@ -326,7 +322,7 @@ func TestSenderDrains(t *testing.T) {
 			read.Add(int64(n))
 		}
 	}()
-	s, err = startSender(path, 4096, 2, 200*time.Millisecond, 0)
+	s, err = startSender(path, 4096, 2, 200*time.Millisecond, wait, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,9 +363,6 @@ func TestSockmapRefusedTarget(t *testing.T) {
 // where schedstat is missing.
 func TestCPUSnapshot(t *testing.T) {
 	root := t.TempDir()
-	old := procRoot
-	procRoot = root
-	t.Cleanup(func() { procRoot = old })
 	write := func(rel, s string) {
 		p := filepath.Join(root, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -393,9 +386,9 @@ func TestCPUSnapshot(t *testing.T) {
 	}
 	//           user nice system idle iowait irq softirq steal guest guest_nice
 	set("1000000000", "0", "500000000", "", "100 0 50 9000 7 3 2 0 40 0")
-	c0 := takeCPU(100)
+	c0 := takeCPU(root, 100)
 	set("1600000000", "100000000", "800000000", "250000000", "180 0 90 9100 9 5 5 0 60 0")
-	c1 := takeCPU(100)
+	c1 := takeCPU(root, 100)
 	redir, kw, busy, src := c1.since(c0)
 	if !near(redir, 0.7) || !near(kw, 0.55) || !near(busy, 1.25) || src != "schedstat" {
 		t.Errorf("redirector %v s, kworkers %v s, busy %v s, %s; want 0.7, 0.55 (0.3 + a new 0.25), 1.25 (125 ticks), schedstat", redir, kw, busy, src)
@@ -403,14 +396,14 @@ func TestCPUSnapshot(t *testing.T) {
 	// No schedstat: /proc/PID/stat's utime and stime, in ticks.
 	os.Remove(filepath.Join(root, "100/task/100/schedstat"))
 	write("100/task/100/stat", "100 (so cat) S 1 100 100 0 -1 4194304 10 0 0 0 150 30 0 0 20 0 1 0 5 0 0\n")
-	c2 := takeCPU(100)
+	c2 := takeCPU(root, 100)
 	if d, ns := taskCPU(filepath.Join(root, "100/task/100")); d != 1800*time.Millisecond || ns {
 		t.Errorf("stat fallback: %v (ns %v), want 1.8s from 150+30 ticks", d, ns)
 	}
 	if _, _, _, src := c2.since(c1); src != "stat" {
 		t.Errorf("source %q, want stat", src)
 	}
-	if got := takeCPU(0); got.redirector != 0 || len(got.kworkers) != 2 {
+	if got := takeCPU(root, 0); got.redirector != 0 || len(got.kworkers) != 2 {
 		t.Errorf("no redirector process: %+v", got)
 	}
 }

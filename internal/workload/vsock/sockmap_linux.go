@@ -90,7 +90,7 @@ func newSockmapRedirect(unixFD, targetFD int, targetDesc string, notSupported fu
 func (r *sockmapRedirect) pid() int { return 0 }
 
 func (r *sockmapRedirect) describe() string {
-	return "sockmap: sk_skb verdict on the unix datagram socket " + redirectPath + " -> bpf_sk_redirect_map egress of " + r.targetDesc
+	return "sockmap: sk_skb verdict on the unix datagram socket " + RedirectPath + " -> bpf_sk_redirect_map egress of " + r.targetDesc
 }
 
 // close takes the redirect apart in the order data flows, so nothing is
@@ -146,9 +146,9 @@ func startSockmap(a guestArgs) (redirector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sockmap: unix socket: %w", err)
 	}
-	if err := unix.Bind(ufd, &unix.SockaddrUnix{Name: redirectPath}); err != nil {
+	if err := unix.Bind(ufd, &unix.SockaddrUnix{Name: RedirectPath}); err != nil {
 		unix.Close(ufd)
-		return nil, fmt.Errorf("sockmap: bind %s: %w", redirectPath, err)
+		return nil, fmt.Errorf("sockmap: bind %s: %w", RedirectPath, err)
 	}
 	vfd, err := dialVsock(a.PeerCID, a.Port)
 	if err != nil {

@@ -256,7 +256,7 @@ func (p *Proc) Stop(sig syscall.Signal, _ time.Duration) error {
 	return p.Wait()
 }
 
-// LabEvent is a lab /init protocol line (runner/lab's EventPrefix + JSON).
+// LabEvent is a lab /init protocol line (runner/labvm's EventPrefix + JSON).
 func LabEvent(ev string, extra string) string {
 	if extra != "" {
 		extra = "," + extra

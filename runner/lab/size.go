@@ -1,16 +1,18 @@
-package runner
+package lab
 
 import (
 	"fmt"
+	"github.com/vnetbench/vnetbench/runner"
+	"slices"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// LabSize is a lab VM's size for the cells it runs.
-type LabSize struct {
+// Size is a lab VM's size for the cells it runs.
+type Size struct {
 	CPUs      int
 	MemoryMiB int
 	// Pin are the host CPUs the lab's vCPUs are pinned to (vCPU i on
@@ -23,7 +25,7 @@ type LabSize struct {
 // harness, the guest's QEMU and the tmpfs directories (/tmp, /run, ...).
 const labBaseMiB = 1536
 
-// SizeLab sizes the lab VM of cells (one kernel's) on a host whose
+// SizeFor sizes the lab VM of cells (one kernel's) on a host whose
 // harness may run on hostCPUs (its CPU affinity, in order) with hostMemMiB
 // of memory (0 = unknown). Pure.
 //
@@ -37,7 +39,7 @@ const labBaseMiB = 1536
 //     so "CPU 0" inside the lab is one host CPU for the whole run; a lab
 //     with more vCPUs than the host has CPUs cannot be pinned one to one
 //     (a warning says so).
-func SizeLab(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (LabSize, error) {
+func SizeFor(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (Size, error) {
 	need, want, guestMiB, pinned := 1, 1, 0, false
 	for i := range cells {
 		c := &cells[i]
@@ -50,13 +52,13 @@ func SizeLab(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (LabSize, e
 	if guestMiB == 0 {
 		guestMiB = 512 // QEMU's guest default in this harness
 	}
-	var ls LabSize
+	var ls Size
 	ls.CPUs = max(need, min(want, len(hostCPUs)))
 	if len(hostCPUs) == 0 {
 		ls.CPUs = max(need, want)
 	}
 	if need > qemu.MaxCPUs {
-		return LabSize{}, fault.Input("the cells name CPU %d, so their lab VM needs %d vCPUs; QEMU's pc machine takes at most %d: use CPUs below %d in pin: and generator settings",
+		return Size{}, fault.Input("the cells name CPU %d, so their lab VM needs %d vCPUs; QEMU's pc machine takes at most %d: use CPUs below %d in pin: and generator settings",
 			need-1, need, qemu.MaxCPUs, qemu.MaxCPUs)
 	}
 	ls.CPUs = min(ls.CPUs, qemu.MaxCPUs)
@@ -76,20 +78,43 @@ func SizeLab(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (LabSize, e
 	return ls, nil
 }
 
-// LabVMArgs is the QEMU argv of the lab VM that runs cells (one kernel
-// label's) on host h, as plan shows it (lab.PlanArgs: placeholders for
+// VMArgs is the QEMU argv of the lab VM that runs cells (one kernel
+// label's) on host h, as plan shows it (labvm.PlanArgs: placeholders for
 // the kernel image, temporary files and the run directory), with the
 // warnings of its sizing and accelerator. A lab whose cells cannot run on
 // h (guest.accel: kvm without nested KVM, more CPUs than QEMU takes) is an
 // error.
-func LabVMArgs(label string, cells []scenarios.Cell, h LabHost) ([]string, []string, error) {
-	c, warnings, err := labConfig(label, cells, Options{}, LabInner{}, nil, h)
+func VMArgs(label string, cells []scenarios.Cell, h Host) ([]string, []string, error) {
+	c, warnings, err := labConfig(label, cells, runner.Options{}, Inner{}, nil, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	return lab.PlanArgs(c, ""), warnings, nil
+	return labvm.PlanArgs(c, ""), warnings, nil
 }
 
-// ThisLabHost describes this machine for LabVMArgs and SizeLab: its KVM
+// ThisHost describes this machine for VMArgs and SizeFor: its KVM
 // (qemu.ProbeKVM), the CPUs the harness may run on and its memory.
-func ThisLabHost() LabHost { return thisLabHost(Options{}) }
+func ThisHost() Host { return thisHost(runner.Options{}) }
+
+// labAccels checks, before any lab boots, the accelerator of every lab
+// cell: guest.accel: kvm where a lab VM here cannot give its guests KVM is
+// a capability error; auto falling back to TCG is a warning. needKVM lists
+// the labels whose cells need KVM (their lab kernels must ship kvm and the
+// vendor module).
+func labAccels(cells []scenarios.Cell, st qemu.KVMStatus) (warnings []string, needKVM map[string]bool, err error) {
+	needKVM = map[string]bool{}
+	for i := range cells {
+		c := &cells[i]
+		a, warn, err := runner.PlanAccel(c, st)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kernel %s: %w", c.Kernel.Label, err)
+		}
+		if warn != "" && !slices.Contains(warnings, warn) {
+			warnings = append(warnings, warn)
+		}
+		if a == qemu.KVM && c.Guest.Accel == qemu.AccelKVM {
+			needKVM[c.Kernel.Label] = true
+		}
+	}
+	return warnings, needKVM, nil
+}

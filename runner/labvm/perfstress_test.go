@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ import (
 // It fails when the lab kernel reports a lockup or stall on its console
 // (within qemu.FaultGrace of the report) or a perf does not exit.
 func TestLabPerfStress(t *testing.T) {
-	testenv.OptIn(t, "VNETBENCH_PERFSTRESS", "the lockup reproducer, minutes per run: VNETBENCH_PERFSTRESS=1 go test -run TestLabPerfStress -timeout 60m -v ./runner/lab")
+	testenv.OptIn(t, "VNETBENCH_PERFSTRESS", "the lockup reproducer, minutes per run: VNETBENCH_PERFSTRESS=1 go test -run TestLabPerfStress -timeout 60m -v ./runner/labvm")
 	needLab(t)
 	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)

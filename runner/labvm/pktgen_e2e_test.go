@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ timeouts: {boot: 9m, traffic: 5m}
 // columns, in which the patched kernel's Lost is far below stock's: the
 // thread's result, end to end from source. Run alone with
 //
-//	make e2e RUN=TestLabPktgenE2E PKG=./runner/lab
+//	make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 //
 // It takes about 5 minutes under TCG on a 2-core machine with the builds
 // cached (two lab boots, two nested guest boots of about a minute each,

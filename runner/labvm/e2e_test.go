@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"encoding/json"
@@ -94,9 +94,9 @@ func TestLabBoot(t *testing.T) {
 // and a second nested boot per CI run risks its deadline on a loaded
 // machine. Run it with
 //
-//	VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m -v ./runner/lab
+//	VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m -v ./runner/labvm
 func TestLabPktgenSelfTest(t *testing.T) {
-	testenv.OptIn(t, "VNETBENCH_LAB_SELFTEST", "TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/lab")
+	testenv.OptIn(t, "VNETBENCH_LAB_SELFTEST", "TestLabPktgenE2E covers this in CI; run it with VNETBENCH_LAB_SELFTEST=1 go test -run TestLabPktgenSelfTest -timeout 30m ./runner/labvm")
 	needLab(t)
 	bin := vnetbenchBinary(t)
 	fetchKernel(t, e2eLabKernel)

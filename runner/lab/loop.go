@@ -1,39 +1,40 @@
-package runner
+package lab
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vnetbench/vnetbench/runner"
 	"path/filepath"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// RunLab runs cells that test kernels other than the running one: for
-// each kernel label, a lab VM (runner/lab) boots that kernel and runs
+// Run runs cells that test kernels other than the running one: for
+// each kernel label, a lab VM (runner/labvm) boots that kernel and runs
 // `vnetbench run SCENARIO --inside-lab LABEL` on the same cells; the inner
 // samples are then appended to the outer run under the label, with the
 // inner environment in env.json's kernels. Labels whose samples are all
 // in the run already are skipped (--resume).
-func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner) (*Summary, error) {
-	if err := checkRunDir(o.Dir); err != nil {
+func Run(ctx context.Context, cells []scenarios.Cell, o runner.Options, in Inner) (*runner.Summary, error) {
+	if err := runner.CheckRunDir(o.Dir); err != nil {
 		return nil, err
 	}
-	if err := CheckScripts(cells); err != nil {
+	if err := runner.CheckScripts(cells); err != nil {
 		return nil, err
 	}
-	kernels, err := resolveKernels(ctx, cells, in.Labels, o)
+	kernels, err := resolveKernels(ctx, cells, in, o)
 	if err != nil {
 		return nil, err
 	}
 	if o.LockPath == "" {
-		o.LockPath = DefaultLockPath
+		o.LockPath = runner.DefaultLockPath
 	}
-	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
+	lock, err := runner.AcquireLockWait(ctx, o.LockPath, o.LockWait)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	// The accelerator of every lab cell is checked before anything else:
 	// guest.accel: kvm where a lab VM here cannot give its guests KVM is
 	// refused at once.
-	host := thisLabHost(o)
+	host := thisHost(o)
 	if o.Accel == "" {
 		if _, _, err := labAccels(cells, host.KVM); err != nil {
 			return nil, err
@@ -65,26 +66,26 @@ func RunLab(ctx context.Context, cells []scenarios.Cell, o Options, in LabInner)
 	return lr.runKernels(ctx, cells)
 }
 
-// labRun is RunLab once the run directory is open: the outer run's
+// labRun is Run once the run directory is open: the outer run's
 // writer, summary and progress.
 type labRun struct {
-	o           Options
-	in          LabInner
-	host        LabHost
+	o           runner.Options
+	in          Inner
+	host        Host
 	abs         string // the run directory, absolute
 	w           *results.Writer
-	sum         *Summary
+	sum         *runner.Summary
 	total, done int
 }
 
 // newLabRun opens (or, with Resume, reopens) the run directory, records
 // the kernel builds and the scenario copy the labs read.
-func newLabRun(ctx context.Context, o Options, in LabInner, host LabHost, builds map[string]*results.KernelBuild, bwarn []string) (*labRun, error) {
+func newLabRun(ctx context.Context, o runner.Options, in Inner, host Host, builds map[string]*results.KernelBuild, bwarn []string) (*labRun, error) {
 	if o.Exec == nil {
 		o.Exec = proc.Real{}
 	}
 	if in.Boot == nil {
-		in.Boot = lab.Run
+		in.Boot = labvm.Run
 	}
 	// The inner run gets an absolute -o: it runs with the run directory
 	// (at the same path) as its working directory, where a relative path
@@ -93,14 +94,11 @@ func newLabRun(ctx context.Context, o Options, in LabInner, host LabHost, builds
 	if err != nil {
 		return nil, err
 	}
-	lr := &labRun{o: o, in: in, host: host, abs: abs, sum: &Summary{Dir: o.Dir, Warnings: bwarn}}
+	lr := &labRun{o: o, in: in, host: host, abs: abs, sum: &runner.Summary{Dir: o.Dir, Warnings: bwarn}}
 	if o.Resume {
 		lr.w, err = results.Open(o.Dir)
 	} else {
-		env := CollectEnv(ctx, o.Exec, "")
-		env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
-		o.markShard(&env)
-		lr.w, err = results.Create(o.Dir, env)
+		lr.w, err = results.Create(o.Dir, o.NewEnv(ctx, ""))
 	}
 	if err != nil {
 		return nil, err
@@ -120,12 +118,12 @@ func newLabRun(ctx context.Context, o Options, in LabInner, host LabHost, builds
 
 // runKernels runs one lab VM per kernel label in order, skipping labels
 // whose samples the run holds; a kernel whose lab failed is recorded and
-// the others still run (a LabError at the end).
-func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*Summary, error) {
-	labels, byLabel := labOrder(cells, lr.in.Labels)
+// the others still run (a Error at the end).
+func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*runner.Summary, error) {
+	labels, byLabel := scenarios.ByKernel(cells, lr.in.Labels)
 	lr.total = len(cells)
 	var failed []error // labs that failed; the others still run
-	labProgress(lr.o, Progress{Total: lr.total, Started: true})
+	labProgress(lr.o, runner.Progress{Total: lr.total, Started: true})
 	for _, label := range labels {
 		lc := byLabel[label]
 		if lr.skipDone(label, lc) == 0 {
@@ -146,7 +144,7 @@ func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*Summ
 		lr.sum.Warnings = append(lr.sum.Warnings, EnvDifferences(env.Kernels)...)
 	}
 	if len(failed) > 0 {
-		return lr.sum, &LabError{Failed: failed, Of: len(labels)}
+		return lr.sum, &Error{Failed: failed, Of: len(labels)}
 	}
 	return lr.sum, nil
 }
@@ -161,7 +159,7 @@ func (lr *labRun) skipDone(label string, lc []scenarios.Cell) (todo int) {
 		}
 		lr.done++
 		lr.sum.Skipped++
-		labProgress(lr.o, Progress{Done: lr.done, Total: lr.total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
+		labProgress(lr.o, runner.Progress{Done: lr.done, Total: lr.total, Cell: lc[i].Name, Kernel: label, Rep: lc[i].Rep, Skipped: true})
 	}
 	return todo
 }
@@ -171,7 +169,7 @@ func (lr *labRun) skipDone(label string, lc []scenarios.Cell) (todo int) {
 // unfinished cells recorded as failed); err ends the whole run.
 func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Cell) (lerr, err error) {
 	o := lr.o
-	inner, args := LabInnerArgs(lr.abs, label, o.Seed, lr.in)
+	inner, args := InnerArgs(lr.abs, label, o.Seed, lr.in)
 	labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(lc[0].Kernel))
 	lcfg, lwarn, err := labConfig(label, lc, o, lr.in, args, lr.host)
 	if err != nil {
@@ -186,7 +184,7 @@ func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Ce
 	for i := range imported {
 		lr.done++
 		s := &imported[i]
-		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
 	}
 	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
 		lr.sum.Warnings = append(lr.sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
@@ -195,7 +193,7 @@ func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Ce
 		return nil, errors.Join(lerr, ierr)
 	}
 	if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
-		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: "lab " + label, Kernel: label})
+		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: "lab " + label, Kernel: label})
 		return nil, lerr
 	}
 	if lerr == nil {
@@ -208,7 +206,7 @@ func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Ce
 	recorded, ferr := recordLabFailure(lr.w, o.Dir, label, lc, lerr)
 	for _, c := range recorded { // each a step of the progress, failed
 		lr.done++
-		labProgress(o, Progress{Done: lr.done, Total: lr.total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
+		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: c.Name, Kernel: label, Rep: c.Rep, Failed: lerr})
 	}
 	if ferr != nil {
 		return nil, errors.Join(lerr, ferr)

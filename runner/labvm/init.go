@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 )
 
@@ -53,9 +54,8 @@ func initMain() error {
 			return fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
-	var u unix.Utsname
-	unix.Uname(&u)
-	emit(Event{Ev: "init", Kernel: unix.ByteSliceToString(u.Release[:])})
+	rel, _ := hostnet.KernelRelease() // "" when unknown
+	emit(Event{Ev: "init", Kernel: rel})
 	b, err := os.ReadFile(InitConfigPath)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", InitConfigPath, err)

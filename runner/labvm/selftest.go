@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -108,11 +109,8 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var u strings.Builder
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		u.WriteString(strings.TrimSpace(string(b)))
-	}
-	res := &SelfTestResult{Kernel: u.String()}
+	rel, _ := hostnet.KernelRelease() // "" when unknown
+	res := &SelfTestResult{Kernel: rel}
 	variants := c.Variants
 	if len(variants) == 0 {
 		variants = []string{c.GuestAppend}

@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
@@ -92,7 +93,8 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	if err := c.prepare(); err != nil {
 		return nil, err
 	}
-	res := &PerfStressResult{Kernel: release(), CPUs: numCPU(), Order: c.Order, Guest: c.Guest, Keep: c.Keep}
+	rel, _ := hostnet.KernelRelease() // "" when unknown
+	res := &PerfStressResult{Kernel: rel, CPUs: numCPU(), Order: c.Order, Guest: c.Guest, Keep: c.Keep}
 	if c.Keep {
 		keys, err := perfkeys.Hold()
 		if err != nil {
@@ -439,11 +441,6 @@ func drain(fd int) {
 			return
 		}
 	}
-}
-
-func release() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return strings.TrimSpace(string(b))
 }
 
 func numCPU() int {

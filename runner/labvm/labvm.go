@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"context"
@@ -143,7 +143,8 @@ func (l *labVM) poweredOff() error {
 }
 
 // check fails a lab whose kernel reported a fault qemu.FaultGrace ago,
-// whose run has been silent for SilenceLimit, or whose phase overran.
+// whose run has been silent for its Timeouts.Silence, or whose phase
+// overran.
 func (l *labVM) check() error {
 	// A kernel that reports a lockup, stall, oops or panic on the console
 	// fails the lab after qemu.FaultGrace (the report's stack traces reach
@@ -153,7 +154,7 @@ func (l *labVM) check() error {
 		return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, l.f.fault, 40),
 			Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: l.f.fault}}
 	}
-	if l.phase == "run" && time.Since(l.f.seen) > SilenceLimit {
+	if l.phase == "run" && time.Since(l.f.seen) > l.to.Silence {
 		return l.fail(fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat))
 	}
 	if time.Now().After(l.deadline) {

@@ -1,4 +1,4 @@
-// Package lab runs vnetbench inside a VM booted with the kernel under test
+// Package labvm runs vnetbench inside a VM booted with the kernel under test
 // ("lab mode"): a kernel image + modules directory, or a Debian kernel
 // package version. The lab VM gets the host root filesystem read-only over
 // 9p, tmpfs where writes are needed, the run directory (and the cache)
@@ -14,9 +14,9 @@
 // VM down. Init is the guest side; SelfTest is a small in-lab pktgen check
 // against a nested guest.
 //
-// lab does not decide what runs inside (the runner builds Args) and does
-// not import package runner.
-package lab
+// labvm does not decide what runs inside (runner/lab, the lab
+// orchestration, builds Args) and does not import package runner.
+package labvm
 
 import (
 	"context"
@@ -50,6 +50,7 @@ type Timeouts struct {
 	Setup    time.Duration // /init to the inner command started: modules, mounts (default 120s)
 	Run      time.Duration // the inner command (default 60m)
 	Shutdown time.Duration // inner exit to QEMU gone (default 30s)
+	Silence  time.Duration // the longest the console may stay silent while the inner command runs (default SilenceLimit)
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -62,6 +63,7 @@ func (t Timeouts) withDefaults() Timeouts {
 	def(&t.Setup, 120*time.Second)
 	def(&t.Run, 60*time.Minute)
 	def(&t.Shutdown, 30*time.Second)
+	def(&t.Silence, SilenceLimit)
 	return t
 }
 

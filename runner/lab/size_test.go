@@ -1,7 +1,8 @@
-package runner
+package lab
 
 import (
 	"errors"
+	"github.com/vnetbench/vnetbench/runner"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/proc"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -25,9 +26,9 @@ var (
 
 // labConfigT is labConfig on a 2-CPU, 24 GiB TCG host, failing the test
 // on an error.
-func labConfigT(t *testing.T, label string, cells []scenarios.Cell, o Options, in LabInner, args []string) lab.Config {
+func labConfigT(t *testing.T, label string, cells []scenarios.Cell, o runner.Options, in Inner, args []string) labvm.Config {
 	t.Helper()
-	c, _, err := labConfig(label, cells, o, in, args, LabHost{KVM: tcgOnly, CPUs: []int{0, 1}, MemMiB: 24 << 10})
+	c, _, err := labConfig(label, cells, o, in, args, Host{KVM: tcgOnly, CPUs: []int{0, 1}, MemMiB: 24 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,27 +60,27 @@ func TestSizeLab(t *testing.T) {
 		cells    []scenarios.Cell
 		host     []int
 		memMiB   int
-		want     LabSize
+		want     Size
 		warn     string
 		errClass error
 	}{
 		{"one vCPU guest on a 2-CPU host", []scenarios.Cell{cell(1, 1024, scenarios.Pin{})}, cpus(2), 24 << 10,
-			LabSize{CPUs: 2, MemoryMiB: 2560}, "", nil},
+			Size{CPUs: 2, MemoryMiB: 2560}, "", nil},
 		{"256-CPU host: sized by the scenario, not the host", []scenarios.Cell{cell(2, 2048, scenarios.Pin{})}, cpus(256), 1 << 20,
-			LabSize{CPUs: 3, MemoryMiB: 3584}, "", nil},
+			Size{CPUs: 3, MemoryMiB: 3584}, "", nil},
 		{"pinned cells: vCPU i on the harness's i-th CPU", []scenarios.Cell{cell(1, 1024, scenarios.Pin{Vhost: []int{3}})}, []int{4, 5, 6, 7, 8, 9}, 0,
-			LabSize{CPUs: 5, MemoryMiB: 2560, Pin: []int{4, 5, 6, 7, 8}}, "", nil},
+			Size{CPUs: 5, MemoryMiB: 2560, Pin: []int{4, 5, 6, 7, 8}}, "", nil},
 		{"pins beyond the host: overcommitted, unpinned", []scenarios.Cell{cell(1, 512, scenarios.Pin{VCPU: []int{3}})}, cpus(2), 0,
-			LabSize{CPUs: 4, MemoryMiB: 2048}, "needs 4 vCPUs (the cells name CPU 3) but this host has 2", nil},
+			Size{CPUs: 4, MemoryMiB: 2048}, "needs 4 vCPUs (the cells name CPU 3) but this host has 2", nil},
 		{"the largest guest sets the memory", []scenarios.Cell{cell(1, 512, scenarios.Pin{}), cell(1, 4096, scenarios.Pin{})}, cpus(8), 4 << 10,
-			LabSize{CPUs: 2, MemoryMiB: 5632}, "this host has 4096 MiB", nil},
+			Size{CPUs: 2, MemoryMiB: 5632}, "this host has 4096 MiB", nil},
 		{"a CPU beyond the pc machine", []scenarios.Cell{cell(1, 1024, scenarios.Pin{Generator: []int{300}})}, cpus(512), 0,
-			LabSize{}, "", fault.ErrInput},
+			Size{}, "", fault.ErrInput},
 		{"CPU 254 fits", []scenarios.Cell{cell(1, 1024, scenarios.Pin{Generator: []int{254}})}, cpus(512), 0,
-			LabSize{CPUs: 255, MemoryMiB: 2560, Pin: cpus(255)}, "", nil},
+			Size{CPUs: 255, MemoryMiB: 2560, Pin: cpus(255)}, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := SizeLab(tc.cells, tc.host, tc.memMiB)
+			got, err := SizeFor(tc.cells, tc.host, tc.memMiB)
 			if !errors.Is(err, tc.errClass) || (err == nil) != (tc.errClass == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.errClass)
 			}
@@ -92,7 +93,7 @@ func TestSizeLab(t *testing.T) {
 			warn := strings.Join(got.Warnings, "; ")
 			got.Warnings = nil
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("SizeLab = %+v, want %+v", got, tc.want)
+				t.Errorf("SizeFor = %+v, want %+v", got, tc.want)
 			}
 			if (tc.warn == "") != (warn == "") || !strings.Contains(warn, tc.warn) {
 				t.Errorf("warnings %q, want %q", warn, tc.warn)
@@ -102,7 +103,7 @@ func TestSizeLab(t *testing.T) {
 	// The built-ins: the 4-thread pktgen cells name CPUs 0-3 and pin the
 	// vhost worker, so their lab has 5 vCPUs pinned to host CPUs 0-4.
 	lc := builtinCellsOf(t, "thread-pktgen-vhost-pin0")
-	ls, err := SizeLab(lc, cpus(64), 0)
+	ls, err := SizeFor(lc, cpus(64), 0)
 	if err != nil || ls.CPUs != 5 || !reflect.DeepEqual(ls.Pin, cpus(5)) {
 		t.Errorf("thread-pktgen-vhost-pin0 on 64 CPUs: %+v, %v", ls, err)
 	}
@@ -134,11 +135,11 @@ func TestLabAccel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cell(tc.accel)
-			a, warn, err := PlanAccel(&c, tc.st)
+			a, warn, err := runner.PlanAccel(&c, tc.st)
 			if a != tc.want || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) || !strings.Contains(warn, tc.warn) || (warn == "") != (tc.warn == "") {
-				t.Errorf("PlanAccel = %q, %q, %v; want %q, %q, %v", a, warn, err, tc.want, tc.warn, tc.err)
+				t.Errorf("runner.PlanAccel = %q, %q, %v; want %q, %q, %v", a, warn, err, tc.want, tc.warn, tc.err)
 			}
-			_, _, lerr := labConfig("stock", []scenarios.Cell{c}, Options{Dir: "/run/x"}, LabInner{}, nil, LabHost{KVM: tc.st, CPUs: []int{0, 1, 2, 3}})
+			_, _, lerr := labConfig("stock", []scenarios.Cell{c}, runner.Options{Dir: "/run/x"}, Inner{}, nil, Host{KVM: tc.st, CPUs: []int{0, 1, 2, 3}})
 			if !errors.Is(lerr, tc.err) || (lerr == nil) != (tc.err == nil) {
 				t.Errorf("labConfig err = %v, want %v", lerr, tc.err)
 			}
@@ -146,7 +147,7 @@ func TestLabAccel(t *testing.T) {
 	}
 	// The same cell on the running kernel uses the host's KVM directly.
 	c := scenarios.Cell{Name: "tap", Guest: scenarios.Guest{Accel: "kvm"}}
-	if a, _, err := PlanAccel(&c, intelFlat); a != qemu.KVM || err != nil {
+	if a, _, err := runner.PlanAccel(&c, intelFlat); a != qemu.KVM || err != nil {
 		t.Errorf("host cell on a non-nesting KVM host: %q, %v", a, err)
 	}
 }
@@ -172,8 +173,8 @@ func TestLabVMArgsKVM(t *testing.T) {
 		var b strings.Builder
 		for _, label := range labels {
 			lc := byLabel[label]
-			c, warnings, err := labConfig(label, lc, Options{Dir: "/runs/r1"}, LabInner{}, []string{"run"},
-				LabHost{KVM: host.st, CPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, MemMiB: 32 << 10})
+			c, warnings, err := labConfig(label, lc, runner.Options{Dir: "/runs/r1"}, Inner{}, []string{"run"},
+				Host{KVM: host.st, CPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, MemMiB: 32 << 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +183,7 @@ func TestLabVMArgsKVM(t *testing.T) {
 			for _, w := range warnings {
 				b.WriteString("# warning: " + w + "\n")
 			}
-			b.WriteString(proc.Quote(lab.PlanArgs(c, "")) + "\n")
+			b.WriteString(proc.Quote(labvm.PlanArgs(c, "")) + "\n")
 		}
 		golden.Check(t, "lab-vm-"+host.name+".golden", b.String())
 	}

@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 // TCG on the loaded 2-core machine the lab VM was ready in about 100 s and
 // the nested guest up 156 s later. Run alone with
 //
-//	make e2e RUN=TestLabVsockE2E PKG=./runner/lab
+//	make e2e RUN=TestLabVsockE2E PKG=./runner/labvm
 func TestLabVsockE2E(t *testing.T) {
 	needLab(t)
 	testenv.NeedCommand(t, "socat", "socat")

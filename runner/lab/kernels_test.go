@@ -1,8 +1,9 @@
-package runner
+package lab
 
 import (
 	"context"
 	"errors"
+	"github.com/vnetbench/vnetbench/runner"
 	"os"
 	"slices"
 	"strings"
@@ -50,13 +51,13 @@ func (f *fakeBuilder) BuildPlans(_ context.Context, plans []*kbuild.Plan) ([]*kb
 	return out, nil
 }
 
-// buildKernels resolves and builds, as RunLab does around its lock.
-func buildKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
-	kp, err := resolveKernels(ctx, cells, labels, o)
+// buildKernels resolves and builds, as Run does around its lock.
+func buildKernels(ctx context.Context, cells []scenarios.Cell, in Inner) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+	kp, err := resolveKernels(ctx, cells, in, runner.Options{})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return kp.build(ctx, cells, o)
+	return kp.build(ctx, cells, runner.Options{})
 }
 
 // Kernels named by source tree are built all at once, in the scenario's
@@ -70,7 +71,7 @@ func TestBuildKernels(t *testing.T) {
 		{Name: "tap+vhost", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux", Patches: []string{"/p/1.patch"}}},
 	}
 	fb := &fakeBuilder{}
-	out, ids, warns, err := buildKernels(t.Context(), cells, []string{"stock", "patched", "debian"}, Options{Builder: fb})
+	out, ids, warns, err := buildKernels(t.Context(), cells, Inner{Labels: []string{"stock", "patched", "debian"}, Builder: fb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +121,16 @@ func TestBuildKernels(t *testing.T) {
 
 	// Configs that differ between kernels of one tree are a warning.
 	fb = &fakeBuilder{config: map[string]string{"patched": "beef"}}
-	if _, _, warns, _ = buildKernels(t.Context(), cells, nil, Options{Builder: fb}); len(warns) != 1 || !strings.Contains(warns[0], "final .config differs") {
+	if _, _, warns, _ = buildKernels(t.Context(), cells, Inner{Builder: fb}); len(warns) != 1 || !strings.Contains(warns[0], "final .config differs") {
 		t.Errorf("warnings %v", warns)
 	}
 	// A failed build is the run's error; no tree kernel, no build.
 	fb = &fakeBuilder{err: errors.New("boom")}
-	if _, _, _, err := buildKernels(t.Context(), cells, nil, Options{Builder: fb}); err == nil || err.Error() != "boom" {
+	if _, _, _, err := buildKernels(t.Context(), cells, Inner{Builder: fb}); err == nil || err.Error() != "boom" {
 		t.Errorf("err %v", err)
 	}
 	fb = &fakeBuilder{}
-	if _, _, _, err := buildKernels(t.Context(), cells[1:2], nil, Options{Builder: fb}); err != nil || fb.specs != nil || fb.built != nil {
+	if _, _, _, err := buildKernels(t.Context(), cells[1:2], Inner{Builder: fb}); err != nil || fb.specs != nil || fb.built != nil {
 		t.Errorf("a scenario without trees resolved %v, built %v (%v)", fb.specs, fb.built, err)
 	}
 }
@@ -143,8 +144,8 @@ func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 	cells := []scenarios.Cell{{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux"}}}
 	started := false
 	bad := &kbuild.BuildError{Label: "patched", Log: "/x.log", Err: errors.New("make exited 2")}
-	_, err := RunLab(t.Context(), cells, Options{Dir: dir, LockPath: tmp + "/lock", Builder: &fakeBuilder{err: bad},
-		Started: func() { started = true }}, LabInner{Scenario: "s", Labels: []string{"patched"}})
+	_, err := Run(t.Context(), cells, runner.Options{Dir: dir, LockPath: tmp + "/lock",
+		Started: func() { started = true }}, Inner{Scenario: "s", Labels: []string{"patched"}, Builder: &fakeBuilder{err: bad}})
 	if !errors.Is(err, bad) {
 		t.Fatalf("err %v", err)
 	}
@@ -155,14 +156,14 @@ func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 		t.Error("a run directory exists after the failed build")
 	}
 	// A lock held by another run does not delay a bad spec.
-	held, err := AcquireLock(tmp + "/lock")
+	held, err := runner.AcquireLock(tmp + "/lock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
 	bad2 := errors.New("kernel patched: /src/linux is not a Linux kernel tree")
-	_, err = RunLab(t.Context(), cells, Options{Dir: dir, LockPath: tmp + "/lock", LockWait: time.Minute, Builder: &fakeBuilder{resolveErr: bad2}},
-		LabInner{Scenario: "s", Labels: []string{"patched"}})
+	_, err = Run(t.Context(), cells, runner.Options{Dir: dir, LockPath: tmp + "/lock", LockWait: time.Minute},
+		Inner{Scenario: "s", Labels: []string{"patched"}, Builder: &fakeBuilder{resolveErr: bad2}})
 	if !errors.Is(err, bad2) {
 		t.Errorf("err %v, want the resolve error at once", err)
 	}
@@ -180,11 +181,11 @@ func TestBuildKernelsFromSource(t *testing.T) {
 	}
 	var fetched []string
 	fb := &fakeBuilder{}
-	o := Options{Builder: fb, FetchSource: func(_ context.Context, v string) (string, error) {
+	in := Inner{Labels: []string{"stock", "patched"}, Builder: fb, FetchSource: func(_ context.Context, v string) (string, error) {
 		fetched = append(fetched, v)
 		return "/cache/src/linux-source-" + v, nil
 	}}
-	out, _, _, err := buildKernels(t.Context(), cells, []string{"stock", "patched"}, o)
+	out, _, _, err := buildKernels(t.Context(), cells, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,18 +211,18 @@ func TestBuildKernelsFromSource(t *testing.T) {
 	}
 	// A second run finds the series written: same path, nothing left over.
 	fb2 := &fakeBuilder{}
-	o.Builder = fb2
-	if _, _, _, err := buildKernels(t.Context(), cells[1:], nil, o); err != nil || fb2.specs[0].Patches[0] != pa.Patches[0] {
+	in.Labels, in.Builder = nil, fb2
+	if _, _, _, err := buildKernels(t.Context(), cells[1:], in); err != nil || fb2.specs[0].Patches[0] != pa.Patches[0] {
 		t.Errorf("second run: %v, %+v", err, fb2.specs)
 	}
 	if ents, _ := os.ReadDir(cache + "/series"); len(ents) != 1 {
 		t.Errorf("cache/series holds %d entries, want 1", len(ents))
 	}
 	// A fetch that fails names the kernel.
-	o.FetchSource = func(context.Context, string) (string, error) {
+	in.FetchSource = func(context.Context, string) (string, error) {
 		return "", errors.New("apt-get download linux-source-6.1: no network")
 	}
-	if _, _, _, err := buildKernels(t.Context(), cells, nil, o); err == nil || !strings.Contains(err.Error(), "kernel stock: apt-get download") {
+	if _, _, _, err := buildKernels(t.Context(), cells, in); err == nil || !strings.Contains(err.Error(), "kernel stock: apt-get download") {
 		t.Errorf("failed fetch: %v", err)
 	}
 }

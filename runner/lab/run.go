@@ -1,9 +1,11 @@
-package runner
+package lab
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vnetbench/vnetbench/runner"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,19 +16,20 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// LabInner says how the run inside a lab VM finds its scenario.
-type LabInner struct {
+// Inner says how the run inside a lab VM finds its scenario, and what
+// boots the lab VMs and builds their kernels.
+type Inner struct {
 	// Scenario is the scenario argument for the inner `vnetbench run`: a
 	// built-in name, or a file path visible inside the lab (the host root
 	// is shared read-only, except /tmp; the run directory read-write).
 	Scenario string
-	// ScenarioData, when set, is a scenario file's content: RunLab writes
+	// ScenarioData, when set, is a scenario file's content: Run writes
 	// it into the run directory (lab/scenario.yaml, which the lab sees)
 	// once the run has started, and runs that file inside.
 	ScenarioData []byte
@@ -39,27 +42,21 @@ type LabInner struct {
 	// before patched) whatever the shuffled cell order. Labels not listed
 	// run after, in cell order.
 	Labels []string
-	// Boot runs one lab VM and the inner command in it (nil: lab.Run, a
-	// real VM), as Options.Exec runs programs.
-	Boot func(context.Context, lab.Config) (*lab.Result, error)
+	// Boot runs one lab VM and the inner command in it (nil: labvm.Run, a
+	// real VM), as runner.Options.Exec runs programs.
+	Boot func(context.Context, labvm.Config) (*labvm.Result, error)
+	// Builder builds the kernels that name a source tree (nil =
+	// runner/kbuild in the harness cache).
+	Builder KernelBuilder
+	// FetchSource returns the tree of a kernel's source: (e.g. the
+	// version "6.1" of debian:6.1; nil = kbuild.DebianSource into the
+	// harness cache's src/).
+	FetchSource func(ctx context.Context, version string) (string, error)
 }
 
-// SplitLab separates cells whose kernel is the running one from cells
-// that need a lab VM, keeping the order.
-func SplitLab(cells []scenarios.Cell) (host, labCells []scenarios.Cell) {
-	for _, c := range cells {
-		if c.Kernel.Running() {
-			host = append(host, c)
-		} else {
-			labCells = append(labCells, c)
-		}
-	}
-	return host, labCells
-}
-
-// InsideLab turns the cells of one kernel label into cells for the kernel
+// Inside turns the cells of one kernel label into cells for the kernel
 // that is now running (the run inside a lab VM): other labels are dropped.
-func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
+func Inside(cells []scenarios.Cell, label string) []scenarios.Cell {
 	var out []scenarios.Cell
 	for _, c := range cells {
 		if c.Kernel.Label == label {
@@ -70,12 +67,12 @@ func InsideLab(cells []scenarios.Cell, label string) []scenarios.Cell {
 	return out
 }
 
-// LabInnerArgs is the command line of the run inside the lab VM of label
+// InnerArgs is the command line of the run inside the lab VM of label
 // and its run directory: dir is the outer run directory, absolute (the
 // inner vnetbench runs with the run directory as its working directory,
 // where a relative path would be taken twice). An inner run directory
 // that holds results already is resumed.
-func LabInnerArgs(dir, label string, seed int64, in LabInner) (inner string, args []string) {
+func InnerArgs(dir, label string, seed int64, in Inner) (inner string, args []string) {
 	inner = filepath.Join(dir, results.LabDir(label))
 	args = []string{"run", in.Scenario, "--inside-lab", label, "-o", inner, "--seed", strconv.FormatInt(seed, 10)}
 	if _, err := os.Stat(filepath.Join(inner, results.ResultsFile)); err == nil {
@@ -86,7 +83,7 @@ func LabInnerArgs(dir, label string, seed int64, in LabInner) (inner string, arg
 
 // labNestedKVM says whether a lab VM gave its nested guests KVM: the
 // vendor module it loaded, "no: REASON", or "" under TCG.
-func labNestedKVM(res *lab.Result) string {
+func labNestedKVM(res *labvm.Result) string {
 	switch {
 	case res.KVM != "":
 		return res.KVM
@@ -96,26 +93,26 @@ func labNestedKVM(res *lab.Result) string {
 	return ""
 }
 
-// LabError ends a lab run in which some kernels' labs failed; the other
+// Error ends a lab run in which some kernels' labs failed; the other
 // kernels' cells ran. It is a measured failure (exit code 1).
-type LabError struct {
-	Failed []error // *lab.Error or *lab.InnerError, one per failed kernel
+type Error struct {
+	Failed []error // *labvm.Error or *labvm.InnerError, one per failed kernel
 	Of     int     // kernels in the run
 }
 
-func (e *LabError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%d of %d kernels failed (their unfinished cells are recorded as failed in results.jsonl; the other kernels ran):\n%v",
 		len(e.Failed), e.Of, errors.Join(e.Failed...))
 }
 
-func (e *LabError) Unwrap() []error { return e.Failed }
+func (e *Error) Unwrap() []error { return e.Failed }
 
 // kernelFailed reports whether a lab error is the kernel's lab failing
 // (the VM, or the run inside with a measured failure) rather than bad
 // input, which ends the whole run.
 func kernelFailed(err error) bool {
-	var le *lab.Error
-	var ie *lab.InnerError
+	var le *labvm.Error
+	var ie *labvm.InnerError
 	switch {
 	case errors.As(err, &le):
 		return true
@@ -142,7 +139,7 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 		}
 		s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: label, Axes: c.Axes, Start: time.Now().UTC(),
 			Metrics: map[string]float64{}, Error: lerr.Error(), Labels: map[string]string{"lab": label}}
-		var le *lab.Error
+		var le *labvm.Error
 		if errors.As(lerr, &le) {
 			s.Labels["phase"] = "lab " + le.Phase
 		}
@@ -157,41 +154,21 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 	return out, nil
 }
 
-// labOrder groups cells by kernel label, labels in the order of first (the
-// scenario's), then of first appearance.
-func labOrder(cells []scenarios.Cell, first []string) ([]string, map[string][]scenarios.Cell) {
-	var labels []string
-	byLabel := map[string][]scenarios.Cell{}
-	for _, c := range cells {
-		if _, ok := byLabel[c.Kernel.Label]; !ok && !slices.Contains(first, c.Kernel.Label) {
-			labels = append(labels, c.Kernel.Label)
-		}
-		byLabel[c.Kernel.Label] = append(byLabel[c.Kernel.Label], c)
-	}
-	var ordered []string
-	for _, l := range first {
-		if _, ok := byLabel[l]; ok && !slices.Contains(ordered, l) {
-			ordered = append(ordered, l)
-		}
-	}
-	return append(ordered, labels...), byLabel
-}
-
 // labConfig is the lab VM of one kernel label: its kernel, the cells'
 // boot deadline, and the guest kernels the inner run needs fetched on the
 // host first (the lab VM has no network).
-func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args []string, h LabHost) (lab.Config, []string, error) {
+func labConfig(label string, lc []scenarios.Cell, o runner.Options, in Inner, args []string, h Host) (labvm.Config, []string, error) {
 	k := lc[0].Kernel
-	to := lab.Timeouts{Run: labRunTimeout(lc)}
+	to := labvm.Timeouts{Run: labRunTimeout(lc)}
 	if b := lc[0].Timeouts.Boot; b > 0 {
 		to.Boot = b
 	}
-	size, err := SizeLab(lc, h.CPUs, h.MemMiB)
+	size, err := SizeFor(lc, h.CPUs, h.MemMiB)
 	if err != nil {
-		return lab.Config{}, nil, fmt.Errorf("kernel %s: %w", label, err)
+		return labvm.Config{}, nil, fmt.Errorf("kernel %s: %w", label, err)
 	}
 	warnings := size.Warnings
-	c := lab.Config{Label: label, Kernel: lab.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
+	c := labvm.Config{Label: label, Kernel: labvm.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian},
 		RunDir: o.Dir, OutDir: filepath.Join(o.Dir, results.LabDir(label)), Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
 		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec,
 		CPUs: size.CPUs, MemoryMiB: size.MemoryMiB, PinVCPUs: size.Pin, Accel: o.Accel}
@@ -204,7 +181,7 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 	if o.Accel == "" {
 		aw, need, err := labAccels(lc, h.KVM)
 		if err != nil {
-			return lab.Config{}, nil, err
+			return labvm.Config{}, nil, err
 		}
 		warnings = append(warnings, aw...)
 		c.NeedKVM = need[label]
@@ -215,23 +192,23 @@ func labConfig(label string, lc []scenarios.Cell, o Options, in LabInner, args [
 	return c, warnings, nil
 }
 
-// LabHost is what sizing a lab VM and choosing its accelerator need to
+// Host is what sizing a lab VM and choosing its accelerator need to
 // know about the host.
-type LabHost struct {
+type Host struct {
 	KVM    qemu.KVMStatus
 	CPUs   []int // the CPUs the harness may run on (its affinity), in order
 	MemMiB int   // MemTotal (0 = unknown)
 }
 
-// thisLabHost describes this machine (o.KVM, when set, is its KVM).
-func thisLabHost(o Options) LabHost {
-	h := LabHost{MemMiB: memTotalMiB()}
+// thisHost describes this machine (o.KVM, when set, is its KVM).
+func thisHost(o runner.Options) Host {
+	h := Host{MemMiB: memTotalMiB()}
 	if o.KVM != nil {
 		h.KVM = *o.KVM
 	} else {
 		h.KVM = qemu.ProbeKVM()
 	}
-	if cpus, err := Affinity(0); err == nil {
+	if cpus, err := runner.Affinity(0); err == nil {
 		h.CPUs = cpus
 	}
 	return h
@@ -252,11 +229,11 @@ func memTotalMiB() int {
 	return 0
 }
 
-// labModules are the modules a lab VM loads: lab.LabModules and those of
+// labModules are the modules a lab VM loads: labvm.LabModules and those of
 // every registered workload (workload.LabModules: pktgen, vhost_vsock,
 // ...), so a lab kernel has what any workload's cells need.
 func labModules() []string {
-	out := slices.Clone(lab.LabModules)
+	out := slices.Clone(labvm.LabModules)
 	for _, m := range workload.LabModules() {
 		if !slices.Contains(out, m) {
 			out = append(out, m)
@@ -279,12 +256,7 @@ const labRunMargin = 5 * time.Minute
 func labRunTimeout(cells []scenarios.Cell) time.Duration {
 	d := labRunMargin
 	for i := range cells {
-		t := cells[i].Timeouts
-		cell := t.Cell
-		if cell <= 0 {
-			cell = orDefault(t.Boot, 3*time.Minute) + orDefault(t.Setup, time.Minute) + orDefault(t.Traffic, 10*time.Minute) + orDefault(t.Teardown, 30*time.Second)
-		}
-		d += cell + orDefault(t.Setup, time.Minute) + cells[i].Warmup
+		d += runner.CellDeadline(&cells[i])
 	}
 	return d
 }
@@ -325,13 +297,13 @@ func labShares(cells []scenarios.Cell) []string {
 // DefaultDebianFlavour): that one is prefetched unless the lab kernel is
 // itself a /boot image of the host. Guest images given as paths are
 // visible in the lab as they are.
-func labPrefetch(cells []scenarios.Cell) []lab.Kernel {
-	var out []lab.Kernel
+func labPrefetch(cells []scenarios.Cell) []labvm.Kernel {
+	var out []labvm.Kernel
 	seen := map[string]bool{}
 	add := func(v string) {
 		if !seen[v] {
 			seen[v] = true
-			out = append(out, lab.Kernel{Debian: v})
+			out = append(out, labvm.Kernel{Debian: v})
 		}
 	}
 	for _, c := range cells {
@@ -351,7 +323,7 @@ func labPrefetch(cells []scenarios.Cell) []lab.Kernel {
 // in more than the kernel (CPU, CPU count, accelerator, tool versions,
 // governor, SMT).
 func EnvDifferences(envs map[string]*results.Env) []string {
-	labels := sortedKeys(envs)
+	labels := slices.Sorted(maps.Keys(envs))
 	if len(labels) < 2 {
 		return nil
 	}
@@ -383,13 +355,13 @@ func EnvDifferences(envs map[string]*results.Env) []string {
 	return out
 }
 
-func labLogf(o Options, format string, a ...any) {
+func labLogf(o runner.Options, format string, a ...any) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, format+"\n", a...)
 	}
 }
 
-func labProgress(o Options, p Progress) {
+func labProgress(o runner.Options, p runner.Progress) {
 	if o.Progress != nil {
 		o.Progress(p)
 	}
@@ -484,7 +456,7 @@ func noLinkBetween(dir, rel string) bool {
 // results.jsonl and env.json must be plain files (a link is an error), and
 // an artifact that is not a plain file under inner (a link, "../..") is
 // dropped with a warning in its sample.
-func importLab(w *results.Writer, outer, inner, label string, res *lab.Result) ([]results.Sample, error) {
+func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result) ([]results.Sample, error) {
 	if _, err := os.Lstat(filepath.Join(inner, results.ResultsFile)); err != nil {
 		return nil, nil
 	}

@@ -1,7 +1,8 @@
-package runner
+package lab
 
 import (
 	"context"
+	"github.com/vnetbench/vnetbench/runner"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,28 +14,30 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
-	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-func TestSplitAndInsideLab(t *testing.T) {
+// loadCells loads a scenario's cells in its order (seed 1).
+func loadCells(t testing.TB, yaml string) []scenarios.Cell {
+	t.Helper()
+	s, err := scenarios.Load("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scenarios.Order(s.Expand(), 1)
+}
+
+func TestInside(t *testing.T) {
 	cells := []scenarios.Cell{
 		{Name: "a", Kernel: scenarios.Kernel{Label: "running"}},
 		{Name: "a", Kernel: scenarios.Kernel{Label: "stock", Debian: "6.1"}},
 		{Name: "a", Kernel: scenarios.Kernel{Label: "patched", Image: "/k", Modules: "/m"}},
 	}
-	host, lab := SplitLab(cells)
-	if len(host) != 1 || len(lab) != 2 {
-		t.Fatalf("host %d lab %d", len(host), len(lab))
-	}
-	in := InsideLab(cells, "patched")
+	in := Inside(cells, "patched")
 	if len(in) != 1 || !in[0].Kernel.Running() || in[0].Kernel.Label != "patched" {
 		t.Errorf("inside lab: %+v", in)
-	}
-	if got := LabKernels(cells); len(got) != 2 || got[0] != "stock" {
-		t.Errorf("LabKernels = %v", got)
 	}
 }
 
@@ -132,39 +135,6 @@ func TestEnvDifferences(t *testing.T) {
 	}
 }
 
-// The guest is reused across host-side knobs, rebooted for VM changes.
-func TestGuestKey(t *testing.T) {
-	base := scenarios.Cell{Backend: "tap", Qdisc: "pfifo_fast", Guest: scenarios.Guest{VCPUs: 1, MemoryMiB: 512},
-		Generator: scenarios.Generator{Kind: "trafgen"}}
-	same := []func(*scenarios.Cell){
-		func(c *scenarios.Cell) { c.Qdisc = "noqueue" },
-		func(c *scenarios.Cell) { c.Pin.VCPU = []int{0} },
-		func(c *scenarios.Cell) { c.Generator.Kind = "iperf3" },
-		func(c *scenarios.Cell) { c.Guest.Sink = "xdp-drop" },
-	}
-	diff := []func(*scenarios.Cell){
-		func(c *scenarios.Cell) { c.Backend = "tap+vhost" },
-		func(c *scenarios.Cell) { c.Queues = 4 },
-		func(c *scenarios.Cell) { c.Guest.VCPUs = 2 },
-		func(c *scenarios.Cell) { c.Guest.MemoryMiB = 1024 },
-		func(c *scenarios.Cell) { c.Kernel.Label = "patched" },
-	}
-	for i, f := range same {
-		c := base
-		f(&c)
-		if c.GuestKey() != base.GuestKey() {
-			t.Errorf("same[%d]: reboot for a host-side knob", i)
-		}
-	}
-	for i, f := range diff {
-		c := base
-		f(&c)
-		if c.GuestKey() == base.GuestKey() {
-			t.Errorf("diff[%d]: VM change not detected", i)
-		}
-	}
-}
-
 // The lab VM has no network: the lab config carries the nested guests'
 // Debian kernels for the host to fetch first, once each, plus the cells'
 // boot deadline.
@@ -176,8 +146,8 @@ func TestLabConfigPrefetch(t *testing.T) {
 		{Name: "deb", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Debian: "6.1.0-47-cloud-amd64"}}},
 		{Name: "img", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/srv/bzImage"}}},
 	}
-	c := labConfigT(t, "stock", cells, Options{Dir: "/run/x"}, LabInner{Binary: "/bin/vnb"}, []string{"run"})
-	want := []lab.Kernel{{Debian: vmimages.DefaultDebianFlavour}, {Debian: "6.1.0-47-cloud-amd64"}}
+	c := labConfigT(t, "stock", cells, runner.Options{Dir: "/run/x"}, Inner{Binary: "/bin/vnb"}, []string{"run"})
+	want := []labvm.Kernel{{Debian: vmimages.DefaultDebianFlavour}, {Debian: "6.1.0-47-cloud-amd64"}}
 	if !reflect.DeepEqual(c.Prefetch, want) {
 		t.Errorf("Prefetch = %+v, want %+v", c.Prefetch, want)
 	}
@@ -210,7 +180,7 @@ func TestLabConfigShares(t *testing.T) {
 		{Name: "f", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Image: "/home/u/k/bzImage", Modules: "/home/u/k/lib/modules/6.18.0"}}},
 		{Name: "g", Kernel: lk, Guest: scenarios.Guest{Kernel: scenarios.Kernel{Debian: "6.12"}}},
 	}
-	c := labConfigT(t, "stock", cells, Options{Dir: "/run/x"}, LabInner{}, []string{"run"})
+	c := labConfigT(t, "stock", cells, runner.Options{Dir: "/run/x"}, Inner{}, []string{"run"})
 	if want := []string{"/root/linux", "/home/u/src/linux-6.1", "/home/u/k"}; !reflect.DeepEqual(c.Shares, want) {
 		t.Errorf("Shares = %q, want %q", c.Shares, want)
 	}
@@ -218,18 +188,6 @@ func TestLabConfigShares(t *testing.T) {
 
 // Labs run in the scenario's kernel order (the report's column order),
 // not the shuffled cell order; labels it does not list follow.
-func TestLabOrder(t *testing.T) {
-	cell := func(label string) scenarios.Cell { return scenarios.Cell{Kernel: scenarios.Kernel{Label: label}} }
-	cells := []scenarios.Cell{cell("patched"), cell("extra"), cell("stock"), cell("patched")}
-	labels, by := labOrder(cells, []string{"stock", "patched", "absent"})
-	if want := []string{"stock", "patched", "extra"}; !reflect.DeepEqual(labels, want) {
-		t.Errorf("labels %v, want %v", labels, want)
-	}
-	if len(by["patched"]) != 2 || len(by["stock"]) != 1 || len(by["extra"]) != 1 {
-		t.Errorf("groups %v", by)
-	}
-}
-
 // README's lab command, `vnetbench run lab-pktgen -o runs/lab`: the lab VM
 // runs the inner command in the run directory, so the inner -o must be
 // absolute (a relative one was once taken twice, the inner runs wrote into
@@ -250,11 +208,11 @@ repetitions: 2
 	}
 	cells := scenarios.Order(s.Expand(), 1)
 	tmp := t.TempDir()
-	// cmd makes -o absolute where it parses it (RunLab refuses a
+	// cmd makes -o absolute where it parses it (Run refuses a
 	// relative one: TestRunRefusesRelativeDir).
 	rel := filepath.Join(tmp, "runs", "lab")
 	var innerDirs []string
-	boot := func(_ context.Context, c lab.Config) (*lab.Result, error) {
+	boot := func(_ context.Context, c labvm.Config) (*labvm.Result, error) {
 		// As the lab does: the inner command runs with the run directory
 		// (absolute, at the same path) as its working directory.
 		runDir, err := filepath.Abs(c.RunDir)
@@ -271,18 +229,18 @@ repetitions: 2
 			return nil, err
 		}
 		defer w.Close()
-		for _, cell := range InsideLab(cells, c.Label) {
+		for _, cell := range Inside(cells, c.Label) {
 			if err := w.Append(results.Sample{Cell: cell.Name, Rep: cell.Rep, Kernel: c.Label, Start: time.Unix(0, 0), WindowS: 1,
 				Metrics: map[string]float64{"tx_pps": 1000}}); err != nil {
 				return nil, err
 			}
 		}
-		return &lab.Result{}, nil
+		return &labvm.Result{}, nil
 	}
-	var prog []Progress
-	o := Options{Dir: rel, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(tmp, "lock"),
-		Progress: func(p Progress) { prog = append(prog, p) }}
-	sum, err := RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
+	var prog []runner.Progress
+	o := runner.Options{Dir: rel, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(tmp, "lock"),
+		Progress: func(p runner.Progress) { prog = append(prog, p) }}
+	sum, err := Run(t.Context(), cells, o, Inner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +271,7 @@ repetitions: 2
 	prog = nil
 	o.Resume = true
 	innerDirs = nil
-	sum, err = RunLab(t.Context(), cells, o, LabInner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
+	sum, err = Run(t.Context(), cells, o, Inner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, Boot: boot})
 	if err != nil || sum.Skipped != 8 || sum.Samples != 0 || len(innerDirs) != 0 {
 		t.Errorf("resume: %+v, %v, labs booted %v", sum, err, innerDirs)
 	}
@@ -327,59 +285,9 @@ repetitions: 2
 // vhost_vsock), each once.
 func TestLabModulesOfWorkloads(t *testing.T) {
 	got := labModules()
-	for _, m := range append(slices.Clone(lab.LabModules), "pktgen", "vhost_vsock") {
+	for _, m := range append(slices.Clone(labvm.LabModules), "pktgen", "vhost_vsock") {
 		if n := len(slices.DeleteFunc(slices.Clone(got), func(x string) bool { return x != m })); n != 1 {
 			t.Errorf("%s appears %d times in %v, want once", m, n, got)
-		}
-	}
-}
-
-// Cells that differ only in backend (tap vs tap+vhost) share one guest
-// with a vhost=off and a vhost=on NIC; a custom tap name, a sink other
-// than the stack, or one backend alone keep one guest per backend.
-func TestPairedGuests(t *testing.T) {
-	both := loadCells(t, `
-name: p
-backend: [tap, tap+vhost]
-qdisc: [pfifo_fast, noqueue]
-generator:
-  trafgen: {duration: 1s}
-`)
-	p := pairedGuests(both)
-	if len(p) != 1 || !p[pairedKey(&both[0])] {
-		t.Fatalf("paired %v, want the one guest of all 4 cells", p)
-	}
-	r := &runState{paired: p}
-	keys := map[string]bool{}
-	for i := range both {
-		keys[r.guestKey(&both[i])] = true
-	}
-	if len(keys) != 1 {
-		t.Errorf("guest keys %v, want one", keys)
-	}
-	cmds := strings.Join(Commands(&both[0], qemu.TCG, both...), "\n")
-	for _, want := range []string{"ifname=vnbt0", "ifname=vnbt1", "vhost=on", "vhost=off", "10.0.1.1/24", "mac=52:54:00:12:34:57"} {
-		if !strings.Contains(cmds, want) {
-			t.Errorf("paired guest's commands lack %q:\n%s", want, cmds)
-		}
-	}
-	for i := range both {
-		g := &guest{nics: pairNICs()}
-		n := g.nic(both[i].Backend)
-		if n.backend != both[i].Backend || (n.backend == "tap+vhost") != (n.tap == pairTap) {
-			t.Errorf("cell %s: NIC %+v", both[i].Name, n)
-		}
-	}
-	for _, y := range []string{
-		"name: p\nbackend: tap\ngenerator:\n  trafgen: {duration: 1s}\n",
-		"name: p\nbackend: [tap, tap+vhost]\nguest: {sink: xdp-drop}\ngenerator:\n  trafgen: {duration: 1s}\n",
-	} {
-		cells := loadCells(t, y)
-		if p := pairedGuests(cells); len(p) != 0 {
-			t.Errorf("%q: paired %v, want none", y, p)
-		}
-		if cmds := strings.Join(Commands(&cells[0], qemu.TCG, cells...), "\n"); strings.Contains(cmds, "vnbt1") {
-			t.Errorf("%q: unpaired commands use vnbt1", y)
 		}
 	}
 }

@@ -1,10 +1,12 @@
-package runner
+package lab
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/vnetbench/vnetbench/runner"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +20,7 @@ import (
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
-// KernelBuilder builds the kernels that name a source tree (nil in Options
+// KernelBuilder builds the kernels that name a source tree (nil in runner.Options
 // = a kbuild.Builder in the harness cache): Resolve checks a spec without
 // building (the tree, ref, patches and config can be read), BuildPlans
 // builds.
@@ -28,8 +30,8 @@ type KernelBuilder interface {
 }
 
 // defaultBuilder builds into vmimages.CacheDir()/kbuild.
-func defaultBuilder(o Options) KernelBuilder {
-	return &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: o.Log}
+func defaultBuilder(log io.Writer) KernelBuilder {
+	return &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: log}
 }
 
 // kernelPlans are the resolved builds of the kernels that name a source
@@ -43,8 +45,8 @@ type kernelPlans struct {
 // resolveKernels checks the kernels of cells that name a source tree
 // (tree, ref, patches, config fragment) without building: bad input fails
 // here, before the run waits for the host lock. They are built in the
-// order of labels (the scenario's: stock before patched).
-func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string, o Options) (*kernelPlans, error) {
+// order of in.Labels (the scenario's: stock before patched).
+func resolveKernels(ctx context.Context, cells []scenarios.Cell, in Inner, o runner.Options) (*kernelPlans, error) {
 	byLabel := map[string]scenarios.Kernel{}
 	var order []string
 	for _, c := range cells {
@@ -56,16 +58,16 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string
 			order = append(order, c.Kernel.Label)
 		}
 	}
-	kp := &kernelPlans{b: o.Builder, labels: order}
+	kp := &kernelPlans{b: in.Builder, labels: order}
 	if len(order) == 0 {
 		return kp, nil
 	}
 	if kp.b == nil {
-		kp.b = defaultBuilder(o)
+		kp.b = defaultBuilder(o.Log)
 	}
-	slices.SortStableFunc(order, func(a, b string) int { return rank(labels, a) - rank(labels, b) })
+	slices.SortStableFunc(order, func(a, b string) int { return rank(in.Labels, a) - rank(in.Labels, b) })
 	for _, l := range order {
-		spec, err := buildSpec(ctx, l, byLabel[l], o)
+		spec, err := buildSpec(ctx, l, byLabel[l], in.FetchSource, o.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +85,7 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, labels []string
 // before it measures anything). The cells of those kernels then boot the
 // built image; the identities come back per label, with warnings when
 // kernels of one tree were built with different configs.
-func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
+func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o runner.Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
 	if len(kp.plans) == 0 {
 		return cells, nil, nil, nil
 	}
@@ -115,17 +117,16 @@ func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o Opti
 // buildSpec is the build of kernel k: its tree (source: fetched into the
 // harness cache first) and its patches, a shipped series (series:NAME)
 // written into the harness cache as files.
-func buildSpec(ctx context.Context, label string, k scenarios.Kernel, o Options) (kbuild.Spec, error) {
+func buildSpec(ctx context.Context, label string, k scenarios.Kernel, fetch func(context.Context, string) (string, error), log io.Writer) (kbuild.Spec, error) {
 	s := kbuild.Spec{Label: label, Tree: k.Tree, Ref: k.Ref, Config: k.Config}
 	if k.Source != "" {
 		version, ok := strings.CutPrefix(k.Source, "debian:")
 		if !ok {
 			return s, fault.Input("kernel %s: source %q: use debian:VERSION such as debian:6.1", label, k.Source)
 		}
-		fetch := o.FetchSource
 		if fetch == nil {
 			fetch = func(ctx context.Context, v string) (string, error) {
-				return kbuild.DebianSource(ctx, filepath.Join(vmimages.CacheDir(), "src"), v, o.Log)
+				return kbuild.DebianSource(ctx, filepath.Join(vmimages.CacheDir(), "src"), v, log)
 			}
 		}
 		tree, err := fetch(ctx, version)

@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"encoding/json"
@@ -15,8 +15,8 @@ const EventPrefix = "VNBLAB "
 // Heartbeat is how often lab init prints an "alive" event while the inner
 // command runs, and SilenceLimit how long the host waits for any console
 // output from a lab whose inner command runs before it takes the lab
-// kernel for stuck.
-var (
+// kernel for stuck (Timeouts.Silence's default).
+const (
 	Heartbeat    = 10 * time.Second
 	SilenceLimit = 60 * time.Second
 )
