@@ -1,4 +1,4 @@
-package lab
+package labvm
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ var latencyMiniature = []string{
 // the run writes the latency table, each sample's probes.csv and
 // qdisc.csv, and the HTML plots. Run alone with
 //
-//	make e2e RUN=TestLabLatencyE2E PKG=./runner/lab
+//	make e2e RUN=TestLabLatencyE2E PKG=./runner/labvm
 //
 // About 2 minutes under TCG with the builds cached.
 func TestLabLatencyE2E(t *testing.T) {
