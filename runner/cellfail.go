@@ -1,0 +1,96 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// What a cell's failure does to the run: run again (a void measurement,
+// a guest that stopped answering), record the cell as failed and go on
+// (a guest fault, failed traffic), or end the run (anything else).
+
+// runSampleRetrying runs a sample of c, once more on a fresh guest when
+// the guest stopped answering.
+func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
+	s, err := r.runSample(ctx, c, "")
+	if err != nil && ctx.Err() == nil && errors.Is(err, fault.ErrVoid) {
+		// The tool raced with itself (pktgen removing a device late
+		// under TCG): nothing was measured, the guest is fine.
+		r.logf("%v: running the cell once more", err)
+		return r.runSample(ctx, c, "ran again after a void measurement: "+err.Error())
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
+		// A guest that stopped answering without a kernel fault on
+		// its console (seen under TCG in TCG on a loaded host) is the
+		// harness's trouble, not a measurement: the cell runs once
+		// more on a fresh guest, and its sample says so.
+		r.logf("%v: retrying the cell once on a fresh guest", err)
+		if serr := r.stopGuest(); serr != nil {
+			r.logf("stop the silent guest: %v", serr)
+		}
+		s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
+	}
+	return s, err
+}
+
+// guestFailed reports whether err is the guest's failure: its kernel is
+// stuck or crashed, its agent stopped answering, or its agent connection
+// closed.
+func guestFailed(err error) bool {
+	var fe *qemu.FaultError
+	var ge *GuestGoneError
+	return errors.As(err, &fe) || errors.As(err, &ge) || errors.Is(err, ErrGuestUnresponsive)
+}
+
+// cellFailed reports whether err ends only its cell, not the run: its
+// guest faulted or stopped answering, or its traffic failed (a tool that
+// hung past timeouts.traffic, a void measurement run twice). The cell is
+// recorded as failed, the run goes on, and ends with a KernelFaultError.
+func cellFailed(err error) bool {
+	var ce *CellError
+	return guestFailed(err) || errors.As(err, &ce) && (ce.Phase == "traffic" || ce.Phase == "warmup")
+}
+
+// recordCellFailure stops the cell's guest (the other cells run on a
+// fresh one: a hung tool may have left it in any state) and appends a
+// failed sample of c.
+func (r *runState) recordCellFailure(c *scenarios.Cell, err error) error {
+	r.logf("%v", err)
+	if serr := r.stopGuest(); serr != nil {
+		r.logf("stop the faulted guest: %v", serr)
+	}
+	return r.w.Append(failedSample(r.id, r.dir, c, err))
+}
+
+// failedSample is the results.jsonl record of a cell that failed: no
+// metrics, the error (with the console tail) in Error.
+func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample {
+	s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
+		Start: time.Now().UTC(), Metrics: map[string]float64{}, Error: err.Error()}
+	var ce *CellError
+	if errors.As(err, &ce) {
+		s.Labels = map[string]string{"phase": ce.Phase}
+	}
+	var fe *qemu.FaultError
+	var ge *GuestGoneError
+	console := ""
+	if errors.As(err, &fe) {
+		console = fe.Console
+	} else if errors.As(err, &ge) {
+		console = ge.Console
+	}
+	if console != "" {
+		if rel, rerr := filepath.Rel(dir, console); rerr == nil && !strings.HasPrefix(rel, "..") {
+			s.Artifacts = append(s.Artifacts, rel)
+		}
+	}
+	return s
+}
