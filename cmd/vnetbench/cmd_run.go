@@ -226,9 +226,13 @@ func (r *runCmd) prepare(ctx context.Context) error {
 	}
 	r.host = r.cl.host()
 	r.tab = r.cl.loadTable(r.stderr, "vnetbench: ")
-	r.est, _ = estimateCells(r.cells, kernelLabels(r.s), r.host.KVM, r.tab)
+	todo := r.cells
+	if *r.resume {
+		todo = notDone(r.dir, r.cells)
+	}
+	r.est, _ = estimateCells(todo, kernelLabels(r.s), r.host.KVM, r.tab)
 	if *r.insideLab != "" {
-		r.est = estimateInsideLab(r.cells, r.host.KVM, r.tab)
+		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	}
 	if *r.dry || *r.insideLab != "" || *r.resume {
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -39,6 +40,37 @@ func (cl *cli) loadTable(stderr io.Writer, prefix string) *estimate.Table {
 func estimateCells(cells []scenarios.Cell, labels []string, st qemu.KVMStatus, t *estimate.Table) (*estimate.Estimate, []scenarios.Cell) {
 	order := runner.RunOrder(cells, labels)
 	return estimate.Of(runner.EstimateSamples(order, st), t), order
+}
+
+// notDone drops the cells whose sample the run directory holds already:
+// with --resume the estimate is of what is left. A directory it cannot
+// read leaves the cells as they are (the run says what is wrong).
+func notDone(dir string, cells []scenarios.Cell) []scenarios.Cell {
+	set, err := results.Load(dir)
+	if err != nil {
+		return cells
+	}
+	type key struct {
+		cell, kernel string
+		rep          int
+	}
+	done := map[key]bool{}
+	for _, s := range set.Samples {
+		if !s.Warmup {
+			done[key{s.Cell, s.Kernel, s.Rep}] = true
+		}
+	}
+	var out []scenarios.Cell
+	for _, c := range cells {
+		k := c.Kernel.Label
+		if k == "" {
+			k = "host"
+		}
+		if !done[key{c.Name, k, c.Rep}] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // estimateInsideLab is estimateCells for the run inside a lab VM (its

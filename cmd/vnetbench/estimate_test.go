@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // shorterCommand returns the arguments of the shorter form an output
@@ -168,5 +172,36 @@ func TestProgressETA(t *testing.T) {
 		if strings.TrimSpace(lines[i]) != want[i] {
 			t.Errorf("line %d: %q, want %q", i+1, lines[i], want[i])
 		}
+	}
+}
+
+// With --resume the estimate is of the cells left: notDone drops the
+// cells whose sample the run directory holds, not failed ones.
+func TestNotDone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := results.Create(dir, results.Env{Scenario: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := []scenarios.Cell{{Name: "a", Rep: 0}, {Name: "a", Rep: 1}, {Name: "b", Rep: 0}, {Name: "b", Rep: 0, Kernel: scenarios.Kernel{Label: "patched"}}}
+	for _, s := range []results.Sample{
+		{Cell: "a", Kernel: "host", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
+		{Cell: "b", Kernel: "host", Rep: 0, Error: "traffic: iperf3 hung"},
+		{Cell: "b", Kernel: "patched", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
+	} {
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	var got []string
+	for _, c := range notDone(dir, cells) {
+		got = append(got, fmt.Sprintf("%s/%d/%s", c.Name, c.Rep, c.Kernel.Label))
+	}
+	if want := []string{"a/1/", "b/0/"}; !slices.Equal(got, want) {
+		t.Errorf("cells left: %v, want %v", got, want)
+	}
+	if n := len(notDone(filepath.Join(dir, "missing"), cells)); n != len(cells) {
+		t.Errorf("an unreadable directory left %d cells, want all %d", n, len(cells))
 	}
 }
