@@ -51,12 +51,13 @@ func guestFailed(err error) bool {
 }
 
 // cellFailed reports whether err ends only its cell, not the run: its
-// guest faulted or stopped answering, or its traffic failed (a tool that
-// hung past timeouts.traffic, a void measurement run twice). The cell is
+// guest faulted or stopped answering, its traffic failed (a tool that
+// hung past timeouts.traffic, a void measurement run twice), or its
+// guest's counters could not be read (the agent's socket broke). The cell is
 // recorded as failed, the run goes on, and ends with a KernelFaultError.
 func cellFailed(err error) bool {
 	var ce *CellError
-	return guestFailed(err) || errors.As(err, &ce) && (ce.Phase == "traffic" || ce.Phase == "warmup")
+	return guestFailed(err) || errors.As(err, &ce) && (ce.Phase == "traffic" || ce.Phase == "warmup" || ce.Phase == "counters")
 }
 
 // recordCellFailure stops the cell's guest (the other cells run on a

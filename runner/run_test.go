@@ -279,6 +279,21 @@ func TestRunGeneratorFails(t *testing.T) {
 	}
 }
 
+// A guest whose counters cannot be read (its agent's socket broke under
+// TCG in TCG) fails its cell; the next cell runs on a fresh guest.
+func TestRunCountersFailCell(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.agent.statsErr = errors.New("agent stats: send: write unix @->agent.sock: write: broken pipe")
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ke *KernelFaultError
+	if !errors.As(err, &ke) || len(ke.Failed) != len(cells) || !strings.Contains(err.Error(), "counters") {
+		t.Fatalf("err = %v, want every cell failed in its counters, the run not ended at the first", err)
+	}
+}
+
 // A void measurement (fault.ErrVoid: pktgen removed its device late) is
 // run once more on the same guest, and the sample says so.
 func TestRunVoidMeasurementRetried(t *testing.T) {
