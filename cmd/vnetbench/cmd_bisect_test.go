@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/verdict"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
 )
 
 // bisect-step's exits are git bisect run's: 0 good, 1 bad, 125 skip, and
@@ -118,4 +121,45 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// The gate follows the metric's better direction and --change: a
+// regression of tx_pps is a fall, an improvement of lost_pps a fall too.
+func TestBisectGate(t *testing.T) {
+	for _, tc := range []struct{ metric, change, want string }{
+		{"tx_pps", "worse", "tx_pps<+0%"},
+		{"tx_pps", "better", "tx_pps>+0%"},
+		{"lost_pps", "worse", "lost_pps>+0%"},
+		{"lost_pps", "better", "lost_pps<+0%"},
+	} {
+		o := &bisectOpts{metric: tc.metric, change: tc.change}
+		if got, err := o.gate(); err != nil || got != tc.want {
+			t.Errorf("%s --change %s: gate %q (%v), want %q", tc.metric, tc.change, got, err, tc.want)
+		}
+	}
+	o := &bisectOpts{metric: "tx_pps", change: "faster"}
+	if _, err := o.gate(); exitCode(err) != exitBadInput {
+		t.Errorf("--change faster: %v (exit %d), want bad input", err, exitCode(err))
+	}
+}
+
+// A failed step run skips the commit only when it is the candidate's
+// fault (its build, its lab); the good ref's build, a busy host or an
+// interrupt end the search instead of skipping every commit.
+func TestBisectStepError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		skip bool
+	}{
+		{&kbuild.BuildError{Label: "candidate", Err: errors.New("exit status 2")}, true},
+		{&runner.LabError{Failed: []error{errors.New("lab candidate: no boot")}, Of: 2}, true},
+		{&kbuild.BuildError{Label: "good", Err: errors.New("exit status 2")}, false},
+		{&runner.BusyError{Path: "/run/vnetbench.lock", Owner: "pid 1"}, false},
+		{context.Canceled, false},
+	} {
+		err := stepError(fmt.Errorf("run: %w", tc.err))
+		if got := errors.Is(err, bisect.ErrBuild); got != tc.skip {
+			t.Errorf("%T: skip %v, want %v", tc.err, got, tc.skip)
+		}
+	}
 }
