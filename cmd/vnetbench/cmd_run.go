@@ -42,7 +42,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if *f.until.on {
-		return runUntilDecided(ctx, args, f.until, *f.out, *f.shard != "" || *f.dry || *f.insideLab != "", *f.resume, stdout, stderr)
+		return runUntilDecided(ctx, args, f.until, *f.out, *f.shard != "" || *f.insideLab != "", *f.resume, *f.dry, stdout, stderr)
 	}
 	if *f.reps < 0 {
 		return usageErrorf("run: --repetitions %d: want a positive count", *f.reps)

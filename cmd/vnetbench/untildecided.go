@@ -88,7 +88,7 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 }
 
 // errUntilDecidedFlags is --until-decided's misuse.
-var errUntilDecidedFlags = errors.New("--until-decided runs the whole scenario in rounds: it cannot be combined with --shard, --dry-run or --inside-lab")
+var errUntilDecidedFlags = errors.New("--until-decided runs the whole scenario in rounds: it cannot be combined with --shard or --inside-lab")
 
 // untilFlags are run's flags of --until-decided.
 type untilFlags struct {
@@ -110,8 +110,9 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 }
 
 // runUntilDecided runs the scenario of args in rounds (run itself, with
-// --repetitions and --resume) until decided.
-func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir string, excluded, resume bool, stdout, stderr io.Writer) error {
+// --repetitions and --resume) until decided. With dry, it prints the dry
+// run of the first round.
+func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir string, excluded, resume, dry bool, stdout, stderr io.Writer) error {
 	if excluded {
 		return usageErrorf("run: %v", errUntilDecidedFlags)
 	}
@@ -131,7 +132,13 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 			return err
 		}
 	}
-	base := dropFlags(args, []string{"until-decided", "resume"}, []string{"max-repetitions", "time-budget", "min-effect", "fail-on", "repetitions"})
+	base := dropFlags(args, []string{"until-decided", "resume", "dry-run"}, []string{"max-repetitions", "time-budget", "min-effect", "fail-on", "repetitions"})
+	if dry {
+		first := verdict.Default.Looks[1]
+		fmt.Fprintf(stdout, "until-decided: the first round, %d repetitions per cell; later rounds go on to the plan's next looks (%s) until every gated metric is decided or --max-repetitions %d\n",
+			first, looksAfter(first, *f.maxReps), *f.maxReps)
+		return cmdRun(ctx, append(slices.Clone(base), "--repetitions", fmt.Sprint(first), "--dry-run"), stdout, stderr)
+	}
 	a := &adaptive{
 		round: func(ctx context.Context, reps int, resume bool) error {
 			rargs := append(slices.Clone(base), "--repetitions", fmt.Sprint(reps))
@@ -145,6 +152,17 @@ func runUntilDecided(ctx context.Context, args []string, f untilFlags, dir strin
 		resume: resume, firstReps: verdict.Default.Looks[1],
 	}
 	return a.run(ctx, stdout)
+}
+
+// looksAfter lists the plan's looks after first, up to max.
+func looksAfter(first, max int) string {
+	var out []string
+	for _, n := range verdict.Default.Looks {
+		if n > first && n <= max {
+			out = append(out, fmt.Sprint(n))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // dropFlags removes the boolean flags bools and the flags with a value
