@@ -135,7 +135,8 @@ func splitTree(t *testing.T, src, dir string) string {
 		t.Fatalf("copy %s: %v: %s", src, err, out)
 	}
 	gitIn(t, tmp, "init", "-q", "-b", "main")
-	gitIn(t, tmp, "add", "-A")
+	// -f: Debian's .gitignore ignores everything at the top level.
+	gitIn(t, tmp, "add", "-A", "-f")
 	gitIn(t, tmp, "commit", "-q", "-m", "linux-source-6.1 as Debian ships it")
 	gitIn(t, tmp, "tag", "e2e-base")
 	names, err := os.ReadFile(filepath.Join(series, "series"))
