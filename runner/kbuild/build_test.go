@@ -499,7 +499,7 @@ func TestGitCommitsShareWorkTree(t *testing.T) {
 	if kb.Compiled != 2 || ks.Compiled != 1 {
 		t.Errorf("compiled %d files at base, %d at the next commit; want 2 (full) and 1 (tun.c only)\n%s", kb.Compiled, ks.Compiled, log)
 	}
-	if !strings.Contains(log.String(), "1 files differ") {
+	if !strings.Contains(log.String(), "(1 file changed)") {
 		t.Errorf("no checkout line in the log:\n%s", log)
 	}
 	if kb.Identity.Commit != base || ks.Identity.Commit != stop {

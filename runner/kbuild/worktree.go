@@ -152,7 +152,7 @@ func (b *Builder) checkout(ctx context.Context, p *Plan, w *work) error {
 	if err != nil {
 		return err
 	}
-	b.logf("kernel %s: work tree %s from %.12s to %.12s (%d files differ)", p.Spec.Label, w.dir, head, p.Commit, len(strings.Fields(changed)))
+	b.logf("kernel %s: work tree %s from %.12s to %.12s (%s changed)", p.Spec.Label, w.dir, head, p.Commit, files(len(strings.Fields(changed))))
 	if _, err := b.gitOut(ctx, w.dir, "checkout", "-q", "--detach", p.Commit); err != nil {
 		return err
 	}
