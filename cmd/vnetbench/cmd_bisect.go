@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,11 @@ func judgeCommit(ctx context.Context, o *bisectOpts, commit string, stdout, stde
 	if derr != nil {
 		return bisect.Outcome{}, derr
 	}
+	if len(p.Decisions) == 0 {
+		// Judged good on no evidence, every step would be: the bad ref
+		// would come out as the culprit.
+		return bisect.Outcome{}, usageErrorf("bisect: the runs of %s have no %s in any cell; name a metric the scenario measures (vnetbench report %s shows them)", short(commit), o.metric, dir)
+	}
 	return outcomeOf(p), nil
 }
 
@@ -136,20 +142,40 @@ func stepError(err error) error {
 }
 
 // outcomeOf judges from the decisions of one candidate: bad when any cell
-// tripped the gate, skipped when any is UNKNOWN, else good.
+// tripped the gate, skipped when any is UNKNOWN, else good. The evidence
+// (verdict and change) is the decision that judged it: the tripped one,
+// else the UNKNOWN one, else one DIFFERENT the other way, else SAME; of
+// several, the largest change.
 func outcomeOf(p *report.Progress) bisect.Outcome {
-	o := bisect.Outcome{Verdict: verdict.Same}
-	for _, d := range p.Decisions {
-		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+	rank := func(d *report.Decision) int {
 		switch {
 		case d.Tripped:
-			o.Bad, o.Verdict, o.Pct = true, verdict.Different, d.Delta.Pct
-		case d.Undecided() && !o.Bad:
-			o.Skip, o.Verdict, o.Pct, o.Why = true, verdict.Unknown, d.Delta.Pct, "UNKNOWN within the budget"
+			return 3
+		case d.Undecided():
+			return 2
+		case d.Verdict == verdict.Different:
+			return 1
+		}
+		return 0
+	}
+	o := bisect.Outcome{Verdict: verdict.Same}
+	var ev *report.Decision
+	for i := range p.Decisions {
+		d := &p.Decisions[i]
+		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+		if ev == nil || rank(d) > rank(ev) || rank(d) == rank(ev) && math.Abs(d.Delta.Pct) > math.Abs(ev.Delta.Pct) {
+			ev = d
 		}
 	}
-	if o.Bad {
-		o.Skip, o.Why = false, ""
+	if ev == nil {
+		return o
+	}
+	o.Verdict, o.Pct = ev.Verdict, ev.Delta.Pct
+	switch rank(ev) {
+	case 3:
+		o.Bad = true
+	case 2:
+		o.Skip, o.Why = true, "UNKNOWN within the budget"
 	}
 	return o
 }
