@@ -55,14 +55,17 @@ timeouts: {boot: 9m, traffic: 5m}
 // The git tree lives in the harness cache (bisect-e2e/, ~3 GB with its
 // work tree in kbuild/work; remove both to reclaim the space) with fixed
 // commit dates, so its commits and their builds are the same from one run
-// to the next: a second run builds nothing. Opt-in: a first run takes
-// ~45 minutes on a 2-core machine under TCG (docs/bisect.md has one).
+// to the next: a second run builds nothing. Opt-in: on the 2-core CI
+// machine under TCG its first run took 13 minutes (4 to make the git tree,
+// 2.5 for the good kernel's full build from ccache, under 20 s for each
+// candidate's incremental one, 2-3 per step's lab runs) and a second 4.5
+// (docs/bisect.md has both).
 //
 //	VNETBENCH_E2E_BISECT=1 make e2e RUN=TestLabBisectE2E PKG=./runner/lab
 //
 // VNETBENCH_E2E_KEEP=DIR keeps bisect's directory (the step runs) in DIR.
 func TestLabBisectE2E(t *testing.T) {
-	testenv.OptIn(t, "VNETBENCH_E2E_BISECT", "a real bisection, kernel builds and two lab runs per step, ~45 min: VNETBENCH_E2E_BISECT=1 make e2e RUN=TestLabBisectE2E PKG=./runner/lab")
+	testenv.OptIn(t, "VNETBENCH_E2E_BISECT", "a real bisection, a git tree of linux-source-6.1 (3 GB), kernel builds and two lab VMs per step, 5-15 min: VNETBENCH_E2E_BISECT=1 make e2e RUN=TestLabBisectE2E PKG=./runner/lab")
 	needLab(t)
 	if err := kbuild.CheckDeps(); err != nil {
 		testenv.Skipf(t, "%v", err)
