@@ -64,6 +64,7 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 		und := p.Undecided()
 		fmt.Fprintf(out, "until-decided: %d repetitions: %d of %d gated comparisons decided\n", reps, len(p.Decisions)-len(und), len(p.Decisions))
 		if len(und) == 0 {
+			writeDecisions(out, p)
 			return nil
 		}
 		var why string
@@ -81,9 +82,17 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 				names = append(names, d.Gate.Metric+" in "+d.Cell)
 			}
 			fmt.Fprintf(out, "until-decided: stopped at %s; UNKNOWN: %s\n", why, strings.Join(names, ", "))
+			writeDecisions(out, p)
 			return &report.UndecidedError{Undecided: und}
 		}
 		reps = max(p.NextN, reps+1)
+	}
+}
+
+// writeDecisions prints the last round's gate lines, as compare's.
+func writeDecisions(out io.Writer, p *report.Progress) {
+	for _, d := range p.Decisions {
+		fmt.Fprintf(out, "  %s\n", d.String())
 	}
 }
 

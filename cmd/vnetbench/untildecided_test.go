@@ -66,6 +66,10 @@ func TestUntilDecidedStopsWhenDecided(t *testing.T) {
 	if !slices.Equal(f.rounds, []int{10}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
 		t.Errorf("rounds %v, output %q; want one round of 10", f.rounds, out.String())
 	}
+	// The gate lines say what was decided.
+	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=10: DIFFERENT: FAIL") {
+		t.Errorf("no gate line with the verdict:\n%s", out.String())
+	}
 }
 
 func TestUntilDecidedBudget(t *testing.T) {
