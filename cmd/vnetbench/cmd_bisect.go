@@ -7,16 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/lab"
 )
 
 // bisectOpts are what bisect and bisect-step share: the scenario, the
@@ -24,6 +28,11 @@ import (
 type bisectOpts struct {
 	scenario, tree, good, metric, out string
 	minEffect, maxReps                string
+	// change is the change to find: "worse" (a regression, the metric's
+	// bad direction) or "better" (an improvement: which commit fixed it).
+	change   string
+	sets     *setFlags
+	lockWait time.Duration
 }
 
 func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *flag.FlagSet) {
@@ -31,22 +40,37 @@ func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *fl
 	o := &bisectOpts{}
 	fs.StringVar(&o.tree, "tree", "", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
 	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
-	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that regressed (its bad direction is the metric's)")
+	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that changed (its better direction is the metric's: tx_pps up, lost_pps down)")
 	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
 	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
 	fs.StringVar(&o.maxReps, "max-repetitions", fmt.Sprint(verdict.Default.MaxN()), "budget of repetitions per cell and candidate")
+	fs.StringVar(&o.change, "change", "worse", "the change to find (`WHICH`): worse, a regression in the metric's bad direction, or better, an improvement (the commit that brought it)")
+	o.sets = addSetFlag(fs)
+	fs.DurationVar(&o.lockWait, "lock-wait", 0, "each step's run waits up to `DURATION` for another run on this host to finish (default: fail at once)")
 	return o, fs
 }
 
-// gate is the metric gated at 0% in its bad direction.
+// gate is the metric gated at 0% in the direction of the change to find:
+// its bad direction for a regression, its good one for an improvement.
 func (o *bisectOpts) gate() (string, error) {
+	if o.change != "worse" && o.change != "better" {
+		return "", usageErrorf("bisect: --change %q: want worse or better", o.change)
+	}
+	up := false
 	switch results.Describe(o.metric).Better {
 	case results.HigherIsBetter:
-		return o.metric + "<+0%", nil
 	case results.LowerIsBetter:
+		up = true
+	default:
+		return "", usageErrorf("bisect: --metric %s has no better direction; name a result metric such as tx_pps or lost_pps", o.metric)
+	}
+	if o.change == "better" {
+		up = !up
+	}
+	if up {
 		return o.metric + ">+0%", nil
 	}
-	return "", usageErrorf("bisect: --metric %s has no better direction; name a result metric such as tx_pps or lost_pps", o.metric)
+	return o.metric + "<+0%", nil
 }
 
 func (o *bisectOpts) check(args int) error {
@@ -78,12 +102,16 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	dir := filepath.Join(o.out, commit)
 	args := []string{o.scenario, "-o", dir, "--until-decided", "--fail-on", g, "--min-effect", o.minEffect, "--max-repetitions", o.maxReps,
 		"--kernel", "good=tree=" + o.tree + ",ref=" + o.good, "--kernel", "candidate=tree=" + o.tree + ",ref=" + commit}
+	args = append(args, o.sets.args()...)
+	if o.lockWait > 0 {
+		args = append(args, "--lock-wait", o.lockWait.String())
+	}
 	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
 		args = append(args, "--resume")
 	}
 	err = cmdRun(ctx, cl, args, stdout, stderr)
 	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
-		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, err)
+		return bisect.Outcome{}, stepError(err)
 	}
 	set, lerr := results.Load(dir)
 	if lerr != nil {
@@ -95,24 +123,63 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if derr != nil {
 		return bisect.Outcome{}, derr
 	}
+	if len(p.Decisions) == 0 {
+		// Judged good on no evidence, every step would be: the bad ref
+		// would come out as the culprit.
+		return bisect.Outcome{}, usageErrorf("bisect: the runs of %s have no %s in any cell; name a metric the scenario measures (vnetbench report %s shows them)", short(commit), o.metric, dir)
+	}
 	return outcomeOf(p), nil
 }
 
+// stepError sorts a step's failed run: the candidate not building, or its
+// lab failing (a kernel that does not boot), skips the commit; anything
+// else (the good ref not building, a busy host, bad input, an interrupt)
+// is no fact about the commit and ends the search, to be resumed.
+func stepError(err error) error {
+	var be *kbuild.BuildError
+	var le *lab.Error
+	switch {
+	case errors.As(err, &be) && be.Label == "candidate", errors.As(err, &le):
+		return fmt.Errorf("%w: %v", bisect.ErrBuild, err)
+	}
+	return err
+}
+
 // outcomeOf judges from the decisions of one candidate: bad when any cell
-// tripped the gate, skipped when any is UNKNOWN, else good.
+// tripped the gate, skipped when any is UNKNOWN, else good. The evidence
+// (verdict and change) is the decision that judged it: the tripped one,
+// else the UNKNOWN one, else one DIFFERENT the other way, else SAME; of
+// several, the largest change.
 func outcomeOf(p *report.Progress) bisect.Outcome {
-	o := bisect.Outcome{Verdict: verdict.Same}
-	for _, d := range p.Decisions {
-		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+	rank := func(d *report.Decision) int {
 		switch {
 		case d.Tripped:
-			o.Bad, o.Verdict, o.Pct = true, verdict.Different, d.Delta.Pct
-		case d.Undecided() && !o.Bad:
-			o.Skip, o.Verdict, o.Pct, o.Why = true, verdict.Unknown, d.Delta.Pct, "UNKNOWN within the budget"
+			return 3
+		case d.Undecided():
+			return 2
+		case d.Verdict == verdict.Different:
+			return 1
+		}
+		return 0
+	}
+	o := bisect.Outcome{Verdict: verdict.Same}
+	var ev *report.Decision
+	for i := range p.Decisions {
+		d := &p.Decisions[i]
+		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+		if ev == nil || rank(d) > rank(ev) || rank(d) == rank(ev) && math.Abs(d.Delta.Pct) > math.Abs(ev.Delta.Pct) {
+			ev = d
 		}
 	}
-	if o.Bad {
-		o.Skip, o.Why = false, ""
+	if ev == nil {
+		return o
+	}
+	o.Verdict, o.Pct = ev.Verdict, ev.Delta.Pct
+	switch rank(ev) {
+	case 3:
+		o.Bad = true
+	case 2:
+		o.Skip, o.Why = true, "UNKNOWN within the budget"
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,10 @@ import (
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/verdict"
+	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/lab"
 )
 
 // bisect-step's exits are git bisect run's: 0 good, 1 bad, 125 skip, and
@@ -118,4 +123,74 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// The gate follows the metric's better direction and --change: a
+// regression of tx_pps is a fall, an improvement of lost_pps a fall too.
+func TestBisectGate(t *testing.T) {
+	for _, tc := range []struct{ metric, change, want string }{
+		{"tx_pps", "worse", "tx_pps<+0%"},
+		{"tx_pps", "better", "tx_pps>+0%"},
+		{"lost_pps", "worse", "lost_pps>+0%"},
+		{"lost_pps", "better", "lost_pps<+0%"},
+	} {
+		o := &bisectOpts{metric: tc.metric, change: tc.change}
+		if got, err := o.gate(); err != nil || got != tc.want {
+			t.Errorf("%s --change %s: gate %q (%v), want %q", tc.metric, tc.change, got, err, tc.want)
+		}
+	}
+	o := &bisectOpts{metric: "tx_pps", change: "faster"}
+	if _, err := o.gate(); exitCode(err) != exitBadInput {
+		t.Errorf("--change faster: %v (exit %d), want bad input", err, exitCode(err))
+	}
+}
+
+// A failed step run skips the commit only when it is the candidate's
+// fault (its build, its lab); the good ref's build, a busy host or an
+// interrupt end the search instead of skipping every commit.
+func TestBisectStepError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		skip bool
+	}{
+		{&kbuild.BuildError{Label: "candidate", Err: errors.New("exit status 2")}, true},
+		{&lab.Error{Failed: []error{errors.New("lab candidate: no boot")}, Of: 2}, true},
+		{&kbuild.BuildError{Label: "good", Err: errors.New("exit status 2")}, false},
+		{&runner.BusyError{Path: "/run/vnetbench.lock", Owner: "pid 1"}, false},
+		{context.Canceled, false},
+	} {
+		err := stepError(fmt.Errorf("run: %w", tc.err))
+		if got := errors.Is(err, bisect.ErrBuild); got != tc.skip {
+			t.Errorf("%T: skip %v, want %v", tc.err, got, tc.skip)
+		}
+	}
+}
+
+// The evidence of a step is the decision that judged it, with its change:
+// a good step's SAME shows its change too (not +0.00%), a DIFFERENT the
+// other way is shown as DIFFERENT, and an UNKNOWN cell skips unless
+// another cell tripped.
+func TestBisectOutcomeOf(t *testing.T) {
+	dec := func(v verdict.Verdict, pct float64, tripped bool, n int) report.Decision {
+		d := report.Decision{Verdict: v, Tripped: tripped}
+		d.Delta.Pct, d.Delta.Verdict.Verdict, d.Delta.Verdict.NBase, d.Delta.Verdict.NNew = pct, v, n, n
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		ds   []report.Decision
+		want bisect.Outcome
+	}{
+		{"same", []report.Decision{dec(verdict.Same, 15.9, false, 10)}, bisect.Outcome{Verdict: verdict.Same, Pct: 15.9, Reps: 10}},
+		{"the other way", []report.Decision{dec(verdict.Same, 1, false, 10), dec(verdict.Different, 30, false, 14)},
+			bisect.Outcome{Verdict: verdict.Different, Pct: 30, Reps: 14}},
+		{"tripped over unknown", []report.Decision{dec(verdict.Unknown, -5, false, 18), dec(verdict.Different, -100, true, 10)},
+			bisect.Outcome{Verdict: verdict.Different, Pct: -100, Reps: 18, Bad: true}},
+		{"unknown", []report.Decision{dec(verdict.Same, 2, false, 24), dec(verdict.Unknown, -7, false, 24)},
+			bisect.Outcome{Verdict: verdict.Unknown, Pct: -7, Reps: 24, Skip: true, Why: "UNKNOWN within the budget"}},
+	} {
+		if got := outcomeOf(&report.Progress{Decisions: tc.ds}); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -43,7 +43,7 @@ func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Write
 		return err
 	}
 	if *f.until.on {
-		return runUntilDecided(ctx, cl, args, f.until, *f.out, *f.shard != "" || *f.dry || *f.insideLab != "", *f.resume, stdout, stderr)
+		return runUntilDecided(ctx, cl, args, f.until, *f.out, *f.shard != "" || *f.insideLab != "", *f.resume, *f.dry, stdout, stderr)
 	}
 	if *f.reps < 0 {
 		return usageErrorf("run: --repetitions %d: want a positive count", *f.reps)

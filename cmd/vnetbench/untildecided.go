@@ -64,6 +64,7 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 		und := p.Undecided()
 		fmt.Fprintf(out, "until-decided: %d repetitions: %d of %d gated comparisons decided\n", reps, len(p.Decisions)-len(und), len(p.Decisions))
 		if len(und) == 0 {
+			writeDecisions(out, p)
 			return nil
 		}
 		var why string
@@ -81,14 +82,22 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 				names = append(names, d.Gate.Metric+" in "+d.Cell)
 			}
 			fmt.Fprintf(out, "until-decided: stopped at %s; UNKNOWN: %s\n", why, strings.Join(names, ", "))
+			writeDecisions(out, p)
 			return &report.UndecidedError{Undecided: und}
 		}
 		reps = max(p.NextN, reps+1)
 	}
 }
 
+// writeDecisions prints the last round's gate lines, as compare's.
+func writeDecisions(out io.Writer, p *report.Progress) {
+	for _, d := range p.Decisions {
+		fmt.Fprintf(out, "  %s\n", d.String())
+	}
+}
+
 // errUntilDecidedFlags is --until-decided's misuse.
-var errUntilDecidedFlags = errors.New("--until-decided runs the whole scenario in rounds: it cannot be combined with --shard, --dry-run or --inside-lab")
+var errUntilDecidedFlags = errors.New("--until-decided runs the whole scenario in rounds: it cannot be combined with --shard or --inside-lab")
 
 // untilFlags are run's flags of --until-decided.
 type untilFlags struct {
@@ -110,8 +119,9 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 }
 
 // runUntilDecided runs the scenario of args in rounds (run itself, with
-// --repetitions and --resume) until decided.
-func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, dir string, excluded, resume bool, stdout, stderr io.Writer) error {
+// --repetitions and --resume) until decided. With dry, it prints the dry
+// run of the first round.
+func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, dir string, excluded, resume, dry bool, stdout, stderr io.Writer) error {
 	if excluded {
 		return usageErrorf("run: %v", errUntilDecidedFlags)
 	}
@@ -131,7 +141,13 @@ func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, 
 			return err
 		}
 	}
-	base := dropFlags(args, []string{"until-decided", "resume"}, []string{"max-repetitions", "time-budget", "min-effect", "fail-on", "repetitions"})
+	base := dropFlags(args, []string{"until-decided", "resume", "dry-run"}, []string{"max-repetitions", "time-budget", "min-effect", "fail-on", "repetitions"})
+	if dry {
+		first := verdict.Default.FirstN()
+		fmt.Fprintf(stdout, "until-decided: the first round, %d repetitions per cell; later rounds go on to the plan's next looks (%s) until every gated metric is decided or --max-repetitions %d\n",
+			first, looksAfter(first, *f.maxReps), *f.maxReps)
+		return cmdRun(ctx, cl, append(slices.Clone(base), "--repetitions", fmt.Sprint(first), "--dry-run"), stdout, stderr)
+	}
 	a := &adaptive{
 		round: func(ctx context.Context, reps int, resume bool) error {
 			rargs := append(slices.Clone(base), "--repetitions", fmt.Sprint(reps))
@@ -145,6 +161,22 @@ func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, 
 		resume: resume, firstReps: verdict.Default.FirstN(),
 	}
 	return a.run(ctx, stdout)
+}
+
+// looksAfter lists the rounds after first: the plan's looks up to max,
+// then max itself (the last round stops at the budget).
+func looksAfter(first, max int) string {
+	var out []string
+	last := first
+	for _, n := range verdict.Default.Looks {
+		if n > first && n <= max {
+			out, last = append(out, fmt.Sprint(n)), n
+		}
+	}
+	if max > last {
+		out = append(out, fmt.Sprint(max))
+	}
+	return strings.Join(out, ", ")
 }
 
 // dropFlags removes the boolean flags bools and the flags with a value

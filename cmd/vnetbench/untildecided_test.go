@@ -66,6 +66,10 @@ func TestUntilDecidedStopsWhenDecided(t *testing.T) {
 	if !slices.Equal(f.rounds, []int{10}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
 		t.Errorf("rounds %v, output %q; want one round of 10", f.rounds, out.String())
 	}
+	// The gate lines say what was decided.
+	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=10: DIFFERENT: FAIL") {
+		t.Errorf("no gate line with the verdict:\n%s", out.String())
+	}
 }
 
 func TestUntilDecidedBudget(t *testing.T) {
@@ -110,12 +114,32 @@ func TestDropFlags(t *testing.T) {
 func TestUntilDecidedBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "quickstart", "--until-decided"},
-		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--dry-run"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--shard", "1/2"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "3"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--min-effect", "2"},
 	} {
 		if err := run(t.Context(), args, io.Discard, io.Discard); exitCode(err) != exitBadInput {
 			t.Errorf("%v: %v (exit %d), want bad input", args, err, exitCode(err))
 		}
+	}
+}
+
+// A dry run of --until-decided shows its first round: the scenario's
+// cells at the plan's first decisive look (10 repetitions), and the looks
+// after it up to the budget.
+func TestUntilDecidedDryRun(t *testing.T) {
+	got, code := runCLI(t, "run", "lab-pktgen", "--set", "backend=tap", "--set", "generator.pktgen.threads=1", "--set", "perf.stat.targets=[kpktgend]",
+		"-o", t.TempDir(), "--until-decided", "--fail-on", "lost_pps>+0%", "--max-repetitions", "30", "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	for _, want := range []string{"until-decided: the first round, 10 repetitions per cell; later rounds go on to the plan's next looks (13, 16, 20, 25, 30)",
+		"20 samples in this order", "rep 10 (kernel stock", "rep 10 (kernel patched"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "rep 11 ") {
+		t.Errorf("more than 10 repetitions in the first round:\n%s", got)
 	}
 }

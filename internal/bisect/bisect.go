@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -30,6 +31,8 @@ type Outcome struct {
 	Pct     float64         `json:"pct"`
 	Reps    int             `json:"reps"`
 	Why     string          `json:"why,omitempty"`
+	// Seconds is the step's wall time: the build and the runs.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // ErrBuild marks a judge's error as a build failure: the commit is
@@ -71,6 +74,7 @@ func Run(ctx context.Context, commits []string, judge Judge, done map[string]Out
 		o, ok := done[commits[i]]
 		if !ok {
 			var err error
+			start := time.Now()
 			o, err = judge(ctx, commits[i])
 			switch {
 			case errors.Is(err, ErrBuild):
@@ -78,7 +82,7 @@ func Run(ctx context.Context, commits []string, judge Judge, done map[string]Out
 			case err != nil:
 				return res, fmt.Errorf("judge %s: %w", commits[i], err)
 			}
-			o.Commit = commits[i]
+			o.Commit, o.Seconds = commits[i], time.Since(start).Seconds()
 		}
 		res.Steps = append(res.Steps, o)
 		if save != nil {
@@ -116,7 +120,7 @@ func pick(lo, hi int, skipped map[int]bool) int {
 // WriteEvidence prints the steps as a table and the result.
 func WriteEvidence(w io.Writer, r *Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-4s %-14s %-10s %10s %6s  %s\n", "step", "commit", "verdict", "change", "runs", "judged")
+	fmt.Fprintf(&b, "%-4s %-14s %-10s %10s %6s %8s  %s\n", "step", "commit", "verdict", "change", "runs", "time", "judged")
 	for i, o := range r.Steps {
 		judged, v, pct := "good", string(o.Verdict), units.Pct(o.Pct)
 		switch {
@@ -128,7 +132,7 @@ func WriteEvidence(w io.Writer, r *Result) error {
 		if v == "" {
 			v = "-"
 		}
-		fmt.Fprintf(&b, "%-4d %-14s %-10s %10s %6d  %s\n", i+1, short(o.Commit), v, pct, o.Reps, judged)
+		fmt.Fprintf(&b, "%-4d %-14s %-10s %10s %6d %8s  %s\n", i+1, short(o.Commit), v, pct, o.Reps, minutes(o.Seconds), judged)
 	}
 	if r.Culprit != "" {
 		fmt.Fprintf(&b, "first bad commit: %s (%d steps)\n", r.Culprit, len(r.Steps))
@@ -137,6 +141,14 @@ func WriteEvidence(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// minutes is a step's wall time as 12m34s ("-" when not measured).
+func minutes(secs float64) string {
+	if secs <= 0 {
+		return "-"
+	}
+	return (time.Duration(secs) * time.Second).Round(time.Second).String()
 }
 
 func short(c string) string {

@@ -56,9 +56,14 @@ func TestRunFindsAndResumes(t *testing.T) {
 		t.Errorf("resumed: %+v, %v, judged %v again", res2, err, calls)
 	}
 	var b strings.Builder
+	res.Steps[1].Seconds = 754.4
 	WriteEvidence(&b, res)
 	if !strings.Contains(b.String(), "first bad commit: c11") || !strings.Contains(b.String(), "skip: make: build failed") {
 		t.Errorf("evidence:\n%s", b.String())
+	}
+	// Each step's line: verdict, change, runs, time, judgment.
+	if lines := strings.Split(b.String(), "\n"); len(lines) < 3 || !strings.Contains(lines[2], "12m34s") || !strings.Contains(lines[0], "time") {
+		t.Errorf("no step time in the evidence:\n%s", b.String())
 	}
 }
 

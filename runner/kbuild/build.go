@@ -59,10 +59,11 @@ type Kernel struct {
 //	                    config, build.json (identity); written to a
 //	                    temporary directory first and renamed, so a failed
 //	                    or interrupted build leaves no entry
-//	DIR/work/ID/        the work tree of one (tree, commit, config): a git
-//	                    worktree or a copy; kernels of the same tree and
-//	                    config (stock, patched) share it, so the patched
-//	                    build recompiles only what the patches touch
+//	DIR/work/ID/        the work tree of one (tree, config): a git
+//	                    worktree, checked out at each build's commit, or a
+//	                    copy of a plain tree; kernels of the same tree and
+//	                    config (stock, patched, other commits) share it, so
+//	                    a build recompiles only what changed since the last
 //	DIR/work/ID.vnb/    its state: the config fragment, applied patches
 //	DIR/logs/KEY.log    build logs, kept
 //	DIR/ccache/         ccache's cache (when ccache is installed)
@@ -239,6 +240,13 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "vnetbench kbuild 1\n%s\n%s\n%s\n", treeID, p.FragSHA, p.Compiler)
 	p.workID = hex.EncodeToString(h.Sum(nil))[:16]
+	if p.Git {
+		// One work tree per git tree and config, whatever the commit:
+		// a build at another commit checks it out there and recompiles
+		// only what changed (bisect's steps, stock and patched refs).
+		w := sha256.Sum256(fmt.Appendf(nil, "vnetbench kbuild work 2\ngit-tree:%s\n%s\n%s\n", tree, p.FragSHA, p.Compiler))
+		p.workID = hex.EncodeToString(w[:])[:16]
+	}
 	for _, pt := range p.Patches {
 		fmt.Fprintf(h, "patch %s\n", pt.SHA256)
 	}

@@ -462,3 +462,67 @@ func (l *lockedBuf) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Builds at other commits of one git tree share its work tree: each
+// checks its commit out there and recompiles only the files that differ
+// (bisect's incremental builds), and each image is its commit's.
+func TestGitCommitsShareWorkTree(t *testing.T) {
+	tree := fakeTree(t)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@invalid")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", ".")
+	git("commit", "-qm", "base")
+	base := git("rev-parse", "HEAD")
+	writeFile(t, tree, "src/tun.c", "int tun_xmit(void)\n{\n\treturn stop_queue();\n}\n")
+	git("commit", "-qam", "stop the queue")
+	stop := git("rev-parse", "HEAD")
+	b, log := newBuilder(t)
+	build := func(ref string) *Kernel {
+		t.Helper()
+		ks, err := b.BuildAll(t.Context(), []Spec{{Label: ref[:7], Tree: tree, Ref: ref}})
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", ref, err, log)
+		}
+		return ks[0]
+	}
+	kb := build(base)
+	ks := build(stop)
+	if kb.Compiled != 2 || ks.Compiled != 1 {
+		t.Errorf("compiled %d files at base, %d at the next commit; want 2 (full) and 1 (tun.c only)\n%s", kb.Compiled, ks.Compiled, log)
+	}
+	if !strings.Contains(log.String(), "(1 file changed)") {
+		t.Errorf("no checkout line in the log:\n%s", log)
+	}
+	if kb.Identity.Commit != base || ks.Identity.Commit != stop {
+		t.Errorf("commits %s, %s; want %s, %s", kb.Identity.Commit, ks.Identity.Commit, base, stop)
+	}
+	if kb.Identity.ConfigSHA256 != ks.Identity.ConfigSHA256 {
+		t.Errorf("the commits' configs differ")
+	}
+	for _, c := range []struct {
+		k    *Kernel
+		want bool
+	}{{kb, false}, {ks, true}} {
+		img, _ := os.ReadFile(c.k.Image)
+		if bytes.Contains(img, []byte("stop_queue")) != c.want {
+			t.Errorf("image of %s: stop_queue in it %v, want %v", c.k.Identity.Commit, !c.want, c.want)
+		}
+	}
+	work, _ := filepath.Glob(filepath.Join(b.Dir, "work", "*.vnb"))
+	if len(work) != 1 {
+		t.Errorf("%d work trees for one tree and config, want 1: %v", len(work), work)
+	}
+	// Back at base: from the cache, nothing built.
+	if k := build(base); !k.Cached {
+		t.Errorf("base built again")
+	}
+}

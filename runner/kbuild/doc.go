@@ -14,9 +14,11 @@
 // AF_XDP, vsock, BPF, perf events, a serial console, KVM) plus the
 // scenario's fragment, then `make olddefconfig`; an option of the fragment
 // that the final .config lacks is an input error that names it. Kernels of
-// the same tree, ref and config (stock and patched) get the same config and
-// share one work tree: patches are applied before a build and reverted
-// after it, so the patched build recompiles only what they touch; ccache,
+// the same tree and config (stock and patched, or any commits of one git
+// tree) share one work tree: a git work tree is checked out at each
+// build's commit (and configured again), patches are applied before a
+// build and reverted after it, so a build recompiles only what changed
+// since the last one in that work tree (bisect's incremental builds); ccache,
 // when installed, serves compilations seen before in any work tree.
 //
 // Finished builds are cached under a key of (tree commit or a plain tree's
