@@ -103,9 +103,10 @@ func Grouped(v float64) string {
 	return string(out)
 }
 
-// Pct formats a change in percent: "+5.30%", "+1.16e+08%" for huge
-// changes (from a base near 0), "+inf%" from a base of exactly 0, "?" for
-// NaN.
+// Pct formats a change in percent: "+5.30%"; from +10000% on (101 times
+// the base or more, from a base near 0) as the factor, "536x", which a
+// reader takes in at once where "+5.35e+04%" needs arithmetic; "+inf%"
+// from a base of exactly 0; "?" for NaN.
 func Pct(v float64) string {
 	switch {
 	case math.IsNaN(v):
@@ -114,8 +115,8 @@ func Pct(v float64) string {
 		return "+inf%"
 	case math.IsInf(v, -1):
 		return "-inf%"
-	case math.Abs(v) >= 1e4:
-		return fmt.Sprintf("%+.3g%%", v)
+	case v >= 1e4:
+		return fmt.Sprintf("%.3gx", 1+v/100)
 	}
 	return fmt.Sprintf("%+.2f%%", v)
 }
