@@ -77,7 +77,7 @@ func (b *builder) latencyTable() {
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
 	if two {
-		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT percentiles: each run's percentile from its probes, the change of their geometric means, called when a t test on the runs' logs gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least", b.r.Columns[1], b.r.Columns[0], changeLegend))
+		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT and qdisc wait percentiles: called when a t test on the logs of each run's percentile (from its probes) gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least", b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
 	t.Notes = append(t.Notes, b.columnNotes()...)
 	b.r.Tables = append(b.r.Tables, t)
@@ -125,7 +125,7 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 			continue
 		}
 		if two {
-			c, ok := b.runsChange(cell, d.key)
+			c, ok := b.runsChange(cell, d.key, medianPct(row.Cells))
 			if !ok {
 				// The same rule as every change column: the verdict.
 				dl := b.delta(cell, b.r.Columns[1], d.key)
@@ -141,39 +141,53 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 	return rows
 }
 
-// runQuantiles are the percentile rows compared run by run.
-var runQuantiles = map[string]float64{"rtt_p50_s": 0.5, "rtt_p99_s": 0.99, "rtt_p999_s": 0.999}
+// runQuantiles are the percentile rows compared run by run: the
+// quantile and the probe's value it is of.
+var runQuantiles = map[string]struct {
+	q  float64
+	of func(latency.Record) (float64, bool)
+}{
+	"rtt_p50_s": {0.5, latency.Record.RTT}, "rtt_p99_s": {0.99, latency.Record.RTT},
+	"rtt_p999_s": {0.999, latency.Record.RTT}, "qdisc_wait_p99_s": {0.99, latency.Record.QdiscWait},
+}
 
 // runsChange compares a percentile of the two columns' runs of cell from
 // their raw probes (probes.csv): latency.CompareRuns, the run as the
-// unit (a run's probes are not independent draws). The text follows
-// every change column's rule: the change when DIFFERENT, "? change"
-// when not decided. ok is false when a column has no raw probes (a
-// benchfmt file, a run directory without artifacts).
-func (b *builder) runsChange(cell, key string) (Cell, bool) {
-	q, isQ := runQuantiles[key]
-	if !isQ {
+// unit (a run's probes are not independent draws). It shows the change
+// of the two medians the row shows (pct), as every change column does,
+// marked "?" unless the test calls it. ok is false when a column has no
+// raw probes (a benchfmt file, a run directory without artifacts).
+func (b *builder) runsChange(cell, key string, pct float64) (Cell, bool) {
+	rq, isQ := runQuantiles[key]
+	if !isQ || math.IsNaN(pct) {
 		return Cell{}, false
 	}
 	var sides [2][][]float64
 	for i, col := range b.r.Columns[:2] {
 		for _, run := range b.r.LatencyRuns {
 			if run.Cell == cell && run.Column == col {
-				sides[i] = append(sides[i], rtts(run.Probes))
+				sides[i] = append(sides[i], loadValues(run.Probes, rq.of))
 			}
 		}
 		if len(sides[i]) == 0 {
 			return Cell{}, false
 		}
 	}
-	c := latency.CompareRuns(sides[0], sides[1], q)
-	if math.IsNaN(c.Pct) {
-		return Cell{}, false
+	if c := latency.CompareRuns(sides[0], sides[1], rq.q); !c.Different {
+		return Cell{Text: "? " + units.Pct(pct)}, true
 	}
-	if !c.Different {
-		return Cell{Text: "? " + units.Pct(c.Pct)}, true
+	return Cell{Text: units.Pct(pct), Value: ptr(pct)}, true
+}
+
+// loadValues are the probes' values under load (of: RTT, qdisc wait).
+func loadValues(recs []latency.Record, of func(latency.Record) (float64, bool)) []float64 {
+	var out []float64
+	for _, r := range recs {
+		if v, ok := of(r); ok && r.Phase == latency.PhaseLoad {
+			out = append(out, v)
+		}
 	}
-	return Cell{Text: units.Pct(c.Pct), Value: ptr(c.Pct)}, true
+	return out
 }
 
 // loadName is the cell's name without its qdisc part: the load and the
@@ -216,4 +230,13 @@ func intervalText(label string, scale units.Scale) string {
 		hiText = u.Number(hiV)
 	}
 	return " [" + loText + "-" + hiText + "]"
+}
+
+// medianPct is the change of the second column's median against the
+// first's, in percent (NaN without both).
+func medianPct(cells []Cell) float64 {
+	if len(cells) < 2 || cells[0].Value == nil || cells[1].Value == nil || *cells[0].Value == 0 {
+		return math.NaN()
+	}
+	return (*cells[1].Value / *cells[0].Value - 1) * 100
 }

@@ -181,7 +181,9 @@ func writeProbes(t *testing.T, dir, name string, n int, base float64) string {
 	for i := range n {
 		sent := int64(1e18) + int64(i)*5e6
 		rtt := base * (1 + float64(i%100)/100)
-		recs = append(recs, latency.Record{Seq: uint32(i), Phase: latency.PhaseLoad, Size: 64, Sent: sent, Recv: sent + int64(rtt*1e9)})
+		sched := sent + 10_000
+		wait := int64(rtt * 0.2 * 1e9) // the qdisc's share of the round trip
+		recs = append(recs, latency.Record{Seq: uint32(i), Phase: latency.PhaseLoad, Size: 64, Sent: sent, Sched: sched, Soft: sched + wait, Recv: sent + int64(rtt*1e9)})
 	}
 	var b bytes.Buffer
 	if err := latency.WriteCSV(&b, recs); err != nil {
@@ -217,7 +219,8 @@ func TestLatencyRunsChange(t *testing.T) {
 						base *= 1.3
 					}
 				}
-				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base, nil)
+				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base,
+					map[string]float64{"qdisc_wait_p99_s": 0.4 * base})
 				s.Kernel, s.Rep, s.Dir = k, rep, dir
 				s.Artifacts = []string{writeProbes(t, dir, fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(cell, "/", "_"), k, rep), 2000, base)}
 				samples = append(samples, s)
@@ -235,6 +238,7 @@ func TestLatencyRunsChange(t *testing.T) {
 	for k, want := range map[string]string{
 		"noqueue RTT p50": "? +0.00%", "noqueue RTT p99": "? +0.00%",
 		"fq_codel RTT p50": "? +30.00%", "fq_codel RTT p99": "? +30.00%",
+		"pfifo_fast qdisc wait p99": "+30.00%", "fq_codel qdisc wait p99": "? +30.00%", "noqueue qdisc wait p99": "? +0.00%",
 		"pfifo_fast RTT idle p50": "? +0.00%", // not a percentile compared run by run: the verdict rule (UNKNOWN at n=3)
 	} {
 		if got[k] != want {
