@@ -132,7 +132,10 @@ func (l *labVM) poweredOff() error {
 	if !l.gotExit {
 		werr := l.vm.Process().Wait()
 		if werr == nil {
-			werr = errors.New("the VM powered off without reporting the inner command's exit")
+			// -no-reboot turns a reset into an exit: a triple fault
+			// (seen once under TCG in TCG, nested KVM on emulated SVM)
+			// ends the lab VM without a word on its console.
+			werr = errors.New("the VM powered off or reset without reporting the inner command's exit (with -no-reboot a reset, such as a triple fault, ends QEMU and prints nothing; finished samples are kept, --resume runs the rest)")
 		}
 		return l.fail(fmt.Errorf("qemu exited: %w", werr))
 	}
