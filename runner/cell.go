@@ -141,7 +141,7 @@ func (cr *cellRun) pipeline(ctx, runCtx context.Context) (*results.Sample, error
 	if err := cr.warmUp(ctx); err != nil {
 		return nil, err
 	}
-	if err := cr.measure(ctx, setupCtx); err != nil {
+	if err := cr.measure(ctx); err != nil {
 		return nil, err
 	}
 	if err := cr.readAfter(runCtx); err != nil {
@@ -307,12 +307,17 @@ func (cr *cellRun) warmUp(ctx context.Context) error {
 // measure runs the window: the counters before, the generator (prepared
 // first where it can be, so perf attaches before its first packet), perf
 // on its targets, and perf's output once the generator is done.
-func (cr *cellRun) measure(ctx, setupCtx context.Context) error {
+func (cr *cellRun) measure(ctx context.Context) error {
 	var err error
 	if cr.gen, err = cr.r.opts.NewGenerator(cr.c); err != nil {
-		return failed("traffic", err)
+		return failed("setup", err)
 	}
-	if cr.before, err = cr.r.snapshot(setupCtx, cr.g, cr.nic); err != nil {
+	// The counters' own deadline: setup's may be spent by the idle
+	// probe phase and the warmup that came after it.
+	sctx, scancel := context.WithTimeout(ctx, orDefault(cr.c.Timeouts.Setup, time.Minute))
+	cr.before, err = cr.r.snapshot(sctx, cr.g, cr.nic)
+	scancel()
+	if err != nil {
 		return failed("counters", err)
 	}
 	tctx, tcancel := context.WithTimeout(ctx, cr.trafficTimeout)

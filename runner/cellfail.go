@@ -21,7 +21,7 @@ import (
 // the guest stopped answering.
 func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
 	s, err := r.runSample(ctx, c, "")
-	if err != nil && ctx.Err() == nil && errors.Is(err, fault.ErrVoid) {
+	if err != nil && ctx.Err() == nil && allVoid(err) {
 		// The tool raced with itself (pktgen removing a device late
 		// under TCG): nothing was measured, the guest is fine.
 		r.logf("%v: running the cell once more", err)
@@ -53,10 +53,15 @@ func guestFailed(err error) bool {
 // cellFailed reports whether err ends only its cell, not the run: its
 // guest faulted or stopped answering, its traffic failed (a tool that
 // hung past timeouts.traffic, a void measurement run twice), or its
-// guest's counters could not be read (the agent's socket broke). The cell is
+// guest's counters could not be read (the agent's socket broke). Bad
+// input and a missing capability (pktgen's "use burst: 0", no pgctrl)
+// still end the run: every cell would fail the same way. The cell is
 // recorded as failed, the run goes on, and ends with a KernelFaultError.
 func cellFailed(err error) bool {
 	var ce *CellError
+	if errors.Is(err, fault.ErrInput) || errors.Is(err, fault.ErrCapability) {
+		return false // the same in every cell: fix it, then --resume
+	}
 	return guestFailed(err) || errors.As(err, &ce) && (ce.Phase == "traffic" || ce.Phase == "warmup" || ce.Phase == "counters")
 }
 
@@ -94,4 +99,28 @@ func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample 
 		}
 	}
 	return s
+}
+
+// allVoid reports whether every error err joins is a void measurement
+// (fault.ErrVoid): one void device among a timeout or a real error is
+// not a measurement to repeat.
+func allVoid(err error) bool {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		for _, x := range errs {
+			if !allVoid(x) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	case interface{ Is(error) bool }:
+		if e.Is(fault.ErrVoid) {
+			return true // this error itself, not one it wraps
+		}
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return allVoid(u)
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -567,5 +568,44 @@ func TestRunRefusesRelativeDir(t *testing.T) {
 	}
 	if _, serr := os.Stat("runs"); serr == nil {
 		t.Errorf("a refused run created runs/")
+	}
+}
+
+// Only a failure whose every part is void is repeated: a void device
+// joined with a timeout or a real error is that error.
+func TestAllVoid(t *testing.T) {
+	void := fault.Void(errors.New("kpktgend_1 removed the device"))
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{void, true},
+		{fmt.Errorf("pktgen: %w", void), true},
+		{errors.Join(void, fault.Void(errors.New("kpktgend_2 too"))), true},
+		{fmt.Errorf("traffic: %w", errors.Join(void, context.DeadlineExceeded)), false},
+		{errors.Join(void, errors.New("write pgctrl: EIO")), false},
+		{errors.New("plain"), false},
+		{fault.Input("use burst: 0"), false},
+	} {
+		if got := allVoid(tc.err); got != tc.want {
+			t.Errorf("allVoid(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// Bad input from a cell's tool ends the run at once, as before cells
+// could fail alone: every cell would fail the same way.
+func TestRunInputErrorEndsRun(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, loopScenario)
+	h := newHarness(t)
+	h.mkGen = func(n int) *fakeGen {
+		return &fakeGen{d: 50 * time.Millisecond, waitErr: func() error { return fault.Input("pktgen: burst 8 not supported by this device: use burst: 0") }}
+	}
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	var ke *KernelFaultError
+	if !errors.Is(err, fault.ErrInput) || errors.As(err, &ke) || len(h.gens) != 1 {
+		t.Fatalf("err = %v after %d cells, want the input error from the first cell alone", err, len(h.gens))
 	}
 }

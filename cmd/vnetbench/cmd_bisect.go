@@ -21,6 +21,7 @@ import (
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 )
 
 // bisectOpts are what bisect and bisect-step share: the scenario, the
@@ -137,12 +138,28 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 // is no fact about the commit and ends the search, to be resumed.
 func stepError(err error) error {
 	var be *kbuild.BuildError
-	var le *lab.Error
-	switch {
-	case errors.As(err, &be) && be.Label == "candidate", errors.As(err, &le):
+	if errors.As(err, &be) && be.Label == "candidate" || candidateLabFailed(err) {
 		return fmt.Errorf("%w: %v", bisect.ErrBuild, err)
 	}
 	return err
+}
+
+// candidateLabFailed reports whether err is a lab run in which the
+// candidate's kernel failed (no boot, its run inside failing): the good
+// ref's failing is no fact about the commit.
+func candidateLabFailed(err error) bool {
+	var le *lab.Error
+	if !errors.As(err, &le) {
+		return false
+	}
+	for _, f := range le.Failed {
+		var ve *labvm.Error
+		var ie *labvm.InnerError
+		if errors.As(f, &ve) && ve.Label == "candidate" || errors.As(f, &ie) && ie.Label == "candidate" {
+			return true
+		}
+	}
+	return false
 }
 
 // outcomeOf judges from the decisions of one candidate: bad when any cell

@@ -19,6 +19,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 )
 
 // bisect-step's exits are git bisect run's: 0 good, 1 bad, 125 skip, and
@@ -154,7 +155,9 @@ func TestBisectStepError(t *testing.T) {
 		skip bool
 	}{
 		{&kbuild.BuildError{Label: "candidate", Err: errors.New("exit status 2")}, true},
-		{&lab.Error{Failed: []error{errors.New("lab candidate: no boot")}, Of: 2}, true},
+		{&lab.Error{Failed: []error{&labvm.Error{Label: "candidate", Phase: "boot", Err: errors.New("no boot")}}, Of: 2}, true},
+		{&lab.Error{Failed: []error{&labvm.InnerError{Label: "candidate", Code: 1}}, Of: 2}, true},
+		{&lab.Error{Failed: []error{&labvm.Error{Label: "good", Phase: "boot", Err: errors.New("no boot")}}, Of: 2}, false},
 		{&kbuild.BuildError{Label: "good", Err: errors.New("exit status 2")}, false},
 		{&runner.BusyError{Path: "/run/vnetbench.lock", Owner: "pid 1"}, false},
 		{context.Canceled, false},

@@ -128,6 +128,9 @@ func runUntilDecided(ctx context.Context, cl *cli, args []string, f untilFlags, 
 	if dir == "" {
 		return usageErrorf("run: --until-decided needs -o DIR (the run directory it grows round by round)")
 	}
+	if *f.maxReps > verdict.Default.MaxN() {
+		return usageErrorf("run: --max-repetitions %d: want at most %d, the plan's last look (past it a verdict stays UNKNOWN)", *f.maxReps, verdict.Default.MaxN())
+	}
 	if *f.maxReps < verdict.Default.FirstN() {
 		return usageErrorf("run: --max-repetitions %d: want at least %d, the first look that can decide DIFFERENT", *f.maxReps, verdict.Default.FirstN())
 	}

@@ -116,6 +116,7 @@ func TestUntilDecidedBadFlags(t *testing.T) {
 		{"run", "quickstart", "--until-decided"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--shard", "1/2"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "3"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "200"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--min-effect", "2"},
 	} {
 		if err := run(t.Context(), args, io.Discard, io.Discard); exitCode(err) != exitBadInput {

@@ -185,10 +185,11 @@ func TestNested(t *testing.T) {
 	}
 }
 
-// A lab's guests planned as tcg-nested (no KVM on the host) take the
-// kvm-nested figures when those are this workload's newest: TCG
-// emulates SVM, so a lab kernel with kvm_amd ran them under KVM. The
-// older figure wins the other way round, and other classes are untouched.
+// A lab's guests planned as tcg-nested that may nest KVM (a lab VM under
+// TCG, accel auto) take the kvm-nested figures when those are this
+// workload's newest: TCG emulates SVM, so a lab kernel with kvm_amd ran
+// them under KVM. Not the other way round, not for other classes, and
+// not for a sample that does not say it may (accel tcg, a KVM host).
 func TestTableNestedAsMeasured(t *testing.T) {
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	tab := &Table{Entries: map[string]*Entry{
@@ -199,26 +200,20 @@ func TestTableNestedAsMeasured(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		workload string
-		c        Class
-		boot     float64
-		why      bool
-	}{
-		{"pktgen", TCGNested, 8.8, true},
-		{"pktgen", KVMNested, 8.8, false},
-		{"vsock", TCGNested, 85, false},
-		{"iperf3", TCGNested, Defaults[TCGNested].Boot.Seconds(), false}, // no nested figures of its own nor others' newer kvm-nested
-	} {
-		f := tab.Boot(tc.workload, tc.c)
-		if tc.workload == "iperf3" {
-			// Other workloads' boots under the class count: pktgen's
-			// and vsock's tcg-nested (1 x 330 s and 5 x 85 s).
-			tc.boot = (330 + 5*85) / 6.0
-		}
-		if f.Value != tc.boot || strings.Contains(f.Source, "as kvm-nested:") != tc.why {
-			t.Errorf("%s %s: boot %v (%s), want %v, naming kvm-nested %v", tc.workload, tc.c, f.Value, f.Source, tc.boot, tc.why)
+		c, want  Class
+	}{{"pktgen", TCGNested, KVMNested}, {"pktgen", TCG, TCG}, {"vsock", TCGNested, TCGNested}, {"iperf3", TCGNested, TCGNested}} {
+		if got, why := tab.AsMeasured(tc.workload, tc.c); got != tc.want || (why != "") != (got != tc.c) {
+			t.Errorf("AsMeasured(%s, %s) = %s %q, want %s", tc.workload, tc.c, got, why, tc.want)
 		}
 	}
-	if o := tab.Overhead("pktgen", TCGNested); o.Value != 0.96 {
-		t.Errorf("pktgen tcg-nested overhead %v (%s), want kvm-nested's 0.96", o.Value, o.Source)
+	for _, tc := range []struct {
+		may  bool
+		boot time.Duration
+	}{{true, 8800 * time.Millisecond}, {false, 330 * time.Second}} {
+		e := Of([]Sample{{Kernel: "k", Workload: "pktgen", Class: TCGNested, Boot: true, Window: time.Second, MayNestKVM: tc.may}}, tab)
+		l := e.Kernels[0].Lines[0]
+		if l.What != LineBoots || l.Time != tc.boot || strings.Contains(strings.Join(l.Sources, " "), "kvm-nested") != tc.may {
+			t.Errorf("MayNestKVM %v: %s %v %v, want a boot of %v", tc.may, l.What, l.Time, l.Sources, tc.boot)
+		}
 	}
 }

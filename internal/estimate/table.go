@@ -170,19 +170,17 @@ func (t *Table) entry(workload string, c Class) *Entry {
 	return t.Entries[key(workload, c)]
 }
 
-// asMeasured is the class a lab's guests were last measured in, for c.
-// On a host without KVM the plan takes a lab's guests for tcg-nested, but
-// TCG emulates AMD's SVM, so a lab kernel with kvm_amd runs them under
-// KVM on the lab VM's emulated CPU (kvm-nested: 9 s boots where
-// tcg-nested's took minutes). When this workload's newest nested figures
-// are kvm-nested, they are the estimate, and the figure says why.
-func (t *Table) asMeasured(workload string, c Class) (Class, string) {
+// AsMeasured implements NestedResolver: for a lab's guests planned as
+// tcg-nested that may run under KVM, kvm-nested when those are this
+// workload's newest nested figures (9 s boots where tcg-nested's took
+// minutes), with why.
+func (t *Table) AsMeasured(workload string, c Class) (Class, string) {
 	if c != TCGNested || t == nil {
 		return c, ""
 	}
 	k, tc := t.entry(workload, KVMNested), t.entry(workload, TCGNested)
 	if k != nil && (tc == nil || k.Updated.After(tc.Updated)) {
-		return KVMNested, ", as kvm-nested: the last lab ran its guests under KVM on TCG's emulated SVM"
+		return KVMNested, "; the last lab ran its guests under KVM on TCG's emulated SVM"
 	}
 	return c, ""
 }
@@ -190,9 +188,8 @@ func (t *Table) asMeasured(workload string, c Class) (Class, string) {
 // Boot implements Rates. A guest's boot hardly depends on the workload:
 // without measurements of this one, those of the others under c count.
 func (t *Table) Boot(workload string, c Class) Figure {
-	c, why := t.asMeasured(workload, c)
 	if e := t.entry(workload, c); e != nil && e.Boots > 0 {
-		return Figure{e.BootS, measured(e.Boots, "boot", e.Updated) + why}
+		return Figure{e.BootS, measured(e.Boots, "boot", e.Updated)}
 	}
 	if workload != "lab" && t != nil {
 		var sum float64
@@ -221,18 +218,16 @@ func (t *Table) Boot(workload string, c Class) Figure {
 
 // PPS implements Rates.
 func (t *Table) PPS(workload string, c Class) Figure {
-	c, why := t.asMeasured(workload, c)
 	if e := t.entry(workload, c); e != nil && e.Counted > 0 {
-		return Figure{e.PPS, measured(e.Counted, "window", e.Updated) + why}
+		return Figure{e.PPS, measured(e.Counted, "window", e.Updated)}
 	}
 	return Figure{Defaults[c].PPS, "default"}
 }
 
 // Overhead implements Rates.
 func (t *Table) Overhead(workload string, c Class) Figure {
-	c, why := t.asMeasured(workload, c)
 	if e := t.entry(workload, c); e != nil && e.Samples > 0 {
-		return Figure{e.OverheadS, measured(e.Samples, "sample", e.Updated) + why}
+		return Figure{e.OverheadS, measured(e.Samples, "sample", e.Updated)}
 	}
 	return Figure{Defaults[c].Overhead.Seconds(), "default"}
 }
