@@ -340,16 +340,7 @@ func TestBadInput(t *testing.T) {
 
 func TestGitTreeWorktree(t *testing.T) {
 	tree := fakeTree(t)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@invalid")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := gitIn(t, tree)
 	git("init", "-q", "-b", "main")
 	git("add", ".")
 	git("commit", "-qm", "base")
@@ -468,16 +459,7 @@ func (l *lockedBuf) String() string {
 // (bisect's incremental builds), and each image is its commit's.
 func TestGitCommitsShareWorkTree(t *testing.T) {
 	tree := fakeTree(t)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@invalid")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := gitIn(t, tree)
 	git("init", "-q", "-b", "main")
 	git("add", ".")
 	git("commit", "-qm", "base")
@@ -524,5 +506,20 @@ func TestGitCommitsShareWorkTree(t *testing.T) {
 	// Back at base: from the cache, nothing built.
 	if k := build(base); !k.Cached {
 		t.Errorf("base built again")
+	}
+}
+
+// gitIn returns a runner of git commands in tree (as a fixed author) that
+// fails the test on an error and returns the trimmed output.
+func gitIn(t *testing.T, tree string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@invalid")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
 	}
 }
