@@ -50,23 +50,15 @@ func notDone(dir string, cells []scenarios.Cell) []scenarios.Cell {
 	if err != nil {
 		return cells
 	}
-	type key struct {
-		cell, kernel string
-		rep          int
-	}
-	done := map[key]bool{}
+	done := map[results.Key]bool{}
 	for _, s := range set.Samples {
 		if !s.Warmup {
-			done[key{s.Cell, s.Kernel, s.Rep}] = true
+			done[results.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}] = true
 		}
 	}
 	var out []scenarios.Cell
 	for _, c := range cells {
-		k := c.Kernel.Label
-		if k == "" {
-			k = "host"
-		}
-		if !done[key{c.Name, k, c.Rep}] {
+		if !done[results.Key{Cell: c.Name, Kernel: kernelName(&c), Rep: c.Rep}] {
 			out = append(out, c)
 		}
 	}
