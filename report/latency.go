@@ -125,10 +125,13 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 			continue
 		}
 		if two {
-			c, ok := b.runsChange(cell, d.key, medianPct(row.Cells))
+			dl := b.delta(cell, b.r.Columns[1], d.key)
+			c, ok := Cell{}, false
+			if dl.Base.N > 0 && dl.New.N > 0 && dl.Base.Median != 0 {
+				c, ok = b.runsChange(cell, d.key, dl.Pct)
+			}
 			if !ok {
 				// The same rule as every change column: the verdict.
-				dl := b.delta(cell, b.r.Columns[1], d.key)
 				c = Cell{Text: dl.DeltaString(), Delta: &dl}
 				if dl.Different() {
 					c.Value = ptr(dl.Pct)
@@ -230,13 +233,4 @@ func intervalText(label string, scale units.Scale) string {
 		hiText = u.Number(hiV)
 	}
 	return " [" + loText + "-" + hiText + "]"
-}
-
-// medianPct is the change of the second column's median against the
-// first's, in percent (NaN without both).
-func medianPct(cells []Cell) float64 {
-	if len(cells) < 2 || cells[0].Value == nil || cells[1].Value == nil || *cells[0].Value == 0 {
-		return math.NaN()
-	}
-	return (*cells[1].Value / *cells[0].Value - 1) * 100
 }

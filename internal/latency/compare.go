@@ -50,7 +50,7 @@ func CompareRuns(a, b [][]float64, q float64) Change {
 	if c.NA == 0 || c.NB == 0 {
 		return c
 	}
-	diff := mean(lb) - mean(la)
+	diff := stats.Mean(lb) - stats.Mean(la)
 	if math.Abs(diff) < 1e-12 {
 		diff = 0 // the same runs in another order
 	}
@@ -96,12 +96,4 @@ func logPercentiles(runs [][]float64, q float64) []float64 {
 		}
 	}
 	return out
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
