@@ -84,8 +84,7 @@ func stepChildTestMain() int {
 		case "bad":
 			return bisect.Outcome{Verdict: verdict.Different, Bad: true, Pct: -10, Reps: 5}, nil
 		case "panic":
-			var m map[string]int
-			m["x"]++
+			panic("the judge panicked (test)")
 		case "oom":
 			exhaustMemory()
 		}
@@ -109,15 +108,17 @@ func exhaustMemory() {
 	if err := unix.Setrlimit(unix.RLIMIT_AS, &lim); err != nil {
 		panic(err)
 	}
-	var keep [][]byte
 	for {
 		c := make([]byte, 32<<20)
 		for i := range c {
 			c[i] = 1
 		}
-		keep = append(keep, c)
+		oomSink = append(oomSink, c)
 	}
 }
+
+// oomSink keeps exhaustMemory's allocations alive.
+var oomSink [][]byte
 
 // bisect-step tells git bisect run "good" (0) or "bad" (1) only after a
 // measurement: help, bad usage, a panic and a runtime out of memory in
