@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -302,6 +303,49 @@ func TestHistoryBadInput(t *testing.T) {
 		}
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			t.Errorf("history %v: error on several lines: %q", args, msg)
+		}
+	}
+}
+
+// TestHistoryConcurrentAdd: 10 'history add' at once on one index, named
+// with '?' and '#' (a file name, not an SQLite URI), all succeed and
+// record every run in that file.
+func TestHistoryConcurrentAdd(t *testing.T) {
+	dirs := fakeHistory(t, 10, 5, 0.75)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ci?mode=ro#1.db")
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, err := runHistory(t, "add", "--db", db, d)
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("history add %d: %v", i, err)
+		}
+	}
+	out, stderr, err := runHistory(t, "--db", db, "--format", "json", "--metric", "tx_pps", "--cell", "tap/trafgen/pfifo_fast")
+	if err != nil {
+		t.Fatalf("history --db: %v\n%s", err, stderr)
+	}
+	if h := decodeHistory(t, out); len(h.Series) != 1 || h.Series[0].Points != 10 {
+		t.Errorf("index holds %+v, want one series of 10 points", h.Series)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "ci?mode=ro#1.db") {
+			t.Errorf("stray file %q beside the index", e.Name())
 		}
 	}
 }
