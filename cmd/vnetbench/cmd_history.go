@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/history"
@@ -35,6 +36,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	out := fs.String("o", "", "write to `FILE` instead of stdout")
 	order := fs.String("order", "time", "point order of run directories and benchfmt files: time (as recorded) or given (as listed or added)")
 	failOnNew := fs.Int("fail-on-new", 0, "exit 1 when a regression's change point lies in the last `N` points of a series, printing the range to bisect")
+	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: low (p <= 0.001), default (p <= 0.005), high (p <= 0.02), or a p-value `P` in (0, 0.1]")
 	var metrics, cells listFlag
 	fs.Var(&metrics, "metric", "only these metrics (repeatable, comma-separated)")
 	fs.Var(&cells, "cell", "only these cells (repeatable, comma-separated)")
@@ -52,6 +54,10 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if *failOnNew < 0 {
 		return usageErrorf("history: --fail-on-new %d: want a number of points, 1 or more", *failOnNew)
 	}
+	params, err := historyParams(*sensitivity)
+	if err != nil {
+		return err
+	}
 	series, err := historySeries(ctx, paths, *db, *order == "time")
 	if err != nil {
 		return err
@@ -62,7 +68,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if len(series) == 0 {
 		return usageErrorf("history: no series match --metric %s --cell %s", metrics.String(), cells.String())
 	}
-	rs := history.Analyze(series, history.Default)
+	rs := history.Analyze(series, params)
 	var buf bytes.Buffer
 	switch f {
 	case "json":
@@ -86,6 +92,25 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 		return gateNew(rs, *failOnNew, stderr)
 	}
 	return nil
+}
+
+// historyParams is the detector's parameter set for --sensitivity.
+func historyParams(sensitivity string) (history.Params, error) {
+	p := history.Default
+	switch sensitivity {
+	case "low":
+		p.Alpha = 0.001
+	case "default", "":
+	case "high":
+		p.Alpha = 0.02
+	default:
+		a, err := strconv.ParseFloat(sensitivity, 64)
+		if err != nil || !(a > 0 && a <= 0.1) {
+			return p, usageErrorf("history: --sensitivity %q: want low, default, high or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity)
+		}
+		p.Alpha = a
+	}
+	return p, nil
 }
 
 func historyFormat(format, out string) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -292,6 +293,9 @@ func TestHistoryBadInput(t *testing.T) {
 		{filepath.Join(dir, "missing")},
 		{"--db", filepath.Join(dir, "none.db")},
 		{"--order", "random", bad},
+		{"--sensitivity", "extreme", bad},
+		{"--sensitivity", "0.5", bad},
+		{"--sensitivity", "0", bad},
 		{"add"},
 		{"add", "--db", filepath.Join(dir, "x.db"), dir},
 	} {
@@ -303,5 +307,94 @@ func TestHistoryBadInput(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			t.Errorf("history %v: error on several lines: %q", args, msg)
 		}
+	}
+}
+
+// TestHistoryConcurrentAdd: 10 'history add' at once on one index, named
+// with '?' and '#' (a file name, not an SQLite URI), all succeed and
+// record every run in that file.
+func TestHistoryConcurrentAdd(t *testing.T) {
+	dirs := fakeHistory(t, 10, 5, 0.75)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ci?mode=ro#1.db")
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, err := runHistory(t, "add", "--db", db, d)
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("history add %d: %v", i, err)
+		}
+	}
+	out, stderr, err := runHistory(t, "--db", db, "--format", "json", "--metric", "tx_pps", "--cell", "tap/trafgen/pfifo_fast")
+	if err != nil {
+		t.Fatalf("history --db: %v\n%s", err, stderr)
+	}
+	if h := decodeHistory(t, out); len(h.Series) != 1 || h.Series[0].Points != 10 {
+		t.Errorf("index holds %+v, want one series of 10 points", h.Series)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "ci?mode=ro#1.db") {
+			t.Errorf("stray file %q beside the index", e.Name())
+		}
+	}
+}
+
+// TestHistorySensitivity: each change point reported has p at most the
+// level --sensitivity names, and a higher sensitivity reports no fewer.
+func TestHistorySensitivity(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 25))
+	var b strings.Builder
+	b.WriteString("commit,ops_per_s\n")
+	for i := range 120 {
+		v := 1000 + 10*r.NormFloat64()
+		if i >= 40 {
+			v -= 6 // a step of 0.6x the noise: near the detection limit
+		}
+		if i >= 80 {
+			v += 30
+		}
+		fmt.Fprintf(&b, "c%03d,%.3f\n", i, v)
+	}
+	path := filepath.Join(t.TempDir(), "s.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prev := -1
+	for _, tc := range []struct {
+		level string
+		alpha float64
+	}{{"low", 0.001}, {"default", 0.005}, {"high", 0.02}, {"0.1", 0.1}} {
+		out, stderr, err := runHistory(t, "--format", "json", "--sensitivity", tc.level, path)
+		if err != nil {
+			t.Fatalf("--sensitivity %s: %v\n%s", tc.level, err, stderr)
+		}
+		h := decodeHistory(t, out)
+		cps := h.Series[0].ChangePoints
+		for _, c := range cps {
+			if c.P > tc.alpha {
+				t.Errorf("--sensitivity %s: change at %d with p %.3g above %g", tc.level, c.Index, c.P, tc.alpha)
+			}
+		}
+		if len(cps) < prev {
+			t.Errorf("--sensitivity %s: %d change points, fewer than the %d of a lower sensitivity", tc.level, len(cps), prev)
+		}
+		if len(cps) == 0 {
+			t.Errorf("--sensitivity %s: the 3x step at 80 is not found", tc.level)
+		}
+		prev = len(cps)
 	}
 }

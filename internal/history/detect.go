@@ -18,11 +18,17 @@ type Params struct {
 	// trend test looks at (fewer where a neighbouring change point or an
 	// end is nearer).
 	TrendWindow int
+	// MaxPhi is the largest lag-1 correlation of the noise the tests
+	// allow for (see varianceInflation); 0 takes the noise as
+	// independent.
+	MaxPhi float64
 }
 
-// Default is the fixed parameter set: p <= 0.001 in both tests, segments
-// of at least 5 points, a trend test over up to 30 points each side.
-var Default = Params{Alpha: 0.001, MinSegment: 5, TrendWindow: 50}
+// Default is the parameter set the command uses unless told otherwise:
+// p <= 0.005 in both tests, segments of at least 5 points, a trend test
+// over up to 50 points each side, noise correlation allowed for up to
+// 0.6. doc.go says why.
+var Default = Params{Alpha: 0.005, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.6}
 
 // Change is one change point found by Detect.
 type Change struct {
@@ -40,7 +46,7 @@ func (p Params) Detect(xs []float64) []Change {
 		return nil
 	}
 	var s scratch
-	s.init(xs)
+	s.init(xs, p.MaxPhi)
 	var cps []int
 	p.split(xs, 0, len(xs), 0, len(xs), m, &cps, &s)
 	slices.Sort(cps)
