@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -33,6 +33,17 @@ func printTable(stdout, stderr io.Writer, dir string) {
 	}
 }
 
+// writeUnder writes the file name of the run directory dir whole,
+// through safefs: no link at name or on its way is followed.
+func writeUnder(dir, name string, data []byte) error {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.WriteFile(name, data, 0o644)
+}
+
 // plotsFile is the HTML report a run with the latency probe writes into
 // its run directory: the tables and the probe's plots.
 const plotsFile = "report.html"
@@ -42,7 +53,7 @@ func writePlots(stdout, stderr io.Writer, dir string, r *report.Report) {
 	path := filepath.Join(dir, plotsFile)
 	err := report.WriteHTML(&b, r)
 	if err == nil {
-		err = os.WriteFile(path, b.Bytes(), 0o644)
+		err = writeUnder(dir, plotsFile, b.Bytes())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: latency plots: %v\n", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -75,6 +75,7 @@ type cellRun struct {
 	vhostWarn    string
 	win          *Window
 	abs, rel     string
+	out          *safefs.Dir // abs, every write of the sample's artifacts
 	lat          *latencyRun
 	gen          workload.Generator
 	targets      map[string]perfTarget
@@ -109,6 +110,11 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}()
 	defer func() { stopPerfs(cr.perfs) }()
 	defer func() { cr.lat.abort() }()
+	defer func() {
+		if cr.out != nil {
+			cr.out.Close()
+		}
+	}()
 	s, err := cr.pipeline(ctx, runCtx)
 	var us *unsupportedError
 	switch {
@@ -229,11 +235,12 @@ func (cr *cellRun) setup(ctx context.Context) error {
 		g.sink = sink
 	}
 	var err error
-	if cr.abs, cr.rel, err = r.w.ArtifactDir(c.Name, kernelLabel(c), c.Rep); err != nil {
+	if cr.out, cr.rel, err = r.w.ArtifactDir(c.Name, kernelLabel(c), c.Rep); err != nil {
 		return failed("setup", err)
 	}
+	cr.abs = cr.out.Path()
 	cr.win = &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: nic.tap, DevMAC: nic.tapMAC,
-		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, RelDir: cr.rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
+		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, Out: cr.out, RelDir: cr.rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
 		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
 	cr.trafficTimeout = orDefault(c.Timeouts.Traffic, 10*time.Minute)
 	return nil
@@ -291,12 +298,13 @@ func (cr *cellRun) warmUp(ctx context.Context) error {
 		return nil
 	}
 	ws := time.Now()
-	wdir := filepath.Join(cr.abs, results.WarmupDir)
-	if err := os.MkdirAll(wdir, 0o755); err != nil {
+	wout, err := cr.out.Sub(results.WarmupDir)
+	if err != nil {
 		return failed("warmup", err)
 	}
+	defer wout.Close()
 	ww := *cr.win
-	ww.Duration, ww.Artifacts, ww.RelDir = c.Warmup, wdir, filepath.Join(cr.rel, results.WarmupDir)
+	ww.Duration, ww.Artifacts, ww.Out, ww.RelDir = c.Warmup, wout.Path(), wout, filepath.Join(cr.rel, results.WarmupDir)
 	if err := cr.r.runGenerator(ctx, c, &ww, cr.trafficTimeout); err != nil {
 		return orUnsupported("warmup", err)
 	}
@@ -463,7 +471,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 	NetMetrics(s, cr.before, cr.after, window)
 	AddResult(s, c, cr.res)
 	if c.Latency != nil {
-		if err := addLatency(s, c.Latency, cr.lat, latRecs, latWarns, cr.abs, cr.rel); err != nil {
+		if err := addLatency(s, c.Latency, cr.lat, latRecs, latWarns, cr.out, cr.rel); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())
 		}
 		if path := workload.PathOf(c.Generator.Config); path != "" {

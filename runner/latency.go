@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/latprobe"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -136,18 +136,10 @@ func (lr *latencyRun) stop(ctx context.Context) ([]latency.Record, []string) {
 	return recs, warns
 }
 
-// writeArtifact writes a file with write.
-func writeArtifact(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
+// writeArtifact writes the file name of out with write.
+func writeArtifact(out *safefs.Dir, name string, write func(io.Writer) error) error {
+	if err := out.WriteWith(name, 0o644, write); err != nil {
 		return fmt.Errorf("latency probe artifact: %w", err)
-	}
-	werr := write(f)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("latency probe artifact %s: %w", filepath.Base(path), werr)
 	}
 	return nil
 }
@@ -171,12 +163,12 @@ func (lr *latencyRun) abort() {
 
 // addLatency writes the probes' artifact and adds their metrics,
 // intervals and warnings to s.
-func addLatency(s *results.Sample, l *scenarios.Latency, lr *latencyRun, recs []latency.Record, warns []string, abs, rel string) error {
-	if err := writeArtifact(filepath.Join(abs, latency.ArtifactName), func(w io.Writer) error { return latency.WriteCSV(w, recs) }); err != nil {
+func addLatency(s *results.Sample, l *scenarios.Latency, lr *latencyRun, recs []latency.Record, warns []string, out *safefs.Dir, rel string) error {
+	if err := writeArtifact(out, latency.ArtifactName, func(w io.Writer) error { return latency.WriteCSV(w, recs) }); err != nil {
 		return err
 	}
 	s.Artifacts = append(s.Artifacts, filepath.Join(rel, latency.ArtifactName))
-	if err := writeArtifact(filepath.Join(abs, latency.SeriesName), func(w io.Writer) error { return latency.WriteSeries(w, lr.series) }); err != nil {
+	if err := writeArtifact(out, latency.SeriesName, func(w io.Writer) error { return latency.WriteSeries(w, lr.series) }); err != nil {
 		return err
 	}
 	s.Artifacts = append(s.Artifacts, filepath.Join(rel, latency.SeriesName))

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Merge joins run directories (the shards of one scenario) into out:
@@ -95,17 +97,17 @@ func Merge(out string, dirs []string) ([]string, error) {
 				return nil, err
 			}
 		}
-		if err := copyTree(filepath.Join(d, results.ArtifactsDir), out, results.ArtifactsDir, results.ShardDir(i+1)); err != nil {
+		if err := copyTree(d, w.Root(), results.ShardDir(i+1)); err != nil {
 			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)
 		}
-		if b, err := results.ReadFileNoFollow(filepath.Join(d, results.ReproduceFile)); err == nil {
+		if b, err := readSmall(d, results.ReproduceFile); err == nil {
 			fmt.Fprintf(&repro, "\n%s\n", safeComment("# ---- from "+d+" ----"))
 			repro.Write(b)
 		}
 	}
 	if repro.Len() > 0 {
 		script := "#!/bin/sh\n" + safeComment("# Merged from "+strings.Join(dirs, " ")) + "\n" + repro.String()
-		if err := results.WriteFileAtomic(out, results.ReproduceFile, []byte(script), 0o755); err != nil {
+		if err := w.Root().WriteFile(results.ReproduceFile, []byte(script), 0o755); err != nil {
 			return nil, fmt.Errorf("merge: %w", err)
 		}
 	}
@@ -198,11 +200,18 @@ func abs(p string) string {
 	return a
 }
 
-// copyTree copies the regular files of src into out/dst keeping relative
-// paths; a file whose path out/dst already has goes under out/alt instead.
-// It follows no symbolic link: links in src are skipped, and in out no
-// directory or file name is followed (results.MkdirNoFollow, O_EXCL).
-func copyTree(src, out, dst, alt string) error {
+// copyTree copies the regular files of the run directory d's artifacts
+// into out's, keeping relative paths; a file whose path out already has
+// goes under alt (a path of the run directory) instead. It follows no symbolic link: links in
+// d are skipped (its files are opened through safefs), and out writes
+// through safefs.
+func copyTree(d string, out *safefs.Dir, alt string) error {
+	in, err := safefs.Open(d)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	src := filepath.Join(d, results.ArtifactsDir)
 	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -211,40 +220,48 @@ func copyTree(src, out, dst, alt string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(results.ArtifactsDir, rel)
 		if de.IsDir() {
-			return results.MkdirNoFollow(out, filepath.Join(dst, rel))
+			return out.MkdirAll(target)
 		}
 		if !de.Type().IsRegular() {
 			return nil
 		}
-		target := filepath.Join(dst, rel)
-		if _, err := os.Lstat(filepath.Join(out, target)); err == nil {
+		if _, err := out.Lstat(target); err == nil {
 			target = filepath.Join(alt, rel)
-			if err := results.MkdirNoFollow(out, filepath.Dir(target)); err != nil {
-				return err
-			}
 		}
-		return copyFile(p, filepath.Join(out, target))
+		return copyFile(in, filepath.Join(results.ArtifactsDir, rel), out, target)
 	})
 }
 
-// copyFile hard-links src at dst, else copies it into a new file dst.
-func copyFile(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := results.OpenNoFollow(src, os.O_RDONLY, 0)
+// copyFile copies the regular file name of in into a new file dst of out.
+func copyFile(in *safefs.Dir, name string, out *safefs.Dir, dst string) error {
+	f, err := in.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	o, err := results.OpenNoFollow(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return errors.Join(err, fmt.Errorf("%s is not a regular file", in.Join(name)))
+	}
+	o, err := out.Create(dst, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(o, in); err != nil {
+	if _, err := io.Copy(o, f); err != nil {
 		o.Close()
 		return err
 	}
 	return o.Close()
+}
+
+// readSmall reads the regular file name of the run directory d (no link
+// followed, at most safefs.MaxSmall).
+func readSmall(d, name string) ([]byte, error) {
+	in, err := safefs.Open(d)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	return in.ReadFile(name, safefs.MaxSmall)
 }

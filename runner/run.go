@@ -17,6 +17,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -555,15 +556,21 @@ func (r *runState) writeReproduce() {
 		return
 	}
 	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.opts.Sets, r.repro)
+	d, err := safefs.Open(r.dir)
+	if err != nil {
+		r.logf("warning: reproduce.sh not written: %v", err)
+		return
+	}
+	defer d.Close()
 	if r.opts.Resume {
-		old, err := results.ReadFileNoFollow(filepath.Join(r.dir, results.ReproduceFile))
+		old, err := d.ReadFile(results.ReproduceFile, safefs.MaxSmall)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.logf("warning: reproduce.sh not written: %v", err)
 			return
 		}
 		script = string(old) + script
 	}
-	if err := results.WriteFileAtomic(r.dir, results.ReproduceFile, []byte(script), 0o755); err != nil {
+	if err := d.WriteFile(results.ReproduceFile, []byte(script), 0o755); err != nil {
 		r.logf("warning: reproduce.sh not written: %v", err)
 	}
 }

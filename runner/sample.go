@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -345,6 +346,17 @@ func finishPerfs(runs []*perfRun) ([]*perfRun, error) {
 	return runs, errors.Join(errs...)
 }
 
+// writeBeside writes path, a file of a sample's artifact directory,
+// through safefs.
+func writeBeside(path string, data []byte) error {
+	d, err := safefs.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.WriteFile(filepath.Base(path), data, 0o644)
+}
+
 // addPerf parses perf outputs into the sample: perf.<event> (one target)
 // or perf.<event>@<target> (several), and the top symbols of records.
 // perf report runs under ctx (a SIGINT ends it) within perfReportTimeout;
@@ -362,7 +374,7 @@ func (r *runState) addPerf(ctx context.Context, s *results.Sample, c *scenarios.
 		}
 		relFile, _ := filepath.Rel(r.dir, pr.file)
 		if !pr.record {
-			b, err := os.ReadFile(pr.file)
+			b, err := safefs.ReadFile(pr.file, safefs.MaxToolOutput)
 			if err != nil {
 				s.Warnings = append(s.Warnings, fmt.Sprintf("perf stat %s: %v", pr.target, err))
 				continue
@@ -397,7 +409,7 @@ func (r *runState) addPerf(ctx context.Context, s *results.Sample, c *scenarios.
 			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))
 			continue
 		}
-		if err := os.WriteFile(txt, out, 0o644); err != nil {
+		if err := writeBeside(txt, out); err != nil {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))
 			s.Artifacts = append(s.Artifacts, relFile)
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -87,6 +88,17 @@ func (o *bisectOpts) check(args int) error {
 
 // judgeOne decides one candidate: cl.judge, or judgeCommit.
 func (cl *cli) judgeOne(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
+	// The candidate's run directory, o.out/COMMIT: made here, through
+	// safefs, so a link planted at its name is refused, not followed.
+	out, err := safefs.MkdirAll(o.out)
+	if err != nil {
+		return bisect.Outcome{}, fmt.Errorf("bisect: %w", err)
+	}
+	err = out.MkdirAll(commit)
+	out.Close()
+	if err != nil {
+		return bisect.Outcome{}, fmt.Errorf("bisect: %w", err)
+	}
 	if cl.judge != nil {
 		return cl.judge(ctx, o, commit, stdout, stderr)
 	}
@@ -324,10 +336,12 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return usageErrorf("bisect: no commits from --good %s to --bad %s (is good an ancestor of bad?)", good, *bad)
 	}
 	commits := append([]string{good}, strings.Fields(list)...)
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	out, err := safefs.MkdirAll(o.out)
+	if err != nil {
 		return fmt.Errorf("bisect: %w", err)
 	}
-	done, err := loadState(filepath.Join(o.out, stateFile), commits)
+	defer out.Close()
+	done, err := loadState(out, commits)
 	if err != nil {
 		return err
 	}
@@ -336,7 +350,7 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	}
 	save := func(steps []bisect.Outcome) error {
 		b, _ := json.MarshalIndent(steps, "", "  ")
-		return os.WriteFile(filepath.Join(o.out, stateFile), b, 0o644)
+		return out.WriteFile(stateFile, b, 0o644)
 	}
 	fmt.Fprintf(stdout, "bisect: %d commits between %s (good) and %s (bad)\n", len(commits)-1, short(good), *bad)
 	judge := func(ctx context.Context, c string) (bisect.Outcome, error) {
@@ -359,9 +373,10 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 // commit strictly between good and bad (commits[1:len-1]) and either bad,
 // skipped or good: a state file from another tree or range, or written by
 // hand, is refused rather than trusted.
-func loadState(path string, commits []string) (map[string]bisect.Outcome, error) {
+func loadState(out *safefs.Dir, commits []string) (map[string]bisect.Outcome, error) {
 	done := map[string]bisect.Outcome{}
-	b, err := os.ReadFile(path)
+	path := out.Join(stateFile)
+	b, err := out.ReadFile(stateFile, safefs.MaxSmall)
 	if errors.Is(err, os.ErrNotExist) {
 		return done, nil
 	}

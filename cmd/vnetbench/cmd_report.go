@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
@@ -94,30 +94,23 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	return writeOutput(*out, buf.Bytes(), stdout)
 }
 
-// writeOutput writes data to path atomically, or to stdout when path is
-// empty or "-".
+// writeOutput writes data to path atomically (a link at path is
+// replaced, not followed), or to stdout when path is empty or "-".
 func writeOutput(path string, data []byte, stdout io.Writer) error {
 	if path == "" || path == "-" {
 		_, err := stdout.Write(data)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".vnetbench-*")
+	return writeUnder(filepath.Dir(path), filepath.Base(path), data)
+}
+
+// writeUnder writes the file name of the directory dir whole, through
+// safefs: no link at name or on its way is followed.
+func writeUnder(dir, name string, data []byte) error {
+	d, err := safefs.Open(dir)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	defer d.Close()
+	return d.WriteFile(name, data, 0o644)
 }

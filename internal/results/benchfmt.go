@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -25,7 +26,7 @@ func (set *Set) loadBenchfmt(path string) error {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
 	defer f.Close()
-	return set.readBenchfmt(f, path)
+	return set.readBenchfmt(safefs.Reader(f, safefs.MaxResults, path), path)
 }
 
 // readBenchfmt is loadBenchfmt on a reader; path names it in errors and

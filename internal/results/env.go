@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Env describes where a run was measured: env.json. The runner fills it;
@@ -173,23 +174,38 @@ func (b *KernelBuild) Describe() string {
 // acceleration.
 func (e *Env) Emulated() bool { return e != nil && e.Accel == "tcg" }
 
-// WriteEnv writes env.json in dir atomically (temporary file + rename).
+// WriteEnv writes env.json in dir atomically (temporary file + rename,
+// through safefs).
 func WriteEnv(dir string, env Env) error {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write env: %w", err)
+	}
+	defer d.Close()
+	return writeEnv(d, env)
+}
+
+func writeEnv(d *safefs.Dir, env Env) error {
 	b, err := json.MarshalIndent(&env, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode env: %w", err)
 	}
 	b = append(b, '\n')
-	if err := WriteFileAtomic(dir, EnvFile, b, 0o644); err != nil {
+	if err := d.WriteFile(EnvFile, b, 0o644); err != nil {
 		return fmt.Errorf("write env: %w", err)
 	}
 	return nil
 }
 
-// ReadEnv reads dir's env.json. A missing file gives a zero Env and no
-// error.
+// ReadEnv reads dir's env.json (no link followed, at most
+// safefs.MaxSmall). A missing file gives a zero Env and no error.
 func ReadEnv(dir string) (*Env, error) {
-	b, err := ReadFileNoFollow(filepath.Join(dir, EnvFile))
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read env: %w", err)
+	}
+	defer d.Close()
+	b, err := d.ReadFile(EnvFile, safefs.MaxSmall)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Env{}, nil
 	}

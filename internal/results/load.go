@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Set is what Load read: the samples of one or more run directories and
@@ -97,7 +98,12 @@ func dirLabel(p string) string {
 
 func (set *Set) loadRunDir(dir string) error {
 	path := filepath.Join(dir, ResultsFile)
-	data, err := os.ReadFile(path)
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", dir, err)
+	}
+	data, err := d.ReadFile(ResultsFile, safefs.MaxResults)
+	d.Close()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fault.Input("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Writer appends samples to a run directory's results.jsonl, one line and
@@ -17,6 +18,7 @@ import (
 // for concurrent use.
 type Writer struct {
 	dir  string
+	d    *safefs.Dir
 	mu   sync.Mutex
 	f    *os.File
 	done map[Key]bool
@@ -33,29 +35,42 @@ func Create(dir string, env Env) (*Writer, error) {
 		}
 		return nil, fault.Input("run directory %s is not empty (it holds %s); choose a new or empty directory for -o", dir, ents[0].Name())
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	d, err := safefs.MkdirAll(dir)
+	if err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, ArtifactsDir), 0o755); err != nil {
+	w := &Writer{dir: dir, d: d, done: map[Key]bool{}}
+	if err := d.MkdirAll(ArtifactsDir); err != nil {
+		d.Close()
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	if err := WriteEnv(dir, env); err != nil {
+	if err := w.WriteEnv(env); err != nil {
+		d.Close()
 		return nil, err
 	}
-	f, err := OpenNoFollow(filepath.Join(dir, ResultsFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if w.f, err = d.Create(ResultsFile, 0o644); err != nil {
+		d.Close()
 		return nil, fmt.Errorf("create results: %w", err)
 	}
-	return &Writer{dir: dir, f: f, done: map[Key]bool{}}, nil
+	return w, nil
 }
 
 // Open opens an existing run directory for appending (resume). Samples
 // already present are reported by Done. A torn last line (a
 // crash mid-write) is cut off so the next Append starts a fresh line; a
 // warning about it is returned by Warnings.
-func Open(dir string) (*Writer, error) {
+func Open(dir string) (w *Writer, err error) {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open run: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
 	path := filepath.Join(dir, ResultsFile)
-	data, err := ReadFileNoFollow(path)
+	data, err := d.ReadFile(ResultsFile, safefs.MaxResults)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fault.Input("%s: no %s; is this a run directory written by 'vnetbench run'?", dir, ResultsFile)
@@ -66,16 +81,16 @@ func Open(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, done: map[Key]bool{}, warn: warns}
+	w = &Writer{dir: dir, d: d, done: map[Key]bool{}, warn: warns}
 	for i := range samples {
 		if !samples[i].Warmup && samples[i].Error == "" {
 			w.done[samples[i].key()] = true
 		}
 	}
-	if err := MkdirNoFollow(dir, ArtifactsDir); err != nil {
+	if err := d.MkdirAll(ArtifactsDir); err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
 	}
-	f, err := OpenNoFollow(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := d.OpenFile(ResultsFile, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open results: %w", err)
 	}
@@ -97,6 +112,10 @@ func Open(dir string) (*Writer, error) {
 
 // Dir returns the run directory.
 func (w *Writer) Dir() string { return w.dir }
+
+// Root is the run directory as a safefs.Dir: every other file of the run
+// is written through it.
+func (w *Writer) Root() *safefs.Dir { return w.d }
 
 // Warnings returns what Open noticed (torn last line).
 func (w *Writer) Warnings() []string { return w.warn }
@@ -139,27 +158,26 @@ func (w *Writer) Append(s Sample) error {
 }
 
 // WriteEnv replaces the run's env.json.
-func (w *Writer) WriteEnv(env Env) error { return WriteEnv(w.dir, env) }
+func (w *Writer) WriteEnv(env Env) error { return writeEnv(w.d, env) }
 
 // ArtifactDir makes the directory for the raw outputs of one sample,
 // ArtifactDir(cell, kernel, rep) under the run directory, emptied of what
-// an interrupted attempt left there. It returns the absolute path and the
-// path relative to the run directory, which Sample.Artifacts entries start
-// with.
-func (w *Writer) ArtifactDir(cell, kernel string, rep int) (abs, rel string, err error) {
+// an interrupted attempt left there (a link there is removed, not
+// followed). It returns it as a safefs.Dir (its Path is absolute) and its
+// path relative to the run directory, which Sample.Artifacts entries
+// start with. The caller closes the Dir.
+func (w *Writer) ArtifactDir(cell, kernel string, rep int) (out *safefs.Dir, rel string, err error) {
 	rel = ArtifactDir(cell, kernel, rep)
-	abs = filepath.Join(w.dir, rel)
-	// Its parents first: RemoveAll would follow a link among them.
-	if err := MkdirNoFollow(w.dir, filepath.Dir(rel)); err != nil {
-		return "", "", fmt.Errorf("create artifact directory: %w", err)
+	if err := w.d.MkdirAll(filepath.Dir(rel)); err != nil {
+		return nil, "", fmt.Errorf("create artifact directory: %w", err)
 	}
-	if err := os.RemoveAll(abs); err != nil {
-		return "", "", fmt.Errorf("clear artifact directory: %w", err)
+	if err := w.d.RemoveAll(rel); err != nil {
+		return nil, "", fmt.Errorf("clear artifact directory: %w", err)
 	}
-	if err := MkdirNoFollow(w.dir, rel); err != nil {
-		return "", "", fmt.Errorf("create artifact directory: %w", err)
+	if out, err = w.d.Sub(rel); err != nil {
+		return nil, "", fmt.Errorf("create artifact directory: %w", err)
 	}
-	return abs, rel, nil
+	return out, rel, nil
 }
 
 // Close closes results.jsonl.
@@ -171,5 +189,6 @@ func (w *Writer) Close() error {
 	}
 	err := w.f.Close()
 	w.f = nil
+	w.d.Close()
 	return err
 }

@@ -26,10 +26,12 @@ func TestWriterAppendResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	abs, rel, err := w.ArtifactDir("tap+vhost/pktgen-t4", "stock", 3)
+	out, rel, err := w.ArtifactDir("tap+vhost/pktgen-t4", "stock", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out.Close()
+	abs := out.Path()
 	if want := filepath.Join("artifacts", "tap+vhost__pktgen-t4", "stock", "3"); rel != want {
 		t.Errorf("rel = %q, want %q", rel, want)
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
 
@@ -76,9 +79,13 @@ type Window struct {
 	Src       string // the tap's (host end's) IP
 	Dst       string // the guest's IP
 	DstMAC    string // the guest's MAC
-	// Artifacts is the directory for raw outputs (absolute); RelDir the
-	// same relative to the run directory (Result.Artifacts are relative).
+	// Artifacts is the directory for raw outputs (absolute), new for
+	// this window; RelDir the same relative to the run directory
+	// (Result.Artifacts are relative). Out is that directory as a
+	// safefs.Dir: the generator writes its files with WriteArtifact, and
+	// programs it starts get paths under Artifacts.
 	Artifacts string
+	Out       *safefs.Dir
 	RelDir    string
 	// Duration overrides the configured duration (warmup); 0 = as
 	// configured.
@@ -296,6 +303,45 @@ type Tooler interface {
 // Featurer is a Workload that needs kernel capabilities.
 type Featurer interface {
 	Features() []Feature
+}
+
+// WriteArtifact writes a raw output of the window, name in its artifact
+// directory (through Out: no link followed), and returns its path
+// relative to the run directory, for Result.Artifacts.
+func (w *Window) WriteArtifact(name string, data []byte) (string, error) {
+	out := w.Out
+	if out == nil { // a window made without one (tests)
+		if w.Artifacts == "" {
+			return "", errors.New("no artifact directory")
+		}
+		d, err := safefs.Open(w.Artifacts)
+		if err != nil {
+			return "", err
+		}
+		defer d.Close()
+		out = d
+	}
+	if err := out.WriteFile(name, data, 0o644); err != nil {
+		return "", err
+	}
+	return filepath.Join(w.RelDir, name), nil
+}
+
+// CreateArtifact makes name, a new file in the window's artifact
+// directory (through Out), for a program's output; it returns the file
+// and its absolute path.
+func (w *Window) CreateArtifact(name string) (*os.File, string, error) {
+	if w.Out == nil {
+		d, err := safefs.Open(w.Artifacts)
+		if err != nil {
+			return nil, "", err
+		}
+		defer d.Close()
+		f, err := d.Create(name, 0o644)
+		return f, d.Join(name), err
+	}
+	f, err := w.Out.Create(name, 0o644)
+	return f, w.Out.Join(name), err
 }
 
 // PlanEnv is where a cell's commands run, as plan shows them: names and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -387,10 +388,12 @@ func writeLabScenario(dir string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	d, err := safefs.Open(dir)
+	if err != nil {
 		return "", err
 	}
-	return p, os.WriteFile(p, data, 0o644)
+	defer d.Close()
+	return p, d.WriteFile(results.LabScenario, data, 0o644)
 }
 
 // recordBuilds puts the identity of each kernel built from source into

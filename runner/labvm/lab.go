@@ -33,6 +33,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -354,8 +355,17 @@ func (c *Config) labKernel(ctx context.Context) (*vmimages.Kernel, error) {
 // makeDirs creates the lab's directory under runDir and the cache, and
 // returns a new temporary directory for the initramfs and QMP socket.
 func (c *Config) makeDirs(runDir string) (string, error) {
-	labDir := filepath.Join(runDir, results.LabVMDir(c.Label))
-	if err := os.MkdirAll(labDir, 0o755); err != nil {
+	run, err := safefs.MkdirAll(runDir)
+	if err != nil {
+		return "", err
+	}
+	defer run.Close()
+	// QEMU writes the console log there: no link on the way, none at
+	// the name.
+	if err := run.MkdirAll(results.LabVMDir(c.Label)); err != nil {
+		return "", err
+	}
+	if err := run.RemoveAll(results.LabConsole(c.Label)); err != nil {
 		return "", err
 	}
 	// The shares' directories must exist on the host (QEMU opens them).
@@ -369,7 +379,7 @@ func (c *Config) makeDirs(runDir string) (string, error) {
 			return "", inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
 		}
 		rel, _ := filepath.Rel(runDir, c.OutDir)
-		if err := results.MkdirNoFollow(runDir, rel); err != nil {
+		if err := run.MkdirAll(rel); err != nil {
 			return "", err
 		}
 	}
@@ -392,8 +402,7 @@ func (c *Config) bootConfig(ctx context.Context, k *vmimages.Kernel, runDir, tmp
 	if err != nil {
 		return qemu.Config{}, nil, err
 	}
-	console := filepath.Join(runDir, results.LabConsole(c.Label))
-	os.Remove(console)
+	console := filepath.Join(runDir, results.LabConsole(c.Label)) // emptied by makeDirs
 	// Boot the uncompressed kernel at its PVH entry when it has one: no
 	// firmware loading and no decompression under TCG (vmimages.PVHKernel).
 	bootImage := k.Image

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -59,6 +60,11 @@ const busyTimeout = 60 * time.Second
 
 // Open opens the index at path, creating it when missing.
 func Open(path string) (*Index, error) {
+	// SQLite follows a link at the index and at its journals, and makes
+	// the journals beside a link's target.
+	if err := safefs.NoLink(path, path+"-wal", path+"-shm", path+"-journal"); err != nil {
+		return nil, err
+	}
 	x, err := open(path)
 	if err != nil {
 		return nil, openErr(path, err)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -199,8 +197,8 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if g.w.Artifacts != "" {
 		if b, err := json.MarshalIndent(res, "", "  "); err == nil {
 			name := "afxdp.json"
-			if os.WriteFile(filepath.Join(g.w.Artifacts, name), append(b, '\n'), 0o644) == nil {
-				r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
+			if rel, err := g.w.WriteArtifact(name, append(b, '\n')); err == nil {
+				r.Artifacts = append(r.Artifacts, rel)
 			}
 		}
 	}

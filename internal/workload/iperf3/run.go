@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,8 +198,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		if len(g.clients) > 1 {
 			name = fmt.Sprintf("iperf3-%d.json", i)
 		}
-		os.WriteFile(filepath.Join(g.w.Artifacts, name), cl.out.Bytes(), 0o644)
-		r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
+		if rel, err := g.w.WriteArtifact(name, cl.out.Bytes()); err == nil {
+			r.Artifacts = append(r.Artifacts, rel)
+		}
 		res, err := perfparse.ParseIperf3(bytes.NewReader(cl.out.Bytes()))
 		if err != nil {
 			if werr != nil {

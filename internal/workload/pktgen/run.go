@@ -299,14 +299,17 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	r := &workload.Result{Elapsed: res.Elapsed, BusyFrac: proc.BusyFrac(g.cpu0, cpu1, res.Elapsed, max(1, len(g.tids)))}
 	if g.script != nil {
-		if os.WriteFile(filepath.Join(g.w.Artifacts, "pktgen-script.log"), []byte(g.script.Output()), 0o644) == nil {
-			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, "pktgen-script.log"))
+		if rel, err := g.w.WriteArtifact("pktgen-script.log", []byte(g.script.Output())); err == nil {
+			r.Artifacts = append(r.Artifacts, rel)
 		}
 	}
 	for _, tr := range res.Threads {
 		name := "pktgen-" + strings.ReplaceAll(tr.Device, "@", "-") + ".txt"
-		if tr.Raw != "" && os.WriteFile(filepath.Join(g.w.Artifacts, name), []byte(tr.Raw), 0o644) == nil {
-			r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
+		if tr.Raw == "" {
+			continue
+		}
+		if rel, err := g.w.WriteArtifact(name, []byte(tr.Raw)); err == nil {
+			r.Artifacts = append(r.Artifacts, rel)
 		}
 	}
 	addResult(r, res)

@@ -150,8 +150,8 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 		}
 	}
 	g.prefix = fmt.Sprintf("vnb-%d-%d", os.Getpid(), prefixSeq.Add(1))
-	g.file = filepath.Join(w.Artifacts, "testpmd.txt")
-	f, err := os.Create(g.file)
+	f, file, err := w.CreateArtifact("testpmd.txt")
+	g.file = file
 	if err != nil {
 		return fmt.Errorf("testpmd: %w", err)
 	}

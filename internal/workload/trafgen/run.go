@@ -76,12 +76,12 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 	if g.dur <= 0 {
 		g.dur = 10 * time.Second
 	}
-	cfgPath := filepath.Join(w.Artifacts, "trafgen.cfg")
-	if err := os.WriteFile(cfgPath, []byte(PacketConfig(g.cfg.PktSize, w.DevMAC, w.Src, w.DstMAC, w.Dst)), 0o644); err != nil {
+	if _, err := w.WriteArtifact("trafgen.cfg", []byte(PacketConfig(g.cfg.PktSize, w.DevMAC, w.Src, w.DstMAC, w.Dst))); err != nil {
 		return fmt.Errorf("trafgen: %w", err)
 	}
-	g.outFile = filepath.Join(w.Artifacts, "trafgen.txt")
-	out, err := os.Create(g.outFile)
+	cfgPath := filepath.Join(w.Artifacts, "trafgen.cfg")
+	out, outFile, err := w.CreateArtifact("trafgen.txt")
+	g.outFile = outFile
 	if err != nil {
 		return fmt.Errorf("trafgen: %w", err)
 	}

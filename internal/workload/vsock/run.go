@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -189,8 +187,8 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		Guest  guestResult `json:"guest"`
 		Server serverCount `json:"server"`
 	}{res, count}, "", "  "); err == nil && g.w.Artifacts != "" {
-		if os.WriteFile(filepath.Join(g.w.Artifacts, "vsock.json"), b, 0o644) == nil {
-			out.Artifacts = append(out.Artifacts, filepath.Join(g.w.RelDir, "vsock.json"))
+		if rel, err := g.w.WriteArtifact("vsock.json", b); err == nil {
+			out.Artifacts = append(out.Artifacts, rel)
 		}
 	}
 	out.Warnings = append(out.Warnings, res.Warnings...)

@@ -1,0 +1,311 @@
+// Package safefs is how vnetbench, which runs as root, writes under a
+// directory it was given: a run directory, a merge's or a bisection's
+// output directory, the directory of a report file. Every write goes
+// through a Dir, an os.Root on that directory, so no name under it leads
+// a write outside it, whatever was planted there before (a run resumed with
+// --resume, a pre-made -o, a lab VM's part of the run directory that the
+// kernel under test can write). On top of os.Root, which follows a link
+// that stays inside the root, a Dir writes through no symbolic link at
+// all: a link at a directory on the way, or at a file it appends to, is
+// refused (bad input: remove it); a file written whole replaces a link at
+// its name (a new file renamed over it), never its target.
+//
+// The directory itself is the caller's: the path given on the command
+// line is followed as the user wrote it. The package also bounds reads
+// (ReadFile, Reader): no input file, however large or endless (/dev/zero,
+// a FIFO), makes vnetbench read more than its kind can hold.
+//
+// It does not decide what is written, nor where the run directory's
+// files live (internal/results owns the layout).
+package safefs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+)
+
+// Dir is a directory that writes stay under.
+type Dir struct {
+	root *os.Root
+	path string
+}
+
+// Open opens the existing directory path.
+func Open(path string) (*Dir, error) {
+	r, err := os.OpenRoot(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{root: r, path: path}, nil
+}
+
+// MkdirAll makes the directory path (the caller's: a link in it is
+// followed as given) and opens it.
+func MkdirAll(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	return Open(path)
+}
+
+// Path is the directory's path as opened.
+func (d *Dir) Path() string { return d.path }
+
+// Join is the path of name under the directory, for messages and for
+// programs that take a path.
+func (d *Dir) Join(name string) string { return filepath.Join(d.path, name) }
+
+// Close releases the directory.
+func (d *Dir) Close() error { return d.root.Close() }
+
+// LinkError is a symbolic link where a Dir writes.
+type LinkError struct{ Path string }
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("%s is a symbolic link; vnetbench writes nothing through a link (remove it)", e.Path)
+}
+
+// Is makes a LinkError bad input.
+func (e *LinkError) Is(target error) bool { return target == fault.ErrInput }
+
+// clean checks name: relative, inside the directory, slash-separated.
+func (d *Dir) clean(name string) (string, error) {
+	n := path.Clean(filepath.ToSlash(name))
+	if n == "." || n == ".." || strings.HasPrefix(n, "../") || path.IsAbs(n) {
+		return "", fault.Input("%s is not a name under %s", name, d.path)
+	}
+	return n, nil
+}
+
+// noLinks checks that no existing component of name is a symbolic link
+// (the last one too when last). It returns the cleaned name.
+func (d *Dir) noLinks(name string, last bool) (string, error) {
+	n, err := d.clean(name)
+	if err != nil {
+		return "", err
+	}
+	parts := strings.Split(n, "/")
+	if !last {
+		parts = parts[:len(parts)-1]
+	}
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, err := d.root.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return n, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", &LinkError{d.Join(p)}
+		}
+	}
+	return n, nil
+}
+
+// MkdirAll makes name and its parents under the directory; each that
+// exists must be a directory, not a link.
+func (d *Dir) MkdirAll(name string) error {
+	n, err := d.noLinks(name, true)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(n, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		err := d.root.Mkdir(p, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			fi, lerr := d.root.Lstat(p)
+			switch {
+			case lerr != nil:
+				return lerr
+			case fi.Mode()&fs.ModeSymlink != 0:
+				return &LinkError{d.Join(p)}
+			case !fi.IsDir():
+				return fault.Input("%s is not a directory (a %v); remove it", d.Join(p), fi.Mode().Type())
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sub makes name (MkdirAll) and opens it as a Dir of its own.
+func (d *Dir) Sub(name string) (*Dir, error) {
+	if err := d.MkdirAll(name); err != nil {
+		return nil, err
+	}
+	r, err := d.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{root: r, path: d.Join(name)}, nil
+}
+
+// WriteFile writes name whole: a new temporary file beside it, renamed
+// over it. A link at name is replaced, not followed; its parents are made
+// as MkdirAll makes them.
+func (d *Dir) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return d.write(name, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteWith writes name whole as WriteFile does, from what fill writes.
+func (d *Dir) WriteWith(name string, perm fs.FileMode, fill func(io.Writer) error) error {
+	return d.write(name, perm, fill)
+}
+
+func (d *Dir) write(name string, perm fs.FileMode, fill func(io.Writer) error) error {
+	n, err := d.clean(name)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(n); dir != "." {
+		if err := d.MkdirAll(dir); err != nil {
+			return err
+		}
+	}
+	f, tmp, err := d.createTemp(n)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", d.Join(n), err)
+	}
+	err = fill(f)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.root.Rename(tmp, n)
+	}
+	if err != nil {
+		d.root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", d.Join(n), err)
+	}
+	return nil
+}
+
+// createTemp makes a new file beside name (O_EXCL: never an existing one).
+func (d *Dir) createTemp(name string) (*os.File, string, error) {
+	dir, base := path.Split(name)
+	for i := 0; ; i++ {
+		tmp := fmt.Sprintf("%s.%s.tmp-%d-%d", dir, base, os.Getpid(), i)
+		f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && i < 100 {
+			continue
+		}
+		return f, tmp, err
+	}
+}
+
+// Create makes name as a new, empty file (O_EXCL: an existing file or
+// link there is an error); its parents are made as MkdirAll makes them.
+func (d *Dir) Create(name string, perm fs.FileMode) (*os.File, error) {
+	n, err := d.clean(name)
+	if err != nil {
+		return nil, err
+	}
+	if dir := path.Dir(n); dir != "." {
+		if err := d.MkdirAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	return d.root.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+}
+
+// Append opens name to append to, creating it with perm; a link there or
+// on the way is refused.
+func (d *Dir) Append(name string, perm fs.FileMode) (*os.File, error) {
+	n, err := d.noLinks(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return d.root.OpenFile(n, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+}
+
+// OpenFile opens name with flag (O_RDWR to cut a torn line, say); a
+// link there or on the way is refused.
+func (d *Dir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	n, err := d.noLinks(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return d.root.OpenFile(n, flag, perm)
+}
+
+// RemoveAll removes name and what is under it (a link there is removed,
+// not followed); a link among its parents is refused.
+func (d *Dir) RemoveAll(name string) error {
+	n, err := d.noLinks(name, false)
+	if err != nil {
+		return err
+	}
+	return d.root.RemoveAll(n)
+}
+
+// Rename renames oldname to newname, both under the directory.
+func (d *Dir) Rename(oldname, newname string) error {
+	o, err := d.noLinks(oldname, false)
+	if err != nil {
+		return err
+	}
+	n, err := d.noLinks(newname, false)
+	if err != nil {
+		return err
+	}
+	return d.root.Rename(o, n)
+}
+
+// Lstat describes name without following a link there.
+func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
+	n, err := d.clean(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.root.Lstat(n)
+}
+
+// ReadDir lists the directory name (no link on the way).
+func (d *Dir) ReadDir(name string) ([]fs.DirEntry, error) {
+	n := "."
+	if name != "." {
+		var err error
+		if n, err = d.noLinks(name, true); err != nil {
+			return nil, err
+		}
+	}
+	f, err := d.root.Open(n)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// NoLink refuses a symbolic link at any of paths (the last component):
+// for files a library opens by name, such as SQLite's database and the
+// journals it makes beside it, which it would follow.
+func NoLink(paths ...string) error {
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return &LinkError{p}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package safefs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+)
+
+// snapshot is every name under dir with its content (files) or target
+// (links).
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			m[p] = "-> " + l
+		case e.Type().IsRegular():
+			b, _ := os.ReadFile(p)
+			m[p] = string(b)
+		default:
+			m[p] = "dir"
+		}
+		return nil
+	})
+	return m
+}
+
+// Every way a Dir writes, with a link planted at the name it writes and
+// at each directory on the way (to a file and a directory outside, by an
+// absolute and a relative target, and to a file inside): nothing outside
+// changes, and nothing inside is written through a link.
+func TestDirWritesThroughNoLink(t *testing.T) {
+	writes := map[string]func(d *Dir, name string) error{
+		"WriteFile": func(d *Dir, n string) error { return d.WriteFile(n, []byte("new"), 0o644) },
+		"Create": func(d *Dir, n string) error {
+			f, err := d.Create(n, 0o644)
+			if err == nil {
+				f.WriteString("new")
+				f.Close()
+			}
+			return err
+		},
+		"Append": func(d *Dir, n string) error {
+			f, err := d.Append(n, 0o644)
+			if err == nil {
+				f.WriteString("new")
+				f.Close()
+			}
+			return err
+		},
+		"OpenFile": func(d *Dir, n string) error {
+			f, err := d.OpenFile(n, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		},
+		"MkdirAll":  func(d *Dir, n string) error { return d.MkdirAll(n + "/sub") },
+		"RemoveAll": func(d *Dir, n string) error { return d.RemoveAll(n) },
+		"Rename": func(d *Dir, n string) error {
+			if err := d.WriteFile("src", []byte("src"), 0o644); err != nil {
+				return err
+			}
+			return d.Rename("src", n)
+		},
+	}
+	for wname, write := range writes {
+		for _, at := range []string{"f", "a/f", "a/b/f"} {
+			for _, target := range []string{"abs-file", "abs-dir", "rel-dir", "inside"} {
+				t.Run(wname+"/"+at+"/"+target, func(t *testing.T) {
+					top := t.TempDir()
+					outside := filepath.Join(top, "outside")
+					os.MkdirAll(filepath.Join(outside, "a", "b"), 0o755)
+					for _, f := range []string{"f", "a/f", "a/b/f", "a/b/f/sub"} {
+						os.WriteFile(filepath.Join(outside, f), []byte("victim"), 0o644)
+					}
+					run := filepath.Join(top, "run")
+					os.MkdirAll(filepath.Join(run, "a", "b"), 0o755)
+					os.WriteFile(filepath.Join(run, "inside"), []byte("inside"), 0o644)
+					// A link at each level of at: the name itself, its
+					// parent, its grandparent.
+					for _, link := range linksFor(at) {
+						p := filepath.Join(run, link)
+						os.RemoveAll(p)
+						var to string
+						switch target {
+						case "abs-file":
+							to = filepath.Join(outside, link)
+						case "abs-dir":
+							to = outside
+						case "rel-dir":
+							to = strings.Repeat("../", strings.Count(link, "/")+1) + "outside"
+						case "inside":
+							to = filepath.Join(run, "inside")
+						}
+						if err := os.Symlink(to, p); err != nil {
+							t.Fatal(err)
+						}
+						before, inside := snapshot(t, outside), snapshot(t, run)
+						d, err := Open(run)
+						if err != nil {
+							t.Fatal(err)
+						}
+						err = write(d, at)
+						d.Close()
+						if after := snapshot(t, outside); !equal(before, after) {
+							t.Errorf("link at %s -> %s: %s changed outside: %v -> %v (err %v)", link, to, wname, before, after, err)
+						}
+						if b, _ := os.ReadFile(filepath.Join(run, "inside")); string(b) != "inside" {
+							t.Errorf("link at %s -> %s: %s wrote through it to a file inside (err %v)", link, to, wname, err)
+						}
+						if err != nil && !errors.Is(err, fault.ErrInput) && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTDIR) {
+							t.Errorf("link at %s: %s: %v, want bad input", link, wname, err)
+						}
+						_ = inside
+						os.RemoveAll(p)
+						os.MkdirAll(filepath.Join(run, "a", "b"), 0o755)
+					}
+				})
+			}
+		}
+	}
+}
+
+func linksFor(at string) []string {
+	var out []string
+	parts := strings.Split(at, "/")
+	for i := range parts {
+		out = append(out, strings.Join(parts[:i+1], "/"))
+	}
+	return out
+}
+
+func equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// A name leaving the directory is bad input.
+func TestDirRefusesEscapes(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, n := range []string{"../x", "/etc/x", "a/../../x", "."} {
+		if err := d.WriteFile(n, nil, 0o644); !errors.Is(err, fault.ErrInput) {
+			t.Errorf("WriteFile(%q): %v, want bad input", n, err)
+		}
+	}
+}
+
+// WriteFile replaces what is at the name, atomically, with the mode asked.
+func TestDirWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	d, _ := Open(dir)
+	defer d.Close()
+	if err := d.WriteFile("x/y/z.sh", []byte("one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteFile("x/y/z.sh", []byte("two"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "x/y/z.sh"))
+	fi, _ := os.Stat(filepath.Join(dir, "x/y/z.sh"))
+	if string(b) != "two" || fi.Mode().Perm() != 0o755 {
+		t.Errorf("content %q mode %v", b, fi.Mode())
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "x/y")); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// Reads are bounded: an endless input is an error at the bound, not a
+// machine out of memory; a FIFO or a link under a Dir is not opened.
+func TestReadsAreBounded(t *testing.T) {
+	if _, err := ReadFile("/dev/zero", 1<<20); !errors.As(err, new(*TooLargeError)) || !errors.Is(err, fault.ErrInput) {
+		t.Errorf("/dev/zero: %v, want too large", err)
+	}
+	b, err := io.ReadAll(Reader(strings.NewReader("12345"), 5, "x"))
+	if err != nil || string(b) != "12345" {
+		t.Errorf("exactly the bound: %q %v", b, err)
+	}
+	if _, err := io.ReadAll(Reader(strings.NewReader("123456"), 5, "x")); !errors.As(err, new(*TooLargeError)) {
+		t.Errorf("one past the bound: %v", err)
+	}
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/etc/hostname", filepath.Join(dir, "link"))
+	d, _ := Open(dir)
+	defer d.Close()
+	for _, n := range []string{"fifo", "link"} {
+		if _, err := d.ReadFile(n, 1<<20); !errors.Is(err, fault.ErrInput) {
+			t.Errorf("ReadFile(%s): %v, want bad input", n, err)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+)
+
+// treeState is every name under dir with its content and link target.
+func treeState(dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		b.WriteString(p)
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			b.WriteString(" -> " + l)
+		case e.Type().IsRegular():
+			c, _ := os.ReadFile(p)
+			b.WriteString(" " + string(c))
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	return b.String()
+}
+
+// A lab run's every path (the outer run directory, lab/scenario.yaml,
+// the lab VM's directory and console, the inner run directory the lab
+// writes) with a symbolic link planted at it in a resumed run: nothing
+// outside the run directory changes. Before, lab/scenario.yaml and the
+// lab's directory were written through a link.
+func TestLabWritesThroughNoLink(t *testing.T) {
+	dir := t.TempDir()
+	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "vnetbench")
+	if err := fakeqemu.StaticELF(bin); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`
+name: lablinks
+kernels:
+  - {label: b, image: %[1]s, modules: %[2]s}
+backend: tap
+guest: {kernel: {image: %[1]s}}
+generator:
+  trafgen: {duration: 1s}
+repetitions: 2
+timeouts: {boot: 1m, traffic: 1m}
+`, img, mods)
+	cells := loadCells(t, yaml)
+	var run string // the run directory of the current Run
+	ex := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step {
+		// The run inside writes its samples into the shared run
+		// directory (through the same results package), then lab init
+		// reports its exit and powers off.
+		inner := filepath.Join(run, results.LabDir("b"))
+		iw, err := results.Open(inner)
+		if errors.Is(err, fs.ErrNotExist) || err != nil && strings.Contains(err.Error(), "no "+results.ResultsFile) {
+			iw, err = results.Create(inner, results.Env{Run: "inner-b", KernelRelease: "6.1.0-99-fake"})
+		}
+		if err == nil {
+			for _, c := range Inside(cells, "b") {
+				if !iw.Done(c.Name, "b", c.Rep) {
+					iw.Append(results.Sample{Cell: c.Name, Rep: c.Rep, Kernel: "b", Axes: c.Axes, Start: time.Now(), WindowS: 1,
+						Metrics: map[string]float64{"tx_pps": 1000}})
+				}
+			}
+			iw.Close()
+		}
+		return []fakeqemu.Step{
+			{Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
+			{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
+			{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+			{After: 20 * time.Millisecond, PowerOff: true},
+		}
+	}}
+	labRun := func(d string, resume bool) error {
+		run = d
+		o := runner.Options{Dir: d, Scenario: "lablinks", Seed: 1, LockPath: filepath.Join(dir, "lock"), Exec: ex, Accel: qemu.TCG, Resume: resume}
+		_, err := Run(t.Context(), cells, o, Inner{Scenario: "lablinks.yaml", ScenarioData: []byte(yaml), Binary: bin, Labels: []string{"b"}})
+		return err
+	}
+	ref := filepath.Join(dir, "ref")
+	if err := labRun(ref, false); err != nil {
+		t.Fatalf("reference lab run: %v", err)
+	}
+	var paths []string
+	filepath.WalkDir(ref, func(p string, _ fs.DirEntry, _ error) error {
+		if rel, _ := filepath.Rel(ref, p); rel != "." {
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	sort.Strings(paths)
+	for _, want := range []string{results.LabScenario, results.LabConsole("b"), filepath.Join(results.LabDir("b"), results.ResultsFile)} {
+		if !sortedHas(paths, want) {
+			t.Fatalf("the lab run wrote %v, not %s", paths, want)
+		}
+	}
+	// Each path's link points at its own victims: a file, and a
+	// directory holding one, both "[]" (an empty JSON list, which a
+	// state file's reader would accept).
+	outside := filepath.Join(dir, "outside")
+	for i := range paths {
+		os.MkdirAll(filepath.Join(outside, "dirs", fmt.Sprint(i)), 0o755)
+		os.WriteFile(filepath.Join(outside, "dirs", fmt.Sprint(i), "victim"), []byte("[]"), 0o644)
+		os.MkdirAll(filepath.Join(outside, "files"), 0o755)
+		os.WriteFile(filepath.Join(outside, "files", fmt.Sprint(i)), []byte("[]"), 0o644)
+	}
+	for i, p := range paths {
+		for _, kind := range []string{"files", "dirs"} {
+			d := filepath.Join(dir, fmt.Sprintf("run-%d-%s", i, kind))
+			// A resumed run whose samples are all to do again.
+			if out, err := exec.Command("cp", "-a", ref, d).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v: %s", err, out)
+			}
+			os.Truncate(filepath.Join(d, results.ResultsFile), 0)
+			os.Truncate(filepath.Join(d, results.LabDir("b"), results.ResultsFile), 0)
+			link := filepath.Join(d, p)
+			os.RemoveAll(link)
+			if err := os.Symlink(filepath.Join(outside, kind, fmt.Sprint(i)), link); err != nil {
+				t.Fatal(err)
+			}
+			before := treeState(outside)
+			err := labRun(d, true)
+			if treeState(outside) != before {
+				t.Errorf("a link at %s to %s: the lab run wrote outside its directory (it said %v)", p, kind, err)
+			}
+		}
+	}
+}
+
+func sortedHas(s []string, v string) bool {
+	i := sort.SearchStrings(s, v)
+	return i < len(s) && s[i] == v
+}
