@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -101,11 +102,8 @@ func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 	}
 	img := &Image{Kernel: k.Image, KernelRelease: k.Release, KernelSource: k.Source, Modules: arch.modules,
 		Iperf3: slices.Contains(programs, "iperf3"), Programs: programs}
-	dir := filepath.Join(o.CacheDir, initramfsCache)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if img.Initramfs, img.Hash, img.Cached, err = writeCached(dir, arch.archive); err != nil {
+	look, dir := imageDirs(o.CacheDir, initramfsCache)
+	if img.Initramfs, img.Hash, img.Cached, err = writeCached(look, dir, arch.archive); err != nil {
 		return nil, err
 	}
 	if o.OutDir != "" {
@@ -212,20 +210,30 @@ func AddExecutable(a *cpio.Archive, dst, bin string) ([]string, error) {
 	return libs, nil
 }
 
-// writeCached serialises the archive, names it by the sha256 of its bytes
-// and writes it atomically unless that file already exists.
-func writeCached(dir string, a *cpio.Archive) (path, hash string, cached bool, err error) {
+// writeCached serialises the archive and names it by the sha256 of its
+// bytes. A file of that name in one of the look directories is reused
+// only when its content hashes to that name (a cache another process
+// could write, a torn write); otherwise the archive is written atomically
+// into dir, replacing a file there that did not match.
+func writeCached(look []string, dir string, a *cpio.Archive) (path, hash string, cached bool, err error) {
 	h := sha256.New()
 	if _, err := a.WriteTo(h); err != nil {
 		return "", "", false, err
 	}
 	hash = hex.EncodeToString(h.Sum(nil))
-	path = filepath.Join(dir, "initramfs-"+hash[:24]+".cpio")
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-		now := time.Now()
-		_ = os.Chtimes(path, now, now) // most recently used: pruned last
-		return path, hash, true, nil
+	name := "initramfs-" + hash[:24] + ".cpio"
+	for _, d := range look {
+		p := filepath.Join(d, name)
+		if got, err := fileSHA256(p); err == nil && got == hash {
+			now := time.Now()
+			_ = os.Chtimes(p, now, now) // most recently used: pruned last
+			return p, hash, true, nil
+		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", false, err
+	}
+	path = filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, ".initramfs-*")
 	if err != nil {
 		return "", "", false, err
@@ -247,6 +255,24 @@ func writeCached(dir string, a *cpio.Archive) (path, hash string, cached bool, e
 	}
 	pruneCache(dir, path)
 	return path, hash, false, nil
+}
+
+// fileSHA256 is the hex sha256 of the regular file at path (a link there
+// is not followed).
+func fileSHA256(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // keepImages is how many initramfs files the cache keeps (most recently

@@ -46,11 +46,23 @@ const (
 	vmlinuxCache   = "vmlinux"
 )
 
-// ImageCacheDirs are the subdirectories of cache that Build and
-// PVHKernel write: a lab VM, which gets the cache read-only, gets these
-// read-write.
-func ImageCacheDirs(cache string) []string {
-	return []string{filepath.Join(cache, initramfsCache), filepath.Join(cache, vmlinuxCache)}
+// ImageCacheEnv names a writable directory where Build and PVHKernel
+// write the images they make when the cache is read-only: a lab VM sees
+// the host's cache read-only (a kernel under test must not replace the
+// image the next run boots) and sets it to a directory of its own. They
+// look in the cache first, then there.
+const ImageCacheEnv = "VNETBENCH_IMAGE_CACHE"
+
+// imageDirs are where the images of kind (initramfsCache, vmlinuxCache)
+// are looked for, in order, and the one new ones are written to.
+func imageDirs(cache, kind string) (look []string, write string) {
+	look = []string{filepath.Join(cache, kind)}
+	write = look[0]
+	if d := os.Getenv(ImageCacheEnv); d != "" {
+		write = filepath.Join(d, kind)
+		look = append(look, write)
+	}
+	return look, write
 }
 
 // CacheDir returns the shared cache directory: $VNETBENCH_CACHE, else

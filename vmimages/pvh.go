@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -27,9 +28,11 @@ import (
 // bzImage, 25-38 s from its vmlinux), more in a nested guest.
 //
 // The vmlinux is extracted once into cacheDir/vmlinux/HASH/vmlinux (HASH:
-// the image's sha256), and reused. An error says why this image cannot be
-// booted that way (no PVH entry note, a compression this package cannot
-// undo); callers then boot the bzImage.
+// the image's sha256), with its own sha256 beside it (vmlinux.sha256),
+// and reused only while its content still hashes to that: a vmlinux that
+// does not (changed in the cache, torn) is extracted again. An error says
+// why this image cannot be booted that way (no PVH entry note, a
+// compression this package cannot undo); callers then boot the bzImage.
 func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 	if cacheDir == "" {
 		cacheDir = CacheDir()
@@ -39,11 +42,15 @@ func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(data)
-	dir := filepath.Join(cacheDir, vmlinuxCache, hex.EncodeToString(sum[:8]))
-	out := filepath.Join(dir, "vmlinux")
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
+	key := hex.EncodeToString(sum[:8])
+	look, write := imageDirs(cacheDir, vmlinuxCache)
+	for _, d := range look {
+		if p := filepath.Join(d, key, "vmlinux"); verifiedVmlinux(p) {
+			return p, nil
+		}
 	}
+	dir := filepath.Join(write, key)
+	out := filepath.Join(dir, "vmlinux")
 	vmlinux, err := extractVmlinux(ctx, data)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", image, err)
@@ -54,21 +61,47 @@ func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".vmlinux-")
-	if err != nil {
+	vsum := sha256.Sum256(vmlinux)
+	// The vmlinux first, its hash last: a vmlinux without one is not
+	// reused.
+	os.Remove(out + ".sha256")
+	if err := writeAtomic(dir, "vmlinux", vmlinux); err != nil {
 		return "", err
 	}
-	_, werr := tmp.Write(vmlinux)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		os.Remove(tmp.Name())
+	if err := writeAtomic(dir, "vmlinux.sha256", []byte(hex.EncodeToString(vsum[:])+"\n")); err != nil {
 		return "", err
 	}
 	return out, nil
+}
+
+// verifiedVmlinux reports whether the vmlinux at p hashes to the sha256
+// recorded beside it.
+func verifiedVmlinux(p string) bool {
+	want, err := os.ReadFile(p + ".sha256")
+	if err != nil {
+		return false
+	}
+	got, err := fileSHA256(p)
+	return err == nil && got == strings.TrimSpace(string(want))
+}
+
+// writeAtomic writes dir/name through a new temporary file renamed over it.
+func writeAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+"-")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o644)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // extractVmlinux returns the kernel inside an x86 bzImage: the payload

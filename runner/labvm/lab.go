@@ -96,8 +96,10 @@ type Config struct {
 	// CacheDir is shared read-only at the same path (default
 	// vmimages.CacheDir()): the inner run finds fetched kernels there (the
 	// host fetches them first: Prefetch), and the host builds kernels in
-	// its kbuild directory as root. Only the directories its guest image
-	// builds write (vmimages.ImageCacheDirs) are shared read-write.
+	// its kbuild directory as root. All of it is read-only, the images
+	// the host built too (a kernel under test must not replace the image
+	// the next run boots): the guest images the inner run builds go to
+	// LabImageCache (vmimages.ImageCacheEnv), a tmpfs of the lab.
 	CacheDir string
 	// CPUs and MemoryMiB size the lab VM (defaults: the host's CPU count,
 	// 2048 MiB; the runner sizes it from the scenario).
@@ -251,6 +253,10 @@ const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 // by the double emulation and the host's load, not by these parameters.
 const FastAppend = "quiet mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
 
+// LabImageCache is where the run inside a lab writes the guest images it
+// builds (a tmpfs: the host's cache is read-only there).
+const LabImageCache = "/tmp/vnetbench-images"
+
 // tmpfsDirs are the host root directories a lab makes writable.
 var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib", "/root", "/home", "/mnt", "/media", "/srv"}
 
@@ -368,12 +374,6 @@ func (c *Config) makeDirs(runDir string) (string, error) {
 	if err := run.RemoveAll(results.LabConsole(c.Label)); err != nil {
 		return "", err
 	}
-	// The shares' directories must exist on the host (QEMU opens them).
-	for _, d := range vmimages.ImageCacheDirs(c.CacheDir) {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", err
-		}
-	}
 	if c.OutDir != "" {
 		if !within(c.OutDir, runDir) {
 			return "", inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
@@ -424,7 +424,7 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, accel
 		mods = DefaultModules()
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
+		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, vmimages.ImageCacheEnv + "=" + LabImageCache, "VNETBENCH_LAB=" + c.Label}
 	env = append(env, c.Env...)
 	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
 		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
@@ -477,11 +477,10 @@ func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
 
 // shareList is what a lab VM sees of the host, in mount order: the host
 // root read-only; the run directory (read-only when c.OutDir is set, with
-// c.OutDir read-write on top); the cache read-only (the host runs make in
-// its kbuild trees as root, and unpacks kernels there), with the
-// directories guest image builds write read-write on top; and c.Shares
-// read-only (those under the run directory or the cache are there
-// already). Pure: PlanArgs prints it.
+// c.OutDir read-write on top); the cache read-only, its images too (the
+// host runs make in its kbuild trees as root, unpacks kernels and boots
+// the images there); and c.Shares read-only (those under the run
+// directory or the cache are there already). Pure: PlanArgs prints it.
 func (c Config) shareList(runDir string) []qemu.Share {
 	out := []qemu.Share{{Tag: "hostroot", Path: "/", ReadOnly: true}, {Tag: "vnbrun", Path: runDir, ReadOnly: c.OutDir != ""}}
 	if c.OutDir != "" {
@@ -489,9 +488,6 @@ func (c Config) shareList(runDir string) []qemu.Share {
 	}
 	if !within(runDir, c.CacheDir) && !within(c.CacheDir, runDir) {
 		out = append(out, qemu.Share{Tag: "vnbcache", Path: c.CacheDir, ReadOnly: true})
-	}
-	for i, d := range vmimages.ImageCacheDirs(c.CacheDir) {
-		out = append(out, qemu.Share{Tag: fmt.Sprintf("vnbimg%d", i), Path: d})
 	}
 	for i, dir := range c.Shares {
 		if !within(dir, runDir) && !within(dir, c.CacheDir) {

@@ -367,10 +367,12 @@ func TestInitramfsDynamicBinary(t *testing.T) {
 	}
 }
 
-// A lab VM writes only its own output directory and the cache directories
-// its guest image builds write, not the rest of the run directory nor the
-// cache's kbuild trees, where the host later runs make as root, nor its
-// kernels (before: both read-write).
+// A lab VM writes only its own output directory, not the rest of the run
+// directory nor anything of the cache: not the kbuild trees, where the
+// host later runs make as root, nor its kernels, nor the images the host
+// boots (before: the initramfs and vmlinux directories were read-write,
+// so a kernel under test could replace the image the next run boots).
+// The images the run inside builds go to a tmpfs of the lab.
 func TestShareList(t *testing.T) {
 	c := Config{Label: "stock", RunDir: "/r", OutDir: "/r/lab/stock/run", CacheDir: "/c", Shares: []string{"/src/linux", "/r/x", "/c/kbuild/k1"}}
 	got := c.shareList("/r")
@@ -379,12 +381,15 @@ func TestShareList(t *testing.T) {
 		{Tag: "vnbrun", Path: "/r", ReadOnly: true},
 		{Tag: "vnbout", Path: "/r/lab/stock/run"},
 		{Tag: "vnbcache", Path: "/c", ReadOnly: true},
-		{Tag: "vnbimg0", Path: "/c/initramfs"},
-		{Tag: "vnbimg1", Path: "/c/vmlinux"},
 		{Tag: "vnbx0", Path: "/src/linux", ReadOnly: true},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("shares\n got %+v\nwant %+v", got, want)
+	}
+	for _, s := range got {
+		if !s.ReadOnly && s.Tag != "vnbout" {
+			t.Errorf("share %s (%s) is writable", s.Tag, s.Path)
+		}
 	}
 	// Without OutDir (the lab package's own runs) the run directory is
 	// read-write; the cache stays read-only.
