@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
@@ -45,9 +46,9 @@ func (b *builder) loadLatencyRuns() {
 			var err error
 			switch filepath.Base(a) {
 			case latency.ArtifactName:
-				err = readArtifact(filepath.Join(s.Dir, a), func(f *os.File) (e error) { run.Probes, e = latency.ReadCSV(f); return })
+				err = readArtifact(s.Dir, a, func(r io.Reader) (e error) { run.Probes, e = latency.ReadCSV(r); return })
 			case latency.SeriesName:
-				err = readArtifact(filepath.Join(s.Dir, a), func(f *os.File) (e error) { run.Series, e = latency.ReadSeries(f); return })
+				err = readArtifact(s.Dir, a, func(r io.Reader) (e error) { run.Series, e = latency.ReadSeries(r); return })
 			}
 			if err != nil {
 				b.r.Warnings = append(b.r.Warnings, fmt.Sprintf("latency plots: %s: %v", a, err))
@@ -59,14 +60,24 @@ func (b *builder) loadLatencyRuns() {
 	}
 }
 
-func readArtifact(path string, read func(*os.File) error) error {
-	f, err := os.Open(path)
+// readArtifact reads the artifact rel of the run directory dir: a regular
+// file under it (no link followed, nothing outside), up to maxArtifact.
+func readArtifact(dir, rel string, read func(io.Reader) error) error {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	f, err := d.Open(rel)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return read(f)
+	return read(safefs.Reader(f, maxArtifact, d.Join(rel)))
 }
+
+// maxArtifact bounds an artifact report reads (probes.csv of a sample).
+const maxArtifact = 256 << 20
 
 // writeLatencyPlots draws the RTT distributions (one CDF per load, a line
 // per qdisc and column) and a three-panel time plot per sample.

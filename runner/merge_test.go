@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"runtime"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -129,5 +130,32 @@ func TestMergeNoFollow(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(out, "artifacts", "link")); err == nil {
 		t.Error("a shard's link was copied")
+	}
+}
+
+// A forged shard count (env.json of 1/99999999) costs merge what the
+// directories given cost, not one name per missing shard (6.4 GB once).
+func TestMergeForgedShardCount(t *testing.T) {
+	tmp := t.TempDir()
+	var dirs []string
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(tmp, fmt.Sprint("s", i))
+		w, err := results.Create(d, results.Env{Run: "r", Extra: map[string]string{ExtraShard: fmt.Sprintf("%d/5000000", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		dirs = append(dirs, d)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Merge(filepath.Join(tmp, "out"), dirs)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "4999998 of 5000000 shards are missing") {
+		t.Errorf("merge: %.300v, want the missing shards counted", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("merge allocated %d MB for 2 directories", alloc>>20)
 	}
 }

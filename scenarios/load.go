@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -29,7 +30,7 @@ func Load(filename string, data []byte, sets ...Set) (*Scenario, error) {
 // (kernel images, modules, script_dir) are taken relative to the file's
 // directory.
 func LoadFile(path string, sets ...Set) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxSmall)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -40,6 +41,9 @@ func LoadFile(path string, sets ...Set) (*Scenario, error) {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
+		}
+		if errors.As(err, new(*safefs.TooLargeError)) {
+			return nil, &Error{File: path, Msg: fmt.Sprintf("longer than %d MiB; give a scenario file", safefs.MaxSmall>>20)}
 		}
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read: %v; give a readable scenario file", err)}
 	}
@@ -54,7 +58,7 @@ func LoadFile(path string, sets ...Set) (*Scenario, error) {
 // inside it are taken relative to baseDir, the original file's directory
 // (a lab VM's run reads a copy in the run directory).
 func LoadFileFrom(path, baseDir string, sets ...Set) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxSmall)
 	if err != nil {
 		return LoadFile(path) // the same read error, worded once
 	}

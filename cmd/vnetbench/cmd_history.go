@@ -14,6 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 const defaultHistoryDB = "vnetbench-history.db"
@@ -175,7 +176,7 @@ func readHistoryCSV(path string) ([]history.Series, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	s, err := history.ReadCSV(f, path, store.Better)
+	s, err := history.ReadCSV(safefs.Reader(f, safefs.MaxResults, path), path, store.Better)
 	if errors.Is(err, history.ErrCSV) {
 		return nil, usageErrorf("history: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
@@ -65,10 +66,12 @@ func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 		defer f.Close()
 		in = f
 	}
-	if kind == "perf-report" {
+	if kind == "perf-report" { // streamed: constant memory at any size
 		return streamPerfReport(stdout, name, in)
 	}
-	v, err := p.Parse(kind, name, in)
+	// Bounded: /dev/zero or a FIFO that never ends is an error at the
+	// bound, not a process that grows until the machine runs out.
+	v, err := p.Parse(kind, name, safefs.Reader(in, safefs.MaxToolOutput, name))
 	if err != nil {
 		return err
 	}

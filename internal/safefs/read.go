@@ -16,7 +16,7 @@ const (
 	// MaxToolOutput bounds a tool's output read whole (vnetbench parse,
 	// a run's artifacts): iperf3's JSON of an hour at 0.1 s intervals is
 	// about 30 MB.
-	MaxToolOutput = 256 << 20
+	MaxToolOutput = 64 << 20
 	// MaxResults bounds a run directory's results.jsonl: a million
 	// samples of 1 KB.
 	MaxResults = 1 << 30
@@ -77,10 +77,10 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return io.ReadAll(Reader(f, max, path))
 }
 
-// ReadFile reads the regular file name under the directory, up to max
-// bytes, following no link (at name or on the way) and opening no FIFO or
+// Open opens the regular file name under the directory for reading,
+// following no link (at name or on the way) and opening no FIFO or
 // device.
-func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+func (d *Dir) Open(name string) (*os.File, error) {
 	n, err := d.noLinks(name, true)
 	if err != nil {
 		return nil, err
@@ -89,17 +89,29 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
+		f.Close()
 		return nil, fault.Input("%s is not a regular file (a %v); remove it", d.Join(n), fi.Mode().Type())
 	}
-	b, err := io.ReadAll(Reader(f, max, d.Join(n)))
+	return f, nil
+}
+
+// ReadFile reads the regular file name under the directory (as Open
+// opens it), up to max bytes.
+func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	f, err := d.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(Reader(f, max, d.Join(name)))
 	if errors.Is(err, syscall.EAGAIN) {
-		err = fmt.Errorf("read %s: %w", d.Join(n), err)
+		err = fmt.Errorf("read %s: %w", d.Join(name), err)
 	}
 	return b, err
 }

@@ -3,12 +3,12 @@ package kbuild
 import (
 	_ "embed"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // BaseConfig is the harness's config fragment, applied on top of `make
@@ -101,7 +101,7 @@ func ReadFragment(path string) (*Fragment, error) {
 	if path == "" {
 		return MakeFragment("", "")
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefs.ReadFile(path, safefs.MaxSmall)
 	if err != nil {
 		return nil, fault.Input("config fragment %s: %w; fix config:", path, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Patch is one patch to apply: a patch file, or one mail of an mbox.
@@ -51,7 +52,7 @@ func ReadPatches(patterns []string) ([]Patch, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := safefs.ReadFile(f, safefs.MaxSmall)
 			if err != nil {
 				return nil, fault.Input("patch %s: %w; fix the patches: list", f, err)
 			}
