@@ -147,9 +147,9 @@ func forceOnSecondSignal(ctx context.Context, stderr io.Writer) (stop func()) {
 		signal.Notify(forced, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(forced)
 		select {
-		case <-forced:
-			fmt.Fprintln(stderr, "vnetbench: second signal: exiting without finishing teardown (check 'ip netns' for vnb-* leftovers)")
-			os.Exit(130)
+		case sig := <-forced:
+			fmt.Fprintln(stderr, "vnetbench: second signal: exiting without finishing teardown ('vnetbench doctor' lists what is left, 'vnetbench doctor --clean' removes it)")
+			os.Exit(128 + int(sig.(syscall.Signal)))
 		case <-finished:
 		}
 	}()

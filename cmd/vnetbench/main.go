@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -41,23 +42,33 @@ type command struct {
 	summary string
 	run     func(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error
 	hidden  bool
+	// teardown: the command undoes host state it made (netns, taps,
+	// VMs) when a signal ends it, with deadlines of its own, and exits
+	// at once on a second signal (forceOnSecondSignal). Any other
+	// command exits stopGrace after the first, whatever it is doing
+	// (blocked on a FIFO, reading a huge input).
+	teardown bool
 }
+
+// stopGrace is how long a command without teardown has to return after
+// SIGINT or SIGTERM before the process exits 128+signal anyway.
+const stopGrace = 200 * time.Millisecond
 
 // commands is the subcommand table; each subcommand lives in its own file.
 var commands = map[string]command{
 	"list":        {summary: "list the built-in scenarios", run: cmdList},
 	"validate":    {summary: "check scenario files without touching the host", run: cmdValidate},
 	"plan":        {summary: "print the cells of a scenario in run order with their commands", run: cmdPlan},
-	"run":         {summary: "run a scenario and write a run directory", run: cmdRun},
-	"doctor":      {summary: "report what this host can run and what is missing", run: cmdDoctor},
+	"run":         {summary: "run a scenario and write a run directory", run: cmdRun, teardown: true},
+	"doctor":      {summary: "report what this host can run and what is missing", run: cmdDoctor, teardown: true},
 	"report":      {summary: "render run directories or benchfmt files as tables", run: cmdReport},
 	"compare":     {summary: "compare two runs: SAME, DIFFERENT or UNKNOWN per gated metric (exit 1 on a regression, 3 when undecided)", run: cmdCompare},
 	"parse":       {summary: "parse a tool's output (perf, pktgen, iperf3, ...) to JSON", run: cmdParse},
 	"image":       {summary: "build the guest image (kernel + initramfs + agent)", run: cmdImage},
 	"merge":       {summary: "join run directories of shards into one", run: cmdMerge},
 	"history":     {summary: "find change points in the history of runs (index, CI gate)", run: cmdHistory},
-	"bisect":      {summary: "find the first commit of a kernel tree whose scenario measures as the bad ref does", run: cmdBisect},
-	"bisect-step": {summary: "judge HEAD of a kernel tree against a good ref, for 'git bisect run' (exit 0 good, 1 bad, 125 skip)", run: cmdBisectStep},
+	"bisect":      {summary: "find the first commit of a kernel tree whose scenario measures as the bad ref does", run: cmdBisect, teardown: true},
+	"bisect-step": {summary: "judge HEAD of a kernel tree against a good ref, for 'git bisect run' (exit 0 good, 1 bad, 125 skip)", run: cmdBisectStep, teardown: true},
 	"version":     {summary: "print the version", run: cmdVersion},
 }
 
@@ -75,11 +86,11 @@ func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if sig, ok := <-sigs; ok {
-			cancel(&signalError{sig.(syscall.Signal)})
-		}
-	}()
+	grace := stopGrace
+	if len(args) > 0 && commands[args[0]].teardown {
+		grace = 0 // the command tears down; forceOnSecondSignal ends it
+	}
+	go watchSignals(sigs, cancel, grace, os.Stderr, os.Exit)
 	if os.Getenv(stepChildEnv) != "" { // bisect-step's judging child
 		os.Exit(stepChildMain(ctx, newCLI(), args, os.Stdout, os.Stderr))
 	}
@@ -89,6 +100,30 @@ func main() {
 		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
 	}
 	os.Exit(exitCodeAfter(err, context.Cause(ctx)))
+}
+
+// watchSignals cancels the command's context with the first signal of
+// sigs as its cause. With grace > 0 it then exits 128+signal when grace
+// has passed or at a second signal, whichever comes first, so that no
+// command outlives a signal by more than grace: one blocked in a read
+// (parse of a FIFO, report of a benchfmt FIFO) or busy with a large
+// input never looks at its context.
+func watchSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, grace time.Duration, stderr io.Writer, exit func(int)) {
+	sig, ok := <-sigs
+	if !ok {
+		return
+	}
+	s := sig.(syscall.Signal)
+	cancel(&signalError{s})
+	if grace <= 0 {
+		return
+	}
+	select {
+	case <-sigs:
+	case <-time.After(grace):
+		fmt.Fprintf(stderr, "vnetbench: %v: stopped\n", &signalError{s})
+	}
+	exit(128 + int(s))
 }
 
 // signalError is the cause of a context cancelled by a signal.
