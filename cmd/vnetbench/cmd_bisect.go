@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -22,13 +23,15 @@ import (
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/labvm"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // bisectOpts are what bisect and bisect-step share: the scenario, the
 // kernel tree, the good ref, the metric and the verdict's settings.
 type bisectOpts struct {
 	scenario, tree, good, metric, out string
-	minEffect, maxReps                string
+	minEffect                         string
+	maxReps                           int
 	// change is the change to find: "worse" (a regression, the metric's
 	// bad direction) or "better" (an improvement: which commit fixed it).
 	change   string
@@ -39,12 +42,12 @@ type bisectOpts struct {
 func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *flag.FlagSet) {
 	fs := newFlagSet(fsName, synopsis, stderr)
 	o := &bisectOpts{}
-	fs.StringVar(&o.tree, "tree", "", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
+	pathVar(fs, &o.tree, "tree", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
 	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
 	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that changed (its better direction is the metric's: tx_pps up, lost_pps down)")
 	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
 	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
-	fs.StringVar(&o.maxReps, "max-repetitions", fmt.Sprint(verdict.Default.MaxN()), "budget of repetitions per cell and candidate")
+	fs.IntVar(&o.maxReps, "max-repetitions", verdict.Default.MaxN(), "budget of repetitions per cell and candidate")
 	fs.StringVar(&o.change, "change", "worse", "the change to find (`WHICH`): worse, a regression in the metric's bad direction, or better, an improvement (the commit that brought it)")
 	o.sets = addSetFlag(fs)
 	fs.DurationVar(&o.lockWait, "lock-wait", 0, "each step's run waits up to `DURATION` for another run on this host to finish (default: fail at once)")
@@ -100,17 +103,26 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if err != nil {
 		return bisect.Outcome{}, err
 	}
+	gates, err := report.ParseGates(g)
+	if err != nil {
+		return bisect.Outcome{}, err
+	}
+	me, err := verdict.ParseMinEffect(o.minEffect)
+	if err != nil {
+		return bisect.Outcome{}, usageErrorf("bisect: --min-effect: %v", err)
+	}
 	dir := filepath.Join(o.out, commit)
-	args := []string{o.scenario, "-o", dir, "--until-decided", "--fail-on", g, "--min-effect", o.minEffect, "--max-repetitions", o.maxReps,
-		"--kernel", "good=tree=" + o.tree + ",ref=" + o.good, "--kernel", "candidate=tree=" + o.tree + ",ref=" + commit}
-	args = append(args, o.sets.args()...)
-	if o.lockWait > 0 {
-		args = append(args, "--lock-wait", o.lockWait.String())
+	run := bench.Options{
+		Scenario: bench.Spec{Name: o.scenario, Sets: *o.sets, Kernels: []scenarios.Kernel{
+			{Label: "good", Tree: o.tree, Ref: o.good}, {Label: "candidate", Tree: o.tree, Ref: commit}}},
+		Dir: dir, LockWait: o.lockWait, MaxTime: bench.DefaultMaxTime, Version: version, Stdout: stdout, Stderr: stderr,
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
-		args = append(args, "--resume")
+		run.Resume = true
 	}
-	err = cmdRun(ctx, cl, args, stdout, stderr)
+	cl.machine(&run)
+	defer forceOnSecondSignal(ctx, stderr)()
+	_, err = bench.UntilDecided(ctx, run, bench.Until{Gates: gates, MinEffect: me, MaxReps: o.maxReps})
 	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
 		return bisect.Outcome{}, stepError(err)
 	}
@@ -118,8 +130,6 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if lerr != nil {
 		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, lerr)
 	}
-	gates, _ := report.ParseGates(g)
-	me, _ := verdict.ParseMinEffect(o.minEffect)
 	p, derr := report.Decide(set, gates, me)
 	if derr != nil {
 		return bisect.Outcome{}, derr
