@@ -288,8 +288,17 @@ func TestRealSeriesTCPD(t *testing.T) {
 	if len(series) == 0 {
 		t.Fatalf("no univariate annotated series under %s", dir)
 	}
-	table, _ := realTable("tcpd", series, detectors())
+	table, scores := realTable("tcpd", series, detectors())
 	t.Logf("TCPD, %d univariate series:\n%s", len(series), table)
+	beatsZero(t, scores["all"])
+}
+
+// beatsZero fails when the detector scores below reporting nothing.
+func beatsZero(t *testing.T, s map[string]realScore) {
+	t.Helper()
+	if v, z := s["vnetbench"], s["zero"]; v.f1 < z.f1 || v.cover < z.cover {
+		t.Errorf("F1 %.3f, covering %.3f: below the detector that reports nothing (%.3f, %.3f)", v.f1, v.cover, z.f1, z.cover)
+	}
 }
 
 func TestRealSeriesPerf(t *testing.T) {
@@ -305,8 +314,9 @@ func TestRealSeriesPerf(t *testing.T) {
 		t.Fatalf("no *_timeseries_data.csv under %s", dir)
 	}
 	prod := detector{"production", func(s labelled) []int { return s.prod }}
-	table, _ := realTable("perf", series, detectors(prod))
+	table, scores := realTable("perf", series, detectors(prod))
 	t.Logf("CI performance histories, %d series:\n%s", len(series), table)
+	beatsZero(t, scores["all"])
 }
 
 // TestRealSeriesGrid prints the grid Default was chosen from: TCPD's
