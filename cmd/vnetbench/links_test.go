@@ -221,7 +221,7 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 	bin := vnetbenchBin(t)
 	tmp := t.TempDir()
 	run := func(dir string, args ...string) (string, error) {
-		cmd := exec.CommandContext(t.Context(), bin, append([]string{"run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "30m", "--set", "repetitions=1"}, args...)...)
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "180m", "--set", "repetitions=1"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
