@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/runner/undo"
 )
 
@@ -21,6 +24,7 @@ func Pin(u *undo.Stack, what string, tids, cpus []int, perThread bool) error {
 	type saved struct {
 		tid  int
 		mask unix.CPUSet
+		item *ledger.Item
 	}
 	var done []saved
 	restore := func(context.Context) error {
@@ -28,7 +32,9 @@ func Pin(u *undo.Stack, what string, tids, cpus []int, perThread bool) error {
 		for _, s := range done {
 			if err := unix.SchedSetaffinity(s.tid, &s.mask); err != nil && !errors.Is(err, unix.ESRCH) {
 				errs = append(errs, fmt.Errorf("restore affinity of %s thread %d: %w", what, s.tid, err))
+				continue
 			}
+			s.item.Gone()
 		}
 		return errors.Join(errs...)
 	}
@@ -46,14 +52,48 @@ func Pin(u *undo.Stack, what string, tids, cpus []int, perThread bool) error {
 				set.Set(c)
 			}
 		}
+		// The old mask goes into the ledger first: doctor --clean puts it
+		// back on a thread a killed run pinned.
+		start, _ := ledger.StartTime(tid)
+		it, err := ledger.Record(ledger.Entry{Kind: ledger.Pin, Name: what, PID: tid, Start: start, Mask: maskString(&old)})
+		if err != nil {
+			restore(context.Background())
+			return err
+		}
 		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			it.Gone()
 			restore(context.Background())
 			return fmt.Errorf("pin %s thread %d to CPUs %v: %w", what, tid, cpus, err)
 		}
-		done = append(done, saved{tid, old})
+		it.Made(nil)
+		done = append(done, saved{tid, old, it})
 	}
 	u.Push("restore affinity of "+what, restore)
 	return nil
+}
+
+// maskString is a CPU set as a list of CPUs ("0,2,3"), ParseMask's input.
+func maskString(set *unix.CPUSet) string {
+	var cpus []string
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, strconv.Itoa(c))
+		}
+	}
+	return strings.Join(cpus, ",")
+}
+
+// parseMask is maskString's inverse.
+func parseMask(s string) (unix.CPUSet, error) {
+	var set unix.CPUSet
+	for _, f := range strings.Split(s, ",") {
+		c, err := strconv.Atoi(f)
+		if err != nil || c < 0 || c >= 1024 {
+			return set, fmt.Errorf("bad CPU list %q", s)
+		}
+		set.Set(c)
+	}
+	return set, nil
 }
 
 // Affinity returns the CPUs a thread may run on.

@@ -3,164 +3,336 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 )
 
-// Leftover is something a run (or a probe) creates and removes at its
-// end, found on the host: a killed harness leaves it behind. Names carry
-// the creating process's pid (vnb-PID-..., vnbprobe-PID-N, vnb-probe-PID),
-// so a leftover whose process is gone is told from one in use.
+// Leftover is a resource a vnetbench process recorded in its ledger and
+// did not remove because it was killed: an entry of a ledger whose owner
+// is gone. Nothing found only by its name is a leftover.
 type Leftover struct {
-	Kind  string // "netns", "tap" or "dir"
-	Name  string // the namespace's or tap's name, the directory's path
-	Owner int    // the pid in its name (0 = none)
-	// Busy says why CleanLeftovers keeps it ("" = its owner is gone and
-	// no process uses it).
+	ledger.Orphan
+	// Busy says why CleanLeftovers keeps it ("" = it can go): in use, or
+	// not provably the one the run made.
 	Busy string
+	// Gone: it no longer exists; only the ledger's line is left.
+	Gone bool
 }
 
 func (l Leftover) String() string {
-	s := l.Kind + " " + l.Name
-	if l.Busy != "" {
-		return s + " (kept: " + l.Busy + ")"
+	s := l.Entry.Kind + " " + l.Entry.Name
+	switch l.Entry.Kind {
+	case ledger.Tap, ledger.Qdisc:
+		s += " in netns " + l.Entry.Netns
+	case ledger.Pin:
+		s = fmt.Sprintf("affinity of %s thread %d (was CPUs %s)", l.Entry.Name, l.Entry.PID, l.Entry.Mask)
+	case ledger.VM:
+		s = fmt.Sprintf("QEMU %s, pid %d", l.Entry.Name, l.Entry.PID)
 	}
-	return s + " (its process is gone)"
+	s += fmt.Sprintf(" (%s, pid %d, is gone)", l.owner(), l.Owner.PID)
+	if l.Busy != "" {
+		s += "; kept: " + l.Busy
+	}
+	return s
+}
+
+func (l Leftover) owner() string {
+	if l.Owner.Run != "" {
+		return "run " + l.Owner.Run
+	}
+	if len(l.Owner.Argv) > 1 {
+		return "vnetbench " + l.Owner.Argv[1]
+	}
+	return "vnetbench"
 }
 
 // LeftoversHint is what a failed run says about leftovers.
-const LeftoversHint = "'vnetbench doctor' lists what killed runs left behind (network namespaces, taps, socket directories) and 'vnetbench doctor --clean' removes it"
+const LeftoversHint = "'vnetbench doctor' lists what killed runs left behind (network namespaces, taps, directories, VMs) and 'vnetbench doctor --clean' removes it"
 
-// FindLeftovers lists the vnb* network namespaces, the vnb* tun/tap
-// devices of the harness's own namespace (runs make theirs inside their
-// namespace) and the vnb-* directories in the temporary directory.
-func FindLeftovers() []Leftover { return findLeftovers(hostnet.NetnsDir, os.TempDir()) }
-
-func findLeftovers(netnsDir, tmpDir string) []Leftover {
-	users := nsUsers()
+// FindLeftovers lists what the ledgers (ledger.Path) of processes that are
+// gone still record, each checked: gone already, in use, or not provably
+// the run's own (Busy), else removable.
+func FindLeftovers() []Leftover {
+	orphans, _, _ := ledger.Scan(ledger.Path())
+	u := scanUsers()
 	var out []Leftover
-	ents, _ := os.ReadDir(netnsDir)
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "vnb") {
-			continue
-		}
-		l := Leftover{Kind: "netns", Name: e.Name(), Owner: ownerPID(e.Name())}
-		var st syscall.Stat_t
-		if err := syscall.Stat(filepath.Join(netnsDir, e.Name()), &st); err == nil && users[st.Ino] != 0 {
-			l.Busy = fmt.Sprintf("process %d uses it", users[st.Ino])
-		}
+	for _, o := range orphans {
+		l := Leftover{Orphan: o}
+		l.Gone, l.Busy = u.check(o)
 		out = append(out, l)
-	}
-	links, _ := netlink.LinkList()
-	for _, ln := range links {
-		a := ln.Attrs()
-		if _, tap := ln.(*netlink.Tuntap); !tap || !strings.HasPrefix(a.Name, "vnb") {
-			continue
-		}
-		l := Leftover{Kind: "tap", Name: a.Name, Owner: ownerPID(a.Name)}
-		if a.OperState == netlink.OperUp {
-			l.Busy = "a reader is attached"
-		}
-		out = append(out, l)
-	}
-	sockets := unixSocketPaths()
-	dirs, _ := filepath.Glob(filepath.Join(tmpDir, "vnb-*"))
-	for _, d := range dirs {
-		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			continue
-		}
-		l := Leftover{Kind: "dir", Name: d, Owner: ownerPID(filepath.Base(d))}
-		for _, s := range sockets {
-			if strings.HasPrefix(s, d+"/") {
-				l.Busy = "a process listens on " + s
-				break
-			}
-		}
-		out = append(out, l)
-	}
-	for i := range out {
-		if l := &out[i]; l.Busy == "" && l.Owner != 0 && alive(l.Owner) {
-			l.Busy = fmt.Sprintf("its process %d is running", l.Owner)
-		}
 	}
 	return out
 }
 
-// CleanLeftovers removes the leftovers that are not Busy and returns
-// them.
+// CleanLeftovers removes the leftovers that are neither Busy nor Gone,
+// last recorded first (a tap before its namespace), records each removed
+// or gone one in its ledger, and returns those it removed.
 func CleanLeftovers(ls []Leftover) ([]Leftover, error) {
 	var done []Leftover
 	var errs []error
+	for i := len(ls) - 1; i >= 0; i-- {
+		l := ls[i]
+		if l.Busy != "" || l.Entry.Kind == ledger.Qdisc {
+			continue
+		}
+		if !l.Gone {
+			if err := remove(l.Orphan); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s %s: %w", l.Entry.Kind, l.Entry.Name, err))
+				continue
+			}
+			done = append(done, l)
+		}
+		ledger.Resolved(l.Orphan)
+	}
+	// A qdisc goes with its device or namespace.
 	for _, l := range ls {
-		if l.Busy != "" {
-			continue
+		if l.Entry.Kind == ledger.Qdisc && !netnsExists(l.Entry.Netns) {
+			ledger.Resolved(l.Orphan)
 		}
-		var err error
-		switch l.Kind {
-		case "netns":
-			err = hostnet.DeleteNamed(l.Name)
-		case "tap":
-			err = netlink.LinkDel(&netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: l.Name}})
-		case "dir":
-			err = os.RemoveAll(l.Name)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("remove %s %s: %w", l.Kind, l.Name, err))
-			continue
-		}
-		done = append(done, l)
 	}
 	return done, errors.Join(errs...)
 }
 
-// ownerPID is the first all-digit part of a dash-separated name after its
-// prefix ("vnb-123-ab" -> 123, "vnbprobe-123-4" -> 123), 0 when none.
-func ownerPID(name string) int {
-	parts := strings.Split(name, "-")
-	for _, p := range parts[1:] {
-		if n, err := strconv.Atoi(p); err == nil && n > 0 && p[0] != '0' {
-			return n
+func netnsExists(name string) bool {
+	_, err := os.Lstat(filepath.Join(hostnet.NetnsDir, name))
+	return err == nil
+}
+
+// remove removes one leftover that check found removable.
+func remove(o ledger.Orphan) error {
+	e := o.Entry
+	switch e.Kind {
+	case ledger.Netns:
+		return hostnet.DeleteNamed(e.Name)
+	case ledger.Tap:
+		if !netnsExists(e.Netns) {
+			return nil
 		}
+		ns, err := hostnet.OpenNetns(e.Netns)
+		if err != nil {
+			return err
+		}
+		defer ns.Close()
+		return ns.DeleteLink(e.Name)
+	case ledger.Dir:
+		return os.RemoveAll(e.Name)
+	case ledger.Pin:
+		set, err := parseMask(e.Mask)
+		if err != nil {
+			return err
+		}
+		if err := unix.SchedSetaffinity(e.PID, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+		return nil
+	case ledger.VM:
+		if err := syscall.Kill(e.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		for range 50 {
+			if st, err := ledger.StartTime(e.PID); err != nil || st != e.Start {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("QEMU pid %d did not end after SIGKILL", e.PID)
 	}
-	return 0
+	return fmt.Errorf("unknown kind %q", e.Kind)
 }
 
-// alive reports whether a process with that pid exists.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// users is who uses what on the host, read once from /proc.
+type users struct {
+	netns   map[uint64]int      // a network namespace's inode -> a process in it or holding it
+	paths   map[string]int      // an open file's or working directory's path -> a process
+	sockets []string            // bound unix socket paths
+	mounts  map[uint64][]string // an nsfs inode -> its mount points
 }
 
-// nsUsers maps the inode of every network namespace a process is in or
-// holds open to one such process.
-func nsUsers() map[uint64]int {
-	users := map[uint64]int{}
+// scanUsers reads /proc: every process's network namespace, open files
+// and working directory, the unix sockets and nsfs mounts. (A tap's
+// readers are its queues, which netlink counts.)
+func scanUsers() *users {
+	u := &users{netns: map[uint64]int{}, paths: map[string]int{}, mounts: map[uint64][]string{}}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(filepath.Base(p))
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		links := []string{filepath.Join(p, "ns", "net")}
+		if t, err := os.Readlink(filepath.Join(p, "ns", "net")); err == nil {
+			u.addNetns(t, pid)
+		}
+		if t, err := os.Readlink(filepath.Join(p, "cwd")); err == nil {
+			u.paths[t] = pid
+		}
 		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
-		links = append(links, fds...)
-		for _, l := range links {
-			t, err := os.Readlink(l)
-			if err != nil || !strings.HasPrefix(t, "net:[") {
-				continue
-			}
-			if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(t, "net:["), "]"), 10, 64); err == nil {
-				users[ino] = pid
+		for _, fd := range fds {
+			t, err := os.Readlink(fd)
+			switch {
+			case err != nil:
+			case strings.HasPrefix(t, "net:["):
+				u.addNetns(t, pid)
+			case strings.HasPrefix(t, "/"):
+				u.paths[t] = pid
 			}
 		}
 	}
-	return users
+	u.sockets = unixSocketPaths()
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[3], "net:[") {
+				ino, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(f[3], "net:["), "]"), 10, 64)
+				u.mounts[ino] = append(u.mounts[ino], f[4])
+			}
+		}
+	}
+	return u
+}
+
+func (u *users) addNetns(link string, pid int) {
+	if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "net:["), "]"), 10, 64); err == nil {
+		u.netns[ino] = pid
+	}
+}
+
+// under returns a process using a path at or under dir, and the path.
+func (u *users) under(dir string) (int, string) {
+	for p, pid := range u.paths {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			return pid, p
+		}
+	}
+	for _, s := range u.sockets {
+		if strings.HasPrefix(s, dir+"/") {
+			return -1, s
+		}
+	}
+	return 0, ""
+}
+
+// check tells whether o is gone, or why it must stay.
+func (u *users) check(o ledger.Orphan) (gone bool, busy string) {
+	e := o.Entry
+	switch e.Kind {
+	case ledger.Netns:
+		return u.checkNetns(e)
+	case ledger.Tap:
+		return checkTap(o, u)
+	case ledger.Qdisc:
+		if !netnsExists(e.Netns) {
+			return true, ""
+		}
+		return false, "it goes with netns " + e.Netns
+	case ledger.Dir:
+		return u.checkDir(o)
+	case ledger.Pin, ledger.VM:
+		st, err := ledger.StartTime(e.PID)
+		if err != nil || e.Start == 0 || st != e.Start {
+			return true, "" // that thread or process is gone (its pid may be another's now)
+		}
+		return false, ""
+	}
+	return false, fmt.Sprintf("unknown kind %q", e.Kind)
+}
+
+func (u *users) checkNetns(e ledger.Entry) (bool, string) {
+	var st unix.Stat_t
+	path := filepath.Join(hostnet.NetnsDir, e.Name)
+	if err := unix.Stat(path, &st); err != nil {
+		return errors.Is(err, unix.ENOENT), fmt.Sprintf("%v", err)
+	}
+	switch {
+	case e.Ino == 0:
+		return false, "the run was killed before it recorded the namespace's identity: not provably its own (ip netns del " + e.Name + " removes it)"
+	case st.Ino != e.Ino:
+		return false, "another namespace has its name now"
+	case u.netns[st.Ino] != 0:
+		return false, fmt.Sprintf("process %d is inside it or holds it open", u.netns[st.Ino])
+	}
+	if ms := slices.DeleteFunc(slices.Clone(u.mounts[st.Ino]), func(m string) bool { return m == path }); len(ms) > 0 {
+		return false, "it is mounted at " + ms[0] + " too"
+	}
+	return false, ""
+}
+
+func checkTap(o ledger.Orphan, u *users) (bool, string) {
+	e := o.Entry
+	if !netnsExists(e.Netns) {
+		return true, ""
+	}
+	ns, err := hostnet.OpenNetns(e.Netns)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer ns.Close()
+	var gone bool
+	var busy string
+	err = ns.Do(func() error {
+		l, err := netlink.LinkByName(e.Name)
+		if err != nil {
+			gone = errors.As(err, new(netlink.LinkNotFoundError))
+			return err
+		}
+		if a := l.Attrs(); a.Alias != ledger.AliasPrefix+o.Owner.ID {
+			busy = fmt.Sprintf("its ifalias %q does not name the run's ledger", a.Alias)
+		}
+		return nil
+	})
+	if err != nil && !gone {
+		return false, err.Error()
+	}
+	if gone || busy != "" {
+		return gone, busy
+	}
+	// Whether its link is up or down: a reader holds it.
+	switch r, err := ns.TapReaders(e.Name); {
+	case err != nil:
+		return false, err.Error()
+	case r > 0:
+		return false, "a reader holds a queue of it"
+	}
+	return false, ""
+}
+
+func (u *users) checkDir(o ledger.Orphan) (bool, string) {
+	dir := o.Entry.Name
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, ""
+	}
+	if err != nil || !fi.IsDir() {
+		return false, "it is not a directory now"
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ledger.MarkerFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false, "it has no " + ledger.MarkerFile + " naming the run's ledger: not provably its own"
+	}
+	b := make([]byte, 64)
+	n, _ := f.Read(b)
+	f.Close()
+	if strings.TrimSpace(string(b[:n])) != o.Owner.ID {
+		return false, "its " + ledger.MarkerFile + " names another ledger"
+	}
+	switch pid, p := u.under(dir); {
+	case pid > 0:
+		return false, fmt.Sprintf("process %d has %s open", pid, p)
+	case pid < 0:
+		return false, "a process listens on " + p
+	}
+	return false, ""
 }
 
 // unixSocketPaths lists the paths of the bound unix sockets of the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
@@ -404,13 +405,15 @@ func newID() string {
 
 // setupRun creates the run's network namespace and socket directory.
 func (r *runState) setupRun(ctx context.Context) error {
-	// Names carry the pid: doctor tells a killed run's leftovers by it.
-	sockDir, err := os.MkdirTemp("", fmt.Sprintf("vnb-%d-", os.Getpid()))
+	// Everything the run makes on the host is in the process's ledger
+	// first: doctor tells a killed run's leftovers by it, not by name.
+	ledger.SetRun(r.id)
+	sockDir, removeSockDir, err := ledger.MkdirTemp(fmt.Sprintf("vnb-%d", os.Getpid()))
 	if err != nil {
 		return err
 	}
 	r.sockDir = sockDir
-	r.undo.Push("remove "+sockDir, func(context.Context) error { return os.RemoveAll(sockDir) })
+	r.undo.Push("remove "+sockDir, func(context.Context) error { return removeSockDir() })
 	name := fmt.Sprintf("vnb-%d-%s", os.Getpid(), strings.ReplaceAll(r.id[len(r.id)-8:], "-", ""))
 	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
 	// namespace are those that appear with it: remember the ones before.

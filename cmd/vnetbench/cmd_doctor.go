@@ -17,8 +17,9 @@ import (
 
 // cmdDoctor reports what this host can run and what is missing.
 func cmdDoctor(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("doctor", "[--clean]", stderr)
-	clean := fs.Bool("clean", false, "remove what killed runs left behind (network namespaces, taps, socket directories) whose process is gone")
+	fs := newFlagSet("doctor", "[--clean | --leftovers]", stderr)
+	clean := fs.Bool("clean", false, "remove what killed vnetbench processes left behind (what their ledgers record and no process uses)")
+	only := fs.Bool("leftovers", false, "list only what killed vnetbench processes left behind")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -29,36 +30,51 @@ func cmdDoctor(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if *clean {
 		return cleanLeftovers(stdout)
 	}
+	if *only {
+		ls := existing(runner.FindLeftovers())
+		writeLeftovers(stdout, ls)
+		if len(ls) == 0 {
+			fmt.Fprintln(stdout, "nothing left behind")
+		}
+		return nil
+	}
 	d := runner.RunDoctor(ctx, proc.Real{})
 	writeDoctor(ctx, stdout, d, cl.loadTable(io.Discard, ""))
-	writeLeftovers(stdout, runner.FindLeftovers())
+	writeLeftovers(stdout, existing(runner.FindLeftovers()))
 	return nil
 }
 
-// writeLeftovers lists what killed runs left behind.
+// existing drops the leftovers that no longer exist (their ledger line
+// is all that is left).
+func existing(ls []runner.Leftover) []runner.Leftover {
+	return slices.DeleteFunc(ls, func(l runner.Leftover) bool { return l.Gone })
+}
+
+// writeLeftovers lists what killed processes left behind.
 func writeLeftovers(w io.Writer, ls []runner.Leftover) {
 	if len(ls) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nleft behind by runs or probes ('vnetbench doctor --clean' removes those whose process is gone):")
+	fmt.Fprintln(w, "\nleft behind by killed vnetbench processes (their ledgers say so; 'vnetbench doctor --clean' removes those not in use):")
 	for _, l := range ls {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 }
 
-// cleanLeftovers removes the leftovers whose process is gone.
+// cleanLeftovers removes what killed processes left behind and no
+// process uses, and says what it kept and why.
 func cleanLeftovers(w io.Writer) error {
 	ls := runner.FindLeftovers()
 	done, err := runner.CleanLeftovers(ls)
 	for _, l := range done {
-		fmt.Fprintf(w, "removed %s %s\n", l.Kind, l.Name)
+		fmt.Fprintf(w, "removed %s\n", l)
 	}
 	for _, l := range ls {
 		if l.Busy != "" {
 			fmt.Fprintf(w, "kept %s\n", l)
 		}
 	}
-	if len(ls) == 0 {
+	if len(existing(ls)) == 0 {
 		fmt.Fprintln(w, "nothing left behind")
 	}
 	return err

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeLoopEnv) != "" { // cmd_shard_test.go: this process is the CLI
 		os.Exit(fakeLoopMain())
 	}
+	if os.Getenv(holderEnv) != "" { // doctor_clean_test.go: a run's resources, held
+		os.Exit(holderMain())
+	}
 	if os.Getenv(stepChildEnv) != "" { // bisect_harden_test.go: bisect-step's child
 		os.Exit(stepChildTestMain())
 	}

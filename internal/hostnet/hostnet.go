@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,13 +31,19 @@ const NetnsDir = "/run/netns"
 type Netns struct {
 	Name   string
 	handle netns.NsHandle
+	item   *ledger.Item
 }
 
 // CreateNetns creates the named namespace (/run/netns/NAME) with its
-// loopback up. It fails if the name exists.
+// loopback up, recorded in the process's ledger first (with its inode
+// once made). It fails if the name exists.
 func CreateNetns(name string) (ns *Netns, err error) {
 	if _, err := os.Stat(filepath.Join(NetnsDir, name)); err == nil {
-		return nil, fmt.Errorf("netns %s already exists; if no run uses it, 'vnetbench doctor --clean' removes it (or 'ip netns del %s')", name, name)
+		return nil, fmt.Errorf("netns %s already exists; it is not this run's: 'vnetbench doctor' lists what killed runs left behind", name)
+	}
+	it, err := ledger.Record(ledger.Entry{Kind: ledger.Netns, Name: name})
+	if err != nil {
+		return nil, err
 	}
 	// NewNamed leaves its thread in the new namespace: a throwaway one.
 	var h netns.NsHandle
@@ -47,9 +54,14 @@ func CreateNetns(name string) (ns *Netns, err error) {
 	})
 	if err != nil {
 		os.Remove(filepath.Join(NetnsDir, name))
+		it.Gone()
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
 	}
-	ns = &Netns{Name: name, handle: h}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(NetnsDir, name), &st); err == nil {
+		it.Made(func(e *ledger.Entry) { e.Ino = st.Ino })
+	}
+	ns = &Netns{Name: name, handle: h, item: it}
 	if err := ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
@@ -63,6 +75,19 @@ func CreateNetns(name string) (ns *Netns, err error) {
 	return ns, nil
 }
 
+// OpenNetns opens the existing namespace /run/netns/NAME (one a killed
+// run left, for doctor); Close releases it without deleting it.
+func OpenNetns(name string) (*Netns, error) {
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %s: %w", name, err)
+	}
+	return &Netns{Name: name, handle: h}, nil
+}
+
+// Close releases the namespace's handle; the namespace stays.
+func (n *Netns) Close() error { return n.handle.Close() }
+
 // Delete removes the namespace; devices inside it (the tap) go with it
 // once no process holds it.
 func (n *Netns) Delete() error {
@@ -72,12 +97,20 @@ func (n *Netns) Delete() error {
 		if rerr := os.Remove(filepath.Join(NetnsDir, n.Name)); rerr != nil && !os.IsNotExist(rerr) {
 			return fmt.Errorf("delete netns %s: %w", n.Name, rerr)
 		}
+		n.gone()
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("delete netns %s: %w", n.Name, err)
 	}
+	n.gone()
 	return nil
+}
+
+// gone records the namespace, and what was in it, gone.
+func (n *Netns) gone() {
+	ledger.GoneWithin(n.Name)
+	n.item.Gone()
 }
 
 // Do runs fn on a thread switched into the namespace: a new goroutine
@@ -164,6 +197,22 @@ func (n *Netns) CreateTap(t Tap) error {
 	if len(t.Name) == 0 || len(t.Name) > 15 {
 		return fmt.Errorf("tap name %q must be 1..15 bytes", t.Name)
 	}
+	it, err := ledger.Record(ledger.Entry{Kind: ledger.Tap, Name: t.Name, Netns: n.Name})
+	if err != nil {
+		return err
+	}
+	err = n.createTap(t)
+	if err != nil {
+		it.Gone()
+		return err
+	}
+	it.Made(nil)
+	return nil
+}
+
+// createTap is CreateTap's work inside the namespace; the tap's ifalias
+// names the ledger that recorded it.
+func (n *Netns) createTap(t Tap) error {
 	return n.Do(func() error {
 		flags := netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR
 		q := 1
@@ -184,6 +233,10 @@ func (n *Netns) CreateTap(t Tap) error {
 		link, err := netlink.LinkByName(t.Name)
 		if err != nil {
 			return fmt.Errorf("tap %s: %w", t.Name, err)
+		}
+		if err := netlink.LinkSetAlias(link, ledger.AliasPrefix+ledger.ID()); err != nil {
+			netlink.LinkDel(link)
+			return fmt.Errorf("tap %s: ifalias: %w", t.Name, err)
 		}
 		if t.TxQLen > 0 {
 			if err := netlink.LinkSetTxQLen(link, t.TxQLen); err != nil {
@@ -208,6 +261,9 @@ func (n *Netns) CreateTap(t Tap) error {
 
 // DeleteLink removes a device from the namespace.
 func (n *Netns) DeleteLink(name string) error {
+	defer ledger.This().GoneMatching(func(e *ledger.Entry) bool {
+		return e.Netns == n.Name && (e.Kind == ledger.Tap && e.Name == name || e.Kind == ledger.Qdisc && strings.HasPrefix(e.Name, name+" "))
+	})
 	return n.Do(func() error {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
@@ -341,9 +397,20 @@ func (e *QdiscError) Unwrap() error { return e.Err }
 // Is makes a missing qdisc a missing capability.
 func (e *QdiscError) Is(target error) bool { return target == fault.ErrCapability }
 
+// recordQdisc notes a qdisc change in the ledger (it goes with the
+// namespace).
+func (n *Netns) recordQdisc(dev, kind string) error {
+	it, err := ledger.Record(ledger.Entry{Kind: ledger.Qdisc, Name: dev + " " + kind, Netns: n.Name})
+	it.Made(nil)
+	return err
+}
+
 // SetQdisc replaces dev's root qdisc with kind ("noqueue" removes the root
 // qdisc). An unknown kind is a *QdiscError.
 func (n *Netns) SetQdisc(dev, kind string) error {
+	if err := n.recordQdisc(dev, kind); err != nil {
+		return err
+	}
 	return n.Do(func() error {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {

@@ -48,6 +48,42 @@ func tapInfo(dev string) (TapInfo, error) {
 	}, nil
 }
 
+// TapReaders reports how many readers hold queues of the tap in the
+// namespace, whether its link is up or down: netlink counts a
+// multi-queue tap's; a single-queue tap's one queue is found by trying to
+// attach it (EBUSY: a reader holds it; else the queue is let go at once).
+func (n *Netns) TapReaders(dev string) (int, error) {
+	var readers int
+	err := n.Do(func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		t, ok := l.(*netlink.Tuntap)
+		if !ok {
+			return fmt.Errorf("%s is a %s device, not a tap", dev, l.Type())
+		}
+		if t.Flags&netlink.TUNTAP_MULTI_QUEUE != 0 {
+			readers = t.Queues + t.DisabledQueues
+			return nil
+		}
+		flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
+		if t.Flags&netlink.TUNTAP_VNET_HDR != 0 {
+			flags |= unix.IFF_VNET_HDR
+		}
+		f, err := openTapQueue(dev, flags)
+		if errors.Is(err, unix.EBUSY) {
+			readers = 1
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	return readers, err
+}
+
 // VnetHdrLen is the size of the virtio_net_hdr in front of every frame
 // read from a tap opened with IFF_VNET_HDR (the kernel's default; QEMU
 // and AttachTap leave it at that).

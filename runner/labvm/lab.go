@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
@@ -272,11 +273,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := c.makeDirs(runDir)
+	tmp, removeTmp, err := c.makeDirs(runDir)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTmp()
 	qc, res, err := c.bootConfig(ctx, k, runDir, tmp)
 	if err != nil {
 		return nil, err
@@ -360,30 +361,30 @@ func (c *Config) labKernel(ctx context.Context) (*vmimages.Kernel, error) {
 
 // makeDirs creates the lab's directory under runDir and the cache, and
 // returns a new temporary directory for the initramfs and QMP socket.
-func (c *Config) makeDirs(runDir string) (string, error) {
+func (c *Config) makeDirs(runDir string) (tmp string, remove func() error, err error) {
 	run, err := safefs.MkdirAll(runDir)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer run.Close()
 	// QEMU writes the console log there: no link on the way, none at
 	// the name.
 	if err := run.MkdirAll(results.LabVMDir(c.Label)); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := run.RemoveAll(results.LabConsole(c.Label)); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if c.OutDir != "" {
 		if !within(c.OutDir, runDir) {
-			return "", inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
+			return "", nil, inputErrorf("lab %s: output %s is not under the run directory %s", c.Label, c.OutDir, runDir)
 		}
 		rel, _ := filepath.Rel(runDir, c.OutDir)
 		if err := run.MkdirAll(rel); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return os.MkdirTemp("", fmt.Sprintf("vnb-lab-%d-", os.Getpid()))
+	return ledger.MkdirTemp(fmt.Sprintf("vnb-lab-%d", os.Getpid()))
 }
 
 // bootConfig builds the lab's initramfs in tmp and returns the QEMU

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
@@ -203,23 +204,23 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		sc.GuestAppend = FastAppend
 	}
 	sc.OutDir, sc.Log = c.OutDir, c.Log
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-perfstress-%d-", os.Getpid()))
+	tmp, removeTmp, err := ledger.MkdirTemp(fmt.Sprintf("vnb-perfstress-%d", os.Getpid()))
 	if err != nil {
 		return nil, nil, err
 	}
 	initrd, err := nestedInitrd(sc, tmp)
 	if err != nil {
-		os.RemoveAll(tmp)
+		removeTmp()
 		return nil, nil, err
 	}
 	vm, _, err := bootNestedVM(ctx, sc, c.Guest, initrd, tmp)
 	if err != nil {
-		os.RemoveAll(tmp)
+		removeTmp()
 		return nil, nil, err
 	}
 	return qemu.VhostThreads(vm.Pid()), func() {
 		quitNested(vm)
-		os.RemoveAll(tmp)
+		removeTmp()
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -100,11 +101,11 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("vnb-selftest-%d-", os.Getpid()))
+	tmp, removeTmp, err := ledger.MkdirTemp(fmt.Sprintf("vnb-selftest-%d", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTmp()
 	initrd, err := nestedInitrd(c, tmp)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
@@ -44,10 +45,18 @@ func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM,
 			os.Remove(s)
 		}
 	}
+	it, err := ledger.Record(ledger.Entry{Kind: ledger.VM, Name: c.Name, Netns: netns})
+	if err != nil {
+		return nil, err
+	}
 	p, err := ex.Start(ctx, proc.Cmd{Argv: Args(c), Netns: netns})
 	if err != nil {
+		it.Gone()
 		return nil, fmt.Errorf("start qemu: %w", err)
 	}
+	start, _ := ledger.StartTime(p.Pid())
+	it.Made(func(e *ledger.Entry) { e.PID, e.Start = p.Pid(), start })
+	go func() { <-p.Done(); it.Gone() }()
 	vm := &VM{Config: c, Netns: netns, Accel: c.Accel, proc: p}
 	if vm.Accel == "" {
 		vm.Accel = TCG
