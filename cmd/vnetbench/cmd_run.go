@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,7 +35,7 @@ import (
 // estimate against --max-time, and then either prints the dry run or runs
 // the lab cells and the host cells and prints the table.
 func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N|auto] [--dry-run] [--seed N|auto] [--until-decided]", stderr)
 	f := addRunFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -74,7 +73,7 @@ type runFlags struct {
 	out, shard, agentBin      *string
 	insideLab, label, scenDir *string
 	resume, dry               *bool
-	seed                      *int64
+	seed                      *runner.SeedFlag
 	lockWait, maxTime         *time.Duration
 	kernels                   *kernelFlags
 	reps                      *int
@@ -88,7 +87,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	f.resume = fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	f.shard = fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
 	f.dry = fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
-	f.seed = fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
+	f.seed = addSeedFlag(fs)
 	f.agentBin = pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
 	f.lockWait = fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	f.insideLab = fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
@@ -111,6 +110,8 @@ type runCmd struct {
 
 	s                    *scenarios.Scenario
 	seedUsed             int64
+	seedSource           string
+	shardI, shardN       int
 	distinct, cells      []scenarios.Cell
 	hostCells, labCells  []scenarios.Cell
 	shardNote, shardSpec string
@@ -156,12 +157,16 @@ func (r *runCmd) load() error {
 // order expands the cells, orders them by the seed and keeps this
 // shard's, or this lab's.
 func (r *runCmd) order() error {
-	r.seedUsed = *r.seed
-	if r.seedUsed == 0 {
-		r.seedUsed = r.s.Seed
+	if err := r.resolveShard(); err != nil {
+		return err
 	}
-	if r.seedUsed == 0 {
-		r.seedUsed = rand.Int64N(1<<31-1) + 1
+	var err error
+	r.seedUsed, r.seedSource, err = runner.ResolveSeed(*r.seed, r.s.Seed, r.shardSpec, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if r.seedSource != runner.SeedFromFlag && r.seedSource != runner.SeedFromScenario && r.seedSource != runner.SeedRandom {
+		fmt.Fprintf(r.stdout, "seed %d from %s\n", r.seedUsed, r.seedSource)
 	}
 	var notes []string
 	r.distinct, notes = runner.Distinct(r.s.Expand())
@@ -174,8 +179,8 @@ func (r *runCmd) order() error {
 		fmt.Fprintf(r.stderr, "vnetbench: note: %s\n", n)
 	}
 	r.cells = scenarios.Order(r.distinct, r.seedUsed)
-	if err := r.keepShard(); err != nil {
-		return err
+	if r.shardSpec != "" {
+		r.cells = runner.Shard(r.cells, r.shardI, r.shardN)
 	}
 	if *r.insideLab != "" {
 		r.cells = lab.Inside(r.cells, *r.insideLab)
@@ -192,9 +197,8 @@ func (r *runCmd) order() error {
 	return nil
 }
 
-// keepShard keeps the cells of --shard (I/N, or auto from the CI's
-// variables).
-func (r *runCmd) keepShard() error {
+// resolveShard reads --shard (I/N, or auto from the CI's variables).
+func (r *runCmd) resolveShard() error {
 	if *r.shard == "" {
 		return nil
 	}
@@ -202,7 +206,7 @@ func (r *runCmd) keepShard() error {
 	if err != nil {
 		return err
 	}
-	r.cells = runner.Shard(r.cells, i, n)
+	r.shardI, r.shardN = i, n
 	r.shardSpec, r.shardSource = fmt.Sprintf("%d/%d", i, n), src
 	r.shardNote = " (shard " + r.shardSpec + ")"
 	if src != "" {
@@ -393,7 +397,7 @@ func (r *runCmd) options(prog *progress, runStart *time.Time) runner.Options {
 				fmt.Fprintf(r.stdout, "run directory %s\n", r.dir)
 			})
 		},
-		Shard: r.shardSpec, ShardSource: r.shardSource}
+		Shard: r.shardSpec, ShardSource: r.shardSource, SeedSource: r.seedSource}
 	if r.cl.runOptions != nil {
 		r.cl.runOptions(&opts)
 	}
