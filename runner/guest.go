@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -556,10 +557,29 @@ func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
 	cfg.VsockCID = n.VsockCID
 }
 
+// clearConsole removes what is at the console log's name in the run
+// directory (a link there is removed, not followed): QEMU opens the log
+// itself, following links, and must create a new file.
+func (r *runState) clearConsole(path string) error {
+	rel, err := filepath.Rel(r.dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil // not in the run directory (tests)
+	}
+	d, err := safefs.Open(r.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.RemoveAll(rel)
+}
+
 // launch starts QEMU and confirms over QMP that it runs the accelerator
 // asked for (query-kvm); bctx bounds the wait for QMP, ctx is QEMU's
 // lifetime.
 func (r *runState) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, error) {
+	if err := r.clearConsole(cfg.ConsoleLog); err != nil {
+		return nil, err
+	}
 	type res struct {
 		vm  *qemu.VM
 		err error
