@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
+)
+
+// chaosEnv sets the number of kill points of TestChaosE2E and makes it
+// kill a lab run (quickstart with its kernel in a lab VM): the figure of
+// docs/leftovers.md. Without it the test kills a host quickstart run at 3
+// points (CI).
+const chaosEnv = "VNETBENCH_E2E_CHAOS"
+
+// chaosOutEnv names a file the test writes each point's outcome to (JSON).
+const chaosOutEnv = "VNETBENCH_E2E_CHAOS_OUT"
+
+// A run SIGKILLed at random points, each followed by doctor --clean and
+// run --resume: after the clean nothing of the killed run is left (its
+// ledger, namespaces, taps, directories, processes) and nothing else is
+// touched (look-alikes and everything that was there before); the resumed
+// run completes; its samples are exactly the reference run's keys, none
+// lost, none twice. It runs in mount and network namespaces of its own
+// (tmpfs on /run and the temporary directory; the host's run lock is
+// bound in, so it still waits for other runs).
+func TestChaosE2E(t *testing.T) {
+	needRunHost(t)
+	testenv.NeedCommand(t, "unshare", "util-linux")
+	if os.Getenv(inNamespacesEnv) == "" {
+		bin := vnetbenchBin(t)
+		cmd := exec.CommandContext(t.Context(), "unshare", "--mount", "--net", "--propagation", "private", "--",
+			os.Args[0], "-test.run", "^TestChaosE2E$", "-test.v", "-test.timeout", "0")
+		cmd.Env = append(os.Environ(), inNamespacesEnv+"=1", "VNETBENCH_BIN="+bin)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		t.Logf("in its own namespaces:\n%s", out.String())
+		if err != nil || !strings.Contains(out.String(), "--- PASS: TestChaosE2E") {
+			t.Fatalf("the test in its own namespaces: %v", err)
+		}
+		return
+	}
+	chaosInNamespaces(t)
+}
+
+// chaosPoint is the outcome of one kill.
+type chaosPoint struct {
+	At       float64 `json:"at_s"`
+	Phase    string  `json:"phase"`
+	Listed   int     `json:"listed"`     // leftovers doctor listed
+	Clean    bool    `json:"clean"`      // nothing of the run left after --clean
+	Untouch  bool    `json:"untouched"`  // nothing else changed
+	Resumed  bool    `json:"resumed"`    // run --resume completed
+	Samples  bool    `json:"samples_ok"` // exactly the reference's keys, once each
+	ResumeS  float64 `json:"resume_s"`
+	Problems string  `json:"problems,omitempty"`
+}
+
+func chaosInNamespaces(t *testing.T) {
+	points, lab := 3, false
+	if v := os.Getenv(chaosEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a number of kill points", chaosEnv, v)
+		}
+		points, lab = n, true
+	}
+	tmp := privateRunAndTmp(t)
+	args := []string{"quickstart", "--seed", "5", "--lock-wait", "180m", "--set", "repetitions=1",
+		"--set", "generator.iperf3.duration=2s", "--set", "generator.trafgen.duration=2s"}
+	if lab {
+		args = append(args, "--kernel", "stock=debian:6.1")
+	}
+	bin := vnetbenchBin(t)
+	plantLookAlikes(t, tmp)
+	before := hostState(t, tmp)
+
+	// The reference run: its duration bounds the kill times, its keys are
+	// what every resumed run must hold.
+	ref := filepath.Join(tmp, "ref")
+	start := time.Now()
+	if out, err := exec.Command(bin, append([]string{"run"}, append(args, "-o", ref)...)...).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	refDur := time.Since(start)
+	want := sampleKeys(t, ref)
+	t.Logf("reference run: %d samples in %v (%s)", len(want), refDur.Round(time.Second), strings.Join(args, " "))
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("VNETBENCH_E2E_CHAOS_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d", seed)
+	var outcomes []chaosPoint
+	for i := range points {
+		at := time.Duration(rng.Float64() * float64(refDur) * 0.95)
+		dir := filepath.Join(tmp, fmt.Sprintf("run-%d", i))
+		p := killAndResume(t, bin, args, dir, at, lab)
+		// Nothing else touched: the look-alikes and all that was there.
+		if got := hostState(t, tmp); !slices.Equal(got, before) {
+			p.Problems += fmt.Sprintf("; host state changed: before %v, after %v", before, got)
+		} else {
+			p.Untouch = true
+		}
+		p.Samples = p.Resumed && slices.Equal(sampleKeys(t, dir), want)
+		if p.Resumed && !p.Samples {
+			p.Problems += fmt.Sprintf("; samples %v, want %v", sampleKeys(t, dir), want)
+		}
+		t.Logf("point %d: killed at %v in %s: listed %d, clean %v, untouched %v, resumed %v (%.0f s), samples %v%s",
+			i+1, at.Round(100*time.Millisecond), p.Phase, p.Listed, p.Clean, p.Untouch, p.Resumed, p.ResumeS, p.Samples, p.Problems)
+		if !p.Clean || !p.Untouch || !p.Resumed || !p.Samples {
+			t.Errorf("point %d (%s): %s", i+1, p.Phase, p.Problems)
+		}
+		outcomes = append(outcomes, p)
+		os.RemoveAll(dir)
+	}
+	summarizeChaos(t, outcomes)
+}
+
+// killAndResume starts the run into dir, SIGKILLs it after at, cleans
+// with doctor and resumes it.
+func killAndResume(t *testing.T, bin string, args []string, dir string, at time.Duration, lab bool) chaosPoint {
+	p := chaosPoint{At: at.Seconds()}
+	cmd := exec.Command(bin, append([]string{"run"}, append(args, "-o", dir)...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		p.Phase = "after the end"
+		p.Problems += fmt.Sprintf("; the run ended before the kill: %v", err)
+	case <-time.After(at):
+		p.Phase = runPhase(dir, lab)
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	list, _ := exec.Command(bin, "doctor", "--leftovers").CombinedOutput()
+	p.Listed = strings.Count(string(list), "is gone)")
+	cleanOut, cerr := exec.Command(bin, "doctor", "--clean").CombinedOutput()
+	after, _ := exec.Command(bin, "doctor", "--leftovers").CombinedOutput()
+	ledgers, _ := filepath.Glob("/run/vnetbench/ledger/*.jsonl")
+	procs := processesMentioning(dir)
+	switch {
+	case cerr != nil:
+		p.Problems += fmt.Sprintf("; doctor --clean: %v: %s", cerr, cleanOut)
+	case !strings.Contains(string(after), "nothing left behind"):
+		p.Problems += "; left after --clean: " + string(after)
+	case len(ledgers) > 0:
+		p.Problems += fmt.Sprintf("; ledgers left: %v", ledgers)
+	case len(procs) > 0:
+		p.Problems += fmt.Sprintf("; processes of the run left: %v", procs)
+	default:
+		p.Clean = true
+	}
+	resume := append([]string{"run"}, append(args, "-o", dir)...)
+	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
+		resume = append(resume, "--resume")
+	} else {
+		os.RemoveAll(dir) // killed before it wrote one: a new run
+	}
+	start := time.Now()
+	rout, rerr := exec.Command(bin, resume...).CombinedOutput()
+	p.ResumeS = time.Since(start).Seconds()
+	if rerr != nil {
+		p.Problems += fmt.Sprintf("; run --resume: %v: %s", rerr, tailString(string(rout), 1500))
+	} else {
+		p.Resumed = true
+	}
+	return p
+}
+
+// runPhase names where a run is, from what its directory holds.
+func runPhase(dir string, lab bool) string {
+	has := func(pattern string) bool { m, _ := filepath.Glob(filepath.Join(dir, pattern)); return len(m) > 0 }
+	lines := func(p string) int {
+		b, _ := os.ReadFile(filepath.Join(dir, p))
+		return bytes.Count(b, []byte("\n"))
+	}
+	if !lab {
+		switch {
+		case !has(results.ResultsFile):
+			return "start"
+		case !has("artifacts/console-*.log"):
+			return "netns and image"
+		case !has("artifacts/*/*/0"):
+			return "guest boot"
+		default:
+			return fmt.Sprintf("windows (%d samples done)", lines(results.ResultsFile))
+		}
+	}
+	inner := results.LabDir("stock")
+	switch {
+	case !has(results.LabConsole("stock")):
+		return "build (kernel, images)"
+	case !has(inner + "/artifacts/console-*.log"):
+		return "lab boot"
+	case !has(inner + "/artifacts/*/*/0"):
+		return "nested guest boot"
+	case lines(inner+"/"+results.ResultsFile) < 2:
+		return fmt.Sprintf("windows (%d samples done)", lines(inner+"/"+results.ResultsFile))
+	default:
+		return "import"
+	}
+}
+
+// sampleKeys lists a run directory's measured samples, cell/kernel/rep,
+// sorted, duplicates kept (a duplicate is a failure).
+func sampleKeys(t *testing.T, dir string) []string {
+	f, err := os.Open(filepath.Join(dir, results.ResultsFile))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var s results.Sample
+		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Warmup || s.Error != "" {
+			continue
+		}
+		keys = append(keys, fmt.Sprintf("%s/%s/%d", s.Cell, s.Kernel, s.Rep))
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// privateRunAndTmp mounts tmpfs on /run (binding the host's run lock
+// back in, so runs still wait for each other) and on a new temporary
+// directory, which it returns (TMPDIR is set to it).
+func privateRunAndTmp(t *testing.T) string {
+	tmp := t.TempDir()
+	lock := filepath.Join(tmp, "lock")
+	os.WriteFile(lock, nil, 0o644)
+	hostLock := "/run/vnetbench.lock"
+	if _, err := os.Stat(hostLock); err != nil {
+		os.WriteFile(hostLock, nil, 0o644) // the host's: a new lock file, as a run makes it
+	}
+	if err := unix.Mount(hostLock, lock, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind the run lock: %v", err)
+	}
+	if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatalf("mount tmpfs on /run: %v", err)
+	}
+	os.WriteFile(hostLock, nil, 0o644)
+	if err := unix.Mount(lock, hostLock, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind the run lock back: %v", err)
+	}
+	work := filepath.Join(tmp, "tmp")
+	os.Mkdir(work, 0o755)
+	if err := unix.Mount("tmpfs", work, "tmpfs", 0, "mode=1777"); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", work, err)
+	}
+	t.Cleanup(func() { unix.Unmount(work, unix.MNT_DETACH); unix.Unmount(lock, unix.MNT_DETACH) })
+	t.Setenv("TMPDIR", work)
+	if lo, err := netlink.LinkByName("lo"); err == nil {
+		netlink.LinkSetUp(lo)
+	}
+	return work
+}
+
+// plantLookAlikes makes what the name-based doctor took for leftovers.
+func plantLookAlikes(t *testing.T, tmp string) {
+	for _, argv := range [][]string{{"ip", "netns", "add", "vnbox"}, {"ip", "netns", "add", "vnb-1-deadbeef"}, {"ip", "tuntap", "add", "vnbr0", "mode", "tap"}} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", argv, err, out)
+		}
+	}
+	os.MkdirAll(filepath.Join(tmp, "vnb-results"), 0o755)
+	os.WriteFile(filepath.Join(tmp, "vnb-results", results.ResultsFile), []byte("{}\n"), 0o644)
+}
+
+// hostState is every network namespace, link and temporary directory
+// entry of the test's namespaces, but the run directories.
+func hostState(t *testing.T, tmp string) []string {
+	var s []string
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		s = append(s, "netns "+e.Name())
+	}
+	links, _ := netlink.LinkList()
+	for _, l := range links {
+		s = append(s, "link "+l.Attrs().Name)
+	}
+	ents, _ = os.ReadDir(tmp)
+	for _, e := range ents {
+		if n := e.Name(); n != "ref" && !strings.HasPrefix(n, "run-") {
+			s = append(s, "tmp "+n)
+		}
+	}
+	slices.Sort(s)
+	return s
+}
+
+func summarizeChaos(t *testing.T, ps []chaosPoint) {
+	var clean, untouched, resumed, samples int
+	phases := map[string]int{}
+	for _, p := range ps {
+		clean += b2i(p.Clean)
+		untouched += b2i(p.Untouch)
+		resumed += b2i(p.Resumed)
+		samples += b2i(p.Samples)
+		phases[strings.SplitN(p.Phase, " (", 2)[0]]++
+	}
+	t.Logf("chaos: %d points: clean %d, untouched %d, resumed %d, samples exact %d; phases %v", len(ps), clean, untouched, resumed, samples, phases)
+	if out := os.Getenv(chaosOutEnv); out != "" {
+		b, _ := json.MarshalIndent(ps, "", "  ")
+		os.WriteFile(out, b, 0o644)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
