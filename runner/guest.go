@@ -336,14 +336,17 @@ func pairNICs() []*guestNIC {
 		{backend: "tap+vhost", tap: pairTap, hostIP: pairHostIP, guestIP: pairGuestIP, mac: pairGuestMAC}}
 }
 
-// moreNICs are the guest's NICs after the first, as vnb.nic parameters.
-func moreNICs(nics []*guestNIC) []vmimages.NIC {
-	var out []vmimages.NIC
-	for _, n := range nics[1:] {
-		mac, _ := net.ParseMAC(n.mac)
-		out = append(out, vmimages.NIC{MAC: mac, IP: netip.MustParsePrefix(n.guestIP + "/" + strconv.Itoa(PrefixLen))})
+// device is n as QEMU's NIC on a tap of queues queues, the guest's
+// first NIC or a further one: its kernel parameters tell the agent the
+// NIC's address (vnb.ip and vnb.mac for eth0, a vnb.nic for each other).
+func (n *guestNIC) device(first bool, queues int) qemu.NIC {
+	mac, _ := net.ParseMAC(n.mac)
+	ip := netip.MustParsePrefix(n.guestIP + "/" + strconv.Itoa(PrefixLen))
+	gc := vmimages.GuestConfig{IP: ip, MAC: mac}
+	if !first {
+		gc = vmimages.GuestConfig{NICs: []vmimages.NIC{{MAC: mac, IP: ip}}}
 	}
-	return out
+	return qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: queues, Kernel: strings.Fields(gc.Params())}
 }
 
 // nic returns the guest's NIC for backend (the only one of a single-NIC
@@ -438,7 +441,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 	if err != nil {
 		return nil, err
 	}
-	r.noteGuestCmdline(cfg.Append)
+	r.noteGuestCmdline(qemu.Cmdline(cfg))
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
 	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
@@ -459,7 +462,7 @@ func (r *runState) bootGuest(ctx context.Context, c *scenarios.Cell) (g *guest, 
 // the guest's NICs (deleted by u) and returns QEMU's NICs on them.
 func (r *runState) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack) ([]qemu.NIC, error) {
 	var qnics []qemu.NIC
-	for _, n := range nics {
+	for i, n := range nics {
 		tap := hostnet.Tap{Name: n.tap, Queues: c.TapQueues(), Addr: n.hostIP + "/" + strconv.Itoa(PrefixLen)}
 		r.record(proc.Cmd{Argv: tapArgv(tap), Netns: r.ns.Name})
 		r.record(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: r.ns.Name})
@@ -472,7 +475,7 @@ func (r *runState) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack
 		if st, err := r.ns.LinkMAC(n.tap); err == nil {
 			n.tapMAC = st
 		}
-		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: c.TapQueues()})
+		qnics = append(qnics, n.device(i == 0, c.TapQueues()))
 	}
 	return qnics, nil
 }
@@ -481,7 +484,7 @@ func (r *runState) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack
 // NICs qnics, the console log of the run's next boot.
 func (r *runState) guestConfig(c *scenarios.Cell, g *guest, img *GuestImage, qnics []qemu.NIC) qemu.Config {
 	cfg := qemu.Config{Name: "vnb-" + r.id, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline, moreNICs(g.nics)...),
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
 		QMPSocket:   filepath.Join(r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(r.dir, results.ConsoleLog(r.boots)),
@@ -507,7 +510,7 @@ func (r *runState) launchGuest(ctx, bctx context.Context, c *scenarios.Cell, g *
 		g.accel = qemu.TCG
 		g.warnings = append(g.warnings, fmt.Sprintf("KVM did not start this guest (%v): it runs under TCG instead", err))
 		r.logf("warning: %s", g.warnings[len(g.warnings)-1])
-		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline, moreNICs(g.nics)...)
+		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline)
 		cfg.ConsoleLog = filepath.Join(r.dir, results.ConsoleLog(r.boots))
 		r.boots++
 		vm, err = r.launch(ctx, bctx, *cfg)

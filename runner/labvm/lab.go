@@ -240,15 +240,15 @@ func LocalKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kern
 const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 
 // FastAppend are kernel parameters that shorten a boot under TCG (and
-// TCG inside TCG): no console chatter, no IO-APIC timer check (under a
-// loaded emulator it stalled a nested boot for over 400 s), no TSC
-// watchdog, no crypto self-tests, no i8042 probing, no speculative-execution
-// mitigations (page-table isolation makes every kernel entry flush the
+// TCG inside TCG): no console chatter and vmimages.TCGTuning, the tuning
+// of every kernel under TCG (no IO-APIC timer check: under a loaded
+// emulator it stalled a nested boot for over 400 s; no speculative-execution
+// mitigations: page-table isolation makes every kernel entry flush the
 // emulated TLB). Measured on a loaded 2-core machine with Debian's 6.1
 // cloud kernel under TCG: /init at 3.5-3.8 s guest uptime instead of
 // 4.1-6.2 s; nested (TCG in TCG) the boot stays at 4-6 minutes, dominated
 // by the double emulation and the host's load, not by these parameters.
-const FastAppend = "quiet mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
+const FastAppend = "quiet " + vmimages.TCGTuning
 
 // tmpfsDirs are the host root directories a lab makes writable.
 var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib", "/root", "/home", "/mnt", "/media", "/srv"}
