@@ -559,38 +559,11 @@ func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
 	cfg.VsockCID = n.VsockCID
 }
 
-// launch starts QEMU and confirms over QMP that it runs the accelerator
-// asked for (query-kvm); bctx bounds the wait for QMP, ctx is QEMU's
-// lifetime.
+// launch starts QEMU in the run's namespace and confirms over QMP that
+// it runs the accelerator asked for (query-kvm); bctx bounds the start,
+// ctx is QEMU's lifetime.
 func (r *runState) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, error) {
-	type res struct {
-		vm  *qemu.VM
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		vm, err := qemu.Launch(ctx, r.exec, cfg, r.ns.Name)
-		if err == nil {
-			if aerr := vm.CheckAccel(bctx); aerr != nil {
-				vm.Kill()
-				vm, err = nil, vm.BootError("check accelerator", aerr)
-			}
-		}
-		ch <- res{vm, err}
-	}()
-	select {
-	case x := <-ch:
-		return x.vm, x.err
-	case <-bctx.Done():
-		x := <-ch // Launch gives up on its own (QMP wait is bounded)
-		if x.vm != nil {
-			x.vm.Kill()
-		}
-		if x.err != nil {
-			return nil, x.err
-		}
-		return nil, bctx.Err()
-	}
+	return qemu.Start(ctx, bctx, r.exec, cfg, qemu.StartOptions{Netns: r.ns.Name, CheckAccel: true})
 }
 
 // waitAgent dials the agent and waits for ready, failing fast when QEMU

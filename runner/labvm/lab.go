@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -544,29 +542,6 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	return qemu.Args(qc)
 }
 
-// startVM pins the lab's vCPU threads (vCPU i to cpus[i]) once QEMU runs;
-// nothing to do without cpus. The pins last as long as the VM.
-func startVM(ctx context.Context, vm *qemu.VM, cpus []int) error {
-	if len(cpus) == 0 {
-		return nil
-	}
-	tids, err := vm.VCPUThreads(ctx)
-	if err != nil {
-		return fmt.Errorf("pin vCPUs: %w", err)
-	}
-	if len(tids) > len(cpus) {
-		return fmt.Errorf("pin vCPUs: %d vCPUs for %d host CPUs", len(tids), len(cpus))
-	}
-	for i, tid := range tids {
-		var set unix.CPUSet
-		set.Set(cpus[i])
-		if err := unix.SchedSetaffinity(tid, &set); err != nil {
-			return fmt.Errorf("pin vCPU %d (thread %d) to host CPU %d: %w", i, tid, cpus[i], err)
-		}
-	}
-	return nil
-}
-
 // checkKVMModules refuses a lab kernel that lacks kvm or the vendor
 // module for flag ("vmx", "svm").
 func checkKVMModules(k *vmimages.Kernel, flag string) error {
@@ -601,42 +576,32 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// follower tails the console log, returns protocol events and forwards the
-// other lines to out.
+// follower tails the console log (a qemu.ConsoleWatch, which notes the
+// kernel's faults), returns protocol events and forwards the other lines
+// to out.
 type follower struct {
-	file  *qemu.ConsoleFile
+	watch *qemu.ConsoleWatch
 	out   io.Writer
 	label string
-	// fault is the first console line by which the kernel reported a
-	// lockup, stall or crash (qemu.KernelFault), seen at faultAt.
-	fault   string
-	faultAt time.Time
 	// seen is when the console last grew.
 	seen time.Time
-	// born is when the lab VM was launched (the follower's creation):
-	// a lockup report stamped later than that is a clock jump
-	// (qemu.KernelFaultAt).
-	born time.Time
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{file: qemu.NewConsoleFile(path), out: out, label: label, seen: time.Now(), born: time.Now()}
+	return &follower{watch: qemu.NewConsoleWatch(path), out: out, label: label, seen: time.Now()}
 }
 
 func (f *follower) poll() []Event {
 	var evs []Event
-	off := f.file.Offset()
-	lines := f.file.Lines()
-	if f.file.Offset() != off {
+	off := f.watch.Offset()
+	lines := f.watch.Poll()
+	if f.watch.Offset() != off {
 		f.seen = time.Now()
 	}
 	for _, line := range lines {
 		if ev, ok := ParseEvent(line); ok {
 			evs = append(evs, ev)
 			continue
-		}
-		if f.fault == "" && qemu.KernelFaultAt(line, time.Since(f.born)) {
-			f.fault, f.faultAt = fault.Clip(line), time.Now()
 		}
 		if f.out != nil && line != "" {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)
@@ -645,4 +610,8 @@ func (f *follower) poll() []Event {
 	return evs
 }
 
-func (f *follower) close() { f.file.Close() }
+// fault is the first console line by which the kernel reported a lockup,
+// stall or crash, and when it was seen ("" = none yet).
+func (f *follower) fault() (string, time.Time) { return f.watch.Fault, f.watch.FaultAt }
+
+func (f *follower) close() { f.watch.Close() }

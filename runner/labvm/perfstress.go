@@ -218,7 +218,7 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		return nil, nil, err
 	}
 	return qemu.VhostThreads(vm.Pid()), func() {
-		quitNested(vm)
+		vm.Stop(5 * time.Second)
 		os.RemoveAll(tmp)
 	}, nil
 }
