@@ -32,6 +32,10 @@ type cli struct {
 	// judge decides one bisect candidate (nil = cl.judgeCommit: a run of
 	// the good ref and the candidate).
 	judge func(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error)
+	// stepInline: bisect-step judges in this process (the child that
+	// isolateStep starts, and tests with a fake judge) instead of in a
+	// child whose death cannot pass for a verdict.
+	stepInline bool
 }
 
 // newCLI is the binary's: this machine, its cache, its standard input.

@@ -221,10 +221,24 @@ type stepExit struct {
 func (e *stepExit) Error() string { return e.msg }
 
 func cmdBisectStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
+	if !cl.stepInline {
+		return isolateStep(ctx, args, stdout, stderr)
+	}
+	return judgeStep(ctx, cl, args, stdout, stderr)
+}
+
+// judgeStep is bisect-step's work: anything but a measurement of HEAD
+// (help, bad usage, a failed run, a panic) is a skip.
+func judgeStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &stepExit{125, fmt.Sprintf("skip: bisect-step panicked: %v", p)}
+		}
+	}()
 	o, fs := addBisectFlags("bisect-step", "SCENARIO --tree DIR --good REF --metric M -o DIR  (under: git bisect run vnetbench bisect-step ...)", stderr)
 	pos, err := parseFlags(fs, args)
 	if errors.Is(err, errHelp) {
-		return err
+		return &stepExit{125, "skip: help shown, nothing measured"}
 	}
 	if err != nil {
 		return &stepExit{125, err.Error()}
@@ -234,7 +248,10 @@ func cmdBisectStep(ctx context.Context, cl *cli, args []string, stdout, stderr i
 		return &stepExit{125, err.Error()}
 	}
 	o.scenario = pos[0]
-	head, err := gitOut(ctx, o.tree, "rev-parse", "HEAD")
+	if o.good, err = verifyCommit(ctx, o.tree, "--good", o.good); err != nil {
+		return &stepExit{125, err.Error()}
+	}
+	head, err := gitOut(ctx, o.tree, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return &stepExit{125, err.Error()}
 	}
@@ -257,6 +274,19 @@ func stepResult(o bisect.Outcome, err error) error {
 
 func fmtPct(p float64) string { return fmt.Sprintf("%+.2f%%", p) }
 
+// verifyCommit resolves a user's ref to the full hash of a commit of the
+// tree. The ref goes after --end-of-options, so git never reads it as an
+// option (--output=FILE would make git write FILE).
+func verifyCommit(ctx context.Context, tree, flag, ref string) (string, error) {
+	c, err := gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil || len(c) != 40 && len(c) != 64 {
+		return "", usageErrorf("bisect: %s %q is not a commit of %s; give a branch, tag or commit hash of the tree", flag, ref, tree)
+	}
+	return c, nil
+}
+
+// gitOut runs git in dir. Callers put --end-of-options before any value
+// that comes from a user.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 	b, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
 	if err != nil {
@@ -280,12 +310,16 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return errors.Join(err, usageErrorfIf(*bad == "", "bisect: want --bad REF"))
 	}
 	o.scenario = pos[0]
-	good, err := gitOut(ctx, o.tree, "rev-parse", o.good+"^{commit}")
+	good, err := verifyCommit(ctx, o.tree, "--good", o.good)
 	if err != nil {
-		return usageErrorf("bisect: --good %s: %v", o.good, err)
+		return err
 	}
 	o.good = good
-	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", good+".."+*bad)
+	badc, err := verifyCommit(ctx, o.tree, "--bad", *bad)
+	if err != nil {
+		return err
+	}
+	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", "--end-of-options", good+".."+badc)
 	if err != nil || list == "" {
 		return usageErrorf("bisect: no commits from --good %s to --bad %s (is good an ancestor of bad?)", good, *bad)
 	}
@@ -293,16 +327,12 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("bisect: %w", err)
 	}
-	done := map[string]bisect.Outcome{}
-	if b, err := os.ReadFile(filepath.Join(o.out, stateFile)); err == nil {
-		var prev []bisect.Outcome
-		if err := json.Unmarshal(b, &prev); err != nil {
-			return usageErrorf("bisect: %s: %v; remove it to start over", filepath.Join(o.out, stateFile), err)
-		}
-		for _, p := range prev {
-			done[p.Commit] = p
-		}
-		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(prev))
+	done, err := loadState(filepath.Join(o.out, stateFile), commits)
+	if err != nil {
+		return err
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(done))
 	}
 	save := func(steps []bisect.Outcome) error {
 		b, _ := json.MarshalIndent(steps, "", "  ")
@@ -323,6 +353,36 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return fmt.Errorf("bisect: skipped commits hide the first bad commit (one of the candidates above): %w", fault.ErrUndecided)
 	}
 	return nil
+}
+
+// loadState reads an interrupted bisection's outcomes. Each must be of a
+// commit strictly between good and bad (commits[1:len-1]) and either bad,
+// skipped or good: a state file from another tree or range, or written by
+// hand, is refused rather than trusted.
+func loadState(path string, commits []string) (map[string]bisect.Outcome, error) {
+	done := map[string]bisect.Outcome{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bisect: %w", err)
+	}
+	var prev []bisect.Outcome
+	if err := json.Unmarshal(b, &prev); err != nil {
+		return nil, usageErrorf("bisect: %s: %v; remove it to start over", path, err)
+	}
+	inner := map[string]bool{}
+	for _, c := range commits[1 : len(commits)-1] {
+		inner[c] = true
+	}
+	for _, p := range prev {
+		if !inner[p.Commit] || p.Bad && p.Skip || done[p.Commit] != (bisect.Outcome{}) {
+			return nil, usageErrorf("bisect: %s: step %.50q is not a judged commit between --good and --bad of this tree; remove the file to start over", path, p.Commit)
+		}
+		done[p.Commit] = p
+	}
+	return done, nil
 }
 
 func usageErrorfIf(cond bool, format string, a ...any) error {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -396,5 +397,93 @@ func TestHistorySensitivity(t *testing.T) {
 			t.Errorf("--sensitivity %s: the 3x step at 80 is not found", tc.level)
 		}
 		prev = len(cps)
+	}
+}
+
+// TestHistoryResultsFirst: the default text shows result metrics (tx_pps
+// first) and leaves diagnostics out, saying how many and how to see
+// them; --all shows them after the results; JSON has every series.
+func TestHistoryResultsFirst(t *testing.T) {
+	dirs := fakeHistory(t, 12, 6, 0.75)
+	text, stderr, err := runHistory(t, dirs...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	titles := regexp.MustCompile(`(?m)^(\S+) · .*: \d+ points$`).FindAllStringSubmatch(text, -1)
+	if len(titles) == 0 || titles[0][1] != "tx_pps" {
+		t.Fatalf("first series is not tx_pps:\n%s", text)
+	}
+	for _, m := range titles {
+		if diagnosticMetric(m[1]) {
+			t.Errorf("default output shows the diagnostic %s", m[1])
+		}
+	}
+	if !regexp.MustCompile(`\(\d+ diagnostic series .* not shown; --all shows them\)`).MatchString(text) {
+		t.Errorf("default output does not say diagnostics were left out:\n%s", text)
+	}
+	all, _, err := runHistory(t, append([]string{"--all"}, dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allTitles := regexp.MustCompile(`(?m)^(\S+) · .*: \d+ points$`).FindAllStringSubmatch(all, -1)
+	seenDiag := false
+	for _, m := range allTitles {
+		if d := diagnosticMetric(m[1]); d {
+			seenDiag = true
+		} else if seenDiag {
+			t.Errorf("--all: result metric %s after a diagnostic", m[1])
+		}
+	}
+	if !seenDiag || len(allTitles) <= len(titles) {
+		t.Errorf("--all shows %d series, default %d; want the diagnostics too", len(allTitles), len(titles))
+	}
+	js, _, err := runHistory(t, append([]string{"--format", "json"}, dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(decodeHistory(t, js).Series); n != len(allTitles) {
+		t.Errorf("JSON has %d series, --all text %d", n, len(allTitles))
+	}
+}
+
+// TestHistoryCSVDirection: a CSV column's direction comes from its name
+// (ops_per_s up, latency_ms down) or from --higher-is-better and
+// --lower-is-better; a name in both is bad input.
+func TestHistoryCSVDirection(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	var b strings.Builder
+	b.WriteString("commit,ops_per_s,latency_ms,widgets\n")
+	for i := range 60 {
+		step := 0.0
+		if i >= 30 {
+			step = 1
+		}
+		fmt.Fprintf(&b, "c%03d,%.2f,%.4f,%.2f\n", i, 26700-3000*step+100*r.NormFloat64(), 1.2+0.3*step+0.01*r.NormFloat64(), 50+5*step+r.NormFloat64())
+	}
+	csv := filepath.Join(t.TempDir(), "d.csv")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  []string // direction of each column's change at 30
+	}{
+		{nil, []string{"regression", "regression", "change"}},
+		{[]string{"--higher-is-better", "widgets"}, []string{"regression", "regression", "improvement"}},
+		{[]string{"--lower-is-better", "widgets,ops_per_s"}, []string{"improvement", "regression", "regression"}},
+	} {
+		out, stderr, err := runHistory(t, append(append([]string{"--format", "json"}, tc.flags...), csv)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.flags, err, stderr)
+		}
+		h := decodeHistory(t, out)
+		for i, s := range h.Series {
+			if len(s.ChangePoints) != 1 || s.ChangePoints[0].Index != 30 || s.ChangePoints[0].Direction != tc.want[i] {
+				t.Errorf("%v: %s change points %+v, want one %s at 30", tc.flags, s.Metric, s.ChangePoints, tc.want[i])
+			}
+		}
+	}
+	if _, _, err := runHistory(t, "--higher-is-better", "widgets", "--lower-is-better", "widgets", csv); exitCode(err) != exitBadInput {
+		t.Errorf("widgets both higher and lower is better: %v, want exit 2", err)
 	}
 }

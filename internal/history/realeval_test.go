@@ -331,19 +331,28 @@ func TestRealSeriesGrid(t *testing.T) {
 	}
 	syn := suite(t, 1, 30)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6s %6s %9s %9s %9s %9s %8s\n", "p", "maxPhi", "train F1", "cover", "synth F1", "cover", "FA/1000")
+	fmt.Fprintf(&b, "%6s %6s %6s %9s %9s %9s %9s %8s\n", "p", "maxPhi", "effect", "train F1", "cover", "synth F1", "cover", "FA/1000")
+	grid := os.Getenv("VNETBENCH_GRID_EFFECT") != ""
 	for _, a := range []float64{0.001, 0.005, 0.01, 0.05} {
 		for _, phi := range []float64{0.95, 0.8, 0.6, 0.4, 0} {
-			p := Params{Alpha: a, MinSegment: Default.MinSegment, TrendWindow: Default.TrendWindow, MaxPhi: phi}
-			r := scoreReal(train, func(s labelled) []int { return indices(p.Detect(s.xs)) })
-			var sf, sc float64
-			for _, s := range syn {
-				pred := indices(p.Detect(s.xs))
-				sf += F1([][]int{s.truth}, pred, 5)
-				sc += Covering([][]int{s.truth}, pred, len(s.xs))
+			if grid && phi != Default.MaxPhi {
+				continue
 			}
-			n := float64(len(syn))
-			fmt.Fprintf(&b, "%6.3f %6.2f %9.3f %9.3f %9.3f %9.3f %8.2f\n", a, phi, r.f1, r.cover, sf/n, sc/n, worstFalseAlerts(t, p))
+			for _, eff := range []float64{0, 0.5, 1, 1.5, 2} {
+				if !grid && eff != Default.MinEffect {
+					continue
+				}
+				p := Params{Alpha: a, MinSegment: Default.MinSegment, TrendWindow: Default.TrendWindow, MaxPhi: phi, MinEffect: eff}
+				r := scoreReal(train, func(s labelled) []int { return indices(p.Detect(s.xs)) })
+				var sf, sc float64
+				for _, s := range syn {
+					pred := indices(p.Detect(s.xs))
+					sf += F1([][]int{s.truth}, pred, 5)
+					sc += Covering([][]int{s.truth}, pred, len(s.xs))
+				}
+				n := float64(len(syn))
+				fmt.Fprintf(&b, "%6.3f %6.2f %6.1f %9.3f %9.3f %9.3f %9.3f %8.2f\n", a, phi, eff, r.f1, r.cover, sf/n, sc/n, worstFalseAlerts(t, p))
+			}
 		}
 	}
 	t.Logf("TCPD train half (%d series) and %d synthetic series:\n%s", len(train), len(syn), b.String())

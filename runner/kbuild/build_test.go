@@ -369,6 +369,25 @@ func TestGitTreeWorktree(t *testing.T) {
 	}
 }
 
+// A ref: that reads as a git option (--output=FILE makes git write FILE)
+// is a ref like any other: not a commit, bad input, no file written.
+func TestGitRefIsNotAnOption(t *testing.T) {
+	tree := fakeTree(t)
+	git := gitIn(t, tree)
+	git("init", "-q", "-b", "main")
+	git("add", ".")
+	git("commit", "-qm", "base")
+	victim := filepath.Join(t.TempDir(), "victim")
+	b, _ := newBuilder(t)
+	_, err := b.Resolve(t.Context(), Spec{Label: "x", Tree: tree, Ref: "--output=" + victim})
+	if !errors.Is(err, fault.ErrInput) {
+		t.Errorf("ref --output=FILE: %v, want bad input", err)
+	}
+	if _, err := os.Lstat(victim); err == nil {
+		t.Errorf("git wrote %s", victim)
+	}
+}
+
 // A work tree another build holds is waited for, with a line saying so,
 // and the wait ends with the context.
 func TestWorkTreeLockWaits(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 type runRow struct {
@@ -166,6 +167,7 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 			return nil, nil, err
 		}
 		s.Better = Better(s.Metric)
+		s.Unit = results.Describe(s.Metric).Unit
 		for int64(len(byID)) <= id {
 			byID = append(byID, -1)
 		}
