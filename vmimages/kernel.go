@@ -456,4 +456,3 @@ func newestInSearch(out, series, flavour string) string {
 	}
 	return best
 }
-
