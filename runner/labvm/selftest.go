@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -133,7 +134,7 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 		}
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
-	return res, os.WriteFile(filepath.Join(c.OutDir, "selftest.json"), b, 0o644)
+	return res, writeOut(c.OutDir, "selftest.json", b)
 }
 
 func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*SelfTestBackend, error) {
@@ -141,7 +142,7 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	if err != nil {
 		return r, err
 	}
-	defer quitNested(vm)
+	defer vm.Stop(5 * time.Second)
 	if c.BootOnly {
 		return r, nil
 	}
@@ -182,7 +183,7 @@ func tapCounters(dev string) (tx, dropped uint64) {
 
 // bootNestedVM boots the nested guest on the self-test tap with backend's
 // NIC and waits until its /init reports ready. The caller quits the VM
-// (quitNested); on error it is gone.
+// (VM.Stop); on error it is gone.
 func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*qemu.VM, *SelfTestBackend, error) {
 	vhost := false
 	switch backend {
@@ -213,13 +214,13 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 		ConsoleLog: console,
 	}
 	start := time.Now()
-	vm, err := qemu.Launch(ctx, proc.Real{}, qc, "")
+	vm, err := qemu.Start(ctx, nil, proc.Real{}, qc, qemu.StartOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
 	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
 	fail := func(err error) (*qemu.VM, *SelfTestBackend, error) {
-		quitNested(vm)
+		vm.Stop(5 * time.Second)
 		return nil, r, err
 	}
 	if err := linkUp(selfTestTap); err != nil {
@@ -261,17 +262,21 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	return vm, r, nil
 }
 
-func quitNested(vm *qemu.VM) {
-	qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	vm.Quit(qctx, 5*time.Second)
-	cancel()
-	vm.Kill()
-}
-
 // nestedInitrd builds the nested guest's initramfs into tmp.
 func nestedInitrd(c SelfTestConfig, tmp string) (string, error) {
 	initrd := filepath.Join(tmp, "guest.cpio")
 	ir := Initramfs{Binary: c.Binary, Modules: c.GuestModules, Load: GuestModules, Config: InitConfig{Mode: "guest", Links: []string{"eth0"}}}
 	_, err := ir.Build(initrd)
 	return initrd, err
+}
+
+// writeOut writes the file name of the output directory dir through
+// safefs (no link followed).
+func writeOut(dir, name string, data []byte) error {
+	d, err := safefs.MkdirAll(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.WriteFile(name, data, 0o644)
 }
