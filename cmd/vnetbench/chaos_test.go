@@ -21,6 +21,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner"
 )
 
 // chaosEnv sets the number of kill points of TestChaosE2E and makes it
@@ -38,8 +39,10 @@ const chaosOutEnv = "VNETBENCH_E2E_CHAOS_OUT"
 // touched (look-alikes and everything that was there before); the resumed
 // run completes; its samples are exactly the reference run's keys, none
 // lost, none twice. It runs in mount and network namespaces of its own
-// (tmpfs on /run and the temporary directory; the host's run lock is
-// bound in, so it still waits for other runs).
+// (tmpfs on /run and the temporary directory). Its runs take a lock of
+// their own; the test holds the host's run lock for the reference run
+// and for each point (the kill, the clean and the resume), so it
+// measures alone and waits for other runs once per point, not twice.
 func TestChaosE2E(t *testing.T) {
 	needRunHost(t)
 	testenv.NeedCommand(t, "unshare", "util-linux")
@@ -82,8 +85,8 @@ func chaosInNamespaces(t *testing.T) {
 		}
 		points, lab = n, true
 	}
-	tmp := privateRunAndTmp(t)
-	args := []string{"quickstart", "--seed", "5", "--lock-wait", "180m", "--set", "repetitions=1",
+	tmp, hostLock := privateRunAndTmp(t)
+	args := []string{"quickstart", "--seed", "5", "--set", "repetitions=1",
 		"--set", "generator.iperf3.duration=2s", "--set", "generator.trafgen.duration=2s"}
 	if lab {
 		args = append(args, "--kernel", "stock=debian:6.1")
@@ -95,11 +98,14 @@ func chaosInNamespaces(t *testing.T) {
 	// The reference run: its duration bounds the kill times, its keys are
 	// what every resumed run must hold.
 	ref := filepath.Join(tmp, "ref")
+	lock := holdHostLock(t, hostLock)
 	start := time.Now()
-	if out, err := exec.Command(bin, append([]string{"run"}, append(args, "-o", ref)...)...).CombinedOutput(); err != nil {
+	out, err := exec.Command(bin, append([]string{"run"}, append(args, "-o", ref)...)...).CombinedOutput()
+	refDur := time.Since(start)
+	lock.Release()
+	if err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
-	refDur := time.Since(start)
 	want := sampleKeys(t, ref)
 	t.Logf("reference run: %d samples in %v (%s)", len(want), refDur.Round(time.Second), strings.Join(args, " "))
 	seed := uint64(time.Now().UnixNano())
@@ -112,7 +118,9 @@ func chaosInNamespaces(t *testing.T) {
 	for i := range points {
 		at := time.Duration(rng.Float64() * float64(refDur) * 0.95)
 		dir := filepath.Join(tmp, fmt.Sprintf("run-%d", i))
+		lock := holdHostLock(t, hostLock)
 		p := killAndResume(t, bin, args, dir, at, lab)
+		lock.Release()
 		// Nothing else touched: the look-alikes and all that was there.
 		if got := hostState(t, tmp); !slices.Equal(got, before) {
 			p.Problems += fmt.Sprintf("; host state changed: before %v, after %v", before, got)
@@ -246,26 +254,21 @@ func sampleKeys(t *testing.T, dir string) []string {
 	return keys
 }
 
-// privateRunAndTmp mounts tmpfs on /run (binding the host's run lock
-// back in, so runs still wait for each other) and on a new temporary
-// directory, which it returns (TMPDIR is set to it).
-func privateRunAndTmp(t *testing.T) string {
+// privateRunAndTmp mounts tmpfs on /run (the runs' own lock, ledgers and
+// namespaces) and on a new temporary directory, which it returns (TMPDIR
+// is set to it) with the path where the host's run lock is bound.
+func privateRunAndTmp(t *testing.T) (string, string) {
 	tmp := t.TempDir()
-	lock := filepath.Join(tmp, "lock")
+	lock := filepath.Join(tmp, "hostlock")
 	os.WriteFile(lock, nil, 0o644)
-	hostLock := "/run/vnetbench.lock"
-	if _, err := os.Stat(hostLock); err != nil {
-		os.WriteFile(hostLock, nil, 0o644) // the host's: a new lock file, as a run makes it
+	if _, err := os.Stat(runner.DefaultLockPath); err != nil {
+		os.WriteFile(runner.DefaultLockPath, nil, 0o644) // as a run makes it
 	}
-	if err := unix.Mount(hostLock, lock, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind the run lock: %v", err)
+	if err := unix.Mount(runner.DefaultLockPath, lock, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind the host's run lock: %v", err)
 	}
 	if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"); err != nil {
 		t.Fatalf("mount tmpfs on /run: %v", err)
-	}
-	os.WriteFile(hostLock, nil, 0o644)
-	if err := unix.Mount(lock, hostLock, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind the run lock back: %v", err)
 	}
 	work := filepath.Join(tmp, "tmp")
 	os.Mkdir(work, 0o755)
@@ -277,7 +280,16 @@ func privateRunAndTmp(t *testing.T) string {
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		netlink.LinkSetUp(lo)
 	}
-	return work
+	return work, lock
+}
+
+// holdHostLock takes the host's run lock (waiting for other runs).
+func holdHostLock(t *testing.T, path string) *runner.Lock {
+	l, err := runner.AcquireLockWait(t.Context(), path, 12*time.Hour)
+	if err != nil {
+		t.Fatalf("host lock: %v", err)
+	}
+	return l
 }
 
 // plantLookAlikes makes what the name-based doctor took for leftovers.
