@@ -76,6 +76,28 @@ func FindLeftovers() []Leftover {
 	return out
 }
 
+// Clean removes what the ledgers of processes that are gone record and no
+// process uses (CleanLeftovers), and returns what it removed and all it
+// found. The processes the ledgers record (a killed run's QEMU that
+// outlived it) end first; then everything is checked again, so what only
+// they held (a tap's queue, a socket directory, the namespace) goes in
+// the same clean instead of being kept as in use.
+func Clean() (done, found []Leftover, err error) {
+	found = FindLeftovers()
+	var procs []Leftover
+	for _, l := range found {
+		if l.Entry.Kind == ledger.VM {
+			procs = append(procs, l)
+		}
+	}
+	done, err = CleanLeftovers(procs)
+	if len(done) > 0 {
+		found = FindLeftovers()
+	}
+	rest, err2 := CleanLeftovers(found)
+	return append(done, rest...), found, errors.Join(err, err2)
+}
+
 // CleanLeftovers removes the leftovers that are neither Busy nor Gone,
 // last recorded first (a tap before its namespace), records each removed
 // or gone one in its ledger, and returns those it removed.

@@ -64,8 +64,7 @@ func writeLeftovers(w io.Writer, ls []runner.Leftover) {
 // cleanLeftovers removes what killed processes left behind and no
 // process uses, and says what it kept and why.
 func cleanLeftovers(w io.Writer) error {
-	ls := runner.FindLeftovers()
-	done, err := runner.CleanLeftovers(ls)
+	done, ls, err := runner.Clean()
 	for _, l := range done {
 		fmt.Fprintf(w, "removed %s\n", l)
 	}

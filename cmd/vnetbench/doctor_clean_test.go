@@ -33,8 +33,9 @@ const inNamespacesEnv = "VNB_TEST_IN_NAMESPACES"
 const holderEnv = "VNB_TEST_LEDGER_HOLDER"
 
 // holderMain is a holder process: a network namespace with a tap and a
-// qdisc, a temporary directory, a process recorded as its VM, and the
-// affinity of another process pinned to CPU 0. It prints the names.
+// qdisc, a temporary directory, a process recorded as its VM (holding a
+// queue of the tap and working in the directory), and the affinity of
+// another process pinned to CPU 0. It prints the names.
 func holderMain() int {
 	name := os.Getenv(holderEnv)
 	ledger.SetRun("holder-" + name)
@@ -45,8 +46,15 @@ func holderMain() int {
 	if err == nil {
 		err = ns.SetQdisc("vnbt0", "pfifo_fast")
 	}
+	var queue []*os.File
+	if err == nil {
+		queue, err = ns.AttachTap("vnbt0", 1)
+	}
 	dir, _, derr := ledger.MkdirTemp(fmt.Sprintf("vnb-%d", os.Getpid()))
-	vm := exec.Command("sleep", "3600") // stands for QEMU: outlives a killed owner
+	// It stands for QEMU: it outlives a killed owner and holds what QEMU
+	// does, a queue of the tap and a file in the directory (its cwd).
+	vm := exec.Command("sleep", "3600")
+	vm.ExtraFiles, vm.Dir = queue, dir
 	pinned := exec.Command("sleep", "3600")
 	for _, c := range []*exec.Cmd{vm, pinned} {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -57,6 +65,9 @@ func holderMain() int {
 	if err != nil || derr != nil {
 		fmt.Println("error", err, derr)
 		return 1
+	}
+	for _, q := range queue {
+		q.Close() // the VM holds it
 	}
 	it, err := ledger.Record(ledger.Entry{Kind: ledger.VM, Name: "vnb-" + name})
 	if err == nil {
@@ -125,9 +136,10 @@ func (h *holder) kill(t *testing.T) {
 // tap vnbr0, $TMPDIR/vnb-results with a results.jsonl, a tap with a live
 // tun reader, a netns held by a descriptor, names carrying a dead pid),
 // a live run's resources, and a killed run's resources that processes
-// use all stay; a SIGKILLed run's are all listed, then removed: its
-// namespace, tap and qdisc, directory, the process recorded as its VM,
-// and the affinity it changed is restored.
+// use all stay; a SIGKILLed run's are all listed, then removed in one
+// clean: the process recorded as its VM first, then its namespace, tap
+// and qdisc and directory, which only that process held, and the affinity
+// it changed is restored.
 func TestDoctorCleanOwnsOnly(t *testing.T) {
 	testenv.NeedRoot(t, "network and mount namespaces")
 	testenv.NeedFile(t, "/dev/net/tun", "tun/tap")
@@ -187,9 +199,10 @@ func doctorCleanInNamespaces(t *testing.T) {
 	busy := startHolder(t, "busy")
 	killed.kill(t)
 	busy.kill(t)
-	// The busy run's leftovers are in use: a process inside its
-	// namespace, a queue of its tap open, a process working in its
-	// directory.
+	// The busy run's leftovers are in use, not by its VM (which doctor
+	// ends) but by processes no ledger records: one inside its
+	// namespace, a queue of its tap open, one working in its directory.
+	endProcess(t, busy.vmPID)
 	inside := exec.Command("ip", "netns", "exec", busy.netns, "sleep", "3600")
 	cwd := exec.Command("sleep", "3600")
 	cwd.Dir = busy.dir
@@ -279,6 +292,19 @@ func doctorCleanInNamespaces(t *testing.T) {
 	if !exists("/run/netns/"+live.netns) || !exists(live.dir) {
 		t.Errorf("the live run lost its resources")
 	}
+}
+
+// endProcess kills process pid and waits until it is gone.
+func endProcess(t *testing.T, pid int) {
+	t.Helper()
+	syscall.Kill(pid, syscall.SIGKILL)
+	for range 600 {
+		if _, err := ledger.StartTime(pid); err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not end after SIGKILL", pid)
 }
 
 // openTun creates a tap named name held by an open queue (a live reader).
