@@ -264,8 +264,12 @@ func (l *Ledger) gone(match func(*Entry) bool) {
 	}
 }
 
+// ErrEnded: the process has ended and is not reaped yet (a zombie). It
+// holds nothing (no files, no namespace), and it is not alive.
+var ErrEnded = errors.New("the process has ended")
+
 // StartTime is the start time of process (or thread) pid, in clock ticks
-// after boot (/proc/PID/stat field 22).
+// after boot (/proc/PID/stat field 22); ErrEnded for a zombie.
 func StartTime(pid int) (uint64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -278,6 +282,9 @@ func StartTime(pid int) (uint64, error) {
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
 		return 0, errors.New("malformed /proc stat")
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, ErrEnded
 	}
 	return strconv.ParseUint(f[19], 10, 64)
 }

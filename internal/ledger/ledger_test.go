@@ -2,11 +2,14 @@ package ledger
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A ledger records before, lists what a killed owner left (only that),
@@ -91,5 +94,36 @@ func TestMkdirTemp(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(Path(), "*.jsonl")); len(files) != 0 {
 		t.Errorf("ledger left with nothing in it: %v", files)
+	}
+}
+
+// An owner that has ended but is not reaped yet (a zombie) is not alive:
+// it holds nothing, and its resources are leftovers.
+func TestZombieOwnerIsGone(t *testing.T) {
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("sleep: %v", err)
+	}
+	pid := cmd.Process.Pid
+	start, err := StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Owner{ID: "vnbzombie", PID: pid, Start: start, Boot: BootID()}
+	if !o.Alive() {
+		t.Fatalf("a running owner is not alive")
+	}
+	// Kill it and wait (without reaping) until it is a zombie.
+	cmd.Process.Kill()
+	var si unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	if o.Alive() {
+		t.Errorf("a zombie owner is alive")
+	}
+	if _, err := StartTime(pid); !errors.Is(err, ErrEnded) {
+		t.Errorf("StartTime of a zombie: %v, want ErrEnded", err)
 	}
 }
