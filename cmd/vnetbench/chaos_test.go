@@ -19,21 +19,24 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
 // chaosEnv sets the number of kill points of TestChaosE2E and makes it
-// kill a lab run (quickstart with its kernel in a lab VM): the figure of
-// docs/leftovers.md. Without it the test kills a host quickstart run at 3
-// points (CI).
+// kill a lab run (quickstart with its kernel in a lab VM) at random times:
+// the figure of docs/leftovers.md. Without it the test kills a host
+// quickstart run at 3 points that are events, not times (CI): so it does
+// not depend on how fast a loaded machine runs.
 const chaosEnv = "VNETBENCH_E2E_CHAOS"
 
 // chaosOutEnv names a file the test writes each point's outcome to (JSON).
 const chaosOutEnv = "VNETBENCH_E2E_CHAOS_OUT"
 
-// A run SIGKILLed at random points, each followed by doctor --clean and
+// A run SIGKILLed at 3 events (CI) or at random points (the opt-in
+// figure, chaosEnv), each followed by doctor --clean and
 // run --resume: after the clean nothing of the killed run is left (its
 // ledger, namespaces, taps, directories, processes) and nothing else is
 // touched (look-alikes and everything that was there before); the resumed
@@ -85,6 +88,9 @@ func chaosInNamespaces(t *testing.T) {
 		}
 		points, lab = n, true
 	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
 	tmp, hostLock := privateRunAndTmp(t)
 	args := []string{"quickstart", "--seed", "5", "--set", "repetitions=1",
 		"--set", "generator.iperf3.duration=2s", "--set", "generator.trafgen.duration=2s"}
@@ -114,12 +120,18 @@ func chaosInNamespaces(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d", seed)
+	kills := chaosEvents()
+	if lab {
+		kills = nil
+		for range points {
+			kills = append(kills, chaosKill{after: time.Duration(rng.Float64() * float64(refDur) * 0.95)})
+		}
+	}
 	var outcomes []chaosPoint
-	for i := range points {
-		at := time.Duration(rng.Float64() * float64(refDur) * 0.95)
+	for i, k := range kills {
 		dir := filepath.Join(tmp, fmt.Sprintf("run-%d", i))
 		lock := holdHostLock(t, hostLock)
-		p := killAndResume(t, bin, args, dir, at, lab)
+		p := killAndResume(t, bin, args, dir, k, lab)
 		lock.Release()
 		// Nothing else touched: the look-alikes and all that was there.
 		if got := hostState(t, tmp); !slices.Equal(got, before) {
@@ -131,8 +143,8 @@ func chaosInNamespaces(t *testing.T) {
 		if p.Resumed && !p.Samples {
 			p.Problems += fmt.Sprintf("; samples %v, want %v", sampleKeys(t, dir), want)
 		}
-		t.Logf("point %d: killed at %v in %s: listed %d, clean %v, untouched %v, resumed %v (%.0f s), samples %v%s",
-			i+1, at.Round(100*time.Millisecond), p.Phase, p.Listed, p.Clean, p.Untouch, p.Resumed, p.ResumeS, p.Samples, p.Problems)
+		t.Logf("point %d: killed at %.1f s in %s: listed %d, clean %v, untouched %v, resumed %v (%.0f s), samples %v%s",
+			i+1, p.At, p.Phase, p.Listed, p.Clean, p.Untouch, p.Resumed, p.ResumeS, p.Samples, p.Problems)
 		if !p.Clean || !p.Untouch || !p.Resumed || !p.Samples {
 			t.Errorf("point %d (%s): %s", i+1, p.Phase, p.Problems)
 		}
@@ -142,27 +154,144 @@ func chaosInNamespaces(t *testing.T) {
 	summarizeChaos(t, outcomes)
 }
 
-// killAndResume starts the run into dir, SIGKILLs it after at, cleans
-// with doctor and resumes it.
-func killAndResume(t *testing.T, bin string, args []string, dir string, at time.Duration, lab bool) chaosPoint {
-	p := chaosPoint{At: at.Seconds()}
+// chaosKill is when to SIGKILL a run: once reached(dir) holds, or after
+// a time.
+type chaosKill struct {
+	event   string
+	reached func(dir string) bool
+	after   time.Duration
+}
+
+// chaosEvents are the CI's kill points, each an event the run's ledger
+// or directory shows, each followed by seconds of work (a guest boot, a
+// 2 s window and the next cell), so the run is still going when the
+// test, polling every 10 ms, sees it: the run's network namespace made,
+// a guest booting (its console log), the first sample written. The kill
+// itself waits for a moment when the ledger records nothing as being
+// made (killAtRest): a resource made but not yet marked as the run's
+// (a tap without its ifalias, a directory without its marker) is not
+// provably the run's, and doctor keeps it by design.
+func chaosEvents() []chaosKill {
+	lines := func(p string) int {
+		b, _ := os.ReadFile(p)
+		return bytes.Count(b, []byte("\n"))
+	}
+	return []chaosKill{
+		{event: "its network namespace made", reached: func(string) bool {
+			made, _ := ledgerStates()
+			return made[ledger.Netns] > 0
+		}},
+		{event: "a guest booting", reached: func(dir string) bool {
+			m, _ := filepath.Glob(filepath.Join(dir, "artifacts", "console-*.log"))
+			return len(m) > 0
+		}},
+		{event: "its first sample written", reached: func(dir string) bool {
+			return lines(filepath.Join(dir, results.ResultsFile)) > 0
+		}},
+	}
+}
+
+// ledgerStates reads the ledgers under /run (the test's own): how many
+// entries of each kind are made, and how many are only intended (being
+// made, or killed while being made).
+func ledgerStates() (made map[string]int, intents int) {
+	made = map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(ledger.Default, "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		kind, state := map[int]string{}, map[int]string{}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			var e ledger.Entry
+			if json.Unmarshal(l, &e) != nil || e.Seq == 0 {
+				continue
+			}
+			kind[e.Seq], state[e.Seq] = e.Kind, e.State
+		}
+		for seq, st := range state {
+			switch st {
+			case "made":
+				made[kind[seq]]++
+			case "intent":
+				intents++
+			}
+		}
+	}
+	return made, intents
+}
+
+// killAtRest SIGKILLs process pid at a moment its ledger records nothing
+// as being made: it stops it (SIGSTOP, every thread), reads the ledger,
+// and kills it or lets it go on for 5 ms and tries again. False: the
+// process ended first.
+func killAtRest(pid int, done <-chan error) bool {
+	for {
+		syscall.Kill(pid, syscall.SIGSTOP)
+		for !allStopped(pid) {
+			select {
+			case <-done:
+				return false
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if _, intents := ledgerStates(); intents == 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+			return true
+		}
+		syscall.Kill(pid, syscall.SIGCONT)
+		select {
+		case <-done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// allStopped: every thread of pid is stopped by a signal (or it is gone).
+func allStopped(pid int) bool {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		i := bytes.LastIndexByte(b, ')')
+		if err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
+// killAndResume starts the run into dir, SIGKILLs it at k, waits for its
+// processes to end (their parent-death signal), cleans with doctor and
+// resumes it. The test process is a child subreaper, so the run's
+// processes that outlive it become its children and are reaped.
+func killAndResume(t *testing.T, bin string, args []string, dir string, k chaosKill, lab bool) chaosPoint {
+	var p chaosPoint
 	cmd := exec.Command(bin, append([]string{"run"}, append(args, "-o", dir)...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		p.Phase = "after the end"
-		p.Problems += fmt.Sprintf("; the run ended before the kill: %v", err)
-	case <-time.After(at):
+	ended, err := waitKillPoint(k, dir, done)
+	if !ended {
+		p.At = time.Since(start).Seconds()
 		p.Phase = runPhase(dir, lab)
-		cmd.Process.Signal(syscall.SIGKILL)
+		if k.event == "" {
+			cmd.Process.Signal(syscall.SIGKILL)
+		} else {
+			p.Phase = k.event + ": " + p.Phase
+			ended = !killAtRest(cmd.Process.Pid, done)
+		}
+	}
+	if ended {
+		p.Phase = "after the end"
+		p.Problems += fmt.Sprintf("; the run ended before the kill point %s: %v: %s", k.event, err, tailString(out.String(), 1500))
+	} else {
 		<-done
 	}
+	reapOrphans(t)
 	list, _ := exec.Command(bin, "doctor", "--leftovers").CombinedOutput()
 	p.Listed = strings.Count(string(list), "is gone)")
 	cleanOut, cerr := exec.Command(bin, "doctor", "--clean").CombinedOutput()
@@ -187,7 +316,7 @@ func killAndResume(t *testing.T, bin string, args []string, dir string, at time.
 	} else {
 		os.RemoveAll(dir) // killed before it wrote one: a new run
 	}
-	start := time.Now()
+	start = time.Now()
 	rout, rerr := exec.Command(bin, resume...).CombinedOutput()
 	p.ResumeS = time.Since(start).Seconds()
 	if rerr != nil {
@@ -196,6 +325,77 @@ func killAndResume(t *testing.T, bin string, args []string, dir string, at time.
 		p.Resumed = true
 	}
 	return p
+}
+
+// waitKillPoint waits until k is reached; ended: the run ended first.
+func waitKillPoint(k chaosKill, dir string, done chan error) (ended bool, err error) {
+	var after <-chan time.Time
+	if k.reached == nil {
+		after = time.After(k.after)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return true, err
+		case <-after:
+			return false, nil
+		case <-tick.C:
+			if k.reached != nil && k.reached(dir) {
+				return false, nil
+			}
+		}
+	}
+}
+
+// reapOrphans waits for the killed run's processes, now the test's
+// children (it is a subreaper), to end by their parent-death signal, and
+// reaps them. One still running after a minute (a QEMU that outlives its
+// run) is left to doctor --clean, and reaped when it ends.
+func reapOrphans(t *testing.T) {
+	for _, pid := range childrenOf(os.Getpid()) {
+		go func() {
+			var ws unix.WaitStatus
+			for {
+				if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		alive := slices.DeleteFunc(childrenOf(os.Getpid()), func(pid int) bool {
+			_, err := ledger.StartTime(pid)
+			return err != nil
+		})
+		if len(alive) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("processes of the killed run still running after a minute (left to doctor --clean): %v", childrenOf(os.Getpid()))
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			if c, err := strconv.Atoi(filepath.Base(filepath.Dir(st))); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // runPhase names where a run is, from what its directory holds.
