@@ -21,7 +21,7 @@ func (b *builder) compareTables() {
 		}
 		m := b.idx.metric(key)
 		var cells []string
-		for _, cell := range b.idx.cells {
+		for _, cell := range b.keyCells(key) {
 			for _, col := range b.r.Columns {
 				if b.idx.has(cell, col, key) {
 					cells = append(cells, cell)

@@ -297,6 +297,8 @@ type builder struct {
 	opt Options
 	// varying is varyingAxes, computed once.
 	varying []string
+	// keysOf and cellsOf are cellKeys and keyCells, computed once.
+	keysOf, cellsOf map[string][]string
 }
 
 func (b *builder) cellAxes(cell string) map[string]string {
@@ -340,6 +342,58 @@ func (b *builder) metricKeys() []string {
 		return b.opt.Metrics
 	}
 	return b.idx.keys
+}
+
+// cellKeys are the metric keys (of metricKeys, in its order) that some
+// sample of cell may have (has tells): a report walks each cell's own
+// keys, not every key for every cell, so its cost stays linear in the
+// samples when cells have keys of their own.
+func (b *builder) cellKeys(cell string) []string {
+	b.indexKeys()
+	return b.keysOf[cell]
+}
+
+// keyCells are the cells (in order) with a sample that may have key.
+func (b *builder) keyCells(key string) []string {
+	b.indexKeys()
+	return b.cellsOf[key]
+}
+
+func (b *builder) indexKeys() {
+	if b.keysOf != nil {
+		return
+	}
+	pos := map[string]int{}
+	for i, k := range b.metricKeys() {
+		if _, ok := pos[k]; !ok {
+			pos[k] = i
+		}
+	}
+	b.keysOf, b.cellsOf = map[string][]string{}, map[string][]string{}
+	for _, cell := range b.idx.cells {
+		seen := map[string]bool{}
+		var keys []string
+		add := func(k string) {
+			if _, ok := pos[k]; ok && !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		for _, s := range b.idx.byCell[cell] {
+			for k := range s.Metrics {
+				add(k)
+			}
+			if len(s.Threads) > 0 {
+				add("tx_pps_thread")
+				add("lost_pps_thread")
+			}
+		}
+		slices.SortFunc(keys, func(a, c string) int { return pos[a] - pos[c] })
+		b.keysOf[cell] = keys
+		for _, k := range keys {
+			b.cellsOf[k] = append(b.cellsOf[k], cell)
+		}
+	}
 }
 
 func ptr(v float64) *float64 { return &v }
