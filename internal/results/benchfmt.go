@@ -24,7 +24,7 @@ import (
 func (set *Set) loadBenchfmt(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
+		return unreadable(path, err)
 	}
 	defer f.Close()
 	return set.readBenchfmt(safefs.Reader(f, safefs.MaxResults, path), path)
@@ -60,7 +60,7 @@ func (set *Set) readBenchfmt(in io.Reader, path string) error {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
+		return unreadable(path, err)
 	}
 	if n == 0 {
 		return fault.Input("%s holds no benchmark results; pass a run directory or a Go benchmark format file", path)

@@ -49,7 +49,7 @@ func Load(paths ...string) (*Set, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fault.Input("%s does not exist; pass a run directory written by 'vnetbench run' or a benchfmt file", p)
 			}
-			return nil, fmt.Errorf("load %s: %w", p, err)
+			return nil, unreadable(p, err)
 		}
 		switch {
 		case fi.IsDir():
@@ -96,11 +96,22 @@ func dirLabel(p string) string {
 	return b
 }
 
+// unreadable is the error of an input that cannot be read (an I/O
+// error, a link, not a file): bad input, exit 2, not a failed
+// comparison. An error that already says what is wrong with the input
+// (too large, not a regular file) stays as it is.
+func unreadable(path string, err error) error {
+	if errors.Is(err, fault.ErrInput) {
+		return err
+	}
+	return fault.Input("cannot read %s: %v; pass a run directory written by 'vnetbench run' or a benchfmt file that can be read", path, err)
+}
+
 func (set *Set) loadRunDir(dir string) error {
 	path := filepath.Join(dir, ResultsFile)
 	d, err := safefs.Open(dir)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", dir, err)
+		return unreadable(dir, err)
 	}
 	data, err := d.ReadFile(ResultsFile, safefs.MaxResults)
 	d.Close()
@@ -108,7 +119,7 @@ func (set *Set) loadRunDir(dir string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fault.Input("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)
 		}
-		return fmt.Errorf("load %s: %w", dir, err)
+		return unreadable(dir, err)
 	}
 	samples, _, warns, err := parseResults(path, data)
 	if err != nil {
