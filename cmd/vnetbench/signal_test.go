@@ -14,10 +14,14 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
-// Every command stops within a second of SIGINT or SIGTERM and exits
-// 130 or 143: parse, report and history blocked opening a FIFO nobody
-// writes, merge busy with a large run directory. Before, only run
-// stopped; parse on a FIFO ignored any number of signals.
+// Every command stops at SIGINT or SIGTERM and exits 130 or 143: parse,
+// report and history blocked reading a FIFO nobody writes to, merge busy
+// with a large run directory. Before, only run stopped; parse on a FIFO
+// ignored any number of signals. Each gets its signal once it is at work
+// (the FIFO's writer end opened: it has it open to read; merge's output
+// made: it reads its inputs next), not after a time. How long it took
+// is logged (200-300 ms on the loaded 2-core machine; the goal is under
+// a second); the test fails past 5 s, not on a loaded machine's delay.
 func TestSignalsStopCommands(t *testing.T) {
 	bin := vnetbenchBin(t)
 	tmp := t.TempDir()
@@ -41,13 +45,19 @@ func TestSignalsStopCommands(t *testing.T) {
 		{"history", []string{"history", fifo("history.csv")}},
 		{"merge", []string{"merge", big, other, "-o", "OUT"}},
 	} {
+		fifoArg := ""
+		if fi, err := os.Stat(tc.args[len(tc.args)-1]); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			fifoArg = tc.args[len(tc.args)-1]
+		}
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 			t.Run(tc.name+"/"+sig.String(), func(t *testing.T) {
 				var out bytes.Buffer
 				args := append([]string(nil), tc.args...)
+				outDir := ""
 				for i, a := range args {
 					if a == "OUT" {
-						args[i] = filepath.Join(t.TempDir(), "merged")
+						outDir = filepath.Join(t.TempDir(), "merged")
+						args[i] = outDir
 					}
 				}
 				cmd := exec.Command(bin, args...)
@@ -60,7 +70,7 @@ func TestSignalsStopCommands(t *testing.T) {
 				select {
 				case err := <-done:
 					t.Fatalf("ended (%v) before the signal: %.300s", err, out.String())
-				case <-time.After(700 * time.Millisecond):
+				case <-atWork(fifoArg, outDir):
 				}
 				sent := time.Now()
 				cmd.Process.Signal(sig)
@@ -76,12 +86,36 @@ func TestSignalsStopCommands(t *testing.T) {
 					code = 128 + int(cmd.ProcessState.Sys().(syscall.WaitStatus).Signal())
 				}
 				t.Logf("%s: exit %d %v after %v: %.200s", tc.name, code, sig, took, out.String())
-				if took > time.Second || code != 128+int(sig) {
-					t.Errorf("%s: exit %d %v after %v, want %d within 1s", tc.name, code, took, sig, 128+int(sig))
+				if took > 5*time.Second || code != 128+int(sig) {
+					t.Errorf("%s: exit %d %v after %v, want %d at once", tc.name, code, sig, took, 128+int(sig))
 				}
 			})
 		}
 	}
+}
+
+// atWork is closed once the command is at work: it has fifo open (the
+// test opens its writer end, which waits for a reader, and keeps it open
+// with nothing written), or it has made outDir's results.jsonl.
+func atWork(fifo, outDir string) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		if fifo != "" {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err == nil {
+				time.AfterFunc(30*time.Second, func() { w.Close() })
+			}
+			return
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(outDir, results.ResultsFile)); err == nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return c
 }
 
 // writeBigRun writes a shard's run directory with n samples.
