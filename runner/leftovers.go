@@ -81,7 +81,9 @@ func FindLeftovers() []Leftover {
 // found. The processes the ledgers record (a killed run's QEMU that
 // outlived it) end first; then everything is checked again, so what only
 // they held (a tap's queue, a socket directory, the namespace) goes in
-// the same clean instead of being kept as in use.
+// the same clean instead of being kept as in use; and once more after
+// the removals, so what went with them leaves no ledger line behind.
+// found is the last check's.
 func Clean() (done, found []Leftover, err error) {
 	found = FindLeftovers()
 	var procs []Leftover
@@ -95,7 +97,21 @@ func Clean() (done, found []Leftover, err error) {
 		found = FindLeftovers()
 	}
 	rest, err2 := CleanLeftovers(found)
-	return append(done, rest...), found, errors.Join(err, err2)
+	done = append(done, rest...)
+	if len(rest) > 0 {
+		// What was kept but went with what was removed (a tap not
+		// marked as the run's, inside the run's namespace) is gone now:
+		// its ledger line goes too.
+		found = FindLeftovers()
+		var gone []Leftover
+		for _, l := range found {
+			if l.Gone {
+				gone = append(gone, l)
+			}
+		}
+		CleanLeftovers(gone)
+	}
+	return done, found, errors.Join(err, err2)
 }
 
 // CleanLeftovers removes the leftovers that are neither Busy nor Gone,
