@@ -172,7 +172,7 @@ func outcomeOf(p *report.Progress) bisect.Outcome {
 		switch {
 		case d.Tripped:
 			return 3
-		case d.Undecided():
+		case d.Undecided(), d.Verdict == verdict.Missing:
 			return 2
 		case d.Verdict == verdict.Different:
 			return 1
@@ -197,6 +197,9 @@ func outcomeOf(p *report.Progress) bisect.Outcome {
 		o.Bad = true
 	case 2:
 		o.Skip, o.Why = true, "UNKNOWN within the budget"
+		if ev.Verdict == verdict.Missing {
+			o.Why = "MISSING: " + ev.Missing
+		}
 	}
 	return o
 }

@@ -20,6 +20,9 @@ const (
 	Different Verdict = "DIFFERENT"
 	// Unknown: the runs so far cannot tell; more repetitions may.
 	Unknown Verdict = "UNKNOWN"
+	// Missing: a side has no values to compare (its cell is absent, failed
+	// or n/a). Decide never returns it; report's gates do, and fail on it.
+	Missing Verdict = "MISSING"
 )
 
 // MinEffect is the smallest change that matters: Value percent of the base
