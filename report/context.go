@@ -347,6 +347,18 @@ func (b *builder) anyPositive(cells []string, key string) bool {
 	return false
 }
 
+// runsNote is a thread or versus table's first note: the runs behind each
+// cell and the largest spread of its first row's metric, or "1 run per
+// cell" when there is no spread to tell.
+func (b *builder) runsNote(cells []string, label string, maxCV float64) string {
+	r := b.repsRange(cells)
+	if r == "1" {
+		return "1 run per cell"
+	}
+	return fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", r, label, maxCV*100)
+}
+
+// repsRange is the runs per cell of cells in every column: "5" or "3-5".
 func (b *builder) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {

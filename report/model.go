@@ -344,33 +344,76 @@ func (b *builder) metricKeys() []string {
 
 func ptr(v float64) *float64 { return &v }
 
-// fewRunsNote adds to t, when some change cell is UNKNOWN because its
-// sides have fewer runs than the plan's first look, a note that says so:
-// "? = UNKNOWN: 2 runs per side, a verdict needs at least 10; ...".
+// fewRunsNote marks t's change cells whose sides have too few runs for any
+// verdict, and adds the notes its change cells need beyond the legend. A
+// change column whose every comparison has the same n runs per side below
+// the plan's first look says so once, in its header ("change, 1 run"), and
+// its cells show the bare change; otherwise such cells carry "(n runs)".
+// UNKNOWN cells at an early look get a note that before the first rank
+// look only a change far outside the noise is called.
 func fewRunsNote(t *Table) {
-	lo, hi := 0, 0
+	var few, early [2]int // lowest and highest runs per side
+	var marked []string   // headers that say the runs
+	see := func(r *[2]int, n int) {
+		if r[0] == 0 || n < r[0] {
+			r[0] = n
+		}
+		r[1] = max(r[1], n)
+	}
+	ncol := len(t.Header)
 	for _, row := range t.Rows {
-		for _, c := range row.Cells {
-			if c.Delta == nil || !c.Delta.TooFew || c.Delta.Base.N == 0 || c.Delta.New.N == 0 {
+		ncol = max(ncol, len(row.Cells))
+	}
+	for j := range ncol {
+		var col [2]int
+		uniform := true
+		for _, row := range t.Rows {
+			if j >= len(row.Cells) {
 				continue
 			}
-			n := min(c.Delta.Base.N, c.Delta.New.N)
-			if lo == 0 || n < lo {
-				lo = n
+			d := row.Cells[j].Delta
+			if d == nil || d.Base.N == 0 || d.New.N == 0 {
+				continue
 			}
-			hi = max(hi, n)
+			n := min(d.Base.N, d.New.N)
+			switch v := d.Verdict; {
+			case d.TooFew:
+				see(&few, n)
+				see(&col, n)
+			case v.Verdict == verdict.Unknown && v.Look < verdict.Default.Early:
+				see(&early, n)
+				uniform = false
+			default:
+				uniform = false
+			}
+		}
+		if !uniform || col[0] == 0 || col[0] != col[1] || j >= len(t.Header) {
+			continue
+		}
+		t.Header[j] += ", " + runsText(col[0])
+		marked = append(marked, t.Header[j])
+		for _, row := range t.Rows {
+			if j < len(row.Cells) && row.Cells[j].Delta != nil && row.Cells[j].Delta.TooFew {
+				row.Cells[j].Text = row.Cells[j].Delta.pctText()
+			}
 		}
 	}
-	if lo == 0 {
-		return
+	runs := func(r [2]int) string {
+		if r[0] == r[1] {
+			return runsText(r[0])
+		}
+		return fmt.Sprintf("%d-%d runs", r[0], r[1])
 	}
-	runs := fmt.Sprintf("%d runs", lo)
-	switch {
-	case lo == 1 && hi == 1:
-		runs = "1 run"
-	case hi > lo:
-		runs = fmt.Sprintf("%d-%d runs", lo, hi)
+	if few[0] > 0 {
+		what := "(" + runs(few) + ")"
+		if len(marked) > 0 {
+			what = strings.Join(marked, ", ")
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("%s = %s per side: a change without a verdict; from %d runs per side a change far outside the noise is called DIFFERENT, from %d SAME too (docs/compare.md)",
+			what, runs(few), verdict.Default.FirstN(), verdict.Default.RankN()))
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("? = UNKNOWN: %s per side, a verdict needs at least %d; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
-		runs, verdict.Default.FirstN()))
+	if early[0] > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("? at %s per side: below %d runs per side only a change far outside the noise is called; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
+			runs(early), verdict.Default.RankN()))
+	}
 }

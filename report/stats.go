@@ -136,9 +136,10 @@ func compareStats(base, new Stats, min verdict.MinEffect) Delta {
 // DeltaString is the change column's text, one rule for every table: the
 // signed percent change of the median when the verdict is DIFFERENT,
 // "same" when SAME (the change is shown smaller than the minimum effect),
-// and "?" before the change so far when UNKNOWN, "? -3.10%" (whatever the
-// reason: too few runs for the plan's looks, or a change the runs cannot
-// yet tell from the noise).
+// "?" before the change so far when UNKNOWN at a look of the plan,
+// "? -3.10%", and the change with the runs per side below the first look,
+// "-100.00% (1 run)": too few runs for any verdict, which the change
+// column says rather than a bare "?".
 func (d *Delta) DeltaString() string {
 	switch d.Verdict.Verdict {
 	case verdict.Different:
@@ -146,10 +147,30 @@ func (d *Delta) DeltaString() string {
 	case verdict.Same:
 		return "same"
 	}
+	pct := d.pctText()
+	if n := min(d.Base.N, d.New.N); d.TooFew && n > 0 {
+		return pct + " (" + runsText(n) + ")"
+	}
+	if pct == "?" {
+		return pct
+	}
+	return "? " + pct
+}
+
+// pctText is the change of the medians, "?" when there is none.
+func (d *Delta) pctText() string {
 	if math.IsNaN(d.Pct) || math.IsInf(d.Pct, 0) {
 		return "?"
 	}
-	return "? " + units.Pct(d.Pct)
+	return units.Pct(d.Pct)
+}
+
+// runsText is "1 run" or "N runs".
+func runsText(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }
 
 // changeLegend explains the change column's marks (DeltaString) in a

@@ -109,7 +109,7 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	}
 	// The n/a reasons first: cells refer to them by number.
 	na.apply(t)
-	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(g.mine), rows[0].Label, maxCV*100))
+	t.Notes = append(t.Notes, b.runsNote(g.mine, rows[0].Label, maxCV))
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,28 @@ func TestCompareCLIMissing(t *testing.T) {
 			t.Errorf("%v: output lacks %q:\n%s", tc.args[1:], tc.want, out.String())
 		}
 	}
+}
+
+// Issue 33's example: 6 runs per side, -10.00% with disjoint ranges, is a
+// regression the gate catches (exit 1, a JUnit failure), not UNKNOWN.
+func TestCompareCLISixRuns(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "gates.xml")
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"compare", "testdata/compare/six-runs-base.bench", "testdata/compare/six-runs-new.bench",
+		"--fail-on", "tx_pps<-3%", "--junit", junit}, &out, &errb)
+	if got := exitCode(err); got != exitFailure {
+		t.Errorf("exit %d (%v), want 1:\n%s", got, err, out.String())
+	}
+	if !strings.Contains(out.String(), "tx_pps<-3%: tap/pktgen-t1 -10.00% [") || !strings.Contains(out.String(), "n=6: DIFFERENT: FAIL") {
+		t.Errorf("output lacks the DIFFERENT FAIL line:\n%s", out.String())
+	}
+	x, rerr := os.ReadFile(junit)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !strings.Contains(string(x), `failures="1"`) || !strings.Contains(string(x), `type="regression"`) ||
+		regexp.MustCompile(`p &lt;= 0[^.]`).Match(x) || !strings.Contains(string(x), "DIFFERENT at p &lt;= 0.0015, the level of the look at 6 runs") {
+		t.Errorf("JUnit is not one regression failure with the look's level:\n%s", x)
+	}
+	checkCLIGolden(t, filepath.Join("testdata", "compare", "six-runs.txt"), out.Bytes())
 }

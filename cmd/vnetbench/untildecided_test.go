@@ -57,17 +57,18 @@ func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
 }
 
 func TestUntilDecidedStopsWhenDecided(t *testing.T) {
-	// A drop of 5 standard deviations: DIFFERENT at the first decisive look.
+	// A drop of 5 standard deviations: DIFFERENT at the first look, an
+	// early look at 3 runs.
 	f := &fakeRounds{shift: -50, rng: rand.New(rand.NewPCG(1, 2))}
 	var out strings.Builder
 	if err := newAdaptive(f, 100).run(t.Context(), &out); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if !slices.Equal(f.rounds, []int{10}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
-		t.Errorf("rounds %v, output %q; want one round of 10", f.rounds, out.String())
+	if !slices.Equal(f.rounds, []int{3}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
+		t.Errorf("rounds %v, output %q; want one round of 3", f.rounds, out.String())
 	}
 	// The gate lines say what was decided.
-	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=10: DIFFERENT: FAIL") {
+	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=3: DIFFERENT: FAIL") {
 		t.Errorf("no gate line with the verdict:\n%s", out.String())
 	}
 }
@@ -81,7 +82,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 	if !errors.As(err, &ue) || exitCode(err) != exitUndecided {
 		t.Fatalf("err %v (exit %d), want UNKNOWN (exit 3)", err, exitCode(err))
 	}
-	if !slices.Equal(f.rounds, []int{10, 13, 16, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
+	if !slices.Equal(f.rounds, []int{3, 6, 10, 13, 16, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
 		t.Errorf("rounds %v, output:\n%s", f.rounds, out.String())
 	}
 	// Resumed with a larger budget, it goes on from 18, not from scratch.
@@ -115,7 +116,7 @@ func TestUntilDecidedBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "quickstart", "--until-decided"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--shard", "1/2"},
-		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "3"},
+		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "2"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--max-repetitions", "200"},
 		{"run", "quickstart", "-o", t.TempDir(), "--until-decided", "--min-effect", "2"},
 	} {
@@ -126,21 +127,21 @@ func TestUntilDecidedBadFlags(t *testing.T) {
 }
 
 // A dry run of --until-decided shows its first round: the scenario's
-// cells at the plan's first decisive look (10 repetitions), and the looks
-// after it up to the budget.
+// cells at the plan's first look (3 repetitions, an early look), and the
+// looks after it up to the budget.
 func TestUntilDecidedDryRun(t *testing.T) {
 	got, code := runCLI(t, "run", "lab-pktgen", "--set", "backend=tap", "--set", "generator.pktgen.threads=1", "--set", "perf.stat.targets=[kpktgend]",
 		"-o", t.TempDir(), "--until-decided", "--fail-on", "lost_pps>+0%", "--max-repetitions", "30", "--dry-run")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, got)
 	}
-	for _, want := range []string{"until-decided: the first round, 10 repetitions per cell; later rounds go on to the plan's next looks (13, 16, 20, 25, 30)",
-		"20 samples in this order", "rep 10 (kernel stock", "rep 10 (kernel patched"} {
+	for _, want := range []string{"until-decided: the first round, 3 repetitions per cell; later rounds go on to the plan's next looks (6, 10, 13, 16, 20, 25, 30)",
+		"6 samples in this order", "rep 3 (kernel stock", "rep 3 (kernel patched"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "rep 11 ") {
-		t.Errorf("more than 10 repetitions in the first round:\n%s", got)
+	if strings.Contains(got, "rep 4 ") {
+		t.Errorf("more than 3 repetitions in the first round:\n%s", got)
 	}
 }
