@@ -37,9 +37,25 @@
 // (--details): the default text is what one mails. JSON, CSV, benchfmt and
 // HTML hold everything. Sample warnings that are word for word the same in
 // several cells (the TCG warning) are reported once. WriteText,
-// WriteMarkdown (olekukonko/tablewriter), WriteCSV, WriteJSON,
-// results.WriteBenchfmt and WriteHTML (one file, inline SVG charts with
-// error bars) draw them; Render picks one by name.
+// WriteMarkdown, WriteCSV, WriteJSON, results.WriteBenchfmt and WriteHTML
+// (one file, inline SVG charts with error bars) draw them; Render picks
+// one by name.
+//
+// Text and markdown tables are drawn by olekukonko/tablewriter, widths in
+// display cells, except one layout: the thread's tables (thread, versus,
+// latency and perf stat tables) keep a hand-written grid, because
+// tablewriter (v1.1) cannot draw a header cell that spans the label
+// columns and holds the wrapped context (a horizontally merged header cell
+// takes the whole context's width in each column it spans), nor a group
+// label that wraps down through the rules between its rows ("TAP +" above
+// "vhost-net"). The grid measures in display cells too.
+//
+// Names in a report (kernel labels, cells, axes, metric keys, warnings)
+// come from files the report did not write: text, markdown, HTML and gate
+// lines show their control characters and line breaks as escapes
+// (\x0a), LAVA output keeps only [A-Za-z0-9._-] of them, benchfmt turns
+// them into "_" in names and units and spaces in values, so no name can
+// forge a line, a result or a shell command.
 //
 // # Gates
 //

@@ -113,11 +113,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 
 // mdReplacer makes text literal in markdown: no emphasis, code, link or
 // table syntax, no raw HTML (a run's labels and names come from files the
-// report did not write), no line break.
+// report did not write), no line break; mdEscape then escapes the control
+// characters left (oneLine), which a terminal showing the file would act on.
 var mdReplacer = strings.NewReplacer("\\", `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
 	"<", `\<`, ">", `\>`, "&", `\&`, "\r\n", " ", "\n", " ", "\r", " ")
 
-func mdEscape(s string) string { return mdReplacer.Replace(s) }
+func mdEscape(s string) string { return oneLine(mdReplacer.Replace(s)) }
 
 // mdRow escapes a table row's cells (mdEscape).
 func mdRow(cells []string) []string {

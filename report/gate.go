@@ -87,7 +87,7 @@ func (d *Decision) String() string {
 		if d.Allowed {
 			state = "ok (--allow-missing)"
 		}
-		return fmt.Sprintf("%s: %s: MISSING: %s: %s", d.Gate, d.Cell, d.Missing, state)
+		return oneLine(fmt.Sprintf("%s: %s: MISSING: %s: %s", d.Gate, d.Cell, d.Missing, state))
 	}
 	v := &d.Delta.Verdict
 	change := units.Pct(d.Delta.Pct)
@@ -110,7 +110,7 @@ func (d *Decision) String() string {
 	case d.Verdict == verdict.Unknown:
 		state = "undecided at the plan's last look: the change is smaller than the noise can show"
 	}
-	return fmt.Sprintf("%s: %s %s %s: %s: %s", d.Gate, d.Cell, change, n, d.Verdict, state)
+	return oneLine(fmt.Sprintf("%s: %s %s %s: %s: %s", d.Gate, d.Cell, change, n, d.Verdict, state))
 }
 
 // GateError means a gate failed: it tripped on a regression, or a gated
@@ -122,14 +122,14 @@ func (e *GateError) Error() string {
 	if len(e.Tripped) > 0 {
 		var cells []string
 		for _, d := range e.Tripped {
-			cells = append(cells, fmt.Sprintf("%s %s in %s", d.Gate.Metric, units.Pct(d.Delta.Pct), d.Cell))
+			cells = append(cells, oneLine(fmt.Sprintf("%s %s in %s", d.Gate.Metric, units.Pct(d.Delta.Pct), d.Cell)))
 		}
 		parts = append(parts, "regression: "+strings.Join(cells, ", "))
 	}
 	if len(e.Missing) > 0 {
 		var cells []string
 		for _, d := range e.Missing {
-			cells = append(cells, fmt.Sprintf("%s in %s (%s)", d.Gate.Metric, d.Cell, d.Missing))
+			cells = append(cells, oneLine(fmt.Sprintf("%s in %s (%s)", d.Gate.Metric, d.Cell, d.Missing)))
 		}
 		parts = append(parts, "MISSING: "+strings.Join(cells, ", ")+"; rerun the cells (vnetbench run --resume) or name them with --allow-missing")
 	}
@@ -143,7 +143,7 @@ type UndecidedError struct{ Undecided []Decision }
 func (e *UndecidedError) Error() string {
 	var cells []string
 	for _, d := range e.Undecided {
-		cells = append(cells, fmt.Sprintf("%s in %s", d.Gate.Metric, d.Cell))
+		cells = append(cells, oneLine(fmt.Sprintf("%s in %s", d.Gate.Metric, d.Cell)))
 	}
 	return fmt.Sprintf("undecided (UNKNOWN): %s; add repetitions (vnetbench run --resume --until-decided) or set a larger --min-effect", strings.Join(cells, ", "))
 }
@@ -370,12 +370,12 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 		fmt.Fprintf(&b, "  %s\n", d.String())
 		switch {
 		case d.Tripped:
-			failed = append(failed, d.Gate.Metric+" in "+d.Cell)
+			failed = append(failed, oneLine(d.Gate.Metric+" in "+d.Cell))
 		case d.Failed():
-			failed = append(failed, d.Gate.Metric+" MISSING in "+d.Cell)
+			failed = append(failed, oneLine(d.Gate.Metric+" MISSING in "+d.Cell))
 		}
 		if d.Undecided() {
-			undecided = append(undecided, d.Gate.Metric+" in "+d.Cell)
+			undecided = append(undecided, oneLine(d.Gate.Metric+" in "+d.Cell))
 		}
 		if !slices.Contains(decided, d.Gate.String()) {
 			decided = append(decided, d.Gate.String())

@@ -86,13 +86,13 @@ func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error 
 // with their confidence intervals, the change, p and the verdict.
 func decisionDetail(d *Decision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, d.Cell)
+	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, oneLine(d.Cell))
 	if d.Verdict == verdict.Missing {
 		state := "FAIL: a gate never passes on nothing"
 		if d.Allowed {
 			state = "ok: --allow-missing names it"
 		}
-		fmt.Fprintf(&b, "MISSING: %s\nverdict: %s\n", d.Missing, state)
+		fmt.Fprintf(&b, "MISSING: %s\nverdict: %s\n", oneLine(d.Missing), state)
 		return asciiOnly(b.String())
 	}
 	state := "ok: " + string(d.Verdict) + ", within the gate"
