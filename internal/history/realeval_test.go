@@ -111,7 +111,9 @@ func readTCPD(dir string) ([]labelled, error) {
 // (a real change the alerting found), FN (a real change a person added),
 // FP (an alert the triage rejected), empty or TN for none. The truth is
 // TP and FN; the production alerting's own prediction is TP and FP. Rows
-// are taken in file order.
+// are taken in file order, one point each: give the files aggregated to
+// one row per revision (the data set's all-datasets-annotated-aggregated
+// folder), not the raw measurements.
 func readPerfSeries(dir string) ([]labelled, error) {
 	var out []labelled
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -315,7 +317,14 @@ func TestRealSeriesPerf(t *testing.T) {
 	}
 	prod := detector{"production", func(s labelled) []int { return s.prod }}
 	table, scores := realTable("perf", series, detectors(prod))
-	t.Logf("CI performance histories, %d series:\n%s", len(series), table)
+	points, truth, alerts := 0, 0, 0
+	for _, s := range series {
+		points += len(s.xs)
+		truth += len(s.ann[0])
+		alerts += len(s.prod)
+	}
+	t.Logf("CI performance histories, %d series, %d points, %d labelled changes (TP+FN), %d production alerts (TP+FP):\n%s",
+		len(series), points, truth, alerts, table)
 	beatsZero(t, scores["all"])
 }
 
