@@ -82,7 +82,7 @@ func TestLatencyTable(t *testing.T) {
 	if err := WriteText(&b, r, ASCII); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"latency under load", "every 5ms", "(TCG)", "past the qdisc"} {
+	for _, s := range []string{"latency under load", "every 5ms", "every column ran under QEMU TCG", "past the qdisc"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("text output lacks %q:\n%s", s, b.String())
 		}

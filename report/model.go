@@ -73,6 +73,9 @@ func (r *Report) IsNested(col string) bool { return slices.Contains(r.Nested, co
 // VM and others on the host.
 func (r *Report) MixedNesting() bool { return len(r.Nested) > 0 && len(r.Nested) < len(r.Columns) }
 
+// AllEmulated reports whether every column was measured under emulation.
+func (r *Report) AllEmulated() bool { return len(r.Emulated) > 0 && len(r.Emulated) == len(r.Columns) }
+
 // IsEmulated reports whether column col was measured under emulation.
 func (r *Report) IsEmulated(col string) bool { return slices.Contains(r.Emulated, col) }
 

@@ -42,7 +42,7 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 		writeWrapped(&b, "  ", l)
 	}
 	if len(r.Emulated) > 0 {
-		fmt.Fprintf(&b, "EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", oneLine(strings.Join(r.Emulated, ", ")))
+		writeWrapped(&b, "", fmt.Sprintf("EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel", strings.Join(r.Emulated, ", ")))
 	}
 	notes := onceNotes{}
 	for _, t := range r.Tables {
@@ -146,7 +146,7 @@ type onceNotes map[string]bool
 // seen reports whether n is a report-wide note already printed, and
 // remembers it.
 func (o onceNotes) seen(n string) bool {
-	if n != emulatedNote && n != nestedNote && n != mixedNestingNote {
+	if n != emulatedNote && n != allEmulatedNote && n != nestedNote && n != allNestedNote && n != mixedNestingNote {
 		return false
 	}
 	if o[n] {
@@ -272,26 +272,57 @@ func textTable(t *Table, style Style) *Table {
 	return &c
 }
 
-// wrap splits s into lines of at most w cells at spaces (a longer word
-// gets a line of its own).
+// wrap splits s into lines of at most w cells at spaces; a word longer
+// than w (a cell name) breaks after a "/" where it can, else gets a line
+// of its own.
 func wrap(s string, w int) []string {
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
+	for _, p := range words(s, w) {
 		switch {
 		case cur == "":
-			cur = word
-		case width(cur)+1+width(word) <= w:
-			cur += " " + word
+			cur = p.text
+		case p.glued && width(cur)+width(p.text) <= w:
+			cur += p.text // the rest of a word broken after a "/"
+		case !p.glued && width(cur)+1+width(p.text) <= w:
+			cur += " " + p.text
 		default:
 			lines = append(lines, cur)
-			cur = word
+			cur = p.text
 		}
 	}
 	if cur != "" || len(lines) == 0 {
 		lines = append(lines, cur)
 	}
 	return lines
+}
+
+// piece is a word of wrap, or part of one: glued parts follow the part
+// before them without a space.
+type piece struct {
+	text  string
+	glued bool
+}
+
+// words splits s at spaces, and a word wider than w after each "/" in it.
+func words(s string, w int) []piece {
+	var out []piece
+	for _, word := range strings.Fields(s) {
+		if width(word) <= w || !strings.Contains(strings.TrimSuffix(word, "/"), "/") {
+			out = append(out, piece{text: word})
+			continue
+		}
+		for first := true; word != ""; first = false {
+			i := strings.Index(word, "/")
+			if i < 0 || i == len(word)-1 {
+				out = append(out, piece{word, !first})
+				break
+			}
+			out = append(out, piece{word[:i+1], !first})
+			word = word[i+1:]
+		}
+	}
+	return out
 }
 
 func maxWidth(lines []string) int {

@@ -115,11 +115,10 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving): %s",
 		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header, changeLegend))
-	if b.r.IsEmulated(col) {
-		t.Notes = append(t.Notes, emulatedNote)
-	}
-	if b.r.IsNested(col) {
-		t.Notes = append(t.Notes, nestedNote)
+	for _, n := range []string{b.emulatedLegend(col), b.nestedLegend(col)} {
+		if n != "" {
+			t.Notes = append(t.Notes, n)
+		}
 	}
 	return t
 }
