@@ -24,8 +24,8 @@ import (
 // less strict than its nominal level.
 
 // earlyTest is the early look's decision on sorted b and n at level
-// alpha: the verdict, the t test's two-sided p and the critical |t| (0
-// when both sides are constant).
+// alpha: the verdict, the t test's two-sided p and its degrees of freedom
+// (0 when a side is constant: no t distribution).
 func earlyTest(b, n []float64, alpha float64) (Verdict, float64, float64) {
 	if constantEqual(b, n) {
 		return Same, 1, 0
@@ -34,25 +34,24 @@ func earlyTest(b, n []float64, alpha float64) (Verdict, float64, float64) {
 	if err != nil { // both sides constant, at different values
 		return Different, 0, 0
 	}
-	df := res.DoF
-	crit := stats.InvCDF(stats.TDist{V: df})(1 - alpha/2)
 	if res.P <= alpha {
-		return Different, res.P, crit
+		return Different, res.P, res.DoF
 	}
-	return Unknown, res.P, crit
+	return Unknown, res.P, res.DoF
 }
 
 // decideEarly fills r at early look r.Look: the t test's verdict and p,
 // the difference of the means and its interval at the look's level.
 func (r *Result) decideEarly(b, n []float64, plan *Plan) {
 	alpha := plan.EarlyAlpha[r.Look]
-	v, p, crit := earlyTest(b, n, alpha)
+	v, p, df := earlyTest(b, n, alpha)
 	r.Verdict, r.P, r.Level = v, p, 1-alpha
 	mb, mn := stats.Mean(b), stats.Mean(n)
 	r.Shift = mn - mb
 	nb, nn := float64(len(b)), float64(len(n))
 	pooled := ((nb-1)*stats.Variance(b) + (nn-1)*stats.Variance(n)) / (nb + nn - 2)
-	if se := math.Sqrt(pooled * (1/nb + 1/nn)); crit > 0 && se > 0 {
+	if se := math.Sqrt(pooled * (1/nb + 1/nn)); df > 0 && se > 0 {
+		crit := stats.InvCDF(stats.TDist{V: df})(1 - alpha/2)
 		r.Lo, r.Hi = r.Shift-crit*se, r.Shift+crit*se
 	} else {
 		r.Lo, r.Hi = r.Shift, r.Shift
