@@ -52,7 +52,7 @@ func (f *fakeRounds) load() (*results.Set, error) {
 }
 
 func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
-	return &adaptive{round: f.round, load: f.load, min: verdict.DefaultMinEffect, maxReps: maxReps,
+	return &adaptive{round: f.round, load: f.load, min: report.DefaultMinEffect, maxReps: maxReps,
 		now: time.Now, firstReps: verdict.Default.FirstN()}
 }
 
@@ -99,7 +99,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 
 func TestUntilDecidedNeedsTwoKernels(t *testing.T) {
 	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[string]float64{"tx_pps": 1}}}}
-	if _, err := report.Decide(set, nil, verdict.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
+	if _, err := report.Decide(set, nil, report.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
 		t.Errorf("one kernel: %v, want bad input", err)
 	}
 }

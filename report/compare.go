@@ -107,7 +107,7 @@ func (b *builder) compareTables() {
 	}
 }
 
-// minCIRuns is the smallest sample for which benchmath gives a finite
+// minCIRuns is the smallest sample for which the order statistics give a finite
 // confidence interval of the median at level Confidence.
 const minCIRuns = 6
 

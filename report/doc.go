@@ -8,19 +8,21 @@
 // # Public API
 //
 // report stays a public package: its entry points (Load, Build, Render,
-// CompareRuns and the Write* renderers) take and return report's own
-// names. Runs is the module's internal results set under a public alias,
-// so other programs can load and render runs without reaching into
-// internal/; perfparse likewise imports nothing of the module.
+// CompareRuns, Compare, Decide and the Write* renderers) and their options
+// take and return report's own names. MinEffect is report's own type;
+// Runs and Env are the module's internal results set and environment under
+// public aliases, so other programs can load and render runs without
+// reaching into internal/; perfparse likewise imports nothing of the
+// module.
 //
 // # Model and renderers
 //
-// Build computes Stats (n, mean, median, stddev, CV, min, max, 95% CI of
-// the median from golang.org/x/perf/benchmath, harmonic mean for rates via
-// montanaflynn/stats) per cell, column and metric, Comparisons against the
-// base column (Mann-Whitney U from benchmath for the p column; the verdict
-// SAME, DIFFERENT or UNKNOWN of internal/verdict for the change columns; a
-// warning when the sample sizes can never reach significance), and Tables:
+// Build computes Stats (n, mean, median, stddev, CV, min, max, the 95% CI
+// of the median by order statistics, the harmonic mean for rates; all from
+// github.com/aclements/go-moremath, the module's one statistics library)
+// per cell, column and metric, Comparisons against the base column (the
+// verdict SAME, DIFFERENT or UNKNOWN of internal/verdict for the change
+// columns, its own test's p for the p column), and Tables:
 // thread-style tables (rows grouped by backend, one column per kernel
 // label, a context header cell), size sweeps, perf stat and perf report
 // side by side, benchstat-style comparisons, and one "harness and

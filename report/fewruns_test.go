@@ -3,8 +3,6 @@ package report
 import (
 	"strings"
 	"testing"
-
-	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // A table whose change cells are UNKNOWN for too few runs says why and
@@ -17,7 +15,7 @@ func TestFewRunsNote(t *testing.T) {
 			for i := range n {
 				b[i], x[i] = float64(100+i), float64(80+i)
 			}
-			d := Compare(b, x, false, verdict.MinEffect{})
+			d := Compare(b, x, false, MinEffect{})
 			tb.Rows = append(tb.Rows, Row{Cells: []Cell{{Text: d.DeltaString(), Delta: &d}}})
 		}
 		fewRunsNote(tb)
@@ -36,7 +34,7 @@ func TestFewRunsNote(t *testing.T) {
 		t.Errorf("3 and 5 runs per side: notes %q, want none", tb.Notes)
 	}
 	noisy := &Table{}
-	d := Compare([]float64{100, 104, 97}, []float64{101, 99, 105}, false, verdict.MinEffect{})
+	d := Compare([]float64{100, 104, 97}, []float64{101, 99, 105}, false, MinEffect{})
 	noisy.Rows = append(noisy.Rows, Row{Cells: []Cell{{Text: d.DeltaString(), Delta: &d}}})
 	if fewRunsNote(noisy); len(noisy.Notes) != 1 || !strings.HasPrefix(noisy.Notes[0], "? at 3 runs per side: below 10 runs per side only a change far outside the noise is called") {
 		t.Errorf("3 runs inside the noise: %q, notes %q", d.DeltaString(), noisy.Notes)

@@ -301,7 +301,7 @@ func FormatForFile(name string) string {
 // Render writes r (built from set) in format. benchfmt writes the samples
 // of set itself, one line per repetition; kcidb needs r.Origin (see
 // Options.Origin).
-func Render(w io.Writer, set *results.Set, r *Report, format string, style Style) error {
+func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error {
 	switch format {
 	case "", "text":
 		return WriteText(w, r, style)

@@ -156,9 +156,9 @@ type CompareOptions struct {
 	Metrics []string // metrics to show (nil = all in both); gates add theirs
 	Gates   []Gate   // nil = default gates (see CompareRuns)
 	// MinEffect is the smallest change that matters: a verdict of SAME
-	// means the change is shown smaller (verdict.DefaultMinEffect when
-	// zero). A gate with a non-zero threshold uses its threshold.
-	MinEffect verdict.MinEffect
+	// means the change is shown smaller (DefaultMinEffect when zero). A
+	// gate with a non-zero threshold uses its threshold.
+	MinEffect MinEffect
 	// Details shows the harness and diagnostics table in text and
 	// markdown (Options.Details).
 	Details bool
@@ -205,7 +205,7 @@ func (c *CompareResult) Err() error {
 // counters, the CPU per packet derived from them and Diagnostics (the
 // harness's self-measurements and cross-checks) only when opt.Metrics
 // names them. Unknown metrics are bad input.
-func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
+func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 	if len(base.Samples) == 0 || len(new.Samples) == 0 {
 		return nil, fault.Input("nothing to compare: a side has no samples")
 	}
@@ -331,7 +331,7 @@ func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt Comp
 			}
 			min := opt.MinEffect
 			if g.Threshold != 0 {
-				min = verdict.MinEffect{Value: math.Abs(g.Threshold)}
+				min = MinEffect{Value: math.Abs(g.Threshold)}
 			}
 			d := Compare(b, n, idx.metric(g.Metric).Rate, min)
 			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}

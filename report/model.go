@@ -20,8 +20,8 @@ type Options struct {
 	// the first column.
 	Base string
 	// MinEffect is the smallest change that matters for the verdicts
-	// (verdict.DefaultMinEffect when zero).
-	MinEffect verdict.MinEffect
+	// (DefaultMinEffect when zero).
+	MinEffect MinEffect
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
 	// Metrics restricts the comparison tables to these keys (nil = all).
@@ -50,13 +50,13 @@ type Report struct {
 	Emulated []string `json:"emulated,omitempty"`
 	// Nested lists the columns whose datapath ran inside a VM (lab
 	// kernels); the others ran on the host (the running kernel).
-	Nested      []string                `json:"nested,omitempty"`
-	Env         map[string]*results.Env `json:"env,omitempty"`
-	Tables      []*Table                `json:"tables"`
-	Summaries   []Summary               `json:"summaries"`
-	Comparisons []Comparison            `json:"comparisons,omitempty"`
-	Warnings    []string                `json:"warnings,omitempty"`
-	Sources     []string                `json:"sources,omitempty"`
+	Nested      []string        `json:"nested,omitempty"`
+	Env         map[string]*Env `json:"env,omitempty"`
+	Tables      []*Table        `json:"tables"`
+	Summaries   []Summary       `json:"summaries"`
+	Comparisons []Comparison    `json:"comparisons,omitempty"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Sources     []string        `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 	// Origin is Options.Origin.
@@ -173,7 +173,7 @@ type Cell struct {
 const MaxColumns = 64
 
 // Build computes the model of set.
-func Build(set *results.Set, opt Options) (*Report, error) {
+func Build(set *Runs, opt Options) (*Report, error) {
 	if opt.Top <= 0 {
 		opt.Top = 10
 	}

@@ -19,7 +19,7 @@ func TestSummarize(t *testing.T) {
 	if math.Abs(st.HMean-2.1897810) > 1e-6 {
 		t.Errorf("hmean %v, want 2.18978", st.HMean)
 	}
-	// n=5 has no finite 95% median CI (benchmath needs >= 6).
+	// n=5 has no finite 95% median CI (the order statistics need >= 6).
 	if st.CIFinite() || len(st.Warnings) == 0 {
 		t.Errorf("n=5: CI [%v, %v] warnings %q; want infinite with a warning", st.Lo, st.Hi, st.Warnings)
 	}
@@ -34,13 +34,13 @@ func TestCompare(t *testing.T) {
 	worse := []float64{400, 401, 405, 399, 402}
 	// 2 runs per side are below the plan's first look: no verdict, the
 	// change with the runs; p is the rank test's.
-	d := Compare(base[:2], worse[:2], true, verdict.MinEffect{})
+	d := Compare(base[:2], worse[:2], true, MinEffect{})
 	if d.Significant || !d.TooFew || d.Alpha != 0 || d.DeltaString() != "-11.20% (2 runs)" {
 		t.Errorf("2 per side: %q %+v", d.DeltaString(), d)
 	}
 	// 5 per side, far apart: the early look at 3 runs calls it, p is the
 	// t test's (t = -50/sqrt(5.3*2/5) with 8 degrees of freedom).
-	d = Compare(base, worse, true, verdict.MinEffect{})
+	d = Compare(base, worse, true, MinEffect{})
 	if !d.Significant || d.TooFew || math.Abs(d.Alpha-verdict.Default.EarlyAlpha[0]) > 1e-12 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
 		t.Errorf("5 per side: %+v", d)
 	}
@@ -54,12 +54,12 @@ func TestCompare(t *testing.T) {
 		t.Errorf("PString = %q", got)
 	}
 	// 10 per side, all apart: DIFFERENT, and P <= Alpha says the same.
-	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, verdict.MinEffect{})
+	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, MinEffect{})
 	if got := d.DeltaString(); !d.Different() || got != "-11.07%" || !d.Significant || d.P > d.Alpha || d.TooFew {
 		t.Errorf("n=10: DeltaString = %q, %+v", got, d)
 	}
 	// 10 per side, overlapping: UNKNOWN with P above the look's level.
-	d = Compare([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, false, verdict.MinEffect{})
+	d = Compare([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, false, MinEffect{})
 	if d.Significant || d.P <= d.Alpha || d.Alpha <= 0 || d.TooFew {
 		t.Errorf("overlapping n=10: %+v", d)
 	}

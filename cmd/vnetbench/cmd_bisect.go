@@ -46,7 +46,7 @@ func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *fl
 	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
 	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that changed (its better direction is the metric's: tx_pps up, lost_pps down)")
 	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
-	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
+	fs.StringVar(&o.minEffect, "min-effect", report.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
 	fs.IntVar(&o.maxReps, "max-repetitions", verdict.Default.MaxN(), "budget of repetitions per cell and candidate")
 	fs.StringVar(&o.change, "change", "worse", "the change to find (`WHICH`): worse, a regression in the metric's bad direction, or better, an improvement (the commit that brought it)")
 	o.sets = addSetFlag(fs)
@@ -107,7 +107,7 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if err != nil {
 		return bisect.Outcome{}, err
 	}
-	me, err := verdict.ParseMinEffect(o.minEffect)
+	me, err := report.ParseMinEffect(o.minEffect)
 	if err != nil {
 		return bisect.Outcome{}, usageErrorf("bisect: --min-effect: %v", err)
 	}

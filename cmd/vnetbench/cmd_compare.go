@@ -10,7 +10,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -23,7 +22,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)
-	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
+	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
@@ -52,7 +51,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	me, err := verdict.ParseMinEffect(*minEffect)
+	me, err := report.ParseMinEffect(*minEffect)
 	if err != nil {
 		return usageErrorf("compare: --min-effect: %v", err)
 	}
