@@ -19,15 +19,7 @@ func (b *builder) compareTables() {
 			continue // shown by the harness and diagnostics table
 		}
 		m := b.idx.metric(key)
-		var cells []string
-		for _, cell := range b.idx.cells {
-			for _, col := range b.r.Columns {
-				if b.idx.has(cell, col, key) {
-					cells = append(cells, cell)
-					break
-				}
-			}
-		}
+		cells := b.idx.keyCells[key]
 		if len(cells) == 0 {
 			continue
 		}

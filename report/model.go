@@ -338,6 +338,20 @@ func (b *builder) delta(cell, col, key string) Delta {
 	return d
 }
 
+// cellMetricKeys are the metric keys cell has, of metricKeys, in its order.
+func (b *builder) cellMetricKeys(cell string) []string {
+	if len(b.opt.Metrics) == 0 {
+		return b.idx.cellKeys[cell]
+	}
+	var out []string
+	for _, k := range b.opt.Metrics {
+		if slices.Contains(b.idx.cellKeys[cell], k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func (b *builder) metricKeys() []string {
 	if len(b.opt.Metrics) > 0 {
 		return b.opt.Metrics
