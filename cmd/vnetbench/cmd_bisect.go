@@ -16,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -62,8 +63,8 @@ func (o *bisectOpts) gate() (string, error) {
 	}
 	up := false
 	switch results.Describe(o.metric).Better {
-	case results.HigherIsBetter:
-	case results.LowerIsBetter:
+	case metric.HigherIsBetter:
+	case metric.LowerIsBetter:
 		up = true
 	default:
 		return "", usageErrorf("bisect: --metric %s has no better direction; name a result metric such as tx_pps or lost_pps", o.metric)

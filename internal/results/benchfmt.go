@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -159,9 +160,9 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 	for _, k := range keys {
 		m := Describe(k)
 		switch m.Better {
-		case HigherIsBetter:
+		case metric.HigherIsBetter:
 			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", token(k))
-		case LowerIsBetter:
+		case metric.LowerIsBetter:
 			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", token(k))
 		default:
 			fmt.Fprintf(&b, "Unit %s assume=nothing\n", token(k))
