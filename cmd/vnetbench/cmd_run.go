@@ -233,6 +233,8 @@ func (r *runCmd) prepare(ctx context.Context) error {
 	r.est, _ = estimateCells(todo, kernelLabels(r.s), r.host.KVM, r.tab)
 	if *r.insideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
+	} else {
+		addBuilds(ctx, r.est, r.s, r.tab)
 	}
 	if *r.dry || *r.insideLab != "" || *r.resume {
 		return nil

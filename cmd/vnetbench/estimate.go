@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -222,4 +224,18 @@ func writeShorter(w io.Writer, prefix string, sh *shorter, limit time.Duration) 
 	default:
 		fmt.Fprintf(w, "%sshortest form (about %s, still above %s; raise --max-time or use --shard I/N): %s\n", prefix, estimate.Duration(sh.Estimate), estimate.Duration(limit), sh.Command)
 	}
+}
+
+// addBuilds puts the build part of s's kernels (lab.PlanBuilds, from the
+// cache alone) into est and returns the build modes.
+func addBuilds(ctx context.Context, est *estimate.Estimate, s *scenarios.Scenario, t *estimate.Table) []lab.BuildMode {
+	modes := lab.PlanBuilds(ctx, s.Kernels, kernelLabels(s))
+	var items []estimate.BuildItem
+	for _, m := range modes {
+		items = append(items, m.Items...)
+	}
+	if est != nil {
+		est.AddBuild(items, t)
+	}
+	return modes
 }

@@ -51,6 +51,9 @@ type Kernel struct {
 	Log string
 	// Compiled counts the files this build compiled (0 when cached).
 	Compiled int
+	// Fresh: built in a work tree that had built nothing yet (not
+	// incrementally after another kernel).
+	Fresh bool
 }
 
 // Builder builds kernels into its cache directory:
@@ -79,11 +82,16 @@ type Builder struct {
 	Log io.Writer
 	// Every is how often progress is logged while make runs (default 20s).
 	Every time.Duration
+	// Images is the cache directory of Debian kernel packages (vmimages';
+	// "" = the directory holding Dir) for module builds.
+	Images string
 
 	noDeps bool // tests: skip the host dependency check
 	// treeHashes remembers plain trees' fingerprints (a walk of ~75,000
 	// files per kernel otherwise; stock and patched share a tree).
 	treeHashes map[string]string
+	// includes remembers trees' #include scans (Decide).
+	includes map[string]includeIndex
 }
 
 // Plan is a resolved Spec: what would be built and under which key.
@@ -497,7 +505,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	}
 	k, err := b.install(ctx, p, w, modules, logPath, secs, cpu)
 	if k != nil {
-		k.Compiled = cnt.n
+		k.Compiled, k.Fresh = cnt.n, fresh
 	}
 	return k, err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // InitConfigPath is where lab init reads its configuration.
@@ -73,7 +74,11 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM})
+	checked, err := checkModules("/sys/module", cfg.Check)
+	if err != nil {
+		return err
+	}
+	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM, Checked: checked})
 	switch cfg.Mode {
 	case "guest":
 		for _, l := range cfg.Links {
@@ -117,6 +122,39 @@ func loadModules(paths []string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// checkModules makes sure each module of checks runs as built: its
+// srcversion and GNU build ID under sysfs (/sys/module) are the expected
+// ones. A module loaded from elsewhere (the kernel's own build winning the
+// load) is an error: the lab must not measure it as the rebuilt one.
+func checkModules(sysfs string, checks []ModuleCheck) ([]string, error) {
+	var ok []string
+	for _, c := range checks {
+		dir := filepath.Join(sysfs, c.Name)
+		if _, err := os.Stat(dir); err != nil {
+			return ok, fmt.Errorf("rebuilt module %s is not loaded (%v)", c.Name, err)
+		}
+		if c.SrcVersion != "" {
+			b, err := os.ReadFile(filepath.Join(dir, "srcversion"))
+			if got := strings.TrimSpace(string(b)); err != nil || got != c.SrcVersion {
+				return ok, fmt.Errorf("module %s running has srcversion %q, the rebuilt one %s: not the rebuilt module", c.Name, got, c.SrcVersion)
+			}
+		}
+		if c.BuildID != "" {
+			f, err := os.Open(filepath.Join(dir, "notes", ".note.gnu.build-id"))
+			got := ""
+			if err == nil {
+				got, err = vmimages.NoteBuildID(f)
+				f.Close()
+			}
+			if err != nil || got != c.BuildID {
+				return ok, fmt.Errorf("module %s running has build ID %q (%v), the rebuilt one %s: not the rebuilt module", c.Name, got, err, c.BuildID)
+			}
+		}
+		ok = append(ok, c.Name)
+	}
+	return ok, nil
 }
 
 const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"

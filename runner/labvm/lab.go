@@ -135,7 +135,13 @@ type Config struct {
 	// path. Directories under RunDir or CacheDir need no entry.
 	Shares []string
 	// Modules to load (nil = DefaultModules).
-	Modules  []string
+	Modules []string
+	// Replace are module files (.ko) loaded in place of the kernel's
+	// modules of the same name (a module build of runner/kbuild), and
+	// loaded whether Modules names them or not; after loading, lab init
+	// checks that each runs as built (srcversion, build ID), else the lab
+	// fails in its setup. Result.Checked lists them.
+	Replace  []string
 	Timeouts Timeouts
 	// Output receives the inner command's console output (nil = discarded;
 	// it is always in RunDir/lab/LABEL/console.log).
@@ -158,8 +164,10 @@ type Result struct {
 	// guests (kvm_intel, kvm_amd); "" under TCG or when it could not, with
 	// the reason in NoKVM.
 	KVM, NoKVM string
-	ExitCode   int    // the inner command's exit status
-	Console    string // console log path
+	// Checked are the Replace modules lab init found running as built.
+	Checked  []string
+	ExitCode int    // the inner command's exit status
+	Console  string // console log path
 }
 
 // inputErrorf is a bad lab configuration (no kernel, missing files): an
@@ -417,7 +425,7 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, accel
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
 		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, "VNETBENCH_LAB=" + c.Label}
 	env = append(env, c.Env...)
-	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Config: InitConfig{
+	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Replace: c.Replace, Config: InitConfig{
 		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
 	}}
 	icfg, err := ir.Build(initrd)

@@ -33,6 +33,7 @@ type Event struct {
 	Kernel  string   `json:"kernel,omitempty"`  // uname -r
 	KVM     string   `json:"kvm,omitempty"`     // modules: the KVM vendor module loaded (kvm_intel, kvm_amd)
 	NoKVM   string   `json:"no_kvm,omitempty"`  // modules: why KVM modules were asked for and not loaded
+	Checked []string `json:"checked,omitempty"` // modules: replaced modules found running as built (InitConfig.Check)
 	Msg     string   `json:"msg,omitempty"`     // error text
 }
 
@@ -106,6 +107,17 @@ type InitConfig struct {
 	// from /proc/cpuinfo (KVMVendorModule), after Modules and makes sure
 	// /dev/kvm exists. Nil: no KVM.
 	KVM map[string][]string `json:"kvm,omitempty"`
+	// Check are modules loaded from replacement files (Initramfs.Replace):
+	// after loading, each must be running with this srcversion and build
+	// ID, else the lab fails (a packaged module won the load).
+	Check []ModuleCheck `json:"check,omitempty"`
+}
+
+// ModuleCheck is a module that must be running as built.
+type ModuleCheck struct {
+	Name       string `json:"name"`
+	SrcVersion string `json:"srcversion,omitempty"`
+	BuildID    string `json:"build_id,omitempty"`
 }
 
 // InitShare is a read-write 9p export.
