@@ -92,4 +92,3 @@ func NoteBuildID(r io.Reader) (string, error) {
 	}
 	return "", fmt.Errorf("no GNU build ID note")
 }
-

@@ -24,14 +24,14 @@ import (
 // ModBuild is the modules rebuilt for one kernel: Debian's Release with
 // Modules loaded in place of its packaged ones.
 type ModBuild struct {
-	Label   string     `json:"-"`
-	Release string     `json:"release"`
-	Headers string     `json:"headers"` // linux-headers-RELEASE VERSION
-	Source  string     `json:"source"`  // linux-source-SERIES VERSION
+	Label   string              `json:"-"`
+	Release string              `json:"release"`
+	Headers string              `json:"headers"` // linux-headers-RELEASE VERSION
+	Source  string              `json:"source"`  // linux-source-SERIES VERSION
 	Modules []vmimages.ModuleID `json:"modules"`
-	Patches []PatchRef `json:"patches,omitempty"`
-	Key     string     `json:"key"`
-	Seconds float64    `json:"build_s"`
+	Patches []PatchRef          `json:"patches,omitempty"`
+	Key     string              `json:"key"`
+	Seconds float64             `json:"build_s"`
 	// Dir is the cache entry; Script its build.sh, the commands that
 	// rebuild the modules from the Debian packages.
 	Dir    string `json:"-"`

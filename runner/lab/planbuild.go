@@ -308,4 +308,3 @@ func planPatches(k scenarios.Kernel) []kbuild.Patch {
 	}
 	return out
 }
-
