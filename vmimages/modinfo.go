@@ -81,14 +81,13 @@ func NoteBuildID(r io.Reader) (string, error) {
 		dsz := binary.LittleEndian.Uint32(b[4:])
 		typ := binary.LittleEndian.Uint32(b[8:])
 		name := align4(int(nsz))
-		end := 12 + name + align4(int(dsz))
-		if end > len(b) || 12+name+int(dsz) > len(b) {
+		if 12+name+int(dsz) > len(b) {
 			break
 		}
 		if typ == 3 && nsz == 4 && string(b[12:15]) == "GNU" { // NT_GNU_BUILD_ID
 			return hex.EncodeToString(b[12+name : 12+name+int(dsz)]), nil
 		}
-		b = b[end:]
+		b = b[min(12+name+align4(int(dsz)), len(b)):]
 	}
 	return "", fmt.Errorf("no GNU build ID note")
 }
