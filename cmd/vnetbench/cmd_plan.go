@@ -73,7 +73,7 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	p := buildPlan(s, sd, h)
 	tab := cl.loadTable(stderr, "")
 	p.Estimate, _ = estimateCells(samplesOf(s, sd), kernelLabels(s), h.KVM, tab)
-	p.Builds = addBuilds(ctx, p.Estimate, s, tab)
+	p.Builds = addBuilds(ctx, cl.estimateDir, p.Estimate, s, tab)
 	p.MaxTime = *maxTime
 	p.kernelDesc = describeKernel(s, h.KVM)
 	if *maxTime > 0 && p.Estimate.Total > *maxTime {

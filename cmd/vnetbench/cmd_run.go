@@ -234,7 +234,7 @@ func (r *runCmd) prepare(ctx context.Context) error {
 	if *r.insideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
-		addBuilds(ctx, r.est, r.s, r.tab)
+		addBuilds(ctx, r.cl.estimateDir, r.est, r.s, r.tab)
 	}
 	if *r.dry || *r.insideLab != "" || *r.resume {
 		return nil

@@ -227,9 +227,9 @@ func writeShorter(w io.Writer, prefix string, sh *shorter, limit time.Duration) 
 }
 
 // addBuilds puts the build part of s's kernels (lab.PlanBuilds, from the
-// cache alone) into est and returns the build modes.
-func addBuilds(ctx context.Context, est *estimate.Estimate, s *scenarios.Scenario, t *estimate.Table) []lab.BuildMode {
-	modes := lab.PlanBuilds(ctx, s.Kernels, kernelLabels(s))
+// harness cache alone) into est and returns the build modes.
+func addBuilds(ctx context.Context, cache string, est *estimate.Estimate, s *scenarios.Scenario, t *estimate.Table) []lab.BuildMode {
+	modes := lab.PlanBuilds(ctx, cache, s.Kernels, kernelLabels(s))
 	var items []estimate.BuildItem
 	for _, m := range modes {
 		items = append(items, m.Items...)

@@ -54,10 +54,10 @@ func (m BuildMode) String() string {
 }
 
 // PlanBuilds says how a run would build the kernels of ks that name a
-// source or tree, in the order of labels.
-func PlanBuilds(ctx context.Context, ks []scenarios.Kernel, labels []string) []BuildMode {
-	cache := vmimages.CacheDir()
-	b := &kbuild.Builder{Dir: filepath.Join(cache, "kbuild")}
+// source or tree, in the order of labels, from the harness cache in cache
+// (vmimages.CacheDir()).
+func PlanBuilds(ctx context.Context, cache string, ks []scenarios.Kernel, labels []string) []BuildMode {
+	b := &kbuild.Builder{Dir: filepath.Join(cache, "kbuild"), Images: cache}
 	byLabel := map[string]scenarios.Kernel{}
 	var order []string
 	for _, k := range ks {
@@ -168,13 +168,14 @@ func planGroup(ctx context.Context, b *kbuild.Builder, cache, src string, labels
 // whose build the cache does not hold.
 func moduleItem(b *kbuild.Builder, series string, m BuildMode, ds []*kbuild.Decision, mods []kbuild.ModTarget, labels []string, patches map[string][]kbuild.Patch, touched []string) estimate.BuildItem {
 	n, todo := len(mods), len(labels)
+	var srcs []string
 	if !m.Decided {
-		n = 0
 		for _, f := range touched {
-			if kbuild.Feeds(f) && !slices.Contains(touched[:slices.Index(touched, f)], f) {
-				n++
+			if kbuild.Feeds(f) && !slices.Contains(srcs, f) {
+				srcs = append(srcs, f)
 			}
 		}
+		n = len(srcs)
 	} else {
 		todo = 0
 		for _, l := range labels {
@@ -184,8 +185,11 @@ func moduleItem(b *kbuild.Builder, series string, m BuildMode, ds []*kbuild.Deci
 		}
 	}
 	what := fmt.Sprintf("modules %s, %d kernels", strings.Join(m.Modules, ", "), len(labels))
-	if !m.Decided {
-		what = fmt.Sprintf("modules (about %d), %d kernels", n, len(labels))
+	switch {
+	case !m.Decided && n <= 2:
+		what = fmt.Sprintf("modules of %s, %d kernels", strings.Join(srcs, ", "), len(labels))
+	case !m.Decided:
+		what = fmt.Sprintf("modules of %d sources, %d kernels", n, len(labels))
 	}
 	it := estimate.BuildItem{What: what, Kind: estimate.StepModule, N: n * todo}
 	if it.N == 0 {
@@ -265,7 +269,7 @@ func fullCached(ctx context.Context, b *kbuild.Builder, tree string, k scenarios
 			s.Patches = append(s.Patches, p)
 			continue
 		}
-		paths, err := seriesPaths(filepath.Join(vmimages.CacheDir(), "series"), name)
+		paths, err := seriesPaths(filepath.Join(filepath.Dir(b.Dir), "series"), name)
 		if err != nil || !exists(filepath.Dir(paths[0])) {
 			return false
 		}
