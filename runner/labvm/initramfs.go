@@ -20,9 +20,9 @@ type Initramfs struct {
 	Modules string   // the kernel's /lib/modules/<release> directory ("" = none)
 	Load    []string // module names to load (dependencies are added)
 	// KVM adds kvm and both vendor modules (kvm_intel, kvm_amd) for lab
-	// init to load the one the CPU needs: set it for a lab VM under KVM,
-	// whose nested guests can then use KVM. Under TCG leave it off: TCG's
-	// -cpu max may show svm, and nested KVM on emulated SVM is no faster.
+	// init to load the one the CPU shows (vmx, svm), so that the lab's
+	// nested guests can use KVM: under KVM with nesting, and under TCG,
+	// whose -cpu max emulates AMD's SVM.
 	KVM bool
 	// Replace are module files (.ko) loaded in place of the kernel's
 	// modules of the same name (.modinfo's name=), and loaded whether or
