@@ -156,7 +156,7 @@ func decisionKey(series, version string, patches []Patch) string {
 // (DIR/decide/KEY.json) when decided before.
 func (b *Builder) decision(ctx context.Context, g ModGroup, mp *ModPlan, k ModKernel) (*Decision, error) {
 	path := filepath.Join(b.Dir, "decide", decisionKey(g.Series, mp.Version, k.Patches)+".json")
-	if d, err := readDecision(path); err == nil {
+	if d, err := readDecision(path); err == nil && d.Release == mp.Release {
 		d.Cached = true
 		return d, nil
 	}
