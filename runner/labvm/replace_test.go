@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
@@ -125,5 +129,50 @@ func TestCheckModules(t *testing.T) {
 		if _, err := checkModules(sys, []ModuleCheck{c}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestLabReplacedModule boots Debian's 6.1 kernel of linux-source-6.1's
+// version as a lab VM with tun.ko rebuilt from that source with the
+// tun-backpressure series (runner/kbuild's module build, from the harness
+// cache when TestModuleBuildLinuxSource or a run made it) loaded in place
+// of Debian's, and requires lab init to find exactly that build running.
+func TestLabReplacedModule(t *testing.T) {
+	needLab(t)
+	for _, d := range kbuild.ModuleDeps {
+		testenv.NeedCommand(t, d.Name, d.Package)
+	}
+	bin := vnetbenchBinary(t)
+	src, err := kbuild.DebianSource(t.Context(), filepath.Join(vmimages.CacheDir(), "src"), "6.1", testLog{t})
+	if errors.Is(err, fault.ErrCapability) {
+		testenv.Skipf(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: testLog{t}}
+	patches, err := kbuild.ReadPatches([]string{"../../scenarios/series/tun-backpressure/0001-tun-stop-the-tx-queue-on-a-full-ring-instead-of-dropping.patch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := b.PlanModules(t.Context(), kbuild.ModGroup{Series: "6.1", Tree: src, Kernels: []kbuild.ModKernel{{Label: "patched", Patches: patches}}})
+	if err != nil || mp.Full != "" {
+		t.Fatalf("plan: %v, full %q", err, mp.Full)
+	}
+	mb, err := b.BuildModules(t.Context(), kbuild.ModSpec{Label: "patched", Tree: src, Series: "6.1", Version: mp.Version, Headers: mp.Headers, Modules: mp.Modules, Patches: patches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(t.Context(), Config{
+		Label: "patched", Kernel: Kernel{Image: mp.Image, Modules: mp.ModulesDir}, RunDir: t.TempDir(), Binary: bin,
+		Args: []string{"lab-selftest", "-h"}, Output: testLog{t}, Replace: []string{mb.Modules[0].File},
+		Timeouts: Timeouts{Boot: 5 * time.Minute, Setup: 2 * time.Minute, Run: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lab boot %.1fs, setup %.1fs, checked %v, kvm %q %q", res.BootSeconds, res.SetupSeconds, res.Checked, res.KVM, res.NoKVM)
+	if !reflect.DeepEqual(res.Checked, []string{"tun"}) {
+		t.Errorf("checked %v, want [tun]", res.Checked)
 	}
 }
