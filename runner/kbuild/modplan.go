@@ -78,6 +78,9 @@ func (b *Builder) PlanModules(ctx context.Context, g ModGroup) (*ModPlan, error)
 	}
 	_, cerr := vmimages.CachedDebianKernel(ctx, mp.Release, b.images())
 	mp.Fetched = cerr != nil || !exists(filepath.Join(b.Dir, "headers", "linux-headers-"+mp.Release+"_"+v, ".complete"))
+	if cerr != nil {
+		b.logf("fetching Debian's linux-image-%s-unsigned %s (apt-get download, ~70 MB), the kernel the labs boot", mp.Release, v)
+	}
 	k, err := vmimages.FetchDebianKernel(ctx, mp.Release, b.images())
 	if err != nil {
 		return nil, fmt.Errorf("the Debian kernel %s for the module build: %w", mp.Release, err)
