@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -92,6 +93,8 @@ type Builder struct {
 	treeHashes map[string]string
 	// includes remembers trees' #include scans (Decide).
 	includes map[string]includeIndex
+	// logMu orders Log's lines of module builds that run at once.
+	logMu sync.Mutex
 }
 
 // Plan is a resolved Spec: what would be built and under which key.
@@ -187,7 +190,9 @@ func (b *Builder) checkDeps() error {
 
 func (b *Builder) logf(format string, a ...any) {
 	if b.Log != nil {
+		b.logMu.Lock()
 		fmt.Fprintf(b.Log, format+"\n", a...)
+		b.logMu.Unlock()
 	}
 }
 

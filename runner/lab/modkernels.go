@@ -9,11 +9,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -115,21 +118,42 @@ func targetNames(ms []kbuild.ModTarget) []string {
 	return out
 }
 
-// buildModules rebuilds each group's modules for each of its kernels and
-// returns, per label, the identity and the module files to load in place
-// of the packaged ones; images gets the Debian kernel to boot.
+// buildModules rebuilds each group's modules for each of its kernels (the
+// kernels of a group at once: a module build keeps about one CPU busy)
+// and returns, per label, the identity and the module files to load in
+// place of the packaged ones; images gets the Debian kernel to boot.
+// timed gets each kernel's module build time per module, the group's
+// wall time shared out (builds side by side take less than in turn).
 func buildModules(ctx context.Context, mb ModuleBuilder, groups []*modGroup, o runner.Options, ids map[string]*results.KernelBuild, replace map[string][]string, images map[string][2]string, timed func(label, kind string, secs float64)) error {
 	for _, g := range groups {
 		p := g.plan
-		for _, l := range g.labels {
-			b, err := mb.BuildModules(ctx, kbuild.ModSpec{Label: l, Tree: g.group.Tree, Series: g.group.Series, Version: p.Version,
-				Headers: p.Headers, Modules: p.Modules, Patches: g.patches[l]})
-			if err != nil {
-				return err
+		builds := make([]*kbuild.ModBuild, len(g.labels))
+		errs := make([]error, len(g.labels))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, l := range g.labels {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				builds[i], errs[i] = mb.BuildModules(ctx, kbuild.ModSpec{Label: l, Tree: g.group.Tree, Series: g.group.Series, Version: p.Version,
+					Headers: p.Headers, Modules: p.Modules, Patches: g.patches[l]})
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		built := 0
+		for _, b := range builds {
+			if !b.Cached {
+				built += len(b.Modules)
 			}
+		}
+		for i, l := range g.labels {
+			b := builds[i]
 			id := modIdentity(g, l, b)
-			if !b.Cached && len(b.Modules) > 0 {
-				timed(l, estimate.StepModule, b.Seconds/float64(len(b.Modules)))
+			if !b.Cached && built > 0 {
+				timed(l, estimate.StepModule, time.Since(start).Seconds()/float64(built))
 			}
 			ids[l] = id
 			for _, m := range b.Modules {
