@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -252,4 +253,37 @@ func ImageBanner(image string) string {
 		s = s[:i]
 	}
 	return string(s)
+}
+
+// Prefetch fetches, for linux-source-SERIES not fetched yet, Debian's
+// kernel and headers of the version apt would fetch (its candidate):
+// while the source downloads and unpacks (CPU-bound: xz), these downloads
+// overlap it. Errors are dropped: PlanModules fetches again, or says why
+// not.
+func (b *Builder) Prefetch(ctx context.Context, series string) {
+	b.defaults()
+	out, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"apt-cache", "policy", "linux-source-" + series}})
+	if err != nil {
+		return
+	}
+	v := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(l), "Candidate:"); ok {
+			v = strings.TrimSpace(c)
+		}
+	}
+	if v == "" || v == "(none)" {
+		return
+	}
+	rel, err := HeadersFor(ctx, b.Exec, series, v)
+	if err != nil || rel == "" {
+		return
+	}
+	if _, err := vmimages.CachedDebianKernel(ctx, rel, b.images()); err != nil {
+		b.logf("fetching Debian's linux-image-%s-unsigned %s (apt-get download, ~70 MB), the kernel the labs boot", rel, v)
+		if _, err := vmimages.FetchDebianKernel(ctx, rel, b.images()); err != nil {
+			return
+		}
+	}
+	DebianHeaders(ctx, b.Exec, filepath.Join(b.Dir, "headers"), rel, v, b.Log)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
@@ -92,11 +93,17 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, in Inner, o run
 	if len(order) == 0 {
 		return kp, nil
 	}
+	if o.Log != nil {
+		// The source's fetch and the prefetch of Debian's packages
+		// log at once.
+		o.Log = &lockedWriter{w: o.Log}
+	}
 	if kp.b == nil {
 		kp.b = defaultBuilder(o.Log)
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return rank(in.Labels, a) - rank(in.Labels, b) })
 	kp.order = order
+	prefetched := kp.prefetch(ctx, order, byLabel)
 	specs := map[string]kbuild.Spec{}
 	for _, l := range order {
 		start, fetched := time.Now(), sourceFetched(byLabel[l])
@@ -109,6 +116,7 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, in Inner, o run
 		}
 		specs[l] = spec
 	}
+	<-prefetched
 	modular := map[string]bool{}
 	if mb, ok := kp.b.(ModuleBuilder); ok {
 		groups, reasons, err := planModules(ctx, mb, order, byLabel, specs, o)
@@ -196,6 +204,45 @@ func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o runn
 		}
 	}
 	return out, ids, configWarnings(kp.order, ids), nil
+}
+
+// lockedWriter serializes the writes of goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// prefetch starts fetching Debian's kernel and headers for the module
+// builds of sources not fetched yet, beside the sources' own fetch; the
+// channel closes when it is done.
+func (kp *kernelPlans) prefetch(ctx context.Context, order []string, byLabel map[string]scenarios.Kernel) <-chan struct{} {
+	done := make(chan struct{})
+	pf, ok := kp.b.(interface {
+		Prefetch(ctx context.Context, series string)
+	})
+	if !ok {
+		close(done)
+		return done
+	}
+	var series []string
+	for src, labels := range sourceGroups(order, byLabel) {
+		if !sourceFetched(byLabel[labels[0]]) {
+			series = append(series, strings.TrimPrefix(src, "debian:"))
+		}
+	}
+	go func() {
+		defer close(done)
+		for _, s := range series {
+			pf.Prefetch(ctx, s)
+		}
+	}()
+	return done
 }
 
 // sourceFetched reports whether kernel k's source: is in the cache (or it
