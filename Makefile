@@ -46,17 +46,17 @@ check:
 	$(GO) -C docs/ci/validate vet ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests),
-# and the one that builds kernels (runner/kbuild: TestBuildLinuxSource
-# builds linux-source-6.1 stock and patched, which runner/labvm's pktgen e2e
-# and the built-in lab-pktgen boot).
+# and the one that builds kernels (runner/kbuild: TestModuleBuildLinuxSource
+# fetches linux-source-6.1 and Debian's kernel and headers of its version
+# and rebuilds tun.ko stock and patched, which runner/labvm's pktgen e2e
+# and the built-in lab-pktgen load; the whole-kernel build is opt-in).
 # make test runs every other package under the race detector (which needs
 # cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
 # packages side by side on a small machine only slow each other past their
-# deadlines. The kernel build starts at once beside them, at nice 10: on a
-# cold cache it is the longest test (~700 CPU-seconds, 7-11 min of make -j2
-# on the 2-core CI machine), and it fills the CPU the VM tests' guests
-# leave idle instead of waiting for cmd/vnetbench and runner to finish; runner/labvm's e2e, if it gets there
-# first, waits for the build's lock and takes the kernels from the cache.
+# deadlines. The kernel package starts at once beside them, at nice 10: its
+# fetches and compiles fill the CPU the VM tests' guests leave idle;
+# runner/labvm's e2e, if it gets there first, waits for the fetch's and
+# the build's locks and takes their results from the cache.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
