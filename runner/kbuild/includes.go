@@ -45,14 +45,15 @@ var includeRe = regexp.MustCompile(`^\s*#\s*include\s*([<"])([^>"]+)[>"]`)
 
 // includeIndex maps a header to the tree-relative C sources and headers
 // whose #include lines name it: by its tree-relative path where the name
-// resolves in the tree (next to the includer for "x.h", else under
-// include/, arch/x86/include/ and their uapi/; asm/ also under
-// include/asm-generic/), else by "?" and the name's last element (a
-// directory from a Makefile's -I: any header of that name may be it).
+// resolves in the tree (next to the includer for "x.h", else the first of
+// includeRoots that has it; asm/ also asm-generic's), else by "?" and the
+// name's last element (a directory from a Makefile's -I: any header of
+// that name may be it).
 type includeIndex map[string][]string
 
-// includeRoots are where <x/y.h> resolves in an x86 build.
-var includeRoots = []string{"include", "arch/x86/include", "include/uapi", "arch/x86/include/uapi"}
+// includeRoots are where <x/y.h> resolves in an x86 build, in kbuild's
+// -I order: the first that has it is the one the compiler reads.
+var includeRoots = []string{"arch/x86/include", "include", "arch/x86/include/uapi", "include/uapi"}
 
 // scanIncludes reads the #include lines of every .c, .h and .S file of
 // tree that Feeds an x86 build, in parallel.
@@ -129,13 +130,15 @@ func resolveIncludes(rel string, incs []string, headers map[string]bool) []strin
 		if kind == `"` {
 			try(path.Join(path.Dir(rel), name))
 		}
-		if !found {
-			for _, r := range includeRoots {
+		for _, r := range includeRoots {
+			if !found {
 				try(r + "/" + name)
 			}
-			if rest, ok := strings.CutPrefix(name, "asm/"); ok {
-				try("include/asm-generic/" + rest)
-			}
+		}
+		if rest, ok := strings.CutPrefix(name, "asm/"); ok && !found {
+			// arch/x86/include/generated/asm/ wraps asm-generic's.
+			try("include/asm-generic/" + rest)
+			try("include/uapi/asm-generic/" + rest)
 		}
 		if !found {
 			add("?" + path.Base(name))
@@ -205,8 +208,9 @@ func (ix includeIndex) includers(headers []string) []string {
 
 // chain says how the first of headers reaches many sources: through the
 // header of its closure that the most files include, as a path of
-// includes ("through include/net/page_pool.h, then
-// include/linux/skbuff.h, which 11,000 files include").
+// includes that resolve to those headers ("through
+// include/net/page_pool.h, then include/linux/skbuff.h, which 3,000
+// files include").
 func (ix includeIndex) chain(headers []string) string {
 	if len(headers) == 0 {
 		return ""
@@ -214,17 +218,17 @@ func (ix includeIndex) chain(headers []string) string {
 	start := headers[0]
 	from := map[string]string{start: ""}
 	queue := []string{start}
-	best, bestN := start, len(ix.direct(start))
+	best, bestN := start, len(ix[start])
 	for len(queue) > 0 {
 		h := queue[0]
 		queue = queue[1:]
-		for _, f := range ix.direct(h) {
+		for _, f := range ix[h] {
 			if _, ok := from[f]; ok || !strings.HasSuffix(f, ".h") {
 				continue
 			}
 			from[f] = h
 			queue = append(queue, f)
-			if n := len(ix.direct(f)); n > bestN {
+			if n := len(ix[f]); n > bestN {
 				best, bestN = f, n
 			}
 		}
