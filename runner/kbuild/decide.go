@@ -208,22 +208,27 @@ func (dc *decider) classify(ctx context.Context, cands, srcs, headers []string) 
 	if err != nil {
 		return dc.sideError(err)
 	}
-	infos, err := dc.preprocess(ctx, patched, cands)
+	infos, objs, err := dc.preprocess(ctx, patched, cands)
 	if err != nil {
 		return err
 	}
 	var builtins []string
 	mods := map[string]ModTarget{}
 	for _, c := range cands {
-		oi := infos[c]
-		if !slices.Contains(srcs, c) && !includesAny(oi.Deps, headers) {
+		oi, obj, touched := infos[c], strings.TrimSuffix(c, path.Ext(c))+".o", slices.Contains(srcs, c)
+		if !touched && !includesAny(oi.Deps, headers) {
 			continue // a textual candidate that does not include them
 		}
-		if !oi.Module {
-			if slices.Contains(srcs, c) {
-				return dc.full("%s is built into Debian's %s (kbuild compiles it without -DMODULE)", c, dc.h.Release)
-			}
-			builtins = append(builtins, strings.TrimSuffix(c, path.Ext(c))+".o")
+		switch {
+		case objs[obj] == "" && touched:
+			dc.d.Ignored = append(dc.d.Ignored, c) // its directory's Makefile builds no such object
+			continue
+		case objs[obj] == "":
+			continue
+		case objs[obj] == "y" && touched:
+			return dc.full("%s is built into Debian's %s (kbuild's %s/Makefile has %s in real-obj-y)", c, dc.h.Release, path.Dir(c), path.Base(obj))
+		case objs[obj] == "y":
+			builtins = append(builtins, obj)
 			continue
 		}
 		dir := path.Dir(c)
@@ -248,15 +253,16 @@ func (dc *decider) classify(ctx context.Context, cands, srcs, headers []string) 
 
 // preprocess runs kbuild's preprocessing (x.i; x.s for assembly) of the
 // candidates in the patched side, one make per directory, as many at once
-// as the builder has jobs, and reads each one's dependency file.
-func (dc *decider) preprocess(ctx context.Context, s *side, cands []string) (map[string]*objInfo, error) {
+// as the builder has jobs, and reads each one's dependency file and what
+// each directory builds (objsProbe).
+func (dc *decider) preprocess(ctx context.Context, s *side, cands []string) (map[string]*objInfo, map[string]string, error) {
 	byDir := map[string][]string{}
 	for _, c := range cands {
 		byDir[path.Dir(c)] = append(byDir[path.Dir(c)], ppTarget(c))
 	}
 	log, err := os.Create(filepath.Join(dc.work, "preprocess.log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer log.Close()
 	start := time.Now()
@@ -265,32 +271,40 @@ func (dc *decider) preprocess(ctx context.Context, s *side, cands []string) (map
 	sem := make(chan struct{}, dc.b.Jobs)
 	var wg sync.WaitGroup
 	for i, dir := range dirs {
+		if err := s.probeObjs(dir); err != nil {
+			return nil, nil, err
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := dc.b.kmake(ctx, s, dir, byDir[dir], log); err != nil {
+			if err := dc.b.kmake(ctx, s, dir, append(byDir[dir], objsProbe), log); err != nil {
 				errs[i] = fmt.Errorf("kbuild could not preprocess %s in %s: %w (log %s)", strings.Join(byDir[dir], " "), dir, err, log.Name())
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]*objInfo{}
+	infos, objs := map[string]*objInfo{}, map[string]string{}
+	for _, dir := range dirs {
+		if err := s.readObjs(dir, objs); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, c := range cands {
 		oi, err := s.readCmd(path.Dir(c), ppTarget(c))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out[c] = oi
+		infos[c] = oi
 	}
 	logf(dc.log, "kbuild preprocessed %d sources in %d directories in %s", len(cands), len(dirs), time.Since(start).Round(time.Second))
-	return out, nil
+	return infos, objs, nil
 }
 
 // ppTarget is kbuild's preprocessing target of a source in its directory.

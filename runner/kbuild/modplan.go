@@ -149,7 +149,7 @@ func (b *Builder) images() string {
 // version.
 func decisionKey(series, version string, patches []Patch) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "vnetbench decide 1\n%s %s\n", series, version)
+	fmt.Fprintf(h, "vnetbench decide 2\n%s %s\n", series, version)
 	for _, p := range patches {
 		fmt.Fprintf(h, "patch %s\n", p.SHA256)
 	}

@@ -193,6 +193,56 @@ func kmakeArgs(kdir, mdir, src, hroot string, jobs int) []string {
 		"KCFLAGS=-ffile-prefix-map=" + src + "/= -ffile-prefix-map=" + hroot + "/=/"}
 }
 
+// objsProbe is the target that makes kbuild list, for one directory of a
+// side, the objects its Makefile builds with the config: built in
+// (real-obj-y) and into modules (real-obj-m), composite objects replaced
+// by their parts, as kbuild computes them. (A single-target suffix, so
+// that make hands it to the directory's Makefile.)
+const objsProbe = "vnb-objs.lds"
+
+// probeObjs puts a Kbuild file in the side's directory dir that includes
+// the directory's own (Kbuild or Makefile) and adds the objsProbe rule.
+// The side's copies are hard links: the original is replaced, never
+// written through.
+func (s *side) probeObjs(dir string) error {
+	d := filepath.Join(s.src, dir)
+	orig := filepath.Join(d, "Makefile")
+	if kb := filepath.Join(d, "Kbuild"); exists(kb) {
+		data, err := os.ReadFile(kb)
+		if err != nil {
+			return err
+		}
+		orig = filepath.Join(d, ".vnb-Kbuild")
+		if err := os.WriteFile(orig, data, 0o644); err != nil {
+			return err
+		}
+		os.Remove(kb)
+	}
+	probe := "include " + orig + "\n$(obj)/" + objsProbe + ": FORCE\n\t@printf '%s\\n' 'y $(real-obj-y)' 'm $(real-obj-m)' > $@\n"
+	return os.WriteFile(filepath.Join(d, "Kbuild"), []byte(probe), 0o644)
+}
+
+// readObjs reads what objsProbe listed for dir: tree-relative object ->
+// "y" (built in) or "m" (part of a module).
+func (s *side) readObjs(dir string, into map[string]string) error {
+	b, err := os.ReadFile(filepath.Join(s.src, dir, objsProbe))
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		kind, objs, ok := strings.Cut(l, " ")
+		if !ok || (kind != "y" && kind != "m") {
+			continue
+		}
+		for _, o := range strings.Fields(objs) {
+			if rel, ok := strings.CutPrefix(o, s.src+"/"); ok {
+				into[rel] = kind
+			}
+		}
+	}
+	return nil
+}
+
 // objInfo is what kbuild's dependency file of one target says: whether it
 // was compiled as part of a module (-DMODULE) and which (KBUILD_MODNAME),
 // and the tree-relative files it read.

@@ -200,3 +200,33 @@ func TestSourceVersion(t *testing.T) {
 		t.Errorf("SourceVersion = %q, %v", v, err)
 	}
 }
+
+// probeObjs makes a directory's Makefile (or its Kbuild, kept) list the
+// objects it builds; readObjs maps them to the tree.
+func TestProbeObjs(t *testing.T) {
+	tree := writeTree(t, map[string]string{
+		"drivers/vhost/Makefile": "obj-$(CONFIG_VHOST_NET) += vhost_net.o\nvhost_net-y := net.o\n",
+		"net/sched/Kbuild":       "obj-y += sch_generic.o\n",
+	})
+	s := &side{src: tree}
+	for _, d := range []string{"drivers/vhost", "net/sched"} {
+		if err := s.probeObjs(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kb := readString(filepath.Join(tree, "drivers/vhost/Kbuild")); !strings.HasPrefix(kb, "include "+filepath.Join(tree, "drivers/vhost/Makefile")+"\n$(obj)/vnb-objs.lds: FORCE") {
+		t.Errorf("drivers/vhost/Kbuild: %q", kb)
+	}
+	if kb := readString(filepath.Join(tree, "net/sched/Kbuild")); !strings.HasPrefix(kb, "include "+filepath.Join(tree, "net/sched/.vnb-Kbuild")+"\n") ||
+		readString(filepath.Join(tree, "net/sched/.vnb-Kbuild")) != "obj-y += sch_generic.o\n" {
+		t.Errorf("net/sched/Kbuild: %q", kb)
+	}
+	os.WriteFile(filepath.Join(tree, "drivers/vhost/vnb-objs.lds"), []byte("y \nm "+tree+"/drivers/vhost/net.o "+tree+"/drivers/vhost/vhost.o\n"), 0o644)
+	objs := map[string]string{}
+	if err := s.readObjs("drivers/vhost", objs); err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs["drivers/vhost/net.o"] != "m" || objs["drivers/vhost/vhost.o"] != "m" {
+		t.Errorf("objects %v", objs)
+	}
+}
