@@ -93,7 +93,11 @@ func PlanBuilds(ctx context.Context, cache string, ks []scenarios.Kernel, labels
 		trees[t] = append(trees[t], l)
 	}
 	for _, t := range treeOrder {
-		out = append(out, planFull(ctx, b, cache, t, trees[t], byLabel, "", true))
+		reason := ""
+		if k := byLabel[trees[t][0]]; k.Source != "" && k.Build == scenarios.BuildFull {
+			reason = "build: full"
+		}
+		out = append(out, planFull(ctx, b, cache, t, trees[t], byLabel, reason, true))
 	}
 	return out
 }
