@@ -7,12 +7,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"debug/elf"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // ModuleID identifies a module file: its name, srcversion, vermagic, the
@@ -62,32 +62,9 @@ func ReadModuleID(path string) (*ModuleID, error) {
 		return nil, fmt.Errorf("%s: no name= in .modinfo: not a kernel module", path)
 	}
 	if s := f.Section(".note.gnu.build-id"); s != nil {
-		r := s.Open()
-		id.BuildID, _ = NoteBuildID(r)
+		if b, err := s.Data(); err == nil {
+			id.BuildID, _ = vminit.NoteBuildID(b)
+		}
 	}
 	return id, nil
-}
-
-// NoteBuildID reads the GNU build ID from an ELF note section's bytes (the
-// section of a module file, or /sys/module/NAME/notes/.note.gnu.build-id
-// of a loaded one).
-func NoteBuildID(r io.Reader) (string, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", err
-	}
-	for len(b) >= 12 {
-		nsz := binary.LittleEndian.Uint32(b[0:])
-		dsz := binary.LittleEndian.Uint32(b[4:])
-		typ := binary.LittleEndian.Uint32(b[8:])
-		name := align4(int(nsz))
-		if 12+name+int(dsz) > len(b) {
-			break
-		}
-		if typ == 3 && nsz == 4 && string(b[12:15]) == "GNU" { // NT_GNU_BUILD_ID
-			return hex.EncodeToString(b[12+name : 12+name+int(dsz)]), nil
-		}
-		b = b[min(12+name+align4(int(dsz)), len(b)):]
-	}
-	return "", fmt.Errorf("no GNU build ID note")
 }

@@ -126,7 +126,7 @@ func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version
 		args = append(args, p+"="+version)
 	}
 	if out, err := ex.Run(ctx, proc.Cmd{Argv: args, Dir: tmp}); err != nil {
-		return nil, fault.Capability("apt-get download %s: %v: %s; run apt-get update (as root): Debian's archive must still carry version %s", strings.Join(pkgs, " "), err, clip(out), version)
+		return nil, fault.Capability("apt-get download %s: %v: %s; run apt-get update (as root): Debian's archive must still carry version %s", strings.Join(pkgs, " "), err, fault.Clip(strings.TrimSpace(string(out))), version)
 	}
 	unpacked := filepath.Join(tmp, "root")
 	for _, p := range pkgs {
@@ -135,7 +135,7 @@ func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version
 			return nil, fmt.Errorf("apt-get download %s: want one .deb, got %d", p, len(debs))
 		}
 		if out, err := ex.Run(ctx, proc.Cmd{Argv: []string{"dpkg-deb", "-x", debs[0], unpacked}}); err != nil {
-			return nil, fmt.Errorf("dpkg-deb -x %s: %w: %s", filepath.Base(debs[0]), err, clip(out))
+			return nil, fmt.Errorf("dpkg-deb -x %s: %w: %s", filepath.Base(debs[0]), err, fault.Clip(strings.TrimSpace(string(out))))
 		}
 	}
 	if err := relocateHeaders(unpacked, name); err != nil {
@@ -191,7 +191,7 @@ func relocateHeaders(root, name string) error {
 	}
 	inc, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "include /usr/src/")
 	if !ok || strings.ContainsAny(inc, " \n") || !strings.HasSuffix(inc, "/Makefile") {
-		return fmt.Errorf("%s: unexpected Makefile %q (Debian's includes /usr/src/linux-headers-ABI-common/Makefile)", name, clip(b))
+		return fmt.Errorf("%s: unexpected Makefile %q (Debian's includes /usr/src/linux-headers-ABI-common/Makefile)", name, fault.Clip(strings.TrimSpace(string(b))))
 	}
 	if !exists(filepath.Join(root, "usr", "src", inc)) {
 		return fmt.Errorf("%s: %s is not in the packages", name, inc)

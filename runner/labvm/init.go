@@ -17,7 +17,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
-	"github.com/vnetbench/vnetbench/vmimages"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // InitConfigPath is where lab init reads its configuration.
@@ -47,13 +47,8 @@ func Init() error {
 }
 
 func initMain() error {
-	for _, m := range []struct{ src, dst, fstype string }{
-		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
-	} {
-		os.MkdirAll(m.dst, 0o755)
-		if err := unix.Mount(m.src, m.dst, m.fstype, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount %s: %w", m.dst, err)
-		}
+	if err := vminit.MountAll(vminit.Base); err != nil {
+		return err
 	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown
 	emit(Event{Ev: "init", Kernel: rel})
@@ -66,7 +61,7 @@ func initMain() error {
 		return fmt.Errorf("parse %s: %w", InitConfigPath, err)
 	}
 	t0 := time.Now()
-	n, err := loadModules(cfg.Modules)
+	n, err := vminit.LoadModules(cfg.Modules)
 	if err != nil {
 		return err
 	}
@@ -74,7 +69,7 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	checked, err := checkModules("/sys/module", cfg.Check)
+	checked, err := vminit.CheckModules("/sys/module", cfg.Check)
 	if err != nil {
 		return err
 	}
@@ -103,58 +98,6 @@ func initMain() error {
 		return nil
 	}
 	return fmt.Errorf("unknown lab init mode %q", cfg.Mode)
-}
-
-// loadModules loads module files in order with finit_module; already
-// loaded modules are fine.
-func loadModules(paths []string) (int, error) {
-	n := 0
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return n, fmt.Errorf("load module: %w", err)
-		}
-		err = unix.FinitModule(int(f.Fd()), "", 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return n, fmt.Errorf("load module %s: %w", filepath.Base(p), err)
-		}
-		n++
-	}
-	return n, nil
-}
-
-// checkModules makes sure each module of checks runs as built: its
-// srcversion and GNU build ID under sysfs (/sys/module) are the expected
-// ones. A module loaded from elsewhere (the kernel's own build winning the
-// load) is an error: the lab must not measure it as the rebuilt one.
-func checkModules(sysfs string, checks []ModuleCheck) ([]string, error) {
-	var ok []string
-	for _, c := range checks {
-		dir := filepath.Join(sysfs, c.Name)
-		if _, err := os.Stat(dir); err != nil {
-			return ok, fmt.Errorf("rebuilt module %s is not loaded (%v)", c.Name, err)
-		}
-		if c.SrcVersion != "" {
-			b, err := os.ReadFile(filepath.Join(dir, "srcversion"))
-			if got := strings.TrimSpace(string(b)); err != nil || got != c.SrcVersion {
-				return ok, fmt.Errorf("module %s running has srcversion %q, the rebuilt one %s: not the rebuilt module", c.Name, got, c.SrcVersion)
-			}
-		}
-		if c.BuildID != "" {
-			f, err := os.Open(filepath.Join(dir, "notes", ".note.gnu.build-id"))
-			got := ""
-			if err == nil {
-				got, err = vmimages.NoteBuildID(f)
-				f.Close()
-			}
-			if err != nil || got != c.BuildID {
-				return ok, fmt.Errorf("module %s running has build ID %q (%v), the rebuilt one %s: not the rebuilt module", c.Name, got, err, c.BuildID)
-			}
-		}
-		ok = append(ok, c.Name)
-	}
-	return ok, nil
 }
 
 const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"

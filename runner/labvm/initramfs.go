@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // Initramfs describes the initramfs of a lab VM or nested guest: the
@@ -113,7 +114,7 @@ func (ir Initramfs) Build(path string) (*InitConfig, error) {
 			cfg.Modules = append(cfg.Modules, p)
 			have[m.Name] = true
 			if r, ok := repl[m.Name]; ok {
-				cfg.Check = append(cfg.Check, ModuleCheck{Name: m.Name, SrcVersion: r.SrcVersion, BuildID: r.BuildID})
+				cfg.Check = append(cfg.Check, vminit.ModuleCheck{Name: m.Name, SrcVersion: r.SrcVersion, BuildID: r.BuildID})
 			}
 		}
 		for n := range repl {

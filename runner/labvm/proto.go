@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // EventPrefix starts every protocol line lab init prints on the console.
@@ -59,18 +60,7 @@ func emit(e Event) {
 	fmt.Fprintf(os.Stdout, "\n%s%s\n", EventPrefix, b)
 }
 
-func uptime() float64 {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func uptime() float64 { return vminit.Uptime().Seconds() }
 
 // InitConfig is /lab.json in the initramfs: what lab init does.
 type InitConfig struct {
@@ -110,14 +100,7 @@ type InitConfig struct {
 	// Check are modules loaded from replacement files (Initramfs.Replace):
 	// after loading, each must be running with this srcversion and build
 	// ID, else the lab fails (a packaged module won the load).
-	Check []ModuleCheck `json:"check,omitempty"`
-}
-
-// ModuleCheck is a module that must be running as built.
-type ModuleCheck struct {
-	Name       string `json:"name"`
-	SrcVersion string `json:"srcversion,omitempty"`
-	BuildID    string `json:"build_id,omitempty"`
+	Check []vminit.ModuleCheck `json:"check,omitempty"`
 }
 
 // InitShare is a read-write 9p export.

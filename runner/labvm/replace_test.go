@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // fakeKO builds a relocatable ELF with a .modinfo section (name=NAME,
@@ -84,7 +85,7 @@ func TestInitramfsReplace(t *testing.T) {
 			t.Errorf("modules %v lack %s", lj.Modules, m)
 		}
 	}
-	if len(cfg.Check) != 2 || cfg.Check[0] != (ModuleCheck{Name: "tun", SrcVersion: "52EE83EA34CD940C73DA85F", BuildID: tunID.BuildID}) || cfg.Check[1].Name != "vhost_net" {
+	if len(cfg.Check) != 2 || cfg.Check[0] != (vminit.ModuleCheck{Name: "tun", SrcVersion: "52EE83EA34CD940C73DA85F", BuildID: tunID.BuildID}) || cfg.Check[1].Name != "vhost_net" {
 		t.Errorf("checks %+v", cfg.Check)
 	}
 	if !reflect.DeepEqual(lj.Check, cfg.Check) {
@@ -117,16 +118,16 @@ func TestCheckModules(t *testing.T) {
 	os.MkdirAll(filepath.Join(sys, "tun"), 0o755)
 	os.WriteFile(filepath.Join(sys, "tun", "srcversion"), []byte("52EE83EA34CD940C73DA85F\n"), 0o444)
 	writeNote(t, filepath.Join(sys, "tun", "notes", ".note.gnu.build-id"), []byte{0x13, 0x72, 0x15})
-	want := ModuleCheck{Name: "tun", SrcVersion: "52EE83EA34CD940C73DA85F", BuildID: "137215"}
-	if ok, err := checkModules(sys, []ModuleCheck{want}); err != nil || len(ok) != 1 {
+	want := vminit.ModuleCheck{Name: "tun", SrcVersion: "52EE83EA34CD940C73DA85F", BuildID: "137215"}
+	if ok, err := vminit.CheckModules(sys, []vminit.ModuleCheck{want}); err != nil || len(ok) != 1 {
 		t.Errorf("the rebuilt module running: %v, %v", ok, err)
 	}
-	for name, c := range map[string]ModuleCheck{
+	for name, c := range map[string]vminit.ModuleCheck{
 		"packaged build ID": {Name: "tun", SrcVersion: want.SrcVersion, BuildID: "8461d7"},
 		"srcversion":        {Name: "tun", SrcVersion: "486DE09A5AA2988987AE862", BuildID: want.BuildID},
 		"not loaded":        {Name: "tap", BuildID: want.BuildID},
 	} {
-		if _, err := checkModules(sys, []ModuleCheck{c}); err == nil {
+		if _, err := vminit.CheckModules(sys, []vminit.ModuleCheck{c}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
