@@ -15,8 +15,11 @@ export CGO_ENABLED := 0
 # cmd/vnetbench's TestMakeDepsInstallsDeclaredTools checks that every tool
 # a workload declares is listed here.
 DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt
-# Building kernels from source (kernels: tree; runner/kbuild's Deps).
-KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache
+# Building kernels from source (kernels: tree; runner/kbuild's Deps), and
+# from Debian's linux-source with its headers (SourceDeps, ModuleDeps:
+# gcc-12 is the compiler Debian 12's 6.1 kernels and their modules are
+# built with; xz-utils unpacks linux-source).
+KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache gcc-12 xz-utils tar bash apt dpkg coreutils
 
 .PHONY: all deps build check test e2e demo fuzz bench clean
 all: build

@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -59,21 +59,21 @@ type ModSpec struct {
 }
 
 // modCompiler is the compiler Debian's headers build modules with (their
-// .kernelvariables: gcc-12 for 6.1).
-func modCompiler(h *Headers) string {
+// .kernelvariables: gcc-12 for 6.1), by its --version line: part of the
+// cache key. A compiler not installed is a capability error naming it.
+func modCompiler(h *Headers) (string, error) {
 	for _, l := range strings.Split(readString(filepath.Join(h.Dir, ".kernelvariables")), "\n") {
 		if f := strings.Fields(l); len(f) >= 3 && f[0] == "CC" && f[1] == "=" {
-			cc := f[len(f)-1]
-			cc = strings.TrimPrefix(cc, "$(CROSS_COMPILE)")
-			out, err := exec.Command(cc, "--version").Output()
+			cc := strings.TrimPrefix(f[len(f)-1], "$(CROSS_COMPILE)")
+			out, err := (proc.Real{}).Run(context.Background(), proc.Cmd{Argv: []string{cc, "--version"}})
 			if err != nil {
-				return cc + " (not found)"
+				return "", fault.Capability("%s, which Debian's kernel %s was built with, does not run (%v): install it (apt-get install %s; make deps does on Debian 12)", cc, h.Release, err, cc)
 			}
 			first, _, _ := strings.Cut(string(out), "\n")
-			return strings.TrimSpace(first)
+			return strings.TrimSpace(first), nil
 		}
 	}
-	return "gcc (unknown)"
+	return "gcc (unknown)", nil
 }
 
 // key is the cache key of a module build.
@@ -94,7 +94,10 @@ func (s *ModSpec) key(compiler string) string {
 // build is written to a temporary directory and renamed when complete.
 func (b *Builder) BuildModules(ctx context.Context, s ModSpec) (*ModBuild, error) {
 	b.defaults()
-	compiler := modCompiler(s.Headers)
+	compiler, err := modCompiler(s.Headers)
+	if err != nil {
+		return nil, err
+	}
 	key := s.key(compiler)
 	root := filepath.Join(b.Dir, "mod")
 	final := filepath.Join(root, key)

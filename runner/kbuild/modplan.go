@@ -198,7 +198,11 @@ func (b *Builder) ModulesCached(series string, d *Decision, modules []ModTarget,
 		return false
 	}
 	s := ModSpec{Series: series, Version: d.Version, Headers: h, Modules: modules, Patches: patches}
-	_, err := loadModBuild(filepath.Join(b.Dir, "mod", s.key(modCompiler(h))))
+	cc, err := modCompiler(h)
+	if err != nil {
+		return false
+	}
+	_, err = loadModBuild(filepath.Join(b.Dir, "mod", s.key(cc)))
 	return err == nil
 }
 
