@@ -202,7 +202,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
 		Kernel: kernel, Initrd: initrd,
-		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
+		Append:     Cmdline(c.GuestAppend),
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
