@@ -226,14 +226,14 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	for ready := false; !ready; {
 		for _, ev := range f.poll() {
 			switch ev.Ev {
-			case "init":
+			case EvInit:
 				r.InitUptime = ev.Uptime
-			case "modules":
+			case EvModules:
 				r.ModulesMs = ev.Ms
-			case "ready":
+			case EvReady:
 				ready = true
 				r.ReadySeconds = ev.Uptime
-			case "error":
+			case EvError:
 				return fail(vm.BootError("nested guest", errors.New(ev.Msg)))
 			}
 		}
