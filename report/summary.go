@@ -25,10 +25,9 @@ func verdictWord(d *Delta, better metric.Direction) string {
 }
 
 func (b *builder) summaries() {
-	// At most one summary per key and cell and column: they grow with
-	// what the samples hold, not keys x cells x columns.
+	b.r.Summaries, b.r.Comparisons = []Summary{}, []Comparison{}
 	for _, cell := range b.idx.cells {
-		for _, key := range b.cellKeys(cell) {
+		for _, key := range b.cellMetricKeys(cell) {
 			m := b.idx.metric(key)
 			for _, col := range b.r.Columns {
 				if !b.idx.has(cell, col, key) {

@@ -12,7 +12,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
+
+	"github.com/aclements/go-moremath/stats"
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // Phases of a probe: sent before the load (the idle baseline), during
@@ -109,31 +113,13 @@ func Percentile(sorted []float64, q float64) (float64, Interval) {
 // 1-2*tail for X(i) the order statistics of n draws and xq the
 // q-quantile: l is the largest rank with P(B < l) <= tail and u the
 // smallest with P(B < u) >= 1-tail, for B ~ Binomial(n, q) the count of
-// draws below xq. l = 0 or u = n+1 mean no bound.
+// draws below xq (go-moremath's binomial CDF; P(B < j) grows with j, so
+// each is a binary search). l = 0 or u = n+1 mean no bound.
 func rankBounds(n int, q, tail float64) (l, u int) {
-	cdf := 0.0 // P(B <= j-1) at the top of iteration j
-	l, u = 0, n+1
-	for j := 1; j <= n+1; j++ {
-		// P(B < j) = P(B <= j-1)
-		cdf += binomPMF(n, j-1, q)
-		if cdf <= tail {
-			l = j
-		}
-		if cdf >= 1-tail {
-			u = j
-			break
-		}
-	}
+	below := func(j int) float64 { return stats.BinomialDist{N: n, P: q}.CDF(float64(j - 1)) } // P(B < j)
+	l = sort.Search(n+1, func(i int) bool { return below(i+1) > tail })
+	u = min(sort.Search(n+1, func(i int) bool { return below(i+1) >= 1-tail })+1, n+1)
 	return l, u
-}
-
-// binomPMF is P(B = k) for B ~ Binomial(n, p), in logs for large n.
-func binomPMF(n, k int, p float64) float64 {
-	if k < 0 || k > n {
-		return 0
-	}
-	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	return math.Exp(lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
 }
 
 // Summary is what one sample's probes say.
@@ -151,7 +137,7 @@ type Summary struct {
 var loadPercentiles = []struct {
 	Key string
 	Q   float64
-}{{"rtt_p50_s", 0.50}, {"rtt_p99_s", 0.99}, {"rtt_p999_s", 0.999}}
+}{{metric.RTTP50S, 0.50}, {metric.RTTP99S, 0.99}, {metric.RTTP999S, 0.999}}
 
 // Summarize computes the metrics of recs: the load phase's percentiles,
 // maximum, loss and qdisc wait, and the idle phase's median and the
@@ -188,13 +174,13 @@ func Summarize(recs []Record) Summary {
 			v, iv := Percentile(load, p.Q)
 			s.Metrics[p.Key], s.Intervals[p.Key] = v, iv
 		}
-		s.Metrics["rtt_max_s"] = load[len(load)-1]
+		s.Metrics[metric.RTTMaxS] = load[len(load)-1]
 	}
 	if len(idle) > 0 {
 		v, iv := Percentile(idle, 0.5)
-		s.Metrics["rtt_idle_p50_s"], s.Intervals["rtt_idle_p50_s"] = v, iv
-		if p50, ok := s.Metrics["rtt_p50_s"]; ok {
-			s.Metrics["rtt_inflation_s"] = p50 - v
+		s.Metrics[metric.RTTIdleP50S], s.Intervals[metric.RTTIdleP50S] = v, iv
+		if p50, ok := s.Metrics[metric.RTTP50S]; ok {
+			s.Metrics[metric.RTTInflationS] = p50 - v
 		}
 	}
 	if len(wait) > 0 {
