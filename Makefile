@@ -11,10 +11,11 @@ export CGO_ENABLED := 0
 # Programs the harness drives at run time, from Debian packages.
 # gcc and libc6-dev: go test -race needs cgo (make test). dpdk-dev has
 # dpdk-testpmd, librte-net-af-xdp23 its AF_XDP driver; socat the vsock
-# workload's baseline; irtt the latency probe's cross-check.
+# workload's baseline; irtt the latency probe's cross-check; sockperf the
+# tcp_rr workload's cross-check.
 # cmd/vnetbench's TestMakeDepsInstallsDeclaredTools checks that every tool
 # a workload declares is listed here.
-DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt sockperf
 # Building kernels from source (kernels: tree; runner/kbuild's Deps).
 KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache
 

@@ -8,6 +8,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload/tcprr"
 	"github.com/vnetbench/vnetbench/internal/workload/testpmd"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 	"github.com/vnetbench/vnetbench/internal/workload/vsock"
@@ -22,4 +23,5 @@ func init() {
 	workload.Register(afxdp.Workload{})
 	workload.Register(testpmd.Workload{})
 	workload.Register(vsock.Workload{})
+	workload.Register(tcprr.Workload{})
 }
