@@ -12,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/testpmd"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 	"github.com/vnetbench/vnetbench/internal/workload/vsock"
+	"github.com/vnetbench/vnetbench/internal/workload/xdpredirect"
 )
 
 func init() {
@@ -24,4 +25,5 @@ func init() {
 	workload.Register(testpmd.Workload{})
 	workload.Register(vsock.Workload{})
 	workload.Register(tcprr.Workload{})
+	workload.Register(xdpredirect.Workload{})
 }
