@@ -78,6 +78,7 @@ type runOut struct {
 	bulkSpan  time.Duration
 	bulkErr   error
 	err       error
+	echoed    int64 // bytes the guest's echo server wrote back; -1 = unknown
 }
 
 // phaseOut is one phase: its round trips and its length.
@@ -299,7 +300,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		<-g.done
 	}
 	g.closeAll()
-	g.stopGuest()
+	g.out.echoed = g.stopGuest()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("tcp_rr: %w after %d transactions", ctx.Err(), g.count())
 	}
@@ -318,20 +319,29 @@ func (g *generator) closeAll() {
 	g.rr, g.bulk = -1, nil
 }
 
-// stopGuest stops the guest's servers, even after ctx ended.
-func (g *generator) stopGuest() {
+// stopGuest stops the guest's servers, even after ctx ended, and returns
+// the bytes its echo server wrote back (-1 when it cannot tell).
+func (g *generator) stopGuest() int64 {
 	if g.w.Agent == nil {
-		return
+		return -1
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), 30*time.Second)
 	defer cancel()
-	g.w.Agent.Do(ctx, agentOp, "stop")
+	d, err := g.w.Agent.Do(ctx, agentOp, "stop")
+	var echoed, discarded int64
+	if err != nil {
+		return -1
+	}
+	if _, err := fmt.Sscanf(d, "echoed %d bytes %d", &echoed, &discarded); err != nil {
+		return -1
+	}
+	return echoed
 }
 
 // result turns the phases into the metrics.
 func (g *generator) result() (*workload.Result, error) {
 	r := &workload.Result{Metrics: map[string]float64{}}
-	sum := summary{Size: g.cfg.Size}
+	sum := summary{Size: g.cfg.Size, GuestEchoed: g.out.echoed}
 	for _, p := range g.out.phases {
 		if len(p.rtts) == 0 || p.span <= 0 {
 			return nil, fmt.Errorf("tcp_rr: no transaction completed in %v", g.cfg.Duration)
@@ -374,10 +384,13 @@ func (g *generator) result() (*workload.Result, error) {
 // summary is the artifact tcp_rr.json: each phase's count, rate and
 // percentiles (seconds), and the bulk streams' bytes.
 type summary struct {
-	Size      int            `json:"size"`
-	Phases    []phaseSummary `json:"phases"`
-	BulkBytes uint64         `json:"bulk_bytes,omitempty"`
-	BulkSpanS float64        `json:"bulk_span_s,omitempty"`
+	Size   int            `json:"size"`
+	Phases []phaseSummary `json:"phases"`
+	// GuestEchoed is what the guest's echo server wrote back over the
+	// whole run (-1 = unknown): the transactions times size.
+	GuestEchoed int64   `json:"guest_echoed_bytes"`
+	BulkBytes   uint64  `json:"bulk_bytes,omitempty"`
+	BulkSpanS   float64 `json:"bulk_span_s,omitempty"`
 }
 
 type phaseSummary struct {
@@ -387,7 +400,8 @@ type phaseSummary struct {
 	TPS          float64   `json:"tps"`
 	RTT          []float64 `json:"rtt_s"` // at percentiles' q
 	Quantiles    []float64 `json:"quantiles"`
-	MinS, MaxS   float64
+	MinS         float64   `json:"min_s"`
+	MaxS         float64   `json:"max_s"`
 }
 
 // summarize is one phase's rate and percentiles (order statistics, as

@@ -142,6 +142,9 @@ func TestTransactionsAndBulk(t *testing.T) {
 		t.Fatalf("last op %q, want stop (ops %v)", last, ag.ops)
 	}
 	echoed, discarded := ag.srv.echoed.Load(), ag.srv.discarded.Load()
+	if sum.GuestEchoed != int64(echoed) {
+		t.Errorf("tcp_rr.json says the guest echoed %d bytes, its server %d", sum.GuestEchoed, echoed)
+	}
 	if echoed != uint64(n*cfg.Size) {
 		t.Errorf("the echo server wrote %d bytes; the client counted %d transactions of %d B = %d", echoed, n, cfg.Size, n*cfg.Size)
 	}
