@@ -207,3 +207,23 @@ func TestRedirectRingFull(t *testing.T) {
 	}
 	t.Logf("redirected %d, transmitted %d, lost %d, tap tx_dropped %d", o.Redirected, o.TapTxPackets, o.Lost, o.TapTxDropped)
 }
+
+// A kernel whose devmap or tun takes no XDP frame for the tap shows as
+// frames redirected that neither the reader got nor the ring dropped:
+// the cell is n/a. A full ring (drops counted) or any frame through is a
+// result.
+func TestRefused(t *testing.T) {
+	for _, tc := range []struct {
+		o    outcome
+		want bool
+	}{
+		{outcome{Redirected: 1000}, true},
+		{outcome{Redirected: 1000, TapTxDropped: 1, Lost: 1000}, false},
+		{outcome{Redirected: 1000, TapTxPackets: 3, Lost: 997}, false},
+		{outcome{}, false},
+	} {
+		if got := refused(tc.o) != ""; got != tc.want {
+			t.Errorf("refused(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
