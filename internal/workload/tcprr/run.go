@@ -100,6 +100,9 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 		return fmt.Errorf("tcp_rr: guest address %q: %w", w.Dst, err)
 	}
 	if w.Agent != nil {
+		// A stop first: servers a failed window left running (its
+		// cell ended before Wait) would refuse the start.
+		w.Agent.Do(ctx, agentOp, "stop")
 		if _, err := w.Agent.Do(ctx, agentOp, "start", strconv.Itoa(g.cfg.Port)); err != nil {
 			return fmt.Errorf("tcp_rr: start the guest's servers: %w", err)
 		}
