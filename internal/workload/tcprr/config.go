@@ -114,6 +114,10 @@ func (c *Config) HostThreads() []workload.HostThread {
 	return out
 }
 
+// Path: the transactions and the bulk streams are TCP sockets, through
+// the tap's qdisc.
+func (c *Config) Path() string { return "tcp sockets, through the qdisc" }
+
 // Target: the client's and bulk senders' threads, in the harness.
 func (Workload) Target() string { return "tcp_rr" }
 

@@ -76,6 +76,10 @@ func (c *Config) Length() (time.Duration, bool) { return c.Duration, true }
 // NamePart is "xdp_redirect"; a pkt_size axis adds its value.
 func (c *Config) NamePart() (string, []string) { return "xdp_redirect", nil }
 
+// Path: the frames enter tun's ring through ndo_xdp_xmit, never the
+// tap's qdisc.
+func (c *Config) Path() string { return "XDP_REDIRECT into tun_xdp_xmit, past the qdisc" }
+
 // LabModules: the veth pair (a module in Debian's kernels).
 func (Workload) LabModules() []string { return []string{"veth"} }
 
