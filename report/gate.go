@@ -194,7 +194,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
 		}
 	}
-	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
+	kinds := []string{KindThread, KindSenders, KindVersus, KindSweep, KindCompare, KindHarness}
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
