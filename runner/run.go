@@ -74,6 +74,9 @@ type Options struct {
 	// --shard), ShardSource where it came from (--shard auto's variables);
 	// env.json keeps both (ExtraShard, ExtraShardSource) for merge.
 	Shard, ShardSource string
+	// SeedSource is where Seed came from (ResolveSeed); env.json keeps it
+	// (ExtraSeedSource).
+	SeedSource string
 }
 
 // env.json Extra keys of a shard's run directory.
@@ -89,6 +92,12 @@ func (o *Options) NewEnv(ctx context.Context, accel qemu.Accel) results.Env {
 	env := CollectEnv(ctx, o.Exec, accel)
 	env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
 	o.markShard(&env)
+	if o.SeedSource != "" {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		env.Extra[ExtraSeedSource] = o.SeedSource
+	}
 	return env
 }
 
@@ -185,11 +194,13 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	if err := Preflight(ctx, cells, o.Exec); err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
-	if err != nil {
-		return nil, err
+	if len(cells) > 0 { // a shard without cells measures nothing: it need not wait
+		lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
 	}
-	defer lock.Release()
 	if o.Started != nil {
 		o.Started()
 	}
