@@ -105,6 +105,10 @@ func openPath(tap string) (p *path, err error) {
 	}()
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.tx, MTU: tapLink.Attrs().MTU}, PeerName: p.rx, PeerMTU: uint32(tapLink.Attrs().MTU)}
 	if err := netlink.LinkAdd(v); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// RTNETLINK: no link kind "veth" (CONFIG_VETH off, no module).
+			return nil, workload.Unsupported("this kernel has no veth devices (%v): the redirect needs a veth pair", err)
+		}
 		return nil, fmt.Errorf("xdp_redirect: create veth %s/%s: %w", p.tx, p.rx, err)
 	}
 	for _, name := range []string{p.rx, p.tx} {
