@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
@@ -288,11 +288,11 @@ func verifyCommit(ctx context.Context, tree, flag, ref string) (string, error) {
 // gitOut runs git in dir. Callers put --end-of-options before any value
 // that comes from a user.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	b, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+	out, err := kbuild.Git(ctx, proc.Real{}, dir, args...)
 	if err != nil {
-		return "", fmt.Errorf("git %s in %s: %w; is --tree a git tree with these refs?", strings.Join(args, " "), dir, err)
+		return "", fmt.Errorf("%w; is --tree a git tree with these refs?", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(out), nil
 }
 
 // stateFile holds the outcomes of a bisection, for resuming it.
