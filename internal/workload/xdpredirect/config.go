@@ -35,6 +35,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
 // Workload is xdp_redirect.
@@ -55,7 +56,7 @@ type Config struct {
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
-		xdp.FrameSize(&c.PktSize, "pkt_size"),
+		series.FrameSize(&c.PktSize, "pkt_size"),
 		schema.Duration(&c.Duration, "duration").Default(5 * time.Second).
 			Doc("how long the AF_XDP generator sends into the veth, from its first frame"),
 		schema.Int(&c.Batch, "batch", 1, 2048).Default(xdp.DefaultBatch).Unit("frames").

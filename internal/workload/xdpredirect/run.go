@@ -14,11 +14,12 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
 // Needs: AF_XDP sockets (the afxdp workload's feature: doctor and
 // preflight bind one to a throwaway tap).
-func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{xdp.Feature}} }
+func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{series.Feature}} }
 
 // Commands: everything runs inside the harness; one comment line says
 // what.
