@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -33,7 +34,7 @@ func (b *builder) compareTables() {
 		}
 		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: key, Unit: m.Unit,
 			LabelHeader: []string{key}}
-		if m.Better == results.Neutral {
+		if m.Better == metric.Neutral {
 			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
 		}
 		for i, c := range b.r.Columns {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -250,9 +251,9 @@ func defaultGates(named, keys []string) []Gate {
 			continue
 		}
 		switch results.Describe(k).Better {
-		case results.HigherIsBetter:
+		case metric.HigherIsBetter:
 			gates = append(gates, Gate{k, '<', 0})
-		case results.LowerIsBetter:
+		case metric.LowerIsBetter:
 			gates = append(gates, Gate{k, '>', 0})
 		}
 	}

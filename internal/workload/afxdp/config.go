@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
@@ -100,8 +101,8 @@ func (c *Config) CheckCPUs(h *workload.HostCheck) error {
 }
 
 // Metrics: Transmitted, per thread, over the generator's own run time.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.TxPPS, workload.TxPPSThread}
 }
 
 // Table: the series' table.

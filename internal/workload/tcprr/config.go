@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -124,11 +125,11 @@ func (Workload) Target() string { return "tcp_rr" }
 // The workload's metrics: the phase alone, the phase beside the bulk
 // stream, the stream's rate.
 var (
-	TPS = workload.Metric{Key: "rr_tps", Unit: "tps", Better: workload.HigherIsBetter, Rate: true,
+	TPS = metric.Metric{Key: "rr_tps", Unit: "tps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "TCP request/response transactions per second, one in flight, without a bulk load: round trips completed / the phase's length"}
-	LoadTPS = workload.Metric{Key: "rr_load_tps", Unit: "tps", Better: workload.HigherIsBetter, Rate: true,
+	LoadTPS = metric.Metric{Key: "rr_load_tps", Unit: "tps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "TCP request/response transactions per second beside the bulk TCP stream (bulk: tcp)"}
-	BulkBPS = workload.Metric{Key: "rr_bulk_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true,
+	BulkBPS = metric.Metric{Key: "rr_bulk_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
 		Description: "the bulk TCP streams' rate during the loaded phase: bytes the guest's discard server received x 8 / the time between the two readings"}
 )
 
@@ -149,8 +150,8 @@ func rttKey(loaded bool, suffix string) string {
 
 // Metrics: transactions/s and RTT percentiles per phase, and the bulk
 // stream's rate.
-func (Workload) Metrics() []workload.Metric {
-	out := []workload.Metric{TPS}
+func (Workload) Metrics() []metric.Metric {
+	out := []metric.Metric{TPS}
 	for _, loaded := range []bool{false, true} {
 		if loaded {
 			out = append(out, LoadTPS)
@@ -160,7 +161,7 @@ func (Workload) Metrics() []workload.Metric {
 			if loaded {
 				phase = "beside the bulk TCP stream"
 			}
-			out = append(out, workload.Metric{Key: rttKey(loaded, p.suffix), Unit: "s", Better: workload.LowerIsBetter,
+			out = append(out, metric.Metric{Key: rttKey(loaded, p.suffix), Unit: "s", Better: metric.LowerIsBetter,
 				Description: fmt.Sprintf("%s of the TCP request/response round trips %s (from before the request's write to the end of the response's read; the order statistic, no interpolation)", p.label, phase)})
 		}
 	}

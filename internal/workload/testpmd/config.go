@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/xsk/series"
@@ -86,8 +87,8 @@ func (c *Config) CheckCPUs(h *workload.HostCheck) error {
 }
 
 // Metrics: Transmitted, per thread (port), over its forwarding time.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.TxPPS, workload.TxPPSThread}
 }
 
 // Table: the series' table.

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
@@ -89,20 +90,20 @@ func (Workload) Target() string { return "xdp_redirect" }
 
 // The workload's metrics.
 var (
-	TxPPS = workload.Metric{Key: "xdp_tx_pps", Unit: "pps", Better: workload.HigherIsBetter, Rate: true,
+	TxPPS = metric.Metric{Key: "xdp_tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "frames the tap took from XDP_REDIRECT and passed to its reader (its tx_packets once the ring drained) / the AF_XDP generator's run time"}
-	LostPPS = workload.Metric{Key: "xdp_lost_pps", Unit: "pps", Better: workload.LowerIsBetter, Rate: true,
+	LostPPS = metric.Metric{Key: "xdp_lost_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
 		Description: "frames the XDP program redirected to the tap that the tap did not pass on (redirected - transmitted: tun_xdp_xmit found the ring full) / the generator's run time"}
-	RedirectPPS = workload.Metric{Key: "xdp_redirect_pps", Unit: "pps", Better: workload.HigherIsBetter, Rate: true,
+	RedirectPPS = metric.Metric{Key: "xdp_redirect_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "XDP_REDIRECT verdicts of the program on the veth's receiving end (frames offered to the tap) / the generator's run time"}
-	SentPPS = workload.Metric{Key: "xdp_sent_pps", Unit: "pps", Better: workload.HigherIsBetter, Rate: true, Diagnostic: true,
+	SentPPS = metric.Metric{Key: "xdp_sent_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Diagnostic: true,
 		Header: "sent", HeaderNote: "(into the veth)",
 		Description: "frames the AF_XDP generator put on the veth (its completions; veth drops included) / its run time"}
 )
 
 // Metrics: Transmitted, Lost, Redirected and Sent.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{TxPPS, LostPPS, RedirectPPS, SentPPS}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{TxPPS, LostPPS, RedirectPPS, SentPPS}
 }
 
 // Table: Transmitted and Lost first (the thread's rows), then what was
