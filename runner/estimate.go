@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -147,7 +150,7 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 			bootSeen[s.Kernel+"\x00"+b] = true // a reused guest repeats its boot time
 			o.Boots = appendFloat(o.Boots, b)
 		}
-		if ov, ok := s.Metrics["cell_overhead_s"]; ok {
+		if ov, ok := s.Metrics[metric.CellOverheadS]; ok {
 			pr, _ := strconv.ParseFloat(s.Labels["perf_report_s"], 64)
 			o.Overhead = append(o.Overhead, ov+pr)
 		}
@@ -156,6 +159,18 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 		}
 	}
 	if env, err := results.ReadEnv(dir); err == nil {
+		steps := map[string][]float64{}
+		for _, label := range slices.Sorted(maps.Keys(env.Kernels)) {
+			if ke := env.Kernels[label]; ke != nil && ke.Build != nil {
+				for kind, secs := range ke.Build.Timings {
+					steps[kind] = append(steps[kind], secs)
+				}
+			}
+		}
+		if len(steps) > 0 {
+			o := get(okey{"build", "host"})
+			o.Steps = steps
+		}
 		for label, ke := range env.Kernels {
 			if ke != nil && labRan[label] && ke.Extra["lab_boot_s"] != "" {
 				// The lab VM's boot and its setup (modules, mounts)

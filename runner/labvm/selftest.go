@@ -14,7 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
-	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -146,14 +146,10 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	}
 	tx0, drop0 := tapCounters(selfTestTap)
 	t0 := time.Now()
-	d := &pktgen.Driver{}
-	pr, err := d.Run(ctx, pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Count: c.Count, Duration: c.Duration,
-		Dst: "10.0.0.2", DstMAC: selfTestMAC})
+	pr, err := pktgen.Flood{Dev: selfTestTap, Count: c.Count, Duration: c.Duration, Dst: "10.0.0.2", DstMAC: selfTestMAC}.Run(ctx)
 	r.WindowS = time.Since(t0).Seconds()
 	tx1, drop1 := tapCounters(selfTestTap)
-	if pr != nil {
-		r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets(), pr.PPS(), pr.Errors(), pr.Stopped
-	}
+	r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets, pr.PPS, pr.Errors, pr.Stopped
 	select {
 	case <-vm.Done():
 		err = errors.Join(err, vm.BootError("nested guest", errors.New("qemu exited during pktgen")))
@@ -206,7 +202,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
 		Kernel: kernel, Initrd: initrd,
-		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
+		Append:     Cmdline(c.GuestAppend),
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
@@ -230,14 +226,14 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	for ready := false; !ready; {
 		for _, ev := range f.poll() {
 			switch ev.Ev {
-			case "init":
+			case EvInit:
 				r.InitUptime = ev.Uptime
-			case "modules":
+			case EvModules:
 				r.ModulesMs = ev.Ms
-			case "ready":
+			case EvReady:
 				ready = true
 				r.ReadySeconds = ev.Uptime
-			case "error":
+			case EvError:
 				return fail(vm.BootError("nested guest", errors.New(ev.Msg)))
 			}
 		}
