@@ -158,24 +158,34 @@ func runWindow(t *testing.T, ns *hostnet.Netns, cfg Config) (*workload.Result, o
 	return res, o
 }
 
-// A reader that keeps up and a ring that holds the whole run: every frame
-// the program redirected reaches the reader through tun_xdp_xmit, and the
-// tap's tx_packets (Transmitted) counts exactly the frames the reader
-// got.
+// A reader and a ring that holds the whole run: every frame the program
+// redirected reaches the reader through tun_xdp_xmit, and the tap's
+// tx_packets (Transmitted) counts exactly the frames the reader got. The
+// ring holds the run when the generator sent at most ring frames (100 ms
+// here: about 30k frames; under -race on 2 loaded cores a 300 ms run sent
+// 91k, and a reader that fell behind lost some, as it should). A faster
+// machine that sends more is checked for the accounting only.
 func TestRedirectAllDelivered(t *testing.T) {
-	ns, r := tapNetns(t, 1<<16, 0)
-	res, o := runWindow(t, ns, Config{PktSize: 64, Duration: 300 * time.Millisecond, Batch: 64})
+	const ring = 1 << 16
+	ns, r := tapNetns(t, ring, 0)
+	res, o := runWindow(t, ns, Config{PktSize: 64, Duration: 100 * time.Millisecond, Batch: 64})
 	if o.Redirected == 0 || o.Redirected != o.Seen {
 		t.Errorf("the program saw %d frames and redirected %d; want all of them, more than 0", o.Seen, o.Redirected)
 	}
 	if o.Seen > o.Sender.Packets {
 		t.Errorf("the program saw %d frames, more than the %d sent", o.Seen, o.Sender.Packets)
 	}
-	if got := r.frames.Load(); got != o.TapTxPackets || o.Lost != 0 {
-		t.Errorf("the reader got %d frames, the tap's tx_packets grew by %d, lost %d: want equal counts, 0 lost", got, o.TapTxPackets, o.Lost)
+	if got := r.frames.Load(); got != o.TapTxPackets || o.Redirected != o.TapTxPackets+o.Lost {
+		t.Errorf("the reader got %d frames, the tap's tx_packets grew by %d, redirected %d, lost %d: want reader = tx_packets = redirected - lost",
+			got, o.TapTxPackets, o.Redirected, o.Lost)
 	}
-	if res.Metrics[LostPPS.Key] != 0 || res.Metrics[TxPPS.Key] <= 0 {
-		t.Errorf("metrics %v: want Transmitted > 0, Lost 0", res.Metrics)
+	if res.Metrics[TxPPS.Key] <= 0 {
+		t.Errorf("metrics %v: want Transmitted > 0", res.Metrics)
+	}
+	if o.Sender.Packets <= ring && (o.Lost != 0 || res.Metrics[LostPPS.Key] != 0) {
+		t.Errorf("%d frames sent into a %d-frame ring: lost %d (metrics %v), want 0", o.Sender.Packets, ring, o.Lost, res.Metrics)
+	} else if o.Sender.Packets > ring {
+		t.Logf("%d frames sent, more than the %d-frame ring holds: Lost not checked", o.Sender.Packets, ring)
 	}
 	r.mu.Lock()
 	first := r.first
