@@ -24,7 +24,7 @@ func (b *builder) threadTables() {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
-			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
+			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s) && !b.inSenders(s)
 		}, b.rowAxis())
 		for _, g := range groups {
 			b.r.Tables = append(b.r.Tables, b.threadTable(kind, names[ti], g))
@@ -73,7 +73,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 			t.Rows = append(t.Rows, row)
 		}
 	}
-	b.threadNotes(t, kind, threads, seen, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(cells), rows[0].Label, maxCV*100))
+	b.threadNotes(t, kind, threads, seen, b.runsNote(cells, rows[0].Label, maxCV))
 	return t
 }
 

@@ -141,6 +141,12 @@ var readmeFixtures = map[string]string{
 	"runs/lab": "../../report/testdata/generated/iperf3-tcg",
 	// docs/history.md's CSV from another tool (testdata/history/README.md).
 	"bench.csv": "testdata/history/bench.csv",
+	// docs/compare.md's example of issue 33: 6 runs per side, -10%.
+	"six-runs-base.bench": "testdata/compare/six-runs-base.bench",
+	"six-runs-new.bench":  "testdata/compare/six-runs-new.bench",
+	// docs/compare.md's 3-run example (cmd_report_test.go's three-runs.txt).
+	"runs/few-a": "../../report/testdata/generated/few-a",
+	"runs/few-b": "../../report/testdata/generated/few-b",
 }
 
 // TestReadmeCommands runs every command README.md and docs/*.md show, as a user would
