@@ -11,10 +11,11 @@ export CGO_ENABLED := 0
 # Programs the harness drives at run time, from Debian packages.
 # gcc and libc6-dev: go test -race needs cgo (make test). dpdk-dev has
 # dpdk-testpmd, librte-net-af-xdp23 its AF_XDP driver; socat the vsock
-# workload's baseline; irtt the latency probe's cross-check.
+# workload's baseline; irtt the latency probe's cross-check; sockperf the
+# tcp_rr workload's cross-check.
 # cmd/vnetbench's TestMakeDepsInstallsDeclaredTools checks that every tool
 # a workload declares is listed here.
-DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt sockperf
 # Building kernels from source (kernels: tree; runner/kbuild's Deps), and
 # from Debian's linux-source with its headers (SourceDeps, ModuleDeps:
 # gcc-12 is the compiler Debian 12's 6.1 kernels and their modules are
