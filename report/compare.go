@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -14,6 +15,9 @@ func (b *builder) compareTables() {
 	for _, key := range b.metricKeys() {
 		if strings.HasPrefix(key, results.PerfPrefix) && len(b.opt.Metrics) == 0 {
 			continue // shown by the perf stat tables
+		}
+		if strings.HasPrefix(key, metric.DropPrefix) && !slices.Contains(b.opt.Metrics, key) {
+			continue // shown under Lost and in the drops table
 		}
 		if results.IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
 			continue // shown by the harness and diagnostics table

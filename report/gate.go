@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -134,6 +135,8 @@ type CompareOptions struct {
 	// Details shows the harness and diagnostics table in text and
 	// markdown (Options.Details).
 	Details bool
+	// ProfileTop is Options.ProfileTop.
+	ProfileTop int
 }
 
 // CompareResult is what CompareRuns decided.
@@ -194,11 +197,11 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
 		}
 	}
-	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
+	kinds := []string{KindThread, KindVersus, KindSweep, KindPerfSyms, KindCompare, KindHarness}
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details})
+	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop})
 	if err != nil {
 		return nil, err
 	}
@@ -302,10 +305,11 @@ func decideGates(idx *index, gates []Gate, opt CompareOptions) []Decision {
 // given: the result metrics (Transmitted, Lost, throughput, ...), not perf
 // counters (perf.<event>: a patched kpktgend's +1.8% context switches is
 // no regression), not the CPU per packet computed from them
-// (cpu_per_pkt.<target>) and not Diagnostics. Naming any of them with
+// (cpu_per_pkt.<target>), not the drops by reason (drop_pps.REASON@FN:
+// they say where Lost went) and not Diagnostics. Naming any of them with
 // --metric or --fail-on gates it.
 func DefaultGated(key string) bool {
-	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) {
+	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) || strings.HasPrefix(key, metric.DropPrefix) {
 		return false
 	}
 	return !results.IsDiagnostic(key)

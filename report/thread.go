@@ -58,7 +58,8 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 		t.Header = append(t.Header, "change")
 	}
 	seen := func(key string) bool { return b.anyPositive(cells, key) }
-	rows := kind.Rows(threads, seen)
+	drops := b.lostByReason(cells)
+	rows := withDropRows(kind.Rows(threads, seen), drops)
 	maxCV := 0.0
 	for _, cell := range cells {
 		s := b.measured(cell)
@@ -74,6 +75,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 		}
 	}
 	b.threadNotes(t, kind, threads, seen, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(cells), rows[0].Label, maxCV*100))
+	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t
 }
 

@@ -161,7 +161,9 @@ type runState struct {
 	// guestCmdlines the guest kernel command lines.
 	guestKernel   string
 	guestCmdlines []string
-	undo          *undo.Stack // run-level teardown (netns, sockets)
+	undo          *undo.Stack  // run-level teardown (netns, sockets)
+	drops         *dropCounter // cells with drop_reasons (nil: none)
+	modSymsOnce   sync.Once    // moduleSymbols
 
 	mu    sync.Mutex
 	repro []string
@@ -209,6 +211,8 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	sum.RunID = r.id
 	release := r.holdPerfKeys(cells)
 	defer release()
+	r.drops = openDrops(cells)
+	defer r.drops.close()
 
 	// Everything below is undone by r.undo, whatever happens.
 	defer func() {

@@ -86,6 +86,7 @@ type Cell struct {
 	Guest       Guest
 	Generator   Generator
 	Perf        Perf
+	DropReasons bool
 	Latency     *Latency
 	Repetitions int
 	Warmup      time.Duration
@@ -111,6 +112,8 @@ func (c *Cell) Fields() []schema.Field {
 		schema.Section("guest", &c.Guest).Doc("the QEMU guest that receives the traffic"),
 		c.Generator.field(),
 		schema.Section("perf", &c.Perf).Doc("perf profiling during the measurement window"),
+		schema.Bool(&c.DropReasons, "drop_reasons").Default(false).
+			Doc("count the kernel's packet drops by reason and by the function that dropped them, over the same interval as Lost (an eBPF program in the kernel under test: a kprobe on its drop function where it has kprobes, else the skb:kfree_skb tracepoint; docs/lab.md): rows under Lost"),
 		schema.Optional(&c.Latency, "latency").Doc("latency probe through the tap while the load runs (docs/latency.md): UDP requests from the host's run namespace to a reflector in the guest, kernel timestamps split each round trip into time in the qdisc and below it; unset = no probe"),
 		schema.Int(&c.Repetitions, "repetitions", 1, 1000).Default(5).Unit("count").
 			Doc("repetitions of every cell (each one sample)"),
