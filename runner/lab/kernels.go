@@ -152,8 +152,22 @@ func buildSpec(ctx context.Context, label string, k scenarios.Kernel, fetch func
 
 // writeSeries writes a shipped series' patches into root/NAME-HASH/ (HASH
 // of their contents: a directory there is complete, written to a
-// temporary directory and renamed) and returns their paths in order.
+// temporary directory and renamed) and returns their paths in order; for
+// NAME/FILE (one patch of the series: a per-patch run's prefixes) the
+// path of that one.
 func writeSeries(root, name string) ([]string, error) {
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		paths, err := writeSeries(root, series)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			if filepath.Base(p) == file {
+				return []string{p}, nil
+			}
+		}
+		return nil, fault.Input("series %s has no patch %q", series, file)
+	}
 	ps, err := scenarios.SeriesPatches(name)
 	if err != nil {
 		return nil, fault.Input("%w", err)
