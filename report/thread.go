@@ -14,6 +14,10 @@ import (
 // group of cells that have its headline metric and are not in a sweep,
 // rows per backend (or kernel), one column per kernel.
 func (b *builder) threadTables() {
+	if PerPatchColumns(b.r.Columns) {
+		b.perPatchTables() // a column per patch: a row per column instead
+		return
+	}
 	tables, names := workload.Tables()
 	for ti, kind := range tables {
 		if kind.Versus != nil {

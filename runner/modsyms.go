@@ -38,12 +38,20 @@ func (r *runState) moduleSymbols(ctx context.Context) {
 		if dir == "" {
 			return // on a host, perf finds /lib/modules itself
 		}
+		// The modules as the kernel listed them, beside the run's results:
+		// which ones perf could name, at which addresses.
+		if b, err := os.ReadFile("/proc/modules"); err == nil {
+			os.WriteFile(filepath.Join(r.dir, "proc-modules.txt"), b, 0o644)
+		}
 		files, err := loadedModuleFiles(dir, "/proc/modules")
 		if err == nil && len(files) > 0 {
 			var elf []string
 			elf, err = elfModules(files)
 			if err == nil {
 				_, err = r.exec.Run(ctx, proc.Cmd{Argv: []string{"perf", "buildid-cache", "--add", strings.Join(elf, ",")}})
+			}
+			if err == nil {
+				r.logf("perf report: symbols of the %d loaded modules from %s", len(files), dir)
 			}
 		}
 		if err != nil {
