@@ -117,3 +117,31 @@ func (s *Scenario) SetKernels(ks []Kernel) error {
 	s.Kernels = append([]Kernel(nil), ks...)
 	return nil
 }
+
+// Spec is k as ParseKernelSpec reads it (LABEL=SPEC): the command line
+// that gives the same kernel again, e.g. to the run inside a lab VM.
+func (k Kernel) Spec() string {
+	switch {
+	case k.Running():
+		return k.Label + "=running"
+	case k.Debian != "" && k.Image == "" && k.Modules == "" && !k.Builds():
+		return k.Label + "=debian:" + k.Debian
+	}
+	var kv []string
+	add := func(key, v string) {
+		if v != "" {
+			kv = append(kv, key+"="+v)
+		}
+	}
+	add("image", k.Image)
+	add("modules", k.Modules)
+	add("debian", k.Debian)
+	add("tree", k.Tree)
+	add("source", k.Source)
+	add("ref", k.Ref)
+	for _, p := range k.Patches {
+		add("patches", p)
+	}
+	add("config", k.Config)
+	return k.Label + "=" + strings.Join(kv, ",")
+}

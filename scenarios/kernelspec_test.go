@@ -31,6 +31,11 @@ func TestParseKernelSpec(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.in, got, tc.want)
 		}
+		// Spec gives the same kernel back (the run inside a lab VM gets
+		// the command line's kernels so).
+		if again, err := ParseKernelSpec(got.Spec()); err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("%s: Spec %q parses as %+v, %v", tc.in, got.Spec(), again, err)
+		}
 	}
 	for _, tc := range []struct{ in, want string }{
 		{"stock", "want LABEL=SPEC"},

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
+	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -30,9 +32,24 @@ type cli struct {
 	// judge decides one bisect candidate (nil = cl.judgeCommit: a run of
 	// the good ref and the candidate).
 	judge func(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error)
+	// stepInline: bisect-step judges in this process (the child that
+	// isolateStep starts, and tests with a fake judge) instead of in a
+	// child whose death cannot pass for a verdict.
+	stepInline bool
 }
 
 // newCLI is the binary's: this machine, its cache, its standard input.
 func newCLI() *cli {
 	return &cli{stdin: os.Stdin, host: lab.ThisHost, estimateDir: vmimages.CacheDir(), recordEstimates: true}
+}
+
+// machine fills in what a run takes from the machine cl describes.
+func (cl *cli) machine(o *bench.Options) {
+	o.Host, o.EstimateDir, o.RecordEstimates, o.EditRunner = cl.host, cl.estimateDir, cl.recordEstimates, cl.runOptions
+}
+
+// loadTable reads the host's measured rates; a broken file is a
+// warning and the defaults.
+func (cl *cli) loadTable(stderr io.Writer, prefix string) *estimate.Table {
+	return bench.LoadTable(stderr, prefix, cl.estimateDir)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -22,13 +23,15 @@ import (
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/labvm"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // bisectOpts are what bisect and bisect-step share: the scenario, the
 // kernel tree, the good ref, the metric and the verdict's settings.
 type bisectOpts struct {
 	scenario, tree, good, metric, out string
-	minEffect, maxReps                string
+	minEffect                         string
+	maxReps                           int
 	// change is the change to find: "worse" (a regression, the metric's
 	// bad direction) or "better" (an improvement: which commit fixed it).
 	change   string
@@ -39,12 +42,12 @@ type bisectOpts struct {
 func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *flag.FlagSet) {
 	fs := newFlagSet(fsName, synopsis, stderr)
 	o := &bisectOpts{}
-	fs.StringVar(&o.tree, "tree", "", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
+	pathVar(fs, &o.tree, "tree", "kernel source `DIR` (a git tree); every candidate is built from it with the same config")
 	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
 	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that changed (its better direction is the metric's: tx_pps up, lost_pps down)")
 	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
 	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
-	fs.StringVar(&o.maxReps, "max-repetitions", fmt.Sprint(verdict.Default.MaxN()), "budget of repetitions per cell and candidate")
+	fs.IntVar(&o.maxReps, "max-repetitions", verdict.Default.MaxN(), "budget of repetitions per cell and candidate")
 	fs.StringVar(&o.change, "change", "worse", "the change to find (`WHICH`): worse, a regression in the metric's bad direction, or better, an improvement (the commit that brought it)")
 	o.sets = addSetFlag(fs)
 	fs.DurationVar(&o.lockWait, "lock-wait", 0, "each step's run waits up to `DURATION` for another run on this host to finish (default: fail at once)")
@@ -100,17 +103,26 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if err != nil {
 		return bisect.Outcome{}, err
 	}
+	gates, err := report.ParseGates(g)
+	if err != nil {
+		return bisect.Outcome{}, err
+	}
+	me, err := verdict.ParseMinEffect(o.minEffect)
+	if err != nil {
+		return bisect.Outcome{}, usageErrorf("bisect: --min-effect: %v", err)
+	}
 	dir := filepath.Join(o.out, commit)
-	args := []string{o.scenario, "-o", dir, "--until-decided", "--fail-on", g, "--min-effect", o.minEffect, "--max-repetitions", o.maxReps,
-		"--kernel", "good=tree=" + o.tree + ",ref=" + o.good, "--kernel", "candidate=tree=" + o.tree + ",ref=" + commit}
-	args = append(args, o.sets.args()...)
-	if o.lockWait > 0 {
-		args = append(args, "--lock-wait", o.lockWait.String())
+	run := bench.Options{
+		Scenario: bench.Spec{Name: o.scenario, Sets: *o.sets, Kernels: []scenarios.Kernel{
+			{Label: "good", Tree: o.tree, Ref: o.good}, {Label: "candidate", Tree: o.tree, Ref: commit}}},
+		Dir: dir, LockWait: o.lockWait, MaxTime: bench.DefaultMaxTime, Version: version, Stdout: stdout, Stderr: stderr,
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
-		args = append(args, "--resume")
+		run.Resume = true
 	}
-	err = cmdRun(ctx, cl, args, stdout, stderr)
+	cl.machine(&run)
+	defer forceOnSecondSignal(ctx, stderr)()
+	_, err = bench.UntilDecided(ctx, run, bench.Until{Gates: gates, MinEffect: me, MaxReps: o.maxReps})
 	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
 		return bisect.Outcome{}, stepError(err)
 	}
@@ -118,8 +130,6 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if lerr != nil {
 		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, lerr)
 	}
-	gates, _ := report.ParseGates(g)
-	me, _ := verdict.ParseMinEffect(o.minEffect)
 	p, derr := report.Decide(set, gates, me)
 	if derr != nil {
 		return bisect.Outcome{}, derr
@@ -211,10 +221,24 @@ type stepExit struct {
 func (e *stepExit) Error() string { return e.msg }
 
 func cmdBisectStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
+	if !cl.stepInline {
+		return isolateStep(ctx, args, stdout, stderr)
+	}
+	return judgeStep(ctx, cl, args, stdout, stderr)
+}
+
+// judgeStep is bisect-step's work: anything but a measurement of HEAD
+// (help, bad usage, a failed run, a panic) is a skip.
+func judgeStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &stepExit{125, fmt.Sprintf("skip: bisect-step panicked: %v", p)}
+		}
+	}()
 	o, fs := addBisectFlags("bisect-step", "SCENARIO --tree DIR --good REF --metric M -o DIR  (under: git bisect run vnetbench bisect-step ...)", stderr)
 	pos, err := parseFlags(fs, args)
 	if errors.Is(err, errHelp) {
-		return err
+		return &stepExit{125, "skip: help shown, nothing measured"}
 	}
 	if err != nil {
 		return &stepExit{125, err.Error()}
@@ -224,7 +248,10 @@ func cmdBisectStep(ctx context.Context, cl *cli, args []string, stdout, stderr i
 		return &stepExit{125, err.Error()}
 	}
 	o.scenario = pos[0]
-	head, err := gitOut(ctx, o.tree, "rev-parse", "HEAD")
+	if o.good, err = verifyCommit(ctx, o.tree, "--good", o.good); err != nil {
+		return &stepExit{125, err.Error()}
+	}
+	head, err := gitOut(ctx, o.tree, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return &stepExit{125, err.Error()}
 	}
@@ -247,6 +274,19 @@ func stepResult(o bisect.Outcome, err error) error {
 
 func fmtPct(p float64) string { return fmt.Sprintf("%+.2f%%", p) }
 
+// verifyCommit resolves a user's ref to the full hash of a commit of the
+// tree. The ref goes after --end-of-options, so git never reads it as an
+// option (--output=FILE would make git write FILE).
+func verifyCommit(ctx context.Context, tree, flag, ref string) (string, error) {
+	c, err := gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil || len(c) != 40 && len(c) != 64 {
+		return "", usageErrorf("bisect: %s %q is not a commit of %s; give a branch, tag or commit hash of the tree", flag, ref, tree)
+	}
+	return c, nil
+}
+
+// gitOut runs git in dir. Callers put --end-of-options before any value
+// that comes from a user.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 	b, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
 	if err != nil {
@@ -270,12 +310,16 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return errors.Join(err, usageErrorfIf(*bad == "", "bisect: want --bad REF"))
 	}
 	o.scenario = pos[0]
-	good, err := gitOut(ctx, o.tree, "rev-parse", o.good+"^{commit}")
+	good, err := verifyCommit(ctx, o.tree, "--good", o.good)
 	if err != nil {
-		return usageErrorf("bisect: --good %s: %v", o.good, err)
+		return err
 	}
 	o.good = good
-	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", good+".."+*bad)
+	badc, err := verifyCommit(ctx, o.tree, "--bad", *bad)
+	if err != nil {
+		return err
+	}
+	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", "--end-of-options", good+".."+badc)
 	if err != nil || list == "" {
 		return usageErrorf("bisect: no commits from --good %s to --bad %s (is good an ancestor of bad?)", good, *bad)
 	}
@@ -283,16 +327,12 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("bisect: %w", err)
 	}
-	done := map[string]bisect.Outcome{}
-	if b, err := os.ReadFile(filepath.Join(o.out, stateFile)); err == nil {
-		var prev []bisect.Outcome
-		if err := json.Unmarshal(b, &prev); err != nil {
-			return usageErrorf("bisect: %s: %v; remove it to start over", filepath.Join(o.out, stateFile), err)
-		}
-		for _, p := range prev {
-			done[p.Commit] = p
-		}
-		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(prev))
+	done, err := loadState(filepath.Join(o.out, stateFile), commits)
+	if err != nil {
+		return err
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(done))
 	}
 	save := func(steps []bisect.Outcome) error {
 		b, _ := json.MarshalIndent(steps, "", "  ")
@@ -313,6 +353,36 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return fmt.Errorf("bisect: skipped commits hide the first bad commit (one of the candidates above): %w", fault.ErrUndecided)
 	}
 	return nil
+}
+
+// loadState reads an interrupted bisection's outcomes. Each must be of a
+// commit strictly between good and bad (commits[1:len-1]) and either bad,
+// skipped or good: a state file from another tree or range, or written by
+// hand, is refused rather than trusted.
+func loadState(path string, commits []string) (map[string]bisect.Outcome, error) {
+	done := map[string]bisect.Outcome{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bisect: %w", err)
+	}
+	var prev []bisect.Outcome
+	if err := json.Unmarshal(b, &prev); err != nil {
+		return nil, usageErrorf("bisect: %s: %v; remove it to start over", path, err)
+	}
+	inner := map[string]bool{}
+	for _, c := range commits[1 : len(commits)-1] {
+		inner[c] = true
+	}
+	for _, p := range prev {
+		if !inner[p.Commit] || p.Bad && p.Skip || done[p.Commit] != (bisect.Outcome{}) {
+			return nil, usageErrorf("bisect: %s: step %.50q is not a judged commit between --good and --bad of this tree; remove the file to start over", path, p.Commit)
+		}
+		done[p.Commit] = p
+	}
+	return done, nil
 }
 
 func usageErrorfIf(cond bool, format string, a ...any) error {

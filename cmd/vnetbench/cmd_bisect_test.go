@@ -80,6 +80,7 @@ func TestBisectCLI(t *testing.T) {
 	tree, commits := gitTree(t, 40)
 	var judged []string
 	cl := testCLI()
+	cl.stepInline = true
 	cl.judge = func(_ context.Context, o *bisectOpts, c string, _, _ io.Writer) (bisect.Outcome, error) {
 		judged = append(judged, c)
 		switch i := indexOf(commits, c); {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
@@ -94,8 +95,10 @@ func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor, tab *estima
 // cannot run on this host's kernel but can in a lab VM.
 const labKernelFlag = "--kernel " + labKernelSpec
 
-// labKernelSpec is labKernelFlag's value.
+// labKernelSpec is labKernelFlag's value, labKernel its kernel.
 const labKernelSpec = "stock=debian:6.1"
+
+var labKernel = scenarios.Kernel{Label: "stock", Debian: "6.1"}
 
 // labShorter is what doctor adds to a lab-mode suggestion on a host
 // without KVM when the run would pass run's default limit: its estimate
@@ -110,17 +113,17 @@ func labShorter(name string, lab []scenarios.Cell, tab *estimate.Table) string {
 			labels = append(labels, c.Kernel.Label)
 		}
 	}
-	e, _ := estimateCells(scenarios.Order(cells, 1), labels, st, tab)
-	if e.Total <= defaultMaxTime {
+	e, _ := bench.EstimateCells(scenarios.Order(cells, 1), labels, st, tab)
+	if e.Total <= bench.DefaultMaxTime {
 		return ""
 	}
-	a := scenarioArgs{name: name, kernels: kernelFlags{labKernelSpec}}
-	s, err := a.load(nil)
+	sp := bench.Spec{Name: name, Kernels: []scenarios.Kernel{labKernel}}
+	s, err := sp.Load()
 	if err != nil {
 		return ""
 	}
-	v := fmt.Sprintf(" (about %s under TCG, which run refuses past --max-time %s", estimate.Duration(e.Total), estimate.Duration(defaultMaxTime))
-	if sh := shorterForm(a, s, st, tab, defaultMaxTime); sh != nil {
+	v := fmt.Sprintf(" (about %s under TCG, which run refuses past --max-time %s", estimate.Duration(e.Total), estimate.Duration(bench.DefaultMaxTime))
+	if sh := bench.ShorterForm(sp, s, st, tab, bench.DefaultMaxTime); sh != nil {
 		v += fmt.Sprintf("; shorter, about %s: %s", estimate.Duration(sh.Estimate), sh.Command)
 	}
 	return v + ")"
@@ -138,7 +141,7 @@ func scenarioVerdict(ctx context.Context, d *runner.Doctor, tab *estimate.Table,
 		lab := make([]scenarios.Cell, 0, len(cells))
 		for _, c := range cells {
 			if c.Kernel.Running() {
-				c.Kernel = scenarios.Kernel{Label: "stock", Debian: "6.1"}
+				c.Kernel = labKernel
 			}
 			lab = append(lab, c)
 		}

@@ -113,7 +113,10 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (kernelFlags{"stock=debian:6.1"}).apply(s); err != nil {
+	if labKernel.Spec() != labKernelSpec {
+		t.Errorf("the lab kernel %q is not the suggested %q", labKernel.Spec(), labKernelSpec)
+	}
+	if err := s.SetKernels([]scenarios.Kernel{labKernel}); err != nil {
 		t.Fatal(err)
 	}
 	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "thread-pktgen", s.Expand()); !strings.HasPrefix(got, "runs in lab mode") {

@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -292,6 +294,9 @@ func TestHistoryBadInput(t *testing.T) {
 		{filepath.Join(dir, "missing")},
 		{"--db", filepath.Join(dir, "none.db")},
 		{"--order", "random", bad},
+		{"--sensitivity", "extreme", bad},
+		{"--sensitivity", "0.5", bad},
+		{"--sensitivity", "0", bad},
 		{"add"},
 		{"add", "--db", filepath.Join(dir, "x.db"), dir},
 	} {
@@ -303,5 +308,182 @@ func TestHistoryBadInput(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			t.Errorf("history %v: error on several lines: %q", args, msg)
 		}
+	}
+}
+
+// TestHistoryConcurrentAdd: 10 'history add' at once on one index, named
+// with '?' and '#' (a file name, not an SQLite URI), all succeed and
+// record every run in that file.
+func TestHistoryConcurrentAdd(t *testing.T) {
+	dirs := fakeHistory(t, 10, 5, 0.75)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ci?mode=ro#1.db")
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, err := runHistory(t, "add", "--db", db, d)
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("history add %d: %v", i, err)
+		}
+	}
+	out, stderr, err := runHistory(t, "--db", db, "--format", "json", "--metric", "tx_pps", "--cell", "tap/trafgen/pfifo_fast")
+	if err != nil {
+		t.Fatalf("history --db: %v\n%s", err, stderr)
+	}
+	if h := decodeHistory(t, out); len(h.Series) != 1 || h.Series[0].Points != 10 {
+		t.Errorf("index holds %+v, want one series of 10 points", h.Series)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "ci?mode=ro#1.db") {
+			t.Errorf("stray file %q beside the index", e.Name())
+		}
+	}
+}
+
+// TestHistorySensitivity: each change point reported has p at most the
+// level --sensitivity names, and a higher sensitivity reports no fewer.
+func TestHistorySensitivity(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 25))
+	var b strings.Builder
+	b.WriteString("commit,ops_per_s\n")
+	for i := range 120 {
+		v := 1000 + 10*r.NormFloat64()
+		if i >= 40 {
+			v -= 6 // a step of 0.6x the noise: near the detection limit
+		}
+		if i >= 80 {
+			v += 30
+		}
+		fmt.Fprintf(&b, "c%03d,%.3f\n", i, v)
+	}
+	path := filepath.Join(t.TempDir(), "s.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prev := -1
+	for _, tc := range []struct {
+		level string
+		alpha float64
+	}{{"low", 0.001}, {"default", 0.005}, {"high", 0.02}, {"0.1", 0.1}} {
+		out, stderr, err := runHistory(t, "--format", "json", "--sensitivity", tc.level, path)
+		if err != nil {
+			t.Fatalf("--sensitivity %s: %v\n%s", tc.level, err, stderr)
+		}
+		h := decodeHistory(t, out)
+		cps := h.Series[0].ChangePoints
+		for _, c := range cps {
+			if c.P > tc.alpha {
+				t.Errorf("--sensitivity %s: change at %d with p %.3g above %g", tc.level, c.Index, c.P, tc.alpha)
+			}
+		}
+		if len(cps) < prev {
+			t.Errorf("--sensitivity %s: %d change points, fewer than the %d of a lower sensitivity", tc.level, len(cps), prev)
+		}
+		if len(cps) == 0 {
+			t.Errorf("--sensitivity %s: the 3x step at 80 is not found", tc.level)
+		}
+		prev = len(cps)
+	}
+}
+
+// TestHistoryResultsFirst: the default text shows result metrics (tx_pps
+// first) and leaves diagnostics out, saying how many and how to see
+// them; --all shows them after the results; JSON has every series.
+func TestHistoryResultsFirst(t *testing.T) {
+	dirs := fakeHistory(t, 12, 6, 0.75)
+	text, stderr, err := runHistory(t, dirs...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	titles := regexp.MustCompile(`(?m)^(\S+) · .*: \d+ points$`).FindAllStringSubmatch(text, -1)
+	if len(titles) == 0 || titles[0][1] != "tx_pps" {
+		t.Fatalf("first series is not tx_pps:\n%s", text)
+	}
+	for _, m := range titles {
+		if diagnosticMetric(m[1]) {
+			t.Errorf("default output shows the diagnostic %s", m[1])
+		}
+	}
+	if !regexp.MustCompile(`\(\d+ diagnostic series .* not shown; --all shows them\)`).MatchString(text) {
+		t.Errorf("default output does not say diagnostics were left out:\n%s", text)
+	}
+	all, _, err := runHistory(t, append([]string{"--all"}, dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allTitles := regexp.MustCompile(`(?m)^(\S+) · .*: \d+ points$`).FindAllStringSubmatch(all, -1)
+	seenDiag := false
+	for _, m := range allTitles {
+		if d := diagnosticMetric(m[1]); d {
+			seenDiag = true
+		} else if seenDiag {
+			t.Errorf("--all: result metric %s after a diagnostic", m[1])
+		}
+	}
+	if !seenDiag || len(allTitles) <= len(titles) {
+		t.Errorf("--all shows %d series, default %d; want the diagnostics too", len(allTitles), len(titles))
+	}
+	js, _, err := runHistory(t, append([]string{"--format", "json"}, dirs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(decodeHistory(t, js).Series); n != len(allTitles) {
+		t.Errorf("JSON has %d series, --all text %d", n, len(allTitles))
+	}
+}
+
+// TestHistoryCSVDirection: a CSV column's direction comes from its name
+// (ops_per_s up, latency_ms down) or from --higher-is-better and
+// --lower-is-better; a name in both is bad input.
+func TestHistoryCSVDirection(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	var b strings.Builder
+	b.WriteString("commit,ops_per_s,latency_ms,widgets\n")
+	for i := range 60 {
+		step := 0.0
+		if i >= 30 {
+			step = 1
+		}
+		fmt.Fprintf(&b, "c%03d,%.2f,%.4f,%.2f\n", i, 26700-3000*step+100*r.NormFloat64(), 1.2+0.3*step+0.01*r.NormFloat64(), 50+5*step+r.NormFloat64())
+	}
+	csv := filepath.Join(t.TempDir(), "d.csv")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  []string // direction of each column's change at 30
+	}{
+		{nil, []string{"regression", "regression", "change"}},
+		{[]string{"--higher-is-better", "widgets"}, []string{"regression", "regression", "improvement"}},
+		{[]string{"--lower-is-better", "widgets,ops_per_s"}, []string{"improvement", "regression", "regression"}},
+	} {
+		out, stderr, err := runHistory(t, append(append([]string{"--format", "json"}, tc.flags...), csv)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.flags, err, stderr)
+		}
+		h := decodeHistory(t, out)
+		for i, s := range h.Series {
+			if len(s.ChangePoints) != 1 || s.ChangePoints[0].Index != 30 || s.ChangePoints[0].Direction != tc.want[i] {
+				t.Errorf("%v: %s change points %+v, want one %s at 30", tc.flags, s.Metric, s.ChangePoints, tc.want[i])
+			}
+		}
+	}
+	if _, _, err := runHistory(t, "--higher-is-better", "widgets", "--lower-is-better", "widgets", csv); exitCode(err) != exitBadInput {
+		t.Errorf("widgets both higher and lower is better: %v, want exit 2", err)
 	}
 }

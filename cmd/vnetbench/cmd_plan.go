@@ -11,25 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
-	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
-
-// accelDesc describes a host's KVM for plan's header.
-func accelDesc(st qemu.KVMStatus) string {
-	if !st.Usable {
-		return "tcg (KVM is not usable: " + st.Why + ")"
-	}
-	nested := st.Nested
-	if nested == "" {
-		nested = "unknown"
-	}
-	return fmt.Sprintf("kvm (a test vCPU ran; %s, nested=%s)", st.Vendor, nested)
-}
 
 // cmdPlan prints a scenario's cells in run order with every resolved
 // parameter, without touching the host.
@@ -52,14 +40,13 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	if *formatFlag != "text" && *formatFlag != "json" {
 		return usageErrorf("plan: unknown --format %q; use text or json", *formatFlag)
 	}
-	s, err := scenarios.Resolve(pos[0], *sets...)
+	ks, err := kernels.parse()
 	if err != nil {
 		return err
 	}
-	if err := kernels.apply(s); err != nil {
-		return err
-	}
-	if err := applyLabel(s, *label); err != nil {
+	sp := bench.Spec{Name: pos[0], Sets: *sets, Kernels: ks, Label: *label}
+	s, err := sp.Load()
+	if err != nil {
 		return err
 	}
 	if err := s.CheckHost(scenarios.Host{NumCPU: *cpus}); err != nil {
@@ -72,12 +59,11 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	h := cl.host()
 	p := buildPlan(s, sd, h)
 	tab := cl.loadTable(stderr, "")
-	p.Estimate, _ = estimateCells(samplesOf(s, sd), kernelLabels(s), h.KVM, tab)
+	p.Estimate, _ = bench.EstimateCells(bench.SamplesOf(s, sd), bench.KernelLabels(s), h.KVM, tab)
 	p.MaxTime = *maxTime
-	p.kernelDesc = describeKernel(s, h.KVM)
+	p.kernelDesc = bench.DescribeKernel(s, h.KVM)
 	if *maxTime > 0 && p.Estimate.Total > *maxTime {
-		a := scenarioArgs{name: pos[0], kernels: *kernels, label: *label, sets: *sets}
-		p.Shorter = shorterForm(a, s, h.KVM, tab, *maxTime)
+		p.Shorter = bench.ShorterForm(sp, s, h.KVM, tab, *maxTime)
 	}
 	for _, n := range append(s.Notes, p.notes...) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
@@ -122,7 +108,7 @@ type plan struct {
 	// (--max-time) and Shorter, past it, a shorter form.
 	Estimate   *estimate.Estimate `json:"estimate"`
 	MaxTime    time.Duration      `json:"max_time_ns"`
-	Shorter    *shorter           `json:"shorter,omitempty"`
+	Shorter    *bench.Shorter     `json:"shorter,omitempty"`
 	kernelDesc func(string) string
 	LabVMs     []planLabVM `json:"lab_vms,omitempty"`
 	Runs       []planRun   `json:"runs"`
@@ -171,7 +157,7 @@ type planCell struct {
 // h is a warning here.
 func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
 	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed, Sets: setStrings(s.Sets),
-		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: accelDesc(h.KVM)}
+		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: bench.AccelDesc(h.KVM)}
 	for _, a := range s.Axes {
 		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
 	}
@@ -183,7 +169,7 @@ func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
 		}
 	}
 	order := scenarios.Order(cells, seed)
-	cmds := lab.PlanCommands(order, kernelLabels(s), h)
+	cmds := lab.PlanCommands(order, bench.KernelLabels(s), h)
 	for _, vm := range cmds.LabVMs {
 		if vm.Err != nil {
 			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", vm.Err))
@@ -273,7 +259,7 @@ func writePlanText(w io.Writer, p *plan) {
 		switch {
 		case p.MaxTime > 0 && p.Estimate.Total > p.MaxTime:
 			fmt.Fprintf(w, "limit: the estimate passes %s: vnetbench run refuses it unless --max-time is raised\n", estimate.Duration(p.MaxTime))
-			writeShorter(w, "", p.Shorter, p.MaxTime)
+			bench.WriteShorter(w, "", p.Shorter, p.MaxTime)
 		case p.MaxTime > 0:
 			fmt.Fprintf(w, "limit: within %s (--max-time)\n", estimate.Duration(p.MaxTime))
 		}

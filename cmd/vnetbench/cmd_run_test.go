@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -287,29 +286,4 @@ func TestRunSIGINTE2E(t *testing.T) {
 func globAny(dir, pattern string) bool {
 	m, _ := filepath.Glob(filepath.Join(dir, pattern))
 	return len(m) > 0
-}
-
-// The run inside a lab VM gets a built-in by name, a scenario file by its
-// content (written into the run directory by lab.Run).
-func TestLabScenario(t *testing.T) {
-	s, err := scenarios.Resolve("lab-pktgen")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name, data, err := labScenario(s); err != nil || name != "lab-pktgen" || data != nil {
-		t.Errorf("built-in: %q, %d bytes, %v; want lab-pktgen by name", name, len(data), err)
-	}
-	data, _ := scenarios.BuiltinData("lab-pktgen")
-	file := filepath.Join(t.TempDir(), "mine.yaml")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := scenarios.Resolve(file)
-	if err != nil || fs.Builtin {
-		t.Fatalf("file scenario: builtin %v, %v", fs != nil && fs.Builtin, err)
-	}
-	name, got, err := labScenario(fs)
-	if err != nil || name != "" || !bytes.Equal(got, data) {
-		t.Errorf("file: %q, %d bytes, %v; want the file's content", name, len(got), err)
-	}
 }

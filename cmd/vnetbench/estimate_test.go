@@ -1,19 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/vnetbench/vnetbench/internal/estimate"
-	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // shorterCommand returns the arguments of the shorter form an output
@@ -137,71 +128,5 @@ func TestSetFlag(t *testing.T) {
 	got, code = runCLI(t, "validate", "quickstart", "--set", "repetitions=1")
 	if code != 0 || !strings.Contains(got, "ok quickstart: 2 cells, 2 runs") {
 		t.Errorf("validate --set: exit %d:\n%s", code, got)
-	}
-}
-
-// The progress line's ETA: the estimate from the start, then the
-// estimate of the samples left scaled by how the measured ones compared
-// with theirs; skipped samples take no time.
-func TestProgressETA(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, 4, false)
-	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	p.now = func() time.Time { return clock }
-	p.est = &estimate.Estimate{PerSample: []time.Duration{0, 10 * time.Second, 10 * time.Second, 20 * time.Minute}}
-	p.update(runner.Progress{Total: 4, Started: true})
-	p.update(runner.Progress{Done: 1, Total: 4, Cell: "a", Kernel: "k", Skipped: true})
-	clock = clock.Add(20 * time.Second) // twice its estimate
-	p.update(runner.Progress{Done: 2, Total: 4, Cell: "b", Kernel: "k"})
-	clock = clock.Add(10 * time.Second)
-	p.update(runner.Progress{Done: 3, Total: 4, Cell: "c", Kernel: "k"})
-	clock = clock.Add(time.Hour)
-	p.update(runner.Progress{Done: 4, Total: 4, Cell: "d", Kernel: "k"})
-	want := []string{
-		"[0/4] started, eta 20 min (estimate)",
-		"[1/4] a rep 1 (k): already in the run, skipped eta 20 min (estimate)",
-		"[2/4] b rep 1 (k): done eta 40 min",
-		"[3/4] c rep 1 (k): done eta 30 min",
-		"[4/4] d rep 1 (k): done",
-	}
-	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("got\n%s", b.String())
-	}
-	for i := range want {
-		if strings.TrimSpace(lines[i]) != want[i] {
-			t.Errorf("line %d: %q, want %q", i+1, lines[i], want[i])
-		}
-	}
-}
-
-// With --resume the estimate is of the cells left: notDone drops the
-// cells whose sample the run directory holds, not failed ones.
-func TestNotDone(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	w, err := results.Create(dir, results.Env{Scenario: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells := []scenarios.Cell{{Name: "a", Rep: 0}, {Name: "a", Rep: 1}, {Name: "b", Rep: 0}, {Name: "b", Rep: 0, Kernel: scenarios.Kernel{Label: "patched"}}}
-	for _, s := range []results.Sample{
-		{Cell: "a", Kernel: "host", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
-		{Cell: "b", Kernel: "host", Rep: 0, Error: "traffic: iperf3 hung"},
-		{Cell: "b", Kernel: "patched", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
-	} {
-		if err := w.Append(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
-	var got []string
-	for _, c := range notDone(dir, cells) {
-		got = append(got, fmt.Sprintf("%s/%d/%s", c.Name, c.Rep, c.Kernel.Label))
-	}
-	if want := []string{"a/1/", "b/0/"}; !slices.Equal(got, want) {
-		t.Errorf("cells left: %v, want %v", got, want)
-	}
-	if n := len(notDone(filepath.Join(dir, "missing"), cells)); n != len(cells) {
-		t.Errorf("an unreadable directory left %d cells, want all %d", n, len(cells))
 	}
 }

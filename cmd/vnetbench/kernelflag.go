@@ -27,17 +27,14 @@ func addKernelFlag(fs *flag.FlagSet) *kernelFlags {
 	return &k
 }
 
-// apply replaces s's kernels with the flags' (none given: unchanged).
-// Paths are taken relative to the working directory, "~/" as $HOME.
-func (k kernelFlags) apply(s *scenarios.Scenario) error {
-	if len(k) == 0 {
-		return nil
-	}
+// parse is the flags' kernels, their paths taken relative to the
+// working directory and "~/" as $HOME (none given: nil, the scenario's).
+func (k kernelFlags) parse() ([]scenarios.Kernel, error) {
 	var ks []scenarios.Kernel
 	for _, v := range k {
 		kn, err := scenarios.ParseKernelSpec(v)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kn.Image, kn.Modules, kn.Tree, kn.Config = absPath(kn.Image), absPath(kn.Modules), absPath(kn.Tree), absPath(kn.Config)
 		for i, p := range kn.Patches {
@@ -47,45 +44,7 @@ func (k kernelFlags) apply(s *scenarios.Scenario) error {
 		}
 		ks = append(ks, kn)
 	}
-	return s.SetKernels(ks)
-}
-
-// applyLabel names the running kernel label (--label NAME): the
-// scenario's (or --kernel's) kernel that is the running one takes the
-// label, so a bare-metal A/B across a reboot gives each boot its own
-// column. A scenario whose kernels all boot in lab VMs is bad input.
-func applyLabel(s *scenarios.Scenario, label string) error {
-	if label == "" {
-		return nil
-	}
-	if msg := scenarios.CheckLabel(label); msg != "" {
-		return usageErrorf("--label: %s", msg)
-	}
-	ks := append([]scenarios.Kernel(nil), s.Kernels...)
-	n := 0
-	for i := range ks {
-		if ks[i].Running() {
-			ks[i].Label = label
-			n++
-		}
-	}
-	if n == 0 {
-		return usageErrorf("--label %s names the running kernel, but every kernel of %s boots in a lab VM; label those in the scenario or with --kernel LABEL=SPEC", label, s.Name)
-	}
-	if err := s.SetKernels(ks); err != nil {
-		return usageErrorf("--label %s: %v", label, err)
-	}
-	return nil
-}
-
-// args returns the flags as arguments again (for the run inside a lab VM,
-// which must know the same labels).
-func (k kernelFlags) args() []string {
-	var out []string
-	for _, v := range k {
-		out = append(out, "--kernel", v)
-	}
-	return out
+	return ks, nil
 }
 
 // absPath makes p absolute, expanding a leading ~/; "" and "-" (standard

@@ -80,6 +80,9 @@ func main() {
 			cancel(&signalError{sig.(syscall.Signal)})
 		}
 	}()
+	if os.Getenv(stepChildEnv) != "" { // bisect-step's judging child
+		os.Exit(stepChildMain(ctx, newCLI(), args, os.Stdout, os.Stderr))
+	}
 	err := newCLI().run(ctx, args, os.Stdout, os.Stderr)
 	signal.Stop(sigs)
 	if err != nil && !errors.Is(err, errHelp) {

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeLoopEnv) != "" { // cmd_shard_test.go: this process is the CLI
 		os.Exit(fakeLoopMain())
 	}
+	if os.Getenv(stepChildEnv) != "" { // bisect_harden_test.go: bisect-step's child
+		os.Exit(stepChildTestMain())
+	}
 	dir, err := os.MkdirTemp("", "vnb-estimates-")
 	if err != nil {
 		panic(err)

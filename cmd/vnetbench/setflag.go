@@ -31,25 +31,12 @@ func (s setFlags) strings() []string {
 	return out
 }
 
-// args is the flags as a command line takes them again (the run inside a
-// lab VM, the shorter command).
-func (s setFlags) args() []string {
-	var out []string
-	for _, st := range s {
-		out = append(out, "--set", st.String())
-	}
-	return out
-}
-
 // addSetFlag registers --set on fs.
 func addSetFlag(fs *flag.FlagSet) *setFlags {
 	var s setFlags
 	fs.Var(&s, "set", "override a scenario key (`KEY=VALUE`) as its YAML would set it (repeatable; e.g. --set generator.pktgen.duration=10s --set repetitions=3)")
 	return &s
 }
-
-// setStrings is overrides as KEY=VALUE strings.
-func setStrings(sets []scenarios.Set) []string { return setFlags(sets).strings() }
 
 // setArgs is overrides as shell-quoted --set arguments.
 func setArgs(sets []string) string {
@@ -59,3 +46,6 @@ func setArgs(sets []string) string {
 	}
 	return proc.Quote(argv)
 }
+
+// setStrings is overrides as KEY=VALUE strings.
+func setStrings(sets []scenarios.Set) []string { return setFlags(sets).strings() }

@@ -26,10 +26,11 @@ func goList(t *testing.T, args ...string) []string {
 }
 
 // below says whether p is one of the packages below the orchestrator:
-// everything but runner/... and cmd/....
+// everything but runner/..., bench (a run of a scenario, above runner/lab)
+// and cmd/....
 func below(p string) bool {
 	rel := strings.TrimPrefix(p, module+"/")
-	return rel != "runner" && !strings.HasPrefix(rel, "runner/") && !strings.HasPrefix(rel, "cmd/")
+	return rel != "runner" && !strings.HasPrefix(rel, "runner/") && rel != "bench" && !strings.HasPrefix(rel, "cmd/")
 }
 
 // No package below the orchestrator depends on runner/..., directly or

@@ -18,11 +18,21 @@ type Params struct {
 	// trend test looks at (fewer where a neighbouring change point or an
 	// end is nearer).
 	TrendWindow int
+	// MaxPhi is the largest lag-1 correlation of the noise the tests
+	// allow for (see varianceInflation); 0 takes the noise as
+	// independent.
+	MaxPhi float64
+	// MinEffect is the smallest change reported, in units of the noise
+	// around it; 0 reports any significant change.
+	MinEffect float64
 }
 
-// Default is the fixed parameter set: p <= 0.001 in both tests, segments
-// of at least 5 points, a trend test over up to 30 points each side.
-var Default = Params{Alpha: 0.001, MinSegment: 5, TrendWindow: 50}
+// Default is the parameter set the command uses unless told otherwise:
+// p <= 0.005 in both tests, segments of at least 5 points, a trend test
+// over up to 50 points each side, noise correlation allowed for up to
+// 0.6, changes of at least the noise's standard deviation. doc.go says
+// why.
+var Default = Params{Alpha: 0.005, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.6, MinEffect: 1}
 
 // Change is one change point found by Detect.
 type Change struct {
@@ -40,7 +50,7 @@ func (p Params) Detect(xs []float64) []Change {
 		return nil
 	}
 	var s scratch
-	s.init(xs)
+	s.init(xs, p.MaxPhi)
 	var cps []int
 	p.split(xs, 0, len(xs), 0, len(xs), m, &cps, &s)
 	slices.Sort(cps)
@@ -62,7 +72,7 @@ func (p Params) split(xs []float64, a, b, lo, hi, m int, out *[]int, s *scratch)
 		return
 	}
 	tau = p.locate(s, a, a+tau, b, m)
-	if p.trendP(xs, lo, tau, hi, s) <= p.Alpha {
+	if p.trendP(xs, lo, tau, hi, s) <= p.Alpha && p.bigEnough(xs, lo, tau, hi) {
 		*out = append(*out, tau)
 		p.split(xs, a, tau, lo, tau, m, out, s)
 		p.split(xs, tau, b, tau, hi, m, out, s)
@@ -154,7 +164,32 @@ func (p Params) pvalue(xs []float64, lo, tau, hi, m int, s *scratch) float64 {
 	if tau-lo < m || hi-tau < m {
 		return 1
 	}
+	if !p.bigEnough(xs, lo, tau, hi) {
+		return 1
+	}
 	return max(splitP(s, lo, hi, tau-lo, m), p.trendP(xs, lo, tau, hi, s))
+}
+
+// bigEnough tells whether a change at tau, over up to TrendWindow points
+// each side bounded by lo and hi, moves the median by at least MinEffect
+// times the noise (the robust standard deviation of the values around
+// their side's median).
+func (p Params) bigEnough(xs []float64, lo, tau, hi int) bool {
+	if p.MinEffect <= 0 {
+		return true
+	}
+	w := max(p.TrendWindow, p.MinSegment)
+	a, b := xs[max(lo, tau-w):tau], xs[tau:min(hi, tau+w)]
+	ma, mb := median(a), median(b)
+	res := make([]float64, 0, len(a)+len(b))
+	for _, x := range a {
+		res = append(res, x-ma)
+	}
+	for _, x := range b {
+		res = append(res, x-mb)
+	}
+	sd := robustSigma(res)
+	return math.Abs(mb-ma) >= p.MinEffect*sd && mb != ma
 }
 
 // trendP is the trend test's p-value for a change at tau over a window

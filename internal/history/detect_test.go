@@ -146,3 +146,37 @@ func TestDetectLargeStepExact(t *testing.T) {
 		t.Errorf("found at exactly 30 in %d of %d series, want 99%%", exact, trials)
 	}
 }
+
+// TestDetectMinEffect: with a trend window as long as the series, a
+// shift of half the noise over 2,000 points is significant, but smaller
+// than the noise, so MinEffect 1 does not report it; without the minimum
+// it is reported. A shift of twice the noise is reported by both.
+func TestDetectMinEffect(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 25))
+	series := func(step float64) []float64 {
+		xs := make([]float64, 2000)
+		for i := range xs {
+			xs[i] = 100 + r.NormFloat64()
+			if i >= 1000 {
+				xs[i] += step
+			}
+		}
+		return xs
+	}
+	min1 := Default
+	min1.TrendWindow = 1000
+	noMin := min1
+	noMin.MinEffect = 0
+	small, big := series(0.5), series(2)
+	if got := min1.Detect(small); len(got) != 0 {
+		t.Errorf("a shift of 0.5x the noise: change points %v, want none", got)
+	}
+	if got := noMin.Detect(small); len(got) != 1 || abs(got[0].Index-1000) > 20 {
+		t.Errorf("without a minimum, a shift of 0.5x the noise over 2,000 points: change points %v, want one near 1000", got)
+	}
+	for _, p := range []Params{min1, noMin} {
+		if got := p.Detect(big); len(got) != 1 || got[0].Index != 1000 {
+			t.Errorf("MinEffect %g, a 2x step: change points %v, want one at 1000", p.MinEffect, got)
+		}
+	}
+}

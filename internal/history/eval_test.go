@@ -138,8 +138,27 @@ func TestStepOf2xNoise(t *testing.T) {
 // TestFalseAlerts: stationary series, with and without trends and
 // seasonality, get at most 1 change point per 1,000 points.
 func TestFalseAlerts(t *testing.T) {
+	for _, fa := range falseAlertRates(t, Default, 40) {
+		t.Logf("%s: %d change points in %d stationary points (%.2f per 1000)", fa.name, fa.alerts, fa.points, fa.perK())
+		if fa.perK() > 1 {
+			t.Errorf("%s: %.2f false change points per 1000 points, want at most 1", fa.name, fa.perK())
+		}
+	}
+}
+
+type falseRate struct {
+	name           string
+	alerts, points int
+}
+
+func (f falseRate) perK() float64 { return 1000 * float64(f.alerts) / float64(f.points) }
+
+// falseAlertRates runs p on reps stationary series of 1,000 points of
+// each noise family and counts the change points it reports.
+func falseAlertRates(t testing.TB, p Params, reps int) []falseRate {
 	r := rand.New(rand.NewPCG(3, 25))
 	rn := realNoise(t)
+	var out []falseRate
 	for _, tc := range []struct {
 		name  string
 		shape func(i, n int) float64
@@ -158,8 +177,8 @@ func TestFalseAlerts(t *testing.T) {
 		{"seasonal", func(i, n int) float64 { return 2 * math.Sin(2*math.Pi*float64(i)/12) }, gaussian},
 		{"AR(1) 0.6", flat, nil},
 	} {
-		points, alerts := 0, 0
-		for range 40 {
+		fa := falseRate{name: tc.name}
+		for range reps {
 			n := 1000
 			xs := make([]float64, n)
 			for i := range xs {
@@ -171,15 +190,22 @@ func TestFalseAlerts(t *testing.T) {
 			if tc.nz == nil {
 				addAR(r, xs, 0.6)
 			}
-			points += n
-			alerts += len(Default.Detect(xs))
+			fa.points += n
+			fa.alerts += len(p.Detect(xs))
 		}
-		perK := 1000 * float64(alerts) / float64(points)
-		t.Logf("%s: %d change points in %d stationary points (%.2f per 1000)", tc.name, alerts, points, perK)
-		if perK > 1 {
-			t.Errorf("%s: %.2f false change points per 1000 points, want at most 1", tc.name, perK)
-		}
+		out = append(out, fa)
 	}
+	return out
+}
+
+// worstFalseAlerts is the highest false alert rate per 1,000 points of
+// falseAlertRates over its families.
+func worstFalseAlerts(t testing.TB, p Params) float64 {
+	worst := 0.0
+	for _, fa := range falseAlertRates(t, p, 10) {
+		worst = max(worst, fa.perK())
+	}
+	return worst
 }
 
 func flat(int, int) float64 { return 0 }
@@ -197,7 +223,7 @@ func TestRankTestCalibrated(t *testing.T) {
 			for i := range xs {
 				xs[i] = r.NormFloat64()
 			}
-			s.init(xs)
+			s.init(xs, Default.MaxPhi)
 			if _, p := bestSplit(&s, 0, n, 5); p <= 0.01 {
 				hits++
 			}
@@ -206,4 +232,47 @@ func TestRankTestCalibrated(t *testing.T) {
 			t.Errorf("n=%d: p <= 0.01 in %.2f%% of stationary series", n, 100*rate)
 		}
 	}
+}
+
+// TestPointsAfterChange measures how many points after a step the
+// detector needs: Gaussian noise, 100 stable points, then a step of k
+// times the noise and n points at the new level; the share of series
+// where a change point lies within 2 points of the step (the table of
+// docs/history.md). A step of 5x the noise is found with 10 points after
+// it in at least 95% of series.
+func TestPointsAfterChange(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 25))
+	after := []int{6, 7, 8, 10, 15, 20}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-5s", "step")
+	for _, n := range after {
+		fmt.Fprintf(&b, " %5d", n)
+	}
+	b.WriteString("\n")
+	const trials = 200
+	for _, k := range []float64{10, 5, 3, 2} {
+		fmt.Fprintf(&b, "%-5s", fmt.Sprintf("%gx", k))
+		for _, n := range after {
+			found := 0
+			for range trials {
+				xs := make([]float64, 100+n)
+				for i := range xs {
+					xs[i] = 100 + r.NormFloat64()
+					if i >= 100 {
+						xs[i] += k
+					}
+				}
+				if slices.ContainsFunc(Default.Detect(xs), func(c Change) bool { return abs(c.Index-100) <= 2 }) {
+					found++
+				}
+			}
+			share := float64(found) / trials
+			fmt.Fprintf(&b, " %4.0f%%", 100*share)
+			if k == 5 && n == 10 && share < 0.95 {
+				t.Errorf("5x step with 10 points after it found in %.0f%%, want at least 95%%", 100*share)
+			}
+		}
+		b.WriteString("\n")
+	}
+	t.Logf("share of %d series with the step found within 2 points, by points after it:\n%s", trials, b.String())
 }

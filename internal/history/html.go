@@ -11,8 +11,9 @@ import (
 // WriteHTML renders one self-contained HTML page: per series an inline
 // SVG line chart of its points, a band of each segment's median +- its
 // noise, and the change points marked and labelled, then their table.
-// No scripts or external resources.
-func WriteHTML(w io.Writer, rs []Result) error {
+// No scripts or external resources. A note, when not empty, closes the
+// page (what was left out and how to see it).
+func WriteHTML(w io.Writer, rs []Result, note string) error {
 	var b bytes.Buffer
 	b.WriteString(`<!DOCTYPE html>
 <html lang="en">
@@ -40,19 +41,72 @@ svg text{font-family:sans-serif;font-size:11px}
 		}
 		b.WriteString("<table>\n<tr><th>index</th><th>label</th><th>before</th><th>after</th><th>change</th><th>p</th><th>direction</th></tr>\n")
 		for _, c := range r.Changes {
-			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td>%s</td><td class=\"num\">%.4g</td><td class=\"num\">%.4g</td><td class=\"num\">%s</td><td class=\"num\">%.1e</td><td class=\"%s\">%s</td></tr>\n",
-				c.Index, html.EscapeString(c.Label), c.Before, c.After, pct(c.Change), c.P, c.Direction, c.Direction)
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%.1e</td><td class=\"%s\">%s</td></tr>\n",
+				c.Index, html.EscapeString(c.Label), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction, c.Direction)
 		}
 		b.WriteString("</table>\n")
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "<p><em>%s</em></p>\n", html.EscapeString(note))
 	}
 	b.WriteString("</body>\n</html>\n")
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// writeChart draws r's chart: x is the point's position, y its value.
+// Chart geometry, in pixels: the SVG's size, its margins, and the
+// height of a row of change-point labels above the plot.
+const (
+	chartW, chartH               = 900, 260
+	chartLeft, chartRight        = 80, 10
+	chartBottom, labelRow, charW = 30, 14, 6.5
+)
+
+// placedLabel is a change point's label: its text, where its line is,
+// and the row above the plot it is written in.
+type placedLabel struct {
+	text, color string
+	x, tx       float64 // the line's x and the text's anchor x
+	end         bool    // anchored at its end (written leftwards)
+	row         int
+}
+
+// placeLabels lays the labels of changes at xs out in rows above the
+// plot so that no two overlap: each goes in the first row whose last
+// label ends left of it (with a gap), written rightwards of its line,
+// or leftwards where it would run past the chart's right edge. A label
+// is charW pixels per character wide, the width of an 11px sans-serif
+// character rounded up.
+func placeLabels(labels []placedLabel) (rows int) {
+	var ends []float64
+	for i := range labels {
+		l := &labels[i]
+		w := charW * float64(len([]rune(l.text)))
+		l.tx = l.x + 3
+		from, to := l.tx, l.tx+w
+		if to > chartW-chartRight {
+			l.end, l.tx = true, l.x-3
+			from, to = l.tx-w, l.tx
+		}
+		l.row = -1
+		for r, e := range ends {
+			if from > e+6 {
+				l.row, ends[r] = r, to
+				break
+			}
+		}
+		if l.row < 0 {
+			l.row = len(ends)
+			ends = append(ends, to)
+		}
+	}
+	return len(ends)
+}
+
+// writeChart draws r's chart: x is the point's position, y its value;
+// values are written as the tables write them.
 func writeChart(b *bytes.Buffer, r *Result) {
-	const W, H, left, right, top, bottom = 900, 260, 70, 10, 20, 30
+	const W, H, left, right, bottom = chartW, chartH, chartLeft, chartRight, chartBottom
 	xs := values(r.Points)
 	if len(xs) == 0 {
 		return
@@ -74,16 +128,22 @@ func writeChart(b *bytes.Buffer, r *Result) {
 		}
 		return left + i*(W-left-right)/float64(len(xs)-1)
 	}
-	py := func(v float64) float64 { return top + (hi-v)/(hi-lo)*(H-top-bottom) }
+	labels := make([]placedLabel, len(r.Changes))
+	for i, c := range r.Changes {
+		labels[i] = placedLabel{text: c.Label + " " + pct(c.Change), color: directionColor(c.Direction), x: px(float64(c.Index) - 0.5)}
+	}
+	top := 10 + labelRow*placeLabels(labels)
+	py := func(v float64) float64 { return float64(top) + (hi-v)/(hi-lo)*float64(H-top-bottom) }
 	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">\n", W, H, W, H, html.EscapeString(r.Title()))
 	fmt.Fprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", left, H-bottom, W-right, H-bottom)
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left-4, py(hi)+4, hi)
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left-4, py(lo), lo)
+	for _, v := range []float64{hi, (hi + lo) / 2, lo} {
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, py(v)+4, html.EscapeString(r.Format(v)))
+	}
 	for _, s := range segs {
 		x0, x1 := px(float64(s.From)-0.5), px(float64(s.To)-0.5)
 		x0, x1 = max(x0, left), min(x1, W-right)
-		fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4a90d9\" fill-opacity=\"0.15\"><title>median %.4g ± %.4g</title></rect>\n",
-			x0, py(s.Median+s.Sigma), x1-x0, py(s.Median-s.Sigma)-py(s.Median+s.Sigma), s.Median, s.Sigma)
+		fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4a90d9\" fill-opacity=\"0.15\"><title>median %s ± %s</title></rect>\n",
+			x0, py(s.Median+s.Sigma), x1-x0, py(s.Median-s.Sigma)-py(s.Median+s.Sigma), html.EscapeString(r.Format(s.Median)), html.EscapeString(r.Format(s.Sigma)))
 		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#4a90d9\"/>\n", x0, py(s.Median), x1, py(s.Median))
 	}
 	b.WriteString("<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"1\" points=\"")
@@ -93,22 +153,29 @@ func writeChart(b *bytes.Buffer, r *Result) {
 	b.WriteString("\"/>\n")
 	if len(xs) <= 300 {
 		for i, v := range xs {
-			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#333\"><title>%s: %.4g</title></circle>\n", px(float64(i)), py(v), html.EscapeString(r.Points[i].Label), v)
+			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#333\"><title>%s: %s</title></circle>\n", px(float64(i)), py(v), html.EscapeString(r.Points[i].Label), html.EscapeString(r.Format(v)))
 		}
 	}
-	for _, c := range r.Changes {
-		color := "#777"
-		switch c.Direction {
-		case "regression":
-			color = "#b00"
-		case "improvement":
-			color = "#070"
+	for _, l := range labels {
+		ty := 10 + labelRow*l.row + 10
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", l.x, top-4, l.x, H-bottom, l.color)
+		anchor := ""
+		if l.end {
+			anchor = ` text-anchor="end"`
 		}
-		x := px(float64(c.Index) - 0.5)
-		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", x, top, x, H-bottom, color)
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\">%s %s</text>\n", x+3, top-6, color, html.EscapeString(c.Label), pct(c.Change))
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\"%s>%s</text>\n", l.tx, ty, l.color, anchor, html.EscapeString(l.text))
 	}
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>\n", left, H-10, html.EscapeString(r.Points[0].Label))
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", W-right, H-10, html.EscapeString(r.Points[len(xs)-1].Label))
 	b.WriteString("</svg>\n")
+}
+
+func directionColor(d string) string {
+	switch d {
+	case "regression":
+		return "#b00"
+	case "improvement":
+		return "#070"
+	}
+	return "#777"
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Title names a series in one line: metric, cell, kernel label.
@@ -25,6 +27,19 @@ func (s *Series) Title() string {
 		parts = append(parts, "scenario "+s.Scenario)
 	}
 	return strings.Join(parts, " · ")
+}
+
+// Format writes v (in the series' base unit) as the report tables do:
+// in the unit's scale ("452 Kpps", "941 Mbit/s", "85.0 us", "12.5%"),
+// else with 3 significant digits and an SI prefix ("26.7k", "0.452").
+func (s *Series) Format(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	if sc := units.For(s.Unit); !sc.IsZero() {
+		return sc.Format(v)
+	}
+	return units.SIDigits(v, 3)
 }
 
 // Sparkline draws xs as one line of at most width block characters; a
@@ -72,7 +87,7 @@ func WriteText(w io.Writer, rs []Result) error {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  index\tlabel\tbefore\tafter\tchange\tp\tdirection\t")
 		for _, c := range r.Changes {
-			fmt.Fprintf(tw, "  %d\t%s\t%.4g\t%.4g\t%s\t%.1e\t%s\t\n", c.Index, c.Label, c.Before, c.After, pct(c.Change), c.P, c.Direction)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.1e\t%s\t\n", c.Index, c.Label, r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction)
 		}
 		tw.Flush()
 	}

@@ -37,7 +37,11 @@ type Series struct {
 	Kernel   string
 	Metric   string
 	Better   Better
-	Points   []Point
+	// Unit is the metric's base unit ("pps", "bit/s", "s", "fraction",
+	// ...) from which values are written as the report tables write
+	// them; "" writes plain numbers with an SI prefix ("26.7k").
+	Unit   string
+	Points []Point
 }
 
 // ChangePoint is a change found in a series, in the terms of its points.

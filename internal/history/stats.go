@@ -21,9 +21,10 @@ type scratch struct {
 	vif float64
 }
 
-// init sorts xs once and estimates its noise's serial correlation.
-func (s *scratch) init(xs []float64) {
-	s.vif = varianceInflation(xs)
+// init sorts xs once and estimates its noise's serial correlation, up
+// to maxPhi.
+func (s *scratch) init(xs []float64, maxPhi float64) {
+	s.vif = varianceInflation(xs, maxPhi)
 	s.xs = xs
 	s.init0(xs)
 }
@@ -228,10 +229,10 @@ func robustSigma(xs []float64) float64 {
 // median, so a step's single large
 // difference does not sway ρ. The estimate is lowered by three of its
 // standard errors (about 1/√n for ρ, so 2/√n for φ: 6/√n), so independent
-// noise rarely pays for it. At most φ = 0.95. When half the differences
+// noise rarely pays for it. At most φ = maxPhi. When half the differences
 // are equal (noiseless or coarsely quantized values) the noise is taken
 // as independent.
-func varianceInflation(xs []float64) float64 {
+func varianceInflation(xs []float64, maxPhi float64) float64 {
 	n := len(xs) - 1
 	if n < 10 {
 		return 1
@@ -261,7 +262,7 @@ func varianceInflation(xs []float64) float64 {
 		return 1
 	}
 	phi := 1 + 2*num/den - 6/math.Sqrt(float64(n))
-	phi = min(max(phi, 0), 0.95)
+	phi = min(max(phi, 0), maxPhi)
 	return (1 + phi) / (1 - phi)
 }
 

@@ -206,7 +206,7 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 		if ref == "" {
 			ref = "HEAD"
 		}
-		c, err := b.gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+		c, err := b.gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 		if err != nil {
 			return nil, fault.Input("kernel %s: ref %q is not a commit in %s; check it with git -C %s log %s (or fetch it first)", s.Label, ref, tree, tree, ref)
 		}

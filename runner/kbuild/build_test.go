@@ -369,6 +369,25 @@ func TestGitTreeWorktree(t *testing.T) {
 	}
 }
 
+// A ref: that reads as a git option (--output=FILE makes git write FILE)
+// is a ref like any other: not a commit, bad input, no file written.
+func TestGitRefIsNotAnOption(t *testing.T) {
+	tree := fakeTree(t)
+	git := gitIn(t, tree)
+	git("init", "-q", "-b", "main")
+	git("add", ".")
+	git("commit", "-qm", "base")
+	victim := filepath.Join(t.TempDir(), "victim")
+	b, _ := newBuilder(t)
+	_, err := b.Resolve(t.Context(), Spec{Label: "x", Tree: tree, Ref: "--output=" + victim})
+	if !errors.Is(err, fault.ErrInput) {
+		t.Errorf("ref --output=FILE: %v, want bad input", err)
+	}
+	if _, err := os.Lstat(victim); err == nil {
+		t.Errorf("git wrote %s", victim)
+	}
+}
+
 // A work tree another build holds is waited for, with a line saying so,
 // and the wait ends with the context.
 func TestWorkTreeLockWaits(t *testing.T) {
@@ -383,11 +402,27 @@ func TestWorkTreeLockWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.unlock()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	// Cancel once the build says it waits, not after a fixed time: copying
+	// the tree before the wait took over 2 s on a loaded CI machine.
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, err = (&Builder{Dir: b.Dir, Log: log, noDeps: true}).BuildAll(ctx, []Spec{{Label: "patched", Tree: tree}})
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(log.String(), "kernel patched: waiting for another build in") {
-		t.Errorf("err %v, log:\n%s", err, log)
+	lw := &lockedBuf{b: log, mu: &sync.Mutex{}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&Builder{Dir: b.Dir, Log: lw, noDeps: true}).BuildAll(ctx, []Spec{{Label: "patched", Tree: tree}})
+		done <- err
+	}()
+	waiting := "kernel patched: waiting for another build in"
+	for !strings.Contains(lw.String(), waiting) {
+		select {
+		case err := <-done:
+			t.Fatalf("build ended without waiting for the lock: %v, log:\n%s", err, lw)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want the cancelled wait; log:\n%s", err, lw)
 	}
 }
 

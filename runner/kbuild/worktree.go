@@ -111,7 +111,7 @@ func (b *Builder) createWork(ctx context.Context, p *Plan, w *work) error {
 	start := time.Now()
 	if p.Git {
 		b.logf("kernel %s: git worktree of %s at %.12s in %s", p.Spec.Label, p.Tree, p.Commit, w.dir)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "add", "--detach", "--force", w.dir, p.Commit}}); err != nil {
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "add", "--detach", "--force", "--end-of-options", w.dir, p.Commit}}); err != nil {
 			return fmt.Errorf("kernel %s: %w", p.Spec.Label, err)
 		}
 	} else {
@@ -148,7 +148,7 @@ func (b *Builder) checkout(ctx context.Context, p *Plan, w *work) error {
 	if head = strings.TrimSpace(head); head == p.Commit {
 		return nil
 	}
-	changed, err := b.gitOut(ctx, w.dir, "diff", "--name-only", head, p.Commit)
+	changed, err := b.gitOut(ctx, w.dir, "diff", "--name-only", "--end-of-options", head, p.Commit)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (b *Builder) gitApply(ctx context.Context, p *Plan, w *work, patch string, 
 	if reverse {
 		argv = append(argv, "-R")
 	}
-	argv = append(argv, patch)
+	argv = append(argv, "--end-of-options", patch)
 	return b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}})
 }
 
@@ -235,7 +235,7 @@ func (b *Builder) gitApply(ctx context.Context, p *Plan, w *work, patch string, 
 func (b *Builder) revertAll(ctx context.Context, w *work) error {
 	files := appliedFiles(w)
 	for i := len(files) - 1; i >= 0; i-- {
-		argv := []string{"git", "apply", "--whitespace=nowarn", "-R", files[i]}
+		argv := []string{"git", "apply", "--whitespace=nowarn", "-R", "--end-of-options", files[i]}
 		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}}); err != nil {
 			return fmt.Errorf("revert %s in %s: %w", files[i], w.dir, err)
 		}

@@ -3,7 +3,6 @@ package latprobe
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -206,9 +205,13 @@ func probeAgainstIrtt(t *testing.T, name string, mk link) {
 	}
 	theirs := r.median
 	t.Logf("median RTT on an idle %s: probe %.1f us, irtt %.1f us", name, ours*1e6, theirs*1e6)
-	// One wakeup and a Go runtime's scheduling on a shared machine: a
-	// tolerance of 100 us or half irtt's median, whichever is larger.
-	if tol := math.Max(100e-6, theirs/2); ours <= 0 || math.Abs(ours-theirs) > tol {
-		t.Errorf("probe median %.1f us and irtt median %.1f us differ by more than %.0f us", ours*1e6, theirs*1e6, tol*1e6)
+	// On an idle machine the medians agree within 50% (above). In a CI
+	// run beside other builds (load 20-40 on 2 cores) their ratio ranged
+	// from 0.43 to 2.3 over 17 pairs, either way: each side's reflector
+	// and reader wake at the scheduler's mercy (the probe's is Go code
+	// under -race). So the check is a factor of 3, plus 100 us of
+	// scheduling: it catches a wrong clock, unit or stamp, not load.
+	if ours <= 0 || ours > 3*theirs+100e-6 || ours < theirs/3 {
+		t.Errorf("probe median %.1f us is not within a factor of 3 of irtt's %.1f us", ours*1e6, theirs*1e6)
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // schema is the index. A run's values are one row of run_values: its
@@ -52,18 +53,64 @@ type Index struct {
 	path string
 }
 
+// busyTimeout is how long a writer waits for another's transaction (a
+// rebuild of a long history holds the lock for seconds) before it fails.
+const busyTimeout = 60 * time.Second
+
 // Open opens the index at path, creating it when missing.
 func Open(path string) (*Index, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)")
+	x, err := open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open history index %s: %w", path, err)
+		return nil, openErr(path, err)
+	}
+	return x, nil
+}
+
+// openErr says what failed opening the index at path: an index SQLite
+// cannot use is the user's to rebuild.
+func openErr(path string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return fault.Input("history index %s: %v; delete it and run 'vnetbench history rebuild RUN_DIR...'", path, err)
+	}
+	return fmt.Errorf("open history index %s: %w", path, err)
+}
+
+// open opens the index at path with every transaction immediate: it
+// takes the write lock when it begins and waits up to busyTimeout for it.
+// A deferred transaction that reads first and then writes (Add looks up
+// the run's old record) cannot wait: SQLite answers SQLITE_BUSY at once
+// when another writer committed in between, so concurrent 'history add'
+// would fail.
+func open(path string) (*Index, error) {
+	dsn := "file:" + uriPath(absPath(path)) + fmt.Sprintf("?_txlock=immediate&_busy_timeout=%d", busyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
 	}
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
-		return nil, fault.Input("history index %s: %v; delete it and run 'vnetbench history rebuild RUN_DIR...'", path, err)
+		return nil, err
 	}
 	return &Index{db: db, path: path}, nil
+}
+
+// uriPath escapes an absolute file name for an SQLite URI, so that '?',
+// '#' and '%' in it are part of the name rather than a query, a fragment
+// or an escape.
+func uriPath(p string) string {
+	var b strings.Builder
+	for i := range len(p) {
+		switch c := p[i]; c {
+		case '?', '#', '%':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // Close closes the index.

@@ -2,12 +2,18 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 type runRow struct {
@@ -161,6 +167,7 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 			return nil, nil, err
 		}
 		s.Better = Better(s.Metric)
+		s.Unit = results.Describe(s.Metric).Unit
 		for int64(len(byID)) <= id {
 			byID = append(byID, -1)
 		}
@@ -171,29 +178,133 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 }
 
 // Rebuild recreates the index at path from run directories alone: the
-// given paths, or when none are given those the old index recorded.
+// given ones, else those the index recorded. It replaces the index's
+// contents in one immediate transaction, so a concurrent 'history add'
+// waits for it and lands before or after it, never in a file the rebuild
+// then replaces. An index that SQLite cannot read (corrupt, or not a
+// database) is replaced by a new file instead: no writer can use it.
 func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
-	if len(paths) == 0 {
+	fromIndex := len(paths) == 0
+	if fromIndex {
 		if _, err := os.Stat(path); err != nil {
 			return 0, fault.Input("no run directories given and no index at %s to take them from; run 'vnetbench history rebuild RUN_DIR...'", path)
 		}
-		old, err := Open(path)
-		if err != nil {
-			return 0, err
+	}
+	x, err := open(path)
+	if err != nil {
+		if !unreadable(err) || fromIndex {
+			return 0, openErr(path, err)
 		}
-		paths, err = old.Paths(ctx)
-		old.Close()
-		if err != nil {
+		return rebuildFile(ctx, path, paths)
+	}
+	defer x.Close()
+	if fromIndex {
+		if paths, err = x.Paths(ctx); err != nil {
 			return 0, err
 		}
 	}
+	runs, err := readRuns(paths)
+	if err != nil {
+		return 0, err
+	}
+	n, err := x.replace(ctx, runs, fromIndex)
+	if err != nil && unreadable(err) && !fromIndex {
+		x.Close()
+		return rebuildFile(ctx, path, paths)
+	}
+	return n, err
+}
+
+func readRuns(paths []string) ([]*Run, error) {
 	var runs []*Run
 	for _, p := range paths {
 		r, err := ReadRun(p)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// replace empties the index and records runs in one transaction. With
+// again, runs recorded since they were read (by a concurrent add) are
+// read and kept too.
+func (x *Index) replace(ctx context.Context, runs []*Run, again bool) (int, error) {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	defer tx.Rollback()
+	if again {
+		added, err := pathsSince(ctx, tx, runs)
+		if err != nil {
+			return 0, fmt.Errorf("history index %s: %w", x.path, err)
+		}
+		more, err := readRuns(added)
+		if err != nil {
+			return 0, err
+		}
+		runs = append(runs, more...)
+	}
+	for _, t := range []string{"run_values", "labels", "runs", "series"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+			return 0, fmt.Errorf("history index %s: %w", x.path, err)
+		}
+	}
+	seriesID := map[[4]string]int64{}
+	for _, r := range runs {
+		if err := addRun(ctx, tx, r, seriesID); err != nil {
+			return 0, fmt.Errorf("history index %s: add %s: %w", x.path, r.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("history index %s: %w", x.path, err)
+	}
+	return len(runs), nil
+}
+
+// pathsSince returns the recorded paths that none of runs has.
+func pathsSince(ctx context.Context, tx *sql.Tx, runs []*Run) ([]string, error) {
+	have := map[string]bool{}
+	for _, r := range runs {
+		have[absPath(r.Path)] = true
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT path FROM runs ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		if !have[p] {
+			out = append(out, p)
+		}
+	}
+	return out, rows.Err()
+}
+
+// unreadable tells whether err is SQLite saying the file is corrupt or
+// not a database.
+func unreadable(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+}
+
+// rebuildFile writes a new index beside path and renames it over path:
+// for an index SQLite cannot read.
+func rebuildFile(ctx context.Context, path string, paths []string) (int, error) {
+	runs, err := readRuns(paths)
+	if err != nil {
+		return 0, err
 	}
 	tmp := path + ".rebuild"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {

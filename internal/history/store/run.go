@@ -152,7 +152,7 @@ func Series(runs []*Run) []history.Series {
 			if !ok {
 				i = len(out)
 				idx[k] = i
-				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric)})
+				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric), Unit: results.Describe(v.Metric).Unit})
 			}
 			out[i].Points = append(out[i].Points, history.Point{Label: r.Labels[v.Kernel], Time: r.Time, Value: v.Value})
 		}

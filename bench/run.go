@@ -1,0 +1,297 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// Options are one run of a scenario: what `vnetbench run`'s flags say,
+// and what the run takes from the machine.
+type Options struct {
+	// Scenario is the scenario and the command line's changes to it.
+	Scenario Spec
+	// Dir is the run directory ("" = runs/NAME-TIMESTAMP under the
+	// working directory; Resume needs it).
+	Dir string
+	// Resume continues Dir, skipping the samples it holds.
+	Resume bool
+	// DryRun prints the cells in run order and their commands, and
+	// changes nothing.
+	DryRun bool
+	// Seed orders the cells (0 = the scenario's, else random; printed).
+	Seed int64
+	// Repetitions replaces every cell's repetitions (0 = the scenario's).
+	Repetitions int
+	// Shard runs only shard "I/N" of the cells; "auto" and "auto/N" take
+	// it from the CI's variables (runner.ParseShardFlag). "" = all.
+	Shard string
+	// InsideLab runs the cells of this kernel label on the running
+	// kernel: the run inside a lab VM.
+	InsideLab string
+	// AgentBinary is the vnetbench binary installed as the guests' and
+	// lab VMs' /init ("" = this executable).
+	AgentBinary string
+	// LockWait is how long to wait for another run's host lock.
+	LockWait time.Duration
+	// MaxTime refuses a run whose estimate passes it (0 = no limit).
+	MaxTime time.Duration
+	// Version is vnetbench's version, for env.json.
+	Version string
+	// Stdout receives what the CLI prints (the estimate, progress, the
+	// table), Stderr its warnings and notes (nil = discarded).
+	Stdout, Stderr io.Writer
+
+	// Host describes this machine's KVM, CPUs and memory (nil =
+	// lab.ThisHost, whose KVM probe runs a test vCPU).
+	Host func() lab.Host
+	// EstimateDir holds the host's measured rates (estimate.File);
+	// RecordEstimates adds what the run measured to them.
+	EstimateDir     string
+	RecordEstimates bool
+	// Getenv reads the CI's shard variables (nil = os.Getenv).
+	Getenv func(string) string
+	// EditRunner, when set, edits the runner's options before the run
+	// (tests: a fake guest agent and generator).
+	EditRunner func(*runner.Options)
+}
+
+// Result is what a run did.
+type Result struct {
+	// Dir is the run directory (absolute).
+	Dir string
+	// Seed is the seed the cells were ordered with.
+	Seed int64
+	// Samples is the samples of this run (this shard's, this lab's).
+	Samples int
+}
+
+// Run runs the scenario of o (see the package doc). A run that went to
+// its end with some cells failed (a guest kernel fault, a kernel's lab:
+// CellsFailed) prints the table of the others and returns the cells'
+// error with the Result; any other error ends it.
+func Run(ctx context.Context, o Options) (Result, error) {
+	o.setDefaults()
+	r := &run{Options: o}
+	if err := r.load(); err != nil {
+		return Result{}, err
+	}
+	if err := r.order(); err != nil {
+		return Result{}, err
+	}
+	if err := r.prepare(ctx); err != nil {
+		return r.result(), err
+	}
+	if o.DryRun {
+		return r.result(), r.dryRun()
+	}
+	return r.result(), r.run(ctx)
+}
+
+func (o *Options) setDefaults() {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Host == nil {
+		o.Host = lab.ThisHost
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+}
+
+// run is one Run: its options and what each phase works out for the
+// next.
+type run struct {
+	Options
+	s                    *scenarios.Scenario
+	seed                 int64
+	distinct, cells      []scenarios.Cell
+	hostCells, labCells  []scenarios.Cell
+	shardNote, shardSpec string
+	shardSource          string
+	in                   lab.Inner
+	host                 lab.Host
+	tab                  *estimate.Table
+	est                  *estimate.Estimate
+}
+
+func (r *run) result() Result {
+	return Result{Dir: r.Dir, Seed: r.seed, Samples: len(r.cells)}
+}
+
+func (r *run) warnf(format string, a ...any) {
+	fmt.Fprintf(r.Stderr, "vnetbench: warning: "+format+"\n", a...)
+}
+
+// load reads the scenario with its overrides, kernels and label, and
+// checks it against this host.
+func (r *run) load() error {
+	if r.Repetitions < 0 {
+		return fault.Input("run: --repetitions %d: want a positive count", r.Repetitions)
+	}
+	var err error
+	if r.s, err = r.Scenario.Load(); err != nil {
+		return err
+	}
+	host := scenarios.Host{NumCPU: runtime.NumCPU()}
+	if err := r.s.CheckHost(host); err != nil {
+		return err
+	}
+	for _, w := range r.s.HostWarnings(host) {
+		r.warnf("%s", w)
+	}
+	return nil
+}
+
+// order expands the cells, orders them by the seed and keeps this
+// shard's, or this lab's.
+func (r *run) order() error {
+	r.seed = r.Seed
+	if r.seed == 0 {
+		r.seed = r.s.Seed
+	}
+	if r.seed == 0 {
+		r.seed = rand.Int64N(1<<31-1) + 1
+	}
+	var notes []string
+	r.distinct, notes = runner.Distinct(r.s.Expand())
+	if r.Repetitions > 0 {
+		for i := range r.distinct {
+			r.distinct[i].Repetitions = r.Repetitions
+		}
+	}
+	for _, n := range append(r.s.Notes, notes...) {
+		fmt.Fprintf(r.Stderr, "vnetbench: note: %s\n", n)
+	}
+	r.cells = scenarios.Order(r.distinct, r.seed)
+	if err := r.keepShard(); err != nil {
+		return err
+	}
+	if r.InsideLab != "" {
+		r.cells = lab.Inside(r.cells, r.InsideLab)
+		if len(r.cells) == 0 {
+			return fault.Input("run: --inside-lab %s: the scenario has no kernel labelled %s", r.InsideLab, r.InsideLab)
+		}
+	}
+	r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
+	// Cells whose guest kernel is too old for their workload read n/a:
+	// said before the run, not discovered after it.
+	for _, n := range runner.GuestKernelNotes(r.cells) {
+		r.warnf("%s", n)
+	}
+	return nil
+}
+
+// keepShard keeps the cells of Shard (I/N, or auto from the CI's
+// variables).
+func (r *run) keepShard() error {
+	if r.Shard == "" {
+		return nil
+	}
+	i, n, src, err := runner.ParseShardFlag(r.Shard, r.Getenv)
+	if err != nil {
+		return err
+	}
+	r.cells = runner.Shard(r.cells, i, n)
+	r.shardSpec, r.shardSource = fmt.Sprintf("%d/%d", i, n), src
+	r.shardNote = " (shard " + r.shardSpec + ")"
+	if src != "" {
+		fmt.Fprintf(r.Stdout, "shard %s from %s\n", r.shardSpec, src)
+	}
+	return nil
+}
+
+// prepare picks the run directory and the lab VMs' inner command, and
+// estimates the run, refusing one past MaxTime.
+func (r *run) prepare(ctx context.Context) error {
+	if r.Dir == "" {
+		if r.Resume {
+			return fault.Input("run: --resume needs -o DIR (the run directory to continue)")
+		}
+		r.Dir = filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if abs, err := filepath.Abs(r.Dir); err == nil {
+		r.Dir = abs
+	}
+	if err := r.labInner(); err != nil {
+		return err
+	}
+	r.host = r.Host()
+	r.tab = LoadTable(r.Stderr, "vnetbench: ", r.EstimateDir)
+	todo := r.cells
+	if r.Resume {
+		todo = notDone(r.Dir, r.cells)
+	}
+	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab)
+	if r.InsideLab != "" {
+		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
+	}
+	if r.DryRun || r.InsideLab != "" || r.Resume {
+		return nil
+	}
+	if r.MaxTime > 0 && r.est.Total > r.MaxTime && len(r.hostCells) > 0 {
+		// A host that cannot run the cells at all says so first: that,
+		// not the time, is what to fix (doctor, or lab mode).
+		if err := runner.Preflight(ctx, r.hostCells, proc.Real{}); err != nil {
+			return err
+		}
+	}
+	return checkMaxTime(r.Stderr, r.est, r.Scenario, r.s, r.host.KVM, r.tab, r.MaxTime)
+}
+
+// labInner is the command each lab VM runs (--inside-lab): kernels other
+// than the running one run the same scenario inside one lab VM each.
+func (r *run) labInner() error {
+	r.in = lab.Inner{Binary: r.AgentBinary}
+	if len(r.labCells) == 0 {
+		return nil
+	}
+	r.in.Labels = KernelLabels(r.s)
+	var err error
+	if r.in.Scenario, r.in.ScenarioData, err = labScenario(r.s); err != nil {
+		return err
+	}
+	if !r.s.Builtin {
+		if d, err := filepath.Abs(filepath.Dir(r.s.File)); err == nil {
+			r.in.Args = append(r.in.Args, "--scenario-dir", d)
+		}
+	}
+	if r.shardSpec != "" { // resolved: the lab VM has no CI variables
+		r.in.Args = append(r.in.Args, "--shard", r.shardSpec)
+	}
+	r.in.Args = append(r.in.Args, r.Scenario.KernelArgs()...)
+	if r.Repetitions > 0 {
+		r.in.Args = append(r.in.Args, "--repetitions", fmt.Sprint(r.Repetitions))
+	}
+	r.in.Args = append(r.in.Args, r.Scenario.SetArgs()...)
+	return nil
+}
+
+// labScenario is how the run inside a lab VM finds the scenario: a
+// built-in by name, or a file's content, which lab.Run copies into
+// the run directory once the run has started (the lab sees the host root
+// read-only, without /tmp, and the run directory; bad input must leave no
+// run directory behind).
+func labScenario(s *scenarios.Scenario) (name string, data []byte, err error) {
+	if s.Builtin {
+		return s.Name, nil, nil
+	}
+	data, err = os.ReadFile(s.File)
+	return "", data, err
+}
