@@ -9,6 +9,12 @@ import (
 	"github.com/vnetbench/vnetbench/internal/dropmon"
 )
 
+// heldDrops keeps the attached counter reachable until the power-off:
+// cilium/ebpf closes a program's, a link's and a map's descriptors when
+// the garbage collector finds them unreachable, and a closed link is a
+// detached probe (and the kernel patching its code again).
+var heldDrops *dropmon.Monitor
+
 // labDrops is what lab init passes the run inside about the drop counter:
 // the map's descriptor (fd 3) and dropmon.EnvVar, or why there is none.
 type labDrops struct {
@@ -33,6 +39,7 @@ func attachDrops() labDrops {
 	if err != nil {
 		return labDrops{env: []string{dropmon.ErrEnvVar + "=" + oneLine(err.Error())}}
 	}
+	heldDrops = mon
 	fmt.Fprintf(os.Stdout, "lab-init: counting drops at %s\n", mon.Probe)
 	// ExtraFiles[0] is fd 3 in the child.
 	return labDrops{env: []string{mon.Env(3)}, files: []*os.File{f}}
