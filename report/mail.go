@@ -44,7 +44,7 @@ func WriteMail(w io.Writer, r *Report) error {
 		}
 		for _, t := range tables {
 			b.WriteString("\n")
-			b.WriteString(drawTable(t, ASCII))
+			b.WriteString(drawTable(mailTable(r, t), ASCII))
 			refs := referencedNotes(t)
 			for i, n := range t.Notes {
 				switch {
@@ -60,7 +60,11 @@ func WriteMail(w io.Writer, r *Report) error {
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nCaveats:\n")
-		for _, wn := range r.Warnings {
+		for i, wn := range r.Warnings {
+			if i == maxMailWarnings {
+				writeWrapped(&b, "  - ", fmt.Sprintf("%d more: vnetbench report RUN_DIR", len(r.Warnings)-i))
+				break
+			}
 			writeWrapped(&b, "  - ", wn)
 		}
 	}
@@ -70,6 +74,25 @@ func WriteMail(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, asciiOnly(termSafe(b.String())))
 	return err
+}
+
+// maxMailWarnings bounds the caveats a mail lists.
+const maxMailWarnings = 8
+
+// mailTable is t with its column headers bare ("stock", not "stock (TCG,
+// nested)"): the mail's header says once what the columns ran under, and
+// the table stays within MaxWidth.
+func mailTable(r *Report, t *Table) *Table {
+	c := *t
+	c.Header = slices.Clone(t.Header)
+	for i, h := range c.Header {
+		for _, col := range r.Columns {
+			if strings.HasPrefix(h, col+" (") {
+				c.Header[i] = col
+			}
+		}
+	}
+	return &c
 }
 
 // mailHeader is the mail's first paragraphs: what was compared, how the
