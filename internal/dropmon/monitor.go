@@ -114,6 +114,12 @@ func attach(p probe) (*Monitor, error) {
 	prog, err := ebpf.NewProgram(programSpec(p, m.FD()))
 	if err != nil {
 		m.Close()
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			// The kernel took the program type and refused the code:
+			// a bug here, not a missing capability.
+			return nil, fmt.Errorf("drop reasons: the verifier refused the counting program: %w", err)
+		}
 		return nil, capErr("load the counting program", err)
 	}
 	var lnk link.Link

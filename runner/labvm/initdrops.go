@@ -13,7 +13,7 @@ import (
 // cilium/ebpf closes a program's, a link's and a map's descriptors when
 // the garbage collector finds them unreachable, and a closed link is a
 // detached probe (and the kernel patching its code again).
-var heldDrops *dropmon.Monitor
+var heldDrops []*dropmon.Monitor
 
 // labDrops is what lab init passes the run inside about the drop counter:
 // the map's descriptor (fd 3) and dropmon.EnvVar, or why there is none.
@@ -39,7 +39,7 @@ func attachDrops() labDrops {
 	if err != nil {
 		return labDrops{env: []string{dropmon.ErrEnvVar + "=" + oneLine(err.Error())}}
 	}
-	heldDrops = mon
+	heldDrops = append(heldDrops, mon)
 	fmt.Fprintf(os.Stdout, "lab-init: counting drops at %s\n", mon.Probe)
 	// ExtraFiles[0] is fd 3 in the child.
 	return labDrops{env: []string{mon.Env(3)}, files: []*os.File{f}}
