@@ -56,6 +56,23 @@ func PerPatch(ks []Kernel) ([]Kernel, error) {
 	return out, nil
 }
 
+// ExpandPerPatch replaces s's kernels with PerPatch's columns (once:
+// PerPatch stays set, and the base and prefixes are what s then has).
+func (s *Scenario) ExpandPerPatch() error {
+	if !s.PerPatch || s.perPatched {
+		return nil
+	}
+	ks, err := PerPatch(s.Kernels)
+	if err != nil {
+		return err
+	}
+	if err := s.SetKernels(ks); err != nil {
+		return err
+	}
+	s.perPatched = true
+	return nil
+}
+
 // PrefixLabel is the column label of the first n patches of a per-patch
 // run: p1, p1-2, p1-3, ...
 func PrefixLabel(n int) string {

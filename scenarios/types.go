@@ -28,6 +28,9 @@ type Scenario struct {
 	Builtin bool
 	// Kernels under test, the column axis of every table. Never empty.
 	Kernels []Kernel
+	// PerPatch asks for a column per patch of the last kernel's series
+	// (per_patch:, run --per-patch): ExpandPerPatch makes them.
+	PerPatch bool
 	// Seed for Order from the file; 0 means "pick one at run time".
 	Seed int64
 	// Axes lists every axis with more than one value, in expansion order.
@@ -42,8 +45,9 @@ type Scenario struct {
 	// in order.
 	Sets []Set
 
-	cells []Cell       // expanded, validated; kernel left empty
-	pos   []schema.Pos // per cell: YAML path -> node, for CheckHost errors
+	perPatched bool         // ExpandPerPatch ran
+	cells      []Cell       // expanded, validated; kernel left empty
+	pos        []schema.Pos // per cell: YAML path -> node, for CheckHost errors
 }
 
 // Axis is one matrix axis of a scenario: a key (YAML path such as
