@@ -100,7 +100,7 @@ demo: deps build
 FUZZTIME ?= 10s
 FUZZMINIMIZETIME ?= 1s
 fuzz:
-	@for pkg in ./scenarios ./perfparse ./report ./internal/results; do \
+	@for pkg in ./scenarios ./perfparse ./internal/results; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || exit 1; \
 	  done; \

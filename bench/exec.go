@@ -64,7 +64,7 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 				fmt.Fprintf(r.Stdout, "run directory %s\n", r.Dir)
 			})
 		},
-		Shard: r.shardSpec, ShardSource: r.shardSource}
+		Shard: r.shardSpec, ShardSource: r.shardSource, SeedSource: r.seedSource}
 	if r.EditRunner != nil {
 		r.EditRunner(&opts)
 	}

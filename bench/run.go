@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,8 +30,11 @@ type Options struct {
 	// DryRun prints the cells in run order and their commands, and
 	// changes nothing.
 	DryRun bool
-	// Seed orders the cells (0 = the scenario's, else random; printed).
-	Seed int64
+	// Seed orders the cells; SeedAuto takes it from the CI pipeline's id
+	// (--seed auto). Neither: the scenario's, else for a shard the
+	// pipeline's id, else random (runner.ResolveSeed; printed).
+	Seed     int64
+	SeedAuto bool
 	// Repetitions replaces every cell's repetitions (0 = the scenario's).
 	Repetitions int
 	// Shard runs only shard "I/N" of the cells; "auto" and "auto/N" take
@@ -61,7 +63,8 @@ type Options struct {
 	// RecordEstimates adds what the run measured to them.
 	EstimateDir     string
 	RecordEstimates bool
-	// Getenv reads the CI's shard variables (nil = os.Getenv).
+	// Getenv reads the CI's shard and pipeline variables (nil =
+	// os.Getenv).
 	Getenv func(string) string
 	// EditRunner, when set, edits the runner's options before the run
 	// (tests: a fake guest agent and generator).
@@ -121,6 +124,8 @@ type run struct {
 	Options
 	s                    *scenarios.Scenario
 	seed                 int64
+	seedSource           string
+	shardI, shardN       int
 	distinct, cells      []scenarios.Cell
 	hostCells, labCells  []scenarios.Cell
 	shardNote, shardSpec string
@@ -162,12 +167,16 @@ func (r *run) load() error {
 // order expands the cells, orders them by the seed and keeps this
 // shard's, or this lab's.
 func (r *run) order() error {
-	r.seed = r.Seed
-	if r.seed == 0 {
-		r.seed = r.s.Seed
+	if err := r.resolveShard(); err != nil {
+		return err
 	}
-	if r.seed == 0 {
-		r.seed = rand.Int64N(1<<31-1) + 1
+	var err error
+	r.seed, r.seedSource, err = runner.ResolveSeed(runner.SeedFlag{N: r.Seed, Auto: r.SeedAuto}, r.s.Seed, r.shardSpec, r.Getenv)
+	if err != nil {
+		return err
+	}
+	if r.seedSource != runner.SeedFromFlag && r.seedSource != runner.SeedFromScenario && r.seedSource != runner.SeedRandom {
+		fmt.Fprintf(r.Stdout, "seed %d from %s\n", r.seed, r.seedSource)
 	}
 	var notes []string
 	r.distinct, notes = runner.Distinct(r.s.Expand())
@@ -180,8 +189,8 @@ func (r *run) order() error {
 		fmt.Fprintf(r.Stderr, "vnetbench: note: %s\n", n)
 	}
 	r.cells = scenarios.Order(r.distinct, r.seed)
-	if err := r.keepShard(); err != nil {
-		return err
+	if r.shardSpec != "" {
+		r.cells = runner.Shard(r.cells, r.shardI, r.shardN)
 	}
 	if r.InsideLab != "" {
 		r.cells = lab.Inside(r.cells, r.InsideLab)
@@ -198,9 +207,9 @@ func (r *run) order() error {
 	return nil
 }
 
-// keepShard keeps the cells of Shard (I/N, or auto from the CI's
-// variables).
-func (r *run) keepShard() error {
+// resolveShard reads Shard (I/N, or auto from the CI's variables): the
+// seed depends on whether the run is a shard.
+func (r *run) resolveShard() error {
 	if r.Shard == "" {
 		return nil
 	}
@@ -208,7 +217,7 @@ func (r *run) keepShard() error {
 	if err != nil {
 		return err
 	}
-	r.cells = runner.Shard(r.cells, i, n)
+	r.shardI, r.shardN = i, n
 	r.shardSpec, r.shardSource = fmt.Sprintf("%d/%d", i, n), src
 	r.shardNote = " (shard " + r.shardSpec + ")"
 	if src != "" {

@@ -1,16 +1,14 @@
 package perfparse
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/vnetbench/vnetbench/internal/golden"
+)
 
 // goldenInputs lists testdata/<kind>/<file> inputs (not golden files).
 func goldenInputs(t testing.TB, kind string) []string {
@@ -29,46 +27,11 @@ func goldenInputs(t testing.TB, kind string) []string {
 	return out
 }
 
+// checkGolden compares got with path's golden file, path.golden.
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	golden := path + ".golden"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from %s (go test -update rewrites it):\n%s", path, golden, lineDiff(string(want), string(got)))
-	}
+	golden.File(t, path+".golden", got)
 }
-
-// lineDiff shows the first differing lines.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := 0
-	for i := 0; i < max(len(w), len(g)) && n < 10; i++ {
-		var a, c string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			c = g[i]
-		}
-		if a != c {
-			b.WriteString("line " + itoa(i+1) + ":\n  want: " + a + "\n  got:  " + c + "\n")
-			n++
-		}
-	}
-	return b.String()
-}
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func marshal(t *testing.T, v any) []byte {
 	t.Helper()

@@ -137,21 +137,12 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 			d.Current = &PktgenCurrent{Fields: map[string]string{}}
 			s = strings.TrimSpace(strings.TrimPrefix(s, "Current:"))
 		case strings.HasPrefix(s, "Result:"):
-			seen = true
-			msg := strings.TrimSpace(strings.TrimPrefix(s, "Result:"))
-			// The rate line follows an OK run result on its own line.
-			if rePktgenRun.MatchString(msg) && !strings.Contains(msg, "pps") && i+1 < len(lines) {
-				if n := strings.TrimSpace(lines[i+1]); rePktgenRate.MatchString(collapse(n)) {
-					msg += " " + n
-					i++
-				}
-			}
-			res, err := parsePktgenResult(collapse(msg), ln)
+			res, last, err := pktgenResultAt(lines, i)
 			if err != nil {
 				return nil, 0, err
 			}
 			d.Result = res
-			return d.finish(i + 1)
+			return d.finish(last + 1)
 		default:
 			if !seen {
 				return nil, 0, errorf(ln, "not a pktgen device file: expected \"Params:\", got %q", clip(s))
@@ -335,4 +326,20 @@ func clip(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// pktgenResultAt parses the "Result:" line lines[i] with the rate line
+// that follows an OK run result on its own line, and returns the index
+// of the last line it took.
+func pktgenResultAt(lines []string, i int) (*PktgenResult, int, error) {
+	ln := i + 1
+	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "Result:"))
+	if rePktgenRun.MatchString(msg) && !strings.Contains(msg, "pps") && i+1 < len(lines) {
+		if n := strings.TrimSpace(lines[i+1]); rePktgenRate.MatchString(collapse(n)) {
+			msg += " " + n
+			i++
+		}
+	}
+	res, err := parsePktgenResult(collapse(msg), ln)
+	return res, i, err
 }

@@ -94,7 +94,6 @@ func ParsePktgenScript(r io.Reader) (*PktgenScript, error) {
 	out := &PktgenScript{Devices: []PktgenScriptDevice{}}
 	var cur *PktgenScriptDevice
 	for i := 0; i < len(lines); i++ {
-		ln := i + 1
 		s := strings.TrimSpace(lines[i])
 		switch {
 		case s == "" || s == "--":
@@ -110,18 +109,11 @@ func ParsePktgenScript(r io.Reader) (*PktgenScript, error) {
 			cur.File, cur.Result = d, d.Result
 			i = next - 1
 		case cur != nil && strings.HasPrefix(s, "Result:"):
-			msg := strings.TrimSpace(strings.TrimPrefix(s, "Result:"))
-			if rePktgenRun.MatchString(msg) && !strings.Contains(msg, "pps") && i+1 < len(lines) {
-				if n := strings.TrimSpace(lines[i+1]); rePktgenRate.MatchString(collapse(n)) {
-					msg += " " + n
-					i++
-				}
-			}
-			res, err := parsePktgenResult(collapse(msg), ln)
+			res, last, err := pktgenResultAt(lines, i)
 			if err != nil {
 				return nil, err
 			}
-			cur.Result = res
+			cur.Result, i = res, last
 		default:
 			out.Messages = append(out.Messages, s)
 		}

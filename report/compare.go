@@ -37,7 +37,7 @@ func (b *builder) compareTables() {
 		}
 		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: key, Unit: m.Unit,
 			LabelHeader: []string{key}}
-		if m.Better == results.Neutral {
+		if m.Better == metric.Neutral {
 			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
 		}
 		for i, c := range b.r.Columns {

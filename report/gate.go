@@ -253,9 +253,9 @@ func defaultGates(named, keys []string) []Gate {
 			continue
 		}
 		switch results.Describe(k).Better {
-		case results.HigherIsBetter:
+		case metric.HigherIsBetter:
 			gates = append(gates, Gate{k, '<', 0})
-		case results.LowerIsBetter:
+		case metric.LowerIsBetter:
 			gates = append(gates, Gate{k, '>', 0})
 		}
 	}

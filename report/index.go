@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -27,7 +28,7 @@ type index struct {
 	// registered workload).
 	stats   map[statKey]Stats
 	deltas  map[statKey]Delta
-	metrics map[string]results.Metric
+	metrics map[string]metric.Metric
 	// versus is versusOf by generator label.
 	versus map[string]versusHit
 }
@@ -44,7 +45,7 @@ type statKey struct{ cell, col, key string }
 func newIndex(set *results.Set) *index {
 	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
 		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
-		metrics: map[string]results.Metric{}, versus: map[string]versusHit{}}
+		metrics: map[string]metric.Metric{}, versus: map[string]versusHit{}}
 	sizes := map[string]map[string]bool{}
 	for i := range set.Samples {
 		s := &set.Samples[i]
@@ -69,7 +70,7 @@ func newIndex(set *results.Set) *index {
 }
 
 // metric is results.Describe(key), asked once per key.
-func (x *index) metric(key string) results.Metric {
+func (x *index) metric(key string) metric.Metric {
 	m, ok := x.metrics[key]
 	if !ok {
 		m = results.Describe(key)

@@ -3,6 +3,7 @@ package report
 import (
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -15,8 +16,8 @@ type byteRater struct{}
 func (byteRater) Name() string         { return "byterater" }
 func (byteRater) Doc() string          { return "a test workload whose table reads in MB/s" }
 func (byteRater) New() workload.Config { return nil }
-func (byteRater) Metrics() []workload.Metric {
-	return []workload.Metric{{Key: "byterater_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true, Description: "bits received/s"}}
+func (byteRater) Metrics() []metric.Metric {
+	return []metric.Metric{{Key: "byterater_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true, Description: "bits received/s"}}
 }
 func (byteRater) Table() workload.Table {
 	return workload.Table{Headline: "byterater_bps", ThreadsKey: "streams", ThreadsNoun: "streams",

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
-func verdictWord(d *Delta, better results.Direction) string {
+func verdictWord(d *Delta, better metric.Direction) string {
 	switch d.Verdict.Verdict {
 	case verdict.Same:
 		return "same"
@@ -16,9 +16,9 @@ func verdictWord(d *Delta, better results.Direction) string {
 		return "unknown"
 	}
 	switch {
-	case better == results.HigherIsBetter && d.New.Median > d.Base.Median, better == results.LowerIsBetter && d.New.Median < d.Base.Median:
+	case better == metric.HigherIsBetter && d.New.Median > d.Base.Median, better == metric.LowerIsBetter && d.New.Median < d.Base.Median:
 		return "better"
-	case better == results.Neutral:
+	case better == metric.Neutral:
 		return "changed"
 	}
 	return "worse"

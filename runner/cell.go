@@ -104,7 +104,7 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	knobsDone := false
 	defer func() {
 		if !knobsDone {
-			cr.u.Run(r.teardownTimeout(c))
+			cr.u.Run(teardownTimeout(c))
 		}
 	}()
 	defer func() { stopPerfs(cr.perfs) }()
@@ -119,13 +119,21 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string
 	}
 	// Undo the host knobs now so their cost is part of the overhead.
 	knobsDone = true
-	if err := cr.u.Run(r.teardownTimeout(c)); err != nil {
+	if err := cr.u.Run(teardownTimeout(c)); err != nil {
 		s.Warnings = append(s.Warnings, "teardown: "+err.Error())
 	}
 	if err := cr.finish(s); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// teardownTimeout bounds the teardown of cell c's host knobs and guest.
+func teardownTimeout(c *scenarios.Cell) time.Duration {
+	if c.Timeouts.Teardown > 0 {
+		return c.Timeouts.Teardown
+	}
+	return 30 * time.Second
 }
 
 // pipeline runs the phases after the guest is up.
@@ -166,36 +174,13 @@ func (cr *cellRun) fail(ctx context.Context, err error) error {
 	return &CellError{Cell: cr.c.Name, Rep: cr.c.Rep, Phase: phase, Err: err}
 }
 
-// readyGuest stops a guest whose configuration the cell cannot use and
-// boots one if none runs.
+// readyGuest gets the cell's guest (guests.ready) and its NIC.
 func (cr *cellRun) readyGuest(ctx context.Context) error {
-	r, c := cr.r, cr.c
-	fail := func(phase string, err error) error {
-		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
+	g, bootTime, err := cr.r.guests.ready(ctx, cr.c)
+	if err != nil {
+		return err
 	}
-	if r.guest != nil && r.guest.key != r.guestKey(c) {
-		r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
-		if err := r.stopGuest(); err != nil {
-			return fail("stop previous guest", err)
-		}
-	}
-	if r.guest == nil {
-		bootStart := time.Now()
-		g, err := r.bootGuest(ctx, c)
-		if err != nil {
-			return fail("boot", err)
-		}
-		r.guest = g
-		cr.bootTime = time.Since(bootStart)
-		if g.guestReady > 0 {
-			r.logf("guest up in %.1fs (%s; guest kernel clock: /init at %.1fs, ready at %.1fs)", g.bootTime.Seconds(), g.accel,
-				g.guestInit.Seconds(), g.guestReady.Seconds())
-		} else {
-			r.logf("guest up in %.1fs (%s)", g.bootTime.Seconds(), g.accel)
-		}
-	}
-	cr.g = r.guest
-	cr.nic = cr.g.nic(c.Backend)
+	cr.g, cr.bootTime, cr.nic = g, bootTime, g.nic(cr.c.Backend)
 	return nil
 }
 
@@ -209,7 +194,7 @@ func (cr *cellRun) setup(ctx context.Context) error {
 		}
 	}
 	if c.Qdisc != "" {
-		r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", nic.tap, "root", c.Qdisc})
+		r.repro.argv([]string{"ip", "netns", "exec", r.ns.Name, "tc", "qdisc", "replace", "dev", nic.tap, "root", c.Qdisc})
 		if err := r.ns.SetQdisc(nic.tap, c.Qdisc); err != nil {
 			return failed("setup", err)
 		}
@@ -233,7 +218,7 @@ func (cr *cellRun) setup(ctx context.Context) error {
 		return failed("setup", err)
 	}
 	cr.win = &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: nic.tap, DevMAC: nic.tapMAC,
-		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, RelDir: cr.rel, Agent: g.agent, Note: r.note, InNetns: r.ns.Do,
+		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, RelDir: cr.rel, Agent: g.agent, Note: r.repro.note, InNetns: r.ns.Do,
 		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads, DropCounts: r.drops.countsFunc(c, r.ns, nic.tap)}
 	cr.trafficTimeout = orDefault(c.Timeouts.Traffic, 10*time.Minute)
 	return nil
@@ -262,7 +247,7 @@ func (cr *cellRun) pinThreads(ctx context.Context) error {
 		return err
 	}
 	for _, l := range append(pinNotes("vCPU", cr.vcpus, c.Pin.VCPU, true), pinNotes("vhost-net worker", cr.vhost, c.Pin.Vhost, false)...) {
-		r.note(l)
+		r.repro.note(l)
 	}
 	return nil
 }
@@ -356,7 +341,7 @@ func (cr *cellRun) genTargets() []int {
 	cr.targets[scenarios.TargetGenerator] = gt
 	cr.targets[workload.Target(cr.c.Generator.Workload())] = gt
 	for _, l := range pinNotes("generator thread", gtids, cr.c.Pin.Generator, false) {
-		cr.r.note(l)
+		cr.r.repro.note(l)
 	}
 	return gtids
 }
@@ -531,7 +516,7 @@ func (cr *cellRun) addLabels(s *results.Sample) {
 	if c.TxQueueLen > 0 {
 		s.Labels["txqueuelen"] = strconv.Itoa(c.TxQueueLen)
 	}
-	addContextLabels(s, c, cr.r.guestKernel)
+	addContextLabels(s, c, cr.r.guests.kernel)
 	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
 	if g.guestReady > 0 {
 		s.Labels["guest_ready_uptime_s"] = strconv.FormatFloat(g.guestReady.Seconds(), 'f', 2, 64)

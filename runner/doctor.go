@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strings"
@@ -130,7 +129,7 @@ func (d *Doctor) checkFeatures() {
 func (d *Doctor) checkTools(ctx context.Context, ex proc.Executor) {
 	for _, t := range AllTools() {
 		v := ""
-		if _, err := exec.LookPath(t.Name); err == nil {
+		if _, err := proc.LookPath(t.Name); err == nil {
 			v = ToolVersion(ctx, ex, t)
 			if v == "" {
 				v = "installed"
@@ -433,7 +432,7 @@ func (d *Doctor) Missing(cells []scenarios.Cell) []string {
 		out = append(out, "needs /dev/vhost-vsock for the guest's vsock device: load vhost_vsock, or use lab mode")
 	}
 	for _, p := range n.GuestPrograms {
-		if _, err := exec.LookPath(p); err != nil {
+		if _, err := proc.LookPath(p); err != nil {
 			out = append(out, "needs "+p+" for the guest image (apt-get install "+debPackage(p)+")")
 		}
 	}

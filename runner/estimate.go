@@ -32,10 +32,10 @@ func GuestBoots(cells []scenarios.Cell) []bool {
 		for _, i := range byLabel[l] {
 			group = append(group, cells[i])
 		}
-		r := &runState{paired: pairedGuests(group)}
+		gs := &guests{paired: pairedGuests(group)}
 		prev := ""
 		for j, i := range byLabel[l] {
-			k := r.guestKey(&group[j])
+			k := gs.key(&group[j])
 			out[i] = j == 0 || k != prev
 			prev = k
 		}

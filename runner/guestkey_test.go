@@ -56,10 +56,10 @@ generator:
 	if len(p) != 1 || !p[pairedKey(&both[0])] {
 		t.Fatalf("paired %v, want the one guest of all 4 cells", p)
 	}
-	r := &runState{paired: p}
+	gs := &guests{paired: p}
 	keys := map[string]bool{}
 	for i := range both {
-		keys[r.guestKey(&both[i])] = true
+		keys[gs.key(&both[i])] = true
 	}
 	if len(keys) != 1 {
 		t.Errorf("guest keys %v, want one", keys)

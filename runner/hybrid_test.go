@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
@@ -98,7 +99,7 @@ func TestHybridEvent(t *testing.T) {
 			t.Errorf("HybridEvent(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if m := results.Describe("perf.cpu_core/branch-misses/@vhost"); m.Better != results.LowerIsBetter {
+	if m := results.Describe("perf.cpu_core/branch-misses/@vhost"); m.Better != metric.LowerIsBetter {
 		t.Errorf("cpu_core/branch-misses/ is %v, want lower is better like branch-misses", m.Better)
 	}
 }

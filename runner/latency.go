@@ -55,7 +55,7 @@ func (r *runState) startLatency(ctx context.Context, c *scenarios.Cell, g *guest
 		g.agent.Do(context.WithoutCancel(ctx), vmimages.OpReflect, "stop")
 		return nil, err
 	}
-	r.note(fmt.Sprintf("# latency probe: UDP %s -> %s (the guest agent's reflector), every %v, sizes %v, timeout %v, idle %v first; probes.csv per sample",
+	r.repro.note(fmt.Sprintf("# latency probe: UDP %s -> %s (the guest agent's reflector), every %v, sizes %v, timeout %v, idle %v first; probes.csv per sample",
 		nic.hostIP, cfg.Dst, l.Interval, l.Sizes, l.Timeout, l.Idle))
 	p.Start()
 	lr := &latencyRun{probe: p, agent: g.agent, stopSeries: make(chan struct{}), seriesDone: make(chan struct{})}
@@ -155,7 +155,7 @@ func writeArtifact(path string, write func(io.Writer) error) error {
 // setTxQLen sets the tap's txqueuelen for the cell and pushes its
 // restore.
 func (r *runState) setTxQLen(u *undo.Stack, tap string, qlen int) error {
-	r.recordArgv([]string{"ip", "netns", "exec", r.ns.Name, "ip", "link", "set", "dev", tap, "txqueuelen", strconv.Itoa(qlen)})
+	r.repro.argv([]string{"ip", "netns", "exec", r.ns.Name, "ip", "link", "set", "dev", tap, "txqueuelen", strconv.Itoa(qlen)})
 	old, err := r.ns.SetTxQLen(tap, qlen)
 	if err != nil {
 		return err

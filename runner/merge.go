@@ -123,7 +123,7 @@ func checkSameRun(da string, a *results.Env, db string, b *results.Env) error {
 	case a.Scenario != b.Scenario:
 		return differ("scenarios", strconv.Quote(a.Scenario), strconv.Quote(b.Scenario))
 	case a.Seed != b.Seed:
-		return differ("seeds", strconv.FormatInt(a.Seed, 10), strconv.FormatInt(b.Seed, 10))
+		return differ("seeds", seedDesc(a), seedDesc(b))
 	case a.Version != b.Version:
 		return differ("harness versions", strconv.Quote(a.Version), strconv.Quote(b.Version))
 	case a.KernelRelease != b.KernelRelease:
@@ -145,6 +145,15 @@ func checkSameRun(da string, a *results.Env, db string, b *results.Env) error {
 		}
 	}
 	return nil
+}
+
+// seedDesc is e's seed and, when env.json says, where it came from.
+func seedDesc(e *results.Env) string {
+	s := strconv.FormatInt(e.Seed, 10)
+	if src := e.Extra[ExtraSeedSource]; src != "" {
+		s += " from " + src
+	}
+	return s
 }
 
 // checkShards: when any input is a shard of 'run --shard I/N' (env.json's

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -136,7 +137,7 @@ func TestCPUPerPacket(t *testing.T) {
 	if len(none.Metrics) != 2 {
 		t.Errorf("without tx_pps: %v", none.Metrics)
 	}
-	if m, ok := results.Lookup("cpu_per_pkt.vhost"); !ok || m.Unit != "ns" || m.Better != results.LowerIsBetter {
+	if m, ok := results.Lookup("cpu_per_pkt.vhost"); !ok || m.Unit != "ns" || m.Better != metric.LowerIsBetter {
 		t.Errorf("cpu_per_pkt.vhost is %+v", m)
 	}
 	// A generator's own packet count wins over tx_pps x a run time that

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 
@@ -42,7 +41,7 @@ func (n Needs) check() error {
 	// The guest image copies its programs from this host (a lab VM sees
 	// the host's root): a missing one would fail the first boot.
 	for _, p := range n.GuestPrograms {
-		if _, err := exec.LookPath(p); err != nil {
+		if _, err := proc.LookPath(p); err != nil {
 			return capErrorf("%s is not installed: the guest image copies it from this host; install the Debian package %s (apt-get install %s)", p, debPackage(p), debPackage(p))
 		}
 	}
@@ -152,7 +151,7 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		return capErrorf("/dev/net/tun is missing: the kernel has no tun/tap (CONFIG_TUN); run 'vnetbench doctor', or use %s", LabHint)
 	}
 	for _, t := range n.Tools {
-		if _, err := exec.LookPath(t); err != nil {
+		if _, err := proc.LookPath(t); err != nil {
 			return capErrorf("%s is not installed; install the Debian package %s (make deps)", t, debPackage(t))
 		}
 	}

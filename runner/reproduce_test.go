@@ -134,7 +134,7 @@ func TestWriteReproduceNoFollow(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		r := &runState{dir: dir, id: "r", opts: Options{Resume: resume, Log: &log}, repro: []string{"true"}}
+		r := &runState{dir: dir, id: "r", opts: Options{Resume: resume, Log: &log}, repro: &reproducer{lines: []string{"true"}}}
 		r.writeReproduce()
 		if b, _ := os.ReadFile(victim); string(b) != "untouched" {
 			t.Errorf("resume=%v: reproduce.sh written through a link: %q", resume, b)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +73,9 @@ type Options struct {
 	// --shard), ShardSource where it came from (--shard auto's variables);
 	// env.json keeps both (ExtraShard, ExtraShardSource) for merge.
 	Shard, ShardSource string
+	// SeedSource is where Seed came from (ResolveSeed); env.json keeps it
+	// (ExtraSeedSource).
+	SeedSource string
 }
 
 // env.json Extra keys of a shard's run directory.
@@ -89,6 +91,12 @@ func (o *Options) NewEnv(ctx context.Context, accel qemu.Accel) results.Env {
 	env := CollectEnv(ctx, o.Exec, accel)
 	env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
 	o.markShard(&env)
+	if o.SeedSource != "" {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		env.Extra[ExtraSeedSource] = o.SeedSource
+	}
 	return env
 }
 
@@ -142,31 +150,14 @@ type runState struct {
 	ns      *hostnet.Netns
 	sockDir string
 	kvm     qemu.KVMStatus // the host's KVM probe
-	// kvmBroken is why a guest asked for KVM under auto did not start with
-	// it: later auto guests go straight to TCG ("" = KVM works as probed).
-	kvmBroken string
-	guest     *guest
+	guests  *guests        // the guest phase: the running guest, booting one
 	// kthreadsBefore are the kernel threads that existed before the run's
 	// namespace (netnsKernelThreads).
 	kthreadsBefore map[int]bool
-	boots          int
-	// guestContents: what the run's workloads need in the guest (the
-	// iperf3 server); every guest image carries it all, so a VM is reused
-	// between cells of different workloads.
-	guestContents GuestContents
-	// paired are the guests (pairedKey) whose tap and tap+vhost cells
-	// share one boot: a guest with a vhost=off and a vhost=on NIC.
-	paired map[string]bool
-	// guestKernel is the guest kernel release noted in env.json;
-	// guestCmdlines the guest kernel command lines.
-	guestKernel   string
-	guestCmdlines []string
-	undo          *undo.Stack  // run-level teardown (netns, sockets)
-	drops         *dropCounter // cells with drop_reasons (nil: none)
-	modSymsOnce   sync.Once    // moduleSymbols
-
-	mu    sync.Mutex
-	repro []string
+	undo           *undo.Stack  // run-level teardown (netns, sockets)
+	repro          *reproducer  // reproduce.sh
+	drops          *dropCounter // cells with drop_reasons (nil: none)
+	modSymsOnce    sync.Once    // moduleSymbols
 }
 
 // Run runs the cells (in the given order, one sample each; see
@@ -187,11 +178,13 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	if err := Preflight(ctx, cells, o.Exec); err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
-	if err != nil {
-		return nil, err
+	if len(cells) > 0 { // a shard without cells measures nothing: it need not wait
+		lock, err := AcquireLockWait(ctx, o.LockPath, o.LockWait)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
 	}
-	defer lock.Release()
 	if o.Started != nil {
 		o.Started()
 	}
@@ -255,11 +248,10 @@ func (o *Options) kvmStatus() qemu.KVMStatus {
 
 // newRunState returns the state of a run of cells with options o.
 func newRunState(o Options, cells []scenarios.Cell, kvm qemu.KVMStatus) *runState {
-	r := &runState{opts: o, exec: &recordingExec{inner: o.Exec}, kvm: kvm, undo: undo.New(), dir: o.Dir}
-	r.exec.(*recordingExec).rec = r.recordArgv
+	r := &runState{opts: o, kvm: kvm, undo: undo.New(), dir: o.Dir, repro: &reproducer{}}
+	r.exec = &recordingExec{inner: o.Exec, rec: r.repro.argv}
 	needs := NeedsOf(cells)
-	r.guestContents = GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}
-	r.paired = pairedGuests(cells)
+	r.guests = &guests{r: r, contents: GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}, paired: pairedGuests(cells)}
 	return r
 }
 
@@ -311,72 +303,6 @@ func (r *runState) holdPerfKeys(cells []scenarios.Cell) (release func()) {
 	return keys.Release
 }
 
-// runCells runs a sample of each cell not yet in the run directory and
-// returns the errors of the cells whose guest failed (recorded as failed
-// samples; the others went on). Any other error stops the run.
-func (r *runState) runCells(ctx context.Context, cells []scenarios.Cell, sum *Summary) (faults []error, err error) {
-	total := len(cells)
-	done := 0
-	r.progress(Progress{Total: total, Started: true})
-	for i := range cells {
-		c := &cells[i]
-		if r.w.Done(c.Name, kernelLabel(c), c.Rep) {
-			done++
-			sum.Skipped++
-			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Skipped: true})
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return faults, fmt.Errorf("interrupted after %d of %d samples (finished ones are kept; continue with --resume): %w", done, total, err)
-		}
-		if r.ns == nil {
-			if err := r.setupRun(ctx); err != nil {
-				return faults, fmt.Errorf("%w (%s)", err, LeftoversHint)
-			}
-			sum.Netns = r.ns.Name
-		}
-		s, err := r.runSampleRetrying(ctx, c)
-		if err != nil {
-			if ctx.Err() != nil {
-				return faults, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
-			}
-			if !cellFailed(err) {
-				return faults, err
-			}
-			if aerr := r.recordCellFailure(c, err); aerr != nil {
-				return faults, errors.Join(err, aerr)
-			}
-			faults = append(faults, err)
-			done++
-			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Failed: err})
-			continue
-		}
-		done++
-		sum.Samples++
-		r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Sample: s})
-	}
-	return faults, nil
-}
-
-// accelFor is the accelerator c's guest boots with: CellAccel, or TCG for
-// an auto cell once KVM failed to start a guest in this run.
-func (r *runState) accelFor(c *scenarios.Cell) qemu.Accel {
-	a, _, err := CellAccel(c, r.kvm, r.opts.Accel)
-	if err != nil {
-		return qemu.TCG // refused in Run already
-	}
-	if a == qemu.KVM && r.kvmBroken != "" && c.Guest.Accel != qemu.AccelKVM && r.opts.Accel == "" {
-		return qemu.TCG
-	}
-	return a
-}
-
-func (r *runState) progress(p Progress) {
-	if r.opts.Progress != nil {
-		r.opts.Progress(p)
-	}
-}
-
 func (r *runState) logf(format string, a ...any) {
 	if r.opts.Log != nil {
 		fmt.Fprintf(r.opts.Log, format+"\n", a...)
@@ -390,13 +316,6 @@ func usesPerf(cells []scenarios.Cell) bool {
 		}
 	}
 	return false
-}
-
-func kernelLabel(c *scenarios.Cell) string {
-	if c.Kernel.Label != "" {
-		return c.Kernel.Label
-	}
-	return "host"
 }
 
 func newID() string {
@@ -418,7 +337,7 @@ func (r *runState) setupRun(ctx context.Context) error {
 	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
 	// namespace are those that appear with it: remember the ones before.
 	r.snapshotKernelThreads()
-	r.recordArgv([]string{"ip", "netns", "add", name})
+	r.repro.argv([]string{"ip", "netns", "add", name})
 	ns, err := hostnet.CreateNetns(name)
 	if err != nil {
 		return err
@@ -480,8 +399,8 @@ func countIn(ks []proc.Stat, set map[int]bool) int {
 // teardownAll stops the guest and removes the namespace.
 func (r *runState) teardownAll() error {
 	var errs []error
-	if r.guest != nil {
-		if err := r.stopGuest(); err != nil {
+	if r.guests != nil {
+		if err := r.guests.stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -491,130 +410,11 @@ func (r *runState) teardownAll() error {
 	return errors.Join(errs...)
 }
 
-func (r *runState) stopGuest() error {
-	g := r.guest
-	r.guest = nil
-	if g == nil || g.undo == nil {
-		return nil
-	}
-	return g.undo.Run(30 * time.Second)
-}
-
-func (r *runState) teardownTimeout(c *scenarios.Cell) time.Duration {
-	if c.Timeouts.Teardown > 0 {
-		return c.Timeouts.Teardown
-	}
-	return 30 * time.Second
-}
-
-// recordArgv remembers a command for reproduce.sh.
-func (r *runState) recordArgv(argv []string) {
-	r.mu.Lock()
-	r.repro = append(r.repro, proc.Quote(argv))
-	r.mu.Unlock()
-}
-
-func (r *runState) record(c proc.Cmd) { r.recordArgv(c.FullArgv()) }
-
-// note adds a line to reproduce.sh: a command quoted for a shell
-// (proc.Quote) or a comment, kept on its line (safeComment).
-func (r *runState) note(line string) {
-	r.mu.Lock()
-	r.repro = append(r.repro, safeComment(line))
-	r.mu.Unlock()
-}
-
-// safeComment returns a comment line ("#...") with its line breaks and
-// other control characters escaped as \n, \r or \xNN, so text in it (a
-// scenario's names, a directory name) cannot end the comment and become
-// a command of reproduce.sh; any other line is returned unchanged.
-func safeComment(line string) string {
-	if !strings.HasPrefix(line, "#") {
-		return line
-	}
-	var b strings.Builder
-	for _, c := range []byte(line) {
-		switch {
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c < 0x20 && c != '\t' || c == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-// writeReproduce writes reproduce.sh: every command of the run, quoted,
-// netlink operations as their iproute2 equivalents; a resumed run's after
-// the commands already there. It writes a new file renamed into place
-// (nothing planted at the name is followed); a failure is a warning.
+// writeReproduce writes reproduce.sh; a failure is a warning.
 func (r *runState) writeReproduce() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.repro) == 0 {
-		return
-	}
-	script := reproduceScript(r.id, r.opts.Scenario, r.opts.Seed, r.opts.Sets, r.repro)
-	if r.opts.Resume {
-		old, err := results.ReadFileNoFollow(filepath.Join(r.dir, results.ReproduceFile))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			r.logf("warning: reproduce.sh not written: %v", err)
-			return
-		}
-		script = string(old) + script
-	}
-	if err := results.WriteFileAtomic(r.dir, results.ReproduceFile, []byte(script), 0o755); err != nil {
+	if err := r.repro.write(r.dir, r.id, &r.opts); err != nil {
 		r.logf("warning: reproduce.sh not written: %v", err)
 	}
-}
-
-// reproduceScript is reproduce.sh: a header naming the run, then lines
-// (commands quoted with proc.Quote, comments made safe by note).
-func reproduceScript(id, scenario string, seed int64, sets, lines []string) string {
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\n")
-	b.WriteString(safeComment(fmt.Sprintf("# Commands vnetbench ran for run %s (scenario %s, seed %d), in order.", id, scenario, seed)) + "\n")
-	if len(sets) > 0 {
-		b.WriteString(safeComment("# Scenario overrides: "+setArgs(sets)) + "\n")
-	}
-	b.WriteString("# Netlink operations (netns, tap, qdisc) appear as their iproute2 equivalents;\n")
-	b.WriteString("# long-running tools were stopped with SIGINT at the end of each window.\n")
-	b.WriteString("set -e\n")
-	for _, l := range lines {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// setArgs is the overrides as shell-quoted --set arguments (a value has
-// no newline: scenarios.ParseSet refuses control characters).
-func setArgs(sets []string) string {
-	var argv []string
-	for _, s := range sets {
-		argv = append(argv, "--set", s)
-	}
-	return proc.Quote(argv)
-}
-
-// recordingExec records every command before running it.
-type recordingExec struct {
-	inner proc.Executor
-	rec   func([]string)
-}
-
-func (e *recordingExec) Run(ctx context.Context, c proc.Cmd) ([]byte, error) {
-	e.rec(c.FullArgv())
-	return e.inner.Run(ctx, c)
-}
-
-func (e *recordingExec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
-	e.rec(c.FullArgv())
-	return e.inner.Start(ctx, c)
 }
 
 // CheckRunDir refuses an empty or relative run directory: cmd makes every

@@ -609,3 +609,28 @@ func TestRunInputErrorEndsRun(t *testing.T) {
 		t.Fatalf("err = %v after %d cells, want the input error from the first cell alone", err, len(h.gens))
 	}
 }
+
+// A shard without cells (more shards than cells) writes its run
+// directory without waiting for the host lock: it measures nothing, and
+// need not queue behind another run; a run with cells still queues.
+func TestRunEmptyShardTakesNoLock(t *testing.T) {
+	h := newHarness(t)
+	held, err := AcquireLock(h.opts.LockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	h.opts.Shard, h.opts.ShardSource, h.opts.SeedSource = "3/4", "test", "CI_PIPELINE_ID=5 (test)"
+	if _, err := Run(t.Context(), nil, h.opts); err != nil {
+		t.Fatalf("empty shard while the lock is held: %v", err)
+	}
+	env, err := results.ReadEnv(h.opts.Dir)
+	if err != nil || env.Extra[ExtraShard] != "3/4" || env.Extra[ExtraSeedSource] != "CI_PIPELINE_ID=5 (test)" {
+		t.Errorf("empty shard's env.json %+v (%v)", env, err)
+	}
+	h.opts.Dir = filepath.Join(t.TempDir(), "run")
+	var busy *BusyError
+	if _, err := Run(t.Context(), loadCells(t, loopScenario), h.opts); !errors.As(err, &busy) {
+		t.Errorf("a shard with cells while the lock is held: %v, want the lock's busy error", err)
+	}
+}

@@ -84,8 +84,8 @@ func orDefault(d, def time.Duration) time.Duration {
 func (r *runState) unsupportedSample(c *scenarios.Cell, reason string) (*results.Sample, error) {
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes, Start: time.Now().UTC(),
 		Metrics: map[string]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},
-		Emulated: r.accelFor(c) != qemu.KVM, Unsupported: reason}
-	s.Labels["accel"] = string(r.accelFor(c))
+		Emulated: r.guests.accel(c) != qemu.KVM, Unsupported: reason}
+	s.Labels["accel"] = string(r.guests.accel(c))
 	if c.Qdisc != "" {
 		s.Labels["qdisc"] = c.Qdisc
 	}

@@ -189,7 +189,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 	}
 	add("", "ip", "netns", "add", ns)
 	var qnics []qemu.NIC
-	for _, n := range nics {
+	for i, n := range nics {
 		tapCmd := []string{"ip", "tuntap", "add", "dev", n.tap, "mode", "tap", "vnet_hdr"}
 		if q > 1 {
 			tapCmd = append(tapCmd, "multi_queue")
@@ -197,7 +197,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 		add(ns, tapCmd...)
 		add(ns, "ip", "addr", "add", n.hostIP+"/"+strconv.Itoa(PrefixLen), "dev", n.tap)
 		add(ns, "ip", "link", "set", n.tap, "up")
-		qnics = append(qnics, qemu.NIC{Tap: n.tap, MAC: n.mac, Vhost: n.backend == "tap+vhost", Queues: q})
+		qnics = append(qnics, n.device(i == 0, q))
 	}
 	if c.TxQueueLen > 0 {
 		add(ns, "ip", "link", "set", "dev", tap, "txqueuelen", strconv.Itoa(c.TxQueueLen))
@@ -206,7 +206,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 		add(ns, "tc", "qdisc", "replace", "dev", tap, "root", c.Qdisc)
 	}
 	cfg := qemu.Config{Name: "vnb-RUNID", Accel: accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, "", moreNICs(nics)...),
+		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, ""),
 		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
 		NICs: qnics}
 	workloadDevices(&cfg, c)

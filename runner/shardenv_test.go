@@ -111,6 +111,10 @@ func TestMergeShardChecks(t *testing.T) {
 		{[]string{s1, s2, shard("s3n", "3/4", nil)}, "share N"},
 		{[]string{s1, s2, shard("x1", "3/3", func(e *results.Env) { e.Scenario = "other" })}, `different scenarios ("s" vs "other")`},
 		{[]string{s1, s2, shard("x2", "3/3", func(e *results.Env) { e.Seed = 8 })}, "different seeds (7 vs 8)"},
+		// A shard of another pipeline, its seed taken from that one's id.
+		{[]string{s1, s2, shard("x2p", "3/3", func(e *results.Env) {
+			e.Seed, e.Extra[ExtraSeedSource] = 1044, "CI_PIPELINE_ID=1044 (GitLab pipeline, kept by retried jobs)"
+		})}, "different seeds (7 vs 1044 from CI_PIPELINE_ID=1044 (GitLab pipeline"},
 		{[]string{s1, s2, shard("x3", "3/3", func(e *results.Env) { e.Version = "v2" })}, "different harness versions"},
 		{[]string{s1, s2, shard("x4", "3/3", func(e *results.Env) { e.ConfigSHA256 = "bb" })}, "different kernels (identity vs kernel config sha256"},
 		{[]string{s1, s2, shard("x5", "3/3", func(e *results.Env) { e.KernelRelease = "6.2" })}, "different kernels (6.1 vs 6.2)"},

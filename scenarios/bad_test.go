@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/golden"
 )
 
 // badInputs is one scenario per class of bad input. Each must give one
@@ -127,7 +128,7 @@ func TestBadInput(t *testing.T) {
 		}
 		fmt.Fprintf(&out, "%s\n\t%v\n", k, err)
 	}
-	golden(t, "bad-input.golden", out.String())
+	golden.Check(t, "bad-input.golden", out.String())
 }
 
 // The example from the issue, exactly.

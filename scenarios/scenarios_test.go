@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
@@ -21,51 +22,10 @@ import (
 )
 
 var (
-	update = flag.Bool("update", false, "rewrite the golden files under testdata")
 	// README.md is the user's documentation, not test data: a general
 	// -update (go test ./... -update) must not rewrite it.
 	updateReadme = flag.Bool("update-readme", false, "rewrite docs/scenarios.md's scenario reference section")
 )
-
-// golden compares got with testdata/NAME, rewriting it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, diff(string(want), got))
-	}
-}
-
-// diff shows the first differing lines.
-func diff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, w, g)
-		}
-	}
-	return "(no line differs)"
-}
 
 // pk is a pktgen cell's section (nil for other workloads).
 func pk(c Cell) *pktgen.Config {
@@ -217,7 +177,7 @@ generator:
   iperf3: {parallel: [1, 4]}
 `)
 	got := strings.Join(names(s.Expand()), "\n") + "\n"
-	golden(t, "expand-names.golden", got)
+	golden.Check(t, "expand-names.golden", got)
 	cells := s.Expand()
 	// 2 kernels x ((tap: 2 mem x 4 pktgen + 2 iperf3... ) see golden), and the
 	// kernel is the column axis, not part of the name.
@@ -371,7 +331,7 @@ func TestOrder(t *testing.T) {
 	if boots > 6 {
 		t.Errorf("%d boots for 5 rounds of 2 guests, want at most 6", boots)
 	}
-	golden(t, "order-seed42.golden", strings.Join(names(a), "\n")+"\n")
+	golden.Check(t, "order-seed42.golden", strings.Join(names(a), "\n")+"\n")
 }
 
 func TestCheckHost(t *testing.T) {
@@ -467,7 +427,7 @@ func TestReadmeReference(t *testing.T) {
 		t.Fatalf("docs/scenarios.md lacks the %s ... %s section (go test ./scenarios -run TestReadmeReference -update-readme adds it)", begin, end)
 	}
 	if got := s[i : j+len(end)]; got != section {
-		t.Errorf("docs/scenarios.md scenario reference is stale (go test ./scenarios -run TestReadmeReference -update-readme rewrites it):\n%s", diff(section, got))
+		t.Errorf("docs/scenarios.md scenario reference is stale (go test ./scenarios -run TestReadmeReference -update-readme rewrites it):\n%s", golden.Diff(section, got))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 )
 
@@ -175,7 +175,7 @@ func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bo
 // /usr/bin/NAME, with its shared libraries at their host paths (an archive
 // path added twice keeps one copy).
 func addProgram(a *cpio.Archive, name string) error {
-	bin, err := exec.LookPath(name)
+	bin, err := proc.LookPath(name)
 	if err != nil {
 		return inputErrorf(nil, "%s is not installed on the host, so it cannot go into the image; install it (Debian: apt-get install %s)", name, name)
 	}

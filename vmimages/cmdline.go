@@ -23,6 +23,27 @@ const BaseCmdline = "console=ttyS0 quiet panic=-1 oops=panic"
 // KVM they would make the guest kernel unlike one on a real host.
 const TCGCmdline = "mitigations=off tsc=reliable no_timer_check"
 
+// BootSkips are kernel parameters that skip boot work a benchmark VM does
+// not need (crypto self-tests, i8042 probing) and that stalls boots under
+// TCG, more so TCG inside TCG (a lab VM's guests). They change nothing
+// once the kernel runs.
+const BootSkips = "cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp"
+
+// TCGTuning is the whole tuning of a kernel under TCG, guest or lab VM:
+// TCGCmdline, BootSkips and audit=0 (fewer emulated instructions per
+// syscall). Under KVM a guest gets BootSkips only (Tuning).
+const TCGTuning = TCGCmdline + " " + BootSkips + " audit=0"
+
+// Tuning is a guest kernel's tuning for its accelerator: TCGTuning when
+// emulated, else BootSkips, so that under KVM the guest kernel runs as it
+// would on a real host, mitigations and audit included.
+func Tuning(emulated bool) string {
+	if emulated {
+		return TCGTuning
+	}
+	return BootSkips
+}
+
 // GuestConfig is what the agent reads from the kernel command line
 // (parameters prefixed "vnb.").
 type GuestConfig struct {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // Kernel is a guest kernel image with its modules directory.
@@ -212,7 +212,7 @@ func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*K
 	if !fetch {
 		return nil, fmt.Errorf("%s: %w", pkg, ErrNotFetched)
 	}
-	if _, err := exec.LookPath("apt-get"); err != nil {
+	if _, err := proc.LookPath("apt-get"); err != nil {
 		return nil, inputErrorf(nil, "apt-get not found, cannot fetch %s; pass --kernel PATH --modules DIR instead", pkg)
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -223,19 +223,13 @@ func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*K
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	// apt-get download writes into its working directory.
-	cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", pkg)
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, inputErrorf(nil, "apt-get download %s: %v: %s; check the version (apt-cache search linux-image-%s) or pass --kernel PATH", pkg, err, lastLine(out), flavour)
-	}
-	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
-	if len(debs) != 1 {
-		return nil, fmt.Errorf("apt-get download %s: expected one .deb, found %d", pkg, len(debs))
+	deb, err := AptDownload(ctx, proc.Real{}, tmp, pkg)
+	if err != nil {
+		return nil, inputErrorf(nil, "%v; check the version (apt-cache search linux-image-%s) or pass --kernel PATH", err, flavour)
 	}
 	unpack := filepath.Join(tmp, "root")
-	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], unpack).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("dpkg-deb -x %s: %w: %s", filepath.Base(debs[0]), err, lastLine(out))
+	if _, err := (proc.Real{}).Run(ctx, proc.Cmd{Argv: []string{"dpkg-deb", "-x", deb, unpack}}); err != nil {
+		return nil, err
 	}
 	if err := os.Rename(unpack, dir); err != nil && !dirExists(dir) {
 		return nil, fmt.Errorf("install %s into the cache: %w", pkg, err)
@@ -423,7 +417,7 @@ func newestCached(root, series, flavour string) string {
 }
 
 func newestAPTABI(ctx context.Context, series, flavour string) (string, error) {
-	if _, err := exec.LookPath("apt-cache"); err != nil {
+	if _, err := proc.LookPath("apt-cache"); err != nil {
 		return "", ErrNoAPTCache
 	}
 	// A POSIX regular expression for apt-cache: both ABI schemes
@@ -434,9 +428,9 @@ func newestAPTABI(ctx context.Context, series, flavour string) (string, error) {
 		ver = regexp.QuoteMeta(series) + `[-+.]`
 	}
 	re := `^linux-image-` + ver + `[-+.0-9a-z]*-` + strings.ReplaceAll(flavour, "-", `\-`) + `-unsigned$`
-	out, err := exec.CommandContext(ctx, "apt-cache", "search", "--names-only", re).Output()
+	out, err := (proc.Real{}).Run(ctx, proc.Cmd{Argv: []string{"apt-cache", "search", "--names-only", re}})
 	if err != nil {
-		return "", fmt.Errorf("apt-cache search: %w", err)
+		return "", err
 	}
 	best := newestInSearch(string(out), series, flavour)
 	if best == "" {
@@ -461,14 +455,4 @@ func newestInSearch(out, series, flavour string) string {
 		}
 	}
 	return best
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "W: ") {
-			return l
-		}
-	}
-	return strings.TrimSpace(string(b))
 }

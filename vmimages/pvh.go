@@ -13,10 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // PVHKernel returns an uncompressed vmlinux of the bzImage image that QEMU
@@ -143,15 +144,7 @@ func readAllFrom(r io.ReadCloser, err error) ([]byte, error) {
 
 // command runs argv with in on stdin and returns its stdout.
 func command(ctx context.Context, in []byte, argv ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", argv[0], err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return out, nil
+	return (proc.Real{}).Run(ctx, proc.Cmd{Argv: argv, Stdin: bytes.NewReader(in)})
 }
 
 // checkPVH accepts an ELF kernel with a Xen PHYS32_ENTRY note: the PVH

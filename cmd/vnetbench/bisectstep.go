@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // stepChildEnv names, in the child bisect-step starts, the descriptor
@@ -32,22 +33,18 @@ func isolateStep(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &stepExit{125, fmt.Sprintf("skip: %v", err)}
 	}
 	defer r.Close()
-	cmd := exec.CommandContext(ctx, exe, append([]string{"bisect-step"}, args...)...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{w} // fd 3
-	cmd.Env = append(os.Environ(), stepChildEnv+"=3")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// An interrupt reaches the child as the signal itself (its run tears
-	// down), then a kill if it does not end.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = time.Minute
-	if err := cmd.Start(); err != nil {
-		w.Close()
+	// The child's lifetime is its own: an interrupt reaches it as
+	// SIGTERM (its run tears down), then a kill if it does not end.
+	p, err := (proc.Real{}).Start(context.WithoutCancel(ctx), proc.Cmd{Argv: append([]string{exe, "bisect-step"}, args...),
+		Env: []string{stepChildEnv + "=3"}, Stdout: stdout, Stderr: stderr, ExtraFiles: []*os.File{w}})
+	w.Close()
+	if err != nil {
 		return &stepExit{125, fmt.Sprintf("skip: %v", err)}
 	}
-	w.Close()
+	stop := context.AfterFunc(ctx, func() { p.Stop(syscall.SIGTERM, time.Minute) })
+	defer stop()
 	verdict, _ := io.ReadAll(io.LimitReader(r, 16))
-	werr := cmd.Wait()
+	werr := p.Wait()
 	switch {
 	case werr == nil && string(verdict) == "good":
 		return nil
@@ -56,8 +53,8 @@ func isolateStep(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case werr == nil:
 		return &stepExit{125, "skip: nothing was measured"}
 	}
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) && ee.ExitCode() == 125 {
+	var ee *proc.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode == 125 {
 		return &stepExit{125, "skip"} // the child said why
 	}
 	return &stepExit{125, fmt.Sprintf("skip: the judging process ended without a verdict (%v)", werr)}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
@@ -62,8 +63,8 @@ func (o *bisectOpts) gate() (string, error) {
 	}
 	up := false
 	switch results.Describe(o.metric).Better {
-	case results.HigherIsBetter:
-	case results.LowerIsBetter:
+	case metric.HigherIsBetter:
+	case metric.LowerIsBetter:
 		up = true
 	default:
 		return "", usageErrorf("bisect: --metric %s has no better direction; name a result metric such as tx_pps or lost_pps", o.metric)
@@ -288,11 +289,11 @@ func verifyCommit(ctx context.Context, tree, flag, ref string) (string, error) {
 // gitOut runs git in dir. Callers put --end-of-options before any value
 // that comes from a user.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	b, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+	out, err := kbuild.Git(ctx, proc.Real{}, dir, args...)
 	if err != nil {
-		return "", fmt.Errorf("git %s in %s: %w; is --tree a git tree with these refs?", strings.Join(args, " "), dir, err)
+		return "", fmt.Errorf("%w; is --tree a git tree with these refs?", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(out), nil
 }
 
 // stateFile holds the outcomes of a bisection, for resuming it.

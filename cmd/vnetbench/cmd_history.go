@@ -277,6 +277,11 @@ func readHistoryCSV(path string, better func(string) history.Better) ([]history.
 	}
 	defer f.Close()
 	s, err := history.ReadCSV(f, path, better)
+	for i := range s {
+		if m, ok := results.Lookup(s[i].Metric); ok {
+			s[i].Unit = m.Unit
+		}
+	}
 	if errors.Is(err, history.ErrCSV) {
 		return nil, usageErrorf("history: %v", err)
 	}

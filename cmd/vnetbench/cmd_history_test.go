@@ -487,3 +487,29 @@ func TestHistoryCSVDirection(t *testing.T) {
 		t.Errorf("widgets both higher and lower is better: %v, want exit 2", err)
 	}
 }
+
+// TestHistoryCSVUnits: a CSV column that names a catalogued metric is
+// written in its unit, as the report tables write it.
+func TestHistoryCSVUnits(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	var b strings.Builder
+	b.WriteString("commit,tx_pps\n")
+	for i := range 40 {
+		v := 452000 + 3000*r.NormFloat64()
+		if i >= 20 {
+			v -= 60000
+		}
+		fmt.Fprintf(&b, "c%03d,%.1f\n", i, v)
+	}
+	csv := filepath.Join(t.TempDir(), "u.csv")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runHistory(t, csv)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !regexp.MustCompile(`4\d\d Kpps +3\d\d Kpps +-1\d\.\d%`).MatchString(out) {
+		t.Errorf("the change is not written in Kpps:\n%s", out)
+	}
+}

@@ -3,38 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
 
-// The -update flag may be defined by another test file of this package.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
 func parseGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (-update rewrites it); got:\n%s", path, got)
-	}
+	golden.File(t, path, got)
 }
 
 // runParse runs "vnetbench parse args..." in-process and renders what a

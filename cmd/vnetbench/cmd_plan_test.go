@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,18 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
-
-// The -update flag may be defined by another test file of this package.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
 
 // Hosts for plan's accelerator: a TCG-only host (KVM-PVM's /dev/kvm runs
 // no standard guest) and KVM hosts on Intel and AMD with nested KVM.
@@ -41,35 +34,7 @@ func testHost(st qemu.KVMStatus) lab.Host {
 // rewrites it).
 func scenarioGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
-	}
-	if string(want) != got {
-		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
-		for i := range max(len(wl), len(gl)) {
-			if i >= len(wl) || i >= len(gl) || wl[i] != gl[i] {
-				w, g := "", ""
-				if i < len(wl) {
-					w = wl[i]
-				}
-				if i < len(gl) {
-					g = gl[i]
-				}
-				t.Errorf("%s differs at line %d (-update rewrites it):\n  want: %q\n  got:  %q", path, i+1, w, g)
-				break
-			}
-		}
-	}
+	golden.File(t, path, []byte(got))
 }
 
 // runCLI runs the CLI in-process and renders what a user sees: the

@@ -3,26 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/golden"
 )
 
-// The -update flag may be defined by another test file of this package.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // The report package's fixture runs (report/testdata/README.md): made-up
 // numbers written by its gen program, and real captures.
@@ -33,20 +23,7 @@ const (
 
 func checkCLIGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if updating() {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/vnetbench -run %s -update creates it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (-update rewrites it); got:\n%s", path, got)
-	}
+	golden.File(t, path, got)
 }
 
 func TestReportCLI(t *testing.T) {

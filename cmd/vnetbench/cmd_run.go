@@ -14,13 +14,14 @@ import (
 	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
+	"github.com/vnetbench/vnetbench/runner"
 )
 
 // cmdRun runs a scenario for real and writes a run directory: it parses
 // the flags into bench.Options and runs them (bench.Run), or runs them in
 // rounds until decided (bench.UntilDecided).
 func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N] [--dry-run] [--seed N] [--until-decided]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N|auto] [--dry-run] [--seed N|auto] [--until-decided]", stderr)
 	f := addRunFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -55,7 +56,7 @@ type runFlags struct {
 	out, shard, agentBin      *string
 	insideLab, label, scenDir *string
 	resume, dry               *bool
-	seed                      *int64
+	seed                      *runner.SeedFlag
 	lockWait, maxTime         *time.Duration
 	kernels                   *kernelFlags
 	reps                      *int
@@ -70,7 +71,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	f.resume = fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	f.shard = fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")
 	f.dry = fs.Bool("dry-run", false, "print the cells in run order and their commands, change nothing")
-	f.seed = fs.Int64("seed", 0, "seed of the interleaved cell order (default: the scenario's, else random; printed)")
+	f.seed = addSeedFlag(fs)
 	f.agentBin = pathFlag(fs, "agent-binary", "vnetbench binary installed as the guest's /init, with its libraries if dynamically linked (default: this executable)")
 	f.lockWait = fs.Duration("lock-wait", 0, "wait up to `DURATION` for another run on this host to finish (default: fail at once)")
 	f.insideLab = fs.String("inside-lab", "", "(internal) run the cells of kernel `LABEL` on the running kernel: the run inside a lab VM")
@@ -92,7 +93,7 @@ func (f runFlags) options(cl *cli, scenario string, stdout, stderr io.Writer) (b
 	}
 	o := bench.Options{
 		Scenario: bench.Spec{Name: scenario, Dir: *f.scenDir, Sets: *f.sets, Kernels: ks, Label: *f.label},
-		Dir:      *f.out, Resume: *f.resume, DryRun: *f.dry, Seed: *f.seed, Repetitions: *f.reps,
+		Dir:      *f.out, Resume: *f.resume, DryRun: *f.dry, Seed: f.seed.N, SeedAuto: f.seed.Auto, Repetitions: *f.reps,
 		Shard: *f.shard, InsideLab: *f.insideLab, AgentBinary: *f.agentBin,
 		LockWait: *f.lockWait, MaxTime: *f.maxTime, Version: version, Stdout: stdout, Stderr: stderr,
 	}

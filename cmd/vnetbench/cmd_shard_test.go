@@ -87,7 +87,6 @@ guest: {vcpus: 1, memory: 128MiB, accel: tcg}
 generator:
   trafgen: {duration: 1s}
 repetitions: 2
-seed: 42
 timeouts: {boot: 30s, teardown: 10s}
 `
 
@@ -103,11 +102,13 @@ func runProcess(t *testing.T, lock string, env []string, args ...string) (string
 }
 
 // N shards run as separate processes, each taking its shard from a
-// Kubernetes Indexed Job's variables (--shard auto), merge into what one
-// machine measures running every cell: the same samples (cell, kernel,
-// repetition, axes, labels, the generator's numbers) and the same
-// scenario, seed, harness and kernel in env.json; only timestamps, run
-// ids and the harness's own timings differ.
+// Kubernetes Indexed Job's variables and its seed from the Job's uid as
+// the recipe sets them (--shard auto --seed auto), merge into what one
+// machine measures running every cell with that seed: the same samples
+// (cell, kernel, repetition, axes, labels, the generator's numbers) and
+// the same scenario, seed, harness and kernel in env.json; only
+// timestamps, run ids and the harness's own timings differ. A shard of
+// another Job (another uid, so another seed) does not merge.
 func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 	testenv.NeedRoot(t, "network namespaces and a tap")
 	testenv.NeedFile(t, "/dev/net/tun", "tun/tap")
@@ -118,14 +119,18 @@ func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 	os.WriteFile(scen, []byte(shardScenario), 0o644)
 	lock := filepath.Join(tmp, "lock")
 	const n = 5 // 4 distinct cells: the fifth shard is empty
+	const uid = "0b7f5c9e-2d41-4f0a-9a63-1e8d2c4b6a70"
+	job := func(i int, uid string) []string {
+		return []string{"JOB_COMPLETION_INDEX=" + fmt.Sprint(i), "VNETBENCH_SHARD_TOTAL=" + fmt.Sprint(n), runner.PipelineIDEnv + "=" + uid,
+			"CI_NODE_INDEX=", "CI_NODE_TOTAL=", "VNETBENCH_SHARD_INDEX=", "CI_PIPELINE_ID=", "GITHUB_RUN_ID="}
+	}
 	var shards []string
 	for i := range n {
 		dir := filepath.Join(tmp, fmt.Sprintf("shard%d", i))
-		out, err := runProcess(t, lock, []string{"JOB_COMPLETION_INDEX=" + fmt.Sprint(i), "VNETBENCH_SHARD_TOTAL=" + fmt.Sprint(n), "CI_NODE_INDEX=", "CI_NODE_TOTAL=", "VNETBENCH_SHARD_INDEX="},
-			"run", scen, "--shard", "auto", "-o", dir)
+		out, err := runProcess(t, lock, job(i, uid), "run", scen, "--shard", "auto", "--seed", "auto", "-o", dir)
 		want := fmt.Sprintf("shard %d/%d from JOB_COMPLETION_INDEX=%d (Kubernetes Indexed Job, 0-based), VNETBENCH_SHARD_TOTAL=%d", i+1, n, i, n)
-		if err != nil || !strings.Contains(out, want) {
-			t.Fatalf("shard %d: %v, want %q in:\n%s", i, err, want, out)
+		if err != nil || !strings.Contains(out, want) || !strings.Contains(out, " from VNETBENCH_PIPELINE_ID="+uid) {
+			t.Fatalf("shard %d: %v, want %q and the seed's source in:\n%s", i, err, want, out)
 		}
 		if empty := strings.Contains(out, "shard 5/5 has no cells of this scenario (4 distinct cells over 5 shards)"); empty != (i == 4) {
 			t.Errorf("shard %d: empty-shard note %v:\n%s", i+1, empty, out)
@@ -133,8 +138,15 @@ func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 		shards = append(shards, dir)
 	}
 	full := filepath.Join(tmp, "full")
-	if out, err := runProcess(t, lock, nil, "run", scen, "-o", full); err != nil {
+	if out, err := runProcess(t, lock, []string{runner.PipelineIDEnv + "=" + uid}, "run", scen, "--seed", "auto", "-o", full); err != nil {
 		t.Fatalf("single run: %v\n%s", err, out)
+	}
+	other := filepath.Join(tmp, "other-job")
+	if out, err := runProcess(t, lock, job(1, uid+"x"), "run", scen, "--shard", "auto", "--seed", "auto", "-o", other); err != nil {
+		t.Fatalf("shard of another Job: %v\n%s", err, out)
+	}
+	if out, err := runProcess(t, lock, nil, "merge", shards[0], other, shards[2], shards[3], shards[4], "-o", filepath.Join(tmp, "foreign")); err == nil || !strings.Contains(out, "ran different seeds") {
+		t.Errorf("merge with a shard of another Job: %v\n%s", err, out)
 	}
 	if out, err := runProcess(t, lock, nil, "merge", shards[0], shards[2], "-o", filepath.Join(tmp, "bad")); err == nil || !strings.Contains(out, "shards 2/5, 4/5, 5/5 are missing") {
 		t.Errorf("merge without shard 2: %v\n%s", err, out)
@@ -146,7 +158,8 @@ func TestShardAutoMergeEqualsSingleRun(t *testing.T) {
 	compareRuns(t, full, merged)
 	for i, d := range shards {
 		env, _ := results.ReadEnv(d)
-		if env.Extra[runner.ExtraShard] != fmt.Sprintf("%d/%d", i+1, n) || !strings.HasPrefix(env.Extra[runner.ExtraShardSource], "JOB_COMPLETION_INDEX=") {
+		if env.Extra[runner.ExtraShard] != fmt.Sprintf("%d/%d", i+1, n) || !strings.HasPrefix(env.Extra[runner.ExtraShardSource], "JOB_COMPLETION_INDEX=") ||
+			env.Extra[runner.ExtraSeedSource] != runner.PipelineIDEnv+"="+uid+" (vnetbench's pipeline id)" {
 			t.Errorf("shard %d env extra %v", i, env.Extra)
 		}
 	}

@@ -3,8 +3,12 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/runner"
 )
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
@@ -104,4 +108,23 @@ func (f *retiredFlag) check(cmd string) error {
 		return nil
 	}
 	return usageErrorf("%s: --%s is retired: %s", cmd, f.name, f.instead)
+}
+
+// addSeedFlag defines run's --seed: a number, or auto (the CI pipeline's
+// id; runner.ResolveSeed says which wins).
+func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
+	var f runner.SeedFlag
+	fs.Func("seed", "seed of the interleaved cell order: `N`, or auto: from the CI pipeline's id (CI_PIPELINE_ID, GITHUB_RUN_ID or VNETBENCH_PIPELINE_ID; docs/ci.md) (default: the scenario's; with --shard, auto; else random; printed)", func(v string) error {
+		if v == "auto" {
+			f = runner.SeedFlag{Auto: true}
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want a number or auto, e.g. --seed 42")
+		}
+		f = runner.SeedFlag{N: n}
+		return nil
+	})
+	return &f
 }

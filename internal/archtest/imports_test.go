@@ -1,8 +1,13 @@
 package archtest
 
 import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,8 +68,8 @@ func TestNothingBelowImportsRunner(t *testing.T) {
 }
 
 // A workload plug-in imports no other plug-in: what two share lives
-// below both (the AF_XDP series' keys and table in internal/xsk, not in
-// the afxdp plug-in that testpmd used to import). Its own subpackages
+// below both (the AF_XDP series' keys and table in internal/xsk/series,
+// not in the afxdp plug-in that testpmd used to import). Its own subpackages
 // (pktgen's driver) are its own; internal/workload/all imports them all.
 func TestWorkloadsImportNoSibling(t *testing.T) {
 	pre := module + "/internal/workload/"
@@ -87,6 +92,113 @@ func TestWorkloadsImportNoSibling(t *testing.T) {
 			if top, _, _ := strings.Cut(other, "/"); top != own {
 				t.Errorf("workload %s imports %s: move what they share below both", f[0], d)
 			}
+		}
+	}
+}
+
+// A driver (the AF_XDP sockets, pktgen's /proc/net/pktgen driver) and the
+// helpers below the workloads (processes, network namespaces) name no
+// workload: they depend on no internal/workload package, the registry
+// included, so that what a workload shares with another, or a lab VM's
+// command drives, does not drag the registry along.
+func TestDriversImportNoWorkload(t *testing.T) {
+	pkgs := []string{"./internal/xsk", "./internal/workload/pktgen/driver", "./internal/hostnet", "./internal/proc"}
+	lines := goList(t, append([]string{"-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}, pkgs...)...)
+	checked := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 0 || !slices.Contains(pkgs, "./"+strings.TrimPrefix(f[0], module+"/")) {
+			continue
+		}
+		checked++
+		for _, d := range f[1:] {
+			if d == module+"/internal/workload" || strings.HasPrefix(d, module+"/internal/workload/") {
+				t.Errorf("%s depends on %s: a driver names no workload (go list -deps %s)", f[0], d, f[0])
+			}
+		}
+	}
+	if checked != len(pkgs) {
+		t.Fatalf("checked %d of %d packages; go list's output was not understood", checked, len(pkgs))
+	}
+}
+
+// Tests keep the arrows too: a package below the orchestrator imports no
+// runner/..., bench or cmd/... in its tests either (a plug-in's plan
+// lines and preflight are runner's to test: runner/plugins_test.go; the
+// toy workload, taken through the runner's loop, lives in runner/toy).
+func TestTestsBelowImportNoRunner(t *testing.T) {
+	lines := goList(t, "-f", `{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, "./...")
+	checked := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 0 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		checked++
+		if !below(f[0]) {
+			continue
+		}
+		for _, d := range f[1:] {
+			if strings.HasPrefix(d, module) && !below(d) {
+				t.Errorf("a test of %s imports %s: test it from above (runner's tests), not from below", f[0], d)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d packages; go list's output was not understood", checked)
+	}
+}
+
+// guestSide are the files that run inside a guest or lab VM, where no
+// harness and no executor runs: they start their programs with os/exec.
+var guestSide = map[string]string{
+	"internal/workload/iperf3/guest.go":      "the guest's iperf3 server (an agent op)",
+	"internal/workload/vsock/guest_linux.go": "the guest's vsock redirector (an agent op)",
+	"runner/labvm/init.go":                   "lab init, the lab VM's PID 1, runs the inner vnetbench",
+}
+
+// Processes start through internal/proc's Executor (one place that puts a
+// child in its own process group, kills it on cancel and reports its argv,
+// exit and output): no other package imports os/exec, except code that
+// runs inside a VM (guestSide) and test helpers (_test.go files,
+// internal/testenv, internal/testsummary).
+func TestOsExecOnlyInProc(t *testing.T) {
+	root := filepath.Join("..", "..")
+	allowed := []string{"internal/proc/", "internal/testenv/", "internal/testsummary/"}
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && p != root):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go"):
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, im := range f.Imports {
+			if im.Path.Value != `"os/exec"` || guestSide[rel] != "" || slices.ContainsFunc(allowed, func(a string) bool { return strings.HasPrefix(rel, a) }) {
+				continue
+			}
+			t.Errorf("%s imports os/exec: start processes through internal/proc's Executor (proc.Real{}.Run, .Start; proc.LookPath)", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read %d files; the walk went wrong", files)
+	}
+	for f := range guestSide {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Errorf("guestSide names %s: %v", f, err)
 		}
 	}
 }

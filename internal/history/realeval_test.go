@@ -111,7 +111,9 @@ func readTCPD(dir string) ([]labelled, error) {
 // (a real change the alerting found), FN (a real change a person added),
 // FP (an alert the triage rejected), empty or TN for none. The truth is
 // TP and FN; the production alerting's own prediction is TP and FP. Rows
-// are taken in file order.
+// are taken in file order, one point each: give the files aggregated to
+// one row per revision (the data set's all-datasets-annotated-aggregated
+// folder), not the raw measurements.
 func readPerfSeries(dir string) ([]labelled, error) {
 	var out []labelled
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -288,8 +290,17 @@ func TestRealSeriesTCPD(t *testing.T) {
 	if len(series) == 0 {
 		t.Fatalf("no univariate annotated series under %s", dir)
 	}
-	table, _ := realTable("tcpd", series, detectors())
+	table, scores := realTable("tcpd", series, detectors())
 	t.Logf("TCPD, %d univariate series:\n%s", len(series), table)
+	beatsZero(t, scores["all"])
+}
+
+// beatsZero fails when the detector scores below reporting nothing.
+func beatsZero(t *testing.T, s map[string]realScore) {
+	t.Helper()
+	if v, z := s["vnetbench"], s["zero"]; v.f1 < z.f1 || v.cover < z.cover {
+		t.Errorf("F1 %.3f, covering %.3f: below the detector that reports nothing (%.3f, %.3f)", v.f1, v.cover, z.f1, z.cover)
+	}
 }
 
 func TestRealSeriesPerf(t *testing.T) {
@@ -305,14 +316,22 @@ func TestRealSeriesPerf(t *testing.T) {
 		t.Fatalf("no *_timeseries_data.csv under %s", dir)
 	}
 	prod := detector{"production", func(s labelled) []int { return s.prod }}
-	table, _ := realTable("perf", series, detectors(prod))
-	t.Logf("CI performance histories, %d series:\n%s", len(series), table)
+	table, scores := realTable("perf", series, detectors(prod))
+	points, truth, alerts := 0, 0, 0
+	for _, s := range series {
+		points += len(s.xs)
+		truth += len(s.ann[0])
+		alerts += len(s.prod)
+	}
+	t.Logf("CI performance histories, %d series, %d points, %d labelled changes (TP+FN), %d production alerts (TP+FP):\n%s",
+		len(series), points, truth, alerts, table)
+	beatsZero(t, scores["all"])
 }
 
 // TestRealSeriesGrid prints the grid Default was chosen from: TCPD's
 // train half and the synthetic suite for each p threshold and largest
-// noise correlation, with the worst false alert rate on stationary
-// synthetic noise. The held-out half is printed for the chosen set only
+// noise correlation, then each minimum change and minimum short change,
+// with the worst false alert rate on stationary synthetic noise. The held-out half is printed for the chosen set only
 // (TestRealSeriesTCPD), so it did not steer the choice.
 func TestRealSeriesGrid(t *testing.T) {
 	dir := os.Getenv("VNETBENCH_TCPD")
@@ -331,28 +350,32 @@ func TestRealSeriesGrid(t *testing.T) {
 	}
 	syn := suite(t, 1, 30)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6s %6s %6s %9s %9s %9s %9s %8s\n", "p", "maxPhi", "effect", "train F1", "cover", "synth F1", "cover", "FA/1000")
-	grid := os.Getenv("VNETBENCH_GRID_EFFECT") != ""
+	fmt.Fprintf(&b, "%6s %6s %6s %6s %9s %9s %9s %9s %8s\n", "p", "maxPhi", "effect", "short", "train F1", "cover", "synth F1", "cover", "FA/1000")
+	row := func(p Params) {
+		r := scoreReal(train, func(s labelled) []int { return indices(p.Detect(s.xs)) })
+		var sf, sc float64
+		for _, s := range syn {
+			pred := indices(p.Detect(s.xs))
+			sf += F1([][]int{s.truth}, pred, 5)
+			sc += Covering([][]int{s.truth}, pred, len(s.xs))
+		}
+		n := float64(len(syn))
+		fmt.Fprintf(&b, "%6.3f %6.2f %6.1f %6.1f %9.3f %9.3f %9.3f %9.3f %8.2f\n", p.Alpha, p.MaxPhi, p.MinEffect, p.ShortEffect, r.f1, r.cover, sf/n, sc/n, worstFalseAlerts(t, p))
+	}
+	// p and the correlation cap, the minimum sizes as Default's; then
+	// the minimum sizes at Default's p and cap.
 	for _, a := range []float64{0.001, 0.005, 0.01, 0.05} {
 		for _, phi := range []float64{0.95, 0.8, 0.6, 0.4, 0} {
-			if grid && phi != Default.MaxPhi {
-				continue
-			}
-			for _, eff := range []float64{0, 0.5, 1, 1.5, 2} {
-				if !grid && eff != Default.MinEffect {
-					continue
-				}
-				p := Params{Alpha: a, MinSegment: Default.MinSegment, TrendWindow: Default.TrendWindow, MaxPhi: phi, MinEffect: eff}
-				r := scoreReal(train, func(s labelled) []int { return indices(p.Detect(s.xs)) })
-				var sf, sc float64
-				for _, s := range syn {
-					pred := indices(p.Detect(s.xs))
-					sf += F1([][]int{s.truth}, pred, 5)
-					sc += Covering([][]int{s.truth}, pred, len(s.xs))
-				}
-				n := float64(len(syn))
-				fmt.Fprintf(&b, "%6.3f %6.2f %6.1f %9.3f %9.3f %9.3f %9.3f %8.2f\n", a, phi, eff, r.f1, r.cover, sf/n, sc/n, worstFalseAlerts(t, p))
-			}
+			p := Default
+			p.Alpha, p.MaxPhi = a, phi
+			row(p)
+		}
+	}
+	for _, eff := range []float64{0, 0.5, 1, 1.5, 2} {
+		for _, short := range []float64{0, 1, 2, 3, 4} {
+			p := Default
+			p.MinEffect, p.ShortEffect = eff, short
+			row(p)
 		}
 	}
 	t.Logf("TCPD train half (%d series) and %d synthetic series:\n%s", len(train), len(syn), b.String())

@@ -38,6 +38,9 @@ type Cmd struct {
 	// for error messages (the last TailBytes) whatever these are set to.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// ExtraFiles are the child's descriptors 3, 4, ... (a pipe the child
+	// reports on).
+	ExtraFiles []*os.File
 }
 
 // FullArgv returns the full argv the executor runs, including the
@@ -157,6 +160,10 @@ func quoteWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// LookPath finds a program in PATH, as Run and Start do (exec.LookPath):
+// for a check that a tool is installed before anything starts.
+func LookPath(name string) (string, error) { return exec.LookPath(name) }
+
 // Real is the Executor that starts real processes.
 type Real struct{}
 
@@ -194,7 +201,7 @@ func (Real) Start(ctx context.Context, c Cmd) (Process, error) {
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	p := &realProc{argv: argv, done: make(chan struct{})}
-	cmd.Stdin = c.Stdin
+	cmd.Stdin, cmd.ExtraFiles = c.Stdin, c.ExtraFiles
 	cmd.Stdout = teeTail(&p.stdout, c.Stdout)
 	cmd.Stderr = teeTail(&p.stderr, c.Stderr)
 	// Own process group (killed as a whole); die with the harness.

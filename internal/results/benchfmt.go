@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -158,9 +159,9 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 	for _, k := range keys {
 		m := Describe(k)
 		switch m.Better {
-		case HigherIsBetter:
+		case metric.HigherIsBetter:
 			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", k)
-		case LowerIsBetter:
+		case metric.LowerIsBetter:
 			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", k)
 		default:
 			fmt.Fprintf(&b, "Unit %s assume=nothing\n", k)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
 
@@ -199,10 +200,10 @@ func TestLoadBenchfmt(t *testing.T) {
 	if e := set.Env["stock"]; e == nil || !strings.Contains(e.CPUModel, "i5-6300HQ") {
 		t.Errorf("env of stock: %+v", e)
 	}
-	if m := Describe("MB/s"); m.Better != HigherIsBetter || !m.Rate {
+	if m := Describe("MB/s"); m.Better != metric.HigherIsBetter || !m.Rate {
 		t.Errorf("Describe(MB/s) = %+v, want a rate, higher is better", m)
 	}
-	if m := Describe("ns/op"); m.Better != LowerIsBetter {
+	if m := Describe("ns/op"); m.Better != metric.LowerIsBetter {
 		t.Errorf("Describe(ns/op) = %+v, want lower is better", m)
 	}
 }

@@ -13,42 +13,29 @@ import (
 // through the metric catalogue (internal/metric, which the workload
 // registry fills). Lookup asks both.
 
-// Direction says which way a metric improves.
-type Direction = metric.Direction
-
-// Directions.
-const (
-	Neutral        = metric.Neutral
-	HigherIsBetter = metric.HigherIsBetter
-	LowerIsBetter  = metric.LowerIsBetter
-)
-
-// Metric describes one metric key.
-type Metric = metric.Metric
-
 // Metrics are the harness's own metric keys (a workload's are its
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
-var Metrics = map[string]Metric{
-	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
-	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
-	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
-	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
-	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: Neutral, Description: "packets transmitted in the window", Diagnostic: true, Header: "tx pkts", HeaderNote: "(in the window)"},
-	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true, Header: "harness", HeaderNote: "(its own CPU, % of a core)"},
-	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true, Header: "qdisc drops", HeaderNote: "(tap root qdisc)"},
-	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true, Header: "gen busy", HeaderNote: "(< 90%: may not saturate)"},
-	"rtt_p50_s":           {Key: "rtt_p50_s", Unit: "s", Better: LowerIsBetter, Description: "median round trip of the latency probe under load: UDP request from the host's run namespace through the tap to the guest's reflector and back (send call to the reply's kernel receive stamp)"},
-	"rtt_p99_s":           {Key: "rtt_p99_s", Unit: "s", Better: LowerIsBetter, Description: "99th percentile of the probe's round trips under load (an order statistic; its 95% interval is the sample's rtt_p99_s_ci95 label)"},
-	"rtt_p999_s":          {Key: "rtt_p999_s", Unit: "s", Better: LowerIsBetter, Description: "99.9th percentile of the probe's round trips under load (needs about 3700 probes, 18.5 s at 5 ms, for an upper confidence bound)"},
-	"rtt_max_s":           {Key: "rtt_max_s", Unit: "s", Better: LowerIsBetter, Description: "longest answered probe round trip under load"},
-	"rtt_idle_p50_s":      {Key: "rtt_idle_p50_s", Unit: "s", Better: LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
-	"rtt_inflation_s":     {Key: "rtt_inflation_s", Unit: "s", Better: LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
-	"qdisc_wait_p99_s":    {Key: "qdisc_wait_p99_s", Unit: "s", Better: LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
-	"qdisc_backlog_max":   {Key: "qdisc_backlog_max", Unit: "bytes", Better: LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
-	"qdisc_backlog_p50":   {Key: "qdisc_backlog_p50", Unit: "bytes", Better: LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
-	"probe_loss_frac":     {Key: "probe_loss_frac", Unit: "fraction", Better: LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
-	"probe_share_frac":    {Key: "probe_share_frac", Unit: "fraction", Better: LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
-	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
+var Metrics = map[string]metric.Metric{
+	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
+	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
+	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
+	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
+	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: metric.Neutral, Description: "packets transmitted in the window", Diagnostic: true, Header: "tx pkts", HeaderNote: "(in the window)"},
+	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true, Header: "harness", HeaderNote: "(its own CPU, % of a core)"},
+	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: metric.LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true, Header: "qdisc drops", HeaderNote: "(tap root qdisc)"},
+	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: metric.Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true, Header: "gen busy", HeaderNote: "(< 90%: may not saturate)"},
+	"rtt_p50_s":           {Key: "rtt_p50_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median round trip of the latency probe under load: UDP request from the host's run namespace through the tap to the guest's reflector and back (send call to the reply's kernel receive stamp)"},
+	"rtt_p99_s":           {Key: "rtt_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe's round trips under load (an order statistic; its 95% interval is the sample's rtt_p99_s_ci95 label)"},
+	"rtt_p999_s":          {Key: "rtt_p999_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99.9th percentile of the probe's round trips under load (needs about 3700 probes, 18.5 s at 5 ms, for an upper confidence bound)"},
+	"rtt_max_s":           {Key: "rtt_max_s", Unit: "s", Better: metric.LowerIsBetter, Description: "longest answered probe round trip under load"},
+	"rtt_idle_p50_s":      {Key: "rtt_idle_p50_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
+	"rtt_inflation_s":     {Key: "rtt_inflation_s", Unit: "s", Better: metric.LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
+	"qdisc_wait_p99_s":    {Key: "qdisc_wait_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
+	"qdisc_backlog_max":   {Key: "qdisc_backlog_max", Unit: "bytes", Better: metric.LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
+	"qdisc_backlog_p50":   {Key: "qdisc_backlog_p50", Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
+	"probe_loss_frac":     {Key: "probe_loss_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
+	"probe_share_frac":    {Key: "probe_share_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
+	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: metric.LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
 
 // Diagnostics are the keys of the harness's self-measurements
@@ -77,20 +64,20 @@ func IsDiagnostic(key string) bool {
 
 // perfRules gives the direction and unit of known perf events; other
 // events are Neutral counts.
-var perfRules = map[string]Metric{
-	"context-switches": {Unit: "count", Better: LowerIsBetter},
-	"cs":               {Unit: "count", Better: LowerIsBetter},
-	"cpu-migrations":   {Unit: "count", Better: LowerIsBetter},
-	"page-faults":      {Unit: "count", Better: LowerIsBetter},
-	"branch-misses":    {Unit: "count", Better: LowerIsBetter},
-	"cache-misses":     {Unit: "count", Better: LowerIsBetter},
-	"task-clock":       {Unit: "s", Better: LowerIsBetter}, // perfparse base unit
-	"cpu-clock":        {Unit: "s", Better: LowerIsBetter},
-	"cpus_utilized":    {Unit: "CPUs", Better: LowerIsBetter},
-	"ipc":              {Unit: "insn/cycle", Better: HigherIsBetter},
-	"cycles":           {Unit: "count", Better: Neutral},
-	"instructions":     {Unit: "count", Better: Neutral},
-	"branches":         {Unit: "count", Better: Neutral},
+var perfRules = map[string]metric.Metric{
+	"context-switches": {Unit: "count", Better: metric.LowerIsBetter},
+	"cs":               {Unit: "count", Better: metric.LowerIsBetter},
+	"cpu-migrations":   {Unit: "count", Better: metric.LowerIsBetter},
+	"page-faults":      {Unit: "count", Better: metric.LowerIsBetter},
+	"branch-misses":    {Unit: "count", Better: metric.LowerIsBetter},
+	"cache-misses":     {Unit: "count", Better: metric.LowerIsBetter},
+	"task-clock":       {Unit: "s", Better: metric.LowerIsBetter}, // perfparse base unit
+	"cpu-clock":        {Unit: "s", Better: metric.LowerIsBetter},
+	"cpus_utilized":    {Unit: "CPUs", Better: metric.LowerIsBetter},
+	"ipc":              {Unit: "insn/cycle", Better: metric.HigherIsBetter},
+	"cycles":           {Unit: "count", Better: metric.Neutral},
+	"instructions":     {Unit: "count", Better: metric.Neutral},
+	"branches":         {Unit: "count", Better: metric.Neutral},
 }
 
 // PerfPrefix starts every perf counter metric key.
@@ -143,7 +130,7 @@ const CPUPerPktPrefix = "cpu_per_pkt."
 // cpu_per_pkt.<target> the CPU cost per packet, or for
 // perf.<event>[@<target>] the rule for the event (unknown events are
 // Neutral counts). ok is false for unknown keys.
-func Lookup(key string) (Metric, bool) {
+func Lookup(key string) (metric.Metric, bool) {
 	if m, ok := Metrics[key]; ok {
 		return m, true
 	}
@@ -154,21 +141,21 @@ func Lookup(key string) (Metric, bool) {
 		return dropMetric(key, reason, fn), true
 	}
 	if target, ok := strings.CutPrefix(key, CPUPerPktPrefix); ok && target != "" {
-		return Metric{Key: key, Unit: "ns", Better: LowerIsBetter,
+		return metric.Metric{Key: key, Unit: "ns", Better: metric.LowerIsBetter,
 			Description: "CPU time of the " + target + " threads (perf stat task-clock over the window, total over its threads) / packets the generator transmitted (tx_pps x its run time), ns per packet"}, true
 	}
 	ev, _, ok := SplitPerf(key)
 	if !ok {
-		return Metric{}, false
+		return metric.Metric{}, false
 	}
 	if _, base, ok := HybridEvent(ev); ok {
 		ev = base // cpu_core/cycles/ is cycles, with cycles' direction
 	}
 	m, known := perfRules[ev]
 	if !known {
-		m = Metric{Unit: "count", Better: Neutral}
+		m = metric.Metric{Unit: "count", Better: metric.Neutral}
 		if strings.HasSuffix(ev, "-misses") || strings.HasSuffix(ev, "-stalls") {
-			m.Better = LowerIsBetter
+			m.Better = metric.LowerIsBetter
 		}
 	}
 	m.Key = key
@@ -180,16 +167,16 @@ func Lookup(key string) (Metric, bool) {
 // does not know (a unit of another tool's benchfmt file, "ns/op", "MB/s")
 // a guess from the unit: lower is better for Go's per-op costs, higher for
 // rates, neutral otherwise.
-func Describe(key string) Metric {
+func Describe(key string) metric.Metric {
 	if m, ok := Lookup(key); ok {
 		return m
 	}
-	m := Metric{Key: key, Unit: key, Better: Neutral}
+	m := metric.Metric{Key: key, Unit: key, Better: metric.Neutral}
 	switch {
 	case key == "ns/op" || key == "sec/op" || key == "B/op" || key == "allocs/op":
-		m.Better = LowerIsBetter
+		m.Better = metric.LowerIsBetter
 	case strings.HasSuffix(key, "/s"):
-		m.Better, m.Rate = HigherIsBetter, true
+		m.Better, m.Rate = metric.HigherIsBetter, true
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 func TestWriterAppendResume(t *testing.T) {
@@ -92,9 +93,9 @@ func TestWriterAppendResume(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	for key, want := range map[string]Direction{
-		"tx_pps": HigherIsBetter, "lost_pps": LowerIsBetter, "perf.context-switches": LowerIsBetter,
-		"perf.cycles@vhost": Neutral, "perf.ipc": HigherIsBetter, "perf.L1-dcache-load-misses": LowerIsBetter,
+	for key, want := range map[string]metric.Direction{
+		"tx_pps": metric.HigherIsBetter, "lost_pps": metric.LowerIsBetter, "perf.context-switches": metric.LowerIsBetter,
+		"perf.cycles@vhost": metric.Neutral, "perf.ipc": metric.HigherIsBetter, "perf.L1-dcache-load-misses": metric.LowerIsBetter,
 	} {
 		m, ok := Lookup(key)
 		if !ok || m.Better != want {

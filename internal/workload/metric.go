@@ -8,19 +8,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-// Direction says which way a metric improves (internal/metric's).
-type Direction = metric.Direction
-
-// Directions.
-const (
-	Neutral        = metric.Neutral
-	HigherIsBetter = metric.HigherIsBetter
-	LowerIsBetter  = metric.LowerIsBetter
-)
-
-// Metric describes one metric key (internal/metric's).
-type Metric = metric.Metric
-
 // The registry is the metric catalogue's source: every registered
 // workload's metrics.
 func init() { metric.AddSource(Metrics) }
@@ -28,34 +15,34 @@ func init() { metric.AddSource(Metrics) }
 // Metricer is a Workload that produces metrics: the keys of its
 // Result.Metrics (and of what Threads derive).
 type Metricer interface {
-	Metrics() []Metric
+	Metrics() []metric.Metric
 }
 
 // ThroughputBPS is the data rate a receiver counted: iperf3's receiver
 // and the vsock workload's server.
-var ThroughputBPS = Metric{Key: "throughput_bps", Unit: "bit/s", Better: HigherIsBetter, Rate: true,
+var ThroughputBPS = metric.Metric{Key: "throughput_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
 	Description: "bits/s the receiver counted: iperf3's receiver sum over streams; vsock: the server's bytes x 8 over its own interval"}
 
 // The metrics of generators that send packets into the tap and count them
 // (pktgen, trafgen, AF_XDP Tx, ...).
 var (
-	TxPPS = Metric{Key: "tx_pps", Unit: "pps", Better: HigherIsBetter, Rate: true,
+	TxPPS = metric.Metric{Key: "tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "transmitted packets/s, total: all generator threads' packets over the generator's own run time (tx_run_s; pktgen: its longest thread's), the interval lost_pps uses too"}
-	TxPPSThread = Metric{Key: "tx_pps_thread", Unit: "pps", Better: HigherIsBetter, Rate: true,
+	TxPPSThread = metric.Metric{Key: "tx_pps_thread", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "transmitted packets/s of one generator thread, over its own run time"}
-	LostPPSThread = Metric{Key: "lost_pps_thread", Unit: "pps", Better: LowerIsBetter, Rate: true,
+	LostPPSThread = metric.Metric{Key: "lost_pps_thread", Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
 		Description: "pktgen errors/s of one thread over its own run time: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"}
 	// TxRunS is the interval tx_pps and lost_pps share when the generator
 	// has a clock of its own: a table whose runs have it says so.
-	TxRunS = Metric{Key: "tx_run_s", Unit: "s", Better: Neutral,
+	TxRunS = metric.Metric{Key: "tx_run_s", Unit: "s", Better: metric.Neutral,
 		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true,
 		Header: "gen run", HeaderNote: "(the generator's own clock, s)"}
 )
 
 // Metrics lists the metrics of every registered workload, once per key,
 // in registration order.
-func Metrics() []Metric {
-	var out []Metric
+func Metrics() []metric.Metric {
+	var out []metric.Metric
 	seen := map[string]bool{}
 	for _, w := range All() {
 		m, ok := w.(Metricer)
@@ -74,13 +61,13 @@ func Metrics() []Metric {
 
 // LookupMetric returns the definition of key from the registered
 // workloads.
-func LookupMetric(key string) (Metric, bool) {
+func LookupMetric(key string) (metric.Metric, bool) {
 	for _, m := range Metrics() {
 		if m.Key == key {
 			return m, true
 		}
 	}
-	return Metric{}, false
+	return metric.Metric{}, false
 }
 
 // Tabler is a Workload whose samples read as a table of their own (one

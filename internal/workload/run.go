@@ -338,11 +338,13 @@ func Unsupported(format string, a ...any) error {
 }
 
 // IsUnsupported reports whether err says the configuration is not
-// supported here, and why.
+// supported here, and why: an *UnsupportedError, or any error with a
+// NotSupported() string method, by which a driver below the registry
+// (internal/xsk) says so without importing it.
 func IsUnsupported(err error) (string, bool) {
-	var u *UnsupportedError
+	var u interface{ NotSupported() string }
 	if errors.As(err, &u) {
-		return u.Reason, true
+		return u.NotSupported(), true
 	}
 	return "", false
 }

@@ -4,19 +4,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 type fake struct {
 	name string
 	tab  *Table
 	ops  map[string]GuestOp
-	ms   []Metric
+	ms   []metric.Metric
 }
 
 func (f fake) Name() string                 { return f.name }
 func (f fake) Doc() string                  { return "a fake" }
 func (f fake) New() Config                  { return nil }
-func (f fake) Metrics() []Metric            { return f.ms }
+func (f fake) Metrics() []metric.Metric     { return f.ms }
 func (f fake) GuestOps() map[string]GuestOp { return f.ops }
 func (f fake) Table() Table {
 	if f.tab == nil {
@@ -34,9 +36,9 @@ func register(t *testing.T, ws ...fake) {
 }
 
 func TestRegistry(t *testing.T) {
-	register(t, fake{name: "pk", tab: &PacketTable, ms: []Metric{TxPPS, {Key: "pk_errors"}}},
-		fake{name: "pk-script", tab: &PacketTable, ms: []Metric{TxPPS}},
-		fake{name: "io", ops: map[string]GuestOp{"io-serve": nil}, ms: []Metric{{Key: "io_bps", Diagnostic: false}}})
+	register(t, fake{name: "pk", tab: &PacketTable, ms: []metric.Metric{TxPPS, {Key: "pk_errors"}}},
+		fake{name: "pk-script", tab: &PacketTable, ms: []metric.Metric{TxPPS}},
+		fake{name: "io", ops: map[string]GuestOp{"io-serve": nil}, ms: []metric.Metric{{Key: "io_bps", Diagnostic: false}}})
 	if !slices.Equal(Names(), []string{"pk", "pk-script", "io"}) {
 		t.Errorf("names %v", Names())
 	}
@@ -64,7 +66,7 @@ func TestRegistry(t *testing.T) {
 	if !slices.Equal(keys, []string{"tx_pps", "pk_errors", "io_bps"}) {
 		t.Errorf("metrics %v", keys)
 	}
-	if m, ok := LookupMetric("tx_pps"); !ok || m.Unit != "pps" || m.Better != HigherIsBetter {
+	if m, ok := LookupMetric("tx_pps"); !ok || m.Unit != "pps" || m.Better != metric.HigherIsBetter {
 		t.Errorf("tx_pps %+v", m)
 	}
 	if _, ok := GuestOps()["io-serve"]; !ok {

@@ -1,5 +1,6 @@
-// Package xsk is the AF_XDP socket code the afxdp and testpmd workloads
-// share, below both: an AF_XDP transmit generator: UDP frames sent through
+// Package xsk is an AF_XDP socket driver, below the afxdp and testpmd
+// workloads (what those two share besides it, their keys and table, is
+// internal/xsk/series): an AF_XDP transmit generator: UDP frames sent through
 // a device (a tap) from AF_XDP sockets, bound in copy mode (XDP_COPY: the
 // kernel copies each frame into an skb and hands it to the driver, which
 // is what a tap does on every stock kernel) or zero-copy mode
@@ -54,9 +55,10 @@
 //
 // ErrInvalid: a configuration that cannot work (frame size below
 // HeaderLen or above MaxFrameSize, a queue the tap does not have, a tap
-// nothing reads). ErrNoAFXDP: a kernel without AF_XDP. A
-// *workload.UnsupportedError: the bind mode is refused; its reason is what
-// a report prints for the cell.
+// nothing reads). ErrNoAFXDP: a kernel without AF_XDP. An
+// *UnsupportedError: the bind mode is refused; its reason is what a report
+// prints for the cell (workload.IsUnsupported knows it by its
+// NotSupported method: the driver names no workload).
 //
 // Sockets belong to the network namespace they are created in: Open
 // creates them through Config.InNetns; Run works from any thread.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
-	"github.com/vnetbench/vnetbench/internal/workload"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,16 +19,25 @@ var (
 	ErrInvalid = errors.New("invalid AF_XDP configuration")
 )
 
-// unsupported is a bind the kernel refused for lack of support: a
-// *workload.UnsupportedError (the cell is n/a), whose reason a report
-// prints, e.g. "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP
-// zero-copy)".
+// UnsupportedError is a bind the kernel refused for lack of support. Its
+// NotSupported method makes it a refused configuration to the workloads
+// (workload.IsUnsupported: the cell is n/a), which print the reason, e.g.
+// "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)".
+type UnsupportedError struct{ Reason string }
+
+func (e *UnsupportedError) Error() string { return "not supported: " + e.Reason }
+
+// NotSupported is the reason.
+func (e *UnsupportedError) NotSupported() string { return e.Reason }
+
+// unsupported is the *UnsupportedError of a bind in mode m that the
+// kernel refused with errno.
 func unsupported(m Mode, driver string, errno unix.Errno) error {
 	what := "AF_XDP zero-copy"
 	if m == Copy {
 		what = "AF_XDP copy mode"
 	}
-	return workload.Unsupported("unsupported (%s: this kernel's %s has no %s)", errnoName(errno), driver, what)
+	return &UnsupportedError{Reason: fmt.Sprintf("unsupported (%s: this kernel's %s has no %s)", errnoName(errno), driver, what)}
 }
 
 // errnoName is the errno's symbol; EOPNOTSUPP by that name (Linux gives

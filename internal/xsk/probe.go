@@ -2,13 +2,15 @@ package xsk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
-	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // Capability is what the running kernel does when an AF_XDP socket binds
@@ -17,7 +19,7 @@ type Capability struct {
 	// Copy and ZeroCopy say whether a bind in that mode succeeded.
 	Copy, ZeroCopy bool
 	// CopyErr and ZeroCopyErr say why not (nil when it succeeded): a
-	// *workload.UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
+	// *UnsupportedError for a refused mode, ErrNoAFXDP without AF_XDP.
 	CopyErr, ZeroCopyErr error
 }
 
@@ -28,8 +30,9 @@ func (c Capability) String() string {
 		if ok {
 			return string(m) + " ok"
 		}
-		if why, ok := workload.IsUnsupported(err); ok {
-			return fmt.Sprintf("%s %s", m, why)
+		var ns interface{ NotSupported() string } // an *UnsupportedError, or a fake's
+		if errors.As(err, &ns) {
+			return fmt.Sprintf("%s %s", m, ns.NotSupported())
 		}
 		return fmt.Sprintf("%s failed (%v)", m, err)
 	}
@@ -95,3 +98,41 @@ func probeBind(d *device, m Mode) (bool, error) {
 	}
 	return true, nil
 }
+
+// CapabilityCache probes the running kernel's AF_XDP capability on a tap
+// once per process (doctor, preflight and every cell ask).
+type CapabilityCache struct {
+	// Probe is what it asks (Probe; tests give a fake).
+	Probe func(context.Context) (Capability, error)
+	mu    sync.Mutex
+	done  bool
+	c     Capability
+}
+
+// Get returns the capability, probing on the first call (or after a
+// failed one).
+func (cc *CapabilityCache) Get() (Capability, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.done {
+		return cc.c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cc.Probe(ctx)
+	if err != nil {
+		return c, err
+	}
+	cc.c, cc.done = c, true
+	return c, nil
+}
+
+// Reset forgets a probed capability.
+func (cc *CapabilityCache) Reset() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.done = false
+}
+
+// HostCapability is the running kernel's, probed with Probe.
+var HostCapability = &CapabilityCache{Probe: Probe}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -311,7 +310,7 @@ func hashTree(dir string) (string, error) {
 }
 
 func compilerVersion(ctx context.Context) string {
-	out, err := exec.CommandContext(ctx, "gcc", "--version").Output()
+	out, err := (proc.Real{}).Run(ctx, proc.Cmd{Argv: []string{"gcc", "--version"}})
 	if err != nil {
 		return "gcc (not found)"
 	}
@@ -342,7 +341,7 @@ func (b *Builder) checkConfig(p *Plan, w *work) error {
 
 func (b *Builder) makeEnv() []string {
 	env := []string{"KBUILD_BUILD_USER=vnetbench", "KBUILD_BUILD_HOST=vnetbench", "LC_ALL=C"}
-	if _, err := exec.LookPath("ccache"); err == nil {
+	if _, err := proc.LookPath("ccache"); err == nil {
 		// Depend mode: a miss costs no extra preprocessor run (kbuild
 		// passes -Wp,-MMD), so a cold cache does not slow a first build.
 		env = append(env, "CCACHE_DIR="+filepath.Join(b.Dir, "ccache"), "CCACHE_NOHASHDIR=1", "CCACHE_DEPEND=1")
@@ -461,7 +460,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 		expect = len(touched)
 	}
 	argv := []string{"make", "-C", w.dir, "-j" + strconv.Itoa(b.Jobs)}
-	if _, err := exec.LookPath("ccache"); err == nil {
+	if _, err := proc.LookPath("ccache"); err == nil {
 		argv = append(argv, "CC=ccache gcc", "HOSTCC=ccache gcc")
 	}
 	argv = append(argv, targets...)

@@ -2,11 +2,11 @@ package kbuild
 
 import (
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
 // Dep is one thing a kernel build needs on the host: a program in PATH or
@@ -49,7 +49,7 @@ func MissingDeps() (required, optional []Dep) {
 			_, err := os.Stat(d.Name)
 			ok = err == nil
 		} else {
-			_, err := exec.LookPath(d.Name)
+			_, err := proc.LookPath(d.Name)
 			ok = err == nil
 		}
 		if ok {

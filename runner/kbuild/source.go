@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // sourceVersionRE is a Debian linux-source package's version: "6.1",
@@ -58,7 +58,7 @@ func DebianSource(ctx context.Context, root, version string, log io.Writer) (str
 		return dir, nil
 	}
 	for _, d := range SourceDeps {
-		if _, err := exec.LookPath(d.Name); err != nil {
+		if _, err := proc.LookPath(d.Name); err != nil {
 			return "", fault.Capability("fetch %s: %s not found: install %s (a Debian or Ubuntu host), or give tree: a kernel source directory instead of source: debian:%s", name, d.Name, d.Package, version)
 		}
 	}
@@ -80,9 +80,12 @@ func DebianSource(ctx context.Context, root, version string, log io.Writer) (str
 	defer os.RemoveAll(tmp)
 	start := time.Now()
 	logf(log, "fetching Debian's %s (apt-get download, ~140 MB) into %s", name, root)
-	deb, err := aptDownload(ctx, tmp, name)
+	deb, err := vmimages.AptDownload(ctx, proc.Real{}, tmp, name)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
 	if err != nil {
-		return "", err
+		return "", fault.Capability("%v; run apt-get update (as root) and check that your apt sources carry %s (Debian 12 bookworm does), or give tree: a kernel source directory", err, name)
 	}
 	logf(log, "unpacking %s (~1.5 GB)", filepath.Base(deb))
 	tree := filepath.Join(tmp, "tree")
@@ -91,11 +94,11 @@ func DebianSource(ctx context.Context, root, version string, log io.Writer) (str
 	}
 	// The .deb holds usr/src/linux-source-VERSION.tar.xz. Fixed argv:
 	// paths and names are arguments, never script text.
-	unpack := exec.CommandContext(ctx, "bash", "-c",
+	unpack := proc.Cmd{Argv: []string{"bash", "-c",
 		`set -o pipefail; dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards "*/$3.tar.xz" | tar -xJ -C "$2"`,
-		"unpack", deb, tree, name)
-	if out, err := runGroup(unpack); err != nil {
-		return "", fmt.Errorf("unpack %s: %w: %s; check free space in %s (~1.5 GB) and retry", deb, err, clip(out), root)
+		"unpack", deb, tree, name}}
+	if _, err := (proc.Real{}).Run(ctx, unpack); err != nil { // its own process group, killed whole on cancel
+		return "", fmt.Errorf("unpack %s: %w; check free space in %s (~1.5 GB) and retry", deb, err, root)
 	}
 	if !complete(filepath.Join(tree, name)) {
 		return "", fmt.Errorf("unpack %s: no %s/Makefile in the package; check that %s is Debian's kernel source package", deb, name, name)
@@ -111,32 +114,6 @@ func DebianSource(ctx context.Context, root, version string, log io.Writer) (str
 func complete(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "Makefile"))
 	return err == nil
-}
-
-// aptDownload fetches package name's .deb into dir and returns its path.
-func aptDownload(ctx context.Context, dir, name string) (string, error) {
-	get := exec.CommandContext(ctx, "apt-get", "download", "-q", name)
-	get.Dir = dir
-	if out, err := runGroup(get); err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", fault.Capability("apt-get download %s: %v: %s; run apt-get update (as root) and check that your apt sources carry %s (Debian 12 bookworm does), or give tree: a kernel source directory", name, err, clip(out), name)
-	}
-	debs, _ := filepath.Glob(filepath.Join(dir, name+"_*.deb"))
-	if len(debs) != 1 {
-		return "", fmt.Errorf("apt-get download %s: want one .deb, got %d (%s); retry", name, len(debs), strings.Join(debs, ", "))
-	}
-	return debs[0], nil
-}
-
-// runGroup runs cmd in its own process group, killed whole when cmd's
-// context ends (a pipeline's tar and dpkg-deb as well as its shell).
-func runGroup(cmd *exec.Cmd) ([]byte, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	return cmd.CombinedOutput()
 }
 
 // lockFile takes an exclusive flock on path, waiting until ctx ends.
@@ -161,15 +138,6 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// clip keeps the last 1 KiB of a command's output for an error.
-func clip(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 1024 {
-		s = "..." + s[len(s)-1024:]
-	}
-	return s
 }
 
 func logf(w io.Writer, format string, a ...any) {

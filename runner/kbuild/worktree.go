@@ -20,9 +20,16 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
-func (b *Builder) gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := b.Exec.Run(ctx, proc.Cmd{Argv: append([]string{"git", "-C", dir}, args...)})
+// Git runs git in dir through ex and returns its standard output (its
+// error: git's exit and last lines). Callers put --end-of-options before
+// any value that comes from a user.
+func Git(ctx context.Context, ex proc.Executor, dir string, args ...string) (string, error) {
+	out, err := ex.Run(ctx, proc.Cmd{Argv: append([]string{"git", "-C", dir}, args...)})
 	return string(out), err
+}
+
+func (b *Builder) gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	return Git(ctx, b.Exec, dir, args...)
 }
 
 // work is a locked work tree.

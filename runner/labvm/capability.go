@@ -1,8 +1,7 @@
 package labvm
 
 import (
-	"os/exec"
-
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
 
@@ -34,10 +33,10 @@ type Capabilities struct {
 // Probe checks the host for lab mode (QEMU, KVM and nesting, apt-get).
 func Probe() Capabilities {
 	c := FromKVM(qemu.ProbeKVM())
-	_, err := exec.LookPath(qemu.DefaultBinary)
+	_, err := proc.LookPath(qemu.DefaultBinary)
 	c.QEMU = err == nil
-	_, e1 := exec.LookPath("apt-get")
-	_, e2 := exec.LookPath("dpkg-deb")
+	_, e1 := proc.LookPath("apt-get")
+	_, e2 := proc.LookPath("dpkg-deb")
 	c.APTGet = e1 == nil && e2 == nil
 	return c
 }

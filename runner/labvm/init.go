@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // InitConfigPath is where lab init reads its configuration.
@@ -46,13 +46,8 @@ func Init() error {
 }
 
 func initMain() error {
-	for _, m := range []struct{ src, dst, fstype string }{
-		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
-	} {
-		os.MkdirAll(m.dst, 0o755)
-		if err := unix.Mount(m.src, m.dst, m.fstype, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount %s: %w", m.dst, err)
-		}
+	if err := vminit.MountAll(vminit.Base); err != nil {
+		return err
 	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown
 	emit(Event{Ev: "init", Kernel: rel})
@@ -65,7 +60,7 @@ func initMain() error {
 		return fmt.Errorf("parse %s: %w", InitConfigPath, err)
 	}
 	t0 := time.Now()
-	n, err := loadModules(cfg.Modules)
+	n, err := vminit.LoadModules(cfg.Modules)
 	if err != nil {
 		return err
 	}
@@ -107,25 +102,6 @@ func initMain() error {
 		return nil
 	}
 	return fmt.Errorf("unknown lab init mode %q", cfg.Mode)
-}
-
-// loadModules loads module files in order with finit_module; already
-// loaded modules are fine.
-func loadModules(paths []string) (int, error) {
-	n := 0
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return n, fmt.Errorf("load module: %w", err)
-		}
-		err = unix.FinitModule(int(f.Fd()), "", 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return n, fmt.Errorf("load module %s: %w", filepath.Base(p), err)
-		}
-		n++
-	}
-	return n, nil
 }
 
 const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"

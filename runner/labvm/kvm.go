@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // KVM modules: kvm, and one vendor module that registers /dev/kvm. Debian
@@ -99,7 +100,7 @@ func loadKVM(cfg *InitConfig) (loaded, why string, err error) {
 	// A vendor module that refuses to load (say, vmx shown but VMX
 	// disabled by the host) leaves the nested guests under TCG; the lab
 	// itself still runs.
-	if _, err := loadModules(files); err != nil {
+	if _, err := vminit.LoadModules(files); err != nil {
 		return "", err.Error(), nil
 	}
 	if err := ensureCharDev("/dev/kvm", "/sys/class/misc/kvm/dev"); err != nil {

@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -244,15 +242,15 @@ func LocalKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kern
 const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 
 // FastAppend are kernel parameters that shorten a boot under TCG (and
-// TCG inside TCG): no console chatter, no IO-APIC timer check (under a
-// loaded emulator it stalled a nested boot for over 400 s), no TSC
-// watchdog, no crypto self-tests, no i8042 probing, no speculative-execution
-// mitigations (page-table isolation makes every kernel entry flush the
+// TCG inside TCG): no console chatter and vmimages.TCGTuning, the tuning
+// of every kernel under TCG (no IO-APIC timer check: under a loaded
+// emulator it stalled a nested boot for over 400 s; no speculative-execution
+// mitigations: page-table isolation makes every kernel entry flush the
 // emulated TLB). Measured on a loaded 2-core machine with Debian's 6.1
 // cloud kernel under TCG: /init at 3.5-3.8 s guest uptime instead of
 // 4.1-6.2 s; nested (TCG in TCG) the boot stays at 4-6 minutes, dominated
 // by the double emulation and the host's load, not by these parameters.
-const FastAppend = "quiet mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0"
+const FastAppend = "quiet " + vmimages.TCGTuning
 
 // tmpfsDirs are the host root directories a lab makes writable.
 var tmpfsDirs = []string{"/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib", "/root", "/home", "/mnt", "/media", "/srv"}
@@ -554,29 +552,6 @@ func PlanArgs(c Config, accel qemu.Accel) []string {
 	return qemu.Args(qc)
 }
 
-// startVM pins the lab's vCPU threads (vCPU i to cpus[i]) once QEMU runs;
-// nothing to do without cpus. The pins last as long as the VM.
-func startVM(ctx context.Context, vm *qemu.VM, cpus []int) error {
-	if len(cpus) == 0 {
-		return nil
-	}
-	tids, err := vm.VCPUThreads(ctx)
-	if err != nil {
-		return fmt.Errorf("pin vCPUs: %w", err)
-	}
-	if len(tids) > len(cpus) {
-		return fmt.Errorf("pin vCPUs: %d vCPUs for %d host CPUs", len(tids), len(cpus))
-	}
-	for i, tid := range tids {
-		var set unix.CPUSet
-		set.Set(cpus[i])
-		if err := unix.SchedSetaffinity(tid, &set); err != nil {
-			return fmt.Errorf("pin vCPU %d (thread %d) to host CPU %d: %w", i, tid, cpus[i], err)
-		}
-	}
-	return nil
-}
-
 // checkKVMModules refuses a lab kernel that lacks kvm or the vendor
 // module for flag ("vmx", "svm").
 func checkKVMModules(k *vmimages.Kernel, flag string) error {
@@ -611,42 +586,32 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// follower tails the console log, returns protocol events and forwards the
-// other lines to out.
+// follower tails the console log (a qemu.ConsoleWatch, which notes the
+// kernel's faults), returns protocol events and forwards the other lines
+// to out.
 type follower struct {
-	file  *qemu.ConsoleFile
+	watch *qemu.ConsoleWatch
 	out   io.Writer
 	label string
-	// fault is the first console line by which the kernel reported a
-	// lockup, stall or crash (qemu.KernelFault), seen at faultAt.
-	fault   string
-	faultAt time.Time
 	// seen is when the console last grew.
 	seen time.Time
-	// born is when the lab VM was launched (the follower's creation):
-	// a lockup report stamped later than that is a clock jump
-	// (qemu.KernelFaultAt).
-	born time.Time
 }
 
 func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{file: qemu.NewConsoleFile(path), out: out, label: label, seen: time.Now(), born: time.Now()}
+	return &follower{watch: qemu.NewConsoleWatch(path), out: out, label: label, seen: time.Now()}
 }
 
 func (f *follower) poll() []Event {
 	var evs []Event
-	off := f.file.Offset()
-	lines := f.file.Lines()
-	if f.file.Offset() != off {
+	off := f.watch.Offset()
+	lines := f.watch.Poll()
+	if f.watch.Offset() != off {
 		f.seen = time.Now()
 	}
 	for _, line := range lines {
 		if ev, ok := ParseEvent(line); ok {
 			evs = append(evs, ev)
 			continue
-		}
-		if f.fault == "" && qemu.KernelFaultAt(line, time.Since(f.born)) {
-			f.fault, f.faultAt = fault.Clip(line), time.Now()
 		}
 		if f.out != nil && line != "" {
 			fmt.Fprintf(f.out, "[lab %s] %s\n", f.label, line)
@@ -655,4 +620,8 @@ func (f *follower) poll() []Event {
 	return evs
 }
 
-func (f *follower) close() { f.file.Close() }
+// fault is the first console line by which the kernel reported a lockup,
+// stall or crash, and when it was seen ("" = none yet).
+func (f *follower) fault() (string, time.Time) { return f.watch.Fault, f.watch.FaultAt }
+
+func (f *follower) close() { f.watch.Close() }

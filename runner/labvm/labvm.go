@@ -13,30 +13,15 @@ import (
 // always stops it; res gets the phases' durations and the inner exit.
 func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
 	start := time.Now()
-	vm, err := qemu.Launch(ctx, c.Exec, qc, "")
+	vm, err := qemu.Start(ctx, nil, c.Exec, qc, qemu.StartOptions{PinVCPUs: c.PinVCPUs})
 	if err != nil {
 		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
 	}
-	defer stopLabVM(vm)
-	if err := startVM(ctx, vm, c.PinVCPUs); err != nil {
-		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
-	}
+	defer vm.Stop(5 * time.Second)
 	l := &labVM{c: c, to: c.Timeouts.withDefaults(), vm: vm, res: res, start: start,
 		f: newFollower(res.Console, c.Output, c.Label)}
 	defer l.f.close()
 	return l.wait(ctx)
-}
-
-// stopLabVM asks a running lab VM to quit, then kills it.
-func stopLabVM(vm *qemu.VM) {
-	select {
-	case <-vm.Done():
-	default:
-		qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		vm.Quit(qctx, 5*time.Second)
-		cancel()
-	}
-	vm.Kill()
 }
 
 // labVM is a running lab VM followed through its phases (boot, setup,
@@ -153,9 +138,9 @@ func (l *labVM) check() error {
 	// fails the lab after qemu.FaultGrace (the report's stack traces reach
 	// the log meanwhile): it will not finish the run, and waiting for the
 	// run's deadline would hold the host for up to an hour.
-	if l.f.fault != "" && time.Since(l.f.faultAt) >= qemu.FaultGrace {
-		return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, l.f.fault, 40),
-			Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: l.f.fault}}
+	if line, at := l.f.fault(); line != "" && time.Since(at) >= qemu.FaultGrace {
+		return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, line, 40),
+			Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: line}}
 	}
 	if l.phase == "run" && time.Since(l.f.seen) > l.to.Silence {
 		return l.fail(fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,7 +217,7 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		return nil, nil, err
 	}
 	return qemu.VhostThreads(vm.Pid()), func() {
-		quitNested(vm)
+		vm.Stop(5 * time.Second)
 		os.RemoveAll(tmp)
 	}, nil
 }
@@ -341,8 +340,7 @@ func (s *perfStress) finish() {
 }
 
 type stressPerf struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	p    proc.Process
 	open time.Duration
 }
 
@@ -351,16 +349,15 @@ func startStressPerf(ctx context.Context, tids []int, out string) (*stressPerf, 
 	for _, t := range tids {
 		ts = append(ts, strconv.Itoa(t))
 	}
-	cmd := exec.Command("perf", "stat", "-x,", "--no-big-num", "-e", "task-clock,context-switches,cpu-migrations",
-		"-t", strings.Join(ts, ","), "-o", out)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	// Its own lifetime: stopStressPerfs ends it.
+	pr, err := (proc.Real{}).Start(context.WithoutCancel(ctx), proc.Cmd{Argv: []string{"perf", "stat", "-x,", "--no-big-num",
+		"-e", "task-clock,context-switches,cpu-migrations", "-t", strings.Join(ts, ","), "-o", out}})
+	if err != nil {
 		return nil, err
 	}
-	p := &stressPerf{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	fdDir := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/fd"
+	p := &stressPerf{p: pr}
+	fdDir := "/proc/" + strconv.Itoa(pr.Pid()) + "/fd"
 	for {
 		if ents, err := os.ReadDir(fdDir); err == nil {
 			for _, e := range ents {
@@ -371,10 +368,10 @@ func startStressPerf(ctx context.Context, tids []int, out string) (*stressPerf, 
 			}
 		}
 		select {
-		case <-p.done:
-			return nil, fmt.Errorf("perf exited at start: %v", cmd.ProcessState)
+		case <-pr.Done():
+			return nil, fmt.Errorf("perf exited at start: %v", pr.Wait())
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			pr.Signal(syscall.SIGKILL)
 			return nil, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
@@ -387,22 +384,22 @@ func startStressPerf(ctx context.Context, tids []int, out string) (*stressPerf, 
 func stopStressPerfs(perfs []*stressPerf, timeout time.Duration) (time.Duration, error) {
 	t0 := time.Now()
 	for _, p := range perfs {
-		p.cmd.Process.Signal(syscall.SIGINT)
+		p.p.Signal(syscall.SIGINT)
 	}
 	var errs []error
 	for _, p := range perfs {
 		select {
-		case <-p.done:
+		case <-p.p.Done():
 			continue
 		case <-time.After(timeout - time.Since(t0)):
 		}
-		p.cmd.Process.Kill()
+		p.p.Signal(syscall.SIGKILL)
 		select {
-		case <-p.done:
-			errs = append(errs, fmt.Errorf("perf pid %d needed SIGKILL after %v", p.cmd.Process.Pid, timeout))
+		case <-p.p.Done():
+			errs = append(errs, fmt.Errorf("perf pid %d needed SIGKILL after %v", p.p.Pid(), timeout))
 		case <-time.After(10 * time.Second):
-			errs = append(errs, fmt.Errorf("%w: pid %d, %v after SIGINT and SIGKILL (wchan %s)", ErrPerfStuck, p.cmd.Process.Pid,
-				time.Since(t0).Round(time.Second), wchan(p.cmd.Process.Pid)))
+			errs = append(errs, fmt.Errorf("%w: pid %d, %v after SIGINT and SIGKILL (wchan %s)", ErrPerfStuck, p.p.Pid(),
+				time.Since(t0).Round(time.Second), wchan(p.p.Pid())))
 		}
 	}
 	return time.Since(t0), errors.Join(errs...)

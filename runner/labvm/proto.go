@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // EventPrefix starts every protocol line lab init prints on the console.
@@ -58,18 +59,7 @@ func emit(e Event) {
 	fmt.Fprintf(os.Stdout, "\n%s%s\n", EventPrefix, b)
 }
 
-func uptime() float64 {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func uptime() float64 { return vminit.Uptime().Seconds() }
 
 // InitConfig is /lab.json in the initramfs: what lab init does.
 type InitConfig struct {

@@ -140,7 +140,7 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	if err != nil {
 		return r, err
 	}
-	defer quitNested(vm)
+	defer vm.Stop(5 * time.Second)
 	if c.BootOnly {
 		return r, nil
 	}
@@ -181,7 +181,7 @@ func tapCounters(dev string) (tx, dropped uint64) {
 
 // bootNestedVM boots the nested guest on the self-test tap with backend's
 // NIC and waits until its /init reports ready. The caller quits the VM
-// (quitNested); on error it is gone.
+// (VM.Stop); on error it is gone.
 func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp string) (*qemu.VM, *SelfTestBackend, error) {
 	vhost := false
 	switch backend {
@@ -212,13 +212,13 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 		ConsoleLog: console,
 	}
 	start := time.Now()
-	vm, err := qemu.Launch(ctx, proc.Real{}, qc, "")
+	vm, err := qemu.Start(ctx, nil, proc.Real{}, qc, qemu.StartOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
 	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
 	fail := func(err error) (*qemu.VM, *SelfTestBackend, error) {
-		quitNested(vm)
+		vm.Stop(5 * time.Second)
 		return nil, r, err
 	}
 	if err := linkUp(selfTestTap); err != nil {
@@ -258,13 +258,6 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	fmt.Fprintf(c.Log, "selftest %s: nested guest ready after %.1fs (guest uptime: /init %.1fs, ready %.1fs, modules %d ms)\n",
 		backend, r.BootSeconds, r.InitUptime, r.ReadySeconds, r.ModulesMs)
 	return vm, r, nil
-}
-
-func quitNested(vm *qemu.VM) {
-	qctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	vm.Quit(qctx, 5*time.Second)
-	cancel()
-	vm.Kill()
 }
 
 // nestedInitrd builds the nested guest's initramfs into tmp.

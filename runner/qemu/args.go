@@ -3,16 +3,21 @@
 // clean quit). It captures the guest console to a file and exposes the
 // agent's virtio-serial socket.
 //
-// Args is a pure function (golden-tested); Launch does the starting. The
-// package does not create tap devices or namespaces (runner does) and
-// does not speak the guest agent protocol (vmimages does): it only hands
-// out the agent socket's connection.
+// A VM's hardware is a list of Devices, each of which builds its own QEMU
+// arguments and kernel command line pieces (as hugelgupf/vmtest's
+// qemu.Device); Args lays them out and is a pure function (golden-tested).
+// Launch does the starting, for host guests and lab VMs alike. The package
+// does not create tap devices or namespaces (runner does) and does not
+// speak the guest agent protocol (vmimages does): it only names the
+// agent's port as vmimages says and hands out its connection.
 package qemu
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Accel is the QEMU accelerator.
@@ -27,15 +32,12 @@ const (
 // MaxCPUs is the most vCPUs QEMU's default x86 machine (pc) takes.
 const MaxCPUs = 255
 
-// AgentPortName is the virtio-serial port name the guest agent opens
-// (/dev/virtio-ports/AgentPortName in the guest); the same as vmimages.AgentPortName.
-const AgentPortName = "vnb.agent"
-
 // DefaultBinary is the QEMU program used when Config.Binary is empty.
 const DefaultBinary = "qemu-system-x86_64"
 
 // Config describes one VM. Paths may contain any character; Args escapes
-// them for QEMU's option syntax.
+// them for QEMU's option syntax. The fields from ConsoleLog on are its
+// devices (Config.devices); Devices adds others.
 type Config struct {
 	Binary string // default DefaultBinary
 	Name   string // VM name (shown in thread names with debug-threads=on)
@@ -48,27 +50,39 @@ type Config struct {
 	MemoryMiB int    // 0 = 512
 	Kernel    string // bzImage path
 	Initrd    string // initramfs path ("" = none)
-	Append    string // kernel command line
-	NICs      []NIC
-	Shares    []Share // host directories shared over 9p
-	// QMPSocket is the unix socket path of the QMP monitor (required by Launch).
-	QMPSocket string
+	// Append is the kernel command line before the devices' pieces
+	// (Cmdline).
+	Append string
+	// Nested is the virtualization flag ("vmx" or "svm") the guest's CPU
+	// must show so it can run KVM itself (a lab VM's guests): under KVM,
+	// -cpu host,+FLAG ("" = -cpu host as it is).
+	Nested string
+
 	// ConsoleLog receives the serial console (ttyS0); "" = discarded.
 	ConsoleLog string
+	// QMPSocket is the unix socket path of the QMP monitor (required by Launch).
+	QMPSocket string
 	// AgentSocket is the unix socket path of the agent's virtio-serial
 	// port; "" = no agent port.
 	AgentSocket string
+	NICs        []NIC
+	Shares      []Share // host directories shared over 9p
 	// VsockCID, when not 0, gives the guest a vhost-vsock-pci device with
 	// this context ID (MinGuestCID or more; the host reaches the guest at
 	// it, the guest the host at CID 2). Needs /dev/vhost-vsock (module
 	// vhost_vsock): see CheckVsock.
 	VsockCID uint32
-	// Nested is the virtualization flag ("vmx" or "svm") the guest's CPU
-	// must show so it can run KVM itself (a lab VM's guests): under KVM,
-	// -cpu host,+FLAG ("" = -cpu host as it is).
-	Nested string
-	// Extra arguments appended verbatim.
+	// Devices are further devices, after those above.
+	Devices []Device
+	// Extra arguments appended verbatim, last.
 	Extra []string
+}
+
+// Device is one piece of a VM's hardware: the QEMU arguments that make
+// it and the kernel command line pieces its guest needs for it.
+type Device interface {
+	QEMUArgs() []string
+	KernelArgs() []string
 }
 
 // NIC is a virtio-net NIC backed by an existing tap device.
@@ -77,6 +91,9 @@ type NIC struct {
 	MAC    string // guest MAC, e.g. 52:54:00:12:34:56
 	Vhost  bool   // vhost=on (needs /dev/vhost-net)
 	Queues int    // 0 or 1 = single queue; N > 1 = multi-queue tap and mq virtio-net
+	// Kernel are the guest's kernel parameters for this NIC (the agent's
+	// vnb.* address settings).
+	Kernel []string
 }
 
 // Share is a host directory exported to the guest over virtio-9p.
@@ -89,24 +106,37 @@ type Share struct {
 // escape doubles commas, QEMU's escape inside option values.
 func escape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
-// Args returns the QEMU argv (program first) for c.
+// Args returns the QEMU argv (program first) for c: the machine, the
+// kernel and its command line (Cmdline), then each device's arguments.
 func Args(c Config) []string {
 	bin := c.Binary
 	if bin == "" {
 		bin = DefaultBinary
 	}
-	cpus := c.CPUs
-	if cpus <= 0 {
-		cpus = 1
-	}
-	mem := c.MemoryMiB
-	if mem <= 0 {
-		mem = 512
-	}
 	a := []string{bin,
 		"-name", escape(c.Name) + ",debug-threads=on",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 	}
+	a = append(a, c.machine()...)
+	if c.Kernel != "" {
+		a = append(a, "-kernel", c.Kernel)
+		// -initrd and -append are only valid with -kernel.
+		if c.Initrd != "" {
+			a = append(a, "-initrd", c.Initrd)
+		}
+		if cl := Cmdline(c); cl != "" {
+			a = append(a, "-append", cl)
+		}
+	}
+	for _, d := range c.devices() {
+		a = append(a, d.QEMUArgs()...)
+	}
+	return a
+}
+
+// machine is the accelerator, CPU, vCPUs and memory.
+func (c Config) machine() []string {
+	var a []string
 	if c.Accel == KVM {
 		cpu := "host"
 		if c.Nested != "" {
@@ -120,57 +150,126 @@ func Args(c Config) []string {
 		}
 		a = append(a, "-accel", tcg, "-cpu", "max")
 	}
-	a = append(a, "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
-	if c.Kernel != "" {
-		a = append(a, "-kernel", c.Kernel)
+	cpus, mem := max(c.CPUs, 1), c.MemoryMiB
+	if mem <= 0 {
+		mem = 512
 	}
-	// -initrd and -append are only valid with -kernel.
-	if c.Initrd != "" && c.Kernel != "" {
-		a = append(a, "-initrd", c.Initrd)
+	return append(a, "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
+}
+
+// Cmdline is the kernel command line of c: Append, then each device's
+// pieces.
+func Cmdline(c Config) string {
+	parts := []string{c.Append}
+	for _, d := range c.devices() {
+		parts = append(parts, d.KernelArgs()...)
 	}
-	if c.Append != "" && c.Kernel != "" {
-		a = append(a, "-append", c.Append)
-	}
-	if c.ConsoleLog != "" {
-		a = append(a, "-chardev", "file,id=console,path="+escape(c.ConsoleLog), "-serial", "chardev:console")
-	} else {
-		a = append(a, "-serial", "null")
-	}
+	return strings.TrimSpace(strings.Join(parts, " "))
+}
+
+// devices are c's devices in the order of their arguments.
+func (c Config) devices() []Device {
+	ds := []Device{serialConsole(c.ConsoleLog)}
 	if c.QMPSocket != "" {
-		a = append(a, "-chardev", "socket,id=qmp,path="+escape(c.QMPSocket)+",server=on,wait=off",
-			"-mon", "chardev=qmp,mode=control")
+		ds = append(ds, monitor(c.QMPSocket))
 	}
 	if c.AgentSocket != "" {
-		a = append(a, "-device", "virtio-serial-pci,id=vser0",
-			"-chardev", "socket,id=agent,path="+escape(c.AgentSocket)+",server=on,wait=off",
-			"-device", "virtserialport,bus=vser0.0,chardev=agent,name="+AgentPortName)
+		ds = append(ds, agentPort(c.AgentSocket))
 	}
 	for i, n := range c.NICs {
-		id := "n" + strconv.Itoa(i)
-		nd := "tap,id=" + id + ",ifname=" + escape(n.Tap) + ",script=no,downscript=no,vhost=" + onOff(n.Vhost)
-		dev := "virtio-net-pci,netdev=" + id
-		if n.MAC != "" {
-			dev += ",mac=" + n.MAC
-		}
-		if n.Queues > 1 {
-			nd += ",queues=" + strconv.Itoa(n.Queues)
-			dev += fmt.Sprintf(",mq=on,vectors=%d", 2*n.Queues+2)
-		}
-		a = append(a, "-netdev", nd, "-device", dev)
+		ds = append(ds, nicDevice{n, i})
 	}
 	for i, s := range c.Shares {
-		id := "fs" + strconv.Itoa(i)
-		fs := "local,id=" + id + ",path=" + escape(s.Path) + ",security_model=none,multidevs=remap"
-		if s.ReadOnly {
-			fs += ",readonly=on"
-		}
-		a = append(a, "-fsdev", fs, "-device", "virtio-9p-pci,fsdev="+id+",mount_tag="+escape(s.Tag))
+		ds = append(ds, shareDevice{s, i})
 	}
 	if c.VsockCID != 0 {
-		a = append(a, "-device", "vhost-vsock-pci,guest-cid="+strconv.FormatUint(uint64(c.VsockCID), 10))
+		ds = append(ds, vsockDevice(c.VsockCID))
 	}
-	return append(a, c.Extra...)
+	ds = append(ds, c.Devices...)
+	return append(ds, RawArgs(c.Extra))
 }
+
+// serialConsole is ttyS0 into a log file ("" = discarded).
+type serialConsole string
+
+func (s serialConsole) QEMUArgs() []string {
+	if s == "" {
+		return []string{"-serial", "null"}
+	}
+	return []string{"-chardev", "file,id=console,path=" + escape(string(s)), "-serial", "chardev:console"}
+}
+func (serialConsole) KernelArgs() []string { return nil }
+
+// monitor is the QMP monitor on a unix socket.
+type monitor string
+
+func (m monitor) QEMUArgs() []string {
+	return []string{"-chardev", "socket,id=qmp,path=" + escape(string(m)) + ",server=on,wait=off", "-mon", "chardev=qmp,mode=control"}
+}
+func (monitor) KernelArgs() []string { return nil }
+
+// agentPort is the guest agent's virtio-serial port
+// (vmimages.AgentPortName) on a unix socket.
+type agentPort string
+
+func (p agentPort) QEMUArgs() []string {
+	return []string{"-device", "virtio-serial-pci,id=vser0",
+		"-chardev", "socket,id=agent,path=" + escape(string(p)) + ",server=on,wait=off",
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=" + vmimages.AgentPortName}
+}
+func (agentPort) KernelArgs() []string { return nil }
+
+// nicDevice is NIC number i.
+type nicDevice struct {
+	NIC
+	i int
+}
+
+func (n nicDevice) QEMUArgs() []string {
+	id := "n" + strconv.Itoa(n.i)
+	nd := "tap,id=" + id + ",ifname=" + escape(n.Tap) + ",script=no,downscript=no,vhost=" + onOff(n.Vhost)
+	dev := "virtio-net-pci,netdev=" + id
+	if n.MAC != "" {
+		dev += ",mac=" + n.MAC
+	}
+	if n.Queues > 1 {
+		nd += ",queues=" + strconv.Itoa(n.Queues)
+		dev += fmt.Sprintf(",mq=on,vectors=%d", 2*n.Queues+2)
+	}
+	return []string{"-netdev", nd, "-device", dev}
+}
+func (n nicDevice) KernelArgs() []string { return n.Kernel }
+
+// shareDevice is Share number i.
+type shareDevice struct {
+	Share
+	i int
+}
+
+func (s shareDevice) QEMUArgs() []string {
+	id := "fs" + strconv.Itoa(s.i)
+	fs := "local,id=" + id + ",path=" + escape(s.Path) + ",security_model=none,multidevs=remap"
+	if s.ReadOnly {
+		fs += ",readonly=on"
+	}
+	return []string{"-fsdev", fs, "-device", "virtio-9p-pci,fsdev=" + id + ",mount_tag=" + escape(s.Tag)}
+}
+func (shareDevice) KernelArgs() []string { return nil }
+
+// vsockDevice is a vhost-vsock-pci device with the guest's context ID.
+type vsockDevice uint32
+
+func (v vsockDevice) QEMUArgs() []string {
+	return []string{"-device", "vhost-vsock-pci,guest-cid=" + strconv.FormatUint(uint64(v), 10)}
+}
+func (vsockDevice) KernelArgs() []string { return nil }
+
+// RawArgs are QEMU arguments passed as they are (a workload's, a debug
+// monitor).
+type RawArgs []string
+
+func (r RawArgs) QEMUArgs() []string { return r }
+func (RawArgs) KernelArgs() []string { return nil }
 
 func onOff(b bool) string {
 	if b {

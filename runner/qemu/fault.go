@@ -188,6 +188,10 @@ func (w *ConsoleWatch) Poll() []string {
 	return lines
 }
 
+// Offset is the file offset up to which Poll has read: it moves when the
+// console grew.
+func (w *ConsoleWatch) Offset() int64 { return w.file.Offset() }
+
 // Close closes the file.
 func (w *ConsoleWatch) Close() { w.file.Close() }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/vmimages"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // ModulesFile lists the modules to load at boot, one path per line relative
@@ -64,7 +65,7 @@ func poweroff() {
 // run sets the guest up and serves the host until serving fails; it
 // returns only that error (a poweroff request powers off from inside).
 func run(ops map[string]Op) error {
-	if err := mounts(); err != nil {
+	if err := vminit.MountAll(mounts); err != nil {
 		return err
 	}
 	initMS := uptimeMS()
@@ -118,34 +119,19 @@ func run(ops map[string]Op) error {
 	}
 }
 
-func mounts() error {
-	for _, m := range []struct{ src, dst, fs string }{
-		{"proc", "/proc", "proc"},
-		{"sysfs", "/sys", "sysfs"},
-		{"devtmpfs", "/dev", "devtmpfs"},
-		{"tmpfs", "/tmp", "tmpfs"},
-		{"tmpfs", "/run", "tmpfs"},
-	} {
-		if err := os.MkdirAll(m.dst, 0o755); err != nil {
-			return err
-		}
-		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount %s on %s: %w", m.fs, m.dst, err)
-		}
-	}
-	return nil
+// mounts are the agent's file systems: the kernel's and a tmpfs /tmp and
+// /run, none honouring set-user-ID bits.
+var mounts = []vminit.Mount{
+	{Src: "proc", Dst: "/proc", FSType: "proc", Flags: unix.MS_NOSUID},
+	{Src: "sysfs", Dst: "/sys", FSType: "sysfs", Flags: unix.MS_NOSUID},
+	{Src: "devtmpfs", Dst: "/dev", FSType: "devtmpfs", Flags: unix.MS_NOSUID},
+	{Src: "tmpfs", Dst: "/tmp", FSType: "tmpfs", Flags: unix.MS_NOSUID},
+	{Src: "tmpfs", Dst: "/run", FSType: "tmpfs", Flags: unix.MS_NOSUID},
 }
 
-func uptimeMS() int64 {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 0
-	}
-	f, _, _ := strings.Cut(string(b), " ")
-	v, _ := strconv.ParseFloat(f, 64)
-	return int64(v * 1000)
-}
+func uptimeMS() int64 { return vminit.Uptime().Milliseconds() }
 
+// loadModules loads the modules ModulesFile lists (vminit.LoadModules).
 func loadModules() error {
 	data, err := os.ReadFile(ModulesFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -156,17 +142,15 @@ func loadModules() error {
 	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown: /lib/modules
 	dir := filepath.Join("/lib/modules", rel)
+	var paths []string
 	for _, rel := range strings.Fields(string(data)) {
-		p := filepath.Join(dir, rel)
-		f, err := os.Open(p)
-		if err != nil {
-			return fmt.Errorf("load module: %w (the image was built for another kernel release?)", err)
+		paths = append(paths, filepath.Join(dir, rel))
+	}
+	if _, err := vminit.LoadModules(paths); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w (the image was built for another kernel release?)", err)
 		}
-		err = unix.FinitModule(int(f.Fd()), "", 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("load module %s: %w", rel, err)
-		}
+		return err
 	}
 	return nil
 }

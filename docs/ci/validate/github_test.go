@@ -60,7 +60,7 @@ func TestGitHubWorkflow(t *testing.T) {
 	}
 	var shardRun string
 	for _, st := range shard.Steps {
-		if r, ok := st.Exec.(*actionlint.ExecRun); ok && strings.Contains(r.Run.Value, "--shard auto") {
+		if r, ok := st.Exec.(*actionlint.ExecRun); ok && strings.Contains(r.Run.Value, "--shard auto --seed auto") {
 			shardRun = r.Run.Value
 			if st.Env == nil || st.Env.Vars["vnetbench_shard_index"] == nil || st.Env.Vars["vnetbench_shard_total"] == nil ||
 				st.Env.Vars["vnetbench_shard_index"].Value.Value != "${{ matrix.shard }}" {
@@ -69,11 +69,11 @@ func TestGitHubWorkflow(t *testing.T) {
 		}
 	}
 	if !strings.Contains(shardRun, "vnetbench run") {
-		t.Errorf("no step runs 'vnetbench run ... --shard auto'")
+		t.Errorf("no step runs 'vnetbench run ... --shard auto --seed auto'")
 	}
 	s := string(b)
 	for _, want := range []string{"vnetbench merge shards/shard-*", "--junit gates.xml", "-o report.html", "report.html",
-		"vnetbench history add runs/new", "actions/upload-artifact@v4", "GITHUB_STEP_SUMMARY"} {
+		`vnetbench history add "$RUN_DIR"`, "actions/upload-artifact@v4", "GITHUB_STEP_SUMMARY"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("workflow lacks %q", want)
 		}

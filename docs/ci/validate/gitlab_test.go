@@ -52,8 +52,9 @@ func gitlabDoc(t *testing.T, b []byte) any {
 
 // The GitLab file validates against GitLab's CI schema and is the recipe
 // docs/ci.md describes: parallel measure jobs taking their shard from
-// CI_NODE_INDEX, a merge after all of them, the gate's JUnit as a test
-// report, the history on the default branch.
+// CI_NODE_INDEX and their seed from the pipeline, a merge after all of
+// them, the gate's JUnit as a test report, compare's UNKNOWN (exit 3) a
+// warning, the history on the default branch.
 func TestGitLabCI(t *testing.T) {
 	sch := gitlabSchema(t)
 	b := readRecipe(t, "gitlab-ci.yml")
@@ -67,7 +68,10 @@ func TestGitLabCI(t *testing.T) {
 		Artifacts struct {
 			Reports map[string]string `json:"reports"`
 		} `json:"artifacts"`
-		Rules []map[string]string `json:"rules"`
+		Rules        []map[string]string `json:"rules"`
+		AllowFailure struct {
+			ExitCodes []int `json:"exit_codes"`
+		} `json:"allow_failure"`
 	}
 	var raw map[string]json.RawMessage
 	if err := yaml.Unmarshal(b, &raw); err != nil {
@@ -82,7 +86,7 @@ func TestGitLabCI(t *testing.T) {
 		ci[name] = j
 	}
 	m := ci["measure"]
-	if m.Parallel < 2 || m.Parallel > 200 || !strings.Contains(strings.Join(m.Script, "\n"), `vnetbench run "$SCENARIO" --shard auto`) {
+	if m.Parallel < 2 || m.Parallel > 200 || !strings.Contains(strings.Join(m.Script, "\n"), `vnetbench run "$SCENARIO" --shard auto --seed auto`) {
 		t.Errorf("measure: parallel %d (want 2..200), script %q", m.Parallel, m.Script)
 	}
 	if n := ci["merge"].Needs; len(n) != 1 || n[0] != "measure" {
@@ -91,7 +95,10 @@ func TestGitLabCI(t *testing.T) {
 	if r := ci["gate"].Artifacts.Reports["junit"]; r != "gates.xml" || !strings.Contains(strings.Join(ci["gate"].Script, "\n"), "--junit gates.xml") {
 		t.Errorf("gate: junit report %q, script %q", r, ci["gate"].Script)
 	}
-	if h := ci["history"]; len(h.Rules) != 1 || !strings.Contains(strings.Join(h.Script, "\n"), "vnetbench history add runs/new") {
+	if ec := ci["gate"].AllowFailure.ExitCodes; len(ec) != 1 || ec[0] != 3 {
+		t.Errorf("gate: allow_failure exit_codes %v, want [3] (UNKNOWN warns, a regression fails)", ec)
+	}
+	if h := ci["history"]; len(h.Rules) != 1 || !strings.Contains(strings.Join(h.Script, "\n"), `vnetbench history add "runs/pipeline-$CI_PIPELINE_ID"`) {
 		t.Errorf("history job %+v", h)
 	}
 }
@@ -105,7 +112,7 @@ func TestGitLabSchemaCatches(t *testing.T) {
 	for _, tc := range []struct{ old, new string }{
 		{"parallel: 4 ", "parallel: 201 "},
 		{"  artifacts:\n    when: always\n    paths: [runs/]", "  artifact:\n    when: always\n    paths: [runs/]"},
-		{"when: always\n    paths: [runs/new", "when: sometimes\n    paths: [runs/new"},
+		{"when: always\n    paths: [\"runs/pipeline", "when: sometimes\n    paths: [\"runs/pipeline"},
 	} {
 		mut := bytes.Replace(b, []byte(tc.old), []byte(tc.new), 1)
 		if bytes.Equal(mut, b) {

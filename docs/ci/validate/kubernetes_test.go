@@ -44,7 +44,8 @@ func k8sDocs(t *testing.T, b []byte) (jobs []*batchv1.Job, pvcs []*corev1.Persis
 
 // The shard Job is an Indexed Job of privileged pods, one per node, whose
 // count vnetbench is told (VNETBENCH_SHARD_TOTAL = completions), running
-// 'vnetbench run --shard auto' into the shared volume; the merge Job reads
+// 'vnetbench run --shard auto --seed auto' (the seed from the Job's uid)
+// into the shared volume; the merge Job reads
 // that volume and merges, reports, gates and records.
 func TestKubernetesJobs(t *testing.T) {
 	jobs, pvcs, err := k8sDocs(t, readRecipe(t, "kubernetes/shards.yaml"))
@@ -58,11 +59,18 @@ func TestKubernetesJobs(t *testing.T) {
 	}
 	pod := s.Template.Spec
 	c := pod.Containers[0]
-	total := ""
+	total, pipeline := "", ""
 	for _, e := range c.Env {
 		if e.Name == "VNETBENCH_SHARD_TOTAL" {
 			total = e.Value
 		}
+		if e.Name == "VNETBENCH_PIPELINE_ID" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			pipeline = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	// --seed auto: every pod of the Job, and only those, share its uid.
+	if want := "metadata.labels['" + batchv1.ControllerUidLabel + "']"; pipeline != want {
+		t.Errorf("VNETBENCH_PIPELINE_ID from %q, want the Job's uid (%s)", pipeline, want)
 	}
 	if want := itoa(*s.Completions); total != want {
 		t.Errorf("VNETBENCH_SHARD_TOTAL %q, want the Job's completions %s", total, want)
@@ -70,7 +78,7 @@ func TestKubernetesJobs(t *testing.T) {
 	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 		t.Errorf("shard container not privileged: %+v", c.SecurityContext)
 	}
-	if cmd := strings.Join(append(c.Command, c.Args...), " "); !strings.Contains(cmd, "vnetbench run") || !strings.Contains(cmd, "--shard auto") ||
+	if cmd := strings.Join(append(c.Command, c.Args...), " "); !strings.Contains(cmd, "vnetbench run") || !strings.Contains(cmd, "--shard auto --seed auto") ||
 		!strings.Contains(cmd, "/runs/incoming/shard-$JOB_COMPLETION_INDEX") {
 		t.Errorf("shard command %q", cmd)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -129,11 +130,11 @@ func median(xs []float64) float64 {
 }
 
 // Better is the direction of a metric key, from the results registry.
-func Better(metric string) history.Better {
-	switch results.Describe(metric).Better {
-	case results.HigherIsBetter:
+func Better(key string) history.Better {
+	switch results.Describe(key).Better {
+	case metric.HigherIsBetter:
 		return history.HigherIsBetter
-	case results.LowerIsBetter:
+	case metric.LowerIsBetter:
 		return history.LowerIsBetter
 	}
 	return history.Neutral

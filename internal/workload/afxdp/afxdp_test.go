@@ -16,8 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
-	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -102,24 +101,6 @@ func TestValidateErrors(t *testing.T) {
 	}
 }
 
-// Plan: the generator runs inside the harness; its line says what it
-// will do, and the host needs AF_XDP.
-func TestPlan(t *testing.T) {
-	s, err := scenarios.Load("x.yaml", []byte(scenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := s.Expand()[0]
-	cmds := strings.Join(runner.Commands(&c, qemu.TCG), "\n")
-	if !strings.Contains(cmds, "\n# afxdp (in the vnetbench process): 1 AF_XDP socket and thread on vnbt0 in netns vnb-RUNID queue 0, bind ") ||
-		!strings.Contains(cmds, ", batch 64, for 2s") {
-		t.Errorf("commands:\n%s", cmds)
-	}
-	if n := runner.NeedsOf(s.Expand()); !slices.Contains(n.Features, xdp.Feature) {
-		t.Errorf("needs %+v", n)
-	}
-}
-
 // The generator as the runner drives it, on a real tap read by a
 // reader: Start binds and starts the threads (their ids for perf),
 // nothing is sent before Go, Wait returns Transmitted over its own run
@@ -146,7 +127,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	w := &workload.Window{Dev: dev, DstMAC: "52:54:00:12:34:56", Src: "10.0.0.1", Dst: "10.0.0.2", Artifacts: dir, RelDir: "artifacts/x",
 		InNetns: ns.Do, Note: func(string) {}}
 
-	cfg := &afxdp.Config{PktSize: 64, Mode: xdp.ModeCopy, Threads: 1, Duration: 300 * time.Millisecond, Batch: 64}
+	cfg := &afxdp.Config{PktSize: 64, Mode: series.ModeCopy, Threads: 1, Duration: 300 * time.Millisecond, Batch: 64}
 	gen := cfg.Generator()
 	if err := gen.(workload.Preparer).Prepare(t.Context(), w); errors.Is(err, xdp.ErrNoAFXDP) {
 		testenv.Skipf(t, "%v", err)
@@ -181,7 +162,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	}
 
 	// Zero-copy: stock tun refuses it.
-	cfg.Mode = xdp.ModeZeroCopy
+	cfg.Mode = series.ModeZeroCopy
 	gen = cfg.Generator()
 	err = gen.Start(t.Context(), w)
 	why, na := workload.IsUnsupported(err)
@@ -203,7 +184,7 @@ func TestFeature(t *testing.T) {
 	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 	var f *workload.Feature
 	for _, x := range workload.AllFeatures() {
-		if x.Name == xdp.Feature {
+		if x.Name == series.Feature {
 			f = &x
 		}
 	}

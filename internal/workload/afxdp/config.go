@@ -2,7 +2,7 @@
 // the harness's own process, sending UDP frames into the tap from one
 // AF_XDP socket and one thread per tap queue, bound in copy or zero-copy
 // mode. It is the experiment of the netdev series "tun: AF_XDP Tx
-// zero-copy support": its table (xdp.SeriesTable, shared with the testpmd
+// zero-copy support": its table (series.Table, shared with the testpmd
 // workload, the series' own generator) has the UDP sizes as rows and
 // copy, zero-copy and the speedup as columns, one table per kernel.
 //
@@ -16,9 +16,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
 // Workload is the AF_XDP Tx generator.
@@ -43,8 +45,8 @@ type Config struct {
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
-		xdp.FrameSize(&c.PktSize, "pkt_size"),
-		xdp.ModeKey(&c.Mode, "mode"),
+		series.FrameSize(&c.PktSize, "pkt_size"),
+		series.ModeKey(&c.Mode, "mode"),
 		schema.Int(&c.Threads, "threads", 1, 64).Default(1).Unit("threads").Axis().Short("t").
 			Doc("sending threads, each with its own AF_XDP socket and UMEM on one tap queue (first_queue + i); more than one needs queues: auto or a queue count"),
 		schema.Int(&c.FirstQueue, "first_queue", 0, 255).Default(0).Unit("queue index").
@@ -63,7 +65,7 @@ func (c *Config) Resolve(r *workload.Resolver) error {
 	if c.Duration == 0 && c.Count == 0 {
 		return r.Errorf("duration", "generator.afxdp: duration and count are both 0; set one (the generator sends until it reaches it)")
 	}
-	return xdp.CheckQueues(r, c.FirstQueue, c.Threads)
+	return series.CheckQueues(r, c.FirstQueue, c.Threads)
 }
 
 func (c *Config) Length() (time.Duration, bool) {
@@ -95,16 +97,16 @@ func (c *Config) CPUsNeeded() int { return c.Threads }
 
 // CheckCPUs refuses more sending threads than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
-	return xdp.CheckThreadCPUs(h, "afxdp", c.Threads)
+	return series.CheckThreadCPUs(h, "afxdp", c.Threads)
 }
 
 // Metrics: Transmitted, per thread, over the generator's own run time.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.TxPPS, workload.TxPPSThread}
 }
 
 // Table: the series' table.
 func (Workload) Table() workload.Table {
-	return xdp.SeriesTable("afxdp",
+	return series.Table("afxdp",
 		"Transmitted = AF_XDP completions (frames the kernel took from the Tx rings and finished with) / the generator's run time, from its first submit to its last completion")
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
-func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{xdp.Feature}} }
+func (c *Config) Needs() workload.Needs { return workload.Needs{Features: []string{series.Feature}} }
 
 // Commands: the generator runs inside the harness; its line says what it
 // does, as a comment.
@@ -154,7 +155,7 @@ func (g *generator) Release() {
 	g.g = nil
 }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) { return xdp.LinkStats(g.w) }
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return series.LinkStats(g.w) }
 
 func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if g.g == nil {

@@ -7,10 +7,11 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
 func (Workload) Features() []workload.Feature {
-	return []workload.Feature{{Name: xdp.Feature, Probe: probeFeature}}
+	return []workload.Feature{{Name: series.Feature, Probe: probeFeature}}
 }
 
 func probeFeature() workload.Probe {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -124,12 +125,12 @@ func (c *Config) HostThreads() []workload.HostThread {
 }
 
 // Metrics: the receiver's throughput, the sender's retransmits and its CPU.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{
 		workload.ThroughputBPS,
-		{Key: "retransmits", Unit: "count", Better: workload.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
-		{Key: "iperf3_srtt_s", Unit: "s", Better: workload.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
-		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
+		{Key: "retransmits", Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
+		{Key: "iperf3_srtt_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
+		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
 			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -315,9 +316,9 @@ func (p *Config) CheckCPUs(h *workload.HostCheck) error {
 
 // Metrics: the packet generators' tx_pps (the sum of the threads'
 // Result pps), per thread with its loss, and pktgen's errors.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread, workload.TxRunS,
-		{Key: "pktgen_errors", Unit: "count", Better: workload.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread, workload.TxRunS,
+		{Key: "pktgen_errors", Unit: "count", Better: metric.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
 }
 
 // Table: Transmitted and Lost, per thread when there are several.

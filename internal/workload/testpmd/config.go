@@ -12,7 +12,7 @@
 // therefore asks the kernel first (xdp.HostCapability, a bind on a
 // throwaway tap) and is "n/a" with the kernel's reason where zero-copy
 // binds are refused; copy cells pass force_copy=1. Its table is the AF_XDP
-// workload's (xdp.SeriesTable).
+// workload's (series.Table).
 package testpmd
 
 import (
@@ -21,9 +21,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
-	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 )
 
 // Workload is dpdk-testpmd.
@@ -48,8 +49,8 @@ type Config struct {
 
 func (c *Config) Fields() []schema.Field {
 	return []schema.Field{
-		xdp.FrameSize(&c.PktSize, "pkt_size"),
-		xdp.ModeKey(&c.Mode, "mode"),
+		series.FrameSize(&c.PktSize, "pkt_size"),
+		series.ModeKey(&c.Mode, "mode"),
 		schema.Int(&c.Threads, "threads", 1, 64).Default(1).Unit("threads").Axis().Short("t").
 			Doc("forwarding lcores, each with its own net_af_xdp port (--vdev) on one tap queue (first_queue + i); more than one needs queues: auto or a queue count"),
 		schema.Int(&c.FirstQueue, "first_queue", 0, 255).Default(0).Unit("queue index").
@@ -65,7 +66,7 @@ func (c *Config) Resolve(r *workload.Resolver) error {
 		return r.Errorf("duration", "generator.testpmd.duration must be above 0 (testpmd forwards until stopped)")
 	}
 	c.pin = r.Cell.PinGenerator
-	return xdp.CheckQueues(r, c.FirstQueue, c.Threads)
+	return series.CheckQueues(r, c.FirstQueue, c.Threads)
 }
 
 func (c *Config) Length() (time.Duration, bool) { return c.Duration, true }
@@ -82,17 +83,17 @@ func (c *Config) CPUsNeeded() int { return c.Threads }
 
 // CheckCPUs refuses more forwarding lcores than CPUs.
 func (c *Config) CheckCPUs(h *workload.HostCheck) error {
-	return xdp.CheckThreadCPUs(h, "testpmd", c.Threads)
+	return series.CheckThreadCPUs(h, "testpmd", c.Threads)
 }
 
 // Metrics: Transmitted, per thread (port), over its forwarding time.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.TxPPS, workload.TxPPSThread}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.TxPPS, workload.TxPPSThread}
 }
 
 // Table: the series' table.
 func (Workload) Table() workload.Table {
-	return xdp.SeriesTable("testpmd",
+	return series.Table("testpmd",
 		"Transmitted = testpmd's TX-packets (Forward statistics, all ports) / its forwarding time, from writing `start` to writing `stop`")
 }
 
@@ -126,7 +127,7 @@ func Args(c Config, dev, peerMAC, src, dst, prefix, cpuset string) []string {
 		"--lcores", fmt.Sprintf("(0-%d)@(%s)", c.Threads, cpuset)}
 	for i := range c.Threads {
 		v := fmt.Sprintf("net_af_xdp%d,iface=%s,start_queue=%d,queue_count=1", i, dev, c.FirstQueue+i)
-		if c.Mode != xdp.ModeZeroCopy {
+		if c.Mode != series.ModeZeroCopy {
 			v += ",force_copy=1"
 		}
 		a = append(a, "--vdev", v)

@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 	"github.com/vnetbench/vnetbench/perfparse"
 )
 
@@ -52,7 +53,7 @@ func probePMD() workload.Probe {
 }
 
 func (c *Config) Needs() workload.Needs {
-	return workload.Needs{Tools: []string{Tool}, Features: []string{xdp.Feature, PMDFeature}}
+	return workload.Needs{Tools: []string{Tool}, Features: []string{series.Feature, PMDFeature}}
 }
 
 func (c *Config) Commands(p workload.PlanEnv) []string {
@@ -135,7 +136,7 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 	if w.Duration > 0 {
 		g.dur = w.Duration
 	}
-	if g.cfg.Mode == xdp.ModeZeroCopy {
+	if g.cfg.Mode == series.ModeZeroCopy {
 		// testpmd cannot force zero-copy (the kernel falls back to copy
 		// silently): ask the kernel first.
 		c, err := xdp.HostCapability.Get()
@@ -230,7 +231,7 @@ func (g *generator) cleanup() {
 // forwarding lcores).
 func (g *generator) Threads() ([]int, bool) { return []int{g.p.Pid()}, true }
 
-func (g *generator) linkStats() (hostnet.LinkStats, error) { return xdp.LinkStats(g.w) }
+func (g *generator) linkStats() (hostnet.LinkStats, error) { return series.LinkStats(g.w) }
 
 func (g *generator) send(cmds ...string) error {
 	_, err := io.WriteString(g.stdin, strings.Join(cmds, "\n")+"\n")

@@ -14,7 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
-	xdp "github.com/vnetbench/vnetbench/internal/xsk"
+	"github.com/vnetbench/vnetbench/internal/xsk/series"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -64,7 +64,7 @@ func TestValidateErrors(t *testing.T) {
 	if len(cmds) != 2 || !strings.Contains(cmds[0], "--lcores '(0-1)@(1)'") || !strings.HasPrefix(cmds[0], "ip netns exec vnb-RUNID dpdk-testpmd ") {
 		t.Errorf("commands %q: want testpmd's lcores on pin.generator's CPU", cmds)
 	}
-	if n := c.Generator.Config.Needs(); !slices.Equal(n.Tools, []string{Tool}) || !slices.Contains(n.Features, xdp.Feature) {
+	if n := c.Generator.Config.Needs(); !slices.Equal(n.Tools, []string{Tool}) || !slices.Contains(n.Features, series.Feature) {
 		t.Errorf("needs %+v", n)
 	}
 }

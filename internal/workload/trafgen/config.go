@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -84,7 +85,7 @@ func (c *Config) CheckCPUs(h *workload.HostCheck) error {
 }
 
 // Metrics: tx_pps is trafgen's "packets outgoing" over its run time.
-func (Workload) Metrics() []workload.Metric { return []workload.Metric{workload.TxPPS} }
+func (Workload) Metrics() []metric.Metric { return []metric.Metric{workload.TxPPS} }
 
 // Table: Transmitted and Lost, as pktgen's.
 func (Workload) Table() workload.Table { return workload.PacketTable }

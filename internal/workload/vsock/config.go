@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -139,22 +140,22 @@ func (Workload) Target() string { return "vsock" }
 
 // The workload's own metrics.
 var (
-	RedirectorCPU = workload.Metric{Key: "redirector_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter,
+	RedirectorCPU = metric.Metric{Key: "redirector_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter,
 		Description: "CPU time in the guest of the redirector's process (socat; none for sockmap) plus the guest's kworker threads (sockmap's psock backlog, the vsock transport's send work), over the sender's run, as a fraction of one CPU (/proc/PID/schedstat)"}
-	SentBPS = workload.Metric{Key: "vsock_sent_bps", Unit: "bit/s", Better: workload.HigherIsBetter, Rate: true, Diagnostic: true,
+	SentBPS = metric.Metric{Key: "vsock_sent_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true, Diagnostic: true,
 		Header: "sent", HeaderNote: "(the guest's senders)",
 		Description: "bits/s the guest's sender threads wrote into the unix socket, total, over the sender's run (guest clock)"}
-	RxBytes = workload.Metric{Key: "vsock_rx_bytes", Unit: "count", Better: workload.Neutral, Diagnostic: true,
+	RxBytes = metric.Metric{Key: "vsock_rx_bytes", Unit: "count", Better: metric.Neutral, Diagnostic: true,
 		Header: "rx bytes", HeaderNote: "(the server's count)",
 		Description: "bytes the vsock server counted in its interval (throughput_bps's numerator)"}
-	GuestCPU = workload.Metric{Key: "guest_cpu_frac", Unit: "fraction", Better: workload.LowerIsBetter, Diagnostic: true,
+	GuestCPU = metric.Metric{Key: "guest_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true,
 		Header: "guest CPU", HeaderNote: "(all its CPUs, % of a core)",
 		Description: "the guest's busy CPU time (all CPUs, /proc/stat) over the sender's run, as a fraction of one CPU"}
 )
 
 // Metrics: the server's throughput, the redirector's CPU, diagnostics.
-func (Workload) Metrics() []workload.Metric {
-	return []workload.Metric{workload.ThroughputBPS, RedirectorCPU, SentBPS, RxBytes, GuestCPU}
+func (Workload) Metrics() []metric.Metric {
+	return []metric.Metric{workload.ThroughputBPS, RedirectorCPU, SentBPS, RxBytes, GuestCPU}
 }
 
 // Table: socat and sockmap side by side, throughput in MB/s and the

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -154,7 +155,7 @@ func TestToyFakeRun(t *testing.T) {
 	if m.Metrics["toy_pps"] != 2000 || m.Metrics["toy_errors"] != 3 || len(m.Artifacts) != 1 {
 		t.Errorf("sample %+v", m)
 	}
-	if d, ok := results.Lookup("toy_pps"); !ok || d.Unit != "pps" || d.Better != results.HigherIsBetter {
+	if d, ok := results.Lookup("toy_pps"); !ok || d.Unit != "pps" || d.Better != metric.HigherIsBetter {
 		t.Errorf("toy_pps is %+v (%v)", d, ok)
 	}
 	checkReport(t, set)

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,9 +14,73 @@ import (
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
-// What a cell's failure does to the run: run again (a void measurement,
-// a guest that stopped answering), record the cell as failed and go on
-// (a guest fault, failed traffic), or end the run (anything else).
+// The run's cells, one sample each in order: a sample the run directory
+// holds already is skipped, and a cell's failure runs it again (a void
+// measurement, a guest that stopped answering), records it as failed and
+// goes on (a guest fault, failed traffic), or ends the run (anything
+// else).
+
+// runCells runs a sample of each cell not yet in the run directory and
+// returns the errors of the cells whose guest failed (recorded as failed
+// samples; the others went on). Any other error stops the run.
+func (r *runState) runCells(ctx context.Context, cells []scenarios.Cell, sum *Summary) (faults []error, err error) {
+	total := len(cells)
+	done := 0
+	r.progress(Progress{Total: total, Started: true})
+	for i := range cells {
+		c := &cells[i]
+		if r.w.Done(c.Name, kernelLabel(c), c.Rep) {
+			done++
+			sum.Skipped++
+			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Skipped: true})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return faults, fmt.Errorf("interrupted after %d of %d samples (finished ones are kept; continue with --resume): %w", done, total, err)
+		}
+		if r.ns == nil {
+			if err := r.setupRun(ctx); err != nil {
+				return faults, fmt.Errorf("%w (%s)", err, LeftoversHint)
+			}
+			sum.Netns = r.ns.Name
+		}
+		s, err := r.runSampleRetrying(ctx, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return faults, fmt.Errorf("interrupted in cell %s rep %d (finished samples are kept; continue with --resume): %w", c.Name, c.Rep+1, ctx.Err())
+			}
+			if !cellFailed(err) {
+				return faults, err
+			}
+			if aerr := r.recordCellFailure(c, err); aerr != nil {
+				return faults, errors.Join(err, aerr)
+			}
+			faults = append(faults, err)
+			done++
+			r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Failed: err})
+			continue
+		}
+		done++
+		sum.Samples++
+		r.progress(Progress{Done: done, Total: total, Cell: c.Name, Kernel: kernelLabel(c), Rep: c.Rep, Sample: s})
+	}
+	return faults, nil
+}
+
+func (r *runState) progress(p Progress) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(p)
+	}
+}
+
+// kernelLabel is the kernel of c's samples ("host": the running kernel
+// without a label).
+func kernelLabel(c *scenarios.Cell) string {
+	if c.Kernel.Label != "" {
+		return c.Kernel.Label
+	}
+	return "host"
+}
 
 // runSampleRetrying runs a sample of c, once more on a fresh guest when
 // the guest stopped answering.
@@ -33,7 +98,7 @@ func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*r
 		// harness's trouble, not a measurement: the cell runs once
 		// more on a fresh guest, and its sample says so.
 		r.logf("%v: retrying the cell once on a fresh guest", err)
-		if serr := r.stopGuest(); serr != nil {
+		if serr := r.guests.stop(); serr != nil {
 			r.logf("stop the silent guest: %v", serr)
 		}
 		s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
@@ -70,7 +135,7 @@ func cellFailed(err error) bool {
 // failed sample of c.
 func (r *runState) recordCellFailure(c *scenarios.Cell, err error) error {
 	r.logf("%v", err)
-	if serr := r.stopGuest(); serr != nil {
+	if serr := r.guests.stop(); serr != nil {
 		r.logf("stop the faulted guest: %v", serr)
 	}
 	return r.w.Append(failedSample(r.id, r.dir, c, err))

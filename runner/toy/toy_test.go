@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -34,11 +35,11 @@ func (toy) Tools() []workload.Tool {
 	return []workload.Tool{{Name: "toyblast", Package: "toyblast"}}
 }
 
-func (toy) Metrics() []workload.Metric {
-	return []workload.Metric{
-		{Key: "toy_pps", Unit: "pps", Better: workload.HigherIsBetter, Rate: true,
+func (toy) Metrics() []metric.Metric {
+	return []metric.Metric{
+		{Key: "toy_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 			Description: "packets toyblast sent / its run time, total over its streams"},
-		{Key: "toy_errors", Unit: "count", Better: workload.LowerIsBetter, Description: "send errors toyblast counted in its run"},
+		{Key: "toy_errors", Unit: "count", Better: metric.LowerIsBetter, Description: "send errors toyblast counted in its run"},
 	}
 }
 

@@ -1,29 +1,28 @@
-package xsk
-
-// What the AF_XDP series' workloads (afxdp, the harness's generator, and
-// testpmd, the series' own) share: their pkt_size and mode keys, queue and
-// CPU checks, their table, the host's AF_XDP capability and the tap's
-// counters. Both plug-ins import this package; neither imports the other.
+// Package series is what the AF_XDP series' workloads (afxdp, the
+// harness's generator, and testpmd, the series' own) share: their
+// pkt_size and mode keys, queue and CPU checks, their table, their
+// feature's name and the tap's counters. Both plug-ins import this
+// package; neither imports the other. The AF_XDP socket driver is
+// internal/xsk, which names no workload.
+package series
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/xsk"
 )
 
 // The bind modes (the mode key's values).
 const (
-	ModeCopy     = string(Copy)
-	ModeZeroCopy = string(ZeroCopy)
+	ModeCopy     = string(xsk.Copy)
+	ModeZeroCopy = string(xsk.ZeroCopy)
 )
 
 // FrameSize is the pkt_size key of the AF_XDP series' workloads: a frame
@@ -41,10 +40,10 @@ var frameSizeKind = schema.Kind[int]{
 		switch {
 		case msg != "":
 			return 0, msg
-		case x < HeaderLen:
-			return 0, fmt.Sprintf("%s: %d bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use %d or more", c.Path, x, HeaderLen)
-		case x > MaxFrameSize:
-			return 0, fmt.Sprintf("%s: %d bytes is above one AF_XDP UMEM chunk; use %d or less", c.Path, x, MaxFrameSize)
+		case x < xsk.HeaderLen:
+			return 0, fmt.Sprintf("%s: %d bytes is below the Ethernet (14) + IPv4 (20) + UDP (8) headers; use %d or more", c.Path, x, xsk.HeaderLen)
+		case x > xsk.MaxFrameSize:
+			return 0, fmt.Sprintf("%s: %d bytes is above one AF_XDP UMEM chunk; use %d or less", c.Path, x, xsk.MaxFrameSize)
 		}
 		return int(x), ""
 	},
@@ -87,13 +86,13 @@ func CheckThreadCPUs(h *workload.HostCheck, name string, threads int) error {
 	return nil
 }
 
-// SeriesTable is the table of the AF_XDP series' workloads (this one and
+// Table is the table of the AF_XDP series' workloads (this one and
 // testpmd): per kernel, the UDP sizes as row groups, copy and zero-copy
 // as columns with the speedup, and the rows Transmitted, Lost, Received
 // (the guest's sink) and the CPU per packet of the sender (the perf
 // target sender) and of the vhost-net worker, where a run had them.
 // transmitted defines the workload's Transmitted for the footnote.
-func SeriesTable(sender, transmitted string) workload.Table {
+func Table(sender, transmitted string) workload.Table {
 	return workload.Table{
 		Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
 		Versus: &workload.Versus{RowKey: "pkt_size", ColKey: "mode", RowHeader: "UDP size", RowLabel: "UDP %s",
@@ -146,44 +145,6 @@ func SeriesTable(sender, transmitted string) workload.Table {
 // Feature is AF_XDP Tx on a tap: doctor and preflight bind a copy and a
 // zero-copy socket to a throwaway tap.
 const Feature = "AF_XDP"
-
-// CapabilityCache probes the running kernel's AF_XDP capability on a tap
-// once per process (doctor, preflight and every cell ask).
-type CapabilityCache struct {
-	// Probe is what it asks (Probe; tests give a fake).
-	Probe func(context.Context) (Capability, error)
-	mu    sync.Mutex
-	done  bool
-	c     Capability
-}
-
-// Get returns the capability, probing on the first call (or after a
-// failed one).
-func (cc *CapabilityCache) Get() (Capability, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.done {
-		return cc.c, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := cc.Probe(ctx)
-	if err != nil {
-		return c, err
-	}
-	cc.c, cc.done = c, true
-	return c, nil
-}
-
-// Reset forgets a probed capability.
-func (cc *CapabilityCache) Reset() {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.done = false
-}
-
-// HostCapability is the running kernel's, probed with Probe.
-var HostCapability = &CapabilityCache{Probe: Probe}
 
 // LinkStats reads the counters of the window's tap from inside its
 // network namespace: the series' generators read tx_dropped around their

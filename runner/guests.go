@@ -1,0 +1,332 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/undo"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// guests is the run's guest phase: the guest that runs, and how a cell
+// gets one (reused while its VM configuration stays, else booted anew).
+type guests struct {
+	r   *runState
+	cur *guest
+	// contents: what the run's workloads need in the guest (the iperf3
+	// server); every guest image carries it all, so a VM is reused
+	// between cells of different workloads.
+	contents GuestContents
+	// paired are the guests (pairedKey) whose tap and tap+vhost cells
+	// share one boot: a guest with a vhost=off and a vhost=on NIC.
+	paired map[string]bool
+	boots  int
+	// kvmBroken is why a guest asked for KVM under auto did not start with
+	// it: later auto guests go straight to TCG ("" = KVM works as probed).
+	kvmBroken string
+	// kernel is the guest kernel release noted in env.json; cmdlines the
+	// guest kernel command lines.
+	kernel   string
+	cmdlines []string
+}
+
+// ready returns the guest for cell c: the running one when c can use
+// it, else a new one (a guest c cannot use is stopped first); bootTime
+// is the new one's boot (0 = reused).
+func (gs *guests) ready(ctx context.Context, c *scenarios.Cell) (g *guest, bootTime time.Duration, err error) {
+	fail := func(phase string, err error) error {
+		return &CellError{Cell: c.Name, Rep: c.Rep, Phase: phase, Err: err}
+	}
+	if gs.cur != nil && gs.cur.key != gs.key(c) {
+		gs.r.logf("cell %s needs another VM configuration: rebooting the guest", c.Name)
+		if err := gs.stop(); err != nil {
+			return nil, 0, fail("stop previous guest", err)
+		}
+	}
+	if gs.cur != nil {
+		return gs.cur, 0, nil
+	}
+	bootStart := time.Now()
+	g, err = gs.boot(ctx, c)
+	if err != nil {
+		return nil, 0, fail("boot", err)
+	}
+	gs.cur = g
+	if g.guestReady > 0 {
+		gs.r.logf("guest up in %.1fs (%s; guest kernel clock: /init at %.1fs, ready at %.1fs)", g.bootTime.Seconds(), g.accel,
+			g.guestInit.Seconds(), g.guestReady.Seconds())
+	} else {
+		gs.r.logf("guest up in %.1fs (%s)", g.bootTime.Seconds(), g.accel)
+	}
+	return g, time.Since(bootStart), nil
+}
+
+// accel is the accelerator c's guest boots with: CellAccel, or TCG for
+// an auto cell once KVM failed to start a guest in this run.
+func (gs *guests) accel(c *scenarios.Cell) qemu.Accel {
+	a, _, err := CellAccel(c, gs.r.kvm, gs.r.opts.Accel)
+	if err != nil {
+		return qemu.TCG // refused in Run already
+	}
+	if a == qemu.KVM && gs.kvmBroken != "" && c.Guest.Accel != qemu.AccelKVM && gs.r.opts.Accel == "" {
+		return qemu.TCG
+	}
+	return a
+}
+
+// stop stops the running guest, if one runs.
+func (gs *guests) stop() error {
+	g := gs.cur
+	gs.cur = nil
+	if g == nil || g.undo == nil {
+		return nil
+	}
+	return g.undo.Run(30 * time.Second)
+}
+
+// key is the guest a cell runs on in this run: its GuestKey, or its
+// pairedKey when its cells share a two-NIC guest.
+func (gs *guests) key(c *scenarios.Cell) string {
+	if k := pairedKey(c); gs.paired[k] {
+		return "paired|" + k
+	}
+	return c.GuestKey()
+}
+
+// boot creates the tap in the run's namespace, starts QEMU on it and
+// waits for the agent. On failure everything it made is undone.
+func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
+	u := undo.New()
+	defer u.RunOnError(&err, teardownTimeout(c))
+	g = &guest{key: gs.key(c), accel: gs.accel(c)}
+	img, err := gs.r.opts.Image(ctx, c.Guest, gs.contents)
+	if err != nil {
+		return nil, fmt.Errorf("guest image: %w", err)
+	}
+	g.nics = []*guestNIC{{backend: c.Backend, tap: tapName(c), hostIP: HostIP, guestIP: GuestIP, mac: GuestMAC}}
+	if gs.paired[pairedKey(c)] {
+		g.nics = pairNICs()
+	}
+	qnics, err := gs.createTaps(c, g.nics, u)
+	if err != nil {
+		return nil, err
+	}
+	cfg := gs.config(c, g, img, qnics)
+	gs.boots++
+	start := time.Now()
+	bootTimeout := c.Timeouts.Boot
+	if bootTimeout <= 0 {
+		bootTimeout = 3 * time.Minute
+	}
+	life, kill := context.WithCancelCause(context.Background())
+	g.life = life
+	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
+	bctx, cancel := withGuest(ctx, g)
+	defer cancel()
+	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
+	defer cancelT()
+	vm, err := gs.start(ctx, bctx, c, g, img, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	gs.noteCmdline(qemu.Cmdline(cfg))
+	g.vm = vm
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
+	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
+	agent, err := gs.waitAgent(bctx, vm, cfg.AgentSocket)
+	if err != nil {
+		return nil, agentBootError(ctx, bctx, vm, err, bootTimeout)
+	}
+	g.agent = agent
+	u.Push("close agent", func(context.Context) error { return agent.Close() })
+	g.noteBoot(agent, time.Since(start))
+	gs.noteKernel(img.KernelRelease)
+	g.sink = "stack"
+	g.undo = u.Release()
+	return g, nil
+}
+
+// createTaps creates a multiqueue tap in the run's namespace for each of
+// the guest's NICs (deleted by u) and returns QEMU's NICs on them.
+func (gs *guests) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack) ([]qemu.NIC, error) {
+	var qnics []qemu.NIC
+	for i, n := range nics {
+		tap := hostnet.Tap{Name: n.tap, Queues: c.TapQueues(), Addr: n.hostIP + "/" + strconv.Itoa(PrefixLen)}
+		gs.r.repro.cmd(proc.Cmd{Argv: tapArgv(tap), Netns: gs.r.ns.Name})
+		gs.r.repro.cmd(proc.Cmd{Argv: []string{"ip", "addr", "add", tap.Addr, "dev", tap.Name}, Netns: gs.r.ns.Name})
+		gs.r.repro.cmd(proc.Cmd{Argv: []string{"ip", "link", "set", tap.Name, "up"}, Netns: gs.r.ns.Name})
+		if err := gs.r.ns.CreateTap(tap); err != nil {
+			return nil, err
+		}
+		tapDev := n.tap
+		u.Push("delete tap "+tapDev, func(context.Context) error { return gs.r.ns.DeleteLink(tapDev) })
+		if st, err := gs.r.ns.LinkMAC(n.tap); err == nil {
+			n.tapMAC = st
+		}
+		qnics = append(qnics, n.device(i == 0, c.TapQueues()))
+	}
+	return qnics, nil
+}
+
+// config is the QEMU configuration of guest g of cell c: image img,
+// NICs qnics, the console log of the run's next boot.
+func (gs *guests) config(c *scenarios.Cell, g *guest, img *GuestImage, qnics []qemu.NIC) qemu.Config {
+	cfg := qemu.Config{Name: "vnb-" + gs.r.id, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
+		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
+		QMPSocket:   filepath.Join(gs.r.sockDir, "qmp.sock"),
+		AgentSocket: filepath.Join(gs.r.sockDir, "agent.sock"),
+		ConsoleLog:  filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots)),
+		NICs:        qnics}
+	workloadDevices(&cfg, c)
+	if cfg.MemoryMiB == 0 {
+		cfg.MemoryMiB = 512
+	}
+	return cfg
+}
+
+// start starts QEMU with cfg (under ctx; bctx bounds the start).
+// When KVM was chosen automatically and this QEMU did not run it, it
+// starts the guest again under TCG, for this and later guests, and notes
+// that in cfg and g.
+func (gs *guests) start(ctx, bctx context.Context, c *scenarios.Cell, g *guest, img *GuestImage, cfg *qemu.Config) (*qemu.VM, error) {
+	// QEMU must outlive bctx: start it with the run's context.
+	vm, err := gs.launch(ctx, bctx, *cfg)
+	if err != nil && g.accel == qemu.KVM && c.Guest.Accel != qemu.AccelKVM && gs.r.opts.Accel == "" && ctx.Err() == nil && bctx.Err() == nil {
+		// guest.accel auto: the probe ran a vCPU, yet this QEMU did not
+		// run KVM. Fall back to TCG once, for this and later guests.
+		gs.kvmBroken = err.Error()
+		g.accel = qemu.TCG
+		g.warnings = append(g.warnings, fmt.Sprintf("KVM did not start this guest (%v): it runs under TCG instead", err))
+		gs.r.logf("warning: %s", g.warnings[len(g.warnings)-1])
+		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline)
+		cfg.ConsoleLog = filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots))
+		gs.boots++
+		vm, err = gs.launch(ctx, bctx, *cfg)
+	}
+	return vm, err
+}
+
+// agentBootError is the error of a guest whose agent did not answer
+// (err) within bootTimeout: the run's cancellation, the kernel fault on
+// its console, or a boot error with the console's tail.
+func agentBootError(ctx, bctx context.Context, vm *qemu.VM, err error, bootTimeout time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if fe := faultOf(bctx); fe != nil {
+		return fe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)
+	}
+	return vm.BootError("wait for agent", err)
+}
+
+// noteBoot records the guest's boot time (and scales the agent's
+// timeouts to it) and the guest's own clock of its boot.
+func (g *guest) noteBoot(agent Agent, bootTime time.Duration) {
+	g.bootTime = bootTime
+	if va, ok := agent.(*vmAgent); ok {
+		va.scaleToBoot(g.bootTime)
+	}
+	if gc, ok := agent.(interface {
+		GuestClock() (time.Duration, time.Duration)
+	}); ok {
+		g.guestInit, g.guestReady = gc.GuestClock()
+	}
+}
+
+// workloadDevices adds what c's workload asks of its guest VM to cfg: its
+// QEMU arguments and its vsock device.
+func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
+	if c.Generator.Config == nil {
+		return
+	}
+	n := c.Generator.Config.Needs()
+	cfg.Extra = n.QEMUArgs
+	cfg.VsockCID = n.VsockCID
+}
+
+// launch starts QEMU in the run's namespace and confirms over QMP that
+// it runs the accelerator asked for (query-kvm); bctx bounds the start,
+// ctx is QEMU's lifetime.
+func (gs *guests) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, error) {
+	return qemu.Start(ctx, bctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
+}
+
+// waitAgent dials the agent and waits for ready, failing fast when QEMU
+// exits (a kernel panic with panic=-1 and -no-reboot ends QEMU).
+func (gs *guests) waitAgent(ctx context.Context, vm *qemu.VM, sock string) (Agent, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-vm.Done():
+			cancel(fmt.Errorf("qemu exited during boot: %v", vm.Process().Wait()))
+		case <-ctx.Done():
+		}
+	}()
+	a, err := gs.r.opts.DialAgent(ctx, sock)
+	if err != nil {
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+			return nil, c
+		}
+		return nil, err
+	}
+	if err := a.WaitReady(ctx); err != nil {
+		a.Close()
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+			return nil, c
+		}
+		// The agent's socket closing usually means QEMU is exiting
+		// (a guest panic with panic=-1 and -no-reboot): say so.
+		select {
+		case <-vm.Done():
+			return nil, fmt.Errorf("qemu exited during boot (%v): %w", vm.Process().Wait(), err)
+		case <-time.After(2 * time.Second):
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// noteCmdline records a guest kernel command line in env.json (each
+// distinct one once, in boot order).
+func (gs *guests) noteCmdline(cmdline string) {
+	if slices.Contains(gs.cmdlines, cmdline) {
+		return
+	}
+	gs.cmdlines = append(gs.cmdlines, cmdline)
+	env, err := results.ReadEnv(gs.r.dir)
+	if err != nil {
+		return
+	}
+	env.GuestCmdline = slices.Clone(gs.cmdlines)
+	results.WriteEnv(gs.r.dir, *env)
+}
+
+// noteKernel records the guest kernel release in env.json (once).
+func (gs *guests) noteKernel(release string) {
+	if release == "" || gs.kernel == release {
+		return
+	}
+	gs.kernel = release
+	env, err := results.ReadEnv(gs.r.dir)
+	if err != nil {
+		return
+	}
+	if env.Extra == nil {
+		env.Extra = map[string]string{}
+	}
+	env.Extra["guest_kernel"] = release
+	results.WriteEnv(gs.r.dir, *env)
+}
