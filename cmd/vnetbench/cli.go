@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -44,12 +44,12 @@ func newCLI() *cli {
 }
 
 // machine fills in what a run takes from the machine cl describes.
-func (cl *cli) machine(o *bench.Options) {
+func (cl *cli) machine(o *session.Options) {
 	o.Host, o.EstimateDir, o.RecordEstimates, o.EditRunner = cl.host, cl.estimateDir, cl.recordEstimates, cl.runOptions
 }
 
 // loadTable reads the host's measured rates; a broken file is a
 // warning and the defaults.
 func (cl *cli) loadTable(stderr io.Writer, prefix string) *estimate.Table {
-	return bench.LoadTable(stderr, prefix, cl.estimateDir)
+	return session.LoadTable(stderr, prefix, cl.estimateDir)
 }

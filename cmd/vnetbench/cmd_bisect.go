@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -113,17 +113,17 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 		return bisect.Outcome{}, usageErrorf("bisect: --min-effect: %v", err)
 	}
 	dir := filepath.Join(o.out, commit)
-	run := bench.Options{
-		Scenario: bench.Spec{Name: o.scenario, Sets: *o.sets, Kernels: []scenarios.Kernel{
+	run := session.Options{
+		Scenario: session.Spec{Name: o.scenario, Sets: *o.sets, Kernels: []scenarios.Kernel{
 			{Label: "good", Tree: o.tree, Ref: o.good}, {Label: "candidate", Tree: o.tree, Ref: commit}}},
-		Dir: dir, LockWait: o.lockWait, MaxTime: bench.DefaultMaxTime, Version: version, Stdout: stdout, Stderr: stderr,
+		Dir: dir, LockWait: o.lockWait, MaxTime: session.DefaultMaxTime, Version: version, Stdout: stdout, Stderr: stderr,
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil {
 		run.Resume = true
 	}
 	cl.machine(&run)
 	defer forceOnSecondSignal(ctx, stderr)()
-	_, err = bench.UntilDecided(ctx, run, bench.Until{Gates: gates, MinEffect: me, MaxReps: o.maxReps})
+	_, err = session.UntilDecided(ctx, run, session.Until{Gates: gates, MinEffect: me, MaxReps: o.maxReps})
 	if err != nil && !errors.As(err, new(*report.UndecidedError)) {
 		return bisect.Outcome{}, stepError(err)
 	}

@@ -64,8 +64,10 @@ func gitTree(t *testing.T, n int) (dir string, commits []string) {
 		return strings.TrimSpace(string(out))
 	}
 	gitc("init", "-q")
+	// The content names the tree: two trees made in the same second
+	// would otherwise share their commits' hashes.
 	for i := range n + 1 {
-		os.WriteFile(filepath.Join(dir, "f"), []byte(fmt.Sprint(i)), 0o644)
+		os.WriteFile(filepath.Join(dir, "f"), []byte(fmt.Sprint(dir, i)), 0o644)
 		gitc("add", "f")
 		gitc("commit", "-q", "-m", fmt.Sprint("c", i))
 		commits = append(commits, gitc("rev-parse", "HEAD"))

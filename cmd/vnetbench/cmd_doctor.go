@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -113,17 +113,17 @@ func labShorter(name string, lab []scenarios.Cell, tab *estimate.Table) string {
 			labels = append(labels, c.Kernel.Label)
 		}
 	}
-	e, _ := bench.EstimateCells(scenarios.Order(cells, 1), labels, st, tab)
-	if e.Total <= bench.DefaultMaxTime {
+	e, _ := session.EstimateCells(scenarios.Order(cells, 1), labels, st, tab)
+	if e.Total <= session.DefaultMaxTime {
 		return ""
 	}
-	sp := bench.Spec{Name: name, Kernels: []scenarios.Kernel{labKernel}}
+	sp := session.Spec{Name: name, Kernels: []scenarios.Kernel{labKernel}}
 	s, err := sp.Load()
 	if err != nil {
 		return ""
 	}
-	v := fmt.Sprintf(" (about %s under TCG, which run refuses past --max-time %s", estimate.Duration(e.Total), estimate.Duration(bench.DefaultMaxTime))
-	if sh := bench.ShorterForm(sp, s, st, tab, bench.DefaultMaxTime); sh != nil {
+	v := fmt.Sprintf(" (about %s under TCG, which run refuses past --max-time %s", estimate.Duration(e.Total), estimate.Duration(session.DefaultMaxTime))
+	if sh := session.ShorterForm(sp, s, st, tab, session.DefaultMaxTime); sh != nil {
 		v += fmt.Sprintf("; shorter, about %s: %s", estimate.Duration(sh.Estimate), sh.Command)
 	}
 	return v + ")"

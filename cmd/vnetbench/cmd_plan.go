@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/bench"
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -45,7 +45,7 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	sp := bench.Spec{Name: pos[0], Sets: *sets, Kernels: ks, Label: *label}
+	sp := session.Spec{Name: pos[0], Sets: *sets, Kernels: ks, Label: *label}
 	s, err := sp.Load()
 	if err != nil {
 		return err
@@ -60,12 +60,12 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	h := cl.host()
 	p := buildPlan(s, sd, h)
 	tab := cl.loadTable(stderr, "")
-	p.Estimate, _ = bench.EstimateCells(bench.SamplesOf(s, sd), bench.KernelLabels(s), h.KVM, tab)
+	p.Estimate, _ = session.EstimateCells(session.SamplesOf(s, sd), session.KernelLabels(s), h.KVM, tab)
 	p.MaxTime = *maxTime
-	p.kernelDesc = bench.DescribeKernel(s, h.KVM)
+	p.kernelDesc = session.DescribeKernel(s, h.KVM)
 	p.PerPatch = perPatchColumns(s)
 	if *maxTime > 0 && p.Estimate.Total > *maxTime {
-		p.Shorter = bench.ShorterForm(sp, s, h.KVM, tab, *maxTime)
+		p.Shorter = session.ShorterForm(sp, s, h.KVM, tab, *maxTime)
 	}
 	for _, n := range append(s.Notes, p.notes...) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
@@ -112,7 +112,7 @@ type plan struct {
 	// (--max-time) and Shorter, past it, a shorter form.
 	Estimate   *estimate.Estimate `json:"estimate"`
 	MaxTime    time.Duration      `json:"max_time_ns"`
-	Shorter    *bench.Shorter     `json:"shorter,omitempty"`
+	Shorter    *session.Shorter   `json:"shorter,omitempty"`
 	kernelDesc func(string) string
 	LabVMs     []planLabVM `json:"lab_vms,omitempty"`
 	Runs       []planRun   `json:"runs"`
@@ -161,7 +161,7 @@ type planCell struct {
 // h is a warning here.
 func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
 	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed, Sets: setStrings(s.Sets),
-		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: bench.AccelDesc(h.KVM)}
+		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: session.AccelDesc(h.KVM)}
 	for _, a := range s.Axes {
 		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
 	}
@@ -173,7 +173,7 @@ func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
 		}
 	}
 	order := scenarios.Order(cells, seed)
-	cmds := lab.PlanCommands(order, bench.KernelLabels(s), h)
+	cmds := lab.PlanCommands(order, session.KernelLabels(s), h)
 	for _, vm := range cmds.LabVMs {
 		if vm.Err != nil {
 			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", vm.Err))
@@ -268,7 +268,7 @@ func writePlanText(w io.Writer, p *plan) {
 		switch {
 		case p.MaxTime > 0 && p.Estimate.Total > p.MaxTime:
 			fmt.Fprintf(w, "limit: the estimate passes %s: vnetbench run refuses it unless --max-time is raised\n", estimate.Duration(p.MaxTime))
-			bench.WriteShorter(w, "", p.Shorter, p.MaxTime)
+			session.WriteShorter(w, "", p.Shorter, p.MaxTime)
 		case p.MaxTime > 0:
 			fmt.Fprintf(w, "limit: within %s (--max-time)\n", estimate.Duration(p.MaxTime))
 		}

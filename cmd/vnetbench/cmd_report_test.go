@@ -13,7 +13,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/golden"
 )
 
-
 // The report package's fixture runs (report/testdata/README.md): made-up
 // numbers written by its gen program, and real captures.
 const (

@@ -11,15 +11,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetbench/vnetbench/bench"
+	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
 // cmdRun runs a scenario for real and writes a run directory: it parses
-// the flags into bench.Options and runs them (bench.Run), or runs them in
-// rounds until decided (bench.UntilDecided).
+// the flags into session.Options and runs them (session.Run), or runs them in
+// rounds until decided (session.UntilDecided).
 func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N|auto] [--dry-run] [--seed N|auto] [--until-decided]", stderr)
 	f := addRunFlags(fs)
@@ -39,14 +39,14 @@ func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Write
 		defer forceOnSecondSignal(ctx, stderr)()
 	}
 	if !*f.until.on {
-		_, err = bench.Run(ctx, o)
+		_, err = session.Run(ctx, o)
 		return err
 	}
 	u, err := f.until.value()
 	if err != nil {
 		return err
 	}
-	_, err = bench.UntilDecided(ctx, o, u)
+	_, err = session.UntilDecided(ctx, o, u)
 	return err
 }
 
@@ -86,13 +86,13 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 
 // options turns the flags into the run's options: a plain value, with
 // what the run takes from this machine (cl).
-func (f runFlags) options(cl *cli, scenario string, stdout, stderr io.Writer) (bench.Options, error) {
+func (f runFlags) options(cl *cli, scenario string, stdout, stderr io.Writer) (session.Options, error) {
 	ks, err := f.kernels.parse()
 	if err != nil {
-		return bench.Options{}, err
+		return session.Options{}, err
 	}
-	o := bench.Options{
-		Scenario: bench.Spec{Name: scenario, Dir: *f.scenDir, Sets: *f.sets, Kernels: ks, Label: *f.label},
+	o := session.Options{
+		Scenario: session.Spec{Name: scenario, Dir: *f.scenDir, Sets: *f.sets, Kernels: ks, Label: *f.label},
 		Dir:      *f.out, Resume: *f.resume, DryRun: *f.dry, Seed: f.seed.N, SeedAuto: f.seed.Auto, Repetitions: *f.reps,
 		Shard: *f.shard, InsideLab: *f.insideLab, AgentBinary: *f.agentBin,
 		LockWait: *f.lockWait, MaxTime: *f.maxTime, Version: version, Stdout: stdout, Stderr: stderr,
@@ -120,9 +120,9 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 	}
 }
 
-// value is the flags as bench.UntilDecided takes them.
-func (f untilFlags) value() (bench.Until, error) {
-	u := bench.Until{MaxReps: *f.maxReps, MaxTime: *f.maxTime}
+// value is the flags as session.UntilDecided takes them.
+func (f untilFlags) value() (session.Until, error) {
+	u := session.Until{MaxReps: *f.maxReps, MaxTime: *f.maxTime}
 	var err error
 	if u.MinEffect, err = verdict.ParseMinEffect(*f.minEffect); err != nil {
 		return u, usageErrorf("run: --min-effect: %v", err)

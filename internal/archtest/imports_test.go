@@ -31,11 +31,12 @@ func goList(t *testing.T, args ...string) []string {
 }
 
 // below says whether p is one of the packages below the orchestrator:
-// everything but runner/..., bench (a run of a scenario, above runner/lab)
+// everything but runner/..., internal/session (a run of a scenario, above
+// runner/lab)
 // and cmd/....
 func below(p string) bool {
 	rel := strings.TrimPrefix(p, module+"/")
-	return rel != "runner" && !strings.HasPrefix(rel, "runner/") && rel != "bench" && !strings.HasPrefix(rel, "cmd/")
+	return rel != "runner" && !strings.HasPrefix(rel, "runner/") && rel != "internal/session" && !strings.HasPrefix(rel, "cmd/")
 }
 
 // No package below the orchestrator depends on runner/..., directly or
@@ -123,7 +124,7 @@ func TestDriversImportNoWorkload(t *testing.T) {
 }
 
 // Tests keep the arrows too: a package below the orchestrator imports no
-// runner/..., bench or cmd/... in its tests either (a plug-in's plan
+// runner/..., internal/session or cmd/... in its tests either (a plug-in's plan
 // lines and preflight are runner's to test: runner/plugins_test.go; the
 // toy workload, taken through the runner's loop, lives in runner/toy).
 func TestTestsBelowImportNoRunner(t *testing.T) {

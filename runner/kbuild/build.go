@@ -327,7 +327,8 @@ func orEmpty(cond, s string) string {
 
 // checkConfig fails when the work tree's .config lost options of the
 // fragment.
-func (b *Builder) checkConfig(p *Plan, w *work) error {
+func (w *work) checkConfig() error {
+	p := w.p
 	cfg, err := os.ReadFile(filepath.Join(w.dir, ".config"))
 	if err != nil {
 		return fmt.Errorf("kernel %s: %w", p.Spec.Label, err)
@@ -360,10 +361,10 @@ func (b *Builder) Check(ctx context.Context, p *Plan) error {
 	if _, ok := b.Cached(p); ok { // built meanwhile by another process
 		return nil
 	}
-	if err := b.apply(ctx, p, w); err != nil {
+	if err := w.apply(ctx); err != nil {
 		return err
 	}
-	return b.revertAll(ctx, w)
+	return w.revertAll(ctx)
 }
 
 // Build builds the plan's kernel, or returns it from the cache.
@@ -387,14 +388,14 @@ func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 		b.logf("kernel %s: %s built meanwhile by another build, from the build cache (%s)", p.Spec.Label, k.Identity.Release, filepath.Dir(k.Image))
 		return k, nil
 	}
-	if err := b.apply(ctx, p, w); err != nil {
+	if err := w.apply(ctx); err != nil {
 		return nil, err
 	}
 	k, berr := b.make(ctx, p, w)
 	// The work tree goes back to the plain tree (the next kernel of the
 	// same tree rebuilds only what the patches touched).
-	if rerr := b.revertAll(context.WithoutCancel(ctx), w); rerr != nil {
-		b.removeWork(ctx, p, w)
+	if rerr := w.revertAll(context.WithoutCancel(ctx)); rerr != nil {
+		w.remove(ctx)
 		if berr == nil {
 			b.logf("kernel %s: %v; the work tree is made again next time", p.Spec.Label, rerr)
 		}
@@ -448,7 +449,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	}
 	fresh := !exists(filepath.Join(w.dir, "vmlinux"))
 	st := b.readStats()
-	touched := b.touched(p, w)
+	touched := w.touched()
 	expect := 0
 	switch {
 	case fresh:
@@ -491,7 +492,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 		now = append(now, Files(pt.Data)...)
 	}
 	os.WriteFile(filepath.Join(w.state, "touched"), []byte(strings.Join(now, "\n")), 0o644)
-	if err := b.checkConfig(p, w); err != nil {
+	if err := w.checkConfig(); err != nil {
 		return nil, err
 	}
 	k, err := b.install(ctx, p, w, modules, logPath, secs, cpu)
@@ -505,7 +506,8 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 // last build's patches and this one's change (they were reverted and are
 // applied). nil when that is not known or not only .c files (a header
 // recompiles its includers).
-func (b *Builder) touched(p *Plan, w *work) []string {
+func (w *work) touched() []string {
+	p := w.p
 	set := map[string]bool{}
 	last := readString(filepath.Join(w.state, "touched"))
 	for _, f := range strings.Split(last, "\n") {

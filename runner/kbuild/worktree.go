@@ -32,8 +32,13 @@ func (b *Builder) gitOut(ctx context.Context, dir string, args ...string) (strin
 	return Git(ctx, b.Exec, dir, args...)
 }
 
-// work is a locked work tree.
+// work is a plan's locked work tree (a git worktree of the tree, or a
+// copy of it) with its state directory, and the builder that drives it:
+// creating, checking out, configuring it, applying and reverting the
+// plan's patches.
 type work struct {
+	b          *Builder
+	p          *Plan
 	dir, state string
 	lock       *os.File
 }
@@ -52,37 +57,38 @@ func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	w := &work{dir: filepath.Join(root, p.workID), state: filepath.Join(root, p.workID+".vnb")}
+	w := &work{b: b, p: p, dir: filepath.Join(root, p.workID), state: filepath.Join(root, p.workID+".vnb")}
 	lf, err := os.OpenFile(filepath.Join(root, p.workID+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.flock(ctx, lf, p.Spec.Label, w.dir); err != nil {
+	if err := w.wait(ctx, lf); err != nil {
 		lf.Close()
 		return nil, err
 	}
 	w.lock = lf
 	if _, err := os.Stat(filepath.Join(w.state, "ready")); err == nil {
-		err := b.revertAll(ctx, w)
+		err := w.revertAll(ctx)
 		if err == nil && p.Git {
-			err = b.checkout(ctx, p, w)
+			err = w.checkout(ctx)
 		}
 		if err == nil {
 			return w, nil
 		}
 		b.logf("kernel %s: work tree %s: %v; making it again", p.Spec.Label, w.dir, err)
 	}
-	if err := b.createWork(ctx, p, w); err != nil {
-		b.removeWork(ctx, p, w)
+	if err := w.create(ctx); err != nil {
+		w.remove(ctx)
 		w.unlock()
 		return nil, err
 	}
 	return w, nil
 }
 
-// flock takes the work tree's lock, waiting (and saying so) while another
+// wait takes the work tree's lock f, waiting (and saying so) while another
 // build holds it, until ctx ends.
-func (b *Builder) flock(ctx context.Context, f *os.File, label, dir string) error {
+func (w *work) wait(ctx context.Context, f *os.File) error {
+	b, label, dir := w.b, w.p.Spec.Label, w.dir
 	said := false
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -104,7 +110,9 @@ func (b *Builder) flock(ctx context.Context, f *os.File, label, dir string) erro
 	}
 }
 
-func (b *Builder) removeWork(ctx context.Context, p *Plan, w *work) {
+// remove deletes the work tree and its state.
+func (w *work) remove(ctx context.Context) {
+	b, p := w.b, w.p
 	os.RemoveAll(w.state)
 	os.RemoveAll(w.dir)
 	os.RemoveAll(w.dir + ".tmp")
@@ -113,8 +121,10 @@ func (b *Builder) removeWork(ctx context.Context, p *Plan, w *work) {
 	}
 }
 
-func (b *Builder) createWork(ctx context.Context, p *Plan, w *work) error {
-	b.removeWork(ctx, p, w)
+// create makes the work tree anew and configures it.
+func (w *work) create(ctx context.Context) error {
+	b, p := w.b, w.p
+	w.remove(ctx)
 	start := time.Now()
 	if p.Git {
 		b.logf("kernel %s: git worktree of %s at %.12s in %s", p.Spec.Label, p.Tree, p.Commit, w.dir)
@@ -136,7 +146,7 @@ func (b *Builder) createWork(ctx context.Context, p *Plan, w *work) error {
 	if err := os.MkdirAll(filepath.Join(w.state, "applied"), 0o755); err != nil {
 		return err
 	}
-	if err := b.configure(ctx, p, w); err != nil {
+	if err := w.configure(ctx); err != nil {
 		return err
 	}
 	b.logf("kernel %s: work tree ready in %s", p.Spec.Label, time.Since(start).Round(time.Second))
@@ -147,7 +157,8 @@ func (b *Builder) createWork(ctx context.Context, p *Plan, w *work) error {
 // at another, and configures it again there (the commits' Kconfig may
 // differ). make then recompiles what the checkout changed: git rewrites
 // only the files that differ. Those files join the ETA's touched list.
-func (b *Builder) checkout(ctx context.Context, p *Plan, w *work) error {
+func (w *work) checkout(ctx context.Context) error {
+	b, p := w.b, w.p
 	head, err := b.gitOut(ctx, w.dir, "rev-parse", "HEAD")
 	if err != nil {
 		return err
@@ -168,13 +179,14 @@ func (b *Builder) checkout(ctx context.Context, p *Plan, w *work) error {
 	if err := os.WriteFile(touched, []byte(strings.TrimSpace(last+"\n"+changed)), 0o644); err != nil {
 		return err
 	}
-	return b.configure(ctx, p, w)
+	return w.configure(ctx)
 }
 
 // configure writes the work tree's .config: make allnoconfig with the
 // harness's fragment (and the label's), then olddefconfig; it fails when
 // the result lost an option of the fragments.
-func (b *Builder) configure(ctx context.Context, p *Plan, w *work) error {
+func (w *work) configure(ctx context.Context) error {
+	b, p := w.b, w.p
 	frag := filepath.Join(w.state, "fragment.config")
 	if err := os.WriteFile(frag, []byte(p.Fragment.Text), 0o644); err != nil {
 		return err
@@ -199,7 +211,7 @@ func (b *Builder) configure(ctx context.Context, p *Plan, w *work) error {
 	if after, err := os.ReadFile(cfg); berr == nil && serr == nil && err == nil && bytes.Equal(before, after) {
 		os.Chtimes(cfg, fi.ModTime(), fi.ModTime())
 	}
-	return b.checkConfig(p, w)
+	return w.checkConfig()
 }
 
 // applied is the state file listing the patches applied to a work tree.
@@ -211,16 +223,17 @@ func appliedFiles(w *work) []string {
 
 // apply applies the plan's patches in order; on a failure it reverts the
 // ones it applied and names the patch and the hunk.
-func (b *Builder) apply(ctx context.Context, p *Plan, w *work) error {
+func (w *work) apply(ctx context.Context) error {
+	p := w.p
 	for i, pt := range p.Patches {
 		saved := filepath.Join(w.state, "applied", fmt.Sprintf("%04d.patch", i))
 		if err := os.WriteFile(saved, pt.Data, 0o644); err != nil {
 			return err
 		}
-		if _, err := b.gitApply(ctx, p, w, saved, false); err != nil {
+		if _, err := w.gitApply(ctx, saved, false); err != nil {
 			os.Remove(saved)
-			rerr := b.revertAll(ctx, w)
-			return errors.Join(b.applyError(p, i, err), rerr)
+			rerr := w.revertAll(ctx)
+			return errors.Join(w.applyError(i, err), rerr)
 		}
 	}
 	return nil
@@ -229,21 +242,21 @@ func (b *Builder) apply(ctx context.Context, p *Plan, w *work) error {
 // gitApply runs git apply in the work tree. Outside a git worktree git
 // must not find a repository above the copy (it would apply the paths
 // relative to that one).
-func (b *Builder) gitApply(ctx context.Context, p *Plan, w *work, patch string, reverse bool) ([]byte, error) {
+func (w *work) gitApply(ctx context.Context, patch string, reverse bool) ([]byte, error) {
 	argv := []string{"git", "apply", "--whitespace=nowarn"}
 	if reverse {
 		argv = append(argv, "-R")
 	}
 	argv = append(argv, "--end-of-options", patch)
-	return b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}})
+	return w.b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}})
 }
 
 // revertAll reverts the applied patches, last first.
-func (b *Builder) revertAll(ctx context.Context, w *work) error {
+func (w *work) revertAll(ctx context.Context) error {
 	files := appliedFiles(w)
 	for i := len(files) - 1; i >= 0; i-- {
 		argv := []string{"git", "apply", "--whitespace=nowarn", "-R", "--end-of-options", files[i]}
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}}); err != nil {
+		if _, err := w.b.Exec.Run(ctx, proc.Cmd{Argv: argv, Dir: w.dir, Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.dir)}}); err != nil {
 			return fmt.Errorf("revert %s in %s: %w", files[i], w.dir, err)
 		}
 		os.Remove(files[i])
@@ -252,7 +265,8 @@ func (b *Builder) revertAll(ctx context.Context, w *work) error {
 }
 
 // applyError words a failed git apply: which patch, which file and hunk.
-func (b *Builder) applyError(p *Plan, i int, err error) error {
+func (w *work) applyError(i int, err error) error {
+	p := w.p
 	pt := p.Patches[i]
 	what := fmt.Sprintf("patch %d/%d %s", i+1, len(p.Patches), pt.Name())
 	if pt.Subject != "" {

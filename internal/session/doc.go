@@ -1,4 +1,4 @@
-// Package bench runs a scenario as the CLI does, as one library call:
+// Package session runs a scenario as the CLI does, as one library call:
 // Run loads it with the command line's changes (Spec), orders and shards
 // its cells, estimates the run (refusing one past Options.MaxTime), runs
 // the cells of other kernels in lab VMs (runner/lab) and those of the
@@ -12,4 +12,4 @@
 // parses no flags and maps no error to an exit code (internal/fault's
 // classes say what kind each is). The estimates that plan and doctor
 // print come from here too (EstimateCells, ShorterForm).
-package bench
+package session

@@ -1,4 +1,4 @@
-package bench
+package session
 
 import (
 	"fmt"
