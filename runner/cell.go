@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -460,7 +461,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 		}
 	}
 	harnessCPU := max(cpuTime(cr.ru1)-cpuTime(cr.ru0)-cr.res.InHarnessCPU, 0)
-	s.Metrics["harness_cpu_frac"] = harnessCPU.Seconds() / window.Seconds()
+	s.Metrics[metric.HarnessCPUFrac] = harnessCPU.Seconds() / window.Seconds()
 	cr.addWarnings(s)
 	// perf report is analysis, not setup or teardown: its time is
 	// recorded apart from cell_overhead_s.
@@ -473,7 +474,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 	}
 	cr.addLabels(s)
 	// cell_overhead_s is finished once the host knobs are undone.
-	s.Metrics["cell_overhead_s"] = -(window + cr.warmup + cr.bootTime + analysis).Seconds()
+	s.Metrics[metric.CellOverheadS] = -(window + cr.warmup + cr.bootTime + analysis).Seconds()
 	return s
 }
 
@@ -526,6 +527,6 @@ func (cr *cellRun) addLabels(s *results.Sample) {
 // finish completes cell_overhead_s (setup and teardown outside the
 // window) and appends s to the run.
 func (cr *cellRun) finish(s *results.Sample) error {
-	s.Metrics["cell_overhead_s"] += time.Since(cr.cellStart).Seconds()
+	s.Metrics[metric.CellOverheadS] += time.Since(cr.cellStart).Seconds()
 	return cr.r.w.Append(*s)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -147,7 +148,7 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 			bootSeen[s.Kernel+"\x00"+b] = true // a reused guest repeats its boot time
 			o.Boots = appendFloat(o.Boots, b)
 		}
-		if ov, ok := s.Metrics["cell_overhead_s"]; ok {
+		if ov, ok := s.Metrics[metric.CellOverheadS]; ok {
 			pr, _ := strconv.ParseFloat(s.Labels["perf_report_s"], 64)
 			o.Overhead = append(o.Overhead, ov+pr)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/latprobe"
 	"github.com/vnetbench/vnetbench/runner/undo"
@@ -208,9 +209,9 @@ const MaxProbeShare = 0.001
 // the load's packet rate (tx_pps, the packets the load offered, else
 // rx_pps, what the guest received), and a warning past MaxProbeShare.
 func probeShare(s *results.Sample, sent int) {
-	load, ok := s.Metrics["tx_pps"]
+	load, ok := s.Metrics[metric.TxPPS]
 	if !ok || load <= 0 {
-		load = s.Metrics["rx_pps"]
+		load = s.Metrics[metric.RxPPS]
 	}
 	if sent == 0 || load <= 0 || s.WindowS <= 0 {
 		return

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -120,7 +121,7 @@ func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 	s.Artifacts = append(s.Artifacts, res.Artifacts...)
 	s.Warnings = append(s.Warnings, res.Warnings...)
 	if res.BusyFrac > 0 {
-		s.Metrics["generator_busy_frac"] = res.BusyFrac
+		s.Metrics[metric.GeneratorBusyFrac] = res.BusyFrac
 		if res.BusyFrac < 0.9 {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("generator %s was %.0f%% busy (< 90%%): it may be waiting rather than saturating the datapath", c.Generator.Kind, res.BusyFrac*100))
 		}
@@ -135,7 +136,7 @@ func AddResult(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 func CPUPerPacket(s *results.Sample, res *workload.Result) {
 	packets := float64(res.Packets)
 	if packets == 0 {
-		packets = s.Metrics["tx_pps"] * res.Elapsed.Seconds()
+		packets = s.Metrics[metric.TxPPS] * res.Elapsed.Seconds()
 	}
 	if packets < 1 {
 		return
@@ -168,15 +169,15 @@ func NetMetrics(s *results.Sample, before, after Counters, window time.Duration)
 	if after.Guest.Sink == vmimages.SinkXDPDrop && before.Guest.Sink == vmimages.SinkXDPDrop {
 		dRx = after.Guest.XDPDrops - before.Guest.XDPDrops
 	}
-	m["tx_packets"] = float64(dTx)
-	m["tap_tx_pps"] = float64(dTx) / sec
-	m["lost_pps"] = float64(dDrop) / sec
-	m["rx_pps"] = float64(dRx) / sec
+	m[metric.TxPackets] = float64(dTx)
+	m[metric.TapTxPPS] = float64(dTx) / sec
+	m[metric.LostPPS] = float64(dDrop) / sec
+	m[metric.RxPPS] = float64(dRx) / sec
 	// Drops inside the root qdisc (pktgen queue_xmit through fq_codel,
 	// say) never reach the tap: lost_pps does not count them.
 	if q := after.Qdisc; q.Kind != "" && q.Kind == before.Qdisc.Kind {
-		m["qdisc_drops"] = float64(q.Drops - before.Qdisc.Drops)
-		m["qdisc_drop_pps"] = float64(q.Drops-before.Qdisc.Drops) / sec
+		m[metric.QdiscDrops] = float64(q.Drops - before.Qdisc.Drops)
+		m[metric.QdiscDropPPS] = float64(q.Drops-before.Qdisc.Drops) / sec
 	}
 }
 
@@ -191,23 +192,23 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 	// the tap's drops (Result.CountsDrops) what it was offered. With a
 	// packet count (Result.Packets) the counts are compared: its rate may
 	// have another interval than the window (pktgen's own clock).
-	if tap, ok := m["tx_packets"]; ok && res.Packets > 0 && !res.CountsDrops {
+	if tap, ok := m[metric.TxPackets]; ok && res.Packets > 0 && !res.CountsDrops {
 		if r := tap / float64(res.Packets); tap > 0 && (r < 0.8 || r > 1.2) {
-			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
-			if qd := m["qdisc_drop_pps"]; qd > 0 {
+			dropped := fmt.Sprintf("dropped %.0f pps", m[metric.LostPPS])
+			if qd := m[metric.QdiscDropPPS]; qd > 0 {
 				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
 			}
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s sent %d packets but the tap's tx_packets grew by %.0f (%s)",
 				c.Generator.Kind, res.Packets, tap, dropped))
 		}
-	} else if tx, ok := m["tx_pps"]; ok {
-		tap := m["tap_tx_pps"]
+	} else if tx, ok := m[metric.TxPPS]; ok {
+		tap := m[metric.TapTxPPS]
 		if res.CountsDrops {
-			tap += m["lost_pps"]
+			tap += m[metric.LostPPS]
 		}
 		if tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
-			dropped := fmt.Sprintf("dropped %.0f pps", m["lost_pps"])
-			if qd := m["qdisc_drop_pps"]; qd > 0 {
+			dropped := fmt.Sprintf("dropped %.0f pps", m[metric.LostPPS])
+			if qd := m[metric.QdiscDropPPS]; qd > 0 {
 				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
 			}
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (%s)",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -150,8 +151,8 @@ func diagnosticMetric(m string) bool {
 
 // resultRank orders the result metrics people read first: packet rates,
 // losses, throughput, then latency.
-var resultRank = []string{"tx_pps", "lost_pps", "rx_pps", "qdisc_drop_pps", "throughput_bps", "vsock_recv_bps",
-	"rtt_p50_s", "rtt_p99_s", "rtt_p999_s", "rtt_max_s", "rtt_inflation_s", "rtt_idle_p50_s"}
+var resultRank = []string{metric.TxPPS, metric.LostPPS, metric.RxPPS, metric.QdiscDropPPS, metric.ThroughputBPS, "vsock_recv_bps",
+	metric.RTTP50S, metric.RTTP99S, metric.RTTP999S, metric.RTTMaxS, metric.RTTInflationS, metric.RTTIdleP50S}
 
 // resultsFirst orders series stably: result metrics in resultRank's
 // order, other result metrics, then diagnostics.

@@ -203,3 +203,32 @@ func TestOsExecOnlyInProc(t *testing.T) {
 		}
 	}
 }
+
+// A plug-in's subpackages (pktgen's /proc/net/pktgen driver) are its own:
+// no package outside the plug-in imports them, tests included. A lab VM's
+// command that needs pktgen asks the workload (pktgen.Flood).
+func TestPluginSubpackagesArePrivate(t *testing.T) {
+	pre := module + "/internal/workload/"
+	lines := goList(t, "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, "./...")
+	checked := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 0 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		checked++
+		for _, d := range f[1:] {
+			rest, ok := strings.CutPrefix(d, pre)
+			plugin, sub, nested := strings.Cut(rest, "/")
+			if !ok || !nested || sub == "" {
+				continue
+			}
+			if !strings.HasPrefix(f[0], pre+plugin+"/") && f[0] != pre+plugin {
+				t.Errorf("%s imports %s, the %s plug-in's own subpackage: ask the workload (its package)", f[0], d, plugin)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d packages; go list's output was not understood", checked)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // Phases of a probe: sent before the load (the idle baseline), during
@@ -151,7 +153,7 @@ type Summary struct {
 var loadPercentiles = []struct {
 	Key string
 	Q   float64
-}{{"rtt_p50_s", 0.50}, {"rtt_p99_s", 0.99}, {"rtt_p999_s", 0.999}}
+}{{metric.RTTP50S, 0.50}, {metric.RTTP99S, 0.99}, {metric.RTTP999S, 0.999}}
 
 // Summarize computes the metrics of recs: the load phase's percentiles,
 // maximum, loss and qdisc wait, and the idle phase's median and the
@@ -188,13 +190,13 @@ func Summarize(recs []Record) Summary {
 			v, iv := Percentile(load, p.Q)
 			s.Metrics[p.Key], s.Intervals[p.Key] = v, iv
 		}
-		s.Metrics["rtt_max_s"] = load[len(load)-1]
+		s.Metrics[metric.RTTMaxS] = load[len(load)-1]
 	}
 	if len(idle) > 0 {
 		v, iv := Percentile(idle, 0.5)
-		s.Metrics["rtt_idle_p50_s"], s.Intervals["rtt_idle_p50_s"] = v, iv
-		if p50, ok := s.Metrics["rtt_p50_s"]; ok {
-			s.Metrics["rtt_inflation_s"] = p50 - v
+		s.Metrics[metric.RTTIdleP50S], s.Intervals[metric.RTTIdleP50S] = v, iv
+		if p50, ok := s.Metrics[metric.RTTP50S]; ok {
+			s.Metrics[metric.RTTInflationS] = p50 - v
 		}
 	}
 	if len(wait) > 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // Set is what Load read: the samples of one or more run directories and
@@ -220,14 +221,14 @@ func (set *Set) MetricKeys() []string {
 				keys = append(keys, k)
 			}
 		}
-		if len(s.Threads) > 0 && !seen["tx_pps_thread"] {
-			seen["tx_pps_thread"] = true
-			keys = append(keys, "tx_pps_thread")
+		if len(s.Threads) > 0 && !seen[metric.TxPPSThread] {
+			seen[metric.TxPPSThread] = true
+			keys = append(keys, metric.TxPPSThread)
 		}
-		if !seen["lost_pps_thread"] {
-			if _, ok := s.Value("lost_pps_thread"); ok {
-				seen["lost_pps_thread"] = true
-				keys = append(keys, "lost_pps_thread")
+		if !seen[metric.LostPPSThread] {
+			if _, ok := s.Value(metric.LostPPSThread); ok {
+				seen[metric.LostPPSThread] = true
+				keys = append(keys, metric.LostPPSThread)
 			}
 		}
 	}

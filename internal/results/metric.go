@@ -16,26 +16,26 @@ import (
 // Metrics are the harness's own metric keys (a workload's are its
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
 var Metrics = map[string]metric.Metric{
-	"tap_tx_pps":          {Key: "tap_tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
-	"lost_pps":            {Key: "lost_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
-	"qdisc_drop_pps":      {Key: "qdisc_drop_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
-	"rx_pps":              {Key: "rx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
-	"tx_packets":          {Key: "tx_packets", Unit: "count", Better: metric.Neutral, Description: "packets transmitted in the window", Diagnostic: true, Header: "tx pkts", HeaderNote: "(in the window)"},
-	"harness_cpu_frac":    {Key: "harness_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true, Header: "harness", HeaderNote: "(its own CPU, % of a core)"},
-	"qdisc_drops":         {Key: "qdisc_drops", Unit: "count", Better: metric.LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true, Header: "qdisc drops", HeaderNote: "(tap root qdisc)"},
-	"generator_busy_frac": {Key: "generator_busy_frac", Unit: "fraction", Better: metric.Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true, Header: "gen busy", HeaderNote: "(< 90%: may not saturate)"},
-	"rtt_p50_s":           {Key: "rtt_p50_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median round trip of the latency probe under load: UDP request from the host's run namespace through the tap to the guest's reflector and back (send call to the reply's kernel receive stamp)"},
-	"rtt_p99_s":           {Key: "rtt_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe's round trips under load (an order statistic; its 95% interval is the sample's rtt_p99_s_ci95 label)"},
-	"rtt_p999_s":          {Key: "rtt_p999_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99.9th percentile of the probe's round trips under load (needs about 3700 probes, 18.5 s at 5 ms, for an upper confidence bound)"},
-	"rtt_max_s":           {Key: "rtt_max_s", Unit: "s", Better: metric.LowerIsBetter, Description: "longest answered probe round trip under load"},
-	"rtt_idle_p50_s":      {Key: "rtt_idle_p50_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
-	"rtt_inflation_s":     {Key: "rtt_inflation_s", Unit: "s", Better: metric.LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
-	"qdisc_wait_p99_s":    {Key: "qdisc_wait_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
-	"qdisc_backlog_max":   {Key: "qdisc_backlog_max", Unit: "bytes", Better: metric.LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
-	"qdisc_backlog_p50":   {Key: "qdisc_backlog_p50", Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
-	"probe_loss_frac":     {Key: "probe_loss_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
-	"probe_share_frac":    {Key: "probe_share_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
-	"cell_overhead_s":     {Key: "cell_overhead_s", Unit: "s", Better: metric.LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
+	metric.TapTxPPS:          {Key: metric.TapTxPPS, Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
+	metric.LostPPS:           {Key: metric.LostPPS, Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
+	metric.QdiscDropPPS:      {Key: metric.QdiscDropPPS, Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
+	metric.RxPPS:             {Key: metric.RxPPS, Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "guest eth0 rx_packets delta / window"},
+	metric.TxPackets:         {Key: metric.TxPackets, Unit: "count", Better: metric.Neutral, Description: "packets transmitted in the window", Diagnostic: true, Header: "tx pkts", HeaderNote: "(in the window)"},
+	metric.HarnessCPUFrac:    {Key: metric.HarnessCPUFrac, Unit: "fraction", Better: metric.LowerIsBetter, Description: "the harness's own CPU use in the window, fraction of a core", Diagnostic: true, Header: "harness", HeaderNote: "(its own CPU, % of a core)"},
+	metric.QdiscDrops:        {Key: metric.QdiscDrops, Unit: "count", Better: metric.LowerIsBetter, Description: "drops counted by the tap's root qdisc in the window", Diagnostic: true, Header: "qdisc drops", HeaderNote: "(tap root qdisc)"},
+	metric.GeneratorBusyFrac: {Key: metric.GeneratorBusyFrac, Unit: "fraction", Better: metric.Neutral, Description: "share of the window the generator was running (below 0.9: it may not saturate)", Diagnostic: true, Header: "gen busy", HeaderNote: "(< 90%: may not saturate)"},
+	metric.RTTP50S:           {Key: metric.RTTP50S, Unit: "s", Better: metric.LowerIsBetter, Description: "median round trip of the latency probe under load: UDP request from the host's run namespace through the tap to the guest's reflector and back (send call to the reply's kernel receive stamp)"},
+	metric.RTTP99S:           {Key: metric.RTTP99S, Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe's round trips under load (an order statistic; its 95% interval is the sample's rtt_p99_s_ci95 label)"},
+	metric.RTTP999S:          {Key: metric.RTTP999S, Unit: "s", Better: metric.LowerIsBetter, Description: "99.9th percentile of the probe's round trips under load (needs about 3700 probes, 18.5 s at 5 ms, for an upper confidence bound)"},
+	metric.RTTMaxS:           {Key: metric.RTTMaxS, Unit: "s", Better: metric.LowerIsBetter, Description: "longest answered probe round trip under load"},
+	metric.RTTIdleP50S:       {Key: metric.RTTIdleP50S, Unit: "s", Better: metric.LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
+	metric.RTTInflationS:     {Key: metric.RTTInflationS, Unit: "s", Better: metric.LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
+	"qdisc_wait_p99_s":       {Key: "qdisc_wait_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
+	"qdisc_backlog_max":      {Key: "qdisc_backlog_max", Unit: "bytes", Better: metric.LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
+	"qdisc_backlog_p50":      {Key: "qdisc_backlog_p50", Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
+	"probe_loss_frac":        {Key: "probe_loss_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
+	"probe_share_frac":       {Key: "probe_share_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
+	metric.CellOverheadS:     {Key: metric.CellOverheadS, Unit: "s", Better: metric.LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
 
 // Diagnostics are the keys of the harness's self-measurements
@@ -47,13 +47,13 @@ var Metrics = map[string]metric.Metric{
 // by default. Machine-readable formats keep them like any metric. The
 // workloads' follow generator_busy_frac.
 func Diagnostics() []string {
-	out := []string{"harness_cpu_frac", "cell_overhead_s", "generator_busy_frac"}
+	out := []string{metric.HarnessCPUFrac, metric.CellOverheadS, metric.GeneratorBusyFrac}
 	for _, m := range metric.All() {
 		if m.Diagnostic {
 			out = append(out, m.Key)
 		}
 	}
-	return append(out, "qdisc_drops", "tx_packets", "tap_tx_pps")
+	return append(out, metric.QdiscDrops, metric.TxPackets, metric.TapTxPPS)
 }
 
 // IsDiagnostic reports whether key is one of Diagnostics.
@@ -184,8 +184,8 @@ func Describe(key string) metric.Metric {
 // knownOrder returns a stable presentation order for metric keys: the
 // main metrics first, then perf counters, then the rest by name.
 func knownOrder(keys []string) []string {
-	rank := map[string]int{"tx_pps": 0, "tx_pps_thread": 1, "lost_pps": 2, "qdisc_drop_pps": 3, "rx_pps": 4, "tap_tx_pps": 5,
-		"throughput_bps": 6, "retransmits": 7, "pktgen_errors": 8, "tx_packets": 9, "harness_cpu_frac": 10, "cell_overhead_s": 11}
+	rank := map[string]int{metric.TxPPS: 0, metric.TxPPSThread: 1, metric.LostPPS: 2, metric.QdiscDropPPS: 3, metric.RxPPS: 4, metric.TapTxPPS: 5,
+		metric.ThroughputBPS: 6, metric.Retransmits: 7, metric.PktgenErrors: 8, metric.TxPackets: 9, metric.HarnessCPUFrac: 10, metric.CellOverheadS: 11}
 	out := append([]string(nil), keys...)
 	sort.SliceStable(out, func(i, j int) bool {
 		ri, oki := rank[out[i]]

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // SchemaVersion is the version of the results.jsonl record written by this
@@ -151,11 +153,11 @@ func (s *Sample) Value(key string) (float64, bool) {
 	}
 	var sum float64
 	switch key {
-	case "tx_pps_thread":
+	case metric.TxPPSThread:
 		for _, t := range s.Threads {
 			sum += t.TxPPS
 		}
-	case "lost_pps_thread":
+	case metric.LostPPSThread:
 		for _, t := range s.Threads {
 			if t.LostPPS == nil {
 				return 0, false

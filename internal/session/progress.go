@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
@@ -109,7 +110,7 @@ func (p *progress) update(u runner.Progress) {
 	extra := ""
 	if s := u.Sample; s != nil {
 		var parts []string
-		for _, k := range []string{"tx_pps", "rx_pps", "throughput_bps", "lost_pps"} {
+		for _, k := range []string{metric.TxPPS, metric.RxPPS, metric.ThroughputBPS, metric.LostPPS} {
 			if v, ok := s.Metrics[k]; ok {
 				parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
 			}

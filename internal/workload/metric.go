@@ -20,21 +20,21 @@ type Metricer interface {
 
 // ThroughputBPS is the data rate a receiver counted: iperf3's receiver
 // and the vsock workload's server.
-var ThroughputBPS = metric.Metric{Key: "throughput_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
+var ThroughputBPS = metric.Metric{Key: metric.ThroughputBPS, Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
 	Description: "bits/s the receiver counted: iperf3's receiver sum over streams; vsock: the server's bytes x 8 over its own interval"}
 
 // The metrics of generators that send packets into the tap and count them
 // (pktgen, trafgen, AF_XDP Tx, ...).
 var (
-	TxPPS = metric.Metric{Key: "tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
+	TxPPS = metric.Metric{Key: metric.TxPPS, Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "transmitted packets/s, total: all generator threads' packets over the generator's own run time (tx_run_s; pktgen: its longest thread's), the interval lost_pps uses too"}
-	TxPPSThread = metric.Metric{Key: "tx_pps_thread", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
+	TxPPSThread = metric.Metric{Key: metric.TxPPSThread, Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "transmitted packets/s of one generator thread, over its own run time"}
-	LostPPSThread = metric.Metric{Key: "lost_pps_thread", Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
+	LostPPSThread = metric.Metric{Key: metric.LostPPSThread, Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
 		Description: "pktgen errors/s of one thread over its own run time: packets it offered that the tap (start_xmit) or the qdisc (queue_xmit) refused"}
 	// TxRunS is the interval tx_pps and lost_pps share when the generator
 	// has a clock of its own: a table whose runs have it says so.
-	TxRunS = metric.Metric{Key: "tx_run_s", Unit: "s", Better: metric.Neutral,
+	TxRunS = metric.Metric{Key: metric.TxRunS, Unit: "s", Better: metric.Neutral,
 		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true,
 		Header: "gen run", HeaderNote: "(the generator's own clock, s)"}
 )
@@ -189,12 +189,12 @@ func NameOf(generator string) string {
 // the same window), per thread when there are several, and the root
 // qdisc's drops when some run had them.
 var PacketTable = Table{
-	Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
+	Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 	Rows: func(threads int, seen func(string) bool) []TableRow {
-		rows := []TableRow{{Key: "tx_pps", Label: "Transmitted"}, {Key: "lost_pps", Label: "Lost"}}
+		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: "Lost"}}
 		if threads > 1 {
-			rows = []TableRow{{Key: "tx_pps", Label: "Tx total"}, {Key: "tx_pps_thread", Label: "Tx per thread"},
-				{Key: "lost_pps", Label: "Lost total"}, {Key: "lost_pps_thread", Label: "Lost per thread"}}
+			rows = []TableRow{{Key: metric.TxPPS, Label: "Tx total"}, {Key: metric.TxPPSThread, Label: "Tx per thread"},
+				{Key: metric.LostPPS, Label: "Lost total"}, {Key: metric.LostPPSThread, Label: "Lost per thread"}}
 		}
 		// The CPU spent per transmitted packet by the generator's threads
 		// and the vhost-net worker (perf stat task-clock): what Lost 0
@@ -207,12 +207,12 @@ var PacketTable = Table{
 		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
 		// dropped never reach the tap, so Lost (tap tx_dropped) does not
 		// count them: a row of their own where some run had them.
-		if seen("qdisc_drop_pps") {
+		if seen(metric.QdiscDropPPS) {
 			label := "Qdisc drops"
 			if threads > 1 {
 				label += " total"
 			}
-			rows = append(rows, TableRow{Key: "qdisc_drop_pps", Label: label})
+			rows = append(rows, TableRow{Key: metric.QdiscDropPPS, Label: label})
 		}
 		return rows
 	},
@@ -222,7 +222,7 @@ var PacketTable = Table{
 		// Transmitted and Lost share one interval: the generator's own
 		// run time where it has one (tx_run_s), else the window.
 		drops, interval := "the tap's tx_dropped", "per second of the measurement window"
-		if seen("tx_run_s") {
+		if seen(metric.TxRunS) {
 			drops = "the tap's tx_dropped, read just before pktgen's start and just after its end"
 			interval = "per second of pktgen's own run time"
 			if threads > 1 {
@@ -244,7 +244,7 @@ var PacketTable = Table{
 		if len(whose) > 0 {
 			notes = append(notes, "CPU/pkt = the CPU time of the "+strings.Join(whose, " and the ")+" threads (perf stat task-clock over the window, total over each one's threads) per packet transmitted: work per packet, spinning on a stopped queue included")
 		}
-		if seen("qdisc_drop_pps") {
+		if seen(metric.QdiscDropPPS) {
 			notes = append(notes, "Qdisc drops = dropped by the tap's root qdisc over the measurement window: packets that never reached the tap, not in Lost")
 		}
 		return notes

@@ -17,7 +17,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
-	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
@@ -110,16 +110,16 @@ func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, err
 	if err != nil {
 		return nil, err
 	}
-	s := &perfStress{c: &c, res: res, targets: [][]int{kp}, d: &pktgen.Driver{}, pc: c.pktgenConfig()}
+	s := &perfStress{c: &c, res: res, targets: [][]int{kp}, flood: c.flood()}
 	if len(vhost) > 0 {
 		s.targets = append(s.targets, vhost)
 	}
 	fmt.Fprintf(c.Log, "perf-stress: kernel %s, %d CPUs, order %s, keep %v, guest %q, kpktgend %v, vhost %v\n", res.Kernel, res.CPUs, c.Order, c.Keep, c.Guest, kp, vhost)
 	s.t0 = time.Now()
 	if c.Order == PerfDuring {
-		fc := s.pc
+		fc := s.flood
 		fc.Duration = 24 * time.Hour
-		if s.flood, err = s.d.Start(ctx, fc); err != nil {
+		if s.during, err = fc.Start(ctx); err != nil {
 			return res, err
 		}
 	}
@@ -235,15 +235,10 @@ func kpktgendThreads(n int) ([]int, error) {
 	return kp, nil
 }
 
-// pktgenConfig is one iteration's pktgen run into the tap.
-func (c *PerfStressConfig) pktgenConfig() pktgen.Config {
-	pc := pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Threads: c.Threads, Dst: "10.0.0.2", DstMAC: selfTestMAC,
-		CountSet: true, Duration: c.Hold}
-	if c.Threads > 1 {
-		pc.Mode = pktgen.ModeMultiqueue
-		pc.Dst = "10.0.0.2/32"
-	}
-	return pc
+// flood is one iteration's pktgen run into the tap: c.Threads threads
+// for c.Hold (the pktgen workload's Flood).
+func (c *PerfStressConfig) flood() pktgen.Flood {
+	return pktgen.Flood{Dev: selfTestTap, Threads: c.Threads, Dst: "10.0.0.2", DstMAC: selfTestMAC, Duration: c.Hold}
 }
 
 // perfStress is a running perf stress: its perf targets (kpktgend, the
@@ -252,9 +247,8 @@ type perfStress struct {
 	c       *PerfStressConfig
 	res     *PerfStressResult
 	targets [][]int
-	d       *pktgen.Driver
-	pc      pktgen.Config
-	flood   *pktgen.Session
+	flood   pktgen.Flood     // one iteration's
+	during  *pktgen.FloodRun // PerfDuring's, across the iterations
 	t0      time.Time
 }
 
@@ -262,10 +256,10 @@ type perfStress struct {
 // pktgen's start and end.
 func (s *perfStress) iteration(ctx context.Context, i int) error {
 	c, res := s.c, s.res
-	var sess *pktgen.Session
+	var sess *pktgen.FloodRun
 	var err error
 	if c.Order == PerfAfterStart {
-		if sess, err = s.d.Start(ctx, s.pc); err != nil {
+		if sess, err = s.flood.Start(ctx); err != nil {
 			return err
 		}
 	}
@@ -277,16 +271,14 @@ func (s *perfStress) iteration(ctx context.Context, i int) error {
 	case PerfDuring:
 		time.Sleep(c.Hold)
 	case PerfAround:
-		if sess, err = s.d.Start(ctx, s.pc); err != nil {
+		if sess, err = s.flood.Start(ctx); err != nil {
 			stopStressPerfs(perfs, c.ExitTimeout)
 			return err
 		}
 	}
 	if sess != nil {
 		r, err := sess.Wait(ctx)
-		if r != nil {
-			res.Packets += r.Packets()
-		}
+		res.Packets += r.Packets
 		if err != nil {
 			stopStressPerfs(perfs, c.ExitTimeout)
 			return fmt.Errorf("iteration %d: pktgen: %w", i, err)
@@ -309,7 +301,7 @@ func (s *perfStress) iteration(ctx context.Context, i int) error {
 
 // startPerfs starts a perf on each target; on failure it stops those it
 // started and waits for sess (pktgen already sending, or nil).
-func (s *perfStress) startPerfs(ctx context.Context, i int, sess *pktgen.Session) ([]*stressPerf, error) {
+func (s *perfStress) startPerfs(ctx context.Context, i int, sess *pktgen.FloodRun) ([]*stressPerf, error) {
 	var perfs []*stressPerf
 	for j, tids := range s.targets {
 		p, err := startStressPerf(ctx, tids, filepath.Join(s.c.OutDir, fmt.Sprintf("perf-%d.csv", j)))
@@ -328,11 +320,10 @@ func (s *perfStress) startPerfs(ctx context.Context, i int, sess *pktgen.Session
 
 // finish stops the flood, counts its packets and writes perfstress.json.
 func (s *perfStress) finish() {
-	if s.flood != nil {
-		s.flood.Stop()
-		if r, _ := s.flood.Wait(context.Background()); r != nil {
-			s.res.Packets += r.Packets()
-		}
+	if s.during != nil {
+		s.during.Stop()
+		r, _ := s.during.Wait(context.Background())
+		s.res.Packets += r.Packets
 	}
 	s.res.Seconds = time.Since(s.t0).Seconds()
 	b, _ := json.MarshalIndent(s.res, "", "  ")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
-	pktgen "github.com/vnetbench/vnetbench/internal/workload/pktgen/driver"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -146,14 +146,10 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	}
 	tx0, drop0 := tapCounters(selfTestTap)
 	t0 := time.Now()
-	d := &pktgen.Driver{}
-	pr, err := d.Run(ctx, pktgen.Config{Mode: pktgen.ModeSimple, Dev: selfTestTap, Count: c.Count, Duration: c.Duration,
-		Dst: "10.0.0.2", DstMAC: selfTestMAC})
+	pr, err := pktgen.Flood{Dev: selfTestTap, Count: c.Count, Duration: c.Duration, Dst: "10.0.0.2", DstMAC: selfTestMAC}.Run(ctx)
 	r.WindowS = time.Since(t0).Seconds()
 	tx1, drop1 := tapCounters(selfTestTap)
-	if pr != nil {
-		r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets(), pr.PPS(), pr.Errors(), pr.Stopped
-	}
+	r.Packets, r.PPS, r.Errors, r.Stopped = pr.Packets, pr.PPS, pr.Errors, pr.Stopped
 	select {
 	case <-vm.Done():
 		err = errors.Join(err, vm.BootError("nested guest", errors.New("qemu exited during pktgen")))

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/internal/xsk/series"
@@ -169,7 +170,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if res.Packets == 0 || res.Duration <= 0 {
 		return nil, fmt.Errorf("afxdp: no frame completed in %v (%d submitted)", res.Duration, res.Submitted)
 	}
-	r := &workload.Result{Elapsed: res.Duration, Metrics: map[string]float64{"tx_pps": res.PPS()}, CountsDrops: true}
+	r := &workload.Result{Elapsed: res.Duration, Metrics: map[string]float64{metric.TxPPS: res.PPS()}, CountsDrops: true}
 	after, aerr := g.linkStats()
 	switch {
 	case g.beforeErr != nil || aerr != nil:
@@ -178,7 +179,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		// Drops happen inside the sends (copy mode) or while frames are
 		// in flight: all of them between the two readings, all within
 		// the run time.
-		r.Metrics["lost_pps"] = float64(after.TxDropped-g.before.TxDropped) / res.Duration.Seconds()
+		r.Metrics[metric.LostPPS] = float64(after.TxDropped-g.before.TxDropped) / res.Duration.Seconds()
 	}
 	var busy float64
 	for _, q := range res.Queues {

@@ -128,7 +128,7 @@ func (c *Config) HostThreads() []workload.HostThread {
 func (Workload) Metrics() []metric.Metric {
 	return []metric.Metric{
 		workload.ThroughputBPS,
-		{Key: "retransmits", Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
+		{Key: metric.Retransmits, Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
 		{Key: "iperf3_srtt_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
 			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
@@ -137,7 +137,7 @@ func (Workload) Metrics() []metric.Metric {
 
 // Table: Throughput and Retransmits, by streams.
 func (Workload) Table() workload.Table {
-	return workload.Table{Headline: "throughput_bps", ThreadsKey: "parallel", ThreadsNoun: "streams",
+	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "parallel", ThreadsNoun: "streams",
 		// The header says how the streams were sent: iperf3 before 3.16
 		// sends a client's streams from one thread.
 		Context: []workload.ContextKey{{Key: "clients", Format: func(v string) string {
@@ -147,7 +147,7 @@ func (Workload) Table() workload.Table {
 			return ""
 		}}},
 		Rows: func(int, func(string) bool) []workload.TableRow {
-			return []workload.TableRow{{Key: "throughput_bps", Label: "Throughput"}, {Key: "retransmits", Label: "Retransmits"}}
+			return []workload.TableRow{{Key: metric.ThroughputBPS, Label: "Throughput"}, {Key: metric.Retransmits, Label: "Retransmits"}}
 		}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -190,7 +191,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		_, _ = g.w.Agent.Do(sctx, agentOp, "stop")
 		cancel()
 	}
-	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{"throughput_bps": 0}}
+	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{metric.ThroughputBPS: 0}}
 	var cpu, busy float64
 	var srtts []float64 // the TCP senders' smoothed RTTs, every stream and interval
 	hasCPU := false
@@ -224,9 +225,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		}
 		// The clients run side by side over the same interval: their
 		// receivers' rates add up.
-		r.Metrics["throughput_bps"] += res.ReceiverBitsPerSec
+		r.Metrics[metric.ThroughputBPS] += res.ReceiverBitsPerSec
 		if res.HasRetransmits {
-			r.Metrics["retransmits"] += float64(res.Retransmits)
+			r.Metrics[metric.Retransmits] += float64(res.Retransmits)
 		}
 		if res.CPU != nil {
 			cpu += res.CPU.HostTotalFrac

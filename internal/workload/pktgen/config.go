@@ -318,7 +318,7 @@ func (p *Config) CheckCPUs(h *workload.HostCheck) error {
 // Result pps), per thread with its loss, and pktgen's errors.
 func (Workload) Metrics() []metric.Metric {
 	return []metric.Metric{workload.TxPPS, workload.TxPPSThread, workload.LostPPSThread, workload.TxRunS,
-		{Key: "pktgen_errors", Unit: "count", Better: metric.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
+		{Key: metric.PktgenErrors, Unit: "count", Better: metric.LowerIsBetter, Description: "pktgen errors (retries while the tap ring was full)"}}
 }
 
 // Table: Transmitted and Lost, per thread when there are several.

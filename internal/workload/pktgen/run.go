@@ -330,7 +330,7 @@ const minRun = time.Second
 // shortRunWarning says when a count-bound run ended in less than minRun
 // of pktgen's own time, with the fix (a duration).
 func shortRunWarning(cfg Config, r *workload.Result) string {
-	run := r.Metrics["tx_run_s"]
+	run := r.Metrics[metric.TxRunS]
 	if cfg.Duration > 0 || run <= 0 || run >= minRun.Seconds() {
 		return ""
 	}
@@ -376,13 +376,13 @@ func addResult(r *workload.Result, res *pg.Result) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen threads %s sent no packets", strings.Join(silent, ", ")))
 	}
 	r.Packets = pkts
-	r.Metrics = map[string]float64{"pktgen_errors": float64(errs)}
+	r.Metrics = map[string]float64{metric.PktgenErrors: float64(errs)}
 	if run := res.RunTime(); run > 0 {
 		r.Elapsed = run // the traffic time as pktgen saw it
-		r.Metrics["tx_run_s"] = run.Seconds()
-		r.Metrics["tx_pps"] = float64(pkts) / run.Seconds()
+		r.Metrics[metric.TxRunS] = run.Seconds()
+		r.Metrics[metric.TxPPS] = float64(pkts) / run.Seconds()
 		if res.TxDroppedOK {
-			r.Metrics["lost_pps"] = float64(res.TxDropped) / run.Seconds()
+			r.Metrics[metric.LostPPS] = float64(res.TxDropped) / run.Seconds()
 		}
 		addDrops(r, res, run)
 		return
@@ -392,7 +392,7 @@ func addResult(r *workload.Result, res *pg.Result) {
 	if pps == 0 && pkts > 0 && res.Elapsed > 0 {
 		pps = float64(pkts) / res.Elapsed.Seconds()
 	}
-	r.Metrics["tx_pps"] = pps
+	r.Metrics[metric.TxPPS] = pps
 }
 
 // addDrops puts the kernel's drops read around the run (Driver.Counters)

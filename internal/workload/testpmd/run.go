@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
@@ -332,13 +333,13 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if len(r.Threads) == 1 {
 		r.Threads = nil // one port: tx_pps says it
 	}
-	r.Metrics["tx_pps"] = float64(sent) / sec
+	r.Metrics[metric.TxPPS] = float64(sent) / sec
 	if g.beforeErr != nil || aerr != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("testpmd: lost_pps is over the window, not testpmd's forwarding time: %v", errors.Join(g.beforeErr, aerr)))
 	} else {
 		// The tap drops only while testpmd forwards: every drop between
 		// the readings falls within start..stop.
-		r.Metrics["lost_pps"] = float64(after.TxDropped-g.before.TxDropped) / sec
+		r.Metrics[metric.LostPPS] = float64(after.TxDropped-g.before.TxDropped) / sec
 	}
 	r.BusyFrac = proc.BusyFrac(g.cpu0, cpu1, run, g.cfg.Threads)
 	if err != nil {
@@ -350,7 +351,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	for _, ps := range lastPortStats(tp) {
 		own += ps.TxPPS
 	}
-	if tx := r.Metrics["tx_pps"]; own > 0 && tx > 0 && (own/tx < 0.85 || own/tx > 1.15) {
+	if tx := r.Metrics[metric.TxPPS]; own > 0 && tx > 0 && (own/tx < 0.85 || own/tx > 1.15) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("testpmd's own Tx-pps (%.0f) differs from TX-packets over its forwarding time (%.0f pps)", own, tx))
 	}
 	for _, e := range tp.Errors {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -158,9 +159,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	r := &workload.Result{Elapsed: elapsed, BusyFrac: proc.BusyFrac(g.cpu0, cpu1, elapsed, max(1, g.cfg.CPUs)),
 		Artifacts: []string{filepath.Join(g.w.RelDir, "trafgen.cfg"), filepath.Join(g.w.RelDir, "trafgen.txt")},
-		Metrics:   map[string]float64{"tx_pps": 0}, Packets: pkts}
+		Metrics:   map[string]float64{metric.TxPPS: 0}, Packets: pkts}
 	if elapsed > 0 {
-		r.Metrics["tx_pps"] = float64(pkts) / elapsed.Seconds()
+		r.Metrics[metric.TxPPS] = float64(pkts) / elapsed.Seconds()
 	}
 	return r, nil
 }

@@ -161,12 +161,12 @@ func (Workload) Metrics() []metric.Metric {
 // Table: socat and sockmap side by side, throughput in MB/s and the
 // redirector's CPU.
 func (Workload) Table() workload.Table {
-	return workload.Table{Headline: "throughput_bps", ThreadsKey: "threads", ThreadsNoun: "threads",
+	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%sB",
 			Cols: []workload.VersusCol{{Value: Socat, Header: Socat}, {Value: Sockmap, Header: Sockmap}}, Change: "change"},
 		Rows: func(int, func(string) bool) []workload.TableRow {
 			return []workload.TableRow{
-				{Key: "throughput_bps", Label: "Throughput", Scale: units.MBps},
+				{Key: metric.ThroughputBPS, Label: "Throughput", Scale: units.MBps},
 				{Key: "redirector_cpu_frac", Label: "Redirector CPU"},
 			}
 		},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -209,7 +210,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 // count, and warns when the bytes do not add up.
 func addMetrics(out *workload.Result, res guestResult, count serverCount) {
 	m := out.Metrics
-	m["throughput_bps"] = count.BPS()
+	m[metric.ThroughputBPS] = count.BPS()
 	m["vsock_rx_bytes"] = float64(count.Bytes)
 	if res.SendSeconds > 0 {
 		m["vsock_sent_bps"] = float64(res.SentBytes) * 8 / res.SendSeconds

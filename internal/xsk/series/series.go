@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/xsk"
@@ -94,18 +95,18 @@ func CheckThreadCPUs(h *workload.HostCheck, name string, threads int) error {
 // transmitted defines the workload's Transmitted for the footnote.
 func Table(sender, transmitted string) workload.Table {
 	return workload.Table{
-		Headline: "tx_pps", ThreadsKey: "threads", ThreadsNoun: "threads",
+		Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 		Versus: &workload.Versus{RowKey: "pkt_size", ColKey: "mode", RowHeader: "UDP size", RowLabel: "UDP %s",
 			Cols:   []workload.VersusCol{{Value: ModeCopy, Header: "copy"}, {Value: ModeZeroCopy, Header: "zero-copy"}},
 			Change: "speedup"},
 		Rows: func(threads int, seen func(string) bool) []workload.TableRow {
-			rows := []workload.TableRow{{Key: "tx_pps", Label: "Transmitted"}}
+			rows := []workload.TableRow{{Key: metric.TxPPS, Label: "Transmitted"}}
 			if threads > 1 {
-				rows = append(rows, workload.TableRow{Key: "tx_pps_thread", Label: "Tx per thread"})
+				rows = append(rows, workload.TableRow{Key: metric.TxPPSThread, Label: "Tx per thread"})
 			}
-			rows = append(rows, workload.TableRow{Key: "lost_pps", Label: "Lost"})
-			if seen("rx_pps") {
-				rows = append(rows, workload.TableRow{Key: "rx_pps", Label: "Received"})
+			rows = append(rows, workload.TableRow{Key: metric.LostPPS, Label: "Lost"})
+			if seen(metric.RxPPS) {
+				rows = append(rows, workload.TableRow{Key: metric.RxPPS, Label: "Received"})
 			}
 			if seen("cpu_per_pkt." + sender) {
 				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt." + sender, Label: "CPU/pkt " + sender})
@@ -124,7 +125,7 @@ func Table(sender, transmitted string) workload.Table {
 				"UDP N = frames of N bytes without FCS (Ethernet + IPv4 + UDP headers + payload), as testpmd's --txpkts=N",
 				transmitted + ", " + total + "; Lost = the tap's tx_dropped counted during that same run / the same run time (one clock)",
 			}
-			if seen("rx_pps") {
+			if seen(metric.RxPPS) {
 				notes = append(notes, "Received = packets the guest's sink counted (xdp-drop: its XDP program, testpmd rxonly's role) / the window: from the generator's start to its end, on the harness's clock")
 			}
 			var whose []string
