@@ -67,13 +67,13 @@ func (b *builder) lostByReason(cells []string) []workload.TableRow {
 		for _, s := range b.idx.byCell[cell] {
 			for k, v := range s.Metrics {
 				reason, fn, ok := metric.DropKey(k)
-				if ok && (fn == metric.TapXmitFunc || reason == metric.QdiscDrops && fn == "") {
+				if ok && (fn == metric.TapXmitFunc || reason == metric.DropQdisc && fn == "") {
 					peak[k] = max(peak[k], v)
 				}
 			}
 		}
 	}
-	qdisc := metric.DropPrefix + metric.QdiscDrops
+	qdisc := metric.DropPrefix + metric.DropQdisc
 	var rows []workload.TableRow
 	for _, k := range slices.SortedFunc(maps.Keys(peak), func(x, y string) int {
 		return cmp.Or(-cmp.Compare(peak[x], peak[y]), strings.Compare(x, y))
@@ -129,7 +129,7 @@ func (b *builder) dropNotes(cells []string, drops []workload.TableRow) []string 
 	where := strings.Join(slices.Sorted(maps.Keys(probes)), ", ")
 	note := fmt.Sprintf("- REASON = the kernel's own count of the packets %s dropped with that drop reason (an eBPF program at %s, counted in the kernel), read at the same moments as Lost",
 		metric.TapXmitFunc, where)
-	if slices.ContainsFunc(drops, func(r workload.TableRow) bool { return r.Key == metric.DropPrefix+metric.QdiscDrops }) {
+	if slices.ContainsFunc(drops, func(r workload.TableRow) bool { return r.Key == metric.DropPrefix+metric.DropQdisc }) {
 		note += "; qdisc drops = the root qdisc's drops then (never reached the tap: not in Lost)"
 	}
 	notes := []string{note}

@@ -70,7 +70,7 @@ func (d *dropCounter) close() {
 
 // countsFunc is Window.DropCounts for a cell on tap: the kernel's drops
 // by reason and function, and the tap's root qdisc's drops (key
-// metric.QdiscDrops). nil when the cell does not count drops.
+// metric.DropQdisc). nil when the cell does not count drops.
 func (d *dropCounter) countsFunc(c *scenarios.Cell, ns *hostnet.Netns, tap string) func() (map[string]uint64, error) {
 	if d == nil || d.mon == nil || !c.DropReasons {
 		return nil
@@ -82,7 +82,7 @@ func (d *dropCounter) countsFunc(c *scenarios.Cell, ns *hostnet.Netns, tap strin
 		}
 		out := d.names.Counts(snap)
 		if q, err := ns.RootQdisc(tap); err == nil && q.Kind != "" {
-			out[metric.QdiscDrops] = q.Drops
+			out[metric.DropQdisc] = q.Drops
 		}
 		return out, nil
 	}
@@ -102,10 +102,10 @@ func (d *dropCounter) addDrops(s *results.Sample, c *scenarios.Cell, res *worklo
 	}
 	s.Labels[LabelDropProbe] = d.mon.Probe
 	interval := s.WindowS
-	_, ownClock := s.Metrics["tx_run_s"] // Lost is over the generator's own run time
+	_, ownClock := s.Metrics[metric.TxRunS] // Lost is over the generator's own run time
 	switch {
 	case res != nil && res.DropsOK:
-		interval = s.Metrics["tx_run_s"]
+		interval = s.Metrics[metric.TxRunS]
 	case ownClock:
 		return // it read them around its run and could not: its warning says why
 	case before.Drops != nil && after.Drops != nil && s.WindowS > 0:
@@ -116,7 +116,7 @@ func (d *dropCounter) addDrops(s *results.Sample, c *scenarios.Cell, res *worklo
 		s.Warnings = append(s.Warnings, "drop reasons: the counters could not be read around the window")
 		return
 	}
-	lost, ok := s.Metrics["lost_pps"]
+	lost, ok := s.Metrics[metric.LostPPS]
 	if !ok || interval <= 0 {
 		return
 	}
@@ -141,7 +141,7 @@ func dropCheck(m map[string]float64, interval float64, probe, generator string) 
 			counted += v * interval
 		}
 	}
-	if math.Abs(counted-m["lost_pps"]*interval) < 0.5 {
+	if math.Abs(counted-m[metric.LostPPS]*interval) < 0.5 {
 		return dropsAddUp, counted
 	}
 	switch {

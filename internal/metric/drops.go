@@ -9,8 +9,8 @@ import "strings"
 // over that interval.
 const DropPrefix = "drop_pps."
 
-// QdiscDrops is the key (after DropPrefix) of the root qdisc's drops.
-const QdiscDrops = "qdisc"
+// DropQdisc is the key (after DropPrefix) of the root qdisc's drops.
+const DropQdisc = "qdisc"
 
 // TapXmitFunc is the tap driver's transmit function: the drops counted
 // there are the ones its tx_dropped (lost_pps) counts.

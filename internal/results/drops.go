@@ -7,7 +7,7 @@ import "github.com/vnetbench/vnetbench/internal/metric"
 // they say where Lost went, Lost itself is the gated number.
 func dropMetric(key, reason, fn string) metric.Metric {
 	m := metric.Metric{Key: key, Unit: "pps", Better: metric.LowerIsBetter, Rate: true}
-	if reason == metric.QdiscDrops && fn == "" {
+	if reason == metric.DropQdisc && fn == "" {
 		m.Description = "packets/s the tap's root qdisc dropped (its drops counter), read at the same moments as lost_pps"
 		return m
 	}
