@@ -136,12 +136,12 @@ func hasDiff(p []byte) bool {
 
 var tagRe = regexp.MustCompile(`^\s*(\[[^\]]*\]\s*)+`)
 
-// subject returns a mail's Subject: header (folded lines joined) without
-// its leading [PATCH ...] tags.
 // Subject is a patch mail's subject without its [PATCH ...] tag ("" when
 // it has no Subject: header).
 func Subject(p []byte) string { return subject(p) }
 
+// subject returns a mail's Subject: header (folded lines joined) without
+// its leading [PATCH ...] tags.
 func subject(p []byte) string {
 	lines := strings.Split(string(p), "\n")
 	for i, l := range lines {
