@@ -5,12 +5,9 @@ import (
 	"slices"
 
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/vmimages/agent"
 )
-
-// labInitArg is the argument the lab VM's kernel command line passes to
-// /init after "--" (runner/labvm).
-const labInitArg = "lab-init"
 
 // isGuestInit reports whether a process with this pid and argv is the
 // guest's /init: started as /init (how the kernel runs an initramfs's init),
@@ -20,7 +17,7 @@ const labInitArg = "lab-init"
 // somewhere (the kernel passes unknown parameters to init before the
 // arguments after "--"), and it runs the CLI's lab-init command instead.
 func isGuestInit(pid int, argv []string) bool {
-	if len(argv) == 0 || slices.Contains(argv[1:], labInitArg) {
+	if len(argv) == 0 || slices.Contains(argv[1:], labvm.InitCommand) {
 		return false
 	}
 	return argv[0] == "/init" || (pid == 1 && filepath.Base(argv[0]) == "init")
@@ -40,7 +37,7 @@ func dispatch(pid int, argv []string) (agent bool, args []string) {
 	}
 	args = argv[1:]
 	if pid == 1 || argv[0] == "/init" {
-		if i := slices.Index(args, labInitArg); i >= 0 {
+		if i := slices.Index(args, labvm.InitCommand); i >= 0 {
 			args = args[i:]
 		}
 	}

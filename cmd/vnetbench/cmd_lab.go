@@ -16,7 +16,7 @@ import (
 // dispatch in cmd_agent.go routes a PID 1 with "lab-init" in argv here),
 // and lab-selftest is the in-lab pktgen check against a nested guest.
 func init() {
-	commands["lab-init"] = command{summary: "(internal) /init of a lab VM; runs only as PID 1", run: cmdLabInit, hidden: true}
+	commands[labvm.InitCommand] = command{summary: "(internal) /init of a lab VM; runs only as PID 1", run: cmdLabInit, hidden: true}
 	commands["lab-selftest"] = command{summary: "(internal) inside a lab VM: pktgen into a nested guest over tap and tap+vhost", run: cmdLabSelfTest, hidden: true}
 }
 

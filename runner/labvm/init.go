@@ -36,7 +36,7 @@ func Init() error {
 	}
 	err := initMain()
 	if err != nil {
-		emit(Event{Ev: "error", Msg: err.Error()})
+		emit(Event{Ev: EvError, Msg: err.Error()})
 	}
 	unix.Sync()
 	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
@@ -50,7 +50,7 @@ func initMain() error {
 		return err
 	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown
-	emit(Event{Ev: "init", Kernel: rel})
+	emit(Event{Ev: EvInit, Kernel: rel})
 	b, err := os.ReadFile(InitConfigPath)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", InitConfigPath, err)
@@ -68,7 +68,7 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	emit(Event{Ev: "modules", Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM})
+	emit(Event{Ev: EvModules, Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM})
 	switch cfg.Mode {
 	case "guest":
 		for _, l := range cfg.Links {
@@ -77,7 +77,7 @@ func initMain() error {
 			}
 		}
 		printSlowInitcalls() // before ready: the host may stop the guest right after
-		emit(Event{Ev: "ready"})
+		emit(Event{Ev: EvReady})
 		for { // sleep, not select{}: the runtime would call a goroutine-free PID 1 deadlocked
 			time.Sleep(time.Hour)
 		}
@@ -98,7 +98,7 @@ func initMain() error {
 		if err != nil {
 			return err
 		}
-		emit(Event{Ev: "exit", Code: code})
+		emit(Event{Ev: EvExit, Code: code})
 		return nil
 	}
 	return fmt.Errorf("unknown lab init mode %q", cfg.Mode)
@@ -168,7 +168,7 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 		ExtraFiles:  extra,
 		SysProcAttr: &syscall.SysProcAttr{Chroot: newRoot, Setsid: true},
 	}
-	emit(Event{Ev: "start"})
+	emit(Event{Ev: EvStart})
 	// The heartbeat: the host takes a lab that stays silent for
 	// SilenceLimit for a kernel that stopped (it may die without a word
 	// on the console, both CPUs stuck).
@@ -182,7 +182,7 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 			case <-stop:
 				return
 			case <-t.C:
-				emit(Event{Ev: "alive"})
+				emit(Event{Ev: EvAlive})
 			}
 		}
 	}()

@@ -241,6 +241,18 @@ func LocalKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kern
 // loglevel=4 keeps the console (slow under TCG) to warnings and errors.
 const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 
+// InitCommand is what a lab init VM's kernel passes to its /init after
+// "--": the vnetbench command /init runs (cmd's lab-init), which tells it
+// from the guest agent.
+const InitCommand = "lab-init"
+
+// Cmdline is the kernel command line of a VM whose /init is lab init (a
+// lab VM, the self-test's nested guest): DefaultAppend, extra (its
+// tuning, such as FastAppend), then InitCommand after "--".
+func Cmdline(extra string) string {
+	return strings.TrimSpace(DefaultAppend+" "+extra) + " -- " + InitCommand
+}
+
 // FastAppend are kernel parameters that shorten a boot under TCG (and
 // TCG inside TCG): no console chatter and vmimages.TCGTuning, the tuning
 // of every kernel under TCG (no IO-APIC timer check: under a loaded
@@ -519,7 +531,7 @@ func (c Config) vm(image, initrd, qmp, console string, accel qemu.Accel, shares 
 	return qemu.Config{
 		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem, Nested: nested,
 		Kernel: image, Initrd: initrd,
-		Append:    strings.TrimSpace(DefaultAppend+" "+c.Append) + " -- lab-init",
+		Append:    Cmdline(c.Append),
 		Shares:    shares,
 		QMPSocket: qmp, ConsoleLog: console, Extra: c.QEMUExtra,
 	}

@@ -85,18 +85,18 @@ func (l *labVM) poll() error {
 // timing; an "error" event fails the lab.
 func (l *labVM) handle(ev Event) error {
 	switch ev.Ev {
-	case "init":
+	case EvInit:
 		l.tInit = time.Now()
 		l.res.BootSeconds = l.tInit.Sub(l.start).Seconds()
 		l.phase, l.deadline = "setup", time.Now().Add(l.to.Setup)
-	case "modules":
+	case EvModules:
 		l.res.ModulesMs = ev.Ms
 		l.res.KVM, l.res.NoKVM = ev.KVM, ev.NoKVM
-	case "start":
+	case EvStart:
 		l.tStart = time.Now()
 		l.res.SetupSeconds = l.tStart.Sub(l.tInit).Seconds()
 		l.phase, l.deadline = "run", time.Now().Add(l.to.Run)
-	case "exit":
+	case EvExit:
 		tExit := time.Now()
 		l.gotExit = true
 		l.res.ExitCode = ev.Code
@@ -104,7 +104,7 @@ func (l *labVM) handle(ev Event) error {
 			l.res.RunSeconds = tExit.Sub(l.tStart).Seconds()
 		}
 		l.phase, l.deadline = "shutdown", time.Now().Add(l.to.Shutdown)
-	case "error":
+	case EvError:
 		return l.fail(errors.New(ev.Msg))
 	}
 	return nil

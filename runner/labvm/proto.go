@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
@@ -20,6 +21,20 @@ const EventPrefix = "VNBLAB "
 const (
 	Heartbeat    = 10 * time.Second
 	SilenceLimit = 60 * time.Second
+)
+
+// The events lab init prints, in the order of a lab's life ("alive"
+// every Heartbeat while the inner command runs), and a nested guest's
+// EvReady. EvReady and EvError are the guest agent's names
+// (vmimages.EvReady, vmimages.EvError): the same word on both protocols.
+const (
+	EvInit    = "init"    // /init started (Kernel)
+	EvModules = "modules" // modules loaded (Ms, Loaded, Missing, KVM, NoKVM)
+	EvStart   = "start"   // the inner command started
+	EvAlive   = "alive"   // heartbeat
+	EvExit    = "exit"    // the inner command exited (Code)
+	EvReady   = vmimages.EvReady
+	EvError   = vmimages.EvError // Msg
 )
 
 // Event is one protocol line from a lab or nested guest's /init, printed on

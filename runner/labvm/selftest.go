@@ -202,7 +202,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
 		Kernel: kernel, Initrd: initrd,
-		Append:     strings.TrimSpace(DefaultAppend+" "+c.GuestAppend) + " -- lab-init",
+		Append:     Cmdline(c.GuestAppend),
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
@@ -226,14 +226,14 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	for ready := false; !ready; {
 		for _, ev := range f.poll() {
 			switch ev.Ev {
-			case "init":
+			case EvInit:
 				r.InitUptime = ev.Uptime
-			case "modules":
+			case EvModules:
 				r.ModulesMs = ev.Ms
-			case "ready":
+			case EvReady:
 				ready = true
 				r.ReadySeconds = ev.Uptime
-			case "error":
+			case EvError:
 				return fail(vm.BootError("nested guest", errors.New(ev.Msg)))
 			}
 		}
