@@ -136,15 +136,21 @@ const dropsAddUp = "adds up"
 // over interval: dropsAddUp when they are the same count, else why not
 // (the same words for every run it applies to); counted is the former.
 func dropCheck(m map[string]float64, interval float64, probe, generator string) (check string, counted float64) {
+	var anywhere float64 // drops counted in any function
 	for k, v := range m {
-		if _, fn, ok := metric.DropKey(k); ok && fn == metric.TapXmitFunc {
-			counted += v * interval
+		if _, fn, ok := metric.DropKey(k); ok && fn != "" {
+			anywhere += v
+			if fn == metric.TapXmitFunc {
+				counted += v * interval
+			}
 		}
 	}
 	if math.Abs(counted-m[metric.LostPPS]*interval) < 0.5 {
 		return dropsAddUp, counted
 	}
 	switch {
+	case anywhere == 0:
+		return "the counter counted no drop in any function over the interval: it was not counting (detached, or its probe never fired)", counted
 	case probe == dropmon.ProbeTracepoint && generator == "pktgen":
 		return "counted at the skb:kfree_skb tracepoint, which fires only when a packet's last reference goes; pktgen holds its own reference to every packet it sends, so tun's drops reach the tracepoint later, as NOT_SPECIFIED in pktgen_xmit (a kernel with kprobes counts them where tun drops them)", counted
 	case probe == dropmon.ProbeTracepoint:
