@@ -15,8 +15,11 @@ export CGO_ENABLED := 0
 # cmd/vnetbench's TestMakeDepsInstallsDeclaredTools checks that every tool
 # a workload declares is listed here.
 DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt
-# Building kernels from source (kernels: tree; runner/kbuild's Deps).
-KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache
+# Building kernels from source (kernels: tree; runner/kbuild's Deps), and
+# from Debian's linux-source with its headers (SourceDeps, ModuleDeps:
+# gcc-12 is the compiler Debian 12's 6.1 kernels and their modules are
+# built with; xz-utils unpacks linux-source).
+KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache gcc-12 xz-utils tar bash apt dpkg coreutils
 
 .PHONY: all deps build check test e2e demo fuzz bench clean
 all: build
@@ -46,17 +49,17 @@ check:
 	$(GO) -C docs/ci/validate vet ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests),
-# and the one that builds kernels (runner/kbuild: TestBuildLinuxSource
-# builds linux-source-6.1 stock and patched, which runner/labvm's pktgen e2e
-# and the built-in lab-pktgen boot).
+# and the one that builds kernels (runner/kbuild: TestModuleBuildLinuxSource
+# fetches linux-source-6.1 and Debian's kernel and headers of its version
+# and rebuilds tun.ko stock and patched, which runner/labvm's pktgen e2e
+# and the built-in lab-pktgen load; the whole-kernel build is opt-in).
 # make test runs every other package under the race detector (which needs
 # cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
 # packages side by side on a small machine only slow each other past their
-# deadlines. The kernel build starts at once beside them, at nice 10: on a
-# cold cache it is the longest test (~700 CPU-seconds, 7-11 min of make -j2
-# on the 2-core CI machine), and it fills the CPU the VM tests' guests
-# leave idle instead of waiting for cmd/vnetbench and runner to finish; runner/labvm's e2e, if it gets there
-# first, waits for the build's lock and takes the kernels from the cache.
+# deadlines. The kernel package starts at once beside them, at nice 10: its
+# fetches and compiles fill the CPU the VM tests' guests leave idle;
+# runner/labvm's e2e, if it gets there first, waits for the fetch's and
+# the build's locks and takes their results from the cache.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -157,6 +159,18 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 		}
 	}
 	if env, err := results.ReadEnv(dir); err == nil {
+		steps := map[string][]float64{}
+		for _, label := range slices.Sorted(maps.Keys(env.Kernels)) {
+			if ke := env.Kernels[label]; ke != nil && ke.Build != nil {
+				for kind, secs := range ke.Build.Timings {
+					steps[kind] = append(steps[kind], secs)
+				}
+			}
+		}
+		if len(steps) > 0 {
+			o := get(okey{"build", "host"})
+			o.Steps = steps
+		}
 		for label, ke := range env.Kernels {
 			if ke != nil && labRan[label] && ke.Extra["lab_boot_s"] != "" {
 				// The lab VM's boot and its setup (modules, mounts)

@@ -7,7 +7,7 @@ import (
 
 // KernelSpecHelp describes ParseKernelSpec's syntax (for flag help and
 // errors).
-const KernelSpecHelp = "LABEL=debian:6.1, LABEL=image=PATH[,modules=DIR], LABEL=tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], LABEL=source=debian:6.1[,patches=series:NAME]...[,config=FRAGMENT] or LABEL=running"
+const KernelSpecHelp = "LABEL=debian:6.1, LABEL=image=PATH[,modules=DIR], LABEL=tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], LABEL=source=debian:6.1[,patches=series:NAME]...[,config=FRAGMENT][,build=auto|full|modules] or LABEL=running"
 
 // ParseKernelSpec parses a kernel given on the command line
 // (`run --kernel LABEL=SPEC`):
@@ -82,6 +82,11 @@ func ParseKernelSpec(s string) (Kernel, error) {
 			k.Patches = append(k.Patches, val)
 		case "config":
 			k.Config = val
+		case "build":
+			if val != BuildAuto && val != BuildFull && val != BuildModules {
+				return bad("build=%s: use build=auto, build=full or build=modules", val)
+			}
+			k.Build = val
 		default:
 			return bad("unknown key %q", key)
 		}

@@ -347,6 +347,12 @@ func kernelProblem(k Kernel) (key, msg string) {
 		return "patches", "patches belong to a source tree; add tree: or source: (e.g. source: debian:6.1), or drop patches:"
 	case !k.Builds() && k.Config != "":
 		return "config", "config belongs to a source tree; add tree: or source: (e.g. source: debian:6.1), or drop config:"
+	case k.Build != "" && !k.Builds():
+		return "build", "build belongs to a kernel built from source; add source: (e.g. source: debian:6.1) or drop build:"
+	case k.Build == BuildModules && k.Source == "":
+		return "build", "build: modules rebuilds modules of Debian's packaged kernel and needs source: debian:VERSION, not tree:"
+	case k.Build == BuildModules && k.Config != "":
+		return "build", "build: modules uses Debian's config; drop config: or use build: full"
 	}
 	return "", ""
 }

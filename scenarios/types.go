@@ -142,7 +142,19 @@ type Kernel struct {
 	Ref     string   `json:"ref,omitempty"`
 	Patches []string `json:"patches,omitempty"`
 	Config  string   `json:"config,omitempty"`
+	// Build chooses how a source: kernel is built: "" or "auto" (only the
+	// modules its series touches when they qualify, else the whole
+	// kernel), "full" or "modules" (fail when the series does not
+	// qualify).
+	Build string `json:"build,omitempty"`
 }
+
+// Build modes of a kernel built from source (Kernel.Build).
+const (
+	BuildAuto    = "auto"
+	BuildFull    = "full"
+	BuildModules = "modules"
+)
 
 // Fields lists a kernel under test's keys (kernels[]).
 func (k *Kernel) Fields() []schema.Field {
@@ -163,6 +175,8 @@ func (k *Kernel) Fields() []schema.Field {
 			Doc("patch files or mboxes (git format-patch) applied to tree or source in order with git apply, e.g. [~/series/v7/*.patch]; series:NAME is a series shipped with vnetbench (series:tun-backpressure)"),
 		schema.Path(&k.Config, "config").
 			Doc("kernel config fragment (.config lines) applied after the harness's base config; every option in it must survive make olddefconfig"),
+		schema.Enum(&k.Build, "build", "", BuildAuto, BuildFull, BuildModules).
+			Doc("how a source: kernel with patches (and the source's other kernels) is built: auto = only the modules its series touches, rebuilt for Debian's packaged kernel of the same version, when every file it touches feeds modules of that kernel (docs/series.md says which series qualify), else the whole tree with the harness's config; full = always the whole tree; modules = the module build or exit 2 with the reason; unset = auto"),
 	}
 }
 

@@ -61,6 +61,7 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	p := buildPlan(s, sd, h)
 	tab := cl.loadTable(stderr, "")
 	p.Estimate, _ = session.EstimateCells(session.SamplesOf(s, sd), session.KernelLabels(s), h.KVM, tab)
+	p.Builds = session.AddBuilds(ctx, cl.estimateDir, p.Estimate, s, tab)
 	p.MaxTime = *maxTime
 	p.kernelDesc = session.DescribeKernel(s, h.KVM)
 	p.PerPatch = perPatchColumns(s)
@@ -114,9 +115,11 @@ type plan struct {
 	MaxTime    time.Duration      `json:"max_time_ns"`
 	Shorter    *session.Shorter   `json:"shorter,omitempty"`
 	kernelDesc func(string) string
-	LabVMs     []planLabVM `json:"lab_vms,omitempty"`
-	Runs       []planRun   `json:"runs"`
-	Cells      []planCell  `json:"cells"`
+	// Builds says how the kernels built from source are built.
+	Builds []lab.BuildMode `json:"builds,omitempty"`
+	LabVMs []planLabVM     `json:"lab_vms,omitempty"`
+	Runs   []planRun       `json:"runs"`
+	Cells  []planCell      `json:"cells"`
 	// warnings: accelerator fallbacks and refusals, lab sizing.
 	warnings  []string
 	cellIndex map[string]int      // kernel + "\x00" + name -> index in Cells
@@ -251,6 +254,9 @@ func writePlanText(w io.Writer, p *plan) {
 		kd[i] = kernelDesc(k)
 	}
 	fmt.Fprintf(w, "kernels: %s\n", strings.Join(kd, ", "))
+	for _, b := range p.Builds {
+		fmt.Fprintf(w, "build: %s\n", b)
+	}
 	writePerPatch(w, p.PerPatch)
 	fmt.Fprintf(w, "accelerator: %s\n", p.Accel)
 	for _, l := range p.LabVMs {

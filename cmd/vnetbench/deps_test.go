@@ -40,7 +40,7 @@ func TestMakeDepsInstallsDeclaredTools(t *testing.T) {
 	for _, tool := range runner.AllTools() {
 		want[tool.Package] = "tool " + tool.Name
 	}
-	for _, d := range kbuild.Deps {
+	for _, d := range slices.Concat(kbuild.Deps, kbuild.SourceDeps, kbuild.ModuleDeps) {
 		want[d.Package] = "kernel builds' " + d.Name
 	}
 	if len(want) < 8 {

@@ -23,7 +23,7 @@ func (k *kernelFlags) Set(v string) error {
 // addKernelFlag registers --kernel on fs.
 func addKernelFlag(fs *flag.FlagSet) *kernelFlags {
 	var k kernelFlags
-	fs.Var(&k, "kernel", "`LABEL=SPEC`: a kernel under test, replacing the scenario's kernels (repeat for more columns); SPEC is debian:6.1, image=PATH[,modules=DIR], tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], source=debian:6.1[,patches=series:NAME]... or running")
+	fs.Var(&k, "kernel", "`LABEL=SPEC`: a kernel under test, replacing the scenario's kernels (repeat for more columns); SPEC is debian:6.1, image=PATH[,modules=DIR], tree=PATH[,ref=REF][,patches=GLOB]...[,config=FRAGMENT], source=debian:6.1[,patches=series:NAME]...[,build=auto|full|modules] or running")
 	return &k
 }
 

@@ -124,8 +124,12 @@ type Kernel struct {
 
 // Estimate is a run's estimate.
 type Estimate struct {
-	Kernels []Kernel      `json:"kernels"`
-	Total   time.Duration `json:"total_ns"`
+	// Build is the build part, before any lab boots (AddBuild):
+	// fetches, decisions, module and kernel builds.
+	Build      []Line        `json:"build,omitempty"`
+	BuildTotal time.Duration `json:"build_total_ns,omitempty"`
+	Kernels    []Kernel      `json:"kernels"`
+	Total      time.Duration `json:"total_ns"`
 	// PerSample is each input sample's estimated time (its lab VM's and
 	// guest's boots included), in order: the progress line's ETA.
 	PerSample []time.Duration `json:"-"`

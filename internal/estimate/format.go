@@ -35,22 +35,30 @@ func fmtRate(pps float64) string { return units.PacketRate.Format(pps) }
 // every line ("" for plan, "vnetbench: " for run).
 func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label string) string) {
 	fmt.Fprintf(w, "%sestimate: about %s in all\n", prefix, Duration(e.Total))
+	if len(e.Build) > 0 {
+		fmt.Fprintf(w, "%s  builds, before the labs: about %s\n", prefix, Duration(e.BuildTotal))
+		writeLines(w, prefix, e.Build)
+	}
 	for _, k := range e.Kernels {
 		desc := k.Label
 		if kernelDesc != nil {
 			desc = kernelDesc(k.Label)
 		}
 		fmt.Fprintf(w, "%s  kernel %s: about %s\n", prefix, desc, Duration(k.Total))
-		for _, l := range k.Lines {
-			what := l.What
-			if l.Packets > 0 {
-				what += " (" + units.Count(float64(l.Packets)) + " packets)"
-			}
-			src := ""
-			if len(l.Sources) > 0 {
-				src = "  [" + strings.Join(l.Sources, "; ") + "]"
-			}
-			fmt.Fprintf(w, "%s    %-36s x%-4d %8s%s\n", prefix, what, l.N, Duration(l.Time), src)
+		writeLines(w, prefix, k.Lines)
+	}
+}
+
+func writeLines(w io.Writer, prefix string, lines []Line) {
+	for _, l := range lines {
+		what := l.What
+		if l.Packets > 0 {
+			what += " (" + units.Count(float64(l.Packets)) + " packets)"
 		}
+		src := ""
+		if len(l.Sources) > 0 {
+			src = "  [" + strings.Join(l.Sources, "; ") + "]"
+		}
+		fmt.Fprintf(w, "%s    %-36s x%-4d %8s%s\n", prefix, what, l.N, Duration(l.Time), src)
 	}
 }

@@ -48,6 +48,9 @@ type Entry struct {
 type Table struct {
 	Schema  int               `json:"schema"`
 	Entries map[string]*Entry `json:"entries"`
+	// Steps are the build part's times per step kind (StepFetchSource,
+	// ...), seconds per item.
+	Steps map[string]*StepEntry `json:"steps,omitempty"`
 }
 
 // File is the table's file name in the cache directory.
@@ -110,11 +113,15 @@ type Observation struct {
 	Boots    []float64 // seconds per guest boot (a lab VM's: workload "lab")
 	PPS      []float64 // count-bound windows: packets / window seconds
 	Overhead []float64 // seconds per sample outside boot, warmup and window
+	// Steps are build steps this run performed: seconds per item, by step
+	// kind (Workload and Class are then unused).
+	Steps map[string][]float64
 }
 
 // Add folds observations into the table at time now.
 func (t *Table) Add(obs []Observation, now time.Time) {
 	for _, o := range obs {
+		t.addSteps(o.Steps, now)
 		if len(o.Boots)+len(o.PPS)+len(o.Overhead) == 0 {
 			continue
 		}

@@ -142,6 +142,38 @@ type KernelBuild struct {
 	// the compilers (user + system; the work however loaded the machine).
 	Seconds    float64 `json:"build_s,omitempty"`
 	CPUSeconds float64 `json:"build_cpu_s,omitempty"`
+	// Mode is "modules" for a kernel tested by rebuilding only the
+	// modules its series touches: Debian's packaged kernel (Debian: the
+	// linux-image package and version) booted with Modules loaded in
+	// place of its own, built against Headers. A full build leaves it
+	// empty; FullReason then says why the module build did not qualify
+	// ("" when none was tried).
+	Mode       string          `json:"mode,omitempty"`
+	Debian     string          `json:"debian,omitempty"`
+	Headers    string          `json:"headers,omitempty"`
+	Modules    []RebuiltModule `json:"modules_replaced,omitempty"`
+	FullReason string          `json:"full_reason,omitempty"`
+	// Timings are the build steps this run performed for the kernel
+	// (fetches, decisions, builds not found in the cache), seconds per
+	// item by step kind (internal/estimate's Step kinds): the estimate
+	// table learns them.
+	Timings map[string]float64 `json:"timings_s,omitempty"`
+}
+
+// ModeModules is KernelBuild.Mode of a module build.
+const ModeModules = "modules"
+
+// RebuiltModule is a module built for a lab kernel and loaded in place
+// of the packaged one: its name, file, srcversion, GNU build ID and
+// SHA-256. Checked is set when the lab found exactly this build running
+// (/sys/module/NAME's srcversion and build ID) after loading it.
+type RebuiltModule struct {
+	Name       string `json:"name"`
+	File       string `json:"file"`
+	SrcVersion string `json:"srcversion,omitempty"`
+	BuildID    string `json:"build_id,omitempty"`
+	SHA256     string `json:"sha256"`
+	Checked    bool   `json:"checked,omitempty"`
 }
 
 // PatchID names one applied patch.
@@ -155,7 +187,15 @@ type PatchID struct {
 // TREE at COMMIT + 1 patch (SUBJECT), config 1a2b3c4d5e6f".
 func (b *KernelBuild) Describe() string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "%s built from %s", b.Release, b.Tree)
+	if b.Mode == ModeModules {
+		var names []string
+		for _, m := range b.Modules {
+			names = append(names, m.Name)
+		}
+		fmt.Fprintf(&s, "%s (Debian's kernel) with modules %s rebuilt from %s", b.Release, strings.Join(names, ", "), b.Tree)
+	} else {
+		fmt.Fprintf(&s, "%s built from %s", b.Release, b.Tree)
+	}
 	if b.Commit != "" {
 		fmt.Fprintf(&s, " at %.12s", b.Commit)
 	}

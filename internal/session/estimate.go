@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -213,4 +215,18 @@ func recordRates(stderr io.Writer, tab *estimate.Table, tableDir, dir string, ce
 	if err != nil {
 		fmt.Fprintf(stderr, "vnetbench: warning: estimate table not updated: %v\n", err)
 	}
+}
+
+// AddBuilds puts the build part of s's kernels (lab.PlanBuilds, from the
+// harness cache in cache alone) into est and returns the build modes.
+func AddBuilds(ctx context.Context, cache string, est *estimate.Estimate, s *scenarios.Scenario, t *estimate.Table) []lab.BuildMode {
+	modes := lab.PlanBuilds(ctx, cache, s.Kernels, KernelLabels(s))
+	var items []estimate.BuildItem
+	for _, m := range modes {
+		items = append(items, m.Items...)
+	}
+	if est != nil {
+		est.AddBuild(items, t)
+	}
+	return modes
 }

@@ -250,6 +250,8 @@ func (r *run) prepare(ctx context.Context) error {
 	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab)
 	if r.InsideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
+	} else {
+		AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab)
 	}
 	if r.DryRun || r.InsideLab != "" || r.Resume {
 		return nil

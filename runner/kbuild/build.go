@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +51,9 @@ type Kernel struct {
 	Log string
 	// Compiled counts the files this build compiled (0 when cached).
 	Compiled int
+	// Fresh: built in a work tree that had built nothing yet (not
+	// incrementally after another kernel).
+	Fresh bool
 }
 
 // Builder builds kernels into its cache directory:
@@ -78,11 +82,18 @@ type Builder struct {
 	Log io.Writer
 	// Every is how often progress is logged while make runs (default 20s).
 	Every time.Duration
+	// Images is the cache directory of Debian kernel packages (vmimages';
+	// "" = the directory holding Dir) for module builds.
+	Images string
 
 	noDeps bool // tests: skip the host dependency check
 	// treeHashes remembers plain trees' fingerprints (a walk of ~75,000
 	// files per kernel otherwise; stock and patched share a tree).
 	treeHashes map[string]string
+	// includes remembers trees' #include scans (Decide).
+	includes map[string]includeIndex
+	// logMu orders Log's lines of module builds that run at once.
+	logMu sync.Mutex
 }
 
 // Plan is a resolved Spec: what would be built and under which key.
@@ -178,7 +189,9 @@ func (b *Builder) checkDeps() error {
 
 func (b *Builder) logf(format string, a ...any) {
 	if b.Log != nil {
+		b.logMu.Lock()
 		fmt.Fprintf(b.Log, format+"\n", a...)
+		b.logMu.Unlock()
 	}
 }
 
@@ -497,7 +510,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	}
 	k, err := b.install(ctx, p, w, modules, logPath, secs, cpu)
 	if k != nil {
-		k.Compiled = cnt.n
+		k.Compiled, k.Fresh = cnt.n, fresh
 	}
 	return k, err
 }

@@ -92,3 +92,18 @@ func CheckDeps() error {
 	return fault.Capability("building a kernel needs %s, missing here: apt-get install %s (or make deps)",
 		strings.Join(names, ", "), strings.Join(Packages(req), " "))
 }
+
+// ModuleDeps are what a module build runs besides Debian's packages (its
+// compiler is gcc-12, Debian 12's gcc): make, git apply, cp -al, strip,
+// apt-get and dpkg-deb for the packages.
+var ModuleDeps = []Dep{
+	{Name: "make", Package: "make"},
+	{Name: "gcc-12", Package: "gcc-12"},
+	{Name: "ld", Package: "binutils"},
+	{Name: "strip", Package: "binutils"},
+	{Name: "git", Package: "git"},
+	{Name: "cp", Package: "coreutils"},
+	{Name: "apt-get", Package: "apt"},
+	{Name: "apt-cache", Package: "apt"},
+	{Name: "dpkg-deb", Package: "dpkg"},
+}

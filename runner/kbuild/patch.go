@@ -55,23 +55,33 @@ func ReadPatches(patterns []string) ([]Patch, error) {
 			if err != nil {
 				return nil, fault.Input("patch %s: %w; fix the patches: list", f, err)
 			}
-			ps := SplitMbox(data)
-			n := 0
-			for i, part := range ps {
-				if !hasDiff(part) {
-					continue
-				}
-				n++
-				p := Patch{File: f, Subject: subject(part), Data: part, SHA256: sha(part)}
-				if len(ps) > 1 {
-					p.Part = i + 1
-				}
-				out = append(out, p)
+			ps, err := ParsePatches(f, data)
+			if err != nil {
+				return nil, err
 			}
-			if n == 0 {
-				return nil, fault.Input("patch %s holds no diff; give patch files (git format-patch) or an mbox", f)
-			}
+			out = append(out, ps...)
 		}
+	}
+	return out, nil
+}
+
+// ParsePatches reads the patches of one file's content (a patch, or an
+// mbox of git format-patch mails; a mail without a diff is skipped).
+func ParsePatches(file string, data []byte) ([]Patch, error) {
+	var out []Patch
+	ps := SplitMbox(data)
+	for i, part := range ps {
+		if !hasDiff(part) {
+			continue
+		}
+		p := Patch{File: file, Subject: subject(part), Data: part, SHA256: sha(part)}
+		if len(ps) > 1 {
+			p.Part = i + 1
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fault.Input("patch %s holds no diff; give patch files (git format-patch) or an mbox", file)
 	}
 	return out, nil
 }

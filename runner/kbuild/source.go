@@ -103,6 +103,15 @@ func DebianSource(ctx context.Context, root, version string, log io.Writer) (str
 	if !complete(filepath.Join(tree, name)) {
 		return "", fmt.Errorf("unpack %s: no %s/Makefile in the package; check that %s is Debian's kernel source package", deb, name, name)
 	}
+	// The package version (6.1.192-3), beside the tree: module builds
+	// match it to linux-headers and linux-image of the same version.
+	ver, err := (proc.Real{}).Run(ctx, proc.Cmd{Argv: []string{"dpkg-deb", "-f", deb, "Version"}})
+	if err != nil {
+		return "", fmt.Errorf("read the version of %s: %w", deb, err)
+	}
+	if err := os.WriteFile(dir+".version", ver, 0o644); err != nil {
+		return "", fmt.Errorf("fetch %s: %w", name, err)
+	}
 	if err := os.Rename(filepath.Join(tree, name), dir); err != nil {
 		return "", fmt.Errorf("fetch %s: %w; remove %s and retry", name, err, dir)
 	}

@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/fault"
 
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -35,11 +38,39 @@ func defaultBuilder(log io.Writer) KernelBuilder {
 }
 
 // kernelPlans are the resolved builds of the kernels that name a source
-// tree, in build order, with their labels.
+// tree: the full builds in build order with their labels, and the groups
+// of kernels tested by module builds.
 type kernelPlans struct {
 	b      KernelBuilder
 	labels []string
 	plans  []*kbuild.Plan
+	mods   []*modGroup
+	// full says why kernels that might have been module builds are built
+	// whole, by label.
+	full map[string]string
+	// replace lists, after build, the module files each label's lab
+	// loads in place of the packaged ones.
+	replace map[string][]string
+	// order is every label built, in build order.
+	order []string
+	// timings are the build steps performed, by label (estimate's step
+	// kinds, seconds per item); a step shared by a group counts for its
+	// first kernel.
+	timings map[string]map[string]float64
+}
+
+// time records a step of label.
+func (kp *kernelPlans) time(label, kind string, secs float64) {
+	if secs <= 0 {
+		return
+	}
+	if kp.timings == nil {
+		kp.timings = map[string]map[string]float64{}
+	}
+	if kp.timings[label] == nil {
+		kp.timings[label] = map[string]float64{}
+	}
+	kp.timings[label][kind] = secs
 }
 
 // resolveKernels checks the kernels of cells that name a source tree
@@ -62,19 +93,59 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, in Inner, o run
 	if len(order) == 0 {
 		return kp, nil
 	}
+	if o.Log != nil {
+		// The source's fetch and the prefetch of Debian's packages
+		// log at once.
+		o.Log = &lockedWriter{w: o.Log}
+	}
 	if kp.b == nil {
 		kp.b = defaultBuilder(o.Log)
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return rank(in.Labels, a) - rank(in.Labels, b) })
+	kp.order = order
+	prefetched := kp.prefetch(ctx, order, byLabel)
+	specs := map[string]kbuild.Spec{}
 	for _, l := range order {
+		start, fetched := time.Now(), sourceFetched(byLabel[l])
 		spec, err := buildSpec(ctx, l, byLabel[l], in.FetchSource, o.Log)
 		if err != nil {
 			return nil, err
 		}
-		p, err := kp.b.Resolve(ctx, spec)
+		if !fetched && in.FetchSource == nil {
+			kp.time(l, estimate.StepFetchSource, time.Since(start).Seconds())
+		}
+		specs[l] = spec
+	}
+	<-prefetched
+	modular := map[string]bool{}
+	if mb, ok := kp.b.(ModuleBuilder); ok {
+		groups, reasons, err := planModules(ctx, mb, order, byLabel, specs, o)
 		if err != nil {
 			return nil, err
 		}
+		kp.mods, kp.full = groups, reasons
+		for _, g := range groups {
+			if g.plan.Fetched {
+				kp.time(g.labels[0], estimate.StepFetchDebian, g.plan.FetchSeconds)
+			}
+			for _, l := range g.labels {
+				modular[l] = true
+				if d := g.plan.Decisions[l]; d != nil && !d.Cached {
+					kp.time(l, estimate.StepDecide, d.Seconds)
+				}
+			}
+		}
+	}
+	kp.labels = nil
+	for _, l := range order {
+		if modular[l] {
+			continue
+		}
+		p, err := kp.b.Resolve(ctx, specs[l])
+		if err != nil {
+			return nil, err
+		}
+		kp.labels = append(kp.labels, l)
 		kp.plans = append(kp.plans, p)
 	}
 	return kp, nil
@@ -86,32 +157,99 @@ func resolveKernels(ctx context.Context, cells []scenarios.Cell, in Inner, o run
 // built image; the identities come back per label, with warnings when
 // kernels of one tree were built with different configs.
 func (kp *kernelPlans) build(ctx context.Context, cells []scenarios.Cell, o runner.Options) ([]scenarios.Cell, map[string]*results.KernelBuild, []string, error) {
-	if len(kp.plans) == 0 {
+	if len(kp.plans)+len(kp.mods) == 0 {
 		return cells, nil, nil, nil
 	}
-	built, err := kp.b.BuildPlans(ctx, kp.plans)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	ids := map[string]*results.KernelBuild{}
-	images := map[string]*kbuild.Kernel{}
-	for i, l := range kp.labels {
-		id := built[i].Identity
-		ids[l] = &id
-		images[l] = built[i]
-		desc := id.Describe()
-		if built[i].Cached {
-			desc += ", from the build cache"
+	images := map[string][2]string{} // label -> image, modules directory
+	kp.replace = map[string][]string{}
+	if len(kp.mods) > 0 {
+		if err := buildModules(ctx, kp.b.(ModuleBuilder), kp.mods, o, ids, kp.replace, images, kp.time); err != nil {
+			return nil, nil, nil, err
 		}
-		labLogf(o, "kernel %s: %s", l, desc)
+	}
+	if len(kp.plans) > 0 {
+		built, err := kp.b.BuildPlans(ctx, kp.plans)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for i, l := range kp.labels {
+			id := built[i].Identity
+			id.FullReason = kp.full[l]
+			if !built[i].Cached {
+				kind := estimate.StepIncremental
+				if built[i].Fresh {
+					kind = estimate.StepFullBuild
+				}
+				kp.time(l, kind, id.Seconds)
+			}
+			ids[l] = &id
+			images[l] = [2]string{built[i].Image, built[i].Modules}
+			desc := id.Describe()
+			if built[i].Cached {
+				desc += ", from the build cache"
+			}
+			labLogf(o, "kernel %s: %s", l, desc)
+		}
 	}
 	out := slices.Clone(cells)
 	for i := range out {
 		if k, ok := images[out[i].Kernel.Label]; ok && out[i].Kernel.Builds() {
-			out[i].Kernel.Image, out[i].Kernel.Modules = k.Image, k.Modules
+			out[i].Kernel.Image, out[i].Kernel.Modules = k[0], k[1]
 		}
 	}
-	return out, ids, configWarnings(kp.labels, ids), nil
+	for l, t := range kp.timings {
+		if ids[l] != nil {
+			ids[l].Timings = t
+		}
+	}
+	return out, ids, configWarnings(kp.order, ids), nil
+}
+
+// lockedWriter serializes the writes of goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// prefetch starts fetching Debian's kernel and headers for the module
+// builds of sources not fetched yet, beside the sources' own fetch; the
+// channel closes when it is done.
+func (kp *kernelPlans) prefetch(ctx context.Context, order []string, byLabel map[string]scenarios.Kernel) <-chan struct{} {
+	done := make(chan struct{})
+	pf, ok := kp.b.(interface {
+		Prefetch(ctx context.Context, series string)
+	})
+	if !ok {
+		close(done)
+		return done
+	}
+	var series []string
+	for src, labels := range sourceGroups(order, byLabel) {
+		if !sourceFetched(byLabel[labels[0]]) {
+			series = append(series, strings.TrimPrefix(src, "debian:"))
+		}
+	}
+	go func() {
+		defer close(done)
+		for _, s := range series {
+			pf.Prefetch(ctx, s)
+		}
+	}()
+	return done
+}
+
+// sourceFetched reports whether kernel k's source: is in the cache (or it
+// names none).
+func sourceFetched(k scenarios.Kernel) bool {
+	v, ok := strings.CutPrefix(k.Source, "debian:")
+	return !ok || exists(filepath.Join(vmimages.CacheDir(), "src", "linux-source-"+v, "Makefile"))
 }
 
 // buildSpec is the build of kernel k: its tree (source: fetched into the
@@ -161,27 +299,14 @@ func writeSeries(root, name string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range paths {
-			if filepath.Base(p) == file {
-				return []string{p}, nil
-			}
-		}
-		return nil, fault.Input("series %s has no patch %q", series, file)
+		return onePatch(paths, series, file)
 	}
-	ps, err := scenarios.SeriesPatches(name)
+	paths, err := seriesPaths(root, name)
 	if err != nil {
-		return nil, fault.Input("%w", err)
+		return nil, err
 	}
-	h := sha256.New()
-	for _, p := range ps {
-		fmt.Fprintf(h, "%s\n%d\n", p.Name, len(p.Data))
-		h.Write(p.Data)
-	}
-	dir := filepath.Join(root, name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
-	paths := make([]string, len(ps))
-	for i, p := range ps {
-		paths[i] = filepath.Join(dir, p.Name)
-	}
+	ps, _ := scenarios.SeriesPatches(name)
+	dir := filepath.Dir(paths[0])
 	if _, err := os.Stat(dir); err == nil {
 		return paths, nil
 	}
@@ -207,6 +332,33 @@ func writeSeries(root, name string) ([]string, error) {
 	return paths, nil
 }
 
+// seriesPaths are where writeSeries puts a shipped series' patches (for
+// NAME/FILE, that one patch's path in its series' directory).
+func seriesPaths(root, name string) ([]string, error) {
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		paths, err := seriesPaths(root, series)
+		if err != nil {
+			return nil, err
+		}
+		return onePatch(paths, series, file)
+	}
+	ps, err := scenarios.SeriesPatches(name)
+	if err != nil {
+		return nil, fault.Input("%w", err)
+	}
+	h := sha256.New()
+	for _, p := range ps {
+		fmt.Fprintf(h, "%s\n%d\n", p.Name, len(p.Data))
+		h.Write(p.Data)
+	}
+	dir := filepath.Join(root, name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	paths := make([]string, len(ps))
+	for i, p := range ps {
+		paths[i] = filepath.Join(dir, p.Name)
+	}
+	return paths, nil
+}
+
 func rank(labels []string, l string) int {
 	if i := slices.Index(labels, l); i >= 0 {
 		return i
@@ -228,4 +380,14 @@ func configWarnings(order []string, ids map[string]*results.KernelBuild) []strin
 		}
 	}
 	return out
+}
+
+// onePatch is file's path among its series' paths.
+func onePatch(paths []string, series, file string) ([]string, error) {
+	for _, p := range paths {
+		if filepath.Base(p) == file {
+			return []string{p}, nil
+		}
+	}
+	return nil, fault.Input("series %s has no patch %q", series, file)
 }

@@ -63,6 +63,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o runner.Options, in Inner
 		return nil, err
 	}
 	defer lr.w.Close()
+	lr.replace = kernels.replace
 	return lr.runKernels(ctx, cells)
 }
 
@@ -76,6 +77,9 @@ type labRun struct {
 	w           *results.Writer
 	sum         *runner.Summary
 	total, done int
+	// replace are, by label, the rebuilt modules its lab loads in place
+	// of the packaged ones.
+	replace map[string][]string
 }
 
 // newLabRun opens (or, with Resume, reopens) the run directory, records
@@ -104,6 +108,10 @@ func newLabRun(ctx context.Context, o runner.Options, in Inner, host Host, build
 		return nil, err
 	}
 	if err := recordBuilds(o.Dir, builds); err != nil {
+		lr.w.Close()
+		return nil, err
+	}
+	if err := writeBuildScript(o.Dir, in.Labels, builds); err != nil {
 		lr.w.Close()
 		return nil, err
 	}
@@ -176,6 +184,7 @@ func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Ce
 		return nil, err
 	}
 	lr.sum.Warnings = append(lr.sum.Warnings, lwarn...)
+	lcfg.Replace = lr.replace[label]
 	res, lerr := lr.in.Boot(ctx, lcfg)
 	// Import whatever the inner run finished, also after a failure;
 	// each imported sample is one step of the progress.

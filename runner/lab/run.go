@@ -394,6 +394,16 @@ func writeLabScenario(dir string, data []byte) (string, error) {
 	return p, os.WriteFile(p, data, 0o644)
 }
 
+// markChecked marks the rebuilt modules the lab found running as built.
+func markChecked(b *results.KernelBuild, res *labvm.Result) {
+	if res == nil {
+		return
+	}
+	for i := range b.Modules {
+		b.Modules[i].Checked = slices.Contains(res.Checked, b.Modules[i].Name)
+	}
+}
+
 // recordBuilds puts the identity of each kernel built from source into
 // env.json, under its label (the lab's own environment joins it there).
 func recordBuilds(dir string, builds map[string]*results.KernelBuild) error {
@@ -507,6 +517,7 @@ func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result)
 			}
 			if old := env.Kernels[label]; old != nil && old.Build != nil {
 				ienv.Build = old.Build
+				markChecked(ienv.Build, res)
 			}
 			env.Kernels[label] = ienv
 			results.WriteEnv(outer, *env)

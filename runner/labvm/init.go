@@ -68,7 +68,11 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	emit(Event{Ev: EvModules, Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM})
+	checked, err := vminit.CheckModules("/sys/module", cfg.Check)
+	if err != nil {
+		return err
+	}
+	emit(Event{Ev: EvModules, Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM, Checked: checked})
 	switch cfg.Mode {
 	case "guest":
 		for _, l := range cfg.Links {

@@ -91,7 +91,7 @@ func (l *labVM) handle(ev Event) error {
 		l.phase, l.deadline = "setup", time.Now().Add(l.to.Setup)
 	case EvModules:
 		l.res.ModulesMs = ev.Ms
-		l.res.KVM, l.res.NoKVM = ev.KVM, ev.NoKVM
+		l.res.KVM, l.res.NoKVM, l.res.Checked = ev.KVM, ev.NoKVM, ev.Checked
 	case EvStart:
 		l.tStart = time.Now()
 		l.res.SetupSeconds = l.tStart.Sub(l.tInit).Seconds()

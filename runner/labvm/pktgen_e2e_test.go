@@ -15,48 +15,51 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // e2eScenario is the built-in lab-pktgen scenario in miniature, run on
 // the same kernels (the same specs: the built-in's cache keys, so a CI
 // run's builds serve README's lab command and the reverse): Debian's
-// linux-source-6.1 built twice with the harness's config, stock and with
-// the shipped series tun-backpressure (scenarios/series/tun-backpressure:
-// a full tx ring stops the queue instead of dropping, and the reader,
-// read() on the tun fd or vhost-net's recvmsg(), wakes it). The thread's pinned tables: vhost-net worker on CPU 0, 1 and
-// 4 pktgen threads on the single-queue tap (sample01 for 1 thread,
-// sample02 for 4), TAP and TAP+vhost-net rows sharing one nested guest (a
-// vhost=off and a vhost=on NIC), one repetition (a nested guest's boot is
-// the dominant cost under TCG in TCG, hence the 9m boot deadline). The
-// nested guest runs the stock build itself (guest.kernel: its bzImage and
-// modules directory from the build cache), where the built-in lab-pktgen
-// boots Debian's cloud kernel: the guest is only the sink, and the build
-// has the guest's drivers built in, so it is up in 50-70 s instead of
-// Debian's 90-130 s (no modules to load, a fraction of the initcalls),
-// which took 1.5-2.5 min off the test. pktgen runs both native (the harness's /proc writes of the
-// samples) and in script mode (the kernel's own pktgen_sample01_simple.sh
-// and pktgen_sample02_multiqueue.sh from the same tree), with pktgen's
-// default xmit mode, as the sample scripts do, so the two are the same
-// experiment. Each cell is bounded by time (3 s), not by a count: under
-// TCG in TCG the tap's reader takes ~1 Kpps, so a 4-thread count of
-// 5,000 took ~2 minutes a cell. An AF_XDP cell (the Go generator,
-// zero-copy) rides along at no boot's cost: 6.1's tun refuses AF_XDP
-// zero-copy, so it is n/a at once with the kernel's reason. The %q are the
-// nested guest's kernel and modules and the tree holding samples/pktgen.
+// linux-source-6.1 stock and with the shipped series tun-backpressure
+// (scenarios/series/tun-backpressure: a full tx ring stops the queue
+// instead of dropping, and the reader, read() on the tun fd or
+// vhost-net's recvmsg(), wakes it), by default as the built-in runs them:
+// tun.ko rebuilt both ways for Debian's packaged 6.1 kernel, which the
+// labs boot (%[1]s is the kernels' build: key). The thread's pinned
+// tables: vhost-net worker on CPU 0, 1 and 4 pktgen threads on the
+// single-queue tap (sample01 for 1 thread, sample02 for 4), TAP and
+// TAP+vhost-net rows sharing one nested guest (a vhost=off and a vhost=on
+// NIC), one repetition (a nested guest's boot is the dominant cost under
+// TCG in TCG, hence the 9m boot deadline). %[2]s is the nested guest's
+// kernel line: Debian's cloud kernel (the built-in's guest) for the
+// module build, the stock build itself for the full build (its drivers
+// built in, it is up in 50-70 s instead of Debian's 90-130 s under TCG
+// in TCG). pktgen runs both native (the harness's /proc writes of the
+// samples) and in script mode (the kernel's own
+// pktgen_sample01_simple.sh and pktgen_sample02_multiqueue.sh from the
+// same tree, %[3]q), with pktgen's default xmit mode, as the sample
+// scripts do, so the two are the same experiment. Each cell is bounded by
+// time (3 s), not by a count: under TCG in TCG the tap's reader takes ~1
+// Kpps, so a 4-thread count of 5,000 took ~2 minutes a cell. An AF_XDP
+// cell (the Go generator, zero-copy) rides along at no boot's cost: 6.1's
+// tun refuses AF_XDP zero-copy, so it is n/a at once with the kernel's
+// reason.
 const e2eScenario = `name: lab-pktgen-e2e
 description: "lab-pktgen from source, one repetition: pktgen 1 and 4 threads TAP vs TAP+vhost-net, vhost on CPU 0, linux-source-6.1 stock vs patched (tun backpressure), native and the kernel's sample scripts"
 kernels:
-  - {label: stock, source: "debian:6.1"}
-  - {label: patched, source: "debian:6.1", patches: ["series:tun-backpressure"]}
+  - {label: stock, source: "debian:6.1", build: %[1]s}
+  - {label: patched, source: "debian:6.1", patches: ["series:tun-backpressure"], build: %[1]s}
 backend: [tap, tap+vhost]
 qdisc: fq_codel
 pin: {vhost: 0}
-guest: {vcpus: 1, memory: 512MiB, sink: stack, kernel: {image: %q, modules: %q}}
+guest: {vcpus: 1, memory: 512MiB, sink: stack%[2]s}
 generator:
-  pktgen: {mode: [auto, script], script_dir: %q, threads: [1, 4], count: 0, duration: 3s, pkt_size: 60, burst: 0, xmit_mode: start_xmit}
+  pktgen: {mode: [auto, script], script_dir: %[3]q, threads: [1, 4], count: 0, duration: 3s, pkt_size: 60, burst: 0, xmit_mode: start_xmit}
   afxdp: {mode: zerocopy, pkt_size: 64, duration: 1s}
 perf:
   stat: {targets: [kpktgend, vhost], events: [task-clock, context-switches, cpu-migrations, page-faults]}
@@ -64,24 +67,40 @@ repetitions: 1
 timeouts: {boot: 9m, traffic: 5m}
 `
 
-// TestLabPktgenE2E is the acceptance test of issues 7, 13 and 17 in one
-// lab run: `vnetbench run` builds linux-source-6.1 stock and patched (or
-// takes both from the harness's build cache: runner/kbuild's
-// TestBuildLinuxSource makes the same builds), boots each as a lab VM with
-// a nested guest, and prints, for each pktgen mode and thread count, one
-// thread-style table with TAP and TAP+vhost-net rows and stock and patched
-// columns, in which the patched kernel's Lost is far below stock's: the
-// thread's result, end to end from source. Run alone with
+// TestLabPktgenE2E is the acceptance test of issues 7, 13, 17 and 36 in
+// one lab run: `vnetbench run` rebuilds tun.ko from linux-source-6.1
+// stock and patched for Debian's 6.1 kernel of the same version (or takes
+// them from the harness's cache: runner/kbuild's
+// TestModuleBuildLinuxSource makes the same builds), boots that kernel as
+// a lab VM with each tun.ko loaded in place of Debian's (checked
+// running), a nested guest inside, and prints, for each pktgen mode and
+// thread count, one thread-style table with TAP and TAP+vhost-net rows and
+// stock and patched columns, in which the patched kernel's Lost is far
+// below stock's: the thread's result, end to end from source. Run alone
+// with
 //
 //	make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 //
-// It takes about 5 minutes under TCG on a 2-core machine with the builds
-// cached (two lab boots, two nested guest boots of about a minute each,
-// 16 pktgen cells of 3 s), plus the cold builds (README's lab command's
-// first run: 16m48s for stock on a loaded 2-core machine, 663
-// CPU-seconds, and 14 s for patched). The run waits up
-// to 60m (--lock-wait) for other vnetbench runs on this host.
+// The run waits up to 60m (--lock-wait) for other vnetbench runs on this
+// host. TestLabPktgenFullBuildE2E (opt-in) runs the same with both
+// kernels built whole.
 func TestLabPktgenE2E(t *testing.T) {
+	labPktgenE2E(t, scenarios.BuildModules)
+}
+
+// TestLabPktgenFullBuildE2E is TestLabPktgenE2E with both kernels built
+// whole from linux-source-6.1 with the harness's config (build: full), the
+// stock one also the nested guest's kernel: the full-build path end to
+// end. Cold, the stock build dominates (16m48s on the 2-core CI machine,
+// 663 CPU-seconds; the patched one 14 s after it); opt-in:
+//
+//	VNETBENCH_E2E_FULLBUILD=1 make e2e RUN=TestLabPktgenFullBuildE2E PKG=./runner/labvm
+func TestLabPktgenFullBuildE2E(t *testing.T) {
+	testenv.OptIn(t, "VNETBENCH_E2E_FULLBUILD", "both kernels built whole from linux-source-6.1, about 17 min cold on 2 cores plus the labs: VNETBENCH_E2E_FULLBUILD=1 make e2e RUN=TestLabPktgenFullBuildE2E PKG=./runner/labvm")
+	labPktgenE2E(t, scenarios.BuildFull)
+}
+
+func labPktgenE2E(t *testing.T, build string) {
 	needLab(t)
 	if err := kbuild.CheckDeps(); err != nil {
 		testenv.Skipf(t, "%v", err)
@@ -111,9 +130,13 @@ func TestLabPktgenE2E(t *testing.T) {
 			}
 		})
 	}
-	guest := guestKernel(t, src)
+	guestLine := ""
+	if build == scenarios.BuildFull {
+		guest := guestKernel(t, src)
+		guestLine = fmt.Sprintf(", kernel: {image: %q, modules: %q}", guest.Image, guest.Modules)
+	}
 	scen := filepath.Join(tmp, "lab-pktgen-e2e.yaml")
-	if err := os.WriteFile(scen, []byte(fmt.Sprintf(e2eScenario, guest.Image, guest.Modules, scripts)), 0o644); err != nil {
+	if err := os.WriteFile(scen, []byte(fmt.Sprintf(e2eScenario, build, guestLine, scripts)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
@@ -222,7 +245,7 @@ func TestLabPktgenE2E(t *testing.T) {
 			t.Errorf("%s: patched Lost %.0f pps is not far below stock's %.0f pps: the patch's queue stop did not take", cell, pa, st)
 		}
 	}
-	checkBuildIdentities(t, dir, src)
+	checkBuildIdentities(t, dir, src, build)
 	for _, l := range []string{"stock", "patched"} {
 		for _, b := range []string{"tap", "tap+vhost"} {
 			// mode auto: sample01 (simple) for 1 thread, sample02
@@ -254,34 +277,19 @@ func TestLabPktgenE2E(t *testing.T) {
 
 // checkBuildIdentities: env.json records each built kernel's identity
 // (release, /proc/version, config hash, tree, patches), the same config for
-// both, and the lab ran the kernel the build made.
-func checkBuildIdentities(t *testing.T, dir, tree string) {
+// both, and the lab ran the kernel the build made. A module build also
+// records Debian's packages and each rebuilt module, checked running by
+// the lab (its srcversion and build ID are what the run inside saw in
+// /sys/module/tun).
+func checkBuildIdentities(t *testing.T, dir, tree, build string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "env.json"))
+	env, err := results.ReadEnv(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var env struct {
-		Kernels map[string]struct {
-			KernelRelease string `json:"kernel_release"`
-			Build         *struct {
-				Release      string  `json:"release"`
-				ProcVersion  string  `json:"proc_version"`
-				ConfigSHA256 string  `json:"config_sha256"`
-				Tree         string  `json:"tree"`
-				Seconds      float64 `json:"build_s"`
-				Patches      []struct {
-					Subject string `json:"subject"`
-				} `json:"patches"`
-			} `json:"build"`
-		} `json:"kernels"`
-	}
-	if err := json.Unmarshal(b, &env); err != nil {
 		t.Fatal(err)
 	}
 	st, pa := env.Kernels["stock"].Build, env.Kernels["patched"].Build
 	if st == nil || pa == nil {
-		t.Fatalf("env.json has no build identity for both kernels:\n%s", b)
+		t.Fatalf("env.json has no build identity for both kernels: %+v", env.Kernels)
 	}
 	if st.Tree != tree || st.ConfigSHA256 == "" || st.ConfigSHA256 != pa.ConfigSHA256 || len(st.Patches) != 0 || len(pa.Patches) != 1 {
 		t.Errorf("identities: stock %+v, patched %+v", st, pa)
@@ -292,6 +300,30 @@ func checkBuildIdentities(t *testing.T, dir, tree string) {
 		}
 	}
 	t.Logf("builds: stock %.0fs, patched %.0fs (the builds' own times, also when the run took them from the cache)", st.Seconds, pa.Seconds)
+	if build != scenarios.BuildModules {
+		if st.Mode != "" || pa.Mode != "" {
+			t.Errorf("build: full made module builds: %q, %q", st.Mode, pa.Mode)
+		}
+		return
+	}
+	for _, l := range []string{"stock", "patched"} {
+		k := env.Kernels[l]
+		b := k.Build
+		if b.Mode != results.ModeModules || !strings.HasPrefix(b.Debian, "linux-image-"+b.Release+"-unsigned ") || len(b.Modules) != 1 {
+			t.Errorf("kernel %s: mode %q, debian %q, modules %+v; want tun rebuilt for Debian's kernel", l, b.Mode, b.Debian, b.Modules)
+			continue
+		}
+		m, run := b.Modules[0], k.Modules["tun"]
+		if m.Name != "tun" || !m.Checked || m.SrcVersion == "" || run.SrcVersion != m.SrcVersion || run.BuildID != m.BuildID {
+			t.Errorf("kernel %s: rebuilt %+v, running %+v; want the rebuilt tun checked running", l, m, run)
+		}
+	}
+	if st.Modules[0].SrcVersion == pa.Modules[0].SrcVersion {
+		t.Errorf("stock and patched tun have one srcversion %s", st.Modules[0].SrcVersion)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "reproduce.sh")); err != nil || !strings.Contains(string(b), pa.Modules[0].SHA256+"  drivers/net/tun.stripped.ko") {
+		t.Errorf("reproduce.sh does not rebuild the patched tun.ko (%v):\n%s", err, b)
+	}
 }
 
 // pktgenTables returns the pktgen thread-style tables of a text report,

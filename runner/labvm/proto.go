@@ -29,7 +29,7 @@ const (
 // (vmimages.EvReady, vmimages.EvError): the same word on both protocols.
 const (
 	EvInit    = "init"    // /init started (Kernel)
-	EvModules = "modules" // modules loaded (Ms, Loaded, Missing, KVM, NoKVM)
+	EvModules = "modules" // modules loaded (Ms, Loaded, Missing, KVM, NoKVM, Checked)
 	EvStart   = "start"   // the inner command started
 	EvAlive   = "alive"   // heartbeat
 	EvExit    = "exit"    // the inner command exited (Code)
@@ -49,6 +49,7 @@ type Event struct {
 	Kernel  string   `json:"kernel,omitempty"`  // uname -r
 	KVM     string   `json:"kvm,omitempty"`     // modules: the KVM vendor module loaded (kvm_intel, kvm_amd)
 	NoKVM   string   `json:"no_kvm,omitempty"`  // modules: why KVM modules were asked for and not loaded
+	Checked []string `json:"checked,omitempty"` // modules: replaced modules found running as built (InitConfig.Check)
 	Msg     string   `json:"msg,omitempty"`     // error text
 }
 
@@ -115,6 +116,10 @@ type InitConfig struct {
 	// from /proc/cpuinfo (KVMVendorModule), after Modules and makes sure
 	// /dev/kvm exists. Nil: no KVM.
 	KVM map[string][]string `json:"kvm,omitempty"`
+	// Check are modules loaded from replacement files (Initramfs.Replace):
+	// after loading, each must be running with this srcversion and build
+	// ID, else the lab fails (a packaged module won the load).
+	Check []vminit.ModuleCheck `json:"check,omitempty"`
 }
 
 // InitShare is a read-write 9p export.

@@ -10,6 +10,8 @@
 package vminit
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -75,4 +77,65 @@ func Uptime() time.Duration {
 	f, _, _ := strings.Cut(string(b), " ")
 	v, _ := strconv.ParseFloat(strings.TrimSpace(f), 64)
 	return time.Duration(v * float64(time.Second))
+}
+
+// ModuleCheck is a module that must run as built: a rebuilt module loaded
+// in place of the packaged one, by its srcversion and GNU build ID.
+type ModuleCheck struct {
+	Name       string `json:"name"`
+	SrcVersion string `json:"srcversion,omitempty"`
+	BuildID    string `json:"build_id,omitempty"`
+}
+
+// CheckModules makes sure each module of checks runs as built: its
+// srcversion and GNU build ID under sysfs (/sys/module) are the expected
+// ones. A module loaded from elsewhere (the kernel's own build winning the
+// load) is an error: a VM must not be measured with it as the rebuilt
+// one. It returns the modules found as built.
+func CheckModules(sysfs string, checks []ModuleCheck) ([]string, error) {
+	var ok []string
+	for _, c := range checks {
+		dir := filepath.Join(sysfs, c.Name)
+		if _, err := os.Stat(dir); err != nil {
+			return ok, fmt.Errorf("rebuilt module %s is not loaded (%v)", c.Name, err)
+		}
+		if c.SrcVersion != "" {
+			b, err := os.ReadFile(filepath.Join(dir, "srcversion"))
+			if got := strings.TrimSpace(string(b)); err != nil || got != c.SrcVersion {
+				return ok, fmt.Errorf("module %s running has srcversion %q, the rebuilt one %s: not the rebuilt module", c.Name, got, c.SrcVersion)
+			}
+		}
+		if c.BuildID != "" {
+			b, err := os.ReadFile(filepath.Join(dir, "notes", ".note.gnu.build-id"))
+			got := ""
+			if err == nil {
+				got, err = NoteBuildID(b)
+			}
+			if err != nil || got != c.BuildID {
+				return ok, fmt.Errorf("module %s running has build ID %q (%v), the rebuilt one %s: not the rebuilt module", c.Name, got, err, c.BuildID)
+			}
+		}
+		ok = append(ok, c.Name)
+	}
+	return ok, nil
+}
+
+// NoteBuildID reads the GNU build ID from an ELF note section's bytes (a
+// module file's .note.gnu.build-id, or
+// /sys/module/NAME/notes/.note.gnu.build-id of a loaded one).
+func NoteBuildID(b []byte) (string, error) {
+	for len(b) >= 12 {
+		nsz := binary.LittleEndian.Uint32(b[0:])
+		dsz := binary.LittleEndian.Uint32(b[4:])
+		typ := binary.LittleEndian.Uint32(b[8:])
+		name := int(nsz+3) &^ 3
+		if 12+name+int(dsz) > len(b) {
+			break
+		}
+		if typ == 3 && nsz == 4 && string(b[12:15]) == "GNU" { // NT_GNU_BUILD_ID
+			return hex.EncodeToString(b[12+name : 12+name+int(dsz)]), nil
+		}
+		b = b[min(12+name+(int(dsz+3)&^3), len(b)):]
+	}
+	return "", errors.New("no GNU build ID note")
 }
