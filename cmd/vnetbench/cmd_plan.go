@@ -64,7 +64,7 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	p.Builds = session.AddBuilds(ctx, cl.estimateDir, p.Estimate, s, tab)
 	p.MaxTime = *maxTime
 	p.kernelDesc = session.DescribeKernel(s, h.KVM)
-	p.PerPatch = perPatchColumns(s)
+	p.PerPatch = perPatchColumns(s, p.Builds)
 	if *maxTime > 0 && p.Estimate.Total > *maxTime {
 		p.Shorter = session.ShorterForm(sp, s, h.KVM, tab, *maxTime)
 	}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // plan --per-patch on lab-pktgen with the shipped split series: the
 // columns are stock and one per prefix, each naming the patch it adds,
-// stock a whole build and the prefixes incremental in its work tree.
+// and each a module build (the series touches only drivers/net/tun.c).
 func TestPlanPerPatch(t *testing.T) {
 	args := []string{"plan", "lab-pktgen", "--per-patch", "--kernel", "stock=source=debian:6.1",
 		"--kernel", "patched=source=debian:6.1,patches=series:tun-backpressure-split",
@@ -19,9 +22,10 @@ func TestPlanPerPatch(t *testing.T) {
 	}
 	for _, want := range []string{
 		"overrides: --set per_patch=true --set backend=tap",
-		"per patch: 5 columns, one more patch each, built in one work tree:",
-		"  stock  the base\n         build: debian:6.1: a whole build (or the build cache's)",
-		"  p1-3   + 0003-tun-stop-the-tx-queue-on-a-full-ring-instead-of-drop.patch (tun: stop the tx queue on a full ring instead of dropping)\n         build: incremental",
+		"build: kernels stock, p1, p1-2, p1-3, p1-4 (debian:6.1): modules rebuilt for Debian's kernel",
+		"per patch: 5 columns, one more patch each:",
+		"  stock  the base\n         build: modules rebuilt for Debian's kernel (the build line above)",
+		"  p1-3   + 0003-tun-stop-the-tx-queue-on-a-full-ring-instead-of-drop.patch (tun: stop the tx queue on a full ring instead of dropping)\n         build: modules rebuilt",
 		"cells: 1 per kernel x 5 kernel(s) = 5",
 	} {
 		if !strings.Contains(out, want) {
@@ -53,5 +57,20 @@ func TestPlanPerPatch(t *testing.T) {
 	// Without patches there is nothing to split: bad input, exit 2.
 	if out, code := runCLI(t, "plan", "lab-pktgen", "--per-patch", "--kernel", "stock=source=debian:6.1"); code != 2 || !strings.Contains(out, "no kernel has patches") {
 		t.Errorf("no series: exit %d: %s", code, out)
+	}
+}
+
+// Columns that are not module builds (a full build's mode, or no build
+// line) read as a whole base build and incremental prefixes.
+func TestPerPatchColumnsFullBuilds(t *testing.T) {
+	s := &scenarios.Scenario{PerPatch: true, Kernels: []scenarios.Kernel{
+		{Label: "stock", Tree: "/src/linux", Ref: "v6.1"},
+		{Label: "p1", Tree: "/src/linux", Ref: "v6.1", Patches: []string{"series:tun-backpressure-split/0001-tun-include-net-sch_generic.h.patch"}},
+	}}
+	full := []lab.BuildMode{{Kernels: []string{"stock", "p1"}, Mode: "full"}}
+	cols := perPatchColumns(s, full)
+	if len(cols) != 2 || cols[0].Build != "/src/linux at v6.1: a whole build (or the build cache's)" ||
+		!strings.HasPrefix(cols[1].Build, "incremental in the base's work tree") || cols[1].Subject != "tun: include net/sch_generic.h" {
+		t.Errorf("columns %+v", cols)
 	}
 }

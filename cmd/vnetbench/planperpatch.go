@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -20,11 +21,20 @@ type planColumn struct {
 }
 
 // perPatchColumns lists a per-patch scenario's columns and builds (nil
-// for another scenario).
-func perPatchColumns(s *scenarios.Scenario) []planColumn {
+// for another scenario): a column whose kernel is a module build (modes,
+// the plan's build lines) says so; the others build whole kernels, the
+// prefixes incrementally in the base's work tree.
+func perPatchColumns(s *scenarios.Scenario, modes []lab.BuildMode) []planColumn {
 	if !s.PerPatch || len(s.Kernels) == 0 {
 		return nil
 	}
+	modules := map[string]bool{}
+	for _, m := range modes {
+		for _, k := range m.Kernels {
+			modules[k] = m.Mode == scenarios.BuildModules
+		}
+	}
+	const moduleBuild = "modules rebuilt for Debian's kernel (the build line above)"
 	base := s.Kernels[0]
 	src := base.Source
 	if src == "" {
@@ -34,10 +44,16 @@ func perPatchColumns(s *scenarios.Scenario) []planColumn {
 		}
 	}
 	out := []planColumn{{Kernel: base.Label, Build: src + ": a whole build (or the build cache's)"}}
+	if modules[base.Label] {
+		out[0].Build = moduleBuild
+	}
 	for _, k := range s.Kernels[1:] {
 		last := k.Patches[len(k.Patches)-1]
 		c := planColumn{Kernel: k.Label, Patch: patchName(last), Subject: patchSubject(last),
 			Build: "incremental in the base's work tree: what the patch touched"}
+		if modules[k.Label] {
+			c.Build = moduleBuild
+		}
 		out = append(out, c)
 	}
 	return out
@@ -74,7 +90,7 @@ func writePerPatch(w io.Writer, cols []planColumn) {
 	if len(cols) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "per patch: %d columns, one more patch each, built in one work tree:\n", len(cols))
+	fmt.Fprintf(w, "per patch: %d columns, one more patch each:\n", len(cols))
 	for _, c := range cols {
 		what := "the base"
 		if c.Patch != "" {
