@@ -187,3 +187,39 @@ func BenchmarkReportDistinct(b *testing.B) {
 		})
 	}
 }
+
+// distinctKeysSet is n single-sample cells, each with a metric key of its
+// own, on one kernel: issue 34's input that asked report for a 15 GB block
+// (summaries preallocated keys x cells x columns).
+func distinctKeysSet(n int) *results.Set {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	for i := range n {
+		set.Samples = append(set.Samples, results.Sample{Cell: "tap/c" + strconv.Itoa(i), Kernel: "k",
+			Axes:    map[string]string{"backend": "tap", "commit": "c" + strconv.Itoa(i)},
+			Metrics: map[string]float64{"m" + strconv.Itoa(i): float64(i)}})
+	}
+	return set
+}
+
+// BenchmarkReportDistinctKeys measures `report` (build and text) on n
+// single-sample cells with distinct metric keys: memory and time must grow
+// linearly with the samples (issue 34 item 6: 8,000 in under 1 GB and
+// 10 s). B/op bounds the peak heap.
+func BenchmarkReportDistinctKeys(b *testing.B) {
+	for _, n := range []int{1000, 2000, 4000, 8000} {
+		b.Run(fmt.Sprintf("samples=%d", n), func(b *testing.B) {
+			set := distinctKeysSet(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := Build(set, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := WriteText(io.Discard, r, ASCII); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sample")
+		})
+	}
+}

@@ -23,15 +23,7 @@ func (b *builder) compareTables() {
 			continue // shown by the harness and diagnostics table
 		}
 		m := b.idx.metric(key)
-		var cells []string
-		for _, cell := range b.idx.cells {
-			for _, col := range b.r.Columns {
-				if b.idx.has(cell, col, key) {
-					cells = append(cells, cell)
-					break
-				}
-			}
-		}
+		cells := b.idx.keyCells[key]
 		if len(cells) == 0 {
 			continue
 		}
@@ -111,7 +103,7 @@ func (b *builder) compareTables() {
 	}
 }
 
-// minCIRuns is the smallest sample for which benchmath gives a finite
+// minCIRuns is the smallest sample for which the order statistics give a finite
 // confidence interval of the median at level Confidence.
 const minCIRuns = 6
 

@@ -291,10 +291,10 @@ func (b *builder) changeHeaders(word string) []string {
 
 func (b *builder) colHeader(col string) string {
 	var marks []string
-	if b.r.IsEmulated(col) {
+	if b.r.IsEmulated(col) && !b.r.AllEmulated() {
 		marks = append(marks, "TCG")
 	}
-	if b.r.IsNested(col) {
+	if b.r.IsNested(col) && b.r.MixedNesting() {
 		marks = append(marks, "nested")
 	}
 	if len(marks) == 0 {
@@ -303,24 +303,54 @@ func (b *builder) colHeader(col string) string {
 	return col + " (" + strings.Join(marks, ", ") + ")"
 }
 
-const emulatedNote = "(TCG) = emulated: QEMU without KVM; the numbers measure the emulator, not the kernel"
+// The legends of the columns' marks. A mark every column shares would say
+// nothing about a column and widen every header: it is left out of the
+// headers (colHeader) and said once, by allEmulatedNote or allNestedNote.
+const (
+	emulatedNote    = "(TCG) = emulated: QEMU without KVM; the numbers measure the emulator, not the kernel"
+	allEmulatedNote = "every column ran under QEMU TCG, without KVM: the numbers measure the emulator, not the kernel"
+)
 
-// nestedNote is the legend of a nested column; mixedNestingNote warns
-// that a table compares a datapath inside a VM with the host's own.
+// nestedNote is the legend of a nested column, allNestedNote says that
+// every column is; mixedNestingNote warns that a table compares a
+// datapath inside a VM with the host's own.
 const (
 	nestedNote       = "(nested) = a lab kernel: its datapath ran inside a lab VM, the guest is a VM inside that VM"
+	allNestedNote    = "every column is a lab kernel: its datapath ran inside a lab VM, the guest is a VM inside that VM"
 	mixedNestingNote = "WARNING: the columns differ in nesting (lab kernels run their datapath inside a VM, the running kernel on the host): a change between them includes the nesting overhead, not only the kernels' difference"
 )
+
+// emulatedLegend and nestedLegend are the legends of column col's marks:
+// "" when it has none.
+func (b *builder) emulatedLegend(col string) string {
+	switch {
+	case !b.r.IsEmulated(col):
+		return ""
+	case b.r.AllEmulated():
+		return allEmulatedNote
+	}
+	return emulatedNote
+}
+
+func (b *builder) nestedLegend(col string) string {
+	switch {
+	case !b.r.IsNested(col):
+		return ""
+	case b.r.MixedNesting():
+		return nestedNote
+	}
+	return allNestedNote
+}
 
 // nestingNotes are the nested legend and the mixed-nesting warning
 // (columnNotes without the emulation legend).
 func (b *builder) nestingNotes() []string {
 	var out []string
-	if len(b.r.Nested) > 0 {
-		out = append(out, nestedNote)
-	}
-	if b.r.MixedNesting() {
-		out = append(out, mixedNestingNote)
+	switch {
+	case b.r.MixedNesting():
+		out = append(out, nestedNote, mixedNestingNote)
+	case len(b.r.Nested) > 0:
+		out = append(out, allNestedNote)
 	}
 	return out
 }
@@ -329,7 +359,10 @@ func (b *builder) nestingNotes() []string {
 // nested, and the warning when the columns differ in nesting.
 func (b *builder) columnNotes() []string {
 	var out []string
-	if len(b.r.Emulated) > 0 {
+	switch {
+	case b.r.AllEmulated():
+		out = append(out, allEmulatedNote)
+	case len(b.r.Emulated) > 0:
 		out = append(out, emulatedNote)
 	}
 	return append(out, b.nestingNotes()...)
@@ -347,6 +380,18 @@ func (b *builder) anyPositive(cells []string, key string) bool {
 	return false
 }
 
+// runsNote is a thread or versus table's first note: the runs behind each
+// cell and the largest spread of its first row's metric, or "1 run per
+// cell" when there is no spread to tell.
+func (b *builder) runsNote(cells []string, label string, maxCV float64) string {
+	r := b.repsRange(cells)
+	if r == "1" {
+		return "1 run per cell"
+	}
+	return fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", r, label, maxCV*100)
+}
+
+// repsRange is the runs per cell of cells in every column: "5" or "3-5".
 func (b *builder) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Progress is where an adaptive run stands: the decisions of every kernel
@@ -36,7 +35,7 @@ func (p *Progress) Undecided() []Decision {
 // kernel) under the default gates (or gates) and minimum effect min: what
 // run --until-decided checks after each round. A set with one kernel has
 // nothing to compare: bad input.
-func Decide(set *results.Set, gates []Gate, min verdict.MinEffect) (*Progress, error) {
+func Decide(set *Runs, gates []Gate, min MinEffect) (*Progress, error) {
 	ks := set.Kernels()
 	if len(ks) < 2 {
 		return nil, fault.Input("--until-decided compares kernels within the run, and it has %d (%v); give the scenario two kernels (--kernel base=... --kernel new=...)", len(ks), ks)

@@ -8,19 +8,21 @@
 // # Public API
 //
 // report stays a public package: its entry points (Load, Build, Render,
-// CompareRuns and the Write* renderers) take and return report's own
-// names. Runs is the module's internal results set under a public alias,
-// so other programs can load and render runs without reaching into
-// internal/; perfparse likewise imports nothing of the module.
+// CompareRuns, Compare, Decide and the Write* renderers) and their options
+// take and return report's own names. MinEffect is report's own type;
+// Runs and Env are the module's internal results set and environment under
+// public aliases, so other programs can load and render runs without
+// reaching into internal/; perfparse likewise imports nothing of the
+// module.
 //
 // # Model and renderers
 //
-// Build computes Stats (n, mean, median, stddev, CV, min, max, 95% CI of
-// the median from golang.org/x/perf/benchmath, harmonic mean for rates via
-// montanaflynn/stats) per cell, column and metric, Comparisons against the
-// base column (Mann-Whitney U from benchmath for the p column; the verdict
-// SAME, DIFFERENT or UNKNOWN of internal/verdict for the change columns; a
-// warning when the sample sizes can never reach significance), and Tables:
+// Build computes Stats (n, mean, median, stddev, CV, min, max, the 95% CI
+// of the median by order statistics, the harmonic mean for rates; all from
+// github.com/aclements/go-moremath, the module's one statistics library)
+// per cell, column and metric, Comparisons against the base column (the
+// verdict SAME, DIFFERENT or UNKNOWN of internal/verdict for the change
+// columns, its own test's p for the p column), and Tables:
 // thread-style tables (rows grouped by backend, one column per kernel
 // label, a context header cell), size sweeps, perf stat and perf report
 // side by side, benchstat-style comparisons, and one "harness and
@@ -37,9 +39,25 @@
 // (--details): the default text is what one mails. JSON, CSV, benchfmt and
 // HTML hold everything. Sample warnings that are word for word the same in
 // several cells (the TCG warning) are reported once. WriteText,
-// WriteMarkdown (olekukonko/tablewriter), WriteCSV, WriteJSON,
-// results.WriteBenchfmt and WriteHTML (one file, inline SVG charts with
-// error bars) draw them; Render picks one by name.
+// WriteMarkdown, WriteCSV, WriteJSON, results.WriteBenchfmt and WriteHTML
+// (one file, inline SVG charts with error bars) draw them; Render picks
+// one by name.
+//
+// Text and markdown tables are drawn by olekukonko/tablewriter, widths in
+// display cells, except one layout: the thread's tables (thread, versus,
+// latency and perf stat tables) keep a hand-written grid, because
+// tablewriter (v1.1) cannot draw a header cell that spans the label
+// columns and holds the wrapped context (a horizontally merged header cell
+// takes the whole context's width in each column it spans), nor a group
+// label that wraps down through the rules between its rows ("TAP +" above
+// "vhost-net"). The grid measures in display cells too.
+//
+// Names in a report (kernel labels, cells, axes, metric keys, warnings)
+// come from files the report did not write: text, markdown, HTML and gate
+// lines show their control characters and line breaks as escapes
+// (\x0a), LAVA output keeps only [A-Za-z0-9._-] of them, benchfmt turns
+// them into "_" in names and units and spaces in values, so no name can
+// forge a line, a result or a shell command.
 //
 // # Gates
 //

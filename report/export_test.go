@@ -255,7 +255,7 @@ func TestJUnitDecisions(t *testing.T) {
 		}
 	}
 	// Too few samples to decide: skipped as UNKNOWN, with the reason.
-	res, _ = CompareRuns(loadSet(t, "few-a"), loadSet(t, "few-b"), CompareOptions{Gates: gates})
+	res, _ = CompareRuns(firstRuns(loadSet(t, "few-a"), 2), firstRuns(loadSet(t, "few-b"), 2), CompareOptions{Gates: gates})
 	buf.Reset()
 	WriteJUnitDecisions(&buf, "compare", res.Decisions)
 	xml.Unmarshal(buf.Bytes(), &top)

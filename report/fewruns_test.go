@@ -3,8 +3,6 @@ package report
 import (
 	"strings"
 	"testing"
-
-	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // A table whose change cells are UNKNOWN for too few runs says why and
@@ -17,22 +15,28 @@ func TestFewRunsNote(t *testing.T) {
 			for i := range n {
 				b[i], x[i] = float64(100+i), float64(80+i)
 			}
-			d := Compare(b, x, false, verdict.MinEffect{})
+			d := Compare(b, x, false, MinEffect{})
 			tb.Rows = append(tb.Rows, Row{Cells: []Cell{{Text: d.DeltaString(), Delta: &d}}})
 		}
 		fewRunsNote(tb)
 		return tb
 	}
-	if tb := table(2, 2); len(tb.Notes) != 1 || !strings.HasPrefix(tb.Notes[0], "? = UNKNOWN: 2 runs per side, a verdict needs at least 10; add repetitions or use `vnetbench run --until-decided`") {
-		t.Errorf("2 runs per side: notes %q", tb.Notes)
+	if tb := table(2, 2); len(tb.Notes) != 1 || tb.Rows[0].Cells[0].Text != "-19.90% (2 runs)" ||
+		!strings.HasPrefix(tb.Notes[0], "(2 runs) = 2 runs per side: a change without a verdict; from 3 runs per side a change far outside the noise is called DIFFERENT, from 10 SAME too") {
+		t.Errorf("2 runs per side: %q, notes %q", tb.Rows[0].Cells[0].Text, tb.Notes)
 	}
-	if tb := table(1); len(tb.Notes) != 1 || !strings.Contains(tb.Notes[0], ": 1 run per side,") {
+	if tb := table(1); len(tb.Notes) != 1 || !strings.HasPrefix(tb.Notes[0], "(1 run) = 1 run per side:") {
 		t.Errorf("1 run per side: notes %q", tb.Notes)
 	}
-	if tb := table(3, 5, 12); len(tb.Notes) != 1 || !strings.Contains(tb.Notes[0], ": 3-5 runs per side,") {
-		t.Errorf("3 and 5 runs per side: notes %q", tb.Notes)
+	// 3 and 5 runs per side 20% apart with a spread of 1-2%: DIFFERENT at
+	// the early look, no note.
+	if tb := table(3, 5, 12); len(tb.Notes) != 0 {
+		t.Errorf("3 and 5 runs per side: notes %q, want none", tb.Notes)
 	}
-	if tb := table(12); len(tb.Notes) != 0 {
-		t.Errorf("12 runs per side: notes %q, want none", tb.Notes)
+	noisy := &Table{}
+	d := Compare([]float64{100, 104, 97}, []float64{101, 99, 105}, false, MinEffect{})
+	noisy.Rows = append(noisy.Rows, Row{Cells: []Cell{{Text: d.DeltaString(), Delta: &d}}})
+	if fewRunsNote(noisy); len(noisy.Notes) != 1 || !strings.HasPrefix(noisy.Notes[0], "? at 3 runs per side: below 10 runs per side only a change far outside the noise is called") {
+		t.Errorf("3 runs inside the noise: %q, notes %q", d.DeltaString(), noisy.Notes)
 	}
 }

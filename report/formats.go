@@ -113,11 +113,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 
 // mdReplacer makes text literal in markdown: no emphasis, code, link or
 // table syntax, no raw HTML (a run's labels and names come from files the
-// report did not write), no line break.
+// report did not write), no line break; mdEscape then escapes the control
+// characters left (oneLine), which a terminal showing the file would act on.
 var mdReplacer = strings.NewReplacer("\\", `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
 	"<", `\<`, ">", `\>`, "&", `\&`, "\r\n", " ", "\n", " ", "\r", " ")
 
-func mdEscape(s string) string { return mdReplacer.Replace(s) }
+func mdEscape(s string) string { return oneLine(mdReplacer.Replace(s)) }
 
 // mdRow escapes a table row's cells (mdEscape).
 func mdRow(cells []string) []string {
@@ -300,7 +301,7 @@ func FormatForFile(name string) string {
 // Render writes r (built from set) in format. benchfmt writes the samples
 // of set itself, one line per repetition; kcidb needs r.Origin (see
 // Options.Origin).
-func Render(w io.Writer, set *results.Set, r *Report, format string, style Style) error {
+func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error {
 	switch format {
 	case "", "text":
 		return WriteText(w, r, style)

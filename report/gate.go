@@ -65,14 +65,31 @@ type Decision struct {
 	// Tripped: the verdict is DIFFERENT and the change is beyond the
 	// threshold in the gate's direction.
 	Tripped bool `json:"tripped"`
+	// Missing, when not "", says why a side has no values of the gated
+	// metric in this cell (the cell is absent, its runs failed, or it is
+	// n/a there): the verdict is MISSING, a failure unless Allowed
+	// (CompareOptions.AllowMissing names the metric or the cell).
+	Missing string `json:"missing,omitempty"`
+	Allowed bool   `json:"allowed,omitempty"`
 }
 
 // Undecided reports whether the runs could not decide the gate.
 func (d *Decision) Undecided() bool { return d.Verdict == verdict.Unknown }
 
+// Failed reports whether the decision fails the gate: a regression
+// (Tripped) or a gated metric MISSING on a side and not allowed.
+func (d *Decision) Failed() bool { return d.Tripped || d.Verdict == verdict.Missing && !d.Allowed }
+
 // String is one line: the gate, the cell, the change of the median with
 // the interval of the shift, the runs, the verdict and what it means.
 func (d *Decision) String() string {
+	if d.Verdict == verdict.Missing {
+		state := "FAIL"
+		if d.Allowed {
+			state = "ok (--allow-missing)"
+		}
+		return oneLine(fmt.Sprintf("%s: %s: MISSING: %s: %s", d.Gate, d.Cell, d.Missing, state))
+	}
 	v := &d.Delta.Verdict
 	change := units.Pct(d.Delta.Pct)
 	if math.IsNaN(d.Delta.Pct) {
@@ -94,19 +111,30 @@ func (d *Decision) String() string {
 	case d.Verdict == verdict.Unknown:
 		state = "undecided at the plan's last look: the change is smaller than the noise can show"
 	}
-	return fmt.Sprintf("%s: %s %s %s: %s: %s", d.Gate, d.Cell, change, n, d.Verdict, state)
+	return oneLine(fmt.Sprintf("%s: %s %s %s: %s: %s", d.Gate, d.Cell, change, n, d.Verdict, state))
 }
 
-// GateError means a gate tripped: a measured failure (no fault class; the
-// CLI exits 1).
-type GateError struct{ Tripped []Decision }
+// GateError means a gate failed: it tripped on a regression, or a gated
+// metric is MISSING on a side (no fault class; the CLI exits 1).
+type GateError struct{ Tripped, Missing []Decision }
 
 func (e *GateError) Error() string {
-	var cells []string
-	for _, d := range e.Tripped {
-		cells = append(cells, fmt.Sprintf("%s %s in %s", d.Gate.Metric, units.Pct(d.Delta.Pct), d.Cell))
+	var parts []string
+	if len(e.Tripped) > 0 {
+		var cells []string
+		for _, d := range e.Tripped {
+			cells = append(cells, oneLine(fmt.Sprintf("%s %s in %s", d.Gate.Metric, units.Pct(d.Delta.Pct), d.Cell)))
+		}
+		parts = append(parts, "regression: "+strings.Join(cells, ", "))
 	}
-	return fmt.Sprintf("regression: %s", strings.Join(cells, ", "))
+	if len(e.Missing) > 0 {
+		var cells []string
+		for _, d := range e.Missing {
+			cells = append(cells, oneLine(fmt.Sprintf("%s in %s (%s)", d.Gate.Metric, d.Cell, d.Missing)))
+		}
+		parts = append(parts, "MISSING: "+strings.Join(cells, ", ")+"; rerun the cells (vnetbench run --resume) or name them with --allow-missing")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // UndecidedError means no gate tripped but some gate's verdict is UNKNOWN:
@@ -116,7 +144,7 @@ type UndecidedError struct{ Undecided []Decision }
 func (e *UndecidedError) Error() string {
 	var cells []string
 	for _, d := range e.Undecided {
-		cells = append(cells, fmt.Sprintf("%s in %s", d.Gate.Metric, d.Cell))
+		cells = append(cells, oneLine(fmt.Sprintf("%s in %s", d.Gate.Metric, d.Cell)))
 	}
 	return fmt.Sprintf("undecided (UNKNOWN): %s; add repetitions (vnetbench run --resume --until-decided) or set a larger --min-effect", strings.Join(cells, ", "))
 }
@@ -129,14 +157,17 @@ type CompareOptions struct {
 	Metrics []string // metrics to show (nil = all in both); gates add theirs
 	Gates   []Gate   // nil = default gates (see CompareRuns)
 	// MinEffect is the smallest change that matters: a verdict of SAME
-	// means the change is shown smaller (verdict.DefaultMinEffect when
-	// zero). A gate with a non-zero threshold uses its threshold.
-	MinEffect verdict.MinEffect
+	// means the change is shown smaller (DefaultMinEffect when zero). A
+	// gate with a non-zero threshold uses its threshold.
+	MinEffect MinEffect
 	// Details shows the harness and diagnostics table in text and
 	// markdown (Options.Details).
 	Details bool
 	// ProfileTop is Options.ProfileTop.
 	ProfileTop int
+	// AllowMissing names gated metrics or cells that may be MISSING on a
+	// side without failing the gate (--allow-missing).
+	AllowMissing []string
 }
 
 // CompareResult is what CompareRuns decided.
@@ -146,21 +177,24 @@ type CompareResult struct {
 	DefaultGates bool
 }
 
-// Err returns a *GateError when any decision tripped, else an
-// *UndecidedError when any verdict is UNKNOWN, else nil.
+// Err returns a *GateError when any decision tripped or is MISSING (and
+// not allowed), else an *UndecidedError when any verdict is UNKNOWN, else
+// nil.
 func (c *CompareResult) Err() error {
-	var tripped, undecided []Decision
+	var tripped, missing, undecided []Decision
 	for _, d := range c.Decisions {
 		switch {
 		case d.Tripped:
 			tripped = append(tripped, d)
+		case d.Failed():
+			missing = append(missing, d)
 		case d.Undecided():
 			undecided = append(undecided, d)
 		}
 	}
 	switch {
-	case len(tripped) > 0:
-		return &GateError{tripped}
+	case len(tripped) > 0 || len(missing) > 0:
+		return &GateError{Tripped: tripped, Missing: missing}
 	case len(undecided) > 0:
 		return &UndecidedError{undecided}
 	}
@@ -174,11 +208,12 @@ func (c *CompareResult) Err() error {
 // counters, the CPU per packet derived from them and Diagnostics (the
 // harness's self-measurements and cross-checks) only when opt.Metrics
 // names them. Unknown metrics are bad input.
-func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, error) {
-	joined := joinSides(base, new)
+func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 	if len(base.Samples) == 0 || len(new.Samples) == 0 {
 		return nil, fault.Input("nothing to compare: a side has no samples")
 	}
+	failed := sideFailures(base, new)
+	joined := joinSides(base, new)
 	idx := newIndex(joined)
 	keys := idx.keys
 	for _, m := range opt.Metrics {
@@ -206,7 +241,7 @@ func CompareRuns(base, new *results.Set, opt CompareOptions) (*CompareResult, er
 		return nil, err
 	}
 	res.Report = r
-	res.Decisions = decideGates(idx, gates, opt)
+	res.Decisions = decideGates(idx, failed, gates, opt)
 	return res, nil
 }
 
@@ -276,19 +311,30 @@ func gatedMetrics(named []string, gates []Gate) []string {
 	return metrics
 }
 
-// decideGates applies each gate to each cell that has values on both
-// sides.
-func decideGates(idx *index, gates []Gate, opt CompareOptions) []Decision {
+// decideGates applies each gate to each cell that has the gated metric on
+// a side: a verdict where both sides have values, MISSING where one has
+// none (see missingWhy).
+func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt CompareOptions) []Decision {
 	var out []Decision
 	for _, g := range gates {
-		for _, cell := range idx.cells {
+		for _, cell := range gateCells(idx, failed) {
 			b, n := idx.values(cell, "base", g.Metric), idx.values(cell, "new", g.Metric)
+			if len(b) == 0 && len(n) == 0 {
+				continue // the metric is not this cell's
+			}
 			if len(b) == 0 || len(n) == 0 {
+				side := "base"
+				if len(n) == 0 {
+					side = "new"
+				}
+				out = append(out, Decision{Gate: g, Cell: cell, Verdict: verdict.Missing,
+					Missing: missingWhy(idx, failed, cell, side, g.Metric), Allowed: allowed(opt.AllowMissing, g.Metric, cell),
+					Delta: Delta{Pct: math.NaN(), Verdict: verdict.Result{Verdict: verdict.Missing, NBase: len(b), NNew: len(n)}}})
 				continue
 			}
 			min := opt.MinEffect
 			if g.Threshold != 0 {
-				min = verdict.MinEffect{Value: math.Abs(g.Threshold)}
+				min = MinEffect{Value: math.Abs(g.Threshold)}
 			}
 			d := Compare(b, n, idx.metric(g.Metric).Rate, min)
 			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}
@@ -326,11 +372,14 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 	var failed, undecided, decided []string
 	for _, d := range c.Decisions {
 		fmt.Fprintf(&b, "  %s\n", d.String())
-		if d.Tripped {
-			failed = append(failed, d.Gate.Metric+" in "+d.Cell)
+		switch {
+		case d.Tripped:
+			failed = append(failed, oneLine(d.Gate.Metric+" in "+d.Cell))
+		case d.Failed():
+			failed = append(failed, oneLine(d.Gate.Metric+" MISSING in "+d.Cell))
 		}
 		if d.Undecided() {
-			undecided = append(undecided, d.Gate.Metric+" in "+d.Cell)
+			undecided = append(undecided, oneLine(d.Gate.Metric+" in "+d.Cell))
 		}
 		if !slices.Contains(decided, d.Gate.String()) {
 			decided = append(decided, d.Gate.String())

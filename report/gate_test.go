@@ -55,6 +55,18 @@ func repeated(set *results.Set, k int) *results.Set {
 	return &out
 }
 
+// firstRuns is set with the first k runs of each cell and kernel.
+func firstRuns(set *results.Set, k int) *results.Set {
+	out := *set
+	out.Samples = nil
+	for _, s := range set.Samples {
+		if s.Rep < k {
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return &out
+}
+
 func TestCompareRunsGates(t *testing.T) {
 	gates, _ := ParseGates("tx_pps<-3%,lost_pps>+0%")
 	// patched -> stock is a regression: tx_pps drops 5-20%, lost_pps rises.
@@ -106,23 +118,32 @@ func TestCompareRunsGates(t *testing.T) {
 
 func TestCompareRunsTooFew(t *testing.T) {
 	gates, _ := ParseGates("tx_pps<-3%")
-	// few-b is 15% slower, but 3 vs 3 samples can never be significant.
+	// few-b is 15% slower: 3 vs 3 runs call it at the early look.
 	res, err := CompareRuns(loadSet(t, "few-a"), loadSet(t, "few-b"), CompareOptions{Gates: gates})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Too few runs are UNKNOWN, an error of its own: never a silent ok.
+	var ge *GateError
+	if err := res.Err(); !errors.As(err, &ge) || !strings.Contains(res.Decisions[0].String(), "-15.35% [") {
+		t.Fatalf("3 runs per side, -15%%: error %v (%s), want a GateError", err, res.Decisions[0].String())
+	}
+	// 2 runs per side are too few for any verdict: UNKNOWN, an error of
+	// its own, never a silent ok.
+	res, err = CompareRuns(firstRuns(loadSet(t, "few-a"), 2), firstRuns(loadSet(t, "few-b"), 2), CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ue *UndecidedError
 	if err := res.Err(); !errors.As(err, &ue) || !errors.Is(err, fault.ErrUndecided) {
 		t.Fatalf("too few samples: error %v, want an UndecidedError", err)
 	}
 	d := res.Decisions[0]
-	if !d.Undecided() || d.Delta.DeltaString() != "? -15.35%" || !strings.Contains(d.String(), "run at least 10 per side") {
-		t.Errorf("decision %q, want UNKNOWN asking for 10 runs per side", d.String())
+	if !d.Undecided() || !strings.HasSuffix(d.Delta.DeltaString(), "% (2 runs)") || !strings.Contains(d.String(), "run at least 3 per side") {
+		t.Errorf("decision %q (%q), want UNKNOWN asking for 3 runs per side", d.String(), d.Delta.DeltaString())
 	}
 	var b strings.Builder
 	WriteDecisions(&b, res)
-	if !strings.Contains(b.String(), "tx_pps<-3%: tap/pktgen-t1 -15.35% n=3: UNKNOWN") || !strings.Contains(b.String(), "verdict: UNKNOWN") {
+	if !strings.Contains(b.String(), "tx_pps<-3%: tap/pktgen-t1 ") || !strings.Contains(b.String(), "n=2: UNKNOWN") || !strings.Contains(b.String(), "verdict: UNKNOWN") {
 		t.Errorf("decisions output:\n%s", b.String())
 	}
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -65,7 +64,11 @@ func (b *builder) harnessTable() {
 	if len(t.Rows) == 0 {
 		return
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("medians of %s runs; %s", b.repsRange(cells), strings.Join(legend, "; ")))
+	runs := "medians of " + b.repsRange(cells) + " runs"
+	if b.repsRange(cells) == "1" {
+		runs = "1 run"
+	}
+	t.Notes = append(t.Notes, runs+"; "+strings.Join(legend, "; "))
 	if multi {
 		t.Notes = append(t.Notes, b.columnNotes()...)
 	}

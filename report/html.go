@@ -11,12 +11,16 @@ import (
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
+// htmlText escapes s for HTML text and attributes, its control characters
+// shown as escapes (oneLine) as text output shows them.
+func htmlText(s string) string { return html.EscapeString(oneLine(s)) }
+
 // WriteHTML renders r as one self-contained HTML file: the tables, and an
 // inline SVG bar chart with error bars per metric (one bar group per cell,
 // one bar per column). No scripts, fonts or other external resources.
 func WriteHTML(w io.Writer, r *Report) error {
 	var b bytes.Buffer
-	esc := html.EscapeString
+	esc := htmlText
 	title := "vnetbench report: " + strings.Join(r.Columns, " vs ")
 	fmt.Fprintf(&b, `<!DOCTYPE html>
 <html lang="en">
@@ -166,12 +170,12 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	)
 	gw := float64(plotW) / float64(len(groups))
 	y := func(v float64) float64 { return 20 + float64(plotH)*(1-v/top) }
-	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">\n", W, H+20, W, H+20, html.EscapeString(t.Title))
+	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">\n", W, H+20, W, H+20, htmlText(t.Title))
 	// Axis and gridlines.
 	for i := 0; i <= ticks; i++ {
 		v := step * float64(i)
 		fmt.Fprintf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, W-10, y(v), y(v))
-		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, y(v)+4, html.EscapeString(tickLabel(v)))
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left-4, y(v)+4, htmlText(tickLabel(v)))
 	}
 	fmt.Fprintf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", left, W-10, y(0), y(0))
 	for gi, g := range groups {
@@ -188,7 +192,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 				op = "0.55"
 			}
 			fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\"><title>%s: %s</title></rect>",
-				x, y(br.med), bw*0.9, y(0)-y(br.med), fill, op, html.EscapeString(r.Columns[bi]), html.EscapeString(units.SI(br.med)))
+				x, y(br.med), bw*0.9, y(0)-y(br.med), fill, op, htmlText(r.Columns[bi]), htmlText(units.SI(br.med)))
 			cx := x + bw*0.45
 			fmt.Fprintf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>", cx, cx, y(br.lo), y(br.hi))
 			for _, v := range []float64{br.lo, br.hi} {
@@ -200,7 +204,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 		if len(name) > 28 {
 			name = name[:27] + "…"
 		}
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x0+gw/2, H-bottom+36, html.EscapeString(name))
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x0+gw/2, H-bottom+36, htmlText(name))
 	}
 	// Legend.
 	for i, c := range r.Columns {
@@ -209,7 +213,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 			label += " (TCG, emulated)"
 		}
 		fmt.Fprintf(b, "<rect x=\"%d\" y=\"4\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"13\">%s</text>\n",
-			left+i*160, barColors[i%len(barColors)], left+i*160+14, html.EscapeString(label))
+			left+i*160, barColors[i%len(barColors)], left+i*160+14, htmlText(label))
 	}
 	b.WriteString("</svg>\n")
 	cap := "Bars: median; error bars: 95% confidence interval of the median."

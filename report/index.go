@@ -1,6 +1,8 @@
 package report
 
 import (
+	"slices"
+
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -18,8 +20,14 @@ type index struct {
 	// each cell in each column.
 	byCell map[string][]*results.Sample
 	byCol  map[cellCol][]*results.Sample
-	// keys are set.MetricKeys().
-	keys []string
+	// keys are set.MetricKeys(); keyCells holds, by key, the cells that
+	// have it in some column (in cells' order), cellKeys the keys of each
+	// cell (in keys' order): tables and summaries visit only the pairs
+	// that exist, so a report of n single-sample cells with n distinct
+	// keys costs n, not n x n.
+	keys     []string
+	keyCells map[string][]string
+	cellKeys map[string][]string
 	// sweepSizes counts the distinct packet sizes of each group of cells
 	// that differ only in pkt_size (see inSweep).
 	sweepSizes map[string]int
@@ -66,7 +74,46 @@ func newIndex(set *results.Set) *index {
 	for k, v := range sizes {
 		x.sweepSizes[k] = len(v)
 	}
+	x.indexKeys()
 	return x
+}
+
+// indexKeys fills keyCells and cellKeys from the samples.
+func (x *index) indexKeys() {
+	rank := make(map[string]int, len(x.keys))
+	for i, k := range x.keys {
+		rank[k] = i
+	}
+	x.keyCells, x.cellKeys = map[string][]string{}, map[string][]string{}
+	for _, cell := range x.cells {
+		seen := map[string]bool{}
+		for _, s := range x.byCell[cell] {
+			for _, k := range sampleKeys(s) {
+				if !seen[k] {
+					seen[k] = true
+					x.cellKeys[cell] = append(x.cellKeys[cell], k)
+					x.keyCells[k] = append(x.keyCells[k], cell)
+				}
+			}
+		}
+		slices.SortFunc(x.cellKeys[cell], func(a, b string) int { return rank[a] - rank[b] })
+	}
+}
+
+// sampleKeys are the metric keys s has a value of (Sample.Value).
+func sampleKeys(s *results.Sample) []string {
+	keys := make([]string, 0, len(s.Metrics)+2)
+	for k := range s.Metrics {
+		keys = append(keys, k)
+	}
+	for _, k := range []string{"tx_pps_thread", "lost_pps_thread"} {
+		if _, inMetrics := s.Metrics[k]; !inMetrics {
+			if _, ok := s.Value(k); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
 }
 
 // metric is results.Describe(key), asked once per key.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/units"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // JUnit XML as GitLab's and GitHub's test report viewers read it
@@ -51,8 +52,10 @@ type junitMessage struct {
 // case per gated metric and cell (classname "vnetbench.<suite>.<metric>",
 // name the cell). A tripped gate (DIFFERENT, beyond it in its bad
 // direction) is a failure whose message carries the effect and the
-// verdict; an UNKNOWN verdict (the runs cannot decide yet) is skipped with
-// that reason, never a pass; SAME and DIFFERENT within the gate pass.
+// verdict, and so is a gated metric MISSING on a side (type "missing";
+// skipped when --allow-missing names it); an UNKNOWN verdict (the runs
+// cannot decide yet) is skipped with that reason, never a pass; SAME and
+// DIFFERENT within the gate pass.
 // suite names the gate ("compare", "history").
 func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error {
 	s := junitSuite{Name: "vnetbench " + suite}
@@ -63,6 +66,12 @@ func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error 
 		case d.Tripped:
 			c.Failure = &junitMessage{Message: asciiOnly(d.String()), Type: "regression", Text: c.SystemOut}
 			s.Failures++
+		case d.Failed():
+			c.Failure = &junitMessage{Message: asciiOnly(d.String()), Type: "missing", Text: c.SystemOut}
+			s.Failures++
+		case d.Verdict == verdict.Missing:
+			c.Skipped = &junitMessage{Message: asciiOnly(d.String())}
+			s.Skipped++
 		case d.Undecided():
 			c.Skipped = &junitMessage{Message: asciiOnly("UNKNOWN: " + d.String())}
 			s.Skipped++
@@ -77,20 +86,36 @@ func WriteJUnitDecisions(w io.Writer, suite string, decisions []Decision) error 
 // with their confidence intervals, the change, p and the verdict.
 func decisionDetail(d *Decision) string {
 	var b strings.Builder
-	verdict := "ok"
+	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, oneLine(d.Cell))
+	if d.Verdict == verdict.Missing {
+		state := "FAIL: a gate never passes on nothing"
+		if d.Allowed {
+			state = "ok: --allow-missing names it"
+		}
+		fmt.Fprintf(&b, "MISSING: %s\nverdict: %s\n", oneLine(d.Missing), state)
+		return asciiOnly(b.String())
+	}
+	state := "ok: " + string(d.Verdict) + ", within the gate"
 	switch {
 	case d.Tripped:
-		verdict = "FAIL: DIFFERENT, beyond the gate"
+		state = "FAIL: DIFFERENT, beyond the gate"
 	case d.Undecided():
-		verdict = "UNKNOWN: the runs cannot decide yet"
-	default:
-		verdict = "ok: " + string(d.Verdict) + ", within the gate"
+		state = "UNKNOWN: the runs cannot decide yet"
 	}
-	fmt.Fprintf(&b, "gate: %s\ncell: %s\n", d.Gate, d.Cell)
 	fmt.Fprintf(&b, "base: median %s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), ciText(d.Delta.Base), d.Delta.Base.N)
 	fmt.Fprintf(&b, "new:  median %s%s (n=%d)\n", fmtNum(d.Delta.New.Median), ciText(d.Delta.New), d.Delta.New.N)
-	fmt.Fprintf(&b, "change: %s, p=%.3g (DIFFERENT at p <= %.3g)\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, d.Delta.Alpha, verdict)
+	fmt.Fprintf(&b, "change: %s, p=%.3g (%s)\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, levelText(&d.Delta), state)
 	return asciiOnly(b.String())
+}
+
+// levelText says at which p the look the runs reached calls DIFFERENT,
+// or that they are below the plan's first look.
+func levelText(d *Delta) string {
+	v := &d.Verdict
+	if v.Look < 0 {
+		return fmt.Sprintf("%d runs per side: below the plan's first look at %d, no verdict", min(v.NBase, v.NNew), verdict.Default.FirstN())
+	}
+	return fmt.Sprintf("DIFFERENT at p <= %.3g, the level of the look at %d runs per side", d.Alpha, verdict.Default.Looks[v.Look])
 }
 
 func ciText(s Stats) string {

@@ -96,7 +96,7 @@ type kcidbData struct {
 // number and the samples and confidence interval in misc, and one test
 // with status ERROR per sample that failed to measure. Ids are
 // "origin:vnetbench-..." and stable for the same inputs.
-func WriteKCIDB(w io.Writer, set *results.Set, r *Report, origin string) error {
+func WriteKCIDB(w io.Writer, set *Runs, r *Report, origin string) error {
 	if err := CheckOrigin(origin); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"math"
 	"os"
 	"path/filepath"
@@ -148,7 +147,7 @@ func writeCDF(b *bytes.Buffer, r *Report, load string) {
 	const W, H, left, top, plotW, plotH = 720, 260, 50, 20, 650, 200
 	x, ticks := logAxis(lo, hi, left, left+plotW)
 	y := func(p float64) float64 { return top + plotH*(1-p) }
-	fmt.Fprintf(b, "<p>%s</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"RTT CDF %s\">\n", html.EscapeString(load), W, H+20, html.EscapeString(load))
+	fmt.Fprintf(b, "<p>%s</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"RTT CDF %s\">\n", htmlText(load), W, H+20, htmlText(load))
 	for _, t := range ticks {
 		fmt.Fprintf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x(t), x(t), top, top+plotH, x(t), top+plotH+14, units.Latency.Format(t))
 	}
@@ -163,7 +162,7 @@ func writeCDF(b *bytes.Buffer, r *Report, load string) {
 		}
 		c := barColors[i%len(barColors)]
 		fmt.Fprintf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n", c, strings.Join(pts, " "))
-		fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s (%d probes)</text>\n", left+10, top+8+16*i, c, left+24, top+17+16*i, html.EscapeString(l.name), len(l.xs))
+		fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s (%d probes)</text>\n", left+10, top+8+16*i, c, left+24, top+17+16*i, htmlText(l.name), len(l.xs))
 	}
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">round trip (log scale); y: fraction of answered probes at or below</text>\n</svg>\n", left+plotW/2, H+16)
 }
@@ -193,7 +192,7 @@ func writeTimePlot(b *bytes.Buffer, run LatencyRun) {
 	span := math.Max(float64(end-t0)/1e9, 0.001)
 	x := func(ns int64) float64 { return left + plotW*float64(ns-t0)/1e9/span }
 	fmt.Fprintf(b, "<p>%s, %s, run %d</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"time series %s\">\n",
-		html.EscapeString(run.Cell), html.EscapeString(run.Column), run.Rep+1, W, 3*(panelH+gap)+30, html.EscapeString(run.Cell))
+		htmlText(run.Cell), htmlText(run.Column), run.Rep+1, W, 3*(panelH+gap)+30, htmlText(run.Cell))
 	panel := func(i int) (top, bottom float64) {
 		top = float64(10 + i*(panelH+gap))
 		return top, top + panelH

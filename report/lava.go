@@ -26,12 +26,14 @@ func LAVAName(s string) string {
 // the metric's unit as the units (a shell comment first when a column
 // ran under emulation); a sample that failed to measure is a
 // line with --result fail. A LAVA test definition runs the output as a
-// shell script (or eval's its lines) inside the job.
+// shell script (or eval's its lines) inside the job, so every name,
+// label and unit goes through LAVAName: nothing from a run reaches the
+// shell but letters, digits and ._-.
 func WriteLAVA(w io.Writer, r *Report, failed []FailedCell) error {
 	var b strings.Builder
 	multi := len(r.Columns) > 1
 	if len(r.Emulated) > 0 {
-		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
+		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", LAVAName(strings.Join(r.Emulated, ",")))
 	}
 	for _, s := range r.Summaries {
 		v := s.Stats.Median

@@ -20,8 +20,8 @@ type Options struct {
 	// the first column.
 	Base string
 	// MinEffect is the smallest change that matters for the verdicts
-	// (verdict.DefaultMinEffect when zero).
-	MinEffect verdict.MinEffect
+	// (DefaultMinEffect when zero).
+	MinEffect MinEffect
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
 	// ProfileTop is the number of symbols of a profile delta (KindProfile:
@@ -54,13 +54,13 @@ type Report struct {
 	Emulated []string `json:"emulated,omitempty"`
 	// Nested lists the columns whose datapath ran inside a VM (lab
 	// kernels); the others ran on the host (the running kernel).
-	Nested      []string                `json:"nested,omitempty"`
-	Env         map[string]*results.Env `json:"env,omitempty"`
-	Tables      []*Table                `json:"tables"`
-	Summaries   []Summary               `json:"summaries"`
-	Comparisons []Comparison            `json:"comparisons,omitempty"`
-	Warnings    []string                `json:"warnings,omitempty"`
-	Sources     []string                `json:"sources,omitempty"`
+	Nested      []string        `json:"nested,omitempty"`
+	Env         map[string]*Env `json:"env,omitempty"`
+	Tables      []*Table        `json:"tables"`
+	Summaries   []Summary       `json:"summaries"`
+	Comparisons []Comparison    `json:"comparisons,omitempty"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Sources     []string        `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 	// Origin is Options.Origin.
@@ -76,6 +76,9 @@ func (r *Report) IsNested(col string) bool { return slices.Contains(r.Nested, co
 // MixedNesting reports whether some columns ran their datapath inside a
 // VM and others on the host.
 func (r *Report) MixedNesting() bool { return len(r.Nested) > 0 && len(r.Nested) < len(r.Columns) }
+
+// AllEmulated reports whether every column was measured under emulation.
+func (r *Report) AllEmulated() bool { return len(r.Emulated) > 0 && len(r.Emulated) == len(r.Columns) }
 
 // IsEmulated reports whether column col was measured under emulation.
 func (r *Report) IsEmulated(col string) bool { return slices.Contains(r.Emulated, col) }
@@ -174,7 +177,7 @@ type Cell struct {
 const MaxColumns = 64
 
 // Build computes the model of set.
-func Build(set *results.Set, opt Options) (*Report, error) {
+func Build(set *Runs, opt Options) (*Report, error) {
 	if opt.Top <= 0 {
 		opt.Top = 10
 	}
@@ -340,6 +343,20 @@ func (b *builder) delta(cell, col, key string) Delta {
 	return d
 }
 
+// cellMetricKeys are the metric keys cell has, of metricKeys, in its order.
+func (b *builder) cellMetricKeys(cell string) []string {
+	if len(b.opt.Metrics) == 0 {
+		return b.idx.cellKeys[cell]
+	}
+	var out []string
+	for _, k := range b.opt.Metrics {
+		if slices.Contains(b.idx.cellKeys[cell], k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func (b *builder) metricKeys() []string {
 	if len(b.opt.Metrics) > 0 {
 		return b.opt.Metrics
@@ -349,33 +366,76 @@ func (b *builder) metricKeys() []string {
 
 func ptr(v float64) *float64 { return &v }
 
-// fewRunsNote adds to t, when some change cell is UNKNOWN because its
-// sides have fewer runs than the plan's first look, a note that says so:
-// "? = UNKNOWN: 2 runs per side, a verdict needs at least 10; ...".
+// fewRunsNote marks t's change cells whose sides have too few runs for any
+// verdict, and adds the notes its change cells need beyond the legend. A
+// change column whose every comparison has the same n runs per side below
+// the plan's first look says so once, in its header ("change, 1 run"), and
+// its cells show the bare change; otherwise such cells carry "(n runs)".
+// UNKNOWN cells at an early look get a note that before the first rank
+// look only a change far outside the noise is called.
 func fewRunsNote(t *Table) {
-	lo, hi := 0, 0
+	var few, early [2]int // lowest and highest runs per side
+	var marked []string   // headers that say the runs
+	see := func(r *[2]int, n int) {
+		if r[0] == 0 || n < r[0] {
+			r[0] = n
+		}
+		r[1] = max(r[1], n)
+	}
+	ncol := len(t.Header)
 	for _, row := range t.Rows {
-		for _, c := range row.Cells {
-			if c.Delta == nil || !c.Delta.TooFew || c.Delta.Base.N == 0 || c.Delta.New.N == 0 {
+		ncol = max(ncol, len(row.Cells))
+	}
+	for j := range ncol {
+		var col [2]int
+		uniform := true
+		for _, row := range t.Rows {
+			if j >= len(row.Cells) {
 				continue
 			}
-			n := min(c.Delta.Base.N, c.Delta.New.N)
-			if lo == 0 || n < lo {
-				lo = n
+			d := row.Cells[j].Delta
+			if d == nil || d.Base.N == 0 || d.New.N == 0 {
+				continue
 			}
-			hi = max(hi, n)
+			n := min(d.Base.N, d.New.N)
+			switch v := d.Verdict; {
+			case d.TooFew:
+				see(&few, n)
+				see(&col, n)
+			case v.Verdict == verdict.Unknown && v.Look < verdict.Default.Early:
+				see(&early, n)
+				uniform = false
+			default:
+				uniform = false
+			}
+		}
+		if !uniform || col[0] == 0 || col[0] != col[1] || j >= len(t.Header) {
+			continue
+		}
+		t.Header[j] += ", " + runsText(col[0])
+		marked = append(marked, t.Header[j])
+		for _, row := range t.Rows {
+			if j < len(row.Cells) && row.Cells[j].Delta != nil && row.Cells[j].Delta.TooFew {
+				row.Cells[j].Text = row.Cells[j].Delta.pctText()
+			}
 		}
 	}
-	if lo == 0 {
-		return
+	runs := func(r [2]int) string {
+		if r[0] == r[1] {
+			return runsText(r[0])
+		}
+		return fmt.Sprintf("%d-%d runs", r[0], r[1])
 	}
-	runs := fmt.Sprintf("%d runs", lo)
-	switch {
-	case lo == 1 && hi == 1:
-		runs = "1 run"
-	case hi > lo:
-		runs = fmt.Sprintf("%d-%d runs", lo, hi)
+	if few[0] > 0 {
+		what := "(" + runs(few) + ")"
+		if len(marked) > 0 {
+			what = strings.Join(marked, ", ")
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("%s = %s per side: a change without a verdict; from %d runs per side a change far outside the noise is called DIFFERENT, from %d SAME too (docs/compare.md)",
+			what, runs(few), verdict.Default.FirstN(), verdict.Default.RankN()))
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("? = UNKNOWN: %s per side, a verdict needs at least %d; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
-		runs, verdict.Default.FirstN()))
+	if early[0] > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("? at %s per side: below %d runs per side only a change far outside the noise is called; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
+			runs(early), verdict.Default.RankN()))
+	}
 }

@@ -74,7 +74,10 @@ func (b *builder) perfStatTables() {
 			}
 			t.Rows = append(t.Rows, r)
 		}
-		note := fmt.Sprintf("medians of %s runs", b.repsRange([]string{cell}))
+		note := "medians of " + b.repsRange([]string{cell}) + " runs"
+		if r := b.repsRange([]string{cell}); r == "1" {
+			note = "1 run"
+		}
 		if len(b.r.Columns) > 1 {
 			note += fmt.Sprintf("; change vs %s: %s", b.r.Base, changeLegend)
 		}

@@ -5,10 +5,9 @@ import (
 	"math"
 	"slices"
 
-	mstats "github.com/montanaflynn/stats"
+	"github.com/aclements/go-moremath/stats"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
-	"golang.org/x/perf/benchmath"
 )
 
 // Confidence is the confidence level of the median intervals.
@@ -40,9 +39,10 @@ type Stats struct {
 // CIFinite reports whether the median's confidence interval is finite.
 func (s *Stats) CIFinite() bool { return !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) }
 
-// Summarize computes Stats of values (which it does not modify). rate
-// asks for the harmonic mean too. The median CI is benchmath's
-// distribution-free order-statistic interval.
+// Summarize computes Stats of values (which it does not modify) with
+// go-moremath. rate asks for the harmonic mean too. The median's
+// confidence interval is the distribution-free order-statistic interval
+// (moremath's QuantileCI, as benchstat's AssumeNothing).
 func Summarize(values []float64, rate bool) Stats {
 	v := slices.Clone(values)
 	slices.Sort(v)
@@ -52,24 +52,28 @@ func Summarize(values []float64, rate bool) Stats {
 		st.Lo, st.Hi = math.Inf(-1), math.Inf(1)
 		return st
 	}
-	st.Mean, _ = mstats.Mean(v)
-	st.Median, _ = mstats.Median(v)
+	s := stats.Sample{Xs: v, Sorted: true}
+	st.Mean = s.Mean()
 	st.Min, st.Max = v[0], v[len(v)-1]
 	if len(v) > 1 {
-		st.Stddev, _ = mstats.StandardDeviationSample(v)
+		st.Stddev = s.StdDev()
 	}
 	if st.Mean != 0 {
 		st.CV = st.Stddev / math.Abs(st.Mean)
 	}
 	if rate && st.Min > 0 {
-		st.HMean, _ = mstats.HarmonicMean(v)
+		inv := 0.0
+		for _, x := range v {
+			inv += 1 / x
+		}
+		st.HMean = float64(len(v)) / inv
 	}
-	bs := benchmath.NewSample(slices.Clone(v), &benchmath.DefaultThresholds)
-	sum := benchmath.AssumeNothing.Summary(bs, Confidence)
-	st.Lo, st.Hi, st.CILevel = sum.Lo, sum.Hi, sum.Confidence
+	ci := stats.QuantileCI(len(v), 0.5, Confidence)
+	st.Median, st.Lo, st.Hi = ci.SampleCI(s)
+	st.CILevel = ci.Confidence
 	st.Finite = st.CIFinite()
-	for _, w := range sum.Warnings {
-		st.Warnings = append(st.Warnings, w.Error())
+	if !st.Finite {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("need >= %d samples for confidence interval at level %v", minCIRuns, Confidence))
 	}
 	return st
 }
@@ -99,18 +103,15 @@ type Delta struct {
 }
 
 // Compare summarizes base and new and gives the verdict with minimum
-// effect min (verdict.DefaultMinEffect when zero).
-func Compare(base, new []float64, rate bool, min verdict.MinEffect) Delta {
+// effect min (DefaultMinEffect when zero).
+func Compare(base, new []float64, rate bool, min MinEffect) Delta {
 	return compareStats(Summarize(base, rate), Summarize(new, rate), min)
 }
 
 // compareStats is Compare of two summaries (their sorted Values).
-func compareStats(base, new Stats, min verdict.MinEffect) Delta {
-	if min.Value <= 0 {
-		min = verdict.DefaultMinEffect
-	}
+func compareStats(base, new Stats, min MinEffect) Delta {
 	d := Delta{Base: base, New: new}
-	d.Verdict = verdict.Decide(base.Values, new.Values, min, nil)
+	d.Verdict = verdict.Decide(base.Values, new.Values, min.verdict(), nil)
 	d.P, d.Significant = d.Verdict.P, d.Verdict.Verdict == verdict.Different
 	if d.Verdict.Look >= 0 {
 		d.Alpha = 1 - d.Verdict.Level
@@ -136,9 +137,10 @@ func compareStats(base, new Stats, min verdict.MinEffect) Delta {
 // DeltaString is the change column's text, one rule for every table: the
 // signed percent change of the median when the verdict is DIFFERENT,
 // "same" when SAME (the change is shown smaller than the minimum effect),
-// and "?" before the change so far when UNKNOWN, "? -3.10%" (whatever the
-// reason: too few runs for the plan's looks, or a change the runs cannot
-// yet tell from the noise).
+// "?" before the change so far when UNKNOWN at a look of the plan,
+// "? -3.10%", and the change with the runs per side below the first look,
+// "-100.00% (1 run)": too few runs for any verdict, which the change
+// column says rather than a bare "?".
 func (d *Delta) DeltaString() string {
 	switch d.Verdict.Verdict {
 	case verdict.Different:
@@ -146,10 +148,30 @@ func (d *Delta) DeltaString() string {
 	case verdict.Same:
 		return "same"
 	}
+	pct := d.pctText()
+	if n := min(d.Base.N, d.New.N); d.TooFew && n > 0 {
+		return pct + " (" + runsText(n) + ")"
+	}
+	if pct == "?" {
+		return pct
+	}
+	return "? " + pct
+}
+
+// pctText is the change of the medians, "?" when there is none.
+func (d *Delta) pctText() string {
 	if math.IsNaN(d.Pct) || math.IsInf(d.Pct, 0) {
 		return "?"
 	}
-	return "? " + units.Pct(d.Pct)
+	return units.Pct(d.Pct)
+}
+
+// runsText is "1 run" or "N runs".
+func runsText(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }
 
 // changeLegend explains the change column's marks (DeltaString) in a

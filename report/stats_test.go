@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/aclements/go-moremath/stats"
 	"math"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestSummarize(t *testing.T) {
 	if math.Abs(st.HMean-2.1897810) > 1e-6 {
 		t.Errorf("hmean %v, want 2.18978", st.HMean)
 	}
-	// n=5 has no finite 95% median CI (benchmath needs >= 6).
+	// n=5 has no finite 95% median CI (the order statistics need >= 6).
 	if st.CIFinite() || len(st.Warnings) == 0 {
 		t.Errorf("n=5: CI [%v, %v] warnings %q; want infinite with a warning", st.Lo, st.Hi, st.Warnings)
 	}
@@ -31,29 +32,34 @@ func TestSummarize(t *testing.T) {
 func TestCompare(t *testing.T) {
 	base := []float64{450, 452, 455, 449, 451}
 	worse := []float64{400, 401, 405, 399, 402}
-	// 5 runs per side are below the plan's first look: UNKNOWN, never a
-	// bare change, however far apart; p is the verdict's rank test's.
-	d := Compare(base, worse, true, verdict.MinEffect{})
-	if d.Significant || !d.TooFew || d.Alpha != 0 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
+	// 2 runs per side are below the plan's first look: no verdict, the
+	// change with the runs; p is the rank test's.
+	d := Compare(base[:2], worse[:2], true, MinEffect{})
+	if d.Significant || !d.TooFew || d.Alpha != 0 || d.DeltaString() != "-11.20% (2 runs)" {
+		t.Errorf("2 per side: %q %+v", d.DeltaString(), d)
+	}
+	// 5 per side, far apart: the early look at 3 runs calls it, p is the
+	// t test's (t = -50/sqrt(5.3*2/5) with 8 degrees of freedom).
+	d = Compare(base, worse, true, MinEffect{})
+	if !d.Significant || d.TooFew || math.Abs(d.Alpha-verdict.Default.EarlyAlpha[0]) > 1e-12 || math.Abs(d.Pct-(401.0/451-1)*100) > 1e-9 {
 		t.Errorf("5 per side: %+v", d)
 	}
-	if got := d.DeltaString(); got != "? -11.09%" {
+	if got := d.DeltaString(); got != "-11.09%" {
 		t.Errorf("DeltaString = %q", got)
 	}
-	// All apart at 5 per side: U=0, z = -(12.5-0.5)/sqrt(5*5*11/12).
-	if want := 2 * (1 - 0.5*math.Erfc(-12/math.Sqrt(275.0/12)/math.Sqrt2)); math.Abs(d.P-want) > 1e-12 {
+	if want := 2 * (stats.TDist{V: 8}).CDF(-50/math.Sqrt(5.3*2/5)); math.Abs(d.P-want) > 1e-15 {
 		t.Errorf("P = %v, want %v", d.P, want)
 	}
-	if got := d.PString(); got != "p=0.012 n=5" {
+	if got := d.PString(); got != "p=0.000 n=5" {
 		t.Errorf("PString = %q", got)
 	}
 	// 10 per side, all apart: DIFFERENT, and P <= Alpha says the same.
-	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, verdict.MinEffect{})
+	d = Compare(append(base, 453, 448, 450, 454, 452), append(worse, 403, 398, 400, 404, 402), true, MinEffect{})
 	if got := d.DeltaString(); !d.Different() || got != "-11.07%" || !d.Significant || d.P > d.Alpha || d.TooFew {
 		t.Errorf("n=10: DeltaString = %q, %+v", got, d)
 	}
 	// 10 per side, overlapping: UNKNOWN with P above the look's level.
-	d = Compare([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, false, verdict.MinEffect{})
+	d = Compare([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, false, MinEffect{})
 	if d.Significant || d.P <= d.Alpha || d.Alpha <= 0 || d.TooFew {
 		t.Errorf("overlapping n=10: %+v", d)
 	}

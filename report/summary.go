@@ -25,11 +25,9 @@ func verdictWord(d *Delta, better metric.Direction) string {
 }
 
 func (b *builder) summaries() {
-	// At most one summary per key and cell and column.
-	b.r.Summaries = make([]Summary, 0, len(b.metricKeys())*len(b.idx.byCol))
-	b.r.Comparisons = make([]Comparison, 0, len(b.metricKeys())*len(b.idx.byCol))
+	b.r.Summaries, b.r.Comparisons = []Summary{}, []Comparison{}
 	for _, cell := range b.idx.cells {
-		for _, key := range b.metricKeys() {
+		for _, key := range b.cellMetricKeys(cell) {
 			m := b.idx.metric(key)
 			for _, col := range b.r.Columns {
 				if !b.idx.has(cell, col, key) {

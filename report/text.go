@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -38,12 +37,12 @@ const MaxWidth = 72
 // WriteText renders r as text tables for a terminal or a mail.
 func WriteText(w io.Writer, r *Report, style Style) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vnetbench report: %s\n", strings.Join(r.Columns, " vs "))
+	fmt.Fprintf(&b, "vnetbench report: %s\n", oneLine(strings.Join(r.Columns, " vs ")))
 	for _, l := range kernelLines(r) {
 		writeWrapped(&b, "  ", l)
 	}
 	if len(r.Emulated) > 0 {
-		fmt.Fprintf(&b, "EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(r.Emulated, ", "))
+		writeWrapped(&b, "", fmt.Sprintf("EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel", strings.Join(r.Emulated, ", ")))
 	}
 	notes := onceNotes{}
 	for _, t := range r.Tables {
@@ -83,16 +82,29 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 	return err
 }
 
-// termSafe shows the control characters of s (but line breaks) as \xNN or
-// \u{NNNN} escapes: a run's labels and names come from files the report
-// did not write, and a terminal would act on an escape sequence in them.
-// Unicode bidirectional controls, which reorder what a terminal shows,
-// are escaped too.
+// termSafe shows the control characters of s (but line breaks and tabs)
+// as \xNN or \u{NNNN} escapes: a run's labels and names come from files the
+// report did not write, and a terminal would act on an escape sequence in
+// them. Unicode bidirectional controls, which reorder what a terminal
+// shows, are escaped too.
 func termSafe(s string) string {
-	bad := func(r rune) bool {
-		return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f ||
-			r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
-	}
+	return escapeRunes(s, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) })
+}
+
+// oneLine is termSafe for a text that must stay on its line: a label, a
+// cell, a title, a note or a warning; line breaks and tabs are escaped too,
+// so a name cannot forge a line of a table or of the report.
+func oneLine(s string) string { return escapeRunes(s, unsafeRune) }
+
+// unsafeRune reports whether r is a control character (C0, DEL, C1), a
+// line or paragraph separator, or a bidirectional control.
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// escapeRunes writes the runes of s that bad reports as \xNN or \u{NNNN}.
+func escapeRunes(s string, bad func(rune) bool) string {
 	if !strings.ContainsFunc(s, bad) {
 		return s
 	}
@@ -134,7 +146,7 @@ type onceNotes map[string]bool
 // seen reports whether n is a report-wide note already printed, and
 // remembers it.
 func (o onceNotes) seen(n string) bool {
-	if n != emulatedNote && n != nestedNote && n != mixedNestingNote {
+	if n != emulatedNote && n != allEmulatedNote && n != nestedNote && n != allNestedNote && n != mixedNestingNote {
 		return false
 	}
 	if o[n] {
@@ -147,6 +159,7 @@ func (o onceNotes) seen(n string) bool {
 // writeWrapped writes text after prefix, wrapped to MaxWidth, with
 // continuation lines indented by the prefix's width plus two.
 func writeWrapped(b *strings.Builder, prefix, text string) {
+	text = oneLine(text)
 	indent := strings.Repeat(" ", width(prefix)+2)
 	for i, l := range wrap(text, MaxWidth-width(prefix)-2) {
 		if i == 0 {
@@ -226,23 +239,32 @@ func asciiOnly(s string) string {
 	return s
 }
 
-// asciiTable returns a copy of t whose texts are ASCII only.
-func asciiTable(t *Table) *Table {
+// textTable returns a copy of t whose texts are safe on one line of a
+// terminal (oneLine) and, for ASCII, ASCII only.
+func textTable(t *Table, style Style) *Table {
+	f := oneLine
+	if style == ASCII {
+		f = func(s string) string { return asciiOnly(oneLine(s)) }
+	}
 	c := *t
-	c.Context = asciiOnly(t.Context)
-	c.Title = asciiOnly(t.Title)
+	c.Context = f(t.Context)
+	c.Title = f(t.Title)
+	c.LabelHeader = make([]string, len(t.LabelHeader))
+	for i, h := range t.LabelHeader {
+		c.LabelHeader[i] = f(h)
+	}
 	c.Header = make([]string, len(t.Header))
 	for i, h := range t.Header {
-		c.Header[i] = asciiOnly(h)
+		c.Header[i] = f(h)
 	}
 	c.Rows = make([]Row, len(t.Rows))
 	for i, r := range t.Rows {
 		nr := Row{Labels: make([]string, len(r.Labels)), Cells: make([]Cell, len(r.Cells))}
 		for j, l := range r.Labels {
-			nr.Labels[j] = asciiOnly(l)
+			nr.Labels[j] = f(l)
 		}
 		for j, cell := range r.Cells {
-			cell.Text = asciiOnly(cell.Text)
+			cell.Text = f(cell.Text)
 			nr.Cells[j] = cell
 		}
 		c.Rows[i] = nr
@@ -250,22 +272,23 @@ func asciiTable(t *Table) *Table {
 	return &c
 }
 
-func width(s string) int { return utf8.RuneCountInString(s) }
-
-// wrap splits s into lines of at most w runes at spaces (a longer word
-// gets a line of its own).
+// wrap splits s into lines of at most w cells at spaces; a word longer
+// than w (a cell name) breaks after a "/" where it can, else gets a line
+// of its own.
 func wrap(s string, w int) []string {
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
+	for _, p := range words(s, w) {
 		switch {
 		case cur == "":
-			cur = word
-		case width(cur)+1+width(word) <= w:
-			cur += " " + word
+			cur = p.text
+		case p.glued && width(cur)+width(p.text) <= w:
+			cur += p.text // the rest of a word broken after a "/"
+		case !p.glued && width(cur)+1+width(p.text) <= w:
+			cur += " " + p.text
 		default:
 			lines = append(lines, cur)
-			cur = word
+			cur = p.text
 		}
 	}
 	if cur != "" || len(lines) == 0 {
@@ -274,355 +297,38 @@ func wrap(s string, w int) []string {
 	return lines
 }
 
+// piece is a word of wrap, or part of one: glued parts follow the part
+// before them without a space.
+type piece struct {
+	text  string
+	glued bool
+}
+
+// words splits s at spaces, and a word wider than w after each "/" in it.
+func words(s string, w int) []piece {
+	var out []piece
+	for _, word := range strings.Fields(s) {
+		if width(word) <= w || !strings.Contains(strings.TrimSuffix(word, "/"), "/") {
+			out = append(out, piece{text: word})
+			continue
+		}
+		for first := true; word != ""; first = false {
+			i := strings.Index(word, "/")
+			if i < 0 || i == len(word)-1 {
+				out = append(out, piece{word, !first})
+				break
+			}
+			out = append(out, piece{word[:i+1], !first})
+			word = word[i+1:]
+		}
+	}
+	return out
+}
+
 func maxWidth(lines []string) int {
 	m := 0
 	for _, l := range lines {
 		m = max(m, width(l))
 	}
 	return m
-}
-
-// drawTable draws t as a grid. Thread tables get a full grid with the
-// backend column merged across its rows and the context in the header cell
-// above the label columns, like the tables on netdev; the others get only a
-// header rule.
-func drawTable(t *Table, style Style) string {
-	g := newGrid(t, style)
-	g.measure()
-	g.drawHeader()
-	g.drawBody()
-	return g.cv.String(style)
-}
-
-// grid is the layout of one table while drawTable draws it.
-type grid struct {
-	t       *Table
-	style   Style
-	nl      int // label columns
-	ncol    int // label and value columns
-	full    bool
-	grouped bool
-
-	body       [][]string       // cell texts, ncol per row
-	groups     []rowRun         // runs of rows sharing the first label
-	widths     []int            // column widths
-	groupLines map[int][]string // wrapped first label, by group start
-	ctx        []string         // wrapped context, nil without one
-	cv         canvas
-}
-
-// rowRun is the rows [start, end) of a table.
-type rowRun struct{ start, end int }
-
-// newGrid fixes the shape of t and the texts of its body.
-func newGrid(t *Table, style Style) *grid {
-	nl := len(t.LabelHeader)
-	if len(t.Rows) > 0 {
-		nl = len(t.Rows[0].Labels)
-	}
-	g := &grid{
-		style:      style,
-		nl:         nl,
-		ncol:       nl + len(t.Header),
-		full:       t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency,
-		grouped:    nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness),
-		groupLines: map[int][]string{},
-	}
-	if style == ASCII {
-		t = asciiTable(t)
-	}
-	g.t = t
-	g.body = g.bodyTexts()
-	g.groups = g.groupRows()
-	return g
-}
-
-// bodyTexts returns the texts of the body cells, notes appended.
-func (g *grid) bodyTexts() [][]string {
-	body := make([][]string, len(g.t.Rows))
-	for i, r := range g.t.Rows {
-		row := append([]string(nil), r.Labels...)
-		for _, c := range r.Cells {
-			txt := c.Text
-			for _, n := range c.Notes {
-				txt += " " + noteMark(n, g.style)
-			}
-			row = append(row, txt)
-		}
-		for len(row) < g.ncol {
-			row = append(row, "")
-		}
-		body[i] = row
-	}
-	return body
-}
-
-// groupRows returns the runs of equal first labels (one row each when the
-// table is not grouped).
-func (g *grid) groupRows() []rowRun {
-	var groups []rowRun
-	for i := range g.body {
-		if g.grouped && i > 0 && g.body[i][0] == g.body[i-1][0] {
-			groups[len(groups)-1].end = i + 1
-			continue
-		}
-		groups = append(groups, rowRun{i, i + 1})
-	}
-	return groups
-}
-
-// physLines is the number of text lines group r takes in the grid.
-func (g *grid) physLines(r rowRun) int {
-	if g.full {
-		return 2*(r.end-r.start) - 1
-	}
-	return r.end - r.start
-}
-
-// measure sets the column widths, wrapping the group labels and the
-// context.
-func (g *grid) measure() {
-	g.widths = make([]int, g.ncol)
-	for c := 0; c < g.ncol; c++ {
-		if c >= g.nl {
-			g.widths[c] = width(g.t.Header[c-g.nl])
-		} else if g.t.Context == "" && c < len(g.t.LabelHeader) {
-			g.widths[c] = width(g.t.LabelHeader[c])
-		}
-		for i := range g.body {
-			if g.grouped && c == 0 {
-				continue
-			}
-			g.widths[c] = max(g.widths[c], width(g.body[i][c]))
-		}
-	}
-	if g.grouped {
-		g.wrapGroupLabels()
-	}
-	if g.t.Context != "" {
-		g.wrapContext()
-	}
-}
-
-// wrapGroupLabels wraps each group's first label into the lines the group
-// has, and widens the first column to fit.
-func (g *grid) wrapGroupLabels() {
-	for _, r := range g.groups {
-		txt := g.body[r.start][0]
-		w := maxWidth(strings.Fields(txt))
-		lines := wrap(txt, w)
-		for len(lines) > g.physLines(r) && w < width(txt) {
-			w++
-			lines = wrap(txt, w)
-		}
-		g.groupLines[r.start] = lines
-		g.widths[0] = max(g.widths[0], maxWidth(lines))
-	}
-}
-
-// labelSpan is the width of the label columns with the borders between
-// them.
-func (g *grid) labelSpan() int {
-	span := -3
-	for c := 0; c < g.nl; c++ {
-		span += g.widths[c] + 3
-	}
-	return span
-}
-
-// wrapContext wraps the context, which spans the label columns, widening
-// them up to MaxWidth.
-func (g *grid) wrapContext() {
-	span := g.labelSpan()
-	vals := 1
-	for c := g.nl; c < g.ncol; c++ {
-		vals += g.widths[c] + 3
-	}
-	avail := MaxWidth - vals - 3 - 1
-	target := max(span, min(avail, width(g.t.Context), 34))
-	g.ctx = wrap(g.t.Context, target)
-	if mw := maxWidth(g.ctx); mw > span {
-		g.widths[g.nl-1] += mw - span
-	}
-}
-
-// mergedRule draws a rule between two rows of a group, with the group
-// label's next line in the merged first column.
-func (g *grid) mergedRule(label string) {
-	merged := func(c int) bool { return g.grouped && c == 0 }
-	line := []cellRune{{'+', true}}
-	for c := 0; c < g.ncol; c++ {
-		if merged(c) {
-			line = append(line, textRunes(" "+pad(label, g.widths[c], false)+" ")...)
-		} else {
-			line = append(line, repeatBorder('-', g.widths[c]+2)...)
-		}
-		line = append(line, cellRune{'+', true})
-	}
-	if merged(0) {
-		line[0] = cellRune{'|', true}
-	}
-	g.cv = append(g.cv, line)
-}
-
-// spanRule draws a full rule; spanned leaves out the joints between the
-// label columns (under and above the context).
-func (g *grid) spanRule(spanned bool) {
-	line := []cellRune{{'+', true}}
-	for c := 0; c < g.ncol; c++ {
-		line = append(line, repeatBorder('-', g.widths[c]+2)...)
-		if spanned && c < g.nl-1 {
-			line = append(line, cellRune{'-', true})
-		} else {
-			line = append(line, cellRune{'+', true})
-		}
-	}
-	g.cv = append(g.cv, line)
-}
-
-// textLine draws one line of cells; useSpan draws spanCtx across the
-// label columns instead of their cells.
-func (g *grid) textLine(cells []string, spanCtx string, useSpan bool) {
-	line := []cellRune{{'|', true}}
-	c0 := 0
-	if useSpan {
-		line = append(line, textRunes(" "+pad(spanCtx, g.labelSpan(), false)+" ")...)
-		line = append(line, cellRune{'|', true})
-		c0 = g.nl
-	}
-	for c := c0; c < g.ncol; c++ {
-		right := c >= g.nl
-		line = append(line, textRunes(" "+pad(cells[c], g.widths[c], right)+" ")...)
-		line = append(line, cellRune{'|', true})
-	}
-	g.cv = append(g.cv, line)
-}
-
-// drawHeader draws the header row between two rules, the context beside
-// it when there is one.
-func (g *grid) drawHeader() {
-	g.spanRule(g.ctx != nil)
-	hdr := make([]string, g.ncol)
-	copy(hdr, g.t.LabelHeader)
-	for c := g.nl; c < g.ncol; c++ {
-		hdr[c] = g.t.Header[c-g.nl]
-	}
-	if g.ctx != nil {
-		for i, l := range g.ctx {
-			cells := make([]string, g.ncol)
-			if i == 0 {
-				copy(cells, hdr)
-			}
-			g.textLine(cells, l, true)
-		}
-	} else {
-		g.textLine(hdr, "", false)
-	}
-	g.spanRule(false)
-}
-
-// drawBody draws the rows group by group and the closing rule.
-func (g *grid) drawBody() {
-	for gi, r := range g.groups {
-		lines := g.groupLines[r.start]
-		li := 0
-		next := func() string {
-			if li < len(lines) {
-				li++
-				return lines[li-1]
-			}
-			return ""
-		}
-		for i := r.start; i < r.end; i++ {
-			cells := slices.Clone(g.body[i])
-			if g.grouped {
-				cells[0] = next()
-			}
-			g.textLine(cells, "", false)
-			if g.full && i+1 < r.end {
-				g.mergedRule(next())
-			}
-		}
-		if gi+1 < len(g.groups) && (g.full || g.grouped) {
-			g.spanRule(false)
-		}
-	}
-	g.spanRule(false)
-}
-
-func pad(s string, w int, right bool) string {
-	n := w - width(s)
-	if n <= 0 {
-		return s
-	}
-	if right {
-		return strings.Repeat(" ", n) + s
-	}
-	return s + strings.Repeat(" ", n)
-}
-
-type cellRune struct {
-	r      rune
-	border bool
-}
-
-type canvas [][]cellRune
-
-func textRunes(s string) []cellRune {
-	out := make([]cellRune, 0, len(s))
-	for _, r := range s {
-		out = append(out, cellRune{r, false})
-	}
-	return out
-}
-
-func repeatBorder(r rune, n int) []cellRune {
-	out := make([]cellRune, n)
-	for i := range out {
-		out[i] = cellRune{r, true}
-	}
-	return out
-}
-
-func (cv canvas) at(y, x int) (rune, bool) {
-	if y < 0 || y >= len(cv) || x < 0 || x >= len(cv[y]) || !cv[y][x].border {
-		return 0, false
-	}
-	return cv[y][x].r, true
-}
-
-var boxJunction = map[[4]bool]rune{ // up, down, left, right
-	{true, true, true, true}: '┼', {false, true, true, true}: '┬', {true, false, true, true}: '┴',
-	{true, true, false, true}: '├', {true, true, true, false}: '┤', {false, true, false, true}: '┌',
-	{false, true, true, false}: '┐', {true, false, false, true}: '└', {true, false, true, false}: '┘',
-	{true, true, false, false}: '│', {false, false, true, true}: '─',
-}
-
-func (cv canvas) String(style Style) string {
-	var b strings.Builder
-	for y, line := range cv {
-		for x, c := range line {
-			r := c.r
-			if c.border && style == Unicode {
-				switch r {
-				case '-':
-					r = '─'
-				case '|':
-					r = '│'
-				case '+':
-					u, uok := cv.at(y-1, x)
-					d, dok := cv.at(y+1, x)
-					l, lok := cv.at(y, x-1)
-					rr, rok := cv.at(y, x+1)
-					key := [4]bool{uok && (u == '|' || u == '+'), dok && (d == '|' || d == '+'), lok && (l == '-' || l == '+'), rok && (rr == '-' || rr == '+')}
-					if j, ok := boxJunction[key]; ok {
-						r = j
-					}
-				}
-			}
-			b.WriteRune(r)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }

@@ -78,7 +78,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 			t.Rows = append(t.Rows, row)
 		}
 	}
-	b.threadNotes(t, kind, threads, seen, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(cells), rows[0].Label, maxCV*100))
+	b.threadNotes(t, kind, threads, seen, b.runsNote(cells, rows[0].Label, maxCV))
 	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t
 }

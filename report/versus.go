@@ -109,17 +109,16 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	}
 	// The n/a reasons first: cells refer to them by number.
 	na.apply(t)
-	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", b.repsRange(g.mine), rows[0].Label, maxCV*100))
+	t.Notes = append(t.Notes, b.runsNote(g.mine, rows[0].Label, maxCV))
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving): %s",
 		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header, changeLegend))
-	if b.r.IsEmulated(col) {
-		t.Notes = append(t.Notes, emulatedNote)
-	}
-	if b.r.IsNested(col) {
-		t.Notes = append(t.Notes, nestedNote)
+	for _, n := range []string{b.emulatedLegend(col), b.nestedLegend(col)} {
+		if n != "" {
+			t.Notes = append(t.Notes, n)
+		}
 	}
 	return t
 }

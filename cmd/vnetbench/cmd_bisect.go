@@ -47,7 +47,7 @@ func addBisectFlags(fsName, synopsis string, stderr io.Writer) (*bisectOpts, *fl
 	fs.StringVar(&o.good, "good", "", "the good `REF`: the reference every candidate is measured against")
 	fs.StringVar(&o.metric, "metric", "", "the `METRIC` that changed (its better direction is the metric's: tx_pps up, lost_pps down)")
 	fs.StringVar(&o.out, "o", "", "`DIR` of the run directories, one per candidate, and bisect's state")
-	fs.StringVar(&o.minEffect, "min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
+	fs.StringVar(&o.minEffect, "min-effect", report.DefaultMinEffect.String(), "smallest change that matters (as compare's)")
 	fs.IntVar(&o.maxReps, "max-repetitions", verdict.Default.MaxN(), "budget of repetitions per cell and candidate")
 	fs.StringVar(&o.change, "change", "worse", "the change to find (`WHICH`): worse, a regression in the metric's bad direction, or better, an improvement (the commit that brought it)")
 	o.sets = addSetFlag(fs)
@@ -108,7 +108,7 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if err != nil {
 		return bisect.Outcome{}, err
 	}
-	me, err := verdict.ParseMinEffect(o.minEffect)
+	me, err := report.ParseMinEffect(o.minEffect)
 	if err != nil {
 		return bisect.Outcome{}, usageErrorf("bisect: --min-effect: %v", err)
 	}
@@ -183,7 +183,7 @@ func outcomeOf(p *report.Progress) bisect.Outcome {
 		switch {
 		case d.Tripped:
 			return 3
-		case d.Undecided():
+		case d.Undecided(), d.Verdict == verdict.Missing:
 			return 2
 		case d.Verdict == verdict.Different:
 			return 1
@@ -208,6 +208,9 @@ func outcomeOf(p *report.Progress) bisect.Outcome {
 		o.Bad = true
 	case 2:
 		o.Skip, o.Why = true, "UNKNOWN within the budget"
+		if ev.Verdict == verdict.Missing {
+			o.Why = "MISSING: " + ev.Missing
+		}
 	}
 	return o
 }

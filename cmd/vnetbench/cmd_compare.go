@@ -3,30 +3,34 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
 
 // cmdCompare compares two runs and gates on regressions: each gated metric
-// gets a verdict (SAME, DIFFERENT or UNKNOWN, see docs/compare.md); exit 1
-// when one is DIFFERENT in its bad direction beyond its threshold, else 3
-// when one is UNKNOWN, 2 on bad input, 0 otherwise.
+// gets a verdict (SAME, DIFFERENT or UNKNOWN, see docs/compare.md, or
+// MISSING when a side lacks it); exit 1 when one is DIFFERENT in its bad
+// direction beyond its threshold or MISSING (unless --allow-missing names
+// it), else 3 when one is UNKNOWN, 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr]", stderr)
+	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)
-	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
+	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
 	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (both runs with perf record: the largest changes of each side's share, self and children)")
 	junit := fs.String("junit", "", "also write the gate decisions as JUnit XML to `FILE` (one test case per gated metric and cell; a tripped gate is a failure)")
-	var metrics listFlag
+	var metrics, allowMissing listFlag
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
+	fs.Var(&allowMissing, "allow-missing", "gated metrics or cells that may be MISSING on a side (absent, failed or n/a) without failing (repeatable, comma-separated; default none: a gate fails closed)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -48,7 +52,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	me, err := verdict.ParseMinEffect(*minEffect)
+	me, err := report.ParseMinEffect(*minEffect)
 	if err != nil {
 		return usageErrorf("compare: --min-effect: %v", err)
 	}
@@ -58,15 +62,15 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 			return err
 		}
 	}
-	base, err := results.Load(pos[0])
+	base, err := loadSide("BASE", pos[0])
 	if err != nil {
 		return err
 	}
-	nw, err := results.Load(pos[1])
+	nw, err := loadSide("NEW", pos[1])
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, ProfileTop: *profileTop})
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, AllowMissing: allowMissing, ProfileTop: *profileTop})
 	if err != nil {
 		return err
 	}
@@ -112,4 +116,14 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 		}
 	}
 	return res.Err()
+}
+
+// loadSide loads one side of a comparison. Any input it cannot read is bad
+// input (exit 2), never exit 1: that code means a regression.
+func loadSide(which, path string) (*results.Set, error) {
+	set, err := results.Load(path)
+	if err == nil || errors.Is(err, fault.ErrInput) {
+		return set, err
+	}
+	return nil, &fault.InputError{Msg: fmt.Sprintf("compare: cannot read %s %s; pass a readable run directory or benchfmt file", which, path), Err: err}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -36,7 +35,7 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	out := pathFlag(fs, "o", "write to `FILE` instead of stdout (- for stdout)")
 	base := fs.String("base", "", "column the others are compared with (default the first)")
 	alpha := retiredAlpha(fs)
-	minEffect := fs.String("min-effect", verdict.DefaultMinEffect.String(), "smallest change that matters for the change columns' SAME (\"2%\" or \"0.5iqr\")")
+	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters for the change columns' SAME (\"2%\" or \"0.5iqr\")")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
 	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (two columns with perf record: the largest changes of each side's share, self and children)")
 	origin := fs.String("origin", "", "--format kcidb: the submitting CI system's `NAME` in KCIDB ([a-z0-9_]+), the prefix of every id")
@@ -77,7 +76,7 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	me, err := verdict.ParseMinEffect(*minEffect)
+	me, err := report.ParseMinEffect(*minEffect)
 	if err != nil {
 		return usageErrorf("report: --min-effect: %v", err)
 	}

@@ -115,7 +115,7 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 		on:        fs.Bool("until-decided", false, "repeat the cells in interleaved rounds until every gated metric of every kernel against the first is SAME or DIFFERENT, or a budget runs out (docs/compare.md); exit 3 when some stay UNKNOWN"),
 		maxReps:   fs.Int("max-repetitions", verdict.Default.MaxN(), "with --until-decided: budget of repetitions per cell"),
 		maxTime:   fs.Duration("time-budget", 0, "with --until-decided: budget of wall time; no new round starts after it (default: none)"),
-		minEffect: fs.String("min-effect", verdict.DefaultMinEffect.String(), "with --until-decided: smallest change that matters (as compare's)"),
+		minEffect: fs.String("min-effect", report.DefaultMinEffect.String(), "with --until-decided: smallest change that matters (as compare's)"),
 		failOn:    fs.String("fail-on", "", "with --until-decided: the gated metrics, as compare's --fail-on (default: compare's default gates)"),
 	}
 }
@@ -124,7 +124,7 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 func (f untilFlags) value() (session.Until, error) {
 	u := session.Until{MaxReps: *f.maxReps, MaxTime: *f.maxTime}
 	var err error
-	if u.MinEffect, err = verdict.ParseMinEffect(*f.minEffect); err != nil {
+	if u.MinEffect, err = report.ParseMinEffect(*f.minEffect); err != nil {
 		return u, usageErrorf("run: --min-effect: %v", err)
 	}
 	if strings.TrimSpace(*f.failOn) != "" {

@@ -141,6 +141,9 @@ var readmeFixtures = map[string]string{
 	"runs/lab": "../../report/testdata/generated/iperf3-tcg",
 	// docs/history.md's CSV from another tool (testdata/history/README.md).
 	"bench.csv": "testdata/history/bench.csv",
+	// docs/compare.md's example of issue 33: 6 runs per side, -10%.
+	"six-runs-base.bench": "testdata/compare/six-runs-base.bench",
+	"six-runs-new.bench":  "testdata/compare/six-runs-new.bench",
 }
 
 // TestReadmeCommands runs every command README.md and docs/*.md show, as a user would

@@ -3,6 +3,9 @@ package history
 import (
 	"math"
 	"slices"
+
+	"github.com/aclements/go-moremath/mathx"
+	"github.com/aclements/go-moremath/stats"
 )
 
 // scratch holds one series' global order, from which the ranks of any
@@ -119,7 +122,9 @@ func rankVar(r []float64) float64 {
 }
 
 // studentTwoSided is P(|T| >= t) for Student's t with df degrees of
-// freedom.
+// freedom: the regularized incomplete beta function I_x(df/2, 1/2) at
+// x = df/(df+t²), from go-moremath (directly, not 2*TDist.CDF(-|t|),
+// whose 1-(1-p) loses the small p-values the detector compares).
 func studentTwoSided(t, df float64) float64 {
 	if math.IsNaN(t) {
 		return 1
@@ -127,75 +132,12 @@ func studentTwoSided(t, df float64) float64 {
 	if math.IsInf(t, 0) {
 		return 0
 	}
-	return regIncBeta(df/2, 0.5, df/(df+t*t))
-}
-
-// regIncBeta is the regularized incomplete beta function I_x(a, b),
-// evaluated by its continued fraction (modified Lentz's method).
-func regIncBeta(a, b, x float64) float64 {
-	switch {
-	case x <= 0:
-		return 0
-	case x >= 1:
-		return 1
-	}
-	la, _ := math.Lgamma(a + b)
-	lb, _ := math.Lgamma(a)
-	lc, _ := math.Lgamma(b)
-	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log(1-x))
-	if x > (a+1)/(a+b+2) {
-		return 1 - front*betaCF(b, a, 1-x)/b
-	}
-	return front * betaCF(a, b, x) / a
-}
-
-func betaCF(a, b, x float64) float64 {
-	const tiny, eps = 1e-300, 1e-14
-	c, d := 1.0, 1-(a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	h := d
-	for m := 1; m <= 300; m++ {
-		fm := float64(m)
-		num := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
-		d, c = 1+num*d, 1+num/c
-		d = 1 / nonzero(d, tiny)
-		c = nonzero(c, tiny)
-		h *= d * c
-		num = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
-		d, c = 1+num*d, 1+num/c
-		d = 1 / nonzero(d, tiny)
-		c = nonzero(c, tiny)
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < eps {
-			break
-		}
-	}
-	return h
-}
-
-func nonzero(v, tiny float64) float64 {
-	if math.Abs(v) < tiny {
-		return tiny
-	}
-	return v
+	return mathx.BetaInc(df/(df+t*t), df/2, 0.5)
 }
 
 // median returns the median of xs (NaN when empty); xs is not modified.
 func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Sample{Xs: xs}.Quantile(0.5)
 }
 
 // absDev is the sum of the absolute deviations of xs from their median.

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 
+	"github.com/aclements/go-moremath/stats"
 	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
@@ -111,31 +113,13 @@ func Percentile(sorted []float64, q float64) (float64, Interval) {
 // 1-2*tail for X(i) the order statistics of n draws and xq the
 // q-quantile: l is the largest rank with P(B < l) <= tail and u the
 // smallest with P(B < u) >= 1-tail, for B ~ Binomial(n, q) the count of
-// draws below xq. l = 0 or u = n+1 mean no bound.
+// draws below xq (go-moremath's binomial CDF; P(B < j) grows with j, so
+// each is a binary search). l = 0 or u = n+1 mean no bound.
 func rankBounds(n int, q, tail float64) (l, u int) {
-	cdf := 0.0 // P(B <= j-1) at the top of iteration j
-	l, u = 0, n+1
-	for j := 1; j <= n+1; j++ {
-		// P(B < j) = P(B <= j-1)
-		cdf += binomPMF(n, j-1, q)
-		if cdf <= tail {
-			l = j
-		}
-		if cdf >= 1-tail {
-			u = j
-			break
-		}
-	}
+	below := func(j int) float64 { return stats.BinomialDist{N: n, P: q}.CDF(float64(j - 1)) } // P(B < j)
+	l = sort.Search(n+1, func(i int) bool { return below(i+1) > tail })
+	u = min(sort.Search(n+1, func(i int) bool { return below(i+1) >= 1-tail })+1, n+1)
 	return l, u
-}
-
-// binomPMF is P(B = k) for B ~ Binomial(n, p), in logs for large n.
-func binomPMF(n, k int, p float64) float64 {
-	if k < 0 || k > n {
-		return 0
-	}
-	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	return math.Exp(lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
 }
 
 // Summary is what one sample's probes say.

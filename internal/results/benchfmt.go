@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -160,11 +161,11 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 		m := Describe(k)
 		switch m.Better {
 		case metric.HigherIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", k)
+			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", token(k))
 		case metric.LowerIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", k)
+			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", token(k))
 		default:
-			fmt.Fprintf(&b, "Unit %s assume=nothing\n", k)
+			fmt.Fprintf(&b, "Unit %s assume=nothing\n", token(k))
 		}
 	}
 	names := newBenchNamer(set.Samples)
@@ -218,7 +219,7 @@ func writeResult(b *bytes.Buffer, name string, s *Sample, keys []string) {
 	var vals []string
 	for _, k := range keys {
 		if v, ok := s.Value(k); ok {
-			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64)+" "+k)
+			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64)+" "+token(k))
 		}
 	}
 	if len(vals) == 0 {
@@ -234,14 +235,37 @@ func writeResult(b *bytes.Buffer, name string, s *Sample, keys []string) {
 
 // configValue keeps a configuration value (or comment) on its line.
 func configValue(v string) string {
-	return strings.NewReplacer("\n", " ", "\r", " ").Replace(v)
+	return strings.Map(func(r rune) rune {
+		if unsafeText(r) {
+			return ' '
+		}
+		return r
+	}, v)
+}
+
+// unsafeText reports whether r may not appear in a benchfmt line: a
+// control character (a line break would start a line of its own: a forged
+// configuration or result), or a line or paragraph separator.
+func unsafeText(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029
+}
+
+// token is s as one benchfmt token (a benchmark name part, a unit, a
+// configuration key): white space and control characters become "_".
+func token(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unsafeText(r) || unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, s)
 }
 
 // configKey is axis name k as a configuration key, which benchfmt wants
 // without spaces or colons and not named like the keys WriteBenchfmt
 // writes itself.
 func configKey(k string) string {
-	k = strings.NewReplacer(" ", "_", ":", "_").Replace(k)
+	k = token(strings.NewReplacer(":", "_").Replace(k))
 	switch k {
 	case "kernel", "accel", "nested", "cpu", "emulated", "window_s":
 		return "axis." + k
@@ -327,9 +351,9 @@ func validKey(k string) bool {
 func (n benchNamer) name(s *Sample) string {
 	base := "Vnetbench"
 	if sc := s.Labels["benchmark"]; sc != "" {
-		base = strings.TrimPrefix(sc, "Benchmark")
+		base = token(strings.NewReplacer("/", "_").Replace(strings.TrimPrefix(sc, "Benchmark")))
 	}
-	clean := strings.NewReplacer("/", "_", " ", "_", "=", "_").Replace
+	clean := func(s string) string { return token(strings.NewReplacer("/", "_", "=", "_").Replace(s)) }
 	var parts []string
 	used := map[string]bool{}
 	axes := slices.Sorted(maps.Keys(s.Axes))

@@ -21,7 +21,7 @@ type Until struct {
 	// compare's default gates).
 	Gates []report.Gate
 	// MinEffect is the smallest change that matters.
-	MinEffect verdict.MinEffect
+	MinEffect report.MinEffect
 	// MaxReps is the budget of repetitions per cell, between the plan's
 	// first decisive look and its last.
 	MaxReps int
@@ -89,7 +89,7 @@ type adaptive struct {
 	// load reads the run directory.
 	load      func() (*results.Set, error)
 	gates     []report.Gate
-	min       verdict.MinEffect
+	min       report.MinEffect
 	maxReps   int           // budget of repetitions per cell
 	maxTime   time.Duration // budget of wall time (0: none)
 	now       func() time.Time

@@ -52,22 +52,23 @@ func (f *fakeRounds) load() (*results.Set, error) {
 }
 
 func newAdaptive(f *fakeRounds, maxReps int) *adaptive {
-	return &adaptive{round: f.round, load: f.load, min: verdict.DefaultMinEffect, maxReps: maxReps,
+	return &adaptive{round: f.round, load: f.load, min: report.DefaultMinEffect, maxReps: maxReps,
 		now: time.Now, firstReps: verdict.Default.FirstN()}
 }
 
 func TestUntilDecidedStopsWhenDecided(t *testing.T) {
-	// A drop of 5 standard deviations: DIFFERENT at the first decisive look.
+	// A drop of 5 standard deviations: DIFFERENT at the first look, an
+	// early look at 3 runs.
 	f := &fakeRounds{shift: -50, rng: rand.New(rand.NewPCG(1, 2))}
 	var out strings.Builder
 	if err := newAdaptive(f, 100).run(t.Context(), &out); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if !slices.Equal(f.rounds, []int{10}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
-		t.Errorf("rounds %v, output %q; want one round of 10", f.rounds, out.String())
+	if !slices.Equal(f.rounds, []int{3}) || !strings.Contains(out.String(), "1 of 1 gated comparisons decided") {
+		t.Errorf("rounds %v, output %q; want one round of 3", f.rounds, out.String())
 	}
 	// The gate lines say what was decided.
-	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=10: DIFFERENT: FAIL") {
+	if !strings.Contains(out.String(), "new vs base: tap/pktgen-t1") || !strings.Contains(out.String(), "n=3: DIFFERENT: FAIL") {
 		t.Errorf("no gate line with the verdict:\n%s", out.String())
 	}
 }
@@ -81,7 +82,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 	if !errors.As(err, &ue) || !errors.Is(err, fault.ErrUndecided) {
 		t.Fatalf("err %v, want UNKNOWN (fault.ErrUndecided)", err)
 	}
-	if !slices.Equal(f.rounds, []int{10, 13, 16, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
+	if !slices.Equal(f.rounds, []int{3, 6, 10, 13, 16, 18}) || !strings.Contains(out.String(), "stopped at the budget of 18 repetitions; UNKNOWN: tx_pps in new vs base: tap/pktgen-t1") {
 		t.Errorf("rounds %v, output:\n%s", f.rounds, out.String())
 	}
 	// Resumed with a larger budget, it goes on from 18, not from scratch.
@@ -98,7 +99,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 
 func TestUntilDecidedNeedsTwoKernels(t *testing.T) {
 	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[string]float64{"tx_pps": 1}}}}
-	if _, err := report.Decide(set, nil, verdict.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
+	if _, err := report.Decide(set, nil, report.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
 		t.Errorf("one kernel: %v, want bad input", err)
 	}
 }

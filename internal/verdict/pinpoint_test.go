@@ -18,7 +18,7 @@ var pinpointLooks = []int{10, 20, 40, 80, 160}
 const pinpointMagnitude = 1.0 // IQRs
 
 func pinpoint() procedure {
-	return procedure{"pinpoint-style", func(more func(int) ([]float64, []float64)) (Verdict, int) {
+	return procedure{"Pinpoint-style", func(more func(int) ([]float64, []float64)) (Verdict, int) {
 		for i, l := range pinpointLooks {
 			b, n := more(l)
 			p := pinpointP(b, n)
@@ -31,6 +31,30 @@ func pinpoint() procedure {
 		}
 		return Same, pinpointLooks[len(pinpointLooks)-1]
 	}}
+}
+
+// zeroDay is 0-day's rule (lkp-tests lib/stats.rb, gap?): with at least 3
+// runs per side, DIFFERENT when the two ranges are disjoint with a gap
+// wider than half the change of the middle runs (the sorted run at n/2,
+// which lkp-tests calls the mean). It looks at 3 and at 6 runs per side;
+// a change it does not report counts as SAME.
+func zeroDay() procedure {
+	return procedure{"0-day's rule", func(more func(int) ([]float64, []float64)) (Verdict, int) {
+		for _, l := range []int{3, 6} {
+			b, n := more(l)
+			if zeroDayGap(b, n, 0.5) {
+				return Different, l
+			}
+		}
+		return Same, 6
+	}}
+}
+
+// zeroDayGap is lkp-tests' gap? on sorted b and n.
+func zeroDayGap(b, n []float64, gap float64) bool {
+	mb, mn := b[len(b)/2], n[len(n)/2]
+	return n[0] > b[len(b)-1] && n[0]-b[len(b)-1] > (mn-mb)*gap ||
+		b[0] > n[len(n)-1] && b[0]-n[len(n)-1] > (mb-mn)*gap
 }
 
 func pinpointP(b, n []float64) float64 {

@@ -46,7 +46,7 @@ type procedure struct {
 }
 
 func ours(plan *Plan, min MinEffect) procedure {
-	return procedure{"sequential", func(more func(int) ([]float64, []float64)) (Verdict, int) {
+	return procedure{"this plan", func(more func(int) ([]float64, []float64)) (Verdict, int) {
 		for _, l := range plan.Looks {
 			b, n := more(l)
 			if v := DecideFast(b, n, min, plan); v != Unknown {
@@ -78,6 +78,20 @@ type simStats struct {
 	same, diff, unknown int
 	reps                int
 	trials              int
+	// diffAt counts the DIFFERENT verdicts by the runs per side they took.
+	diffAt map[int]int
+}
+
+// diffBy is the share of trials called DIFFERENT with at most n runs per
+// side.
+func (s simStats) diffBy(n int) float64 {
+	k := 0
+	for reps, c := range s.diffAt {
+		if reps <= n {
+			k += c
+		}
+	}
+	return float64(k) / float64(s.trials)
 }
 
 func (s simStats) rate(v Verdict) float64 {
@@ -94,7 +108,7 @@ func (s simStats) meanReps() float64 { return float64(s.reps) / float64(s.trials
 
 func simulate(p procedure, nz noise, shift float64, trials int, seed uint64) simStats {
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	var s simStats
+	s := simStats{diffAt: map[int]int{}}
 	for range trials {
 		v, reps := trial(p, nz, shift, r)
 		s.trials++
@@ -104,6 +118,7 @@ func simulate(p procedure, nz noise, shift float64, trials int, seed uint64) sim
 			s.same++
 		case Different:
 			s.diff++
+			s.diffAt[reps]++
 		default:
 			s.unknown++
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aclements/go-moremath/stats"
 )
 
 // Verdict is the answer of a comparison.
@@ -20,6 +22,9 @@ const (
 	Different Verdict = "DIFFERENT"
 	// Unknown: the runs so far cannot tell; more repetitions may.
 	Unknown Verdict = "UNKNOWN"
+	// Missing: a side has no values to compare (its cell is absent, failed
+	// or n/a). Decide never returns it; report's gates do, and fail on it.
+	Missing Verdict = "MISSING"
 )
 
 // MinEffect is the smallest change that matters: Value percent of the base
@@ -64,15 +69,18 @@ func (m MinEffect) String() string {
 // Result is a decision with its evidence.
 type Result struct {
 	Verdict Verdict `json:"verdict"`
-	// P is the two-sided p-value of the rank test of no shift (the
-	// Mann-Whitney z with mid-ranks, tie-corrected variance and continuity
-	// correction, normal approximation): DIFFERENT exactly when P is at
-	// most 1-Level, the look's own level.
+	// P is the two-sided p-value of the look's test of no shift: at a
+	// rank look the Mann-Whitney z with mid-ranks, tie-corrected variance
+	// and continuity correction (normal approximation), at an early look
+	// the pooled two-sample t test. DIFFERENT exactly when P is at most
+	// 1-Level, the look's own level.
 	P float64 `json:"p"`
-	// Shift is the Hodges-Lehmann estimate of new - base (the median of
-	// all pairwise differences), Lo and Hi its confidence interval at
-	// Level (the look's, so it excludes 0 exactly when DIFFERENT up to
-	// ties); Pct, PctLo and PctHi the same in percent of the base median.
+	// Shift is the estimate of new - base, Lo and Hi its confidence
+	// interval at Level (the look's, so it excludes 0 exactly when
+	// DIFFERENT up to ties): at a rank look the Hodges-Lehmann shift (the
+	// median of all pairwise differences) and its Moses interval, at an
+	// early look the difference of the means and its t interval. Pct,
+	// PctLo and PctHi are the same in percent of the base median.
 	Shift float64 `json:"shift"`
 	Lo    float64 `json:"lo"`
 	Hi    float64 `json:"hi"`
@@ -80,9 +88,10 @@ type Result struct {
 	Pct   float64 `json:"pct"`
 	PctLo float64 `json:"pct_lo"`
 	PctHi float64 `json:"pct_hi"`
-	// NBase and NNew are the sample sizes, Look the look they reached
-	// (-1: fewer runs than the first look), NextN the runs per side the
-	// next look needs (0 when decided or past the last look).
+	// NBase and NNew are the sample sizes, Look the index in Plan.Looks
+	// of the look they reached (-1: fewer runs than the first look; below
+	// Plan.Early an early look), NextN the runs per side the next look
+	// needs (0 when decided or past the last look).
 	NBase int `json:"n_base"`
 	NNew  int `json:"n_new"`
 	Look  int `json:"look"`
@@ -108,15 +117,22 @@ func Decide(base, new []float64, min MinEffect, plan *Plan) Result {
 		r.Verdict, r.Reason = Unknown, "a side has no runs"
 		return r
 	}
-	r.Shift = hodgesLehmann(b, n)
-	r.P = 2 * normalSF(math.Abs(rankZ(b, n, 0)))
 	r.Min = min.abs(b, n)
-	if r.Look < 0 {
+	switch {
+	case r.Look < 0:
+		r.Shift = hodgesLehmann(b, n)
+		r.P = 2 * normalSF(math.Abs(rankZ(b, n, 0)))
 		r.Verdict, r.NextN = Unknown, plan.Looks[0]
 		r.Reason = fmt.Sprintf("n<%d: fewer runs per side than the first look", plan.Looks[0])
 		r.setPct(b)
 		return r
+	case r.Look < plan.Early:
+		r.decideEarly(b, n, plan)
+		r.setPct(b)
+		return r
 	}
+	r.Shift = hodgesLehmann(b, n)
+	r.P = 2 * normalSF(math.Abs(rankZ(b, n, 0)))
 	c := plan.Bound(r.Look)
 	r.Level = 2*normalCDF(c) - 1
 	r.Lo, r.Hi = mosesCI(b, n, c)
@@ -147,8 +163,12 @@ func decide(b, n []float64, min, c float64, plan *Plan) (Verdict, string) {
 // estimate and its interval. base and new must be sorted.
 func DecideFast(b, n []float64, min MinEffect, plan *Plan) Verdict {
 	k := plan.Look(min2(len(b), len(n)))
-	if k < 0 {
+	switch {
+	case k < 0:
 		return Unknown
+	case k < plan.Early:
+		v, _, _ := earlyTest(b, n, plan.EarlyAlpha[k])
+		return v
 	}
 	v, _ := decide(b, n, min.abs(b, n), plan.Bound(k), plan)
 	return v
@@ -172,25 +192,18 @@ func (m MinEffect) abs(b, n []float64) float64 {
 	return m.Value / 100 * math.Abs(median(b))
 }
 
-// IQR is the interquartile range of sorted v (linear interpolation).
-func IQR(v []float64) float64 { return quantile(v, 0.75) - quantile(v, 0.25) }
+// IQR is the interquartile range of sorted v (go-moremath's quantiles,
+// Hyndman and Fan's R8).
+func IQR(v []float64) float64 { return sample(v).IQR() }
 
-// Quantile is the q-quantile of sorted v (linear interpolation).
-func Quantile(v []float64, q float64) float64 { return quantile(v, q) }
+// Quantile is the q-quantile of sorted v (go-moremath's, R8; the median is
+// the usual one).
+func Quantile(v []float64, q float64) float64 { return sample(v).Quantile(q) }
 
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(v)-1)
-	i := int(pos)
-	if i+1 >= len(v) {
-		return v[len(v)-1]
-	}
-	return v[i] + (pos-float64(i))*(v[i+1]-v[i])
-}
+func median(v []float64) float64 { return Quantile(v, 0.5) }
 
-func median(v []float64) float64 { return quantile(v, 0.5) }
+// sample is sorted v as a go-moremath sample.
+func sample(v []float64) stats.Sample { return stats.Sample{Xs: v, Sorted: true} }
 
 // sorted returns the values of v that are numbers, sorted.
 func sorted(v []float64) []float64 {

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -31,8 +32,8 @@ func TestDecide(t *testing.T) {
 	if r := Decide(base, base, DefaultMinEffect, nil); r.Verdict == Different {
 		t.Errorf("identical samples: %+v", r)
 	}
-	if r := Decide(base[:3], up[:3], DefaultMinEffect, nil); r.Verdict != Unknown || r.NextN != 10 || r.Look != -1 {
-		t.Errorf("n=3: %+v; want UNKNOWN asking for 10", r)
+	if r := Decide(base[:2], up[:2], DefaultMinEffect, nil); r.Verdict != Unknown || r.NextN != 3 || r.Look != -1 {
+		t.Errorf("n=2: %+v; want UNKNOWN asking for 3", r)
 	}
 	zeros := make([]float64, 10)
 	if r := Decide(zeros, zeros, DefaultMinEffect, nil); r.Verdict != Same {
@@ -79,5 +80,37 @@ func TestDecideLargeSamples(t *testing.T) {
 	r := Decide(b, n, DefaultMinEffect, nil)
 	if math.Abs(r.Shift-5) > 1 || r.Verdict == Unknown || !(r.Lo <= 5 && r.Hi >= 5) {
 		t.Errorf("large samples: %+v", r)
+	}
+}
+
+// Early looks call a change far outside the noise from 3 runs per side, and
+// only DIFFERENT: issue 33's example (6 runs, -10.00%, disjoint ranges), a
+// drop to 0 at 3 runs; a change inside the noise stays UNKNOWN, asking for
+// the next look.
+func TestEarlyLooks(t *testing.T) {
+	base := []float64{450000, 450800, 451600, 452400, 453200, 454000}
+	worse := []float64{405000, 405720, 406440, 407160, 407880, 408600}
+	r := Decide(base, worse, MinEffect{Value: 3}, nil)
+	if r.Verdict != Different || r.Look != 1 || !(r.Hi < 0) || math.Abs(r.Level-(1-Default.EarlyAlpha[1])) > 1e-12 || r.P > 1e-6 {
+		t.Errorf("6 runs, -10%%: %+v; want DIFFERENT at the 6-run look, interval below 0", r)
+	}
+	lost := []float64{589e3, 601e3, 577e3}
+	if r := Decide(lost, []float64{0, 0, 0}, DefaultMinEffect, nil); r.Verdict != Different || r.Look != 0 || math.Abs(r.Pct+100) > 1e-9 {
+		t.Errorf("3 runs, -100%%: %+v; want DIFFERENT", r)
+	}
+	if r := Decide([]float64{0, 0, 0}, []float64{0, 0, 0}, DefaultMinEffect, nil); r.Verdict != Same {
+		t.Errorf("3 runs of 0 against 3: %+v; want SAME", r)
+	}
+	noisy := []float64{100, 104, 97}
+	r = Decide(noisy, []float64{101, 99, 105}, DefaultMinEffect, nil)
+	if r.Verdict != Unknown || r.NextN != 6 || r.P < 0.5 || !strings.Contains(r.Reason, "SAME needs 10 runs per side") {
+		t.Errorf("3 runs inside the noise: %+v; want UNKNOWN asking for 6", r)
+	}
+	// DecideFast agrees with Decide at the early looks.
+	for _, c := range [][2][]float64{{base, worse}, {noisy, {101, 99, 105}}, {lost, {0, 0, 0}}} {
+		b, n := sorted(c[0]), sorted(c[1])
+		if got, want := DecideFast(b, n, DefaultMinEffect, Default), Decide(b, n, DefaultMinEffect, nil).Verdict; got != want {
+			t.Errorf("DecideFast(%v, %v) = %s, Decide says %s", b, n, got, want)
+		}
 	}
 }

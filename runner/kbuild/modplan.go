@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -64,9 +63,14 @@ func (b *Builder) PlanModules(ctx context.Context, g ModGroup) (*ModPlan, error)
 	b.defaults()
 	mp := &ModPlan{Series: g.Series, Decisions: map[string]*Decision{}}
 	v, err := SourceVersion(g.Tree)
-	if errors.Is(err, errNoVersion) {
-		mp.Full = err.Error()
-		return mp, nil
+	adopt := errors.Is(err, errNoVersion)
+	if adopt { // an older vnetbench's tree: apt's candidate, checked below
+		c, cerr := candidateVersion(ctx, b.Exec, g.Series)
+		if cerr != nil || c == "" || upstreamOf(c) != treeRelease(g.Tree) {
+			mp.Full = fmt.Sprintf("%v; apt's candidate %q is not its release %s", err, c, treeRelease(g.Tree))
+			return mp, nil
+		}
+		v = c
 	}
 	mp.Version = v
 	start := time.Now()
@@ -97,6 +101,12 @@ func (b *Builder) PlanModules(ctx context.Context, g ModGroup) (*ModPlan, error)
 	if uts := mp.Headers.UTSVersion(); !strings.Contains(uts, "Debian "+v+" ") {
 		mp.Full = fmt.Sprintf("linux-headers-%s is not of version %s (UTS_VERSION %q)", mp.Release, v, uts)
 		return mp, nil
+	}
+	if adopt {
+		if mp.Full, err = adoptVersion(g.Tree, v, mp.Headers); err != nil || mp.Full != "" {
+			return mp, err
+		}
+		b.logf("%s: recorded its package version %s (its files match linux-headers-%s's common headers)", g.Tree, v, mp.Release)
 	}
 	mp.FetchSeconds = time.Since(start).Seconds()
 	for _, kk := range g.Kernels {
@@ -266,17 +276,8 @@ func ImageBanner(image string) string {
 // not.
 func (b *Builder) Prefetch(ctx context.Context, series string) {
 	b.defaults()
-	out, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"apt-cache", "policy", "linux-source-" + series}})
-	if err != nil {
-		return
-	}
-	v := ""
-	for _, l := range strings.Split(string(out), "\n") {
-		if c, ok := strings.CutPrefix(strings.TrimSpace(l), "Candidate:"); ok {
-			v = strings.TrimSpace(c)
-		}
-	}
-	if v == "" || v == "(none)" {
+	v, err := candidateVersion(ctx, b.Exec, series)
+	if err != nil || v == "" {
 		return
 	}
 	rel, err := HeadersFor(ctx, b.Exec, series, v)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aclements/go-moremath/stats"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -120,14 +121,8 @@ func short(s string, n int) string {
 	return s
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
-}
+// median is the median of xs; xs is not modified.
+func median(xs []float64) float64 { return stats.Sample{Xs: xs}.Quantile(0.5) }
 
 // Better is the direction of a metric key, from the results registry.
 func Better(key string) history.Better {

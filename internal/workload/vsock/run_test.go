@@ -158,7 +158,10 @@ func TestReportGolden(t *testing.T) {
 			}
 			golden.Check(t, name+".txt", b.String())
 			out := b.String()
-			for _, want := range []string{" socat |", " sockmap |", " change |", "| 65536B ", " MB/s ", "Redirector CPU", "change = sockmap / socat - 1, from the medians"} {
+			for _, want := range []string{" socat |", " sockmap |", " change, 1 run |", "| 65536B ", " MB/s ", "Redirector CPU", "change = sockmap / socat - 1, from the medians"} {
+				if name == "loopback-61-tcg" && want == " change, 1 run |" {
+					want = " change |" // nothing to compare: no runs in the header
+				}
 				if name == "loopback-61-tcg" && strings.HasPrefix(want, "change") {
 					want = "n/a: this kernel has no vsock sockmap support (Linux 6.4+)"
 				}
