@@ -59,9 +59,9 @@ func TestPerfSymsGroupUnresolvedByModule(t *testing.T) {
 	}
 	// Two columns: the profile delta, the largest change first.
 	want := []string{
-		"[pktgen] unresolved 20.00 ±  0% 17.00 ±  0% -3.00",
-		"tun_net_xmit 12.00 ±  0% 14.00 ±  0% +2.00",
-		"[JIT] unresolved 1.00 ±  0% 2.00 ±  0% +1.00",
+		"[pktgen] unresolved 20.00 ±0% 17.00 ±0% -3.00",
+		"tun_net_xmit 12.00 ±0% 14.00 ±0% +2.00",
+		"[JIT] unresolved 1.00 ±0% 2.00 ±0% +1.00",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

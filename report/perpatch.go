@@ -81,7 +81,7 @@ func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample
 	}
 	t := &Table{Kind: KindPerPatch, Title: fmt.Sprintf("%s %s %s per patch", title, strings.TrimPrefix(g.key, "cell="), tm.Key),
 		Context:     label + ", " + b.context(first, true),
-		LabelHeader: []string{"backend", "kernel"}, Header: []string{"median", "vs prev", "vs " + b.r.Base}, Metric: tm.Key}
+		LabelHeader: []string{"backend", "kernel"}, Header: []string{"median", "prev", "base"}, Metric: tm.Key}
 	scale := tm.Scale
 	if scale.IsZero() {
 		scale = units.For(b.idx.metric(tm.Key).Unit)
@@ -142,6 +142,6 @@ func (b *builder) perPatchNotes() []string {
 	}
 	notes := []string{fmt.Sprintf("one row per kernel: %s, then one more patch of the series each (p1-N = the first N); %s",
 		b.r.Base, strings.Join(names, "; "))}
-	notes = append(notes, "vs prev = the change from the row above (what that row's patch did), vs "+b.r.Base+" = from the base (medians): "+changeLegend)
+	notes = append(notes, "prev = the change from the row above (what that row's patch did), base = from the base, "+b.r.Base+" (medians): "+changeLegend)
 	return slices.Clip(notes)
 }

@@ -50,7 +50,7 @@ func TestPerPatchTablesOfARealRun(t *testing.T) {
 	}
 	want := []string{
 		"TAP | stock | 198 Kpps |  | ",
-		"TAP | p1 | 0 pps | ? -100.00% | ? -100.00%",
+		"TAP | p1 | 0 pps | -100.00% | -100.00%",
 	}
 	if got := strings.Join(rows[:2], "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))

@@ -162,7 +162,7 @@ func (b *builder) profileTable(cell, tg, measure string, p profile, base, col st
 		what = "the share of the target's samples in the symbol and what it calls (perf report --children)"
 	}
 	t.Notes = append(t.Notes,
-		fmt.Sprintf("%s = %s, in percent: mean ± relative standard deviation over the runs (%s: %d, %s: %d), as 0-day's %%stddev; a symbol missing from a run's report counts 0 there",
+		fmt.Sprintf("%s = %s, in percent: the mean over the runs (%s: %d, %s: %d) and their relative standard deviation, as 0-day's %%stddev; a symbol missing from a run's report counts 0 there",
 			measure, what, base, p.reps[measure][base], col, p.reps[measure][col]),
 		fmt.Sprintf("change = %s minus %s in percentage points; the %d largest changes (--profile-top)", col, base, top))
 	for _, r := range rows {
@@ -175,8 +175,9 @@ func (b *builder) profileTable(cell, tg, measure string, p profile, base, col st
 	return t
 }
 
-// profileCell writes a side's share: "12.34 ±  2%" (mean ± relative
-// standard deviation), the mean alone for one run.
+// profileCell writes a side's share: "12.34 ±2%" (mean ± relative
+// standard deviation; no padding, so a mail's table stays within 72
+// columns with a long symbol), the mean alone for one run.
 func profileCell(v []float64, m float64) Cell {
 	c := Cell{Text: fmt.Sprintf("%.2f", m), Value: ptr(m)}
 	if len(v) < 2 || m == 0 {
@@ -184,7 +185,7 @@ func profileCell(v []float64, m float64) Cell {
 	}
 	st := Summarize(v, false)
 	c.Stats = &st
-	c.Text += fmt.Sprintf(" ±%3.0f%%", st.Stddev/m*100)
+	c.Text += fmt.Sprintf(" ±%.0f%%", st.Stddev/m*100)
 	return c
 }
 
