@@ -232,7 +232,7 @@ func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
 		}
 	}
-	kinds := []string{KindThread, KindVersus, KindSweep, KindPerfSyms, KindCompare, KindHarness}
+	kinds := []string{KindThread, KindSenders, KindVersus, KindSweep, KindPerfSyms, KindCompare, KindHarness}
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}

@@ -19,7 +19,8 @@ const KindLatency = "latency"
 // latencyRows are the latency table's rows; the first of transmitted
 // that a cell has is its Transmitted row.
 var (
-	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Throughput (received)"}}
+	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Throughput (received)"},
+		{"xdp_tx_pps", "Transmitted (XDP)"}, {"rr_bulk_bps", "Bulk throughput (beside tcp_rr)"}}
 	latencyRows = []struct {
 		key, label string
 		scale      units.Scale

@@ -28,7 +28,7 @@ func (b *builder) threadTables() {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
-			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
+			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s) && !b.inSenders(s)
 		}, b.rowAxis())
 		for _, g := range groups {
 			b.r.Tables = append(b.r.Tables, b.threadTable(kind, names[ti], g))

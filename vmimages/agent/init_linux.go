@@ -274,6 +274,7 @@ func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up: %w", link.Attrs().Name, err)
 	}
+	allQueues(link.Attrs().Name)
 	if cfg.Gateway.IsValid() {
 		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: cfg.Gateway.AsSlice()}); err != nil {
 			return fmt.Errorf("add default route via %s: %w", cfg.Gateway, err)
@@ -300,9 +301,18 @@ func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
 		if err := netlink.LinkSetUp(l); err != nil {
 			return fmt.Errorf("set %s up: %w", l.Attrs().Name, err)
 		}
+		allQueues(l.Attrs().Name)
 		s.links[n.MAC.String()] = l
 	}
 	return nil
+}
+
+// allQueues enables every queue pair of a multi-queue NIC (useAllQueues);
+// a NIC that refuses keeps its pairs, and the console says so.
+func allQueues(dev string) {
+	if _, err := useAllQueues(dev); err != nil {
+		logf("%v", err)
+	}
 }
 
 // linkByMAC waits up to d for the NIC with mac.
