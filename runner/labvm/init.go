@@ -38,8 +38,7 @@ func Init() error {
 	if err != nil {
 		emit(Event{Ev: EvError, Msg: err.Error()})
 	}
-	unix.Sync()
-	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	vminit.PowerOff()
 	for {
 		time.Sleep(time.Hour) // not reached
 	}

@@ -55,9 +55,7 @@ func fatal(err error) {
 func poweroff() {
 	unix.Sync()
 	if os.Getpid() == 1 {
-		_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-		// Reboot only returns on error; PID 1 exiting panics the kernel,
-		// and panic=-1 with QEMU's -no-reboot ends the VM too.
+		_ = vminit.PowerOff() // returns only when the kernel refused
 	}
 	os.Exit(1)
 }
