@@ -11,28 +11,69 @@ export CGO_ENABLED := 0
 # Programs the harness drives at run time, from Debian packages.
 # gcc and libc6-dev: go test -race needs cgo (make test). dpdk-dev has
 # dpdk-testpmd, librte-net-af-xdp23 its AF_XDP driver; socat the vsock
-# workload's baseline; irtt the latency probe's cross-check.
+# workload's baseline; irtt the latency probe's cross-check; sockperf the
+# tcp_rr workload's cross-check.
 # cmd/vnetbench's TestMakeDepsInstallsDeclaredTools checks that every tool
 # a workload declares is listed here.
-DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt
+DEB_PACKAGES := qemu-system-x86 iperf3 linux-perf netsniff-ng iproute2 busybox-static socat gcc libc6-dev dpdk-dev librte-net-af-xdp23 irtt sockperf
 # Building kernels from source (kernels: tree; runner/kbuild's Deps), and
 # from Debian's linux-source with its headers (SourceDeps, ModuleDeps:
 # gcc-12 is the compiler Debian 12's 6.1 kernels and their modules are
 # built with; xz-utils unpacks linux-source).
 KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-dev libssl-dev git cpio ccache gcc-12 xz-utils tar bash apt dpkg coreutils
+# The GitLab recipe's test (cmd/vnetbench's TestGitLabRecipeRuns) runs
+# docs/ci/gitlab-ci.yml under gitlab-ci-local, an npm package: pinned with
+# all its dependencies by docs/ci/gitlab-ci-local/package-lock.json and
+# installed there by npm ci into GITLAB_CI_LOCAL_DIR, outside the clone so
+# that a new clone (CI's) finds it built; make test hands its path to the
+# test. It wants Node.js 20 or later (4.56.2 runs on 20; 4.75 wants 22),
+# rsync, and sudo for the recipe's 'sudo vnetbench run'. Its native module
+# re2 is compiled from source (g++, python3, make; node-gyp with the
+# headers of the installed Node.js): ~320 CPU-seconds, once (the prebuilt
+# download it tries first is from outside the package registries, so
+# DOWNLOAD_FORCE_BUILD skips it). Debian's nodejs and npm are installed
+# only when node or npm is not on PATH (Debian 12's nodejs is 18, too old:
+# this machine's Node.js 20 is NodeSource's, which includes npm).
+CI_PACKAGES := rsync sudo g++ python3 make
+GITLAB_CI_LOCAL_SRC := docs/ci/gitlab-ci-local
+GITLAB_CI_LOCAL_DIR ?= $(or $(VNETBENCH_CACHE),$(HOME)/.cache/vnetbench)/tools/gitlab-ci-local
+GITLAB_CI_LOCAL_BIN := $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local
 
-.PHONY: all deps build check test e2e demo fuzz bench clean
+.PHONY: all deps deps-run deps-ci build check test e2e demo fuzz bench clean
 all: build
 
-# Idempotent: installs only what is missing, running apt-get update once first.
-deps:
-	@missing=""; for p in $(DEB_PACKAGES) $(KBUILD_PACKAGES); do \
+# Idempotent: installs only what is missing, running apt-get update once
+# first. make deps installs all of it; make demo what a run needs.
+apt_install = missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "deps: all present ($(DEB_PACKAGES) $(KBUILD_PACKAGES))"; fi
+	else echo "deps: all present ($(1))"; fi
+
+deps: deps-run deps-ci
+
+deps-run:
+	@$(call apt_install,$(DEB_PACKAGES) $(KBUILD_PACKAGES))
+
+deps-ci:
+	@node=$$(command -v node >/dev/null || echo nodejs; command -v npm >/dev/null || echo npm); \
+	$(call apt_install,$(CI_PACKAGES) $$node)
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); if [ "$$major" -lt 20 ]; then \
+	  echo "deps: gitlab-ci-local's re2 needs Node.js 20 or later, node is $$(node --version): install a newer nodejs, then make deps again"; exit 2; fi
+	@dir="$(GITLAB_CI_LOCAL_DIR)"; \
+	if cmp -s $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json" && "$(GITLAB_CI_LOCAL_BIN)" --version >/dev/null 2>&1; then \
+	  echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) present in $$dir"; exit 0; fi; \
+	echo "installing gitlab-ci-local into $$dir (npm ci; compiling re2 takes minutes)"; \
+	mkdir -p "$$dir" && rm -f "$$dir/installed.json" && cp $(GITLAB_CI_LOCAL_SRC)/package.json $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/" || exit 1; \
+	nodedir=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v node)")")"); \
+	if [ -f "$$nodedir/include/node/common.gypi" ]; then export npm_config_nodedir="$$nodedir"; fi; \
+	start=$$(date +%s); \
+	if ! (cd "$$dir" && DOWNLOAD_FORCE_BUILD=1 npm ci --no-audit --no-fund --foreground-scripts >npm-ci.log 2>&1); then \
+	  tail -30 "$$dir/npm-ci.log"; echo "deps: npm ci failed; its log: $$dir/npm-ci.log"; exit 1; fi; \
+	cp $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json"; \
+	echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) installed in $$(( $$(date +%s) - start )) s"
 
 build:
 	@mkdir -p $(BIN)
@@ -84,7 +125,7 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) ./$(BIN)/testsummary -j \
 	  -- nice -n 10 $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
 	  -- make --no-print-directory check \
 	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
@@ -92,9 +133,9 @@ test: build
 	  -- $(GO) -C docs/ci/validate test -json -count=1 ./...
 
 e2e: build
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
 
-demo: deps build
+demo: deps-run build
 	./$(BIN)/vnetbench run quickstart -o runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
 # A fuzz target minimizes each new interesting input for up to

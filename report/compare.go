@@ -16,6 +16,9 @@ func (b *builder) compareTables() {
 		if strings.HasPrefix(key, results.PerfPrefix) && len(b.opt.Metrics) == 0 {
 			continue // shown by the perf stat tables
 		}
+		if strings.HasPrefix(key, metric.DropPrefix) && !slices.Contains(b.opt.Metrics, key) {
+			continue // shown under Lost and in the drops table
+		}
 		if results.IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
 			continue // shown by the harness and diagnostics table
 		}

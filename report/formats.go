@@ -268,7 +268,7 @@ func safeStats(s Stats) Stats {
 }
 
 // Formats are the output formats of Render.
-var Formats = []string{"text", "markdown", "csv", "json", "benchfmt", "html", "junit", "kcidb", "lava"}
+var Formats = []string{"text", "mail", "markdown", "csv", "json", "benchfmt", "html", "junit", "kcidb", "lava"}
 
 // CheckFormat returns bad input (fault.ErrInput) for an unknown format name.
 func CheckFormat(f string) error {
@@ -305,6 +305,8 @@ func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error
 	switch format {
 	case "", "text":
 		return WriteText(w, r, style)
+	case "mail":
+		return WriteMail(w, r)
 	case "markdown":
 		return WriteMarkdown(w, r)
 	case "csv":

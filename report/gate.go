@@ -163,6 +163,8 @@ type CompareOptions struct {
 	// Details shows the harness and diagnostics table in text and
 	// markdown (Options.Details).
 	Details bool
+	// ProfileTop is Options.ProfileTop.
+	ProfileTop int
 	// AllowMissing names gated metrics or cells that may be MISSING on a
 	// side without failing the gate (--allow-missing).
 	AllowMissing []string
@@ -230,11 +232,11 @@ func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
 		}
 	}
-	kinds := []string{KindThread, KindVersus, KindSweep, KindCompare, KindHarness}
+	kinds := []string{KindThread, KindSenders, KindVersus, KindSweep, KindPerfSyms, KindCompare, KindHarness}
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details})
+	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop})
 	if err != nil {
 		return nil, err
 	}
@@ -349,10 +351,11 @@ func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt Comp
 // given: the result metrics (Transmitted, Lost, throughput, ...), not perf
 // counters (perf.<event>: a patched kpktgend's +1.8% context switches is
 // no regression), not the CPU per packet computed from them
-// (cpu_per_pkt.<target>) and not Diagnostics. Naming any of them with
+// (cpu_per_pkt.<target>), not the drops by reason (drop_pps.REASON@FN:
+// they say where Lost went) and not Diagnostics. Naming any of them with
 // --metric or --fail-on gates it.
 func DefaultGated(key string) bool {
-	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) {
+	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) || strings.HasPrefix(key, metric.DropPrefix) {
 		return false
 	}
 	return !results.IsDiagnostic(key)

@@ -51,7 +51,7 @@ func newGrid(t *Table, style Style) *grid {
 		nl:         nl,
 		ncol:       nl + len(t.Header),
 		full:       t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency,
-		grouped:    nl >= 2 && (t.Kind == KindThread || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness),
+		grouped:    nl >= 2 && (t.Kind == KindThread || t.Kind == KindSenders || t.Kind == KindVersus || t.Kind == KindLatency || t.Kind == KindPerfStat || t.Kind == KindHarness),
 		groupLines: map[int][]string{},
 	}
 	g.t = t

@@ -31,6 +31,9 @@ type index struct {
 	// sweepSizes counts the distinct packet sizes of each group of cells
 	// that differ only in pkt_size (see inSweep).
 	sweepSizes map[string]int
+	// senders counts the distinct thread counts of each group of cells
+	// that differ only in theirs (see inSenders).
+	senders map[string]int
 	// stats and deltas remember what summaries computed for the tables,
 	// metrics the descriptions of the keys (results.Describe asks every
 	// registered workload).
@@ -52,9 +55,9 @@ type statKey struct{ cell, col, key string }
 
 func newIndex(set *results.Set) *index {
 	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
-		keys: set.MetricKeys(), sweepSizes: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
+		keys: set.MetricKeys(), sweepSizes: map[string]int{}, senders: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
 		metrics: map[string]metric.Metric{}, versus: map[string]versusHit{}}
-	sizes := map[string]map[string]bool{}
+	sizes, threads := map[string]map[string]bool{}, map[string]map[int]bool{}
 	for i := range set.Samples {
 		s := &set.Samples[i]
 		if _, ok := x.byCell[s.Cell]; !ok {
@@ -70,6 +73,16 @@ func newIndex(set *results.Set) *index {
 			}
 			sizes[k][s.Axes["pkt_size"]] = true
 		}
+		if k := sendersKey(s); k != "" {
+			if threads[k] == nil {
+				threads[k] = map[int]bool{}
+			}
+			_, n, _ := threadsAxis(s)
+			threads[k][n] = true
+		}
+	}
+	for k, v := range threads {
+		x.senders[k] = len(v)
 	}
 	for k, v := range sizes {
 		x.sweepSizes[k] = len(v)

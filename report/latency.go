@@ -17,9 +17,12 @@ import (
 const KindLatency = "latency"
 
 // latencyRows are the latency table's rows; the first of transmitted
-// that a cell has is its Transmitted row.
+// that a cell has is its Transmitted row, and its lost key the Lost row's
+// (xdp_redirect's Lost is redirected minus transmitted, as its own table
+// has it; the tap's tx_dropped, lost_pps, reads below it).
 var (
-	transmitted = []struct{ key, label string }{{"tx_pps", "Transmitted"}, {"throughput_bps", "Throughput (received)"}}
+	transmitted = []struct{ key, label, lost string }{{"tx_pps", "Transmitted", "lost_pps"}, {"throughput_bps", "Throughput (received)", "lost_pps"},
+		{"xdp_tx_pps", "Transmitted (XDP)", "xdp_lost_pps"}, {"rr_bulk_bps", "Bulk throughput (beside tcp_rr)", "lost_pps"}}
 	latencyRows = []struct {
 		key, label string
 		scale      units.Scale
@@ -95,13 +98,18 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 		scale      units.Scale
 	}
 	var defs []rowDef
+	lost := "lost_pps"
 	for _, tr := range transmitted {
 		if _, ok := s.Metrics[tr.key]; ok {
 			defs = append(defs, rowDef{tr.key, tr.label, units.For(b.idx.metric(tr.key).Unit)})
+			lost = tr.lost
 			break
 		}
 	}
 	for _, r := range latencyRows {
+		if r.key == "lost_pps" {
+			r.key = lost
+		}
 		defs = append(defs, rowDef{r.key, r.label, r.scale})
 	}
 	var rows []Row

@@ -246,3 +246,30 @@ func TestLatencyRunsChange(t *testing.T) {
 		}
 	}
 }
+
+// An xdp_redirect load's Lost row is its own Lost (redirected minus
+// transmitted, xdp_lost_pps), as in the xdp_redirect table, not the tap's
+// tx_dropped (lost_pps), which tun_xdp_xmit counts once per refused batch;
+// a pktgen load's Lost stays lost_pps. (The values are lab-review's stock
+// TAP cells of 2026-12-02.)
+func TestLatencyTableXDPLost(t *testing.T) {
+	set := &results.Set{Samples: []results.Sample{
+		latencySample("tap/xdp_redirect/fq_codel", "fq_codel", "xdp_redirect", "XDP_REDIRECT into tun_xdp_xmit, past the qdisc", 245e-3, 919e-3,
+			map[string]float64{"xdp_tx_pps": 1190, "xdp_lost_pps": 3150, "xdp_redirect_pps": 4340, "lost_pps": 1000}),
+		latencySample("tap/pktgen-t1/fq_codel", "fq_codel", "pktgen", "pktgen start_xmit, past the qdisc", 220e-3, 971e-3,
+			map[string]float64{"tx_pps": 1340, "lost_pps": 15100}),
+	}}
+	r, err := Build(set, Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := map[string]float64{}
+	for _, row := range r.Tables[0].Rows {
+		if row.Labels[1] == "Lost" && row.Cells[0].Value != nil {
+			lost[strings.SplitN(row.Labels[0], " ", 3)[1]] = *row.Cells[0].Value
+		}
+	}
+	if lost["tap/xdp_redirect"] != 3150 || lost["tap/pktgen-t1"] != 15100 {
+		t.Errorf("Lost rows %v: want xdp_redirect's 3150 (xdp_lost_pps) and pktgen's 15100 (lost_pps)", lost)
+	}
+}

@@ -24,6 +24,10 @@ type Options struct {
 	MinEffect MinEffect
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
+	// ProfileTop is the number of symbols of a profile delta (KindProfile:
+	// two columns with perf report), the largest changes (default
+	// DefaultProfileTop).
+	ProfileTop int
 	// Metrics restricts the comparison tables to these keys (nil = all).
 	Metrics []string
 	// Kinds restricts the tables to these kinds (nil = all).
@@ -189,6 +193,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	set = withDropZeros(set)
 	idx := newIndex(set)
 	for _, m := range opt.Metrics {
 		if !slices.Contains(idx.keys, m) {
@@ -233,7 +238,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindLatency, func() { b.loadLatencyRuns(); b.latencyTable() }}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
+	}{{KindThread, b.threadTables}, {KindSenders, b.sendersTables}, {KindLatency, func() { b.loadLatencyRuns(); b.latencyTable() }}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}

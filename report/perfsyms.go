@@ -12,6 +12,13 @@ import (
 // perf report.
 func (b *builder) perfSymTables() {
 	for _, cell := range b.idx.cells {
+		// Two columns with perf report: the 0-day style profile deltas.
+		if p := b.profileOf(cell); len(p.targets) > 0 {
+			if base, col, ok := b.profilePair(p); ok {
+				b.profileTables(cell, p, base, col)
+				continue
+			}
+		}
 		cs := b.cellSymsOf(cell)
 		if len(cs.vals) == 0 {
 			continue
@@ -22,6 +29,9 @@ func (b *builder) perfSymTables() {
 		}
 	}
 }
+
+// unresolvedNote explains a module's "unresolved" row.
+const unresolvedNote = "[module] unresolved = the addresses perf could not name in that module (no symbols for it, e.g. [pktgen] 0x3305), summed per run"
 
 // symKey is one row of a perf symbols table: a symbol of a target.
 type symKey struct{ target, sym string }
@@ -123,7 +133,7 @@ func (b *builder) perfSymTable(cell, tg string, cs cellSyms) *Table {
 	}
 	t.Notes = append(t.Notes, "overhead = median share of samples in percent; delta in percentage points vs "+b.r.Base+"; a symbol missing from a run's top list counts as 0")
 	if cs.unresolved[tg] {
-		t.Notes = append(t.Notes, "[module] unresolved = the addresses perf could not name in that module (no symbols for it, e.g. [pktgen] 0x3305), summed per run")
+		t.Notes = append(t.Notes, unresolvedNote)
 	}
 	t.Notes = append(t.Notes, b.nestingNotes()...)
 	return t

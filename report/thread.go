@@ -14,6 +14,10 @@ import (
 // group of cells that have its headline metric and are not in a sweep,
 // rows per backend (or kernel), one column per kernel.
 func (b *builder) threadTables() {
+	if PerPatchColumns(b.r.Columns) {
+		b.perPatchTables() // a column per patch: a row per column instead
+		return
+	}
 	tables, names := workload.Tables()
 	for ti, kind := range tables {
 		if kind.Versus != nil {
@@ -24,7 +28,7 @@ func (b *builder) threadTables() {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
-			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s)
+			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s) && !b.inSenders(s)
 		}, b.rowAxis())
 		for _, g := range groups {
 			b.r.Tables = append(b.r.Tables, b.threadTable(kind, names[ti], g))
@@ -58,7 +62,8 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 		t.Header = append(t.Header, "change")
 	}
 	seen := func(key string) bool { return b.anyPositive(cells, key) }
-	rows := kind.Rows(threads, seen)
+	drops := b.lostByReason(cells)
+	rows := withDropRows(kind.Rows(threads, seen), drops)
 	maxCV := 0.0
 	for _, cell := range cells {
 		s := b.measured(cell)
@@ -74,6 +79,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 		}
 	}
 	b.threadNotes(t, kind, threads, seen, b.runsNote(cells, rows[0].Label, maxCV))
+	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t
 }
 

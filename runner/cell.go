@@ -227,7 +227,7 @@ func (cr *cellRun) setup(ctx context.Context) error {
 	cr.abs = cr.out.Path()
 	cr.win = &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: nic.tap, DevMAC: nic.tapMAC,
 		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, Out: cr.out, RelDir: cr.rel, Agent: g.agent, Note: r.repro.note, InNetns: r.ns.Do,
-		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads}
+		Proc: r.opts.Proc, KernelThreads: r.netnsKernelThreads, DropCounts: r.drops.countsFunc(c, r.ns, nic.tap)}
 	cr.trafficTimeout = orDefault(c.Timeouts.Traffic, 10*time.Minute)
 	return nil
 }
@@ -314,6 +314,7 @@ func (cr *cellRun) measure(ctx context.Context) error {
 	if err != nil {
 		return failed("counters", err)
 	}
+	cr.before.Drops = readDrops(cr.win)
 	tctx, tcancel := context.WithTimeout(ctx, cr.trafficTimeout)
 	defer tcancel()
 	cr.targets = map[string]perfTarget{
@@ -431,7 +432,9 @@ func (cr *cellRun) readAfter(runCtx context.Context) error {
 	actx, acancel := context.WithTimeout(gctx, orDefault(cr.c.Timeouts.Setup, time.Minute))
 	defer acancel()
 	var err error
-	if cr.after, err = cr.r.snapshot(actx, cr.g, cr.nic); err != nil {
+	cr.after, err = cr.r.snapshot(actx, cr.g, cr.nic)
+	cr.after.Drops = readDrops(cr.win)
+	if err != nil {
 		if cr.g.vm != nil {
 			if tail := strings.TrimSpace(cr.g.vm.ConsoleTail(8)); tail != "" {
 				err = fmt.Errorf("%w (last guest console lines: %s)", err, strings.ReplaceAll(tail, "\n", " | "))
@@ -456,6 +459,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 		Emulated: g.accel != qemu.KVM}
 	NetMetrics(s, cr.before, cr.after, window)
 	AddResult(s, c, cr.res)
+	cr.r.drops.addDrops(s, c, cr.res, cr.before, cr.after)
 	if c.Latency != nil {
 		if err := addLatency(s, c.Latency, cr.lat, latRecs, latWarns, cr.out, cr.rel); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())

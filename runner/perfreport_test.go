@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,5 +83,35 @@ func TestAddPerfReportContextAndWriteError(t *testing.T) {
 	s = run(context.Background(), filepath.Join(dir, "perf-x.data"))
 	if !slices.Equal(s.Artifacts, []string{"perf-x.data"}) || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "perf-x-report.txt") {
 		t.Errorf("failed write: artifacts %q, warnings %q; want only the record and a warning naming the report", s.Artifacts, s.Warnings)
+	}
+}
+
+// A real `perf report --children -g none` of kpktgend in a Debian 6.1 lab
+// VM (TCG): the top 3 by self (memset_erms, pktgen_thread_worker,
+// finish_task_switch.isra.0) and the top 3 by children (kthread,
+// ret_from_fork, pktgen_thread_worker: 99.28% each, then pktgen_alloc_skb
+// at 46.33% is 4th) make 5 rows, in order of self, each with both shares.
+func TestPerfSymbolsChildren(t *testing.T) {
+	out, err := os.ReadFile("testdata/perf-report-kpktgend-lab61-children.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := perfSymbols(out, "kpktgend", 3)
+	var got []string
+	for _, s := range syms {
+		if s.Children == nil {
+			t.Fatalf("%s has no children share", s.Symbol)
+		}
+		got = append(got, fmt.Sprintf("%s %.2f %.2f", s.Symbol, s.Overhead, *s.Children))
+	}
+	want := []string{
+		"memset_erms 29.72 31.53",
+		"pktgen_thread_worker 14.80 99.28",
+		"finish_task_switch.isra.0 6.50 6.62",
+		"kthread 0.00 99.28",
+		"ret_from_fork 0.00 99.28",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("symbols:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

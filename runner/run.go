@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
@@ -154,8 +155,10 @@ type runState struct {
 	// kthreadsBefore are the kernel threads that existed before the run's
 	// namespace (netnsKernelThreads).
 	kthreadsBefore map[int]bool
-	undo           *undo.Stack // run-level teardown (netns, sockets)
-	repro          *reproducer // reproduce.sh
+	undo           *undo.Stack  // run-level teardown (netns, sockets)
+	repro          *reproducer  // reproduce.sh
+	drops          *dropCounter // cells with drop_reasons (nil: none)
+	modSymsOnce    sync.Once    // moduleSymbols
 }
 
 // Run runs the cells (in the given order, one sample each; see
@@ -202,6 +205,8 @@ func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, 
 	sum.RunID = r.id
 	release := r.holdPerfKeys(cells)
 	defer release()
+	r.drops = openDrops(cells)
+	defer r.drops.close()
 
 	// Everything below is undone by r.undo, whatever happens.
 	defer func() {

@@ -33,6 +33,9 @@ type Counters struct {
 	Tap   hostnet.LinkStats
 	Qdisc hostnet.QdiscStats
 	Guest GuestStats
+	// Drops are the kernel's drops by reason (Window.DropCounts), for a
+	// cell with drop_reasons; nil otherwise.
+	Drops map[string]uint64
 }
 
 // snapshot reads the counters of nic: its tap's, its root qdisc's and the
@@ -404,7 +407,8 @@ func (r *runState) addPerf(ctx context.Context, s *results.Sample, c *scenarios.
 		// perf record: report to text, keep the top symbols.
 		txt := strings.TrimSuffix(pr.file, ".data") + "-report.txt"
 		rctx, cancel := context.WithTimeout(ctx, perfReportTimeout)
-		out, err := r.exec.Run(rctx, proc.Cmd{Argv: PerfReportArgs(pr.file)})
+		r.moduleSymbols(rctx)
+		out, err := r.exec.Run(rctx, proc.Cmd{Argv: PerfReportArgs(pr.file, c.Perf.Record != nil && c.Perf.Record.CallGraph)})
 		cancel()
 		if err != nil {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("perf report %s: %v", pr.target, err))

@@ -44,9 +44,14 @@ func PerfRecordArgs(r scenarios.PerfRecord, tids []int, wholeProcess bool, out s
 	return append(a, perfSelector(tids, wholeProcess)...)
 }
 
-// PerfReportArgs is `perf report -i IN --stdio --no-children --sort symbol,dso`
-// (top N is cut by the parser).
-func PerfReportArgs(in string) []string {
+// PerfReportArgs is `perf report -i IN --stdio --no-children --sort
+// dso,symbol`, or for a record with call graphs `--children -g none`: each
+// symbol's share with its callees (Children) beside its own (Self),
+// without printing the chains (top N is cut by the parser).
+func PerfReportArgs(in string, children bool) []string {
+	if children {
+		return []string{"perf", "report", "-i", in, "--stdio", "--children", "-g", "none", "--sort", "dso,symbol"}
+	}
 	return []string{"perf", "report", "-i", in, "--stdio", "--no-children", "--sort", "dso,symbol"}
 }
 

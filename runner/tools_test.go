@@ -30,7 +30,8 @@ func TestToolArgvGolden(t *testing.T) {
 	line(PerfStatArgs(nil, []int{4242}, true, "/r/perf stat qemu.csv"))
 	line(PerfRecordArgs(scenarios.PerfRecord{CallGraph: true, FreqHz: 999, Top: 40}, []int{7, 8}, false, "/r/perf-vhost.data"))
 	line(PerfRecordArgs(scenarios.PerfRecord{}, []int{4242}, true, "/r/perf-qemu.data"))
-	line(PerfReportArgs("/r/perf-vhost.data"))
+	line(PerfReportArgs("/r/perf-vhost.data", false))
+	line(PerfReportArgs("/r/perf-vhost.data", true))
 	golden.Check(t, "tools.golden", b.String())
 }
 

@@ -22,6 +22,7 @@ type document struct {
 	Description string
 	Kernels     []Kernel
 	Seed        int64
+	PerPatch    bool
 	Cell
 }
 
@@ -34,6 +35,8 @@ func (d *document) Fields() []schema.Field {
 			Doc("kernels under test, the column axis of every table (a list of {label, image, modules, debian, tree, ref, patches, config}); every cell runs on each"),
 		schema.Int(&d.Seed, "seed", schema.NoMin, schema.NoMax).Default(0).
 			Doc("seed of the run-order shuffle; 0 = pick one at run time (printed, reusable with --seed)"),
+		schema.Bool(&d.PerPatch, "per_patch").Default(false).
+			Doc("a column per patch (run --per-patch): the last kernel with patches becomes its base and one column per prefix of its series, p1, p1-2, ..., the whole series (docs/perpatch.md)"),
 	}, d.Cell.Fields()...)
 }
 

@@ -94,7 +94,7 @@ func decode(filename string, root *yaml.Node, baseDir string) (*Scenario, error)
 		return nil, err
 	}
 	pos := d.Pos()
-	s := &Scenario{Name: doc.Name, Description: doc.Description, File: filename, Seed: doc.Seed}
+	s := &Scenario{Name: doc.Name, Description: doc.Description, File: filename, Seed: doc.Seed, PerPatch: doc.PerPatch}
 	if s.Name == "" {
 		s.Name = nameFromFile(filename)
 	}

@@ -54,7 +54,7 @@ func TestBuiltins(t *testing.T) {
 	want := map[string]int{ // cells per kernel
 		"quickstart": 2, "thread-pktgen": 2, "thread-pktgen-mq": 2, "thread-pktgen-vhost-pin0": 4,
 		"thread-iperf3": 4, "thread-sweep": 24, "lab-pktgen": 4, "afxdp-tun": 12, "lab-afxdp-tun": 12,
-		"vsock-sockmap": 2, "vsock-sockmap-loopback": 2, "latency-quickstart": 4, "lab-latency": 36,
+		"vsock-sockmap": 2, "vsock-sockmap-loopback": 2, "latency-quickstart": 4, "lab-latency": 54, "tcp-rr": 2, "xdp-redirect": 1, "lab-xdp-redirect": 2, "lab-many-senders": 16, "lab-review": 14,
 	}
 	bs := Builtins()
 	if len(bs) != len(want) {

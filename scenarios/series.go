@@ -43,10 +43,18 @@ func SeriesNames() []string {
 
 // SeriesPatches returns a shipped series' patches, file name to content,
 // in the order they apply (sorted by name, as git format-patch numbers
-// them).
+// them). NAME/FILE is the one patch FILE of series NAME (a per-patch
+// run's prefixes list a series' patches one by one).
 func SeriesPatches(name string) ([]SeriesPatch, error) {
 	if msg := checkSeries(name); msg != "" {
 		return nil, &Error{Msg: msg}
+	}
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		b, err := seriesFS.ReadFile(path.Join("series", series, file))
+		if err != nil {
+			return nil, err
+		}
+		return []SeriesPatch{{Name: file, Data: b}}, nil
 	}
 	files, err := fs.Glob(seriesFS, path.Join("series", name, "*.patch"))
 	if err != nil {
@@ -72,6 +80,18 @@ type SeriesPatch struct {
 // checkSeries reports what is wrong with a "series:NAME" entry ("" =
 // nothing).
 func checkSeries(name string) string {
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		if msg := checkSeries(series); msg != "" {
+			return msg
+		}
+		if !strings.HasSuffix(file, ".patch") || strings.Contains(file, "/") {
+			return fmt.Sprintf("series %s has no patch %q", series, file)
+		}
+		if _, err := fs.Stat(seriesFS, path.Join("series", series, file)); err != nil {
+			return fmt.Sprintf("series %s has no patch %q", series, file)
+		}
+		return ""
+	}
 	if slices.Contains(SeriesNames(), name) {
 		return ""
 	}

@@ -28,6 +28,9 @@ type Scenario struct {
 	Builtin bool
 	// Kernels under test, the column axis of every table. Never empty.
 	Kernels []Kernel
+	// PerPatch asks for a column per patch of the last kernel's series
+	// (per_patch:, run --per-patch): ExpandPerPatch makes them.
+	PerPatch bool
 	// Seed for Order from the file; 0 means "pick one at run time".
 	Seed int64
 	// Axes lists every axis with more than one value, in expansion order.
@@ -42,8 +45,9 @@ type Scenario struct {
 	// in order.
 	Sets []Set
 
-	cells []Cell       // expanded, validated; kernel left empty
-	pos   []schema.Pos // per cell: YAML path -> node, for CheckHost errors
+	perPatched bool         // ExpandPerPatch ran
+	cells      []Cell       // expanded, validated; kernel left empty
+	pos        []schema.Pos // per cell: YAML path -> node, for CheckHost errors
 }
 
 // Axis is one matrix axis of a scenario: a key (YAML path such as
@@ -86,6 +90,7 @@ type Cell struct {
 	Guest       Guest
 	Generator   Generator
 	Perf        Perf
+	DropReasons bool
 	Latency     *Latency
 	Repetitions int
 	Warmup      time.Duration
@@ -111,6 +116,8 @@ func (c *Cell) Fields() []schema.Field {
 		schema.Section("guest", &c.Guest).Doc("the QEMU guest that receives the traffic"),
 		c.Generator.field(),
 		schema.Section("perf", &c.Perf).Doc("perf profiling during the measurement window"),
+		schema.Bool(&c.DropReasons, "drop_reasons").Default(false).
+			Doc("count the kernel's packet drops by reason and by the function that dropped them, over the same interval as Lost (an eBPF program in the kernel under test: a kprobe on its drop function where it has kprobes, else the skb:kfree_skb tracepoint; docs/lab.md): rows under Lost"),
 		schema.Optional(&c.Latency, "latency").Doc("latency probe through the tap while the load runs (docs/latency.md): UDP requests from the host's run namespace to a reflector in the guest, kernel timestamps split each round trip into time in the qdisc and below it; unset = no probe"),
 		schema.Int(&c.Repetitions, "repetitions", 1, 1000).Default(5).Unit("count").
 			Doc("repetitions of every cell (each one sample)"),

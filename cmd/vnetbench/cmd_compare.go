@@ -26,6 +26,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
+	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (both runs with perf record: the largest changes of each side's share, self and children)")
 	junit := fs.String("junit", "", "also write the gate decisions as JUnit XML to `FILE` (one test case per gated metric and cell; a tripped gate is a failure)")
 	var metrics, allowMissing listFlag
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
@@ -69,7 +70,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, AllowMissing: allowMissing})
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, AllowMissing: allowMissing, ProfileTop: *profileTop})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", "SCENARIO [--kernel LABEL=SPEC]... [--label NAME] [--seed N] [--set KEY=VALUE]... [--max-time D] [--format text|json] [--cpus N]", stderr)
 	sets := addSetFlag(fs)
+	addPerPatchFlag(fs, sets)
 	seed := fs.Int64("seed", 0, "seed of the interleaved run order (default: the scenario's seed:, else random; printed)")
 	formatFlag := fs.String("format", "text", "output format: text or json")
 	cpus := fs.Int("cpus", runtime.NumCPU(), "check CPU lists against this many CPUs (0 = skip; a failed check is a warning here)")
@@ -63,6 +64,7 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	p.Builds = session.AddBuilds(ctx, cl.estimateDir, p.Estimate, s, tab)
 	p.MaxTime = *maxTime
 	p.kernelDesc = session.DescribeKernel(s, h.KVM)
+	p.PerPatch = perPatchColumns(s, p.Builds)
 	if *maxTime > 0 && p.Estimate.Total > *maxTime {
 		p.Shorter = session.ShorterForm(sp, s, h.KVM, tab, *maxTime)
 	}
@@ -100,7 +102,9 @@ type plan struct {
 	Description string             `json:"description"`
 	Seed        int64              `json:"seed"`
 	Kernels     []scenarios.Kernel `json:"kernels"`
-	Axes        []planAxis         `json:"axes"`
+	// PerPatch lists a per-patch run's columns and their builds.
+	PerPatch []planColumn `json:"per_patch,omitempty"`
+	Axes     []planAxis   `json:"axes"`
 	// Sets are the --set overrides applied, in order.
 	Sets []string `json:"set,omitempty"`
 	// Accel describes this host's KVM (what auto picks on it).
@@ -222,8 +226,12 @@ func kernelDesc(k scenarios.Kernel) string {
 		if src == "" {
 			src = k.Tree
 		}
-		for _, p := range k.Patches {
-			src += " + " + p
+		if n := len(k.Patches); n > 2 {
+			src += fmt.Sprintf(" + %d patches (%s ... %s)", n, patchName(k.Patches[0]), patchName(k.Patches[n-1]))
+		} else {
+			for _, p := range k.Patches {
+				src += " + " + p
+			}
 		}
 		return k.Label + " (built from " + src + ", in a lab VM)"
 	case k.Modules != "":
@@ -249,6 +257,7 @@ func writePlanText(w io.Writer, p *plan) {
 	for _, b := range p.Builds {
 		fmt.Fprintf(w, "build: %s\n", b)
 	}
+	writePerPatch(w, p.PerPatch)
 	fmt.Fprintf(w, "accelerator: %s\n", p.Accel)
 	for _, l := range p.LabVMs {
 		fmt.Fprintf(w, "lab VM (kernel %s): %s\n", l.Kernel, proc.Quote(l.Argv))

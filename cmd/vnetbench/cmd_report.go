@@ -37,6 +37,7 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters for the change columns' SAME (\"2%\" or \"0.5iqr\")")
 	top := fs.Int("top", 10, "perf report symbols shown per target")
+	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (two columns with perf record: the largest changes of each side's share, self and children)")
 	origin := fs.String("origin", "", "--format kcidb: the submitting CI system's `NAME` in KCIDB ([a-z0-9_]+), the prefix of every id")
 	details := fs.Bool("details", false, "text/markdown: also the per-metric tables (shown anyway when comparing) and the harness and diagnostics table")
 	var metrics listFlag
@@ -79,7 +80,7 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return usageErrorf("report: --min-effect: %v", err)
 	}
-	r, err := report.Build(set, report.Options{By: *by, Base: *base, MinEffect: me, Top: *top, Metrics: metrics, Details: *details, Origin: *origin})
+	r, err := report.Build(set, report.Options{By: *by, Base: *base, MinEffect: me, Top: *top, ProfileTop: *profileTop, Metrics: metrics, Details: *details, Origin: *origin})
 	if err != nil {
 		return err
 	}

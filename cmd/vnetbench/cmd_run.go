@@ -66,6 +66,7 @@ type runFlags struct {
 func addRunFlags(fs *flag.FlagSet) runFlags {
 	var f runFlags
 	f.sets = addSetFlag(fs)
+	addPerPatchFlag(fs, f.sets)
 	f.out = pathFlag(fs, "o", "run `DIR` (default runs/SCENARIO-TIMESTAMP)")
 	f.resume = fs.Bool("resume", false, "continue the run in -o DIR, skipping the samples it already holds")
 	f.shard = fs.String("shard", "", "run only shard `I/N` of the cells (1-based; join the shards with 'vnetbench merge'); auto or auto/N: from the CI's variables (JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, VNETBENCH_SHARD_INDEX/VNETBENCH_SHARD_TOTAL; docs/ci.md)")

@@ -24,7 +24,11 @@ type Env struct {
 	Seed     int64     `json:"seed,omitempty"`     // cell order seed
 	// Set lists the command line's overrides of scenario keys (--set
 	// KEY=VALUE), in order.
-	Set           []string `json:"set,omitempty"`
+	Set []string `json:"set,omitempty"`
+	// Command is the vnetbench command line that made the run, without
+	// its output directory (argv: "vnetbench", "run", SCENARIO, ...), for
+	// the line that reproduces it.
+	Command       []string `json:"command,omitempty"`
 	Hostname      string   `json:"hostname,omitempty"`
 	KernelRelease string   `json:"kernel_release,omitempty"` // uname -r
 	// ProcVersion is /proc/version (the build's banner: compiler, build

@@ -137,6 +137,9 @@ func Lookup(key string) (metric.Metric, bool) {
 	if m, ok := metric.Lookup(key); ok {
 		return m, true
 	}
+	if reason, fn, ok := metric.DropKey(key); ok {
+		return dropMetric(key, reason, fn), true
+	}
 	if target, ok := strings.CutPrefix(key, CPUPerPktPrefix); ok && target != "" {
 		return metric.Metric{Key: key, Unit: "ns", Better: metric.LowerIsBetter,
 			Description: "CPU time of the " + target + " threads (perf stat task-clock over the window, total over its threads) / packets the generator transmitted (tx_pps x its run time), ns per packet"}, true

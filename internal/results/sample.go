@@ -82,6 +82,10 @@ type Symbol struct {
 	Symbol   string  `json:"symbol"`
 	DSO      string  `json:"dso,omitempty"`
 	Overhead float64 `json:"overhead"`
+	// Children is the share of samples in Symbol and its callees (perf
+	// report --children, from a record with call graphs), in percent;
+	// nil without call graphs.
+	Children *float64 `json:"children,omitempty"`
 	// Addresses > 0: the row sums that many addresses perf could not
 	// name in DSO (a module without symbols, JIT code), and Symbol is
 	// the module's row name ("[pktgen] unresolved", see Row).

@@ -286,12 +286,26 @@ func (r *run) labInner() error {
 	if r.shardSpec != "" { // resolved: the lab VM has no CI variables
 		r.in.Args = append(r.in.Args, "--shard", r.shardSpec)
 	}
-	r.in.Args = append(r.in.Args, r.Scenario.KernelArgs()...)
+	r.in.Args = append(r.in.Args, r.innerKernelArgs()...)
 	if r.Repetitions > 0 {
 		r.in.Args = append(r.in.Args, "--repetitions", fmt.Sprint(r.Repetitions))
 	}
 	r.in.Args = append(r.in.Args, r.Scenario.SetArgs()...)
+	if r.s.PerPatch {
+		// The columns as expanded here: inside, the series' files may
+		// be out of sight (a glob under /root is the lab's tmpfs).
+		r.in.Args = append(r.in.Args, "--set", "per_patch=false")
+	}
 	return nil
+}
+
+// innerKernelArgs are the --kernel arguments of the run inside a lab VM:
+// the command line's, or a per-patch run's columns, each as expanded.
+func (r *run) innerKernelArgs() []string {
+	if !r.s.PerPatch {
+		return r.Scenario.KernelArgs()
+	}
+	return Spec{Kernels: r.s.Kernels}.KernelArgs()
 }
 
 // labScenario is how the run inside a lab VM finds the scenario: a

@@ -45,7 +45,12 @@ func (sp Spec) load(extra []scenarios.Set) (*scenarios.Scenario, error) {
 	if err := s.SetKernels(sp.Kernels); err != nil {
 		return nil, err
 	}
-	return s, ApplyLabel(s, sp.Label)
+	if err := ApplyLabel(s, sp.Label); err != nil {
+		return s, err
+	}
+	// per_patch (run --per-patch): the kernels become the base and one
+	// column per prefix of the series, after --kernel replaced them.
+	return s, s.ExpandPerPatch()
 }
 
 // KernelArgs are sp's kernels as --kernel arguments again.

@@ -64,6 +64,9 @@ var (
 	Latency = Scale{[]Unit{{1e-6, "us", false}, {1e-3, "ms", false}, {1, "s", false}}}
 	// Percent writes a fraction (0..1) in percent: "12.5%".
 	Percent = Scale{[]Unit{{0.01, "%", false}}}
+	// TransactionRate writes transactions per second (TCP
+	// request/response) as whole numbers, as netperf does: "12345 tps".
+	TransactionRate = Scale{[]Unit{{1, "tps", true}}}
 )
 
 // IsZero reports whether s is the zero Scale (plain numbers), which
@@ -71,7 +74,7 @@ var (
 func (s Scale) IsZero() bool { return len(s.units) == 0 }
 
 // For returns the Scale of a base unit: PacketRate for "pps", BitRate for
-// "bit/s", Seconds for "s", Nanoseconds for "ns", Percent for "fraction", plain numbers for the
+// "bit/s", Seconds for "s", Nanoseconds for "ns", Percent for "fraction", TransactionRate for "tps", plain numbers for the
 // rest (counts).
 func For(base string) Scale {
 	switch base {
@@ -85,6 +88,8 @@ func For(base string) Scale {
 		return Nanoseconds
 	case "fraction":
 		return Percent
+	case "tps":
+		return TransactionRate
 	}
 	return Scale{}
 }

@@ -106,6 +106,10 @@ type Window struct {
 	// kpktgend_N exist once per namespace under one name) and a warning
 	// when that was ambiguous; nil = every kernel thread of that name.
 	KernelThreads func(name string) (pids []int, warning string)
+	// DropCounts, when set, reads the kernel's drop counters now (drop
+	// reasons: see Result.Drops); a generator that reads the tap's
+	// tx_dropped itself (pktgen) reads these at the same moments.
+	DropCounts func() (map[string]uint64, error)
 }
 
 // Agent is the guest agent as a workload sees it.
@@ -181,6 +185,13 @@ type Result struct {
 	// transmit); the runner then checks it against the tap's tx_packets
 	// + tx_dropped.
 	CountsDrops bool
+	// Drops is the growth of Window.DropCounts over the generator's own
+	// interval of its Lost (pktgen: from just before its start to its
+	// end), set by a generator that read them (DropsOK); the runner reads
+	// them over the window for the others. Its metrics are drop_pps.KEY
+	// over the same time as lost_pps.
+	Drops   map[string]uint64
+	DropsOK bool
 	// Artifacts are raw outputs, relative to the run directory.
 	Artifacts []string
 	Warnings  []string

@@ -147,6 +147,10 @@ func hasDiff(p []byte) bool {
 
 var tagRe = regexp.MustCompile(`^\s*(\[[^\]]*\]\s*)+`)
 
+// Subject is a patch mail's subject without its [PATCH ...] tag ("" when
+// it has no Subject: header).
+func Subject(p []byte) string { return subject(p) }
+
 // subject returns a mail's Subject: header (folded lines joined) without
 // its leading [PATCH ...] tags.
 func subject(p []byte) string {

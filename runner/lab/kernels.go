@@ -290,8 +290,17 @@ func buildSpec(ctx context.Context, label string, k scenarios.Kernel, fetch func
 
 // writeSeries writes a shipped series' patches into root/NAME-HASH/ (HASH
 // of their contents: a directory there is complete, written to a
-// temporary directory and renamed) and returns their paths in order.
+// temporary directory and renamed) and returns their paths in order; for
+// NAME/FILE (one patch of the series: a per-patch run's prefixes) the
+// path of that one.
 func writeSeries(root, name string) ([]string, error) {
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		paths, err := writeSeries(root, series)
+		if err != nil {
+			return nil, err
+		}
+		return onePatch(paths, series, file)
+	}
 	paths, err := seriesPaths(root, name)
 	if err != nil {
 		return nil, err
@@ -323,8 +332,16 @@ func writeSeries(root, name string) ([]string, error) {
 	return paths, nil
 }
 
-// seriesPaths are where writeSeries puts a shipped series' patches.
+// seriesPaths are where writeSeries puts a shipped series' patches (for
+// NAME/FILE, that one patch's path in its series' directory).
 func seriesPaths(root, name string) ([]string, error) {
+	if series, file, ok := strings.Cut(name, "/"); ok {
+		paths, err := seriesPaths(root, series)
+		if err != nil {
+			return nil, err
+		}
+		return onePatch(paths, series, file)
+	}
 	ps, err := scenarios.SeriesPatches(name)
 	if err != nil {
 		return nil, fault.Input("%w", err)
@@ -363,4 +380,14 @@ func configWarnings(order []string, ids map[string]*results.KernelBuild) []strin
 		}
 	}
 	return out
+}
+
+// onePatch is file's path among its series' paths.
+func onePatch(paths []string, series, file string) ([]string, error) {
+	for _, p := range paths {
+		if filepath.Base(p) == file {
+			return []string{p}, nil
+		}
+	}
+	return nil, fault.Input("series %s has no patch %q", series, file)
 }

@@ -42,7 +42,7 @@ timeouts: {boot: 9m, traffic: 5m}
 // TestLabBisectE2E is issue 27's real bisection: Debian's linux-source-6.1
 // (fetched as `source: debian:6.1` fetches it) committed to a git tree,
 // with the tun backpressure patch split into four commits on top
-// (testdata/tun-backpressure-split: only the third changes what pktgen
+// (the shipped series tun-backpressure-split: only the third changes what pktgen
 // measures), and `vnetbench bisect` run on it as docs/bisect.md shows:
 // good = the base, bad = the tip, metric lost_pps, --change better (the
 // series brings Lost from ~200 Kpps to 0 under TCG). Each step builds its
@@ -121,7 +121,7 @@ func TestLabBisectE2E(t *testing.T) {
 // there. Fixed names and dates make the same commits every time.
 func splitTree(t *testing.T, src, dir string) string {
 	t.Helper()
-	series := filepath.Join("testdata", "tun-backpressure-split")
+	series := filepath.Join("..", "..", "scenarios", "series", "tun-backpressure-split")
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		if _, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "-q", "e2e-tip").Output(); err == nil {
 			return dir

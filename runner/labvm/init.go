@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,8 +38,7 @@ func Init() error {
 	if err != nil {
 		emit(Event{Ev: EvError, Msg: err.Error()})
 	}
-	unix.Sync()
-	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	vminit.PowerOff()
 	for {
 		time.Sleep(time.Hour) // not reached
 	}
@@ -87,10 +85,19 @@ func initMain() error {
 			time.Sleep(time.Hour)
 		}
 	case "lab":
-		if cfg.PerfKeys {
-			holdPerfKeys()
+		var drops labDrops
+		if cfg.PerfKeys || cfg.DropReasons {
+			withOneCPU(func() {
+				if cfg.PerfKeys {
+					holdPerfKeys()
+				}
+				if cfg.DropReasons {
+					drops = attachDrops()
+				}
+			})
 		}
-		code, err := runLab(&cfg)
+		cfg.Env = append(cfg.Env, drops.env...)
+		code, err := runLab(&cfg, drops.files)
 		if err != nil {
 			return err
 		}
@@ -105,7 +112,7 @@ const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"
 // runLab mounts the host root read-only with tmpfs and read-write shares
 // on top, then runs the inner vnetbench chrooted there, and returns its
 // exit status.
-func runLab(cfg *InitConfig) (int, error) {
+func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 	os.MkdirAll(newRoot, 0o755)
 	if err := unix.Mount(cfg.RootTag, newRoot, "9p", unix.MS_RDONLY, ninePOpts+",cache=loose"); err != nil {
 		return 0, fmt.Errorf("mount host root (9p tag %s): %w", cfg.RootTag, err)
@@ -161,6 +168,7 @@ func runLab(cfg *InitConfig) (int, error) {
 		Stdin:       nil,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
+		ExtraFiles:  extra,
 		SysProcAttr: &syscall.SysProcAttr{Chroot: newRoot, Setsid: true},
 	}
 	emit(Event{Ev: EvStart})
@@ -271,27 +279,14 @@ func printSlowInitcalls() {
 }
 
 // holdPerfKeys turns the kernel's perf static keys on for good (held until
-// the power-off, never released; see runner/perfkeys) while every CPU but
-// the boot CPU is offline. Flipping a key live-patches the scheduler with
-// an int3 and IPIs; under QEMU's multi-threaded TCG a vCPU that runs the
-// patched site can keep executing a stale translation of the int3 and
-// never answer (the lockup this avoids). With one CPU online nothing runs
-// the code being patched, and the keys then never flip again.
+// the power-off, never released; see runner/perfkeys); called by
+// withOneCPU. Flipping a key live-patches the scheduler with an int3 and
+// IPIs; under QEMU's multi-threaded TCG a vCPU that runs the patched site
+// can keep executing a stale translation of the int3 and never answer (the
+// lockup this avoids). With one CPU online nothing runs the code being
+// patched, and the keys then never flip again.
 func holdPerfKeys() {
-	var offline []string
-	paths, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/online")
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "1" && os.WriteFile(p, []byte("0"), 0) == nil {
-			offline = append(offline, p)
-		}
-	}
-	_, err := perfkeys.Hold()
-	for _, p := range offline {
-		if werr := os.WriteFile(p, []byte("1"), 0); werr != nil {
-			fmt.Fprintf(os.Stdout, "lab-init: bring %s back: %v\n", filepath.Dir(p), werr)
-		}
-	}
-	if err != nil {
+	if _, err := perfkeys.Hold(); err != nil {
 		fmt.Fprintf(os.Stdout, "lab-init: %v (perf sessions inside may make the kernel patch its code)\n", err)
 	}
 }

@@ -125,6 +125,10 @@ type Config struct {
 	// does not hold them (InitConfig.PerfKeys). For the lockup
 	// reproducer only.
 	NoPerfKeys bool
+	// DropReasons makes lab init attach the kernel's drop counter
+	// (internal/dropmon) before the run inside starts, with every other
+	// CPU offline, and pass it to that run (InitConfig.DropReasons).
+	DropReasons bool
 	// Append is added to the kernel command line.
 	Append string
 	// Prefetch are kernels the inner run needs (e.g. the nested guest's
@@ -444,6 +448,11 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, share
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
 		"TMPDIR=/tmp", "VNETBENCH_CACHE=" + c.CacheDir, vmimages.ImageCacheEnv + "=" + LabImageCache, "VNETBENCH_LAB=" + c.Label}
+	if k.Modules != "" {
+		// perf report in the run inside finds the loaded modules' symbols
+		// there (runner.ModulesEnvVar; labvm imports no runner).
+		env = append(env, "VNETBENCH_LAB_MODULES="+k.Modules)
+	}
 	env = append(env, c.Env...)
 	// KVM in the lab under TCG too: QEMU's TCG emulates AMD's SVM (-cpu
 	// max shows svm), and a nested guest under KVM on it boots in 13-26 s
@@ -452,6 +461,7 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, share
 	// KVM built in (runner/kbuild's config) has it anyway.
 	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: true, Replace: c.Replace, Config: InitConfig{
 		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
+		DropReasons: c.DropReasons,
 	}}
 	icfg, err := ir.Build(initrd)
 	if err != nil {

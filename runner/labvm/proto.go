@@ -106,6 +106,10 @@ type InitConfig struct {
 	// runner/perfkeys): perf sessions inside then never make the kernel
 	// patch its code.
 	PerfKeys bool `json:"perf_keys,omitempty"`
+	// DropReasons makes lab init attach the drop counter (dropmon) at the
+	// same moment, and pass its map to the inner command (dropmon.EnvVar,
+	// or why not in dropmon.ErrEnvVar).
+	DropReasons bool `json:"drop_reasons,omitempty"`
 	// KVM maps each KVM vendor module (KVMIntelModule, KVMAMDModule) to
 	// the module files to load for it, in order (kvm and its dependencies
 	// first; files of Modules are not repeated). Init loads one set, chosen

@@ -55,9 +55,7 @@ func fatal(err error) {
 func poweroff() {
 	unix.Sync()
 	if os.Getpid() == 1 {
-		_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-		// Reboot only returns on error; PID 1 exiting panics the kernel,
-		// and panic=-1 with QEMU's -no-reboot ends the VM too.
+		_ = vminit.PowerOff() // returns only when the kernel refused
 	}
 	os.Exit(1)
 }
@@ -274,6 +272,7 @@ func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up: %w", link.Attrs().Name, err)
 	}
+	allQueues(link.Attrs().Name)
 	if cfg.Gateway.IsValid() {
 		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: cfg.Gateway.AsSlice()}); err != nil {
 			return fmt.Errorf("add default route via %s: %w", cfg.Gateway, err)
@@ -300,9 +299,18 @@ func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
 		if err := netlink.LinkSetUp(l); err != nil {
 			return fmt.Errorf("set %s up: %w", l.Attrs().Name, err)
 		}
+		allQueues(l.Attrs().Name)
 		s.links[n.MAC.String()] = l
 	}
 	return nil
+}
+
+// allQueues enables every queue pair of a multi-queue NIC (useAllQueues);
+// a NIC that refuses keeps its pairs, and the console says so.
+func allQueues(dev string) {
+	if _, err := useAllQueues(dev); err != nil {
+		logf("%v", err)
+	}
 }
 
 // linkByMAC waits up to d for the NIC with mac.

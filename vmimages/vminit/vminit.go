@@ -1,7 +1,7 @@
 // Package vminit is what every VM's /init does before its own work, the
 // guest agent's (vmimages/agent) and the lab VM's (runner/labvm) alike:
 // mount the kernel's file systems, load kernel modules in order, read the
-// kernel's uptime. It runs inside the VM, as PID 1.
+// kernel's uptime, power off. It runs inside the VM, as PID 1.
 //
 // The module loader takes a list of module files, dependencies first: the
 // host side decides which files (vmimages.ModuleIndex resolves names and
@@ -77,6 +77,14 @@ func Uptime() time.Duration {
 	f, _, _ := strings.Cut(string(b), " ")
 	v, _ := strconv.ParseFloat(strings.TrimSpace(f), 64)
 	return time.Duration(v * float64(time.Second))
+}
+
+// PowerOff syncs the file systems and powers the VM off; it returns only
+// when the kernel refused (not PID 1, say). With QEMU's -no-reboot and
+// panic=-1 a PID 1 that exits after it ends the VM too.
+func PowerOff() error {
+	unix.Sync()
+	return unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 }
 
 // ModuleCheck is a module that must run as built: a rebuilt module loaded

@@ -8,9 +8,11 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	"github.com/vnetbench/vnetbench/internal/workload/iperf3"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
+	"github.com/vnetbench/vnetbench/internal/workload/tcprr"
 	"github.com/vnetbench/vnetbench/internal/workload/testpmd"
 	"github.com/vnetbench/vnetbench/internal/workload/trafgen"
 	"github.com/vnetbench/vnetbench/internal/workload/vsock"
+	"github.com/vnetbench/vnetbench/internal/workload/xdpredirect"
 )
 
 func init() {
@@ -22,4 +24,6 @@ func init() {
 	workload.Register(afxdp.Workload{})
 	workload.Register(testpmd.Workload{})
 	workload.Register(vsock.Workload{})
+	workload.Register(tcprr.Workload{})
+	workload.Register(xdpredirect.Workload{})
 }

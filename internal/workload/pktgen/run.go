@@ -215,7 +215,7 @@ func (g *Generator) Prepare(ctx context.Context, w *workload.Window) error {
 	}
 	g.procDir = procDir
 	g.conf = driverConfig(g.cfg, w.Dev, w.Dst, w.DstMAC, w.Duration)
-	g.drv = &pg.Driver{ProcDir: procDir, SysNet: sysNet, InNetns: w.InNetns}
+	g.drv = &pg.Driver{ProcDir: procDir, SysNet: sysNet, InNetns: w.InNetns, Counters: w.DropCounts}
 	var plan *pg.Plan
 	var err error
 	if g.cfg.Mode == ModeScript {
@@ -314,6 +314,9 @@ func (g *Generator) Wait(ctx context.Context) (*workload.Result, error) {
 		}
 	}
 	addResult(r, res)
+	if res.CountersErr != nil {
+		r.Warnings = append(r.Warnings, "drop reasons: "+res.CountersErr.Error())
+	}
 	if w := shortRunWarning(g.cfg, r); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}
@@ -384,6 +387,7 @@ func addResult(r *workload.Result, res *pg.Result) {
 		if res.TxDroppedOK {
 			r.Metrics[metric.LostPPS] = float64(res.TxDropped) / run.Seconds()
 		}
+		addDrops(r, res, run)
 		return
 	}
 	// No Result with a run time: pktgen's pps (0) or the packets over the
@@ -392,4 +396,17 @@ func addResult(r *workload.Result, res *pg.Result) {
 		pps = float64(pkts) / res.Elapsed.Seconds()
 	}
 	r.Metrics[metric.TxPPS] = pps
+}
+
+// addDrops puts the kernel's drops read around the run (Driver.Counters)
+// into r: Result.Drops and, per key, drop_pps.KEY over pktgen's own run
+// time, as lost_pps.
+func addDrops(r *workload.Result, res *pg.Result, run time.Duration) {
+	if res.Counters == nil {
+		return
+	}
+	r.Drops, r.DropsOK = res.Counters, true
+	for k, n := range res.Counters {
+		r.Metrics[metric.DropPrefix+k] = float64(n) / run.Seconds()
+	}
 }

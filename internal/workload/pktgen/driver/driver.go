@@ -63,6 +63,11 @@ type Driver struct {
 	// the kernel's files. Another Writer stands in for pktgen (a
 	// simulation that records the commands and answers like the kernel).
 	Writer Writer
+	// Counters, when set, reads further counters (the kernel's drops by
+	// reason) at the moments the device's tx_dropped is read, so that
+	// their growth (Result.Counters) covers the same interval as
+	// Result.TxDropped.
+	Counters func() (map[string]uint64, error)
 }
 
 // Writer writes one pktgen command (with its newline) to the proc file
@@ -112,6 +117,11 @@ type Result struct {
 	// else), when TxDroppedOK; script mode brackets the script.
 	TxDropped   uint64
 	TxDroppedOK bool
+	// Counters is the growth of Driver.Counters over the interval of
+	// TxDropped (counters that did not grow are absent); nil with
+	// CountersErr when they could not be read, or without Counters.
+	Counters    map[string]uint64
+	CountersErr error
 }
 
 // RunTime is pktgen's own clock of the run: the longest run time of a
@@ -383,6 +393,9 @@ type Session struct {
 	// (written before done is closed).
 	dropped   uint64
 	droppedOK bool
+	// counted holds Driver.Counters' growth over the same interval
+	// (Counters, CountersErr; written before done is closed).
+	counted Result
 }
 
 // Start checks pktgen and the device, writes the configuration and starts
@@ -415,12 +428,14 @@ func (d *Driver) Start(ctx context.Context, c Config) (*Session, error) {
 		// The tap's drops are read right around the blocking start write:
 		// Lost then covers the threads' run, the interval of their pps.
 		before, okb := d.TxDropped(p.Config.Dev)
+		counters := d.openCounters()
 		close(s.issued)
 		s.startErr = d.write(p.Start.File, p.Start.Cmd)
 		if s.startErr == nil {
 			s.awaitRun()
 		}
 		after, oka := d.TxDropped(p.Config.Dev)
+		counters.close(d, &s.counted)
 		if okb && oka && after >= before {
 			s.dropped, s.droppedOK = after-before, true
 		}
@@ -565,6 +580,7 @@ func (s *Session) Wait(ctx context.Context) (*Result, error) {
 	select {
 	case <-s.done:
 		res.TxDropped, res.TxDroppedOK = s.dropped, s.droppedOK
+		res.Counters, res.CountersErr = s.counted.Counters, s.counted.CountersErr
 	default:
 	}
 	var rerrs []error

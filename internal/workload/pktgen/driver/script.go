@@ -156,6 +156,7 @@ type ScriptRun struct {
 	// drops0 is the tap's tx_dropped before the script started.
 	drops0   uint64
 	drops0OK bool
+	counters counterBracket
 }
 
 // StartScript checks the script and the device and starts the script with
@@ -178,6 +179,7 @@ func (d *Driver) StartScript(ctx context.Context, exec proc.Executor, c ScriptCo
 	// The script writes pgctrl start itself: its drops are read around
 	// the whole script (its setup writes drop nothing).
 	s.drops0, s.drops0OK = d.TxDropped(p.Config.Dev)
+	s.counters = d.openCounters()
 	s.start = time.Now()
 	if s.pr, err = exec.Start(ctx, cmd); err != nil {
 		return nil, err
@@ -278,6 +280,7 @@ func (s *ScriptRun) Wait(ctx context.Context) (*Result, error) {
 	if d1, ok := s.d.TxDropped(s.plan.Config.Dev); ok && s.drops0OK && d1 >= s.drops0 {
 		res.TxDropped, res.TxDroppedOK = d1-s.drops0, true
 	}
+	s.counters.close(s.d, res)
 	var rerrs []error
 	res.Threads, rerrs = s.d.results(s.plan.Devices, ParseScriptOutput(s.out.String()))
 	errs = append(errs, rerrs...)

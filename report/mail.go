@@ -1,0 +1,204 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/proc"
+)
+
+// WriteMail renders r as the body of a netdev mail, every line within
+// MaxWidth (72) columns, plain ASCII, in the order such a mail reads: what
+// was run and on what (the kernels, the environment), the main table
+// (Transmitted and Lost with Lost by reason; for a per-patch run, a row
+// per patch), the profile deltas, the warnings that qualify the numbers,
+// and the command that reproduces the run. Tables a reviewer does not
+// need in a mail (the per-metric comparisons, perf stat, the harness's
+// own numbers) stay in `vnetbench report`'s other formats.
+func WriteMail(w io.Writer, r *Report) error {
+	var b strings.Builder
+	mailHeader(&b, r)
+	sections := []struct {
+		title string
+		kinds []string
+	}{
+		{"", []string{KindPerPatch, KindThread, KindVersus, KindSweep, KindLatency}},
+		{"Profile deltas (perf record; 0-day's perf-profile rows):", []string{KindProfile, KindPerfSyms}},
+	}
+	printed := map[string]bool{} // a note two tables share is printed once
+	for _, sec := range sections {
+		var tables []*Table
+		for _, t := range r.Tables {
+			if slices.Contains(sec.kinds, t.Kind) {
+				tables = append(tables, t)
+			}
+		}
+		if len(tables) == 0 {
+			continue
+		}
+		if sec.title != "" {
+			b.WriteString("\n")
+			writeWrapped(&b, "", sec.title)
+		}
+		for _, t := range tables {
+			b.WriteString("\n")
+			b.WriteString(drawTable(mailTable(r, t), ASCII))
+			refs := referencedNotes(t)
+			for i, n := range t.Notes {
+				switch {
+				case refs[i]:
+					writeWrapped(&b, noteMark(i, ASCII)+" ", n)
+				case printed[n]:
+				default:
+					printed[n] = true
+					writeWrapped(&b, "  ", n)
+				}
+			}
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\nCaveats:\n")
+		for i, wn := range r.Warnings {
+			if i == maxMailWarnings {
+				writeWrapped(&b, "  - ", fmt.Sprintf("%d more: vnetbench report RUN_DIR", len(r.Warnings)-i))
+				break
+			}
+			writeWrapped(&b, "  - ", wn)
+		}
+	}
+	if cmd := reproduceCommand(r); len(cmd) > 0 {
+		b.WriteString("\nTo reproduce:\n\n")
+		writeCommand(&b, cmd)
+	}
+	_, err := io.WriteString(w, asciiOnly(termSafe(b.String())))
+	return err
+}
+
+// maxMailWarnings bounds the caveats a mail lists.
+const maxMailWarnings = 8
+
+// mailTable is t with its column headers bare ("stock", not "stock (TCG,
+// nested)"): the mail's header says once what the columns ran under, and
+// the table stays within MaxWidth.
+func mailTable(r *Report, t *Table) *Table {
+	c := *t
+	c.Header = slices.Clone(t.Header)
+	for i, h := range c.Header {
+		for _, col := range r.Columns {
+			if strings.HasPrefix(h, col+" (") {
+				c.Header[i] = col
+			}
+		}
+	}
+	return &c
+}
+
+// mailHeader is the mail's first paragraphs: what was compared, how the
+// kernels were made, where it ran.
+func mailHeader(b *strings.Builder, r *Report) {
+	what := strings.Join(r.Columns, " vs ")
+	if PerPatchColumns(r.Columns) {
+		what = fmt.Sprintf("%s and the series patch by patch (%s)", r.Base, strings.Join(r.Columns[1:], ", "))
+	}
+	scenario := ""
+	for _, c := range r.Columns {
+		if e := r.Env[c]; e != nil && e.Scenario != "" {
+			scenario = e.Scenario
+			break
+		}
+	}
+	intro := "vnetbench"
+	if scenario != "" {
+		intro += " " + scenario
+	}
+	writeWrapped(b, "", intro+": "+what+".")
+	if kl := kernelLines(r); len(kl) > 0 {
+		b.WriteString("\nKernels:\n")
+		for _, l := range kl {
+			writeWrapped(b, "  ", l)
+		}
+	}
+	if env := envLines(r); len(env) > 0 {
+		b.WriteString("\nEnvironment:\n")
+		for _, l := range dedupEnv(env) {
+			writeWrapped(b, "  ", l)
+		}
+	}
+	if len(r.Emulated) > 0 {
+		b.WriteString("\n")
+		writeWrapped(b, "", fmt.Sprintf("EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel.", strings.Join(r.Emulated, ", ")))
+	}
+}
+
+// dedupEnv merges the environment lines of columns that ran in the same
+// environment ("stock, p1, p1-2: kernel ..."): a per-patch run's columns
+// share the machine and differ in the kernel's build only.
+func dedupEnv(lines []string) []string {
+	var order []string
+	cols := map[string][]string{}
+	for _, l := range lines {
+		col, rest, _ := strings.Cut(l, ": ")
+		if _, ok := cols[rest]; !ok {
+			order = append(order, rest)
+		}
+		cols[rest] = append(cols[rest], col)
+	}
+	out := make([]string, 0, len(order))
+	for _, rest := range order {
+		out = append(out, strings.Join(cols[rest], ", ")+": "+rest)
+	}
+	return out
+}
+
+// reproduceCommand is the command that made the run (env.json's
+// command), or one rebuilt from its scenario, seed and overrides, as
+// argv.
+func reproduceCommand(r *Report) []string {
+	for _, c := range r.Columns {
+		e := r.Env[c]
+		if e == nil {
+			continue
+		}
+		if len(e.Command) > 0 {
+			return e.Command
+		}
+		if e.Scenario != "" {
+			argv := []string{"vnetbench", "run", e.Scenario}
+			if e.Seed != 0 {
+				argv = append(argv, "--seed", fmt.Sprint(e.Seed))
+			}
+			for _, s := range e.Set {
+				argv = append(argv, "--set", s)
+			}
+			return argv
+		}
+	}
+	return nil
+}
+
+// writeCommand writes argv shell-quoted and indented, broken before an
+// option with a backslash where the line would pass MaxWidth.
+func writeCommand(b *strings.Builder, argv []string) {
+	const indent = "  "
+	line := indent
+	for i := 0; i < len(argv); i++ {
+		w := proc.Quote(argv[i : i+1])
+		// An option and its value stay on one line.
+		if strings.HasPrefix(argv[i], "-") && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			w += " " + proc.Quote(argv[i+1:i+2])
+			i++
+		}
+		switch {
+		case line == indent:
+			line += w
+		case width(line)+1+width(w)+2 > MaxWidth:
+			b.WriteString(line + " \\\n")
+			line = indent + "    " + w
+		default:
+			line += " " + w
+		}
+	}
+	b.WriteString(line + "\n")
+}

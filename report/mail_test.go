@@ -1,0 +1,48 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// A mail of a real lab run (the lab pktgen e2e, stock vs patched, TCG in
+// TCG): every line ASCII and within 72 columns, in a mail's order (what
+// was compared, kernels, environment, tables, caveats, the command).
+func TestMailRealLabRun(t *testing.T) {
+	set, err := results.Load(run("lab-pktgen-tcg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, set, r, "mail", ASCII); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for i, l := range strings.Split(out, "\n") {
+		if len(l) > MaxWidth {
+			t.Errorf("line %d is %d columns: %q", i+1, len(l), l)
+		}
+		for _, c := range l {
+			if c > 0x7e {
+				t.Errorf("line %d is not ASCII: %q", i+1, l)
+				break
+			}
+		}
+	}
+	last := -1
+	for _, part := range []string{"vnetbench lab-pktgen-e2e: stock vs patched.", "\nKernels:\n", "\nEnvironment:\n", "| Lost ", "\nCaveats:\n", "\nTo reproduce:\n", "vnetbench run lab-pktgen-e2e --seed"} {
+		i := strings.Index(out, part)
+		if i < last {
+			t.Errorf("%q is at %d, before the previous part (%d) or missing", part, i, last)
+		}
+		last = i
+	}
+	checkGolden(t, "lab-pktgen-tcg.mail", buf.Bytes())
+}
