@@ -80,7 +80,11 @@ func holderMain() int {
 		return 1
 	}
 	fmt.Printf("ready %s %s %d %d\n", ns.Name, dir, vm.Process.Pid, pinned.Process.Pid)
-	select {}
+	// Wait to be killed. Not select {}: with no other goroutine the
+	// runtime calls that a deadlock and exits.
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // holder is a running holder process and what it made.

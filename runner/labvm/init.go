@@ -26,6 +26,11 @@ const InitConfigPath = "/lab.json"
 // inner command chrooted into it.
 const newRoot = "/newroot"
 
+// labBinary is where lab init installs vnetbench in the lab root. Not
+// /run/vnetbench: that is the directory of the run's ledgers
+// (internal/ledger.Default), which a file there would make unusable.
+const labBinary = "/run/vnetbench-lab"
+
 // Init is the lab VM's (or nested guest's) PID 1: the vnetbench binary
 // started by the kernel as /init with "lab-init" after "--" on the kernel
 // command line. It never returns in a VM: it powers off (lab mode) or waits
@@ -151,8 +156,9 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 			return 0, fmt.Errorf("mount share %s (9p tag %s): %w", s.Path, s.Tag, err)
 		}
 	}
-	// The binary itself runs inside: copy /init to a tmpfs.
-	bin := newRoot + "/run/vnetbench"
+	// The binary itself runs inside: copy /init to a tmpfs, beside (not
+	// at) /run/vnetbench, the directory of its ledgers.
+	bin := newRoot + labBinary
 	if err := copyFile("/init", bin); err != nil {
 		return 0, fmt.Errorf("install vnetbench in the lab root: %w (is /run a tmpfs?)", err)
 	}
@@ -161,7 +167,7 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 		dir = "/"
 	}
 	cmd := &exec.Cmd{
-		Path:        "/run/vnetbench",
+		Path:        labBinary,
 		Args:        append([]string{"vnetbench"}, cfg.Args...),
 		Env:         cfg.Env,
 		Dir:         dir,
