@@ -74,8 +74,7 @@ func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus) []estimate.Sampl
 			accel = qemu.TCG // refused before it runs; estimated as the slow case
 		}
 		s := estimate.Sample{Kernel: kernelLabel(c), Workload: c.Generator.Kind,
-			Class: estimate.ClassOf(string(accel), !c.Kernel.Running()), Boot: boots[i], Warmup: c.Warmup,
-			MayNestKVM: !c.Kernel.Running() && !st.Usable && (c.Guest.Accel == "" || c.Guest.Accel == qemu.AccelAuto)}
+			Class: estimate.ClassOf(string(accel), !c.Kernel.Running()), Boot: boots[i], Warmup: c.Warmup}
 		if !c.Kernel.Running() && !seen[c.Kernel.Label] {
 			seen[c.Kernel.Label] = true
 			s.Lab, s.LabClass = true, labClass

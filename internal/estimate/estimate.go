@@ -67,10 +67,6 @@ type Sample struct {
 	LabClass Class
 	// Boot is set when a guest boots before this sample.
 	Boot bool
-	// MayNestKVM marks a lab's guests planned as tcg-nested (a lab VM
-	// under TCG, accel auto) that run under KVM when the lab kernel has
-	// kvm_amd: TCG emulates AMD's SVM. A NestedResolver picks the class.
-	MayNestKVM bool
 	// Warmup precedes the window.
 	Warmup time.Duration
 	// Window is a duration-bound cell's window. For a count-bound cell
@@ -96,12 +92,6 @@ type Rates interface {
 	PPS(workload string, c Class) Figure
 	// Overhead is a sample's setup and teardown outside its window.
 	Overhead(workload string, c Class) Figure
-}
-
-// NestedResolver is Rates that knows which nested class a workload's
-// guests were last measured in (Table does).
-type NestedResolver interface {
-	AsMeasured(workload string, c Class) (Class, string)
 }
 
 // Line is one row of a kernel's estimate: N items taking Time in all.
@@ -179,24 +169,21 @@ func Of(samples []Sample, r Rates) *Estimate {
 			f := r.Boot("lab", s.LabClass)
 			add(LineLab, seconds(f.Value), &f, fmt.Sprintf("%s under %s", fmtDur(seconds(f.Value)), s.LabClass))
 		}
-		class, why := s.Class, ""
-		if nr, ok := r.(NestedResolver); ok && s.MayNestKVM {
-			class, why = nr.AsMeasured(s.Workload, s.Class)
-		}
+		class := s.Class
 		if s.Boot {
 			f := r.Boot(s.Workload, class)
-			add(LineBoots, seconds(f.Value), &f, fmt.Sprintf("%s each, %s%s", fmtDur(seconds(f.Value)), class, why))
+			add(LineBoots, seconds(f.Value), &f, fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class))
 		}
 		if s.Packets == 0 {
 			add(LineWindows, s.Warmup+s.Window, nil, "warmup + duration from the scenario")
 		} else {
 			f := r.PPS(s.Workload, class)
 			d := s.Warmup + countTime(s.Packets, f.Value, s.Window)
-			add(LineCounted, d, &f, fmt.Sprintf("%s at %s, %s%s", s.Workload, fmtRate(f.Value), class, why))
+			add(LineCounted, d, &f, fmt.Sprintf("%s at %s, %s", s.Workload, fmtRate(f.Value), class))
 			lines[s.Kernel][LineCounted].Packets += s.Packets
 		}
 		o := r.Overhead(s.Workload, class)
-		add(LineOverhead, seconds(o.Value), &o, fmt.Sprintf("%s each, %s%s", fmtDur(seconds(o.Value)), class, why))
+		add(LineOverhead, seconds(o.Value), &o, fmt.Sprintf("%s each, %s", fmtDur(seconds(o.Value)), class))
 	}
 	for i := range e.Kernels {
 		k := &e.Kernels[i]

@@ -184,36 +184,3 @@ func TestNested(t *testing.T) {
 		t.Error("ClassOf")
 	}
 }
-
-// A lab's guests planned as tcg-nested that may nest KVM (a lab VM under
-// TCG, accel auto) take the kvm-nested figures when those are this
-// workload's newest: TCG emulates SVM, so a lab kernel with kvm_amd ran
-// them under KVM. Not the other way round, not for other classes, and
-// not for a sample that does not say it may (accel tcg, a KVM host).
-func TestTableNestedAsMeasured(t *testing.T) {
-	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	tab := &Table{Entries: map[string]*Entry{
-		"pktgen/tcg-nested": {BootS: 330, Boots: 1, OverheadS: 16, Samples: 6, Updated: day},
-		"pktgen/kvm-nested": {BootS: 8.8, Boots: 34, OverheadS: 0.96, Samples: 249, Updated: day.Add(time.Hour)},
-		"vsock/tcg-nested":  {BootS: 85, Boots: 5, Updated: day.Add(time.Hour)},
-		"vsock/kvm-nested":  {BootS: 9, Boots: 2, Updated: day},
-	}}
-	for _, tc := range []struct {
-		workload string
-		c, want  Class
-	}{{"pktgen", TCGNested, KVMNested}, {"pktgen", TCG, TCG}, {"vsock", TCGNested, TCGNested}, {"iperf3", TCGNested, TCGNested}} {
-		if got, why := tab.AsMeasured(tc.workload, tc.c); got != tc.want || (why != "") != (got != tc.c) {
-			t.Errorf("AsMeasured(%s, %s) = %s %q, want %s", tc.workload, tc.c, got, why, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		may  bool
-		boot time.Duration
-	}{{true, 8800 * time.Millisecond}, {false, 330 * time.Second}} {
-		e := Of([]Sample{{Kernel: "k", Workload: "pktgen", Class: TCGNested, Boot: true, Window: time.Second, MayNestKVM: tc.may}}, tab)
-		l := e.Kernels[0].Lines[0]
-		if l.What != LineBoots || l.Time != tc.boot || strings.Contains(strings.Join(l.Sources, " "), "kvm-nested") != tc.may {
-			t.Errorf("MayNestKVM %v: %s %v %v, want a boot of %v", tc.may, l.What, l.Time, l.Sources, tc.boot)
-		}
-	}
-}

@@ -177,21 +177,6 @@ func (t *Table) entry(workload string, c Class) *Entry {
 	return t.Entries[key(workload, c)]
 }
 
-// AsMeasured implements NestedResolver: for a lab's guests planned as
-// tcg-nested that may run under KVM, kvm-nested when those are this
-// workload's newest nested figures (9 s boots where tcg-nested's took
-// minutes), with why.
-func (t *Table) AsMeasured(workload string, c Class) (Class, string) {
-	if c != TCGNested || t == nil {
-		return c, ""
-	}
-	k, tc := t.entry(workload, KVMNested), t.entry(workload, TCGNested)
-	if k != nil && (tc == nil || k.Updated.After(tc.Updated)) {
-		return KVMNested, "; the last lab ran its guests under KVM on TCG's emulated SVM"
-	}
-	return c, ""
-}
-
 // Boot implements Rates. A guest's boot hardly depends on the workload:
 // without measurements of this one, those of the others under c count.
 func (t *Table) Boot(workload string, c Class) Figure {

@@ -22,8 +22,8 @@ type Initramfs struct {
 	Load    []string // module names to load (dependencies are added)
 	// KVM adds kvm and both vendor modules (kvm_intel, kvm_amd) for lab
 	// init to load the one the CPU shows (vmx, svm), so that the lab's
-	// nested guests can use KVM: under KVM with nesting, and under TCG,
-	// whose -cpu max emulates AMD's SVM.
+	// nested guests can use KVM: set it for a lab VM under KVM. Under TCG
+	// the lab's CPU shows no SVM (qemu.Config.NoSVM): leave it off.
 	KVM bool
 	// Replace are module files (.ko) loaded in place of the kernel's
 	// modules of the same name (.modinfo's name=), and loaded whether or

@@ -129,7 +129,8 @@ type Config struct {
 	// (internal/dropmon) before the run inside starts, with every other
 	// CPU offline, and pass it to that run (InitConfig.DropReasons).
 	DropReasons bool
-	// Append is added to the kernel command line.
+	// Append is added to the kernel command line (after
+	// vmimages.TCGTuning under TCG, as for every kernel under TCG).
 	Append string
 	// Prefetch are kernels the inner run needs (e.g. the nested guest's
 	// Debian kernel): resolved and fetched into the cache on the host
@@ -421,7 +422,7 @@ func (c *Config) bootConfig(ctx context.Context, k *vmimages.Kernel, runDir, tmp
 		accel, _ = qemu.DetectAccel()
 	}
 	initrd := filepath.Join(tmp, "initramfs.cpio")
-	missing, err := c.buildInitramfs(k, runDir, initrd, shares)
+	missing, err := c.buildInitramfs(k, runDir, initrd, accel, shares)
 	if err != nil {
 		return qemu.Config{}, nil, err
 	}
@@ -441,7 +442,7 @@ func (c *Config) bootConfig(ctx context.Context, k *vmimages.Kernel, runDir, tmp
 // buildInitramfs writes the lab's initramfs to initrd: /init runs lab
 // init with c's modules, shares and inner command. It returns the modules
 // it did not find, and refuses a kernel without 9p over virtio.
-func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, shares []InitShare) ([]string, error) {
+func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, accel qemu.Accel, shares []InitShare) ([]string, error) {
 	mods := c.Modules
 	if mods == nil {
 		mods = DefaultModules()
@@ -454,12 +455,9 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, share
 		env = append(env, "VNETBENCH_LAB_MODULES="+k.Modules)
 	}
 	env = append(env, c.Env...)
-	// KVM in the lab under TCG too: QEMU's TCG emulates AMD's SVM (-cpu
-	// max shows svm), and a nested guest under KVM on it boots in 13-26 s
-	// on the 2-core CI machine where one under TCG inside TCG takes
-	// 50-130 s (Debian's cloud kernel: 1.5-2 min, once 4). A kernel with
-	// KVM built in (runner/kbuild's config) has it anyway.
-	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: true, Replace: c.Replace, Config: InitConfig{
+	// KVM only in a lab under KVM: under TCG the lab's CPU shows no SVM
+	// (qemu.Config.NoSVM), and its nested guests run under TCG.
+	ir := Initramfs{Binary: c.Binary, Modules: k.Modules, Load: mods, KVM: accel == qemu.KVM, Replace: c.Replace, Config: InitConfig{
 		Mode: "lab", RootTag: "hostroot", Shares: shares, Tmpfs: tmpfsDirs, Args: c.Args, Env: env, Dir: runDir, PerfKeys: !c.NoPerfKeys,
 		DropReasons: c.DropReasons,
 	}}
@@ -543,14 +541,14 @@ func (c Config) vm(image, initrd, qmp, console string, accel qemu.Accel, shares 
 	if mem <= 0 {
 		mem = 2048
 	}
-	nested := ""
+	nested, tuning := "", vmimages.TCGTuning
 	if accel == qemu.KVM {
-		nested = c.Nested
+		nested, tuning = c.Nested, ""
 	}
 	return qemu.Config{
-		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem, Nested: nested,
+		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem, Nested: nested, NoSVM: accel != qemu.KVM,
 		Kernel: image, Initrd: initrd,
-		Append:    Cmdline(c.Append),
+		Append:    Cmdline(strings.TrimSpace(tuning + " " + c.Append)),
 		Shares:    shares,
 		QMPSocket: qmp, ConsoleLog: console, Extra: c.QEMUExtra,
 	}
