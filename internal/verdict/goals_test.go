@@ -82,6 +82,15 @@ func (s simStats) String() string {
 
 var simTable = flag.Bool("simtable", false, "print the simulation table of docs/compare.md (go test ./internal/verdict -run TestSimulationTable -v -simtable)")
 
+// simProcedures are the table's rows for each noise: the plan without and
+// with a history scale (10 and 30 past runs of 3 repetitions, and a
+// too-short history of 3), 0-day's rule and the Pinpoint-style peer.
+func simProcedures() []procedure {
+	return []procedure{ours(Default, DefaultMinEffect),
+		withHistory(Default, DefaultMinEffect, 10, 3), withHistory(Default, DefaultMinEffect, 30, 3), withHistory(Default, DefaultMinEffect, 3, 3),
+		zeroDay(), pinpoint()}
+}
+
 // TestSimulationTable prints docs/compare.md's table: per noise, the
 // default plan, 0-day's rule and the Pinpoint-style procedure, 2,000
 // comparisons a cell (20,000 for A/A).
@@ -93,7 +102,7 @@ func TestSimulationTable(t *testing.T) {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, nz := range []noise{normalNoise, heavyNoise, realNoise()} {
-		for _, p := range []procedure{ours(Default, DefaultMinEffect), zeroDay(), pinpoint()} {
+		for _, p := range simProcedures() {
 			m := measure(p, nz, 2000, 20000)
 			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %.1f, %.1f, %.1f (mean %.1f) |\n", nz.name, p.name,
 				fmt.Sprintf("%.2f%%", 100*m.aa.rate(Different)), pct(m.five.diffBy(3)), pct(m.two.diffBy(6)), pct(m.one.rate(Different)), pct(m.half.rate(Different)),
