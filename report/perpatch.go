@@ -116,7 +116,7 @@ func (b *builder) changeCell(cell, from, to, key string) Cell {
 	if fs.N == 0 || ts.N == 0 {
 		return Cell{Text: "-"}
 	}
-	d := compareStats(fs, ts, b.opt.MinEffect)
+	d := compareStats(fs, ts, b.opt.MinEffect, nil)
 	c := Cell{Text: d.DeltaString(), Delta: &d}
 	if d.Different() {
 		c.Value = ptr(d.Pct)

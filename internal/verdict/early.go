@@ -100,7 +100,7 @@ func noScaleWhy(b, n []float64, s *Scale) string {
 	_, okn := logs(n)
 	switch {
 	case s == nil:
-		return "the noise of past runs of the cell (a history index) would let it call smaller ones"
+		return "with the noise of past runs (--noise-from) it calls smaller ones"
 	case !okb || !okn:
 		return fmt.Sprintf("%s not used: a value is not positive (no log)", s)
 	}
