@@ -87,6 +87,19 @@ func (x *Index) Noise(ctx context.Context) (*Noise, error) {
 	return nz, nil
 }
 
+// Empty reports whether no recorded run has a spread of 2 or more
+// repetitions.
+func (nz *Noise) Empty() bool {
+	for _, ss := range nz.spreads {
+		for _, s := range ss {
+			if s.N >= 2 && !math.IsNaN(s.Var) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Scale is the pooled noise of metric in cell (verdict.PoolScale of its
 // most recent runs), or nil when no recorded run has 2 or more
 // repetitions of it with positive values.
