@@ -3,6 +3,7 @@ package verdict
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -112,4 +113,43 @@ func TestSimulationTable(t *testing.T) {
 	g := targets
 	fmt.Printf("| goal (issue 33) | | at most %.0f%% | at least %.0f%% | at least %.0f%% | at least %.0f%% | at least %.0f%% | mean at most %.0f |\n",
 		100*g.aa, 100*g.five3, 100*g.two6, 100*g.one, 100*g.half, g.reps)
+	fmt.Println()
+	fmt.Println("| run offset (SD, IQR) | early A/A, runs alone | early A/A, history 30x3 |")
+	fmt.Println("|---|---|---|")
+	for _, off := range []float64{0, 0.1, 0.25, 0.5} {
+		fmt.Printf("| %g | %.2f%% | %.2f%% |\n", off, 100*offsetAA(off, 0, 20000), 100*offsetAA(off, 30, 20000))
+	}
+}
+
+// offsetAA is the false DIFFERENT of the early looks (3 and 6 runs per
+// side) on normal noise when every run, past or compared, has its own
+// level: a normal offset of standard deviation off IQRs shared by its
+// repetitions (a boot, the host's load). With hist past runs of 3 the
+// early looks use their scale.
+func offsetAA(off float64, hist, trials int) float64 {
+	r := rand.New(rand.NewPCG(9, 9))
+	diff := 0
+	for range trials {
+		var s *Scale
+		if hist > 0 {
+			sp := make([]Spread, hist)
+			for i := range sp {
+				o := off * r.NormFloat64()
+				sp[i] = LogSpread([]float64{100 + o + normalNoise.draw(r), 100 + o + normalNoise.draw(r), 100 + o + normalNoise.draw(r)})
+			}
+			s = PoolScale(sp, "simulated history")
+		}
+		ob, on := off*r.NormFloat64(), off*r.NormFloat64()
+		var b, n []float64
+		for _, look := range []int{3, 6} {
+			for len(b) < look {
+				b, n = append(b, 100+ob+normalNoise.draw(r)), append(n, 100+on+normalNoise.draw(r))
+			}
+			if DecideFastWith(sorted(b), sorted(n), DefaultMinEffect, Default, s) == Different {
+				diff++
+				break
+			}
+		}
+	}
+	return float64(diff) / float64(trials)
 }

@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/aclements/go-moremath/mathx"
 	"github.com/aclements/go-moremath/stats"
@@ -20,13 +21,22 @@ import (
 // Scale is the noise of a metric known from past runs of the same cell:
 // the pooled variance of the natural log of its values within each run
 // (logs, so that the scale carries over between commits that moved the
-// level), with its degrees of freedom.
+// level), with its degrees of freedom, and the variance of a run's level
+// beyond it (a boot, the host's load: two runs differ by more than their
+// repetitions do).
 type Scale struct {
 	// Var is the pooled within-run variance of ln(value).
 	Var float64
 	// DF is its degrees of freedom: the sum over the runs of their
 	// repetitions minus one.
 	DF float64
+	// Between is the variance of a run's mean log beyond Var's share
+	// (0 unless the runs' means vary significantly more than their
+	// repetitions say), from the differences of consecutive runs' mean
+	// logs, trimmed so that the few steps where a commit moved the level
+	// do not count (see between). BetweenDF is its approximate degrees
+	// of freedom (the differences kept).
+	Between, BetweenDF float64
 	// Runs is the number of past runs pooled.
 	Runs int
 	// From says where the runs came from (a history index), for reasons.
@@ -34,10 +44,10 @@ type Scale struct {
 }
 
 // Spread is one past run's repetitions of a metric: their number and the
-// variance of their natural logs.
+// mean and variance of their natural logs.
 type Spread struct {
-	N   int
-	Var float64
+	N         int
+	Mean, Var float64
 }
 
 // MaxScaleRuns is how many of the most recent past runs PoolScale uses:
@@ -51,20 +61,87 @@ const MaxScaleRuns = 30
 func PoolScale(runs []Spread, from string) *Scale {
 	s := &Scale{From: from}
 	sum := 0.0
+	var used []Spread // newest first
 	for i := len(runs) - 1; i >= 0 && s.Runs < MaxScaleRuns; i-- {
 		r := runs[i]
-		if r.N < 2 || math.IsNaN(r.Var) || math.IsInf(r.Var, 0) || r.Var < 0 {
+		if r.N < 2 || math.IsNaN(r.Var) || math.IsInf(r.Var, 0) || r.Var < 0 || math.IsNaN(r.Mean) || math.IsInf(r.Mean, 0) {
 			continue
 		}
 		sum += float64(r.N-1) * r.Var
 		s.DF += float64(r.N - 1)
 		s.Runs++
+		used = append(used, r)
 	}
 	if s.Runs == 0 || s.DF == 0 {
 		return nil
 	}
 	s.Var = sum / s.DF
+	s.Between, s.BetweenDF = between(used, s.Var, s.DF)
 	return s
+}
+
+// betweenP is the level of the test that the runs' means vary more than
+// their repetitions say: F of the differences' variance over the
+// within-run variance's share, with the trimmed mean's degrees of freedom
+// over the within-run ones.
+const betweenP = 0.01
+
+// trimmedChi2 is the mean of chi-square variables x of 1 degree of
+// freedom without their largest fraction q: its expectation, the mean of
+// x below its 1-q quantile c, P(chi2_3 <= c)/(1-q), and the relative
+// variance of one term of it, from the influence function of the mean
+// trimmed at the sample quantile: Var((x-c) 1{x<c}) / (1-q)^2 over the
+// mean squared, with E[x 1{x<c}] = F3(c), E[x^2 1{x<c}] = 3 F5(c),
+// F3(c) = F1(c) - 2 sqrt(c) phi(sqrt(c)) and F5(c) = F3(c) - (2/3) c
+// sqrt(c) phi(sqrt(c)). q = 0 is the plain mean: 1 and 2. At q = 0.1 it
+// is 0.623 and 2.56: trimming costs precision, and buys that a few steps
+// of the level do not count.
+func trimmedChi2(q float64) (mean, relVar float64) {
+	if q <= 0 {
+		return 1, 2
+	}
+	s := normalQuantile(1 - q/2)
+	c, f1 := s*s, 1-q
+	f3 := f1 - 2*s*normalPDF(s)
+	f5 := f3 - 2.0/3*c*s*normalPDF(s)
+	m1, m2 := f3-c*f1, 3*f5-2*c*f3+c*c*f1 // E[(x-c) 1{x<c}], E[(x-c)^2 1{x<c}]
+	mean = f3 / f1
+	return mean, (m2 - m1*m1) / (f1 * f1) / (mean * mean)
+}
+
+// between estimates the variance B of a run's level beyond the
+// within-run variance w from consecutive runs' mean logs: a difference d
+// of two runs of n1 and n2 repetitions has variance 2B + w(1/n1 + 1/n2).
+// The squared differences, the largest tenth dropped (the steps where a
+// commit moved the level), are averaged and divided by the mean of the
+// same trimmed chi-square (trimmedChi2). B is counted only when the
+// differences are significantly larger than w (on wDF degrees of
+// freedom) explains (at betweenP), else it is 0: with 10 to 30 past runs
+// an estimate of a B that is 0 is noisy enough to cost the early looks
+// most of what the history gives them. Returns B and its approximate
+// degrees of freedom (a chi-square's of the trimmed mean's relative
+// variance).
+func between(runs []Spread, w, wDF float64) (float64, float64) {
+	if len(runs) < 3 {
+		return 0, 0
+	}
+	d2 := make([]float64, len(runs)-1)
+	within := 0.0
+	for i := range d2 {
+		d := runs[i].Mean - runs[i+1].Mean
+		d2[i] = d * d
+		within += w * (1/float64(runs[i].N) + 1/float64(runs[i+1].N))
+	}
+	within /= float64(len(d2))
+	slices.Sort(d2)
+	kept := d2[:len(d2)-len(d2)/10]
+	mean, relVar := trimmedChi2(float64(len(d2)-len(kept)) / float64(len(d2)))
+	est := stats.Mean(kept) / mean
+	df := 2 * float64(len(kept)) / relVar // a chi-square's with that relative variance
+	if within > 0 && fSF(est/within, df, wDF) > betweenP {
+		return 0, df
+	}
+	return max((est-within)/2, 0), df
 }
 
 // LogSpread is the Spread of one run's values: the variance of their
@@ -72,17 +149,21 @@ func PoolScale(runs []Spread, from string) *Scale {
 // log) or there are fewer than 2.
 func LogSpread(v []float64) Spread {
 	if len(v) < 2 {
-		return Spread{N: len(v), Var: math.NaN()}
+		return Spread{N: len(v), Mean: math.NaN(), Var: math.NaN()}
 	}
 	l, ok := logs(v)
 	if !ok {
-		return Spread{N: len(v), Var: math.NaN()}
+		return Spread{N: len(v), Mean: math.NaN(), Var: math.NaN()}
 	}
-	return Spread{N: len(v), Var: stats.Variance(l)}
+	return Spread{N: len(v), Mean: stats.Mean(l), Var: stats.Variance(l)}
 }
 
 func (s *Scale) String() string {
-	return fmt.Sprintf("the noise of %d past runs (%.0f degrees of freedom) in %s", s.Runs, s.DF, s.From)
+	between := ""
+	if s.Between > 0 {
+		between = fmt.Sprintf(", runs apart by %.2g%% beyond it", 100*math.Sqrt(s.Between))
+	}
+	return fmt.Sprintf("the noise of %d past runs (%.0f degrees of freedom%s) in %s", s.Runs, s.DF, between, s.From)
 }
 
 // noisierP is the level at which the runs of a comparison are taken to be
@@ -95,7 +176,8 @@ const noisierP = 0.001
 // scaledTest is the early look's test with a history scale, on sorted b
 // and n at level alpha: Student's t test of the difference of the mean
 // logs, its variance pooled from the scale and the runs of both sides
-// (df = DF + nb + nn - 2). ok is false when the scale does not apply: a
+// (df = DF + nb + nn - 2), plus twice the scale's between-run variance
+// (each side is a run of its own; Welch-Satterthwaite degrees of freedom). ok is false when the scale does not apply: a
 // value is not positive, or the runs are noisier than the scale (noisierP).
 func scaledTest(b, n []float64, alpha float64, s *Scale) (v Verdict, p, df, d, se float64, ok bool) {
 	lb, okb := logs(b)
@@ -111,7 +193,11 @@ func scaledTest(b, n []float64, alpha float64, s *Scale) (v Verdict, p, df, d, s
 	df = s.DF + nb + nn - 2
 	pooled := (s.DF*s.Var + within) / df
 	d = stats.Mean(ln) - stats.Mean(lb)
-	se = math.Sqrt(pooled * (1/nb + 1/nn))
+	w, bv := pooled*(1/nb+1/nn), 2*s.Between
+	se = math.Sqrt(w + bv)
+	if bv > 0 { // Welch-Satterthwaite
+		df = (w + bv) * (w + bv) / (w*w/df + bv*bv/s.BetweenDF)
+	}
 	t := d / se
 	p = mathx.BetaInc(df/(df+t*t), df/2, 0.5) // two-sided, without 1-CDF's rounding
 	if p <= alpha {

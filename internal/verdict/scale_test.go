@@ -105,3 +105,35 @@ func TestScaledEarlyLooksAA(t *testing.T) {
 		t.Errorf("A/A false DIFFERENT at the early looks with a history scale: %.2f%%, want at most 1%% (nominal 0.5%%)", 100*rate)
 	}
 }
+
+// Past runs whose levels differ by more than their repetitions explain
+// (a run-to-run offset of 2%, 1% within runs) give a between-run
+// variance, which the early looks add for each side: a 3-run -4% A/A
+// of two runs apart stays UNKNOWN. A history whose level stepped once (a
+// commit) and whose runs otherwise agree gives none.
+func TestScaleBetweenRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	offsets := make([]Spread, 20)
+	step := make([]Spread, 20)
+	for i := range offsets {
+		offsets[i] = Spread{N: 3, Mean: 0.02 * r.NormFloat64(), Var: 0.01 * 0.01}
+		step[i] = Spread{N: 3, Mean: 0.01 * math.Sqrt(2.0/3) / math.Sqrt2 * r.NormFloat64(), Var: 0.01 * 0.01}
+		if i >= 10 {
+			step[i].Mean += 0.1
+		}
+	}
+	s := PoolScale(offsets, "h.db")
+	if b := math.Sqrt(s.Between); b < 0.01 || b > 0.04 || !strings.Contains(s.String(), "runs apart by") {
+		t.Errorf("runs 2%% apart: between %.3g (%s); want about 0.02", b, s)
+	}
+	if st := PoolScale(step, "h.db"); st.Between != 0 {
+		t.Errorf("one step of the level: between %.3g, want 0", math.Sqrt(st.Between))
+	}
+	b, n := []float64{100, 101, 99}, []float64{96, 97, 95.1}
+	if v := DecideWith(b, n, DefaultMinEffect, nil, history(0.01)).Verdict; v != Different {
+		t.Errorf("-4%% at 3 runs with a history of runs that agree: %s, want DIFFERENT", v)
+	}
+	if v := DecideWith(b, n, DefaultMinEffect, nil, s).Verdict; v != Unknown {
+		t.Errorf("-4%% at 3 runs with a history of runs 2%% apart: %s, want UNKNOWN", v)
+	}
+}

@@ -11,27 +11,31 @@ import (
 )
 
 // encodeSpreads packs a run's spreads: per value its series id (uint32),
-// repetitions (uint32) and variance of the logs (float64 bits),
+// repetitions (uint32), mean and variance of the logs (float64 bits),
 // little-endian.
 func encodeSpreads(ids []int64, vs []Value) []byte {
-	b := make([]byte, 0, 16*len(vs))
+	b := make([]byte, 0, spreadSize*len(vs))
 	for i, v := range vs {
 		b = binary.LittleEndian.AppendUint32(b, uint32(ids[i]))
 		b = binary.LittleEndian.AppendUint32(b, uint32(v.Spread.N))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Spread.Mean))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Spread.Var))
 	}
 	return b
 }
 
+const spreadSize = 24
+
 // decodeSpreads calls f for each series id and spread of data.
 func decodeSpreads(data []byte, f func(series int64, s verdict.Spread)) error {
-	if len(data)%16 != 0 {
-		return fmt.Errorf("run spreads of %d bytes, not a multiple of 16", len(data))
+	if len(data)%spreadSize != 0 {
+		return fmt.Errorf("run spreads of %d bytes, not a multiple of %d", len(data), spreadSize)
 	}
-	for i := 0; i < len(data); i += 16 {
+	for i := 0; i < len(data); i += spreadSize {
 		f(int64(binary.LittleEndian.Uint32(data[i:])), verdict.Spread{
-			N:   int(binary.LittleEndian.Uint32(data[i+4:])),
-			Var: math.Float64frombits(binary.LittleEndian.Uint64(data[i+8:]))})
+			N:    int(binary.LittleEndian.Uint32(data[i+4:])),
+			Mean: math.Float64frombits(binary.LittleEndian.Uint64(data[i+8:])),
+			Var:  math.Float64frombits(binary.LittleEndian.Uint64(data[i+16:]))})
 	}
 	return nil
 }
