@@ -166,6 +166,13 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 	if dir == "" {
 		dir = "/"
 	}
+	// os/exec, not internal/proc: this is PID 1 of a VM, guest-side code
+	// like the agent (archtest's guestSide). proc's Executor is the
+	// harness's: its commands have no chroot, get the caller's environment
+	// (here the kernel's leftovers from its command line) besides the exact
+	// cfg.Env, and start in a process group of their own, where the inner
+	// run gets a session (Setsid; setpgid on a session leader fails with
+	// EPERM). Widening it for its one caller inside a VM buys nothing.
 	cmd := &exec.Cmd{
 		Path:        labBinary,
 		Args:        append([]string{"vnetbench"}, cfg.Args...),
