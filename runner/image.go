@@ -14,18 +14,14 @@ func GuestTuning(accel qemu.Accel) string { return vmimages.Tuning(accel != qemu
 
 // GuestCmdline is the guest kernel's command line for c under accel
 // before its devices' pieces (the NICs' vnb.* parameters: guestNIC.device):
-// vmimages.BaseCmdline, the tuning (guest.cmdline, or GuestTuning when
-// auto), then the image's extra parameters.
+// vmimages.GuestCmdline with the tuning (guest.cmdline, or GuestTuning
+// when auto) and the image's extra parameters.
 func GuestCmdline(c *scenarios.Cell, accel qemu.Accel, imageExtra string) string {
 	tuning := c.Guest.Cmdline
 	if tuning == "" || tuning == "auto" {
 		tuning = GuestTuning(accel)
 	}
-	s := vmimages.GuestConfig{}.Cmdline(tuning)
-	if imageExtra != "" {
-		s += " " + imageExtra
-	}
-	return s
+	return vmimages.GuestCmdline(tuning, imageExtra).String()
 }
 
 // VMImagesBuilder is the ImageFunc that builds the guest with vmimages:

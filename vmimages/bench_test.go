@@ -28,11 +28,11 @@ import (
 func BenchmarkBoot(b *testing.B) {
 	needQEMU(b)
 	k := testKernel(b)
-	// VNETBENCH_BENCH_APPEND replaces the command line (BaseCmdline and,
-	// under TCG, TCGCmdline), to compare kernel command lines.
-	accel, base := "tcg", BaseCmdline+" "+TCGCmdline
+	// VNETBENCH_BENCH_APPEND replaces the command line (GuestCmdline
+	// with, under TCG, TCGCmdline), to compare kernel command lines.
+	accel, base := "tcg", GuestCmdline(TCGCmdline).String()
 	if os.Getenv("VNETBENCH_BENCH_ACCEL") == "kvm" {
-		accel, base = "kvm", BaseCmdline
+		accel, base = "kvm", GuestCmdline("").String()
 	}
 	if a := os.Getenv("VNETBENCH_BENCH_APPEND"); a != "" {
 		base = a

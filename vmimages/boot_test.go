@@ -94,7 +94,7 @@ func TestBootSerialFallback(t *testing.T) {
 func TestBootFatal(t *testing.T) {
 	needQEMU(t)
 	img := buildTestImage(t)
-	vm := bootVMWith(t, img, "", BaseCmdline+" "+TCGCmdline+" vnb.ip=not-an-address", false)
+	vm := bootVMWith(t, img, "", GuestCmdline(TCGCmdline, "vnb.ip=not-an-address").String(), false)
 	select {
 	case <-vm.exited:
 	case <-time.After(90 * time.Second):

@@ -207,8 +207,8 @@ func TestCmdline(t *testing.T) {
 	if err != nil || back.Params() != c.Params() {
 		t.Errorf("round trip: %q vs %q (%v)", back.Params(), c.Params(), err)
 	}
-	if !strings.HasPrefix(c.Cmdline(""), BaseCmdline+" vnb.ip=") {
-		t.Errorf("Cmdline() = %q", c.Cmdline(""))
+	if want := "console=ttyS0 quiet panic=-1 oops=panic vnb.ip=10.0.0.2/24 vnb.mac=52:54:00:12:34:56"; !strings.HasPrefix(c.Cmdline(""), want+" ") {
+		t.Errorf("Cmdline(\"\") = %q, want it to start %q", c.Cmdline(""), want)
 	}
 	for _, bad := range []string{"vnb.ip=10.0.0.2", "vnb.mac=zz", "vnb.sink=teleport", "vnb.unknown=1", "vnb.mtu=big",
 		"vnb.nic=52:54:00:12:34:57", "vnb.nic=zz,10.0.1.2/24", "vnb.nic=52:54:00:12:34:57,10.0.1.2"} {

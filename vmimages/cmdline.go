@@ -8,15 +8,81 @@ import (
 	"strings"
 )
 
-// BaseCmdline is the kernel command line every guest starts with: serial
-// console, quiet boot, no reboot loop on panic. What else a guest gets
-// depends on the accelerator (the runner chooses; TCGCmdline under
-// emulation). Measured under TCG with the cloud kernel, "quiet" saves
-// ~0.1-0.3 s of console output; noapic and the like made no measurable
-// difference and are left out.
-const BaseCmdline = "console=ttyS0 quiet panic=-1 oops=panic"
+// KernelCmdline is the kernel command line of a VM vnetbench boots, a
+// host's guest or a lab VM (and a lab's nested guest), composed in one
+// order:
+//
+//	console=ttyS0 VERBOSITY panic=-1 [oops=panic] [rdinit=INIT] TUNING EXTRA... [-- ARGS...]
+//
+// Every kernel logs to the first serial port (the console log) and, with
+// panic=-1 and QEMU's -no-reboot, ends its VM on a panic instead of
+// rebooting. The fields are what differs: GuestCmdline fills them for a
+// guest, runner/labvm for a VM whose /init is lab init.
+type KernelCmdline struct {
+	// Verbosity is the console's log level: Quiet or LogWarnings.
+	Verbosity string
+	// OopsPanic makes an oops a panic: a guest stops at its first oops
+	// instead of measuring a wounded kernel.
+	OopsPanic bool
+	// Init is the initramfs program the kernel runs (rdinit=); "" = its
+	// default, /init.
+	Init string
+	// Tuning is the accelerator's tuning (Tuning, TCGTuning) or a
+	// scenario's own (guest.cmdline); "" = none.
+	Tuning string
+	// Extra are further parameters, in order; empty ones are left out.
+	Extra []string
+	// Args are the init program's arguments, after "--".
+	Args []string
+}
 
-// TCGCmdline are parameters for a guest under TCG only: no
+// The console's verbosity (KernelCmdline.Verbosity). Both keep it to
+// warnings and errors (the console is slow under TCG). Quiet is what a
+// guest has always had: measured under TCG with the cloud kernel, it saves
+// ~0.1-0.3 s of console output against a default boot. LogWarnings names
+// the level outright, whatever a lab kernel's own build set
+// CONFIG_CONSOLE_LOGLEVEL_QUIET to.
+const (
+	Quiet       = "quiet"
+	LogWarnings = "loglevel=4"
+)
+
+// String is the command line, as QEMU's -append takes it.
+func (k KernelCmdline) String() string {
+	p := []string{"console=ttyS0", k.Verbosity, "panic=-1"}
+	if k.OopsPanic {
+		p = append(p, "oops=panic")
+	}
+	if k.Init != "" {
+		p = append(p, "rdinit="+k.Init)
+	}
+	p = append(p, k.Tuning)
+	p = append(p, k.Extra...)
+	var b strings.Builder
+	for _, s := range p {
+		if s = strings.TrimSpace(s); s != "" {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(s)
+		}
+	}
+	if len(k.Args) > 0 {
+		b.WriteString(" -- " + strings.Join(k.Args, " "))
+	}
+	return b.String()
+}
+
+// GuestCmdline is a guest's kernel command line (its agent is /init):
+// quiet, an oops panics, then tuning (Tuning, or guest.cmdline) and
+// extra (the image's parameters, the vnb.* ones of GuestConfig.Params).
+// Noapic and the like made no measurable difference under TCG and are
+// left out.
+func GuestCmdline(tuning string, extra ...string) KernelCmdline {
+	return KernelCmdline{Verbosity: Quiet, OopsPanic: true, Tuning: tuning, Extra: extra}
+}
+
+// TCGCmdline are parameters for a kernel under TCG only: no
 // speculative-execution mitigations (page-table isolation flushes the
 // emulated TLB on every kernel entry), a TSC taken as reliable and no
 // IO-APIC timer check (both misfire when the emulator is loaded). Under
@@ -65,7 +131,7 @@ type NIC struct {
 	IP  netip.Prefix
 }
 
-// Params returns the vnb.* parameters for c, to append to BaseCmdline.
+// Params returns the vnb.* parameters for c (GuestCmdline's extra).
 func (c GuestConfig) Params() string {
 	var p []string
 	if c.IP.IsValid() {
@@ -92,17 +158,10 @@ func (c GuestConfig) Params() string {
 	return strings.Join(p, " ")
 }
 
-// Cmdline returns BaseCmdline, then tuning (accelerator-specific
-// parameters such as TCGCmdline; "" = none), then c's parameters.
+// Cmdline is the guest's whole kernel command line for c with tuning
+// (TCGCmdline, Tuning(...); "" = none): GuestCmdline(tuning, c.Params()).
 func (c GuestConfig) Cmdline(tuning string) string {
-	s := BaseCmdline
-	if tuning != "" {
-		s += " " + tuning
-	}
-	if p := c.Params(); p != "" {
-		s += " " + p
-	}
-	return s
+	return GuestCmdline(tuning, c.Params()).String()
 }
 
 // ParseCmdline extracts the GuestConfig from a kernel command line

@@ -43,7 +43,8 @@
 // the stream and bounds every call by its context.
 //
 // GuestConfig is what the agent reads from the kernel command line (vnb.ip,
-// vnb.mac, ...); BaseCmdline is the rest of the guest's command line.
+// vnb.mac, ...); GuestCmdline composes the rest of the guest's command
+// line, as KernelCmdline does for every VM vnetbench boots.
 //
 // # Boot time
 //

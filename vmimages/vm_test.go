@@ -179,7 +179,7 @@ type testVM struct {
 
 // bootVM starts QEMU (TCG) on img, inside netns ns with the tap when ns
 // is not empty, connects the agent client and registers the kill in
-// Cleanup. cmdline is appended to BaseCmdline.
+// Cleanup. guest's parameters go on GuestCmdline(TCGCmdline).
 func bootVM(tb testing.TB, img *Image, ns string, guest GuestConfig) *testVM {
 	return bootVMWith(tb, img, ns, guest.Cmdline(TCGCmdline), false)
 }

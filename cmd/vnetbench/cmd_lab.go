@@ -34,9 +34,9 @@ func cmdLabSelfTest(ctx context.Context, cl *cli, args []string, stdout, stderr 
 	fs.Uint64Var(&c.Count, "count", 20000, "pktgen packets")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "pktgen deadline")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 400*time.Second, "nested guest boot deadline")
-	fs.StringVar(&c.GuestAppend, "guest-append", "", "extra nested guest kernel parameters")
+	fs.StringVar(&c.GuestAppend, "guest-append", "", "nested guest kernel parameters in place of its TCG tuning")
 	var variants string
-	fs.StringVar(&variants, "variants", "", "`;`-separated nested kernel command lines to compare (one boot each)")
+	fs.StringVar(&variants, "variants", "", "`;`-separated nested guest kernel parameters to compare in place of its TCG tuning (one boot each)")
 	fs.BoolVar(&c.BootOnly, "boot-only", false, "boot the nested guests and measure, no pktgen")
 	pathVar(fs, &c.OutDir, "o", "output `dir` (selftest.json, nested consoles)")
 	var ps labvm.PerfStressConfig

@@ -118,9 +118,19 @@ const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"
 // on top, then runs the inner vnetbench chrooted there, and returns its
 // exit status.
 func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
+	if err := mountLabRoot(cfg); err != nil {
+		return 0, err
+	}
+	return runInner(cfg, extra)
+}
+
+// mountLabRoot builds the lab root at newRoot: the host root read-only,
+// the kernel's filesystems, cfg's tmpfs directories and shares, and this
+// binary at labBinary.
+func mountLabRoot(cfg *InitConfig) error {
 	os.MkdirAll(newRoot, 0o755)
 	if err := unix.Mount(cfg.RootTag, newRoot, "9p", unix.MS_RDONLY, ninePOpts+",cache=loose"); err != nil {
-		return 0, fmt.Errorf("mount host root (9p tag %s): %w", cfg.RootTag, err)
+		return fmt.Errorf("mount host root (9p tag %s): %w", cfg.RootTag, err)
 	}
 	for _, m := range []struct{ src, dst, fstype, opts string }{
 		{"proc", "/proc", "proc", ""}, {"sysfs", "/sys", "sysfs", ""}, {"devtmpfs", "/dev", "devtmpfs", ""},
@@ -131,7 +141,7 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 		dst := newRoot + m.dst
 		os.MkdirAll(dst, 0o755) // fails on the read-only root: the directory then already exists or the mount fails below
 		if err := unix.Mount(m.src, dst, m.fstype, 0, m.opts); err != nil && m.fstype != "cgroup2" && m.fstype != "debugfs" && m.fstype != "tracefs" && m.fstype != "bpf" {
-			return 0, fmt.Errorf("mount %s: %w", m.dst, err)
+			return fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
 	for _, d := range cfg.Tmpfs {
@@ -144,28 +154,41 @@ func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 			mode = "mode=1777"
 		}
 		if err := unix.Mount("tmpfs", dst, "tmpfs", 0, mode); err != nil {
-			return 0, fmt.Errorf("mount tmpfs on %s: %w", d, err)
+			return fmt.Errorf("mount tmpfs on %s: %w", d, err)
 		}
 	}
 	for _, s := range cfg.Shares {
 		dst := newRoot + s.Path
 		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return 0, fmt.Errorf("share %s: %w (it must exist on the host or lie under a tmpfs directory)", s.Path, err)
+			return fmt.Errorf("share %s: %w (it must exist on the host or lie under a tmpfs directory)", s.Path, err)
 		}
 		if err := unix.Mount(s.Tag, dst, "9p", 0, ninePOpts); err != nil {
-			return 0, fmt.Errorf("mount share %s (9p tag %s): %w", s.Path, s.Tag, err)
+			return fmt.Errorf("mount share %s (9p tag %s): %w", s.Path, s.Tag, err)
 		}
 	}
 	// The binary itself runs inside: copy /init to a tmpfs, beside (not
 	// at) /run/vnetbench, the directory of its ledgers.
 	bin := newRoot + labBinary
 	if err := copyFile("/init", bin); err != nil {
-		return 0, fmt.Errorf("install vnetbench in the lab root: %w (is /run a tmpfs?)", err)
+		return fmt.Errorf("install vnetbench in the lab root: %w (is /run a tmpfs?)", err)
 	}
+	return nil
+}
+
+// runInner runs the inner vnetbench chrooted into the lab root, with a
+// heartbeat on the console while it runs, and returns its exit status.
+func runInner(cfg *InitConfig, extra []*os.File) (int, error) {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = "/"
 	}
+	// os/exec, not internal/proc: this is PID 1 of a VM, guest-side code
+	// like the agent (archtest's guestSide). proc's Executor is the
+	// harness's: its commands have no chroot, get the caller's environment
+	// (here the kernel's leftovers from its command line) besides the exact
+	// cfg.Env, and start in a process group of their own, where the inner
+	// run gets a session (Setsid; setpgid on a session leader fails with
+	// EPERM). Widening it for its one caller inside a VM buys nothing.
 	cmd := &exec.Cmd{
 		Path:        labBinary,
 		Args:        append([]string{"vnetbench"}, cfg.Args...),

@@ -250,32 +250,29 @@ func LocalKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Kern
 	return ResolveKernel(ctx, k, cacheDir)
 }
 
-// DefaultAppend is the lab kernel command line before Config.Append.
-// loglevel=4 keeps the console (slow under TCG) to warnings and errors.
-const DefaultAppend = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
-
 // InitCommand is what a lab init VM's kernel passes to its /init after
 // "--": the vnetbench command /init runs (cmd's lab-init), which tells it
 // from the guest agent.
 const InitCommand = "lab-init"
 
-// Cmdline is the kernel command line of a VM whose /init is lab init (a
-// lab VM, the self-test's nested guest): DefaultAppend, extra (its
-// tuning, such as FastAppend), then InitCommand after "--".
-func Cmdline(extra string) string {
-	return strings.TrimSpace(DefaultAppend+" "+extra) + " -- " + InitCommand
+// initCmdline is the kernel command line of a VM whose /init is lab init
+// (a lab VM, the self-test's nested guest), composed as every VM's is
+// (vmimages.KernelCmdline): the console kept to warnings (LogWarnings),
+// /init named, tuning (vmimages.TCGTuning under TCG: no IO-APIC timer
+// check, which under a loaded emulator stalled a nested boot for over
+// 400 s; no speculative-execution mitigations, whose page-table isolation
+// makes every kernel entry flush the emulated TLB), extra, then
+// InitCommand after "--". Measured on a loaded 2-core machine with
+// Debian's 6.1 cloud kernel under TCG: the nested guest's /init at 3.5-3.8 s
+// guest uptime with the TCG tuning instead of 4.1-6.2 s without; nested
+// (TCG in TCG) the boot stays at 4-6 minutes, dominated by the double
+// emulation and the host's load, not by these parameters.
+func initCmdline(tuning, extra string) string {
+	return vmimages.KernelCmdline{
+		Verbosity: vmimages.LogWarnings, Init: "/init", Tuning: tuning,
+		Extra: []string{extra}, Args: []string{InitCommand},
+	}.String()
 }
-
-// FastAppend are kernel parameters that shorten a boot under TCG (and
-// TCG inside TCG): no console chatter and vmimages.TCGTuning, the tuning
-// of every kernel under TCG (no IO-APIC timer check: under a loaded
-// emulator it stalled a nested boot for over 400 s; no speculative-execution
-// mitigations: page-table isolation makes every kernel entry flush the
-// emulated TLB). Measured on a loaded 2-core machine with Debian's 6.1
-// cloud kernel under TCG: /init at 3.5-3.8 s guest uptime instead of
-// 4.1-6.2 s; nested (TCG in TCG) the boot stays at 4-6 minutes, dominated
-// by the double emulation and the host's load, not by these parameters.
-const FastAppend = "quiet " + vmimages.TCGTuning
 
 // LabImageCache is where the run inside a lab writes the guest images it
 // builds (a tmpfs: the host's cache is read-only there).
@@ -548,7 +545,7 @@ func (c Config) vm(image, initrd, qmp, console string, accel qemu.Accel, shares 
 	return qemu.Config{
 		Name: "vnb-lab-" + c.Label, Accel: accel, TCGThread: c.TCGThread, CPUs: cpus, MemoryMiB: mem, Nested: nested, NoSVM: accel != qemu.KVM,
 		Kernel: image, Initrd: initrd,
-		Append:    Cmdline(strings.TrimSpace(tuning + " " + c.Append)),
+		Append:    initCmdline(tuning, c.Append),
 		Shares:    shares,
 		QMPSocket: qmp, ConsoleLog: console, Extra: c.QEMUExtra,
 	}

@@ -400,3 +400,12 @@ func TestShareList(t *testing.T) {
 		t.Errorf("shares without OutDir: %+v", got)
 	}
 }
+
+// The self-test's nested guest boots lab init with the TCG tuning by
+// default; a lab VM's own forms are in runner/lab's plan goldens.
+func TestInitCmdlineNested(t *testing.T) {
+	want := "console=ttyS0 loglevel=4 panic=-1 rdinit=/init mitigations=off tsc=reliable no_timer_check cryptomgr.notests i8042.noaux i8042.nokbd i8042.nopnp audit=0 -- lab-init"
+	if got := initCmdline(vmimages.TCGTuning, ""); got != want {
+		t.Errorf("initCmdline(TCGTuning, \"\") = %q, want %q", got, want)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Orders of perf against pktgen in a perf stress run.
@@ -200,7 +201,7 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		}
 	}
 	if sc.GuestAppend == "" {
-		sc.GuestAppend = FastAppend
+		sc.GuestAppend = vmimages.TCGTuning
 	}
 	sc.OutDir, sc.Log = c.OutDir, c.Log
 	tmp, removeTmp, err := ledger.MkdirTemp(fmt.Sprintf("vnb-perfstress-%d", os.Getpid()))

@@ -33,10 +33,12 @@ type SelfTestConfig struct {
 	OutDir       string // results JSON and nested console logs
 	Binary       string // vnetbench binary for the nested /init (default this executable)
 	BootTimeout  time.Duration
-	// GuestAppend is added to the nested guest's kernel command line.
+	// GuestAppend are the nested guest's kernel parameters in place of
+	// its tuning (initCmdline); default vmimages.TCGTuning, as it runs
+	// under TCG.
 	GuestAppend string
-	// Variants, when set, repeats each backend once per extra command
-	// line (instead of GuestAppend), to compare boot times.
+	// Variants, when set, repeats each backend once per tuning (instead
+	// of GuestAppend), to compare boot times.
 	Variants []string
 	// BootOnly boots each backend's nested guest and measures, no pktgen.
 	BootOnly bool
@@ -85,7 +87,7 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 		c.BootTimeout = 400 * time.Second
 	}
 	if c.GuestAppend == "" && len(c.Variants) == 0 {
-		c.GuestAppend = FastAppend
+		c.GuestAppend = vmimages.TCGTuning
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -204,7 +206,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	qc := qemu.Config{
 		Name: "vnb-nested", Accel: qemu.TCG, CPUs: 1, MemoryMiB: 256,
 		Kernel: kernel, Initrd: initrd,
-		Append:     Cmdline(c.GuestAppend),
+		Append:     initCmdline(c.GuestAppend, ""),
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
