@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -133,4 +134,23 @@ func OptIn(tb testing.TB, env, how string) {
 func NotApplicable(tb testing.TB, reason string) {
 	tb.Helper()
 	tb.Skipf("not applicable here: %s", reason)
+}
+
+// RunNoNetnsLeft runs a package's tests (m.Run) and returns the exit code
+// for TestMain's os.Exit: 1 also when a test left behind a network
+// namespace (/run/netns) whose name starts with prefix, the package's own
+// (with this process's id, so that packages run at once do not see each
+// other's).
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix())) }
+func RunNoNetnsLeft(m *testing.M, prefix string) int {
+	code := m.Run()
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			fmt.Fprintf(os.Stderr, "FAIL: netns %s left behind\n", e.Name())
+			code = 1
+		}
+	}
+	return code
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -337,6 +338,27 @@ func (w *Window) WriteArtifact(name string, data []byte) (string, error) {
 		return "", err
 	}
 	return filepath.Join(w.RelDir, name), nil
+}
+
+// AddJSONArtifact writes v, indented JSON, as the window's artifact name
+// (WriteArtifact) and lists it in r.Artifacts: the counts behind a
+// generator's metrics. A window without an artifact directory (tests)
+// keeps none; a write that fails is a warning of r, not an error: the
+// metrics stand without it.
+func (w *Window) AddJSONArtifact(r *Result, name string, v any) {
+	if w.Artifacts == "" && w.Out == nil {
+		return
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	var rel string
+	if err == nil {
+		rel, err = w.WriteArtifact(name, append(b, '\n'))
+	}
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("artifact %s not written: %v", name, err))
+		return
+	}
+	r.Artifacts = append(r.Artifacts, rel)
 }
 
 // CreateArtifact makes name, a new file in the window's artifact

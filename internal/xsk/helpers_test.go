@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,14 +23,7 @@ func TestMain(m *testing.M) {
 		// A generator child of TestCompareTestpmd.
 		os.Exit(childMain())
 	}
-	code := m.Run()
-	for _, ns := range hostnet.Leftovers() {
-		if strings.HasPrefix(ns, nsPrefix()) {
-			fmt.Fprintf(os.Stderr, "FAIL: netns %s left behind\n", ns)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
 }
 
 func nsPrefix() string { return fmt.Sprintf("vnbxdp-%d-", os.Getpid()) }

@@ -2,11 +2,8 @@ package afxdp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -47,26 +44,9 @@ func (c *Config) Generator() workload.Generator { return &generator{cfg: *c} }
 
 // config is the generator's configuration for window w.
 func (c *Config) config(w *workload.Window) (xdp.Config, error) {
-	f := xdp.Frame{Size: c.PktSize}
-	if w.DstMAC != "" {
-		mac, err := net.ParseMAC(w.DstMAC)
-		if err != nil {
-			return xdp.Config{}, fmt.Errorf("guest MAC %q: %w", w.DstMAC, err)
-		}
-		f.DstMAC = mac
-	}
-	for _, a := range []struct {
-		s string
-		p *netip.Addr
-	}{{w.Src, &f.SrcIP}, {w.Dst, &f.DstIP}} {
-		if a.s == "" {
-			continue
-		}
-		ip, err := netip.ParseAddr(a.s)
-		if err != nil {
-			return xdp.Config{}, fmt.Errorf("address %q: %w", a.s, err)
-		}
-		*a.p = ip
+	f, err := series.Frame(w, c.PktSize)
+	if err != nil {
+		return xdp.Config{}, err
 	}
 	x := xdp.Config{Dev: w.Dev, Mode: xdp.Mode(c.Mode), Frame: f, Count: c.Count, Duration: c.Duration, Batch: c.Batch,
 		InNetns: w.InNetns}
@@ -196,14 +176,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if res.Outstanding > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("afxdp: %d frames were still in flight when the drain timed out (not counted)", res.Outstanding))
 	}
-	if g.w.Artifacts != "" {
-		if b, err := json.MarshalIndent(res, "", "  "); err == nil {
-			name := "afxdp.json"
-			if rel, err := g.w.WriteArtifact(name, append(b, '\n')); err == nil {
-				r.Artifacts = append(r.Artifacts, rel)
-			}
-		}
-	}
+	g.w.AddJSONArtifact(r, "afxdp.json", res)
 	return r, nil
 }
 

@@ -2,12 +2,9 @@ package tcprr
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -374,14 +371,7 @@ func (g *generator) result() (*workload.Result, error) {
 			sum.BulkBytes, sum.BulkSpanS = g.out.bulkBytes, g.out.bulkSpan.Seconds()
 		}
 	}
-	if g.w.Artifacts != "" {
-		if b, err := json.MarshalIndent(sum, "", "  "); err == nil {
-			name := "tcp_rr.json"
-			if os.WriteFile(filepath.Join(g.w.Artifacts, name), append(b, '\n'), 0o644) == nil {
-				r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
-			}
-		}
-	}
+	g.w.AddJSONArtifact(r, "tcp_rr.json", sum)
 	return r, nil
 }
 

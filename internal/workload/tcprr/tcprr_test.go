@@ -22,14 +22,7 @@ import (
 // TestMain fails the package when a test leaves one of its namespaces
 // behind.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, ns := range hostnet.Leftovers() {
-		if strings.HasPrefix(ns, nsPrefix()) {
-			fmt.Fprintf(os.Stderr, "FAIL: netns %s left behind\n", ns)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
 }
 
 func nsPrefix() string { return "vnbrr" + strconv.Itoa(os.Getpid()) }

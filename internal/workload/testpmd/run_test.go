@@ -21,14 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	workload.Register(afxdp.Workload{})
 	workload.Register(Workload{})
-	code := m.Run()
-	for _, ns := range hostnet.Leftovers() {
-		if strings.HasPrefix(ns, nsPrefix()) {
-			fmt.Fprintf(os.Stderr, "FAIL: netns %s left behind\n", ns)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
 }
 
 func nsPrefix() string { return fmt.Sprintf("vnbwpmd-%d-", os.Getpid()) }

@@ -184,14 +184,10 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		count = *res.Server
 	}
 	out := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[metric.Key]float64{}}
-	if b, err := json.MarshalIndent(struct {
+	g.w.AddJSONArtifact(out, "vsock.json", struct {
 		Guest  guestResult `json:"guest"`
 		Server serverCount `json:"server"`
-	}{res, count}, "", "  "); err == nil && g.w.Artifacts != "" {
-		if rel, err := g.w.WriteArtifact("vsock.json", b); err == nil {
-			out.Artifacts = append(out.Artifacts, rel)
-		}
-	}
+	}{res, count})
 	out.Warnings = append(out.Warnings, res.Warnings...)
 	if srvErr != nil {
 		return nil, srvErr

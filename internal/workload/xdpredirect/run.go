@@ -2,13 +2,8 @@ package xdpredirect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
@@ -95,26 +90,9 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 // to the guest.
 func (g *generator) senderConfig() (xdp.Config, error) {
 	w := g.w
-	f := xdp.Frame{Size: g.cfg.PktSize}
-	if w.DstMAC != "" {
-		mac, err := net.ParseMAC(w.DstMAC)
-		if err != nil {
-			return xdp.Config{}, fmt.Errorf("guest MAC %q: %w", w.DstMAC, err)
-		}
-		f.DstMAC = mac
-	}
-	for _, a := range []struct {
-		s string
-		p *netip.Addr
-	}{{w.Src, &f.SrcIP}, {w.Dst, &f.DstIP}} {
-		if a.s == "" {
-			continue
-		}
-		ip, err := netip.ParseAddr(a.s)
-		if err != nil {
-			return xdp.Config{}, fmt.Errorf("address %q: %w", a.s, err)
-		}
-		*a.p = ip
+	f, err := series.Frame(w, g.cfg.PktSize)
+	if err != nil {
+		return xdp.Config{}, err
 	}
 	d := g.cfg.Duration
 	if w.Duration > 0 { // warmup
@@ -281,14 +259,7 @@ func (g *generator) result(res *xdp.Result, c counts, tap hostnet.LinkStats) (*w
 			r.BusyFrac = float64(q.CPU()) / float64(q.Duration)
 		}
 	}
-	if g.w.Artifacts != "" {
-		if b, err := json.MarshalIndent(o, "", "  "); err == nil {
-			name := "xdp_redirect.json"
-			if os.WriteFile(filepath.Join(g.w.Artifacts, name), append(b, '\n'), 0o644) == nil {
-				r.Artifacts = append(r.Artifacts, filepath.Join(g.w.RelDir, name))
-			}
-		}
-	}
+	g.w.AddJSONArtifact(r, "xdp_redirect.json", o)
 	return r, o
 }
 

@@ -1,13 +1,17 @@
 // Package series is what the AF_XDP series' workloads (afxdp, the
 // harness's generator, and testpmd, the series' own) share: their
 // pkt_size and mode keys, queue and CPU checks, their table, their
-// feature's name and the tap's counters. Both plug-ins import this
-// package; neither imports the other. The AF_XDP socket driver is
+// feature's name, the frames they send and the tap's counters.
+// xdp_redirect, which drives the same generator on a veth, takes the
+// pkt_size key, the feature and the frames too. The plug-ins import this
+// package; none imports another. The AF_XDP socket driver is
 // internal/xsk, which names no workload.
 package series
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -161,4 +165,32 @@ func LinkStats(w *workload.Window) (hostnet.LinkStats, error) {
 		return s, w.InNetns(read)
 	}
 	return s, read()
+}
+
+// Frame is the frame of size bytes the AF_XDP generator sends in window
+// w: UDP to the guest's MAC and address (DstMAC, Dst) from the tap's
+// address (Src); what w leaves empty keeps xsk.Frame's default.
+func Frame(w *workload.Window, size int) (xsk.Frame, error) {
+	f := xsk.Frame{Size: size}
+	if w.DstMAC != "" {
+		mac, err := net.ParseMAC(w.DstMAC)
+		if err != nil {
+			return f, fmt.Errorf("guest MAC %q: %w", w.DstMAC, err)
+		}
+		f.DstMAC = mac
+	}
+	for _, a := range []struct {
+		s string
+		p *netip.Addr
+	}{{w.Src, &f.SrcIP}, {w.Dst, &f.DstIP}} {
+		if a.s == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.s)
+		if err != nil {
+			return f, fmt.Errorf("address %q: %w", a.s, err)
+		}
+		*a.p = ip
+	}
+	return f, nil
 }
