@@ -3,7 +3,6 @@ package labvm
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -66,18 +63,9 @@ timeouts: {boot: 9m, traffic: 5m}
 // VNETBENCH_E2E_KEEP=DIR keeps bisect's directory (the step runs) in DIR.
 func TestLabBisectE2E(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_E2E_BISECT", "a real bisection, a git tree of linux-source-6.1 (3 GB), kernel builds and two lab VMs per step, 5-15 min: VNETBENCH_E2E_BISECT=1 make e2e RUN=TestLabBisectE2E PKG=./runner/labvm")
-	needLab(t)
-	if err := kbuild.CheckDeps(); err != nil {
-		testenv.Skipf(t, "%v", err)
-	}
+	needLabBuilds(t)
 	bin := vnetbenchBinary(t)
-	src, err := kbuild.DebianSource(t.Context(), filepath.Join(vmimages.CacheDir(), "src"), "6.1", testLog{t})
-	if errors.Is(err, fault.ErrCapability) {
-		testenv.Skipf(t, "%v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := debianSource61(t)
 	tree := splitTree(t, src, filepath.Join(vmimages.CacheDir(), "bisect-e2e", "linux-source-6.1"))
 	g := func(args ...string) string { t.Helper(); return gitIn(t, tree, args...) }
 	culprit := g("rev-parse", "e2e-tip~1")

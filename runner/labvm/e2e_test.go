@@ -1,6 +1,7 @@
 package labvm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -32,6 +34,46 @@ func needLab(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		testenv.NotApplicable(t, "the lab e2e tests boot Debian amd64 kernels")
 	}
+}
+
+// needLabBuilds is needLab for a test whose kernels are built from
+// source: it skips (fails under CI) without kbuild's tools.
+func needLabBuilds(t *testing.T) {
+	t.Helper()
+	needLab(t)
+	if err := kbuild.CheckDeps(); err != nil {
+		testenv.Skipf(t, "%v", err)
+	}
+}
+
+// debianSource61 is Debian's linux-source-6.1 tree in the cache, the one a
+// scenario's `source: debian:6.1` fetches, for the tests that build or
+// patch from it themselves; it skips (fails under CI) when it cannot be
+// fetched here.
+func debianSource61(t *testing.T) string {
+	t.Helper()
+	src, err := kbuild.DebianSource(t.Context(), filepath.Join(vmimages.CacheDir(), "src"), "6.1", testLog{t})
+	if errors.Is(err, fault.ErrCapability) {
+		testenv.Skipf(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// runVnetbench runs argv (a vnetbench command over whole labs: minutes),
+// logs how long it took and the last lines of its output, and returns
+// the output (stdout and stderr as they came) and the command's error.
+func runVnetbench(t *testing.T, what string, lines int, argv ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("vnetbench %s: %.0fs\n%s", what, time.Since(start).Seconds(), tail(out.String(), lines))
+	return out.String(), err
 }
 
 // vnetbenchBinary returns $VNETBENCH_BIN or a static build of

@@ -1,17 +1,11 @@
 package labvm
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/kbuild"
 )
 
 // latencyMiniature are the --set overrides that cut the built-in
@@ -39,24 +33,16 @@ var latencyMiniature = []string{
 //
 // About 2 minutes under TCG with the builds cached.
 func TestLabLatencyE2E(t *testing.T) {
-	needLab(t)
-	if err := kbuild.CheckDeps(); err != nil {
-		testenv.Skipf(t, "%v", err)
-	}
+	needLabBuilds(t)
 	bin := vnetbenchBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"run", "lab-latency", "-o", dir, "--lock-wait", "60m"}, latencyMiniature...)
-	var out bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("vnetbench run lab-latency (miniature): %.0fs\n%s", time.Since(start).Seconds(), tail(out.String(), 60))
+	argv := append([]string{bin, "run", "lab-latency", "-o", dir, "--lock-wait", "60m"}, latencyMiniature...)
+	out, err := runVnetbench(t, "run lab-latency (miniature)", 60, argv...)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	for _, want := range []string{"latency under load", "RTT p99", "qdisc wait p99", "pfifo_fast:", "stock", "patched"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the run's table lacks %q", want)
 		}
 	}

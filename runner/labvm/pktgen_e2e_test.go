@@ -1,9 +1,7 @@
 package labvm
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -101,20 +98,11 @@ func TestLabPktgenFullBuildE2E(t *testing.T) {
 }
 
 func labPktgenE2E(t *testing.T, build string) {
-	needLab(t)
-	if err := kbuild.CheckDeps(); err != nil {
-		testenv.Skipf(t, "%v", err)
-	}
+	needLabBuilds(t)
 	bin := vnetbenchBinary(t)
 	// The tree the run fetches (source: debian:6.1): its samples/pktgen
 	// scripts, and the nested guest's kernel built from it.
-	src, err := kbuild.DebianSource(t.Context(), filepath.Join(vmimages.CacheDir(), "src"), "6.1", testLog{t})
-	if errors.Is(err, fault.ErrCapability) {
-		testenv.Skipf(t, "%v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := debianSource61(t)
 	tmp := t.TempDir()
 	// The scripts' tree goes under /tmp, which the lab's host root share
 	// hides (tmpfs): the run must share it into the lab (lab.Config.Shares).
@@ -139,12 +127,7 @@ func labPktgenE2E(t *testing.T, build string) {
 	if err := os.WriteFile(scen, []byte(fmt.Sprintf(e2eScenario, build, guestLine, scripts)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "run", scen, "-o", dir, "--lock-wait", "60m")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("vnetbench run lab-pktgen-e2e: %.0fs\n%s", time.Since(start).Seconds(), tail(out.String(), 60))
+	out, err := runVnetbench(t, "run lab-pktgen-e2e", 60, bin, "run", scen, "-o", dir, "--lock-wait", "60m")
 	if err != nil {
 		for _, l := range []string{"stock", "patched"} {
 			if b, rerr := os.ReadFile(filepath.Join(dir, "lab", l, "console.log")); rerr == nil {
@@ -167,7 +150,7 @@ func labPktgenE2E(t *testing.T, build string) {
 	// The run's own table names both kernels and the patch.
 	for _, want := range []string{"vnetbench report: stock vs patched", "stock: 6.1.", "patched: 6.1.",
 		"+ 1 patch (tun: stop the tx queue on a full ring instead of dropping)"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the run's table lacks %q", want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -144,13 +142,7 @@ func TestLabReplacedModule(t *testing.T) {
 		testenv.NeedCommand(t, d.Name, d.Package)
 	}
 	bin := vnetbenchBinary(t)
-	src, err := kbuild.DebianSource(t.Context(), filepath.Join(vmimages.CacheDir(), "src"), "6.1", testLog{t})
-	if errors.Is(err, fault.ErrCapability) {
-		testenv.Skipf(t, "%v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := debianSource61(t)
 	b := &kbuild.Builder{Dir: filepath.Join(vmimages.CacheDir(), "kbuild"), Log: testLog{t}}
 	patches, err := kbuild.ReadPatches([]string{"../../scenarios/series/tun-backpressure/0001-tun-stop-the-tx-queue-on-a-full-ring-instead-of-dropping.patch"})
 	if err != nil {

@@ -1,17 +1,14 @@
 package labvm
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
-	"github.com/vnetbench/vnetbench/runner/kbuild"
 )
 
 // reviewSample is what TestLabReviewE2E reads of a sample.
@@ -38,27 +35,19 @@ type reviewSample struct {
 // VNETBENCH_E2E_KEEP=DIR keeps the run directory.
 func TestLabReviewE2E(t *testing.T) {
 	testenv.OptIn(t, "VNETBENCH_E2E_REVIEW", "the whole lab-review built-in, about 25 min warm (2 kernel builds when cold): VNETBENCH_E2E_REVIEW=1 make e2e RUN=TestLabReviewE2E PKG=./runner/labvm")
-	needLab(t)
-	if err := kbuild.CheckDeps(); err != nil {
-		testenv.Skipf(t, "%v", err)
-	}
+	needLabBuilds(t)
 	bin := vnetbenchBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	if keep := os.Getenv("VNETBENCH_E2E_KEEP"); keep != "" {
 		dir = filepath.Join(keep, "lab-review-"+time.Now().Format("20060102-150405"))
 	}
-	var out bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "run", "lab-review", "-o", dir, "--lock-wait", "3h")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("vnetbench run lab-review: %.0fs\n%s", time.Since(start).Seconds(), tail(out.String(), 400))
+	out, err := runVnetbench(t, "run lab-review", 400, bin, "run", "lab-review", "-o", dir, "--lock-wait", "3h")
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	for _, want := range []string{"pktgen", "Tx per thread", "Lost per thread", "iperf3", "Throughput", "tcp_rr", "RTT p99, bulk",
 		"xdp_redirect", "Redirected", "latency under load", "stock", "patched"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the run's output lacks %q", want)
 		}
 	}

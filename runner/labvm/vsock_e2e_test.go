@@ -1,14 +1,11 @@
 package labvm
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -52,17 +49,11 @@ func TestLabVsockE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tmp, "run")
-	var out bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), "nice", "-n", "10", bin, "run", scen, "-o", dir, "--seed", "1", "--lock-wait", "60m")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("vnetbench run vsock-sockmap-e2e: %.0fs\n%s", time.Since(start).Seconds(), tail(out.String(), 60))
+	o, err := runVnetbench(t, "run vsock-sockmap-e2e", 60, "nice", "-n", "10", bin, "run", scen, "-o", dir, "--seed", "1", "--lock-wait", "60m")
 	if err != nil {
 		logConsoles(t, dir)
 		t.Fatalf("run: %v", err)
 	}
-	o := out.String()
 	for _, want := range []string{"socat |", "sockmap |", " change", "| 65536B ", " MB/s ", "Redirector CPU"} {
 		if !strings.Contains(o, want) {
 			t.Errorf("the table lacks %q", want)
