@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -116,7 +117,7 @@ func writeHistory(tb testing.TB, n int) string {
 		s := results.Sample{Run: "bench", Cell: be + "/pktgen-t" + strconv.Itoa(th) + "/" + commit, Rep: rep, Kernel: kernel,
 			Axes:  map[string]string{"backend": be, "generator": "pktgen-t" + strconv.Itoa(th), "commit": commit},
 			Start: t0.Add(time.Duration(i) * time.Second), WindowS: 10,
-			Metrics: map[string]float64{"tx_pps": tx, "lost_pps": tx / 3, "tap_tx_pps": tx, "rx_pps": tx * 0.99, "pktgen_errors": tx,
+			Metrics: map[metric.Key]float64{"tx_pps": tx, "lost_pps": tx / 3, "tap_tx_pps": tx, "rx_pps": tx * 0.99, "pktgen_errors": tx,
 				"harness_cpu_frac": 0.01, "cell_overhead_s": 2, "generator_busy_frac": 0.99,
 				"perf.cycles@vhost": 5e10 + tx, "perf.instructions@vhost": 6e10 + tx, "perf.context-switches@vhost": 1000 + float64(rep)},
 			Labels: map[string]string{"generator": "pktgen", "count": "10000000", "threads": strconv.Itoa(th), "pin": "vhost:0", "qdisc": "fq_codel"},
@@ -155,7 +156,7 @@ func distinctSet(n, kernels int) *results.Set {
 	for i := range n {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/c" + strconv.Itoa(i), Kernel: "k" + strconv.Itoa(i%kernels),
 			Axes:    map[string]string{"backend": "tap", "commit": "c" + strconv.Itoa(i)},
-			Metrics: map[string]float64{"tx_pps": 1000 + float64(i), "lost_pps": float64(i)}})
+			Metrics: map[metric.Key]float64{"tx_pps": 1000 + float64(i), "lost_pps": float64(i)}})
 	}
 	return set
 }
@@ -197,7 +198,7 @@ func distinctKeysSet(n int) *results.Set {
 	for i := range n {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/c" + strconv.Itoa(i), Kernel: "k",
 			Axes:    map[string]string{"backend": "tap", "commit": "c" + strconv.Itoa(i)},
-			Metrics: map[string]float64{"m" + strconv.Itoa(i): float64(i)}})
+			Metrics: map[metric.Key]float64{metric.Key("m" + strconv.Itoa(i)): float64(i)}})
 	}
 	return set
 }

@@ -13,13 +13,13 @@ import (
 
 func (b *builder) compareTables() {
 	for _, key := range b.metricKeys() {
-		if strings.HasPrefix(key, results.PerfPrefix) && len(b.opt.Metrics) == 0 {
+		if strings.HasPrefix(string(key), results.PerfPrefix) && len(b.named) == 0 {
 			continue // shown by the perf stat tables
 		}
-		if strings.HasPrefix(key, metric.DropPrefix) && !slices.Contains(b.opt.Metrics, key) {
+		if strings.HasPrefix(string(key), metric.DropPrefix) && !slices.Contains(b.named, key) {
 			continue // shown under Lost and in the drops table
 		}
-		if results.IsDiagnostic(key) && !slices.Contains(b.opt.Metrics, key) {
+		if results.IsDiagnostic(key) && !slices.Contains(b.named, key) {
 			continue // shown by the harness and diagnostics table
 		}
 		m := b.idx.metric(key)
@@ -27,8 +27,8 @@ func (b *builder) compareTables() {
 		if len(cells) == 0 {
 			continue
 		}
-		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: key, Unit: m.Unit,
-			LabelHeader: []string{key}}
+		t := &Table{Kind: KindCompare, Title: fmt.Sprintf("%s (%s, %s is better)", key, m.Unit, m.Better), Metric: string(key), Unit: m.Unit,
+			LabelHeader: []string{string(key)}}
 		if m.Better == metric.Neutral {
 			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
 		}

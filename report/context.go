@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -369,7 +370,7 @@ func (b *builder) columnNotes() []string {
 }
 
 // anyPositive reports whether a sample of one of cells has metric key > 0.
-func (b *builder) anyPositive(cells []string, key string) bool {
+func (b *builder) anyPositive(cells []string, key metric.Key) bool {
 	for _, cell := range cells {
 		for _, s := range b.idx.byCell[cell] {
 			if s.Metrics[key] > 0 {

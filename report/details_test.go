@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -77,7 +78,7 @@ func TestDetails(t *testing.T) {
 		}
 	}
 	for _, key := range results.Diagnostics() {
-		if strings.Contains(out, "\n"+key+" (") {
+		if strings.Contains(out, "\n"+string(key)+" (") {
 			t.Errorf("--details has a per-metric block for the diagnostic %s", key)
 		}
 	}
@@ -181,7 +182,7 @@ func TestDefaultGatesSkipDiagnostics(t *testing.T) {
 		gated[d.Gate.Metric] = true
 	}
 	for _, k := range results.Diagnostics() {
-		if gated[k] {
+		if gated[string(k)] {
 			t.Errorf("diagnostic %s gated by default", k)
 		}
 	}
@@ -211,7 +212,7 @@ func TestDefaultGatesSkipPerfCounters(t *testing.T) {
 			d := float64(rep) / 3
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
 				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"},
-				Metrics: map[string]float64{"tx_pps": tx + d, "lost_pps": lost + d, "perf.context-switches@kpktgend": cs + d,
+				Metrics: map[metric.Key]float64{"tx_pps": tx + d, "lost_pps": lost + d, "perf.context-switches@kpktgend": cs + d,
 					"cpu_per_pkt.kpktgend": cpp + d/100, "harness_cpu_frac": 0.01 + d/1000}})
 		}
 		return set
@@ -259,10 +260,10 @@ func TestSpreadLegends(t *testing.T) {
 	set := &results.Set{Env: map[string]*results.Env{}}
 	for rep := range 8 {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap", "generator": "pktgen"},
-			Metrics: map[string]float64{"tx_pps": 1000 + float64(rep)}})
+			Metrics: map[metric.Key]float64{"tx_pps": 1000 + float64(rep)}})
 		if rep < 3 {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap+vhost/pktgen-t1", Kernel: "k", Rep: rep, Axes: map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
-				Metrics: map[string]float64{"tx_pps": 2000 + float64(rep)}})
+				Metrics: map[metric.Key]float64{"tx_pps": 2000 + float64(rep)}})
 		}
 	}
 	r, err := Build(set, Options{Kinds: []string{KindCompare}, Details: true})
@@ -291,7 +292,7 @@ func TestContextNamesVaryingAxes(t *testing.T) {
 			set.Samples = append(set.Samples, results.Sample{Cell: be + "/pktgen-t1/" + mode, Kernel: "k",
 				Axes: map[string]string{"backend": be, "generator": "pktgen", "generator.pktgen.mode": mode,
 					"generator.pktgen.threads": "1", "generator.pktgen.xmit_mode": "start_xmit"},
-				Metrics: map[string]float64{"tx_pps": 1000, "lost_pps": 10}})
+				Metrics: map[metric.Key]float64{"tx_pps": 1000, "lost_pps": 10}})
 		}
 	}
 	r, err := Build(set, Options{Kinds: []string{KindThread}})
@@ -332,7 +333,7 @@ func TestLostPerThreadRow(t *testing.T) {
 			}
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t4", Kernel: "k", Rep: rep,
 				Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "4"},
-				Metrics: map[string]float64{"tx_pps": 4000, "lost_pps": 1060}, Threads: th})
+				Metrics: map[metric.Key]float64{"tx_pps": 4000, "lost_pps": 1060}, Threads: th})
 		}
 		r, err := Build(set, Options{Kinds: []string{KindThread}})
 		if err != nil {
@@ -365,7 +366,7 @@ func TestHeaderNamesBuiltKernels(t *testing.T) {
 	for _, k := range []string{"stock", "patched"} {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k,
 			Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "1"},
-			Metrics: map[string]float64{"tx_pps": 1000, "lost_pps": 10}})
+			Metrics: map[metric.Key]float64{"tx_pps": 1000, "lost_pps": 10}})
 	}
 	r, err := Build(set, Options{By: "kernel"})
 	if err != nil {

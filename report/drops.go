@@ -25,12 +25,12 @@ const (
 // cell has: a reason that did not occur is a drop rate of 0, not a
 // missing number (a patched kernel's FULL_RING row reads 0 pps).
 func withDropZeros(set *results.Set) *results.Set {
-	keys := map[string]map[string]bool{} // cell -> drop keys
+	keys := map[string]map[metric.Key]bool{} // cell -> drop keys
 	for _, s := range set.Samples {
 		for k := range s.Metrics {
-			if strings.HasPrefix(k, metric.DropPrefix) {
+			if strings.HasPrefix(string(k), metric.DropPrefix) {
 				if keys[s.Cell] == nil {
-					keys[s.Cell] = map[string]bool{}
+					keys[s.Cell] = map[metric.Key]bool{}
 				}
 				keys[s.Cell][k] = true
 			}
@@ -62,7 +62,7 @@ func withDropZeros(set *results.Set) *results.Set {
 // largest first, then the root qdisc's drops when some run had any
 // (drops that never reached the tap, so not in Lost).
 func (b *builder) lostByReason(cells []string) []workload.TableRow {
-	peak := map[string]float64{}
+	peak := map[metric.Key]float64{}
 	for _, cell := range cells {
 		for _, s := range b.idx.byCell[cell] {
 			for k, v := range s.Metrics {
@@ -73,10 +73,10 @@ func (b *builder) lostByReason(cells []string) []workload.TableRow {
 			}
 		}
 	}
-	qdisc := metric.DropPrefix + metric.DropQdisc
+	qdisc := metric.Drop(metric.DropQdisc)
 	var rows []workload.TableRow
-	for _, k := range slices.SortedFunc(maps.Keys(peak), func(x, y string) int {
-		return cmp.Or(-cmp.Compare(peak[x], peak[y]), strings.Compare(x, y))
+	for _, k := range slices.SortedFunc(maps.Keys(peak), func(x, y metric.Key) int {
+		return cmp.Or(-cmp.Compare(peak[x], peak[y]), cmp.Compare(x, y))
 	}) {
 		if k == qdisc {
 			continue
@@ -95,7 +95,7 @@ func withDropRows(rows, drops []workload.TableRow) []workload.TableRow {
 	if len(drops) == 0 {
 		return rows
 	}
-	i := slices.IndexFunc(rows, func(r workload.TableRow) bool { return r.Key == "lost_pps" })
+	i := slices.IndexFunc(rows, func(r workload.TableRow) bool { return r.Key == metric.LostPPS })
 	if i < 0 {
 		return rows
 	}
@@ -129,7 +129,7 @@ func (b *builder) dropNotes(cells []string, drops []workload.TableRow) []string 
 	where := strings.Join(slices.Sorted(maps.Keys(probes)), ", ")
 	note := fmt.Sprintf("- REASON = the kernel's own count of the packets %s dropped with that drop reason (an eBPF program at %s, counted in the kernel), read at the same moments as Lost",
 		metric.TapXmitFunc, where)
-	if slices.ContainsFunc(drops, func(r workload.TableRow) bool { return r.Key == metric.DropPrefix+metric.DropQdisc }) {
+	if slices.ContainsFunc(drops, func(r workload.TableRow) bool { return r.Key == metric.Drop(metric.DropQdisc) }) {
 		note += "; qdisc drops = the root qdisc's drops then (never reached the tap: not in Lost)"
 	}
 	notes := []string{note}

@@ -219,21 +219,21 @@ func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 	failed := sideFailures(base, new)
 	joined := joinSides(base, new)
 	idx := newIndex(joined)
-	keys := idx.keys
-	for _, m := range opt.Metrics {
+	keys, named := idx.keys, metric.Keys(opt.Metrics)
+	for _, m := range named {
 		if !slices.Contains(keys, m) {
-			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(keys, ", "))
+			return nil, fault.Input("unknown metric %q; the results have: %s", m, metric.Join(keys, ", "))
 		}
 	}
 	res := &CompareResult{}
 	gates := opt.Gates
 	if gates == nil {
 		res.DefaultGates = true
-		gates = defaultGates(opt.Metrics, keys)
+		gates = defaultGates(named, keys)
 	}
 	for _, g := range gates {
-		if !slices.Contains(keys, g.Metric) {
-			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, strings.Join(keys, ", "))
+		if !slices.Contains(keys, metric.Key(g.Metric)) {
+			return nil, fault.Input("--fail-on %s: unknown metric %q; the results have: %s", g, g.Metric, metric.Join(keys, ", "))
 		}
 	}
 	kinds := []string{KindThread, KindSenders, KindVersus, KindSweep, KindPerfSyms, KindCompare, KindHarness}
@@ -281,21 +281,21 @@ func joinSides(base, new *results.Set) *results.Set {
 // defaultGates gates every shown metric (named, or else all of keys) that
 // has a direction at 0% in its bad direction: those DefaultGated accepts
 // and those named.
-func defaultGates(named, keys []string) []Gate {
+func defaultGates(named, keys []metric.Key) []Gate {
 	show := named
 	if show == nil {
 		show = keys
 	}
 	var gates []Gate
 	for _, k := range show {
-		if !DefaultGated(k) && !slices.Contains(named, k) {
+		if !defaultGated(k) && !slices.Contains(named, k) {
 			continue
 		}
 		switch results.Describe(k).Better {
 		case metric.HigherIsBetter:
-			gates = append(gates, Gate{k, '<', 0})
+			gates = append(gates, Gate{string(k), '<', 0})
 		case metric.LowerIsBetter:
-			gates = append(gates, Gate{k, '>', 0})
+			gates = append(gates, Gate{string(k), '>', 0})
 		}
 	}
 	return gates
@@ -321,8 +321,9 @@ func gatedMetrics(named []string, gates []Gate) []string {
 func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt CompareOptions) []Decision {
 	var out []Decision
 	for _, g := range gates {
+		key := metric.Key(g.Metric)
 		for _, cell := range gateCells(idx, failed) {
-			b, n := idx.values(cell, "base", g.Metric), idx.values(cell, "new", g.Metric)
+			b, n := idx.values(cell, "base", key), idx.values(cell, "new", key)
 			if len(b) == 0 && len(n) == 0 {
 				continue // the metric is not this cell's
 			}
@@ -342,9 +343,9 @@ func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt Comp
 			}
 			var scale *verdict.Scale
 			if opt.Noise != nil {
-				scale = opt.Noise(cell, g.Metric)
+				scale = opt.Noise(cell, string(key))
 			}
-			d := CompareScaled(b, n, idx.metric(g.Metric).Rate, min, scale)
+			d := CompareScaled(b, n, idx.metric(key).Rate, min, scale)
 			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}
 			if d.Different() && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)
@@ -362,9 +363,13 @@ func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt Comp
 // (cpu_per_pkt.<target>), not the drops by reason (drop_pps.REASON@FN:
 // they say where Lost went) and not Diagnostics. Naming any of them with
 // --metric or --fail-on gates it.
-func DefaultGated(key string) bool {
-	if strings.HasPrefix(key, results.PerfPrefix) || strings.HasPrefix(key, results.CPUPerPktPrefix) || strings.HasPrefix(key, metric.DropPrefix) {
-		return false
+func DefaultGated(key string) bool { return defaultGated(metric.Key(key)) }
+
+func defaultGated(key metric.Key) bool {
+	for _, p := range []string{results.PerfPrefix, metric.CPUPerPktPrefix, metric.DropPrefix} {
+		if strings.HasPrefix(string(key), p) {
+			return false
+		}
 	}
 	return !results.IsDiagnostic(key)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -25,7 +26,7 @@ func TestGroupRowsMatchesDefinition(t *testing.T) {
 				}
 			}
 			cell := fmt.Sprintf("c%d", i)
-			set.Samples = append(set.Samples, results.Sample{Cell: cell, Kernel: "k", Axes: axes, Metrics: map[string]float64{"tx_pps": 1}})
+			set.Samples = append(set.Samples, results.Sample{Cell: cell, Kernel: "k", Axes: axes, Metrics: map[metric.Key]float64{"tx_pps": 1}})
 		}
 		b := &builder{set: set, idx: newIndex(set), r: &Report{}}
 		got := b.groupRows(func(*results.Sample) bool { return true }, "backend")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -13,7 +14,7 @@ import (
 // column), one column per metric, medians.
 func (b *builder) harnessTable() {
 	have := b.metricKeys()
-	var keys []string
+	var keys []metric.Key
 	for _, k := range results.Diagnostics() {
 		if slices.Contains(have, k) {
 			keys = append(keys, k)
@@ -32,9 +33,9 @@ func (b *builder) harnessTable() {
 	var legend []string
 	for _, k := range keys {
 		m, _ := results.Lookup(k)
-		h := cmp.Or(m.Header, k)
+		h := cmp.Or(m.Header, string(k))
 		t.Header = append(t.Header, h)
-		legend = append(legend, strings.TrimSpace(h+" = "+k+" "+m.HeaderNote))
+		legend = append(legend, strings.TrimSpace(h+" = "+string(k)+" "+m.HeaderNote))
 	}
 	var cells []string
 	for _, cell := range b.idx.cells {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -36,7 +37,7 @@ func newlineSet() *results.Set {
 		for rep := range 3 {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/" + forged, Kernel: k, Rep: rep, Emulated: true,
 				Axes:     map[string]string{"backend": "tap", "axis" + forged: forged},
-				Metrics:  map[string]float64{"tx_pps": 1000 + float64(rep), "m" + forged: 5},
+				Metrics:  map[metric.Key]float64{"tx_pps": 1000 + float64(rep), "m" + forged: 5},
 				Warnings: []string{"warn" + forged}})
 		}
 		set.Samples = append(set.Samples, results.Sample{Cell: "na/" + forged, Kernel: k, Axes: map[string]string{"backend": "na"},

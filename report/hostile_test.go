@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -22,7 +23,7 @@ func hostile() *results.Set {
 		for rep := range 4 {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/<img src=x onerror=alert(1)>", Kernel: k, Rep: rep, Emulated: true,
 				Axes:    map[string]string{"backend": "tap", "generator": "@SUM(A1)\x1b]0;title\x07", "qdisc": "+cmd|' /C calc'!A0"},
-				Metrics: map[string]float64{"tx_pps": 1000 + float64(rep), "lost_pps": -1 - float64(rep)}})
+				Metrics: map[metric.Key]float64{"tx_pps": 1000 + float64(rep), "lost_pps": -1 - float64(rep)}})
 		}
 	}
 	return set

@@ -25,9 +25,9 @@ type index struct {
 	// cell (in keys' order): tables and summaries visit only the pairs
 	// that exist, so a report of n single-sample cells with n distinct
 	// keys costs n, not n x n.
-	keys     []string
-	keyCells map[string][]string
-	cellKeys map[string][]string
+	keys     []metric.Key
+	keyCells map[metric.Key][]string
+	cellKeys map[string][]metric.Key
 	// sweepSizes counts the distinct packet sizes of each group of cells
 	// that differ only in pkt_size (see inSweep).
 	sweepSizes map[string]int
@@ -39,7 +39,7 @@ type index struct {
 	// registered workload).
 	stats   map[statKey]Stats
 	deltas  map[statKey]Delta
-	metrics map[string]metric.Metric
+	metrics map[metric.Key]metric.Metric
 	// versus is versusOf by generator label.
 	versus map[string]versusHit
 }
@@ -51,12 +51,15 @@ type versusHit struct {
 
 type cellCol struct{ cell, col string }
 
-type statKey struct{ cell, col, key string }
+type statKey struct {
+	cell, col string
+	key       metric.Key
+}
 
 func newIndex(set *results.Set) *index {
 	x := &index{byCell: map[string][]*results.Sample{}, byCol: map[cellCol][]*results.Sample{},
 		keys: set.MetricKeys(), sweepSizes: map[string]int{}, senders: map[string]int{}, stats: map[statKey]Stats{}, deltas: map[statKey]Delta{},
-		metrics: map[string]metric.Metric{}, versus: map[string]versusHit{}}
+		metrics: map[metric.Key]metric.Metric{}, versus: map[string]versusHit{}}
 	sizes, threads := map[string]map[string]bool{}, map[string]map[int]bool{}
 	for i := range set.Samples {
 		s := &set.Samples[i]
@@ -93,13 +96,13 @@ func newIndex(set *results.Set) *index {
 
 // indexKeys fills keyCells and cellKeys from the samples.
 func (x *index) indexKeys() {
-	rank := make(map[string]int, len(x.keys))
+	rank := make(map[metric.Key]int, len(x.keys))
 	for i, k := range x.keys {
 		rank[k] = i
 	}
-	x.keyCells, x.cellKeys = map[string][]string{}, map[string][]string{}
+	x.keyCells, x.cellKeys = map[metric.Key][]string{}, map[string][]metric.Key{}
 	for _, cell := range x.cells {
-		seen := map[string]bool{}
+		seen := map[metric.Key]bool{}
 		for _, s := range x.byCell[cell] {
 			for _, k := range sampleKeys(s) {
 				if !seen[k] {
@@ -109,17 +112,17 @@ func (x *index) indexKeys() {
 				}
 			}
 		}
-		slices.SortFunc(x.cellKeys[cell], func(a, b string) int { return rank[a] - rank[b] })
+		slices.SortFunc(x.cellKeys[cell], func(a, b metric.Key) int { return rank[a] - rank[b] })
 	}
 }
 
 // sampleKeys are the metric keys s has a value of (Sample.Value).
-func sampleKeys(s *results.Sample) []string {
-	keys := make([]string, 0, len(s.Metrics)+2)
+func sampleKeys(s *results.Sample) []metric.Key {
+	keys := make([]metric.Key, 0, len(s.Metrics)+2)
 	for k := range s.Metrics {
 		keys = append(keys, k)
 	}
-	for _, k := range []string{"tx_pps_thread", "lost_pps_thread"} {
+	for _, k := range []metric.Key{metric.TxPPSThread, metric.LostPPSThread} {
 		if _, inMetrics := s.Metrics[k]; !inMetrics {
 			if _, ok := s.Value(k); ok {
 				keys = append(keys, k)
@@ -130,7 +133,7 @@ func sampleKeys(s *results.Sample) []string {
 }
 
 // metric is results.Describe(key), asked once per key.
-func (x *index) metric(key string) metric.Metric {
+func (x *index) metric(key metric.Key) metric.Metric {
 	m, ok := x.metrics[key]
 	if !ok {
 		m = results.Describe(key)
@@ -153,7 +156,7 @@ func (x *index) versusOf(s *results.Sample) (*workload.Table, string) {
 
 // values returns the values of metric key for cell in column col, one per
 // sample that has it, in sample order.
-func (x *index) values(cell, col, key string) []float64 {
+func (x *index) values(cell, col string, key metric.Key) []float64 {
 	var out []float64
 	for _, s := range x.byCol[cellCol{cell, col}] {
 		if v, ok := s.Value(key); ok {
@@ -164,7 +167,7 @@ func (x *index) values(cell, col, key string) []float64 {
 }
 
 // has reports whether a sample of cell in col has metric key.
-func (x *index) has(cell, col, key string) bool {
+func (x *index) has(cell, col string, key metric.Key) bool {
 	for _, s := range x.byCol[cellCol{cell, col}] {
 		if _, ok := s.Value(key); ok {
 			return true

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -21,21 +22,26 @@ const KindLatency = "latency"
 // (xdp_redirect's Lost is redirected minus transmitted, as its own table
 // has it; the tap's tx_dropped, lost_pps, reads below it).
 var (
-	transmitted = []struct{ key, label, lost string }{{"tx_pps", "Transmitted", "lost_pps"}, {"throughput_bps", "Throughput (received)", "lost_pps"},
-		{"xdp_tx_pps", "Transmitted (XDP)", "xdp_lost_pps"}, {"rr_bulk_bps", "Bulk throughput (beside tcp_rr)", "lost_pps"}}
+	transmitted = []struct {
+		key   metric.Key
+		label string
+		lost  metric.Key
+	}{{metric.TxPPS, "Transmitted", metric.LostPPS}, {metric.ThroughputBPS, "Throughput (received)", metric.LostPPS},
+		{metric.XDPTxPPS, "Transmitted (XDP)", metric.XDPLostPPS}, {metric.RRBulkBPS, "Bulk throughput (beside tcp_rr)", metric.LostPPS}}
 	latencyRows = []struct {
-		key, label string
-		scale      units.Scale
+		key   metric.Key
+		label string
+		scale units.Scale
 	}{
-		{"lost_pps", "Lost", units.PacketRate},
-		{"rtt_idle_p50_s", "RTT idle p50", units.Latency},
-		{"rtt_p50_s", "RTT p50", units.Latency},
-		{"rtt_p99_s", "RTT p99", units.Latency},
-		{"rtt_p999_s", "RTT p99.9", units.Latency},
-		{"iperf3_srtt_s", "iperf3 sRTT (its flow)", units.Latency},
-		{"probe_loss_frac", "probe loss", units.Percent},
-		{"qdisc_wait_p99_s", "qdisc wait p99", units.Latency},
-		{"qdisc_backlog_max", "qdisc backlog max (bytes)", units.Scale{}},
+		{metric.LostPPS, "Lost", units.PacketRate},
+		{metric.RTTIdleP50S, "RTT idle p50", units.Latency},
+		{metric.RTTP50S, "RTT p50", units.Latency},
+		{metric.RTTP99S, "RTT p99", units.Latency},
+		{metric.RTTP999S, "RTT p99.9", units.Latency},
+		{metric.Iperf3SRTTS, "iperf3 sRTT (its flow)", units.Latency},
+		{metric.ProbeLossFrac, "probe loss", units.Percent},
+		{metric.QdiscWaitP99S, "qdisc wait p99", units.Latency},
+		{metric.QdiscBacklogMax, "qdisc backlog max (bytes)", units.Scale{}},
 	}
 )
 
@@ -46,7 +52,7 @@ var (
 func (b *builder) latencyTable() {
 	var cells []string
 	for _, cell := range b.idx.cells {
-		if slices.ContainsFunc(b.idx.byCell[cell], func(s *results.Sample) bool { _, ok := s.Metrics["rtt_p50_s"]; return ok }) {
+		if slices.ContainsFunc(b.idx.byCell[cell], func(s *results.Sample) bool { _, ok := s.Metrics[metric.RTTP50S]; return ok }) {
 			cells = append(cells, cell)
 		}
 	}
@@ -94,11 +100,12 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 		block += " (" + p + ")"
 	}
 	type rowDef struct {
-		key, label string
-		scale      units.Scale
+		key   metric.Key
+		label string
+		scale units.Scale
 	}
 	var defs []rowDef
-	lost := "lost_pps"
+	lost := metric.LostPPS
 	for _, tr := range transmitted {
 		if _, ok := s.Metrics[tr.key]; ok {
 			defs = append(defs, rowDef{tr.key, tr.label, units.For(b.idx.metric(tr.key).Unit)})
@@ -107,7 +114,7 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 		}
 	}
 	for _, r := range latencyRows {
-		if r.key == "lost_pps" {
+		if r.key == metric.LostPPS {
 			r.key = lost
 		}
 		defs = append(defs, rowDef{r.key, r.label, r.scale})
@@ -125,7 +132,7 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 			have = true
 			text := d.scale.Format(st.Median)
 			if runs := b.idx.byCol[cellCol{cell, col}]; st.N == 1 && len(runs) == 1 {
-				text += intervalText(runs[0].Labels[d.key+"_ci95"], d.scale)
+				text += intervalText(runs[0].Labels[string(d.key)+"_ci95"], d.scale)
 			}
 			row.Cells = append(row.Cells, Cell{Text: text, Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 		}
@@ -154,12 +161,12 @@ func (b *builder) latencyCellRows(cell string, two bool) []Row {
 
 // runQuantiles are the percentile rows compared run by run: the
 // quantile and the probe's value it is of.
-var runQuantiles = map[string]struct {
+var runQuantiles = map[metric.Key]struct {
 	q  float64
 	of func(latency.Record) (float64, bool)
 }{
-	"rtt_p50_s": {0.5, latency.Record.RTT}, "rtt_p99_s": {0.99, latency.Record.RTT},
-	"rtt_p999_s": {0.999, latency.Record.RTT}, "qdisc_wait_p99_s": {0.99, latency.Record.QdiscWait},
+	metric.RTTP50S: {0.5, latency.Record.RTT}, metric.RTTP99S: {0.99, latency.Record.RTT},
+	metric.RTTP999S: {0.999, latency.Record.RTT}, metric.QdiscWaitP99S: {0.99, latency.Record.QdiscWait},
 }
 
 // runsChange compares a percentile of the two columns' runs of cell from
@@ -168,7 +175,7 @@ var runQuantiles = map[string]struct {
 // of the two medians the row shows (pct), as every change column does,
 // marked "?" unless the test calls it. ok is false when a column has no
 // raw probes (a benchfmt file, a run directory without artifacts).
-func (b *builder) runsChange(cell, key string, pct float64) (Cell, bool) {
+func (b *builder) runsChange(cell string, key metric.Key, pct float64) (Cell, bool) {
 	rq, isQ := runQuantiles[key]
 	if !isQ || math.IsNaN(pct) {
 		return Cell{}, false

@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-func latencySample(cell, qdisc, gen, path string, p50, p99 float64, extra map[string]float64) results.Sample {
-	m := map[string]float64{"rtt_p50_s": p50, "rtt_p99_s": p99, "rtt_idle_p50_s": 80e-6, "probe_loss_frac": 0.002, "qdisc_wait_p99_s": 12e-6}
+func latencySample(cell, qdisc, gen, path string, p50, p99 float64, extra map[metric.Key]float64) results.Sample {
+	m := map[metric.Key]float64{"rtt_p50_s": p50, "rtt_p99_s": p99, "rtt_idle_p50_s": 80e-6, "probe_loss_frac": 0.002, "qdisc_wait_p99_s": 12e-6}
 	for k, v := range extra {
 		m[k] = v
 	}
@@ -32,9 +33,9 @@ func latencySample(cell, qdisc, gen, path string, p50, p99 float64, extra map[st
 // metric, and one run's percentile intervals next to its value.
 func TestLatencyTable(t *testing.T) {
 	set := &results.Set{Samples: []results.Sample{
-		latencySample("tap/iperf3-p1/noqueue", "noqueue", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, map[string]float64{"throughput_bps": 2e9}),
-		latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 400e-6, 1.3e-3, map[string]float64{"throughput_bps": 1.9e9}),
-		latencySample("tap/trafgen/noqueue", "noqueue", "trafgen", "AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc", 2e-3, 9e-3, map[string]float64{"tx_pps": 250e3, "lost_pps": 1e3}),
+		latencySample("tap/iperf3-p1/noqueue", "noqueue", "iperf3", "tcp socket, through the qdisc", 300e-6, 1.2e-3, map[metric.Key]float64{"throughput_bps": 2e9}),
+		latencySample("tap/iperf3-p1/pfifo_fast", "pfifo_fast", "iperf3", "tcp socket, through the qdisc", 400e-6, 1.3e-3, map[metric.Key]float64{"throughput_bps": 1.9e9}),
+		latencySample("tap/trafgen/noqueue", "noqueue", "trafgen", "AF_PACKET with PACKET_QDISC_BYPASS, past the qdisc", 2e-3, 9e-3, map[metric.Key]float64{"tx_pps": 250e3, "lost_pps": 1e3}),
 	}}
 	r, err := Build(set, Options{Kinds: []string{KindLatency}})
 	if err != nil {
@@ -220,7 +221,7 @@ func TestLatencyRunsChange(t *testing.T) {
 					}
 				}
 				s := latencySample(cell, cell[strings.LastIndex(cell, "/")+1:], "iperf3", "tcp socket, through the qdisc", base, 2*base,
-					map[string]float64{"qdisc_wait_p99_s": 0.4 * base})
+					map[metric.Key]float64{"qdisc_wait_p99_s": 0.4 * base})
 				s.Kernel, s.Rep, s.Dir = k, rep, dir
 				s.Artifacts = []string{writeProbes(t, dir, fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(cell, "/", "_"), k, rep), 2000, base)}
 				samples = append(samples, s)
@@ -255,9 +256,9 @@ func TestLatencyRunsChange(t *testing.T) {
 func TestLatencyTableXDPLost(t *testing.T) {
 	set := &results.Set{Samples: []results.Sample{
 		latencySample("tap/xdp_redirect/fq_codel", "fq_codel", "xdp_redirect", "XDP_REDIRECT into tun_xdp_xmit, past the qdisc", 245e-3, 919e-3,
-			map[string]float64{"xdp_tx_pps": 1190, "xdp_lost_pps": 3150, "xdp_redirect_pps": 4340, "lost_pps": 1000}),
+			map[metric.Key]float64{"xdp_tx_pps": 1190, "xdp_lost_pps": 3150, "xdp_redirect_pps": 4340, "lost_pps": 1000}),
 		latencySample("tap/pktgen-t1/fq_codel", "fq_codel", "pktgen", "pktgen start_xmit, past the qdisc", 220e-3, 971e-3,
-			map[string]float64{"tx_pps": 1340, "lost_pps": 15100}),
+			map[metric.Key]float64{"tx_pps": 1340, "lost_pps": 15100}),
 	}}
 	r, err := Build(set, Options{Kinds: []string{KindLatency}})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
@@ -199,9 +200,10 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	}
 	set = withDropZeros(set)
 	idx := newIndex(set)
-	for _, m := range opt.Metrics {
+	named := metric.Keys(opt.Metrics)
+	for _, m := range named {
 		if !slices.Contains(idx.keys, m) {
-			return nil, fault.Input("unknown metric %q; the results have: %s", m, strings.Join(idx.keys, ", "))
+			return nil, fault.Input("unknown metric %q; the results have: %s", m, metric.Join(idx.keys, ", "))
 		}
 	}
 	if cols := set.Kernels(); len(cols) > MaxColumns {
@@ -225,7 +227,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 			r.Nested = append(r.Nested, c)
 		}
 	}
-	b := &builder{set: set, idx: idx, r: r, opt: opt}
+	b := &builder{set: set, idx: idx, r: r, opt: opt, named: named}
 	b.varying = b.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
@@ -307,6 +309,8 @@ type builder struct {
 	idx *index
 	r   *Report
 	opt Options
+	// named are opt.Metrics, as keys.
+	named []metric.Key
 	// varying is varyingAxes, computed once.
 	varying []string
 }
@@ -326,7 +330,7 @@ func (b *builder) firstSample(cell string) *results.Sample {
 }
 
 // stats summarizes metric key of cell in column col.
-func (b *builder) stats(cell, col, key string) Stats {
+func (b *builder) stats(cell, col string, key metric.Key) Stats {
 	k := statKey{cell, col, key}
 	st, ok := b.idx.stats[k]
 	if !ok {
@@ -338,15 +342,15 @@ func (b *builder) stats(cell, col, key string) Stats {
 
 // scale is the history scale of key in cell for the kernel columns'
 // verdicts (nil with columns by another axis: their cells differ).
-func (o *Options) scale(cell, key string) *verdict.Scale {
+func (o *Options) scale(cell string, key metric.Key) *verdict.Scale {
 	if o.Noise == nil || o.By != "kernel" {
 		return nil
 	}
-	return o.Noise(cell, key)
+	return o.Noise(cell, string(key))
 }
 
 // delta compares metric key of cell in column col with the base column.
-func (b *builder) delta(cell, col, key string) Delta {
+func (b *builder) delta(cell, col string, key metric.Key) Delta {
 	k := statKey{cell, col, key}
 	d, ok := b.idx.deltas[k]
 	if !ok {
@@ -357,12 +361,12 @@ func (b *builder) delta(cell, col, key string) Delta {
 }
 
 // cellMetricKeys are the metric keys cell has, of metricKeys, in its order.
-func (b *builder) cellMetricKeys(cell string) []string {
-	if len(b.opt.Metrics) == 0 {
+func (b *builder) cellMetricKeys(cell string) []metric.Key {
+	if len(b.named) == 0 {
 		return b.idx.cellKeys[cell]
 	}
-	var out []string
-	for _, k := range b.opt.Metrics {
+	var out []metric.Key
+	for _, k := range b.named {
 		if slices.Contains(b.idx.cellKeys[cell], k) {
 			out = append(out, k)
 		}
@@ -370,9 +374,9 @@ func (b *builder) cellMetricKeys(cell string) []string {
 	return out
 }
 
-func (b *builder) metricKeys() []string {
-	if len(b.opt.Metrics) > 0 {
-		return b.opt.Metrics
+func (b *builder) metricKeys() []metric.Key {
+	if len(b.named) > 0 {
+		return b.named
 	}
 	return b.idx.keys
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -21,7 +22,7 @@ func naText(reason string) string { return "n/a (" + reason + ")" }
 
 // headlineOf is the headline metric of the table of s's workload ("" =
 // none).
-func headlineOf(s *results.Sample) string {
+func headlineOf(s *results.Sample) metric.Key {
 	if w, ok := workload.Lookup(workload.NameOf(generatorOf(s))); ok {
 		if t, ok := w.(workload.Tabler); ok {
 			return t.Table().Headline

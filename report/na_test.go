@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -18,7 +19,7 @@ func TestUnsupportedCells(t *testing.T) {
 	add := func(cell, backend, kernel string, rep int, tx float64, na string) {
 		s := results.Sample{Cell: cell, Kernel: kernel, Rep: rep, Start: time.Unix(int64(rep), 0), WindowS: 1,
 			Axes:   map[string]string{"backend": backend, "generator": "pktgen"},
-			Labels: map[string]string{"generator": "pktgen"}, Metrics: map[string]float64{}, Unsupported: na}
+			Labels: map[string]string{"generator": "pktgen"}, Metrics: map[metric.Key]float64{}, Unsupported: na}
 		if na == "" {
 			s.Metrics["tx_pps"], s.Metrics["lost_pps"] = tx, 0
 		}

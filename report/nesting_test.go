@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -19,7 +20,7 @@ func TestNestingColumns(t *testing.T) {
 			for rep := range 2 {
 				set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k, Rep: rep, Nested: nested[k],
 					Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "1"},
-					Metrics: map[string]float64{"tx_pps": 1000 + float64(rep), "lost_pps": 10, "perf.cycles@vhost": 1e6}})
+					Metrics: map[metric.Key]float64{"tx_pps": 1000 + float64(rep), "lost_pps": 10, "perf.cycles@vhost": 1e6}})
 			}
 		}
 		r, err := Build(set, Options{By: "kernel"})

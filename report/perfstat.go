@@ -6,12 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // perfTarget returns the event and target of a perf metric key in s.
-func perfTarget(s *results.Sample, key string) (event, target string, ok bool) {
+func perfTarget(s *results.Sample, key metric.Key) (event, target string, ok bool) {
 	ev, tg, ok := results.SplitPerf(key)
 	if ok && tg == "" {
 		tg = s.Labels["target"]
@@ -19,23 +20,29 @@ func perfTarget(s *results.Sample, key string) (event, target string, ok bool) {
 	return ev, tg, ok
 }
 
+// perfRow is a row of a perf stat table: a perf metric key, its target
+// and event.
+type perfRow struct {
+	key           metric.Key
+	target, event string
+}
+
 func (b *builder) perfStatTables() {
 	for _, cell := range b.idx.cells {
-		type row struct{ key, target, event string }
-		var rows []row
-		seen := map[string]bool{}
+		var rows []perfRow
+		seen := map[metric.Key]bool{}
 		for _, o := range b.idx.byCell[cell] {
 			for k := range o.Metrics {
 				if ev, tg, ok := perfTarget(o, k); ok && !seen[k] {
 					seen[k] = true
-					rows = append(rows, row{k, tg, ev})
+					rows = append(rows, perfRow{k, tg, ev})
 				}
 			}
 		}
 		if len(rows) == 0 {
 			continue
 		}
-		slices.SortFunc(rows, func(x, y row) int {
+		slices.SortFunc(rows, func(x, y perfRow) int {
 			return cmp.Or(cmp.Compare(x.target, y.target), cmp.Compare(perfEventRank(x.event), perfEventRank(y.event)), cmp.Compare(x.event, y.event))
 		})
 		multiplexed := false
@@ -109,7 +116,7 @@ func (b *builder) perfStatTables() {
 		if ipc := b.ipcNote(cell); ipc != "" {
 			t.Notes = append(t.Notes, ipc)
 		}
-		if slices.ContainsFunc(rows, func(r row) bool { return r.target == "qemu" }) {
+		if slices.ContainsFunc(rows, func(r perfRow) bool { return r.target == "qemu" }) {
 			if n := b.qemuTargetNote(cell); n != "" {
 				t.Notes = append(t.Notes, n)
 			}
@@ -121,7 +128,7 @@ func (b *builder) perfStatTables() {
 // perfRunning returns the least share of the time perf stat's counter of
 // key was running over the runs of cell in column col, when one was
 // multiplexed (below 1).
-func (b *builder) perfRunning(cell, col, key string) (float64, bool) {
+func (b *builder) perfRunning(cell, col string, key metric.Key) (float64, bool) {
 	least, ok := 1.0, false
 	for _, s := range b.idx.byCol[cellCol{cell, col}] {
 		if f, has := s.PerfRunning[key]; has && f < least {
@@ -150,8 +157,8 @@ func (b *builder) ipcNote(cell string) string {
 		}
 		var cols []string
 		for _, col := range b.r.Columns {
-			c := b.stats(cell, col, "perf.cycles"+suffix)
-			in := b.stats(cell, col, "perf.instructions"+suffix)
+			c := b.stats(cell, col, metric.Key(results.PerfPrefix+"cycles"+suffix))
+			in := b.stats(cell, col, metric.Key(results.PerfPrefix+"instructions"+suffix))
 			if c.N == 0 || in.N == 0 || c.Median == 0 {
 				continue
 			}

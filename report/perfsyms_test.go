@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -32,7 +33,7 @@ func TestPerfSymsGroupUnresolvedByModule(t *testing.T) {
 			}},
 		} {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k.kernel, Rep: rep,
-				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[string]float64{"tx_pps": 1000},
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[metric.Key]float64{"tx_pps": 1000},
 				Symbols: k.syms})
 		}
 	}
@@ -90,9 +91,9 @@ func TestPerfStatShowsMultiplexing(t *testing.T) {
 		for _, kernel := range []string{"stock", "patched"} {
 			s := results.Sample{Cell: "tap/pktgen-t1", Kernel: kernel, Rep: rep,
 				Axes:    map[string]string{"backend": "tap", "generator": "pktgen-t1"},
-				Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 3e9, "perf.context-switches@kpktgend": 400}}
+				Metrics: map[metric.Key]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 3e9, "perf.context-switches@kpktgend": 400}}
 			if kernel == "patched" {
-				s.PerfRunning = map[string]float64{"perf.cycles@kpktgend": 0.9 - float64(rep)/10}
+				s.PerfRunning = map[metric.Key]float64{"perf.cycles@kpktgend": 0.9 - float64(rep)/10}
 			}
 			set.Samples = append(set.Samples, s)
 		}
@@ -135,7 +136,7 @@ func TestIperf3ContextSaysClients(t *testing.T) {
 		for rep := range 2 {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/iperf3-p4/" + clients, Kernel: "k", Rep: rep,
 				Axes:    map[string]string{"backend": "tap", "generator": "iperf3", "generator.iperf3.parallel": "4", "generator.iperf3.clients": clients},
-				Metrics: map[string]float64{"throughput_bps": 1e9}})
+				Metrics: map[metric.Key]float64{"throughput_bps": 1e9}})
 		}
 	}
 	r, err := Build(set, Options{Kinds: []string{KindThread}})

@@ -55,14 +55,14 @@ func (b *builder) perPatchTables() {
 		for _, g := range groups {
 			first := b.measured(g.full)
 			threads, _ := strconv.Atoi(first.Labels["threads"])
-			seen := func(key string) bool { return b.anyPositive(g.cells, key) }
+			seen := func(key metric.Key) bool { return b.anyPositive(g.cells, key) }
 			rows := withDropRows(kind.Rows(threads, seen), b.lostByReason(g.cells))
 			title := names[ti]
 			if w := workload.NameOf(generatorOf(first)); w != "" {
 				title = w
 			}
 			for _, tm := range rows {
-				if tm.Key != kind.Headline && tm.Key != "lost_pps" && !strings.HasPrefix(tm.Key, metric.DropPrefix) {
+				if tm.Key != kind.Headline && tm.Key != metric.LostPPS && !strings.HasPrefix(string(tm.Key), metric.DropPrefix) {
 					continue // per thread and per packet: in the run's other tables
 				}
 				if t := b.perPatchTable(title, g, first, tm); len(t.Rows) > 0 {
@@ -81,7 +81,7 @@ func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample
 	}
 	t := &Table{Kind: KindPerPatch, Title: fmt.Sprintf("%s %s %s per patch", title, strings.TrimPrefix(g.key, "cell="), tm.Key),
 		Context:     label + ", " + b.context(first, true),
-		LabelHeader: []string{"backend", "kernel"}, Header: []string{"median", "prev", "base"}, Metric: tm.Key}
+		LabelHeader: []string{"backend", "kernel"}, Header: []string{"median", "prev", "base"}, Metric: string(tm.Key)}
 	scale := tm.Scale
 	if scale.IsZero() {
 		scale = units.For(b.idx.metric(tm.Key).Unit)
@@ -111,7 +111,7 @@ func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample
 
 // changeCell is the change of key in cell from column from to column to,
 // with the verdict's mark (DeltaString).
-func (b *builder) changeCell(cell, from, to, key string) Cell {
+func (b *builder) changeCell(cell, from, to string, key metric.Key) Cell {
 	fs, ts := b.stats(cell, from, key), b.stats(cell, to, key)
 	if fs.N == 0 || ts.N == 0 {
 		return Cell{Text: "-"}

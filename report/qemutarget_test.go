@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -19,7 +20,7 @@ func TestQemuTargetComposition(t *testing.T) {
 			for rep := range 2 {
 				set.Samples = append(set.Samples, results.Sample{Cell: "tap+vhost/pktgen", Kernel: k, Rep: rep,
 					Axes:    map[string]string{"backend": "tap+vhost", "generator": "pktgen"},
-					Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@qemu": 5e6 + float64(rep), "perf.cycles@vhost": 1e6},
+					Metrics: map[metric.Key]float64{"tx_pps": 1000, "perf.cycles@qemu": 5e6 + float64(rep), "perf.cycles@vhost": 1e6},
 					Labels:  map[string]string{"qemu_target": l}})
 			}
 		}
@@ -52,7 +53,7 @@ func TestHybridNote(t *testing.T) {
 	for rep := range 2 {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen", Kernel: "running", Rep: rep,
 			Axes:    map[string]string{"backend": "tap", "generator": "pktgen"},
-			Metrics: map[string]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 7.2e9, "perf.instructions@kpktgend": 13.6e9},
+			Metrics: map[metric.Key]float64{"tx_pps": 1000, "perf.cycles@kpktgend": 7.2e9, "perf.instructions@kpktgend": 13.6e9},
 			Labels:  map[string]string{"perf_hybrid": "cpu_atom+cpu_core"}})
 	}
 	r, err := Build(set, Options{By: "kernel"})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -25,7 +26,7 @@ func runnerSamples(t *testing.T, yaml string, reps int) *results.Set {
 			for rep := range reps {
 				tx := float64(100000*(i+1) + 1000*rep)
 				set.Samples = append(set.Samples, results.Sample{Cell: c.Name, Rep: rep, Kernel: k, Axes: c.Axes,
-					Metrics: map[string]float64{"tx_pps": tx, "lost_pps": tx / 2, "tx_run_s": 2},
+					Metrics: map[metric.Key]float64{"tx_pps": tx, "lost_pps": tx / 2, "tx_run_s": 2},
 					Labels:  map[string]string{"generator": "pktgen", "qdisc": c.Qdisc}})
 			}
 		}

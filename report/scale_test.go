@@ -21,7 +21,7 @@ func (byteRater) Metrics() []metric.Metric {
 }
 func (byteRater) Table() workload.Table {
 	return workload.Table{Headline: "byterater_bps", ThreadsKey: "streams", ThreadsNoun: "streams",
-		Rows: func(int, func(string) bool) []workload.TableRow {
+		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
 			return []workload.TableRow{{Key: "byterater_bps", Label: "Received", Scale: units.MBps}}
 		}}
 }
@@ -37,7 +37,7 @@ func TestTableRowScale(t *testing.T) {
 		}{{"stock", 8e9}, {"patched", 1.2e9}} {
 			set.Samples = append(set.Samples, results.Sample{Cell: "tap/byterater", Kernel: k.kernel, Rep: rep,
 				Axes: map[string]string{"backend": "tap", "generator": "byterater"}, Labels: map[string]string{"generator": "byterater"},
-				Metrics: map[string]float64{"byterater_bps": k.bps}})
+				Metrics: map[metric.Key]float64{"byterater_bps": k.bps}})
 		}
 	}
 	r, err := Build(set, Options{Kinds: []string{KindThread}})
@@ -60,7 +60,7 @@ func TestThreadTableUnits(t *testing.T) {
 	for rep := range 3 {
 		set.Samples = append(set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: "k", Rep: rep,
 			Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Labels: map[string]string{"generator": "pktgen"},
-			Metrics: map[string]float64{"tx_pps": 999_999, "lost_pps": 999.6}})
+			Metrics: map[metric.Key]float64{"tx_pps": 999_999, "lost_pps": 999.6}})
 	}
 	r, err := Build(set, Options{Kinds: []string{KindThread}})
 	if err != nil {

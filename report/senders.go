@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -86,7 +87,7 @@ func (b *builder) sendersTable(cells []string) *Table {
 	if !ok {
 		return nil
 	}
-	seen := func(key string) bool { return b.anyPositive(cells, key) }
+	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
 	cols := kind.Rows(2, seen) // the per-thread rows are columns here
 	t := &Table{Kind: KindSenders, Title: "senders " + sendersKey(first),
 		Context:     backendName(backendOf(first)) + ": " + b.context(withoutThreads(first), true),

@@ -33,13 +33,13 @@ func (b *builder) summaries() {
 				if !b.idx.has(cell, col, key) {
 					continue
 				}
-				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.cellAxes(cell), Column: col, Metric: key,
+				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.cellAxes(cell), Column: col, Metric: string(key),
 					Unit: m.Unit, Better: m.Better.String(), Emulated: b.r.IsEmulated(col), Stats: b.stats(cell, col, key)})
 				if col == b.r.Base || !b.idx.has(cell, b.r.Base, key) {
 					continue
 				}
 				d := b.delta(cell, col, key)
-				b.r.Comparisons = append(b.r.Comparisons, Comparison{Cell: cell, Metric: key, Unit: m.Unit, Better: m.Better.String(),
+				b.r.Comparisons = append(b.r.Comparisons, Comparison{Cell: cell, Metric: string(key), Unit: m.Unit, Better: m.Better.String(),
 					Base: b.r.Base, New: col, Verdict: verdictWord(&d, m.Better), Delta: d})
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -35,7 +36,7 @@ func (b *builder) sweepTables() {
 			c, _ := sizeOf(b.firstSample(y))
 			return cmp.Compare(a, c)
 		})
-		for _, key := range []string{"tx_pps", "throughput_bps"} {
+		for _, key := range []metric.Key{metric.TxPPS, metric.ThroughputBPS} {
 			if !b.idx.has(cells[0], b.r.Base, key) {
 				continue
 			}
@@ -54,7 +55,7 @@ func (b *builder) sweepTables() {
 			u := units.For(m.Unit).Common(medians)
 			suf := u.Name
 			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),
-				LabelHeader: []string{"size (B)"}, Metric: key, Unit: suf}
+				LabelHeader: []string{"size (B)"}, Metric: string(key), Unit: suf}
 			for _, c := range b.r.Columns {
 				t.Header = append(t.Header, b.colHeader(c)+" "+suf)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -61,7 +62,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 	if two {
 		t.Header = append(t.Header, "change")
 	}
-	seen := func(key string) bool { return b.anyPositive(cells, key) }
+	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
 	drops := b.lostByReason(cells)
 	rows := withDropRows(kind.Rows(threads, seen), drops)
 	maxCV := 0.0
@@ -127,7 +128,7 @@ func (b *builder) threadRow(cell string, s *results.Sample, tm workload.TableRow
 // threadNotes appends the notes of a thread table: note (the runs and CV)
 // with the workload's note, its notes, the change legend and the column
 // notes.
-func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen func(string) bool, note string) {
+func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen func(metric.Key) bool, note string) {
 	if kind.Note != nil {
 		if more := kind.Note(threads); more != "" {
 			note += "; " + more

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -87,7 +88,7 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	if threads == 0 {
 		threads, _ = strconv.Atoi(g.first.Axes[versusAxis(name, tab.ThreadsKey)])
 	}
-	seen := func(key string) bool { return b.anyPositiveIn(g.mine, col, key) }
+	seen := func(key metric.Key) bool { return b.anyPositiveIn(g.mine, col, key) }
 	ctx := b.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,
 		LabelHeader: []string{v.RowHeader, "metric"}}
@@ -256,7 +257,7 @@ func (n *naNotes) apply(t *Table) {
 
 // anyPositiveIn reports whether a sample of one of cells in column col
 // has metric key > 0.
-func (b *builder) anyPositiveIn(cells []string, col, key string) bool {
+func (b *builder) anyPositiveIn(cells []string, col string, key metric.Key) bool {
 	for _, cell := range cells {
 		for _, s := range b.idx.byCol[cellCol{cell, col}] {
 			if s.Metrics[key] > 0 {

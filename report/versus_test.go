@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -27,7 +28,7 @@ func versusSet() *results.Set {
 						Start: time.Unix(int64(rep), 0), WindowS: 5,
 						Axes: map[string]string{"backend": "tap+vhost", "generator": "afxdp", "generator.afxdp.pkt_size": size,
 							"generator.afxdp.mode": mode, "generator.afxdp.threads": "1"},
-						Labels: map[string]string{"generator": "afxdp"}, Metrics: map[string]float64{}}
+						Labels: map[string]string{"generator": "afxdp"}, Metrics: map[metric.Key]float64{}}
 					if k == "stock" && mode == "zerocopy" {
 						s.Unsupported = na
 					} else {

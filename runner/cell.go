@@ -455,7 +455,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 	// window's counters were read.
 	latRecs, latWarns := cr.lat.stop(ctx)
 	s := &results.Sample{Run: cr.r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
-		Start: cr.t0.UTC(), WindowS: window.Seconds(), Metrics: map[string]float64{}, Labels: map[string]string{},
+		Start: cr.t0.UTC(), WindowS: window.Seconds(), Metrics: map[metric.Key]float64{}, Labels: map[string]string{},
 		Emulated: g.accel != qemu.KVM}
 	NetMetrics(s, cr.before, cr.after, window)
 	AddResult(s, c, cr.res)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -145,7 +146,7 @@ func (r *runState) recordCellFailure(c *scenarios.Cell, err error) error {
 // metrics, the error (with the console tail) in Error.
 func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample {
 	s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
-		Start: time.Now().UTC(), Metrics: map[string]float64{}, Error: err.Error()}
+		Start: time.Now().UTC(), Metrics: map[metric.Key]float64{}, Error: err.Error()}
 	var ce *CellError
 	if errors.As(err, &ce) {
 		s.Labels = map[string]string{"phase": ce.Phase}

@@ -110,7 +110,7 @@ func (d *dropCounter) addDrops(s *results.Sample, c *scenarios.Cell, res *worklo
 		return // it read them around its run and could not: its warning says why
 	case before.Drops != nil && after.Drops != nil && s.WindowS > 0:
 		for k, n := range dropmon.Delta(before.Drops, after.Drops) {
-			s.Metrics[metric.DropPrefix+k] = float64(n) / s.WindowS
+			s.Metrics[metric.Drop(k)] = float64(n) / s.WindowS
 		}
 	default:
 		s.Warnings = append(s.Warnings, "drop reasons: the counters could not be read around the window")
@@ -135,7 +135,7 @@ const dropsAddUp = "adds up"
 // dropCheck compares the drops counted in metric.TapXmitFunc with Lost
 // over interval: dropsAddUp when they are the same count, else why not
 // (the same words for every run it applies to); counted is the former.
-func dropCheck(m map[string]float64, interval float64, probe, generator string) (check string, counted float64) {
+func dropCheck(m map[metric.Key]float64, interval float64, probe, generator string) (check string, counted float64) {
 	var anywhere float64 // drops counted in any function
 	for k, v := range m {
 		if _, fn, ok := metric.DropKey(k); ok && fn != "" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/dropmon"
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // The drops counted in tun_net_xmit are Lost when both are read around
@@ -12,7 +13,7 @@ import (
 // why.
 func TestDropCheck(t *testing.T) {
 	const run = 3.0 // s
-	m := map[string]float64{
+	m := map[metric.Key]float64{
 		"lost_pps":                           600000.0 / run,
 		"drop_pps.FULL_RING@tun_net_xmit":    599990.0 / run,
 		"drop_pps.TAP_FILTER@tun_net_xmit":   10.0 / run,
@@ -34,7 +35,7 @@ func TestDropCheck(t *testing.T) {
 	}
 	// The first real lab run's samples (a detached probe): Lost 48584
 	// pps over 3 s, not one drop counted anywhere.
-	dead := map[string]float64{"lost_pps": 48584, "drop_pps.qdisc": 0}
+	dead := map[metric.Key]float64{"lost_pps": 48584, "drop_pps.qdisc": 0}
 	if check, _ = dropCheck(dead, run, dropmon.ProbeKprobe+"kfree_skb_reason", "pktgen"); !strings.Contains(check, "not counting") {
 		t.Errorf("nothing counted: %q", check)
 	}

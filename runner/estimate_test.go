@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -83,7 +84,7 @@ func TestObservations(t *testing.T) {
 	}
 	sample := func(c scenarios.Cell, rep int, start time.Time, boot string, window float64) results.Sample {
 		return results.Sample{Run: "r", Cell: c.Name, Rep: rep, Kernel: c.Kernel.Label, Start: start, WindowS: window,
-			Metrics: map[string]float64{"tx_pps": 1, "cell_overhead_s": 2}, Labels: map[string]string{"accel": "tcg", "boot_s": boot, "perf_report_s": "0.5"}}
+			Metrics: map[metric.Key]float64{"tx_pps": 1, "cell_overhead_s": 2}, Labels: map[string]string{"accel": "tcg", "boot_s": boot, "perf_report_s": "0.5"}}
 	}
 	failed := sample(lab, 1, since.Add(time.Minute), "200", 1)
 	failed.Error = "guest kernel panic"

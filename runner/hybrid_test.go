@@ -23,15 +23,15 @@ import (
 func TestAddPerfStatHybrid(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
-		want    map[string]float64
-		running map[string]float64
+		want    map[metric.Key]float64
+		running map[metric.Key]float64
 	}{
-		{"pinned", map[string]float64{"perf.cycles@vhost": 8412345678, "perf.instructions@vhost": 19876543210, "perf.branch-misses@vhost": 1234567}, nil},
+		{"pinned", map[metric.Key]float64{"perf.cycles@vhost": 8412345678, "perf.instructions@vhost": 19876543210, "perf.branch-misses@vhost": 1234567}, nil},
 		// 8e9 x 75% + 4.8e9 x 25%; 16e9 x 75% + 6.4e9 x 25%.
-		{"migrating", map[string]float64{"perf.cycles@vhost": 7.2e9, "perf.instructions@vhost": 13.6e9}, nil},
+		{"migrating", map[metric.Key]float64{"perf.cycles@vhost": 7.2e9, "perf.instructions@vhost": 13.6e9}, nil},
 		// (8e9 x 60% + 4.8e9 x 20%) / 80%.
-		{"multiplexed", map[string]float64{"perf.cycles@vhost": 7.2e9, "perf.instructions@vhost": 13.6e9},
-			map[string]float64{"perf.cycles@vhost": 0.8, "perf.instructions@vhost": 0.8}},
+		{"multiplexed", map[metric.Key]float64{"perf.cycles@vhost": 7.2e9, "perf.instructions@vhost": 13.6e9},
+			map[metric.Key]float64{"perf.cycles@vhost": 0.8, "perf.instructions@vhost": 0.8}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			b, err := os.ReadFile("testdata/perf-stat-hybrid-" + tc.file + ".csv")
@@ -42,7 +42,7 @@ func TestAddPerfStatHybrid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &results.Sample{Metrics: map[string]float64{}, Labels: map[string]string{}}
+			s := &results.Sample{Metrics: map[metric.Key]float64{}, Labels: map[string]string{}}
 			unsupported, notCounted := addPerfStat(s, st, "vhost", true)
 			if len(unsupported) != 0 || len(notCounted) != 0 {
 				t.Errorf("unsupported %v, not counted %v; want none (cpu_atom not counting a P-core thread is normal)", unsupported, notCounted)
@@ -53,7 +53,7 @@ func TestAddPerfStatHybrid(t *testing.T) {
 				}
 			}
 			for k := range s.Metrics {
-				if strings.Contains(k, "cpu_core") || strings.Contains(k, "cpu_atom") {
+				if strings.Contains(string(k), "cpu_core") || strings.Contains(string(k), "cpu_atom") {
 					t.Errorf("hybrid key %s left unmerged", k)
 				}
 			}
@@ -76,7 +76,7 @@ func TestAddPerfStatHybrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &results.Sample{Metrics: map[string]float64{}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
 	if _, nc := addPerfStat(s, st, "vhost", true); strings.Join(nc, ",") != "cycles" || len(s.Metrics) != 0 {
 		t.Errorf("nothing counted: not counted %v, metrics %v; want cycles and none", nc, s.Metrics)
 	}
@@ -107,7 +107,7 @@ func TestHybridEvent(t *testing.T) {
 // TestScaledWarning: counters perf scaled up (multiplexed) are named in a
 // warning per target; counters that ran all the time are not.
 func TestScaledWarning(t *testing.T) {
-	s := &results.Sample{PerfRunning: map[string]float64{"perf.cycles@vhost": 0.8, "perf.instructions@vhost": 0.6, "perf.cycles@vcpu": 0.5}}
+	s := &results.Sample{PerfRunning: map[metric.Key]float64{"perf.cycles@vhost": 0.8, "perf.instructions@vhost": 0.6, "perf.cycles@vcpu": 0.5}}
 	w := scaledWarning(s, "vhost", true)
 	if !strings.Contains(w, "perf stat vhost: cycles,instructions counted only part of the time (down to 60%") {
 		t.Errorf("warning %q", w)
@@ -126,7 +126,7 @@ func TestAddPerfStatHybridUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &results.Sample{Metrics: map[string]float64{}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
 	unsupported, notCounted := addPerfStat(s, st, "vhost", false)
 	if strings.Join(unsupported, ",") != "stalled-cycles-frontend" || len(notCounted) != 0 || s.Metrics["perf.topdown-x"] != 1000 {
 		t.Errorf("unsupported %v, not counted %v, metrics %v; want stalled-cycles-frontend, none, topdown-x 1000", unsupported, notCounted, s.Metrics)

@@ -209,7 +209,7 @@ func probeShare(s *results.Sample, sent int) {
 		return
 	}
 	share := float64(sent) / s.WindowS / load
-	s.Metrics["probe_share_frac"] = share
+	s.Metrics[metric.ProbeShareFrac] = share
 	if share > MaxProbeShare {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("latency probe: its %.0f requests/s are %.2f%% of the load's %.0f pps (over %.1f%%): the probe is part of the load; a longer latency.interval or a faster load lowers it",
 			float64(sent)/s.WindowS, share*100, load, MaxProbeShare*100))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -27,7 +28,7 @@ func writeRun(t *testing.T, dir, id string, cells ...string) {
 		os.WriteFile(filepath.Join(dir, rel, "trafgen.txt"), []byte(c), 0o644)
 		os.WriteFile(filepath.Join(dir, "artifacts", "console-0.log"), []byte(id), 0o644)
 		if err := w.Append(results.Sample{Run: id, Cell: c, Kernel: "host", Start: time.Unix(0, 0).UTC(), WindowS: 5,
-			Metrics: map[string]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
+			Metrics: map[metric.Key]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
 			t.Fatal(err)
 		}
 	}

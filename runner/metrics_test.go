@@ -25,9 +25,9 @@ func TestFillMetricsQdiscDrops(t *testing.T) {
 		Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000}, Guest: GuestStats{RxPackets: 100}}
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 100 + 2*176, TxDropped: 7},
 		Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: 1000 + 2*55824}, Guest: GuestStats{RxPackets: 100 + 2*176}}
-	s := &results.Sample{Metrics: map[string]float64{}}
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 56000}, Threads: []workload.Thread{{I: 0, TxPPS: 56000}}}, before, after, 2*time.Second)
-	want := map[string]float64{"tx_pps": 56000, "tap_tx_pps": 176, "lost_pps": 0, "qdisc_drops": 2 * 55824, "qdisc_drop_pps": 55824, "rx_pps": 176}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 56000}, Threads: []workload.Thread{{I: 0, TxPPS: 56000}}}, before, after, 2*time.Second)
+	want := map[metric.Key]float64{"tx_pps": 56000, "tap_tx_pps": 176, "lost_pps": 0, "qdisc_drops": 2 * 55824, "qdisc_drop_pps": 55824, "rx_pps": 176}
 	for k, v := range want {
 		if got, ok := s.Metrics[k]; !ok || got != v {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
@@ -60,8 +60,8 @@ func TestFillMetricsQdiscAbsent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &results.Sample{Metrics: map[string]float64{}}
-			sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, Counters{Tap: tap0, Qdisc: tc.q0}, Counters{Tap: tap1, Qdisc: tc.q1}, time.Second)
+			s := &results.Sample{Metrics: map[metric.Key]float64{}}
+			sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 5000}}, Counters{Tap: tap0, Qdisc: tc.q0}, Counters{Tap: tap1, Qdisc: tc.q1}, time.Second)
 			v, ok := s.Metrics["qdisc_drop_pps"]
 			if ok != tc.want || v != 0 {
 				t.Errorf("qdisc_drop_pps = %v (present %v), want 0 present=%v", v, ok, tc.want)
@@ -85,9 +85,9 @@ func TestFillMetricsXDPSink(t *testing.T) {
 		Guest: GuestStats{RxPackets: 100, Sink: "xdp-drop", XDPDrops: 40}}
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 2000, TxDropped: 5 + 8000},
 		Guest: GuestStats{RxPackets: 100 + 2100, Sink: "xdp-drop", XDPDrops: 40 + 1990}}
-	s := &results.Sample{Metrics: map[string]float64{}}
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}}, before, after, 2*time.Second)
-	want := map[string]float64{"rx_pps": 995, "tap_tx_pps": 1000, "lost_pps": 3990, "tx_pps": 5000}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 5000, "lost_pps": 3990}}, before, after, 2*time.Second)
+	want := map[metric.Key]float64{"rx_pps": 995, "tap_tx_pps": 1000, "lost_pps": 3990, "tx_pps": 5000}
 	for k, v := range want {
 		if got := s.Metrics[k]; got != v {
 			t.Errorf("%s = %v, want %v", k, got, v)
@@ -97,15 +97,15 @@ func TestFillMetricsXDPSink(t *testing.T) {
 		t.Errorf("warnings %q, want one: the tap passed on a fifth of the count", s.Warnings)
 	}
 	// A count of completions includes the tap's drops: no warning.
-	s = &results.Sample{Metrics: map[string]float64{}}
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000, "lost_pps": 3990}, CountsDrops: true}, before, after, 2*time.Second)
+	s = &results.Sample{Metrics: map[metric.Key]float64{}}
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 5000, "lost_pps": 3990}, CountsDrops: true}, before, after, 2*time.Second)
 	if len(s.Warnings) != 0 {
 		t.Errorf("warnings %q for a count that includes the tap's drops", s.Warnings)
 	}
 	// The sink changed during the window: eth0's count.
 	before.Guest.Sink = "stack"
-	s = &results.Sample{Metrics: map[string]float64{}}
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 5000}}, before, after, 2*time.Second)
+	s = &results.Sample{Metrics: map[metric.Key]float64{}}
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 5000}}, before, after, 2*time.Second)
 	if s.Metrics["rx_pps"] != 1050 {
 		t.Errorf("rx_pps = %v after a sink change, want eth0's 1050", s.Metrics["rx_pps"])
 	}
@@ -115,7 +115,7 @@ func TestFillMetricsXDPSink(t *testing.T) {
 // generator sent (tx_pps x its run time); one target's key is the
 // sample's target label.
 func TestCPUPerPacket(t *testing.T) {
-	s := &results.Sample{Metrics: map[string]float64{"tx_pps": 400000, "perf.task-clock@afxdp": 1.6,
+	s := &results.Sample{Metrics: map[metric.Key]float64{"tx_pps": 400000, "perf.task-clock@afxdp": 1.6,
 		"perf.task-clock@vhost": 0.4, "perf.context-switches@vhost": 9}}
 	CPUPerPacket(s, &workload.Result{Elapsed: 2 * time.Second})
 	if got := s.Metrics["cpu_per_pkt.afxdp"]; got != 2000 {
@@ -127,12 +127,12 @@ func TestCPUPerPacket(t *testing.T) {
 	if len(s.Metrics) != 6 {
 		t.Errorf("metrics %v, want two cpu_per_pkt keys added", s.Metrics)
 	}
-	one := &results.Sample{Metrics: map[string]float64{"tx_pps": 1000, "perf.task-clock": 0.5}, Labels: map[string]string{"target": "testpmd"}}
+	one := &results.Sample{Metrics: map[metric.Key]float64{"tx_pps": 1000, "perf.task-clock": 0.5}, Labels: map[string]string{"target": "testpmd"}}
 	CPUPerPacket(one, &workload.Result{Elapsed: time.Second})
 	if got := one.Metrics["cpu_per_pkt.testpmd"]; got != 500000 {
 		t.Errorf("cpu_per_pkt.testpmd = %v, want 500000 ns", got)
 	}
-	none := &results.Sample{Metrics: map[string]float64{"throughput_bps": 1e9, "perf.task-clock@iperf3": 1}}
+	none := &results.Sample{Metrics: map[metric.Key]float64{"throughput_bps": 1e9, "perf.task-clock@iperf3": 1}}
 	CPUPerPacket(none, &workload.Result{Elapsed: time.Second})
 	if len(none.Metrics) != 2 {
 		t.Errorf("without tx_pps: %v", none.Metrics)
@@ -143,7 +143,7 @@ func TestCPUPerPacket(t *testing.T) {
 	// A generator's own packet count wins over tx_pps x a run time that
 	// may be another interval: pktgen sent 5000 packets, its kpktgend
 	// thread ran 1 ms of CPU for them.
-	pk := &results.Sample{Metrics: map[string]float64{"tx_pps": 4251, "perf.task-clock@kpktgend": 0.001}}
+	pk := &results.Sample{Metrics: map[metric.Key]float64{"tx_pps": 4251, "perf.task-clock@kpktgend": 0.001}}
 	CPUPerPacket(pk, &workload.Result{Elapsed: 2700 * time.Millisecond, Packets: 5000})
 	if got := pk.Metrics["cpu_per_pkt.kpktgend"]; got != 200 {
 		t.Errorf("cpu_per_pkt.kpktgend = %v, want 200 ns (1 ms / 5000 packets)", got)
@@ -157,8 +157,8 @@ func TestFillMetricsOneClock(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}
 	before := Counters{Tap: hostnet.LinkStats{TxPackets: 10, TxDropped: 100}}
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 10 + 5000, TxDropped: 100 + 261164}}
-	res := &workload.Result{Packets: 5000, Metrics: map[string]float64{"tx_pps": 5000 / 1.176148, "lost_pps": 261164 / 1.176148, "tx_run_s": 1.176148}}
-	s := &results.Sample{Metrics: map[string]float64{}}
+	res := &workload.Result{Packets: 5000, Metrics: map[metric.Key]float64{"tx_pps": 5000 / 1.176148, "lost_pps": 261164 / 1.176148, "tx_run_s": 1.176148}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
 	sampleMetrics(s, c, res, before, after, 2700*time.Millisecond)
 	if got := s.Metrics["lost_pps"]; got != 261164/1.176148 {
 		t.Errorf("lost_pps %.0f, want the workload's %.0f (not the window's %.0f)", got, 261164/1.176148, 261164/2.7)
@@ -168,7 +168,7 @@ func TestFillMetricsOneClock(t *testing.T) {
 	}
 	// The tap carried a tenth of what pktgen counted: warn, with counts.
 	after.Tap.TxPackets = 10 + 500
-	s = &results.Sample{Metrics: map[string]float64{}}
+	s = &results.Sample{Metrics: map[metric.Key]float64{}}
 	sampleMetrics(s, c, res, before, after, 2700*time.Millisecond)
 	if len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "pktgen sent 5000 packets but the tap's tx_packets grew by 500 (") {
 		t.Errorf("warnings %q", s.Warnings)
@@ -204,12 +204,12 @@ func TestAddPerfStatMultiplexed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &results.Sample{Metrics: map[string]float64{}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
 	unsupported, notCounted := addPerfStat(s, st, "kpktgend", true)
 	if len(unsupported) != 0 || strings.Join(notCounted, ",") != "L1-dcache-loads" {
 		t.Errorf("unsupported %v, not counted %v; want none and L1-dcache-loads", unsupported, notCounted)
 	}
-	want := map[string]float64{"perf.cycles@kpktgend": 0.8329, "perf.stalled-cycles-frontend@kpktgend": 0.8331,
+	want := map[metric.Key]float64{"perf.cycles@kpktgend": 0.8329, "perf.stalled-cycles-frontend@kpktgend": 0.8331,
 		"perf.stalled-cycles-backend@kpktgend": 0.6669, "perf.instructions@kpktgend": 0.8336,
 		"perf.branches@kpktgend": 0.8336, "perf.branch-misses@kpktgend": 0.8333}
 	if len(s.PerfRunning) != len(want) {
@@ -241,8 +241,8 @@ func TestOneClockAtKVMSpeed(t *testing.T) {
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 1000 + 50000, TxDropped: 10 + 150000}, Guest: GuestStats{RxPackets: 1000 + 50000}}
 	run := 20 * time.Millisecond
 	res := &workload.Result{Elapsed: run, Packets: 50000,
-		Metrics: map[string]float64{"tx_pps": 50000 / run.Seconds(), "lost_pps": 150000 / run.Seconds(), "tx_run_s": run.Seconds()}}
-	s := &results.Sample{Metrics: map[string]float64{"perf.task-clock@kpktgend": 0.02}}
+		Metrics: map[metric.Key]float64{"tx_pps": 50000 / run.Seconds(), "lost_pps": 150000 / run.Seconds(), "tx_run_s": run.Seconds()}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{"perf.task-clock@kpktgend": 0.02}}
 	sampleMetrics(s, c, res, before, after, 10*time.Second)
 	if s.Metrics["tx_pps"] != 2.5e6 || s.Metrics["lost_pps"] != 7.5e6 {
 		t.Errorf("Transmitted %v, Lost %v; want 2.5 Mpps and 7.5 Mpps (both over pktgen's 20 ms)", s.Metrics["tx_pps"], s.Metrics["lost_pps"])

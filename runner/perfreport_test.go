@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -59,7 +60,7 @@ func TestAddPerfReportContextAndWriteError(t *testing.T) {
 	r := &runState{dir: dir, exec: fake}
 	c := &scenarios.Cell{}
 	run := func(ctx context.Context, file string) *results.Sample {
-		s := &results.Sample{Metrics: map[string]float64{}, Labels: map[string]string{}}
+		s := &results.Sample{Metrics: map[metric.Key]float64{}, Labels: map[string]string{}}
 		r.addPerf(ctx, s, c, []*perfRun{{target: "qemu", record: true, file: file}})
 		return s
 	}

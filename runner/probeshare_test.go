@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -12,16 +13,16 @@ import (
 func TestProbeShare(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		metrics map[string]float64
+		metrics map[metric.Key]float64
 		sent    int
 		want    float64 // -1: no metric
 		warns   bool
 	}{
-		{"pktgen under TCG", map[string]float64{"tx_pps": 2000, "rx_pps": 1800}, 1000, 0.1, true},
-		{"Mpps load", map[string]float64{"tx_pps": 2e6}, 1000, 1e-4, false},
-		{"iperf3: rx only", map[string]float64{"rx_pps": 500000}, 1000, 4e-4, false},
-		{"no load rate", map[string]float64{}, 1000, -1, false},
-		{"no probe", map[string]float64{"tx_pps": 2000}, 0, -1, false},
+		{"pktgen under TCG", map[metric.Key]float64{"tx_pps": 2000, "rx_pps": 1800}, 1000, 0.1, true},
+		{"Mpps load", map[metric.Key]float64{"tx_pps": 2e6}, 1000, 1e-4, false},
+		{"iperf3: rx only", map[metric.Key]float64{"rx_pps": 500000}, 1000, 4e-4, false},
+		{"no load rate", map[metric.Key]float64{}, 1000, -1, false},
+		{"no probe", map[metric.Key]float64{"tx_pps": 2000}, 0, -1, false},
 	} {
 		s := &results.Sample{WindowS: 5, Metrics: tc.metrics}
 		probeShare(s, tc.sent)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -125,7 +126,7 @@ func (g *fakeGen) Wait(ctx context.Context) (*workload.Result, error) {
 	if g.waitErr != nil {
 		return nil, g.waitErr()
 	}
-	return &workload.Result{Metrics: map[string]float64{"tx_pps": 5000 / g.d.Seconds()}, Elapsed: time.Since(g.start), BusyFrac: 1}, nil
+	return &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 5000 / g.d.Seconds()}, Elapsed: time.Since(g.start), BusyFrac: 1}, nil
 }
 
 type harness struct {
@@ -207,7 +208,7 @@ func TestRunLoop(t *testing.T) {
 		if m["tx_pps"] <= 0 || m["rx_pps"] <= 0 || s.WindowS < 0.3 {
 			t.Errorf("%s rep %d: metrics %v window %v", s.Cell, s.Rep, m, s.WindowS)
 		}
-		for _, k := range []string{"perf.task-clock@qemu", "perf.task-clock@vcpu", "perf.task-clock@trafgen", "harness_cpu_frac", "cell_overhead_s"} {
+		for _, k := range []metric.Key{"perf.task-clock@qemu", "perf.task-clock@vcpu", "perf.task-clock@trafgen", "harness_cpu_frac", "cell_overhead_s"} {
 			// A vCPU idling in firmware may not run at all in the window:
 			// perf then says <not counted>, which must show as a warning.
 			if k == "perf.task-clock@vcpu" && slices.ContainsFunc(s.Warnings, func(w string) bool {

@@ -85,7 +85,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // goes on with the next cell.
 func (r *runState) unsupportedSample(c *scenarios.Cell, reason string) (*results.Sample, error) {
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes, Start: time.Now().UTC(),
-		Metrics: map[string]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},
+		Metrics: map[metric.Key]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},
 		Emulated: r.guests.accel(c) != qemu.KVM, Unsupported: reason}
 	s.Labels["accel"] = string(r.guests.accel(c))
 	if c.Qdisc != "" {
@@ -151,7 +151,7 @@ func CPUPerPacket(s *results.Sample, res *workload.Result) {
 			target = s.Labels["target"]
 		}
 		if target != "" {
-			s.Metrics[results.CPUPerPktPrefix+target] = v * 1e9 / packets
+			s.Metrics[metric.CPUPerPkt(target)] = v * 1e9 / packets
 		}
 	}
 }
@@ -483,22 +483,22 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 
 // perfKey is the metric key of perf event ev: perf.<event>, or
 // perf.<event>@target when qualify.
-func perfKey(ev, target string, qualify bool) string {
+func perfKey(ev, target string, qualify bool) metric.Key {
 	if qualify {
-		return results.PerfPrefix + ev + "@" + target
+		return metric.Key(results.PerfPrefix + ev + "@" + target)
 	}
-	return results.PerfPrefix + ev
+	return metric.Key(results.PerfPrefix + ev)
 }
 
 // notePerfRunning records f, the share of the time the counter of key ran,
 // in s.PerfRunning when it was multiplexed (0 < f < 1) and is the least
 // so far.
-func notePerfRunning(s *results.Sample, key string, f float64) {
+func notePerfRunning(s *results.Sample, key metric.Key, f float64) {
 	if f <= 0 || f >= 1 {
 		return
 	}
 	if s.PerfRunning == nil {
-		s.PerfRunning = map[string]float64{}
+		s.PerfRunning = map[metric.Key]float64{}
 	}
 	if old, ok := s.PerfRunning[key]; !ok || f < old {
 		s.PerfRunning[key] = f

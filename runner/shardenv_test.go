@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -71,7 +72,7 @@ func writeShard(t *testing.T, dir string, env results.Env, cells ...string) stri
 	}
 	defer w.Close()
 	for _, c := range cells {
-		if err := w.Append(results.Sample{Run: env.Run, Cell: c, Kernel: "running", Start: time.Unix(0, 0).UTC(), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}}); err != nil {
+		if err := w.Append(results.Sample{Run: env.Run, Cell: c, Kernel: "running", Start: time.Unix(0, 0).UTC(), WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}

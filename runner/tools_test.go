@@ -12,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -116,11 +117,11 @@ func TestShard(t *testing.T) {
 
 func TestFillMetrics(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "trafgen"}}
-	s := &results.Sample{Metrics: map[string]float64{}}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
 	before := Counters{Tap: hostnet.LinkStats{TxPackets: 1000, TxDropped: 10}, Guest: GuestStats{RxPackets: 500}}
 	after := Counters{Tap: hostnet.LinkStats{TxPackets: 11000, TxDropped: 2010}, Guest: GuestStats{RxPackets: 10500}}
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
-	want := map[string]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 6000}}, before, after, 2*time.Second)
+	want := map[metric.Key]float64{"tx_packets": 10000, "tap_tx_pps": 5000, "lost_pps": 1000, "rx_pps": 5000, "tx_pps": 6000}
 	for k, v := range want {
 		if s.Metrics[k] != v {
 			t.Errorf("%s = %v, want %v", k, s.Metrics[k], v)
@@ -130,9 +131,9 @@ func TestFillMetrics(t *testing.T) {
 		t.Errorf("warnings %v", s.Warnings)
 	}
 	// iperf3: throughput, no tx_pps.
-	s = &results.Sample{Metrics: map[string]float64{}}
+	s = &results.Sample{Metrics: map[metric.Key]float64{}}
 	c.Generator.Kind = "iperf3"
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"throughput_bps": 2.4e9, "retransmits": 3}}, before, after, time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"throughput_bps": 2.4e9, "retransmits": 3}}, before, after, time.Second)
 	if s.Metrics["throughput_bps"] != 2.4e9 || s.Metrics["retransmits"] != 3 {
 		t.Errorf("iperf3 metrics %v", s.Metrics)
 	}
@@ -140,9 +141,9 @@ func TestFillMetrics(t *testing.T) {
 		t.Error("iperf3 sample has tx_pps")
 	}
 	// A generator rate far from what the tap carried is flagged.
-	s = &results.Sample{Metrics: map[string]float64{}}
+	s = &results.Sample{Metrics: map[metric.Key]float64{}}
 	c.Generator.Kind = "pktgen"
-	sampleMetrics(s, c, &workload.Result{Metrics: map[string]float64{"tx_pps": 50000}, Threads: []workload.Thread{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
+	sampleMetrics(s, c, &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 50000}, Threads: []workload.Thread{{I: 0, TxPPS: 50000}}}, before, after, time.Second)
 	if len(s.Warnings) != 1 || len(s.Threads) != 1 {
 		t.Errorf("pktgen: warnings %v threads %v", s.Warnings, s.Threads)
 	}

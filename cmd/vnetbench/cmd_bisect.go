@@ -63,7 +63,7 @@ func (o *bisectOpts) gate() (string, error) {
 		return "", usageErrorf("bisect: --change %q: want worse or better", o.change)
 	}
 	up := false
-	switch results.Describe(o.metric).Better {
+	switch results.Describe(metric.Key(o.metric)).Better {
 	case metric.HigherIsBetter:
 	case metric.LowerIsBetter:
 		up = true

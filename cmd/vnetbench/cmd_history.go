@@ -147,12 +147,12 @@ func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer
 // (its CPU, busy fractions, overheads, cross-checks) or counts events
 // (perf counters) rather than how the datapath performs.
 func diagnosticMetric(m string) bool {
-	return results.IsDiagnostic(m) || strings.HasPrefix(m, results.PerfPrefix) || strings.HasSuffix(m, "_busy_frac")
+	return results.IsDiagnostic(metric.Key(m)) || strings.HasPrefix(m, results.PerfPrefix) || strings.HasSuffix(m, "_busy_frac")
 }
 
 // resultRank orders the result metrics people read first: packet rates,
 // losses, throughput, then latency.
-var resultRank = []string{metric.TxPPS, metric.LostPPS, metric.RxPPS, metric.QdiscDropPPS, metric.ThroughputBPS, "vsock_recv_bps",
+var resultRank = []metric.Key{metric.TxPPS, metric.LostPPS, metric.RxPPS, metric.QdiscDropPPS, metric.ThroughputBPS, "vsock_recv_bps",
 	metric.RTTP50S, metric.RTTP99S, metric.RTTP999S, metric.RTTMaxS, metric.RTTInflationS, metric.RTTIdleP50S}
 
 // resultsFirst orders series stably: result metrics in resultRank's
@@ -162,7 +162,7 @@ func resultsFirst(series []history.Series) []history.Series {
 		if diagnosticMetric(m) {
 			return len(resultRank) + 2
 		}
-		if i := slices.Index(resultRank, m); i >= 0 {
+		if i := slices.Index(resultRank, metric.Key(m)); i >= 0 {
 			return i
 		}
 		return len(resultRank) + 1
@@ -177,11 +177,11 @@ func resultsFirst(series []history.Series) []history.Series {
 // higher-is-better; times (ending in _s, _ms, _us, _ns, /op, or naming
 // latency, duration, time, rtt) and losses, drops and errors are
 // lower-is-better; other names neutral.
-func guessBetter(metric string) history.Better {
-	if _, ok := results.Lookup(metric); ok {
-		return store.Better(metric)
+func guessBetter(name string) history.Better {
+	if _, ok := results.Lookup(metric.Key(name)); ok {
+		return store.Better(name)
 	}
-	m := strings.ToLower(metric)
+	m := strings.ToLower(name)
 	has := func(subs ...string) bool {
 		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(m, s) })
 	}
@@ -280,7 +280,7 @@ func readHistoryCSV(path string, better func(string) history.Better) ([]history.
 	defer f.Close()
 	s, err := history.ReadCSV(safefs.Reader(f, safefs.MaxResults, path), path, better)
 	for i := range s {
-		if m, ok := results.Lookup(s[i].Metric); ok {
+		if m, ok := results.Lookup(metric.Key(s[i].Metric)); ok {
 			s[i].Unit = m.Unit
 		}
 	}

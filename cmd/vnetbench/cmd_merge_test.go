@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -19,7 +20,7 @@ func TestMergeInProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(results.Sample{Cell: cell, Kernel: "host", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}})
+		w.Append(results.Sample{Cell: cell, Kernel: "host", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 1}})
 		w.Close()
 		dirs = append(dirs, d)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -76,7 +77,7 @@ func (g *loopGen) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s/%d", g.cell, g.rep)
-	return &workload.Result{Metrics: map[string]float64{"tx_pps": float64(100000 + h.Sum32()%50000)}, Elapsed: time.Since(g.start)}, nil
+	return &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": float64(100000 + h.Sum32()%50000)}, Elapsed: time.Since(g.start)}, nil
 }
 
 const shardScenario = `

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -123,7 +124,7 @@ func TestReportRefusesOneLabelForTwoKernels(t *testing.T) {
 		}
 		for rep := range 2 {
 			if err := w.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "running", Rep: i*2 + rep,
-				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[string]float64{"tx_pps": 1000}}); err != nil {
+				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Metrics: map[metric.Key]float64{"tx_pps": 1000}}); err != nil {
 				t.Fatal(err)
 			}
 		}

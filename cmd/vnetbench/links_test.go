@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/bisect"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
@@ -162,7 +163,7 @@ func writeShard(t *testing.T, dir, id string, shard int, cells ...string) {
 		out.WriteFile("trafgen.txt", []byte(c), 0o644)
 		out.Close()
 		if err := w.Append(results.Sample{Run: id, Cell: c, Kernel: "host", Start: start, WindowS: 5,
-			Metrics: map[string]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
+			Metrics: map[metric.Key]float64{"tx_pps": 1000}, Artifacts: []string{filepath.Join(rel, "trafgen.txt")}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -126,16 +126,16 @@ func rankBounds(n int, q, tail float64) (l, u int) {
 type Summary struct {
 	// Metrics by key (rtt_p50_s, ..., probe_loss_frac); a key is absent
 	// when its phase had no answered probe.
-	Metrics map[string]float64
+	Metrics map[metric.Key]float64
 	// Intervals are the confidence intervals of the percentile metrics.
-	Intervals map[string]Interval
+	Intervals map[metric.Key]Interval
 	// Sent and Answered count the load phase's probes.
 	Sent, Answered int
 }
 
 // Percentile metrics of the load phase, by key.
 var loadPercentiles = []struct {
-	Key string
+	Key metric.Key
 	Q   float64
 }{{metric.RTTP50S, 0.50}, {metric.RTTP99S, 0.99}, {metric.RTTP999S, 0.999}}
 
@@ -143,7 +143,7 @@ var loadPercentiles = []struct {
 // maximum, loss and qdisc wait, and the idle phase's median and the
 // inflation over it. Warmup probes are left out.
 func Summarize(recs []Record) Summary {
-	s := Summary{Metrics: map[string]float64{}, Intervals: map[string]Interval{}}
+	s := Summary{Metrics: map[metric.Key]float64{}, Intervals: map[metric.Key]Interval{}}
 	var load, idle, wait []float64
 	for _, r := range recs {
 		rtt, ok := r.RTT()
@@ -167,7 +167,7 @@ func Summarize(recs []Record) Summary {
 	slices.Sort(idle)
 	slices.Sort(wait)
 	if s.Sent > 0 {
-		s.Metrics["probe_loss_frac"] = float64(s.Sent-s.Answered) / float64(s.Sent)
+		s.Metrics[metric.ProbeLossFrac] = float64(s.Sent-s.Answered) / float64(s.Sent)
 	}
 	if len(load) > 0 {
 		for _, p := range loadPercentiles {
@@ -185,7 +185,7 @@ func Summarize(recs []Record) Summary {
 	}
 	if len(wait) > 0 {
 		v, iv := Percentile(wait, 0.99)
-		s.Metrics["qdisc_wait_p99_s"], s.Intervals["qdisc_wait_p99_s"] = v, iv
+		s.Metrics[metric.QdiscWaitP99S], s.Intervals[metric.QdiscWaitP99S] = v, iv
 	}
 	return s
 }
@@ -195,7 +195,7 @@ func Summarize(recs []Record) Summary {
 func (s Summary) Labels() map[string]string {
 	out := map[string]string{}
 	for k, iv := range s.Intervals {
-		out[k+"_ci"+fmt.Sprint(int(Confidence*100))] = iv.String()
+		out[string(k)+"_ci"+fmt.Sprint(int(Confidence*100))] = iv.String()
 	}
 	return out
 }

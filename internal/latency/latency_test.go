@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // The 95% interval of a median of 100 draws is the 40th to the 61st
@@ -87,7 +89,7 @@ func TestSummarize(t *testing.T) {
 	if s.Sent != 100 || s.Answered != 96 {
 		t.Errorf("sent %d answered %d, want 100 and 96", s.Sent, s.Answered)
 	}
-	want := map[string]float64{
+	want := map[metric.Key]float64{
 		"probe_loss_frac": 0.04, "rtt_idle_p50_s": 100e-6, "rtt_max_s": 319e-6,
 		"rtt_p50_s":        269e-6, // 48th of the 96 answered RTTs 220..319 without 225, 250, 275, 300
 		"qdisc_wait_p99_s": 3e-6,

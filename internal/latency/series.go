@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
 // SeriesName is the file of a sample's qdisc and tap time series in its
@@ -137,7 +139,7 @@ func Bins(pts []Point, width time.Duration) []Bin {
 
 // SeriesMetrics are the metrics of the load phase's readings:
 // qdisc_backlog_max and qdisc_backlog_p50 (bytes).
-func SeriesMetrics(pts []Point) map[string]float64 {
+func SeriesMetrics(pts []Point) map[metric.Key]float64 {
 	var bl []float64
 	for _, p := range pts {
 		if p.Phase == PhaseLoad {
@@ -149,5 +151,5 @@ func SeriesMetrics(pts []Point) map[string]float64 {
 	}
 	slices.Sort(bl)
 	p50, _ := Percentile(bl, 0.5)
-	return map[string]float64{"qdisc_backlog_max": bl[len(bl)-1], "qdisc_backlog_p50": p50}
+	return map[metric.Key]float64{metric.QdiscBacklogMax: bl[len(bl)-1], metric.QdiscBacklogP50: p50}
 }

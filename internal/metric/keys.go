@@ -1,9 +1,12 @@
 package metric
 
-// Key is a metric's key: Metric.Key and the key of a sample's Metrics. It
-// is an alias, so a Key indexes the string-keyed Metrics maps (and the
-// JSON of results) without a conversion.
-type Key = string
+import "strings"
+
+// Key is a metric's key: Metric.Key and the key of a sample's Metrics
+// ("tx_pps", "perf.cycles@vhost", or a unit of another tool's benchfmt
+// file). A defined type, so a key is not mixed up with a cell, a column
+// or an axis; it encodes in JSON as the plain string.
+type Key string
 
 // The keys more than one package writes or reads. Code outside tests
 // names them by these constants, never by a string literal, so a misspelt
@@ -41,4 +44,39 @@ const (
 	RTTMaxS       Key = "rtt_max_s"
 	RTTIdleP50S   Key = "rtt_idle_p50_s"
 	RTTInflationS Key = "rtt_inflation_s"
+
+	// The latency probe's readings of the tap's qdisc, and the probe's
+	// own losses and share of the load.
+	QdiscWaitP99S   Key = "qdisc_wait_p99_s"
+	QdiscBacklogMax Key = "qdisc_backlog_max"
+	QdiscBacklogP50 Key = "qdisc_backlog_p50"
+	ProbeLossFrac   Key = "probe_loss_frac"
+	ProbeShareFrac  Key = "probe_share_frac"
+
+	// Workloads' keys the latency table reads too.
+	XDPTxPPS    Key = "xdp_tx_pps"
+	XDPLostPPS  Key = "xdp_lost_pps"
+	RRBulkBPS   Key = "rr_bulk_bps"
+	Iperf3SRTTS Key = "iperf3_srtt_s"
 )
+
+// Join joins keys with sep, as strings.Join joins strings.
+func Join(keys []Key, sep string) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = string(k)
+	}
+	return strings.Join(s, sep)
+}
+
+// Keys converts names (a user's --metric list, say) to keys.
+func Keys(names []string) []Key {
+	if names == nil {
+		return nil
+	}
+	out := make([]Key, len(names))
+	for i, n := range names {
+		out[i] = Key(n)
+	}
+	return out
+}

@@ -37,7 +37,7 @@ func (d Direction) String() string {
 type Metric struct {
 	// Key is stable snake_case with the unit in it where that helps
 	// ("throughput_bps").
-	Key string
+	Key Key
 	// Unit is the base unit of the values: "pps", "bit/s", "B/s",
 	// "count", "s", "fraction", ...
 	Unit   string
@@ -78,7 +78,7 @@ func All() []Metric {
 	src := sources
 	mu.RUnlock()
 	var out []Metric
-	seen := map[string]bool{}
+	seen := map[Key]bool{}
 	for _, list := range src {
 		for _, m := range list() {
 			if !seen[m.Key] {
@@ -91,7 +91,7 @@ func All() []Metric {
 }
 
 // Lookup returns the definition of key.
-func Lookup(key string) (Metric, bool) {
+func Lookup(key Key) (Metric, bool) {
 	for _, m := range All() {
 		if m.Key == key {
 			return m, true

@@ -70,7 +70,7 @@ func (set *Set) readBenchfmt(in io.Reader, path string) error {
 }
 
 func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
-	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[string]float64{}, Labels: map[string]string{}}
+	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[metric.Key]float64{}, Labels: map[string]string{}}
 	base, parts := rec.Name.Parts()
 	var cell []string
 	for _, p := range parts {
@@ -130,7 +130,7 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 		if v.OrigUnit != "" {
 			unit, val = v.OrigUnit, v.OrigValue
 		}
-		s.Metrics[unit] = val
+		s.Metrics[metric.Key(unit)] = val
 	}
 	return s, nil
 }
@@ -162,11 +162,11 @@ func WriteBenchfmt(w io.Writer, set *Set) error {
 		m := Describe(k)
 		switch m.Better {
 		case metric.HigherIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", token(k))
+			fmt.Fprintf(&b, "Unit %s better=higher assume=nothing\n", token(string(k)))
 		case metric.LowerIsBetter:
-			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", token(k))
+			fmt.Fprintf(&b, "Unit %s better=lower assume=nothing\n", token(string(k)))
 		default:
-			fmt.Fprintf(&b, "Unit %s assume=nothing\n", token(k))
+			fmt.Fprintf(&b, "Unit %s assume=nothing\n", token(string(k)))
 		}
 	}
 	names := newBenchNamer(set.Samples)
@@ -216,11 +216,11 @@ func sampleAccel(set *Set, s *Sample) string {
 }
 
 // writeResult writes s's result line, or a comment when it has no value.
-func writeResult(b *bytes.Buffer, name string, s *Sample, keys []string) {
+func writeResult(b *bytes.Buffer, name string, s *Sample, keys []metric.Key) {
 	var vals []string
 	for _, k := range keys {
 		if v, ok := s.Value(k); ok {
-			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64)+" "+token(k))
+			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64)+" "+token(string(k)))
 		}
 	}
 	if len(vals) == 0 {

@@ -228,9 +228,9 @@ func (set *Set) Cells() []string {
 }
 
 // MetricKeys returns every metric key present, in presentation order.
-func (set *Set) MetricKeys() []string {
-	seen := map[string]bool{}
-	var keys []string
+func (set *Set) MetricKeys() []metric.Key {
+	seen := map[metric.Key]bool{}
+	var keys []metric.Key
 	for _, s := range set.Samples {
 		for k := range s.Metrics {
 			if !seen[k] {
@@ -276,7 +276,7 @@ func (set *Set) Emulated(label string) bool {
 
 // Values returns the values of metric key for cell on kernel, one per
 // sample that has it, in sample order.
-func (set *Set) Values(cell, kernel, key string) []float64 {
+func (set *Set) Values(cell, kernel string, key metric.Key) []float64 {
 	var out []float64
 	for i := range set.Samples {
 		s := &set.Samples[i]

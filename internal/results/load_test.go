@@ -43,7 +43,7 @@ func pktgenSamples(kernel, backend string, txs ...float64) []Sample {
 		lost := tx / 1000
 		out = append(out, Sample{Cell: backend + "/pktgen-t2", Rep: rep, Kernel: kernel,
 			Axes:    map[string]string{"backend": backend, "generator": "pktgen-t2"},
-			Metrics: map[string]float64{"tx_pps": tx, "lost_pps": 2 * lost, "perf.cycles@vhost": 3e9 + tx},
+			Metrics: map[metric.Key]float64{"tx_pps": tx, "lost_pps": 2 * lost, "perf.cycles@vhost": 3e9 + tx},
 			Threads: []ThreadSample{{I: 0, TxPPS: tx * 0.4, LostPPS: &lost}, {I: 1, TxPPS: tx * 0.6, LostPPS: &lost}},
 			Labels:  map[string]string{"threads": "2"}})
 	}
@@ -85,7 +85,7 @@ func TestLoadJoinsByKernel(t *testing.T) {
 	if got := set.Values("tap/pktgen-t2", "patched", "tx_pps_thread"); len(got) != 5 || got[0] != 280000 {
 		t.Errorf("tx_pps_thread (mean of the threads) = %v, want 5 values from 280000", got)
 	}
-	if got := strings.Join(set.MetricKeys(), ","); got != "tx_pps,tx_pps_thread,lost_pps,perf.cycles@vhost,lost_pps_thread" {
+	if got := metric.Join(set.MetricKeys(), ","); got != "tx_pps,tx_pps_thread,lost_pps,perf.cycles@vhost,lost_pps_thread" {
 		t.Errorf("metric keys %s", got)
 	}
 
@@ -258,7 +258,7 @@ func TestBenchfmtRoundTrip(t *testing.T) {
 		// tap/pktgen-t2 reads back as tap.
 		backCell, _, _ := strings.Cut(cell, "/")
 		for _, k := range set.Kernels() {
-			for _, m := range []string{"tx_pps", "lost_pps", "tx_pps_thread", "lost_pps_thread", "perf.cycles@vhost"} {
+			for _, m := range []metric.Key{"tx_pps", "lost_pps", "tx_pps_thread", "lost_pps_thread", "perf.cycles@vhost"} {
 				a, b := set.Values(cell, k, m), back.Values(backCell, k, m)
 				if len(a) != len(b) || len(a) != 5 {
 					t.Errorf("%s %s %s: %d values, read back %d", cell, k, m, len(a), len(b))

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 
 // Metrics are the harness's own metric keys (a workload's are its
 // Metrics). perf.<event> keys are described by Lookup's rule instead.
-var Metrics = map[string]metric.Metric{
+var Metrics = map[metric.Key]metric.Metric{
 	metric.TapTxPPS:          {Key: metric.TapTxPPS, Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Description: "tap tx_packets delta / window (cross-check of tx_pps)", Diagnostic: true, Header: "tap tx", HeaderNote: "(cross-check of tx_pps)"},
 	metric.LostPPS:           {Key: metric.LostPPS, Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "packets/s the tap dropped (tx_dropped delta) over the same interval as tx_pps: the generator's own run time where it has one (tx_run_s: pktgen, tx_dropped read just before its start and just after its end), else the measurement window"},
 	metric.QdiscDropPPS:      {Key: metric.QdiscDropPPS, Unit: "pps", Better: metric.LowerIsBetter, Rate: true, Description: "drops counted by the tap's root qdisc / window (packets that never reached the tap; not in lost_pps)"},
@@ -30,11 +31,11 @@ var Metrics = map[string]metric.Metric{
 	metric.RTTMaxS:           {Key: metric.RTTMaxS, Unit: "s", Better: metric.LowerIsBetter, Description: "longest answered probe round trip under load"},
 	metric.RTTIdleP50S:       {Key: metric.RTTIdleP50S, Unit: "s", Better: metric.LowerIsBetter, Description: "median probe round trip in the idle phase before the load (the baseline)"},
 	metric.RTTInflationS:     {Key: metric.RTTInflationS, Unit: "s", Better: metric.LowerIsBetter, Description: "rtt_p50_s minus rtt_idle_p50_s: what the load adds to the median round trip"},
-	"qdisc_wait_p99_s":       {Key: "qdisc_wait_p99_s", Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
-	"qdisc_backlog_max":      {Key: "qdisc_backlog_max", Unit: "bytes", Better: metric.LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
-	"qdisc_backlog_p50":      {Key: "qdisc_backlog_p50", Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
-	"probe_loss_frac":        {Key: "probe_loss_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
-	"probe_share_frac":       {Key: "probe_share_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
+	metric.QdiscWaitP99S:     {Key: metric.QdiscWaitP99S, Unit: "s", Better: metric.LowerIsBetter, Description: "99th percentile of the probe requests' time in the tap's qdisc under load: SO_TIMESTAMPING SOFTWARE (tun's skb_tx_timestamp) minus SCHED (entry to __dev_queue_xmit), one host clock"},
+	metric.QdiscBacklogMax:   {Key: metric.QdiscBacklogMax, Unit: "bytes", Better: metric.LowerIsBetter, Description: "largest backlog of the tap's root qdisc over the latency probe's readings under load (netlink TCA_STATS2 every 10 ms; raw readings in qdisc.csv)"},
+	metric.QdiscBacklogP50:   {Key: metric.QdiscBacklogP50, Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
+	metric.ProbeLossFrac:     {Key: metric.ProbeLossFrac, Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
+	metric.ProbeShareFrac:    {Key: metric.ProbeShareFrac, Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
 	metric.CellOverheadS:     {Key: metric.CellOverheadS, Unit: "s", Better: metric.LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
 }
 
@@ -46,8 +47,8 @@ var Metrics = map[string]metric.Metric{
 // Detail table), not in per-metric tables, and compare does not gate them
 // by default. Machine-readable formats keep them like any metric. The
 // workloads' follow generator_busy_frac.
-func Diagnostics() []string {
-	out := []string{metric.HarnessCPUFrac, metric.CellOverheadS, metric.GeneratorBusyFrac}
+func Diagnostics() []metric.Key {
+	out := []metric.Key{metric.HarnessCPUFrac, metric.CellOverheadS, metric.GeneratorBusyFrac}
 	for _, m := range metric.All() {
 		if m.Diagnostic {
 			out = append(out, m.Key)
@@ -57,7 +58,7 @@ func Diagnostics() []string {
 }
 
 // IsDiagnostic reports whether key is one of Diagnostics.
-func IsDiagnostic(key string) bool {
+func IsDiagnostic(key metric.Key) bool {
 	m, ok := Lookup(key)
 	return ok && m.Diagnostic
 }
@@ -90,8 +91,8 @@ const PerfPrefix = "perf."
 // A sample that carries counters of a single perf target uses
 // perf.<event> and names the target in Labels["target"]; a sample with
 // several targets qualifies each key as perf.<event>@<target>.
-func SplitPerf(key string) (event, target string, ok bool) {
-	rest, ok := strings.CutPrefix(key, PerfPrefix)
+func SplitPerf(key metric.Key) (event, target string, ok bool) {
+	rest, ok := strings.CutPrefix(string(key), PerfPrefix)
 	if !ok || rest == "" {
 		return "", "", false
 	}
@@ -122,15 +123,11 @@ func HybridEvent(ev string) (pmu, base string, ok bool) {
 	return pmu, base, true
 }
 
-// CPUPerPktPrefix starts the keys of CPU time per packet by perf target:
-// cpu_per_pkt.vhost, cpu_per_pkt.afxdp, ...
-const CPUPerPktPrefix = "cpu_per_pkt."
-
 // Lookup returns the description of key: a registered metric, for
 // cpu_per_pkt.<target> the CPU cost per packet, or for
 // perf.<event>[@<target>] the rule for the event (unknown events are
 // Neutral counts). ok is false for unknown keys.
-func Lookup(key string) (metric.Metric, bool) {
+func Lookup(key metric.Key) (metric.Metric, bool) {
 	if m, ok := Metrics[key]; ok {
 		return m, true
 	}
@@ -140,7 +137,7 @@ func Lookup(key string) (metric.Metric, bool) {
 	if reason, fn, ok := metric.DropKey(key); ok {
 		return dropMetric(key, reason, fn), true
 	}
-	if target, ok := strings.CutPrefix(key, CPUPerPktPrefix); ok && target != "" {
+	if target, ok := strings.CutPrefix(string(key), metric.CPUPerPktPrefix); ok && target != "" {
 		return metric.Metric{Key: key, Unit: "ns", Better: metric.LowerIsBetter,
 			Description: "CPU time of the " + target + " threads (perf stat task-clock over the window, total over its threads) / packets the generator transmitted (tx_pps x its run time), ns per packet"}, true
 	}
@@ -167,15 +164,15 @@ func Lookup(key string) (metric.Metric, bool) {
 // does not know (a unit of another tool's benchfmt file, "ns/op", "MB/s")
 // a guess from the unit: lower is better for Go's per-op costs, higher for
 // rates, neutral otherwise.
-func Describe(key string) metric.Metric {
+func Describe(key metric.Key) metric.Metric {
 	if m, ok := Lookup(key); ok {
 		return m
 	}
-	m := metric.Metric{Key: key, Unit: key, Better: metric.Neutral}
+	m := metric.Metric{Key: key, Unit: string(key), Better: metric.Neutral}
 	switch {
 	case key == "ns/op" || key == "sec/op" || key == "B/op" || key == "allocs/op":
 		m.Better = metric.LowerIsBetter
-	case strings.HasSuffix(key, "/s"):
+	case strings.HasSuffix(string(key), "/s"):
 		m.Better, m.Rate = metric.HigherIsBetter, true
 	}
 	return m
@@ -183,22 +180,22 @@ func Describe(key string) metric.Metric {
 
 // knownOrder returns a stable presentation order for metric keys: the
 // main metrics first, then perf counters, then the rest by name.
-func knownOrder(keys []string) []string {
-	rank := map[string]int{metric.TxPPS: 0, metric.TxPPSThread: 1, metric.LostPPS: 2, metric.QdiscDropPPS: 3, metric.RxPPS: 4, metric.TapTxPPS: 5,
+func knownOrder(keys []metric.Key) []metric.Key {
+	rank := map[metric.Key]int{metric.TxPPS: 0, metric.TxPPSThread: 1, metric.LostPPS: 2, metric.QdiscDropPPS: 3, metric.RxPPS: 4, metric.TapTxPPS: 5,
 		metric.ThroughputBPS: 6, metric.Retransmits: 7, metric.PktgenErrors: 8, metric.TxPackets: 9, metric.HarnessCPUFrac: 10, metric.CellOverheadS: 11}
-	out := append([]string(nil), keys...)
+	out := slices.Clone(keys)
 	sort.SliceStable(out, func(i, j int) bool {
 		ri, oki := rank[out[i]]
 		rj, okj := rank[out[j]]
 		if !oki {
 			ri = 100
-			if strings.HasPrefix(out[i], PerfPrefix) {
+			if strings.HasPrefix(string(out[i]), PerfPrefix) {
 				ri = 50
 			}
 		}
 		if !okj {
 			rj = 100
-			if strings.HasPrefix(out[j], PerfPrefix) {
+			if strings.HasPrefix(string(out[j]), PerfPrefix) {
 				rj = 50
 			}
 		}

@@ -3,7 +3,6 @@ package results
 import (
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,15 +16,15 @@ const SchemaVersion = 1
 // Sample is one repetition of one cell on one kernel: one line of
 // results.jsonl. Metric keys are those of the Metrics registry (see Lookup).
 type Sample struct {
-	Schema  int                `json:"schema"`
-	Run     string             `json:"run"`
-	Cell    string             `json:"cell"`
-	Rep     int                `json:"rep"`
-	Kernel  string             `json:"kernel"`
-	Axes    map[string]string  `json:"axes"`
-	Start   time.Time          `json:"start"`
-	WindowS float64            `json:"window_s"`
-	Metrics map[string]float64 `json:"metrics"`
+	Schema  int                    `json:"schema"`
+	Run     string                 `json:"run"`
+	Cell    string                 `json:"cell"`
+	Rep     int                    `json:"rep"`
+	Kernel  string                 `json:"kernel"`
+	Axes    map[string]string      `json:"axes"`
+	Start   time.Time              `json:"start"`
+	WindowS float64                `json:"window_s"`
+	Metrics map[metric.Key]float64 `json:"metrics"`
 	// Threads holds per-generator-thread numbers; Metrics["tx_pps"] is the
 	// total over threads.
 	Threads []ThreadSample `json:"threads,omitempty"`
@@ -41,8 +40,8 @@ type Sample struct {
 	// stat's counter was running when below 1: the kernel multiplexed
 	// more events than the PMU has counters, and perf scaled the count up
 	// (its "(66,85%)" column). Absent = counted all the time.
-	PerfRunning map[string]float64 `json:"perf_running,omitempty"`
-	Emulated    bool               `json:"emulated"`
+	PerfRunning map[metric.Key]float64 `json:"perf_running,omitempty"`
+	Emulated    bool                   `json:"emulated"`
 	// Nested is true when the datapath measured ran inside a VM: a lab
 	// kernel's sample (the run inside the lab VM; its guest is a VM in a
 	// VM), false for the host's own kernel (running). Also set on load for
@@ -144,7 +143,7 @@ func (s *Sample) key() Key { return Key{s.Cell, s.Kernel, s.Rep} }
 // Value returns metric key of s. tx_pps_thread and lost_pps_thread
 // fall back to the mean over Threads when the sample has no such metric
 // (lost_pps_thread only when the threads carry lost_pps).
-func (s *Sample) Value(key string) (float64, bool) {
+func (s *Sample) Value(key metric.Key) (float64, bool) {
 	if v, ok := s.Metrics[key]; ok {
 		return v, true
 	}
@@ -173,7 +172,7 @@ func (s *Sample) Value(key string) (float64, bool) {
 // dropNonFinite removes NaN and ±Inf metrics (JSON cannot hold them) and
 // says so in the sample's warnings.
 func dropNonFinite(s Sample) Sample {
-	var bad []string
+	var bad []metric.Key
 	for k, v := range s.Metrics {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			bad = append(bad, k)
@@ -182,14 +181,14 @@ func dropNonFinite(s Sample) Sample {
 	if len(bad) == 0 {
 		return s
 	}
-	sort.Strings(bad)
-	m := make(map[string]float64, len(s.Metrics))
+	slices.Sort(bad)
+	m := make(map[metric.Key]float64, len(s.Metrics))
 	for k, v := range s.Metrics {
 		if !slices.Contains(bad, k) {
 			m[k] = v
 		}
 	}
 	s.Metrics = m
-	s.Warnings = append(slices.Clone(s.Warnings), "dropped non-finite metrics: "+strings.Join(bad, ", "))
+	s.Warnings = append(slices.Clone(s.Warnings), "dropped non-finite metrics: "+metric.Join(bad, ", "))
 	return s
 }

@@ -22,7 +22,7 @@ func TestWriterAppendResume(t *testing.T) {
 	}
 	for rep := 0; rep < 2; rep++ {
 		s := Sample{Run: "r1", Cell: "tap/pktgen-t1", Rep: rep, Kernel: "stock", Start: time.Unix(0, 0).UTC(),
-			WindowS: 1, Metrics: map[string]float64{"tx_pps": 450000}, Emulated: true}
+			WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 450000}, Emulated: true}
 		if err := w.Append(s); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestWriterAppendResume(t *testing.T) {
 	if !w.Done("tap/pktgen-t1", "stock", 1) || w.Done("tap/pktgen-t1", "stock", 2) {
 		t.Errorf("Done: rep1=%v rep2=%v, want true false", w.Done("tap/pktgen-t1", "stock", 1), w.Done("tap/pktgen-t1", "stock", 2))
 	}
-	if err := w.Append(Sample{Cell: "tap/pktgen-t1", Rep: 2, Kernel: "stock", Metrics: map[string]float64{"tx_pps": 1, "lost_pps": math.NaN()}}); err != nil {
+	if err := w.Append(Sample{Cell: "tap/pktgen-t1", Rep: 2, Kernel: "stock", Metrics: map[metric.Key]float64{"tx_pps": 1, "lost_pps": math.NaN()}}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -95,7 +95,7 @@ func TestWriterAppendResume(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	for key, want := range map[string]metric.Direction{
+	for key, want := range map[metric.Key]metric.Direction{
 		"tx_pps": metric.HigherIsBetter, "lost_pps": metric.LowerIsBetter, "perf.context-switches": metric.LowerIsBetter,
 		"perf.cycles@vhost": metric.Neutral, "perf.ipc": metric.HigherIsBetter, "perf.L1-dcache-load-misses": metric.LowerIsBetter,
 	} {
@@ -118,8 +118,8 @@ func TestFailedSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := Sample{Cell: "tap", Kernel: "stock", Rep: 0, WindowS: 1, Metrics: map[string]float64{"tx_pps": 1000}}
-	bad := Sample{Cell: "tap", Kernel: "stock", Rep: 1, Metrics: map[string]float64{},
+	ok := Sample{Cell: "tap", Kernel: "stock", Rep: 0, WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 1000}}
+	bad := Sample{Cell: "tap", Kernel: "stock", Rep: 1, Metrics: map[metric.Key]float64{},
 		Error: "cell tap rep 2: traffic: guest: the kernel reported a fault on its console: [ 1.0] BUG: soft lockup\nlast console lines:\n..."}
 	for _, s := range []Sample{ok, bad} {
 		if err := w.Append(s); err != nil {
@@ -148,7 +148,7 @@ func TestFailedSample(t *testing.T) {
 	if w.Done("tap", "stock", 1) {
 		t.Error("a failed sample counts as done after OpenRun")
 	}
-	bad.Error, bad.Metrics = "", map[string]float64{"tx_pps": 900}
+	bad.Error, bad.Metrics = "", map[metric.Key]float64{"tx_pps": 900}
 	w.Append(bad)
 	w.Close()
 	set, _ = Load(dir)

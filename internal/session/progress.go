@@ -110,7 +110,7 @@ func (p *progress) update(u runner.Progress) {
 	extra := ""
 	if s := u.Sample; s != nil {
 		var parts []string
-		for _, k := range []string{metric.TxPPS, metric.RxPPS, metric.ThroughputBPS, metric.LostPPS} {
+		for _, k := range []metric.Key{metric.TxPPS, metric.RxPPS, metric.ThroughputBPS, metric.LostPPS} {
 			if v, ok := s.Metrics[k]; ok {
 				parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -61,9 +62,9 @@ func TestNotDone(t *testing.T) {
 	}
 	cells := []scenarios.Cell{{Name: "a", Rep: 0}, {Name: "a", Rep: 1}, {Name: "b", Rep: 0}, {Name: "b", Rep: 0, Kernel: scenarios.Kernel{Label: "patched"}}}
 	for _, s := range []results.Sample{
-		{Cell: "a", Kernel: "host", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
+		{Cell: "a", Kernel: "host", Rep: 0, Metrics: map[metric.Key]float64{"tx_pps": 1}},
 		{Cell: "b", Kernel: "host", Rep: 0, Error: "traffic: iperf3 hung"},
-		{Cell: "b", Kernel: "patched", Rep: 0, Metrics: map[string]float64{"tx_pps": 1}},
+		{Cell: "b", Kernel: "patched", Rep: 0, Metrics: map[metric.Key]float64{"tx_pps": 1}},
 	} {
 		if err := w.Append(s); err != nil {
 			t.Fatal(err)

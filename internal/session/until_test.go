@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
@@ -39,7 +40,7 @@ func (f *fakeRounds) round(_ context.Context, reps int, resume bool) error {
 				v += f.shift
 			}
 			f.set.Samples = append(f.set.Samples, results.Sample{Cell: "tap/pktgen-t1", Kernel: k, Rep: r,
-				Axes: map[string]string{"backend": "tap"}, Metrics: map[string]float64{"tx_pps": v}})
+				Axes: map[string]string{"backend": "tap"}, Metrics: map[metric.Key]float64{"tx_pps": v}})
 		}
 	}
 	return nil
@@ -98,7 +99,7 @@ func TestUntilDecidedBudget(t *testing.T) {
 }
 
 func TestUntilDecidedNeedsTwoKernels(t *testing.T) {
-	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[string]float64{"tx_pps": 1}}}}
+	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[metric.Key]float64{"tx_pps": 1}}}}
 	if _, err := report.Decide(set, nil, report.DefaultMinEffect, nil); !errors.Is(err, fault.ErrInput) {
 		t.Errorf("one kernel: %v, want bad input", err)
 	}

@@ -43,7 +43,7 @@ var (
 // in registration order.
 func Metrics() []metric.Metric {
 	var out []metric.Metric
-	seen := map[string]bool{}
+	seen := map[metric.Key]bool{}
 	for _, w := range All() {
 		m, ok := w.(Metricer)
 		if !ok {
@@ -61,7 +61,7 @@ func Metrics() []metric.Metric {
 
 // LookupMetric returns the definition of key from the registered
 // workloads.
-func LookupMetric(key string) (metric.Metric, bool) {
+func LookupMetric(key metric.Key) (metric.Metric, bool) {
 	for _, m := range Metrics() {
 		if m.Key == key {
 			return m, true
@@ -81,7 +81,7 @@ type Tabler interface {
 type Table struct {
 	// Headline is the metric that selects the samples (those that have
 	// it) and whose spread the table's first footnote reports.
-	Headline string
+	Headline metric.Key
 	// ThreadsKey is the key (label, or axis "....KEY") that counts the
 	// workload's threads or streams, and ThreadsNoun their name:
 	// "threads"/"threads", "parallel"/"streams".
@@ -89,13 +89,13 @@ type Table struct {
 	// Rows lists the rows of a group of cells: threads is the group's
 	// thread count, seen reports whether some run of the group has a
 	// positive value of a key.
-	Rows func(threads int, seen func(key string) bool) []TableRow
+	Rows func(threads int, seen func(key metric.Key) bool) []TableRow
 	// Note extends the first footnote (the runs per cell and the
 	// headline's spread), e.g. how totals and per-thread numbers are
 	// made; "" = nothing.
 	Note func(threads int) string
 	// Notes are further footnotes that define the rows' numbers.
-	Notes func(threads int, seen func(key string) bool) []string
+	Notes func(threads int, seen func(key metric.Key) bool) []string
 	// Context lists keys of the workload's section whose values the
 	// table's header states ("64 KiB payload"), in order.
 	Context []ContextKey
@@ -141,7 +141,8 @@ type VersusCol struct {
 
 // TableRow is one row of a Table: a metric and its label.
 type TableRow struct {
-	Key, Label string
+	Key   metric.Key
+	Label string
 	// Scale writes the row's values (units.MBps writes bit/s as MB/s);
 	// the zero Scale means units.For the metric's unit: Kpps below 1 Mpps
 	// and Mpps from there for pps, Mbit/s and Gbit/s for bit/s.
@@ -159,7 +160,7 @@ func Tables() (tables []Table, names []string) {
 			continue
 		}
 		tab := t.Table()
-		key := tab.Headline
+		key := string(tab.Headline)
 		if tab.Versus != nil {
 			key += " versus"
 		}
@@ -190,7 +191,7 @@ func NameOf(generator string) string {
 // qdisc's drops when some run had them.
 var PacketTable = Table{
 	Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
-	Rows: func(threads int, seen func(string) bool) []TableRow {
+	Rows: func(threads int, seen func(metric.Key) bool) []TableRow {
 		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: "Lost"}}
 		if threads > 1 {
 			rows = []TableRow{{Key: metric.TxPPS, Label: "Tx total"}, {Key: metric.TxPPSThread, Label: "Tx per thread"},
@@ -200,8 +201,8 @@ var PacketTable = Table{
 		// and the vhost-net worker (perf stat task-clock): what Lost 0
 		// can hide, a generator retrying on a stopped queue.
 		for _, t := range cpuTargets() {
-			if seen("cpu_per_pkt." + t) {
-				rows = append(rows, TableRow{Key: "cpu_per_pkt." + t, Label: "CPU/pkt " + t})
+			if k := metric.CPUPerPkt(t); seen(k) {
+				rows = append(rows, TableRow{Key: k, Label: "CPU/pkt " + t})
 			}
 		}
 		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
@@ -217,7 +218,7 @@ var PacketTable = Table{
 		return rows
 	},
 	Note: func(threads int) string { return "" },
-	Notes: func(threads int, seen func(string) bool) []string {
+	Notes: func(threads int, seen func(metric.Key) bool) []string {
 		var notes []string
 		// Transmitted and Lost share one interval: the generator's own
 		// run time where it has one (tx_run_s), else the window.
@@ -237,7 +238,7 @@ var PacketTable = Table{
 		}
 		var whose []string
 		for _, t := range cpuTargets() {
-			if seen("cpu_per_pkt." + t) {
+			if seen(metric.CPUPerPkt(t)) {
 				whose = append(whose, t)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -165,7 +166,7 @@ func GuestOps() map[string]GuestOp {
 type Result struct {
 	// Metrics are the workload's own metrics in base units (tx_pps,
 	// throughput_bps, ...): keys of its Metrics.
-	Metrics map[string]float64
+	Metrics map[metric.Key]float64
 	// Threads are per generator thread (pktgen).
 	Threads []Thread
 	// Elapsed is the traffic time as the generator saw it.

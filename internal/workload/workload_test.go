@@ -22,7 +22,7 @@ func (f fake) Metrics() []metric.Metric     { return f.ms }
 func (f fake) GuestOps() map[string]GuestOp { return f.ops }
 func (f fake) Table() Table {
 	if f.tab == nil {
-		return Table{Headline: f.name + "_pps"}
+		return Table{Headline: metric.Key(f.name + "_pps")}
 	}
 	return *f.tab
 }
@@ -59,11 +59,11 @@ func TestRegistry(t *testing.T) {
 	if len(tabs) != 2 || tabs[0].Headline != "tx_pps" || !slices.Equal(names, []string{"pk", "io"}) {
 		t.Errorf("tables %v %v", tabs, names)
 	}
-	var keys []string
+	var keys []metric.Key
 	for _, m := range Metrics() {
 		keys = append(keys, m.Key)
 	}
-	if !slices.Equal(keys, []string{"tx_pps", "pk_errors", "io_bps"}) {
+	if !slices.Equal(keys, []metric.Key{"tx_pps", "pk_errors", "io_bps"}) {
 		t.Errorf("metrics %v", keys)
 	}
 	if m, ok := LookupMetric("tx_pps"); !ok || m.Unit != "pps" || m.Better != metric.HigherIsBetter {
@@ -106,14 +106,14 @@ func TestUnsupported(t *testing.T) {
 func TestPacketTable(t *testing.T) {
 	Register(cpuWorkload{})
 	defer Unregister("cpuwl")
-	labels2 := func(threads int, seen ...string) (out []string) {
-		for _, r := range PacketTable.Rows(threads, func(k string) bool { return slices.Contains(seen, k) }) {
+	labels2 := func(threads int, seen ...metric.Key) (out []string) {
+		for _, r := range PacketTable.Rows(threads, func(k metric.Key) bool { return slices.Contains(seen, k) }) {
 			out = append(out, r.Label)
 		}
 		return out
 	}
 	labels := func(threads int, qdisc bool) (out []string) {
-		for _, r := range PacketTable.Rows(threads, func(k string) bool { return qdisc && k == "qdisc_drop_pps" }) {
+		for _, r := range PacketTable.Rows(threads, func(k metric.Key) bool { return qdisc && k == "qdisc_drop_pps" }) {
 			out = append(out, r.Label)
 		}
 		return out
@@ -130,13 +130,13 @@ func TestPacketTable(t *testing.T) {
 	if !slices.Equal(got, []string{"Transmitted", "Lost", "CPU/pkt kpktgend", "CPU/pkt vhost"}) {
 		t.Errorf("CPU rows: %v", got)
 	}
-	if n := strings.Join(PacketTable.Notes(1, func(k string) bool { return k == "cpu_per_pkt.kpktgend" }), "\n"); !strings.Contains(n, "CPU/pkt = the CPU time of the kpktgend threads (perf stat task-clock") {
+	if n := strings.Join(PacketTable.Notes(1, func(k metric.Key) bool { return k == "cpu_per_pkt.kpktgend" }), "\n"); !strings.Contains(n, "CPU/pkt = the CPU time of the kpktgend threads (perf stat task-clock") {
 		t.Errorf("CPU note: %q", n)
 	}
 	// The footnotes say which interval Transmitted and Lost share, and
 	// never call Lost total a sum over threads.
-	notes := func(threads int, seen ...string) string {
-		return strings.Join(PacketTable.Notes(threads, func(k string) bool { return slices.Contains(seen, k) }), "\n")
+	notes := func(threads int, seen ...metric.Key) string {
+		return strings.Join(PacketTable.Notes(threads, func(k metric.Key) bool { return slices.Contains(seen, k) }), "\n")
 	}
 	if n := notes(1, "tx_run_s"); !strings.Contains(n, "both per second of pktgen's own run time") || strings.Contains(n, "window") {
 		t.Errorf("1 thread, pktgen's clock: %q", n)

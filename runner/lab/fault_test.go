@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/runner"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ timeouts: {boot: 1m, traffic: 1m}
 			}
 			for _, c := range Inside(cells, "b") {
 				iw.Append(results.Sample{Cell: c.Name, Rep: c.Rep, Kernel: "b", Axes: c.Axes, Start: time.Now(), WindowS: 1,
-					Metrics: map[string]float64{"tx_pps": 1000}})
+					Metrics: map[metric.Key]float64{"tx_pps": 1000}})
 			}
 			iw.Close()
 			return append(up, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},

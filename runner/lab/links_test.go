@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
@@ -81,7 +82,7 @@ timeouts: {boot: 1m, traffic: 1m}
 			for _, c := range Inside(cells, "b") {
 				if !iw.Done(c.Name, "b", c.Rep) {
 					iw.Append(results.Sample{Cell: c.Name, Rep: c.Rep, Kernel: "b", Axes: c.Axes, Start: time.Now(), WindowS: 1,
-						Metrics: map[string]float64{"tx_pps": 1000}})
+						Metrics: map[metric.Key]float64{"tx_pps": 1000}})
 				}
 			}
 			iw.Close()

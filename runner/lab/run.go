@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/runner"
 	"maps"
 	"os"
@@ -139,7 +140,7 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 			continue
 		}
 		s := results.Sample{Run: run, Cell: c.Name, Rep: c.Rep, Kernel: label, Axes: c.Axes, Start: time.Now().UTC(),
-			Metrics: map[string]float64{}, Error: lerr.Error(), Labels: map[string]string{"lab": label}}
+			Metrics: map[metric.Key]float64{}, Error: lerr.Error(), Labels: map[string]string{"lab": label}}
 		var le *labvm.Error
 		if errors.As(lerr, &le) {
 			s.Labels["phase"] = "lab " + le.Phase

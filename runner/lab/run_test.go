@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/runner"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ func TestImportLab(t *testing.T) {
 	os.MkdirAll(filepath.Join(inner, "artifacts", "c", "stock", "0"), 0o755)
 	os.WriteFile(filepath.Join(inner, "artifacts", "c", "stock", "0", "pktgen-vnbt0.txt"), []byte("x"), 0o644)
 	iw.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
-		Metrics: map[string]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
+		Metrics: map[metric.Key]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
 	iw.Close()
 	got, err := importLab(w, outer, inner, "stock", nil)
 	if err != nil || len(got) != 1 {
@@ -103,7 +104,7 @@ func TestImportLabUntrusted(t *testing.T) {
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
 	os.Symlink("/etc", filepath.Join(inner, "artifacts", "etc"))
 	arts := []string{"artifacts/c/ok.txt", "artifacts/c/link.txt", "artifacts/etc/passwd", "../../../../etc/passwd", "/etc/passwd"}
-	iw.Append(results.Sample{Cell: "tap/x", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[string]float64{"tx_pps": 1}, Artifacts: arts})
+	iw.Append(results.Sample{Cell: "tap/x", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 1}, Artifacts: arts})
 	iw.Close()
 	got, err := importLab(w, outer, inner, "stock", nil)
 	if err != nil || len(got) != 1 {
@@ -231,7 +232,7 @@ repetitions: 2
 		defer w.Close()
 		for _, cell := range Inside(cells, c.Label) {
 			if err := w.Append(results.Sample{Cell: cell.Name, Rep: cell.Rep, Kernel: c.Label, Start: time.Unix(0, 0), WindowS: 1,
-				Metrics: map[string]float64{"tx_pps": 1000}}); err != nil {
+				Metrics: map[metric.Key]float64{"tx_pps": 1000}}); err != nil {
 				return nil, err
 			}
 		}

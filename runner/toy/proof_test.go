@@ -131,7 +131,7 @@ func TestToyFakeRun(t *testing.T) {
 		dir := t.TempDir()
 		w := &runner.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Artifacts: dir, RelDir: "artifacts/x"}
 		sample := results.Sample{Cell: c.Name, Kernel: "running", Axes: c.Axes, WindowS: 2.5,
-			Metrics: map[string]float64{}, Labels: map[string]string{"generator": c.Generator.Kind}}
+			Metrics: map[metric.Key]float64{}, Labels: map[string]string{"generator": c.Generator.Kind}}
 		if err := gen.Start(t.Context(), w); err != nil {
 			why, ok := workload.IsUnsupported(err)
 			if !ok {

@@ -45,10 +45,10 @@ func (toy) Metrics() []metric.Metric {
 
 func (toy) Table() workload.Table {
 	return workload.Table{Headline: "toy_pps", ThreadsKey: "streams", ThreadsNoun: "streams",
-		Rows: func(int, func(string) bool) []workload.TableRow {
+		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
 			return []workload.TableRow{{Key: "toy_pps", Label: "Sent"}, {Key: "toy_errors", Label: "Errors"}}
 		},
-		Notes: func(int, func(string) bool) []string {
+		Notes: func(int, func(metric.Key) bool) []string {
 			return []string{"Sent = packets toyblast counted / its own run time, total over its streams"}
 		}}
 }
@@ -190,6 +190,6 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	sent, errs, secs := v.Sent, v.Errors, v.Seconds
 	os.WriteFile(filepath.Join(g.w.Artifacts, "toy.txt"), g.out.Bytes(), 0o644)
 	return &workload.Result{Elapsed: time.Since(g.start),
-		Metrics:   map[string]float64{"toy_pps": float64(sent) / secs, "toy_errors": float64(errs)},
+		Metrics:   map[metric.Key]float64{"toy_pps": float64(sent) / secs, "toy_errors": float64(errs)},
 		Artifacts: []string{filepath.Join(g.w.RelDir, "toy.txt")}}, nil
 }

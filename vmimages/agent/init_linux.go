@@ -153,8 +153,8 @@ func loadModules() error {
 	return nil
 }
 
-// openChannel finds the vnb.agent virtio-serial port, else falls back to
-// the serial console in raw mode.
+// openChannel finds the virtio-serial port vmimages.AgentPortName, else
+// falls back to the serial console in raw mode.
 func openChannel() (io.ReadWriter, string, error) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {

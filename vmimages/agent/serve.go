@@ -2,11 +2,11 @@
 // /init (PID 1) in the guest's initramfs. It mounts proc, sys and dev,
 // loads the image's modules in dependency order (finit_module), configures
 // eth0 from vnb.* kernel parameters via netlink, then answers the host's
-// requests (vmimages protocol) on the virtio-serial port vnb.agent, or on
-// the serial console when that port is missing. Sinks: the kernel stack, an
-// XDP program that drops and counts (assembled with cilium/ebpf's asm, no
-// clang), and a per-UDP-source-port counter on an AF_PACKET socket decoded
-// with gopacket/layers. Any fatal error is printed on the console and the
+// requests (vmimages protocol) on the virtio-serial port
+// vmimages.AgentPortName, or on the serial console when that port is
+// missing. Sinks: the kernel stack, an XDP program that drops and counts
+// (assembled with cilium/ebpf's asm, no clang), and a per-UDP-source-port
+// counter on an AF_PACKET socket decoded with gopacket/layers. Any fatal error is printed on the console and the
 // guest powers off: the agent never hangs the boot.
 //
 // It does not build images (package vmimages does) and has no host-side

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -167,7 +168,7 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 			return nil, nil, err
 		}
 		s.Better = Better(s.Metric)
-		s.Unit = results.Describe(s.Metric).Unit
+		s.Unit = results.Describe(metric.Key(s.Metric)).Unit
 		for int64(len(byID)) <= id {
 			byID = append(byID, -1)
 		}

@@ -75,7 +75,7 @@ func ReadRun(path string) (*Run, error) {
 			run.Labels[kernel] = pointLabel(set.Env[s.Kernel], env, name)
 		}
 		for m, v := range s.Metrics {
-			k := key{s.Cell, kernel, m}
+			k := key{s.Cell, kernel, string(m)}
 			if _, ok := vals[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -129,9 +129,10 @@ func short(s string, n int) string {
 // median is the median of xs; xs is not modified.
 func median(xs []float64) float64 { return stats.Sample{Xs: xs}.Quantile(0.5) }
 
-// Better is the direction of a metric key, from the results registry.
+// Better is the direction of a metric key (a history series' Metric),
+// from the results registry.
 func Better(key string) history.Better {
-	switch results.Describe(key).Better {
+	switch results.Describe(metric.Key(key)).Better {
 	case metric.HigherIsBetter:
 		return history.HigherIsBetter
 	case metric.LowerIsBetter:
@@ -153,7 +154,7 @@ func Series(runs []*Run) []history.Series {
 			if !ok {
 				i = len(out)
 				idx[k] = i
-				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric), Unit: results.Describe(v.Metric).Unit})
+				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric), Unit: results.Describe(metric.Key(v.Metric)).Unit})
 			}
 			out[i].Points = append(out[i].Points, history.Point{Label: r.Labels[v.Kernel], Time: r.Time, Value: v.Value})
 		}

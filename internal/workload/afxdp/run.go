@@ -148,7 +148,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if res.Packets == 0 || res.Duration <= 0 {
 		return nil, fmt.Errorf("afxdp: no frame completed in %v (%d submitted)", res.Duration, res.Submitted)
 	}
-	r := &workload.Result{Elapsed: res.Duration, Metrics: map[string]float64{metric.TxPPS: res.PPS()}, CountsDrops: true}
+	r := &workload.Result{Elapsed: res.Duration, Metrics: map[metric.Key]float64{metric.TxPPS: res.PPS()}, CountsDrops: true}
 	after, aerr := g.linkStats()
 	switch {
 	case g.beforeErr != nil || aerr != nil:

@@ -129,7 +129,7 @@ func (Workload) Metrics() []metric.Metric {
 	return []metric.Metric{
 		workload.ThroughputBPS,
 		{Key: metric.Retransmits, Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
-		{Key: "iperf3_srtt_s", Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
+		{Key: metric.Iperf3SRTTS, Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
 			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
 	}
@@ -146,7 +146,7 @@ func (Workload) Table() workload.Table {
 			}
 			return ""
 		}}},
-		Rows: func(int, func(string) bool) []workload.TableRow {
+		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
 			return []workload.TableRow{{Key: metric.ThroughputBPS, Label: "Throughput"}, {Key: metric.Retransmits, Label: "Retransmits"}}
 		}}
 }

@@ -189,7 +189,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		_, _ = g.w.Agent.Do(sctx, agentOp, "stop")
 		cancel()
 	}
-	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{metric.ThroughputBPS: 0}}
+	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[metric.Key]float64{metric.ThroughputBPS: 0}}
 	var cpu, busy float64
 	var srtts []float64 // the TCP senders' smoothed RTTs, every stream and interval
 	hasCPU := false
@@ -236,7 +236,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	if len(srtts) > 0 {
 		slices.Sort(srtts)
-		r.Metrics["iperf3_srtt_s"] = srtts[(len(srtts)-1)/2]
+		r.Metrics[metric.Iperf3SRTTS] = srtts[(len(srtts)-1)/2]
 	}
 	if hasCPU {
 		// iperf3_host_cpu_frac: all clients' CPU, in CPUs; busy: the

@@ -379,7 +379,7 @@ func addResult(r *workload.Result, res *pg.Result) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("pktgen threads %s sent no packets", strings.Join(silent, ", ")))
 	}
 	r.Packets = pkts
-	r.Metrics = map[string]float64{metric.PktgenErrors: float64(errs)}
+	r.Metrics = map[metric.Key]float64{metric.PktgenErrors: float64(errs)}
 	if run := res.RunTime(); run > 0 {
 		r.Elapsed = run // the traffic time as pktgen saw it
 		r.Metrics[metric.TxRunS] = run.Seconds()
@@ -407,6 +407,6 @@ func addDrops(r *workload.Result, res *pg.Result, run time.Duration) {
 	}
 	r.Drops, r.DropsOK = res.Counters, true
 	for k, n := range res.Counters {
-		r.Metrics[metric.DropPrefix+k] = float64(n) / run.Seconds()
+		r.Metrics[metric.Drop(k)] = float64(n) / run.Seconds()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -332,7 +333,7 @@ func TestPktgenThreadsOfTheRunNamespace(t *testing.T) {
 // warned about, with the fix; a long one, or one bounded by time, is not.
 func TestShortRunWarning(t *testing.T) {
 	res := func(run float64) *workload.Result {
-		return &workload.Result{Metrics: map[string]float64{"tx_run_s": run}}
+		return &workload.Result{Metrics: map[metric.Key]float64{"tx_run_s": run}}
 	}
 	if w := shortRunWarning(Config{Count: 20000}, res(0.023)); !strings.Contains(w, "20000 packets per thread) in 23 ms") || !strings.Contains(w, "duration: 5s") {
 		t.Errorf("23 ms run: %q", w)

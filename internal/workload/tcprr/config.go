@@ -129,7 +129,7 @@ var (
 		Description: "TCP request/response transactions per second, one in flight, without a bulk load: round trips completed / the phase's length"}
 	LoadTPS = metric.Metric{Key: "rr_load_tps", Unit: "tps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "TCP request/response transactions per second beside the bulk TCP stream (bulk: tcp)"}
-	BulkBPS = metric.Metric{Key: "rr_bulk_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
+	BulkBPS = metric.Metric{Key: metric.RRBulkBPS, Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true,
 		Description: "the bulk TCP streams' rate during the loaded phase: bytes the guest's discard server received x 8 / the time between the two readings"}
 )
 
@@ -141,11 +141,11 @@ var percentiles = []struct {
 	label  string
 }{{"p50", 0.50, "p50"}, {"p99", 0.99, "p99"}, {"p999", 0.999, "p99.9"}}
 
-func rttKey(loaded bool, suffix string) string {
+func rttKey(loaded bool, suffix string) metric.Key {
 	if loaded {
-		return "rr_load_" + suffix + "_s"
+		return metric.Key("rr_load_" + suffix + "_s")
 	}
-	return "rr_" + suffix + "_s"
+	return metric.Key("rr_" + suffix + "_s")
 }
 
 // Metrics: transactions/s and RTT percentiles per phase, and the bulk
@@ -172,7 +172,7 @@ func (Workload) Metrics() []metric.Metric {
 // stream where the cells have it.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: TPS.Key, ThreadsKey: "bulk_streams", ThreadsNoun: "bulk streams",
-		Rows: func(_ int, seen func(string) bool) []workload.TableRow {
+		Rows: func(_ int, seen func(metric.Key) bool) []workload.TableRow {
 			rows := []workload.TableRow{{Key: TPS.Key, Label: "Transactions/s"}}
 			for _, p := range percentiles {
 				rows = append(rows, workload.TableRow{Key: rttKey(false, p.suffix), Label: "RTT " + p.label, Scale: units.Latency})
@@ -186,7 +186,7 @@ func (Workload) Table() workload.Table {
 			}
 			return append(rows, workload.TableRow{Key: BulkBPS.Key, Label: "Bulk throughput"})
 		},
-		Notes: func(_ int, seen func(string) bool) []string {
+		Notes: func(_ int, seen func(metric.Key) bool) []string {
 			note := "Transactions/s = TCP request/response round trips of one connection, one in flight, / the phase's length; RTT = each round trip from before the request's write to the end of the response's read (user space, as netperf TCP_RR and sockperf ping-pong)"
 			if seen(LoadTPS.Key) {
 				note += fmt.Sprintf("; \", bulk\" = the same beside bulk TCP streams to the guest from the same namespace, after %v of ramp; Bulk throughput = the bytes the guest received from them x 8 / that phase", Ramp)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/latency"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
@@ -340,7 +341,7 @@ func (g *generator) stopGuest() int64 {
 
 // result turns the phases into the metrics.
 func (g *generator) result() (*workload.Result, error) {
-	r := &workload.Result{Metrics: map[string]float64{}}
+	r := &workload.Result{Metrics: map[metric.Key]float64{}}
 	sum := summary{Size: g.cfg.Size, GuestEchoed: g.out.echoed}
 	for _, p := range g.out.phases {
 		if len(p.rtts) == 0 || p.span <= 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
@@ -109,14 +110,14 @@ func TestTransactionsAndBulk(t *testing.T) {
 	cfg := Config{Duration: 700 * time.Millisecond, Size: 64, Bulk: BulkTCP, BulkStreams: 2, Port: 7010}
 	res, dir := run(t, a, ag, cfg)
 	m := res.Metrics
-	for _, k := range []string{"rr_tps", "rr_p50_s", "rr_p99_s", "rr_p999_s", "rr_load_tps", "rr_load_p50_s", "rr_load_p99_s", "rr_load_p999_s", "rr_bulk_bps"} {
+	for _, k := range []metric.Key{"rr_tps", "rr_p50_s", "rr_p99_s", "rr_p999_s", "rr_load_tps", "rr_load_p50_s", "rr_load_p99_s", "rr_load_p999_s", "rr_bulk_bps"} {
 		if m[k] <= 0 {
 			t.Errorf("%s = %v, want > 0 (metrics %v)", k, m[k], m)
 		}
 	}
 	for _, pre := range []string{"rr_", "rr_load_"} {
-		if !(m[pre+"p50_s"] <= m[pre+"p99_s"] && m[pre+"p99_s"] <= m[pre+"p999_s"]) {
-			t.Errorf("%s percentiles out of order: %v %v %v", pre, m[pre+"p50_s"], m[pre+"p99_s"], m[pre+"p999_s"])
+		if !(m[metric.Key(pre+"p50_s")] <= m[metric.Key(pre+"p99_s")] && m[metric.Key(pre+"p99_s")] <= m[metric.Key(pre+"p999_s")]) {
+			t.Errorf("%s percentiles out of order: %v %v %v", pre, m[metric.Key(pre+"p50_s")], m[metric.Key(pre+"p99_s")], m[metric.Key(pre+"p999_s")])
 		}
 	}
 	var sum summary

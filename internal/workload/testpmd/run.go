@@ -321,7 +321,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	run := g.t1.Sub(g.t0)
 	sec := run.Seconds()
 	var sent uint64
-	r := &workload.Result{Elapsed: run, Metrics: map[string]float64{}, CountsDrops: true,
+	r := &workload.Result{Elapsed: run, Metrics: map[metric.Key]float64{}, CountsDrops: true,
 		Artifacts: []string{filepath.Join(g.w.RelDir, "testpmd.txt")}}
 	for _, f := range tp.Forward {
 		sent += f.TxPackets

@@ -159,7 +159,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	r := &workload.Result{Elapsed: elapsed, BusyFrac: proc.BusyFrac(g.cpu0, cpu1, elapsed, max(1, g.cfg.CPUs)),
 		Artifacts: []string{filepath.Join(g.w.RelDir, "trafgen.cfg"), filepath.Join(g.w.RelDir, "trafgen.txt")},
-		Metrics:   map[string]float64{metric.TxPPS: 0}, Packets: pkts}
+		Metrics:   map[metric.Key]float64{metric.TxPPS: 0}, Packets: pkts}
 	if elapsed > 0 {
 		r.Metrics[metric.TxPPS] = float64(pkts) / elapsed.Seconds()
 	}

@@ -164,14 +164,14 @@ func (Workload) Table() workload.Table {
 	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%sB",
 			Cols: []workload.VersusCol{{Value: Socat, Header: Socat}, {Value: Sockmap, Header: Sockmap}}, Change: "change"},
-		Rows: func(int, func(string) bool) []workload.TableRow {
+		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
 			return []workload.TableRow{
 				{Key: metric.ThroughputBPS, Label: "Throughput", Scale: units.MBps},
 				{Key: "redirector_cpu_frac", Label: "Redirector CPU"},
 			}
 		},
 		Context: []workload.ContextKey{{Key: "transport", Format: func(v string) string { return v + " transport" }}},
-		Notes: func(int, func(string) bool) []string {
+		Notes: func(int, func(metric.Key) bool) []string {
 			return []string{
 				"Throughput = bytes the vsock server read x 8 over its own interval (its clock, from its first read to its last); MB/s = 1e6 bytes/s",
 				"Redirector CPU = guest CPU time of socat's process (sockmap has none) plus the guest's kworkers (psock backlog, vsock transport), over the sender's run, from /proc/PID/schedstat; 100% = one CPU",

@@ -183,7 +183,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if res.Server != nil {
 		count = *res.Server
 	}
-	out := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[string]float64{}}
+	out := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[metric.Key]float64{}}
 	g.w.AddJSONArtifact(out, "vsock.json", struct {
 		Guest  guestResult `json:"guest"`
 		Server serverCount `json:"server"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/report"
@@ -121,7 +122,7 @@ func TestGeneratorStartErrors(t *testing.T) {
 // has no interval, which is an error.
 func TestMetricsCrossCheck(t *testing.T) {
 	res := guestResult{SentBytes: 64 << 20, SendSeconds: 5, CPUSource: "stat"}
-	out := &workload.Result{Metrics: map[string]float64{}}
+	out := &workload.Result{Metrics: map[metric.Key]float64{}}
 	addMetrics(out, res, serverCount{First: 8192, Bytes: 8 << 20, Reads: 1025, Seconds: 4.9})
 	if len(out.Warnings) != 2 || !strings.Contains(out.Warnings[0], "received 8396800 of the 67108864 bytes the sender wrote (13%)") ||
 		!strings.Contains(out.Warnings[1], "10 ms ticks") {

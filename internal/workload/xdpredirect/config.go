@@ -90,9 +90,9 @@ func (Workload) Target() string { return "xdp_redirect" }
 
 // The workload's metrics.
 var (
-	TxPPS = metric.Metric{Key: "xdp_tx_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
+	TxPPS = metric.Metric{Key: metric.XDPTxPPS, Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "frames the tap took from XDP_REDIRECT and passed to its reader (its tx_packets once the ring drained) / the AF_XDP generator's run time"}
-	LostPPS = metric.Metric{Key: "xdp_lost_pps", Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
+	LostPPS = metric.Metric{Key: metric.XDPLostPPS, Unit: "pps", Better: metric.LowerIsBetter, Rate: true,
 		Description: "frames the XDP program redirected to the tap that the tap did not pass on (redirected - transmitted: tun_xdp_xmit found the ring full) / the generator's run time"}
 	RedirectPPS = metric.Metric{Key: "xdp_redirect_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "XDP_REDIRECT verdicts of the program on the veth's receiving end (frames offered to the tap) / the generator's run time"}
@@ -110,7 +110,7 @@ func (Workload) Metrics() []metric.Metric {
 // offered, the tap's own drop count and what the guest received.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: TxPPS.Key, ThreadsKey: "threads", ThreadsNoun: "threads",
-		Rows: func(_ int, seen func(string) bool) []workload.TableRow {
+		Rows: func(_ int, seen func(metric.Key) bool) []workload.TableRow {
 			rows := []workload.TableRow{{Key: TxPPS.Key, Label: "Transmitted"}, {Key: LostPPS.Key, Label: "Lost"},
 				{Key: RedirectPPS.Key, Label: "Redirected"}, {Key: metric.LostPPS, Label: "tap tx_dropped"}}
 			if seen(metric.RxPPS) {
@@ -118,7 +118,7 @@ func (Workload) Table() workload.Table {
 			}
 			return rows
 		},
-		Notes: func(_ int, seen func(string) bool) []string {
+		Notes: func(_ int, seen func(metric.Key) bool) []string {
 			notes := []string{"Transmitted = frames the tap took from XDP_REDIRECT (tun_xdp_xmit) and passed to its reader (tx_packets, after the ring drained); Lost = frames the XDP program redirected to the tap that it did not pass on; Redirected = the program's XDP_REDIRECT verdicts; all per second of the AF_XDP generator's run (copy mode, on a veth whose peer's native XDP program redirects every frame to the tap through a devmap)",
 				"tap tx_dropped = the tap's own drop counter per second of the window: tun_xdp_xmit counts one per refused batch (Linux 5.13+), so it can read below Lost"}
 			if seen(metric.RxPPS) {

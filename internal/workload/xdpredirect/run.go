@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	xdp "github.com/vnetbench/vnetbench/internal/xsk"
 	"github.com/vnetbench/vnetbench/internal/xsk/series"
@@ -239,7 +240,7 @@ func (g *generator) result(res *xdp.Result, c counts, tap hostnet.LinkStats) (*w
 		o.VethXDPDropsEst = res.Packets - o.Seen
 	}
 	r := &workload.Result{Elapsed: res.Duration, Packets: o.TapTxPackets, InHarnessCPU: res.CPU(),
-		Metrics: map[string]float64{
+		Metrics: map[metric.Key]float64{
 			TxPPS.Key:       float64(o.TapTxPackets) / run,
 			LostPPS.Key:     float64(o.Lost) / run,
 			RedirectPPS.Key: float64(o.Redirected) / run,

@@ -103,7 +103,7 @@ func Table(sender, transmitted string) workload.Table {
 		Versus: &workload.Versus{RowKey: "pkt_size", ColKey: "mode", RowHeader: "UDP size", RowLabel: "UDP %s",
 			Cols:   []workload.VersusCol{{Value: ModeCopy, Header: "copy"}, {Value: ModeZeroCopy, Header: "zero-copy"}},
 			Change: "speedup"},
-		Rows: func(threads int, seen func(string) bool) []workload.TableRow {
+		Rows: func(threads int, seen func(metric.Key) bool) []workload.TableRow {
 			rows := []workload.TableRow{{Key: metric.TxPPS, Label: "Transmitted"}}
 			if threads > 1 {
 				rows = append(rows, workload.TableRow{Key: metric.TxPPSThread, Label: "Tx per thread"})
@@ -112,15 +112,15 @@ func Table(sender, transmitted string) workload.Table {
 			if seen(metric.RxPPS) {
 				rows = append(rows, workload.TableRow{Key: metric.RxPPS, Label: "Received"})
 			}
-			if seen("cpu_per_pkt." + sender) {
-				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt." + sender, Label: "CPU/pkt " + sender})
+			if k := metric.CPUPerPkt(sender); seen(k) {
+				rows = append(rows, workload.TableRow{Key: k, Label: "CPU/pkt " + sender})
 			}
 			if seen("cpu_per_pkt.vhost") {
 				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt.vhost", Label: "CPU/pkt vhost"})
 			}
 			return rows
 		},
-		Notes: func(threads int, seen func(string) bool) []string {
+		Notes: func(threads int, seen func(metric.Key) bool) []string {
 			total := "one thread"
 			if threads > 1 {
 				total = fmt.Sprintf("total over its %d threads (Tx per thread: the mean of one thread's own rate)", threads)
@@ -133,7 +133,7 @@ func Table(sender, transmitted string) workload.Table {
 				notes = append(notes, "Received = packets the guest's sink counted (xdp-drop: its XDP program, testpmd rxonly's role) / the window: from the generator's start to its end, on the harness's clock")
 			}
 			var whose []string
-			if seen("cpu_per_pkt." + sender) {
+			if seen(metric.CPUPerPkt(sender)) {
 				whose = append(whose, "of the "+sender+" threads (total over them)")
 			}
 			if seen("cpu_per_pkt.vhost") {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
@@ -85,7 +86,7 @@ func generate(out string) {
 					Axes:    map[string]string{"backend": c.backend, "generator": fmt.Sprintf("pktgen-t%d", c.threads)},
 					Start:   t0.Add(time.Duration(rep*4+len(c.name)) * time.Minute),
 					WindowS: math.Round(window*1000) / 1000,
-					Metrics: map[string]float64{"tx_pps": tx, "lost_pps": lost, "rx_pps": noisy(tx*0.999, 0.001),
+					Metrics: map[metric.Key]float64{"tx_pps": tx, "lost_pps": lost, "rx_pps": noisy(tx*0.999, 0.001),
 						"tap_tx_pps": noisy(tx, 0.001), "pktgen_errors": math.Round(lost * window),
 						"tx_run_s": math.Round(window*1e6) / 1e6}, // pktgen's clock, Transmitted's and Lost's interval
 					Labels: map[string]string{"generator": "pktgen", "count": "10000000", "threads": fmt.Sprint(c.threads),
@@ -136,7 +137,7 @@ func generate(out string) {
 				v := ip[k][b]
 				must(w.Append(results.Sample{Run: "iperf3-tcg", Cell: b + "/iperf3-p1", Rep: rep, Kernel: k,
 					Axes: map[string]string{"backend": b, "generator": "iperf3-p1"}, Start: t0.Add(time.Duration(rep) * time.Minute), WindowS: 10,
-					Metrics:  map[string]float64{"throughput_bps": noisy(v[0], 0.05), "retransmits": noisy(v[1], 0.3)},
+					Metrics:  map[metric.Key]float64{"throughput_bps": noisy(v[0], 0.05), "retransmits": noisy(v[1], 0.3)},
 					Labels:   map[string]string{"generator": "iperf3", "duration": "10s", "threads": "1", "qdisc": "fq_codel", "guest": "Debian 12 VM"},
 					Emulated: true}))
 			}
@@ -158,7 +159,7 @@ func generate(out string) {
 				}
 				must(w.Append(results.Sample{Run: "sweep", Cell: fmt.Sprintf("tap+vhost/pktgen-t1/%d", sz), Rep: rep, Kernel: k,
 					Axes:  map[string]string{"backend": "tap+vhost", "generator": "pktgen-t1", "pkt_size": fmt.Sprint(sz)},
-					Start: t0, WindowS: 10, Metrics: map[string]float64{"tx_pps": noisy(v, 0.006), "lost_pps": 0},
+					Start: t0, WindowS: 10, Metrics: map[metric.Key]float64{"tx_pps": noisy(v, 0.006), "lost_pps": 0},
 					Labels: map[string]string{"generator": "pktgen", "duration": "10s", "threads": "1", "pkt_size": fmt.Sprint(sz),
 						"pin": "vhost:0", "qdisc": "fq_codel", "guest": "Debian 12 VM"}}))
 			}
@@ -176,7 +177,7 @@ func generate(out string) {
 			}
 			must(w.Append(results.Sample{Run: k, Cell: "tap/pktgen-t1", Rep: rep, Kernel: "stock",
 				Axes: map[string]string{"backend": "tap", "generator": "pktgen-t1"}, Start: t0, WindowS: 22,
-				Metrics: map[string]float64{"tx_pps": noisy(tx, 0.01), "lost_pps": noisy(1154e3, 0.01)},
+				Metrics: map[metric.Key]float64{"tx_pps": noisy(tx, 0.01), "lost_pps": noisy(1154e3, 0.01)},
 				Labels:  map[string]string{"generator": "pktgen", "count": "10000000", "threads": "1"}}))
 		}
 		must(w.Close())
@@ -235,7 +236,7 @@ func queueXmit(out string) {
 				after.Qdisc.Drops += uint64(qdrop * sec)
 				after.Guest.RxPackets += uint64(tap * sec)
 				sent := (tap + tapDrop + qdrop) * sec
-				res := &workload.Result{Elapsed: window, Metrics: map[string]float64{"tx_pps": sent / sec, "pktgen_errors": 0}}
+				res := &workload.Result{Elapsed: window, Metrics: map[metric.Key]float64{"tx_pps": sent / sec, "pktgen_errors": 0}}
 				left := sent
 				for t := 0; t < c.threads; t++ {
 					n := math.Round(sent / float64(c.threads))
@@ -248,7 +249,7 @@ func queueXmit(out string) {
 				s := results.Sample{Run: "qdisc-" + k, Cell: name, Rep: rep, Kernel: k,
 					Axes:    map[string]string{"backend": c.backend, "generator": gen},
 					Start:   t0.Add(24*time.Hour + time.Duration(rep*len(cells)+i)*time.Minute),
-					WindowS: sec, Metrics: map[string]float64{},
+					WindowS: sec, Metrics: map[metric.Key]float64{},
 					Labels: map[string]string{"generator": "pktgen", "count": "560000", "threads": fmt.Sprint(c.threads),
 						"pkt_size": "60", "pin": "vhost:0", "qdisc": c.qdisc, "guest": "Debian 12 VM"}}
 				runner.NetMetrics(&s, before, after, window)
