@@ -6,6 +6,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Progress is where an adaptive run stands: the decisions of every kernel
@@ -32,17 +33,18 @@ func (p *Progress) Undecided() []Decision {
 }
 
 // Decide compares every kernel of set with its first (a lab run's base
-// kernel) under the default gates (or gates) and minimum effect min: what
-// run --until-decided checks after each round. A set with one kernel has
-// nothing to compare: bad input.
-func Decide(set *Runs, gates []Gate, min MinEffect) (*Progress, error) {
+// kernel) under the default gates (or gates) and minimum effect min, the
+// early looks with noise's history scales (nil: none; CompareOptions.Noise):
+// what run --until-decided checks after each round. A set with one kernel
+// has nothing to compare: bad input.
+func Decide(set *Runs, gates []Gate, min MinEffect, noise func(cell, metric string) *verdict.Scale) (*Progress, error) {
 	ks := set.Kernels()
 	if len(ks) < 2 {
 		return nil, fault.Input("--until-decided compares kernels within the run, and it has %d (%v); give the scenario two kernels (--kernel base=... --kernel new=...)", len(ks), ks)
 	}
 	p := &Progress{}
 	for _, k := range ks[1:] {
-		res, err := CompareRuns(only(set, ks[0]), only(set, k), CompareOptions{Gates: gates, MinEffect: min})
+		res, err := CompareRuns(only(set, ks[0]), only(set, k), CompareOptions{Gates: gates, MinEffect: min, Noise: noise})
 		if err != nil {
 			return nil, err
 		}

@@ -41,7 +41,7 @@ func ExampleCompare() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := report.Decide(runs, nil, report.DefaultMinEffect)
+	p, err := report.Decide(runs, nil, report.DefaultMinEffect, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -168,6 +168,10 @@ type CompareOptions struct {
 	// AllowMissing names gated metrics or cells that may be MISSING on a
 	// side without failing the gate (--allow-missing).
 	AllowMissing []string
+	// Noise is the noise of each cell's metrics from past runs
+	// (Options.Noise; compare --noise-from), for the early looks of the
+	// tables and the gates.
+	Noise func(cell, metric string) *verdict.Scale
 }
 
 // CompareResult is what CompareRuns decided.
@@ -236,7 +240,7 @@ func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop})
+	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop, Noise: opt.Noise})
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +341,11 @@ func decideGates(idx *index, failed map[cellCol][]string, gates []Gate, opt Comp
 			if g.Threshold != 0 {
 				min = MinEffect{Value: math.Abs(g.Threshold)}
 			}
-			d := Compare(b, n, idx.metric(key).Rate, min)
+			var scale *verdict.Scale
+			if opt.Noise != nil {
+				scale = opt.Noise(cell, string(key))
+			}
+			d := CompareScaled(b, n, idx.metric(key).Rate, min, scale)
 			dec := Decision{Gate: g, Cell: cell, Delta: d, Verdict: d.Verdict.Verdict}
 			if d.Different() && !math.IsNaN(d.Pct) {
 				dec.Tripped = (g.Op == '<' && d.Pct < g.Threshold) || (g.Op == '>' && d.Pct > g.Threshold)
@@ -390,6 +398,7 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 			decided = append(decided, d.Gate.String())
 		}
 	}
+	b.WriteString(scaleLines(c.Decisions))
 	switch {
 	case len(c.Decisions) == 0:
 		b.WriteString("verdict: ok: no gated metric is present on both sides\n")
@@ -402,6 +411,34 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 	}
 	_, err := io.WriteString(w, asciiOnly(b.String()))
 	return err
+}
+
+// scaleLines says which history scales the gates' early looks used, or,
+// when a gate is UNKNOWN at an early look without one, that a history
+// would let it call smaller changes.
+func scaleLines(decs []Decision) string {
+	var used []string
+	unscaled := false
+	for _, d := range decs {
+		v := &d.Delta.Verdict
+		switch {
+		case d.Verdict == verdict.Missing:
+		case v.Scale != "":
+			if !slices.Contains(used, v.Scale) {
+				used = append(used, v.Scale)
+			}
+		case d.Verdict == verdict.Unknown && v.Look >= 0 && v.Look < verdict.Default.Early:
+			unscaled = true
+		}
+	}
+	var b strings.Builder
+	for _, s := range used {
+		fmt.Fprintf(&b, "early looks with %s\n", s)
+	}
+	if unscaled && len(used) == 0 {
+		b.WriteString("early looks without a history scale: --noise-from HISTORY_DB (the index 'vnetbench history add' fills) lets 3 and 6 runs per side call smaller changes (docs/compare.md)\n")
+	}
+	return b.String()
 }
 
 // WriteCompareJSON writes the comparison model, every gate decision and the

@@ -23,6 +23,10 @@ type Options struct {
 	// MinEffect is the smallest change that matters for the verdicts
 	// (DefaultMinEffect when zero).
 	MinEffect MinEffect
+	// Noise, when not nil, is the noise of a cell's metric known from its
+	// past runs (a history index: compare --noise-from), or nil; the
+	// early looks of the kernel columns' verdicts use it.
+	Noise func(cell, metric string) *verdict.Scale
 	// Top is the number of perf report symbols per target (default 10).
 	Top int
 	// ProfileTop is the number of symbols of a profile delta (KindProfile:
@@ -348,12 +352,21 @@ func (b *builder) stats(cell, col string, key metric.Key) Stats {
 	return st
 }
 
+// scale is the history scale of key in cell for the kernel columns'
+// verdicts (nil with columns by another axis: their cells differ).
+func (o *Options) scale(cell string, key metric.Key) *verdict.Scale {
+	if o.Noise == nil || o.By != "kernel" {
+		return nil
+	}
+	return o.Noise(cell, string(key))
+}
+
 // delta compares metric key of cell in column col with the base column.
 func (b *builder) delta(cell, col string, key metric.Key) Delta {
 	k := statKey{cell, col, key}
 	d, ok := b.idx.deltas[k]
 	if !ok {
-		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.MinEffect)
+		d = compareStats(b.stats(cell, b.r.Base, key), b.stats(cell, col, key), b.opt.MinEffect, b.opt.scale(cell, key))
 		b.idx.deltas[k] = d
 	}
 	return d
@@ -404,6 +417,7 @@ func ptr(v float64) *float64 { return &v }
 func fewRunsNote(t *Table) {
 	var few, early [2]int // lowest and highest runs per side
 	var marked []string   // headers that say the runs
+	var scaled []string   // the history scales the early looks used
 	see := func(r *[2]int, n int) {
 		if r[0] == 0 || n < r[0] {
 			r[0] = n
@@ -426,6 +440,9 @@ func fewRunsNote(t *Table) {
 				continue
 			}
 			n := min(d.Base.N, d.New.N)
+			if sc := d.Verdict.Scale; sc != "" && !slices.Contains(scaled, sc) {
+				scaled = append(scaled, sc)
+			}
 			switch v := d.Verdict; {
 			case d.TooFew:
 				see(&few, n)
@@ -466,4 +483,16 @@ func fewRunsNote(t *Table) {
 		t.Notes = append(t.Notes, fmt.Sprintf("? at %s per side: below %d runs per side only a change far outside the noise is called; add repetitions or use `vnetbench run --until-decided` (docs/compare.md)",
 			runs(early), verdict.Default.RankN()))
 	}
+	t.Notes = append(t.Notes, scaleNotes(scaled)...)
+}
+
+// scaleNotes says which history scales the early looks used.
+func scaleNotes(scaled []string) []string {
+	switch len(scaled) {
+	case 0:
+		return nil
+	case 1:
+		return []string{"early looks (3, 6 runs per side) with " + scaled[0] + " (--noise-from)"}
+	}
+	return []string{fmt.Sprintf("early looks (3, 6 runs per side) with the noise of each cell's past runs (--noise-from), e.g. %s", scaled[0])}
 }

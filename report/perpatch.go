@@ -120,7 +120,7 @@ func (b perPatchKind) changeCell(cell, from, to string, key metric.Key) Cell {
 	if fs.N == 0 || ts.N == 0 {
 		return Cell{Text: "-"}
 	}
-	d := compareStats(fs, ts, b.opt.MinEffect)
+	d := compareStats(fs, ts, b.opt.MinEffect, nil)
 	c := Cell{Text: d.DeltaString(), Delta: &d}
 	if d.Different() {
 		c.Value = ptr(d.Pct)

@@ -105,13 +105,19 @@ type Delta struct {
 // Compare summarizes base and new and gives the verdict with minimum
 // effect min (DefaultMinEffect when zero).
 func Compare(base, new []float64, rate bool, min MinEffect) Delta {
-	return compareStats(Summarize(base, rate), Summarize(new, rate), min)
+	return compareStats(Summarize(base, rate), Summarize(new, rate), min, nil)
 }
 
-// compareStats is Compare of two summaries (their sorted Values).
-func compareStats(base, new Stats, min MinEffect) Delta {
+// CompareScaled is Compare whose early looks use scale, the noise of the
+// metric's past runs (nil: none; see verdict.Scale).
+func CompareScaled(base, new []float64, rate bool, min MinEffect, scale *verdict.Scale) Delta {
+	return compareStats(Summarize(base, rate), Summarize(new, rate), min, scale)
+}
+
+// compareStats is CompareScaled of two summaries (their sorted Values).
+func compareStats(base, new Stats, min MinEffect, scale *verdict.Scale) Delta {
 	d := Delta{Base: base, New: new}
-	d.Verdict = verdict.Decide(base.Values, new.Values, min.verdict(), nil)
+	d.Verdict = verdict.DecideWith(base.Values, new.Values, min.verdict(), nil, scale)
 	d.P, d.Significant = d.Verdict.P, d.Verdict.Verdict == verdict.Different
 	if d.Verdict.Look >= 0 {
 		d.Alpha = 1 - d.Verdict.Level

@@ -217,7 +217,7 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 	lo, hi := medians[0], medians[len(medians)-1]
 	if lo > 0 && !math.IsNaN(hi) {
 		// The same rule as every change column: the verdict.
-		d := compareStats(ends[0], ends[len(ends)-1], b.opt.MinEffect)
+		d := compareStats(ends[0], ends[len(ends)-1], b.opt.MinEffect, nil)
 		c := Cell{Text: d.DeltaString(), Delta: &d}
 		if d.Different() {
 			c.Value = ptr(d.Pct)

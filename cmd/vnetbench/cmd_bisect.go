@@ -143,7 +143,7 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 	if lerr != nil {
 		return bisect.Outcome{}, fmt.Errorf("%w: %v", bisect.ErrBuild, lerr)
 	}
-	p, derr := report.Decide(set, gates, me)
+	p, derr := report.Decide(set, gates, me, nil)
 	if derr != nil {
 		return bisect.Outcome{}, derr
 	}

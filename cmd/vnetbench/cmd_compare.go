@@ -19,7 +19,7 @@ import (
 // direction beyond its threshold or MISSING (unless --allow-missing names
 // it), else 3 when one is UNKNOWN, 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M]", stderr)
+	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M] [--noise-from HISTORY_DB]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
@@ -28,6 +28,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
 	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (both runs with perf record: the largest changes of each side's share, self and children)")
 	junit := fs.String("junit", "", "also write the gate decisions as JUnit XML to `FILE` (one test case per gated metric and cell; a tripped gate is a failure)")
+	noisePath := fs.String("noise-from", "", noiseFromUsage)
 	var metrics, allowMissing listFlag
 	fs.Var(&metrics, "metric", "metrics to compare (repeatable, comma-separated; default all)")
 	fs.Var(&allowMissing, "allow-missing", "gated metrics or cells that may be MISSING on a side (absent, failed or n/a) without failing (repeatable, comma-separated; default none: a gate fails closed)")
@@ -70,7 +71,11 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, AllowMissing: allowMissing, ProfileTop: *profileTop})
+	noise, err := noiseFrom(ctx, *noisePath, stderr)
+	if err != nil {
+		return err
+	}
+	res, err := report.CompareRuns(base, nw, report.CompareOptions{Metrics: metrics, Gates: gates, MinEffect: me, Details: *details, AllowMissing: allowMissing, ProfileTop: *profileTop, Noise: noise})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,4 +71,77 @@ func TestCompareCLISixRuns(t *testing.T) {
 		t.Errorf("JUnit is not one regression failure with the look's level:\n%s", x)
 	}
 	checkCLIGolden(t, filepath.Join("testdata", "compare", "six-runs.txt"), out.Bytes())
+}
+
+// benchFile writes a benchfmt file of tx_pps runs of tap/pktgen-t1.
+func benchFile(t *testing.T, path string, values ...float64) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("Unit tx_pps better=higher assume=nothing\n\nkernel: base\n")
+	for _, v := range values {
+		fmt.Fprintf(&b, "BenchmarkVnetbench/backend=tap/generator=pktgen-t1 1 %.0f tx_pps\n", v)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// With a history of the cell's past runs (12 runs of 3 repetitions,
+// 0.4% noise) compare's early look at 3 runs per side calls a -1.5%
+// change that the runs alone leave UNKNOWN, keeps an A/A comparison
+// UNKNOWN, and says which noise it used; the 6-run -10% example still
+// fails.
+func TestCompareCLINoiseFrom(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "history.db")
+	add := []string{"history", "add", "--db", db}
+	for i := range 12 {
+		level := 440000 + 1000*float64(i) // commits move the level; logs keep the scale
+		d := [][3]float64{{-0.004, 0, 0.004}, {0.003, -0.005, 0.002}, {0.005, -0.002, -0.003}}[i%3]
+		add = append(add, benchFile(t, filepath.Join(dir, fmt.Sprintf("past-%02d.bench", i)), level*(1+d[0]), level*(1+d[1]), level*(1+d[2])))
+	}
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), add, &out, &errb); err != nil {
+		t.Fatalf("history add: %v\n%s", err, errb.String())
+	}
+	base := benchFile(t, filepath.Join(dir, "base.bench"), 450000, 452500, 448200)
+	drop := benchFile(t, filepath.Join(dir, "drop.bench"), 443500, 444800, 441400)
+	same := benchFile(t, filepath.Join(dir, "same.bench"), 450900, 449100, 451800)
+	scale := "early looks with the noise of 12 past runs (24 degrees of freedom) in " + db
+	for _, tc := range []struct {
+		args     []string
+		exit     int
+		want     []string
+		junitBad bool
+	}{
+		{[]string{base, drop}, exitUndecided, []string{"n=3: UNKNOWN", "early looks without a history scale: --noise-from HISTORY_DB"}, false},
+		{[]string{base, drop, "--noise-from", db}, exitFailure, []string{"tx_pps<-1%: tap/pktgen-t1 -1.44% [", "n=3: DIFFERENT: FAIL", scale}, true},
+		{[]string{base, same, "--noise-from", db}, exitUndecided, []string{"n=3: UNKNOWN", scale}, false},
+		{[]string{"testdata/compare/six-runs-base.bench", "testdata/compare/six-runs-new.bench", "--noise-from", db}, exitFailure,
+			[]string{"n=6: DIFFERENT: FAIL", scale}, true},
+	} {
+		junit := filepath.Join(dir, "gates.xml")
+		args := append([]string{"compare", "--fail-on", "tx_pps<-1%", "--junit", junit}, tc.args...)
+		out.Reset()
+		err := run(t.Context(), args, &out, &errb)
+		if got := exitCode(err); got != tc.exit {
+			t.Errorf("%v: exit %d (%v), want %d:\n%s", tc.args, got, err, tc.exit, out.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		x, rerr := os.ReadFile(junit)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if bad := strings.Contains(string(x), `failures="1"`); bad != tc.junitBad {
+			t.Errorf("%v: JUnit failure %v, want %v:\n%s", tc.args, bad, tc.junitBad, x)
+		}
+	}
+	if err := run(t.Context(), []string{"compare", base, drop, "--noise-from", filepath.Join(dir, "none.db")}, &out, &errb); exitCode(err) != exitBadInput {
+		t.Errorf("--noise-from a missing index: %v, want bad input", err)
+	}
 }

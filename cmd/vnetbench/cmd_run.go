@@ -42,7 +42,7 @@ func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Write
 		_, err = session.Run(ctx, o)
 		return err
 	}
-	u, err := f.until.value()
+	u, err := f.until.value(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -108,6 +108,7 @@ type untilFlags struct {
 	maxTime   *time.Duration
 	minEffect *string
 	failOn    *string
+	noiseFrom *string
 }
 
 func addUntilFlags(fs *flag.FlagSet) untilFlags {
@@ -117,13 +118,17 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 		maxTime:   fs.Duration("time-budget", 0, "with --until-decided: budget of wall time; no new round starts after it (default: none)"),
 		minEffect: fs.String("min-effect", report.DefaultMinEffect.String(), "with --until-decided: smallest change that matters (as compare's)"),
 		failOn:    fs.String("fail-on", "", "with --until-decided: the gated metrics, as compare's --fail-on (default: compare's default gates)"),
+		noiseFrom: fs.String("noise-from", "", "with --until-decided: "+noiseFromUsage),
 	}
 }
 
 // value is the flags as session.UntilDecided takes them.
-func (f untilFlags) value() (session.Until, error) {
+func (f untilFlags) value(ctx context.Context, stderr io.Writer) (session.Until, error) {
 	u := session.Until{MaxReps: *f.maxReps, MaxTime: *f.maxTime}
 	var err error
+	if u.Noise, err = noiseFrom(ctx, *f.noiseFrom, stderr); err != nil {
+		return u, err
+	}
 	if u.MinEffect, err = report.ParseMinEffect(*f.minEffect); err != nil {
 		return u, usageErrorf("run: --min-effect: %v", err)
 	}

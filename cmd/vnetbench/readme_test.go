@@ -147,6 +147,10 @@ var readmeFixtures = map[string]string{
 	// docs/compare.md's 3-run example (cmd_report_test.go's three-runs.txt).
 	"runs/few-a": "../../report/testdata/generated/few-a",
 	"runs/few-b": "../../report/testdata/generated/few-b",
+	// docs/compare.md's --noise-from example: a history and two 3-run sides.
+	"past":       "testdata/compare/noise/past",
+	"base.bench": "testdata/compare/noise/base.bench",
+	"drop.bench": "testdata/compare/noise/drop.bench",
 }
 
 // TestReadmeCommands runs every command README.md and docs/*.md show, as a user would

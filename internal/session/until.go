@@ -28,6 +28,9 @@ type Until struct {
 	// MaxTime is the budget of wall time: no round starts after it (0 =
 	// none).
 	MaxTime time.Duration
+	// Noise is the noise of each cell's metrics from past runs (run
+	// --noise-from; report.CompareOptions.Noise), or nil.
+	Noise func(cell, metric string) *verdict.Scale
 }
 
 // errUntilDecidedFlags is --until-decided's misuse.
@@ -75,7 +78,7 @@ func UntilDecided(ctx context.Context, o Options, u Until) (Result, error) {
 			return err
 		},
 		load:  func() (*results.Set, error) { return results.Load(o.Dir) },
-		gates: u.Gates, min: u.MinEffect, maxReps: u.MaxReps, maxTime: u.MaxTime, now: time.Now,
+		gates: u.Gates, min: u.MinEffect, noise: u.Noise, maxReps: u.MaxReps, maxTime: u.MaxTime, now: time.Now,
 		resume: o.Resume, firstReps: first,
 	}
 	err := a.run(ctx, o.Stdout)
@@ -90,6 +93,7 @@ type adaptive struct {
 	load      func() (*results.Set, error)
 	gates     []report.Gate
 	min       report.MinEffect
+	noise     func(cell, metric string) *verdict.Scale
 	maxReps   int           // budget of repetitions per cell
 	maxTime   time.Duration // budget of wall time (0: none)
 	now       func() time.Time
@@ -106,7 +110,7 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 	if resume {
 		// Continue at the look the run directory is at, not from scratch.
 		if set, err := a.load(); err == nil {
-			if p, err := report.Decide(set, a.gates, a.min); err == nil && p.NextN > reps {
+			if p, err := report.Decide(set, a.gates, a.min, a.noise); err == nil && p.NextN > reps {
 				reps = p.NextN
 			}
 		}
@@ -121,7 +125,7 @@ func (a *adaptive) run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p, err := report.Decide(set, a.gates, a.min)
+		p, err := report.Decide(set, a.gates, a.min, a.noise)
 		if err != nil {
 			return err
 		}

@@ -100,7 +100,32 @@ func TestUntilDecidedBudget(t *testing.T) {
 
 func TestUntilDecidedNeedsTwoKernels(t *testing.T) {
 	set := &results.Set{Samples: []results.Sample{{Cell: "c", Kernel: "only", Metrics: map[metric.Key]float64{"tx_pps": 1}}}}
-	if _, err := report.Decide(set, nil, report.DefaultMinEffect); !errors.Is(err, fault.ErrInput) {
+	if _, err := report.Decide(set, nil, report.DefaultMinEffect, nil); !errors.Is(err, fault.ErrInput) {
 		t.Errorf("one kernel: %v, want bad input", err)
+	}
+}
+
+// With the noise of past runs (a history scale of 1% on 40 degrees of
+// freedom, the fake rounds' own), a drop of 2.5 standard deviations is
+// decided by the early look at 6 runs; the runs alone need a rank look.
+func TestUntilDecidedNoiseFrom(t *testing.T) {
+	scale := verdict.PoolScale(slices.Repeat([]verdict.Spread{{N: 3, Var: 0.01 * 0.01}}, 20), "history.db")
+	for _, tc := range []struct {
+		noise func(cell, metric string) *verdict.Scale
+		last  func(int) bool
+	}{
+		{func(string, string) *verdict.Scale { return scale }, func(n int) bool { return n <= 6 }},
+		{nil, func(n int) bool { return n >= 10 }},
+	} {
+		f := &fakeRounds{shift: -25, rng: rand.New(rand.NewPCG(13, 14))}
+		a := newAdaptive(f, 100)
+		a.noise = tc.noise
+		var out strings.Builder
+		if err := a.run(t.Context(), &out); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if last := f.rounds[len(f.rounds)-1]; !tc.last(last) || !strings.Contains(out.String(), "DIFFERENT: FAIL") {
+			t.Errorf("history %v: rounds %v:\n%s", tc.noise != nil, f.rounds, out.String())
+		}
 	}
 }

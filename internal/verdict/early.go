@@ -41,9 +41,27 @@ func earlyTest(b, n []float64, alpha float64) (Verdict, float64, float64) {
 }
 
 // decideEarly fills r at early look r.Look: the t test's verdict and p,
-// the difference of the means and its interval at the look's level.
-func (r *Result) decideEarly(b, n []float64, plan *Plan) {
+// the difference of the means and its interval at the look's level; with
+// a scale that applies (scaledTest), the t test of the mean logs with the
+// history's variance, the change and its interval from the logs.
+func (r *Result) decideEarly(b, n []float64, plan *Plan, s *Scale) {
 	alpha := plan.EarlyAlpha[r.Look]
+	look := plan.Looks[r.Look]
+	if v, p, df, d, se, ok := scaledTest(b, n, plan.scaledAlpha(r.Look), s); ok && !constantEqual(b, n) {
+		alpha = plan.scaledAlpha(r.Look)
+		r.Verdict, r.P, r.Level, r.Scale = v, p, 1-alpha, s.String()
+		crit := stats.InvCDF(stats.TDist{V: df})(1 - alpha/2)
+		g := math.Exp(stats.Mean(mustLogs(b)))
+		r.Shift, r.Lo, r.Hi = g*math.Expm1(d), g*math.Expm1(d-crit*se), g*math.Expm1(d+crit*se)
+		if v == Different {
+			r.Reason = fmt.Sprintf("early look at %d runs with %s: t test of the logs p=%.3g <= %g", look, s, p, alpha)
+			return
+		}
+		r.NextN = plan.Looks[r.Look+1]
+		r.Reason = fmt.Sprintf("early look at %d runs with %s calls only a change outside the noise (t test of the logs p=%.3g > %g); SAME needs %d runs per side",
+			look, s, p, alpha, plan.RankN())
+		return
+	}
 	v, p, df := earlyTest(b, n, alpha)
 	r.Verdict, r.P, r.Level = v, p, 1-alpha
 	mb, mn := stats.Mean(b), stats.Mean(n)
@@ -58,12 +76,39 @@ func (r *Result) decideEarly(b, n []float64, plan *Plan) {
 	}
 	switch v {
 	case Different:
-		r.Reason = fmt.Sprintf("early look at %d runs: t test p=%.3g <= %g", plan.Looks[r.Look], p, alpha)
+		r.Reason = fmt.Sprintf("early look at %d runs: t test p=%.3g <= %g", look, p, alpha)
 	case Same:
 		r.Reason = "every run of both sides has the same value"
 	default:
 		r.NextN = plan.Looks[r.Look+1]
-		r.Reason = fmt.Sprintf("early look at %d runs calls only a change far outside the noise (t test p=%.3g > %g); SAME needs %d runs per side",
-			plan.Looks[r.Look], p, alpha, plan.RankN())
+		r.Reason = fmt.Sprintf("early look at %d runs calls only a change far outside the noise (t test p=%.3g > %g); SAME needs %d runs per side; %s",
+			look, p, alpha, plan.RankN(), noScaleWhy(b, n, s))
 	}
+}
+
+// scaledAlpha is early look k's level with a history scale.
+func (p *Plan) scaledAlpha(k int) float64 {
+	if k < len(p.ScaledAlpha) {
+		return p.ScaledAlpha[k]
+	}
+	return p.EarlyAlpha[k]
+}
+
+// noScaleWhy says why the early look used no history scale.
+func noScaleWhy(b, n []float64, s *Scale) string {
+	_, okb := logs(b)
+	_, okn := logs(n)
+	switch {
+	case s == nil:
+		return "with the noise of past runs (--noise-from) it calls smaller ones"
+	case !okb || !okn:
+		return fmt.Sprintf("%s not used: a value is not positive (no log)", s)
+	}
+	return fmt.Sprintf("%s not used: these runs are noisier than it (F test p < %g)", s, noisierP)
+}
+
+// mustLogs is logs(v) for v known positive.
+func mustLogs(v []float64) []float64 {
+	l, _ := logs(v)
+	return l
 }

@@ -3,6 +3,7 @@ package verdict
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -51,13 +52,33 @@ func (m measured) meanReps() float64 {
 	return (m.aa.meanReps() + m.half.meanReps() + m.one.meanReps()) / 3
 }
 
+// heldHistory are the goals with a history scale of 30 past runs of 3:
+// the targets on normal and real noise; on Student t3 noise, whose
+// standard deviation is 1.13 IQR against normal's 0.74 so that a 2-IQR
+// shift at 6 runs is 3.1 standard errors of the means' difference
+// against a critical value of about 3, a bound a few points under the
+// measured 93.5% and 59% (and its runs, as without a history).
+var heldHistory = map[string]goals{
+	"normal":   targets,
+	"heavy-t3": {aa: 0.01, five3: 0.91, two6: 0.55, one: 0.95, half: 0.90, reps: 51},
+	"real-tcg": targets,
+}
+
 func TestDefaultPlanMeetsGoals(t *testing.T) {
+	checkGoals(t, ours(Default, DefaultMinEffect), held)
+}
+
+func TestHistoryScaleMeetsGoals(t *testing.T) {
+	checkGoals(t, withHistory(Default, DefaultMinEffect, 30, 3), heldHistory)
+}
+
+func checkGoals(t *testing.T, p procedure, held map[string]goals) {
 	if testing.Short() {
 		t.Skip("simulation of 4x2,000 and 10,000 comparisons per noise")
 	}
 	for _, nz := range []noise{normalNoise, heavyNoise, realNoise()} {
 		g := held[nz.name]
-		m := measure(ours(Default, DefaultMinEffect), nz, 2000, 10000)
+		m := measure(p, nz, 2000, 10000)
 		t.Logf("%s: A/A %s; 5 IQR by 3 runs %.1f%%; 2 IQR by 6 runs %.1f%%; 0.5 IQR %s; 1 IQR %s; mean %.1f runs/side",
 			nz.name, m.aa, 100*m.five.diffBy(3), 100*m.two.diffBy(6), m.half, m.one, m.meanReps())
 		check := func(what string, got, want float64, atMost bool) {
@@ -82,6 +103,15 @@ func (s simStats) String() string {
 
 var simTable = flag.Bool("simtable", false, "print the simulation table of docs/compare.md (go test ./internal/verdict -run TestSimulationTable -v -simtable)")
 
+// simProcedures are the table's rows for each noise: the plan without and
+// with a history scale (10 and 30 past runs of 3 repetitions, and a
+// too-short history of 3), 0-day's rule and the Pinpoint-style peer.
+func simProcedures() []procedure {
+	return []procedure{ours(Default, DefaultMinEffect),
+		withHistory(Default, DefaultMinEffect, 10, 3), withHistory(Default, DefaultMinEffect, 30, 3), withHistory(Default, DefaultMinEffect, 3, 3),
+		zeroDay(), pinpoint()}
+}
+
 // TestSimulationTable prints docs/compare.md's table: per noise, the
 // default plan, 0-day's rule and the Pinpoint-style procedure, 2,000
 // comparisons a cell (20,000 for A/A).
@@ -93,7 +123,7 @@ func TestSimulationTable(t *testing.T) {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, nz := range []noise{normalNoise, heavyNoise, realNoise()} {
-		for _, p := range []procedure{ours(Default, DefaultMinEffect), zeroDay(), pinpoint()} {
+		for _, p := range simProcedures() {
 			m := measure(p, nz, 2000, 20000)
 			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %.1f, %.1f, %.1f (mean %.1f) |\n", nz.name, p.name,
 				fmt.Sprintf("%.2f%%", 100*m.aa.rate(Different)), pct(m.five.diffBy(3)), pct(m.two.diffBy(6)), pct(m.one.rate(Different)), pct(m.half.rate(Different)),
@@ -103,4 +133,43 @@ func TestSimulationTable(t *testing.T) {
 	g := targets
 	fmt.Printf("| goal (issue 33) | | at most %.0f%% | at least %.0f%% | at least %.0f%% | at least %.0f%% | at least %.0f%% | mean at most %.0f |\n",
 		100*g.aa, 100*g.five3, 100*g.two6, 100*g.one, 100*g.half, g.reps)
+	fmt.Println()
+	fmt.Println("| run offset (SD, IQR) | early A/A, runs alone | early A/A, history 30x3 |")
+	fmt.Println("|---|---|---|")
+	for _, off := range []float64{0, 0.1, 0.25, 0.5} {
+		fmt.Printf("| %g | %.2f%% | %.2f%% |\n", off, 100*offsetAA(off, 0, 20000), 100*offsetAA(off, 30, 20000))
+	}
+}
+
+// offsetAA is the false DIFFERENT of the early looks (3 and 6 runs per
+// side) on normal noise when every run, past or compared, has its own
+// level: a normal offset of standard deviation off IQRs shared by its
+// repetitions (a boot, the host's load). With hist past runs of 3 the
+// early looks use their scale.
+func offsetAA(off float64, hist, trials int) float64 {
+	r := rand.New(rand.NewPCG(9, 9))
+	diff := 0
+	for range trials {
+		var s *Scale
+		if hist > 0 {
+			sp := make([]Spread, hist)
+			for i := range sp {
+				o := off * r.NormFloat64()
+				sp[i] = LogSpread([]float64{100 + o + normalNoise.draw(r), 100 + o + normalNoise.draw(r), 100 + o + normalNoise.draw(r)})
+			}
+			s = PoolScale(sp, "simulated history")
+		}
+		ob, on := off*r.NormFloat64(), off*r.NormFloat64()
+		var b, n []float64
+		for _, look := range []int{3, 6} {
+			for len(b) < look {
+				b, n = append(b, 100+ob+normalNoise.draw(r)), append(n, 100+on+normalNoise.draw(r))
+			}
+			if DecideFastWith(sorted(b), sorted(n), DefaultMinEffect, Default, s) == Different {
+				diff++
+				break
+			}
+		}
+	}
+	return float64(diff) / float64(trials)
 }

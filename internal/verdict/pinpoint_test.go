@@ -18,7 +18,7 @@ var pinpointLooks = []int{10, 20, 40, 80, 160}
 const pinpointMagnitude = 1.0 // IQRs
 
 func pinpoint() procedure {
-	return procedure{"Pinpoint-style", func(more func(int) ([]float64, []float64)) (Verdict, int) {
+	return procedure{"Pinpoint-style", func(more func(int) ([]float64, []float64), _ func(int, int) *Scale) (Verdict, int) {
 		for i, l := range pinpointLooks {
 			b, n := more(l)
 			p := pinpointP(b, n)
@@ -39,7 +39,7 @@ func pinpoint() procedure {
 // which lkp-tests calls the mean). It looks at 3 and at 6 runs per side;
 // a change it does not report counts as SAME.
 func zeroDay() procedure {
-	return procedure{"0-day's rule", func(more func(int) ([]float64, []float64)) (Verdict, int) {
+	return procedure{"0-day's rule", func(more func(int) ([]float64, []float64), _ func(int, int) *Scale) (Verdict, int) {
 		for _, l := range []int{3, 6} {
 			b, n := more(l)
 			if zeroDayGap(b, n, 0.5) {

@@ -41,6 +41,12 @@ type Plan struct {
 	// has one same value). They spend EarlyAlpha on top of Alpha.
 	Early      int
 	EarlyAlpha []float64
+	// ScaledAlpha are the early looks' levels when a history Scale
+	// applies (the t test of the logs with the history's variance): with
+	// the noise known, 3 runs call a change far outside it at a smaller
+	// level, which leaves more for 6 runs. The same sum as EarlyAlpha, so
+	// the plan's error rate is the same with or without a history.
+	ScaledAlpha []float64
 	// Alpha bounds the chance of DIFFERENT over the rank looks (those
 	// after the early ones) when the two sides have the same distribution
 	// (two-sided).
@@ -66,7 +72,8 @@ type Plan struct {
 }
 
 // Default is the plan of compare, run --until-decided and bisect: early
-// looks at 3 and 6 runs per side (t test at p <= 0.0035 and 0.0015), then
+// looks at 3 and 6 runs per side (t test at p <= 0.0035 and 0.0015, or,
+// with a history scale, t test of the logs at p <= 0.0015 and 0.0035), then
 // thirteen rank looks from 10 to 160 (each about 25% more than the last) at
 // Pocock's constant boundary for 0.35% over them; SAME, from 10 runs, when
 // the 94% interval of the shift lies within the minimum effect and its
@@ -77,6 +84,7 @@ var Default = &Plan{
 	Looks:        []int{3, 6, 10, 13, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 160},
 	Early:        2,
 	EarlyAlpha:   []float64{0.0035, 0.0015},
+	ScaledAlpha:  []float64{0.0015, 0.0035},
 	Alpha:        0.0035,
 	SameAlpha:    0.03,
 	Shape:        0.5,

@@ -3,6 +3,7 @@ package verdict
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -41,20 +42,36 @@ func resampled(name string, pool []float64) noise {
 type procedure struct {
 	name string
 	// run returns the verdict and the runs per side it used; more(n)
-	// extends both sides to n runs and returns them sorted.
-	run func(more func(k int) (b, n []float64)) (Verdict, int)
+	// extends both sides to n runs and returns them sorted; hist draws a
+	// history of past runs of the same noise and pools its Scale.
+	run func(more func(k int) (b, n []float64), hist func(runs, reps int) *Scale) (Verdict, int)
 }
 
 func ours(plan *Plan, min MinEffect) procedure {
-	return procedure{"this plan", func(more func(int) ([]float64, []float64)) (Verdict, int) {
-		for _, l := range plan.Looks {
-			b, n := more(l)
-			if v := DecideFast(b, n, min, plan); v != Unknown {
-				return v, l
-			}
-		}
-		return Unknown, plan.MaxN()
+	return procedure{"this plan", func(more func(int) ([]float64, []float64), _ func(int, int) *Scale) (Verdict, int) {
+		return sequential(plan, min, more, nil)
 	}}
+}
+
+// withHistory is the plan with the scale of a history of runs past runs
+// of reps repetitions each, drawn afresh for every comparison and pooled
+// as compare --noise-from pools an index's (the estimate, not the true
+// scale).
+func withHistory(plan *Plan, min MinEffect, runs, reps int) procedure {
+	name := fmt.Sprintf("this plan, history %dx%d", runs, reps)
+	return procedure{name, func(more func(int) ([]float64, []float64), hist func(int, int) *Scale) (Verdict, int) {
+		return sequential(plan, min, more, hist(runs, reps))
+	}}
+}
+
+func sequential(plan *Plan, min MinEffect, more func(int) ([]float64, []float64), s *Scale) (Verdict, int) {
+	for _, l := range plan.Looks {
+		b, n := more(l)
+		if v := DecideFastWith(b, n, min, plan, s); v != Unknown {
+			return v, l
+		}
+	}
+	return Unknown, plan.MaxN()
 }
 
 // trial draws base and new (new shifted by shift IQRs) as the procedure
@@ -71,7 +88,18 @@ func trial(p procedure, nz noise, shift float64, r *rand.Rand) (Verdict, int) {
 		sort.Float64s(sn)
 		return sb, sn
 	}
-	return p.run(more)
+	hist := func(runs, reps int) *Scale {
+		spreads := make([]Spread, runs)
+		v := make([]float64, reps)
+		for i := range spreads {
+			for j := range v {
+				v[j] = 100 + nz.draw(r)
+			}
+			spreads[i] = LogSpread(v)
+		}
+		return PoolScale(spreads, "simulated history")
+	}
+	return p.run(more, hist)
 }
 
 type simStats struct {

@@ -99,6 +99,9 @@ type Result struct {
 	// Min is the minimum effect in the metric's unit.
 	Min    float64 `json:"min_effect"`
 	Reason string  `json:"reason"`
+	// Scale, when not "", says that an early look used a history scale
+	// and which (Scale.String): how many past runs, from where.
+	Scale string `json:"scale,omitempty"`
 }
 
 // Decide compares base and new under plan (Default when nil) with the
@@ -106,6 +109,12 @@ type Result struct {
 // data of a fixed-size run are judged as if it had stopped at that look,
 // which keeps the false-DIFFERENT level whatever produced them.
 func Decide(base, new []float64, min MinEffect, plan *Plan) Result {
+	return DecideWith(base, new, min, plan, nil)
+}
+
+// DecideWith is Decide with the noise scale of the metric's past runs
+// (nil: none), which the early looks use (see Scale).
+func DecideWith(base, new []float64, min MinEffect, plan *Plan, scale *Scale) Result {
 	if plan == nil {
 		plan = Default
 	}
@@ -127,7 +136,7 @@ func Decide(base, new []float64, min MinEffect, plan *Plan) Result {
 		r.setPct(b)
 		return r
 	case r.Look < plan.Early:
-		r.decideEarly(b, n, plan)
+		r.decideEarly(b, n, plan, scale)
 		r.setPct(b)
 		return r
 	}
@@ -162,11 +171,22 @@ func decide(b, n []float64, min, c float64, plan *Plan) (Verdict, string) {
 // DecideFast is Decide's verdict alone, for simulations: it skips the
 // estimate and its interval. base and new must be sorted.
 func DecideFast(b, n []float64, min MinEffect, plan *Plan) Verdict {
+	return DecideFastWith(b, n, min, plan, nil)
+}
+
+// DecideFastWith is DecideWith's verdict alone; base and new sorted.
+func DecideFastWith(b, n []float64, min MinEffect, plan *Plan, scale *Scale) Verdict {
 	k := plan.Look(min2(len(b), len(n)))
 	switch {
 	case k < 0:
 		return Unknown
 	case k < plan.Early:
+		if constantEqual(b, n) {
+			return Same
+		}
+		if v, _, _, _, _, ok := scaledTest(b, n, plan.scaledAlpha(k), scale); ok {
+			return v
+		}
 		v, _, _ := earlyTest(b, n, plan.EarlyAlpha[k])
 		return v
 	}
@@ -255,8 +275,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		NextN   int      `json:"next_n,omitempty"`
 		Min     *float64 `json:"min_effect"`
 		Reason  string   `json:"reason"`
+		Scale   string   `json:"scale,omitempty"`
 	}{r.Verdict, r.P, num(r.Shift), num(r.Lo), num(r.Hi), r.Level, num(r.Pct), num(r.PctLo), num(r.PctHi),
-		r.NBase, r.NNew, r.Look, r.NextN, num(r.Min), r.Reason})
+		r.NBase, r.NNew, r.Look, r.NextN, num(r.Min), r.Reason, r.Scale})
 }
 
 // same is the equivalence test: the shift is shown above -min and below

@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS run_values (
 	run INTEGER PRIMARY KEY,
 	data BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS run_spread (
+	run INTEGER PRIMARY KEY,
+	data BLOB NOT NULL
+);
 `
 
 // Index is an open history index.
@@ -147,7 +151,7 @@ func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int6
 	var old int64
 	switch err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE path = ?", path).Scan(&old); {
 	case err == nil:
-		for _, q := range []string{"DELETE FROM run_values WHERE run = ?", "DELETE FROM labels WHERE run = ?", "DELETE FROM runs WHERE id = ?"} {
+		for _, q := range []string{"DELETE FROM run_values WHERE run = ?", "DELETE FROM run_spread WHERE run = ?", "DELETE FROM labels WHERE run = ?", "DELETE FROM runs WHERE id = ?"} {
 			if _, err := tx.ExecContext(ctx, q, old); err != nil {
 				return err
 			}
@@ -174,7 +178,10 @@ func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int6
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO run_values (run, data) VALUES (?, ?)", run, encodeValues(ids, r.Values))
+	if _, err = tx.ExecContext(ctx, "INSERT INTO run_values (run, data) VALUES (?, ?)", run, encodeValues(ids, r.Values)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO run_spread (run, data) VALUES (?, ?)", run, encodeSpreads(ids, r.Values))
 	return err
 }
 

@@ -248,7 +248,7 @@ func (x *Index) replace(ctx context.Context, runs []*Run, again bool) (int, erro
 		}
 		runs = append(runs, more...)
 	}
-	for _, t := range []string{"run_values", "labels", "runs", "series"} {
+	for _, t := range []string{"run_values", "run_spread", "labels", "runs", "series"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 			return 0, fmt.Errorf("history index %s: %w", x.path, err)
 		}

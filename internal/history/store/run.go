@@ -16,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
 // Run is one run directory or benchfmt file: one point of every series it
@@ -36,10 +37,14 @@ type Run struct {
 	Values []Value
 }
 
-// Value is one run's value of a series.
+// Value is one run's value of a series: the median of its repetitions,
+// with their number and the variance of their natural logs (NaN below 2
+// repetitions or when one is not positive), the run's noise that compare
+// --noise-from pools (verdict.Scale).
 type Value struct {
 	Cell, Kernel, Metric string
 	Value                float64
+	Spread               verdict.Spread
 }
 
 // ReadRun reads a run directory or a benchfmt file.
@@ -81,7 +86,7 @@ func ReadRun(path string) (*Run, error) {
 		return strings.Compare(a.cell+"\x00"+a.kernel+"\x00"+a.metric, b.cell+"\x00"+b.kernel+"\x00"+b.metric)
 	})
 	for _, k := range keys {
-		run.Values = append(run.Values, Value{k.cell, k.kernel, k.metric, median(vals[k])})
+		run.Values = append(run.Values, Value{k.cell, k.kernel, k.metric, median(vals[k]), verdict.LogSpread(vals[k])})
 	}
 	if len(run.Values) == 0 {
 		return nil, fault.Input("%s has no measured samples; pass a run directory or benchfmt file with results", path)

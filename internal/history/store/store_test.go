@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -91,5 +92,38 @@ func TestIndexAddReplaceRebuild(t *testing.T) {
 	n, err := Rebuild(ctx, db, nil)
 	if err != nil || n != 2 {
 		t.Fatalf("rebuild from the index's own paths: %d runs, %v", n, err)
+	}
+}
+
+// The index keeps each run's within-run noise: the variance of the logs
+// of its repetitions, which compare --noise-from pools into a scale.
+func TestIndexNoise(t *testing.T) {
+	ctx := t.Context()
+	x, err := Open(filepath.Join(t.TempDir(), "h.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	q, err := ReadRun(realRuns + "quickstart-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(ctx, q, q); err != nil {
+		t.Fatal(err)
+	}
+	nz, err := x.Noise(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := nz.Scale("tap/trafgen/pfifo_fast", "tx_pps")
+	// The two repetitions, 8951.7 and 14799.7 pps: the variance of two
+	// logs is half their squared difference. The run, added twice, is
+	// one record.
+	want := math.Pow(math.Log(14799.695181738156/8951.734150246464), 2) / 2
+	if s == nil || s.Runs != 1 || s.DF != 1 || math.Abs(s.Var-want) > 1e-12 {
+		t.Fatalf("scale %+v, want one run of 1 degree of freedom and variance %g", s, want)
+	}
+	if nz.Scale("tap/trafgen/pfifo_fast", "no_such_metric") != nil || (*Noise)(nil).Scale("a", "b") != nil {
+		t.Error("a scale for a series the index does not have")
 	}
 }
