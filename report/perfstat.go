@@ -155,14 +155,10 @@ func (b perfStatKind) ipcNote(cell string) string {
 		}
 	}
 	for _, tg := range sortedKeys(targets) {
-		suffix := ""
-		if tg != "" {
-			suffix = "@" + tg
-		}
 		var cols []string
 		for _, col := range b.r.Columns {
-			c := b.stats(cell, col, metric.Key(results.PerfPrefix+"cycles"+suffix))
-			in := b.stats(cell, col, metric.Key(results.PerfPrefix+"instructions"+suffix))
+			c := b.stats(cell, col, results.PerfKey("cycles", tg))
+			in := b.stats(cell, col, results.PerfKey("instructions", tg))
 			if c.N == 0 || in.N == 0 || c.Median == 0 {
 				continue
 			}
