@@ -11,7 +11,11 @@ import (
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-func (b *builder) compareTables() {
+// compareKind builds the tables of KindCompare: one table per metric,
+// every cell that has it.
+type compareKind struct{ *builder }
+
+func (b compareKind) compareTables() {
 	for _, key := range b.metricKeys() {
 		if strings.HasPrefix(string(key), results.PerfPrefix) && len(b.named) == 0 {
 			continue // shown by the perf stat tables
@@ -33,7 +37,7 @@ func (b *builder) compareTables() {
 			t.Title = fmt.Sprintf("%s (%s)", key, m.Unit)
 		}
 		for i, c := range b.r.Columns {
-			t.Header = append(t.Header, b.colHeader(c))
+			t.Header = append(t.Header, b.lab.colHeader(c))
 			if i > 0 {
 				h := "vs base"
 				if len(b.r.Columns) > 2 {
@@ -98,7 +102,7 @@ func (b *builder) compareTables() {
 		if ranges {
 			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
 		}
-		t.Notes = append(t.Notes, b.nestingNotes()...)
+		t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 		b.r.Tables = append(b.r.Tables, t)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -24,17 +23,23 @@ func backendName(b string) string {
 	return b
 }
 
+// labels names what the tables show: the row axis and a row's label, a
+// cell's context, column headers and their legends, the notes every
+// table kind shares, and the groups of cells a table draws. It reads the
+// builder's set, index and report; the numbers are the builder's.
+type labels struct{ b *builder }
+
 // rowAxis is the axis whose values group the rows of thread tables: the
 // backend, or the kernel when the backend is the column axis.
-func (b *builder) rowAxis() string {
-	if b.opt.By == "backend" {
+func (lb labels) rowAxis() string {
+	if lb.b.opt.By == "backend" {
 		return "kernel"
 	}
 	return "backend"
 }
 
-func (b *builder) rowLabel(s *results.Sample) string {
-	if ax := b.rowAxis(); ax != "backend" {
+func (lb labels) rowLabel(s *results.Sample) string {
+	if ax := lb.rowAxis(); ax != "backend" {
 		return s.Axes[ax]
 	}
 	return backendName(backendOf(s))
@@ -95,7 +100,7 @@ func threadsNoun(gen string) string {
 }
 
 // context describes a group of cells for a table header.
-func (b *builder) context(s *results.Sample, withSize bool) string {
+func (lb labels) context(s *results.Sample, withSize bool) string {
 	// l finds a fact in the labels, then the axes, then axes named
 	// "<anything>.<key>" (the runner's "generator.pktgen.count").
 	l := func(keys ...string) string {
@@ -129,7 +134,7 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 		head += " to " + g
 	}
 	parts = append(parts, head)
-	if env := b.set.Env[s.Kernel]; env != nil && env.CPUModel != "" {
+	if env := lb.b.set.Env[s.Kernel]; env != nil && env.CPUModel != "" {
 		parts = append(parts, shortCPU(env.CPUModel))
 	}
 	if c := l("count"); c != "" && c != "0" {
@@ -167,7 +172,7 @@ func (b *builder) context(s *results.Sample, withSize bool) string {
 	}
 	// Axes that tell this table from the report's others and are not said
 	// above (pktgen mode, xmit mode, burst, queues, ...): "mode script".
-	for _, k := range b.varying {
+	for _, k := range lb.b.varying {
 		if v := s.Axes[k]; v != "" {
 			parts = append(parts, k[strings.LastIndex(k, ".")+1:]+" "+v)
 		}
@@ -188,9 +193,9 @@ func contextKeys(gen string) []workload.ContextKey {
 
 // described are the axes context states in its own words, or that are
 // rows or columns of the tables.
-func (b *builder) described(k string) bool {
+func (lb labels) described(k string) bool {
 	switch k {
-	case "backend", "generator", "qdisc", "kernel", b.rowAxis():
+	case "backend", "generator", "qdisc", "kernel", lb.rowAxis():
 		return true
 	}
 	if rest, ok := strings.CutPrefix(k, "generator."); ok {
@@ -214,10 +219,10 @@ func (b *builder) described(k string) bool {
 
 // varyingAxes are the axis keys with more than one value in the set that
 // context does not describe otherwise, sorted.
-func (b *builder) varyingAxes() []string {
+func (lb labels) varyingAxes() []string {
 	vals := map[string]map[string]bool{}
-	for i := range b.set.Samples {
-		for k, v := range b.set.Samples[i].Axes {
+	for i := range lb.b.set.Samples {
+		for k, v := range lb.b.set.Samples[i].Axes {
 			if vals[k] == nil {
 				vals[k] = map[string]bool{}
 			}
@@ -226,7 +231,7 @@ func (b *builder) varyingAxes() []string {
 	}
 	var out []string
 	for _, k := range sortedKeys(vals) {
-		if len(vals[k]) > 1 && !b.described(k) {
+		if len(vals[k]) > 1 && !lb.described(k) {
 			out = append(out, k)
 		}
 	}
@@ -278,11 +283,11 @@ func shortCPU(m string) string {
 // changeHeaders are the headers of a table's change columns, one per
 // column after the first (the base): word ("change", "delta",
 // "speedup") alone when there is one, else "COLUMN word".
-func (b *builder) changeHeaders(word string) []string {
+func (lb labels) changeHeaders(word string) []string {
 	var out []string
-	for _, c := range b.r.Columns[1:] {
+	for _, c := range lb.b.r.Columns[1:] {
 		h := word
-		if len(b.r.Columns) > 2 {
+		if len(lb.b.r.Columns) > 2 {
 			h = c + " " + word
 		}
 		out = append(out, h)
@@ -290,12 +295,12 @@ func (b *builder) changeHeaders(word string) []string {
 	return out
 }
 
-func (b *builder) colHeader(col string) string {
+func (lb labels) colHeader(col string) string {
 	var marks []string
-	if b.r.IsEmulated(col) && !b.r.AllEmulated() {
+	if lb.b.r.IsEmulated(col) && !lb.b.r.AllEmulated() {
 		marks = append(marks, "TCG")
 	}
-	if b.r.IsNested(col) && b.r.MixedNesting() {
+	if lb.b.r.IsNested(col) && lb.b.r.MixedNesting() {
 		marks = append(marks, "nested")
 	}
 	if len(marks) == 0 {
@@ -323,21 +328,21 @@ const (
 
 // emulatedLegend and nestedLegend are the legends of column col's marks:
 // "" when it has none.
-func (b *builder) emulatedLegend(col string) string {
+func (lb labels) emulatedLegend(col string) string {
 	switch {
-	case !b.r.IsEmulated(col):
+	case !lb.b.r.IsEmulated(col):
 		return ""
-	case b.r.AllEmulated():
+	case lb.b.r.AllEmulated():
 		return allEmulatedNote
 	}
 	return emulatedNote
 }
 
-func (b *builder) nestedLegend(col string) string {
+func (lb labels) nestedLegend(col string) string {
 	switch {
-	case !b.r.IsNested(col):
+	case !lb.b.r.IsNested(col):
 		return ""
-	case b.r.MixedNesting():
+	case lb.b.r.MixedNesting():
 		return nestedNote
 	}
 	return allNestedNote
@@ -345,12 +350,12 @@ func (b *builder) nestedLegend(col string) string {
 
 // nestingNotes are the nested legend and the mixed-nesting warning
 // (columnNotes without the emulation legend).
-func (b *builder) nestingNotes() []string {
+func (lb labels) nestingNotes() []string {
 	var out []string
 	switch {
-	case b.r.MixedNesting():
+	case lb.b.r.MixedNesting():
 		out = append(out, nestedNote, mixedNestingNote)
-	case len(b.r.Nested) > 0:
+	case len(lb.b.r.Nested) > 0:
 		out = append(out, allNestedNote)
 	}
 	return out
@@ -358,34 +363,22 @@ func (b *builder) nestingNotes() []string {
 
 // columnNotes are the legends of the columns' marks: emulated (TCG),
 // nested, and the warning when the columns differ in nesting.
-func (b *builder) columnNotes() []string {
+func (lb labels) columnNotes() []string {
 	var out []string
 	switch {
-	case b.r.AllEmulated():
+	case lb.b.r.AllEmulated():
 		out = append(out, allEmulatedNote)
-	case len(b.r.Emulated) > 0:
+	case len(lb.b.r.Emulated) > 0:
 		out = append(out, emulatedNote)
 	}
-	return append(out, b.nestingNotes()...)
-}
-
-// anyPositive reports whether a sample of one of cells has metric key > 0.
-func (b *builder) anyPositive(cells []string, key metric.Key) bool {
-	for _, cell := range cells {
-		for _, s := range b.idx.byCell[cell] {
-			if s.Metrics[key] > 0 {
-				return true
-			}
-		}
-	}
-	return false
+	return append(out, lb.nestingNotes()...)
 }
 
 // runsNote is a thread or versus table's first note: the runs behind each
 // cell and the largest spread of its first row's metric, or "1 run per
 // cell" when there is no spread to tell.
-func (b *builder) runsNote(cells []string, label string, maxCV float64) string {
-	r := b.repsRange(cells)
+func (lb labels) runsNote(cells []string, label string, maxCV float64) string {
+	r := lb.repsRange(cells)
 	if r == "1" {
 		return "1 run per cell"
 	}
@@ -393,11 +386,11 @@ func (b *builder) runsNote(cells []string, label string, maxCV float64) string {
 }
 
 // repsRange is the runs per cell of cells in every column: "5" or "3-5".
-func (b *builder) repsRange(cells []string) string {
+func (lb labels) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {
-		for _, col := range b.r.Columns {
-			if n := len(b.idx.byCol[cellCol{cell, col}]); n > 0 {
+		for _, col := range lb.b.r.Columns {
+			if n := len(lb.b.idx.byCol[cellCol{cell, col}]); n > 0 {
 				lo, hi = min(lo, n), max(hi, n)
 			}
 		}
@@ -410,12 +403,12 @@ func (b *builder) repsRange(cells []string) string {
 
 // groupCells groups the cells whose samples pass keep by their axes
 // without the listed axes; order is by first appearance.
-func (b *builder) groupCells(keep func(*results.Sample) bool, without ...string) (map[string][]string, []string) {
+func (lb labels) groupCells(keep func(*results.Sample) bool, without ...string) (map[string][]string, []string) {
 	groups := map[string][]string{}
 	var order []string
 	seen := map[string]bool{}
-	for i := range b.set.Samples {
-		s := &b.set.Samples[i]
+	for i := range lb.b.set.Samples {
+		s := &lb.b.set.Samples[i]
 		if seen[s.Cell] || !keep(s) {
 			continue
 		}
@@ -449,7 +442,7 @@ type rowGroup struct {
 // the groups it agrees with on the axes it has. Tables come in order of
 // their cells' first appearance; rows (cells) in backend order, TAP
 // first, when the backend is the row axis.
-func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowGroup {
+func (lb labels) groupRows(keep func(*results.Sample) bool, row string) []*rowGroup {
 	type cand struct {
 		cell string
 		axes map[string]string
@@ -457,8 +450,8 @@ func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowG
 	}
 	var cands []cand
 	seen := map[string]bool{}
-	for i := range b.set.Samples {
-		s := &b.set.Samples[i]
+	for i := range lb.b.set.Samples {
+		s := &lb.b.set.Samples[i]
 		if seen[s.Cell] || !keep(s) {
 			continue
 		}
@@ -538,7 +531,7 @@ func (b *builder) groupRows(keep func(*results.Sample) bool, row string) []*rowG
 	for _, g := range groups {
 		slices.SortStableFunc(g.cells, func(x, y string) int {
 			if row == "backend" {
-				if d := backendRank(b.cellAxes(x)["backend"]) - backendRank(b.cellAxes(y)["backend"]); d != 0 {
+				if d := backendRank(lb.b.cellAxes(x)["backend"]) - backendRank(lb.b.cellAxes(y)["backend"]); d != 0 {
 					return d
 				}
 			}

@@ -29,7 +29,8 @@ func TestGroupRowsMatchesDefinition(t *testing.T) {
 			set.Samples = append(set.Samples, results.Sample{Cell: cell, Kernel: "k", Axes: axes, Metrics: map[metric.Key]float64{"tx_pps": 1}})
 		}
 		b := &builder{set: set, idx: newIndex(set), r: &Report{}}
-		got := b.groupRows(func(*results.Sample) bool { return true }, "backend")
+		b.lab = labels{b}
+		got := b.lab.groupRows(func(*results.Sample) bool { return true }, "backend")
 		want := groupRowsByDefinition(set, "backend")
 		if len(got) != len(want) {
 			t.Fatalf("round %d: %d groups, want %d", round, len(got), len(want))

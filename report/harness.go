@@ -10,9 +10,13 @@ import (
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
+// harnessKind builds the table of KindHarness: the harness's
+// self-measurements and diagnostics, one row per cell and column.
+type harnessKind struct{ *builder }
+
 // harnessTable shows the Diagnostics metrics: one row per cell (and
 // column), one column per metric, medians.
-func (b *builder) harnessTable() {
+func (b harnessKind) harnessTable() {
 	have := b.metricKeys()
 	var keys []metric.Key
 	for _, k := range results.Diagnostics() {
@@ -28,7 +32,7 @@ func (b *builder) harnessTable() {
 	if multi {
 		t.LabelHeader = append(t.LabelHeader, b.r.By)
 	} else {
-		t.Title += ", " + b.colHeader(b.r.Columns[0])
+		t.Title += ", " + b.lab.colHeader(b.r.Columns[0])
 	}
 	var legend []string
 	for _, k := range keys {
@@ -42,7 +46,7 @@ func (b *builder) harnessTable() {
 		for _, col := range b.r.Columns {
 			row := Row{Labels: []string{cell}}
 			if multi {
-				row.Labels = append(row.Labels, b.colHeader(col))
+				row.Labels = append(row.Labels, b.lab.colHeader(col))
 			}
 			found := false
 			for _, k := range keys {
@@ -65,13 +69,13 @@ func (b *builder) harnessTable() {
 	if len(t.Rows) == 0 {
 		return
 	}
-	runs := "medians of " + b.repsRange(cells) + " runs"
-	if b.repsRange(cells) == "1" {
+	runs := "medians of " + b.lab.repsRange(cells) + " runs"
+	if b.lab.repsRange(cells) == "1" {
 		runs = "1 run"
 	}
 	t.Notes = append(t.Notes, runs+"; "+strings.Join(legend, "; "))
 	if multi {
-		t.Notes = append(t.Notes, b.columnNotes()...)
+		t.Notes = append(t.Notes, b.lab.columnNotes()...)
 	}
 	b.r.Tables = append(b.r.Tables, t)
 }

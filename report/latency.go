@@ -45,11 +45,16 @@ var (
 	}
 )
 
+// latencyKind builds the table of KindLatency: the cells that ran the
+// latency probe in one table, and loads the probes of their runs for the
+// run-by-run comparison.
+type latencyKind struct{ *builder }
+
 // latencyTable draws the cells that ran the latency probe in one table:
 // a row block per qdisc and load, qdiscs in order of appearance, each
 // load named with its path (does it pass the qdisc?), one column per
 // kernel.
-func (b *builder) latencyTable() {
+func (b latencyKind) latencyTable() {
 	var cells []string
 	for _, cell := range b.idx.cells {
 		if slices.ContainsFunc(b.idx.byCell[cell], func(s *results.Sample) bool { _, ok := s.Metrics[metric.RTTP50S]; return ok }) {
@@ -70,7 +75,7 @@ func (b *builder) latencyTable() {
 	})
 	t := &Table{Kind: KindLatency, Title: "latency under load", LabelHeader: []string{"qdisc: load (path)", "metric"}}
 	for _, c := range b.r.Columns {
-		t.Header = append(t.Header, b.colHeader(c))
+		t.Header = append(t.Header, b.lab.colHeader(c))
 	}
 	two := len(b.r.Columns) == 2
 	if two {
@@ -81,19 +86,19 @@ func (b *builder) latencyTable() {
 	}
 	first := b.measured(cells[0])
 	t.Notes = append(t.Notes,
-		fmt.Sprintf("median of %s runs per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.repsRange(cells)),
+		fmt.Sprintf("median of %s runs per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.lab.repsRange(cells)),
 		fmt.Sprintf("probe: one UDP request every %s from the host's run namespace through the tap's root qdisc to the guest agent's reflector; RTT = send call to the reply's kernel receive stamp; idle = before the load started", orDash(first.Labels["probe_interval"])),
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
 	if two {
 		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT and qdisc wait percentiles: called when a t test on the logs of each run's percentile (from its probes) gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least; on these rows \"? \" = the test did not call it", b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
-	t.Notes = append(t.Notes, b.columnNotes()...)
+	t.Notes = append(t.Notes, b.lab.columnNotes()...)
 	b.r.Tables = append(b.r.Tables, t)
 }
 
 // latencyCellRows are one cell's rows of the latency table.
-func (b *builder) latencyCellRows(cell string, two bool) []Row {
+func (b latencyKind) latencyCellRows(cell string, two bool) []Row {
 	s := b.measured(cell)
 	block := orDash(s.Labels["qdisc"]) + ": " + loadName(cell, s.Labels["qdisc"])
 	if p := s.Labels["load_path"]; p != "" {
@@ -175,7 +180,7 @@ var runQuantiles = map[metric.Key]struct {
 // of the two medians the row shows (pct), as every change column does,
 // marked "?" unless the test calls it. ok is false when a column has no
 // raw probes (a benchfmt file, a run directory without artifacts).
-func (b *builder) runsChange(cell string, key metric.Key, pct float64) (Cell, bool) {
+func (b latencyKind) runsChange(cell string, key metric.Key, pct float64) (Cell, bool) {
 	rq, isQ := runQuantiles[key]
 	if !isQ || math.IsNaN(pct) {
 		return Cell{}, false

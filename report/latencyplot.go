@@ -34,7 +34,7 @@ type LatencyRun struct {
 // loadLatencyRuns reads the probe artifacts of the samples that have
 // them (samples loaded from a run directory). A missing or bad file is
 // a warning: the tables do not need it.
-func (b *builder) loadLatencyRuns() {
+func (b latencyKind) loadLatencyRuns() {
 	for i := range b.set.Samples {
 		s := &b.set.Samples[i]
 		if s.Dir == "" {

@@ -228,7 +228,8 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		}
 	}
 	b := &builder{set: set, idx: idx, r: r, opt: opt, named: named}
-	b.varying = b.varyingAxes()
+	b.lab = labels{b}
+	b.varying = b.lab.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
 	if r.MixedNesting() {
@@ -244,7 +245,10 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	for _, k := range []struct {
 		kind string
 		f    func()
-	}{{KindThread, b.threadTables}, {KindSenders, b.sendersTables}, {KindLatency, func() { b.loadLatencyRuns(); b.latencyTable() }}, {KindVersus, b.versusTables}, {KindSweep, b.sweepTables}, {KindPerfStat, b.perfStatTables}, {KindPerfSyms, b.perfSymTables}, {KindCompare, b.compareTables}, {KindHarness, b.harnessTable}} {
+	}{{KindThread, threadKind{b}.threadTables}, {KindSenders, sendersKind{b}.sendersTables},
+		{KindLatency, func() { latencyKind{b}.loadLatencyRuns(); latencyKind{b}.latencyTable() }}, {KindVersus, versusKind{b}.versusTables},
+		{KindSweep, sweepKind{b}.sweepTables}, {KindPerfStat, perfStatKind{b}.perfStatTables}, {KindPerfSyms, perfSymsKind{b}.perfSymTables},
+		{KindCompare, compareKind{b}.compareTables}, {KindHarness, harnessKind{b}.harnessTable}} {
 		if opt.Kinds == nil || slices.Contains(opt.Kinds, k.kind) {
 			k.f()
 		}
@@ -304,6 +308,12 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return k
 }
 
+// builder holds what every table kind reads while a report is built
+// (the set, its index, the report so far and the options) and answers
+// for the numbers: a cell's samples and axes, the statistics and changes
+// of a metric, which keys to show, the drops under Lost, the summaries.
+// labels names things; each table kind (threadKind, versusKind, ...)
+// is a type of its own that embeds the builder.
 type builder struct {
 	set *results.Set
 	idx *index
@@ -311,6 +321,8 @@ type builder struct {
 	opt Options
 	// named are opt.Metrics, as keys.
 	named []metric.Key
+	// lab names rows, columns and cells (labels).
+	lab labels
 	// varying is varyingAxes, computed once.
 	varying []string
 }
@@ -379,6 +391,18 @@ func (b *builder) metricKeys() []metric.Key {
 		return b.named
 	}
 	return b.idx.keys
+}
+
+// anyPositive reports whether a sample of one of cells has metric key > 0.
+func (b *builder) anyPositive(cells []string, key metric.Key) bool {
+	for _, cell := range cells {
+		for _, s := range b.idx.byCell[cell] {
+			if s.Metrics[key] > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -27,7 +27,11 @@ type perfRow struct {
 	target, event string
 }
 
-func (b *builder) perfStatTables() {
+// perfStatKind builds the tables of KindPerfStat: perf stat's counters of
+// each cell, by target and event.
+type perfStatKind struct{ *builder }
+
+func (b perfStatKind) perfStatTables() {
 	for _, cell := range b.idx.cells {
 		var rows []perfRow
 		seen := map[metric.Key]bool{}
@@ -48,9 +52,9 @@ func (b *builder) perfStatTables() {
 		multiplexed := false
 		t := &Table{Kind: KindPerfStat, Title: "perf stat " + cell, Context: "perf stat, " + cell, LabelHeader: []string{"target", "event"}}
 		for _, c := range b.r.Columns {
-			t.Header = append(t.Header, b.colHeader(c))
+			t.Header = append(t.Header, b.lab.colHeader(c))
 		}
-		t.Header = append(t.Header, b.changeHeaders("change")...)
+		t.Header = append(t.Header, b.lab.changeHeaders("change")...)
 		for _, rw := range rows {
 			m := b.idx.metric(rw.key)
 			label := rw.event
@@ -81,8 +85,8 @@ func (b *builder) perfStatTables() {
 			}
 			t.Rows = append(t.Rows, r)
 		}
-		note := "medians of " + b.repsRange([]string{cell}) + " runs"
-		if r := b.repsRange([]string{cell}); r == "1" {
+		note := "medians of " + b.lab.repsRange([]string{cell}) + " runs"
+		if r := b.lab.repsRange([]string{cell}); r == "1" {
 			note = "1 run"
 		}
 		if len(b.r.Columns) > 1 {
@@ -103,7 +107,7 @@ func (b *builder) perfStatTables() {
 		if len(unsupported) > 0 {
 			t.Notes = append(t.Notes, "not supported on this machine (no hardware PMU?): "+strings.Join(unsupported, ", "))
 		}
-		t.Notes = append(t.Notes, b.nestingNotes()...)
+		t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 		var hybrid []string
 		for _, o := range b.idx.byCell[cell] {
 			if h := o.Labels["perf_hybrid"]; h != "" && !slices.Contains(hybrid, h) {
@@ -128,7 +132,7 @@ func (b *builder) perfStatTables() {
 // perfRunning returns the least share of the time perf stat's counter of
 // key was running over the runs of cell in column col, when one was
 // multiplexed (below 1).
-func (b *builder) perfRunning(cell, col string, key metric.Key) (float64, bool) {
+func (b perfStatKind) perfRunning(cell, col string, key metric.Key) (float64, bool) {
 	least, ok := 1.0, false
 	for _, s := range b.idx.byCol[cellCol{cell, col}] {
 		if f, has := s.PerfRunning[key]; has && f < least {
@@ -140,7 +144,7 @@ func (b *builder) perfRunning(cell, col string, key metric.Key) (float64, bool) 
 
 // ipcNote derives instructions per cycle per target when both counters
 // are present.
-func (b *builder) ipcNote(cell string) string {
+func (b perfStatKind) ipcNote(cell string) string {
 	var parts []string
 	targets := map[string]bool{}
 	for _, o := range b.idx.byCell[cell] {
@@ -151,14 +155,10 @@ func (b *builder) ipcNote(cell string) string {
 		}
 	}
 	for _, tg := range sortedKeys(targets) {
-		suffix := ""
-		if tg != "" {
-			suffix = "@" + tg
-		}
 		var cols []string
 		for _, col := range b.r.Columns {
-			c := b.stats(cell, col, metric.Key(results.PerfPrefix+"cycles"+suffix))
-			in := b.stats(cell, col, metric.Key(results.PerfPrefix+"instructions"+suffix))
+			c := b.stats(cell, col, results.PerfKey("cycles", tg))
+			in := b.stats(cell, col, results.PerfKey("instructions", tg))
 			if c.N == 0 || in.N == 0 || c.Median == 0 {
 				continue
 			}
@@ -183,7 +183,7 @@ func perfEventRank(ev string) int {
 // the samples' qemu_target label: with the vhost-net workers where they
 // are threads of QEMU (Linux 6.4+), without them where they are kernel
 // threads (older kernels). Columns that differ are not comparable.
-func (b *builder) qemuTargetNote(cell string) string {
+func (b perfStatKind) qemuTargetNote(cell string) string {
 	byCol := map[string][]string{}
 	var all []string
 	for _, col := range b.r.Columns {

@@ -8,14 +8,20 @@ import (
 	"sort"
 )
 
+// perfSymsKind builds the tables of KindPerfSyms: perf report's top
+// symbols of each cell and target; the profile tables come with them
+// (profileKind).
+type perfSymsKind struct{ *builder }
+
 // perfSymTables adds, per cell and target, a table of the top symbols of
 // perf report.
-func (b *builder) perfSymTables() {
+func (b perfSymsKind) perfSymTables() {
+	prof := profileKind{b.builder}
 	for _, cell := range b.idx.cells {
 		// Two columns with perf report: the 0-day style profile deltas.
-		if p := b.profileOf(cell); len(p.targets) > 0 {
-			if base, col, ok := b.profilePair(p); ok {
-				b.profileTables(cell, p, base, col)
+		if p := prof.profileOf(cell); len(p.targets) > 0 {
+			if base, col, ok := prof.profilePair(p); ok {
+				prof.profileTables(cell, p, base, col)
 				continue
 			}
 		}
@@ -45,7 +51,7 @@ type cellSyms struct {
 }
 
 // cellSymsOf collects the symbol overheads of cell's samples.
-func (b *builder) cellSymsOf(cell string) cellSyms {
+func (b perfSymsKind) cellSymsOf(cell string) cellSyms {
 	cs := cellSyms{vals: map[symKey]map[string][]float64{}, reps: map[string]int{}, unresolved: map[string]bool{}}
 	for _, s := range b.idx.byCell[cell] {
 		if len(s.Symbols) == 0 {
@@ -121,13 +127,13 @@ func (cs cellSyms) top(tg string, cols []string, n int) []symKey {
 }
 
 // perfSymTable is the table of target tg's top symbols in cell.
-func (b *builder) perfSymTable(cell, tg string, cs cellSyms) *Table {
+func (b perfSymsKind) perfSymTable(cell, tg string, cs cellSyms) *Table {
 	t := &Table{Kind: KindPerfSyms, Title: "perf report " + cell + " " + tg,
 		Context: fmt.Sprintf("perf report top %d, %s, target %s", b.opt.Top, cell, cmp.Or(tg, "-")), LabelHeader: []string{"symbol"}}
 	for _, c := range b.r.Columns {
-		t.Header = append(t.Header, b.colHeader(c))
+		t.Header = append(t.Header, b.lab.colHeader(c))
 	}
-	t.Header = append(t.Header, b.changeHeaders("delta")...)
+	t.Header = append(t.Header, b.lab.changeHeaders("delta")...)
 	for _, k := range cs.top(tg, b.r.Columns, b.opt.Top) {
 		t.Rows = append(t.Rows, b.perfSymRow(cs, k))
 	}
@@ -135,13 +141,13 @@ func (b *builder) perfSymTable(cell, tg string, cs cellSyms) *Table {
 	if cs.unresolved[tg] {
 		t.Notes = append(t.Notes, unresolvedNote)
 	}
-	t.Notes = append(t.Notes, b.nestingNotes()...)
+	t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 	return t
 }
 
 // perfSymRow is symbol k's row: its median overhead per column, then the
 // change of each column from the base column.
-func (b *builder) perfSymRow(cs cellSyms, k symKey) Row {
+func (b perfSymsKind) perfSymRow(cs cellSyms, k symKey) Row {
 	r := Row{Labels: []string{k.sym}}
 	for _, col := range b.r.Columns {
 		m := cs.median(k, col)

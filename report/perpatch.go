@@ -36,22 +36,26 @@ func PerPatchColumns(cols []string) bool {
 	return true
 }
 
+// perPatchKind builds the tables of KindPerPatch: a series of patches as
+// columns, each change from the previous patch and from the base.
+type perPatchKind struct{ *builder }
+
 // perPatchTables draws, for each workload table's group of cells, one
 // per-patch table per main metric (the totals: tx_pps, lost_pps, and the
 // Lost by reason rows).
-func (b *builder) perPatchTables() {
+func (b perPatchKind) perPatchTables() {
 	tables, names := workload.Tables()
 	for ti, kind := range tables {
 		if kind.Versus != nil {
 			continue
 		}
-		groups := b.groupRows(func(s *results.Sample) bool {
+		groups := b.lab.groupRows(func(s *results.Sample) bool {
 			if v, _ := b.idx.versusOf(s); v != nil {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
 			return ok && !b.inSweep(s)
-		}, b.rowAxis())
+		}, b.lab.rowAxis())
 		for _, g := range groups {
 			first := b.measured(g.full)
 			threads, _ := strconv.Atoi(first.Labels["threads"])
@@ -74,13 +78,13 @@ func (b *builder) perPatchTables() {
 }
 
 // perPatchTable is metric tm of group g, one row per column and cell.
-func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample, tm workload.TableRow) *Table {
+func (b perPatchKind) perPatchTable(title string, g *rowGroup, first *results.Sample, tm workload.TableRow) *Table {
 	label := strings.TrimPrefix(tm.Label, "- ")
 	if label != tm.Label {
 		label = "Lost by reason " + label
 	}
 	t := &Table{Kind: KindPerPatch, Title: fmt.Sprintf("%s %s %s per patch", title, strings.TrimPrefix(g.key, "cell="), tm.Key),
-		Context:     label + ", " + b.context(first, true),
+		Context:     label + ", " + b.lab.context(first, true),
 		LabelHeader: []string{"backend", "kernel"}, Header: []string{"median", "prev", "base"}, Metric: string(tm.Key)}
 	scale := tm.Scale
 	if scale.IsZero() {
@@ -90,7 +94,7 @@ func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample
 		s := b.measured(cell)
 		for i, col := range b.r.Columns {
 			st := b.stats(cell, col, tm.Key)
-			row := Row{Labels: []string{b.rowLabel(s), col}}
+			row := Row{Labels: []string{b.lab.rowLabel(s), col}}
 			if st.N == 0 {
 				row.Cells = []Cell{{Text: "-"}, {Text: ""}, {Text: ""}}
 				t.Rows = append(t.Rows, row)
@@ -111,7 +115,7 @@ func (b *builder) perPatchTable(title string, g *rowGroup, first *results.Sample
 
 // changeCell is the change of key in cell from column from to column to,
 // with the verdict's mark (DeltaString).
-func (b *builder) changeCell(cell, from, to string, key metric.Key) Cell {
+func (b perPatchKind) changeCell(cell, from, to string, key metric.Key) Cell {
 	fs, ts := b.stats(cell, from, key), b.stats(cell, to, key)
 	if fs.N == 0 || ts.N == 0 {
 		return Cell{Text: "-"}
@@ -126,7 +130,7 @@ func (b *builder) changeCell(cell, from, to string, key metric.Key) Cell {
 
 // perPatchNotes say what the columns are (each prefix's last patch, from
 // the build's identity) and how to read the changes.
-func (b *builder) perPatchNotes() []string {
+func (b perPatchKind) perPatchNotes() []string {
 	var names []string
 	for _, col := range b.r.Columns[1:] {
 		e := b.r.Env[col]

@@ -33,9 +33,14 @@ const (
 	measureChildren = "children"
 )
 
+// profileKind builds the tables of KindProfile (within the perf report
+// tables, KindPerfSyms): a cell's symbol shares on two columns and their
+// change.
+type profileKind struct{ *builder }
+
 // profileOf collects cell's symbol shares (a module's unresolved
 // addresses in one row per run, as perfSymTable).
-func (b *builder) profileOf(cell string) profile {
+func (b profileKind) profileOf(cell string) profile {
 	p := profile{vals: map[string]map[symKey]map[string][]float64{}, reps: map[string]map[string]int{}}
 	add := func(measure, col string, k symKey, v float64) {
 		if p.vals[measure] == nil {
@@ -92,7 +97,7 @@ func (p profile) values(measure string, k symKey, col string) []float64 {
 // profilePair is the two columns a cell's profile deltas compare: the
 // base and, of the others, the last (the whole series of a per-patch run)
 // that has perf report symbols; ok is false when the base has none.
-func (b *builder) profilePair(p profile) (base, col string, ok bool) {
+func (b profileKind) profilePair(p profile) (base, col string, ok bool) {
 	base = b.r.Base
 	if p.reps[measureSelf][base] == 0 {
 		return "", "", false
@@ -107,7 +112,7 @@ func (b *builder) profilePair(p profile) (base, col string, ok bool) {
 
 // profileTables adds cell's profile deltas, self and children, per
 // target (base vs col).
-func (b *builder) profileTables(cell string, p profile, base, col string) {
+func (b profileKind) profileTables(cell string, p profile, base, col string) {
 	for _, tg := range p.targets {
 		for _, measure := range []string{measureSelf, measureChildren} {
 			if p.reps[measure][base] == 0 || p.reps[measure][col] == 0 {
@@ -129,7 +134,7 @@ type profileRow struct {
 }
 
 // profileTable is target tg's profile delta of measure in cell.
-func (b *builder) profileTable(cell, tg, measure string, p profile, base, col string) *Table {
+func (b profileKind) profileTable(cell, tg, measure string, p profile, base, col string) *Table {
 	var rows []profileRow
 	unresolved := false
 	for k := range p.vals[measure] {
@@ -150,7 +155,7 @@ func (b *builder) profileTable(cell, tg, measure string, p profile, base, col st
 	}
 	t := &Table{Kind: KindProfile, Title: fmt.Sprintf("perf-profile.%s %s %s", measure, cell, tg),
 		Context:     fmt.Sprintf("perf-profile.%s, %s, target %s", measure, cell, cmp.Or(tg, "-")),
-		LabelHeader: []string{"symbol"}, Header: []string{b.colHeader(base), b.colHeader(col), "change"}}
+		LabelHeader: []string{"symbol"}, Header: []string{b.lab.colHeader(base), b.lab.colHeader(col), "change"}}
 	for _, r := range rows {
 		t.Rows = append(t.Rows, Row{Labels: []string{r.sym}, Cells: []Cell{
 			profileCell(r.base, r.meanB), profileCell(r.col, r.mnC),
@@ -171,7 +176,7 @@ func (b *builder) profileTable(cell, tg, measure string, p profile, base, col st
 	if unresolved {
 		t.Notes = append(t.Notes, unresolvedNote)
 	}
-	t.Notes = append(t.Notes, b.nestingNotes()...)
+	t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 	return t
 }
 

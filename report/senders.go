@@ -56,8 +56,12 @@ func (b *builder) inSenders(s *results.Sample) bool {
 	return k != "" && b.idx.senders[k] >= minSenders
 }
 
+// sendersKind builds the tables of KindSenders: cells that differ only in
+// their number of sending threads, one row per count.
+type sendersKind struct{ *builder }
+
 // sendersTables draws them, in order of the groups' first cells.
-func (b *builder) sendersTables() {
+func (b sendersKind) sendersTables() {
 	groups := map[string][]string{}
 	var order []string
 	for _, cell := range b.idx.cells {
@@ -79,7 +83,7 @@ func (b *builder) sendersTables() {
 }
 
 // sendersTable is one group's table, its cells sorted by thread count.
-func (b *builder) sendersTable(cells []string) *Table {
+func (b sendersKind) sendersTable(cells []string) *Table {
 	count := func(cell string) int { _, n, _ := threadsAxis(b.firstSample(cell)); return n }
 	slices.SortStableFunc(cells, func(x, y string) int { return cmp.Compare(count(x), count(y)) })
 	first := b.measured(cells[0])
@@ -90,30 +94,30 @@ func (b *builder) sendersTable(cells []string) *Table {
 	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
 	cols := kind.Rows(2, seen) // the per-thread rows are columns here
 	t := &Table{Kind: KindSenders, Title: "senders " + sendersKey(first),
-		Context:     backendName(backendOf(first)) + ": " + b.context(withoutThreads(first), true),
+		Context:     backendName(backendOf(first)) + ": " + b.lab.context(withoutThreads(first), true),
 		LabelHeader: []string{kind.ThreadsNoun, "kernel"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, c.Label)
 	}
 	for _, cell := range cells {
 		for _, col := range b.r.Columns {
-			row := Row{Labels: []string{countText(count(cell), kind.ThreadsNoun), b.colHeader(col)}}
+			row := Row{Labels: []string{countText(count(cell), kind.ThreadsNoun), b.lab.colHeader(col)}}
 			for _, c := range cols {
 				row.Cells = append(row.Cells, b.sendersCell(cell, col, c))
 			}
 			t.Rows = append(t.Rows, row)
 		}
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; a row per %s count and kernel", b.repsRange(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
+	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; a row per %s count and kernel", b.lab.repsRange(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
 	if kind.Notes != nil {
 		t.Notes = append(t.Notes, kind.Notes(2, seen)...)
 	}
-	t.Notes = append(t.Notes, b.columnNotes()...)
+	t.Notes = append(t.Notes, b.lab.columnNotes()...)
 	return t
 }
 
 // sendersCell is metric c of cell in column col.
-func (b *builder) sendersCell(cell, col string, c workload.TableRow) Cell {
+func (b sendersKind) sendersCell(cell, col string, c workload.TableRow) Cell {
 	st := b.stats(cell, col, c.Key)
 	if st.N == 0 {
 		if why := b.unsupported(cell, col); why != "" {

@@ -27,8 +27,12 @@ func (b *builder) inSweep(s *results.Sample) bool {
 	return b.idx.sweepSizes[groupKey(s, "pkt_size")] >= 2
 }
 
-func (b *builder) sweepTables() {
-	groups, order := b.groupCells(b.inSweep, "pkt_size")
+// sweepKind builds the tables of KindSweep: cells that differ only in
+// packet size, one row per size.
+type sweepKind struct{ *builder }
+
+func (b sweepKind) sweepTables() {
+	groups, order := b.lab.groupCells(b.inSweep, "pkt_size")
 	for _, gk := range order {
 		cells := groups[gk]
 		slices.SortStableFunc(cells, func(x, y string) int {
@@ -54,12 +58,12 @@ func (b *builder) sweepTables() {
 			}
 			u := units.For(m.Unit).Common(medians)
 			suf := u.Name
-			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.context(first, false),
+			t := &Table{Kind: KindSweep, Title: "size sweep, " + backendName(backendOf(first)) + ", " + b.lab.context(first, false),
 				LabelHeader: []string{"size (B)"}, Metric: string(key), Unit: suf}
 			for _, c := range b.r.Columns {
-				t.Header = append(t.Header, b.colHeader(c)+" "+suf)
+				t.Header = append(t.Header, b.lab.colHeader(c)+" "+suf)
 			}
-			for _, h := range b.changeHeaders("speedup") {
+			for _, h := range b.lab.changeHeaders("speedup") {
 				t.Header = append(t.Header, h, "p")
 			}
 			for _, cell := range cells {
@@ -84,8 +88,8 @@ func (b *builder) sweepTables() {
 				t.Rows = append(t.Rows, row)
 			}
 			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s: %s",
-				key, suf, b.repsRange(cells), b.r.Base, changeLegend))
-			t.Notes = append(t.Notes, b.columnNotes()...)
+				key, suf, b.lab.repsRange(cells), b.r.Base, changeLegend))
+			t.Notes = append(t.Notes, b.lab.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}
 	}

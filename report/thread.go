@@ -11,12 +11,17 @@ import (
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
+// threadKind builds the tables of KindThread: one table per group of cells
+// that differ only in the row axis, a block of metric rows per cell (the
+// per-patch tables come with them).
+type threadKind struct{ *builder }
+
 // threadTables draws each workload's table (workload.Table): one per
 // group of cells that have its headline metric and are not in a sweep,
 // rows per backend (or kernel), one column per kernel.
-func (b *builder) threadTables() {
+func (b threadKind) threadTables() {
 	if PerPatchColumns(b.r.Columns) {
-		b.perPatchTables() // a column per patch: a row per column instead
+		perPatchKind{b.builder}.perPatchTables() // a column per patch: a row per column instead
 		return
 	}
 	tables, names := workload.Tables()
@@ -24,13 +29,13 @@ func (b *builder) threadTables() {
 		if kind.Versus != nil {
 			continue // versusTables
 		}
-		groups := b.groupRows(func(s *results.Sample) bool {
+		groups := b.lab.groupRows(func(s *results.Sample) bool {
 			if v, _ := b.idx.versusOf(s); v != nil {
 				return false
 			}
 			_, ok := s.Metrics[kind.Headline]
 			return (ok || s.Unsupported != "" && headlineOf(s) == kind.Headline) && !b.inSweep(s) && !b.inSenders(s)
-		}, b.rowAxis())
+		}, b.lab.rowAxis())
 		for _, g := range groups {
 			b.r.Tables = append(b.r.Tables, b.threadTable(kind, names[ti], g))
 		}
@@ -39,7 +44,7 @@ func (b *builder) threadTables() {
 
 // threadTable is workload table kind's table of one group of cells; name
 // titles it when the group's generator names no workload.
-func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Table {
+func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *Table {
 	cells, gk := g.cells, g.key
 	// The context describes what the rows share: read it from the
 	// cell that has every axis of the table (a TAP+vhost-net cell
@@ -53,10 +58,10 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 	if w := workload.NameOf(generatorOf(first)); w != "" {
 		title = w
 	}
-	t := &Table{Kind: KindThread, Title: title + " " + strings.TrimPrefix(gk, "cell="), Context: b.context(first, true),
+	t := &Table{Kind: KindThread, Title: title + " " + strings.TrimPrefix(gk, "cell="), Context: b.lab.context(first, true),
 		LabelHeader: []string{"backend", "metric"}}
 	for _, c := range b.r.Columns {
-		t.Header = append(t.Header, b.colHeader(c))
+		t.Header = append(t.Header, b.lab.colHeader(c))
 	}
 	two := len(b.r.Columns) == 2
 	if two {
@@ -79,7 +84,7 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 			t.Rows = append(t.Rows, row)
 		}
 	}
-	b.threadNotes(t, kind, threads, seen, b.runsNote(cells, rows[0].Label, maxCV))
+	b.threadNotes(t, kind, threads, seen, b.lab.runsNote(cells, rows[0].Label, maxCV))
 	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t
 }
@@ -87,12 +92,12 @@ func (b *builder) threadTable(kind workload.Table, name string, g *rowGroup) *Ta
 // threadRow is metric tm's row of cell (measured sample s): one cell per
 // column and, with two columns, the change. cv is the largest CV of its
 // cells; ok is false when no column has a value or an n/a.
-func (b *builder) threadRow(cell string, s *results.Sample, tm workload.TableRow, two bool) (row Row, cv float64, ok bool) {
+func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableRow, two bool) (row Row, cv float64, ok bool) {
 	scale := tm.Scale
 	if scale.IsZero() {
 		scale = units.For(b.idx.metric(tm.Key).Unit)
 	}
-	row = Row{Labels: []string{b.rowLabel(s), tm.Label}}
+	row = Row{Labels: []string{b.lab.rowLabel(s), tm.Label}}
 	have, na := false, false
 	for _, col := range b.r.Columns {
 		st := b.stats(cell, col, tm.Key)
@@ -128,7 +133,7 @@ func (b *builder) threadRow(cell string, s *results.Sample, tm workload.TableRow
 // threadNotes appends the notes of a thread table: note (the runs and CV)
 // with the workload's note, its notes, the change legend and the column
 // notes.
-func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen func(metric.Key) bool, note string) {
+func (b threadKind) threadNotes(t *Table, kind workload.Table, threads int, seen func(metric.Key) bool, note string) {
 	if kind.Note != nil {
 		if more := kind.Note(threads); more != "" {
 			note += "; " + more
@@ -142,5 +147,5 @@ func (b *builder) threadNotes(t *Table, kind workload.Table, threads int, seen f
 		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s",
 			b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
-	t.Notes = append(t.Notes, b.columnNotes()...)
+	t.Notes = append(t.Notes, b.lab.columnNotes()...)
 }

@@ -48,12 +48,16 @@ func isVersusAxis(k string) bool {
 	return false
 }
 
+// versusKind builds the tables of KindVersus: two variants of a workload
+// side by side (workload.Versus).
+type versusKind struct{ *builder }
+
 // versusTables draws the Versus tables: per workload that has one, per
 // group of its cells that differ only in the row and column axes, one
 // table per kernel: row groups the row axis's values, sub-rows the
 // workload's metric rows, columns the column axis's values and the
 // change from the first to the last column (from the medians).
-func (b *builder) versusTables() {
+func (b versusKind) versusTables() {
 	for _, w := range workload.All() {
 		tr, ok := w.(workload.Tabler)
 		if !ok || tr.Table().Versus == nil {
@@ -62,7 +66,7 @@ func (b *builder) versusTables() {
 		tab, name := tr.Table(), w.Name()
 		v := tab.Versus
 		rowAx, colAx := versusAxis(name, v.RowKey), versusAxis(name, v.ColKey)
-		groups, order := b.groupCells(func(s *results.Sample) bool {
+		groups, order := b.lab.groupCells(func(s *results.Sample) bool {
 			_, n := b.idx.versusOf(s)
 			return n == name
 		}, rowAx, colAx)
@@ -78,7 +82,7 @@ func (b *builder) versusTables() {
 
 // versusTable is one kernel's (col's) table of a group of cells, or nil
 // when the kernel has no sample of them.
-func (b *builder) versusTable(tab workload.Table, name string, cells []string, col string) *Table {
+func (b versusKind) versusTable(tab workload.Table, name string, cells []string, col string) *Table {
 	v := tab.Versus
 	g := b.versusGridOf(cells, col, versusAxis(name, v.RowKey), versusAxis(name, v.ColKey))
 	if g.first == nil {
@@ -89,7 +93,7 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 		threads, _ = strconv.Atoi(g.first.Axes[versusAxis(name, tab.ThreadsKey)])
 	}
 	seen := func(key metric.Key) bool { return b.anyPositiveIn(g.mine, col, key) }
-	ctx := b.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.colHeader(col)
+	ctx := b.lab.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.lab.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,
 		LabelHeader: []string{v.RowHeader, "metric"}}
 	for _, c := range v.Cols {
@@ -110,13 +114,13 @@ func (b *builder) versusTable(tab workload.Table, name string, cells []string, c
 	}
 	// The n/a reasons first: cells refer to them by number.
 	na.apply(t)
-	t.Notes = append(t.Notes, b.runsNote(g.mine, rows[0].Label, maxCV))
+	t.Notes = append(t.Notes, b.lab.runsNote(g.mine, rows[0].Label, maxCV))
 	if tab.Notes != nil {
 		t.Notes = append(t.Notes, tab.Notes(threads, seen)...)
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("%s = %s / %s - 1, from the medians, on every row (a negative change of a per-packet cost is a saving): %s",
 		v.Change, v.Cols[len(v.Cols)-1].Header, v.Cols[0].Header, changeLegend))
-	for _, n := range []string{b.emulatedLegend(col), b.nestedLegend(col)} {
+	for _, n := range []string{b.lab.emulatedLegend(col), b.lab.nestedLegend(col)} {
 		if n != "" {
 			t.Notes = append(t.Notes, n)
 		}
@@ -134,7 +138,7 @@ type versusGrid struct {
 
 // versusGridOf indexes the cells that have samples in kernel col; first
 // is nil when none has.
-func (b *builder) versusGridOf(cells []string, col, rowAx, colAx string) versusGrid {
+func (b versusKind) versusGridOf(cells []string, col, rowAx, colAx string) versusGrid {
 	g := versusGrid{idx: map[string]map[string]string{}}
 	for _, cell := range cells {
 		ss := b.idx.byCol[cellCol{cell, col}]
@@ -173,7 +177,7 @@ func (b *builder) versusGridOf(cells []string, col, rowAx, colAx string) versusG
 // versusRow is metric tm's row for row value rv: one cell per column value
 // and the change from the first to the last. cv is the largest CV of its
 // cells; n/a cells are noted in na as cells of row number rowNum.
-func (b *builder) versusRow(tab workload.Table, g versusGrid, col, rv string, tm workload.TableRow, rowNum int, na *naNotes) (Row, float64) {
+func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, tm workload.TableRow, rowNum int, na *naNotes) (Row, float64) {
 	v := tab.Versus
 	scale := tm.Scale
 	if scale.IsZero() {
@@ -257,7 +261,7 @@ func (n *naNotes) apply(t *Table) {
 
 // anyPositiveIn reports whether a sample of one of cells in column col
 // has metric key > 0.
-func (b *builder) anyPositiveIn(cells []string, col string, key metric.Key) bool {
+func (b versusKind) anyPositiveIn(cells []string, col string, key metric.Key) bool {
 	for _, cell := range cells {
 		for _, s := range b.idx.byCol[cellCol{cell, col}] {
 			if s.Metrics[key] > 0 {

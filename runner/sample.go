@@ -484,10 +484,10 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 // perfKey is the metric key of perf event ev: perf.<event>, or
 // perf.<event>@target when qualify.
 func perfKey(ev, target string, qualify bool) metric.Key {
-	if qualify {
-		return metric.Key(results.PerfPrefix + ev + "@" + target)
+	if !qualify {
+		target = ""
 	}
-	return metric.Key(results.PerfPrefix + ev)
+	return results.PerfKey(ev, target)
 }
 
 // notePerfRunning records f, the share of the time the counter of key ran,

@@ -80,33 +80,8 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 		return err
 	}
 	var buf bytes.Buffer
-	switch *format {
-	case "text", "markdown":
-		buf.WriteString("base: " + pos[0] + "\nnew:  " + pos[1] + "\n")
-		if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
-			return err
-		}
-		if err := report.WriteDecisions(&buf, res); err != nil {
-			return err
-		}
-	case "json":
-		if err := report.WriteCompareJSON(&buf, res); err != nil {
-			return err
-		}
-	case "junit": // the decisions as test cases; the text of them on stderr
-		if err := report.WriteJUnitDecisions(&buf, "compare", res.Decisions); err != nil {
-			return err
-		}
-		if err := report.WriteDecisions(stderr, res); err != nil {
-			return err
-		}
-	default: // csv, html: the document on stdout, the decisions on stderr
-		if err := report.Render(&buf, nil, res.Report, *format, st); err != nil {
-			return err
-		}
-		if err := report.WriteDecisions(stderr, res); err != nil {
-			return err
-		}
+	if err := writeComparison(&buf, stderr, res, *format, st, pos[0], pos[1]); err != nil {
+		return err
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return err
@@ -121,6 +96,42 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 		}
 	}
 	return res.Err()
+}
+
+// writeComparison writes res to buf in format: the tables and the gate
+// decisions (text, markdown), or the document with the decisions on
+// stderr (junit, csv, html), or the JSON of both. base and nw are the
+// sides' paths.
+func writeComparison(buf *bytes.Buffer, stderr io.Writer, res *report.CompareResult, format string, st report.Style, base, nw string) error {
+	switch format {
+	case "text", "markdown":
+		buf.WriteString("base: " + base + "\nnew:  " + nw + "\n")
+		if err := report.Render(buf, nil, res.Report, format, st); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(buf, res); err != nil {
+			return err
+		}
+	case "json":
+		if err := report.WriteCompareJSON(buf, res); err != nil {
+			return err
+		}
+	case "junit": // the decisions as test cases; the text of them on stderr
+		if err := report.WriteJUnitDecisions(buf, "compare", res.Decisions); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(stderr, res); err != nil {
+			return err
+		}
+	default: // csv, html: the document on stdout, the decisions on stderr
+		if err := report.Render(buf, nil, res.Report, format, st); err != nil {
+			return err
+		}
+		if err := report.WriteDecisions(stderr, res); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSide loads one side of a comparison. Any input it cannot read is bad

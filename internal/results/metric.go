@@ -84,6 +84,15 @@ var perfRules = map[string]metric.Metric{
 // PerfPrefix starts every perf counter metric key.
 const PerfPrefix = "perf."
 
+// PerfKey is the metric key of perf event ev: perf.<event>, or
+// perf.<event>@<target> when target is not "" (SplitPerf's inverse).
+func PerfKey(ev, target string) metric.Key {
+	if target != "" {
+		return metric.Key(PerfPrefix + ev + "@" + target)
+	}
+	return metric.Key(PerfPrefix + ev)
+}
+
 // SplitPerf splits a perf metric key into event and target:
 // "perf.cycles@vhost" → ("cycles", "vhost", true); "perf.cycles" →
 // ("cycles", "", true). ok is false for keys not starting with "perf.".

@@ -179,3 +179,24 @@ func TestSymbolRow(t *testing.T) {
 		}
 	}
 }
+
+// PerfKey and SplitPerf are inverses: a perf event (hybrid and raw
+// spellings too) with or without a target comes back as it went in.
+func TestPerfKeySplitPerf(t *testing.T) {
+	for _, tc := range []struct {
+		ev, target string
+		key        metric.Key
+	}{
+		{"cycles", "", "perf.cycles"},
+		{"cycles", "vhost", "perf.cycles@vhost"},
+		{"cpu_core/cycles/", "kpktgend", "perf.cpu_core/cycles/@kpktgend"},
+		{"L1-dcache-load-misses", "qemu", "perf.L1-dcache-load-misses@qemu"},
+	} {
+		if got := PerfKey(tc.ev, tc.target); got != tc.key {
+			t.Errorf("PerfKey(%q, %q) = %q, want %q", tc.ev, tc.target, got, tc.key)
+		}
+		if ev, target, ok := SplitPerf(tc.key); !ok || ev != tc.ev || target != tc.target {
+			t.Errorf("SplitPerf(%q) = %q, %q, %v; want %q, %q", tc.key, ev, target, ok, tc.ev, tc.target)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/safefs"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // schema is the index. A run's values are one row of run_values: its
@@ -80,6 +81,9 @@ func Open(path string) (*Index, error) {
 // cannot use is the user's to rebuild.
 func openErr(path string, err error) error {
 	var se *sqlite.Error
+	if isBusy(err) {
+		return fmt.Errorf("history index %s: another process held it for over %v: %w; try again", path, busyTimeout, err)
+	}
 	if errors.As(err, &se) {
 		return fault.Input("history index %s: %v; delete it and run 'vnetbench history rebuild RUN_DIR...'", path, err)
 	}
@@ -100,11 +104,47 @@ func open(path string) (*Index, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	if err := createSchema(db); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return &Index{db: db, path: path}, nil
+}
+
+// createSchema creates the index's tables in one immediate transaction,
+// and tries again while SQLite says the database is busy, up to
+// busyTimeout. The first use of db opens its connection, which turns on
+// WAL mode: on a new index that another process is creating at the same
+// moment, SQLite answers SQLITE_BUSY at once, without waiting the busy
+// timeout (10 concurrent first opens of one new index failed about 1 time
+// in 100).
+func createSchema(db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := createSchemaOnce(db)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+func createSchemaOnce(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // uriPath escapes an absolute file name for an SQLite URI, so that '?',
