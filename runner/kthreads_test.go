@@ -22,13 +22,12 @@ func TestNetnsKernelThreads(t *testing.T) {
 	if err := fp.Err(); err != nil {
 		t.Fatal(err)
 	}
-	r := &runState{opts: Options{Proc: fp.FS()}}
-	r.snapshotKernelThreads()
+	r := snapshotKernelThreads(fp.FS())
 	// ip netns add: pktgen's pernet init starts the namespace's threads.
 	fp.KernelThread(900, "kpktgend_0", 5000, 0)
 	fp.KernelThread(901, "kpktgend_1", 5000, 0)
 	for name, want := range map[string]int{"kpktgend_0": 900, "kpktgend_1": 901} {
-		pids, warn := r.netnsKernelThreads(name)
+		pids, warn := r.pids(name)
 		if !slices.Equal(pids, []int{want}) || warn != "" {
 			t.Errorf("%s: %v (%q), want [%d] and no warning", name, pids, warn, want)
 		}
@@ -38,15 +37,14 @@ func TestNetnsKernelThreads(t *testing.T) {
 	if err := fp.Err(); err != nil {
 		t.Fatal(err)
 	}
-	pids, warn := r.netnsKernelThreads("kpktgend_0")
+	pids, warn := r.pids("kpktgend_0")
 	if !slices.Equal(pids, []int{900}) || !strings.Contains(warn, "another namespace") {
 		t.Errorf("two new namespaces: %v (%q), want [900] and a warning", pids, warn)
 	}
 
 	// pktgen loaded after the namespace: nothing new, every thread taken.
-	r2 := &runState{opts: Options{Proc: fp.FS()}}
-	r2.snapshotKernelThreads()
-	pids, warn = r2.netnsKernelThreads("kpktgend_1")
+	r2 := snapshotKernelThreads(fp.FS())
+	pids, warn = r2.pids("kpktgend_1")
 	if !slices.Equal(pids, []int{61, 901}) || !strings.Contains(warn, "none appeared") {
 		t.Errorf("module loaded later: %v (%q), want both and a warning", pids, warn)
 	}

@@ -152,13 +152,13 @@ type runState struct {
 	sockDir string
 	kvm     qemu.KVMStatus // the host's KVM probe
 	guests  *guests        // the guest phase: the running guest, booting one
-	// kthreadsBefore are the kernel threads that existed before the run's
-	// namespace (netnsKernelThreads).
-	kthreadsBefore map[int]bool
-	undo           *undo.Stack  // run-level teardown (netns, sockets)
-	repro          *reproducer  // reproduce.sh
-	drops          *dropCounter // cells with drop_reasons (nil: none)
-	modSymsOnce    sync.Once    // moduleSymbols
+	// kthreads tells the run's namespace's kernel threads from the
+	// others (snapshotted in setupRun).
+	kthreads    netnsThreads
+	undo        *undo.Stack  // run-level teardown (netns, sockets)
+	repro       *reproducer  // reproduce.sh
+	drops       *dropCounter // cells with drop_reasons (nil: none)
+	modSymsOnce sync.Once    // moduleSymbols
 }
 
 // Run runs the cells (in the given order, one sample each; see
@@ -339,7 +339,7 @@ func (r *runState) setupRun(ctx context.Context) error {
 	name := fmt.Sprintf("vnb-%d-%s", os.Getpid(), strings.ReplaceAll(r.id[len(r.id)-8:], "-", ""))
 	// Per-namespace kernel threads (pktgen's kpktgend_N) of the run's
 	// namespace are those that appear with it: remember the ones before.
-	r.snapshotKernelThreads()
+	r.kthreads = snapshotKernelThreads(r.opts.Proc)
 	r.repro.argv([]string{"ip", "netns", "add", name})
 	ns, err := hostnet.CreateNetns(name)
 	if err != nil {
@@ -348,55 +348,6 @@ func (r *runState) setupRun(ctx context.Context) error {
 	r.ns = ns
 	r.undo.Push("delete netns "+name, func(context.Context) error { return ns.Delete() })
 	return nil
-}
-
-// snapshotKernelThreads remembers the kernel threads that exist before
-// the run's namespace is created (netnsKernelThreads).
-func (r *runState) snapshotKernelThreads() {
-	r.kthreadsBefore = map[int]bool{}
-	for _, k := range r.opts.Proc.KernelThreads(func(string) bool { return true }) {
-		r.kthreadsBefore[k.PID] = true
-	}
-}
-
-// netnsKernelThreads returns the pids of the kernel threads named name
-// that belong to the run's network namespace: per-namespace kernel
-// threads (kpktgend_N) exist once per namespace with the same name, and
-// the run's are those created with its namespace (proc.NewKernelThreads).
-// A warning says when the choice was ambiguous (another namespace was
-// created during the run).
-func (r *runState) netnsKernelThreads(name string) ([]int, string) {
-	all := r.opts.Proc.KernelThreads(func(c string) bool { return c == name })
-	picked, ambiguous := proc.NewKernelThreads(all, r.kthreadsBefore)
-	var pids []int
-	for _, k := range picked {
-		pids = append(pids, k.PID)
-	}
-	switch {
-	case len(picked) == 0 && len(all) > 0:
-		// None appeared with the namespace (the module was loaded after
-		// it was created, or the snapshot failed): every one, said so.
-		for _, k := range all {
-			pids = append(pids, k.PID)
-		}
-		if len(all) == 1 {
-			return pids, ""
-		}
-		return pids, fmt.Sprintf("%d kernel threads %s and none appeared with the run's network namespace: perf and the busy share count all of them (pids %v), the other namespaces' idle ones too", len(all), name, pids)
-	case ambiguous:
-		return pids, fmt.Sprintf("%d kernel threads %s appeared since the run's network namespace was created (another namespace was created meanwhile): took the earliest, pid %v", len(all)-countIn(all, r.kthreadsBefore), name, pids)
-	}
-	return pids, ""
-}
-
-func countIn(ks []proc.Stat, set map[int]bool) int {
-	n := 0
-	for _, k := range ks {
-		if set[k.PID] {
-			n++
-		}
-	}
-	return n
 }
 
 // teardownAll stops the guest and removes the namespace.
