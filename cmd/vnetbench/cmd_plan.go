@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/session"
-	"github.com/vnetbench/vnetbench/runner"
-	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -56,22 +51,13 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	for _, w := range append(s.Warnings, s.HostWarnings(scenarios.Host{NumCPU: *cpus})...) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	sd := planSeed(*seed, s.Seed)
 	h := cl.host()
-	p := buildPlan(s, sd, h)
-	tab := cl.loadTable(stderr, "")
-	p.Estimate, _ = session.EstimateCells(session.SamplesOf(s, sd), session.KernelLabels(s), h.KVM, tab)
-	p.Builds = session.AddBuilds(ctx, cl.estimateDir, p.Estimate, s, tab)
-	p.MaxTime = *maxTime
-	p.kernelDesc = session.DescribeKernel(s, h.KVM)
-	p.PerPatch = perPatchColumns(s, p.Builds)
-	if *maxTime > 0 && p.Estimate.Total > *maxTime {
-		p.Shorter = session.ShorterForm(sp, s, h.KVM, tab, *maxTime)
-	}
-	for _, n := range append(s.Notes, p.notes...) {
+	p := session.BuildPlan(s, session.PlanSeed(*seed, s.Seed), h)
+	p.AddEstimate(ctx, sp, s, h, cl.loadTable(stderr, ""), cl.estimateDir, *maxTime)
+	for _, n := range append(s.Notes, p.Notes...) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	for _, w := range p.warnings {
+	for _, w := range p.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if *formatFlag == "json" {
@@ -81,138 +67,6 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	}
 	writePlanText(stdout, p)
 	return nil
-}
-
-// planSeed picks the seed: the flag, else the scenario's, else a random
-// positive one (printed, so the order can be reproduced with --seed).
-func planSeed(flagSeed, scenarioSeed int64) int64 {
-	switch {
-	case flagSeed != 0:
-		return flagSeed
-	case scenarioSeed != 0:
-		return scenarioSeed
-	}
-	return rand.Int64N(1<<31-1) + 1
-}
-
-// plan is the rendered model of `vnetbench plan` (also its JSON form).
-type plan struct {
-	Scenario    string             `json:"scenario"`
-	File        string             `json:"file"`
-	Description string             `json:"description"`
-	Seed        int64              `json:"seed"`
-	Kernels     []scenarios.Kernel `json:"kernels"`
-	// PerPatch lists a per-patch run's columns and their builds.
-	PerPatch []planColumn `json:"per_patch,omitempty"`
-	Axes     []planAxis   `json:"axes"`
-	// Sets are the --set overrides applied, in order.
-	Sets []string `json:"set,omitempty"`
-	// Accel describes this host's KVM (what auto picks on it).
-	Accel string `json:"accel"`
-	// Estimate is how long run takes; MaxTime the limit run applies
-	// (--max-time) and Shorter, past it, a shorter form.
-	Estimate   *estimate.Estimate `json:"estimate"`
-	MaxTime    time.Duration      `json:"max_time_ns"`
-	Shorter    *session.Shorter   `json:"shorter,omitempty"`
-	kernelDesc func(string) string
-	// Builds says how the kernels built from source are built.
-	Builds []lab.BuildMode `json:"builds,omitempty"`
-	LabVMs []planLabVM     `json:"lab_vms,omitempty"`
-	Runs   []planRun       `json:"runs"`
-	Cells  []planCell      `json:"cells"`
-	// warnings: accelerator fallbacks and refusals, lab sizing.
-	warnings  []string
-	cellIndex map[string]int      // kernel + "\x00" + name -> index in Cells
-	params    [][]scenarios.Param // per cell, in schema order
-	notes     []string            // cells that run once for several (runner.Distinct)
-}
-
-// planLabVM is the lab VM of one kernel label.
-type planLabVM struct {
-	Kernel string   `json:"kernel"`
-	Argv   []string `json:"argv"`
-}
-
-type planAxis struct {
-	Key    string   `json:"key"`
-	Values []string `json:"values"`
-}
-
-type planRun struct {
-	N      int    `json:"n"` // 1-based position in the run order
-	Kernel string `json:"kernel"`
-	Cell   string `json:"cell"`
-	Rep    int    `json:"rep"` // 1-based
-}
-
-type planCell struct {
-	Kernel string            `json:"kernel"`
-	Name   string            `json:"name"`
-	Runs   []int             `json:"runs"`
-	Axes   map[string]string `json:"axes"`
-	Params map[string]string `json:"params"`
-	// Accel is the accelerator the cell's guest gets here ("" = run
-	// refuses the cell: see the warnings).
-	Accel    string   `json:"accel"`
-	Commands []string `json:"commands,omitempty"`
-}
-
-// buildPlan orders the cells and collects one block per cell, in the order
-// of each cell's first run, with the accelerator each cell's guest gets
-// on host h, its commands and the QEMU argv of each lab VM
-// (lab.PlanCommands, as run --dry-run prints them). What run refuses on
-// h is a warning here.
-func buildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *plan {
-	p := &plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed, Sets: setStrings(s.Sets),
-		Kernels: s.Kernels, Axes: []planAxis{}, cellIndex: map[string]int{}, Accel: session.AccelDesc(h.KVM)}
-	for _, a := range s.Axes {
-		p.Axes = append(p.Axes, planAxis{a.Key, a.Values})
-	}
-	cells, notes := runner.Distinct(s.Expand())
-	p.notes = notes
-	warn := func(w string) {
-		if !slices.Contains(p.warnings, w) {
-			p.warnings = append(p.warnings, w)
-		}
-	}
-	order := scenarios.Order(cells, seed)
-	cmds := lab.PlanCommands(order, session.KernelLabels(s), h)
-	for _, vm := range cmds.LabVMs {
-		if vm.Err != nil {
-			warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", vm.Err))
-			continue
-		}
-		for _, w := range vm.Warnings {
-			warn(w)
-		}
-		p.LabVMs = append(p.LabVMs, planLabVM{Kernel: vm.Label, Argv: vm.Argv})
-	}
-	for i, c := range order {
-		key := c.Kernel.Label + "\x00" + c.Name
-		ci, ok := p.cellIndex[key]
-		if !ok {
-			ci = len(p.Cells)
-			p.cellIndex[key] = ci
-			params := c.Params()
-			pc := planCell{Kernel: c.Kernel.Label, Name: c.Name, Axes: c.Axes, Params: map[string]string{}}
-			for _, pr := range params {
-				pc.Params[pr.Key] = pr.Value
-			}
-			cc := cmds.Cells[i]
-			switch {
-			case cc.Err != nil:
-				warn(fmt.Sprintf("%v (vnetbench run refuses this on this machine)", cc.Err))
-			case cc.Warning != "" && c.Kernel.Running():
-				warn(cc.Warning)
-			}
-			pc.Accel, pc.Commands = string(cc.Accel), cc.Lines
-			p.Cells = append(p.Cells, pc)
-			p.params = append(p.params, params)
-		}
-		p.Cells[ci].Runs = append(p.Cells[ci].Runs, i+1)
-		p.Runs = append(p.Runs, planRun{N: i + 1, Kernel: c.Kernel.Label, Cell: c.Name, Rep: c.Rep + 1})
-	}
-	return p
 }
 
 func kernelDesc(k scenarios.Kernel) string {
@@ -227,7 +81,7 @@ func kernelDesc(k scenarios.Kernel) string {
 			src = k.Tree
 		}
 		if n := len(k.Patches); n > 2 {
-			src += fmt.Sprintf(" + %d patches (%s ... %s)", n, patchName(k.Patches[0]), patchName(k.Patches[n-1]))
+			src += fmt.Sprintf(" + %d patches (%s ... %s)", n, session.PatchName(k.Patches[0]), session.PatchName(k.Patches[n-1]))
 		} else {
 			for _, p := range k.Patches {
 				src += " + " + p
@@ -240,7 +94,7 @@ func kernelDesc(k scenarios.Kernel) string {
 	return k.Label + " (" + k.Image + " in a lab VM)"
 }
 
-func writePlanText(w io.Writer, p *plan) {
+func writePlanText(w io.Writer, p *session.Plan) {
 	fmt.Fprintf(w, "scenario: %s (%s)\n", p.Scenario, p.File)
 	if p.Description != "" {
 		fmt.Fprintf(w, "description: %s\n", p.Description)
@@ -270,7 +124,7 @@ func writePlanText(w io.Writer, p *plan) {
 	}
 	fmt.Fprintf(w, "cells: %d per kernel x %d kernel(s) = %d, runs: %d\n", len(p.Cells)/max(len(p.Kernels), 1), len(p.Kernels), len(p.Cells), len(p.Runs))
 	if p.Estimate != nil {
-		p.Estimate.Write(w, "", p.kernelDesc)
+		p.Estimate.Write(w, "", p.KernelDesc)
 		switch {
 		case p.MaxTime > 0 && p.Estimate.Total > p.MaxTime:
 			fmt.Fprintf(w, "limit: the estimate passes %s: vnetbench run refuses it unless --max-time is raised\n", estimate.Duration(p.MaxTime))
@@ -302,7 +156,7 @@ func writePlanText(w io.Writer, p *plan) {
 		if c.Accel != "" {
 			fmt.Fprintf(w, "  accelerator: %s\n", c.Accel)
 		}
-		writeParams(w, p.params[i])
+		writeParams(w, p.Params[i])
 		if len(c.Commands) > 0 {
 			fmt.Fprintln(w, "  commands:")
 			for _, cmd := range c.Commands {

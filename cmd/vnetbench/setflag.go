@@ -46,6 +46,3 @@ func setArgs(sets []string) string {
 	}
 	return proc.Quote(argv)
 }
-
-// setStrings is overrides as KEY=VALUE strings.
-func setStrings(sets []scenarios.Set) []string { return setFlags(sets).strings() }

@@ -1,0 +1,12 @@
+package main
+
+import "github.com/vnetbench/vnetbench/internal/session"
+
+// The plan's JSON model, which moved to internal/session, by the names
+// the plan tests decode it with.
+type (
+	plan       = session.Plan
+	planRun    = session.PlanRun
+	planCell   = session.PlanCell
+	planColumn = session.PlanColumn
+)
