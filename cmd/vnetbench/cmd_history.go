@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,9 +12,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
-	"github.com/vnetbench/vnetbench/internal/metric"
-	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 const defaultHistoryDB = "vnetbench-history.db"
@@ -65,7 +60,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if o.params, err = historyParams(*sensitivity); err != nil {
 		return err
 	}
-	series, err := historySeries(ctx, paths, o.db, *order == "time", guessBetter)
+	series, err := store.Inputs(ctx, paths, o.db, *order == "time", store.GuessBetter)
 	if err != nil {
 		return err
 	}
@@ -99,10 +94,10 @@ func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer
 			series[i].Better = history.LowerIsBetter
 		}
 	}
-	series = resultsFirst(series)
+	series = store.ResultsFirst(series)
 	shown := series
 	if !o.all && len(o.metrics) == 0 {
-		shown = slices.DeleteFunc(slices.Clone(series), func(s history.Series) bool { return diagnosticMetric(s.Metric) })
+		shown = slices.DeleteFunc(slices.Clone(series), func(s history.Series) bool { return store.Diagnostic(s.Metric) })
 	}
 	note := ""
 	if hidden := len(series) - len(shown); hidden > 0 {
@@ -136,65 +131,11 @@ func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer
 	}
 	if o.failOnNew > 0 {
 		if o.format == "json" && !o.all && len(o.metrics) == 0 {
-			rs = slices.DeleteFunc(rs, func(r history.Result) bool { return diagnosticMetric(r.Metric) })
+			rs = slices.DeleteFunc(rs, func(r history.Result) bool { return store.Diagnostic(r.Metric) })
 		}
 		return gateNew(rs, o.failOnNew, stderr)
 	}
 	return nil
-}
-
-// diagnosticMetric tells whether a metric tells how the harness measured
-// (its CPU, busy fractions, overheads, cross-checks) or counts events
-// (perf counters) rather than how the datapath performs.
-func diagnosticMetric(m string) bool {
-	return results.IsDiagnostic(metric.Key(m)) || strings.HasPrefix(m, results.PerfPrefix) || strings.HasSuffix(m, "_busy_frac")
-}
-
-// resultRank orders the result metrics people read first: packet rates,
-// losses, throughput, then latency.
-var resultRank = []metric.Key{metric.TxPPS, metric.LostPPS, metric.RxPPS, metric.QdiscDropPPS, metric.ThroughputBPS, "vsock_recv_bps",
-	metric.RTTP50S, metric.RTTP99S, metric.RTTP999S, metric.RTTMaxS, metric.RTTInflationS, metric.RTTIdleP50S}
-
-// resultsFirst orders series stably: result metrics in resultRank's
-// order, other result metrics, then diagnostics.
-func resultsFirst(series []history.Series) []history.Series {
-	rank := func(m string) int {
-		if diagnosticMetric(m) {
-			return len(resultRank) + 2
-		}
-		if i := slices.Index(resultRank, metric.Key(m)); i >= 0 {
-			return i
-		}
-		return len(resultRank) + 1
-	}
-	slices.SortStableFunc(series, func(a, b history.Series) int { return rank(a.Metric) - rank(b.Metric) })
-	return series
-}
-
-// guessBetter is a CSV column's direction: the catalogue's for a metric
-// it knows, else from the name: rates (ending in /s, _per_s, _per_sec,
-// ops, pps, bps, iops, qps, rps, tps) and throughput or bandwidth are
-// higher-is-better; times (ending in _s, _ms, _us, _ns, /op, or naming
-// latency, duration, time, rtt) and losses, drops and errors are
-// lower-is-better; other names neutral.
-func guessBetter(name string) history.Better {
-	if _, ok := results.Lookup(metric.Key(name)); ok {
-		return store.Better(name)
-	}
-	m := strings.ToLower(name)
-	has := func(subs ...string) bool {
-		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(m, s) })
-	}
-	ends := func(sufs ...string) bool {
-		return slices.ContainsFunc(sufs, func(s string) bool { return strings.HasSuffix(m, s) })
-	}
-	switch {
-	case ends("/s", "_per_s", "_per_sec", "persec", "ops", "pps", "bps", "iops", "qps", "rps", "tps") || has("throughput", "bandwidth"):
-		return history.HigherIsBetter
-	case ends("_s", "_ms", "_us", "_ns", "/op", "_sec", "_secs", "_seconds") || has("latency", "duration", "time", "rtt", "loss", "drop", "error"):
-		return history.LowerIsBetter
-	}
-	return history.Neutral
 }
 
 // historyParams is the detector's parameter set for --sensitivity.
@@ -230,64 +171,6 @@ func historyFormat(format, out string) (string, error) {
 		return "", usageErrorf("history: --format %q: want text, html or json", format)
 	}
 	return format, nil
-}
-
-// historySeries reads the series of the inputs, or of the index at db
-// when there are none.
-func historySeries(ctx context.Context, paths []string, db string, byTime bool, better func(string) history.Better) ([]history.Series, error) {
-	if len(paths) == 0 {
-		if _, err := os.Stat(db); err != nil {
-			return nil, usageErrorf("history: no inputs given and no history index at %s; pass run directories, benchfmt or CSV files, or record runs with 'vnetbench history add RUN_DIR...'", db)
-		}
-		x, err := store.Open(db)
-		if err != nil {
-			return nil, err
-		}
-		defer x.Close()
-		return x.Series(ctx, byTime)
-	}
-	var series []history.Series
-	var runs []*store.Run
-	for _, p := range paths {
-		if strings.EqualFold(filepath.Ext(p), ".csv") {
-			s, err := readHistoryCSV(p, better)
-			if err != nil {
-				return nil, err
-			}
-			series = append(series, s...)
-			continue
-		}
-		r, err := store.ReadRun(p)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	if byTime {
-		store.SortRuns(runs)
-	}
-	return append(store.Series(runs), series...), nil
-}
-
-func readHistoryCSV(path string, better func(string) history.Better) ([]history.Series, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, usageErrorf("history: %s does not exist", path)
-		}
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer f.Close()
-	s, err := history.ReadCSV(safefs.Reader(f, safefs.MaxResults, path), path, better)
-	for i := range s {
-		if m, ok := results.Lookup(metric.Key(s[i].Metric)); ok {
-			s[i].Unit = m.Unit
-		}
-	}
-	if errors.Is(err, history.ErrCSV) {
-		return nil, usageErrorf("history: %v", err)
-	}
-	return s, err
 }
 
 // gateNew fails when a regression lies in the last n points of a series
@@ -326,13 +209,9 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 		fs.Usage()
 		return usageErrorf("history add: no run directories given; e.g. vnetbench history add runs/2026-12-01")
 	}
-	var runs []*store.Run
-	for _, p := range paths {
-		r, err := store.ReadRun(p)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, r)
+	runs, err := store.ReadRuns(paths)
+	if err != nil {
+		return err
 	}
 	x, err := store.Open(*db)
 	if err != nil {

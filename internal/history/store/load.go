@@ -204,7 +204,7 @@ func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 			return 0, err
 		}
 	}
-	runs, err := readRuns(paths)
+	runs, err := ReadRuns(paths)
 	if err != nil {
 		return 0, err
 	}
@@ -216,7 +216,9 @@ func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 	return n, err
 }
 
-func readRuns(paths []string) ([]*Run, error) {
+// ReadRuns reads the run directories paths (ReadRun), failing at the
+// first that cannot be read.
+func ReadRuns(paths []string) ([]*Run, error) {
 	var runs []*Run
 	for _, p := range paths {
 		r, err := ReadRun(p)
@@ -242,7 +244,7 @@ func (x *Index) replace(ctx context.Context, runs []*Run, again bool) (int, erro
 		if err != nil {
 			return 0, fmt.Errorf("history index %s: %w", x.path, err)
 		}
-		more, err := readRuns(added)
+		more, err := ReadRuns(added)
 		if err != nil {
 			return 0, err
 		}
@@ -303,7 +305,7 @@ func unreadable(err error) bool {
 // rebuildFile writes a new index beside path and renames it over path:
 // for an index SQLite cannot read.
 func rebuildFile(ctx context.Context, path string, paths []string) (int, error) {
-	runs, err := readRuns(paths)
+	runs, err := ReadRuns(paths)
 	if err != nil {
 		return 0, err
 	}
