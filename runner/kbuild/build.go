@@ -91,7 +91,7 @@ type Builder struct {
 	// files per kernel otherwise; stock and patched share a tree).
 	treeHashes map[string]string
 	// includes remembers trees' #include scans (Decide).
-	includes map[string]includeIndex
+	includes includeCache
 	// logMu orders Log's lines of module builds that run at once.
 	logMu sync.Mutex
 }
@@ -113,7 +113,7 @@ type Plan struct {
 
 // Cached returns the plan's kernel when the cache holds it.
 func (b *Builder) Cached(p *Plan) (*Kernel, bool) {
-	k, err := b.load(filepath.Join(b.Dir, "out", p.Key))
+	k, err := cacheDir(b.Dir).load(filepath.Join(b.Dir, "out", p.Key))
 	if err != nil {
 		return nil, false
 	}
@@ -211,14 +211,14 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 		return nil, fault.Input("kernel %s: %w", s.Label, err)
 	}
 	p := &Plan{Spec: s, Tree: tree}
-	top, gerr := b.gitOut(ctx, tree, "rev-parse", "--show-toplevel")
+	top, gerr := Git(ctx, b.Exec, tree, "rev-parse", "--show-toplevel")
 	if gerr == nil && samePath(strings.TrimSpace(top), tree) {
 		p.Git = true
 		ref := s.Ref
 		if ref == "" {
 			ref = "HEAD"
 		}
-		c, err := b.gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+		c, err := Git(ctx, b.Exec, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 		if err != nil {
 			return nil, fault.Input("kernel %s: ref %q is not a commit in %s; check it with git -C %s log %s (or fetch it first)", s.Label, ref, tree, tree, ref)
 		}
@@ -353,16 +353,6 @@ func (w *work) checkConfig() error {
 	return nil
 }
 
-func (b *Builder) makeEnv() []string {
-	env := []string{"KBUILD_BUILD_USER=vnetbench", "KBUILD_BUILD_HOST=vnetbench", "LC_ALL=C"}
-	if _, err := proc.LookPath("ccache"); err == nil {
-		// Depend mode: a miss costs no extra preprocessor run (kbuild
-		// passes -Wp,-MMD), so a cold cache does not slow a first build.
-		env = append(env, "CCACHE_DIR="+filepath.Join(b.Dir, "ccache"), "CCACHE_NOHASHDIR=1", "CCACHE_DEPEND=1")
-	}
-	return env
-}
-
 // Check applies the plan's patches in its work tree and reverts them: a
 // patch that does not apply fails here, before anything is built.
 func (b *Builder) Check(ctx context.Context, p *Plan) error {
@@ -420,20 +410,24 @@ func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 // the expected work of the next one (for the ETA).
 type stats map[string]int
 
-func (b *Builder) readStats() stats {
+// readStats reads the stats of the build cache in dir (none when there
+// are none yet or they cannot be read).
+func readStats(dir string) stats {
 	s := stats{}
-	data, err := os.ReadFile(filepath.Join(b.Dir, "stats.json"))
+	data, err := os.ReadFile(filepath.Join(dir, "stats.json"))
 	if err == nil {
 		json.Unmarshal(data, &s)
 	}
 	return s
 }
 
-func (b *Builder) writeStats(s stats) {
+// write replaces the stats of the build cache in dir; a failure leaves
+// the old ones (the ETA is a guess either way).
+func (s stats) write(dir string) {
 	data, _ := json.Marshal(s)
-	tmp := filepath.Join(b.Dir, ".stats.json.tmp")
+	tmp := filepath.Join(dir, ".stats.json.tmp")
 	if os.WriteFile(tmp, data, 0o644) == nil {
-		os.Rename(tmp, filepath.Join(b.Dir, "stats.json"))
+		os.Rename(tmp, filepath.Join(dir, "stats.json"))
 	}
 }
 
@@ -461,7 +455,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 		targets = append(targets, "modules")
 	}
 	fresh := !exists(filepath.Join(w.dir, "vmlinux"))
-	st := b.readStats()
+	st := readStats(b.Dir)
 	touched := w.touched()
 	expect := 0
 	switch {
@@ -486,7 +480,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	start := time.Now()
 	cpu0 := childCPU()
 	cnt := &counter{w: logf, start: start, expect: expect, every: b.Every, log: b.Log, label: p.Spec.Label}
-	if err := b.run(ctx, proc.Cmd{Argv: argv, Stdout: cnt, Stderr: cnt, Env: b.makeEnv()}); err != nil {
+	if err := b.run(ctx, proc.Cmd{Argv: argv, Stdout: cnt, Stderr: cnt, Env: cacheDir(b.Dir).makeEnv()}); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("kernel %s: build interrupted (log %s): %w", p.Spec.Label, logPath, ctx.Err())
 		}
@@ -498,7 +492,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	b.logf("kernel %s: built in %s (%s compiled, %.0f CPU-seconds)", p.Spec.Label, time.Since(start).Round(time.Second), files(cnt.n), cpu)
 	if fresh && cnt.n > 0 {
 		st[p.FragSHA] = cnt.n
-		b.writeStats(st)
+		st.write(b.Dir)
 	}
 	var now []string
 	for _, pt := range p.Patches {

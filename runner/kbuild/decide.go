@@ -116,7 +116,7 @@ func (b *Builder) Decide(ctx context.Context, tree string, h *Headers, modDir st
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(b.tmpRoot(), "decide-")
+	work, err := os.MkdirTemp(cacheDir(b.Dir).tmpRoot(), "decide-")
 	if err != nil {
 		return nil, err
 	}
@@ -129,26 +129,23 @@ func (b *Builder) Decide(ctx context.Context, tree string, h *Headers, modDir st
 	return dc.d, nil
 }
 
-// scan is scanIncludes of tree, once per Builder.
-func (b *Builder) scan(tree string) (includeIndex, error) {
-	if ix, ok := b.includes[tree]; ok {
+// includeCache remembers trees' #include scans: tree -> its index.
+type includeCache map[string]includeIndex
+
+// scan is scanIncludes of tree, once per cache.
+func (c *includeCache) scan(tree string) (includeIndex, error) {
+	if ix, ok := (*c)[tree]; ok {
 		return ix, nil
 	}
 	ix, err := scanIncludes(tree)
 	if err != nil {
 		return nil, err
 	}
-	if b.includes == nil {
-		b.includes = map[string]includeIndex{}
+	if *c == nil {
+		*c = includeCache{}
 	}
-	b.includes[tree] = ix
+	(*c)[tree] = ix
 	return ix, nil
-}
-
-func (b *Builder) tmpRoot() string {
-	root := filepath.Join(b.Dir, "tmp")
-	os.MkdirAll(root, 0o755)
-	return root
 }
 
 func (dc *decider) full(format string, a ...any) error {
@@ -187,7 +184,7 @@ func (dc *decider) run(ctx context.Context) error {
 	cands := srcs
 	if len(headers) > 0 {
 		start := time.Now()
-		ix, err := dc.b.scan(dc.tree)
+		ix, err := dc.b.includes.scan(dc.tree)
 		if err != nil {
 			return err
 		}
@@ -204,7 +201,7 @@ func (dc *decider) run(ctx context.Context) error {
 // classify preprocesses every candidate in the patched tree and sorts
 // the objects: modules to rebuild, built-in ones to compare.
 func (dc *decider) classify(ctx context.Context, cands, srcs, headers []string) error {
-	patched, err := dc.b.makeSide(ctx, filepath.Join(dc.work, "patched"), dc.tree, dc.h, dirsOf(cands), dc.d.Touched, dc.patches)
+	patched, err := sideMaker{dc.b.Exec, dc.b.Jobs}.makeSide(ctx, filepath.Join(dc.work, "patched"), dc.tree, dc.h, dirsOf(cands), dc.d.Touched, dc.patches)
 	if err != nil {
 		return dc.sideError(err)
 	}
@@ -278,7 +275,7 @@ func (dc *decider) preprocess(ctx context.Context, s *side, cands []string) (map
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := dc.b.kmake(ctx, s, dir, append(byDir[dir], objsProbe), log); err != nil {
+			if err := s.kmake(ctx, dir, append(byDir[dir], objsProbe), log); err != nil {
 				errs[i] = fmt.Errorf("kbuild could not preprocess %s in %s: %w (log %s)", strings.Join(byDir[dir], " "), dir, err, log.Name())
 			}
 		}()
@@ -319,7 +316,7 @@ func ppTarget(src string) string {
 // compare compiles the built-in objects in a stock side and in the
 // patched one and requires the same text and data.
 func (dc *decider) compare(ctx context.Context, patched *side, objs []string) error {
-	stock, err := dc.b.makeSide(ctx, filepath.Join(dc.work, "stock"), dc.tree, dc.h, dirsOf(objs), dc.d.Touched, nil)
+	stock, err := sideMaker{dc.b.Exec, dc.b.Jobs}.makeSide(ctx, filepath.Join(dc.work, "stock"), dc.tree, dc.h, dirsOf(objs), dc.d.Touched, nil)
 	if err != nil {
 		return dc.sideError(err)
 	}
@@ -334,7 +331,7 @@ func (dc *decider) compare(ctx context.Context, patched *side, objs []string) er
 	}
 	for _, dir := range sortedKeys(byDir) {
 		for _, s := range []*side{stock, patched} {
-			if err := dc.b.kmake(ctx, s, dir, byDir[dir], log); err != nil {
+			if err := s.kmake(ctx, dir, byDir[dir], log); err != nil {
 				return fmt.Errorf("compile %s in %s to compare: %w (log %s)", strings.Join(byDir[dir], " "), dir, err, log.Name())
 			}
 		}

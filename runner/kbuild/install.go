@@ -52,7 +52,7 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 			return nil, err
 		}
 		_, err = b.Exec.Run(ctx, proc.Cmd{Argv: []string{"make", "-C", w.dir, "INSTALL_MOD_PATH=" + tmp, "INSTALL_MOD_STRIP=1", "modules_install"},
-			Stdout: logf, Stderr: logf, Env: b.makeEnv()})
+			Stdout: logf, Stderr: logf, Env: cacheDir(b.Dir).makeEnv()})
 		logf.Close()
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: make modules_install: %w (log %s)", p.Spec.Label, err, logPath)
@@ -92,13 +92,13 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 	}
 	final := filepath.Join(outRoot, p.Key)
 	if err := os.Rename(tmp, final); err != nil {
-		if k, lerr := b.load(final); lerr == nil { // built meanwhile by another run
+		if k, lerr := cacheDir(b.Dir).load(final); lerr == nil { // built meanwhile by another run
 			return k, nil
 		}
 		return nil, fmt.Errorf("kernel %s: install into the cache: %w", p.Spec.Label, err)
 	}
 	done = true
-	k, err := b.load(final)
+	k, err := cacheDir(b.Dir).load(final)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +106,12 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 	return k, nil
 }
 
+// cacheDir is the build cache's directory (Builder.Dir): finished builds
+// in out/, their logs in logs/, ccache's cache, temporary directories.
+type cacheDir string
+
 // load reads a finished cache entry.
-func (b *Builder) load(dir string) (*Kernel, error) {
+func (c cacheDir) load(dir string) (*Kernel, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "build.json"))
 	if err != nil {
 		return nil, err
@@ -122,7 +126,7 @@ func (b *Builder) load(dir string) (*Kernel, error) {
 			return nil, fmt.Errorf("%s: incomplete cache entry (no %s)", dir, filepath.Base(p))
 		}
 	}
-	if l := filepath.Join(b.Dir, "logs", id.Key+".log"); exists(l) {
+	if l := filepath.Join(string(c), "logs", id.Key+".log"); exists(l) {
 		k.Log = l
 	}
 	return k, nil
@@ -171,4 +175,24 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// tmpRoot is the cache's directory of temporary work directories
+// (created when missing).
+func (c cacheDir) tmpRoot() string {
+	root := filepath.Join(string(c), "tmp")
+	os.MkdirAll(root, 0o755)
+	return root
+}
+
+// makeEnv is the environment of the kernel's make: a fixed build user
+// and host, and ccache (when installed) with its cache in c.
+func (c cacheDir) makeEnv() []string {
+	env := []string{"KBUILD_BUILD_USER=vnetbench", "KBUILD_BUILD_HOST=vnetbench", "LC_ALL=C"}
+	if _, err := proc.LookPath("ccache"); err == nil {
+		// Depend mode: a miss costs no extra preprocessor run (kbuild
+		// passes -Wp,-MMD), so a cold cache does not slow a first build.
+		env = append(env, "CCACHE_DIR="+filepath.Join(string(c), "ccache"), "CCACHE_NOHASHDIR=1", "CCACHE_DEPEND=1")
+	}
+	return env
 }

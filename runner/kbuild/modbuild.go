@@ -147,7 +147,7 @@ func (b *Builder) BuildModules(ctx context.Context, s ModSpec) (*ModBuild, error
 // modBuild builds s's modules in a work directory and copies them,
 // stripped of debug information, into out.
 func (b *Builder) modBuild(ctx context.Context, s ModSpec, out string) (*ModBuild, error) {
-	work, err := os.MkdirTemp(b.tmpRoot(), "modbuild-")
+	work, err := os.MkdirTemp(cacheDir(b.Dir).tmpRoot(), "modbuild-")
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (b *Builder) modBuild(ctx context.Context, s ModSpec, out string) (*ModBuil
 	for _, m := range s.Modules {
 		dirs = append(dirs, m.Dir)
 	}
-	sd, err := b.makeSide(ctx, work, s.Tree, s.Headers, dirs, touched, s.Patches)
+	sd, err := sideMaker{b.Exec, b.Jobs}.makeSide(ctx, work, s.Tree, s.Headers, dirs, touched, s.Patches)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", s.Label, err)
 	}
@@ -176,7 +176,7 @@ func (b *Builder) modBuild(ctx context.Context, s ModSpec, out string) (*ModBuil
 	script := newModScript(s, sd)
 	for _, dir := range sortedKeys(byDir) {
 		script.make(dir, byDir[dir])
-		if err := b.kmake(ctx, sd, dir, byDir[dir], log); err != nil {
+		if err := sd.kmake(ctx, dir, byDir[dir], log); err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("kernel %s: module build interrupted: %w", s.Label, ctx.Err())
 			}

@@ -24,6 +24,7 @@ import (
 // tree-relative source directories it builds in, kdir the headers' KDIR
 // (a private copy when the series touches a header there).
 type side struct {
+	m      sideMaker
 	dir    string
 	src    string
 	kdir   string
@@ -61,19 +62,26 @@ func (e *errMismatch) Error() string {
 	return fmt.Sprintf("linux-source's %s differs from %s's copy: the source and the headers are not of one version", e.file, e.pkg)
 }
 
+// sideMaker makes the sides of module builds: it runs cp, git apply and
+// make through exec, make with jobs jobs.
+type sideMaker struct {
+	exec proc.Executor
+	jobs int
+}
+
 // makeSide prepares a side in dir: dirs (tree-relative, recursive) hard-
 // linked from tree, the touched files copied (hard links are never written
 // through) and the patches applied to them, and a KDIR whose common
 // headers hold the touched global headers (for the stock side they must
 // equal the package's copies).
-func (b *Builder) makeSide(ctx context.Context, dir, tree string, h *Headers, dirs, touched []string, patches []Patch) (*side, error) {
-	s := &side{dir: dir, src: filepath.Join(dir, "src"), kdir: h.Dir, hroot: h.Root}
+func (m sideMaker) makeSide(ctx context.Context, dir, tree string, h *Headers, dirs, touched []string, patches []Patch) (*side, error) {
+	s := &side{m: m, dir: dir, src: filepath.Join(dir, "src"), kdir: h.Dir, hroot: h.Root}
 	for _, d := range topDirs(dirs) {
 		dst := filepath.Join(s.src, d)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return nil, err
 		}
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-al", "--", filepath.Join(tree, d), dst}}); err != nil {
+		if _, err := m.exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-al", "--", filepath.Join(tree, d), dst}}); err != nil {
 			return nil, fmt.Errorf("link %s: %w", d, err)
 		}
 	}
@@ -105,17 +113,17 @@ func (b *Builder) makeSide(ctx context.Context, dir, tree string, h *Headers, di
 			return nil, err
 		}
 		argv := append([]string{"git", "apply", "--whitespace=nowarn"}, include...)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: append(argv, pf), Dir: s.src, Env: []string{"GIT_CEILING_DIRECTORIES=" + dir}}); err != nil {
+		if _, err := m.exec.Run(ctx, proc.Cmd{Argv: append(argv, pf), Dir: s.src, Env: []string{"GIT_CEILING_DIRECTORIES=" + dir}}); err != nil {
 			return nil, fmt.Errorf("patch %s does not apply to linux-source: %w", p.Name(), err)
 		}
 	}
-	return s, b.sideHeaders(ctx, s, h, touched, len(patches) == 0)
+	return s, s.headers(ctx, h, touched, len(patches) == 0)
 }
 
-// sideHeaders gives s a private KDIR when the series touches global
+// headers gives s a private KDIR when the series touches global
 // headers: a hard-linked copy of the headers' packages with the side's
 // version of each touched header.
-func (b *Builder) sideHeaders(ctx context.Context, s *side, h *Headers, touched []string, stock bool) error {
+func (s *side) headers(ctx context.Context, h *Headers, touched []string, stock bool) error {
 	var hs []string
 	for _, f := range touched {
 		if globalHeader(f) {
@@ -128,7 +136,7 @@ func (b *Builder) sideHeaders(ctx context.Context, s *side, h *Headers, touched 
 		return err
 	}
 	root := filepath.Join(s.dir, "headers")
-	if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-al", "--", h.Root, root}}); err != nil {
+	if _, err := s.m.exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-al", "--", h.Root, root}}); err != nil {
 		return fmt.Errorf("link the headers: %w", err)
 	}
 	s.kdir, s.hroot = filepath.Join(root, strings.TrimPrefix(h.Dir, h.Root)), root
@@ -181,9 +189,9 @@ func topDirs(dirs []string) []string {
 // tree's own build (drivers/net/tun.c) and the installed headers'
 // (/usr/src/linux-headers-...), so the result does not depend on where
 // the cache is: reproduce.sh's build gives the same bytes.
-func (b *Builder) kmake(ctx context.Context, s *side, dir string, targets []string, log io.Writer) error {
-	argv := append(kmakeArgs(s.kdir, filepath.Join(s.src, dir), s.src, s.hroot, b.Jobs), targets...)
-	_, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: []string{"LC_ALL=C"}})
+func (s *side) kmake(ctx context.Context, dir string, targets []string, log io.Writer) error {
+	argv := append(kmakeArgs(s.kdir, filepath.Join(s.src, dir), s.src, s.hroot, s.m.jobs), targets...)
+	_, err := s.m.exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: []string{"LC_ALL=C"}})
 	return err
 }
 

@@ -28,10 +28,6 @@ func Git(ctx context.Context, ex proc.Executor, dir string, args ...string) (str
 	return string(out), err
 }
 
-func (b *Builder) gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	return Git(ctx, b.Exec, dir, args...)
-}
-
 // work is a plan's locked work tree (a git worktree of the tree, or a
 // copy of it) with its state directory, and the builder that drives it:
 // creating, checking out, configuring it, applying and reverting the
@@ -159,19 +155,19 @@ func (w *work) create(ctx context.Context) error {
 // only the files that differ. Those files join the ETA's touched list.
 func (w *work) checkout(ctx context.Context) error {
 	b, p := w.b, w.p
-	head, err := b.gitOut(ctx, w.dir, "rev-parse", "HEAD")
+	head, err := Git(ctx, b.Exec, w.dir, "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
 	if head = strings.TrimSpace(head); head == p.Commit {
 		return nil
 	}
-	changed, err := b.gitOut(ctx, w.dir, "diff", "--name-only", "--end-of-options", head, p.Commit)
+	changed, err := Git(ctx, b.Exec, w.dir, "diff", "--name-only", "--end-of-options", head, p.Commit)
 	if err != nil {
 		return err
 	}
 	b.logf("kernel %s: work tree %s from %.12s to %.12s (%s changed)", p.Spec.Label, w.dir, head, p.Commit, files(len(strings.Fields(changed))))
-	if _, err := b.gitOut(ctx, w.dir, "checkout", "-q", "--detach", p.Commit); err != nil {
+	if _, err := Git(ctx, b.Exec, w.dir, "checkout", "-q", "--detach", p.Commit); err != nil {
 		return err
 	}
 	touched := filepath.Join(w.state, "touched")
@@ -202,7 +198,7 @@ func (w *work) configure(ctx context.Context) error {
 	fi, serr := os.Stat(cfg)
 	for _, args := range [][]string{{"allnoconfig", "KCONFIG_ALLCONFIG=" + frag}, {"olddefconfig"}} {
 		argv := append([]string{"make", "-C", w.dir}, args...)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: b.makeEnv()}); err != nil {
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: cacheDir(b.Dir).makeEnv()}); err != nil {
 			return fmt.Errorf("kernel %s: configure: %w (log %s)", p.Spec.Label, err, log.Name())
 		}
 	}
