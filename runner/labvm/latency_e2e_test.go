@@ -2,6 +2,7 @@ package labvm
 
 import (
 	"encoding/json"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,10 +30,17 @@ var latencyMiniature = []string{
 // the run writes the latency table, each sample's probes.csv and
 // qdisc.csv, and the HTML plots. Run alone with
 //
-//	make e2e RUN=TestLabLatencyE2E PKG=./runner/labvm
+//	VNETBENCH_E2E_LABLATENCY=1 make e2e RUN=TestLabLatencyE2E PKG=./runner/labvm
 //
-// About 2 minutes under TCG with the builds cached.
+// Opt-in: it needs nested guests that answer a probe every 5 ms, which a
+// lab VM gives only under KVM. On a TCG-only host the nested guest runs
+// under TCG inside TCG (lab VMs show no SVM, qemu.Config.NoSVM): measured
+// on the 2-core CI machine, it answered 89 of 1,726 idle probes with RTTs
+// of 7-21 s and none under load on stock, so the probe's timeout (1 s)
+// loses them all and the run, 11 minutes, has no RTT to check. CI covers
+// the probe on the running kernel (TestRunLatencyQuickstartE2E).
 func TestLabLatencyE2E(t *testing.T) {
+	testenv.OptIn(t, "VNETBENCH_E2E_LABLATENCY", "a lab VM whose nested guest answers a 5 ms probe (KVM; under TCG in TCG RTTs are seconds), about 11 min on the 2-core TCG machine: VNETBENCH_E2E_LABLATENCY=1 make e2e RUN=TestLabLatencyE2E PKG=./runner/labvm")
 	needLabBuilds(t)
 	bin := vnetbenchBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
