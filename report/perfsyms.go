@@ -16,7 +16,7 @@ type perfSymsKind struct{ *builder }
 // perfSymTables adds, per cell and target, a table of the top symbols of
 // perf report.
 func (b perfSymsKind) perfSymTables() {
-	prof := profileKind{b.builder}
+	prof := profileKind(b)
 	for _, cell := range b.idx.cells {
 		// Two columns with perf report: the 0-day style profile deltas.
 		if p := prof.profileOf(cell); len(p.targets) > 0 {

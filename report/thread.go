@@ -21,7 +21,7 @@ type threadKind struct{ *builder }
 // rows per backend (or kernel), one column per kernel.
 func (b threadKind) threadTables() {
 	if PerPatchColumns(b.r.Columns) {
-		perPatchKind{b.builder}.perPatchTables() // a column per patch: a row per column instead
+		perPatchKind(b).perPatchTables() // a column per patch: a row per column instead
 		return
 	}
 	tables, names := workload.Tables()
