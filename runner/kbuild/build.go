@@ -218,11 +218,9 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 		if ref == "" {
 			ref = "HEAD"
 		}
-		c, err := Git(ctx, b.Exec, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
-		if err != nil {
+		if p.Commit, err = Commit(ctx, b.Exec, tree, ref); err != nil {
 			return nil, fault.Input("kernel %s: ref %q is not a commit in %s; check it with git -C %s log %s (or fetch it first)", s.Label, ref, tree, tree, ref)
 		}
-		p.Commit = strings.TrimSpace(c)
 	} else {
 		if s.Ref != "" {
 			return nil, fault.Input("kernel %s: ref %q given, but %s is not a git repository (its top); drop ref: or point tree: at a git clone", s.Label, s.Ref, tree)
