@@ -134,10 +134,13 @@ func readTCPDFile(f string, ann map[string]map[string][]int) (labelled, bool, er
 // FP (an alert the triage rejected), SP (an alert not yet triaged:
 // untriaged or investigating), empty or TN for none. The truth is TP and
 // FN; the production alerting's own prediction is TP, FP and SP, as in
-// the data set's own conversion to TCPDBench (mozilla_to_TCPDBench.py). Rows
-// are taken in file order, one point each: give the files aggregated to
-// one row per revision (the data set's all-datasets-annotated-aggregated
-// folder), not the raw measurements.
+// the data set's own conversion to TCPDBench (mozilla_to_TCPDBench.py).
+// Rows are taken in file order, one point each: give the files aggregated
+// to one row per revision and sorted by push time (the data set's
+// all-datasets-annotated-aggregated folder, or the min-max scaled copy in
+// the GitHub repository mozilla/REALISE-Performance,
+// data/all-datasets-annotated-aggregated-minmaxscaled), not the raw
+// measurements.
 func readPerfSeries(dir string) ([]labelled, error) {
 	var out []labelled
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -429,8 +432,10 @@ func TestReadPerfSeries(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	csv := "revision,value,push_timestamp,alert_summary_status_general\n" +
-		"a,10,1,TN\nb,11,2,\nc,x,3,\nd,20,4,TP\ne,21,5,TN\nf,30,6,FP\ng,5,7,FN\nh,6,8,SP\n"
+	// The aggregated files lead with pandas' unnamed index column.
+	csv := ",revision,value,push_timestamp,alert_summary_status_general\n" +
+		"0,a,10,1,TN\n1,b,11,2,\n2,c,x,3,\n3,d,20,4,TP\n4,e,21,5,TN\n" +
+		"5,f,30,6,FP\n6,g,5,7,FN\n7,h,6,8,SP\n"
 	if err := os.WriteFile(filepath.Join(dir, "42_timeseries_data.csv"), []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
