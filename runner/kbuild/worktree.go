@@ -198,7 +198,7 @@ func (w *work) configure(ctx context.Context) error {
 	fi, serr := os.Stat(cfg)
 	for _, args := range [][]string{{"allnoconfig", "KCONFIG_ALLCONFIG=" + frag}, {"olddefconfig"}} {
 		argv := append([]string{"make", "-C", w.dir}, args...)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: cacheDir(b.Dir).makeEnv()}); err != nil {
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: Cache(b.Dir).makeEnv()}); err != nil {
 			return fmt.Errorf("kernel %s: configure: %w (log %s)", p.Spec.Label, err, log.Name())
 		}
 	}

@@ -156,6 +156,9 @@ timeouts: {boot: 2m, setup: 30s, teardown: 10s}
 	if got := labRunTimeout(cells); got != want {
 		t.Errorf("labRunTimeout = %v, want %v", got, want)
 	}
+	// On a TCG host the guests nest under TCG: each boot deadline is
+	// raised to NestedTCGBoot (NestedBoot), 7 min more a cell.
+	want += 6 * (NestedTCGBoot - 2*time.Minute)
 	if got := labConfigT(t, "a", cells, runner.Options{}, Inner{}, nil).Timeouts.Run; got != want {
 		t.Errorf("labConfig's run timeout = %v, want %v", got, want)
 	}
