@@ -42,24 +42,11 @@ func earlyTest(b, n []float64, alpha float64) (Verdict, float64, float64) {
 
 // decideEarly fills r at early look r.Look: the t test's verdict and p,
 // the difference of the means and its interval at the look's level; with
-// a scale that applies (scaledTest), the t test of the mean logs with the
-// history's variance, the change and its interval from the logs.
+// a scale that applies (scaledTest), decideScaled's.
 func (r *Result) decideEarly(b, n []float64, plan *Plan, s *Scale) {
 	alpha := plan.EarlyAlpha[r.Look]
 	look := plan.Looks[r.Look]
-	if v, p, df, d, se, ok := scaledTest(b, n, plan.scaledAlpha(r.Look), s); ok && !constantEqual(b, n) {
-		alpha = plan.scaledAlpha(r.Look)
-		r.Verdict, r.P, r.Level, r.Scale = v, p, 1-alpha, s.String()
-		crit := stats.InvCDF(stats.TDist{V: df})(1 - alpha/2)
-		g := math.Exp(stats.Mean(mustLogs(b)))
-		r.Shift, r.Lo, r.Hi = g*math.Expm1(d), g*math.Expm1(d-crit*se), g*math.Expm1(d+crit*se)
-		if v == Different {
-			r.Reason = fmt.Sprintf("early look at %d runs with %s: t test of the logs p=%.3g <= %g", look, s, p, alpha)
-			return
-		}
-		r.NextN = plan.Looks[r.Look+1]
-		r.Reason = fmt.Sprintf("early look at %d runs with %s calls only a change outside the noise (t test of the logs p=%.3g > %g); SAME needs %d runs per side",
-			look, s, p, alpha, plan.RankN())
+	if r.decideScaled(b, n, plan, s) {
 		return
 	}
 	v, p, df := earlyTest(b, n, alpha)
@@ -84,6 +71,34 @@ func (r *Result) decideEarly(b, n []float64, plan *Plan, s *Scale) {
 		r.Reason = fmt.Sprintf("early look at %d runs calls only a change far outside the noise (t test p=%.3g > %g); SAME needs %d runs per side; %s",
 			look, p, alpha, plan.RankN(), noScaleWhy(b, n, s))
 	}
+}
+
+// decideScaled fills r at early look r.Look with the history scale s:
+// the test of the logs (the medians' or the means', scaledTest), the
+// change and its interval from the logs. It returns false, leaving r
+// alone, when the scale does not apply.
+func (r *Result) decideScaled(b, n []float64, plan *Plan, s *Scale) bool {
+	alpha, look := plan.scaledAlpha(r.Look), plan.Looks[r.Look]
+	v, t, ok := scaledTest(b, n, alpha, s, r.Look < plan.ScaledMedian)
+	if !ok || constantEqual(b, n) {
+		return false
+	}
+	r.Verdict, r.P, r.Level, r.Scale = v, t.p, 1-alpha, s.String()
+	crit := stats.InvCDF(stats.TDist{V: t.df})(1 - alpha/2)
+	lb := mustLogs(b)
+	g, test := math.Exp(stats.Mean(lb)), "t test"
+	if t.median {
+		g, test = math.Exp(median(lb)), "medians' test"
+	}
+	r.Shift, r.Lo, r.Hi = g*math.Expm1(t.d), g*math.Expm1(t.d-crit*t.se), g*math.Expm1(t.d+crit*t.se)
+	if v == Different {
+		r.Reason = fmt.Sprintf("early look at %d runs with %s: %s of the logs p=%.3g <= %g", look, s, test, t.p, alpha)
+		return true
+	}
+	r.NextN = plan.Looks[r.Look+1]
+	r.Reason = fmt.Sprintf("early look at %d runs with %s calls only a change outside the noise (%s of the logs p=%.3g > %g); SAME needs %d runs per side",
+		look, s, test, t.p, alpha, plan.RankN())
+	return true
 }
 
 // scaledAlpha is early look k's level with a history scale.

@@ -7,7 +7,9 @@
 // The first looks (Plan.Early: 3 and 6 runs per side) are early looks for
 // changes far outside the noise: a rank test cannot decide there (at 3
 // against 3 its smallest two-sided p is 0.1), so they use Student's
-// two-sample t test at a strict level, and call only DIFFERENT. From the
+// two-sample t test at a strict level, and call only DIFFERENT; with the
+// noise of past runs (Scale) they test the logs, the medians at 3 runs
+// when the history is long enough (robust.go). From the
 // first rank look (10 runs) on, DIFFERENT is the Mann-Whitney U test against
 // Pocock's boundary and SAME an equivalence test (two one-sided shifted rank
 // tests, TOST) against the minimum effect that matters, with the
@@ -47,6 +49,11 @@ type Plan struct {
 	// level, which leaves more for 6 runs. The same sum as EarlyAlpha, so
 	// the plan's error rate is the same with or without a history.
 	ScaledAlpha []float64
+	// ScaledMedian is the number of leading early looks whose test with
+	// a history scale compares the median logs on the scale's robust
+	// variance (medianDiff) instead of the mean logs: a median of 3 runs
+	// is not carried by one outlier.
+	ScaledMedian int
 	// Alpha bounds the chance of DIFFERENT over the rank looks (those
 	// after the early ones) when the two sides have the same distribution
 	// (two-sided).
@@ -73,18 +80,20 @@ type Plan struct {
 
 // Default is the plan of compare, run --until-decided and bisect: early
 // looks at 3 and 6 runs per side (t test at p <= 0.0035 and 0.0015, or,
-// with a history scale, t test of the logs at p <= 0.0015 and 0.0035), then
+// with a history scale, the test of the logs at p <= 0.0015 and 0.0035,
+// of their medians at 3 runs when the history has 20 runs or more), then
 // thirteen rank looks from 10 to 160 (each about 25% more than the last) at
 // Pocock's constant boundary for 0.35% over them; SAME, from 10 runs, when
 // the 94% interval of the shift lies within the minimum effect and its
 // estimate within 0.35 of it. Over all looks the false DIFFERENT measures
-// at most 0.84% (20,000 comparisons) on normal, Student t3 and real TCG
-// noise. See docs/compare.md for its measured error rates and costs.
+// at most 0.88% (20,000 comparisons) on normal, Student t3 and real TCG
+// noise, with or without a history scale. See docs/compare.md for its measured error rates and costs.
 var Default = &Plan{
 	Looks:        []int{3, 6, 10, 13, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 160},
 	Early:        2,
 	EarlyAlpha:   []float64{0.0035, 0.0015},
 	ScaledAlpha:  []float64{0.0015, 0.0035},
+	ScaledMedian: 1,
 	Alpha:        0.0035,
 	SameAlpha:    0.03,
 	Shape:        0.5,

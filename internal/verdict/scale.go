@@ -37,6 +37,13 @@ type Scale struct {
 	// do not count (see between). BetweenDF is its approximate degrees
 	// of freedom (the differences kept).
 	Between, BetweenDF float64
+	// Robust is the within-run variance of ln(value) estimated so that
+	// a few runs with an outlier do not move it (robustVar): Var on
+	// normal noise, less than Var under heavy tails, which inflate the
+	// variance of a mean but not that of a median; 0 with fewer than
+	// minRobustRuns runs. RobustDF is its degrees of freedom for the
+	// medians' test (see robustVar).
+	Robust, RobustDF float64
 	// Runs is the number of past runs pooled.
 	Runs int
 	// From says where the runs came from (a history index), for reasons.
@@ -77,6 +84,9 @@ func PoolScale(runs []Spread, from string) *Scale {
 	}
 	s.Var = sum / s.DF
 	s.Between, s.BetweenDF = between(used, s.Var, s.DF)
+	if s.Runs >= minRobustRuns {
+		s.Robust, s.RobustDF = robustVar(used)
+	}
 	return s
 }
 
@@ -173,37 +183,66 @@ func (s *Scale) String() string {
 // of the runs alone.
 const noisierP = 0.001
 
+// logTest is the early look's test of the logs with a history scale: the
+// difference d of the two sides' locations (new - base), its standard
+// error se and the t distribution's degrees of freedom df, and the
+// two-sided p; median says the locations are medians (medianDiff), not
+// means (meanDiff).
+type logTest struct {
+	d, se, df, p float64
+	median       bool
+}
+
 // scaledTest is the early look's test with a history scale, on sorted b
-// and n at level alpha: Student's t test of the difference of the mean
-// logs, its variance pooled from the scale and the runs of both sides
-// (df = DF + nb + nn - 2), plus twice the scale's between-run variance
-// (each side is a run of its own; Welch-Satterthwaite degrees of freedom). ok is false when the scale does not apply: a
-// value is not positive, or the runs are noisier than the scale (noisierP).
-func scaledTest(b, n []float64, alpha float64, s *Scale) (v Verdict, p, df, d, se float64, ok bool) {
+// and n at level alpha: with median (and a robust scale) the medians'
+// test of the logs (medianDiff), else Student's t test of the mean logs
+// (meanDiff); either with twice the scale's between-run variance added
+// (each side is a run of its own; Welch-Satterthwaite degrees of
+// freedom). ok is false when the scale does not apply: a value is not
+// positive, or the runs are noisier than the scale (noisierP).
+func scaledTest(b, n []float64, alpha float64, s *Scale, median bool) (Verdict, logTest, bool) {
 	lb, okb := logs(b)
 	ln, okn := logs(n)
-	if !okb || !okn || s == nil || !(s.Var > 0) {
-		return Unknown, 1, 0, 0, 0, false
+	if !okb || !okn || s == nil || !(s.Var > 0) || noisier(lb, ln, s) {
+		return Unknown, logTest{p: 1}, false
 	}
-	nb, nn := float64(len(b)), float64(len(n))
-	within := (nb-1)*stats.Variance(lb) + (nn-1)*stats.Variance(ln)
-	if fSF(within/(nb+nn-2)/s.Var, nb+nn-2, s.DF) < noisierP {
-		return Unknown, 1, 0, 0, 0, false
+	var t logTest
+	var w float64
+	if median && s.Robust > 0 {
+		t, w = medianDiff(lb, ln, s)
+	} else {
+		t, w = meanDiff(lb, ln, s)
 	}
-	df = s.DF + nb + nn - 2
-	pooled := (s.DF*s.Var + within) / df
-	d = stats.Mean(ln) - stats.Mean(lb)
-	w, bv := pooled*(1/nb+1/nn), 2*s.Between
-	se = math.Sqrt(w + bv)
+	bv := 2 * s.Between
+	t.se = math.Sqrt(w + bv)
 	if bv > 0 { // Welch-Satterthwaite
-		df = (w + bv) * (w + bv) / (w*w/df + bv*bv/s.BetweenDF)
+		t.df = (w + bv) * (w + bv) / (w*w/t.df + bv*bv/s.BetweenDF)
 	}
-	t := d / se
-	p = mathx.BetaInc(df/(df+t*t), df/2, 0.5) // two-sided, without 1-CDF's rounding
-	if p <= alpha {
-		return Different, p, df, d, se, true
+	z := t.d / t.se
+	t.p = mathx.BetaInc(t.df/(t.df+z*z), t.df/2, 0.5) // two-sided, without 1-CDF's rounding
+	if t.p <= alpha {
+		return Different, t, true
 	}
-	return Unknown, p, df, d, se, true
+	return Unknown, t, true
+}
+
+// noisier reports whether the logs lb and ln vary more than the scale
+// says: an F test of their pooled variance against s.Var at noisierP.
+func noisier(lb, ln []float64, s *Scale) bool {
+	nb, nn := float64(len(lb)), float64(len(ln))
+	within := (nb-1)*stats.Variance(lb) + (nn-1)*stats.Variance(ln)
+	return fSF(within/(nb+nn-2)/s.Var, nb+nn-2, s.DF) < noisierP
+}
+
+// meanDiff is the difference of the mean logs with the within-run
+// variance of its estimate, pooled from the scale and the runs of both
+// sides (df = DF + nb + nn - 2).
+func meanDiff(lb, ln []float64, s *Scale) (logTest, float64) {
+	nb, nn := float64(len(lb)), float64(len(ln))
+	within := (nb-1)*stats.Variance(lb) + (nn-1)*stats.Variance(ln)
+	df := s.DF + nb + nn - 2
+	pooled := (s.DF*s.Var + within) / df
+	return logTest{d: stats.Mean(ln) - stats.Mean(lb), df: df}, pooled * (1/nb + 1/nn)
 }
 
 // fSF is P(F > f) for Fisher's F with d1 and d2 degrees of freedom.

@@ -9,11 +9,13 @@ import (
 )
 
 // history is a Scale of 20 past runs of 3 repetitions whose logs vary by
-// sd (a coefficient of variation of about sd).
+// sd (a coefficient of variation of about sd): their variances are sd^2
+// times the 20 evenly spaced quantiles of a chi-square of 2 degrees of
+// freedom over 2 (an exponential), as normal noise spreads them.
 func history(sd float64) *Scale {
 	runs := make([]Spread, 20)
 	for i := range runs {
-		runs[i] = Spread{N: 3, Var: sd * sd}
+		runs[i] = Spread{N: 3, Var: -sd * sd * math.Log1p(-(float64(i)+0.5)/20)}
 	}
 	return PoolScale(runs, "test.db")
 }

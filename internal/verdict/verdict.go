@@ -184,7 +184,7 @@ func DecideFastWith(b, n []float64, min MinEffect, plan *Plan, scale *Scale) Ver
 		if constantEqual(b, n) {
 			return Same
 		}
-		if v, _, _, _, _, ok := scaledTest(b, n, plan.scaledAlpha(k), scale); ok {
+		if v, _, ok := scaledTest(b, n, plan.scaledAlpha(k), scale, k < plan.ScaledMedian); ok {
 			return v
 		}
 		v, _, _ := earlyTest(b, n, plan.EarlyAlpha[k])
