@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -56,6 +57,11 @@ func TestChaosE2E(t *testing.T) {
 		cmd.Env = append(os.Environ(), inNamespacesEnv+"=1", "VNETBENCH_BIN="+bin)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		if os.Getenv(chaosEnv) != "" {
+			// The figure takes an hour or more: show each point as it ends.
+			cmd.Stdout = io.MultiWriter(&out, os.Stdout)
+			cmd.Stderr = cmd.Stdout
+		}
 		err := cmd.Run()
 		t.Logf("in its own namespaces:\n%s", out.String())
 		if err != nil || !strings.Contains(out.String(), "--- PASS: TestChaosE2E") {
@@ -149,6 +155,7 @@ func chaosInNamespaces(t *testing.T) {
 			t.Errorf("point %d (%s): %s", i+1, p.Phase, p.Problems)
 		}
 		outcomes = append(outcomes, p)
+		writeChaosOut(outcomes) // each point as it ends: a long figure survives an interruption
 		os.RemoveAll(dir)
 	}
 	summarizeChaos(t, outcomes)
@@ -536,6 +543,10 @@ func summarizeChaos(t *testing.T, ps []chaosPoint) {
 		phases[strings.SplitN(p.Phase, " (", 2)[0]]++
 	}
 	t.Logf("chaos: %d points: clean %d, untouched %d, resumed %d, samples exact %d; phases %v", len(ps), clean, untouched, resumed, samples, phases)
+}
+
+// writeChaosOut writes the outcomes so far to the file chaosOutEnv names.
+func writeChaosOut(ps []chaosPoint) {
 	if out := os.Getenv(chaosOutEnv); out != "" {
 		b, _ := json.MarshalIndent(ps, "", "  ")
 		os.WriteFile(out, b, 0o644)

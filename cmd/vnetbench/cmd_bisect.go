@@ -267,9 +267,9 @@ func judgeStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if o.good, err = verifyCommit(ctx, o.tree, "--good", o.good); err != nil {
 		return &stepExit{125, err.Error()}
 	}
-	head, err := gitOut(ctx, o.tree, "rev-parse", "--verify", "HEAD^{commit}")
+	head, err := kbuild.Commit(ctx, proc.Real{}, o.tree, "HEAD")
 	if err != nil {
-		return &stepExit{125, err.Error()}
+		return &stepExit{125, fmt.Sprintf("HEAD of %s: %v", o.tree, err)}
 	}
 	out, err := cl.judgeOne(ctx, o, head, stdout, stderr)
 	return stepResult(out, err)
@@ -291,24 +291,13 @@ func stepResult(o bisect.Outcome, err error) error {
 func fmtPct(p float64) string { return fmt.Sprintf("%+.2f%%", p) }
 
 // verifyCommit resolves a user's ref to the full hash of a commit of the
-// tree. The ref goes after --end-of-options, so git never reads it as an
-// option (--output=FILE would make git write FILE).
+// tree (kbuild.Commit, which never lets git read the ref as an option).
 func verifyCommit(ctx context.Context, tree, flag, ref string) (string, error) {
-	c, err := gitOut(ctx, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	c, err := kbuild.Commit(ctx, proc.Real{}, tree, ref)
 	if err != nil || len(c) != 40 && len(c) != 64 {
 		return "", usageErrorf("bisect: %s %q is not a commit of %s; give a branch, tag or commit hash of the tree", flag, ref, tree)
 	}
 	return c, nil
-}
-
-// gitOut runs git in dir. Callers put --end-of-options before any value
-// that comes from a user.
-func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := kbuild.Git(ctx, proc.Real{}, dir, args...)
-	if err != nil {
-		return "", fmt.Errorf("%w; is --tree a git tree with these refs?", err)
-	}
-	return strings.TrimSpace(out), nil
 }
 
 // stateFile holds the outcomes of a bisection, for resuming it.
@@ -335,8 +324,8 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	list, err := gitOut(ctx, o.tree, "rev-list", "--reverse", "--ancestry-path", "--end-of-options", good+".."+badc)
-	if err != nil || list == "" {
+	list, err := kbuild.Git(ctx, proc.Real{}, o.tree, "rev-list", "--reverse", "--ancestry-path", "--end-of-options", good+".."+badc)
+	if err != nil || strings.TrimSpace(list) == "" {
 		return usageErrorf("bisect: no commits from --good %s to --bad %s (is good an ancestor of bad?)", good, *bad)
 	}
 	commits := append([]string{good}, strings.Fields(list)...)

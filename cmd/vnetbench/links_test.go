@@ -2,147 +2,20 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/bisect"
+	"github.com/vnetbench/vnetbench/internal/linkcheck"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
-
-// writtenPaths lists every file and directory under dir, relative,
-// parents before children.
-func writtenPaths(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// outsideTree is a directory outside every output directory that planted
-// links point at: for each of n paths a file and a directory holding
-// one, all "[]" (an empty JSON list, which a state file's reader would
-// accept), so a write through a link, of a file or into a directory,
-// changes it.
-func outsideTree(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "files"), 0o755)
-	for i := range n {
-		os.MkdirAll(filepath.Join(dir, "dirs", fmt.Sprint(i)), 0o755)
-		os.WriteFile(filepath.Join(dir, "dirs", fmt.Sprint(i), "victim"), []byte("[]"), 0o644)
-		os.WriteFile(filepath.Join(dir, "files", fmt.Sprint(i)), []byte("[]"), 0o644)
-	}
-	return dir
-}
-
-// treeState is every name under dir with its content, mode and link
-// target: what a write anywhere under it changes.
-func treeState(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			b.WriteString("error " + err.Error() + "\n")
-			return nil
-		}
-		fi, _ := e.Info()
-		b.WriteString(p + " " + fi.Mode().String())
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			b.WriteString(" -> " + l)
-		case e.Type().IsRegular():
-			c, _ := os.ReadFile(p)
-			b.WriteString(" " + string(c))
-		}
-		b.WriteString("\n")
-		return nil
-	})
-	return b.String()
-}
-
-// linkWriter is a command that writes under an output directory.
-type linkWriter struct {
-	name string
-	// prepare readies a fresh output directory before a link is
-	// planted in it (nil: none).
-	prepare func(t *testing.T, out string)
-	run     func(t *testing.T, out string) error
-	// extra are paths it writes that are gone when it ends (SQLite's
-	// journal files).
-	extra []string
-}
-
-// checkPlantedLinks runs w once into a fresh directory to learn every
-// path it writes, then again into a fresh directory per path with a
-// symbolic link planted at that path (to a file and to a directory
-// outside, absolute and relative): nothing outside the directory
-// changes, whatever the command answers.
-func checkPlantedLinks(t *testing.T, w linkWriter) []string {
-	t.Helper()
-	ref := filepath.Join(t.TempDir(), "out")
-	if w.prepare != nil {
-		w.prepare(t, ref)
-	}
-	if err := w.run(t, ref); err != nil {
-		t.Fatalf("%s: the reference run failed: %v", w.name, err)
-	}
-	paths := append(writtenPaths(t, ref), w.extra...)
-	if len(paths) == 0 {
-		t.Fatalf("%s wrote nothing", w.name)
-	}
-	outside := outsideTree(t, len(paths))
-	for i, p := range paths {
-		for _, kind := range []string{"files", "dirs", "relative"} {
-			out := filepath.Join(t.TempDir(), "out")
-			if w.prepare != nil {
-				w.prepare(t, out)
-			}
-			link := filepath.Join(out, p)
-			os.MkdirAll(filepath.Dir(link), 0o755)
-			os.RemoveAll(link)
-			target := filepath.Join(outside, "dirs", fmt.Sprint(i))
-			switch kind {
-			case "files":
-				target = filepath.Join(outside, "files", fmt.Sprint(i))
-			case "relative":
-				target, _ = filepath.Rel(filepath.Dir(link), target)
-			}
-			if err := os.Symlink(target, link); err != nil {
-				t.Fatal(err)
-			}
-			before := treeState(t, outside)
-			err := w.run(t, out)
-			if after := treeState(t, outside); after != before {
-				t.Errorf("%s with a link at %s to %s: wrote outside its directory (it said %v)", w.name, p, target, err)
-			}
-		}
-	}
-	return paths
-}
 
 // writeShard writes a small run directory for merge and history.
 func writeShard(t *testing.T, dir, id string, shard int, cells ...string) {
@@ -182,29 +55,29 @@ func TestOutputsWriteThroughNoLink(t *testing.T) {
 	cl.judge = func(_ context.Context, _ *bisectOpts, c string, _, _ io.Writer) (bisect.Outcome, error) {
 		return bisect.Outcome{Verdict: verdict.Same, Bad: c == commits[4] || c == commits[3], Reps: 3}, nil
 	}
-	for _, w := range []linkWriter{
-		{name: "merge", run: func(t *testing.T, out string) error {
+	for _, w := range []linkcheck.Writer{
+		{Name: "merge", Run: func(t *testing.T, out string) error {
 			return cl.run(t.Context(), []string{"merge", a, b, "-o", out}, io.Discard, io.Discard)
 		}},
-		{name: "bisect", run: func(t *testing.T, out string) error {
+		{Name: "bisect", Run: func(t *testing.T, out string) error {
 			return cl.run(t.Context(), []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[4], "--metric", "tx_pps", "-o", out}, io.Discard, io.Discard)
 		}},
-		{name: "history add", run: func(t *testing.T, out string) error {
+		{Name: "history add", Run: func(t *testing.T, out string) error {
 			os.MkdirAll(out, 0o755)
 			return cl.run(t.Context(), []string{"history", "add", a, b, "--db", filepath.Join(out, "index.db")}, io.Discard, io.Discard)
-		}, extra: []string{"index.db-wal", "index.db-shm"}},
-		{name: "history -o", run: func(t *testing.T, out string) error {
+		}, Extra: []string{"index.db-wal", "index.db-shm"}},
+		{Name: "history -o", Run: func(t *testing.T, out string) error {
 			os.MkdirAll(out, 0o755)
 			return cl.run(t.Context(), []string{"history", a, b, "--order", "given", "-o", filepath.Join(out, "history.html")}, io.Discard, io.Discard)
 		}},
-		{name: "report -o", run: func(t *testing.T, out string) error {
+		{Name: "report -o", Run: func(t *testing.T, out string) error {
 			os.MkdirAll(out, 0o755)
 			return cl.run(t.Context(), []string{"report", a, "-o", filepath.Join(out, "report.html")}, io.Discard, io.Discard)
 		}},
 	} {
-		t.Run(w.name, func(t *testing.T) {
-			paths := checkPlantedLinks(t, w)
-			t.Logf("%s writes %v", w.name, paths)
+		t.Run(w.Name, func(t *testing.T) {
+			paths := linkcheck.Check(t, w)
+			t.Logf("%s writes %v", w.Name, paths)
 		})
 	}
 }
@@ -230,9 +103,9 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 	if out, err := run(ref); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
-	paths := writtenPaths(t, ref)
+	paths := linkcheck.Paths(t, ref)
 	t.Logf("a run writes %d paths: %v", len(paths), paths)
-	outside := outsideTree(t, len(paths))
+	outside := linkcheck.Outside(t, len(paths))
 	index := map[string]int{}
 	for i, p := range paths {
 		index[p] = i
@@ -247,11 +120,7 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 		return d
 	}
 	plant := func(d, p, kind string) {
-		link := filepath.Join(d, p)
-		os.RemoveAll(link)
-		if err := os.Symlink(filepath.Join(outside, kind, fmt.Sprint(index[p])), link); err != nil {
-			t.Fatal(err)
-		}
+		linkcheck.Plant(t, filepath.Join(d, p), linkcheck.Target(outside, kind, index[p]))
 	}
 	var cells []string // artifacts/CELL
 	for _, p := range paths {
@@ -264,10 +133,10 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 	if len(cells) < 2 {
 		t.Fatalf("the run wrote cells %v, want 2", cells)
 	}
-	before := treeState(t, outside)
+	before := linkcheck.Tree(outside)
 	check := func(what, out string, err error) {
 		t.Helper()
-		if after := treeState(t, outside); after != before {
+		if after := linkcheck.Tree(outside); after != before {
 			t.Errorf("%s: the run wrote outside its directory (it said %v)\n%s", what, err, out)
 		}
 		t.Logf("%s: %v", what, err)
@@ -280,9 +149,9 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 		fi, _ := os.Lstat(filepath.Join(ref, p))
 		switch {
 		case p == sampleDir:
-			plant(d, p, "dirs")
+			plant(d, p, linkcheck.Dirs)
 		case fi.Mode().IsRegular() && p != results.ResultsFile && !strings.HasPrefix(p, sampleDir+"/"):
-			plant(d, p, "files")
+			plant(d, p, linkcheck.Files)
 		}
 	}
 	out, err := run(d, "--resume")
@@ -293,14 +162,14 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 	// (2) Every kernel-level directory.
 	d = copyRef("kernels")
 	for _, c := range cells {
-		plant(d, filepath.Join(c, "host"), "dirs")
+		plant(d, filepath.Join(c, "host"), linkcheck.Dirs)
 	}
 	out, err = run(d, "--resume")
 	check("kernel directories", out, err)
 	// (3), (4): refused before anything starts.
 	for _, p := range []string{results.ResultsFile, results.ArtifactsDir} {
 		d = copyRef(strings.ReplaceAll(p, ".", "-"))
-		plant(d, p, "files")
+		plant(d, p, linkcheck.Files)
 		out, err = run(d, "--resume")
 		check(p, out, err)
 		if code := exitCode(err); err == nil || !strings.Contains(out, "symbolic link") {

@@ -155,7 +155,6 @@ func TestTestsBelowImportNoRunner(t *testing.T) {
 var guestSide = map[string]string{
 	"internal/workload/iperf3/guest.go":      "the guest's iperf3 server (an agent op)",
 	"internal/workload/vsock/guest_linux.go": "the guest's vsock redirector (an agent op)",
-	"runner/labvm/init.go":                   "lab init, a lab VM's PID 1, runs the inner vnetbench chrooted (runLab says why not proc)",
 }
 
 // Processes start through internal/proc's Executor (one place that puts a

@@ -52,8 +52,33 @@ func heldOut(name string) bool {
 }
 
 // readTCPD reads TCPD's univariate series; a missing value repeats the
-// one before it (TCPD's indices count every time step).
+// one before it (TCPD's indices count every time step). Annotated series
+// whose data are not in dir (TCPD fetches some by scripts) are skipped.
 func readTCPD(dir string) ([]labelled, error) {
+	ann, err := tcpdAnnotations(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "datasets", "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []labelled
+	for _, f := range files {
+		s, ok, err := readTCPDFile(f, ann)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// tcpdAnnotations reads annotations.json: series name to annotator to
+// change points.
+func tcpdAnnotations(dir string) (map[string]map[string][]int, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "annotations.json"))
 	if err != nil {
 		return nil, err
@@ -62,45 +87,42 @@ func readTCPD(dir string) ([]labelled, error) {
 	if err := json.Unmarshal(data, &ann); err != nil {
 		return nil, fmt.Errorf("annotations.json: %w", err)
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "datasets", "*", "*.json"))
+	return ann, nil
+}
+
+// readTCPDFile reads one data set; ok is false when it is not a single
+// annotated univariate series.
+func readTCPDFile(f string, ann map[string]map[string][]int) (labelled, bool, error) {
+	var d struct {
+		Name   string `json:"name"`
+		NDim   int    `json:"n_dim"`
+		Series []struct {
+			Raw []*float64 `json:"raw"`
+		} `json:"series"`
+	}
+	data, err := os.ReadFile(f)
 	if err != nil {
-		return nil, err
+		return labelled{}, false, err
 	}
-	var out []labelled
-	for _, f := range files {
-		var d struct {
-			Name   string `json:"name"`
-			NDim   int    `json:"n_dim"`
-			Series []struct {
-				Raw []*float64 `json:"raw"`
-			} `json:"series"`
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(data, &d); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		a, ok := ann[d.Name]
-		if !ok || d.NDim != 1 || len(d.Series) != 1 {
-			continue
-		}
-		s := labelled{name: d.Name}
-		last := 0.0
-		for _, v := range d.Series[0].Raw {
-			if v != nil && !math.IsNaN(*v) {
-				last = *v
-			}
-			s.xs = append(s.xs, last)
-		}
-		users := slices.Sorted(maps.Keys(a))
-		for _, u := range users {
-			s.ann = append(s.ann, a[u])
-		}
-		out = append(out, s)
+	if err := json.Unmarshal(data, &d); err != nil {
+		return labelled{}, false, fmt.Errorf("%s: %w", f, err)
 	}
-	return out, nil
+	a, ok := ann[d.Name]
+	if !ok || d.NDim != 1 || len(d.Series) != 1 {
+		return labelled{}, false, nil
+	}
+	s := labelled{name: d.Name}
+	last := 0.0
+	for _, v := range d.Series[0].Raw {
+		if v != nil && !math.IsNaN(*v) {
+			last = *v
+		}
+		s.xs = append(s.xs, last)
+	}
+	for _, u := range slices.Sorted(maps.Keys(a)) {
+		s.ann = append(s.ann, a[u])
+	}
+	return s, true, nil
 }
 
 // readPerfSeries reads CI performance histories in the layout of
@@ -109,11 +131,16 @@ func readTCPD(dir string) ([]labelled, error) {
 // with its "value" and, in "alert_summary_status_general" (or
 // "alert_status_general"), the triage of the alert at that revision: TP
 // (a real change the alerting found), FN (a real change a person added),
-// FP (an alert the triage rejected), empty or TN for none. The truth is
-// TP and FN; the production alerting's own prediction is TP and FP. Rows
-// are taken in file order, one point each: give the files aggregated to
-// one row per revision (the data set's all-datasets-annotated-aggregated
-// folder), not the raw measurements.
+// FP (an alert the triage rejected), SP (an alert not yet triaged:
+// untriaged or investigating), empty or TN for none. The truth is TP and
+// FN; the production alerting's own prediction is TP, FP and SP, as in
+// the data set's own conversion to TCPDBench (mozilla_to_TCPDBench.py).
+// Rows are taken in file order, one point each: give the files aggregated
+// to one row per revision and sorted by push time (the data set's
+// all-datasets-annotated-aggregated folder, or the min-max scaled copy in
+// the GitHub repository mozilla/REALISE-Performance,
+// data/all-datasets-annotated-aggregated-minmaxscaled), not the raw
+// measurements.
 func readPerfSeries(dir string) ([]labelled, error) {
 	var out []labelled
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -177,7 +204,7 @@ func readPerfCSV(path string) (labelled, error) {
 			s.prod = append(s.prod, i)
 		case "FN":
 			truth = append(truth, i)
-		case "FP":
+		case "FP", "SP":
 			s.prod = append(s.prod, i)
 		}
 	}
@@ -290,16 +317,30 @@ func TestRealSeriesTCPD(t *testing.T) {
 	if len(series) == 0 {
 		t.Fatalf("no univariate annotated series under %s", dir)
 	}
+	ann, err := tcpdAnnotations(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	table, scores := realTable("tcpd", series, detectors())
-	t.Logf("TCPD, %d univariate series:\n%s", len(series), table)
-	beatsZero(t, scores["all"])
+	t.Logf("TCPD, %d univariate series with their data here, of %d annotated (the rest are multivariate or fetched by TCPD's scripts):\n%s",
+		len(series), len(ann), table)
+	meetsTargets(t, "held-out", scores["held-out"], 0.72, 0.67)
 }
 
-// beatsZero fails when the detector scores below reporting nothing.
-func beatsZero(t *testing.T, s map[string]realScore) {
+// meetsTargets fails when the detector's mean F1 or covering is below
+// the goal (issue 33's: 0.72 and 0.67 on real-world labelled series the
+// detector was not tuned on, 0.70 and 0.70 on CI histories) or below
+// binary segmentation, PELT or reporting nothing.
+func meetsTargets(t *testing.T, half string, s map[string]realScore, f1, cover float64) {
 	t.Helper()
-	if v, z := s["vnetbench"], s["zero"]; v.f1 < z.f1 || v.cover < z.cover {
-		t.Errorf("F1 %.3f, covering %.3f: below the detector that reports nothing (%.3f, %.3f)", v.f1, v.cover, z.f1, z.cover)
+	v := s["vnetbench"]
+	if v.f1 < f1 || v.cover < cover {
+		t.Errorf("%s: F1 %.3f, covering %.3f: below the goal (%.2f, %.2f)", half, v.f1, v.cover, f1, cover)
+	}
+	for _, d := range []string{"binseg", "pelt", "zero"} {
+		if o := s[d]; v.f1 < o.f1 || v.cover < o.cover {
+			t.Errorf("%s: F1 %.3f, covering %.3f: below %s (%.3f, %.3f)", half, v.f1, v.cover, d, o.f1, o.cover)
+		}
 	}
 }
 
@@ -325,14 +366,16 @@ func TestRealSeriesPerf(t *testing.T) {
 	}
 	t.Logf("CI performance histories, %d series, %d points, %d labelled changes (TP+FN), %d production alerts (TP+FP):\n%s",
 		len(series), points, truth, alerts, table)
-	beatsZero(t, scores["all"])
+	// No CI history steered the parameters: all of it is held out.
+	meetsTargets(t, "all", scores["all"], 0.70, 0.70)
 }
 
 // TestRealSeriesGrid prints the grid Default was chosen from: TCPD's
 // train half and the synthetic suite for each p threshold and largest
 // noise correlation, then each minimum change and minimum short change,
-// with the worst false alert rate on stationary synthetic noise. The held-out half is printed for the chosen set only
-// (TestRealSeriesTCPD), so it did not steer the choice.
+// with the worst false alert rate on stationary synthetic noise. The
+// held-out half is printed for the chosen set only (TestRealSeriesTCPD),
+// so it did not steer the choice.
 func TestRealSeriesGrid(t *testing.T) {
 	dir := os.Getenv("VNETBENCH_TCPD")
 	if dir == "" {
@@ -382,15 +425,17 @@ func TestRealSeriesGrid(t *testing.T) {
 }
 
 // TestReadPerfSeries reads a history in the layout readPerfSeries takes,
-// made here: the truth is the TP and FN rows, production's alerts the TP
-// and FP rows, and a row without a number is skipped.
+// made here: the truth is the TP and FN rows, production's alerts the
+// TP, FP and SP rows, and a row without a number is skipped.
 func TestReadPerfSeries(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "autoland1")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	csv := "revision,value,push_timestamp,alert_summary_status_general\n" +
-		"a,10,1,TN\nb,11,2,\nc,x,3,\nd,20,4,TP\ne,21,5,TN\nf,30,6,FP\ng,5,7,FN\n"
+	// The aggregated files lead with pandas' unnamed index column.
+	csv := ",revision,value,push_timestamp,alert_summary_status_general\n" +
+		"0,a,10,1,TN\n1,b,11,2,\n2,c,x,3,\n3,d,20,4,TP\n4,e,21,5,TN\n" +
+		"5,f,30,6,FP\n6,g,5,7,FN\n7,h,6,8,SP\n"
 	if err := os.WriteFile(filepath.Join(dir, "42_timeseries_data.csv"), []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +447,8 @@ func TestReadPerfSeries(t *testing.T) {
 		t.Fatalf("%d series, want 1", len(got))
 	}
 	s := got[0]
-	if s.name != "42" || !slices.Equal(s.xs, []float64{10, 11, 20, 21, 30, 5}) ||
-		!slices.Equal(s.ann[0], []int{2, 5}) || !slices.Equal(s.prod, []int{2, 4}) {
+	if s.name != "42" || !slices.Equal(s.xs, []float64{10, 11, 20, 21, 30, 5, 6}) ||
+		!slices.Equal(s.ann[0], []int{2, 5}) || !slices.Equal(s.prod, []int{2, 4, 6}) {
 		t.Errorf("read %+v", s)
 	}
 }

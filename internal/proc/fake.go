@@ -94,7 +94,7 @@ func (f *Fake) Start(ctx context.Context, c Cmd) (Process, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			p.finish(&ExitError{Argv: c.FullArgv(), ExitCode: -1, Signal: "killed", Err: ctx.Err()})
+			p.finish(&ExitError{Argv: c.FullArgv(), ExitCode: -1, Signal: "killed", signo: syscall.SIGKILL, Err: ctx.Err()})
 		case <-p.done:
 		}
 	}()

@@ -25,11 +25,13 @@ import (
 
 // Cmd is one program to run, as plain data.
 type Cmd struct {
-	// Argv is the program and its arguments; Argv[0] is looked up in PATH.
+	// Argv is the program and its arguments; Argv[0] is looked up in PATH
+	// (unless Root names the program's file).
 	Argv []string
 	// Dir is the working directory ("" = the harness's).
 	Dir string
-	// Env holds extra "KEY=value" entries added to the harness's environment.
+	// Env holds extra "KEY=value" entries added to the harness's
+	// environment (the whole environment when Root is set).
 	Env []string
 	// Netns names a network namespace (/run/netns/NAME) to run the program
 	// in, via `ip netns exec NAME`; "" = the harness's namespace.
@@ -41,6 +43,9 @@ type Cmd struct {
 	// ExtraFiles are the child's descriptors 3, 4, ... (a pipe the child
 	// reports on).
 	ExtraFiles []*os.File
+	// Root, when set, starts the program chrooted, with exactly Env as
+	// its environment and in a session of its own: see Root.
+	Root *Root
 }
 
 // FullArgv returns the full argv the executor runs, including the
@@ -58,7 +63,8 @@ func (c Cmd) String() string { return Quote(c.FullArgv()) }
 // Executor runs commands. Every blocking call takes ctx first.
 type Executor interface {
 	// Run runs c to completion and returns its standard output (also
-	// copied to c.Stdout when set). A non-zero exit is an *ExitError.
+	// copied to c.Stdout when set; none when c.Root hands the child a
+	// Stdout file). A non-zero exit is an *ExitError.
 	Run(ctx context.Context, c Cmd) ([]byte, error)
 	// Start starts c and returns at once. Cancelling ctx kills the
 	// process group.
@@ -95,6 +101,20 @@ type ExitError struct {
 	Signal   string // "killed", "interrupt", ... when killed by a signal
 	Tail     string // last lines of stderr (or stdout when stderr is empty)
 	Err      error  // the underlying error
+	signo    syscall.Signal
+}
+
+// Status is the exit status of a command that ran, as a shell reports it:
+// its exit code, or 128 plus the number of the signal that killed it. ok
+// is false when the command did not start or could not be waited for.
+func (e *ExitError) Status() (status int, ok bool) {
+	switch {
+	case e.signo != 0:
+		return 128 + int(e.signo), true
+	case e.ExitCode >= 0:
+		return e.ExitCode, true
+	}
+	return -1, false
 }
 
 func (e *ExitError) Error() string {
@@ -173,9 +193,12 @@ var _ Executor = Real{}
 func (r Real) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	var out bytes.Buffer
 	cc := c
-	if c.Stdout != nil {
+	_, file := c.Stdout.(*os.File)
+	switch {
+	case file && c.Root != nil: // the child writes to the file itself: nothing to return
+	case c.Stdout != nil:
 		cc.Stdout = io.MultiWriter(&out, c.Stdout)
-	} else {
+	default:
 		cc.Stdout = &out
 	}
 	p, err := r.Start(ctx, cc)
@@ -195,17 +218,11 @@ func (Real) Start(ctx context.Context, c Cmd) (Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &ExitError{Argv: argv, ExitCode: -1, Err: err}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = c.Dir
-	if len(c.Env) > 0 {
-		cmd.Env = append(os.Environ(), c.Env...)
-	}
 	p := &realProc{argv: argv, done: make(chan struct{})}
-	cmd.Stdin, cmd.ExtraFiles = c.Stdin, c.ExtraFiles
-	cmd.Stdout = teeTail(&p.stdout, c.Stdout)
-	cmd.Stderr = teeTail(&p.stderr, c.Stderr)
-	// Own process group (killed as a whole); die with the harness.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd, err := p.command(c)
+	if err != nil {
+		return nil, &ExitError{Argv: argv, ExitCode: -1, Err: err}
+	}
 	if err := StartCmd(cmd); err != nil {
 		return nil, &ExitError{Argv: argv, ExitCode: -1, Err: err}
 	}
@@ -223,6 +240,24 @@ func (Real) Start(ctx context.Context, c Cmd) (Process, error) {
 		}
 	}()
 	return p, nil
+}
+
+// command is the exec.Cmd that starts c, its output kept in p's tails.
+func (p *realProc) command(c Cmd) (*exec.Cmd, error) {
+	if c.Root != nil {
+		return rootCmd(c, p)
+	}
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Dir = c.Dir
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
+	cmd.Stdin, cmd.ExtraFiles = c.Stdin, c.ExtraFiles
+	cmd.Stdout = teeTail(&p.stdout, c.Stdout)
+	cmd.Stderr = teeTail(&p.stderr, c.Stderr)
+	// Own process group (killed as a whole); die with the harness.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd, nil
 }
 
 type realProc struct {
@@ -283,7 +318,7 @@ func (p *realProc) wrap(err error) error {
 	var xe *exec.ExitError
 	if errors.As(err, &xe) {
 		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal().String()
+			e.Signal, e.signo = ws.Signal().String(), ws.Signal()
 		} else {
 			e.ExitCode = xe.ExitCode()
 		}

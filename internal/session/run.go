@@ -242,6 +242,14 @@ func (r *run) prepare(ctx context.Context) error {
 		return err
 	}
 	r.host = r.Host()
+	if r.InsideLab != "" {
+		var notes []string
+		r.cells, notes = lab.NestedBoot(r.cells, r.host.KVM.Usable)
+		r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
+		for _, n := range notes {
+			fmt.Fprintf(r.Stderr, "vnetbench: note: %s\n", n)
+		}
+	}
 	r.tab = LoadTable(r.Stderr, "vnetbench: ", r.EstimateDir)
 	todo := r.cells
 	if r.Resume {

@@ -435,6 +435,14 @@ func (g *Generator) Stop() {
 	}
 }
 
+// Abort ends a started run whose result nobody reads (Stop, Wait) and
+// closes the sockets.
+func (g *Generator) Abort() {
+	g.Stop()
+	g.Wait()
+	g.Close()
+}
+
 // Wait waits for the queue threads to finish and returns what they did
 // (filled even with an error).
 func (g *Generator) Wait() (*Result, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/testenv/nstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,12 +24,10 @@ func TestMain(m *testing.M) {
 		// A generator child of TestCompareTestpmd.
 		os.Exit(childMain())
 	}
-	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
+	netns.Main(m)
 }
 
-func nsPrefix() string { return fmt.Sprintf("vnbxdp-%d-", os.Getpid()) }
-
-var nsSeq atomic.Int32
+const netns = nstest.Prefix("vnbxdp")
 
 // needHost skips (fails in CI) without root, /dev/net/tun or AF_XDP.
 func needHost(t testing.TB) {
@@ -52,21 +51,7 @@ func testTap(t testing.TB, queues int) *hostnet.Netns {
 // default).
 func testTapQLen(t testing.TB, queues, txqlen int) *hostnet.Netns {
 	t.Helper()
-	name := fmt.Sprintf("%s%d", nsPrefix(), nsSeq.Add(1))
-	ns, err := hostnet.CreateNetns(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := ns.Do(func() error {
-		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0)
-	}); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
+	ns := netns.NoIPv6(t)
 	if err := ns.CreateTap(hostnet.Tap{Name: testDev, Queues: queues, TxQLen: txqlen}); err != nil {
 		t.Fatal(err)
 	}

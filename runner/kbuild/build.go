@@ -111,9 +111,9 @@ type Plan struct {
 	workID   string
 }
 
-// Cached returns the plan's kernel when the cache holds it.
-func (b *Builder) Cached(p *Plan) (*Kernel, bool) {
-	k, err := cacheDir(b.Dir).load(filepath.Join(b.Dir, "out", p.Key))
+// Kernel returns the plan's kernel when the cache holds it.
+func (c Cache) Kernel(p *Plan) (*Kernel, bool) {
+	k, err := c.load(filepath.Join(string(c), "out", p.Key))
 	if err != nil {
 		return nil, false
 	}
@@ -141,7 +141,7 @@ func (b *Builder) BuildPlans(ctx context.Context, plans []*Plan) ([]*Kernel, err
 	b.defaults()
 	var todo []*Plan
 	for _, p := range plans {
-		if _, ok := b.Cached(p); !ok {
+		if _, ok := Cache(b.Dir).Kernel(p); !ok {
 			todo = append(todo, p)
 		}
 	}
@@ -218,11 +218,9 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 		if ref == "" {
 			ref = "HEAD"
 		}
-		c, err := Git(ctx, b.Exec, tree, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
-		if err != nil {
+		if p.Commit, err = Commit(ctx, b.Exec, tree, ref); err != nil {
 			return nil, fault.Input("kernel %s: ref %q is not a commit in %s; check it with git -C %s log %s (or fetch it first)", s.Label, ref, tree, tree, ref)
 		}
-		p.Commit = strings.TrimSpace(c)
 	} else {
 		if s.Ref != "" {
 			return nil, fault.Input("kernel %s: ref %q given, but %s is not a git repository (its top); drop ref: or point tree: at a git clone", s.Label, s.Ref, tree)
@@ -361,7 +359,7 @@ func (b *Builder) Check(ctx context.Context, p *Plan) error {
 		return err
 	}
 	defer w.unlock()
-	if _, ok := b.Cached(p); ok { // built meanwhile by another process
+	if _, ok := Cache(b.Dir).Kernel(p); ok { // built meanwhile by another process
 		return nil
 	}
 	if err := w.apply(ctx); err != nil {
@@ -373,7 +371,7 @@ func (b *Builder) Check(ctx context.Context, p *Plan) error {
 // Build builds the plan's kernel, or returns it from the cache.
 func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 	b.defaults()
-	if k, ok := b.Cached(p); ok {
+	if k, ok := Cache(b.Dir).Kernel(p); ok {
 		b.logf("kernel %s: %s from the build cache (%s), nothing to build", p.Spec.Label, k.Identity.Release, filepath.Dir(k.Image))
 		return k, nil
 	}
@@ -387,7 +385,7 @@ func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 	defer w.unlock()
 	// Another process (a run, the e2e test) may have built it while this
 	// one waited for the work tree.
-	if k, ok := b.Cached(p); ok {
+	if k, ok := Cache(b.Dir).Kernel(p); ok {
 		b.logf("kernel %s: %s built meanwhile by another build, from the build cache (%s)", p.Spec.Label, k.Identity.Release, filepath.Dir(k.Image))
 		return k, nil
 	}
@@ -480,7 +478,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	start := time.Now()
 	cpu0 := childCPU()
 	cnt := &counter{w: logf, start: start, expect: expect, every: b.Every, log: b.Log, label: p.Spec.Label}
-	if err := b.run(ctx, proc.Cmd{Argv: argv, Stdout: cnt, Stderr: cnt, Env: cacheDir(b.Dir).makeEnv()}); err != nil {
+	if err := b.run(ctx, proc.Cmd{Argv: argv, Stdout: cnt, Stderr: cnt, Env: Cache(b.Dir).makeEnv()}); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("kernel %s: build interrupted (log %s): %w", p.Spec.Label, logPath, ctx.Err())
 		}

@@ -116,7 +116,7 @@ func (b *Builder) Decide(ctx context.Context, tree string, h *Headers, modDir st
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(cacheDir(b.Dir).tmpRoot(), "decide-")
+	work, err := os.MkdirTemp(Cache(b.Dir).tmpRoot(), "decide-")
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 			return nil, err
 		}
 		_, err = b.Exec.Run(ctx, proc.Cmd{Argv: []string{"make", "-C", w.dir, "INSTALL_MOD_PATH=" + tmp, "INSTALL_MOD_STRIP=1", "modules_install"},
-			Stdout: logf, Stderr: logf, Env: cacheDir(b.Dir).makeEnv()})
+			Stdout: logf, Stderr: logf, Env: Cache(b.Dir).makeEnv()})
 		logf.Close()
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: make modules_install: %w (log %s)", p.Spec.Label, err, logPath)
@@ -92,13 +92,13 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 	}
 	final := filepath.Join(outRoot, p.Key)
 	if err := os.Rename(tmp, final); err != nil {
-		if k, lerr := cacheDir(b.Dir).load(final); lerr == nil { // built meanwhile by another run
+		if k, lerr := Cache(b.Dir).load(final); lerr == nil { // built meanwhile by another run
 			return k, nil
 		}
 		return nil, fmt.Errorf("kernel %s: install into the cache: %w", p.Spec.Label, err)
 	}
 	done = true
-	k, err := cacheDir(b.Dir).load(final)
+	k, err := Cache(b.Dir).load(final)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +106,15 @@ func (b *Builder) install(ctx context.Context, p *Plan, w *work, modules bool, l
 	return k, nil
 }
 
-// cacheDir is the build cache's directory (Builder.Dir): finished builds
-// in out/, their logs in logs/, ccache's cache, temporary directories.
-type cacheDir string
+// Cache is the build cache's directory (Builder.Dir): finished builds in
+// out/, their logs in logs/, decisions in decide/, module builds in mod/,
+// Debian's headers in headers/, ccache's cache, temporary directories.
+// Its lookups (Kernel, Decision, Modules) write nothing: plan tells with
+// them what a run would build, without building it.
+type Cache string
 
 // load reads a finished cache entry.
-func (c cacheDir) load(dir string) (*Kernel, error) {
+func (c Cache) load(dir string) (*Kernel, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "build.json"))
 	if err != nil {
 		return nil, err
@@ -179,7 +182,7 @@ func copyFile(src, dst string) error {
 
 // tmpRoot is the cache's directory of temporary work directories
 // (created when missing).
-func (c cacheDir) tmpRoot() string {
+func (c Cache) tmpRoot() string {
 	root := filepath.Join(string(c), "tmp")
 	os.MkdirAll(root, 0o755)
 	return root
@@ -187,7 +190,7 @@ func (c cacheDir) tmpRoot() string {
 
 // makeEnv is the environment of the kernel's make: a fixed build user
 // and host, and ccache (when installed) with its cache in c.
-func (c cacheDir) makeEnv() []string {
+func (c Cache) makeEnv() []string {
 	env := []string{"KBUILD_BUILD_USER=vnetbench", "KBUILD_BUILD_HOST=vnetbench", "LC_ALL=C"}
 	if _, err := proc.LookPath("ccache"); err == nil {
 		// Depend mode: a miss costs no extra preprocessor run (kbuild

@@ -147,7 +147,7 @@ func (b *Builder) BuildModules(ctx context.Context, s ModSpec) (*ModBuild, error
 // modBuild builds s's modules in a work directory and copies them,
 // stripped of debug information, into out.
 func (b *Builder) modBuild(ctx context.Context, s ModSpec, out string) (*ModBuild, error) {
-	work, err := os.MkdirTemp(cacheDir(b.Dir).tmpRoot(), "modbuild-")
+	work, err := os.MkdirTemp(Cache(b.Dir).tmpRoot(), "modbuild-")
 	if err != nil {
 		return nil, err
 	}

@@ -186,23 +186,23 @@ func (b *Builder) decision(ctx context.Context, g ModGroup, mp *ModPlan, k ModKe
 	return d, nil
 }
 
-// CachedDecision returns a series' decision on linux-source-SERIES
-// unpacked at tree, when one was made before; for plan, which fetches
-// and builds nothing.
-func (b *Builder) CachedDecision(series, tree string, patches []Patch) (*Decision, bool) {
+// Decision returns a series' decision on linux-source-SERIES unpacked
+// at tree, when one was made before; for plan, which fetches and builds
+// nothing.
+func (c Cache) Decision(series, tree string, patches []Patch) (*Decision, bool) {
 	v, err := SourceVersion(tree)
 	if err != nil {
 		return nil, false
 	}
-	d, err := readDecision(filepath.Join(b.Dir, "decide", decisionKey(series, v, patches)+".json"))
+	d, err := readDecision(filepath.Join(string(c), "decide", decisionKey(series, v, patches)+".json"))
 	return d, err == nil
 }
 
-// ModulesCached reports whether the cache holds the modules of decision
-// d (made by PlanModules) rebuilt with patches on linux-source-SERIES:
-// for plan, which builds nothing.
-func (b *Builder) ModulesCached(series string, d *Decision, modules []ModTarget, patches []Patch) bool {
-	root := filepath.Join(b.Dir, "headers", "linux-headers-"+d.Release+"_"+d.Version)
+// Modules reports whether the cache holds the modules of decision d
+// (made by PlanModules) rebuilt with patches on linux-source-SERIES: for
+// plan, which builds nothing.
+func (c Cache) Modules(series string, d *Decision, modules []ModTarget, patches []Patch) bool {
+	root := filepath.Join(string(c), "headers", "linux-headers-"+d.Release+"_"+d.Version)
 	h := &Headers{Release: d.Release, Version: d.Version, Root: root, Dir: filepath.Join(root, "usr", "src", "linux-headers-"+d.Release)}
 	if !exists(filepath.Join(root, ".complete")) {
 		return false
@@ -212,7 +212,7 @@ func (b *Builder) ModulesCached(series string, d *Decision, modules []ModTarget,
 	if err != nil {
 		return false
 	}
-	_, err = loadModBuild(filepath.Join(b.Dir, "mod", s.key(cc)))
+	_, err = loadModBuild(filepath.Join(string(c), "mod", s.key(cc)))
 	return err == nil
 }
 

@@ -28,6 +28,14 @@ func Git(ctx context.Context, ex proc.Executor, dir string, args ...string) (str
 	return string(out), err
 }
 
+// Commit resolves ref to the full hash of a commit of the git tree at
+// dir. The ref goes after --end-of-options, so git never reads one from
+// a user as an option (--output=FILE would make git write FILE).
+func Commit(ctx context.Context, ex proc.Executor, dir, ref string) (string, error) {
+	out, err := Git(ctx, ex, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	return strings.TrimSpace(out), err
+}
+
 // work is a plan's locked work tree (a git worktree of the tree, or a
 // copy of it) with its state directory, and the builder that drives it:
 // creating, checking out, configuring it, applying and reverting the
@@ -198,7 +206,7 @@ func (w *work) configure(ctx context.Context) error {
 	fi, serr := os.Stat(cfg)
 	for _, args := range [][]string{{"allnoconfig", "KCONFIG_ALLCONFIG=" + frag}, {"olddefconfig"}} {
 		argv := append([]string{"make", "-C", w.dir}, args...)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: cacheDir(b.Dir).makeEnv()}); err != nil {
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: argv, Stdout: log, Stderr: log, Env: Cache(b.Dir).makeEnv()}); err != nil {
 			return fmt.Errorf("kernel %s: configure: %w (log %s)", p.Spec.Label, err, log.Name())
 		}
 	}

@@ -12,34 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/linkcheck"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 )
-
-// treeState is every name under dir with its content and link target.
-func treeState(dir string) string {
-	var b strings.Builder
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		b.WriteString(p)
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			b.WriteString(" -> " + l)
-		case e.Type().IsRegular():
-			c, _ := os.ReadFile(p)
-			b.WriteString(" " + string(c))
-		}
-		b.WriteString("\n")
-		return nil
-	})
-	return b.String()
-}
 
 // A lab run's every path (the outer run directory, lab/scenario.yaml,
 // the lab VM's directory and console, the inner run directory the lab
@@ -48,14 +27,7 @@ func treeState(dir string) string {
 // lab's directory were written through a link.
 func TestLabWritesThroughNoLink(t *testing.T) {
 	dir := t.TempDir()
-	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vnetbench")
-	if err := fakeqemu.StaticELF(bin); err != nil {
-		t.Fatal(err)
-	}
+	img, mods, bin := fakeqemu.Lab(t, dir, "6.1.0-99-fake")
 	yaml := fmt.Sprintf(`
 name: lablinks
 kernels:
@@ -104,31 +76,16 @@ timeouts: {boot: 1m, traffic: 1m}
 	if err := labRun(ref, false); err != nil {
 		t.Fatalf("reference lab run: %v", err)
 	}
-	var paths []string
-	filepath.WalkDir(ref, func(p string, _ fs.DirEntry, _ error) error {
-		if rel, _ := filepath.Rel(ref, p); rel != "." {
-			paths = append(paths, rel)
-		}
-		return nil
-	})
-	sort.Strings(paths)
+	paths := linkcheck.Paths(t, ref)
 	for _, want := range []string{results.LabScenario, results.LabConsole("b"), filepath.Join(results.LabDir("b"), results.ResultsFile)} {
 		if !sortedHas(paths, want) {
 			t.Fatalf("the lab run wrote %v, not %s", paths, want)
 		}
 	}
-	// Each path's link points at its own victims: a file, and a
-	// directory holding one, both "[]" (an empty JSON list, which a
-	// state file's reader would accept).
-	outside := filepath.Join(dir, "outside")
-	for i := range paths {
-		os.MkdirAll(filepath.Join(outside, "dirs", fmt.Sprint(i)), 0o755)
-		os.WriteFile(filepath.Join(outside, "dirs", fmt.Sprint(i), "victim"), []byte("[]"), 0o644)
-		os.MkdirAll(filepath.Join(outside, "files"), 0o755)
-		os.WriteFile(filepath.Join(outside, "files", fmt.Sprint(i)), []byte("[]"), 0o644)
-	}
+	// Each path's link points at its own victims, a file and a directory.
+	outside := linkcheck.Outside(t, len(paths))
 	for i, p := range paths {
-		for _, kind := range []string{"files", "dirs"} {
+		for _, kind := range []string{linkcheck.Files, linkcheck.Dirs} {
 			d := filepath.Join(dir, fmt.Sprintf("run-%d-%s", i, kind))
 			// A resumed run whose samples are all to do again.
 			if out, err := exec.Command("cp", "-a", ref, d).CombinedOutput(); err != nil {
@@ -136,14 +93,10 @@ timeouts: {boot: 1m, traffic: 1m}
 			}
 			os.Truncate(filepath.Join(d, results.ResultsFile), 0)
 			os.Truncate(filepath.Join(d, results.LabDir("b"), results.ResultsFile), 0)
-			link := filepath.Join(d, p)
-			os.RemoveAll(link)
-			if err := os.Symlink(filepath.Join(outside, kind, fmt.Sprint(i)), link); err != nil {
-				t.Fatal(err)
-			}
-			before := treeState(outside)
+			linkcheck.Plant(t, filepath.Join(d, p), linkcheck.Target(outside, kind, i))
+			before := linkcheck.Tree(outside)
 			err := labRun(d, true)
-			if treeState(outside) != before {
+			if linkcheck.Tree(outside) != before {
 				t.Errorf("a link at %s to %s: the lab run wrote outside its directory (it said %v)", p, kind, err)
 			}
 		}

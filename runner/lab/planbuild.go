@@ -121,7 +121,7 @@ func planGroup(ctx context.Context, b *kbuild.Builder, cache, src string, labels
 		if len(ps) == 0 || !fetched {
 			continue
 		}
-		if d, ok := b.CachedDecision(series, tree, ps); ok {
+		if d, ok := kbuild.Cache(b.Dir).Decision(series, tree, ps); ok {
 			ds = append(ds, d)
 		}
 	}
@@ -183,7 +183,7 @@ func moduleItem(b *kbuild.Builder, series string, m BuildMode, ds []*kbuild.Deci
 	} else {
 		todo = 0
 		for _, l := range labels {
-			if !b.ModulesCached(series, ds[0], mods, patches[l]) {
+			if !kbuild.Cache(b.Dir).Modules(series, ds[0], mods, patches[l]) {
 				todo++
 			}
 		}
@@ -283,7 +283,7 @@ func fullCached(ctx context.Context, b *kbuild.Builder, tree string, k scenarios
 	if err != nil {
 		return false
 	}
-	_, ok := b.Cached(p)
+	_, ok := kbuild.Cache(b.Dir).Kernel(p)
 	return ok
 }
 

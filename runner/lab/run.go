@@ -181,6 +181,10 @@ func labConfig(label string, lc []scenarios.Cell, o runner.Options, in Inner, ar
 	if c.Accel == qemu.KVM && h.KVM.NestedOn() {
 		c.Nested = h.KVM.Flag
 	}
+	// The inner run raises the boot deadline of guests nested under TCG
+	// (NestedBoot); the lab's own deadline counts the raised one.
+	raised, _ := NestedBoot(lc, c.Nested != "")
+	c.Timeouts.Run = labRunTimeout(raised)
 	if o.Accel == "" {
 		aw, need, err := labAccels(lc, h.KVM)
 		if err != nil {

@@ -1,20 +1,20 @@
 package labvm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
@@ -182,23 +182,17 @@ func runInner(cfg *InitConfig, extra []*os.File) (int, error) {
 	if dir == "" {
 		dir = "/"
 	}
-	// os/exec, not internal/proc: this is PID 1 of a VM, guest-side code
-	// like the agent (archtest's guestSide). proc's Executor is the
-	// harness's: its commands have no chroot, get the caller's environment
-	// (here the kernel's leftovers from its command line) besides the exact
-	// cfg.Env, and start in a process group of their own, where the inner
-	// run gets a session (Setsid; setpgid on a session leader fails with
-	// EPERM). Widening it for its one caller inside a VM buys nothing.
-	cmd := &exec.Cmd{
-		Path:        labBinary,
-		Args:        append([]string{"vnetbench"}, cfg.Args...),
-		Env:         cfg.Env,
-		Dir:         dir,
-		Stdin:       nil,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		ExtraFiles:  extra,
-		SysProcAttr: &syscall.SysProcAttr{Chroot: newRoot, Setsid: true},
+	// Chrooted, with exactly cfg.Env (not the kernel's leftovers from its
+	// command line that PID 1 holds) and in a session of its own, writing
+	// straight to the console.
+	c := proc.Cmd{
+		Argv:       append([]string{"vnetbench"}, cfg.Args...),
+		Env:        cfg.Env,
+		Dir:        dir,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		ExtraFiles: extra,
+		Root:       &proc.Root{Dir: newRoot, Path: labBinary},
 	}
 	emit(Event{Ev: EvStart})
 	// The heartbeat: the host takes a lab that stays silent for
@@ -218,16 +212,18 @@ func runInner(cfg *InitConfig, extra []*os.File) (int, error) {
 			}
 		}
 	}()
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
+	p, err := proc.Real{}.Start(context.Background(), c)
+	if err == nil {
+		err = p.Wait()
+	}
+	if err == nil {
 		return 0, nil
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
+	}
+	var ee *proc.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Status(); ok {
+			return st, nil
 		}
-		return ee.ExitCode(), nil
 	}
 	return 0, fmt.Errorf("run %s: %w", strings.Join(cfg.Args, " "), err)
 }

@@ -2,7 +2,6 @@ package afxdp_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/testenv/nstest"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
@@ -21,10 +21,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
+	netns.Main(m)
 }
 
-func nsPrefix() string { return fmt.Sprintf("vnbwafx-%d-", os.Getpid()) }
+const netns = nstest.Prefix("vnbwafx")
 
 const scenario = `
 name: x
@@ -102,11 +102,7 @@ func TestValidateErrors(t *testing.T) {
 func TestGeneratorOnTap(t *testing.T) {
 	testenv.NeedRoot(t, "network namespaces, taps, AF_XDP sockets")
 	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
-	ns, err := hostnet.CreateNetns(nsPrefix() + "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
+	ns := netns.New(t)
 	const dev = "vnbwx0"
 	if err := ns.CreateTap(hostnet.Tap{Name: dev, TxQLen: 64}); err != nil {
 		t.Fatal(err)

@@ -97,12 +97,7 @@ func (g *generator) Prepare(ctx context.Context, w *workload.Window) error {
 }
 
 // Threads are the sending threads, inside the harness's process.
-func (g *generator) Threads() ([]int, bool) {
-	if g.g == nil {
-		return nil, false
-	}
-	return g.g.Threads(), false
-}
+func (g *generator) Threads() ([]int, bool) { return series.Threads(g.g) }
 
 // Start reads the tap's counters and lets the threads send (after
 // Prepare, which it runs when the runner did not).
@@ -125,13 +120,10 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 // Release ends the prepared threads without sending and closes the
 // sockets.
 func (g *generator) Release() {
-	if g.g == nil {
-		return
+	if g.g != nil {
+		g.g.Abort()
+		g.g = nil
 	}
-	g.g.Stop()
-	g.g.Wait()
-	g.g.Close()
-	g.g = nil
 }
 
 func (g *generator) linkStats() (hostnet.LinkStats, error) { return series.LinkStats(g.w) }

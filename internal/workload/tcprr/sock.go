@@ -116,9 +116,18 @@ func retry(err error) bool {
 }
 
 // readFull reads len(buf) bytes from fd.
-func readFull(fd int, buf []byte, stop *atomic.Bool) error {
-	for got := 0; got < len(buf); {
-		n, err := unix.Read(fd, buf[got:])
+func readFull(fd int, buf []byte, stop *atomic.Bool) error { return whole(unix.Read, fd, buf, stop) }
+
+// writeAll writes buf to fd.
+func writeAll(fd int, buf []byte, stop *atomic.Bool) error { return whole(unix.Write, fd, buf, stop) }
+
+// whole calls rw (unix.Read or unix.Write) on fd until all of buf is
+// done, through a tick's timeouts and interrupted calls, and returns
+// errStopped when stop is set at one. No progress without an error is
+// the peer's end of the connection (a read of 0 bytes).
+func whole(rw func(int, []byte) (int, error), fd int, buf []byte, stop *atomic.Bool) error {
+	for done := 0; done < len(buf); {
+		n, err := rw(fd, buf[done:])
 		switch {
 		case err != nil && retry(err):
 			if stop.Load() {
@@ -129,25 +138,7 @@ func readFull(fd int, buf []byte, stop *atomic.Bool) error {
 		case n == 0:
 			return errors.New("connection closed by the peer")
 		default:
-			got += n
-		}
-	}
-	return nil
-}
-
-// writeAll writes buf to fd.
-func writeAll(fd int, buf []byte, stop *atomic.Bool) error {
-	for sent := 0; sent < len(buf); {
-		n, err := unix.Write(fd, buf[sent:])
-		switch {
-		case err != nil && retry(err):
-			if stop.Load() {
-				return errStopped
-			}
-		case err != nil:
-			return err
-		default:
-			sent += n
+			done += n
 		}
 	}
 	return nil

@@ -7,27 +7,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/testenv/nstest"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
-// TestMain fails the package when a test leaves one of its namespaces
+// The package's namespaces; TestMain fails it when a test leaves one
 // behind.
-func TestMain(m *testing.M) {
-	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
-}
+const netns = nstest.Prefix("vnbrr")
 
-func nsPrefix() string { return "vnbrr" + strconv.Itoa(os.Getpid()) }
-
-var nsSeq atomic.Int32
+func TestMain(m *testing.M) { netns.Main(m) }
 
 // pair makes two namespaces joined by a veth pair: a (10.78.0.1) and b
 // (10.78.0.2), deleted when the test ends.
@@ -35,16 +30,7 @@ func pair(t *testing.T) (a, b *hostnet.Netns) {
 	t.Helper()
 	testenv.NeedRoot(t, "network namespaces and a veth pair")
 	testenv.NeedCommand(t, "ip", "iproute2")
-	var nss [2]*hostnet.Netns
-	for i := range nss {
-		ns, err := hostnet.CreateNetns(fmt.Sprintf("%s-%d", nsPrefix(), nsSeq.Add(1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ns.Delete() })
-		nss[i] = ns
-	}
-	a, b = nss[0], nss[1]
+	a, b = netns.New(t), netns.New(t)
 	for _, args := range [][]string{
 		{"-n", a.Name, "link", "add", "vnbrra", "type", "veth", "peer", "name", "vnbrrb", "netns", b.Name},
 		{"-n", a.Name, "addr", "add", "10.78.0.1/24", "dev", "vnbrra"},

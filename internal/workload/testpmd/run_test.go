@@ -12,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/testenv/nstest"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/internal/workload/afxdp"
 	"github.com/vnetbench/vnetbench/internal/xsk/series"
@@ -21,10 +22,10 @@ import (
 func TestMain(m *testing.M) {
 	workload.Register(afxdp.Workload{})
 	workload.Register(Workload{})
-	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
+	netns.Main(m)
 }
 
-func nsPrefix() string { return fmt.Sprintf("vnbwpmd-%d-", os.Getpid()) }
+const netns = nstest.Prefix("vnbwpmd")
 
 // The argv as the shell would see it: copy mode with force_copy, zero-copy
 // without it, several ports on consecutive queues, pinned lcores.
@@ -117,11 +118,7 @@ func TestGeneratorOnTap(t *testing.T) {
 	if p := probePMD(); !p.OK {
 		testenv.Skipf(t, "%s", p.Why)
 	}
-	ns, err := hostnet.CreateNetns(nsPrefix() + "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
+	ns := netns.New(t)
 	const dev = "vnbwp0"
 	if err := ns.CreateTap(hostnet.Tap{Name: dev}); err != nil {
 		t.Fatal(err)

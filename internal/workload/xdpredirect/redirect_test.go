@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,18 +16,15 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/testenv/nstest"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
-// TestMain fails the package when a test leaves one of its namespaces
+// The package's namespaces; TestMain fails it when a test leaves one
 // behind.
-func TestMain(m *testing.M) {
-	os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix()))
-}
+const netns = nstest.Prefix("vnbxr")
 
-func nsPrefix() string { return "vnbxr" + strconv.Itoa(os.Getpid()) }
-
-var nsSeq atomic.Int32
+func TestMain(m *testing.M) { netns.Main(m) }
 
 const (
 	testTap   = "vnbxr0"
@@ -83,16 +78,7 @@ func tapNetns(t *testing.T, txqlen int, delay time.Duration) (*hostnet.Netns, *t
 	t.Helper()
 	testenv.NeedRoot(t, "network namespaces, a tap, a veth pair, XDP and AF_XDP")
 	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
-	ns, err := hostnet.CreateNetns(fmt.Sprintf("%s-%d", nsPrefix(), nsSeq.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
-	if err := ns.Do(func() error {
-		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ns := netns.NoIPv6(t)
 	if err := ns.CreateTap(hostnet.Tap{Name: testTap, Addr: hostIP + "/24", TxQLen: txqlen}); err != nil {
 		t.Fatal(err)
 	}

@@ -102,12 +102,7 @@ func (g *generator) senderConfig() (xdp.Config, error) {
 }
 
 // Threads: the AF_XDP generator's sending thread, in the harness.
-func (g *generator) Threads() ([]int, bool) {
-	if g.g == nil {
-		return nil, false
-	}
-	return g.g.Threads(), false
-}
+func (g *generator) Threads() ([]int, bool) { return series.Threads(g.g) }
 
 func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 	if g.g == nil || g.w != w {
@@ -134,9 +129,7 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 // path.
 func (g *generator) Release() {
 	if g.g != nil {
-		g.g.Stop()
-		g.g.Wait()
-		g.g.Close()
+		g.g.Abort()
 		g.g = nil
 	}
 	g.closePath()

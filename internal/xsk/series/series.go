@@ -1,7 +1,8 @@
 // Package series is what the AF_XDP series' workloads (afxdp, the
 // harness's generator, and testpmd, the series' own) share: their
 // pkt_size and mode keys, queue and CPU checks, their table, their
-// feature's name, the frames they send and the tap's counters.
+// feature's name, the frames they send, the tap's counters and the
+// generator's threads.
 // xdp_redirect, which drives the same generator on a veth, takes the
 // pkt_size key, the feature and the frames too. The plug-ins import this
 // package; none imports another. The AF_XDP socket driver is
@@ -193,4 +194,13 @@ func Frame(w *workload.Window, size int) (xsk.Frame, error) {
 		*a.p = ip
 	}
 	return f, nil
+}
+
+// Threads are a generator's sending threads, inside the harness's process
+// (not the whole process: false); none before it started.
+func Threads(g *xsk.Generator) ([]int, bool) {
+	if g == nil {
+		return nil, false
+	}
+	return g.Threads(), false
 }
