@@ -1,47 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"encoding/xml"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv/xmltree"
 )
 
-// htmlNode is an element of history's page, which is well-formed XML:
-// encoding/xml reads its tree without a browser.
-type htmlNode struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []htmlNode `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
-
-func (n *htmlNode) attr(name string) string {
-	for _, a := range n.Attrs {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-// all is n's descendants named name, in document order.
-func (n *htmlNode) all(name string) []*htmlNode {
-	var out []*htmlNode
-	for i := range n.Nodes {
-		if c := &n.Nodes[i]; c.XMLName.Local == name {
-			out = append(out, c)
-		}
-		out = append(out, n.Nodes[i].all(name)...)
-	}
-	return out
-}
-
 // historyPage runs history with args writing HTML and parses the page.
-func historyPage(t *testing.T, args ...string) *htmlNode {
+func historyPage(t *testing.T, args ...string) *xmltree.Node {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "h.html")
 	if _, stderr, err := runHistory(t, append(args, "-o", path)...); err != nil {
@@ -51,13 +21,7 @@ func historyPage(t *testing.T, args ...string) *htmlNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root htmlNode
-	d := xml.NewDecoder(bytes.NewReader(b))
-	d.Strict = true
-	if err := d.Decode(&root); err != nil {
-		t.Fatalf("the page does not parse: %v", err)
-	}
-	return &root
+	return xmltree.Parse(t, b)
 }
 
 // TestHistoryHTMLRuns parses the page of a history of the real
@@ -69,7 +33,7 @@ func historyPage(t *testing.T, args ...string) *htmlNode {
 func TestHistoryHTMLRuns(t *testing.T) {
 	dirs := fakeHistory(t, 40, 30, 0.75)
 	page := historyPage(t, dirs...)
-	h2s := page.all("h2")
+	h2s := page.All("h2")
 	if len(h2s) == 0 || !strings.HasPrefix(h2s[0].Text, "tx_pps · ") {
 		t.Fatalf("%d charts, the first not of tx_pps", len(h2s))
 	}
@@ -78,24 +42,24 @@ func TestHistoryHTMLRuns(t *testing.T) {
 			t.Errorf("default page charts the diagnostic %s", h.Text)
 		}
 	}
-	if ems := page.all("em"); len(ems) != 1 || !regexp.MustCompile(`^\d+ diagnostic series .* not shown; --all shows them$`).MatchString(ems[0].Text) {
+	if ems := page.All("em"); len(ems) != 1 || !regexp.MustCompile(`^\d+ diagnostic series .* not shown; --all shows them$`).MatchString(ems[0].Text) {
 		t.Errorf("the page does not end saying diagnostics were left out: %+v", ems)
 	}
-	svgs, found := page.all("svg"), false
+	svgs, found := page.All("svg"), false
 	for i, h := range h2s {
 		if !strings.HasPrefix(h.Text, "tx_pps · tap/trafgen") {
 			continue
 		}
 		found = true
-		for _, tx := range svgs[i].all("text") {
-			if tx.attr("text-anchor") == "end" && tx.attr("x") == "76" && !regexp.MustCompile(`^\d+(\.\d+)? Kpps$`).MatchString(tx.Text) {
+		for _, tx := range svgs[i].All("text") {
+			if tx.Attr("text-anchor") == "end" && tx.Attr("x") == "76" && !regexp.MustCompile(`^\d+(\.\d+)? Kpps$`).MatchString(tx.Text) {
 				t.Errorf("%s: axis tick %q, want Kpps as the tables write it", h.Text, tx.Text)
 			}
 		}
 		var labels []string
-		for _, tx := range svgs[i].all("text") {
-			if tx.attr("class") == "cp" {
-				labels = append(labels, tx.attr("fill")+" "+strings.TrimSpace(tx.Text))
+		for _, tx := range svgs[i].All("text") {
+			if tx.Attr("class") == "cp" {
+				labels = append(labels, tx.Attr("fill")+" "+strings.TrimSpace(tx.Text))
 			}
 		}
 		if len(labels) != 1 || !regexp.MustCompile(`^#b00 c0{9}30 -2\d\.\d%$`).MatchString(labels[0]) {
@@ -105,7 +69,7 @@ func TestHistoryHTMLRuns(t *testing.T) {
 	if !found {
 		t.Errorf("no chart of tx_pps in tap/trafgen")
 	}
-	all := historyPage(t, append([]string{"--all"}, dirs...)...).all("h2")
+	all := historyPage(t, append([]string{"--all"}, dirs...)...).All("h2")
 	diag := 0
 	for _, h := range all {
 		m, _, _ := strings.Cut(h.Text, " · ")

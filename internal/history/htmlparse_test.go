@@ -2,71 +2,34 @@ package history
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/testenv/xmltree"
 )
 
-// node is an element of a parsed page: the page is well-formed XML
-// (XHTML syntax), so encoding/xml reads it as a browser's parser would
-// build its tree, without a browser.
-type node struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []node     `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
-
-func (n *node) attr(name string) string {
-	for _, a := range n.Attrs {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-// all returns n's descendants named name, in document order.
-func (n *node) all(name string) []*node {
-	var out []*node
-	for i := range n.Nodes {
-		c := &n.Nodes[i]
-		if c.XMLName.Local == name {
-			out = append(out, c)
-		}
-		out = append(out, c.all(name)...)
-	}
-	return out
-}
-
 // parsePage parses a page WriteHTML wrote, strictly.
-func parsePage(t *testing.T, page []byte) *node {
+func parsePage(t *testing.T, page []byte) *xmltree.Node {
 	t.Helper()
-	var root node
-	d := xml.NewDecoder(bytes.NewReader(page))
-	d.Strict = true
-	if err := d.Decode(&root); err != nil {
-		t.Fatalf("the page does not parse: %v\n%s", err, page)
-	}
-	return &root
+	return xmltree.Parse(t, page)
 }
 
 // labelSpan is the horizontal extent of a change-point label: charW per
 // character (a monospace font), from x rightwards or, anchored at its
 // end, leftwards.
-func labelSpan(t *testing.T, n *node) (from, to, y float64) {
+func labelSpan(t *testing.T, n *xmltree.Node) (from, to, y float64) {
 	t.Helper()
-	x, err1 := strconv.ParseFloat(n.attr("x"), 64)
-	y, err2 := strconv.ParseFloat(n.attr("y"), 64)
+	x, err1 := strconv.ParseFloat(n.Attr("x"), 64)
+	y, err2 := strconv.ParseFloat(n.Attr("y"), 64)
 	if err1 != nil || err2 != nil {
-		t.Fatalf("label %q at x %q y %q", n.Text, n.attr("x"), n.attr("y"))
+		t.Fatalf("label %q at x %q y %q", n.Text, n.Attr("x"), n.Attr("y"))
 	}
 	w := charW * float64(len([]rune(strings.TrimSpace(n.Text))))
-	if n.attr("text-anchor") == "end" {
+	if n.Attr("text-anchor") == "end" {
 		return x - w, x, y
 	}
 	return x, x + w, y
@@ -75,19 +38,19 @@ func labelSpan(t *testing.T, n *node) (from, to, y float64) {
 // checkChart checks one parsed chart: every number it writes is in the
 // tables' form (no exponent), and its change-point labels lie inside it
 // without overlapping. It returns the labels' colours in order.
-func checkChart(t *testing.T, title string, svg *node) []string {
+func checkChart(t *testing.T, title string, svg *xmltree.Node) []string {
 	t.Helper()
 	exp := regexp.MustCompile(`\d[eE][+-]?\d`)
 	for _, name := range []string{"text", "title"} {
-		for _, n := range svg.all(name) {
+		for _, n := range svg.All(name) {
 			if m := exp.FindString(n.Text); m != "" {
 				t.Errorf("%s: <%s> %q writes a number in exponent form", title, name, n.Text)
 			}
 		}
 	}
-	var labels []*node
-	for _, n := range svg.all("text") {
-		if n.attr("class") == "cp" {
+	var labels []*xmltree.Node
+	for _, n := range svg.All("text") {
+		if n.Attr("class") == "cp" {
 			labels = append(labels, n)
 		}
 	}
@@ -103,7 +66,7 @@ func checkChart(t *testing.T, title string, svg *node) []string {
 				t.Errorf("%s: labels %q and %q overlap at y %.0f: %.0f..%.0f and %.0f..%.0f", title, b.Text, a.Text, ay, b0, b1, a0, a1)
 			}
 		}
-		colors = append(colors, a.attr("fill"))
+		colors = append(colors, a.Attr("fill"))
 	}
 	return colors
 }
@@ -148,7 +111,7 @@ func TestHTMLFlatTicks(t *testing.T) {
 	if err := WriteHTML(&b, rs, ""); err != nil {
 		t.Fatal(err)
 	}
-	for i, svg := range parsePage(t, b.Bytes()).all("svg") {
+	for i, svg := range parsePage(t, b.Bytes()).All("svg") {
 		checkChart(t, rs[i].Metric, svg)
 		tk := ticks(svg)
 		if len(tk) != 3 || tk[0] == tk[1] || tk[1] == tk[2] || !strings.HasSuffix(tk[1], "pps") {
@@ -158,9 +121,9 @@ func TestHTMLFlatTicks(t *testing.T) {
 }
 
 // ticks are the texts of a chart's y axis, top to bottom.
-func ticks(svg *node) (out []string) {
-	for _, n := range svg.all("text") {
-		if n.attr("text-anchor") == "end" && n.attr("x") == strconv.Itoa(chartLeft-4) {
+func ticks(svg *xmltree.Node) (out []string) {
+	for _, n := range svg.All("text") {
+		if n.Attr("text-anchor") == "end" && n.Attr("x") == strconv.Itoa(chartLeft-4) {
 			out = append(out, n.Text)
 		}
 	}
@@ -196,7 +159,7 @@ func TestHTMLParsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := parsePage(t, b.Bytes())
-	svgs, tables := page.all("svg"), page.all("table")
+	svgs, tables := page.All("svg"), page.All("table")
 	if len(svgs) != 3 || len(tables) != 3 {
 		t.Fatalf("%d charts and %d tables, want 3 of each", len(svgs), len(tables))
 	}
@@ -204,8 +167,8 @@ func TestHTMLParsed(t *testing.T) {
 	for i, r := range rs {
 		colors := checkChart(t, r.Metric, svgs[i])
 		var dirs []string
-		for _, td := range tables[i].all("td") {
-			if c := td.attr("class"); c != "num" && c != "" {
+		for _, td := range tables[i].All("td") {
+			if c := td.Attr("class"); c != "num" && c != "" {
 				dirs = append(dirs, td.Text)
 			}
 		}
