@@ -25,8 +25,8 @@ func TestFewRunsNote(t *testing.T) {
 		!strings.HasPrefix(tb.Notes[0], "(2 runs) = 2 runs per side: a change without a verdict; from 3 runs per side a change far outside the noise is called DIFFERENT, from 10 SAME too") {
 		t.Errorf("2 runs per side: %q, notes %q", tb.Rows[0].Cells[0].Text, tb.Notes)
 	}
-	if tb := table(1); len(tb.Notes) != 1 || !strings.HasPrefix(tb.Notes[0], "(1 run) = 1 run per side:") {
-		t.Errorf("1 run per side: notes %q", tb.Notes)
+	if tb := table(1); len(tb.Notes) != 1 || tb.Rows[0].Cells[0].Text != "-20.00% (1 run)" || !strings.HasPrefix(tb.Notes[0], "(1 run) = 1 run per side:") {
+		t.Errorf("1 run per side: %q, notes %q", tb.Rows[0].Cells[0].Text, tb.Notes)
 	}
 	// 3 and 5 runs per side 20% apart with a spread of 1-2%: DIFFERENT at
 	// the early look, no note.

@@ -147,29 +147,7 @@ func guestGone(ctx context.Context, g *guest, err error) error {
 	if w.Fault != "" {
 		return &qemu.FaultError{VM: "guest", Line: w.Fault, Console: path, Tail: qemu.FaultTail(path, w.Fault, 40)}
 	}
-	return &GuestGoneError{Err: err, QEMU: qemuState(g.vm), Console: path, Tail: qemu.FileTail(path, 20)}
-}
-
-// qemuState says what became of vm's QEMU: exited with status 0 (the
-// guest powered off, or rebooted under -no-reboot: a kernel panic with
-// panic=-1), exited otherwise (its error carries its stderr's last lines),
-// or still running.
-func qemuState(vm *qemu.VM) string {
-	select {
-	case <-vm.Done():
-	default:
-		return "QEMU is still running"
-	}
-	p := vm.Process()
-	if werr := p.Wait(); werr != nil {
-		return "QEMU exited: " + werr.Error()
-	}
-	s := "QEMU exited with status 0 (the guest powered off, or rebooted: a kernel panic)"
-	if _, stderr := p.Output(); strings.TrimSpace(stderr) != "" {
-		lines := strings.Split(strings.TrimSpace(stderr), "\n")
-		s += "; its stderr: " + strings.Join(lines[max(len(lines)-5, 0):], " | ")
-	}
-	return s
+	return &GuestGoneError{Err: err, QEMU: g.vm.ExitState(), Console: path, Tail: qemu.FileTail(path, 20)}
 }
 
 func tapName(c *scenarios.Cell) string {

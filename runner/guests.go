@@ -141,7 +141,7 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	}
 	gs.noteCmdline(qemu.Cmdline(cfg))
 	g.vm = vm
-	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, 5*time.Second) })
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
 	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
 	agent, err := gs.waitAgent(bctx, vm, cfg.AgentSocket)
 	if err != nil {

@@ -598,3 +598,26 @@ func TestPktgenModeAuto(t *testing.T) {
 		t.Errorf("scripts %v", got)
 	}
 }
+
+// TestComparisonBuiltinsCallBigChanges: a built-in whose point is a
+// comparison (two or more kernels) runs at least 3 repetitions by
+// default, the plan's first look, so that its tables call a change far
+// outside the noise DIFFERENT instead of "-100.00% (1 run)" (issue 33
+// item 3; docs/compare.md).
+func TestComparisonBuiltinsCallBigChanges(t *testing.T) {
+	for _, b := range Builtins() {
+		s, err := Resolve(b.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", b.Name, err)
+		}
+		if len(s.Kernels) < 2 {
+			continue
+		}
+		for _, c := range s.Expand() {
+			if c.Repetitions < 3 {
+				t.Errorf("%s compares %d kernels, %s with %d repetitions by default; want at least 3", b.Name, len(s.Kernels), c.Name, c.Repetitions)
+				break
+			}
+		}
+	}
+}

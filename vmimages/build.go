@@ -19,6 +19,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
+	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
 // BootModules are loaded at every boot: the virtio PCI transport, the NIC
@@ -127,7 +128,8 @@ func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bo
 	if _, err := AddExecutable(&a, "/init", agent); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "etc/vnb"} {
+	list := strings.TrimPrefix(vminit.ModuleList, "/")
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", filepath.Dir(list)} {
 		a.AddDir(d, 0o755)
 	}
 	a.AddCharDev("dev/console", 0o600, 5, 1)
@@ -145,7 +147,7 @@ func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bo
 	if err != nil {
 		return nil, err
 	}
-	var list strings.Builder
+	var order strings.Builder
 	for _, m := range mods {
 		data, err := ix.ReadModule(m.Rel)
 		if err != nil {
@@ -156,10 +158,10 @@ func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bo
 		}
 		rel := UncompressedName(m.Rel)
 		a.AddFile(filepath.Join("lib/modules", k.Release, rel), 0o644, data)
-		list.WriteString(rel + "\n")
+		order.WriteString(rel + "\n")
 		loaded = append(loaded, m.Name)
 	}
-	a.AddFile("etc/vnb/modules", 0o644, []byte(list.String()))
+	a.AddFile(list, 0o644, []byte(order.String()))
 
 	for _, name := range programs {
 		if err := addProgram(&a, name); err != nil {

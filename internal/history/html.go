@@ -11,14 +11,15 @@ import (
 // WriteHTML renders one self-contained HTML page: per series an inline
 // SVG line chart of its points, a band of each segment's median +- its
 // noise, and the change points marked and labelled, then their table.
-// No scripts or external resources. A note, when not empty, closes the
-// page (what was left out and how to see it).
+// No scripts or external resources, and well-formed XML (XHTML syntax),
+// so a test parses it with encoding/xml. A note, when not empty, closes
+// the page (what was left out and how to see it).
 func WriteHTML(w io.Writer, rs []Result, note string) error {
 	var b bytes.Buffer
 	b.WriteString(`<!DOCTYPE html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
+<meta charset="utf-8"/>
 <title>vnetbench history</title>
 <style>
 body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}
@@ -26,6 +27,7 @@ table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #999;padding:.2em .6em}
 td.num{text-align:right;font-family:monospace}
 svg text{font-family:sans-serif;font-size:11px}
+svg text.cp{font-family:monospace}
 .regression{color:#b00}.improvement{color:#070}
 </style>
 </head>
@@ -54,29 +56,30 @@ svg text{font-family:sans-serif;font-size:11px}
 	return err
 }
 
-// Chart geometry, in pixels: the SVG's size, its margins, and the
-// height of a row of change-point labels above the plot.
+// Chart geometry, in pixels: the SVG's size, its margins, the height of
+// a row of change-point labels above the plot, and the width of one of
+// their characters (monospace, 0.6 em at 11 px in DejaVu Sans Mono,
+// Liberation Mono and Courier, rounded up).
 const (
 	chartW, chartH               = 900, 260
 	chartLeft, chartRight        = 80, 10
-	chartBottom, labelRow, charW = 30, 14, 6.5
+	chartBottom, labelRow, charW = 30, 14, 6.7
 )
 
-// placedLabel is a change point's label: its text, where its line is,
-// and the row above the plot it is written in.
+// placedLabel is a change point's label: its text, its tooltip, where
+// its line is, and the row above the plot it is written in.
 type placedLabel struct {
-	text, color string
-	x, tx       float64 // the line's x and the text's anchor x
-	end         bool    // anchored at its end (written leftwards)
-	row         int
+	text, tip, color string
+	x, tx            float64 // the line's x and the text's anchor x
+	end              bool    // anchored at its end (written leftwards)
+	row              int
 }
 
 // placeLabels lays the labels of changes at xs out in rows above the
 // plot so that no two overlap: each goes in the first row whose last
 // label ends left of it (with a gap), written rightwards of its line,
 // or leftwards where it would run past the chart's right edge. A label
-// is charW pixels per character wide, the width of an 11px sans-serif
-// character rounded up.
+// is charW pixels per character wide (its font is monospace).
 func placeLabels(labels []placedLabel) (rows int) {
 	var ends []float64
 	for i := range labels {
@@ -112,16 +115,7 @@ func writeChart(b *bytes.Buffer, r *Result) {
 		return
 	}
 	segs := r.Segments()
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range xs {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	for _, s := range segs {
-		lo, hi = min(lo, s.Median-s.Sigma), max(hi, s.Median+s.Sigma)
-	}
-	if hi == lo {
-		hi, lo = hi+1, lo-1
-	}
+	lo, hi := axisRange(r, xs, segs)
 	px := func(i float64) float64 {
 		if len(xs) == 1 {
 			return left + (W-left-right)/2
@@ -130,7 +124,8 @@ func writeChart(b *bytes.Buffer, r *Result) {
 	}
 	labels := make([]placedLabel, len(r.Changes))
 	for i, c := range r.Changes {
-		labels[i] = placedLabel{text: c.Label + " " + pct(c.Change), color: directionColor(c.Direction), x: px(float64(c.Index) - 0.5)}
+		labels[i] = placedLabel{text: c.Label + " " + pct(c.Change), color: directionColor(c.Direction), x: px(float64(c.Index) - 0.5),
+			tip: fmt.Sprintf("%s: %s → %s", c.Direction, r.Format(c.Before), r.Format(c.After))}
 	}
 	top := 10 + labelRow*placeLabels(labels)
 	py := func(v float64) float64 { return float64(top) + (hi-v)/(hi-lo)*float64(H-top-bottom) }
@@ -163,11 +158,40 @@ func writeChart(b *bytes.Buffer, r *Result) {
 		if l.end {
 			anchor = ` text-anchor="end"`
 		}
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\"%s>%s</text>\n", l.tx, ty, l.color, anchor, html.EscapeString(l.text))
+		fmt.Fprintf(b, "<text class=\"cp\" x=\"%.1f\" y=\"%d\" fill=\"%s\"%s><title>%s</title>%s</text>\n", l.tx, ty, l.color, anchor, html.EscapeString(l.tip), html.EscapeString(l.text))
 	}
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>\n", left, H-10, html.EscapeString(r.Points[0].Label))
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", W-right, H-10, html.EscapeString(r.Points[len(xs)-1].Label))
 	b.WriteString("</svg>\n")
+}
+
+// axisRange is the range of r's y axis: its values and its segments'
+// bands, widened about its middle until the three ticks (top, middle,
+// bottom) read differently in the tables' format; a flat series (one
+// point, or equal values) starts at +-5% of its value, or +-1 at 0.
+func axisRange(r *Result, xs []float64, segs []Segment) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range xs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for _, s := range segs {
+		lo, hi = min(lo, s.Median-s.Sigma), max(hi, s.Median+s.Sigma)
+	}
+	distinct := func() bool {
+		mid := r.Format((hi + lo) / 2)
+		return hi > lo && r.Format(hi) != mid && r.Format(lo) != mid
+	}
+	for i := 0; i < 20 && !distinct(); i++ {
+		pad := (hi - lo) / 2
+		if pad == 0 {
+			pad = 0.05 * math.Abs(hi)
+		}
+		if pad == 0 {
+			pad = 1
+		}
+		hi, lo = hi+pad, lo-pad
+	}
+	return lo, hi
 }
 
 func directionColor(d string) string {

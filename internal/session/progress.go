@@ -12,6 +12,8 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
@@ -109,13 +111,7 @@ func (p *progress) update(u runner.Progress) {
 	}
 	extra := ""
 	if s := u.Sample; s != nil {
-		var parts []string
-		for _, k := range []metric.Key{metric.TxPPS, metric.RxPPS, metric.ThroughputBPS, metric.LostPPS} {
-			if v, ok := s.Metrics[k]; ok {
-				parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
-			}
-		}
-		extra = " " + strings.Join(parts, " ")
+		extra = " " + sampleSummary(s)
 	}
 	if eta != "" {
 		eta = " " + eta
@@ -142,3 +138,15 @@ func (p *progress) logWriter() io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// sampleSummary is a sample's headline metrics for a progress line, in
+// the tables' SI form ("lost_pps=76.95k", not 7.695e+04).
+func sampleSummary(s *results.Sample) string {
+	var parts []string
+	for _, k := range []metric.Key{metric.TxPPS, metric.RxPPS, metric.ThroughputBPS, metric.LostPPS} {
+		if v, ok := s.Metrics[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", k, units.SI(v)))
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -107,3 +107,12 @@ func TestLabScenario(t *testing.T) {
 		t.Errorf("file: %q, %d bytes, %v; want the file's content", name, len(got), err)
 	}
 }
+
+// A progress line prints a sample's metrics as the tables do: a lab's
+// Lost of 76,950 pps read "lost_pps=7.695e+04".
+func TestSampleSummarySI(t *testing.T) {
+	s := &results.Sample{Metrics: map[metric.Key]float64{metric.TxPPS: 416.8, metric.LostPPS: 76950, metric.ThroughputBPS: 2.383e8}}
+	if got, want := sampleSummary(s), "tx_pps=416.8 throughput_bps=238.3M lost_pps=76.95k"; got != want {
+		t.Errorf("sampleSummary = %q, want %q", got, want)
+	}
+}

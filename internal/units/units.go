@@ -53,8 +53,13 @@ var siPrefixes = []string{"", "k", "M", "G", "T"}
 // golang.org/x/perf/benchunit.Scale prints.
 func SI(v float64) string { return SIDigits(v, 4) }
 
+// smallPrefixes are the SI prefixes of 1e-6, 1e-9 and 1e-12.
+var smallPrefixes = []string{"µ", "n", "p"}
+
 // SIDigits is SI with the given number of significant digits (at least
-// 1): SIDigits(952_300, 3) is "952k".
+// 1): SIDigits(952_300, 3) is "952k". A value that rounds below 1e-4,
+// which strconv would write in exponent form, takes a small prefix as
+// benchunit.Scale does: SIDigits(1.234e-5, 3) is "12.3µ".
 func SIDigits(v float64, digits int) string {
 	digits = max(digits, 1)
 	a := math.Abs(v)
@@ -62,6 +67,10 @@ func SIDigits(v float64, digits int) string {
 		return "0"
 	}
 	e := exp10(a, digits)
+	if e < -4 {
+		p := min(-((e - 2) / 3), len(smallPrefixes)+1) // 10^-3p, e rounded down to a multiple of 3
+		return strconv.FormatFloat(v*math.Pow10(3*p), 'f', max(0, digits-1-(e+3*p)), 64) + smallPrefixes[p-2]
+	}
 	if e < 3 {
 		if a == math.Trunc(a) {
 			return strconv.FormatFloat(v, 'f', 0, 64)

@@ -23,14 +23,7 @@ import (
 // the report, not at its deadline.
 func TestRunLabKernelFaultOtherKernelsRun(t *testing.T) {
 	dir := t.TempDir()
-	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vnetbench")
-	if err := fakeqemu.StaticELF(bin); err != nil {
-		t.Fatal(err)
-	}
+	img, mods, bin := fakeqemu.Lab(t, dir, "6.1.0-99-fake")
 	cells := loadCells(t, fmt.Sprintf(`
 name: labfault
 kernels:

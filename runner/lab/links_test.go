@@ -27,14 +27,7 @@ import (
 // lab's directory were written through a link.
 func TestLabWritesThroughNoLink(t *testing.T) {
 	dir := t.TempDir()
-	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vnetbench")
-	if err := fakeqemu.StaticELF(bin); err != nil {
-		t.Fatal(err)
-	}
+	img, mods, bin := fakeqemu.Lab(t, dir, "6.1.0-99-fake")
 	yaml := fmt.Sprintf(`
 name: lablinks
 kernels:

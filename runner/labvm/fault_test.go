@@ -16,14 +16,7 @@ import (
 func fakeLab(t *testing.T, script []fakeqemu.Step) (Config, *fakeqemu.Exec) {
 	t.Helper()
 	dir := t.TempDir()
-	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-99-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vnetbench")
-	if err := fakeqemu.StaticELF(bin); err != nil {
-		t.Fatal(err)
-	}
+	img, mods, bin := fakeqemu.Lab(t, dir, "6.1.0-99-fake")
 	ex := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step { return script }}
 	return Config{Label: "stock", Kernel: Kernel{Image: img, Modules: mods}, RunDir: filepath.Join(dir, "run"),
 		Binary: bin, CacheDir: filepath.Join(dir, "cache"), Accel: qemu.TCG, Args: []string{"run", "x"}, Exec: ex}, ex

@@ -17,7 +17,7 @@ func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
 	if err != nil {
 		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
 	}
-	defer vm.Stop(5 * time.Second)
+	defer vm.Stop(qemu.StopGrace)
 	l := &labVM{c: c, to: c.Timeouts.withDefaults(), vm: vm, res: res, start: start,
 		f: newFollower(res.Console, c.Output, c.Label)}
 	defer l.f.close()

@@ -144,7 +144,7 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	if err != nil {
 		return r, err
 	}
-	defer vm.Stop(5 * time.Second)
+	defer vm.Stop(qemu.StopGrace)
 	if c.BootOnly {
 		return r, nil
 	}
@@ -218,7 +218,7 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	}
 	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
 	fail := func(err error) (*qemu.VM, *SelfTestBackend, error) {
-		vm.Stop(5 * time.Second)
+		vm.Stop(qemu.StopGrace)
 		return nil, r, err
 	}
 	if err := linkUp(selfTestTap); err != nil {

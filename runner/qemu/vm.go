@@ -224,6 +224,31 @@ func (vm *VM) Quit(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
+// StopGrace is how long a VM has to quit over QMP before it is killed
+// (Stop, Quit): host guests and lab VMs alike.
+const StopGrace = 5 * time.Second
+
+// ExitState says what became of QEMU: exited with status 0 (the guest
+// powered off, or rebooted under -no-reboot: a kernel panic with
+// panic=-1), exited otherwise (its error carries its stderr's last
+// lines), or still running.
+func (vm *VM) ExitState() string {
+	select {
+	case <-vm.proc.Done():
+	default:
+		return "QEMU is still running"
+	}
+	if werr := vm.proc.Wait(); werr != nil {
+		return "QEMU exited: " + werr.Error()
+	}
+	s := "QEMU exited with status 0 (the guest powered off, or rebooted: a kernel panic)"
+	if _, stderr := vm.proc.Output(); strings.TrimSpace(stderr) != "" {
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		s += "; its stderr: " + strings.Join(lines[max(len(lines)-5, 0):], " | ")
+	}
+	return s
+}
+
 // Kill kills QEMU's process group and waits for it.
 func (vm *VM) Kill() {
 	_ = vm.proc.Signal(syscall.SIGKILL)

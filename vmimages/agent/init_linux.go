@@ -21,10 +21,6 @@ import (
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
-// ModulesFile lists the modules to load at boot, one path per line relative
-// to /lib/modules/<release>, dependencies first (written by vmimages.Build).
-const ModulesFile = "/etc/vnb/modules"
-
 var console io.Writer = os.Stderr
 
 func logf(format string, a ...any) {
@@ -129,28 +125,12 @@ var mounts = []vminit.Mount{
 
 func uptimeMS() int64 { return vminit.Uptime().Milliseconds() }
 
-// loadModules loads the modules ModulesFile lists (vminit.LoadModules).
+// loadModules loads the modules the image lists (vminit.ModuleList,
+// written by vmimages.Build) from the running kernel's /lib/modules.
 func loadModules() error {
-	data, err := os.ReadFile(ModulesFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown: /lib/modules
-	dir := filepath.Join("/lib/modules", rel)
-	var paths []string
-	for _, rel := range strings.Fields(string(data)) {
-		paths = append(paths, filepath.Join(dir, rel))
-	}
-	if _, err := vminit.LoadModules(paths); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%w (the image was built for another kernel release?)", err)
-		}
-		return err
-	}
-	return nil
+	_, err := vminit.LoadModuleList(vminit.ModuleList, filepath.Join("/lib/modules", rel))
+	return err
 }
 
 // openChannel finds the virtio-serial port vmimages.AgentPortName, else

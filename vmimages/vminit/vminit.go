@@ -67,6 +67,40 @@ func LoadModules(paths []string) (int, error) {
 	return n, nil
 }
 
+// ModuleList is where an image lists the modules its /init loads at boot
+// (vmimages.Build writes it for the guest agent): one file a line,
+// relative to the kernel's /lib/modules/<release>, dependencies first.
+const ModuleList = "/etc/vnb/modules"
+
+// ModuleListPaths returns the module files of list (ModuleList's
+// format) under dir, in order.
+func ModuleListPaths(list []byte, dir string) []string {
+	var paths []string
+	for _, rel := range strings.Fields(string(list)) {
+		paths = append(paths, filepath.Join(dir, rel))
+	}
+	return paths
+}
+
+// LoadModuleList loads the modules the list file names (ModuleList's
+// format) from dir, in order (LoadModules). No list file is nothing to
+// load; a listed file that is missing hints at an image built for another
+// kernel release.
+func LoadModuleList(file, dir string) (int, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := LoadModules(ModuleListPaths(data, dir))
+	if errors.Is(err, os.ErrNotExist) {
+		err = fmt.Errorf("%w (the image was built for another kernel release?)", err)
+	}
+	return n, err
+}
+
 // Uptime is the time since the kernel started (/proc/uptime; 0 when
 // unknown).
 func Uptime() time.Duration {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
@@ -297,6 +298,22 @@ func Kernel(dir, release string) (image, modules string, err error) {
 		}
 	}
 	return image, modules, nil
+}
+
+// Lab writes what a lab run takes in dir: a kernel (Kernel) of release
+// and the vnetbench binary (StaticELF, at dir/vnetbench). It fails tb
+// when it cannot.
+func Lab(tb testing.TB, dir, release string) (image, modules, bin string) {
+	tb.Helper()
+	image, modules, err := Kernel(dir, release)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin = filepath.Join(dir, "vnetbench")
+	if err := StaticELF(bin); err != nil {
+		tb.Fatal(err)
+	}
+	return image, modules, bin
 }
 
 // StaticELF writes a minimal static x86-64 ELF header (no PT_INTERP): the
