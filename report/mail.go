@@ -43,8 +43,9 @@ func WriteMail(w io.Writer, r *Report) error {
 			writeWrapped(&b, "", sec.title)
 		}
 		for _, t := range tables {
+			t = mailTable(r, t)
 			b.WriteString("\n")
-			b.WriteString(drawTable(mailTable(r, t), ASCII))
+			b.WriteString(drawTable(t, ASCII))
 			refs := referencedNotes(t)
 			for i, n := range t.Notes {
 				switch {
@@ -81,7 +82,7 @@ const maxMailWarnings = 8
 
 // mailTable is t with its column headers bare ("stock", not "stock (TCG,
 // nested)"): the mail's header says once what the columns ran under, and
-// the table stays within MaxWidth.
+// the table stays within MaxWidth, with a profile's symbols cut to fit.
 func mailTable(r *Report, t *Table) *Table {
 	c := *t
 	c.Header = slices.Clone(t.Header)
@@ -92,7 +93,46 @@ func mailTable(r *Report, t *Table) *Table {
 			}
 		}
 	}
+	if c.Kind == KindProfile || c.Kind == KindPerfSyms {
+		cutSymbols(&c)
+	}
 	return &c
+}
+
+// cutSymbols shortens the one label column of a symbol table where a
+// kernel symbol (native_queued_spin_lock_slowpath, 32 characters) beside
+// two sides' "21.80 ±32%" would pass MaxWidth: such a symbol keeps its
+// head and ends in "..", and a note says so. Other formats print it
+// whole.
+func cutSymbols(t *Table) {
+	if len(t.Rows) == 0 || len(t.Rows[0].Labels) != 1 {
+		return
+	}
+	vals := 1
+	for j, h := range t.Header {
+		w := width(asciiOnly(h))
+		for _, row := range t.Rows {
+			if j < len(row.Cells) {
+				w = max(w, width(asciiOnly(row.Cells[j].Text)))
+			}
+		}
+		vals += w + 3
+	}
+	avail := MaxWidth - vals - 3 - 1
+	if avail < 8 {
+		return
+	}
+	rows, cut := slices.Clone(t.Rows), false
+	for i, row := range rows {
+		if l := row.Labels[0]; width(l) > avail {
+			rows[i].Labels = []string{string([]rune(l)[:avail-2]) + ".."}
+			cut = true
+		}
+	}
+	if cut {
+		t.Rows = rows
+		t.Notes = append(slices.Clone(t.Notes), fmt.Sprintf("symbols longer than %d characters are cut (..) to keep the mail within %d columns; report's text and HTML print them whole", avail, MaxWidth))
+	}
 }
 
 // mailHeader is the mail's first paragraphs: what was compared, how the
