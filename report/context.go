@@ -89,6 +89,27 @@ func threadsKeys() []string {
 	return out
 }
 
+// threadsOf is how many threads sent sample s's traffic: its "threads"
+// label, else its per-thread results, else the axis of tab's ThreadsKey
+// (a lab's pktgen samples carry the axis and the threads, not the label).
+func threadsOf(s *results.Sample, tab workload.Table) int {
+	if n, _ := strconv.Atoi(s.Labels["threads"]); n > 0 {
+		return n
+	}
+	if len(s.Threads) > 1 {
+		return len(s.Threads)
+	}
+	if tab.ThreadsKey != "" {
+		for k, v := range s.Axes {
+			if k == tab.ThreadsKey || strings.HasSuffix(k, "."+tab.ThreadsKey) {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
 // threadsNoun names the threads of workload gen: "threads", "streams".
 func threadsNoun(gen string) string {
 	if w, ok := workload.Lookup(gen); ok {

@@ -58,18 +58,30 @@ func (b perPatchKind) perPatchTables() {
 		}, b.lab.rowAxis())
 		for _, g := range groups {
 			first := b.measured(g.full)
-			threads, _ := strconv.Atoi(first.Labels["threads"])
+			threads := threadsOf(first, kind)
 			seen := func(key metric.Key) bool { return b.anyPositive(g.cells, key) }
-			rows := withDropRows(kind.Rows(threads, seen), b.lostByReason(g.cells))
+			drops := b.lostByReason(g.cells)
+			rows := withDropRows(kind.Rows(threads, seen), drops)
 			title := names[ti]
 			if w := workload.NameOf(generatorOf(first)); w != "" {
 				title = w
+			}
+			// What the numbers count, over which interval, per thread or
+			// total: the workload's own definitions, as its thread table.
+			var defs []string
+			if kind.Notes != nil {
+				defs = kind.Notes(threads, seen)
 			}
 			for _, tm := range rows {
 				if tm.Key != kind.Headline && tm.Key != metric.LostPPS && !strings.HasPrefix(string(tm.Key), metric.DropPrefix) {
 					continue // per thread and per packet: in the run's other tables
 				}
-				if t := b.perPatchTable(title, g, first, tm); len(t.Rows) > 0 {
+				t := b.perPatchTable(title, g, first, tm)
+				if strings.HasPrefix(string(tm.Key), metric.DropPrefix) {
+					t.Notes = append(t.Notes, b.dropNotes(g.cells, drops)...)
+				}
+				if len(t.Rows) > 0 {
+					t.Notes = append(slices.Clone(defs[:min(len(defs), 1)]), t.Notes...) // Transmitted's and Lost's; the other rows are elsewhere
 					b.r.Tables = append(b.r.Tables, t)
 				}
 			}

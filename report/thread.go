@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -50,10 +49,7 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 	// cell that has every axis of the table (a TAP+vhost-net cell
 	// with its pin.vhost, not the TAP cell that lacks it).
 	first := b.measured(g.full)
-	threads, _ := strconv.Atoi(first.Labels["threads"])
-	if threads == 0 && len(first.Threads) > 1 {
-		threads = len(first.Threads)
-	}
+	threads := threadsOf(first, kind)
 	title := name
 	if w := workload.NameOf(generatorOf(first)); w != "" {
 		title = w
