@@ -144,6 +144,8 @@ var readmeFixtures = map[string]string{
 	// docs/compare.md's example of issue 33: 6 runs per side, -10%.
 	"six-runs-base.bench": "testdata/compare/six-runs-base.bench",
 	"six-runs-new.bench":  "testdata/compare/six-runs-new.bench",
+	// docs/perpatch.md's real per-patch run (its 4-thread TAP cell).
+	"runs/perpatch": "../../report/testdata/real/lab-perpatch-tcg",
 	// docs/compare.md's 3-run example (cmd_report_test.go's three-runs.txt).
 	"runs/few-a": "../../report/testdata/generated/few-a",
 	"runs/few-b": "../../report/testdata/generated/few-b",
