@@ -36,6 +36,10 @@ type Options struct {
 	// Sets are the scenario overrides (--set KEY=VALUE), recorded in
 	// env.json and reproduce.sh.
 	Sets []string
+	// Command is the vnetbench command line that makes the run again
+	// (without -o), recorded in env.json for a report's reproduce line:
+	// a lab run's kernels and per-patch columns are in it, not in Sets.
+	Command []string
 	// Version is vnetbench's version for env.json.
 	Version string
 	// Exec runs programs (default proc.Real{}).
@@ -91,6 +95,7 @@ const (
 func (o *Options) NewEnv(ctx context.Context, accel qemu.Accel) results.Env {
 	env := CollectEnv(ctx, o.Exec, accel)
 	env.Run, env.Scenario, env.Seed, env.Version, env.Set = newID(), o.Scenario, o.Seed, o.Version, o.Sets
+	env.Command = o.Command
 	o.markShard(&env)
 	if o.SeedSource != "" {
 		if env.Extra == nil {

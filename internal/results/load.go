@@ -166,7 +166,11 @@ func (set *Set) loadRunDir(dir string) error {
 func (set *Set) addEnv(label string, env *Env, dir string) error {
 	e := env
 	if k, ok := env.Kernels[label]; ok && k != nil {
-		e = k
+		// What the user ran is the run's: the lab's inner run adds
+		// overrides of its own (per_patch=false) and has no --kernel.
+		inner := *k
+		inner.Command, inner.Set = env.Command, env.Set
+		e = &inner
 	}
 	if old, ok := set.Env[label]; ok {
 		if from := set.envFrom[label]; from != dir {

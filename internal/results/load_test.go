@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -349,5 +350,26 @@ func TestLoadRefusesOneLabelForTwoKernels(t *testing.T) {
 			!strings.Contains(err.Error(), `label their kernel "running"`) {
 			t.Errorf("%s: err %v, want bad input naming %q and the --label hint", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A lab kernel's column takes the command and overrides of the run, not
+// of the lab's inner run: the inner run adds per_patch=false and has no
+// --kernel, so a per-patch run's mail said to reproduce it with
+// "--set per_patch=true ... --set per_patch=false" and no kernels.
+func TestLabEnvTakesTheRunsCommand(t *testing.T) {
+	cmd := []string{"vnetbench", "run", "lab-pktgen", "--kernel", "stock=source=debian:6.1", "--set", "per_patch=true", "--seed", "7"}
+	env := Env{Accel: "tcg", Scenario: "lab-pktgen", Seed: 7, Set: []string{"per_patch=true"}, Command: cmd,
+		Kernels: map[string]*Env{"stock": {KernelRelease: "6.1.0-57-amd64", Scenario: "lab-pktgen", Seed: 7, Set: []string{"per_patch=true", "per_patch=false"}}}}
+	set, err := Load(writeRun(t, "perpatch", env, pktgenSamples("stock", "tap", 1)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := set.Env["stock"]
+	if e == nil || e.KernelRelease != "6.1.0-57-amd64" {
+		t.Fatalf("stock's env %+v: not the lab kernel's", e)
+	}
+	if !slices.Equal(e.Command, cmd) || !slices.Equal(e.Set, []string{"per_patch=true"}) {
+		t.Errorf("stock's command %q and overrides %q, want the run's %q and [per_patch=true]", e.Command, e.Set, cmd)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,12 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 			})
 		},
 		Shard: r.shardSpec, ShardSource: r.shardSource, SeedSource: r.seedSource}
+	if r.InsideLab == "" && r.shardSpec == "" { // a shard's: merge's run says it
+		opts.Command = r.Scenario.Argv(r.seed)
+		if r.Repetitions > 0 {
+			opts.Command = append(opts.Command, "--repetitions", strconv.Itoa(r.Repetitions))
+		}
+	}
 	if r.EditRunner != nil {
 		r.EditRunner(&opts)
 	}

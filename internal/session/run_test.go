@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -114,5 +115,16 @@ func TestSampleSummarySI(t *testing.T) {
 	s := &results.Sample{Metrics: map[metric.Key]float64{metric.TxPPS: 416.8, metric.LostPPS: 76950, metric.ThroughputBPS: 2.383e8}}
 	if got, want := sampleSummary(s), "tx_pps=416.8 throughput_bps=238.3M lost_pps=76.95k"; got != want {
 		t.Errorf("sampleSummary = %q, want %q", got, want)
+	}
+}
+
+// The command env.json records is the run again: scenario, kernels (a
+// lab run's columns), label, overrides and seed.
+func TestSpecArgv(t *testing.T) {
+	sp := Spec{Name: "lab-pktgen", Kernels: []scenarios.Kernel{{Label: "stock", Source: "debian:6.1"}},
+		Sets: []scenarios.Set{{Key: "per_patch", Value: "true"}}}
+	got := proc.Quote(sp.Argv(42))
+	if want := "vnetbench run lab-pktgen --kernel stock=source=debian:6.1 --set per_patch=true --seed 42"; got != want {
+		t.Errorf("Argv = %s, want %s", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
@@ -69,6 +70,18 @@ func (sp Spec) SetArgs() []string {
 		out = append(out, "--set", st.String())
 	}
 	return out
+}
+
+// Argv is `vnetbench run` of sp with seed, as argv: what env.json
+// records as the command that makes the run again.
+func (sp Spec) Argv(seed int64) []string {
+	argv := []string{"vnetbench", "run", sp.Name}
+	argv = append(argv, sp.KernelArgs()...)
+	if sp.Label != "" {
+		argv = append(argv, "--label", sp.Label)
+	}
+	argv = append(argv, sp.SetArgs()...)
+	return append(argv, "--seed", strconv.FormatInt(seed, 10))
 }
 
 // Command is `vnetbench run` of sp with extra overrides (an extra
