@@ -35,15 +35,13 @@ func TestRootHelper(t *testing.T) {
 // working directory inside it), under the name Argv[0], with exactly
 // Env as its environment, as a session leader, and its exit code is the
 // status a shell would report. The child is this test binary, copied
-// into the new root (it is statically linked: nothing else is needed).
+// into the new root with its loader and libraries when it has any (a
+// cgo or -race build).
 func TestRootChroot(t *testing.T) {
 	testenv.NeedRoot(t, "chroot")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !static(t, self) {
-		testenv.Skip(t, "the test binary is dynamically linked (cgo): a chroot would need its libraries")
 	}
 	dir := t.TempDir()
 	b, err := os.ReadFile(self)
@@ -59,6 +57,7 @@ func TestRootChroot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	copyLibraries(t, self, dir) // a cgo (-race) binary needs its loader and libraries
 	out, err := Real{}.Run(t.Context(), Cmd{
 		Argv: []string{"helper", "-test.run=^TestRootHelper$"},
 		Dir:  "/work",
@@ -78,19 +77,65 @@ func TestRootChroot(t *testing.T) {
 	}
 }
 
-// static reports whether the ELF file at path has no interpreter.
-func static(t *testing.T, path string) bool {
+// copyLibraries copies the ELF interpreter and the libraries the binary
+// at path names (DT_NEEDED) into root, at the paths they have here, so
+// that a dynamically linked binary (a cgo or -race test binary) runs
+// chrooted there. A static binary needs none.
+func copyLibraries(t *testing.T, path, root string) {
+	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var files []string
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return false
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, strings.TrimRight(string(b), "\x00"))
 		}
 	}
-	return true
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range libs {
+		files = append(files, findLibrary(t, lib))
+	}
+	for _, src := range files {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(root, src)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// findLibrary is the path of library lib in the loader's default
+// directories (Debian's multiarch ones first).
+func findLibrary(t *testing.T, lib string) string {
+	t.Helper()
+	for _, d := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+		if p := filepath.Join(d, lib); fileExists(p) {
+			return p
+		}
+	}
+	t.Fatalf("the test binary needs %s, found in none of the loader's default directories", lib)
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // A Root command's stdout file is its own descriptor (no pipe: Output
