@@ -12,23 +12,8 @@ import (
 // TCG): every line ASCII and within 72 columns, in a mail's order (what
 // was compared, kernels, environment, tables, caveats, the command).
 func TestMailRealLabRun(t *testing.T) {
-	set, err := results.Load(run("lab-pktgen-tcg")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Render(&buf, set, r, "mail", ASCII); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
+	out := realMail(t, "lab-pktgen-tcg")
 	for i, l := range strings.Split(out, "\n") {
-		if len(l) > MaxWidth {
-			t.Errorf("line %d is %d columns: %q", i+1, len(l), l)
-		}
 		for _, c := range l {
 			if c > 0x7e {
 				t.Errorf("line %d is not ASCII: %q", i+1, l)
@@ -44,7 +29,7 @@ func TestMailRealLabRun(t *testing.T) {
 		}
 		last = i
 	}
-	checkGolden(t, "lab-pktgen-tcg.mail", buf.Bytes())
+	checkGolden(t, "lab-pktgen-tcg.mail", []byte(out))
 }
 
 // A mail of a real per-patch lab run (lab-pktgen --per-patch on the split
@@ -57,7 +42,21 @@ func TestMailRealLabRun(t *testing.T) {
 // no definition), p1-3 takes Lost to 0, Lost by reason and both profile
 // tables are there, and a cut symbol says so.
 func TestMailRealPerPatchRun(t *testing.T) {
-	set, err := results.Load(run("lab-perpatch-tcg")...)
+	out := realMail(t, "lab-perpatch-tcg")
+	for _, part := range []string{"| Lost total, pktgen to VM", "|     0 pps | ? -100.00% | ? -100.00% |", "Tx total = all threads' packets, Lost total = packets dropped",
+		"per second of pktgen's own run time", "| Lost by reason FULL_RING", "REASON = the kernel's own count", "Profile deltas (perf record", "perf-profile.self,", "perf-profile.children,", "| pktgen_thread_worker", "are cut (..) to keep the mail"} {
+		if !strings.Contains(out, part) {
+			t.Errorf("the mail lacks %q", part)
+		}
+	}
+	checkGolden(t, "lab-perpatch-tcg.mail", []byte(out))
+}
+
+// realMail is the mail of the real capture dir, failing t on any line
+// wider than MaxWidth.
+func realMail(t *testing.T, dir string) string {
+	t.Helper()
+	set, err := results.Load(run(dir)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +68,10 @@ func TestMailRealPerPatchRun(t *testing.T) {
 	if err := Render(&buf, set, r, "mail", ASCII); err != nil {
 		t.Fatal(err)
 	}
-	out := buf.String()
-	for i, l := range strings.Split(out, "\n") {
+	for i, l := range strings.Split(buf.String(), "\n") {
 		if len(l) > MaxWidth {
-			t.Errorf("line %d is %d columns: %q", i+1, len(l), l)
+			t.Errorf("%s: mail line %d is %d columns: %q", dir, i+1, len(l), l)
 		}
 	}
-	for _, part := range []string{"| Lost total, pktgen to VM", "|     0 pps | ? -100.00% | ? -100.00% |", "Tx total = all threads' packets, Lost total = packets dropped",
-		"per second of pktgen's own run time", "| Lost by reason FULL_RING", "REASON = the kernel's own count", "Profile deltas (perf record", "perf-profile.self,", "perf-profile.children,", "| pktgen_thread_worker", "are cut (..) to keep the mail"} {
-		if !strings.Contains(out, part) {
-			t.Errorf("the mail lacks %q", part)
-		}
-	}
-	checkGolden(t, "lab-perpatch-tcg.mail", buf.Bytes())
+	return buf.String()
 }
