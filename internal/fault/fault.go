@@ -34,9 +34,11 @@ var (
 	// of UNKNOWN): more repetitions may; it is neither a pass nor a
 	// failure.
 	ErrUndecided = errors.New("undecided")
-	// ErrVoid is a measurement that measured nothing valid through no
-	// fault of the kernel under test (a tool's race with itself, such as
-	// pktgen removing a device late): running it again is the fix.
+	// ErrVoid is a measurement that measured nothing valid, most likely
+	// through no fault of the kernel under test (a tool's race with
+	// itself, such as pktgen removing a device late; a guest's iperf3
+	// server breaking a test off): the runner runs it once more, the
+	// sample says so, and a second failure fails the cell.
 	ErrVoid = errors.New("void measurement")
 )
 

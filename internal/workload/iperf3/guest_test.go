@@ -6,16 +6,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGuestServer drives the guest op as the agent does: start waits for
 // the server to listen (a /proc/net/tcp line for port 5201 in state 0A),
-// a second start is an error, stop ends it, an unknown action and a
-// missing program are errors that say what to do.
+// a second start is an error, stop ends it and returns what the server
+// printed on stdout and stderr, an unknown action and a missing program
+// are errors that say what to do.
 func TestGuestServer(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "iperf3")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"Server listening on $3\"\necho 'iperf3: error - unable to receive control message' >&2\nexec sleep 30\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// A listening socket on 0.0.0.0:5201 (0x1451), as the kernel lists it.
@@ -25,7 +27,7 @@ func TestGuestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &server{path: prog, port: serverPort, procNet: dir}
-	t.Cleanup(s.stop)
+	t.Cleanup(func() { s.stop() })
 	if _, err := s.op("start", nil); err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -36,8 +38,15 @@ func TestGuestServer(t *testing.T) {
 	if _, err := s.op("start", nil); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second start: %v, want already running", err)
 	}
-	if _, err := s.op("stop", nil); err != nil || s.cmds != nil {
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(s.logs[0].String(), "error") && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := s.op("stop", nil)
+	if err != nil || s.cmds != nil {
 		t.Errorf("stop: %v, servers %v", err, s.cmds)
+	}
+	if !strings.Contains(out, "Server listening on 5201") || !strings.Contains(out, "unable to receive control message") {
+		t.Errorf("stop returned %q, want the server's stdout and stderr", out)
 	}
 	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
 		t.Errorf("server %d still there after stop", pid)
@@ -47,7 +56,7 @@ func TestGuestServer(t *testing.T) {
 	}
 	// Two servers for clients: per-stream, on 5201 and 5202 (0x1452).
 	two := &server{path: prog, port: serverPort, procNet: dir}
-	t.Cleanup(two.stop)
+	t.Cleanup(func() { two.stop() })
 	if _, err := two.op("start", []string{"2"}); err == nil || !strings.Contains(err.Error(), "did not listen on port 5202") || two.cmds != nil {
 		t.Errorf("start 2 with only 5201 listening: %v (servers %v), want port 5202 named and none left", err, two.cmds)
 	}
@@ -57,10 +66,12 @@ func TestGuestServer(t *testing.T) {
 	}
 	if _, err := two.op("start", []string{"2"}); err != nil || len(two.cmds) != 2 {
 		t.Errorf("start 2: %v, %d servers", err, len(two.cmds))
-	} else if got := two.cmds[1].Args; strings.Join(got[1:], " ") != "-s -p 5202" {
+	} else if got := two.cmds[1].Args; strings.Join(got[1:], " ") != "-s -p 5202 --forceflush" {
 		t.Errorf("second server %q", got)
 	}
-	two.stop()
+	if out := two.stop(); !strings.Contains(out, "port 5201:\n") || !strings.Contains(out, "port 5202:\n") {
+		t.Errorf("stop of 2 servers returned %q, want each under its port", out)
+	}
 	for _, bad := range []string{"0", "x", "33"} {
 		if _, err := two.op("start", []string{bad}); err == nil || !strings.Contains(err.Error(), "want 1 to 32") {
 			t.Errorf("start %s: %v", bad, err)
@@ -72,5 +83,48 @@ func TestGuestServer(t *testing.T) {
 	}
 	if _, ok := (Workload{}).GuestOps()[agentOp]; !ok {
 		t.Errorf("GuestOps lacks %q", agentOp)
+	}
+}
+
+// TestTailKeepsTheEnd: a server's log keeps its last serverLogMax bytes,
+// where the error is.
+func TestTailKeepsTheEnd(t *testing.T) {
+	var tl tail
+	tl.Write([]byte(strings.Repeat("x", serverLogMax)))
+	tl.Write([]byte("iperf3: error - the end\n"))
+	got := tl.String()
+	if len(got) != serverLogMax || !strings.HasSuffix(got, "iperf3: error - the end\n") {
+		t.Errorf("tail kept %d bytes ending %q", len(got), got[max(0, len(got)-30):])
+	}
+}
+
+// TestGuestServerEndedEarly: a server that died in the middle of a test
+// (here it exits 3 right away) is named in stop's reply with how it
+// ended, the line the host quotes in a failed client's error.
+func TestGuestServerEndedEarly(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "iperf3")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tcp := "   0: 00000000:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{path: prog, port: serverPort, procNet: dir}
+	t.Cleanup(func() { s.stop() })
+	if _, err := s.op("start", nil); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	pid := s.cmds[0].Process.Pid
+	for end := time.Now().Add(10 * time.Second); !exited(pid) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, _ := s.op("stop", nil)
+	if want := "the server on port 5201 had ended before stop: exit status 3"; !strings.Contains(out, want) {
+		t.Errorf("stop returned %q, want %q", out, want)
+	}
+	if got := serverSaid(out); !strings.Contains(got, "exit status 3") {
+		t.Errorf("serverSaid %q", got)
 	}
 }

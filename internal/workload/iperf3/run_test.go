@@ -3,6 +3,7 @@ package iperf3
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -30,12 +32,48 @@ func TestArgvGolden(t *testing.T) {
 	golden.Check(t, "argv.golden", b.String())
 }
 
-// agent records the ops asked of the guest agent.
-type agent struct{ ops []string }
+// agent records the ops asked of the guest agent; stop answers stopLog.
+type agent struct {
+	ops     []string
+	stopLog string
+}
 
 func (a *agent) Do(_ context.Context, op, action string, args ...string) (string, error) {
 	a.ops = append(a.ops, strings.Join(append([]string{op, action}, args...), " "))
+	if action == "stop" {
+		return a.stopLog, nil
+	}
 	return "", nil
+}
+
+// A client whose stream the guest reset (a real iperf3 3.12 capture: the
+// server killed 1.5 s into a 4 s test on loopback) fails with iperf3's
+// error and the guest server's own last error line; the server's output
+// is kept as an artifact of the sample.
+func TestGeneratorServerDied(t *testing.T) {
+	out, err := os.ReadFile("testdata/iperf3-reset-by-peer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) { return string(out), true, nil }}
+	dir := t.TempDir()
+	a := &agent{stopLog: "-----------------------------------------------------------\nServer listening on 5201\niperf3: error - the server on port 5201 had ended before stop: signal: killed\n"}
+	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: dir, RelDir: "artifacts/c/host/0", Agent: a}
+	g := (&Config{Duration: 4 * time.Second, Protocol: "tcp"}).Generator()
+	if err := g.Start(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Wait(t.Context())
+	want := "iperf3: unable to write to stream socket: Connection reset by peer (the guest's server: iperf3: error - the server on port 5201 had ended before stop: signal: killed)"
+	if err == nil || err.Error() != want {
+		t.Errorf("Wait: %v\nwant %s", err, want)
+	}
+	if !errors.Is(err, fault.ErrVoid) {
+		t.Errorf("a test the server broke off is not void: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "iperf3-server.txt")); err != nil || string(b) != a.stopLog {
+		t.Errorf("iperf3-server.txt: %q, %v", b, err)
+	}
 }
 
 // clients: per-stream is the netdev thread's "4 iperf3 client threads"
