@@ -128,3 +128,19 @@ func TestSpecArgv(t *testing.T) {
 		t.Errorf("Argv = %s, want %s", got, want)
 	}
 }
+
+// The shorter forms plan suggests are the recorded command with the
+// changed overrides: Command and Argv build one argv, so a kernel, a
+// label or an override reads the same in env.json and in a suggestion.
+func TestSpecCommandIsArgv(t *testing.T) {
+	sp := Spec{Name: "lab-pktgen", Label: "a b",
+		Kernels: []scenarios.Kernel{{Label: "stock", Source: "debian:6.1"}, {Label: "new", Source: "/tmp/bzImage"}},
+		Sets:    []scenarios.Set{{Key: "repetitions", Value: "5"}, {Key: "per_patch", Value: "true"}}}
+	if got, want := sp.Command(nil)+" --seed 7", proc.Quote(sp.Argv(7)); got != want {
+		t.Errorf("Command(nil) + seed = %s\nArgv = %s", got, want)
+	}
+	got := sp.Command([]scenarios.Set{{Key: "repetitions", Value: "1"}})
+	if want := "vnetbench run lab-pktgen --kernel stock=source=debian:6.1 --kernel new=source=/tmp/bzImage --label 'a b' --set per_patch=true --set repetitions=1"; got != want {
+		t.Errorf("Command(repetitions=1) = %s, want %s", got, want)
+	}
+}
