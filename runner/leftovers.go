@@ -41,19 +41,21 @@ func (l Leftover) String() string {
 	case ledger.VM:
 		s = fmt.Sprintf("QEMU %s, pid %d", l.Entry.Name, l.Entry.PID)
 	}
-	s += fmt.Sprintf(" (%s, pid %d, is gone)", l.owner(), l.Owner.PID)
+	s += fmt.Sprintf(" (%s, pid %d, is gone)", OwnerName(l.Owner), l.Owner.PID)
 	if l.Busy != "" {
 		s += "; kept: " + l.Busy
 	}
 	return s
 }
 
-func (l Leftover) owner() string {
-	if l.Owner.Run != "" {
-		return "run " + l.Owner.Run
+// OwnerName names the process a ledger belongs to: its run, or its
+// vnetbench command.
+func OwnerName(o ledger.Owner) string {
+	if o.Run != "" {
+		return "run " + o.Run
 	}
-	if len(l.Owner.Argv) > 1 {
-		return "vnetbench " + l.Owner.Argv[1]
+	if len(o.Argv) > 1 {
+		return "vnetbench " + o.Argv[1]
 	}
 	return "vnetbench"
 }
@@ -61,57 +63,102 @@ func (l Leftover) owner() string {
 // LeftoversHint is what a failed run says about leftovers.
 const LeftoversHint = "'vnetbench doctor' lists what killed runs left behind (network namespaces, taps, directories, VMs) and 'vnetbench doctor --clean' removes it"
 
-// FindLeftovers lists what the ledgers (ledger.Path) of processes that are
-// gone still record, each checked: gone already, in use, or not provably
-// the run's own (Busy), else removable.
-func FindLeftovers() []Leftover {
-	orphans, _, _ := ledger.Scan(ledger.Path())
+// Ledgers is what doctor reads in the ledger directory (ledger.Path).
+type Ledgers struct {
+	// Leftovers is what the ledgers of processes that are gone list,
+	// each checked: gone already, in use, or not provably the run's own
+	// (Busy), else removable.
+	Leftovers []Leftover
+	Settled   []ledger.Settled // their ledgers that list nothing
+	Skipped   []ledger.Skipped // files there that are no ledger
+}
+
+// ReadLedgers reads the ledgers and checks what they list.
+func ReadLedgers() Ledgers {
+	fd, _ := ledger.Scan(ledger.Path())
 	u := scanUsers()
-	var out []Leftover
-	for _, o := range orphans {
+	ls := Ledgers{Settled: fd.Settled, Skipped: fd.Skipped}
+	for _, o := range fd.Orphans {
 		l := Leftover{Orphan: o}
 		l.Gone, l.Busy = u.check(o)
-		out = append(out, l)
+		ls.Leftovers = append(ls.Leftovers, l)
 	}
-	return out
+	return ls
+}
+
+// Ended counts the ledgers of processes that are gone that list nothing
+// that still exists: the settled ones, and those whose leftovers are all
+// gone already. Clean removes their files.
+func (ls Ledgers) Ended() int {
+	gone := map[string]bool{}
+	for _, l := range ls.Leftovers {
+		g, seen := gone[l.File]
+		gone[l.File] = l.Gone && (g || !seen)
+	}
+	n := len(ls.Settled)
+	for _, g := range gone {
+		if g {
+			n++
+		}
+	}
+	return n
+}
+
+// FindLeftovers lists what the ledgers of processes that are gone still
+// record, each checked (ReadLedgers).
+func FindLeftovers() []Leftover { return ReadLedgers().Leftovers }
+
+// Cleaned is what Clean removed and what it found after.
+type Cleaned struct {
+	Done    []Leftover       // the leftovers it removed
+	Ledgers []ledger.Settled // the settled ledgers it removed
+	Found   Ledgers          // the last check's
 }
 
 // Clean removes what the ledgers of processes that are gone record and no
-// process uses (CleanLeftovers), and returns what it removed and all it
-// found. The processes the ledgers record (a killed run's QEMU that
-// outlived it) end first; then everything is checked again, so what only
-// they held (a tap's queue, a socket directory, the namespace) goes in
-// the same clean instead of being kept as in use; and once more after
-// the removals, so what went with them leaves no ledger line behind.
-// found is the last check's.
-func Clean() (done, found []Leftover, err error) {
-	found = FindLeftovers()
+// process uses (CleanLeftovers), then their settled ledgers' files. The
+// processes the ledgers record (a killed run's QEMU that outlived it) end
+// first; then everything is checked again, so what only they held (a
+// tap's queue, a socket directory, the namespace) goes in the same clean
+// instead of being kept as in use; and once more after the removals, so
+// what went with them leaves no ledger line behind.
+func Clean() (Cleaned, error) {
+	var c Cleaned
+	found := FindLeftovers()
 	var procs []Leftover
 	for _, l := range found {
 		if l.Entry.Kind == ledger.VM {
 			procs = append(procs, l)
 		}
 	}
-	done, err = CleanLeftovers(procs)
+	done, err := CleanLeftovers(procs)
 	if len(done) > 0 {
 		found = FindLeftovers()
 	}
 	rest, err2 := CleanLeftovers(found)
-	done = append(done, rest...)
+	c.Done = append(done, rest...)
 	if len(rest) > 0 {
 		// What was kept but went with what was removed (a tap not
 		// marked as the run's, inside the run's namespace) is gone now:
 		// its ledger line goes too.
-		found = FindLeftovers()
 		var gone []Leftover
-		for _, l := range found {
+		for _, l := range FindLeftovers() {
 			if l.Gone {
 				gone = append(gone, l)
 			}
 		}
 		CleanLeftovers(gone)
 	}
-	return done, found, errors.Join(err, err2)
+	errs := []error{err, err2}
+	for _, s := range ReadLedgers().Settled {
+		if err := ledger.RemoveSettled(s); err != nil {
+			errs = append(errs, fmt.Errorf("remove ledger: %w", err))
+			continue
+		}
+		c.Ledgers = append(c.Ledgers, s)
+	}
+	c.Found = ReadLedgers()
+	return c, errors.Join(errs...)
 }
 
 // CleanLeftovers removes the leftovers that are neither Busy nor Gone,

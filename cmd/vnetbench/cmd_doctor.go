@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/runner"
@@ -31,16 +32,16 @@ func cmdDoctor(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return cleanLeftovers(stdout)
 	}
 	if *only {
-		ls := existing(runner.FindLeftovers())
+		ls := runner.ReadLedgers()
 		writeLeftovers(stdout, ls)
-		if len(ls) == 0 {
+		if len(existing(ls.Leftovers)) == 0 {
 			fmt.Fprintln(stdout, "nothing left behind")
 		}
 		return nil
 	}
 	d := runner.RunDoctor(ctx, proc.Real{})
 	writeDoctor(ctx, stdout, d, cl.loadTable(io.Discard, ""))
-	writeLeftovers(stdout, existing(runner.FindLeftovers()))
+	writeLeftovers(stdout, runner.ReadLedgers())
 	return nil
 }
 
@@ -50,30 +51,57 @@ func existing(ls []runner.Leftover) []runner.Leftover {
 	return slices.DeleteFunc(ls, func(l runner.Leftover) bool { return l.Gone })
 }
 
-// writeLeftovers lists what killed processes left behind.
-func writeLeftovers(w io.Writer, ls []runner.Leftover) {
-	if len(ls) == 0 {
+// writeLeftovers lists what killed processes left behind, counts the
+// ledgers of ended processes that list nothing that exists, and names
+// the files in the ledger directory that are no ledger.
+func writeLeftovers(w io.Writer, ls runner.Ledgers) {
+	left := existing(slices.Clone(ls.Leftovers))
+	n := ls.Ended()
+	if len(left) == 0 && n == 0 && len(ls.Skipped) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nleft behind by killed vnetbench processes (their ledgers say so; 'vnetbench doctor --clean' removes those not in use):")
-	for _, l := range ls {
-		fmt.Fprintf(w, "  %s\n", l)
+	fmt.Fprintln(w)
+	if len(left) > 0 {
+		fmt.Fprintln(w, "left behind by killed vnetbench processes (their ledgers say so; 'vnetbench doctor --clean' removes those not in use):")
+		for _, l := range left {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	switch {
+	case n == 1:
+		fmt.Fprintln(w, "1 ledger of an ended vnetbench process lists nothing that still exists; 'vnetbench doctor --clean' removes it")
+	case n > 1:
+		fmt.Fprintf(w, "%d ledgers of ended vnetbench processes list nothing that still exists; 'vnetbench doctor --clean' removes them\n", n)
+	}
+	writeSkipped(w, ls.Skipped)
+}
+
+// writeSkipped names the files in the ledger directory doctor does not
+// read as ledgers.
+func writeSkipped(w io.Writer, sk []ledger.Skipped) {
+	for _, s := range sk {
+		fmt.Fprintf(w, "skipped %s: %s; doctor leaves it alone\n", s.File, s.Why)
 	}
 }
 
 // cleanLeftovers removes what killed processes left behind and no
-// process uses, and says what it kept and why.
+// process uses, and the ledgers of ended processes that list nothing,
+// and says what it kept and why.
 func cleanLeftovers(w io.Writer) error {
-	done, ls, err := runner.Clean()
-	for _, l := range done {
+	c, err := runner.Clean()
+	for _, l := range c.Done {
 		fmt.Fprintf(w, "removed %s\n", l)
 	}
-	for _, l := range ls {
+	for _, s := range c.Ledgers {
+		fmt.Fprintf(w, "removed ledger %s (%s, pid %d, is gone; it listed nothing left)\n", s.File, runner.OwnerName(s.Owner), s.Owner.PID)
+	}
+	for _, l := range c.Found.Leftovers {
 		if l.Busy != "" {
 			fmt.Fprintf(w, "kept %s\n", l)
 		}
 	}
-	if len(existing(ls)) == 0 {
+	writeSkipped(w, c.Found.Skipped)
+	if len(existing(c.Found.Leftovers)) == 0 {
 		fmt.Fprintln(w, "nothing left behind")
 	}
 	return err

@@ -80,7 +80,7 @@ func TestDoctorCleanRemovesSettledLedgers(t *testing.T) {
 		"vnblink.jsonl":    "a symbolic link",
 		"vnbfifo.jsonl":    "not a regular file",
 		"vnbnoowner.jsonl": "no owner line",
-		"vnbrenamed.jsonl": "names ledger vnbdeadsettled",
+		"vnbrenamed.jsonl": "its owner line names ledger vnbdeadsettled",
 		"notes.txt":        "not a ledger's name",
 	}
 	if err := os.Symlink(outside, filepath.Join(dir, "vnblink.jsonl")); err != nil {

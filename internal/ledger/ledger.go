@@ -12,8 +12,9 @@
 // A reused pid does not pass for the owner: an owner is alive only while
 // a process of its pid has its start time, in the same boot.
 //
-// The package records and reads ledgers; it removes nothing (runner's
-// doctor code decides what is in use and removes the rest).
+// The package records and reads ledgers, and removes no resource
+// (runner's doctor code decides what is in use and removes the rest);
+// of a dead owner's ledger it removes the file once it lists nothing.
 package ledger
 
 import (
@@ -27,11 +28,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Kinds of resources.
@@ -312,54 +316,129 @@ type Orphan struct {
 	File  string // the ledger's file
 }
 
-// Scan reads the ledgers in dir and returns what those of owners that are
-// gone still list (not recorded gone), in the order it was recorded, and
-// how many ledgers belong to running processes. Unreadable lines are
-// skipped; this process's own ledger is not read.
-func Scan(dir string) (orphans []Orphan, live int, err error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil {
-		return nil, 0, err
-	}
-	me := This().owner.ID
-	for _, f := range files {
-		o, es, rerr := readLedger(f)
-		if rerr != nil || o.ID == me {
-			continue
-		}
-		if o.Alive() {
-			live++
-			continue
-		}
-		for _, e := range es {
-			orphans = append(orphans, Orphan{Owner: o, Entry: e, File: f})
-		}
-	}
-	return orphans, live, nil
+// Settled is a ledger whose owner is gone and that lists nothing: each
+// entry is recorded gone, but the owner ended before it removed the file
+// (qemu.Launch records a QEMU's exit from a goroutine of its own). Only
+// the file is left; RemoveSettled removes it.
+type Settled struct {
+	Owner Owner
+	File  string
 }
 
-// readLedger reads a ledger file: its owner and the entries not gone.
-func readLedger(path string) (Owner, []Entry, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// Skipped is a file in the ledger directory that is no ledger Scan can
+// read, and why; nothing reads or removes it.
+type Skipped struct {
+	File string
+	Why  string
+}
+
+// Found is what Scan finds in a ledger directory.
+type Found struct {
+	// Orphans is what the ledgers of owners that are gone still list
+	// (not recorded gone), in the order it was recorded.
+	Orphans []Orphan
+	Settled []Settled
+	Skipped []Skipped
+	Live    int // ledgers of running processes
+}
+
+// Scan reads the ledgers in dir (ID.jsonl, regular files; a link is not
+// followed). This process's own ledger is not read. A line that is not
+// a ledger line is passed over, but a ledger that has one is not
+// Settled: it may be the line that recorded something made.
+func Scan(dir string) (Found, error) {
+	var fd Found
+	d, err := safefs.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fd, nil
+	}
 	if err != nil {
-		return Owner{}, nil, err
+		return fd, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(".")
+	if err != nil {
+		return fd, err
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	me := This().owner.ID
+	for _, de := range ents {
+		p, err := readEntry(d, de)
+		if err != nil {
+			fd.Skipped = append(fd.Skipped, Skipped{File: d.Join(de.Name()), Why: err.Error()})
+			continue
+		}
+		switch o := p.owner; {
+		case o.ID == me:
+		case o.Alive():
+			fd.Live++
+		case len(p.live) > 0:
+			for _, e := range p.live {
+				fd.Orphans = append(fd.Orphans, Orphan{Owner: o, Entry: e, File: d.Join(de.Name())})
+			}
+		case p.badLine > 0:
+			fd.Skipped = append(fd.Skipped, Skipped{File: d.Join(de.Name()), Why: fmt.Sprintf("line %d is no ledger line: not provably settled", p.badLine)})
+		default:
+			fd.Settled = append(fd.Settled, Settled{Owner: o, File: d.Join(de.Name())})
+		}
+	}
+	return fd, nil
+}
+
+// readEntry reads directory entry de as a ledger: a regular file named
+// after its owner's ID.
+func readEntry(d *safefs.Dir, de fs.DirEntry) (parsed, error) {
+	id, ok := strings.CutSuffix(de.Name(), ".jsonl")
+	switch t := de.Type(); {
+	case !ok:
+		return parsed{}, errors.New("not a ledger's name (ID.jsonl)")
+	case t&fs.ModeSymlink != 0:
+		return parsed{}, errors.New("a symbolic link")
+	case !t.IsRegular():
+		return parsed{}, fmt.Errorf("not a regular file (a %v)", t)
+	}
+	p, err := readLedger(d, de.Name())
+	if err == nil && p.owner.ID != id {
+		err = fmt.Errorf("its owner line names ledger %s", p.owner.ID)
+	}
+	return p, err
+}
+
+// parsed is a ledger file as read: its owner, the entries not recorded
+// gone, and the number of its first line that is no ledger line (0:
+// none).
+type parsed struct {
+	owner   Owner
+	live    []Entry
+	badLine int
+}
+
+// readLedger reads ledger file name under d (no link followed, no FIFO
+// opened).
+func readLedger(d *safefs.Dir, name string) (parsed, error) {
+	f, err := d.Open(name)
+	if err != nil {
+		return parsed{}, err
 	}
 	defer f.Close()
-	var o Owner
+	var p parsed
 	byseq := map[int]*Entry{}
 	var order []int
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		var ln line
 		if json.Unmarshal(sc.Bytes(), &ln) != nil {
+			if p.badLine == 0 {
+				p.badLine = n
+			}
 			continue
 		}
 		switch {
 		case ln.Owner != nil:
-			o = *ln.Owner
+			p.owner = *ln.Owner
 		case ln.RunID != "":
-			o.Run = ln.RunID
+			p.owner.Run = ln.RunID
 		case ln.Entry != nil && ln.State == "gone":
 			delete(byseq, ln.Seq)
 		case ln.Entry != nil:
@@ -370,16 +449,32 @@ func readLedger(path string) (Owner, []Entry, error) {
 			byseq[ln.Seq] = &e
 		}
 	}
-	if o.ID == "" {
-		return o, nil, fmt.Errorf("%s: no owner", path)
+	if err := sc.Err(); err != nil {
+		return p, err
 	}
-	var es []Entry
+	if p.owner.ID == "" {
+		return p, errors.New("no owner line")
+	}
 	for _, s := range order {
 		if e, ok := byseq[s]; ok {
-			es = append(es, *e)
+			p.live = append(p.live, *e)
 		}
 	}
-	return o, es, sc.Err()
+	return p, nil
+}
+
+// openLedger opens the directory of ledger file path and reads it.
+func openLedger(path string) (*safefs.Dir, parsed, error) {
+	d, err := safefs.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, parsed{}, err
+	}
+	p, err := readLedger(d, filepath.Base(path))
+	if err != nil {
+		d.Close()
+		return nil, parsed{}, err
+	}
+	return d, p, nil
 }
 
 // Resolved records in a dead owner's ledger file that doctor removed e
@@ -395,10 +490,38 @@ func Resolved(o Orphan) error {
 	b, _ := json.Marshal(line{Entry: &Entry{Seq: o.Entry.Seq, Kind: o.Entry.Kind, State: "gone"}})
 	_, err = f.Write(append(b, '\n'))
 	f.Close()
-	if _, es, rerr := readLedger(o.File); rerr == nil && len(es) == 0 {
-		os.Remove(o.File)
+	if d, p, rerr := openLedger(o.File); rerr == nil {
+		if len(p.live) == 0 {
+			d.RemoveAll(filepath.Base(o.File)) // a regular file, as read
+		}
+		d.Close()
 	}
 	return err
+}
+
+// RemoveSettled removes the file of a settled ledger after reading it
+// again: still its owner's, who is still gone, and still listing
+// nothing. No link is followed.
+func RemoveSettled(s Settled) error {
+	d, p, err := openLedger(s.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	switch {
+	case p.owner.ID != s.Owner.ID:
+		return fmt.Errorf("%s: its owner line names ledger %s now", s.File, p.owner.ID)
+	case p.owner.Alive():
+		return fmt.Errorf("%s: its owner, pid %d, runs", s.File, p.owner.PID)
+	case len(p.live) > 0 || p.badLine > 0:
+		return fmt.Errorf("%s: it is not settled now", s.File)
+	}
+	// The file read is a regular file (safefs.Dir.Open): RemoveAll
+	// unlinks that name only.
+	return d.RemoveAll(filepath.Base(s.File))
 }
 
 // MkdirTemp makes a new directory in the temporary directory, named

@@ -47,10 +47,11 @@ func TestLedgerOwnersAndOrphans(t *testing.T) {
 	write(alive, line{Entry: &ns})
 	write(reused, line{Entry: &ns}, line{Entry: &made}, line{Entry: &tmp})
 	write(dead, line{Entry: &tmp}, line{Entry: &done}, line{RunID: "r1"})
-	orphans, live, err := Scan(dir)
+	fd, err := Scan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	orphans, live := fd.Orphans, fd.Live
 	if live != 1 || len(orphans) != 2 || orphans[0].Entry.Ino != 42 || orphans[1].Entry.Name != "/tmp/x" || orphans[0].Owner.ID != "vnbreused" {
 		t.Fatalf("live %d, orphans %+v", live, orphans)
 	}
@@ -125,5 +126,54 @@ func TestZombieOwnerIsGone(t *testing.T) {
 	}
 	if _, err := StartTime(pid); !errors.Is(err, ErrEnded) {
 		t.Errorf("StartTime of a zombie: %v, want ErrEnded", err)
+	}
+}
+
+// Scan finds a dead owner's ledger that lists nothing (settled), and
+// RemoveSettled removes its file only while it still is: not once its
+// owner is found alive or it lists something again.
+func TestRemoveSettledChecksAgain(t *testing.T) {
+	dir := t.TempDir()
+	me, err := StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Owner{ID: "vnbsettled", PID: os.Getpid(), Start: me + 1, Boot: BootID()} // a reused pid: gone
+	p := filepath.Join(dir, o.ID+".jsonl")
+	write := func(o Owner, lines ...string) {
+		b, _ := json.Marshal(line{Owner: &o})
+		os.WriteFile(p, []byte(string(b)+"\n"+strings.Join(lines, "")), 0o600)
+	}
+	vm := `{"seq":1,"kind":"vm","name":"vnb-x","pid":1,"start":5,"state":"made"}` + "\n"
+	gone := `{"seq":1,"kind":"vm","state":"gone"}` + "\n"
+	write(o, vm, gone)
+	fd, err := Scan(dir)
+	if err != nil || len(fd.Settled) != 1 || fd.Settled[0].File != p || len(fd.Orphans)+len(fd.Skipped)+fd.Live != 0 {
+		t.Fatalf("Scan: %+v, %v; want one settled ledger, %s", fd, err, p)
+	}
+	s := fd.Settled[0]
+	alive := o
+	alive.Start = me
+	write(alive, vm, gone)
+	if err := RemoveSettled(s); err == nil {
+		t.Errorf("RemoveSettled removed the ledger of a live owner")
+	}
+	write(o, vm, gone, vm)
+	if err := RemoveSettled(s); err == nil {
+		t.Errorf("RemoveSettled removed a ledger that lists a VM")
+	}
+	write(o, vm, gone, "{torn\n")
+	if err := RemoveSettled(s); err == nil {
+		t.Errorf("RemoveSettled removed a ledger with a line that is no ledger line")
+	}
+	if _, err := os.Lstat(p); err != nil {
+		t.Fatalf("the ledger is gone: %v", err)
+	}
+	write(o, vm, gone)
+	if err := RemoveSettled(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(p); err == nil {
+		t.Errorf("RemoveSettled left the settled ledger")
 	}
 }
