@@ -88,10 +88,7 @@ func (b versusKind) versusTable(tab workload.Table, name string, cells []string,
 	if g.first == nil {
 		return nil
 	}
-	threads, _ := strconv.Atoi(g.first.Labels["threads"])
-	if threads == 0 {
-		threads, _ = strconv.Atoi(g.first.Axes[versusAxis(name, tab.ThreadsKey)])
-	}
+	threads := threadsOf(g.first, tab)
 	seen := func(key metric.Key) bool { return b.anyPositiveIn(g.mine, col, key) }
 	ctx := b.lab.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.lab.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,

@@ -110,3 +110,42 @@ func TestVersusTable(t *testing.T) {
 	}
 	checkGolden(t, "versus-stock.txt", buf.Bytes())
 }
+
+// A sample that says its thread count only by its per-thread numbers
+// (no threads axis, no label) gets the same per-thread wording in the
+// versus table as in every other table: threadsOf is the one rule.
+func TestVersusThreadsFromSample(t *testing.T) {
+	set := versusSet()
+	for i := range set.Samples {
+		s := &set.Samples[i]
+		delete(s.Axes, "generator.afxdp.threads")
+		if s.Unsupported == "" {
+			tx := s.Metrics["tx_pps"]
+			s.Threads = []results.ThreadSample{{I: 0, TxPPS: tx * 0.4}, {I: 1, TxPPS: tx * 0.6}}
+		}
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range r.Tables {
+		if x.Kind != KindVersus {
+			continue
+		}
+		n++
+		perThread := false
+		for _, row := range x.Rows {
+			perThread = perThread || row.Labels[1] == "Tx per thread"
+		}
+		if !perThread {
+			t.Errorf("%s: no Tx per thread row for 2-thread samples", x.Title)
+		}
+		if !strings.Contains(strings.Join(x.Notes, "\n"), "total over its 2 threads") {
+			t.Errorf("%s: notes do not say the total is over 2 threads: %q", x.Title, x.Notes)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d versus tables, want 2", n)
+	}
+}

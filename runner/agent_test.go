@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,5 +108,44 @@ func TestVMAgentDo(t *testing.T) {
 	_, err = a.Do(ctx, "vsock", "fail")
 	if _, ok := workload.IsUnsupported(err); ok || err == nil || err.Error() != "agent vsock: vsock fail: broken" {
 		t.Errorf("fail: %v", err)
+	}
+}
+
+// A workload's op whose request or reply is lost on the port (the iperf3
+// server's start in a nested TCG guest after a trafgen flood) is asked
+// again after the least attempt time, the same request marked as a retry,
+// instead of waited for until the caller's deadline (timeouts.traffic).
+func TestVMAgentDoRetries(t *testing.T) {
+	host, guest := net.Pipe()
+	defer host.Close()
+	defer guest.Close()
+	var mu sync.Mutex
+	var got []string
+	go func() {
+		sc := bufio.NewScanner(guest)
+		for sc.Scan() {
+			var req vmimages.Request
+			if json.Unmarshal(sc.Bytes(), &req) != nil {
+				continue
+			}
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%d %s %s retry=%v", req.ID, req.Op, req.Action, req.Retry))
+			n := len(got)
+			mu.Unlock()
+			if n > 1 { // the first is lost
+				fmt.Fprintf(guest, `{"ev":"ok","id":%d,"msg":"listening"}`+"\n", req.ID)
+			}
+		}
+	}()
+	a := &vmAgent{c: vmimages.NewClient(host), least: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if d, err := a.Do(ctx, "iperf3", "start"); err != nil || d != "listening" {
+		t.Fatalf("Do: %q, %v; want the retry's answer", d, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "1 iperf3 start retry=false|1 iperf3 start retry=true"; len(got) < 2 || strings.Join(got[:2], "|") != want {
+		t.Errorf("the guest read %q, want %q first", got, want)
 	}
 }

@@ -252,14 +252,19 @@ func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
 // Do sends req (its ID is assigned) and returns the matching event. An
 // "error" event is returned as an *AgentError.
 func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
+	return c.DoRetry(ctx, req, 0)
+}
+
+// DoRetry is Do that sends req again (its ID kept, marked Retry) each
+// time attempt passes without its answer, until ctx ends: a request or
+// reply lost on the port costs an attempt, not the caller's deadline. The
+// agent does a request at most once however many copies it reads
+// (Request.Retry). attempt 0 sends req once.
+func (c *Client) DoRetry(ctx context.Context, req Request, attempt time.Duration) (*Event, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextID++
 	req.ID = c.nextID
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
 	// Drain stale replies of cancelled calls.
 	for drained := false; !drained; {
 		select {
@@ -268,36 +273,77 @@ func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
 			drained = true
 		}
 	}
+	if err := waitSent(ctx, req.Op, c.write(req)); err != nil {
+		return nil, err
+	}
+	var again <-chan time.Time
+	if attempt > 0 {
+		t := time.NewTicker(attempt)
+		defer t.Stop()
+		again = t.C
+	}
+	var resending <-chan error // a copy being written: the reply may come meanwhile
+	for sent := 1; ; {
+		select {
+		case ev := <-c.events:
+			if ev.ID != req.ID {
+				continue // a stale reply, or one to an earlier copy of a call's
+			}
+			if ev.Ev == EvError {
+				return &ev, &AgentError{Op: req.Op, Msg: fault.Clip(ev.Msg), Unsupported: ev.Unsupported}
+			}
+			return &ev, nil
+		case <-again:
+			if resending == nil {
+				req.Retry = true
+				resending = c.write(req)
+				sent++
+			}
+		case err := <-resending:
+			resending = nil
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: send again: %w", req.Op, err)
+			}
+		case <-c.done:
+			return nil, fmt.Errorf("agent %s: %w%s", req.Op, ErrClosed, c.lastSeen())
+		case <-ctx.Done():
+			asked := ""
+			if sent > 1 {
+				asked = fmt.Sprintf(" (asked %d times)", sent)
+			}
+			return nil, fmt.Errorf("agent %s: no answer%s: %w%s", req.Op, asked, ctx.Err(), c.lastSeen())
+		}
+	}
+}
+
+// write writes req as one line in the background; the channel gets the
+// write's error.
+func (c *Client) write(req Request) <-chan error {
 	werr := make(chan error, 1)
+	b, err := json.Marshal(req)
+	if err != nil {
+		werr <- err
+		return werr
+	}
 	go func() {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		_, err := c.w.Write(append(b, '\n'))
 		werr <- err
 	}()
+	return werr
+}
+
+// waitSent waits for a write's result (write) until ctx ends.
+func waitSent(ctx context.Context, op string, werr <-chan error) error {
 	select {
 	case err := <-werr:
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: send: %w", req.Op, err)
+			return fmt.Errorf("agent %s: send: %w", op, err)
 		}
+		return nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("agent %s: send: %w", req.Op, ctx.Err())
-	}
-	for {
-		select {
-		case ev := <-c.events:
-			if ev.ID != req.ID {
-				continue
-			}
-			if ev.Ev == EvError {
-				return &ev, &AgentError{Op: req.Op, Msg: fault.Clip(ev.Msg), Unsupported: ev.Unsupported}
-			}
-			return &ev, nil
-		case <-c.done:
-			return nil, fmt.Errorf("agent %s: %w%s", req.Op, ErrClosed, c.lastSeen())
-		case <-ctx.Done():
-			return nil, fmt.Errorf("agent %s: no answer: %w%s", req.Op, ctx.Err(), c.lastSeen())
-		}
+		return fmt.Errorf("agent %s: send: %w", op, ctx.Err())
 	}
 }
 

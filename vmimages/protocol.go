@@ -48,6 +48,13 @@ type Request struct {
 	Kind   string `json:"kind,omitempty"`   // sink kind
 	// Args are the arguments of a workload's own op (agent.Server.Ops).
 	Args []string `json:"args,omitempty"`
+	// Retry marks a request sent again, same ID and all, because its
+	// answer did not come in time: the request or its reply may have
+	// been lost on the port (seen under TCG in TCG). The agent answers a
+	// retry of the request it handled last with that request's reply
+	// again and does not do it twice; a retry of any other request (the
+	// first copy was lost) is done as the request itself.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Event is a guest-to-host message.

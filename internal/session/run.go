@@ -165,7 +165,7 @@ func (r *run) load() error {
 }
 
 // order expands the cells, orders them by the seed and keeps this
-// shard's, or this lab's.
+// shard's, or this lab's (prepare splits them by kernel).
 func (r *run) order() error {
 	if err := r.resolveShard(); err != nil {
 		return err
@@ -198,7 +198,6 @@ func (r *run) order() error {
 			return fault.Input("run: --inside-lab %s: the scenario has no kernel labelled %s", r.InsideLab, r.InsideLab)
 		}
 	}
-	r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
 	// Cells whose guest kernel is too old for their workload read n/a:
 	// said before the run, not discovered after it.
 	for _, n := range runner.GuestKernelNotes(r.cells) {
@@ -226,8 +225,9 @@ func (r *run) resolveShard() error {
 	return nil
 }
 
-// prepare picks the run directory and the lab VMs' inner command, and
-// estimates the run, refusing one past MaxTime.
+// prepare picks the run directory, probes the host, splits the cells
+// into the running kernel's and the lab VMs', picks the lab VMs' inner
+// command, and estimates the run, refusing one past MaxTime.
 func (r *run) prepare(ctx context.Context) error {
 	if r.Dir == "" {
 		if r.Resume {
@@ -238,17 +238,9 @@ func (r *run) prepare(ctx context.Context) error {
 	if abs, err := filepath.Abs(r.Dir); err == nil {
 		r.Dir = abs
 	}
+	r.split()
 	if err := r.labInner(); err != nil {
 		return err
-	}
-	r.host = r.Host()
-	if r.InsideLab != "" {
-		var notes []string
-		r.cells, notes = lab.NestedBoot(r.cells, r.host.KVM.Usable)
-		r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
-		for _, n := range notes {
-			fmt.Fprintf(r.Stderr, "vnetbench: note: %s\n", n)
-		}
 	}
 	r.tab = LoadTable(r.Stderr, "vnetbench: ", r.EstimateDir)
 	todo := r.cells
@@ -272,6 +264,21 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 	}
 	return checkMaxTime(r.Stderr, r.est, r.Scenario, r.s, r.host.KVM, r.tab, r.MaxTime)
+}
+
+// split probes the host, whose KVM inside a lab VM decides the guests'
+// boot deadlines (lab.NestedBoot, which keeps the order), and then splits
+// the cells, once, into the running kernel's and the lab VMs'.
+func (r *run) split() {
+	r.host = r.Host()
+	if r.InsideLab != "" {
+		var notes []string
+		r.cells, notes = lab.NestedBoot(r.cells, r.host.KVM.Usable)
+		for _, n := range notes {
+			fmt.Fprintf(r.Stderr, "vnetbench: note: %s\n", n)
+		}
+	}
+	r.hostCells, r.labCells = scenarios.SplitRunning(r.cells)
 }
 
 // labInner is the command each lab VM runs (--inside-lab): kernels other

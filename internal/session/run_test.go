@@ -15,6 +15,8 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -126,5 +128,53 @@ func TestSpecArgv(t *testing.T) {
 	got := proc.Quote(sp.Argv(42))
 	if want := "vnetbench run lab-pktgen --kernel stock=source=debian:6.1 --set per_patch=true --seed 42"; got != want {
 		t.Errorf("Argv = %s, want %s", got, want)
+	}
+}
+
+// The shorter forms plan suggests are the recorded command with the
+// changed overrides: Command and Argv build one argv, so a kernel, a
+// label or an override reads the same in env.json and in a suggestion.
+func TestSpecCommandIsArgv(t *testing.T) {
+	sp := Spec{Name: "lab-pktgen", Label: "a b",
+		Kernels: []scenarios.Kernel{{Label: "stock", Source: "debian:6.1"}, {Label: "new", Source: "/tmp/bzImage"}},
+		Sets:    []scenarios.Set{{Key: "repetitions", Value: "5"}, {Key: "per_patch", Value: "true"}}}
+	if got, want := sp.Command(nil)+" --seed 7", proc.Quote(sp.Argv(7)); got != want {
+		t.Errorf("Command(nil) + seed = %s\nArgv = %s", got, want)
+	}
+	got := sp.Command([]scenarios.Set{{Key: "repetitions", Value: "1"}})
+	if want := "vnetbench run lab-pktgen --kernel stock=source=debian:6.1 --kernel new=source=/tmp/bzImage --label 'a b' --set per_patch=true --set repetitions=1"; got != want {
+		t.Errorf("Command(repetitions=1) = %s, want %s", got, want)
+	}
+}
+
+// Inside a lab VM without KVM the guests boot nested under TCG: the cells
+// the running kernel runs (the ones runner.Run gets) carry the raised
+// boot deadline, in run order, and the note says so once.
+func TestInsideLabNestedBoot(t *testing.T) {
+	var stderr bytes.Buffer
+	o := Options{Scenario: Spec{Name: "quickstart", Kernels: []scenarios.Kernel{{Label: "stock", Source: "debian:6.1"}}},
+		InsideLab: "stock", DryRun: true, Seed: 3, Dir: t.TempDir(), Stderr: &stderr,
+		Host: func() lab.Host { return lab.Host{KVM: qemu.KVMStatus{Why: "no /dev/kvm (test)"}} }}
+	o.setDefaults()
+	r := &run{Options: o}
+	if err := r.load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.order(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.labCells) != 0 || len(r.hostCells) != len(r.cells) || len(r.cells) == 0 {
+		t.Fatalf("%d cells: %d on the running kernel, %d in lab VMs; want all on the running kernel", len(r.cells), len(r.hostCells), len(r.labCells))
+	}
+	for i, c := range r.hostCells {
+		if c.Timeouts.Boot != lab.NestedTCGBoot || c.Name != r.cells[i].Name || c.Rep != r.cells[i].Rep {
+			t.Errorf("host cell %d: %s rep %d boot %v; want %s rep %d boot %v", i, c.Name, c.Rep, c.Timeouts.Boot, r.cells[i].Name, r.cells[i].Rep, lab.NestedTCGBoot)
+		}
+	}
+	if n := strings.Count(stderr.String(), "raised to 9m0s"); n != 1 {
+		t.Errorf("%d notes of the raised deadline, want 1:\n%s", n, stderr.String())
 	}
 }

@@ -75,18 +75,20 @@ func (sp Spec) SetArgs() []string {
 // Argv is `vnetbench run` of sp with seed, as argv: what env.json
 // records as the command that makes the run again.
 func (sp Spec) Argv(seed int64) []string {
-	argv := []string{"vnetbench", "run", sp.Name}
-	argv = append(argv, sp.KernelArgs()...)
-	if sp.Label != "" {
-		argv = append(argv, "--label", sp.Label)
-	}
-	argv = append(argv, sp.SetArgs()...)
-	return append(argv, "--seed", strconv.FormatInt(seed, 10))
+	return append(sp.runArgv(nil), "--seed", strconv.FormatInt(seed, 10))
 }
 
 // Command is `vnetbench run` of sp with extra overrides (an extra
-// override replaces a given one of the same key), shell-quoted.
+// override replaces a given one of the same key), shell-quoted: the
+// shorter forms plan and doctor suggest. Without extra it is Argv
+// without the seed.
 func (sp Spec) Command(extra []scenarios.Set) string {
+	return proc.Quote(sp.runArgv(extra))
+}
+
+// runArgv is `vnetbench run` of sp with extra overrides, the one argv
+// Argv and Command both build on.
+func (sp Spec) runArgv(extra []scenarios.Set) []string {
 	argv := []string{"vnetbench", "run", sp.Name}
 	argv = append(argv, sp.KernelArgs()...)
 	if sp.Label != "" {
@@ -100,7 +102,7 @@ func (sp Spec) Command(extra []scenarios.Set) string {
 	for _, st := range extra {
 		argv = append(argv, "--set", st.String())
 	}
-	return proc.Quote(argv)
+	return argv
 }
 
 // ApplyLabel names the running kernel label (--label NAME): the

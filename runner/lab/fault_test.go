@@ -150,8 +150,10 @@ timeouts: {boot: 2m, setup: 30s, teardown: 10s}
 		t.Errorf("labRunTimeout = %v, want %v", got, want)
 	}
 	// On a TCG host the guests nest under TCG: each boot deadline is
-	// raised to NestedTCGBoot (NestedBoot), 7 min more a cell.
-	want += 6 * (NestedTCGBoot - 2*time.Minute)
+	// raised to NestedTCGBoot (NestedBoot), 7 min more a cell, setup to
+	// NestedTCGSetup (counted twice: the closing counters' too), and
+	// traffic by NestedTCGTraffic.
+	want += 6 * (NestedTCGBoot - 2*time.Minute + 2*(NestedTCGSetup-30*time.Second) + NestedTCGTraffic)
 	if got := labConfigT(t, "a", cells, runner.Options{}, Inner{}, nil).Timeouts.Run; got != want {
 		t.Errorf("labConfig's run timeout = %v, want %v", got, want)
 	}

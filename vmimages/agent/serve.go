@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,6 +54,13 @@ type Server struct {
 	// UnsupportedError) is an error event marked unsupported, its msg the
 	// reason alone.
 	Ops map[string]Op
+
+	// last is the request handled last and its reply, for a retry of it
+	// (Request.Retry).
+	last struct {
+		req vmimages.Request
+		ev  vmimages.Event
+	}
 }
 
 // notSupported is an op error saying the guest's kernel cannot do it.
@@ -145,9 +153,10 @@ func readLine(br *bufio.Reader) (string, bool, error) {
 }
 
 // Handle answers one request line. The returned function (may be nil) runs
-// after the reply was sent (poweroff).
+// after the reply was sent (poweroff). A retry of the request handled last
+// (same ID and request) gets its reply again, and the request is not done
+// twice. One goroutine at a time calls Handle (Serve).
 func (s *Server) Handle(line string) (vmimages.Event, func()) {
-	sys := s.Sys
 	var req vmimages.Request
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -157,6 +166,26 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 	if dec.More() {
 		return errEv(req.ID, "malformed request %q: trailing data after the JSON object", clip(line)), nil
 	}
+	retry := req.Retry
+	req.Retry = false
+	if retry && req.ID != 0 && sameRequest(req, s.last.req) {
+		return s.last.ev, nil
+	}
+	ev, after := s.answer(req)
+	if req.ID != 0 {
+		s.last.req, s.last.ev = req, ev
+	}
+	return ev, after
+}
+
+// sameRequest: a and b are the same request (ID and all).
+func sameRequest(a, b vmimages.Request) bool {
+	return a.ID == b.ID && a.Op == b.Op && a.Action == b.Action && a.Kind == b.Kind && slices.Equal(a.Args, b.Args)
+}
+
+// answer does req and returns its reply.
+func (s *Server) answer(req vmimages.Request) (vmimages.Event, func()) {
+	sys := s.Sys
 	switch req.Op {
 	case vmimages.OpStats:
 		ev, err := sys.Stats()

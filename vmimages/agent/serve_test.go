@@ -203,3 +203,98 @@ func TestServeOpPanics(t *testing.T) {
 		t.Errorf("after the panic: %+v", ev)
 	}
 }
+
+// A retry of the request handled last (its reply lost on the port) gets
+// that reply again and is not done twice; a retry of a request whose first
+// copy was lost is done.
+func TestServeRetry(t *testing.T) {
+	starts := 0
+	srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+		"iperf3": func(action string, args []string) (string, error) {
+			starts++
+			if starts > 1 {
+				return "", errors.New("iperf3 start: already running")
+			}
+			return fmt.Sprintf("start %d", starts), nil
+		},
+	}}
+	for i, tc := range []struct{ line, want string }{
+		{`{"id":3,"op":"iperf3","action":"start"}`, "ok start 1"},
+		{`{"id":3,"op":"iperf3","action":"start","retry":true}`, "ok start 1"},
+		{`{"id":3,"op":"iperf3","action":"start","retry":true}`, "ok start 1"},
+		// Another request under the same ID is not a copy of it.
+		{`{"id":3,"op":"iperf3","action":"stop","retry":true}`, "error iperf3 stop: iperf3 start: already running"},
+		{`{"id":4,"op":"iperf3","action":"start","retry":true}`, "error iperf3 start: iperf3 start: already running"},
+	} {
+		ev, _ := srv.Handle(tc.line)
+		if got := ev.Ev + " " + ev.Msg; got != tc.want || ev.ID != 3+uint64(i/4) {
+			t.Errorf("%s: %q (id %d), want %q", tc.line, got, ev.ID, tc.want)
+		}
+	}
+	if starts != 3 {
+		t.Errorf("the op ran %d times, want 3 (once per request, copies not)", starts)
+	}
+}
+
+// lossy passes lines written to it through but the drop-th (1-based)
+// that carries an ID: a port that loses one request or reply. Each
+// Write is one line (Client and Server write lines whole).
+type lossy struct {
+	rw   io.Writer
+	drop int
+	seen int
+}
+
+func (l *lossy) keep(line []byte) bool {
+	if !strings.Contains(string(line), `"id":`) {
+		return true
+	}
+	l.seen++
+	return l.seen != l.drop
+}
+
+func (l *lossy) Write(p []byte) (int, error) {
+	if !l.keep(p) {
+		return len(p), nil
+	}
+	return l.rw.Write(p)
+}
+
+// The client asks again after each attempt without an answer, and the
+// agent does the request once whether the request or its reply was lost.
+func TestClientDoRetryOverLossyPort(t *testing.T) {
+	for _, lose := range []string{"request", "reply"} {
+		t.Run(lose, func(t *testing.T) {
+			host, guest := net.Pipe()
+			defer host.Close()
+			runs := 0
+			srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+				"iperf3": func(string, []string) (string, error) { runs++; return "listening", nil },
+			}}
+			var hostSide io.ReadWriter = host
+			var guestSide io.ReadWriter = guest
+			if lose == "reply" {
+				guestSide = struct {
+					io.Reader
+					io.Writer
+				}{guest, &lossy{rw: guest, drop: 1}}
+			} else {
+				hostSide = struct {
+					io.Reader
+					io.Writer
+				}{host, &lossy{rw: host, drop: 1}}
+			}
+			go func() { srv.Serve(context.Background(), guestSide, false); guest.Close() }()
+			c := vmimages.NewClient(hostSide)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			ev, err := c.DoRetry(ctx, vmimages.Request{Op: "iperf3", Action: "start"}, 50*time.Millisecond)
+			if err != nil || ev.Msg != "listening" {
+				t.Fatalf("DoRetry: %+v, %v", ev, err)
+			}
+			if runs != 1 {
+				t.Errorf("the op ran %d times, want once", runs)
+			}
+		})
+	}
+}
