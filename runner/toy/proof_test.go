@@ -30,10 +30,14 @@ func sortedCopy(s []string) []string {
 	return c
 }
 
-// The one registration line.
+// The one registration line; the runs record in a ledger directory of
+// their own (testenv.TempLedger), not in the real one doctor reads.
 func TestMain(m *testing.M) {
 	workload.Register(toy{})
-	os.Exit(m.Run())
+	done := testenv.TempLedger()
+	code := m.Run()
+	done()
+	os.Exit(code)
 }
 
 const scenario = `
