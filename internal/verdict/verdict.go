@@ -72,14 +72,17 @@ type Result struct {
 	// P is the two-sided p-value of the look's test of no shift: at a
 	// rank look the Mann-Whitney z with mid-ranks, tie-corrected variance
 	// and continuity correction (normal approximation), at an early look
-	// the pooled two-sample t test. DIFFERENT exactly when P is at most
-	// 1-Level, the look's own level.
+	// the pooled two-sample t test, or the exact rank test's when the
+	// ranges are disjoint and it decides (Plan.DisjointAlpha). DIFFERENT
+	// exactly when P is at most 1-Level, the level of the look's test.
 	P float64 `json:"p"`
 	// Shift is the estimate of new - base, Lo and Hi its confidence
 	// interval at Level (the look's, so it excludes 0 exactly when
 	// DIFFERENT up to ties): at a rank look the Hodges-Lehmann shift (the
 	// median of all pairwise differences) and its Moses interval, at an
-	// early look the difference of the means and its t interval. Pct,
+	// early look the difference of the means and its t interval (when
+	// disjoint ranges decide, the Hodges-Lehmann shift and the range of
+	// all pairwise differences). Pct,
 	// PctLo and PctHi are the same in percent of the base median.
 	Shift float64 `json:"shift"`
 	Lo    float64 `json:"lo"`
@@ -188,6 +191,9 @@ func DecideFastWith(b, n []float64, min MinEffect, plan *Plan, scale *Scale) Ver
 			return v
 		}
 		v, _, _ := earlyTest(b, n, plan.EarlyAlpha[k])
+		if v == Unknown && plan.DisjointAlpha > 0 && disjointP(b, n) <= plan.DisjointAlpha {
+			return Different
+		}
 		return v
 	}
 	v, _ := decide(b, n, min.abs(b, n), plan.Bound(k), plan)

@@ -114,3 +114,58 @@ func TestEarlyLooks(t *testing.T) {
 		}
 	}
 }
+
+// Disjoint ranges at the early looks: 6 runs per side whose ranges do not
+// overlap are DIFFERENT by the exact rank test (p = 2/924) when one
+// outlier keeps the t test above its level; at 3 runs (p = 0.1), or with
+// ranges that touch, they stay UNKNOWN; with a history scale that applies
+// the scaled test alone decides.
+func TestDisjointRanges(t *testing.T) {
+	for _, c := range []struct {
+		nb, nn int
+		want   float64
+	}{{6, 6, 2.0 / 924}, {3, 3, 0.1}, {7, 6, 2.0 / 1716}} {
+		b, n := make([]float64, c.nb), make([]float64, c.nn)
+		for i := range b {
+			b[i] = float64(10 + i)
+		}
+		for i := range n {
+			n[i] = float64(i)
+		}
+		if got := disjointP(b, n); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("disjointP %d against %d: %g, want %g", c.nb, c.nn, got, c.want)
+		}
+	}
+	base := []float64{100, 100.5, 101, 101.5, 102, 130}
+	drop := []float64{95, 95.5, 96, 96.5, 97, 98}
+	r := Decide(base, drop, DefaultMinEffect, nil)
+	if r.Verdict != Different || r.Look != 1 || math.Abs(r.P-2.0/924) > 1e-12 || math.Abs(r.Level-(1-Default.DisjointAlpha)) > 1e-12 ||
+		r.Lo != -35 || r.Hi != -2 || !strings.Contains(r.Reason, "ranges are disjoint") {
+		t.Errorf("6 runs, disjoint, an outlier: %+v; want DIFFERENT by the exact rank test, interval [-35, -2]", r)
+	}
+	if v, _, _ := earlyTest(sorted(base), sorted(drop), Default.EarlyAlpha[1]); v != Unknown {
+		t.Errorf("the t test alone: %s; the case needs it UNKNOWN", v)
+	}
+	touch := []float64{95, 95.5, 96, 96.5, 97, 100}
+	three := [2][]float64{{100, 101, 130}, {95, 96, 97}}
+	for _, c := range [][2][]float64{{base, touch}, three} {
+		if r := Decide(c[0], c[1], DefaultMinEffect, nil); r.Verdict != Unknown {
+			t.Errorf("%v against %v: %s (%s); want UNKNOWN", c[0], c[1], r.Verdict, r.Reason)
+		}
+	}
+	tight := []float64{100, 100.1, 100.2, 100.3, 100.4, 100.5}
+	up := []float64{100.6, 100.7, 100.8, 100.9, 101, 101.1}
+	s := history(0.01)
+	if r := DecideWith(tight, up, DefaultMinEffect, nil, s); r.Verdict != Unknown || r.Scale == "" {
+		t.Errorf("with a 1%% history scale, +0.6%%: %s (%s); want UNKNOWN by the scaled test", r.Verdict, r.Reason)
+	}
+	for _, c := range [][2][]float64{{base, drop}, {base, touch}, three} {
+		b, n := sorted(c[0]), sorted(c[1])
+		if got, want := DecideFast(b, n, DefaultMinEffect, Default), Decide(b, n, DefaultMinEffect, nil).Verdict; got != want {
+			t.Errorf("DecideFast(%v, %v) = %s, Decide says %s", b, n, got, want)
+		}
+	}
+	if got, want := DecideFastWith(tight, up, DefaultMinEffect, Default, s), DecideWith(tight, up, DefaultMinEffect, nil, s).Verdict; got != want {
+		t.Errorf("DecideFastWith = %s, DecideWith says %s", got, want)
+	}
+}
