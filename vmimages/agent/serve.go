@@ -55,12 +55,16 @@ type Server struct {
 	// reason alone.
 	Ops map[string]Op
 
-	// last is the request handled last and its reply, for a retry of it
-	// (Request.Retry).
-	last struct {
-		req vmimages.Request
-		ev  vmimages.Event
-	}
+	// last is the request handled last on this connection and its reply,
+	// for a retry of it (Request.Retry); Serve starts each connection
+	// without one (the client numbers requests from 1 on each).
+	last handled
+}
+
+// handled is a request and the reply it got.
+type handled struct {
+	req vmimages.Request
+	ev  vmimages.Event
 }
 
 // notSupported is an op error saying the guest's kernel cannot do it.
@@ -85,6 +89,7 @@ func (s *Server) opNames() string {
 // line gets exactly one reply event; malformed lines and unknown ops get an
 // "error" event and serving continues.
 func (s *Server) Serve(ctx context.Context, rw io.ReadWriter, sendReady bool) error {
+	s.last = handled{}
 	var wmu sync.Mutex
 	send := func(ev vmimages.Event) error {
 		b, err := json.Marshal(ev)
@@ -155,7 +160,10 @@ func readLine(br *bufio.Reader) (string, bool, error) {
 // Handle answers one request line. The returned function (may be nil) runs
 // after the reply was sent (poweroff). A retry of the request handled last
 // (same ID and request) gets its reply again, and the request is not done
-// twice. One goroutine at a time calls Handle (Serve).
+// twice. A request numbered below the last one handled is a copy the
+// client gave up on that arrived late (the client numbers its requests in
+// order on a connection): it is refused, not done after its successor.
+// One goroutine at a time calls Handle (Serve).
 func (s *Server) Handle(line string) (vmimages.Event, func()) {
 	var req vmimages.Request
 	dec := json.NewDecoder(strings.NewReader(line))
@@ -170,6 +178,9 @@ func (s *Server) Handle(line string) (vmimages.Event, func()) {
 	req.Retry = false
 	if retry && req.ID != 0 && sameRequest(req, s.last.req) {
 		return s.last.ev, nil
+	}
+	if req.ID != 0 && req.ID < s.last.req.ID {
+		return errEv(req.ID, "%s %s: a late copy of request %d, which request %d came after: not done", req.Op, req.Action, req.ID, s.last.req.ID), nil
 	}
 	ev, after := s.answer(req)
 	if req.ID != 0 {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -233,6 +234,43 @@ func TestServeRetry(t *testing.T) {
 	}
 	if starts != 3 {
 		t.Errorf("the op ran %d times, want 3 (once per request, copies not)", starts)
+	}
+	// A copy of request 3 that arrives after request 4 was handled (the
+	// client gave up on 3 while its copy waited to be written) is not done.
+	if ev, _ := srv.Handle(`{"id":3,"op":"iperf3","action":"start","retry":true}`); ev.Ev != "error" || !strings.Contains(ev.Msg, "late copy of request 3, which request 4 came after") || starts != 3 {
+		t.Errorf("late copy: %s %q, op ran %d times, want refused and not run", ev.Ev, ev.Msg, starts)
+	}
+}
+
+// Each connection starts without a last request: the client numbers its
+// requests from 1 again, and request 1 of a new connection is not taken
+// for a retry of the old connection's request 1, nor refused as late.
+func TestServeNewConnectionForgetsLast(t *testing.T) {
+	runs := 0
+	srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
+		"iperf3": func(action string, args []string) (string, error) {
+			runs++
+			return action, nil
+		},
+	}}
+	for conn, lines := range []string{
+		`{"id":1,"op":"iperf3","action":"start"}` + "\n",
+		// The new connection's first copy of its request 1 was lost.
+		`{"id":1,"op":"iperf3","action":"start","retry":true}` + "\n",
+	} {
+		var out bytes.Buffer
+		if err := srv.Serve(t.Context(), struct {
+			io.Reader
+			io.Writer
+		}{strings.NewReader(lines), &out}, false); err != nil {
+			t.Fatalf("connection %d: %v", conn, err)
+		}
+		if strings.Contains(out.String(), `"error"`) {
+			t.Errorf("connection %d answered %s", conn, out.String())
+		}
+	}
+	if runs != 2 {
+		t.Errorf("the op ran %d times, want 2: the new connection's request 1 is a request of its own", runs)
 	}
 }
 
