@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -99,12 +100,21 @@ func threadsOf(s *results.Sample, tab workload.Table) int {
 	if len(s.Threads) > 1 {
 		return len(s.Threads)
 	}
-	if tab.ThreadsKey != "" {
-		for k, v := range s.Axes {
-			if k == tab.ThreadsKey || strings.HasSuffix(k, "."+tab.ThreadsKey) {
-				n, _ := strconv.Atoi(v)
-				return n
-			}
+	if tab.ThreadsKey == "" {
+		return 0
+	}
+	// The generator's own axis first, then the key alone, then any
+	// "....KEY" axis in key order: never the map's random order.
+	for _, k := range []string{"generator." + s.Axes["generator"] + "." + tab.ThreadsKey, tab.ThreadsKey} {
+		if v, ok := s.Axes[k]; ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Axes)) {
+		if strings.HasSuffix(k, "."+tab.ThreadsKey) {
+			n, _ := strconv.Atoi(s.Axes[k])
+			return n
 		}
 	}
 	return 0

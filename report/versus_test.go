@@ -9,6 +9,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // versusSet is the AF_XDP series' experiment in samples: 64 and 1024 B,
@@ -147,5 +148,27 @@ func TestVersusThreadsFromSample(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d versus tables, want 2", n)
+	}
+}
+
+// A cell whose axes hold another "....threads" key beside the generator's
+// (a latency probe's, say) counts the generator's threads, every time:
+// not whichever the axes map yields first.
+func TestThreadsOfPrefersTheGeneratorsAxis(t *testing.T) {
+	s := &results.Sample{Axes: map[string]string{
+		"generator": "pktgen", "generator.pktgen.threads": "4",
+		"latency.threads": "1", "a.threads": "2", "z.threads": "3",
+	}}
+	tab := workload.Table{ThreadsKey: "threads"}
+	for range 50 {
+		if got := threadsOf(s, tab); got != 4 {
+			t.Fatalf("threadsOf = %d, want 4 (generator.pktgen.threads)", got)
+		}
+	}
+	delete(s.Axes, "generator.pktgen.threads")
+	for range 50 {
+		if got := threadsOf(s, tab); got != 2 {
+			t.Fatalf("without the generator's axis threadsOf = %d, want 2 (a.threads, first in key order)", got)
+		}
 	}
 }

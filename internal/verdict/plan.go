@@ -49,8 +49,11 @@ type Plan struct {
 	// looks without a history scale: beside the t test, DIFFERENT when
 	// the two sides' ranges are disjoint and that test's smallest
 	// two-sided p, 2/C(nb+nn, nb), is at most DisjointAlpha (see
-	// disjointP). Its level holds on any continuous noise, the outliers
-	// of heavy tails included. 0: never.
+	// disjointP). Its level holds when the runs are independent draws of
+	// one continuous distribution, whatever its tails; offsets between
+	// runs raise it (docs/compare.md). It is spent beside EarlyAlpha, so
+	// the levels' sum is above 1% and the plan's bound is measured, not
+	// nominal. 0: never.
 	DisjointAlpha float64
 	// ScaledAlpha are the early looks' levels when a history Scale
 	// applies (the t test of the logs with the history's variance): with
