@@ -136,17 +136,14 @@ func NotApplicable(tb testing.TB, reason string) {
 	tb.Skipf("not applicable here: %s", reason)
 }
 
-// RunNoNetnsLeft runs a package's tests (m.Run), with their ledger in a
-// directory of their own (TempLedger), and returns the exit code for
-// TestMain's os.Exit: 1 also when a test left behind a network namespace
-// (/run/netns) whose name starts with prefix, the package's own (with
-// this process's id, so that packages run at once do not see each
+// RunNoNetnsLeft runs a package's tests (m.Run) and returns the exit code
+// for TestMain's os.Exit: 1 also when a test left behind a network
+// namespace (/run/netns) whose name starts with prefix, the package's own
+// (with this process's id, so that packages run at once do not see each
 // other's).
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.RunNoNetnsLeft(m, nsPrefix())) }
 func RunNoNetnsLeft(m *testing.M, prefix string) int {
-	done := TempLedger()
-	defer done()
 	code := m.Run()
 	ents, _ := os.ReadDir("/run/netns")
 	for _, e := range ents {
