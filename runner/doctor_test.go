@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -208,5 +209,16 @@ func TestDoctorNestedFromProbe(t *testing.T) {
 				t.Errorf("lab mode line = %+v, want fix with %q", lc, tc.fix)
 			}
 		})
+	}
+}
+
+// A namespace that no longer exists is gone, not in use: doctor --clean
+// resolves its ledger line instead of keeping it forever with the reason
+// "no such file or directory" (seen on a ledger of a killed tcprr test).
+func TestLeftoverNetnsAlreadyGone(t *testing.T) {
+	u := &users{}
+	o := ledger.Orphan{Entry: ledger.Entry{Kind: ledger.Netns, Name: "vnb-test-never-made-0", Ino: 4026532247}}
+	if gone, busy := u.check(o); !gone || busy != "" {
+		t.Errorf("check of an absent netns: gone %v, busy %q; want gone and no reason", gone, busy)
 	}
 }

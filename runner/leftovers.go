@@ -337,7 +337,10 @@ func (u *users) checkNetns(e ledger.Entry) (bool, string) {
 	var st unix.Stat_t
 	path := filepath.Join(hostnet.NetnsDir, e.Name)
 	if err := unix.Stat(path, &st); err != nil {
-		return errors.Is(err, unix.ENOENT), fmt.Sprintf("%v", err)
+		if errors.Is(err, unix.ENOENT) {
+			return true, "" // gone: only its ledger line is left
+		}
+		return false, fmt.Sprintf("%v", err)
 	}
 	switch {
 	case e.Ino == 0:
