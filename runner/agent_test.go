@@ -90,37 +90,56 @@ func TestVMAgentDo(t *testing.T) {
 	}
 }
 
-// A workload's op whose request or reply is lost on the port (the iperf3
-// server's start in a nested TCG guest after a trafgen flood) is asked
-// again after the least attempt time, the same request marked as a retry,
-// instead of waited for until the caller's deadline (timeouts.traffic).
+// A workload's op or a sink whose request or reply is lost on the port
+// (the iperf3 server's start in a nested TCG guest after a trafgen
+// flood) is asked again after the client's attempt time, the same
+// request marked as a retry, instead of waited for until the caller's
+// deadline (timeouts.traffic).
 func TestVMAgentDoRetries(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	a := pipeAgent(t, 50*time.Millisecond, func(w io.Writer, req vmimages.Request) {
-		mu.Lock()
-		got = append(got, fmt.Sprintf("%d %s %s retry=%v", req.ID, req.Op, req.Action, req.Retry))
-		n := len(got)
-		mu.Unlock()
-		if n > 1 { // the first is lost
-			fmt.Fprintf(w, `{"ev":"ok","id":%d,"msg":"listening"}`+"\n", req.ID)
-		}
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if d, err := a.Do(ctx, "iperf3", "start"); err != nil || d != "listening" {
-		t.Fatalf("Do: %q, %v; want the retry's answer", d, err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "1 iperf3 start retry=false|1 iperf3 start retry=true"; len(got) < 2 || strings.Join(got[:2], "|") != want {
-		t.Errorf("the guest read %q, want %q first", got, want)
+	for _, tc := range []struct {
+		name, want string
+		call       func(context.Context, *vmAgent) error
+	}{
+		{"op", "1 iperf3 start retry=false|1 iperf3 start retry=true", func(ctx context.Context, a *vmAgent) error {
+			d, err := a.Do(ctx, "iperf3", "start")
+			if err == nil && d != "listening" {
+				err = fmt.Errorf("detail %q, want the retry's", d)
+			}
+			return err
+		}},
+		{"sink", "1 sink xdp-drop retry=false|1 sink xdp-drop retry=true", func(ctx context.Context, a *vmAgent) error {
+			return a.Sink(ctx, vmimages.SinkXDPDrop)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []string
+			a := pipeAgent(t, 50*time.Millisecond, func(w io.Writer, req vmimages.Request) {
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%d %s %s retry=%v", req.ID, req.Op, req.Action+req.Kind, req.Retry))
+				n := len(got)
+				mu.Unlock()
+				if n > 1 { // the first is lost
+					fmt.Fprintf(w, `{"ev":"ok","id":%d,"msg":"listening"}`+"\n", req.ID)
+				}
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := tc.call(ctx, a); err != nil {
+				t.Fatalf("%v; want the retry's answer", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) < 2 || strings.Join(got[:2], "|") != tc.want {
+				t.Errorf("the guest read %q, want %q first", got, tc.want)
+			}
+		})
 	}
 }
 
 // pipeAgent is a vmAgent whose guest hands each request it reads to
 // answer, which writes the reply (if any) to w; least is the agent's
-// least attempt (0 = statsAttempt).
+// least stats attempt and its client's attempt (0 = the defaults).
 func pipeAgent(t *testing.T, least time.Duration, answer func(w io.Writer, req vmimages.Request)) *vmAgent {
 	host, guest := net.Pipe()
 	t.Cleanup(func() { host.Close(); guest.Close() })
@@ -133,5 +152,9 @@ func pipeAgent(t *testing.T, least time.Duration, answer func(w io.Writer, req v
 			}
 		}
 	}()
-	return &vmAgent{c: vmimages.NewClient(host), least: least}
+	c := vmimages.NewClient(host)
+	if least > 0 {
+		c.SetAttempt(least)
+	}
+	return &vmAgent{c: c, least: least}
 }
