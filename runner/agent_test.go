@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -157,4 +158,34 @@ func pipeAgent(t *testing.T, least time.Duration, answer func(w io.Writer, req v
 		c.SetAttempt(least)
 	}
 	return &vmAgent{c: c, least: least}
+}
+
+// A workload's request to a guest known dead (a kernel fault on its
+// console, its QEMU still up: nothing answers) fails at once, naming the
+// fault, and is not sent: a failed cell's stop of its guest side does
+// not wait out its deadline.
+func TestWorkloadAgentSkipsDeadGuest(t *testing.T) {
+	var asked atomic.Int32
+	a := pipeAgent(t, 0, func(w io.Writer, req vmimages.Request) {
+		asked.Add(1)
+		fmt.Fprintf(w, `{"ev":"ok","id":%d,"msg":"stopped"}`+"\n", req.ID)
+	})
+	life, kill := context.WithCancelCause(context.Background())
+	defer kill(nil)
+	g := &guest{agent: a, life: life}
+	if d, err := g.workloadAgent().Do(t.Context(), "iperf3", "stop"); err != nil || d != "stopped" {
+		t.Fatalf("live guest: %q, %v", d, err)
+	}
+	kill(&qemu.FaultError{VM: "guest", Line: "Kernel panic - not syncing: Fatal exception"})
+	_, err := g.workloadAgent().Do(t.Context(), "iperf3", "stop")
+	var fe *qemu.FaultError
+	if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), "agent iperf3 stop: not asked, the guest is dead: guest: the kernel reported a fault") {
+		t.Errorf("dead guest: %v, want the fault", err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the guest was asked %d times, want once (while alive)", n)
+	}
+	if (&guest{}).workloadAgent() != nil {
+		t.Error("a guest without an agent gives its workloads one")
+	}
 }

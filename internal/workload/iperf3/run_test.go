@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,18 +33,56 @@ func TestArgvGolden(t *testing.T) {
 	golden.Check(t, "argv.golden", b.String())
 }
 
-// agent records the ops asked of the guest agent; stop answers stopLog.
+// agent records the ops asked of the guest agent; stop answers stopLog,
+// or with hang never (a stuck guest: it returns when ctx ends).
 type agent struct {
 	ops     []string
 	stopLog string
+	hang    bool
 }
 
-func (a *agent) Do(_ context.Context, op, action string, args ...string) (string, error) {
+func (a *agent) Do(ctx context.Context, op, action string, args ...string) (string, error) {
 	a.ops = append(a.ops, strings.Join(append([]string{op, action}, args...), " "))
+	if action == "stop" && a.hang {
+		<-ctx.Done()
+		return "", fmt.Errorf("agent %s: no answer: %w", op, ctx.Err())
+	}
 	if action == "stop" {
 		return a.stopLog, nil
 	}
 	return "", nil
+}
+
+// A guest that never answers the stop of its servers (stuck, or its
+// kernel dead with QEMU up) is asked for stopWait, not for as long as it
+// takes: a cell that failed (its client did not start; its traffic
+// deadline ended) fails with its own error and says the servers were not
+// stopped and why.
+func TestStopServerBounded(t *testing.T) {
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, inStart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("in start %v", inStart), func(t *testing.T) {
+			a := &agent{hang: true}
+			f, w := fakeWindow(t, nil, a)
+			f.Handler = func(proc.Cmd) (string, bool, error) { return "", false, nil } // runs until stopped
+			g := (&Config{Duration: 4 * time.Second, Protocol: "tcp"}).Generator().(*generator)
+			g.stopWait = 20 * time.Millisecond
+			var err error
+			if inStart {
+				err = g.Start(ended, w) // the client cannot start: setup's deadline ended
+			} else if err = g.Start(t.Context(), w); err == nil {
+				_, err = g.Wait(ended) // the traffic deadline ended
+			}
+			note := "(the guest's iperf3 servers were not stopped: agent iperf3: no answer: context deadline exceeded)"
+			if !errors.Is(err, context.Canceled) || !strings.HasSuffix(err.Error(), note) {
+				t.Errorf("err %v, want the cell's own and then %s", err, note)
+			}
+			if !slices.Equal(a.ops, []string{"iperf3 start", "iperf3 stop"}) {
+				t.Errorf("agent ops %q", a.ops)
+			}
+		})
+	}
 }
 
 // capture is a real iperf3 output in testdata.
