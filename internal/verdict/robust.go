@@ -50,8 +50,14 @@ func robustVar(runs []Spread) (v, df float64) {
 	drop := int(robustTrim * float64(len(runs)))
 	q := float64(drop) / float64(len(runs))
 	w := make([]float64, len(runs))
+	mean := map[int]float64{} // trimmedChi2Mean by repetitions: 80 GammaIncs each
 	for i, r := range runs {
-		w[i] = r.Var / trimmedChi2Mean(float64(r.N-1), q)
+		m, ok := mean[r.N]
+		if !ok {
+			m = trimmedChi2Mean(float64(r.N-1), q)
+			mean[r.N] = m
+		}
+		w[i] = r.Var / m
 	}
 	slices.Sort(w)
 	return stats.Mean(w[:len(w)-drop]), 1.5 * float64(len(runs))
