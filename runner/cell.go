@@ -487,7 +487,8 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 }
 
 // addWarnings adds the run's caveats to s: TCG, the guest's, the retry
-// note (and a void first attempt's cause), the vhost worker's and perf's.
+// note (and a void first attempt's cause, a faulted first guest's kept
+// console), the vhost worker's and perf's.
 func (cr *cellRun) addWarnings(s *results.Sample) {
 	if cr.g.accel != qemu.KVM {
 		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
@@ -496,6 +497,9 @@ func (cr *cellRun) addWarnings(s *results.Sample) {
 	if cr.again != nil {
 		s.Warnings = append(s.Warnings, cr.again.note)
 		s.VoidRerun = cr.again.voidCause
+		if cr.again.kept != "" {
+			s.Artifacts = append(s.Artifacts, cr.again.kept)
+		}
 	}
 	if cr.vhostWarn != "" {
 		s.Warnings = append(s.Warnings, cr.vhostWarn)

@@ -12,15 +12,16 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // The run's cells, one sample each in order: a sample the run directory
 // holds already is skipped, and a cell's failure runs it again (a void
-// measurement, a guest that stopped answering), records it as failed and
-// goes on (a guest fault, failed traffic), or ends the run (anything
-// else).
+// measurement, a guest that stopped answering, a guest kernel fault under
+// TCG), records it as failed and goes on (a guest fault, failed traffic,
+// a second failure), or ends the run (anything else).
 
 // runCells runs a sample of each cell not yet in the run directory and
 // returns the errors of the cells whose guest failed (recorded as failed
@@ -90,20 +91,40 @@ type again struct {
 	// voidCause is the first attempt's cause when it was void
 	// (results.Sample.VoidRerun), "" otherwise.
 	voidCause string
+	// fault is the first attempt's guest kernel fault under TCG (nil:
+	// none), its guest's console kept as kept (relative to the run
+	// directory).
+	fault *qemu.FaultError
+	kept  string
 }
 
 // runSampleRetrying runs a sample of c, once more when the first attempt
-// was void, or on a fresh guest when the guest stopped answering.
+// was void, or on a fresh guest when the guest stopped answering or its
+// kernel faulted under TCG (againAfter).
 func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
 	s, err := r.runSample(ctx, c, nil)
-	if err != nil && ctx.Err() == nil && allVoid(err) {
+	if err == nil || ctx.Err() != nil {
+		return s, err
+	}
+	a, err := againAfter(r, c, err)
+	if a == nil {
+		return nil, err
+	}
+	s, err = r.runSample(ctx, c, a)
+	return s, a.failedAgain(err)
+}
+
+// againAfter is why cell c, whose first attempt failed with err, runs once
+// more, or nil and the cell's error when it does not.
+func againAfter(r *runState, c *scenarios.Cell, err error) (*again, error) {
+	switch {
+	case allVoid(err):
 		// The tool raced with itself (pktgen removing a device late
 		// under TCG): nothing was measured, the guest is fine.
 		r.logf("%v: running the cell once more", err)
 		cause, _ := fault.VoidCause(err)
-		return r.runSample(ctx, c, &again{note: results.VoidRerunNote + err.Error(), voidCause: cmp.Or(cause, "void measurement")})
-	}
-	if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
+		return &again{note: results.VoidRerunNote + err.Error(), voidCause: cmp.Or(cause, "void measurement")}, nil
+	case errors.Is(err, ErrGuestUnresponsive):
 		// A guest that stopped answering without a kernel fault on
 		// its console (seen under TCG in TCG on a loaded host) is the
 		// harness's trouble, not a measurement: the cell runs once
@@ -112,10 +133,83 @@ func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*r
 		if serr := r.guests.stop(); serr != nil {
 			r.logf("stop the silent guest: %v", serr)
 		}
-		s, err = r.runSample(ctx, c, &again{note: "ran on a fresh guest after the previous one stopped answering: " + err.Error()})
+		return &again{note: "ran on a fresh guest after the previous one stopped answering: " + err.Error()}, nil
 	}
-	return s, err
+	return tcgFaultAgain(r, c, err)
 }
+
+// tcgFaultAgain readies cell c's second attempt after a guest kernel
+// fault (err holds the *qemu.FaultError) under TCG, where it is most
+// likely the emulator's: a Debian 6.12 kernel once died of "Fatal
+// exception in interrupt" with EFLAGS bits no x86 CPU sets. The faulted
+// guest is stopped and its console kept (results.FaultConsole). Under KVM
+// a guest kernel fault is a finding about the kernel: nil, err.
+func tcgFaultAgain(r *runState, c *scenarios.Cell, err error) (*again, error) {
+	var fe *qemu.FaultError
+	if !errors.As(err, &fe) || r.guests.accelOf(c) != qemu.TCG {
+		return nil, err
+	}
+	why := fault.Clip(strings.TrimSpace(fe.Line))
+	r.logf("cell %s rep %d: the guest's kernel faulted under TCG (%s): retrying the cell once on a fresh guest", c.Name, c.Rep+1, why)
+	if serr := r.guests.stop(); serr != nil {
+		r.logf("stop the faulted guest: %v", serr)
+	}
+	kept := results.FaultConsole(c.Name, kernelLabel(c), c.Rep)
+	if kerr := keepConsole(r.dir, fe.Console, kept); kerr != nil {
+		return nil, errors.Join(err, kerr)
+	}
+	return &again{fault: fe, kept: kept,
+		note: fmt.Sprintf("ran once more on a fresh guest: the previous guest's kernel faulted under TCG (%s), most likely the emulator's fault; its console is kept as %s", why, kept)}, nil
+}
+
+// keepConsole moves the console log at path, in the run directory dir, to
+// kept (relative to dir), through safefs: later boots of the run, or of a
+// resumed run, reuse the console-N.log names.
+func keepConsole(dir, path, kept string) error {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("keep the faulted guest's console: %q is not in the run directory", path)
+	}
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.MkdirAll(filepath.Dir(kept)); err != nil {
+		return fmt.Errorf("keep the faulted guest's console: %w", err)
+	}
+	if err := d.Rename(rel, kept); err != nil {
+		return fmt.Errorf("keep the faulted guest's console: %w", err)
+	}
+	return nil
+}
+
+// failedAgain is err, the failure of a second attempt (a), naming the
+// first attempt's guest kernel fault when that was why it ran.
+func (a *again) failedAgain(err error) error {
+	ce, ok := err.(*CellError)
+	if !ok || a.fault == nil {
+		return err
+	}
+	return &CellError{Cell: ce.Cell, Rep: ce.Rep, Phase: ce.Phase, Err: &TCGRetryError{First: a.fault, Console: a.kept, Err: ce.Err}}
+}
+
+// TCGRetryError is a cell whose guest's kernel faulted under TCG (First,
+// that guest's console kept as Console, relative to the run directory)
+// and which failed again on a fresh guest (Err, which errors.As finds
+// first).
+type TCGRetryError struct {
+	First   *qemu.FaultError
+	Console string
+	Err     error
+}
+
+func (e *TCGRetryError) Error() string {
+	return fmt.Sprintf("the guest's kernel faulted under TCG: %s (its console is kept as %s); ran once more on a fresh guest, which failed too: %v",
+		strings.TrimSpace(e.First.Line), e.Console, e.Err)
+}
+
+func (e *TCGRetryError) Unwrap() []error { return []error{e.Err, e.First} }
 
 // guestFailed reports whether err is the guest's failure: its kernel is
 // stuck or crashed, its agent stopped answering, or its agent connection
@@ -173,6 +267,10 @@ func failedSample(run, dir string, c *scenarios.Cell, err error) results.Sample 
 		if rel, rerr := filepath.Rel(dir, console); rerr == nil && !strings.HasPrefix(rel, "..") {
 			s.Artifacts = append(s.Artifacts, rel)
 		}
+	}
+	var te *TCGRetryError
+	if errors.As(err, &te) {
+		s.Artifacts = append(s.Artifacts, te.Console)
 	}
 	return s
 }

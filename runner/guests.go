@@ -84,6 +84,15 @@ func (gs *guests) accel(c *scenarios.Cell) qemu.Accel {
 	return a
 }
 
+// accelOf is the accelerator cell c's last attempt ran under: its guest's
+// when it is still up, else (its boot failed) the one it booted with.
+func (gs *guests) accelOf(c *scenarios.Cell) qemu.Accel {
+	if gs.cur != nil {
+		return gs.cur.accel
+	}
+	return gs.accel(c)
+}
+
 // stop stops the running guest, if one runs.
 func (gs *guests) stop() error {
 	g := gs.cur

@@ -7,8 +7,8 @@
 // # The run directory
 //
 // This is the one description of the layout; ArtifactDir, ConsoleLog,
-// LabVMDir, LabDir, LabConsole, LabScenario and ShardDir build its paths and
-// the runner uses nothing else.
+// FaultConsole, LabVMDir, LabDir, LabConsole, LabScenario and ShardDir
+// build its paths and the runner uses nothing else.
 //
 //	RUN/
 //	  results.jsonl              one Sample per line (ResultsFile)
@@ -20,6 +20,11 @@
 //	                             perf stat/record/report, iperf3 JSON, trafgen
 //	                             config and output (ArtifactDir)
 //	      warmup/                the warmup's outputs (WarmupDir)
+//	    CELL/KERNEL/REP-fault-console.log
+//	                             the console of a guest whose kernel faulted
+//	                             under TCG in that sample, kept when the
+//	                             sample ran again on a fresh guest
+//	                             (FaultConsole)
 //	    shard-N/...              after merge: a file of the Nth input whose path
 //	                             an earlier input already used (ShardDir)
 //	  lab/                       lab mode

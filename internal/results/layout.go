@@ -32,6 +32,15 @@ func ConsoleLog(boot int) string {
 	return filepath.Join(ArtifactsDir, fmt.Sprintf("console-%d.log", boot))
 }
 
+// FaultConsole is, relative to the run directory, the console log of a
+// guest whose kernel faulted under TCG during sample rep of cell on
+// kernel, kept when that sample ran again on a fresh guest:
+// artifacts/CELL/KERNEL/REP-fault-console.log, beside the sample's
+// directory (ArtifactDir), which the second attempt empties.
+func FaultConsole(cell, kernel string, rep int) string {
+	return ArtifactDir(cell, kernel, rep) + "-fault-console.log"
+}
+
 // LabVMDir holds, relative to the outer run, the files of kernel label's
 // lab VM (lab mode): lab/LABEL.
 func LabVMDir(label string) string { return filepath.Join("lab", PathElem(label)) }
