@@ -111,16 +111,10 @@ func (a *vmAgent) GuestClock() (initAt, readyAt time.Duration) {
 	return time.Duration(a.ready.InitMS) * time.Millisecond, time.Duration(a.ready.BootMS) * time.Millisecond
 }
 
-// Do asks for a workload's op, again (the same request, which the agent
-// does once: vmimages.Request.Retry) each leastAttempt without an
-// answer, until ctx ends. The warmup of a nested TCG guest's iperf3 cell
-// once waited its whole timeouts.traffic (66 s) for the server's start,
-// nothing received: a request or reply lost on the port, as stats' were
-// (statsAttempt), costs an attempt now. The least attempt, not one scaled
-// to the boot: a copy more costs the agent a line, a lost one a whole
-// attempt of the caller's deadline. Sink is asked the same way.
+// Do asks for a workload's op; the client asks again each attempt
+// without an answer (vmimages.Attempt), until ctx ends.
 func (a *vmAgent) Do(ctx context.Context, op, action string, args ...string) (string, error) {
-	ev, err := a.c.DoRetry(ctx, vmimages.Request{Op: op, Action: action, Args: args}, a.leastAttempt())
+	ev, err := a.c.Do(ctx, vmimages.Request{Op: op, Action: action, Args: args})
 	var ae *vmimages.AgentError
 	if errors.As(err, &ae) && ae.Unsupported {
 		return "", workload.Unsupported("%s", ae.Msg)
@@ -130,12 +124,9 @@ func (a *vmAgent) Do(ctx context.Context, op, action string, args ...string) (st
 	}
 	return ev.Msg, nil
 }
-func (a *vmAgent) Sink(ctx context.Context, kind string) error {
-	_, err := a.c.DoRetry(ctx, vmimages.Request{Op: vmimages.OpSink, Kind: kind}, a.leastAttempt())
-	return err
-}
-func (a *vmAgent) Poweroff(ctx context.Context) error { return a.c.Poweroff(ctx) }
-func (a *vmAgent) Close() error                       { return a.c.Close() }
+func (a *vmAgent) Sink(ctx context.Context, kind string) error { return a.c.Sink(ctx, kind) }
+func (a *vmAgent) Poweroff(ctx context.Context) error          { return a.c.Poweroff(ctx) }
+func (a *vmAgent) Close() error                                { return a.c.Close() }
 
 // statsAttempt bounds one stats request: stats is idempotent, so a request
 // or reply lost on the virtio-serial port (seen once under TCG in TCG

@@ -226,7 +226,7 @@ func (cr *cellRun) setup(ctx context.Context) error {
 	}
 	cr.abs = cr.out.Path()
 	cr.win = &Window{Exec: r.exec, Netns: r.ns.Name, NetnsProc: "/proc/" + strconv.Itoa(g.vm.Pid()), Dev: nic.tap, DevMAC: nic.tapMAC,
-		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, Out: cr.out, RelDir: cr.rel, Agent: g.agent, Note: r.repro.note, InNetns: r.ns.Do,
+		Src: nic.hostIP, Dst: nic.guestIP, DstMAC: nic.mac, Artifacts: cr.abs, Out: cr.out, RelDir: cr.rel, Agent: g.workloadAgent(), Note: r.repro.note, InNetns: r.ns.Do,
 		Proc: r.opts.Proc, KernelThreads: r.kthreads.pids, DropCounts: r.drops.countsFunc(c, r.ns, nic.tap)}
 	cr.trafficTimeout = orDefault(c.Timeouts.Traffic, 10*time.Minute)
 	return nil

@@ -162,7 +162,9 @@ func silentGuest(t *testing.T, attempt time.Duration, answers ...int32) AgentDia
 				}
 			}
 		}()
-		return &vmAgent{c: vmimages.NewClient(host), least: attempt}, nil
+		c := vmimages.NewClient(host)
+		c.SetAttempt(attempt)
+		return &vmAgent{c: c, least: attempt}, nil
 	}
 }
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -72,10 +74,48 @@ func withGuest(ctx context.Context, g *guest) (context.Context, context.CancelFu
 	return c, func() { stop(); cancel(nil) }
 }
 
+// dead returns why g is known dead, or nil: its kernel reported a fault
+// on its console (QEMU may still run, but nothing in the guest answers)
+// or its QEMU exited.
+func (g *guest) dead() error {
+	if fe := faultOf(g.life); fe != nil {
+		return fe
+	}
+	if g.vm == nil {
+		return nil
+	}
+	select {
+	case <-g.vm.Done():
+		return fmt.Errorf("its QEMU exited: %s", g.vm.ExitState())
+	default:
+		return nil
+	}
+}
+
+// liveAgent is g's agent as the workloads of its cells see it: a request
+// to a guest known dead (dead) fails at once instead of waiting out its
+// deadline; a failed cell's generator stops its guest side that way.
+type liveAgent struct{ g *guest }
+
+func (a liveAgent) Do(ctx context.Context, op, action string, args ...string) (string, error) {
+	if err := a.g.dead(); err != nil {
+		return "", fmt.Errorf("agent %s %s: not asked, the guest is dead: %w", op, action, err)
+	}
+	return a.g.agent.Do(ctx, op, action, args...)
+}
+
+// workloadAgent is liveAgent of g, nil for a guest without an agent.
+func (g *guest) workloadAgent() workload.Agent {
+	if g.agent == nil {
+		return nil
+	}
+	return liveAgent{g}
+}
+
 // faultOf returns the guest kernel fault that ended ctx, if one did.
 func faultOf(ctx context.Context) *qemu.FaultError {
 	var fe *qemu.FaultError
-	if errors.As(context.Cause(ctx), &fe) {
+	if ctx != nil && errors.As(context.Cause(ctx), &fe) {
 		return fe
 	}
 	return nil

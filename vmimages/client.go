@@ -39,12 +39,25 @@ type Client struct {
 	// firstPing is WaitReady's wait before its first ping (0 =
 	// pingFirst).
 	firstPing time.Duration
+	// attempt is Do's wait for an answer before it sends a request
+	// again (Attempt; SetAttempt).
+	attempt time.Duration
 }
+
+// Attempt is how long Do waits for an answer to a request before it sends
+// the request again, the same ID marked Retry, which the agent does once
+// (Request.Retry): a request or reply lost on the virtio-serial port costs
+// an attempt, not the caller's deadline. The warmup of a nested TCG
+// guest's iperf3 cell once waited its whole timeouts.traffic (66 s) for
+// the server's start, nothing received. Not scaled to a slow guest: a
+// copy more costs the agent a line, a lost one a whole attempt. Stats are
+// the exception (Stats).
+const Attempt = 15 * time.Second
 
 // NewClient starts reading events from rw. If rw is an io.Closer, Close
 // closes it.
 func NewClient(rw io.ReadWriter) *Client {
-	c := &Client{w: rw, events: make(chan Event, 16), ready: make(chan struct{}), done: make(chan struct{})}
+	c := &Client{w: rw, events: make(chan Event, 16), ready: make(chan struct{}), done: make(chan struct{}), attempt: Attempt}
 	if cl, ok := rw.(io.Closer); ok {
 		c.closer = cl
 	}
@@ -249,11 +262,16 @@ func (c *Client) WaitReady(ctx context.Context) (*Event, error) {
 	}
 }
 
-// Do sends req (its ID is assigned) and returns the matching event. An
+// Do sends req (its ID is assigned), again each attempt (Attempt,
+// SetAttempt) without its answer, and returns the matching event. An
 // "error" event is returned as an *AgentError.
 func (c *Client) Do(ctx context.Context, req Request) (*Event, error) {
-	return c.DoRetry(ctx, req, 0)
+	return c.DoRetry(ctx, req, c.attempt)
 }
+
+// SetAttempt sets Do's attempt (Attempt by default; 0 sends each request
+// once). Call it before the first request.
+func (c *Client) SetAttempt(d time.Duration) { c.attempt = d }
 
 // DoRetry is Do that sends req again (its ID kept, marked Retry) each
 // time attempt passes without its answer, until ctx ends: a request or
@@ -357,9 +375,11 @@ type AgentError struct {
 
 func (e *AgentError) Error() string { return "agent " + e.Op + ": " + e.Msg }
 
-// Stats asks for eth0's counters and the sink's per-flow counts.
+// Stats asks for eth0's counters and the sink's per-flow counts, once:
+// stats are idempotent, and the caller bounds each request and asks again
+// itself (the runner decides from them that a guest stopped answering).
 func (c *Client) Stats(ctx context.Context) (*Event, error) {
-	return c.Do(ctx, Request{Op: OpStats})
+	return c.DoRetry(ctx, Request{Op: OpStats}, 0)
 }
 
 // Sink switches the guest's packet sink (SinkStack, SinkXDPDrop,

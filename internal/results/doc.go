@@ -26,6 +26,9 @@
 //	    scenario.yaml            the scenario the lab VMs' runs read (LabScenario)
 //	    LABEL/                   kernel LABEL's lab VM (LabVMDir)
 //	      console.log            its console (LabConsole)
+//	      console-1.log          the first lab VM's console, when its kernel
+//	                             failed under TCG and the lab was booted
+//	                             again (LabFirstConsole)
 //	      run/                   the run made inside it, same layout (LabDir);
 //	                             its samples are imported into RUN/results.jsonl
 //	                             with artifact paths re-rooted under it

@@ -44,6 +44,13 @@ func LabDir(label string) string { return filepath.Join(LabVMDir(label), "run") 
 // outer run: lab/LABEL/console.log.
 func LabConsole(label string) string { return filepath.Join(LabVMDir(label), "console.log") }
 
+// LabFirstConsole is the console log of kernel label's first lab VM when
+// the lab was booted again (its kernel failed under TCG), relative to the
+// outer run: lab/LABEL/console-1.log.
+func LabFirstConsole(label string) string {
+	return filepath.Join(LabVMDir(label), "console-1.log")
+}
+
 // LabScenario is the copy of the scenario file the lab VMs' runs read,
 // relative to the outer run.
 const LabScenario = "lab/scenario.yaml"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/vnetbench/vnetbench/runner"
 	"path/filepath"
+	"slices"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -173,33 +174,19 @@ func (lr *labRun) skipDone(label string, lc []scenarios.Cell) (todo int) {
 }
 
 // runKernel boots the lab VM of label, runs its cells inside and imports
-// what the inner run finished. lerr is a lab that failed on its own (its
-// unfinished cells recorded as failed); err ends the whole run.
+// what the inner run finished; under TCG a lab VM whose own kernel failed
+// is booted again once (bootAgain). lerr is a lab that failed on its own
+// (its unfinished cells recorded as failed); err ends the whole run.
 func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Cell) (lerr, err error) {
 	o := lr.o
-	inner, args := InnerArgs(lr.abs, label, o.Seed, lr.in)
-	labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(lc[0].Kernel))
-	lcfg, lwarn, err := labConfig(label, lc, o, lr.in, args, lr.host)
+	accel, lerr, err := lr.bootLab(ctx, label, lc, "")
 	if err != nil {
 		return nil, err
 	}
-	lr.sum.Warnings = append(lr.sum.Warnings, lwarn...)
-	lcfg.Replace = lr.replace[label]
-	res, lerr := lr.in.Boot(ctx, lcfg)
-	// Import whatever the inner run finished, also after a failure;
-	// each imported sample is one step of the progress.
-	imported, ierr := importLab(lr.w, lr.abs, inner, label, res)
-	lr.sum.Samples += len(imported)
-	for i := range imported {
-		lr.done++
-		s := &imported[i]
-		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
-	}
-	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
-		lr.sum.Warnings = append(lr.sum.Warnings, fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
-	}
-	if ierr != nil {
-		return nil, errors.Join(lerr, ierr)
+	if why := retryReason(lerr, accel); why != "" && ctx.Err() == nil {
+		if lerr, err = lr.bootAgain(ctx, label, lc, lerr, why); err != nil {
+			return nil, err
+		}
 	}
 	if lerr != nil && (ctx.Err() != nil || !kernelFailed(lerr)) {
 		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: "lab " + label, Kernel: label})
@@ -221,4 +208,51 @@ func (lr *labRun) runKernel(ctx context.Context, label string, lc []scenarios.Ce
 		return nil, errors.Join(lerr, ferr)
 	}
 	return lerr, nil
+}
+
+// bootLab boots one lab VM of label and imports what its inner run
+// finished (the samples get note among their warnings when it is set). It
+// returns the lab VM's accelerator and its failure (lerr); err ends the
+// whole run.
+func (lr *labRun) bootLab(ctx context.Context, label string, lc []scenarios.Cell, note string) (accel qemu.Accel, lerr, err error) {
+	o := lr.o
+	inner, args := InnerArgs(lr.abs, label, o.Seed, lr.in)
+	labLogf(o, "kernel %s: booting a lab VM (%s)", label, kernelDesc(lc[0].Kernel))
+	lcfg, lwarn, err := labConfig(label, lc, o, lr.in, args, lr.host)
+	if err != nil {
+		return "", nil, err
+	}
+	lr.warn(lwarn...)
+	lcfg.Replace = lr.replace[label]
+	res, lerr := lr.in.Boot(ctx, lcfg)
+	accel = lcfg.Accel
+	if res != nil && res.Accel != "" {
+		accel = res.Accel
+	}
+	// Import whatever the inner run finished, also after a failure;
+	// each imported sample is one step of the progress.
+	imported, ierr := importLab(lr.w, lr.abs, inner, label, res, note)
+	lr.sum.Samples += len(imported)
+	for i := range imported {
+		lr.done++
+		s := &imported[i]
+		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+	}
+	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
+		lr.warn(fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))
+	}
+	if ierr != nil {
+		return accel, nil, errors.Join(lerr, ierr)
+	}
+	return accel, lerr, nil
+}
+
+// warn adds warnings to the run's summary, each once (a lab booted again
+// repeats its first boot's).
+func (lr *labRun) warn(ws ...string) {
+	for _, w := range ws {
+		if !slices.Contains(lr.sum.Warnings, w) {
+			lr.sum.Warnings = append(lr.sum.Warnings, w)
+		}
+	}
 }

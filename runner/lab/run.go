@@ -132,7 +132,6 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 	if env, err := results.ReadEnv(dir); err == nil {
 		run = env.Run
 	}
-	console := results.LabConsole(label)
 	var out []scenarios.Cell
 	for i := range cells {
 		c := &cells[i]
@@ -145,9 +144,7 @@ func recordLabFailure(w *results.Writer, dir, label string, cells []scenarios.Ce
 		if errors.As(lerr, &le) {
 			s.Labels["phase"] = "lab " + le.Phase
 		}
-		if _, err := os.Stat(filepath.Join(dir, console)); err == nil {
-			s.Artifacts = []string{console}
-		}
+		s.Artifacts = labConsoles(dir, label, lerr)
 		if err := w.Append(s); err != nil {
 			return out, err
 		}
@@ -468,14 +465,15 @@ func noLinkBetween(dir, rel string) bool {
 }
 
 // importLab appends the inner run's samples under label, artifacts
-// re-rooted at the outer run, and records the inner environment. It
-// returns the samples it appended. outer and inner are absolute.
+// re-rooted at the outer run, note (if set) among their warnings, and
+// records the inner environment. It returns the samples it appended.
+// outer and inner are absolute.
 //
 // The lab wrote inner: nothing there is followed or trusted as a path.
 // results.jsonl and env.json must be plain files (a link is an error), and
 // an artifact that is not a plain file under inner (a link, "../..") is
 // dropped with a warning in its sample.
-func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result) ([]results.Sample, error) {
+func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result, note string) ([]results.Sample, error) {
 	if _, err := os.Lstat(filepath.Join(inner, results.ResultsFile)); err != nil {
 		return nil, nil
 	}
@@ -499,6 +497,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result)
 			continue
 		}
 		s.Artifacts, s.Warnings = labArtifacts(inner, rel, s.Artifacts, s.Warnings)
+		if note != "" {
+			s.Warnings = append(s.Warnings, note)
+		}
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}

@@ -61,11 +61,11 @@ func TestImportLab(t *testing.T) {
 	iw.Append(results.Sample{Cell: "tap/pktgen-t1", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1,
 		Metrics: map[metric.Key]float64{"tx_pps": 4000}, Artifacts: []string{"artifacts/c/stock/0/pktgen-vnbt0.txt"}})
 	iw.Close()
-	got, err := importLab(w, outer, inner, "stock", nil)
+	got, err := importLab(w, outer, inner, "stock", nil, "")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("import: %d, %v", len(got), err)
 	}
-	if again, _ := importLab(w, outer, inner, "stock", nil); len(again) != 0 {
+	if again, _ := importLab(w, outer, inner, "stock", nil, ""); len(again) != 0 {
 		t.Errorf("second import appended %d", len(again))
 	}
 	set, err := results.Load(outer)
@@ -106,7 +106,7 @@ func TestImportLabUntrusted(t *testing.T) {
 	arts := []string{"artifacts/c/ok.txt", "artifacts/c/link.txt", "artifacts/etc/passwd", "../../../../etc/passwd", "/etc/passwd"}
 	iw.Append(results.Sample{Cell: "tap/x", Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1, Metrics: map[metric.Key]float64{"tx_pps": 1}, Artifacts: arts})
 	iw.Close()
-	got, err := importLab(w, outer, inner, "stock", nil)
+	got, err := importLab(w, outer, inner, "stock", nil, "")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("import: %d, %v", len(got), err)
 	}
@@ -118,7 +118,7 @@ func TestImportLabUntrusted(t *testing.T) {
 	victim := filepath.Join(t.TempDir(), "results.jsonl")
 	os.Rename(filepath.Join(inner, results.ResultsFile), victim)
 	os.Symlink(victim, filepath.Join(inner, results.ResultsFile))
-	if _, err := importLab(w, outer, inner, "stock", nil); err == nil || !strings.Contains(err.Error(), "not a plain file") {
+	if _, err := importLab(w, outer, inner, "stock", nil, ""); err == nil || !strings.Contains(err.Error(), "not a plain file") {
 		t.Errorf("import through a linked results.jsonl: %v", err)
 	}
 }

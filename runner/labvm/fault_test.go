@@ -74,6 +74,36 @@ func TestLabKernelFaultFailsFast(t *testing.T) {
 	}
 }
 
+// A lab kernel that panics ends its VM at once (panic=-1, -no-reboot):
+// the lab fails with the fault line as its cause, not as a VM that
+// stopped without a word; a VM that powers off without the inner exit
+// and without a fault line has stopped (ErrStopped).
+func TestLabPanicEndsVM(t *testing.T) {
+	panicked := append(append([]fakeqemu.Step{}, labUp...),
+		fakeqemu.Step{After: 50 * time.Millisecond, Line: "[  139.204711] Oops: general protection fault, probably for non-canonical address 0xdead000000000122: 0000 [#1] PREEMPT SMP NOPTI"},
+		fakeqemu.Step{After: 10 * time.Millisecond, Line: "[  139.215092] Kernel panic - not syncing: Fatal exception in interrupt"},
+		fakeqemu.Step{After: 10 * time.Millisecond, PowerOff: true})
+	c, _ := fakeLab(t, panicked)
+	c.Timeouts = Timeouts{Run: time.Hour}
+	start := time.Now()
+	_, err := Run(t.Context(), c)
+	var le *Error
+	var fe *qemu.FaultError
+	if !errors.As(err, &le) || le.Phase != "run" || !errors.As(err, &fe) || !strings.Contains(fe.Line, "Oops: general protection fault") ||
+		!strings.Contains(le.Tail, "Fatal exception in interrupt") || errors.Is(err, ErrStopped) {
+		t.Fatalf("err = %v, want the run phase failed by the oops, with the panic in the tail", err)
+	}
+	if d := time.Since(start); d >= qemu.FaultGrace {
+		t.Errorf("took %v: the VM had ended, no grace to wait", d)
+	}
+	gone := append(append([]fakeqemu.Step{}, labUp...), fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
+	c, _ = fakeLab(t, gone)
+	_, err = Run(t.Context(), c)
+	if !errors.As(err, &le) || le.Phase != "run" || !errors.Is(err, ErrStopped) || errors.As(err, &fe) || !strings.Contains(err.Error(), "qemu exited") {
+		t.Errorf("err = %v, want a run-phase lab that stopped", err)
+	}
+}
+
 // A lab whose run goes silent (no fault line, no exit) fails at the run
 // deadline naming the phase; one that powers off after the inner exit
 // passes.
@@ -83,7 +113,7 @@ func TestLabSilentRunDeadline(t *testing.T) {
 	start := time.Now()
 	_, err := Run(t.Context(), c)
 	var le *Error
-	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "timeout after 2s") {
+	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "timeout after 2s") || errors.Is(err, ErrStopped) {
 		t.Fatalf("err = %v, want a run-phase timeout", err)
 	}
 	if d := time.Since(start); d > 15*time.Second {
@@ -109,8 +139,8 @@ func TestLabSilenceFailsFast(t *testing.T) {
 	start := time.Now()
 	_, err := Run(t.Context(), c)
 	var le *Error
-	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "silent") {
-		t.Fatalf("err = %v, want a run-phase failure for a silent lab", err)
+	if !errors.As(err, &le) || le.Phase != "run" || !strings.Contains(err.Error(), "silent") || !errors.Is(err, ErrStopped) {
+		t.Fatalf("err = %v, want a run-phase failure for a silent lab (ErrStopped)", err)
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("took %v", d)

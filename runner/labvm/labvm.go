@@ -115,6 +115,11 @@ func (l *labVM) handle(ev Event) error {
 func (l *labVM) poweredOff() error {
 	l.res.TotalSeconds = time.Since(l.start).Seconds()
 	if !l.gotExit {
+		// A panic (panic=-1 and -no-reboot) ends QEMU at once, before
+		// qemu.FaultGrace: the fault line is the reason.
+		if line, _ := l.f.fault(); line != "" {
+			return l.faulted(line)
+		}
 		werr := l.vm.Process().Wait()
 		if werr == nil {
 			// -no-reboot turns a reset into an exit: a triple fault
@@ -122,7 +127,7 @@ func (l *labVM) poweredOff() error {
 			// ends the lab VM without a word on its console.
 			werr = errors.New("the VM powered off or reset without reporting the inner command's exit (with -no-reboot a reset, such as a triple fault, ends QEMU and prints nothing; finished samples are kept, --resume runs the rest)")
 		}
-		return l.fail(fmt.Errorf("qemu exited: %w", werr))
+		return l.fail(stopped{fmt.Errorf("qemu exited: %w", werr)})
 	}
 	if l.res.ExitCode != 0 {
 		return &InnerError{Label: l.c.Label, Code: l.res.ExitCode, Tail: qemu.FileTail(l.res.Console, 25)}
@@ -139,11 +144,10 @@ func (l *labVM) check() error {
 	// the log meanwhile): it will not finish the run, and waiting for the
 	// run's deadline would hold the host for up to an hour.
 	if line, at := l.f.fault(); line != "" && time.Since(at) >= qemu.FaultGrace {
-		return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, line, 40),
-			Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: line}}
+		return l.faulted(line)
 	}
 	if l.phase == "run" && time.Since(l.f.seen) > l.to.Silence {
-		return l.fail(fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat))
+		return l.fail(stopped{fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat)})
 	}
 	if time.Now().After(l.deadline) {
 		limit := map[string]time.Duration{"boot": l.to.Boot, "setup": l.to.Setup, "run": l.to.Run, "shutdown": l.to.Shutdown}[l.phase]
@@ -151,3 +155,23 @@ func (l *labVM) check() error {
 	}
 	return nil
 }
+
+// faulted is the lab's failure by its kernel's fault line.
+func (l *labVM) faulted(line string) error {
+	return &Error{Label: l.c.Label, Phase: l.phase, Console: l.res.Console, Tail: qemu.FaultTail(l.res.Console, line, 40),
+		Err: &qemu.FaultError{VM: "lab " + l.c.Label, Line: line}}
+}
+
+// ErrStopped is in the cause of a lab whose VM stopped without a fault
+// line on its console: its console went silent while the run went on,
+// or QEMU exited without the inner command's exit (a reset, a triple
+// fault). Like a fault, it is the lab kernel's (or under TCG the
+// emulator's) doing, not the run's.
+var ErrStopped = errors.New("the lab VM stopped")
+
+// stopped marks err as the lab VM having stopped (ErrStopped); its
+// message is err's.
+type stopped struct{ err error }
+
+func (s stopped) Error() string   { return s.err.Error() }
+func (s stopped) Unwrap() []error { return []error{s.err, ErrStopped} }

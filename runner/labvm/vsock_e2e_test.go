@@ -114,12 +114,15 @@ func TestLabVsockE2E(t *testing.T) {
 	}
 }
 
-// logConsoles logs the tails of the lab VM's console and of the nested
-// guests' consoles (the inner run's artifacts) of the run in dir.
+// logConsoles logs the tails of the lab VM's console (and of its first
+// lab VM's, when the lab was booted again after a fault under TCG) and of
+// the nested guests' consoles (the inner run's artifacts) of the run in
+// dir.
 func logConsoles(t *testing.T, dir string) {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(dir, "lab", "*", "run", "artifacts", "console-*.log"))
-	for _, p := range append([]string{filepath.Join(dir, "lab", "6.12", "console.log")}, logs...) {
+	labs := []string{filepath.Join(dir, "lab", "6.12", "console-1.log"), filepath.Join(dir, "lab", "6.12", "console.log")}
+	for _, p := range append(labs, logs...) {
 		if b, err := os.ReadFile(p); err == nil {
 			t.Logf("%s, last lines:\n%s", p, tail(strings.TrimSpace(string(b)), 40))
 		}

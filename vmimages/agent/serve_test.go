@@ -21,13 +21,14 @@ import (
 
 type fakeSystem struct {
 	sink      string
+	sinks     int // Sink calls
 	poweredOn bool
 }
 
 func (f *fakeSystem) Stats() (*vmimages.Event, error) {
 	return &vmimages.Event{Eth0: &vmimages.IfStats{RxPackets: 7}, Sink: f.sink}, nil
 }
-func (f *fakeSystem) Sink(kind string) (string, error) { f.sink = kind; return "", nil }
+func (f *fakeSystem) Sink(kind string) (string, error) { f.sink = kind; f.sinks++; return "", nil }
 func (f *fakeSystem) Poweroff()                        { f.poweredOn = false }
 
 // converse feeds lines to a Server and returns the events it wrote.
@@ -299,40 +300,55 @@ func (l *lossy) Write(p []byte) (int, error) {
 }
 
 // The client asks again after each attempt without an answer, and the
-// agent does the request once whether the request or its reply was lost.
+// agent does the request once whether the request or its reply was lost:
+// a workload's op through DoRetry, a sink through Sink (Do, with the
+// client's attempt).
 func TestClientDoRetryOverLossyPort(t *testing.T) {
 	for _, lose := range []string{"request", "reply"} {
-		t.Run(lose, func(t *testing.T) {
-			host, guest := net.Pipe()
-			defer host.Close()
-			runs := 0
-			srv := &Server{Sys: &fakeSystem{}, Ops: map[string]Op{
-				"iperf3": func(string, []string) (string, error) { runs++; return "listening", nil },
-			}}
-			var hostSide io.ReadWriter = host
-			var guestSide io.ReadWriter = guest
-			if lose == "reply" {
-				guestSide = struct {
-					io.Reader
-					io.Writer
-				}{guest, &lossy{rw: guest, drop: 1}}
-			} else {
-				hostSide = struct {
-					io.Reader
-					io.Writer
-				}{host, &lossy{rw: host, drop: 1}}
-			}
-			go func() { srv.Serve(context.Background(), guestSide, false); guest.Close() }()
-			c := vmimages.NewClient(hostSide)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			ev, err := c.DoRetry(ctx, vmimages.Request{Op: "iperf3", Action: "start"}, 50*time.Millisecond)
-			if err != nil || ev.Msg != "listening" {
-				t.Fatalf("DoRetry: %+v, %v", ev, err)
-			}
-			if runs != 1 {
-				t.Errorf("the op ran %d times, want once", runs)
-			}
-		})
+		for _, call := range []string{"op", "sink"} {
+			t.Run(lose+"/"+call, func(t *testing.T) {
+				runs := 0
+				sys := &fakeSystem{}
+				c := lossyClient(t, lose, &Server{Sys: sys, Ops: map[string]Op{
+					"iperf3": func(string, []string) (string, error) { runs++; return "listening", nil },
+				}})
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				if call == "sink" {
+					c.SetAttempt(50 * time.Millisecond)
+					if err := c.Sink(ctx, vmimages.SinkXDPDrop); err != nil || sys.sink != vmimages.SinkXDPDrop {
+						t.Fatalf("Sink: %v, sink %q", err, sys.sink)
+					}
+					runs = sys.sinks
+				} else if ev, err := c.DoRetry(ctx, vmimages.Request{Op: "iperf3", Action: "start"}, 50*time.Millisecond); err != nil || ev.Msg != "listening" {
+					t.Fatalf("DoRetry: %+v, %v", ev, err)
+				}
+				if runs != 1 {
+					t.Errorf("the %s ran %d times, want once", call, runs)
+				}
+			})
+		}
 	}
+}
+
+// lossyClient is a client of srv over a port that loses the first
+// request (lose "request") or the first reply ("reply").
+func lossyClient(t *testing.T, lose string, srv *Server) *vmimages.Client {
+	host, guest := net.Pipe()
+	t.Cleanup(func() { host.Close() })
+	var hostSide io.ReadWriter = host
+	var guestSide io.ReadWriter = guest
+	if lose == "reply" {
+		guestSide = struct {
+			io.Reader
+			io.Writer
+		}{guest, &lossy{rw: guest, drop: 1}}
+	} else {
+		hostSide = struct {
+			io.Reader
+			io.Writer
+		}{host, &lossy{rw: host, drop: 1}}
+	}
+	go func() { srv.Serve(context.Background(), guestSide, false); guest.Close() }()
+	return vmimages.NewClient(hostSide)
 }

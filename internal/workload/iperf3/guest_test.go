@@ -1,6 +1,7 @@
 package iperf3
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,25 +16,8 @@ import (
 // printed on stdout and stderr, an unknown action and a missing program
 // are errors that say what to do.
 func TestGuestServer(t *testing.T) {
-	dir := t.TempDir()
-	prog := filepath.Join(dir, "iperf3")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"Server listening on $3\"\necho 'iperf3: error - unable to receive control message' >&2\nexec sleep 30\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A listening socket on 0.0.0.0:5201 (0x1451), as the kernel lists it.
-	tcp := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
-		"   0: 00000000:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n"
-	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{path: prog, port: serverPort, procNet: dir}
-	t.Cleanup(func() { s.stop() })
-	if _, err := s.op("start", nil); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if len(s.cmds) != 1 || s.cmds[0].Process == nil {
-		t.Fatal("start ran no server")
-	}
+	s, dir := fakeServer(t, "#!/bin/sh\necho \"Server listening on $3\"\necho 'iperf3: error - unable to receive control message' >&2\nexec sleep 30\n")
+	prog := s.path
 	pid := s.cmds[0].Process.Pid
 	if _, err := s.op("start", nil); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second start: %v, want already running", err)
@@ -60,10 +44,7 @@ func TestGuestServer(t *testing.T) {
 	if _, err := two.op("start", []string{"2"}); err == nil || !strings.Contains(err.Error(), "did not listen on port 5202") || two.cmds != nil {
 		t.Errorf("start 2 with only 5201 listening: %v (servers %v), want port 5202 named and none left", err, two.cmds)
 	}
-	tcp2 := tcp + "   1: 00000000:1452 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n"
-	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp2), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTCP(t, dir, 5201, 5202)
 	if _, err := two.op("start", []string{"2"}); err != nil || len(two.cmds) != 2 {
 		t.Errorf("start 2: %v, %d servers", err, len(two.cmds))
 	} else if got := two.cmds[1].Args; strings.Join(got[1:], " ") != "-s -p 5202 --forceflush" {
@@ -102,20 +83,7 @@ func TestTailKeepsTheEnd(t *testing.T) {
 // (here it exits 3 right away) is named in stop's reply with how it
 // ended, the line the host quotes in a failed client's error.
 func TestGuestServerEndedEarly(t *testing.T) {
-	dir := t.TempDir()
-	prog := filepath.Join(dir, "iperf3")
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tcp := "   0: 00000000:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n"
-	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{path: prog, port: serverPort, procNet: dir}
-	t.Cleanup(func() { s.stop() })
-	if _, err := s.op("start", nil); err != nil {
-		t.Fatalf("start: %v", err)
-	}
+	s, _ := fakeServer(t, "#!/bin/sh\nexit 3\n")
 	pid := s.cmds[0].Process.Pid
 	for end := time.Now().Add(10 * time.Second); !exited(pid) && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
@@ -126,5 +94,40 @@ func TestGuestServerEndedEarly(t *testing.T) {
 	}
 	if got := serverSaid(out); !strings.Contains(got, "exit status 3") {
 		t.Errorf("serverSaid %q", got)
+	}
+}
+
+// fakeServer starts a guest server whose program is script, in a new
+// directory whose tcp file lists a listener on port 5201 (writeTCP); it
+// returns the server and the directory.
+func fakeServer(t *testing.T, script string) (*server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "iperf3")
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTCP(t, dir, serverPort)
+	s := &server{path: prog, port: serverPort, procNet: dir}
+	t.Cleanup(func() { s.stop() })
+	if _, err := s.op("start", nil); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if len(s.cmds) != 1 || s.cmds[0].Process == nil {
+		t.Fatal("start ran no server")
+	}
+	return s, dir
+}
+
+// writeTCP writes dir/tcp as the kernel lists sockets listening on
+// 0.0.0.0 at ports (5201 is 0x1451).
+func writeTCP(t *testing.T, dir string, ports ...int) {
+	t.Helper()
+	tcp := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	for i, p := range ports {
+		tcp += fmt.Sprintf("%4d: 00000000:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n", i, p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

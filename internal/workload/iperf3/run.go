@@ -2,6 +2,7 @@ package iperf3
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -94,10 +95,13 @@ func secs(d time.Duration) string {
 }
 
 type generator struct {
-	cfg     Config
-	w       *workload.Window
-	clients []*client
-	start   time.Time
+	cfg Config
+	// stopWait bounds the request that stops the guest's servers (0 =
+	// serverStopWait).
+	stopWait time.Duration
+	w        *workload.Window
+	clients  []*client
+	start    time.Time
 	// serverArt is the artifact of the guest's server output, if any.
 	serverArt string
 }
@@ -130,7 +134,8 @@ func (g *generator) Start(ctx context.Context, w *workload.Window) error {
 		cl, err := startClient(ctx, w, argv)
 		if err != nil {
 			g.stopAll()
-			return fmt.Errorf("%w%s", err, serverSaid(g.stopServer(ctx)))
+			log, serr := g.stopServer(ctx)
+			return fmt.Errorf("%w%s%s", err, serverSaid(log), notStopped(serr))
 		}
 		g.clients = append(g.clients, cl)
 	}
@@ -168,23 +173,39 @@ func (g *generator) stopAll() {
 	}
 }
 
+// serverStopWait bounds the request that stops the guest's servers. The
+// agent answers a stop at once; a guest that does not within a few seconds
+// is stuck or dead (a kernel fault on its console with QEMU still up), and
+// waiting longer only delays the failed cell's report.
+const serverStopWait = 5 * time.Second
+
 // stopServer stops the guest's servers, also when ctx has ended (within
-// 30 s of its own), and returns what they printed; "" without an agent
-// or an answer. Its output is the artifact iperf3-server.txt.
-func (g *generator) stopServer(ctx context.Context) string {
+// stopWait of its own), and returns what they printed ("" without an
+// agent or an answer) and the request's error. Its output is the artifact
+// iperf3-server.txt.
+func (g *generator) stopServer(ctx context.Context) (string, error) {
 	if g.w.Agent == nil {
-		return ""
+		return "", nil
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(g.stopWait, serverStopWait))
 	defer cancel()
 	log, err := g.w.Agent.Do(sctx, agentOp, "stop")
 	if err != nil || log == "" {
-		return ""
+		return "", err
 	}
 	if rel, err := g.w.WriteArtifact("iperf3-server.txt", []byte(log)); err == nil {
 		g.serverArt = rel
 	}
-	return log
+	return log, nil
+}
+
+// notStopped is the note a failed client's error carries when the guest's
+// servers could not be stopped (err), or "".
+func notStopped(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the guest's iperf3 servers were not stopped: %v)", err)
 }
 
 func (g *generator) Threads() ([]int, bool) {
@@ -201,14 +222,17 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		case <-cl.p.Done():
 		case <-ctx.Done():
 			g.stopAll()
-			g.stopServer(ctx)
-			return nil, fmt.Errorf("iperf3: %w", ctx.Err())
+			_, serr := g.stopServer(ctx)
+			return nil, fmt.Errorf("iperf3: %w%s", ctx.Err(), notStopped(serr))
 		}
 	}
 	elapsed := time.Since(g.start)
 	// Stop the servers; a failure here does not spoil the numbers.
-	serverLog := g.stopServer(ctx)
+	serverLog, serr := g.stopServer(ctx)
 	r := &workload.Result{Elapsed: elapsed, BusyFrac: -1, Metrics: map[metric.Key]float64{metric.ThroughputBPS: 0}}
+	if serr != nil {
+		r.Warnings = append(r.Warnings, "the guest's iperf3 servers were not stopped: "+serr.Error())
+	}
 	if g.serverArt != "" {
 		r.Artifacts = append(r.Artifacts, g.serverArt)
 	}

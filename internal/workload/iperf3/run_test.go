@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,18 +33,74 @@ func TestArgvGolden(t *testing.T) {
 	golden.Check(t, "argv.golden", b.String())
 }
 
-// agent records the ops asked of the guest agent; stop answers stopLog.
+// agent records the ops asked of the guest agent; stop answers stopLog,
+// or with hang never (a stuck guest: it returns when ctx ends).
 type agent struct {
 	ops     []string
 	stopLog string
+	hang    bool
 }
 
-func (a *agent) Do(_ context.Context, op, action string, args ...string) (string, error) {
+func (a *agent) Do(ctx context.Context, op, action string, args ...string) (string, error) {
 	a.ops = append(a.ops, strings.Join(append([]string{op, action}, args...), " "))
+	if action == "stop" && a.hang {
+		<-ctx.Done()
+		return "", fmt.Errorf("agent %s: no answer: %w", op, ctx.Err())
+	}
 	if action == "stop" {
 		return a.stopLog, nil
 	}
 	return "", nil
+}
+
+// A guest that never answers the stop of its servers (stuck, or its
+// kernel dead with QEMU up) is asked for stopWait, not for as long as it
+// takes: a cell that failed (its client did not start; its traffic
+// deadline ended) fails with its own error and says the servers were not
+// stopped and why.
+func TestStopServerBounded(t *testing.T) {
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, inStart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("in start %v", inStart), func(t *testing.T) {
+			a := &agent{hang: true}
+			f, w := fakeWindow(t, nil, a)
+			f.Handler = func(proc.Cmd) (string, bool, error) { return "", false, nil } // runs until stopped
+			g := (&Config{Duration: 4 * time.Second, Protocol: "tcp"}).Generator().(*generator)
+			g.stopWait = 20 * time.Millisecond
+			var err error
+			if inStart {
+				err = g.Start(ended, w) // the client cannot start: setup's deadline ended
+			} else if err = g.Start(t.Context(), w); err == nil {
+				_, err = g.Wait(ended) // the traffic deadline ended
+			}
+			note := "(the guest's iperf3 servers were not stopped: agent iperf3: no answer: context deadline exceeded)"
+			if !errors.Is(err, context.Canceled) || !strings.HasSuffix(err.Error(), note) {
+				t.Errorf("err %v, want the cell's own and then %s", err, note)
+			}
+			if !slices.Equal(a.ops, []string{"iperf3 start", "iperf3 stop"}) {
+				t.Errorf("agent ops %q", a.ops)
+			}
+		})
+	}
+}
+
+// capture is a real iperf3 output in testdata.
+func capture(t *testing.T, name string) []byte {
+	t.Helper()
+	out, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fakeWindow is a window on the recording fake, every command of which
+// prints out, with agent a and a new artifacts directory.
+func fakeWindow(t *testing.T, out []byte, a *agent) (*proc.Fake, *workload.Window) {
+	f := &proc.Fake{Handler: func(proc.Cmd) (string, bool, error) { return string(out), true, nil }}
+	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: t.TempDir(), RelDir: "artifacts/c/host/0", Agent: a}
+	return f, w
 }
 
 // A client whose stream the guest reset (a real iperf3 3.12 capture: the
@@ -51,19 +108,13 @@ func (a *agent) Do(_ context.Context, op, action string, args ...string) (string
 // error and the guest server's own last error line; the server's output
 // is kept as an artifact of the sample.
 func TestGeneratorServerDied(t *testing.T) {
-	out, err := os.ReadFile("testdata/iperf3-reset-by-peer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) { return string(out), true, nil }}
-	dir := t.TempDir()
 	a := &agent{stopLog: "-----------------------------------------------------------\nServer listening on 5201\niperf3: error - the server on port 5201 had ended before stop: signal: killed\n"}
-	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: dir, RelDir: "artifacts/c/host/0", Agent: a}
+	_, w := fakeWindow(t, capture(t, "iperf3-reset-by-peer.json"), a)
 	g := (&Config{Duration: 4 * time.Second, Protocol: "tcp"}).Generator()
 	if err := g.Start(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Wait(t.Context())
+	_, err := g.Wait(t.Context())
 	want := "iperf3: unable to write to stream socket: Connection reset by peer (the guest's server: iperf3: error - the server on port 5201 had ended before stop: signal: killed)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Wait: %v\nwant %s", err, want)
@@ -71,7 +122,7 @@ func TestGeneratorServerDied(t *testing.T) {
 	if !errors.Is(err, fault.ErrVoid) {
 		t.Errorf("a test the server broke off is not void: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "iperf3-server.txt")); err != nil || string(b) != a.stopLog {
+	if b, err := os.ReadFile(filepath.Join(w.Artifacts, "iperf3-server.txt")); err != nil || string(b) != a.stopLog {
 		t.Errorf("iperf3-server.txt: %q, %v", b, err)
 	}
 }
@@ -81,18 +132,13 @@ func TestGeneratorServerDied(t *testing.T) {
 // clients with one stream each to 4 guest servers on ports 5201-5204;
 // their receivers' rates and retransmits add up, each output is kept.
 func TestGeneratorClientsPerStream(t *testing.T) {
-	out, err := os.ReadFile("testdata/iperf3-host-to-guest-tcg.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := capture(t, "iperf3-host-to-guest-tcg.json")
 	one, err := perfparse.ParseIperf3(bytes.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) { return string(out), true, nil }}
-	dir := t.TempDir()
 	a := &agent{}
-	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: dir, RelDir: "artifacts/c/host/0", Agent: a}
+	f, w := fakeWindow(t, out, a)
 	cfg := Config{Duration: 10 * time.Second, Parallel: 4, Protocol: "tcp", Clients: ClientsPerStream}
 	g := cfg.Generator()
 	if err := g.Start(t.Context(), w); err != nil {
@@ -136,14 +182,8 @@ func TestGeneratorClientsPerStream(t *testing.T) {
 // through the agent, the client's argv is golden, its JSON output
 // (captured on a CI-kind machine) gives the metrics.
 func TestGeneratorWithFake(t *testing.T) {
-	out, err := os.ReadFile("testdata/iperf3-host-to-guest-tcg.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) { return string(out), true, nil }}
-	dir := t.TempDir()
 	a := &agent{}
-	w := &workload.Window{Exec: f, Netns: "vnb-test", Dev: "vnbt0", Dst: guestIP, Artifacts: dir, RelDir: "artifacts/c/host/0", Agent: a}
+	f, w := fakeWindow(t, capture(t, "iperf3-host-to-guest-tcg.json"), a)
 	cfg := Config{Duration: 10 * time.Second, Parallel: 1, Protocol: "tcp"}
 	g := cfg.Generator()
 	if err := g.Start(t.Context(), w); err != nil {
@@ -165,7 +205,7 @@ func TestGeneratorWithFake(t *testing.T) {
 	if !slices.Equal(a.ops, []string{"iperf3 start", "iperf3 stop"}) {
 		t.Errorf("agent ops %q", a.ops)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "iperf3.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(w.Artifacts, "iperf3.json")); err != nil {
 		t.Error(err)
 	}
 	golden.Check(t, "generator-fake.golden", f.Transcript())

@@ -1,0 +1,132 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
+	"github.com/vnetbench/vnetbench/runner/labvm"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// retryReason says why a lab that failed with lerr, its VM under accel,
+// is booted again once ("" = it is not): the lab VM's own kernel
+// reported a fault on its console (a qemu.FaultError: a panic, an oops, a
+// BUG, a lockup) or the VM stopped (labvm.ErrStopped: silent during the
+// run, or gone without the inner command's exit), and the lab ran under
+// TCG. There such a failure is most likely the emulator's: a Debian 6.12
+// lab kernel once died of "Fatal exception in interrupt" with EFLAGS
+// 1fcf1772, bits no x86 CPU sets. Under KVM a lab kernel's fault is a
+// finding about that kernel (or the host) and is reported as it is; so
+// are a failed inner run, a deadline and an interrupted run.
+func retryReason(lerr error, accel qemu.Accel) string {
+	var le *labvm.Error
+	if accel != qemu.TCG || !errors.As(lerr, &le) {
+		return ""
+	}
+	var fe *qemu.FaultError
+	switch {
+	case errors.As(le.Err, &fe):
+		return fault.Clip(strings.TrimSpace(fe.Line))
+	case errors.Is(le.Err, labvm.ErrStopped):
+		return fault.Clip(firstLine(le.Err.Error()))
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// RetriedError is a kernel whose lab failed twice under TCG: its first
+// lab VM's kernel faulted or stopped (First), and so did the lab booted
+// again (Err). Err is the kernel's failure (errors.As finds it first).
+type RetriedError struct {
+	First   error
+	Console string // the first lab VM's console log, kept (relative to the run)
+	Err     error
+}
+
+func (e *RetriedError) Error() string {
+	return fmt.Sprintf("%s (in the first lab VM; its console is %s); booted again once under TCG, the second lab VM failed too: %v",
+		firstLine(e.First.Error()), e.Console, e.Err)
+}
+
+func (e *RetriedError) Unwrap() []error { return []error{e.Err, e.First} }
+
+// bootAgain boots the lab of label a second time after its first lab VM
+// failed with first (why: retryReason's). The first console is kept as
+// results.LabFirstConsole; the inner run resumes (InnerArgs), so the
+// samples the first lab finished are kept and not run again, and the
+// samples of the second lab say why it ran. A second failure fails the
+// kernel with both (RetriedError).
+func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Cell, first error, why string) (lerr, err error) {
+	labLogf(lr.o, "kernel %s: %v", label, first)
+	kept, err := keepFirstLab(lr.o.Dir, label)
+	if err != nil {
+		return nil, errors.Join(first, err)
+	}
+	lr.warn(fmt.Sprintf("kernel %s: its lab VM's kernel failed under TCG (%s), most likely the emulator's fault: the lab was booted again once; the samples it had finished are kept, the rest ran in the second lab VM; the first console is kept as %s",
+		label, why, kept))
+	labLogf(lr.o, "kernel %s: booting its lab again once (TCG); finished samples are kept", label)
+	note := fmt.Sprintf("measured in a second lab VM: the first one's kernel failed under TCG (%s), most likely the emulator's fault; its console is kept as %s", why, kept)
+	_, lerr, err = lr.bootLab(ctx, label, lc, note)
+	if err != nil {
+		return nil, err
+	}
+	if lerr != nil {
+		lerr = &RetriedError{First: first, Console: kept, Err: lerr}
+	}
+	return lerr, nil
+}
+
+// keepFirstLab readies the run directory for label's second lab VM: its
+// console log (which the next boot empties) is kept as
+// results.LabFirstConsole, and an inner run directory without results
+// (the lab failed before the inner run created them) is removed, so the
+// inner run starts afresh there rather than refusing a directory that is
+// not empty. It returns the kept log's path, relative to dir.
+func keepFirstLab(dir, label string) (string, error) {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	kept := results.LabFirstConsole(label)
+	if err := d.Rename(results.LabConsole(label), kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("keep lab %s's console: %w", label, err)
+	}
+	if _, err := d.Lstat(filepath.Join(results.LabDir(label), results.ResultsFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := d.RemoveAll(results.LabDir(label)); err != nil {
+			return "", err
+		}
+	}
+	return kept, nil
+}
+
+// labConsoles are the lab console logs of label in dir that a failed
+// sample names: console.log, and the first lab VM's when lerr is a lab
+// booted again (RetriedError).
+func labConsoles(dir, label string, lerr error) []string {
+	var out []string
+	names := []string{results.LabConsole(label)}
+	var re *RetriedError
+	if errors.As(lerr, &re) {
+		names = append(names, re.Console)
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
