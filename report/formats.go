@@ -98,6 +98,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			b.WriteString("\n" + strings.Join(lines, ""))
 		}
 	}
+	if n := r.VoidRerunNote(); n != "" {
+		fmt.Fprintf(&b, "\n_%s_\n", mdEscape(n))
+	}
 	if env := envLines(r); len(env) > 0 {
 		b.WriteString("\n**environment**\n\n")
 		for _, l := range env {

@@ -65,7 +65,10 @@ type Report struct {
 	Summaries   []Summary       `json:"summaries"`
 	Comparisons []Comparison    `json:"comparisons,omitempty"`
 	Warnings    []string        `json:"warnings,omitempty"`
-	Sources     []string        `json:"sources,omitempty"`
+	// VoidReruns count, per column, the samples measured a second time
+	// after a void first attempt; nil when there were none.
+	VoidReruns []VoidReruns `json:"void_reruns,omitempty"`
+	Sources    []string     `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 	// Origin is Options.Origin.
@@ -232,6 +235,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	b.varying = b.lab.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
+	b.voidReruns()
 	if r.MixedNesting() {
 		var bare []string
 		for _, c := range r.Columns {

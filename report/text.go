@@ -65,6 +65,10 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 			}
 		}
 	}
+	if n := r.VoidRerunNote(); n != "" {
+		b.WriteString("\n")
+		writeWrapped(&b, "", n)
+	}
 	if env := envLines(r); len(env) > 0 {
 		b.WriteString("\nenvironment:\n")
 		for _, l := range env {

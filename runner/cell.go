@@ -60,12 +60,12 @@ func orUnsupported(phase string, err error) error {
 
 // cellRun is one sample on its way through the phases.
 type cellRun struct {
-	r    *runState
-	c    *scenarios.Cell
-	g    *guest
-	nic  *guestNIC
-	u    *undo.Stack
-	note string
+	r     *runState
+	c     *scenarios.Cell
+	g     *guest
+	nic   *guestNIC
+	u     *undo.Stack
+	again *again // nil: the cell's first attempt
 
 	cellStart, t0, t1 time.Time
 	bootTime, warmup  time.Duration
@@ -91,10 +91,10 @@ type cellRun struct {
 }
 
 // runSample runs one repetition of one cell: host knobs, warmup, window,
-// teardown of the knobs, then appends the sample; a non-empty note is
-// added to the sample's warnings.
-func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, note string) (*results.Sample, error) {
-	cr := &cellRun{r: r, c: c, note: note, cellStart: time.Now(), u: undo.New()}
+// teardown of the knobs, then appends the sample; a second attempt's
+// sample says why (again).
+func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, a *again) (*results.Sample, error) {
+	cr := &cellRun{r: r, c: c, again: a, cellStart: time.Now(), u: undo.New()}
 	if err := cr.readyGuest(ctx); err != nil {
 		return nil, err
 	}
@@ -487,14 +487,15 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 }
 
 // addWarnings adds the run's caveats to s: TCG, the guest's, the retry
-// note, the vhost worker's and perf's.
+// note (and a void first attempt's cause), the vhost worker's and perf's.
 func (cr *cellRun) addWarnings(s *results.Sample) {
 	if cr.g.accel != qemu.KVM {
 		s.Warnings = append(s.Warnings, "TCG in use: numbers measure the emulator, not the kernel datapath")
 	}
 	s.Warnings = append(s.Warnings, cr.g.warnings...)
-	if cr.note != "" {
-		s.Warnings = append(s.Warnings, cr.note)
+	if cr.again != nil {
+		s.Warnings = append(s.Warnings, cr.again.note)
+		s.VoidRerun = cr.again.voidCause
 	}
 	if cr.vhostWarn != "" {
 		s.Warnings = append(s.Warnings, cr.vhostWarn)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,15 +84,24 @@ func kernelLabel(c *scenarios.Cell) string {
 	return "host"
 }
 
-// runSampleRetrying runs a sample of c, once more on a fresh guest when
-// the guest stopped answering.
+// again is why a sample is its cell's second attempt.
+type again struct {
+	note string // for the sample's warnings
+	// voidCause is the first attempt's cause when it was void
+	// (results.Sample.VoidRerun), "" otherwise.
+	voidCause string
+}
+
+// runSampleRetrying runs a sample of c, once more when the first attempt
+// was void, or on a fresh guest when the guest stopped answering.
 func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*results.Sample, error) {
-	s, err := r.runSample(ctx, c, "")
+	s, err := r.runSample(ctx, c, nil)
 	if err != nil && ctx.Err() == nil && allVoid(err) {
 		// The tool raced with itself (pktgen removing a device late
 		// under TCG): nothing was measured, the guest is fine.
 		r.logf("%v: running the cell once more", err)
-		return r.runSample(ctx, c, "ran again after a void measurement: "+err.Error())
+		cause, _ := fault.VoidCause(err)
+		return r.runSample(ctx, c, &again{note: results.VoidRerunNote + err.Error(), voidCause: cmp.Or(cause, "void measurement")})
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, ErrGuestUnresponsive) {
 		// A guest that stopped answering without a kernel fault on
@@ -102,7 +112,7 @@ func (r *runState) runSampleRetrying(ctx context.Context, c *scenarios.Cell) (*r
 		if serr := r.guests.stop(); serr != nil {
 			r.logf("stop the silent guest: %v", serr)
 		}
-		s, err = r.runSample(ctx, c, "ran on a fresh guest after the previous one stopped answering: "+err.Error())
+		s, err = r.runSample(ctx, c, &again{note: "ran on a fresh guest after the previous one stopped answering: " + err.Error()})
 	}
 	return s, err
 }

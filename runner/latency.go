@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner/latprobe"
 	"github.com/vnetbench/vnetbench/runner/undo"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -25,8 +26,10 @@ import (
 // guest's reflector and the host's probe, from the idle phase before the
 // load to the end of the window.
 type latencyRun struct {
-	probe   *latprobe.Probe
-	agent   Agent
+	probe *latprobe.Probe
+	// agent is the guest's, as its workloads see it: a dead guest is not
+	// asked (liveAgent).
+	agent   workload.Agent
 	stopped bool
 	// The qdisc and tap readings, every latency.Tick from a thread in
 	// the run's namespace.
@@ -53,13 +56,13 @@ func (r *runState) startLatency(ctx context.Context, c *scenarios.Cell, g *guest
 	cfg := latprobe.Config{Dst: netip.AddrPortFrom(dst, uint16(l.Port)), Src: src, Interval: l.Interval, Sizes: l.Sizes, Timeout: l.Timeout}
 	p, err := latprobe.Open(cfg, r.ns.Do)
 	if err != nil {
-		g.agent.Do(context.WithoutCancel(ctx), vmimages.OpReflect, "stop")
+		stopReflector(ctx, g.workloadAgent())
 		return nil, err
 	}
 	r.repro.note(fmt.Sprintf("# latency probe: UDP %s -> %s (the guest agent's reflector), every %v, sizes %v, timeout %v, idle %v first; probes.csv per sample",
 		nic.hostIP, cfg.Dst, l.Interval, l.Sizes, l.Timeout, l.Idle))
 	p.Start()
-	lr := &latencyRun{probe: p, agent: g.agent, stopSeries: make(chan struct{}), seriesDone: make(chan struct{})}
+	lr := &latencyRun{probe: p, agent: g.workloadAgent(), stopSeries: make(chan struct{}), seriesDone: make(chan struct{})}
 	lr.phaseNow.Store(latency.PhaseIdle)
 	go lr.sample(r.ns.Do, nic.tap)
 	select {
@@ -129,12 +132,20 @@ func (lr *latencyRun) stop(ctx context.Context) ([]latency.Record, []string) {
 	if lr.seriesErr != nil {
 		warns = append(warns, "latency probe: qdisc readings: "+lr.seriesErr.Error())
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := lr.agent.Do(sctx, vmimages.OpReflect, "stop"); err != nil {
+	if err := stopReflector(ctx, lr.agent); err != nil {
 		warns = append(warns, "latency probe: stop the guest's reflector: "+err.Error())
 	}
 	return recs, warns
+}
+
+// stopReflector stops the guest's reflector, also when ctx has ended,
+// within 10 s of its own: the agent answers at once, and a guest that
+// does not is stuck.
+func stopReflector(ctx context.Context, a workload.Agent) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := a.Do(sctx, vmimages.OpReflect, "stop")
+	return err
 }
 
 // writeArtifact writes the file name of out with write.

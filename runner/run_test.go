@@ -305,7 +305,9 @@ func TestRunVoidMeasurementRetried(t *testing.T) {
 	h.mkGen = func(n int) *fakeGen {
 		g := &fakeGen{d: 100 * time.Millisecond}
 		if n == 1 {
-			g.waitErr = func() error { return fault.Void(errors.New("kpktgend_1 removed the device")) }
+			g.waitErr = func() error {
+				return fault.VoidBecause("a pktgen thread removed its device late", errors.New("kpktgend_1 removed the device"))
+			}
 		}
 		return g
 	}
@@ -314,14 +316,21 @@ func TestRunVoidMeasurementRetried(t *testing.T) {
 	if err != nil || sum.Samples != len(cells) {
 		t.Fatalf("run: %+v %v, want every cell measured", sum, err)
 	}
-	notes := 0
+	notes, causes := 0, 0
 	for _, s := range readSamples(t, h.opts.Dir) {
-		if strings.Contains(strings.Join(s.Warnings, " "), "ran again after a void measurement") {
+		if strings.Contains(strings.Join(s.Warnings, " "), "ran again after a void measurement: ") {
 			notes++
 		}
+		switch s.VoidRerun {
+		case "a pktgen thread removed its device late":
+			causes++
+		case "":
+		default:
+			t.Errorf("sample %s rep %d: void_rerun %q", s.Cell, s.Rep, s.VoidRerun)
+		}
 	}
-	if notes != 1 || len(h.gens) != len(cells)+1 {
-		t.Errorf("%d samples say they ran again, %d generators for %d cells: want 1 and one more than the cells", notes, len(h.gens), len(cells))
+	if notes != 1 || causes != 1 || len(h.gens) != len(cells)+1 {
+		t.Errorf("%d samples say they ran again (%d with the cause), %d generators for %d cells: want 1 (1) and one more than the cells", notes, causes, len(h.gens), len(cells))
 	}
 }
 

@@ -67,7 +67,7 @@ func TestCompareCLISixRuns(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	if !strings.Contains(string(x), `failures="1"`) || !strings.Contains(string(x), `type="regression"`) ||
-		regexp.MustCompile(`p &lt;= 0[^.]`).Match(x) || !strings.Contains(string(x), "DIFFERENT at p &lt;= 0.0015, the level of the look at 6 runs") {
+		regexp.MustCompile(`p &lt;= 0[^.]`).Match(x) || !strings.Contains(string(x), "DIFFERENT at p &lt;= 0.0008, the level of the look at 6 runs") {
 		t.Errorf("JUnit is not one regression failure with the look's level:\n%s", x)
 	}
 	checkCLIGolden(t, filepath.Join("testdata", "compare", "six-runs.txt"), out.Bytes())

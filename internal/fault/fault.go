@@ -43,9 +43,26 @@ var (
 )
 
 // Void marks err as ErrVoid (errors.Is finds both).
-func Void(err error) error { return &voidError{err} }
+func Void(err error) error { return &voidError{err: err} }
 
-type voidError struct{ err error }
+// VoidBecause is Void with a short cause ("connection reset by peer"),
+// by which reports count a kernel's void measurements (VoidCause).
+func VoidBecause(cause string, err error) error { return &voidError{err: err, cause: cause} }
+
+// VoidCause returns the cause of the first void error in err's tree ("" if
+// it was given none) and whether err is void at all.
+func VoidCause(err error) (cause string, ok bool) {
+	var ve *voidError
+	if errors.As(err, &ve) {
+		return ve.cause, true
+	}
+	return "", false
+}
+
+type voidError struct {
+	err   error
+	cause string
+}
 
 func (e *voidError) Error() string        { return e.err.Error() }
 func (e *voidError) Unwrap() error        { return e.err }

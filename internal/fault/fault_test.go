@@ -52,3 +52,22 @@ func TestClip(t *testing.T) {
 		t.Errorf("Clip of %d bytes: %d bytes, %q...", len(long), len(got), got[len(got)-40:])
 	}
 }
+
+// A void error keeps its message and cause; VoidCause finds its short
+// cause through wrapping and joining, and tells a plain error apart.
+func TestVoidCause(t *testing.T) {
+	base := errors.New("iperf3: unable to write to stream socket: Connection reset by peer")
+	err := fmt.Errorf("cell a rep 2: traffic: %w", errors.Join(VoidBecause("connection reset by peer", base), Void(errors.New("other"))))
+	if !errors.Is(err, ErrVoid) || !errors.Is(err, base) || !strings.Contains(err.Error(), base.Error()) {
+		t.Errorf("%v: not void, or its cause lost", err)
+	}
+	if c, ok := VoidCause(err); !ok || c != "connection reset by peer" {
+		t.Errorf("VoidCause = %q, %v", c, ok)
+	}
+	if c, ok := VoidCause(Void(base)); !ok || c != "" {
+		t.Errorf("VoidCause of Void = %q, %v; want no cause, void", c, ok)
+	}
+	if _, ok := VoidCause(base); ok {
+		t.Error("a plain error is void")
+	}
+}

@@ -48,7 +48,7 @@
 //	 "warnings":[...],"artifacts":["artifacts/CELL/KERNEL/REP/pktgen-tap0.txt"],
 //	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F,"addresses":N}],
 //	 "perf_running":{"perf.cycles@vhost":F},
-//	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON}
+//	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON,"void_rerun":CAUSE}
 //
 // Writer.Append writes one line and fsyncs it, so a crash loses at most the
 // line being written. Create refuses a directory that already holds results;
@@ -91,6 +91,12 @@
 //   - Warmup: a discarded warmup sample; Load skips it.
 //   - Unsupported: the kernel or device refused the cell's configuration
 //     (a workload's "n/a", with the reason); such a sample has no metrics.
+//   - VoidRerun: the sample is its cell's second attempt after a first that
+//     measured nothing valid (fault.ErrVoid), with the first's short cause
+//     ("connection reset by peer"); reports count these per kernel. An
+//     optional field added within schema 1: older readers ignore it, and
+//     Load sets it ("cause not recorded") for older samples that carry only
+//     the "ran again after a void measurement" warning.
 //
 // # Go benchmark format
 //

@@ -150,6 +150,9 @@ func (set *Set) loadRunDir(dir string) error {
 		if s.Labels["lab"] != "" {
 			s.Nested = true // results from before Nested was recorded
 		}
+		if s.VoidRerun == "" && slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, VoidRerunNote) }) {
+			s.VoidRerun = VoidRerunUnknown // results from before VoidRerun was recorded
+		}
 		if err := set.addEnv(s.Kernel, env, dir); err != nil {
 			return err
 		}

@@ -139,6 +139,28 @@ func TestLoadSkipsWarmupsAndFlagsDuplicates(t *testing.T) {
 	}
 }
 
+// void_rerun survives a write and a load; a sample from before it was
+// recorded that carries only the runner's warning reads as a re-run whose
+// cause is unknown, and another warning does not make one.
+func TestLoadVoidRerun(t *testing.T) {
+	s := pktgenSamples("stock", "tap", 1, 2, 3)
+	s[0].VoidRerun = "connection reset by peer"
+	s[0].Warnings = []string{VoidRerunNote + "cell tap/pktgen-t2 rep 1: traffic: iperf3: Connection reset by peer"}
+	s[1].Warnings = []string{VoidRerunNote + "cell tap/pktgen-t2 rep 2: traffic: pktgen: void"}
+	s[2].Warnings = []string{"generator was 50% busy: " + VoidRerunNote}
+	set, err := Load(writeRun(t, "a", Env{}, s...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, smp := range set.Samples {
+		got = append(got, smp.VoidRerun)
+	}
+	if want := []string{"connection reset by peer", VoidRerunUnknown, ""}; !slices.Equal(got, want) {
+		t.Errorf("void_rerun %q, want %q", got, want)
+	}
+}
+
 func TestLoadTornLine(t *testing.T) {
 	dir := writeRun(t, "stock", Env{}, pktgenSamples("stock", "tap", 1, 2, 3, 4)...)
 	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_APPEND|os.O_WRONLY, 0)

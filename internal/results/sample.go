@@ -52,6 +52,16 @@ type Sample struct {
 	// configuration (AF_XDP zero-copy refused, say): the sample has no
 	// metrics and tables show the cell as "n/a (reason)".
 	Unsupported string `json:"unsupported,omitempty"`
+	// VoidRerun, when set, says this sample is its cell's second attempt:
+	// the first measured nothing valid (fault.ErrVoid), for this short
+	// cause ("connection reset by peer": the guest's iperf3 server broke
+	// the test off), and the runner ran the cell once more. The first
+	// attempt's whole error is in Warnings ("ran again after a void
+	// measurement: ..."). Reports count these per kernel: a kernel whose
+	// measurements are broken off more often hides a finding in its
+	// re-runs. Set on load to VoidRerunUnknown for samples from before
+	// it was recorded that carry the warning.
+	VoidRerun string `json:"void_rerun,omitempty"`
 	// Error, when set, records a sample that failed instead of measuring:
 	// the phase and the error (for a kernel that reported a lockup, stall
 	// or crash: the console's last lines). It has no metrics, statistics
@@ -61,6 +71,14 @@ type Sample struct {
 	// relative to it); "" for a sample from a benchfmt file. Not stored.
 	Dir string `json:"-"`
 }
+
+// VoidRerunNote leads the warning of a sample whose first attempt was
+// void (Sample.VoidRerun); the first attempt's error follows it.
+const VoidRerunNote = "ran again after a void measurement: "
+
+// VoidRerunUnknown is the VoidRerun of a sample from before the cause was
+// recorded (it carries only the VoidRerunNote warning).
+const VoidRerunUnknown = "cause not recorded"
 
 // ThreadSample is one generator thread's share of a sample.
 type ThreadSample struct {

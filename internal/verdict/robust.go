@@ -10,16 +10,16 @@ import (
 
 // The medians' test. With 3 runs per side one outlier carries a mean, and
 // heavy-tailed noise has many: on Student t3 noise the t test of the mean
-// logs, even with the variance of 30 past runs, called 93.5% of 5-IQR
+// logs, even with the variance of 30 past runs, called 94.2% of 5-IQR
 // shifts at 3 runs, against 100% on normal noise. The median of 3 ignores
 // the outlier. So the first early look with a history scale of 20 runs or
 // more compares the sides' median logs, scaled by a robust estimate of
 // the within-run variance (robustVar), whose degrees of freedom and the
 // medians' variance factors come from seeded simulations of normal noise
-// (TestMedianTestConstants): Student t3 noise then gets 96.7% of 5-IQR
-// shifts at 3 runs and normal and real noise keep 100%, at 0.88% false
-// DIFFERENT over all looks on t3 (0.77% with the means; under 1%) and no
-// more on the other two (docs/compare.md). The later early look keeps the
+// (TestMedianTestConstants): Student t3 noise then gets 96.5% of 5-IQR
+// shifts at 3 runs (94.2% with the means) and normal and real noise keep
+// 100%, at 0.86% false DIFFERENT over all looks on t3 (0.74% with the
+// means; under 1%) and no more on the other two (docs/compare.md). The later early look keeps the
 // means: at 6 runs a mean loses less to an outlier, and the robust
 // locations tried there (mean without the extremes, Hodges-Lehmann)
 // called fewer than the target of 90% of 2-IQR shifts on normal noise,
@@ -50,8 +50,14 @@ func robustVar(runs []Spread) (v, df float64) {
 	drop := int(robustTrim * float64(len(runs)))
 	q := float64(drop) / float64(len(runs))
 	w := make([]float64, len(runs))
+	mean := map[int]float64{} // trimmedChi2Mean by repetitions: 80 GammaIncs each
 	for i, r := range runs {
-		w[i] = r.Var / trimmedChi2Mean(float64(r.N-1), q)
+		m, ok := mean[r.N]
+		if !ok {
+			m = trimmedChi2Mean(float64(r.N-1), q)
+			mean[r.N] = m
+		}
+		w[i] = r.Var / m
 	}
 	slices.Sort(w)
 	return stats.Mean(w[:len(w)-drop]), 1.5 * float64(len(runs))

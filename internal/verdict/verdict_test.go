@@ -19,6 +19,21 @@ func TestBoundsMatchTables(t *testing.T) {
 	}
 }
 
+// The default plan spends at most 1% over all its looks, whichever tests
+// each look uses (issue 33's budget: 0.35% + 0.30% + 0.35%); disjoint
+// ranges count only at looks whose runs can reach their level.
+func TestNominalAlpha(t *testing.T) {
+	if got := Default.NominalAlpha(); got > 0.01+1e-12 {
+		t.Errorf("Default spends %.4g%% over its looks, want at most 1%%", 100*got)
+	}
+	p := &Plan{Looks: []int{3, 6, 10}, Early: 2, EarlyAlpha: []float64{0.001, 0.002}, DisjointAlpha: 0.05,
+		ScaledAlpha: []float64{0.004}, Alpha: 0.003}
+	// 3 runs: max(0.001, 0.004), disjoint p 0.1 > 0.05; 6 runs: 0.002 + 0.05.
+	if got, want := p.NominalAlpha(), 0.004+0.052+0.003; math.Abs(got-want) > 1e-12 {
+		t.Errorf("NominalAlpha %g, want %g", got, want)
+	}
+}
+
 func TestDecide(t *testing.T) {
 	base := []float64{100, 101, 99, 102, 98, 100, 101, 99, 100, 100}
 	up := make([]float64, len(base))

@@ -257,10 +257,10 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		}
 		if res.Error != "" {
 			err := fmt.Errorf("iperf3: %s%s", res.Error, serverSaid(serverLog))
-			if brokenOff(res.Error) {
+			if cause := brokenOff(res.Error); cause != "" {
 				// The runner runs such a sample once more, and
 				// the sample says why.
-				err = fault.Void(err)
+				err = fault.VoidBecause(cause, err)
 			}
 			return nil, err
 		}
@@ -330,19 +330,24 @@ func iperfVersion(v string) (major, minor int, ok bool) {
 	return a, b, err1 == nil && err2 == nil
 }
 
-// brokenOff reports whether iperf3's error is the guest's server breaking
-// the test off (its streams reset or its control connection closed):
-// what the test measured is void. Seen once in CI's quickstart under TCG
-// (a stream reset in the second repetition, right after a trafgen
-// flood), not in 25 runs here with and without CPU contention; a kernel
-// that resets streams every time still fails the cell on the second try.
-func brokenOff(msg string) bool {
-	for _, s := range []string{"Connection reset by peer", "closed unexpectedly", "server has terminated"} {
-		if strings.Contains(msg, s) {
-			return true
+// brokenOff returns the cause when iperf3's error is the guest's server
+// breaking the test off (its streams reset or its control connection
+// closed), "" otherwise: what the test measured is void. Seen once in
+// CI's quickstart under TCG (a stream reset in the second repetition,
+// right after a trafgen flood), not in 25 runs here with and without CPU
+// contention; a kernel that resets streams every time still fails the
+// cell on the second try.
+func brokenOff(msg string) string {
+	for _, c := range [][2]string{
+		{"Connection reset by peer", "connection reset by peer"},
+		{"closed unexpectedly", "control socket closed unexpectedly"},
+		{"server has terminated", "the server terminated"},
+	} {
+		if strings.Contains(msg, c[0]) {
+			return c[1]
 		}
 	}
-	return false
+	return ""
 }
 
 // serverSaid quotes the guest server's last error line for a failed

@@ -119,8 +119,8 @@ func TestGeneratorServerDied(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Wait: %v\nwant %s", err, want)
 	}
-	if !errors.Is(err, fault.ErrVoid) {
-		t.Errorf("a test the server broke off is not void: %v", err)
+	if c, _ := fault.VoidCause(err); !errors.Is(err, fault.ErrVoid) || c != "connection reset by peer" {
+		t.Errorf("a test the server broke off is not void for its reset: %v (cause %q)", err, c)
 	}
 	if b, err := os.ReadFile(filepath.Join(w.Artifacts, "iperf3-server.txt")); err != nil || string(b) != a.stopLog {
 		t.Errorf("iperf3-server.txt: %q, %v", b, err)

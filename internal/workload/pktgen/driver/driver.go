@@ -608,7 +608,7 @@ func (d *Driver) results(devs []Device, printed map[string]ThreadResult) ([]Thre
 				if errors.Is(err, fs.ErrNotExist) {
 					// Configured, then gone: its thread acted on a
 					// removal it had been asked for before (see Clear).
-					err = fault.Void(fmt.Errorf("%w: kpktgend_%d removed the device before it ran or before its result was read (a rem_device_all or pgctrl reset the thread acted on late; pktgen handles a start before a removal): the run is void, run it again", err, dev.Thread))
+					err = fault.VoidBecause("a pktgen thread removed its device late", fmt.Errorf("%w: kpktgend_%d removed the device before it ran or before its result was read (a rem_device_all or pgctrl reset the thread acted on late; pktgen handles a start before a removal): the run is void, run it again", err, dev.Thread))
 				}
 				if printed != nil {
 					errs = append(errs, fmt.Errorf("pktgen: %s: no result printed and %w", dev.File, err))

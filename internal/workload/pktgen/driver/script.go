@@ -303,7 +303,7 @@ func unfinished(threads []ThreadResult) []error {
 		if !t.Unfinished() {
 			continue
 		}
-		errs = append(errs, fault.Void(fmt.Errorf("pktgen script: %s: the script printed \"Result: %s\" (kpktgend_%d had not run the device to its end when the script's start returned: pktgen's start waits only 125 ms for a thread starved of CPU); the run is void, run it again", t.Device, t.Msg, t.Thread)))
+		errs = append(errs, fault.VoidBecause("a pktgen thread had not finished its device", fmt.Errorf("pktgen script: %s: the script printed \"Result: %s\" (kpktgend_%d had not run the device to its end when the script's start returned: pktgen's start waits only 125 ms for a thread starved of CPU); the run is void, run it again", t.Device, t.Msg, t.Thread)))
 	}
 	return errs
 }

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// rerunSet is 12 iperf3 samples per kernel, the first patched[k] of
+// kernel k's re-run after a void first attempt for cause k's causes.
+func rerunSet(reruns map[string][]string) *results.Set {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	for _, kernel := range []string{"stock", "patched"} {
+		for rep := range 12 {
+			s := results.Sample{Cell: "tap/iperf3", Kernel: kernel, Rep: rep, Start: time.Unix(int64(rep), 0), WindowS: 10,
+				Axes:   map[string]string{"backend": "tap", "generator": "iperf3"},
+				Labels: map[string]string{"generator": "iperf3"}, Metrics: map[metric.Key]float64{"throughput_bps": 2e9 + float64(rep)}}
+			if rep < len(reruns[kernel]) {
+				s.VoidRerun = reruns[kernel][rep]
+			}
+			set.Samples = append(set.Samples, s)
+		}
+	}
+	return set
+}
+
+// Void re-runs are counted per kernel in the text and markdown reports'
+// notes, with their causes; a kernel with more of them than the other
+// (as a share of its samples) is flagged in the warnings, which every
+// format shows; equal counts are noted, not flagged; none, not noted.
+func TestVoidRerunsCounted(t *testing.T) {
+	const reset, ended = "connection reset by peer", "the server terminated"
+	const flag = "warning: patched re-ran more samples after a void first attempt than stock (3 of 12, connection reset by peer; 0 of 12):"
+	for _, tc := range []struct {
+		name       string
+		reruns     map[string][]string
+		note, warn string
+	}{
+		{"one side", map[string][]string{"patched": {reset, reset, reset}},
+			"re-run after a void first attempt: stock: 0 of 12 samples; patched: 3 of 12 samples (connection reset by peer)", flag},
+		{"both alike", map[string][]string{"stock": {ended}, "patched": {reset}},
+			"re-run after a void first attempt: stock: 1 of 12 samples (the server terminated); patched: 1 of 12 samples (connection reset by peer)", ""},
+		{"causes", map[string][]string{"patched": {ended, reset, reset}},
+			"patched: 3 of 12 samples (2 connection reset by peer, 1 the server terminated)", "patched re-ran more samples"},
+		{"none", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Build(rerunSet(tc.reruns), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var txt, md bytes.Buffer
+			if err := WriteText(&txt, r, ASCII); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteMarkdown(&md, r); err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(strings.Fields(txt.String()), " ") // unwrapped
+			for _, c := range []struct{ out, want string }{{text, tc.note}, {text, tc.warn}, {md.String(), mdEscape(tc.note)}} {
+				if !strings.Contains(c.out, c.want) {
+					t.Errorf("report lacks %q:\n%s", c.want, c.out)
+				}
+			}
+			if tc.note == "" && (strings.Contains(text, "void") || r.VoidReruns != nil) {
+				t.Errorf("no re-runs, but the report speaks of them: %v\n%s", r.VoidReruns, text)
+			}
+			if flagged := strings.Contains(text, "re-ran more samples"); flagged != (tc.warn != "") {
+				t.Errorf("flagged %v, want %v", flagged, tc.warn != "")
+			}
+		})
+	}
+}
