@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -54,16 +55,17 @@ func (s GuestStats) Of(mac string) GuestStats {
 	return s
 }
 
-// AgentDialer connects to a guest agent's socket.
-type AgentDialer func(ctx context.Context, socketPath string) (Agent, error)
+// AgentDialer connects to the agent of a guest VM.
+type AgentDialer func(ctx context.Context, vm *qemu.VM) (Agent, error)
 
-// DialVMImagesAgent is the AgentDialer for vmimages' agent.
-func DialVMImagesAgent(ctx context.Context, socketPath string) (Agent, error) {
-	c, err := vmimages.Dial(ctx, socketPath)
+// DialVMImagesAgent is the AgentDialer for vmimages' agent, on the VM's
+// agent port (qemu.VM.Agent).
+func DialVMImagesAgent(ctx context.Context, vm *qemu.VM) (Agent, error) {
+	conn, err := vm.Agent(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &vmAgent{c: c}, nil
+	return &vmAgent{c: vmimages.NewClient(conn)}, nil
 }
 
 type vmAgent struct {

@@ -147,9 +147,9 @@ func TestRunGuestKernelFault(t *testing.T) {
 // then stops answering (a guest whose kernel hangs without a word on its
 // console); guests past len(answers) answer every request. Each stats
 // request gets at least attempt.
-func silentGuest(t *testing.T, attempt time.Duration, answers ...int32) func(context.Context, string) (Agent, error) {
+func silentGuest(t *testing.T, attempt time.Duration, answers ...int32) AgentDialer {
 	var dials atomic.Int32
-	return func(context.Context, string) (Agent, error) {
+	return func(context.Context, *qemu.VM) (Agent, error) {
 		answer := int32(1 << 30)
 		if i := int(dials.Add(1)) - 1; i < len(answers) {
 			answer = answers[i]

@@ -180,8 +180,7 @@ func guestGone(ctx context.Context, g *guest, err error) error {
 		return fe
 	}
 	path := g.vm.Config.ConsoleLog
-	w := qemu.NewConsoleWatch(path)
-	w.Launched = time.Time{} // read after the fact: the VM's age is unknown
+	w := g.vm.Console() // read after the fact, aged from the VM's launch
 	w.Poll()
 	w.Close()
 	if w.Fault != "" {

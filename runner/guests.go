@@ -151,8 +151,8 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	gs.noteCmdline(qemu.Cmdline(cfg))
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
-	go qemu.WatchConsole(life, "guest", cfg.ConsoleLog, consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
-	agent, err := gs.waitAgent(bctx, vm, cfg.AgentSocket)
+	go vm.WatchConsole(life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
+	agent, err := gs.waitAgent(bctx, vm)
 	if err != nil {
 		return nil, agentBootError(ctx, bctx, vm, err, bootTimeout)
 	}
@@ -294,7 +294,7 @@ func (gs *guests) launch(ctx, bctx context.Context, cfg qemu.Config) (*qemu.VM, 
 
 // waitAgent dials the agent and waits for ready, failing fast when QEMU
 // exits (a kernel panic with panic=-1 and -no-reboot ends QEMU).
-func (gs *guests) waitAgent(ctx context.Context, vm *qemu.VM, sock string) (Agent, error) {
+func (gs *guests) waitAgent(ctx context.Context, vm *qemu.VM) (Agent, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -304,7 +304,7 @@ func (gs *guests) waitAgent(ctx context.Context, vm *qemu.VM, sock string) (Agen
 		case <-ctx.Done():
 		}
 	}()
-	a, err := gs.r.opts.DialAgent(ctx, sock)
+	a, err := gs.r.opts.DialAgent(ctx, vm)
 	if err != nil {
 		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
 			return nil, c

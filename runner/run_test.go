@@ -144,7 +144,7 @@ func newHarness(t testing.TB) *harness {
 		Dir:      filepath.Join(t.TempDir(), "run"),
 		Scenario: "loop", Seed: 1, LockPath: filepath.Join(t.TempDir(), "lock"),
 		Image:     func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return &GuestImage{}, nil },
-		DialAgent: func(context.Context, string) (Agent, error) { return h.agent, nil },
+		DialAgent: func(context.Context, *qemu.VM) (Agent, error) { return h.agent, nil },
 		NewGenerator: func(*scenarios.Cell) (workload.Generator, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

@@ -121,7 +121,7 @@ func bootOnce(b *testing.B, kernel, initrd, accel, cmdline string, agent bool) (
 	var elapsed time.Duration
 	if agent {
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
-		c, err := Dial(ctx, sock)
+		c, err := dialAgent(ctx, sock)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -63,24 +62,6 @@ func NewClient(rw io.ReadWriter) *Client {
 	}
 	go c.readLoop(rw)
 	return c
-}
-
-// Dial connects to the agent's unix socket (QEMU's -chardev
-// socket,path=PATH,server=on,wait=off), retrying until ctx ends: QEMU
-// creates the socket a moment after it starts.
-func Dial(ctx context.Context, socketPath string) (*Client, error) {
-	var d net.Dialer
-	for {
-		conn, err := d.DialContext(ctx, "unix", socketPath)
-		if err == nil {
-			return NewClient(conn), nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("connect to agent socket %s: %w (last error: %v)", socketPath, ctx.Err(), err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // Close closes the underlying stream (when it can be closed).

@@ -9,7 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,7 +242,7 @@ func bootVMWith(tb testing.TB, img *Image, ns, cmdline string, serialOnly bool) 
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, sock)
+	c, err := dialAgent(ctx, sock)
 	if err != nil {
 		tb.Fatalf("dial agent: %v (qemu stderr: %s)", err, stderr.String())
 	}
@@ -276,4 +276,22 @@ func tapStatsOf(tb testing.TB, ns, tap string) (txPackets, txBytes uint64) {
 		tb.Fatalf("parse ip -s -j link: %v: %s", err, out)
 	}
 	return v[0].Stats64.TX.Packets, v[0].Stats64.TX.Bytes
+}
+
+// dialAgent connects to the agent's unix socket of a QEMU these tests
+// started, retrying until ctx ends: QEMU creates the socket a moment
+// after it starts. (The harness reaches an agent through qemu.VM.Agent.)
+func dialAgent(ctx context.Context, socketPath string) (*Client, error) {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "unix", socketPath)
+		if err == nil {
+			return NewClient(conn), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to agent socket %s: %w (last error: %v)", socketPath, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -40,7 +40,7 @@ func fakeLoopMain() int {
 		o.Image = func(context.Context, scenarios.Guest, runner.GuestContents) (*runner.GuestImage, error) {
 			return &runner.GuestImage{}, nil
 		}
-		o.DialAgent = func(context.Context, string) (runner.Agent, error) { return &loopAgent{}, nil }
+		o.DialAgent = func(context.Context, *qemu.VM) (runner.Agent, error) { return &loopAgent{}, nil }
 		o.NewGenerator = func(c *scenarios.Cell) (workload.Generator, error) { return &loopGen{cell: c.Name, rep: c.Rep}, nil }
 	}
 	err := cl.run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)

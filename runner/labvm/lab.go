@@ -623,8 +623,9 @@ type follower struct {
 	seen time.Time
 }
 
-func newFollower(path string, out io.Writer, label string) *follower {
-	return &follower{watch: qemu.NewConsoleWatch(path), out: out, label: label, seen: time.Now()}
+// newFollower follows the console that w watches (qemu.VM.Console).
+func newFollower(w *qemu.ConsoleWatch, out io.Writer, label string) *follower {
+	return &follower{watch: w, out: out, label: label, seen: time.Now()}
 }
 
 func (f *follower) poll() []Event {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
@@ -172,7 +173,8 @@ func TestInitramfs(t *testing.T) {
 func TestFollowerEvents(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "console.log")
 	var out bytes.Buffer
-	f := newFollower(p, &out, "stock")
+	vm := &qemu.VM{Config: qemu.Config{ConsoleLog: p}, Launched: time.Now()}
+	f := newFollower(vm.Console(), &out, "stock")
 	defer f.close()
 	if evs := f.poll(); evs != nil {
 		t.Fatalf("events before the file exists: %v", evs)

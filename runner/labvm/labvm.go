@@ -17,9 +17,9 @@ func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
 	if err != nil {
 		return &Error{Label: c.Label, Phase: "boot", Err: err, Console: res.Console, Tail: qemu.FileTail(res.Console, 20)}
 	}
-	defer vm.Stop(qemu.StopGrace)
+	defer vm.Close()
 	l := &labVM{c: c, to: c.Timeouts.withDefaults(), vm: vm, res: res, start: start,
-		f: newFollower(res.Console, c.Output, c.Label)}
+		f: newFollower(vm.Console(), c.Output, c.Label)}
 	defer l.f.close()
 	return l.wait(ctx)
 }

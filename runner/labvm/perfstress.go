@@ -219,7 +219,7 @@ func (c *PerfStressConfig) bootStressGuest(ctx context.Context) (vhost []int, cl
 		return nil, nil, err
 	}
 	return qemu.VhostThreads(vm.Pid()), func() {
-		vm.Stop(qemu.StopGrace)
+		vm.Close()
 		removeTmp()
 	}, nil
 }

@@ -144,7 +144,7 @@ func selfTestBackend(ctx context.Context, c SelfTestConfig, backend, initrd, tmp
 	if err != nil {
 		return r, err
 	}
-	defer vm.Stop(qemu.StopGrace)
+	defer vm.Close()
 	if c.BootOnly {
 		return r, nil
 	}
@@ -218,13 +218,13 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	}
 	r := &SelfTestBackend{Backend: backend, Append: c.GuestAppend}
 	fail := func(err error) (*qemu.VM, *SelfTestBackend, error) {
-		vm.Stop(qemu.StopGrace)
+		vm.Close()
 		return nil, r, err
 	}
 	if err := linkUp(selfTestTap); err != nil {
 		return fail(err)
 	}
-	f := newFollower(console, nil, "")
+	f := newFollower(vm.Console(), nil, "")
 	defer f.close()
 	deadline := time.After(c.BootTimeout)
 	for ready := false; !ready; {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 )
@@ -31,7 +32,7 @@ func appendTo(t *testing.T, path string, b []byte) {
 func TestConsoleFileLongLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "console.log")
 	appendTo(t, path, []byte("boot\n"))
-	w := NewConsoleWatch(path)
+	w := newConsoleWatch(path, time.Now())
 	defer w.Close()
 	if got := w.Poll(); len(got) != 1 || got[0] != "boot" {
 		t.Fatalf("lines %q", got)
@@ -125,7 +126,7 @@ func TestConsoleQuotesClipped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "console.log")
 	long := "[    1.000000] Kernel panic - not syncing: " + strings.Repeat("z", 60<<10)
 	appendTo(t, path, []byte(long+"\n"))
-	w := NewConsoleWatch(path)
+	w := newConsoleWatch(path, time.Now())
 	defer w.Close()
 	w.Poll()
 	if w.Fault == "" || len(w.Fault) > fault.MaxQuote+64 {

@@ -151,8 +151,8 @@ func FaultTail(path, fault string, n int) string {
 // ConsoleWatch follows a console log file for kernel fault lines.
 type ConsoleWatch struct {
 	file *ConsoleFile
-	// Launched is when the VM started (NewConsoleWatch: its creation; the
-	// zero time = unknown), for KernelFaultAt.
+	// Launched is when the VM started (VM.Launched; the zero time =
+	// unknown), for KernelFaultAt.
 	Launched time.Time
 	// Fault is the first fault line seen ("" = none yet), at FaultAt.
 	Fault   string
@@ -162,10 +162,10 @@ type ConsoleWatch struct {
 	ClockJump string
 }
 
-// NewConsoleWatch follows path (which may not exist yet) of a VM launched
-// now.
-func NewConsoleWatch(path string) *ConsoleWatch {
-	return &ConsoleWatch{file: NewConsoleFile(path), Launched: time.Now()}
+// newConsoleWatch follows path (which may not exist yet), the console of
+// a VM launched at launched (VM.Console).
+func newConsoleWatch(path string, launched time.Time) *ConsoleWatch {
+	return &ConsoleWatch{file: NewConsoleFile(path), Launched: launched}
 }
 
 // Poll reads what was appended since the last call and returns the
@@ -195,19 +195,20 @@ func (w *ConsoleWatch) Offset() int64 { return w.file.Offset() }
 // Close closes the file.
 func (w *ConsoleWatch) Close() { w.file.Close() }
 
-// WatchConsole polls the console log at path every interval until ctx
+// WatchConsole polls the VM's console (Console) every interval until ctx
 // ends. When the kernel reports a fault, it waits grace (FaultGrace) for
 // the report's stack traces, then calls onFault once with a *FaultError
-// carrying the console tail, and returns.
-func WatchConsole(ctx context.Context, vm, path string, interval, grace time.Duration, onFault func(*FaultError)) {
-	w := NewConsoleWatch(path)
+// naming the VM as label and carrying the console tail, and returns.
+func (vm *VM) WatchConsole(ctx context.Context, label string, interval, grace time.Duration, onFault func(*FaultError)) {
+	w := vm.Console()
 	defer w.Close()
+	path := vm.Config.ConsoleLog
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		w.Poll()
 		if w.Fault != "" && time.Since(w.FaultAt) >= grace {
-			onFault(&FaultError{VM: vm, Line: w.Fault, Console: path, Tail: FaultTail(path, w.Fault, 40)})
+			onFault(&FaultError{VM: label, Line: w.Fault, Console: path, Tail: FaultTail(path, w.Fault, 40)})
 			return
 		}
 		select {

@@ -49,7 +49,8 @@ func TestWatchConsole(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "console.log")
 	os.WriteFile(path, []byte("[    1.000000] booting\nVNBLAB {\"ev\":\"ready\"}\n"), 0o644)
 	got := make(chan *FaultError, 1)
-	go WatchConsole(t.Context(), "guest", path, 20*time.Millisecond, grace, func(fe *FaultError) { got <- fe })
+	vm := &VM{Config: Config{ConsoleLog: path}, Launched: time.Now()}
+	go vm.WatchConsole(t.Context(), "guest", 20*time.Millisecond, grace, func(fe *FaultError) { got <- fe })
 	time.Sleep(100 * time.Millisecond)
 	select {
 	case fe := <-got:
@@ -109,11 +110,33 @@ func TestClockJump(t *testing.T) {
 	// fault.
 	path := filepath.Join(t.TempDir(), "console.log")
 	os.WriteFile(path, []byte("[    1.000000] booting\n"+jump+"\n"), 0o644)
-	w := NewConsoleWatch(path)
+	w := newConsoleWatch(path, time.Now())
 	w.Poll()
 	w.Close()
 	if w.Fault != "" || w.ClockJump != jump {
 		t.Errorf("fault %q, clock jump %q", w.Fault, w.ClockJump)
+	}
+}
+
+// A VM's console watch is as old as the VM, not as the watch: a lockup
+// stamped at 130 h on the console of a VM launched 200 h ago is a fault
+// (read after the fact, as a guest whose agent went away is), on that of
+// a VM launched now a clock jump.
+func TestConsoleAgesFromLaunch(t *testing.T) {
+	const lockup = "[468000.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [init:1]"
+	path := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(path, []byte("[    1.000000] booting\n"+lockup+"\n"), 0o644)
+	for _, tc := range []struct {
+		age   time.Duration
+		fault string
+	}{{200 * time.Hour, lockup}, {0, ""}} {
+		vm := &VM{Config: Config{ConsoleLog: path}, Launched: time.Now().Add(-tc.age)}
+		w := vm.Console()
+		w.Poll()
+		w.Close()
+		if w.Fault != tc.fault {
+			t.Errorf("VM launched %v ago: fault %q, want %q (clock jump %q)", tc.age, w.Fault, tc.fault, w.ClockJump)
+		}
 	}
 }
 

@@ -223,7 +223,7 @@ func TestLaunchRealQEMU(t *testing.T) {
 		t.Error("CheckAccel: a TCG QEMU passed as KVM")
 	}
 	vm.Accel = TCG
-	if err := vm.Quit(ctx, 5*time.Second); err != nil {
+	if err := vm.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -3,7 +3,6 @@ package qemu
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -96,11 +95,11 @@ func (vm *VM) PinVCPUs(ctx context.Context, cpus []int) error {
 	return nil
 }
 
-// Stop asks a running VM to quit and waits up to grace, then kills it;
-// its own deadline, not a caller's, bounds the quit (teardown runs after
-// a cancel too).
-func (vm *VM) Stop(grace time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*grace)
+// Close stops the VM: it asks QEMU to quit and waits up to StopGrace,
+// then kills it. Its own deadline, not a caller's, bounds the quit
+// (teardown runs after a cancel too); it returns once QEMU is gone.
+func (vm *VM) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*StopGrace)
 	defer cancel()
-	vm.Quit(ctx, grace)
+	return vm.Quit(ctx, StopGrace)
 }

@@ -16,13 +16,18 @@ import (
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
-// VM is a running QEMU.
+// VM is a running QEMU: a host guest, a lab VM or a lab's nested guest.
+// Start boots it; Console follows its console, Agent connects to its
+// agent, Close stops it.
 type VM struct {
 	Config Config
 	Netns  string
 	Accel  Accel
-	proc   proc.Process
-	qmp    *QMP
+	// Launched is when QEMU was started: the VM's age for its console's
+	// fault watch (Console).
+	Launched time.Time
+	proc     proc.Process
+	qmp      *QMP
 }
 
 // Launch starts QEMU for c through ex (inside network namespace netns when
@@ -49,6 +54,7 @@ func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM,
 	if err != nil {
 		return nil, err
 	}
+	launched := time.Now()
 	p, err := ex.Start(ctx, proc.Cmd{Argv: Args(c), Netns: netns})
 	if err != nil {
 		it.Gone()
@@ -57,7 +63,7 @@ func Launch(ctx context.Context, ex proc.Executor, c Config, netns string) (*VM,
 	start, _ := ledger.StartTime(p.Pid())
 	it.Made(func(e *ledger.Entry) { e.PID, e.Start = p.Pid(), start })
 	go func() { <-p.Done(); it.Gone() }()
-	vm := &VM{Config: c, Netns: netns, Accel: c.Accel, proc: p}
+	vm := &VM{Config: c, Netns: netns, Accel: c.Accel, Launched: launched, proc: p}
 	if vm.Accel == "" {
 		vm.Accel = TCG
 	}
@@ -132,13 +138,34 @@ func (vm *VM) CheckAccel(ctx context.Context) error {
 	return CheckAccel(vm.Accel, st)
 }
 
-// DialAgent connects to the agent's virtio-serial socket.
-func (vm *VM) DialAgent(ctx context.Context) (net.Conn, error) {
-	if vm.Config.AgentSocket == "" {
+// Agent connects to the agent's virtio-serial port (its unix socket,
+// Config.AgentSocket), retrying until ctx ends while QEMU has not made
+// the socket yet. The connection carries the agent protocol (vmimages),
+// which this package does not speak.
+func (vm *VM) Agent(ctx context.Context) (net.Conn, error) {
+	path := vm.Config.AgentSocket
+	if path == "" {
 		return nil, errors.New("qemu: VM has no agent socket")
 	}
 	var d net.Dialer
-	return d.DialContext(ctx, "unix", vm.Config.AgentSocket)
+	for {
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			return conn, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to agent socket %s: %w (last error: %v)", path, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Console follows the VM's console log from its start: a ConsoleWatch
+// that takes a kernel report stamped later than the VM has existed
+// (since Launched) for a clock jump, not a fault. The caller closes it.
+func (vm *VM) Console() *ConsoleWatch {
+	return newConsoleWatch(vm.Config.ConsoleLog, vm.Launched)
 }
 
 // ConsoleTail returns the last n lines of the console log.
@@ -197,8 +224,9 @@ func panicLine(path string) string {
 	return strings.TrimRight(string(line), "\r ")
 }
 
-// Quit asks QEMU to exit over QMP and waits up to grace, then kills it.
-// It returns nil once QEMU is gone.
+// Quit asks QEMU to exit over QMP and waits up to grace, then kills it;
+// ctx's end kills it at once (a teardown's deadline). It returns nil once
+// QEMU is gone. Close is Quit with StopGrace and a deadline of its own.
 func (vm *VM) Quit(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-vm.proc.Done():
@@ -225,7 +253,7 @@ func (vm *VM) Quit(ctx context.Context, grace time.Duration) error {
 }
 
 // StopGrace is how long a VM has to quit over QMP before it is killed
-// (Stop, Quit): host guests and lab VMs alike.
+// (Close; Quit's grace in a teardown): host guests and lab VMs alike.
 const StopGrace = 5 * time.Second
 
 // ExitState says what became of QEMU: exited with status 0 (the guest

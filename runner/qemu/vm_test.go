@@ -1,6 +1,12 @@
 package qemu
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,5 +52,48 @@ func TestExitState(t *testing.T) {
 		if got := vm.ExitState(); got != tc.want {
 			t.Errorf("%s: ExitState() = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Agent waits for QEMU to make the agent's socket, then hands out the
+// connection; a VM whose socket never comes fails when ctx ends, naming
+// the socket; a VM without an agent port has no agent.
+func TestAgent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.sock")
+	vm := &VM{Config: Config{AgentSocket: path}}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := vm.Agent(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), path) {
+		t.Errorf("no socket: err = %v", err)
+	}
+	accepted := make(chan string, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // after Agent's first dial
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			accepted <- err.Error()
+			return
+		}
+		defer l.Close()
+		c, err := l.Accept()
+		if err != nil {
+			accepted <- err.Error()
+			return
+		}
+		defer c.Close()
+		b, _ := bufio.NewReader(c).ReadString('\n')
+		accepted <- b
+	}()
+	conn, err := vm.Agent(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write([]byte("{\"op\":\"ping\"}\n"))
+	conn.Close()
+	if got := <-accepted; got != "{\"op\":\"ping\"}\n" {
+		t.Errorf("agent socket read %q", got)
+	}
+	if _, err := (&VM{}).Agent(t.Context()); err == nil {
+		t.Error("a VM without an agent port handed out a connection")
 	}
 }

@@ -207,7 +207,7 @@ func TestToyRunnerLoop(t *testing.T) {
 		Image: func(context.Context, scenarios.Guest, runner.GuestContents) (*runner.GuestImage, error) {
 			return &runner.GuestImage{}, nil
 		},
-		DialAgent: func(context.Context, string) (runner.Agent, error) { return ag, nil },
+		DialAgent: func(context.Context, *qemu.VM) (runner.Agent, error) { return ag, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
