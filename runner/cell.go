@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/latency"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -334,7 +335,11 @@ func (cr *cellRun) measure(ctx context.Context) error {
 	cr.perfs = nil
 	if gerr != nil {
 		if errors.Is(gerr, context.DeadlineExceeded) && ctx.Err() == nil {
-			gerr = fmt.Errorf("%w: traffic did not finish within timeouts.traffic %v", gerr, cr.trafficTimeout)
+			// A tool that hangs (iperf3's client and server can both
+			// wait forever at the end of a test, esnet/iperf#1527)
+			// measured nothing: the cell runs once more on a fresh
+			// guest (againAfter), a second hang fails it.
+			gerr = fault.VoidBecause(HungCause, fmt.Errorf("%w: traffic did not finish within timeouts.traffic %v", gerr, cr.trafficTimeout))
 		}
 		return orUnsupported("traffic", gerr)
 	}

@@ -85,6 +85,10 @@ func kernelLabel(c *scenarios.Cell) string {
 	return "host"
 }
 
+// HungCause is the void cause (results.Sample.VoidRerun) of a cell whose
+// traffic tool did not finish within timeouts.traffic.
+const HungCause = "traffic hung past timeouts.traffic"
+
 // again is why a sample is its cell's second attempt.
 type again struct {
 	note string // for the sample's warnings
@@ -120,9 +124,18 @@ func againAfter(r *runState, c *scenarios.Cell, err error) (*again, error) {
 	switch {
 	case allVoid(err):
 		// The tool raced with itself (pktgen removing a device late
-		// under TCG): nothing was measured, the guest is fine.
-		r.logf("%v: running the cell once more", err)
+		// under TCG): nothing was measured, the guest is fine. A tool
+		// that hung may have left the guest in any state: the cell
+		// runs on a fresh one.
 		cause, _ := fault.VoidCause(err)
+		if cause == HungCause {
+			r.logf("%v: running the cell once more on a fresh guest", err)
+			if serr := r.guests.stop(); serr != nil {
+				r.logf("stop the guest of the hung traffic: %v", serr)
+			}
+		} else {
+			r.logf("%v: running the cell once more", err)
+		}
 		return &again{note: results.VoidRerunNote + err.Error(), voidCause: cmp.Or(cause, "void measurement")}, nil
 	case errors.Is(err, ErrGuestUnresponsive):
 		// A guest that stopped answering without a kernel fault on
@@ -222,7 +235,7 @@ func guestFailed(err error) bool {
 
 // cellFailed reports whether err ends only its cell, not the run: its
 // guest faulted or stopped answering, its traffic failed (a tool that
-// hung past timeouts.traffic, a void measurement run twice), or its
+// hung past timeouts.traffic twice, a void measurement run twice), or its
 // guest's counters could not be read (the agent's socket broke). Bad
 // input and a missing capability (pktgen's "use burst: 0", no pgctrl)
 // still end the run: every cell would fail the same way. The cell is

@@ -644,3 +644,52 @@ func TestRunEmptyShardTakesNoLock(t *testing.T) {
 		t.Errorf("a shard with cells while the lock is held: %v, want the lock's busy error", err)
 	}
 }
+
+// A traffic tool that hangs past timeouts.traffic (iperf3 waiting forever
+// at the end of its test) measured nothing: the cell runs once more on a
+// fresh guest and its sample says why; a second hang fails the cell only.
+func TestRunHungTrafficRetried(t *testing.T) {
+	needHost(t, "perf")
+	cells := loadCells(t, strings.Replace(loopScenario, "teardown: 10s", "teardown: 10s, traffic: 2s", 1))
+	for _, hangs := range [][]int{{2}, {2, 3}} {
+		h := newHarness(t)
+		h.mkGen = func(n int) *fakeGen {
+			if slices.Contains(hangs, n) {
+				return &fakeGen{d: time.Hour}
+			}
+			return &fakeGen{d: 100 * time.Millisecond}
+		}
+		sum, err := Run(t.Context(), cells, h.opts)
+		checkNothingLeft(t, sum)
+		set, lerr := results.Load(h.opts.Dir)
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		// A fresh guest after each hang.
+		if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 1+len(hangs) {
+			t.Errorf("hangs %v: guest started %d times, want %d", hangs, n, 1+len(hangs))
+		}
+		if len(hangs) == 2 {
+			var ke *KernelFaultError
+			if !errors.As(err, &ke) || len(ke.Failed) != 1 || !strings.Contains(err.Error(), "did not finish within timeouts.traffic 2s") {
+				t.Errorf("hung twice: err = %v, want the one cell failed naming timeouts.traffic", err)
+			}
+			if len(set.Samples) != 3 || len(set.Failed) != 1 {
+				t.Errorf("hung twice: %d samples, %d failed; want 3 and 1", len(set.Samples), len(set.Failed))
+			}
+			continue
+		}
+		if err != nil || len(set.Samples) != 4 || len(set.Failed) != 0 {
+			t.Fatalf("hung once: %v, %d samples, %d failed; want no error, 4 and 0", err, len(set.Samples), len(set.Failed))
+		}
+		causes := 0
+		for _, s := range set.Samples {
+			if s.VoidRerun == HungCause && strings.Contains(strings.Join(s.Warnings, " "), "did not finish within timeouts.traffic 2s") {
+				causes++
+			}
+		}
+		if causes != 1 {
+			t.Errorf("hung once: %d samples ran again for the hang, want 1", causes)
+		}
+	}
+}
