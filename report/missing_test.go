@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,5 +120,36 @@ func TestGatesFailClosed(t *testing.T) {
 				t.Errorf("an allowed MISSING is not skipped in JUnit:\n%s", junit.String())
 			}
 		})
+	}
+}
+
+// A cell that one side lacks has no change: its tables show "-" on that
+// side and in the change column, never the -100% of a median of nothing
+// (before: "? -100.00%" beside a "-").
+func TestMissingSideHasNoChange(t *testing.T) {
+	const cell = "tap/pktgen-t1"
+	base, nw := repeated(loadSet(t, "stock"), 2), repeated(loadSet(t, "stock"), 2)
+	nw.Samples = slices.DeleteFunc(slices.Clone(nw.Samples), func(s results.Sample) bool { return s.Cell == cell })
+	gates, _ := ParseGates("tx_pps<-3%")
+	res, err := CompareRuns(base, nw, CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, tb := range res.Report.Tables {
+		for _, row := range tb.Rows {
+			if !slices.ContainsFunc(row.Cells, func(c Cell) bool { return c.Text == "-" }) {
+				continue
+			}
+			rows++
+			for _, c := range row.Cells {
+				if c.Delta != nil && strings.Contains(c.Text, "%") {
+					t.Errorf("%s table %q, row %v: a change %q beside a missing side", tb.Kind, tb.Title, row.Labels, c.Text)
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no row shows the missing side")
 	}
 }
