@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
@@ -302,44 +303,41 @@ func pruneCache(dir, keep string) {
 	}
 }
 
+// copyTo copies the kernel and initramfs into dir as vmlinuz and
+// initramfs.cpio and writes image.json naming the copies. Every write
+// goes through safefs: a symbolic link planted in dir is replaced, not
+// followed.
 func (img *Image) copyTo(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	d, err := safefs.MkdirAll(dir)
+	if err != nil {
 		return err
 	}
-	k := filepath.Join(dir, "vmlinuz")
-	ir := filepath.Join(dir, "initramfs.cpio")
-	if err := copyFile(img.Kernel, k); err != nil {
+	defer d.Close()
+	if err := copyInto(d, "vmlinuz", img.Kernel); err != nil {
 		return err
 	}
-	if err := copyFile(img.Initramfs, ir); err != nil {
+	if err := copyInto(d, "initramfs.cpio", img.Initramfs); err != nil {
 		return err
 	}
-	img.Kernel, img.Initramfs = k, ir
+	img.Kernel, img.Initramfs = d.Join("vmlinuz"), d.Join("initramfs.cpio")
 	b, err := json.MarshalIndent(img, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "image.json"), append(b, '\n'), 0o644)
+	return d.WriteFile("image.json", append(b, '\n'), 0o644)
 }
 
-func copyFile(src, dst string) error {
+// copyInto copies the file src to name in d (whole or not at all).
+func copyInto(d *safefs.Dir, name, src string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return d.WriteWith(name, 0o644, func(w io.Writer) error {
+		if _, err := io.Copy(w, in); err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+		return nil
+	})
 }
