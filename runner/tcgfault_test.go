@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,6 +142,10 @@ func TestRunTCGGuestFaultTwice(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
+	var te *TCGRetryError
+	if !errors.As(err, &te) || te.VM != GuestVM || !strings.Contains(te.Error(), "the guest's kernel failed under TCG") {
+		t.Errorf("err = %v, want a TCGRetryError of the guest", err)
+	}
 	if sum.Samples != 1 || len(fake.Procs()) != 2 {
 		t.Errorf("%d samples, %d guests started; want 1 and 2 (no third attempt)", sum.Samples, len(fake.Procs()))
 	}
@@ -187,5 +192,28 @@ func TestRunKVMGuestFaultNotRetried(t *testing.T) {
 	kept, _ := filepath.Glob(filepath.Join(h.opts.Dir, results.ArtifactsDir, "*", "*", "*-fault-console.log"))
 	if len(kept) != 0 {
 		t.Errorf("consoles kept under KVM: %q", kept)
+	}
+}
+
+// KeepConsole moves a console within the run directory, making the kept
+// one's directory; a missing console wraps fs.ErrNotExist (runner/lab
+// boots a lab whose VM wrote none) and a path out of the directory is
+// refused.
+func TestKeepConsole(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, results.ArtifactsDir), 0o755)
+	os.WriteFile(filepath.Join(dir, results.ConsoleLog(0)), []byte(faultLine(1)), 0o644)
+	kept := results.FaultConsole("tap/pktgen", "host", 0)
+	if err := KeepConsole(dir, results.ConsoleLog(0), kept); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, kept)); err != nil || string(b) != faultLine(1) {
+		t.Errorf("kept console: %q, %v", b, err)
+	}
+	if err := KeepConsole(dir, results.ConsoleLog(0), kept); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("keep a missing console: %v, want fs.ErrNotExist", err)
+	}
+	if err := KeepConsole(dir, "../console.log", kept); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("keep a console out of the run directory: %v, want refused", err)
 	}
 }

@@ -192,6 +192,11 @@ func TestLabTCGFaultTwiceFails(t *testing.T) {
 		!errors.As(le.Failed[0], &fe) || !strings.Contains(fe.Line, "BUG: kernel NULL") {
 		t.Errorf("failure %v: want both faults, the second as its cause", le.Failed[0])
 	}
+	var te *runner.TCGRetryError
+	if !errors.As(le.Failed[0], &te) || te.VM != runner.LabVM || te.Console != "lab/a/console-1.log" ||
+		!strings.Contains(te.Error(), "the lab VM's kernel failed under TCG") || !strings.Contains(te.Why, "Oops: general protection fault") {
+		t.Errorf("failure %v: want the runner's TCGRetryError of a lab VM", le.Failed[0])
+	}
 	if len(l.args) != 2 {
 		t.Errorf("%d boots, want 2", len(l.args))
 	}
