@@ -10,9 +10,15 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
-// rerunSet is 12 iperf3 samples per kernel, the first patched[k] of
-// kernel k's re-run after a void first attempt for cause k's causes.
+// rerunSet is 12 iperf3 samples per kernel, the first len(reruns[k]) of
+// kernel k's re-run after a void first attempt for those causes.
 func rerunSet(reruns map[string][]string) *results.Set {
+	return faultRerunSet(reruns, nil)
+}
+
+// faultRerunSet is rerunSet, the first len(faults[k]) of kernel k's
+// samples also re-run after a TCG guest kernel fault with those lines.
+func faultRerunSet(reruns, faults map[string][]string) *results.Set {
 	set := &results.Set{Env: map[string]*results.Env{}}
 	for _, kernel := range []string{"stock", "patched"} {
 		for rep := range 12 {
@@ -21,6 +27,9 @@ func rerunSet(reruns map[string][]string) *results.Set {
 				Labels: map[string]string{"generator": "iperf3"}, Metrics: map[metric.Key]float64{"throughput_bps": 2e9 + float64(rep)}}
 			if rep < len(reruns[kernel]) {
 				s.VoidRerun = reruns[kernel][rep]
+			}
+			if rep < len(faults[kernel]) {
+				s.FaultRerun = faults[kernel][rep]
 			}
 			set.Samples = append(set.Samples, s)
 		}
@@ -73,5 +82,38 @@ func TestVoidRerunsCounted(t *testing.T) {
 				t.Errorf("flagged %v, want %v", flagged, tc.warn != "")
 			}
 		})
+	}
+}
+
+// Re-runs after a TCG guest kernel fault are counted per kernel beside
+// the void ones, in the text and markdown notes and the JSON model, and a
+// lab kernel whose lab VM was booted again (env.json's lab_retry) is
+// named with the first lab VM's fault and console.
+func TestFaultRerunsCounted(t *testing.T) {
+	const panic = "[  140.000001] Kernel panic - not syncing: Fatal exception in interrupt"
+	const oops = "[  139.204711] Oops: general protection fault"
+	set := faultRerunSet(nil, map[string][]string{"stock": {panic}, "patched": {oops}})
+	set.Env["patched"] = &results.Env{LabRetry: &results.LabRetry{Why: oops, Console: "lab/patched/console-1.log"}}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, md, js bytes.Buffer
+	for _, err := range []error{WriteText(&txt, r, ASCII), WriteMarkdown(&md, r), WriteJSON(&js, r)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := strings.Join(strings.Fields(txt.String()), " ") // unwrapped
+	note := "re-run after a TCG guest kernel fault: stock: 1 of 12 samples (" + panic + "); patched: 1 of 12 samples (" + oops + ")"
+	lab := "patched: its lab VM was booted again after its kernel failed under TCG (" + oops + "); the samples the first had finished are kept; the first lab VM's console is lab/patched/console-1.log"
+	for _, c := range []struct{ out, want string }{{text, note}, {text, lab}, {md.String(), mdEscape(note)}, {md.String(), mdEscape(lab)},
+		{js.String(), `"fault_reruns":[{"column":"stock","reruns":1,"samples":12`}, {js.String(), `"lab_retry":{"why":"` + oops}} {
+		if squash := func(s string) string { return strings.Join(strings.Fields(s), "") }; !strings.Contains(squash(c.out), squash(c.want)) {
+			t.Errorf("report lacks %q:\n%s", c.want, c.out)
+		}
+	}
+	if r.VoidReruns != nil || strings.Contains(text, "void") {
+		t.Errorf("no void re-runs, but the report speaks of them: %v", r.VoidReruns)
 	}
 }

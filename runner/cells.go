@@ -95,8 +95,8 @@ type again struct {
 	// (results.Sample.VoidRerun), "" otherwise.
 	voidCause string
 	// fault is the first attempt's guest kernel fault under TCG (nil:
-	// none), its guest's console kept as kept (relative to the run
-	// directory).
+	// none), faultWhy its line (results.Sample.FaultRerun), its guest's
+	// console kept as kept (relative to the run directory).
 	fault    *qemu.FaultError
 	faultWhy string // its fault line, clipped
 	kept     string
@@ -172,7 +172,7 @@ func tcgFaultAgain(r *runState, c *scenarios.Cell, err error) (*again, error) {
 		return nil, errors.Join(err, kerr)
 	}
 	return &again{fault: fe, faultWhy: why, kept: kept,
-		note: fmt.Sprintf("ran once more on a fresh guest: the previous guest's kernel faulted under TCG (%s), most likely the emulator's fault; its console is kept as %s", why, kept)}, nil
+		note: fmt.Sprintf("%s (%s), most likely the emulator's fault; its console is kept as %s", results.FaultRerunNote, why, kept)}, nil
 }
 
 // keepConsole keeps the console log at path, in the run directory dir,

@@ -116,6 +116,9 @@ func TestRunTCGGuestFaultRetried(t *testing.T) {
 			t.Errorf("the second sample's warning %q lacks %q (warnings %q)", note, want, second.Warnings)
 		}
 	}
+	if first.FaultRerun != "" || second.FaultRerun != strings.TrimSpace(faultLine(1)) {
+		t.Errorf("fault_rerun %q and %q, want none and the fault line", first.FaultRerun, second.FaultRerun)
+	}
 	if !slices.Contains(second.Artifacts, kept) {
 		t.Errorf("second sample's artifacts %q lack the kept console %s", second.Artifacts, kept)
 	}

@@ -52,7 +52,8 @@ func firstLine(s string) string {
 // failed with first (why: retryReason's). The first console is kept as
 // results.LabFirstConsole; the inner run resumes (InnerArgs), so the
 // samples the first lab finished are kept and not run again, and the
-// samples of the second lab say why it ran. A second failure fails the
+// samples of the second lab say why it ran, and so does env.json
+// (recordLabRetry). A second failure fails the
 // kernel with both (a runner.TCGRetryError of a runner.LabVM).
 func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Cell, first error, why string) (lerr, err error) {
 	labLogf(lr.o, "kernel %s: %v", label, first)
@@ -68,10 +69,30 @@ func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Ce
 	if err != nil {
 		return nil, err
 	}
+	if err := recordLabRetry(lr.o.Dir, label, &results.LabRetry{Why: why, Console: kept}); err != nil {
+		return nil, errors.Join(first, err)
+	}
 	if lerr != nil {
 		lerr = &runner.TCGRetryError{VM: runner.LabVM, Why: why, First: first, Console: kept, Err: lerr}
 	}
 	return lerr, nil
+}
+
+// recordLabRetry records in env.json that label's lab VM was booted
+// again (results.Env.LabRetry, in the label's Env among Kernels).
+func recordLabRetry(dir, label string, r *results.LabRetry) error {
+	env, err := results.ReadEnv(dir)
+	if err != nil {
+		return err
+	}
+	if env.Kernels == nil {
+		env.Kernels = map[string]*results.Env{}
+	}
+	if env.Kernels[label] == nil {
+		env.Kernels[label] = &results.Env{}
+	}
+	env.Kernels[label].LabRetry = r
+	return results.WriteEnv(dir, *env)
 }
 
 // keepFirstLab readies the run directory for label's second lab VM: its

@@ -168,6 +168,9 @@ func TestLabTCGFaultRetriedOnce(t *testing.T) {
 	}) {
 		t.Errorf("summary warnings %q lack the retry", sum.Warnings)
 	}
+	if r := set.Env["a"].LabRetry; r == nil || !strings.Contains(r.Why, "Oops: general protection fault") || r.Console != "lab/a/console-1.log" {
+		t.Errorf("kernel a's env lab_retry %+v, want the oops and the kept console", r)
+	}
 	first, err := os.ReadFile(filepath.Join(run, "lab", "a", "console-1.log"))
 	if err != nil || !strings.Contains(string(first), "Fatal exception in interrupt") {
 		t.Errorf("first console kept: %v %q", err, first)
@@ -234,6 +237,9 @@ func TestLabKVMFaultNotRetried(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "booted again") {
 		t.Errorf("err = %v", err)
+	}
+	if env, err := results.ReadEnv(o.Dir); err != nil || env.Kernels["a"] != nil && env.Kernels["a"].LabRetry != nil {
+		t.Errorf("env.json: %v; kernel a's lab recorded as booted again under KVM", err)
 	}
 }
 

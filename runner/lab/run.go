@@ -533,6 +533,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result,
 				ienv.Build = old.Build
 				markChecked(ienv.Build, res)
 			}
+			if old := env.Kernels[label]; old != nil {
+				ienv.LabRetry = old.LabRetry // a lab booted again, of this run or one it resumes
+			}
 			env.Kernels[label] = ienv
 			results.WriteEnv(outer, *env)
 		}
