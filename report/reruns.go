@@ -95,16 +95,27 @@ func (b *builder) countReruns(k rerunKind) []Reruns {
 	return out
 }
 
+// RerunAlpha is the level below which Fisher's exact test on two
+// columns' re-run counts makes their difference a warning.
+const RerunAlpha = 0.05
+
 // rerunWarning names the column with the largest share of k's re-runs
-// against the one with the smallest, or "" when all are alike.
+// against the one with the smallest when the difference is significant,
+// else "". Significant is a two-sided Fisher exact test (FisherExact)
+// below RerunAlpha: two-sided because either kernel may be the one whose
+// measurements break off, and exact because re-runs are few (1 of 12
+// against 0 of 12 is p = 1, chance; 5 of 12 against 0 of 12 is p =
+// 0.037). Only the two extreme columns are tested, so with more columns
+// the warning comes a little more readily than its level says.
 func rerunWarning(vs []Reruns, k rerunKind) string {
 	share := func(a, b Reruns) int { return cmp.Compare(a.Reruns*b.Samples, b.Reruns*a.Samples) }
 	most, least := slices.MaxFunc(vs, share), slices.MinFunc(vs, share)
-	if share(most, least) == 0 {
+	p := FisherExact(most.Reruns, most.Samples, least.Reruns, least.Samples)
+	if share(most, least) == 0 || p >= RerunAlpha {
 		return ""
 	}
-	return fmt.Sprintf("%s re-ran more samples after %s than %s (%s; %s): %s",
-		most.Column, k.what, least.Column, most.count(), least.count(), k.warning)
+	return fmt.Sprintf("%s re-ran more samples after %s than %s (%s; %s; Fisher's exact test, two-sided p = %.3g): %s",
+		most.Column, k.what, least.Column, most.count(), least.count(), p, k.warning)
 }
 
 // count is "3 of 12, connection reset by peer" or "0 of 12".
