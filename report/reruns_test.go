@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -65,19 +64,10 @@ func TestVoidRerunsCounted(t *testing.T) {
 		{"none", nil, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Build(rerunSet(tc.reruns), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var txt, md bytes.Buffer
-			if err := WriteText(&txt, r, ASCII); err != nil {
-				t.Fatal(err)
-			}
-			if err := WriteMarkdown(&md, r); err != nil {
-				t.Fatal(err)
-			}
-			text := strings.Join(strings.Fields(txt.String()), " ") // unwrapped
-			for _, c := range []struct{ out, want string }{{text, tc.note}, {text, tc.warn}, {md.String(), mdEscape(tc.note)}} {
+			out := renderSet(t, rerunSet(tc.reruns), Options{})
+			r := out.r
+			text := strings.Join(strings.Fields(out.text), " ") // unwrapped
+			for _, c := range []struct{ out, want string }{{text, tc.note}, {text, tc.warn}, {out.md, mdEscape(tc.note)}} {
 				if !strings.Contains(c.out, c.want) {
 					t.Errorf("report lacks %q:\n%s", c.want, c.out)
 				}
@@ -101,27 +91,18 @@ func TestFaultRerunsCounted(t *testing.T) {
 	const oops = "[  139.204711] Oops: general protection fault"
 	set := faultRerunSet(nil, map[string][]string{"stock": {panic}, "patched": {oops}})
 	set.Env["patched"] = &results.Env{LabRetry: &results.LabRetry{Why: oops, Console: "lab/patched/console-1.log"}}
-	r, err := Build(set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var txt, md, js bytes.Buffer
-	for _, err := range []error{WriteText(&txt, r, ASCII), WriteMarkdown(&md, r), WriteJSON(&js, r)} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := strings.Join(strings.Fields(txt.String()), " ") // unwrapped
+	out := renderSet(t, set, Options{})
+	text := strings.Join(strings.Fields(out.text), " ") // unwrapped
 	note := "re-run after a TCG guest kernel fault: stock: 1 of 12 samples (" + panic + "); patched: 1 of 12 samples (" + oops + ")"
 	lab := "patched: its lab VM was booted again after its kernel failed under TCG (" + oops + "); the samples the first had finished are kept; the first lab VM's console is lab/patched/console-1.log"
-	for _, c := range []struct{ out, want string }{{text, note}, {text, lab}, {md.String(), mdEscape(note)}, {md.String(), mdEscape(lab)},
-		{js.String(), `"fault_reruns":[{"column":"stock","reruns":1,"samples":12`}, {js.String(), `"lab_retry":{"why":"` + oops}} {
+	for _, c := range []struct{ out, want string }{{text, note}, {text, lab}, {out.md, mdEscape(note)}, {out.md, mdEscape(lab)},
+		{out.json, `"fault_reruns":[{"column":"stock","reruns":1,"samples":12`}, {out.json, `"lab_retry":{"why":"` + oops}} {
 		if squash := func(s string) string { return strings.Join(strings.Fields(s), "") }; !strings.Contains(squash(c.out), squash(c.want)) {
 			t.Errorf("report lacks %q:\n%s", c.want, c.out)
 		}
 	}
-	if r.VoidReruns != nil || strings.Contains(text, "void") {
-		t.Errorf("no void re-runs, but the report speaks of them: %v", r.VoidReruns)
+	if out.r.VoidReruns != nil || strings.Contains(text, "void") {
+		t.Errorf("no void re-runs, but the report speaks of them: %v", out.r.VoidReruns)
 	}
 }
 

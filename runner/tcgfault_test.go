@@ -41,6 +41,20 @@ func faultLine(n int) string {
 	return fmt.Sprintf("[  %d.000001] Kernel panic - not syncing: Fatal exception in interrupt (generator %d)", 139+n, n)
 }
 
+// loadRun loads the results of the run in dir and fails t unless they
+// hold samples measured and failed failed samples.
+func loadRun(t *testing.T, dir string, samples, failed int) *results.Set {
+	t.Helper()
+	set, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != samples || len(set.Failed) != failed {
+		t.Fatalf("results: %d samples, %d failed; want %d and %d", len(set.Samples), len(set.Failed), samples, failed)
+	}
+	return set
+}
+
 // runFaulting runs refaultScenario under accel on a fake QEMU; the
 // generators numbered in faulting (from 0) find their guest's kernel
 // faulting 300 ms into their traffic, which would last a minute.
@@ -83,13 +97,7 @@ func TestRunTCGGuestFaultRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 2 || len(set.Failed) != 0 {
-		t.Fatalf("results: %d samples, %d failed; want 2 and 0", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 2, 0)
 	if n := len(fake.Procs()); n != 2 {
 		t.Errorf("%d guests started, want 2 (a fresh one after the fault)", n)
 	}
@@ -152,13 +160,7 @@ func TestRunTCGGuestFaultTwice(t *testing.T) {
 	if sum.Samples != 1 || len(fake.Procs()) != 2 {
 		t.Errorf("%d samples, %d guests started; want 1 and 2 (no third attempt)", sum.Samples, len(fake.Procs()))
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 1 || len(set.Failed) != 1 {
-		t.Fatalf("results: %d samples, %d failed; want 1 and 1", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 1, 1)
 	f := set.Failed[0]
 	kept := results.FaultConsole(f.Cell, f.Kernel, 1)
 	for _, want := range []string{"(generator 1)", "(generator 2)", kept} {
