@@ -213,8 +213,8 @@ func (c *CompareResult) Err() error {
 // harness's self-measurements and cross-checks) only when opt.Metrics
 // names them. Unknown metrics are bad input.
 func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
-	if len(base.Samples) == 0 || len(new.Samples) == 0 {
-		return nil, fault.Input("nothing to compare: a side has no samples")
+	if err := comparable(base, new); err != nil {
+		return nil, err
 	}
 	failed := sideFailures(base, new)
 	joined := joinSides(base, new)
@@ -240,13 +240,30 @@ func CompareRuns(base, new *Runs, opt CompareOptions) (*CompareResult, error) {
 	if opt.Metrics != nil {
 		kinds = []string{KindCompare, KindHarness}
 	}
-	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: "base", Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop, Noise: opt.Noise})
+	baseCol := "base"
+	if len(base.Samples) == 0 {
+		baseCol = "" // every run failed there: the tables show NEW alone
+	}
+	r, err := Build(joined, Options{MinEffect: opt.MinEffect, Base: baseCol, Metrics: gatedMetrics(opt.Metrics, gates), Kinds: kinds, Details: opt.Details, ProfileTop: opt.ProfileTop, Noise: opt.Noise})
 	if err != nil {
 		return nil, err
 	}
 	res.Report = r
 	res.Decisions = decideGates(idx, failed, gates, opt)
 	return res, nil
+}
+
+// comparable returns bad input when a side holds no runs at all, or no
+// side measured anything. A side whose every run failed (a kernel that
+// never boots) is not bad input: its gated metrics are MISSING.
+func comparable(base, new *Runs) error {
+	switch {
+	case len(base.Samples)+len(base.Failed) == 0 || len(new.Samples)+len(new.Failed) == 0:
+		return fault.Input("nothing to compare: a side has no samples")
+	case len(base.Samples)+len(new.Samples) == 0:
+		return fault.Input("nothing to compare: every run failed on both sides (%s)", firstLine(new.Failed[0].Error))
+	}
+	return nil
 }
 
 // joinSides returns one set holding the samples of base under the kernel

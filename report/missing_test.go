@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,10 @@ func TestGatesFailClosed(t *testing.T) {
 		}
 		return true, false, s
 	}
+	allFailed := func(s results.Sample) (bool, bool, results.Sample) {
+		s.Metrics, s.Error = nil, "boot vm0: wait for agent: timeout after 60s"
+		return false, true, s
+	}
 	na := func(s results.Sample) (bool, bool, results.Sample) {
 		if s.Cell == cell {
 			s.Metrics, s.Unsupported = nil, "EOPNOTSUPP: no zero-copy"
@@ -53,13 +58,18 @@ func TestGatesFailClosed(t *testing.T) {
 		allow     []string
 		want      string
 		wantError bool
+		cells     int // MISSING cells (0: 1)
 	}{
-		{"absent in NEW", false, absent, nil, "NEW has no such cell", true},
-		{"absent in BASE", true, absent, nil, "BASE has no such cell", true},
-		{"all runs failed in NEW", false, failed, nil, "all 10 runs failed on NEW (boot vm0: wait for agent: timeout after 60s)", true},
-		{"n/a in NEW", false, na, nil, "n/a on NEW (EOPNOTSUPP: no zero-copy)", true},
-		{"allowed by metric", false, absent, []string{"tx_pps"}, "NEW has no such cell", false},
-		{"allowed by cell", false, failed, []string{cell}, "all 10 runs failed on NEW", false},
+		{"absent in NEW", false, absent, nil, "NEW has no such cell", true, 0},
+		{"absent in BASE", true, absent, nil, "BASE has no such cell", true, 0},
+		{"all runs failed in NEW", false, failed, nil, "all 10 runs failed on NEW (boot vm0: wait for agent: timeout after 60s)", true, 0},
+		{"n/a in NEW", false, na, nil, "n/a on NEW (EOPNOTSUPP: no zero-copy)", true, 0},
+		// A kernel that never boots fails every cell: a regression,
+		// not bad input.
+		{"every run of NEW failed", false, allFailed, nil, "all 10 runs failed on NEW (boot vm0: wait for agent: timeout after 60s)", true, 4},
+		{"every run of BASE failed", true, allFailed, nil, "all 10 runs failed on BASE", true, 4},
+		{"allowed by metric", false, absent, []string{"tx_pps"}, "NEW has no such cell", false, 0},
+		{"allowed by cell", false, failed, []string{cell}, "all 10 runs failed on NEW", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base, nw := repeated(loadSet(t, "stock"), 2), repeated(loadSet(t, "stock"), 2)
@@ -86,7 +96,8 @@ func TestGatesFailClosed(t *testing.T) {
 			if gotErr != tc.wantError || errors.Is(res.Err(), fault.ErrInput) {
 				t.Errorf("Err() = %v; want a GateError: %v", res.Err(), tc.wantError)
 			}
-			if gotErr && (len(ge.Missing) != 1 || !strings.Contains(ge.Error(), "MISSING: tx_pps in "+cell)) {
+			cells := max(tc.cells, 1)
+			if gotErr && (len(ge.Missing) != cells || !strings.Contains(ge.Error(), "MISSING: tx_pps in "+cell)) {
 				t.Errorf("GateError %q, want it to name the MISSING cell", ge)
 			}
 			var text, junit bytes.Buffer
@@ -109,5 +120,36 @@ func TestGatesFailClosed(t *testing.T) {
 				t.Errorf("an allowed MISSING is not skipped in JUnit:\n%s", junit.String())
 			}
 		})
+	}
+}
+
+// A cell that one side lacks has no change: its tables show "-" on that
+// side and in the change column, never the -100% of a median of nothing
+// (before: "? -100.00%" beside a "-").
+func TestMissingSideHasNoChange(t *testing.T) {
+	const cell = "tap/pktgen-t1"
+	base, nw := repeated(loadSet(t, "stock"), 2), repeated(loadSet(t, "stock"), 2)
+	nw.Samples = slices.DeleteFunc(slices.Clone(nw.Samples), func(s results.Sample) bool { return s.Cell == cell })
+	gates, _ := ParseGates("tx_pps<-3%")
+	res, err := CompareRuns(base, nw, CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, tb := range res.Report.Tables {
+		for _, row := range tb.Rows {
+			if !slices.ContainsFunc(row.Cells, func(c Cell) bool { return c.Text == "-" }) {
+				continue
+			}
+			rows++
+			for _, c := range row.Cells {
+				if c.Delta != nil && strings.Contains(c.Text, "%") {
+					t.Errorf("%s table %q, row %v: a change %q beside a missing side", tb.Kind, tb.Title, row.Labels, c.Text)
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no row shows the missing side")
 	}
 }

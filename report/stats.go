@@ -146,8 +146,12 @@ func compareStats(base, new Stats, min MinEffect, scale *verdict.Scale) Delta {
 // "?" before the change so far when UNKNOWN at a look of the plan,
 // "? -3.10%", and the change with the runs per side below the first look,
 // "-100.00% (1 run)": too few runs for any verdict, which the change
-// column says rather than a bare "?".
+// column says rather than a bare "?"; "-" when a side has no runs (no
+// change from or to nothing).
 func (d *Delta) DeltaString() string {
+	if d.Base.N == 0 || d.New.N == 0 {
+		return "-"
+	}
 	switch d.Verdict.Verdict {
 	case verdict.Different:
 		return units.Pct(d.Pct)

@@ -27,6 +27,18 @@ func TestCompareCLIMissing(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(unreadable, "results.jsonl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A NEW kernel that never booted: every run of its one cell failed.
+	noBoot := filepath.Join(dir, "no-boot")
+	var lines strings.Builder
+	for rep := range 3 {
+		fmt.Fprintf(&lines, `{"schema":1,"run":"no-boot","cell":"tap/pktgen-t1","rep":%d,"kernel":"new","axes":{"backend":"tap","generator":"pktgen-t1"},"start":"2026-12-03T00:00:00Z","window_s":0,"metrics":{},"error":"boot vm0: wait for agent: timeout after 60s"}`+"\n", rep)
+	}
+	if err := os.MkdirAll(noBoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(noBoot, "results.jsonl"), []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		exit int
@@ -37,6 +49,8 @@ func TestCompareCLIMissing(t *testing.T) {
 		{[]string{"compare", "testdata/compare/six-runs-base.bench", only, "--fail-on", "tx_pps<-3%", "--allow-missing", "tx_pps"}, exitOK,
 			"MISSING: NEW has no such cell: ok (--allow-missing)"},
 		{[]string{"compare", unreadable, "testdata/compare/six-runs-new.bench", "--fail-on", "tx_pps<-3%"}, exitBadInput, ""},
+		{[]string{"compare", "testdata/compare/six-runs-base.bench", noBoot, "--fail-on", "tx_pps<-3%"}, exitFailure,
+			"tx_pps<-3%: tap/pktgen-t1: MISSING: all 3 runs failed on NEW (boot vm0: wait for agent: timeout after 60s): FAIL"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(t.Context(), tc.args, &out, &errb)

@@ -1,0 +1,35 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/history"
+)
+
+// A CSV column's direction from its name: a rate of drops, losses or
+// errors is lower-is-better although it ends like a rate ("drop_pps",
+// "errors_per_s", and "rx_drops", which ends in "ops"); before, the rate
+// suffix won and a doubling of drops read as an improvement.
+func TestGuessBetter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want history.Better
+	}{
+		{"ops_per_s", history.HigherIsBetter},
+		{"throughput_mbps", history.HigherIsBetter},
+		{"iops", history.HigherIsBetter},
+		{"rx_drops", history.LowerIsBetter},
+		{"drop_pps", history.LowerIsBetter},
+		{"errors_per_s", history.LowerIsBetter},
+		{"packet_loss_bps", history.LowerIsBetter},
+		{"latency_ms", history.LowerIsBetter},
+		{"run_s", history.LowerIsBetter},
+		{"widgets", history.Neutral},
+		{"lost_pps", history.LowerIsBetter}, // the catalogue's
+		{"tx_pps", history.HigherIsBetter},
+	} {
+		if got := GuessBetter(tc.name); got != tc.want {
+			t.Errorf("GuessBetter(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
