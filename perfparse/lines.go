@@ -6,6 +6,12 @@ import (
 	"io"
 )
 
+// MaxLine bounds one line of a tool's text output: far above any real
+// line (a perf report row with a long C++ symbol or a folded call chain is
+// a few KB), far below a small machine's memory. A longer line is a
+// *SyntaxError, so input without line breaks (/dev/zero) ends at the bound.
+const MaxLine = 4 << 20
+
 // lineReader yields lines without the trailing "\n"/"\r\n", with mail
 // quote marks ("> ", "> > ", ">") removed, and counts lines from 1.
 type lineReader struct {
@@ -26,6 +32,10 @@ func (lr *lineReader) next() ([]byte, bool) {
 	if err == bufio.ErrBufferFull {
 		lr.buf = append(lr.buf[:0], b...)
 		for err == bufio.ErrBufferFull {
+			if len(lr.buf) > MaxLine {
+				lr.err = errorf(lr.line+1, "line longer than %d MiB, more than any line of a tool's text output; is this the right file?", MaxLine>>20)
+				return nil, false
+			}
 			b, err = lr.br.ReadSlice('\n')
 			lr.buf = append(lr.buf, b...)
 		}

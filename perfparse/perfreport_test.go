@@ -2,6 +2,7 @@ package perfparse
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"reflect"
@@ -228,5 +229,39 @@ func BenchmarkPerfReportFlat(b *testing.B) {
 		if err := rr.Err(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// endless is /dev/zero with a guard: reading past limit bytes returns
+// errPastLimit, so a reader that does not stop on its own fails the test
+// instead of growing until the machine runs out.
+type endless struct{ read, limit int }
+
+var errPastLimit = errors.New("read past the test's limit")
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.read >= e.limit {
+		return 0, errPastLimit
+	}
+	n := min(len(p), e.limit-e.read)
+	clear(p[:n])
+	e.read += n
+	return n, nil
+}
+
+// A line without end (vnetbench parse perf-report /dev/zero) is bad input
+// at the line bound, read in bounded memory: the streaming reader used to
+// gather the one line until the machine ran out (5 GB in a minute).
+func TestPerfReportEndlessLine(t *testing.T) {
+	src := &endless{limit: 64 << 20}
+	rr := NewPerfReportReader(src)
+	for rr.Next() {
+	}
+	var se *SyntaxError
+	if err := rr.Err(); !errors.As(err, &se) || se.Line != 1 || !strings.Contains(se.Msg, "longer than") {
+		t.Fatalf("err %v, want a syntax error at line 1 saying the line is too long", err)
+	}
+	if src.read > 2*MaxLine {
+		t.Errorf("read %d MiB of one line, want at most twice the %d MiB bound", src.read>>20, MaxLine>>20)
 	}
 }

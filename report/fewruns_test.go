@@ -40,3 +40,32 @@ func TestFewRunsNote(t *testing.T) {
 		t.Errorf("3 runs inside the noise: %q, notes %q", d.DeltaString(), noisy.Notes)
 	}
 }
+
+// A table none of whose changes has a verdict (too few runs everywhere)
+// does not carry the legend of verdict marks: its bare changes are not
+// DIFFERENT, and "a bare change is DIFFERENT" beside them said they were.
+// A table with one decided change keeps it.
+func TestFewRunsDropsVerdictLegend(t *testing.T) {
+	table := func(sizes ...int) *Table {
+		tb := &Table{Header: []string{"a", "b", "change"}, Notes: []string{"change = b vs a (medians): " + changeLegend}}
+		for _, n := range sizes {
+			b, x := make([]float64, n), make([]float64, n)
+			for i := range n {
+				b[i], x[i] = float64(100+i), float64(80+i)
+			}
+			d := Compare(b, x, false, MinEffect{})
+			tb.Rows = append(tb.Rows, Row{Cells: []Cell{{Text: "100"}, {Text: "80"}, {Text: d.DeltaString(), Delta: &d}}})
+		}
+		fewRunsNote(tb)
+		return tb
+	}
+	if tb := table(1, 1); tb.Notes[0] != "change = b vs a (medians)" || tb.Header[2] != "change, 1 run" {
+		t.Errorf("1 run per side: header %q, notes %q; want the legend without verdict marks", tb.Header, tb.Notes)
+	}
+	if tb := table(1, 2); tb.Notes[0] != "change = b vs a (medians)" {
+		t.Errorf("1 and 2 runs per side: notes %q; want the legend without verdict marks", tb.Notes)
+	}
+	if tb := table(1, 3); tb.Notes[0] != "change = b vs a (medians): "+changeLegend {
+		t.Errorf("one change decided at 3 runs: notes %q; want the verdict legend", tb.Notes)
+	}
+}

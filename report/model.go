@@ -426,6 +426,7 @@ func fewRunsNote(t *Table) {
 	var few, early [2]int // lowest and highest runs per side
 	var marked []string   // headers that say the runs
 	var scaled []string   // the history scales the early looks used
+	decided := false      // a change cell reached a look of the plan
 	see := func(r *[2]int, n int) {
 		if r[0] == 0 || n < r[0] {
 			r[0] = n
@@ -457,9 +458,9 @@ func fewRunsNote(t *Table) {
 				see(&col, n)
 			case v.Verdict == verdict.Unknown && v.Look < verdict.Default.Early:
 				see(&early, n)
-				uniform = false
+				uniform, decided = false, true
 			default:
-				uniform = false
+				uniform, decided = false, true
 			}
 		}
 		if !uniform || col[0] == 0 || col[0] != col[1] || j >= len(t.Header) {
@@ -479,6 +480,9 @@ func fewRunsNote(t *Table) {
 		}
 		return fmt.Sprintf("%d-%d runs", r[0], r[1])
 	}
+	if few[0] > 0 && !decided {
+		dropVerdictLegend(t)
+	}
 	if few[0] > 0 {
 		what := "(" + runs(few) + ")"
 		if len(marked) > 0 {
@@ -492,6 +496,16 @@ func fewRunsNote(t *Table) {
 			runs(early), verdict.Default.RankN()))
 	}
 	t.Notes = append(t.Notes, scaleNotes(scaled)...)
+}
+
+// dropVerdictLegend takes the legend of the verdict marks (changeLegend)
+// out of t's notes: none of its changes has a verdict, so its bare changes
+// are not DIFFERENT, and the few-runs note says what they are.
+func dropVerdictLegend(t *Table) {
+	t.Notes = slices.Clone(t.Notes)
+	for i, n := range t.Notes {
+		t.Notes[i] = strings.ReplaceAll(n, ": "+changeLegend, "")
+	}
 }
 
 // scaleNotes says which history scales the early looks used.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
 
 // Style selects the border characters of text tables.
@@ -89,42 +90,13 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 // termSafe shows the control characters of s (but line breaks and tabs)
 // as \xNN or \u{NNNN} escapes: a run's labels and names come from files the
 // report did not write, and a terminal would act on an escape sequence in
-// them. Unicode bidirectional controls, which reorder what a terminal
-// shows, are escaped too.
-func termSafe(s string) string {
-	return escapeRunes(s, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) })
-}
+// them (textsafe.Terminal).
+func termSafe(s string) string { return textsafe.Terminal(s) }
 
 // oneLine is termSafe for a text that must stay on its line: a label, a
 // cell, a title, a note or a warning; line breaks and tabs are escaped too,
 // so a name cannot forge a line of a table or of the report.
-func oneLine(s string) string { return escapeRunes(s, unsafeRune) }
-
-// unsafeRune reports whether r is a control character (C0, DEL, C1), a
-// line or paragraph separator, or a bidirectional control.
-func unsafeRune(r rune) bool {
-	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
-}
-
-// escapeRunes writes the runes of s that bad reports as \xNN or \u{NNNN}.
-func escapeRunes(s string, bad func(rune) bool) string {
-	if !strings.ContainsFunc(s, bad) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !bad(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u{%04x}`, r)
-		}
-	}
-	return b.String()
-}
+func oneLine(s string) string { return textsafe.OneLine(s) }
 
 // shows reports whether text and markdown draw t.
 func (r *Report) shows(t *Table) bool { return r.Details || !t.Detail }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -33,31 +34,38 @@ const ModulesEnvVar = "VNETBENCH_LAB_MODULES"
 // cache (perf buildid-cache --add), decompressed first where they are
 // .ko.xz (.gz, .zst): the cache wants ELF.
 func (r *runState) moduleSymbols(ctx context.Context) {
-	r.modSymsOnce.Do(func() {
-		dir := os.Getenv(ModulesEnvVar)
-		if dir == "" {
-			return // on a host, perf finds /lib/modules itself
+	r.modSymsOnce.Do(func() { addModuleSymbols(ctx, r.exec, r.w.Root(), "/proc/modules", r.logf) })
+}
+
+// addModuleSymbols is moduleSymbols for the run directory run, with the
+// kernel's module list read from procModules.
+func addModuleSymbols(ctx context.Context, ex proc.Executor, run *safefs.Dir, procModules string, logf func(string, ...any)) {
+	dir := os.Getenv(ModulesEnvVar)
+	if dir == "" {
+		return // on a host, perf finds /lib/modules itself
+	}
+	// The modules as the kernel listed them, beside the run's results
+	// (through the run directory's root: a link planted there by hand is
+	// not followed): which ones perf could name, at which addresses.
+	if b, err := os.ReadFile(procModules); err == nil {
+		if err := run.WriteFile("proc-modules.txt", b, 0o644); err != nil {
+			logf("warning: %v", err)
 		}
-		// The modules as the kernel listed them, beside the run's results:
-		// which ones perf could name, at which addresses.
-		if b, err := os.ReadFile("/proc/modules"); err == nil {
-			os.WriteFile(filepath.Join(r.dir, "proc-modules.txt"), b, 0o644)
+	}
+	files, err := loadedModuleFiles(dir, procModules)
+	if err == nil && len(files) > 0 {
+		var elf []string
+		elf, err = elfModules(files)
+		if err == nil {
+			_, err = ex.Run(ctx, proc.Cmd{Argv: []string{"perf", "buildid-cache", "--add", strings.Join(elf, ",")}})
 		}
-		files, err := loadedModuleFiles(dir, "/proc/modules")
-		if err == nil && len(files) > 0 {
-			var elf []string
-			elf, err = elfModules(files)
-			if err == nil {
-				_, err = r.exec.Run(ctx, proc.Cmd{Argv: []string{"perf", "buildid-cache", "--add", strings.Join(elf, ",")}})
-			}
-			if err == nil {
-				r.logf("perf report: symbols of the %d loaded modules from %s", len(files), dir)
-			}
+		if err == nil {
+			logf("perf report: symbols of the %d loaded modules from %s", len(files), dir)
 		}
-		if err != nil {
-			r.logf("warning: module symbols for perf report: %v (functions in modules show as [MODULE] 0xADDRESS)", err)
-		}
-	})
+	}
+	if err != nil {
+		logf("warning: module symbols for perf report: %v (functions in modules show as [MODULE] 0xADDRESS)", err)
+	}
 }
 
 // loadedModuleFiles returns the files under dir (a lib/modules/RELEASE

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/ulikunitz/xz"
+
+	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // The loaded modules (a real /proc/modules of a Debian 6.1 lab VM) are
@@ -64,4 +67,27 @@ func TestLoadedModuleFiles(t *testing.T) {
 		t.Fatalf("decompressed vhost.ko = %q, %v", b, err)
 	}
 	os.RemoveAll(filepath.Dir(elf[1]))
+}
+
+// In a lab VM the run writes the kernel's module list beside its results
+// (proc-modules.txt); with --resume a symbolic link planted there is not
+// written through (issue 34 item 1). Before, os.WriteFile followed it.
+func TestModuleListNoFollow(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	w, err := results.Create(dir, results.Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	victim := filepath.Join(tmp, "victim")
+	os.WriteFile(victim, []byte("outside\n"), 0o644)
+	if err := os.Symlink(victim, filepath.Join(dir, "proc-modules.txt")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ModulesEnvVar, t.TempDir())
+	addModuleSymbols(t.Context(), &proc.Fake{}, w.Root(), "testdata/proc-modules-6.1-lab.txt", t.Logf)
+	if b, _ := os.ReadFile(victim); string(b) != "outside\n" {
+		t.Errorf("the module list was written through the link at proc-modules.txt: the file outside now holds %.80q", b)
+	}
 }

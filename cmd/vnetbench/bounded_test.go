@@ -13,20 +13,25 @@ import (
 )
 
 // parse of an endless input (/dev/zero) ends at the input bound with bad
-// input, in bounded memory (it grew to 21 GB before); report does not
+// input, in bounded memory (iperf3 grew to 21 GB before, and perf-report,
+// streamed, to 5 GB in a minute: a line without end); report does not
 // follow a link at results.jsonl.
 func TestInputsBounded(t *testing.T) {
 	bin := vnetbenchBin(t)
-	cmd := exec.CommandContext(t.Context(), bin, "parse", "iperf3", "/dev/zero")
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // MiB
-	t.Logf("parse iperf3 /dev/zero: %v, exit %d in %v, max RSS %d MiB: %s", err, cmd.ProcessState.ExitCode(), time.Since(start), rss, out)
-	if cmd.ProcessState.ExitCode() != exitBadInput || !strings.Contains(string(out), "longer than") {
-		t.Errorf("exit %d, want 2 saying the input is too long: %.300s", cmd.ProcessState.ExitCode(), out)
-	}
-	if rss > 1024 {
-		t.Errorf("max RSS %d MiB, want under 1 GiB", rss)
+	for _, kind := range []string{"iperf3", "perf-report"} {
+		cmd := exec.CommandContext(t.Context(), bin, "parse", kind, "/dev/zero")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // MiB
+		t.Logf("parse %s /dev/zero: %v, exit %d in %v, max RSS %d MiB: %s", kind, err, cmd.ProcessState.ExitCode(), time.Since(start), rss, stderr.String())
+		if cmd.ProcessState.ExitCode() != exitBadInput || !strings.Contains(stderr.String(), "longer than") || stdout.Len() > 0 {
+			t.Errorf("%s: exit %d, stdout %q, want 2 saying the input is too long and nothing on stdout: %.300s", kind, cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+		}
+		if rss > 1024 {
+			t.Errorf("%s: max RSS %d MiB, want under 1 GiB", kind, rss)
+		}
 	}
 
 	// results.jsonl as a link to another run's: refused, not read.

@@ -132,7 +132,11 @@ func streamPerfReport(w io.Writer, name string, r io.Reader) error {
 		bw.Write(b)
 	}
 	if err := rr.Err(); err != nil {
-		bw.WriteString("\n")
+		if section == -1 {
+			bw.Reset(w) // no row printed: no half an object either
+		} else {
+			bw.WriteString("\n")
+		}
 		return perfparse.WithFile(err, name)
 	}
 	if section == -1 {

@@ -6,6 +6,8 @@ import (
 	"html"
 	"io"
 	"math"
+
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
 
 // WriteHTML renders one self-contained HTML page: per series an inline
@@ -44,12 +46,12 @@ svg text.cp{font-family:monospace}
 		b.WriteString("<table>\n<tr><th>index</th><th>label</th><th>before</th><th>after</th><th>change</th><th>p</th><th>direction</th></tr>\n")
 		for _, c := range r.Changes {
 			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%.1e</td><td class=\"%s\">%s</td></tr>\n",
-				c.Index, html.EscapeString(c.Label), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction, c.Direction)
+				c.Index, html.EscapeString(textsafe.OneLine(c.Label)), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction, c.Direction)
 		}
 		b.WriteString("</table>\n")
 	}
 	if note != "" {
-		fmt.Fprintf(&b, "<p><em>%s</em></p>\n", html.EscapeString(note))
+		fmt.Fprintf(&b, "<p><em>%s</em></p>\n", html.EscapeString(textsafe.Terminal(note)))
 	}
 	b.WriteString("</body>\n</html>\n")
 	_, err := w.Write(b.Bytes())
@@ -124,7 +126,7 @@ func writeChart(b *bytes.Buffer, r *Result) {
 	}
 	labels := make([]placedLabel, len(r.Changes))
 	for i, c := range r.Changes {
-		labels[i] = placedLabel{text: c.Label + " " + pct(c.Change), color: directionColor(c.Direction), x: px(float64(c.Index) - 0.5),
+		labels[i] = placedLabel{text: textsafe.OneLine(c.Label) + " " + pct(c.Change), color: directionColor(c.Direction), x: px(float64(c.Index) - 0.5),
 			tip: fmt.Sprintf("%s: %s → %s", c.Direction, r.Format(c.Before), r.Format(c.After))}
 	}
 	top := 10 + labelRow*placeLabels(labels)
@@ -148,7 +150,7 @@ func writeChart(b *bytes.Buffer, r *Result) {
 	b.WriteString("\"/>\n")
 	if len(xs) <= 300 {
 		for i, v := range xs {
-			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#333\"><title>%s: %s</title></circle>\n", px(float64(i)), py(v), html.EscapeString(r.Points[i].Label), html.EscapeString(r.Format(v)))
+			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#333\"><title>%s: %s</title></circle>\n", px(float64(i)), py(v), html.EscapeString(textsafe.OneLine(r.Points[i].Label)), html.EscapeString(r.Format(v)))
 		}
 	}
 	for _, l := range labels {
@@ -160,8 +162,8 @@ func writeChart(b *bytes.Buffer, r *Result) {
 		}
 		fmt.Fprintf(b, "<text class=\"cp\" x=\"%.1f\" y=\"%d\" fill=\"%s\"%s><title>%s</title>%s</text>\n", l.tx, ty, l.color, anchor, html.EscapeString(l.tip), html.EscapeString(l.text))
 	}
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>\n", left, H-10, html.EscapeString(r.Points[0].Label))
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", W-right, H-10, html.EscapeString(r.Points[len(xs)-1].Label))
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>\n", left, H-10, html.EscapeString(textsafe.OneLine(r.Points[0].Label)))
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", W-right, H-10, html.EscapeString(textsafe.OneLine(r.Points[len(xs)-1].Label)))
 	b.WriteString("</svg>\n")
 }
 

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
-// Title names a series in one line: metric, cell, kernel label.
+// Title names a series in one line: metric, cell, kernel label, with
+// control characters and line breaks shown as escapes (textsafe.OneLine).
 func (s *Series) Title() string {
 	parts := []string{s.Metric}
 	if s.Cell != "" {
@@ -26,7 +28,7 @@ func (s *Series) Title() string {
 	if s.Scenario != "" {
 		parts = append(parts, "scenario "+s.Scenario)
 	}
-	return strings.Join(parts, " · ")
+	return textsafe.OneLine(strings.Join(parts, " · "))
 }
 
 // Format writes v (in the series' base unit) as the report tables do:
@@ -79,7 +81,11 @@ func WriteText(w io.Writer, rs []Result) error {
 			b.WriteByte('\n')
 		}
 		xs := values(r.Points)
-		fmt.Fprintf(&b, "%s: %d points\n  %s\n", r.Title(), len(xs), Sparkline(xs, 60))
+		noun := "points"
+		if len(xs) == 1 {
+			noun = "point"
+		}
+		fmt.Fprintf(&b, "%s: %d %s\n  %s\n", r.Title(), len(xs), noun, Sparkline(xs, 60))
 		if len(r.Changes) == 0 {
 			b.WriteString("  no change points\n")
 			continue
@@ -87,7 +93,7 @@ func WriteText(w io.Writer, rs []Result) error {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  index\tlabel\tbefore\tafter\tchange\tp\tdirection\t")
 		for _, c := range r.Changes {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.1e\t%s\t\n", c.Index, c.Label, r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.1e\t%s\t\n", c.Index, textsafe.OneLine(c.Label), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction)
 		}
 		tw.Flush()
 	}

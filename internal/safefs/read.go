@@ -23,6 +23,10 @@ const (
 	// MaxSmall bounds a small file of a run or the cache: env.json,
 	// reproduce.sh, bisect.json, a scenario, a build's record.
 	MaxSmall = 64 << 20
+	// MaxCSV bounds a history CSV: 10,000 points of 100 metrics are
+	// about 10 MB. Go's csv reader holds a long field several times over,
+	// so this stays far below MaxResults.
+	MaxCSV = 64 << 20
 )
 
 // TooLargeError is an input longer than its bound.

@@ -64,11 +64,14 @@ func readCSV(path string, better func(string) history.Better) ([]history.Series,
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	s, err := history.ReadCSV(safefs.Reader(f, safefs.MaxResults, path), path, better)
+	s, err := history.ReadCSV(safefs.Reader(f, safefs.MaxCSV, path), path, better)
 	for i := range s {
 		if m, ok := results.Lookup(metric.Key(s[i].Metric)); ok {
 			s[i].Unit = m.Unit
 		}
+	}
+	if tl := (*safefs.TooLargeError)(nil); errors.As(err, &tl) {
+		return nil, tl // names the file itself
 	}
 	if errors.Is(err, history.ErrCSV) {
 		return nil, fault.Input("history: %v", err)
