@@ -21,6 +21,29 @@ func render(t *testing.T, opt Options, format string, dirs ...string) (string, *
 	return buf.String(), r
 }
 
+// rendered is one report and its text (ASCII), markdown and JSON.
+type rendered struct {
+	r              *Report
+	text, md, json string
+}
+
+// renderSet builds the report of set with opt and renders it as text,
+// markdown and JSON; any error fails t.
+func renderSet(t *testing.T, set *results.Set, opt Options) rendered {
+	t.Helper()
+	r, err := Build(set, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, js bytes.Buffer
+	for _, err := range []error{WriteText(&text, r, ASCII), WriteMarkdown(&md, r), WriteJSON(&js, r)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rendered{r: r, text: text.String(), md: md.String(), json: js.String()}
+}
+
 // footnoteLine matches a note or warning line (not a table line).
 var footnoteLine = regexp.MustCompile(`^(\(\d+\) |  \S|warning: |_|> warning|¹)`)
 
@@ -368,26 +391,16 @@ func TestHeaderNamesBuiltKernels(t *testing.T) {
 			Axes:    map[string]string{"backend": "tap", "generator": "pktgen", "generator.pktgen.threads": "1"},
 			Metrics: map[metric.Key]float64{"tx_pps": 1000, "lost_pps": 10}})
 	}
-	r, err := Build(set, Options{By: "kernel"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text, md bytes.Buffer
-	if err := WriteText(&text, r, ASCII); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteMarkdown(&md, r); err != nil {
-		t.Fatal(err)
-	}
+	out := renderSet(t, set, Options{By: "kernel"})
 	for _, want := range []string{
 		"  stock: 6.1.192 built from /src/linux-source-6.1, config 0123456789ab\n",
 		"  patched: 6.1.192 built from /src/linux-source-6.1 + 1 patch (tun:\n    stop the tx queue), config 0123456789ab\n",
 	} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("text header lacks %q:\n%s", want, text.String())
+		if !strings.Contains(out.text, want) {
+			t.Errorf("text header lacks %q:\n%s", want, out.text)
 		}
 	}
-	if !strings.Contains(md.String(), "- patched: 6.1.192 built from") {
-		t.Errorf("markdown header lacks the patched kernel:\n%s", md.String())
+	if !strings.Contains(out.md, "- patched: 6.1.192 built from") {
+		t.Errorf("markdown header lacks the patched kernel:\n%s", out.md)
 	}
 }

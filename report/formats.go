@@ -98,7 +98,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			b.WriteString("\n" + strings.Join(lines, ""))
 		}
 	}
-	if n := r.VoidRerunNote(); n != "" {
+	for _, n := range r.rerunNotes() {
 		fmt.Fprintf(&b, "\n_%s_\n", mdEscape(n))
 	}
 	if env := envLines(r); len(env) > 0 {

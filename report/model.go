@@ -68,7 +68,11 @@ type Report struct {
 	// VoidReruns count, per column, the samples measured a second time
 	// after a void first attempt; nil when there were none.
 	VoidReruns []VoidReruns `json:"void_reruns,omitempty"`
-	Sources    []string     `json:"sources,omitempty"`
+	// FaultReruns count, per column, the samples measured a second time
+	// on a fresh guest after the first attempt's guest kernel faulted
+	// under TCG; nil when there were none.
+	FaultReruns []Reruns `json:"fault_reruns,omitempty"`
+	Sources     []string `json:"sources,omitempty"`
 	// Details is Options.Details: text and markdown show Detail tables.
 	Details bool `json:"details"`
 	// Origin is Options.Origin.
@@ -235,7 +239,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	b.varying = b.lab.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()
-	b.voidReruns()
+	b.reruns()
 	if r.MixedNesting() {
 		var bare []string
 		for _, c := range r.Columns {

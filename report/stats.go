@@ -200,3 +200,26 @@ func (d *Delta) PString() string {
 	}
 	return fmt.Sprintf("p=%.3f %s", d.P, n)
 }
+
+// FisherExact is the two-sided p-value of Fisher's exact test on the 2×2
+// table of a of n1 samples against b of n2: the probability, with a+b
+// counted among n1+n2 samples at random, of a split as unlikely as this
+// one or less likely (go-moremath's hypergeometric distribution). 1 when
+// a side has no samples.
+func FisherExact(a, n1, b, n2 int) float64 {
+	if n1 <= 0 || n2 <= 0 {
+		return 1
+	}
+	d := stats.HypergeometicDist{N: n1 + n2, K: a + b, Draws: n1}
+	lo, hi := d.Bounds()
+	// Tables as likely as the observed one count too: 1e-7 absorbs the
+	// rounding of their log-space probabilities.
+	at := d.PMF(float64(a)) * (1 + 1e-7)
+	p := 0.0
+	for k := lo; k <= hi; k++ {
+		if pk := d.PMF(k); pk <= at {
+			p += pk
+		}
+	}
+	return min(p, 1)
+}

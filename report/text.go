@@ -66,7 +66,7 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 			}
 		}
 	}
-	if n := r.VoidRerunNote(); n != "" {
+	for _, n := range r.rerunNotes() {
 		b.WriteString("\n")
 		writeWrapped(&b, "", n)
 	}

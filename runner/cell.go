@@ -502,6 +502,7 @@ func (cr *cellRun) addWarnings(s *results.Sample) {
 	if cr.again != nil {
 		s.Warnings = append(s.Warnings, cr.again.note)
 		s.VoidRerun = cr.again.voidCause
+		s.FaultRerun = cr.again.faultWhy
 		if cr.again.kept != "" {
 			s.Artifacts = append(s.Artifacts, cr.again.kept)
 		}

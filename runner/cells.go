@@ -12,7 +12,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -96,10 +95,11 @@ type again struct {
 	// (results.Sample.VoidRerun), "" otherwise.
 	voidCause string
 	// fault is the first attempt's guest kernel fault under TCG (nil:
-	// none), its guest's console kept as kept (relative to the run
-	// directory).
-	fault *qemu.FaultError
-	kept  string
+	// none), faultWhy its line (results.Sample.FaultRerun), its guest's
+	// console kept as kept (relative to the run directory).
+	fault    *qemu.FaultError
+	faultWhy string // its fault line, clipped
+	kept     string
 }
 
 // runSampleRetrying runs a sample of c, once more when the first attempt
@@ -171,30 +171,18 @@ func tcgFaultAgain(r *runState, c *scenarios.Cell, err error) (*again, error) {
 	if kerr := keepConsole(r.dir, fe.Console, kept); kerr != nil {
 		return nil, errors.Join(err, kerr)
 	}
-	return &again{fault: fe, kept: kept,
-		note: fmt.Sprintf("ran once more on a fresh guest: the previous guest's kernel faulted under TCG (%s), most likely the emulator's fault; its console is kept as %s", why, kept)}, nil
+	return &again{fault: fe, faultWhy: why, kept: kept,
+		note: fmt.Sprintf("%s (%s), most likely the emulator's fault; its console is kept as %s", results.FaultRerunNote, why, kept)}, nil
 }
 
-// keepConsole moves the console log at path, in the run directory dir, to
-// kept (relative to dir), through safefs: later boots of the run, or of a
-// resumed run, reuse the console-N.log names.
+// keepConsole keeps the console log at path, in the run directory dir,
+// as kept (KeepConsole).
 func keepConsole(dir, path, kept string) error {
 	rel, err := filepath.Rel(dir, path)
 	if err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("keep the faulted guest's console: %q is not in the run directory", path)
 	}
-	d, err := safefs.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.MkdirAll(filepath.Dir(kept)); err != nil {
-		return fmt.Errorf("keep the faulted guest's console: %w", err)
-	}
-	if err := d.Rename(rel, kept); err != nil {
-		return fmt.Errorf("keep the faulted guest's console: %w", err)
-	}
-	return nil
+	return KeepConsole(dir, rel, kept)
 }
 
 // failedAgain is err, the failure of a second attempt (a), naming the
@@ -204,25 +192,9 @@ func (a *again) failedAgain(err error) error {
 	if !ok || a.fault == nil {
 		return err
 	}
-	return &CellError{Cell: ce.Cell, Rep: ce.Rep, Phase: ce.Phase, Err: &TCGRetryError{First: a.fault, Console: a.kept, Err: ce.Err}}
+	return &CellError{Cell: ce.Cell, Rep: ce.Rep, Phase: ce.Phase,
+		Err: &TCGRetryError{VM: GuestVM, Why: a.faultWhy, First: a.fault, Console: a.kept, Err: ce.Err}}
 }
-
-// TCGRetryError is a cell whose guest's kernel faulted under TCG (First,
-// that guest's console kept as Console, relative to the run directory)
-// and which failed again on a fresh guest (Err, which errors.As finds
-// first).
-type TCGRetryError struct {
-	First   *qemu.FaultError
-	Console string
-	Err     error
-}
-
-func (e *TCGRetryError) Error() string {
-	return fmt.Sprintf("the guest's kernel faulted under TCG: %s (its console is kept as %s); ran once more on a fresh guest, which failed too: %v",
-		strings.TrimSpace(e.First.Line), e.Console, e.Err)
-}
-
-func (e *TCGRetryError) Unwrap() []error { return []error{e.Err, e.First} }
 
 // guestFailed reports whether err is the guest's failure: its kernel is
 // stuck or crashed, its agent stopped answering, or its agent connection

@@ -109,13 +109,7 @@ func TestRunGuestKernelFault(t *testing.T) {
 	if sum.Samples != 3 {
 		t.Errorf("%d samples measured, want the 3 other cells", sum.Samples)
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 3 || len(set.Failed) != 1 {
-		t.Fatalf("results: %d samples, %d failed; want 3 and 1", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 3, 1)
 	f := set.Failed[0]
 	kept := results.FaultConsole(f.Cell, f.Kernel, f.Rep)
 	if !strings.Contains(f.Error, "soft lockup") || !strings.Contains(f.Error, "RIP: 0010:pktgen_thread_worker") ||
@@ -195,13 +189,7 @@ func TestRunGuestStopsAnsweringRetried(t *testing.T) {
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("run took %v, want under a minute", d)
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 4 || len(set.Failed) != 0 {
-		t.Fatalf("results: %d samples, %d failed; want 4 and 0", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 4, 0)
 	retried := 0
 	for _, smp := range set.Samples {
 		for _, w := range smp.Warnings {
@@ -334,13 +322,7 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 	if sum.Samples != 2 {
 		t.Errorf("%d samples measured, want the 2 other cells", sum.Samples)
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 2 || len(set.Failed) != 2 {
-		t.Fatalf("results: %d samples, %d failed; want 2 and 2", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 2, 2)
 	// The oops is a kernel fault: under TCG its cell ran once more, its
 	// sample names the oops, and the first guest's console is kept.
 	again := set.Samples[1]

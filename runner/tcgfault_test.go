@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,20 @@ timeouts: {boot: 20s, teardown: 10s}
 // faultLine is the fault the n-th generator's guest prints.
 func faultLine(n int) string {
 	return fmt.Sprintf("[  %d.000001] Kernel panic - not syncing: Fatal exception in interrupt (generator %d)", 139+n, n)
+}
+
+// loadRun loads the results of the run in dir and fails t unless they
+// hold samples measured and failed failed samples.
+func loadRun(t *testing.T, dir string, samples, failed int) *results.Set {
+	t.Helper()
+	set, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != samples || len(set.Failed) != failed {
+		t.Fatalf("results: %d samples, %d failed; want %d and %d", len(set.Samples), len(set.Failed), samples, failed)
+	}
+	return set
 }
 
 // runFaulting runs refaultScenario under accel on a fake QEMU; the
@@ -82,13 +97,7 @@ func TestRunTCGGuestFaultRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 2 || len(set.Failed) != 0 {
-		t.Fatalf("results: %d samples, %d failed; want 2 and 0", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 2, 0)
 	if n := len(fake.Procs()); n != 2 {
 		t.Errorf("%d guests started, want 2 (a fresh one after the fault)", n)
 	}
@@ -114,6 +123,9 @@ func TestRunTCGGuestFaultRetried(t *testing.T) {
 		if !strings.Contains(note, want) {
 			t.Errorf("the second sample's warning %q lacks %q (warnings %q)", note, want, second.Warnings)
 		}
+	}
+	if first.FaultRerun != "" || second.FaultRerun != strings.TrimSpace(faultLine(1)) {
+		t.Errorf("fault_rerun %q and %q, want none and the fault line", first.FaultRerun, second.FaultRerun)
 	}
 	if !slices.Contains(second.Artifacts, kept) {
 		t.Errorf("second sample's artifacts %q lack the kept console %s", second.Artifacts, kept)
@@ -141,16 +153,14 @@ func TestRunTCGGuestFaultTwice(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
+	var te *TCGRetryError
+	if !errors.As(err, &te) || te.VM != GuestVM || !strings.Contains(te.Error(), "the guest's kernel failed under TCG") {
+		t.Errorf("err = %v, want a TCGRetryError of the guest", err)
+	}
 	if sum.Samples != 1 || len(fake.Procs()) != 2 {
 		t.Errorf("%d samples, %d guests started; want 1 and 2 (no third attempt)", sum.Samples, len(fake.Procs()))
 	}
-	set, lerr := results.Load(h.opts.Dir)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	if len(set.Samples) != 1 || len(set.Failed) != 1 {
-		t.Fatalf("results: %d samples, %d failed; want 1 and 1", len(set.Samples), len(set.Failed))
-	}
+	set := loadRun(t, h.opts.Dir, 1, 1)
 	f := set.Failed[0]
 	kept := results.FaultConsole(f.Cell, f.Kernel, 1)
 	for _, want := range []string{"(generator 1)", "(generator 2)", kept} {
@@ -187,5 +197,28 @@ func TestRunKVMGuestFaultNotRetried(t *testing.T) {
 	kept, _ := filepath.Glob(filepath.Join(h.opts.Dir, results.ArtifactsDir, "*", "*", "*-fault-console.log"))
 	if len(kept) != 0 {
 		t.Errorf("consoles kept under KVM: %q", kept)
+	}
+}
+
+// KeepConsole moves a console within the run directory, making the kept
+// one's directory; a missing console wraps fs.ErrNotExist (runner/lab
+// boots a lab whose VM wrote none) and a path out of the directory is
+// refused.
+func TestKeepConsole(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, results.ArtifactsDir), 0o755)
+	os.WriteFile(filepath.Join(dir, results.ConsoleLog(0)), []byte(faultLine(1)), 0o644)
+	kept := results.FaultConsole("tap/pktgen", "host", 0)
+	if err := KeepConsole(dir, results.ConsoleLog(0), kept); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, kept)); err != nil || string(b) != faultLine(1) {
+		t.Errorf("kept console: %q, %v", b, err)
+	}
+	if err := KeepConsole(dir, results.ConsoleLog(0), kept); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("keep a missing console: %v, want fs.ErrNotExist", err)
+	}
+	if err := KeepConsole(dir, "../console.log", kept); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("keep a console out of the run directory: %v, want refused", err)
 	}
 }

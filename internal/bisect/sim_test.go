@@ -9,8 +9,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -178,6 +180,41 @@ func TestBisectFindsCulprit(t *testing.T) {
 	}
 }
 
+// docRow is s as a row of docs/bisect.md's simulation table, of
+// histories in which a share broken of the commits does not build.
+func (s bisectStats) docRow(broken float64) string {
+	pct := func(n int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(s.trials)) }
+	count := map[int]int{}
+	for _, n := range s.steps {
+		count[n]++
+	}
+	var hist []string
+	for _, k := range slices.Sorted(maps.Keys(count)) {
+		hist = append(hist, fmt.Sprintf("%d: %d", k, count[k]))
+	}
+	return fmt.Sprintf("| %.0f%% | %s | %s | %s | %s | %.1f |", 100*broken, pct(s.named), pct(s.within), pct(s.cands),
+		strings.Join(hist, ", "), float64(s.reps)/float64(len(s.steps))/meanSteps(s))
+}
+
+// docs/bisect.md's simulation table is what BenchmarkBisectSimulation
+// measures with -benchtime 1x (500 histories a row, seed 1): a change to
+// bisect or verdict that moves it shows here, and the failure prints
+// the row to paste.
+func TestBisectDocTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation of 2x500 bisections")
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "bisect.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, broken := range []float64{0, 0.03} {
+		if row := simulateBisect(500, 1024, broken, 1).docRow(broken); !strings.Contains(string(b), "\n"+row+"\n") {
+			t.Errorf("docs/bisect.md's simulation table lacks the row\n%s", row)
+		}
+	}
+}
+
 func meanSteps(s bisectStats) float64 {
 	t := 0
 	for _, n := range s.steps {
@@ -204,7 +241,7 @@ func BenchmarkBisectSimulation(b *testing.B) {
 			b.ReportMetric(float64(steps[len(steps)*95/100]), "p95steps")
 			b.ReportMetric(float64(s.reps)/float64(len(s.steps))/meanSteps(s), "runs/step")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("steps:%s", s.histogram())
+			b.Logf("steps:%s; docs/bisect.md's row:\n%s", s.histogram(), s.docRow(broken))
 		})
 	}
 }

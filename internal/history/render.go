@@ -81,7 +81,11 @@ func WriteText(w io.Writer, rs []Result) error {
 			b.WriteByte('\n')
 		}
 		xs := values(r.Points)
-		fmt.Fprintf(&b, "%s: %d points\n  %s\n", r.Title(), len(xs), Sparkline(xs, 60))
+		noun := "points"
+		if len(xs) == 1 {
+			noun = "point"
+		}
+		fmt.Fprintf(&b, "%s: %d %s\n  %s\n", r.Title(), len(xs), noun, Sparkline(xs, 60))
 		if len(r.Changes) == 0 {
 			b.WriteString("  no change points\n")
 			continue

@@ -53,7 +53,8 @@
 //	 "warnings":[...],"artifacts":["artifacts/CELL/KERNEL/REP/pktgen-tap0.txt"],
 //	 "symbols":[{"target":"vhost","symbol":"...","dso":"...","overhead":F,"addresses":N}],
 //	 "perf_running":{"perf.cycles@vhost":F},
-//	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON,"void_rerun":CAUSE}
+//	 "emulated":BOOL,"warmup":BOOL,"unsupported":REASON,"void_rerun":CAUSE,
+//	 "fault_rerun":LINE}
 //
 // Writer.Append writes one line and fsyncs it, so a crash loses at most the
 // line being written. Create refuses a directory that already holds results;
@@ -102,6 +103,18 @@
 //     optional field added within schema 1: older readers ignore it, and
 //     Load sets it ("cause not recorded") for older samples that carry only
 //     the "ran again after a void measurement" warning.
+//   - FaultRerun: the sample is its cell's second attempt on a fresh guest
+//     after the first attempt's guest kernel faulted under TCG, with that
+//     fault line (clipped); its kept console (FaultConsole) is among the
+//     artifacts. Reports count these per kernel beside the void re-runs.
+//     Optional within schema 1 like VoidRerun; Load sets it ("cause not
+//     recorded") for older samples that carry only the FaultRerunNote
+//     warning.
+//
+// A lab kernel whose lab VM was booted again (its first one's kernel
+// failed under TCG) says so in env.json: Kernels[LABEL].LabRetry holds the
+// first VM's failure ("why") and its kept console ("console",
+// LabFirstConsole). Optional too: older readers ignore it.
 //
 // # Go benchmark format
 //

@@ -62,8 +62,24 @@ type Env struct {
 	// Build is the identity of a kernel built from source (kernels: tree),
 	// in the Env of its label.
 	Build *KernelBuild `json:"build,omitempty"`
+	// LabRetry, in the Env of a lab kernel's label (Kernels), says the
+	// kernel's lab VM was booted again; nil: it was not.
+	LabRetry *LabRetry `json:"lab_retry,omitempty"`
 	// Extra holds facts without a field of their own.
 	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// LabRetry records a lab VM booted again once: the first one's own kernel
+// failed under TCG (a fault on its console, or the VM stopped), most
+// likely the emulator's fault. The samples the first lab VM finished are
+// kept; the rest were measured in the second.
+type LabRetry struct {
+	// Why is the first lab VM's failure, one line, clipped: its kernel's
+	// fault line, or how the VM stopped.
+	Why string `json:"why"`
+	// Console is the first lab VM's console log, kept, relative to the
+	// run directory (LabFirstConsole).
+	Console string `json:"console"`
 }
 
 // ModuleID identifies one kernel module as the running kernel has it.

@@ -153,6 +153,9 @@ func (set *Set) loadRunDir(dir string) error {
 		if s.VoidRerun == "" && slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, VoidRerunNote) }) {
 			s.VoidRerun = VoidRerunUnknown // results from before VoidRerun was recorded
 		}
+		if s.FaultRerun == "" && slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, FaultRerunNote) }) {
+			s.FaultRerun = RerunCauseUnknown // results from before FaultRerun was recorded
+		}
 		if err := set.addEnv(s.Kernel, env, dir); err != nil {
 			return err
 		}

@@ -161,6 +161,33 @@ func TestLoadVoidRerun(t *testing.T) {
 	}
 }
 
+// fault_rerun survives a write and a load like void_rerun, and a sample
+// from before it was recorded reads as one whose cause is unknown; a lab
+// kernel's lab_retry in env.json is that kernel's Env.
+func TestLoadFaultRerun(t *testing.T) {
+	const line = "[  140.000001] Kernel panic - not syncing: Fatal exception in interrupt"
+	s := pktgenSamples("a", "tap", 1, 2, 3)
+	s[0].FaultRerun = line
+	s[0].Warnings = []string{FaultRerunNote + " (" + line + "), most likely the emulator's fault"}
+	s[1].Warnings = []string{FaultRerunNote + " (BUG: soft lockup), most likely the emulator's fault"}
+	s[2].Warnings = []string{"TCG in use: numbers measure the emulator, not the kernel datapath"}
+	retry := &LabRetry{Why: line, Console: LabFirstConsole("a")}
+	set, err := Load(writeRun(t, "a", Env{Kernels: map[string]*Env{"a": {LabRetry: retry}}}, s...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, smp := range set.Samples {
+		got = append(got, smp.FaultRerun)
+	}
+	if want := []string{line, RerunCauseUnknown, ""}; !slices.Equal(got, want) {
+		t.Errorf("fault_rerun %q, want %q", got, want)
+	}
+	if e := set.Env["a"]; e == nil || e.LabRetry == nil || *e.LabRetry != *retry {
+		t.Errorf("kernel a's env %+v, want lab_retry %+v", e, retry)
+	}
+}
+
 func TestLoadTornLine(t *testing.T) {
 	dir := writeRun(t, "stock", Env{}, pktgenSamples("stock", "tap", 1, 2, 3, 4)...)
 	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_APPEND|os.O_WRONLY, 0)

@@ -62,6 +62,14 @@ type Sample struct {
 	// re-runs. Set on load to VoidRerunUnknown for samples from before
 	// it was recorded that carry the warning.
 	VoidRerun string `json:"void_rerun,omitempty"`
+	// FaultRerun, when set, says this sample is its cell's second attempt
+	// on a fresh guest: the first attempt's guest kernel faulted under
+	// TCG (most likely the emulator's fault), with this fault line,
+	// clipped. The kept console is among Artifacts (FaultConsole) and the
+	// whole note in Warnings (FaultRerunNote). Reports count these per
+	// kernel beside the void re-runs. Set on load to RerunCauseUnknown for
+	// samples from before it was recorded that carry the warning.
+	FaultRerun string `json:"fault_rerun,omitempty"`
 	// Error, when set, records a sample that failed instead of measuring:
 	// the phase and the error (for a kernel that reported a lockup, stall
 	// or crash: the console's last lines). It has no metrics, statistics
@@ -78,7 +86,15 @@ const VoidRerunNote = "ran again after a void measurement: "
 
 // VoidRerunUnknown is the VoidRerun of a sample from before the cause was
 // recorded (it carries only the VoidRerunNote warning).
-const VoidRerunUnknown = "cause not recorded"
+const VoidRerunUnknown = RerunCauseUnknown
+
+// FaultRerunNote leads the warning of a sample whose first attempt's
+// guest kernel faulted under TCG (Sample.FaultRerun).
+const FaultRerunNote = "ran once more on a fresh guest: the previous guest's kernel faulted under TCG"
+
+// RerunCauseUnknown is the VoidRerun or FaultRerun of a sample from
+// before the cause was recorded (it carries only the note's warning).
+const RerunCauseUnknown = "cause not recorded"
 
 // ThreadSample is one generator thread's share of a sample.
 type ThreadSample struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
+	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -47,28 +48,13 @@ func firstLine(s string) string {
 	return first
 }
 
-// RetriedError is a kernel whose lab failed twice under TCG: its first
-// lab VM's kernel faulted or stopped (First), and so did the lab booted
-// again (Err). Err is the kernel's failure (errors.As finds it first).
-type RetriedError struct {
-	First   error
-	Console string // the first lab VM's console log, kept (relative to the run)
-	Err     error
-}
-
-func (e *RetriedError) Error() string {
-	return fmt.Sprintf("%s (in the first lab VM; its console is %s); booted again once under TCG, the second lab VM failed too: %v",
-		firstLine(e.First.Error()), e.Console, e.Err)
-}
-
-func (e *RetriedError) Unwrap() []error { return []error{e.Err, e.First} }
-
 // bootAgain boots the lab of label a second time after its first lab VM
 // failed with first (why: retryReason's). The first console is kept as
 // results.LabFirstConsole; the inner run resumes (InnerArgs), so the
 // samples the first lab finished are kept and not run again, and the
-// samples of the second lab say why it ran. A second failure fails the
-// kernel with both (RetriedError).
+// samples of the second lab say why it ran, and so does env.json
+// (recordLabRetry). A second failure fails the
+// kernel with both (a runner.TCGRetryError of a runner.LabVM).
 func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Cell, first error, why string) (lerr, err error) {
 	labLogf(lr.o, "kernel %s: %v", label, first)
 	kept, err := keepFirstLab(lr.o.Dir, label)
@@ -83,10 +69,30 @@ func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Ce
 	if err != nil {
 		return nil, err
 	}
+	if err := recordLabRetry(lr.o.Dir, label, &results.LabRetry{Why: why, Console: kept}); err != nil {
+		return nil, errors.Join(first, err)
+	}
 	if lerr != nil {
-		lerr = &RetriedError{First: first, Console: kept, Err: lerr}
+		lerr = &runner.TCGRetryError{VM: runner.LabVM, Why: why, First: first, Console: kept, Err: lerr}
 	}
 	return lerr, nil
+}
+
+// recordLabRetry records in env.json that label's lab VM was booted
+// again (results.Env.LabRetry, in the label's Env among Kernels).
+func recordLabRetry(dir, label string, r *results.LabRetry) error {
+	env, err := results.ReadEnv(dir)
+	if err != nil {
+		return err
+	}
+	if env.Kernels == nil {
+		env.Kernels = map[string]*results.Env{}
+	}
+	if env.Kernels[label] == nil {
+		env.Kernels[label] = &results.Env{}
+	}
+	env.Kernels[label].LabRetry = r
+	return results.WriteEnv(dir, *env)
 }
 
 // keepFirstLab readies the run directory for label's second lab VM: its
@@ -96,15 +102,15 @@ func (lr *labRun) bootAgain(ctx context.Context, label string, lc []scenarios.Ce
 // inner run starts afresh there rather than refusing a directory that is
 // not empty. It returns the kept log's path, relative to dir.
 func keepFirstLab(dir, label string) (string, error) {
+	kept := results.LabFirstConsole(label)
+	if err := runner.KeepConsole(dir, results.LabConsole(label), kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("lab %s: %w", label, err)
+	}
 	d, err := safefs.Open(dir)
 	if err != nil {
 		return "", err
 	}
 	defer d.Close()
-	kept := results.LabFirstConsole(label)
-	if err := d.Rename(results.LabConsole(label), kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("keep lab %s's console: %w", label, err)
-	}
 	if _, err := d.Lstat(filepath.Join(results.LabDir(label), results.ResultsFile)); errors.Is(err, fs.ErrNotExist) {
 		if err := d.RemoveAll(results.LabDir(label)); err != nil {
 			return "", err
@@ -115,11 +121,11 @@ func keepFirstLab(dir, label string) (string, error) {
 
 // labConsoles are the lab console logs of label in dir that a failed
 // sample names: console.log, and the first lab VM's when lerr is a lab
-// booted again (RetriedError).
+// booted again (runner.TCGRetryError).
 func labConsoles(dir, label string, lerr error) []string {
 	var out []string
 	names := []string{results.LabConsole(label)}
-	var re *RetriedError
+	var re *runner.TCGRetryError
 	if errors.As(lerr, &re) {
 		names = append(names, re.Console)
 	}

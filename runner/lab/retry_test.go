@@ -168,6 +168,9 @@ func TestLabTCGFaultRetriedOnce(t *testing.T) {
 	}) {
 		t.Errorf("summary warnings %q lack the retry", sum.Warnings)
 	}
+	if r := set.Env["a"].LabRetry; r == nil || !strings.Contains(r.Why, "Oops: general protection fault") || r.Console != "lab/a/console-1.log" {
+		t.Errorf("kernel a's env lab_retry %+v, want the oops and the kept console", r)
+	}
 	first, err := os.ReadFile(filepath.Join(run, "lab", "a", "console-1.log"))
 	if err != nil || !strings.Contains(string(first), "Fatal exception in interrupt") {
 		t.Errorf("first console kept: %v %q", err, first)
@@ -191,6 +194,11 @@ func TestLabTCGFaultTwiceFails(t *testing.T) {
 	if msg := le.Failed[0].Error(); !strings.Contains(msg, "Oops: general protection fault") || !strings.Contains(msg, "BUG: kernel NULL pointer") ||
 		!errors.As(le.Failed[0], &fe) || !strings.Contains(fe.Line, "BUG: kernel NULL") {
 		t.Errorf("failure %v: want both faults, the second as its cause", le.Failed[0])
+	}
+	var te *runner.TCGRetryError
+	if !errors.As(le.Failed[0], &te) || te.VM != runner.LabVM || te.Console != "lab/a/console-1.log" ||
+		!strings.Contains(te.Error(), "the lab VM's kernel failed under TCG") || !strings.Contains(te.Why, "Oops: general protection fault") {
+		t.Errorf("failure %v: want the runner's TCGRetryError of a lab VM", le.Failed[0])
 	}
 	if len(l.args) != 2 {
 		t.Errorf("%d boots, want 2", len(l.args))
@@ -229,6 +237,9 @@ func TestLabKVMFaultNotRetried(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "booted again") {
 		t.Errorf("err = %v", err)
+	}
+	if env, err := results.ReadEnv(o.Dir); err != nil || env.Kernels["a"] != nil && env.Kernels["a"].LabRetry != nil {
+		t.Errorf("env.json: %v; kernel a's lab recorded as booted again under KVM", err)
 	}
 }
 

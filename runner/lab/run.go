@@ -98,8 +98,13 @@ func labNestedKVM(res *labvm.Result) string {
 // Error ends a lab run in which some kernels' labs failed; the other
 // kernels' cells ran. It is a measured failure (exit code 1).
 type Error struct {
-	Failed []error // *labvm.Error or *labvm.InnerError, one per failed kernel
-	Of     int     // kernels in the run
+	// Failed holds one error per failed kernel: its lab's *labvm.Error
+	// or *labvm.InnerError, or, when its lab VM's kernel failed under TCG
+	// and the lab booted again failed too, a *runner.TCGRetryError
+	// (VM runner.LabVM) wrapping both (errors.As finds the second lab's
+	// error first).
+	Failed []error
+	Of     int // kernels in the run
 }
 
 func (e *Error) Error() string {
@@ -527,6 +532,9 @@ func importLab(w *results.Writer, outer, inner, label string, res *labvm.Result,
 			if old := env.Kernels[label]; old != nil && old.Build != nil {
 				ienv.Build = old.Build
 				markChecked(ienv.Build, res)
+			}
+			if old := env.Kernels[label]; old != nil {
+				ienv.LabRetry = old.LabRetry // a lab booted again, of this run or one it resumes
 			}
 			env.Kernels[label] = ienv
 			results.WriteEnv(outer, *env)

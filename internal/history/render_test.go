@@ -1,0 +1,27 @@
+package history
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A series of one point (a first run) says "1 point", not "1 points".
+func TestWriteTextPoints(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{1, "tx_pps: 1 point\n"}, {2, "tx_pps: 2 points\n"}} {
+		pts := make([]Point, tc.n)
+		for i := range pts {
+			pts[i] = Point{Label: "r", Value: 452000}
+		}
+		var b bytes.Buffer
+		if err := WriteText(&b, Analyze([]Series{{Metric: "tx_pps", Better: HigherIsBetter, Points: pts}}, Default)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(b.String(), tc.want) {
+			t.Errorf("%d points: %q, want it to start %q", tc.n, b.String(), tc.want)
+		}
+	}
+}
