@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
 
 // Merge joins run directories (the shards of one scenario) into out:
@@ -61,8 +62,8 @@ func Merge(out string, dirs []string) ([]string, error) {
 			return nil, err
 		}
 		if e.CPUModel != env.CPUModel || e.Accel != env.Accel {
-			warns = append(warns, fmt.Sprintf("%s was measured on %s (%s, %s), %s on %s (%s, %s): compare across shards with care",
-				dirs[i], e.Hostname, e.CPUModel, e.Accel, dirs[0], env.Hostname, env.CPUModel, env.Accel))
+			warns = append(warns, textsafe.OneLine(fmt.Sprintf("%s was measured on %s (%s, %s), %s on %s (%s, %s): compare across shards with care",
+				dirs[i], e.Hostname, e.CPUModel, e.Accel, dirs[0], env.Hostname, env.CPUModel, env.Accel)))
 		}
 	}
 	env.Extra = maps.Clone(env.Extra)
@@ -117,8 +118,9 @@ func Merge(out string, dirs []string) ([]string, error) {
 // run: another scenario, seed or harness version, or another kernel (the
 // running kernel's release or identity, or a lab kernel's).
 func checkSameRun(da string, a *results.Env, db string, b *results.Env) error {
-	differ := func(what, va, vb string) error {
-		return fault.Input("merge: %s and %s ran different %s (%s vs %s): only shards of one scenario, seed, harness and kernel set merge; run the missing cells with the same ones", da, db, what, va, vb)
+	differ := func(what, va, vb string) error { // va, vb come from env.json: shown escaped
+		return fault.Input("merge: %s and %s ran different %s (%s vs %s): only shards of one scenario, seed, harness and kernel set merge; run the missing cells with the same ones",
+			da, db, what, textsafe.OneLine(va), textsafe.OneLine(vb))
 	}
 	switch {
 	case a.Scenario != b.Scenario:

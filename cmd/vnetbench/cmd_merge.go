@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
@@ -22,7 +23,7 @@ func cmdMerge(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 	}
 	warns, err := runner.Merge(*out, absPaths(dirs))
 	for _, w := range warns {
-		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", textsafe.Terminal(w))
 	}
 	if err != nil {
 		return err

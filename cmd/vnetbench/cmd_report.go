@@ -10,6 +10,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -89,7 +90,7 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return err
 	}
 	for _, w := range set.Warnings {
-		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", w)
+		fmt.Fprintf(stderr, "vnetbench: warning: %s\n", textsafe.Terminal(w))
 	}
 	return writeOutput(*out, buf.Bytes(), stdout)
 }

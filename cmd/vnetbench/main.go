@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/perfparse"
 
 	// Every workload (pktgen, trafgen, iperf3, ...): scenarios decode
@@ -97,7 +98,7 @@ func main() {
 	err := newCLI().run(ctx, args, os.Stdout, os.Stderr)
 	signal.Stop(sigs)
 	if err != nil && !errors.Is(err, errHelp) {
-		fmt.Fprintf(os.Stderr, "vnetbench: %v\n", err)
+		fmt.Fprintf(os.Stderr, "vnetbench: %s\n", textsafe.Terminal(err.Error())) // names in errors come from files
 	}
 	os.Exit(exitCodeAfter(err, context.Cause(ctx)))
 }
