@@ -86,6 +86,7 @@ func Merge(out string, dirs []string) ([]string, error) {
 			return nil, err
 		}
 		warns = append(warns, set.Warnings...)
+		kept := set.Samples[:0]
 		for _, s := range set.Samples {
 			k := results.Key{Cell: s.Cell, Kernel: s.Kernel, Rep: s.Rep}
 			if prev, dup := seen[k]; dup {
@@ -93,9 +94,10 @@ func Merge(out string, dirs []string) ([]string, error) {
 				continue
 			}
 			seen[k] = d
-			if err := w.Append(s); err != nil {
-				return nil, err
-			}
+			kept = append(kept, s)
+		}
+		if err := w.AppendAll(kept); err != nil { // one fsync per shard, not per sample
+			return nil, err
 		}
 		if err := copyTree(d, w.Root(), results.ShardDir(i+1)); err != nil {
 			return nil, fmt.Errorf("merge: copy artifacts of %s: %w", d, err)

@@ -130,32 +130,56 @@ func (w *Writer) Done(cell, kernel string, rep int) bool {
 
 // Append writes s as one line of results.jsonl and fsyncs it. A zero Schema
 // is set to SchemaVersion.
-func (w *Writer) Append(s Sample) error {
-	if s.Schema == 0 {
-		s.Schema = SchemaVersion
-	}
-	s = dropNonFinite(s)
-	b, err := json.Marshal(&s)
-	if err != nil {
-		return fmt.Errorf("encode sample %s rep %d: %w", s.Cell, s.Rep, err)
-	}
-	b = append(b, '\n')
+func (w *Writer) Append(s Sample) error { return w.AppendAll([]Sample{s}) }
+
+// AppendAll writes ss as lines of results.jsonl, as Append would one by
+// one, with one fsync at the end: merge copies a shard's samples at once
+// (an fsync each took 10 s for 40,000 samples, 6 minutes for 600,000).
+func (w *Writer) AppendAll(ss []Sample) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return errors.New("append sample: run writer is closed")
 	}
-	if _, err := w.f.Write(b); err != nil {
-		return fmt.Errorf("append sample: %w", err)
+	var buf []byte
+	flush := func() error {
+		if _, err := w.f.Write(buf); err != nil {
+			return fmt.Errorf("append sample: %w", err)
+		}
+		buf = buf[:0]
+		return nil
+	}
+	for _, s := range ss {
+		if s.Schema == 0 {
+			s.Schema = SchemaVersion
+		}
+		s = dropNonFinite(s)
+		b, err := json.Marshal(&s)
+		if err != nil {
+			return fmt.Errorf("encode sample %s rep %d: %w", s.Cell, s.Rep, err)
+		}
+		if buf = append(append(buf, b...), '\n'); len(buf) >= appendChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("append sample: fsync: %w", err)
 	}
-	if !s.Warmup && s.Error == "" {
-		w.done[s.key()] = true
+	for i := range ss {
+		if !ss[i].Warmup && ss[i].Error == "" {
+			w.done[ss[i].key()] = true
+		}
 	}
 	return nil
 }
+
+// appendChunk is how many bytes of lines AppendAll gathers per write.
+const appendChunk = 1 << 20
 
 // WriteEnv replaces the run's env.json.
 func (w *Writer) WriteEnv(env Env) error { return writeEnv(w.d, env) }

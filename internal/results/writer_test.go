@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
@@ -197,6 +198,53 @@ func TestPerfKeySplitPerf(t *testing.T) {
 		}
 		if ev, target, ok := SplitPerf(tc.key); !ok || ev != tc.ev || target != tc.target {
 			t.Errorf("SplitPerf(%q) = %q, %q, %v; want %q, %q", tc.key, ev, target, ok, tc.ev, tc.target)
+		}
+	}
+}
+
+// AppendAll writes what Append writes sample by sample, byte for byte,
+// and marks the same samples done (warmups and failed ones not).
+func TestAppendAllAsAppend(t *testing.T) {
+	var ss []Sample
+	for rep := range 3 {
+		ss = append(ss, Sample{Run: "r", Cell: "tap/x", Rep: rep, Kernel: "k", Start: time.Unix(0, 0).UTC(), WindowS: 1,
+			Metrics: map[metric.Key]float64{"tx_pps": float64(rep), "lost_pps": math.NaN()}, Warmup: rep == 0})
+	}
+	ss[2].Error = "failed"
+	ss = append(ss, Sample{Run: "r", Cell: "tap/y", Kernel: "k", Metrics: map[metric.Key]float64{"tx_pps": 1}})
+	write := func(all bool) (*Writer, []byte) {
+		dir := filepath.Join(t.TempDir(), "run")
+		w, err := Create(dir, Env{Run: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		if all {
+			err = w.AppendAll(ss)
+		} else {
+			for _, s := range ss {
+				if err = w.Append(s); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, b
+	}
+	one, b1 := write(false)
+	all, b2 := write(true)
+	if !bytes.Equal(b1, b2) || bytes.Count(b2, []byte("\n")) != len(ss) {
+		t.Errorf("AppendAll wrote\n%s\nAppend wrote\n%s", b2, b1)
+	}
+	for _, s := range ss {
+		if got, want := all.Done(s.Cell, s.Kernel, s.Rep), one.Done(s.Cell, s.Kernel, s.Rep); got != want {
+			t.Errorf("%s rep %d: done %v after AppendAll, %v after Append", s.Cell, s.Rep, got, want)
 		}
 	}
 }
