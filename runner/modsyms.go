@@ -34,7 +34,12 @@ const ModulesEnvVar = "VNETBENCH_LAB_MODULES"
 // cache (perf buildid-cache --add), decompressed first where they are
 // .ko.xz (.gz, .zst): the cache wants ELF.
 func (r *runState) moduleSymbols(ctx context.Context) {
-	r.modSymsOnce.Do(func() { addModuleSymbols(ctx, r.exec, r.w.Root(), "/proc/modules", r.logf) })
+	r.modSymsOnce.Do(func() {
+		if os.Getenv(ModulesEnvVar) == "" {
+			return // on a host, perf finds /lib/modules itself
+		}
+		addModuleSymbols(ctx, r.exec, r.w.Root(), "/proc/modules", r.logf)
+	})
 }
 
 // addModuleSymbols is moduleSymbols for the run directory run, with the
