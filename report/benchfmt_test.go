@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +141,41 @@ func TestBenchstatReadsBenchfmt(t *testing.T) {
 					if w := utf8.RuneCountInString(l); w > 80 {
 						t.Errorf("benchstat line of %d columns (a terminal has 80): %s", w, l)
 					}
+				}
+			}
+		})
+	}
+}
+
+// The medians a report shows are the medians its benchfmt gives back: a
+// drop reason a sample did not see is a drop rate of 0 in the tables
+// (withDropZeros), so benchfmt writes that 0 too. The per-patch run once
+// lost it: p1-3's FULL_RING row read 0 pps (n=3) in text, CSV and JSON,
+// while its benchfmt had no FULL_RING value at all, and p1's ip6_mc_input
+// row read 0 (n=3) against 0.34 pps (n=1) read back.
+func TestBenchfmtKeepsDropZeros(t *testing.T) {
+	for _, dir := range realRuns(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			p, set := writeBench(t, dir)
+			back, err := results.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			medians := func(set *results.Set) map[string]int {
+				r, err := Build(set, Options{By: "kernel"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := map[string]int{}
+				for _, s := range r.Summaries {
+					out[fmt.Sprintf("%s %s n=%d median=%g", s.Column, s.Metric, s.Stats.N, s.Stats.Median)]++
+				}
+				return out
+			}
+			want, got := medians(set), medians(back)
+			for k, n := range want {
+				if got[k] != n {
+					t.Errorf("report: %s in %d cells; its benchfmt read back: in %d", k, n, got[k])
 				}
 			}
 		})

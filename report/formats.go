@@ -302,8 +302,9 @@ func FormatForFile(name string) string {
 }
 
 // Render writes r (built from set) in format. benchfmt writes the samples
-// of set itself, one line per repetition; kcidb needs r.Origin (see
-// Options.Origin).
+// of set itself, one line per repetition, with the tables' 0 for a drop
+// reason a sample did not see (withDropZeros), so its medians are the
+// tables'; kcidb needs r.Origin (see Options.Origin).
 func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error {
 	switch format {
 	case "", "text":
@@ -317,7 +318,7 @@ func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error
 	case "json":
 		return WriteJSON(w, r)
 	case "benchfmt":
-		return results.WriteBenchfmt(w, set)
+		return results.WriteBenchfmt(w, withDropZeros(set))
 	case "html":
 		return WriteHTML(w, r)
 	case "junit":
