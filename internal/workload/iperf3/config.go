@@ -148,6 +148,11 @@ func (Workload) Table() workload.Table {
 		}}},
 		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
 			return []workload.TableRow{{Key: metric.ThroughputBPS, Label: "Throughput"}, {Key: metric.Retransmits, Label: "Retransmits"}}
+		},
+		// What each row counts, over which interval, and that both are
+		// totals over the streams (Run adds the clients up).
+		Notes: func(int, func(metric.Key) bool) []string {
+			return []string{"Throughput = bits/s the receiver counted over iperf3's test time (its end sum_received), Retransmits = the sender's TCP retransmits over the whole test, a count per run (not per second); both the total over all streams and clients"}
 		}}
 }
 

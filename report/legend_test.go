@@ -1,0 +1,40 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+)
+
+// Every row of a real run's workload tables says in the notes what it
+// counts: the quickstart's iperf3 table once showed Throughput and
+// Retransmits with no word on whose count, over which interval, or that
+// Retransmits is a count per run while the row above it is a rate.
+func TestRealTablesExplainTheirRows(t *testing.T) {
+	for _, dir := range realRuns(t) {
+		set, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Build(set, Options{By: "kernel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tab := range r.Tables {
+			if tab.Kind != KindThread {
+				continue
+			}
+			notes := strings.Join(tab.Notes, "\n")
+			for _, row := range tab.Rows {
+				label := row.Labels[len(row.Labels)-1]
+				// "Tx total" is explained as "Tx total =", "CPU/pkt
+				// kpktgend" as "CPU/pkt =", "Tx per thread" as "per thread =".
+				first, rest, _ := strings.Cut(label, " ")
+				if !strings.Contains(notes, label+" =") && !strings.Contains(notes, first+" =") && (rest == "" || !strings.Contains(notes, rest+" =")) {
+					t.Errorf("%s: %s: row %q is not explained in the notes:\n%s", dir, tab.Context, label, notes)
+				}
+			}
+		}
+	}
+}
