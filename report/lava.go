@@ -33,7 +33,11 @@ func WriteLAVA(w io.Writer, r *Report, failed []FailedCell) error {
 	var b strings.Builder
 	multi := len(r.Columns) > 1
 	if len(r.Emulated) > 0 {
-		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", LAVAName(strings.Join(r.Emulated, ",")))
+		cols := make([]string, len(r.Emulated))
+		for i, c := range r.Emulated {
+			cols[i] = LAVAName(c) // as the case names spell it
+		}
+		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(cols, ", "))
 	}
 	for _, s := range r.Summaries {
 		v := s.Stats.Median
