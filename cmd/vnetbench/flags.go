@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
@@ -97,7 +98,8 @@ func (f *retiredFlag) Set(string) error { f.set = true; return nil }
 // retiredAlpha registers --alpha, the level of the p column of the old
 // Mann-Whitney-only rule: the verdicts' plan has its own levels.
 func retiredAlpha(fs *flag.FlagSet) *retiredFlag {
-	f := &retiredFlag{name: "alpha", instead: "the verdicts keep their own plan (at most 0.8% false DIFFERENT, docs/compare.md); set the change that matters with --min-effect or a gate threshold (--fail-on 'tx_pps<-3%')"}
+	f := &retiredFlag{name: "alpha", instead: fmt.Sprintf("the verdicts keep their own plan (at most %.2g%% false DIFFERENT, docs/compare.md); set the change that matters with --min-effect or a gate threshold (--fail-on 'tx_pps<-3%%')",
+		100*verdict.Default.NominalAlpha())}
 	fs.Var(f, f.name, "retired: the verdicts and the p column follow the plan of docs/compare.md; use --min-effect")
 	return f
 }
