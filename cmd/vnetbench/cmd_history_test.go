@@ -513,3 +513,29 @@ func TestHistoryCSVUnits(t *testing.T) {
 		t.Errorf("the change is not written in Kpps:\n%s", out)
 	}
 }
+
+// A --metric or --cell that matches no series says which one and what the
+// history has, as report does for an unknown metric; it once printed
+// "no series match --metric nope --cell " (an empty --cell nobody gave)
+// and nothing to choose from.
+func TestHistoryNoMatchSaysWhatThereIs(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		want, miss string
+	}{
+		{[]string{"--metric", "nope"}, `--metric nope: the history has metrics`, "--cell"},
+		{[]string{"--cell", "tap/nope"}, `--cell tap/nope: the history has cells`, "--metric"},
+	} {
+		_, _, err := runHistory(t, append([]string{real + "quickstart-tcg"}, tc.args...)...)
+		if code := exitCode(err); code != exitBadInput {
+			t.Fatalf("history %v: exit %d (%v), want 2", tc.args, code, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.miss) || strings.Contains(msg, "\n") {
+			t.Errorf("history %v: %q, want one line with %q and no %s", tc.args, msg, tc.want, tc.miss)
+		}
+		if !strings.Contains(msg, "tx_pps") && !strings.Contains(msg, "tap/trafgen/pfifo_fast") {
+			t.Errorf("history %v: %q names none of the run's metrics or cells", tc.args, msg)
+		}
+	}
+}
