@@ -99,9 +99,8 @@ func (c *Client) readLoop(r io.Reader) {
 }
 
 func (c *Client) handleLine(line string) {
-	var ev Event
 	// The serial console may prefix a line with kernel output.
-	if i := strings.Index(line, `{"ev":`); i >= 0 && json.Unmarshal([]byte(line[i:]), &ev) == nil && ev.Ev != "" {
+	if ev, ok := ParseEvent(line); ok {
 		if ev.Ev == EvReady {
 			c.smu.Lock()
 			first := c.readyEv == nil

@@ -42,6 +42,10 @@
 // event. Client is the host side; it tolerates kernel messages mixed into
 // the stream and bounds every call by its context.
 //
+// The same Events travel a second transport: a lab VM's /init, which has
+// no agent, prints them on the serial console behind ConsolePrefix
+// (EncodeConsoleEvent, ParseConsoleEvent; runner/labvm is both sides).
+//
 // GuestConfig is what the agent reads from the kernel command line (vnb.ip,
 // vnb.mac, ...); GuestCmdline composes the rest of the guest's command
 // line, as KernelCmdline does for every VM vnetbench boots.

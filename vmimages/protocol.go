@@ -1,13 +1,30 @@
 package vmimages
 
-// The agent protocol: one JSON object per line in each direction over a
-// virtio-serial port named AgentPortName (or the serial console as a
-// fallback). The host sends Requests; the agent answers each with exactly
-// one Event carrying the request's ID: "ok", "stats" or "error". The agent
-// sends one unsolicited "ready" event (ID 0) when it has finished booting.
-// Unknown ops and malformed lines get an "error" event, never silence.
-// Besides the ops below, the agent answers the ops its Server.Ops add
-// (workloads' guest sides), with an "ok" or "error" event.
+import (
+	"encoding/json"
+	"strings"
+)
+
+// The guest-to-host protocol: Events, one JSON object per line, on one of
+// two transports.
+//
+//   - The agent port (guests): request/response over a virtio-serial port
+//     named AgentPortName (or the serial console as a fallback). The host
+//     sends Requests; the agent answers each with exactly one Event
+//     carrying the request's ID: "ok", "stats" or "error". The agent sends
+//     one unsolicited "ready" event (ID 0) when it has finished booting.
+//     Unknown ops and malformed lines get an "error" event, never
+//     silence. Besides the ops below, the agent answers the ops its
+//     Server.Ops add (workloads' guest sides), with an "ok" or "error"
+//     event. Lines are EncodeEvent's; ParseEvent reads them.
+//   - The console (a lab VM's /init, which has no agent, and a nested
+//     guest's): an event stream on the serial console, one event per line
+//     behind ConsolePrefix amid the kernel's and the inner command's
+//     output, in the order of a lab's life: "init", "modules", "start",
+//     "alive" (a heartbeat) while the inner command runs, "exit"; a nested
+//     guest says "ready" instead of "start"; "error" ends either. Nothing
+//     goes the other way. Lines are EncodeConsoleEvent's;
+//     ParseConsoleEvent reads them.
 
 // AgentPortName is the name of the virtio-serial port the agent talks on
 // (QEMU: -device virtserialport,chardev=agent,name=vnb.agent).
@@ -25,12 +42,18 @@ const (
 	OpReflect = "reflect"
 )
 
-// Event kinds the agent sends.
+// Event kinds: the agent's (port) and lab init's (console). "ready" and
+// "error" are both's: the same word on both transports.
 const (
-	EvReady = "ready"
-	EvStats = "stats"
-	EvOK    = "ok"
-	EvError = "error"
+	EvReady   = "ready"   // agent: booted, or the reply to OpPing (BootMS, InitMS, Kernel); console: a nested guest is up (Uptime)
+	EvStats   = "stats"   // agent: the reply to OpStats (Eth0, Links, Flows, ...)
+	EvOK      = "ok"      // agent: a request was done (Msg: optional detail)
+	EvError   = "error"   // agent: a request failed (Msg, Unsupported); console: /init failed (Msg)
+	EvInit    = "init"    // console: /init started (Kernel)
+	EvModules = "modules" // console: modules loaded (StepMS, Loaded, Missing, KVM, NoKVM, Checked)
+	EvStart   = "start"   // console: the inner command started
+	EvAlive   = "alive"   // console: heartbeat while the inner command runs
+	EvExit    = "exit"    // console: the inner command exited (Code)
 )
 
 // Sink kinds: what the guest does with received packets.
@@ -57,13 +80,23 @@ type Request struct {
 	Retry bool `json:"retry,omitempty"`
 }
 
-// Event is a guest-to-host message.
+// Event is a guest-to-host message on either transport. Each field says
+// which events carry it.
 type Event struct {
-	Ev     string `json:"ev"`
-	ID     uint64 `json:"id,omitempty"`
-	BootMS int64  `json:"boot_ms,omitempty"` // ready: ms since the kernel started (/proc/uptime)
-	InitMS int64  `json:"init_ms,omitempty"` // ready: ms since the kernel started when /init began
-	Kernel string `json:"kernel,omitempty"`  // ready: uname release
+	Ev     string  `json:"ev"`
+	ID     uint64  `json:"id,omitempty"`
+	BootMS int64   `json:"boot_ms,omitempty"` // agent ready: ms since the kernel started (/proc/uptime)
+	InitMS int64   `json:"init_ms,omitempty"` // agent ready: ms since the kernel started when /init began
+	Kernel string  `json:"kernel,omitempty"`  // agent ready, init: uname release
+	Uptime float64 `json:"uptime,omitempty"`  // console, every event: guest seconds since boot (/proc/uptime)
+
+	StepMS  int64    `json:"ms,omitempty"`      // modules: how long loading took, in ms
+	Loaded  int      `json:"loaded,omitempty"`  // modules: modules loaded
+	Missing []string `json:"missing,omitempty"` // modules: modules neither found nor built in
+	KVM     string   `json:"kvm,omitempty"`     // modules: the KVM vendor module loaded (kvm_intel, kvm_amd)
+	NoKVM   string   `json:"no_kvm,omitempty"`  // modules: why KVM modules were asked for and not loaded
+	Checked []string `json:"checked,omitempty"` // modules: replaced modules found running as built
+	Code    int      `json:"code,omitempty"`    // exit: the inner command's exit status
 
 	Eth0      *IfStats            `json:"eth0,omitempty"`       // stats
 	Links     map[string]*IfStats `json:"links,omitempty"`      // stats, with vnb.nic: every configured NIC (eth0 too) by MAC
@@ -73,7 +106,7 @@ type Event struct {
 	Sink      string              `json:"sink,omitempty"`       // stats: the active sink
 	UptimeMS  int64               `json:"uptime_ms,omitempty"`  // stats: guest clock when sampled
 
-	Msg string `json:"msg,omitempty"` // error (and optional detail on ok)
+	Msg string `json:"msg,omitempty"` // error text (and optional detail on ok)
 	// Unsupported marks an error event whose op this guest's kernel
 	// cannot do (Msg is the reason, e.g. "this kernel has no vsock sockmap
 	// support (Linux 6.4+)"): the host reports the cell as n/a.
@@ -90,4 +123,64 @@ type IfStats struct {
 	TxBytes   uint64 `json:"tx_bytes"`
 	TxDropped uint64 `json:"tx_dropped"`
 	TxErrors  uint64 `json:"tx_errors"`
+}
+
+// ConsolePrefix starts every event line on the console transport.
+const ConsolePrefix = "VNBLAB "
+
+// agentMark is how an event's JSON begins on the agent port (Ev is
+// Event's first field): ParseEvent skips what stands before it.
+const agentMark = `{"ev":`
+
+// EncodeEvent returns ev as one line of the agent port: its JSON and a
+// newline.
+func EncodeEvent(ev Event) ([]byte, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// EncodeConsoleEvent returns ev as a console line: a newline first (the
+// prefix then starts a line even when the kernel's output left one
+// open), ConsolePrefix, the JSON and a newline.
+func EncodeConsoleEvent(ev Event) ([]byte, error) {
+	b, err := EncodeEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("\n"+ConsolePrefix), b...), nil
+}
+
+// ParseEvent returns the event on a line of the agent port, if it holds
+// one. Text before the JSON object is skipped: on the serial console
+// fallback, kernel output may share the line.
+func ParseEvent(line string) (Event, bool) {
+	i := strings.Index(line, agentMark)
+	if i < 0 {
+		return Event{}, false
+	}
+	return decodeEvent(line[i:])
+}
+
+// ParseConsoleEvent returns the event on a console line, if it holds
+// one: the JSON object after ConsolePrefix, wherever the prefix stands on
+// the line (console noise before it is skipped).
+func ParseConsoleEvent(line string) (Event, bool) {
+	i := strings.Index(line, ConsolePrefix)
+	if i < 0 {
+		return Event{}, false
+	}
+	return decodeEvent(line[i+len(ConsolePrefix):])
+}
+
+// decodeEvent decodes one JSON object into an Event; an object without
+// "ev" is no event.
+func decodeEvent(s string) (Event, bool) {
+	var ev Event
+	if err := json.Unmarshal([]byte(strings.TrimSpace(s)), &ev); err != nil || ev.Ev == "" {
+		return Event{}, false
+	}
+	return ev, true
 }

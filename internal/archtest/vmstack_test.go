@@ -17,9 +17,11 @@ var qemuOptions = map[string]bool{
 }
 
 // vmNames are the names host and guest share, each written in one file
-// only: the agent's virtio-serial port and the image's module list.
+// only: the agent's virtio-serial port, the console events' prefix and
+// the image's module list.
 var vmNames = map[string]string{
 	"vnb.agent":        "vmimages/protocol.go",
+	"VNBLAB ":          "vmimages/protocol.go",
 	"/etc/vnb/modules": "vmimages/vminit/vminit.go",
 }
 

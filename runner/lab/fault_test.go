@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Two kernels in lab mode, on fake QEMUs: kernel a's lab kernel locks up
@@ -40,9 +41,9 @@ timeouts: {boot: 1m, traffic: 1m}
 `, img, mods))
 	run := filepath.Join(dir, "run")
 	up := []fakeqemu.Step{
-		{Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
-		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("modules", `"ms":12`)},
-		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
+		{Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvInit, Kernel: "6.1.0-99-fake"})},
+		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvModules, StepMS: 12})},
+		{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvStart})},
 	}
 	ex := &fakeqemu.Exec{Script: func(name string) []fakeqemu.Step {
 		switch name {
@@ -64,7 +65,7 @@ timeouts: {boot: 1m, traffic: 1m}
 					Metrics: map[metric.Key]float64{"tx_pps": 1000}})
 			}
 			iw.Close()
-			return append(up, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+			return append(up, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 				fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
 		}
 		t.Errorf("unexpected VM %s", name)

@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // A lab run's every path (the outer run directory, lab/scenario.yaml,
@@ -60,9 +61,9 @@ timeouts: {boot: 1m, traffic: 1m}
 			iw.Close()
 		}
 		return []fakeqemu.Step{
-			{Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
-			{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
-			{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+			{Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvInit, Kernel: "6.1.0-99-fake"})},
+			{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvStart})},
+			{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 			{After: 20 * time.Millisecond, PowerOff: true},
 		}
 	}}

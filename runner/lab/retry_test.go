@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // The oops and panic of the CI run whose TCG lab kernel failed (Debian
@@ -76,9 +77,9 @@ func (l *retryLab) script(string) []fakeqemu.Step {
 	l.innerRun(l.samples[i], slices.Contains(l.args[i], "--resume"))
 	steps := []fakeqemu.Step{
 		{Line: "[    0.000000] Linux version 6.12.57+deb12-amd64"},
-		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent("init", `"kernel":"6.12.57+deb12-amd64"`)},
-		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent("modules", `"ms":12`)},
-		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
+		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvInit, Kernel: "6.12.57+deb12-amd64"})},
+		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvModules, StepMS: 12})},
+		{After: 20 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvStart})},
 	}
 	if i < len(l.fault) && l.fault[i] != nil {
 		for _, line := range l.fault[i] {
@@ -86,7 +87,7 @@ func (l *retryLab) script(string) []fakeqemu.Step {
 		}
 		return append(steps, fakeqemu.Step{After: 20 * time.Millisecond, PowerOff: true})
 	}
-	return append(steps, fakeqemu.Step{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+	return append(steps, fakeqemu.Step{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 		fakeqemu.Step{After: 20 * time.Millisecond, PowerOff: true})
 }
 

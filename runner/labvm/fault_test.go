@@ -10,6 +10,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // fakeLab returns a lab Config whose VM is a fake QEMU playing script.
@@ -24,9 +25,9 @@ func fakeLab(t *testing.T, script []fakeqemu.Step) (Config, *fakeqemu.Exec) {
 
 var labUp = []fakeqemu.Step{
 	{Line: "[    0.000000] Linux version 6.1.0-99-fake"},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("init", `"kernel":"6.1.0-99-fake"`)},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("modules", `"ms":12`)},
-	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent("start", "")},
+	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvInit, Kernel: "6.1.0-99-fake"})},
+	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvModules, StepMS: 12})},
+	{After: 50 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvStart})},
 }
 
 // A lab kernel that reports a lockup on its console fails the lab in the
@@ -120,7 +121,7 @@ func TestLabSilentRunDeadline(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 	ok := append(append([]fakeqemu.Step{}, labUp...),
-		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 		fakeqemu.Step{After: 100 * time.Millisecond, PowerOff: true})
 	c, _ = fakeLab(t, ok)
 	res, err := Run(t.Context(), c)
@@ -151,9 +152,9 @@ func TestLabSilenceFailsFast(t *testing.T) {
 	// Quiet but alive: heartbeats every 500 ms for 3 s, then the exit.
 	alive := append([]fakeqemu.Step{}, labUp...)
 	for i := 0; i < 6; i++ {
-		alive = append(alive, fakeqemu.Step{After: 500 * time.Millisecond, Line: fakeqemu.LabEvent("alive", "")})
+		alive = append(alive, fakeqemu.Step{After: 500 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvAlive})})
 	}
-	alive = append(alive, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+	alive = append(alive, fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
 	c, _ = fakeLab(t, alive)
 	c.Timeouts.Silence = silence
@@ -198,7 +199,7 @@ func TestTimeoutHint(t *testing.T) {
 // with the vCPU and CPU named.
 func TestLabPinVCPUs(t *testing.T) {
 	done := append(append([]fakeqemu.Step{}, labUp...),
-		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent("exit", "")},
+		fakeqemu.Step{After: 100 * time.Millisecond, Line: fakeqemu.LabEvent(vmimages.Event{Ev: vmimages.EvExit})},
 		fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
 	c, _ := fakeLab(t, done)
 	c.CPUs, c.PinVCPUs = 1, []int{0}

@@ -16,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/runner/perfkeys"
+	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
 
@@ -41,7 +42,7 @@ func Init() error {
 	}
 	err := initMain()
 	if err != nil {
-		emit(Event{Ev: EvError, Msg: err.Error()})
+		emit(vmimages.Event{Ev: vmimages.EvError, Msg: err.Error()})
 	}
 	vminit.PowerOff()
 	for {
@@ -54,7 +55,7 @@ func initMain() error {
 		return err
 	}
 	rel, _ := hostnet.KernelRelease() // "" when unknown
-	emit(Event{Ev: EvInit, Kernel: rel})
+	emit(vmimages.Event{Ev: vmimages.EvInit, Kernel: rel})
 	b, err := os.ReadFile(InitConfigPath)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", InitConfigPath, err)
@@ -76,7 +77,7 @@ func initMain() error {
 	if err != nil {
 		return err
 	}
-	emit(Event{Ev: EvModules, Ms: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM, Checked: checked})
+	emit(vmimages.Event{Ev: vmimages.EvModules, StepMS: time.Since(t0).Milliseconds(), Loaded: n, Missing: cfg.Missing, KVM: kvm, NoKVM: noKVM, Checked: checked})
 	switch cfg.Mode {
 	case "guest":
 		for _, l := range cfg.Links {
@@ -85,7 +86,7 @@ func initMain() error {
 			}
 		}
 		printSlowInitcalls() // before ready: the host may stop the guest right after
-		emit(Event{Ev: EvReady})
+		emit(vmimages.Event{Ev: vmimages.EvReady})
 		for { // sleep, not select{}: the runtime would call a goroutine-free PID 1 deadlocked
 			time.Sleep(time.Hour)
 		}
@@ -106,7 +107,7 @@ func initMain() error {
 		if err != nil {
 			return err
 		}
-		emit(Event{Ev: EvExit, Code: code})
+		emit(vmimages.Event{Ev: vmimages.EvExit, Code: code})
 		return nil
 	}
 	return fmt.Errorf("unknown lab init mode %q", cfg.Mode)
@@ -194,7 +195,7 @@ func runInner(cfg *InitConfig, extra []*os.File) (int, error) {
 		ExtraFiles: extra,
 		Root:       &proc.Root{Dir: newRoot, Path: labBinary},
 	}
-	emit(Event{Ev: EvStart})
+	emit(vmimages.Event{Ev: vmimages.EvStart})
 	// The heartbeat: the host takes a lab that stays silent for
 	// SilenceLimit for a kernel that stopped (it may die without a word
 	// on the console, both CPUs stuck).
@@ -208,7 +209,7 @@ func runInner(cfg *InitConfig, extra []*os.File) (int, error) {
 			case <-stop:
 				return
 			case <-t.C:
-				emit(Event{Ev: EvAlive})
+				emit(vmimages.Event{Ev: vmimages.EvAlive})
 			}
 		}
 	}()

@@ -9,9 +9,9 @@
 // straight in the host's run directory.
 //
 // The host side (Run) follows the lab console for the protocol events
-// (EventPrefix lines), applies a deadline per phase (boot, setup, run,
-// shutdown), reports failures with the console tail and always shuts the
-// VM down. Init is the guest side; SelfTest is a small in-lab pktgen check
+// (vmimages' console transport), applies a deadline per phase (boot,
+// setup, run, shutdown), reports failures with the console tail and
+// always shuts the VM down. Init is the guest side; SelfTest is a small in-lab pktgen check
 // against a nested guest.
 //
 // labvm does not decide what runs inside (runner/lab, the lab
@@ -628,15 +628,15 @@ func newFollower(w *qemu.ConsoleWatch, out io.Writer, label string) *follower {
 	return &follower{watch: w, out: out, label: label, seen: time.Now()}
 }
 
-func (f *follower) poll() []Event {
-	var evs []Event
+func (f *follower) poll() []vmimages.Event {
+	var evs []vmimages.Event
 	off := f.watch.Offset()
 	lines := f.watch.Poll()
 	if f.watch.Offset() != off {
 		f.seen = time.Now()
 	}
 	for _, line := range lines {
-		if ev, ok := ParseEvent(line); ok {
+		if ev, ok := vmimages.ParseConsoleEvent(line); ok {
 			evs = append(evs, ev)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // boot launches the lab VM of qc, follows it until it powers off and
@@ -83,20 +84,20 @@ func (l *labVM) poll() error {
 
 // handle moves the lab to the phase an event starts and records its
 // timing; an "error" event fails the lab.
-func (l *labVM) handle(ev Event) error {
+func (l *labVM) handle(ev vmimages.Event) error {
 	switch ev.Ev {
-	case EvInit:
+	case vmimages.EvInit:
 		l.tInit = time.Now()
 		l.res.BootSeconds = l.tInit.Sub(l.start).Seconds()
 		l.phase, l.deadline = "setup", time.Now().Add(l.to.Setup)
-	case EvModules:
-		l.res.ModulesMs = ev.Ms
+	case vmimages.EvModules:
+		l.res.ModulesMs = ev.StepMS
 		l.res.KVM, l.res.NoKVM, l.res.Checked = ev.KVM, ev.NoKVM, ev.Checked
-	case EvStart:
+	case vmimages.EvStart:
 		l.tStart = time.Now()
 		l.res.SetupSeconds = l.tStart.Sub(l.tInit).Seconds()
 		l.phase, l.deadline = "run", time.Now().Add(l.to.Run)
-	case EvExit:
+	case vmimages.EvExit:
 		tExit := time.Now()
 		l.gotExit = true
 		l.res.ExitCode = ev.Code
@@ -104,7 +105,7 @@ func (l *labVM) handle(ev Event) error {
 			l.res.RunSeconds = tExit.Sub(l.tStart).Seconds()
 		}
 		l.phase, l.deadline = "shutdown", time.Now().Add(l.to.Shutdown)
-	case EvError:
+	case vmimages.EvError:
 		return l.fail(errors.New(ev.Msg))
 	}
 	return nil

@@ -1,18 +1,12 @@
 package labvm
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/vmimages"
 	"github.com/vnetbench/vnetbench/vmimages/vminit"
 )
-
-// EventPrefix starts every protocol line lab init prints on the console.
-const EventPrefix = "VNBLAB "
 
 // Heartbeat is how often lab init prints an "alive" event while the inner
 // command runs, and SilenceLimit how long the host waits for any console
@@ -23,56 +17,14 @@ const (
 	SilenceLimit = 60 * time.Second
 )
 
-// The events lab init prints, in the order of a lab's life ("alive"
-// every Heartbeat while the inner command runs), and a nested guest's
-// EvReady. EvReady and EvError are the guest agent's names
-// (vmimages.EvReady, vmimages.EvError): the same word on both protocols.
-const (
-	EvInit    = "init"    // /init started (Kernel)
-	EvModules = "modules" // modules loaded (Ms, Loaded, Missing, KVM, NoKVM, Checked)
-	EvStart   = "start"   // the inner command started
-	EvAlive   = "alive"   // heartbeat
-	EvExit    = "exit"    // the inner command exited (Code)
-	EvReady   = vmimages.EvReady
-	EvError   = vmimages.EvError // Msg
-)
-
-// Event is one protocol line from a lab or nested guest's /init, printed on
-// the serial console as EventPrefix + JSON.
-type Event struct {
-	Ev      string   `json:"ev"`                // init | modules | start | alive | exit | ready | error
-	Uptime  float64  `json:"uptime,omitempty"`  // guest seconds since boot (/proc/uptime)
-	Ms      int64    `json:"ms,omitempty"`      // duration of the step (modules)
-	Loaded  int      `json:"loaded,omitempty"`  // modules loaded
-	Missing []string `json:"missing,omitempty"` // modules neither found nor built in
-	Code    int      `json:"code,omitempty"`    // exit status of the inner command
-	Kernel  string   `json:"kernel,omitempty"`  // uname -r
-	KVM     string   `json:"kvm,omitempty"`     // modules: the KVM vendor module loaded (kvm_intel, kvm_amd)
-	NoKVM   string   `json:"no_kvm,omitempty"`  // modules: why KVM modules were asked for and not loaded
-	Checked []string `json:"checked,omitempty"` // modules: replaced modules found running as built (InitConfig.Check)
-	Msg     string   `json:"msg,omitempty"`     // error text
-}
-
-// ParseEvent returns the event on a console line, if it holds one.
-func ParseEvent(line string) (Event, bool) {
-	i := strings.Index(line, EventPrefix)
-	if i < 0 {
-		return Event{}, false
-	}
-	var e Event
-	if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(EventPrefix):])), &e); err != nil || e.Ev == "" {
-		return Event{}, false
-	}
-	return e, true
-}
-
-// emit prints an event on stdout (the console).
-func emit(e Event) {
+// emit prints an event on stdout (the console), with the guest's uptime
+// when e has none.
+func emit(e vmimages.Event) {
 	if e.Uptime == 0 {
 		e.Uptime = uptime()
 	}
-	b, _ := json.Marshal(e)
-	fmt.Fprintf(os.Stdout, "\n%s%s\n", EventPrefix, b)
+	b, _ := vmimages.EncodeConsoleEvent(e)
+	os.Stdout.Write(b)
 }
 
 func uptime() float64 { return vminit.Uptime().Seconds() }

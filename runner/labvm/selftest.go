@@ -230,14 +230,14 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	for ready := false; !ready; {
 		for _, ev := range f.poll() {
 			switch ev.Ev {
-			case EvInit:
+			case vmimages.EvInit:
 				r.InitUptime = ev.Uptime
-			case EvModules:
-				r.ModulesMs = ev.Ms
-			case EvReady:
+			case vmimages.EvModules:
+				r.ModulesMs = ev.StepMS
+			case vmimages.EvReady:
 				ready = true
 				r.ReadySeconds = ev.Uptime
-			case EvError:
+			case vmimages.EvError:
 				return fail(vm.BootError("nested guest", errors.New(ev.Msg)))
 			}
 		}

@@ -92,13 +92,13 @@ func (s *Server) Serve(ctx context.Context, rw io.ReadWriter, sendReady bool) er
 	s.last = handled{}
 	var wmu sync.Mutex
 	send := func(ev vmimages.Event) error {
-		b, err := json.Marshal(ev)
+		b, err := vmimages.EncodeEvent(ev)
 		if err != nil {
 			return err
 		}
 		wmu.Lock()
 		defer wmu.Unlock()
-		_, err = rw.Write(append(b, '\n'))
+		_, err = rw.Write(b)
 		return err
 	}
 	if sendReady {

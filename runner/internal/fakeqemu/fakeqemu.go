@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Step is one console line, written After the previous one; PowerOff
@@ -257,12 +258,14 @@ func (p *Proc) Stop(sig syscall.Signal, _ time.Duration) error {
 	return p.Wait()
 }
 
-// LabEvent is a lab /init protocol line (runner/labvm's EventPrefix + JSON).
-func LabEvent(ev string, extra string) string {
-	if extra != "" {
-		extra = "," + extra
+// LabEvent is the console line lab init prints for ev
+// (vmimages.EncodeConsoleEvent, without its newlines).
+func LabEvent(ev vmimages.Event) string {
+	b, err := vmimages.EncodeConsoleEvent(ev)
+	if err != nil {
+		panic(err) // a test's event that JSON cannot hold (a NaN uptime)
 	}
-	return fmt.Sprintf(`VNBLAB {"ev":%q%s}`, ev, extra)
+	return strings.TrimSpace(string(b))
 }
 
 // Kernel writes a fake bzImage (a setup header with version string
