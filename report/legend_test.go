@@ -38,3 +38,33 @@ func TestRealTablesExplainTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// A perf stat table says over which interval its counts ran and that a
+// target's threads are added up: a 4-thread kpktgend's task-clock of
+// 10.3 s in a 3 s run reads as nonsense without it (the lab run's
+// multiqueue cell), and its notes once said only "1 run".
+func TestRealPerfStatTablesSayTheirInterval(t *testing.T) {
+	n := 0
+	for _, dir := range realRuns(t) {
+		set, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Build(set, Options{By: "kernel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tab := range r.Tables {
+			if tab.Kind != KindPerfStat {
+				continue
+			}
+			n++
+			if notes := strings.Join(tab.Notes, "\n"); !strings.Contains(notes, "each count = perf stat over the measurement window") {
+				t.Errorf("%s: %s: notes without the interval:\n%s", dir, tab.Context, notes)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no perf stat tables in the real runs")
+	}
+}

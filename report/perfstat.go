@@ -27,6 +27,13 @@ type perfRow struct {
 	target, event string
 }
 
+// perfStatNote says what a perf stat table's counts cover: perf stat
+// runs until the end of the measurement window on a target's threads
+// (-t) or process (-p) and counts them together; it starts with the
+// window, or for a generator's threads once they exist (runner
+// startPerf).
+const perfStatNote = "each count = perf stat over the measurement window (a generator's threads from when they start), all of the target's threads added up"
+
 // perfStatKind builds the tables of KindPerfStat: perf stat's counters of
 // each cell, by target and event.
 type perfStatKind struct{ *builder }
@@ -92,7 +99,7 @@ func (b perfStatKind) perfStatTables() {
 		if len(b.r.Columns) > 1 {
 			note += fmt.Sprintf("; change vs %s: %s", b.r.Base, changeLegend)
 		}
-		t.Notes = append(t.Notes, note)
+		t.Notes = append(t.Notes, note, perfStatNote)
 		if multiplexed {
 			t.Notes = append(t.Notes, "(NN%) = the share of the time the counter ran, the least over the runs, where below 100%: the events were multiplexed on the PMU and perf scaled the count up")
 		}

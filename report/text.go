@@ -115,14 +115,17 @@ func referencedNotes(t *Table) map[int]bool {
 	return refs
 }
 
-// onceNotes remembers the report-wide notes (the emulation legend) that a
-// text or markdown report prints only once.
+// onceNotes remembers the report-wide notes (the emulation and nesting
+// legends, what a perf stat count covers) that a text or markdown report
+// prints only once.
 type onceNotes map[string]bool
 
 // seen reports whether n is a report-wide note already printed, and
 // remembers it.
 func (o onceNotes) seen(n string) bool {
-	if n != emulatedNote && n != allEmulatedNote && n != nestedNote && n != allNestedNote && n != mixedNestingNote {
+	switch n {
+	case emulatedNote, allEmulatedNote, nestedNote, allNestedNote, mixedNestingNote, perfStatNote:
+	default:
 		return false
 	}
 	if o[n] {
