@@ -208,7 +208,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 }
 
 // WriteJSON writes the whole model as indented JSON. Infinite confidence
-// bounds are written as null.
+// bounds are written as 0, with ci_finite false (safeStats).
 func WriteJSON(w io.Writer, r *Report) error {
 	b, err := json.MarshalIndent(jsonSafe(r), "", "  ")
 	if err != nil {
