@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
@@ -106,11 +107,13 @@ func writeOutput(path string, data []byte, stdout io.Writer) error {
 }
 
 // writeUnder writes the file name of the directory dir whole, through
-// safefs: no link at name or on its way is followed.
+// safefs: no link at name or on its way is followed. A directory it
+// cannot open is the user's path, bad input (exit 2): exit 1 is a
+// measured failure or, from compare, a regression.
 func writeUnder(dir, name string, data []byte) error {
 	d, err := safefs.Open(dir)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		return fault.Input("write %s: %w; write to a directory that exists and you may write to", filepath.Join(dir, name), err)
 	}
 	defer d.Close()
 	return d.WriteFile(name, data, 0o644)

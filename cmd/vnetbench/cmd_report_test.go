@@ -150,7 +150,16 @@ func TestCompareCLI(t *testing.T) {
 }
 
 func TestCompareCLIBadInput(t *testing.T) {
+	// An output path in a directory that does not exist is bad input
+	// too: compare's exit 1 means a regression, and a CI recipe failed
+	// with "regression" on an undecided comparison whose --junit file
+	// could not be written.
+	missing := filepath.Join(t.TempDir(), "missing")
 	for _, args := range [][]string{
+		{"compare", runs + "stock", runs + "patched", "--junit", filepath.Join(missing, "gates.xml")},
+		{"compare", runs + "few-a", runs + "few-b", "--fail-on", "lost_pps>+0%", "--junit", filepath.Join(missing, "gates.xml")},
+		{"report", runs + "stock", "-o", filepath.Join(missing, "r.csv")},
+		{"history", runs + "stock", "-o", filepath.Join(missing, "h.json")},
 		{"compare", runs + "stock"},
 		{"compare", runs + "stock", runs + "nope"},
 		{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<<3"},
