@@ -274,3 +274,34 @@ func TestCompareCLIJSON(t *testing.T) {
 		t.Errorf("csv: stdout %q..., stderr %q", out.String()[:min(40, out.Len())], errb.String())
 	}
 }
+
+// A mistyped flag is one line that names it and the flag meant, exit 2;
+// it once printed the flag package's line, the whole usage (25 lines for
+// compare) and the error again. -h still prints the usage.
+func TestTypoFlagIsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "--fial-on", "x", runs + "stock", runs + "patched"}, "--fail-on"},
+		{[]string{"report", runs + "stock", "--fromat", "csv"}, "--format"},
+		{[]string{"history", "--dbb", "x.db"}, "--db"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), tc.args, &out, &errb)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", tc.args, code, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "did you mean "+tc.want) {
+			t.Errorf("%v: %q, want one line naming %s", tc.args, msg, tc.want)
+		}
+		if errb.Len() > 0 || out.Len() > 0 {
+			t.Errorf("%v: printed more than the error:\nstdout %q\nstderr %q", tc.args, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"compare", "-h"}, &out, &errb); exitCode(err) != exitOK || !strings.Contains(errb.String(), "usage: vnetbench compare") || !strings.Contains(errb.String(), "-fail-on") {
+		t.Errorf("compare -h: %v, stderr %q, want the usage", err, errb.String())
+	}
+}

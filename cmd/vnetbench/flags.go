@@ -13,15 +13,80 @@ import (
 )
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
-// prints its usage to w.
+// prints its usage to w (on -h, or when a command calls fs.Usage). The
+// flag package's own printing of a parse error and the usage after it is
+// silenced: parseFlags returns the error as one line.
 func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		io.WriteString(w, "usage: vnetbench "+name+" "+synopsis+"\n")
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
+}
+
+// parse is fs.Parse without the usage the flag package prints on every
+// parse error; -h prints it (errHelp).
+func parse(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return errHelp
+	case err != nil:
+		return usageErrorf("%s: %v%s", fs.Name(), err, didYouMean(fs, err))
+	}
+	return nil
+}
+
+// didYouMean is what follows an undefined flag's error: the defined flag
+// closest to it (at most 2 edits away) and where the flags are listed
+// ("; did you mean --fail-on? ('vnetbench compare -h' lists the flags)"),
+// or "" for another error.
+func didYouMean(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimPrefix(name, "-")
+	best, dist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(name, f.Name); d < dist {
+			best, dist = f.Name, d
+		}
+	})
+	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
+	if best == "" {
+		return "; " + list
+	}
+	return "; did you mean --" + best + "? (" + list + ")"
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // parseFlags parses args allowing flags before and after positional
@@ -31,11 +96,8 @@ func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
-			}
-			return nil, usageErrorf("%s: %v", fs.Name(), err)
+		if err := parse(fs, args); err != nil {
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
