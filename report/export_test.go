@@ -306,3 +306,40 @@ func BenchmarkExports(b *testing.B) {
 		})
 	}
 }
+
+// compare's JUnit cases give each median with its unit, as report's
+// JUnit does ("median 452631 pps"): the real lab run against itself once
+// read "base: median 2535.92" for tx_pps and "median 0.0561" for a
+// task-clock in seconds (and "1 runs per side").
+func TestJUnitDecisionsSayUnits(t *testing.T) {
+	set := loadSet(t, "lab-pktgen-tcg")
+	gates, _ := ParseGates("tx_pps<-3%,perf.task-clock@vhost>+0%")
+	res, err := CompareRuns(set, set, CompareOptions{Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJUnitDecisions(&buf, "compare", res.Decisions); err != nil {
+		t.Fatal(err)
+	}
+	var top junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	units := map[string]string{"tx_pps": "pps", "perf.task-clock@vhost": "s"}
+	seen := map[string]bool{}
+	for i, c := range top.Suites[0].Cases {
+		d := res.Decisions[i]
+		want := fmt.Sprintf("base: median %s %s", fmtNum(d.Delta.Base.Median), units[d.Gate.Metric])
+		if !strings.Contains(c.SystemOut, want) {
+			t.Errorf("%s %s: %q lacks %q", d.Cell, d.Gate.Metric, c.SystemOut, want)
+		}
+		if strings.Contains(c.SystemOut, "1 runs") { // 1 run per side, this run's n
+			t.Errorf("%s %s: %q", d.Cell, d.Gate.Metric, c.SystemOut)
+		}
+		seen[d.Gate.Metric] = true
+	}
+	if len(seen) != len(units) {
+		t.Fatalf("gated metrics %v, want %v", seen, units)
+	}
+}

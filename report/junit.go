@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
@@ -102,8 +104,12 @@ func decisionDetail(d *Decision) string {
 	case d.Undecided():
 		state = "UNKNOWN: the runs cannot decide yet"
 	}
-	fmt.Fprintf(&b, "base: median %s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), ciText(d.Delta.Base), d.Delta.Base.N)
-	fmt.Fprintf(&b, "new:  median %s%s (n=%d)\n", fmtNum(d.Delta.New.Median), ciText(d.Delta.New), d.Delta.New.N)
+	unit := ""
+	if m, ok := results.Lookup(metric.Key(d.Gate.Metric)); ok && m.Unit != "" {
+		unit = " " + m.Unit
+	}
+	fmt.Fprintf(&b, "base: median %s%s%s (n=%d)\n", fmtNum(d.Delta.Base.Median), unit, ciText(d.Delta.Base), d.Delta.Base.N)
+	fmt.Fprintf(&b, "new:  median %s%s%s (n=%d)\n", fmtNum(d.Delta.New.Median), unit, ciText(d.Delta.New), d.Delta.New.N)
 	fmt.Fprintf(&b, "change: %s, p=%.3g (%s)\nverdict: %s\n", units.Pct(d.Delta.Pct), d.Delta.P, levelText(&d.Delta), state)
 	return asciiOnly(b.String())
 }
@@ -113,7 +119,7 @@ func decisionDetail(d *Decision) string {
 func levelText(d *Delta) string {
 	v := &d.Verdict
 	if v.Look < 0 {
-		return fmt.Sprintf("%d runs per side: below the plan's first look at %d, no verdict", min(v.NBase, v.NNew), verdict.Default.FirstN())
+		return fmt.Sprintf("%s per side: below the plan's first look at %d, no verdict", runsText(min(v.NBase, v.NNew)), verdict.Default.FirstN())
 	}
 	return fmt.Sprintf("DIFFERENT at p <= %.3g, the level of the look at %d runs per side", d.Alpha, verdict.Default.Looks[v.Look])
 }
