@@ -181,3 +181,50 @@ func TestBenchfmtKeepsDropZeros(t *testing.T) {
 		})
 	}
 }
+
+// --metric restricts benchfmt as it does CSV and JSON: report
+// --format benchfmt --metric tx_pps of the real lab run once wrote all
+// 43 metrics of every sample.
+func TestBenchfmtHonoursMetric(t *testing.T) {
+	set, err := results.Load(run("lab-pktgen-tcg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{Metrics: []string{"tx_pps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Render(&b, set, r, "benchfmt", ASCII); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "m.bench")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range back.Samples {
+		for k := range s.Metrics {
+			if k != "tx_pps" {
+				t.Fatalf("%s %s: metric %s in a benchfmt of --metric tx_pps", s.Kernel, s.Cell, k)
+			}
+			n++
+		}
+	}
+	if n != countValues(r) {
+		t.Errorf("%d tx_pps values read back, want %d", n, countValues(r))
+	}
+}
+
+// countValues is the number of runs behind r's summaries.
+func countValues(r *Report) int {
+	n := 0
+	for _, s := range r.Summaries {
+		n += s.Stats.N
+	}
+	return n
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -328,7 +329,7 @@ func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error
 	case "json":
 		return WriteJSON(w, r)
 	case "benchfmt":
-		return results.WriteBenchfmt(w, withDropZeros(set))
+		return results.WriteBenchfmt(w, reportedMetrics(withDropZeros(set), r))
 	case "html":
 		return WriteHTML(w, r)
 	case "junit":
@@ -339,6 +340,41 @@ func Render(w io.Writer, set *Runs, r *Report, format string, style Style) error
 		return WriteLAVA(w, r, failedCells(set))
 	}
 	return CheckFormat(format)
+}
+
+// reportedMetrics returns set with each sample's metrics cut to those r
+// summarizes (all of them unless Options.Metrics named some), so benchfmt
+// honours --metric as CSV and JSON do. The per-thread metrics derived
+// from a sample's Threads are kept as values of their own (Threads
+// dropped), so a thread metric not asked for is not derived again. A
+// sample left with no metric is left out (an n/a sample, which never had
+// any, stays). Set itself when r is nil.
+func reportedMetrics(set *results.Set, r *Report) *results.Set {
+	if r == nil {
+		return set
+	}
+	keep := map[metric.Key]bool{}
+	for _, s := range r.Summaries {
+		keep[metric.Key(s.Metric)] = true
+	}
+	keys := set.MetricKeys()
+	out := *set
+	out.Samples = nil
+	for _, s := range set.Samples {
+		had := len(s.Metrics) > 0
+		m := map[metric.Key]float64{}
+		for _, k := range keys {
+			if v, ok := s.Value(k); ok && keep[k] {
+				m[k] = v
+			}
+		}
+		if had && len(m) == 0 {
+			continue
+		}
+		s.Metrics, s.Threads = m, nil
+		out.Samples = append(out.Samples, s)
+	}
+	return &out
 }
 
 // failedCells lists the samples of set that failed to measure, by kernel.
