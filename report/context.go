@@ -301,8 +301,17 @@ func pinText(s *results.Sample) []string {
 }
 
 // shortCPU trims vendor noise from a CPU model name:
-// "Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz" -> "Core i5-6300HQ".
+// "Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz" -> "Core i5-6300HQ". QEMU's
+// own models keep their "CPU" and lose their model version: "QEMU TCG CPU
+// version 2.5+" -> "QEMU TCG CPU", not "QEMU TCG version 2.5+", which
+// reads as a QEMU version.
 func shortCPU(m string) string {
+	if strings.HasPrefix(m, "QEMU ") {
+		if i := strings.Index(m, " version "); i >= 0 {
+			m = m[:i]
+		}
+		return strings.Join(strings.Fields(m), " ")
+	}
 	m = strings.NewReplacer("(R)", "", "(TM)", "", "(tm)", "").Replace(m)
 	m = strings.NewReplacer("Intel ", "", " CPU", "", " Processor", "").Replace(m)
 	if i := strings.Index(m, " @ "); i >= 0 {

@@ -68,3 +68,29 @@ func TestRealPerfStatTablesSayTheirInterval(t *testing.T) {
 		t.Fatal("no perf stat tables in the real runs")
 	}
 }
+
+// A lab VM's CPU is QEMU's model "QEMU TCG CPU version 2.5+" (its CPU
+// model's version; the lab ran QEMU 7.2): the table headers and the
+// environment once shortened it to "QEMU TCG version 2.5+", which reads
+// as a QEMU version, and gave QEMU's own version bare ("7.2.22 (Debian
+// ...)").
+func TestQEMUCPUModelNotAVersion(t *testing.T) {
+	set, err := results.Load(run("lab-pktgen-tcg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderSet(t, set, Options{})
+	env := strings.Join(envLines(got.r), "\n") // unwrapped
+	if strings.Contains(got.text, "QEMU TCG version") || !strings.Contains(got.text, "QEMU TCG CPU") || !strings.Contains(env, ", QEMU 7.2.22 (Debian") {
+		t.Errorf("CPU model shortened to a QEMU version:\n%.1500s", got.text)
+	}
+	for in, want := range map[string]string{
+		"QEMU TCG CPU version 2.5+":                 "QEMU TCG CPU",
+		"QEMU Virtual CPU version 2.5+":             "QEMU Virtual CPU",
+		"Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz": "Core i5-6300HQ",
+	} {
+		if got := shortCPU(in); got != want {
+			t.Errorf("shortCPU(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

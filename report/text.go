@@ -191,7 +191,9 @@ func envLines(r *Report) []string {
 			p = append(p, "SMT "+e.SMT)
 		}
 		if e.QEMUVersion != "" {
-			p = append(p, strings.TrimPrefix(e.QEMUVersion, "QEMU emulator version "))
+			// "QEMU 7.2.22 (Debian ...)": a bare version beside the
+			// CPU model read as the model's.
+			p = append(p, "QEMU "+strings.TrimPrefix(e.QEMUVersion, "QEMU emulator version "))
 		}
 		out = append(out, c+": "+strings.Join(p, ", "))
 	}
