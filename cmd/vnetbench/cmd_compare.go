@@ -10,6 +10,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -79,6 +80,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	warnAllowMissing(stderr, allowMissing, res.Decisions)
 	var buf bytes.Buffer
 	if err := writeComparison(&buf, stderr, res, *format, st, pos[0], pos[1]); err != nil {
 		return err
@@ -142,4 +144,20 @@ func loadSide(which, path string) (*results.Set, error) {
 		return set, err
 	}
 	return nil, &fault.InputError{Msg: fmt.Sprintf("compare: cannot read %s %s; pass a readable run directory or benchfmt file", which, path), Err: err}
+}
+
+// warnAllowMissing warns of each --allow-missing name that is neither a
+// gated metric nor a gated cell: it lets nothing through (a typo, or a
+// cell named without its axes), and a gate failing closed on MISSING
+// would not say why.
+func warnAllowMissing(stderr io.Writer, names []string, decisions []report.Decision) {
+	known := map[string]bool{}
+	for _, d := range decisions {
+		known[d.Gate.Metric], known[d.Cell] = true, true
+	}
+	for _, n := range names {
+		if !known[n] {
+			fmt.Fprintf(stderr, "vnetbench: warning: --allow-missing %s names no gated metric or cell of these runs (the gate lines name them); it lets nothing through\n", textsafe.OneLine(n))
+		}
+	}
 }

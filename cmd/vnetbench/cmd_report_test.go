@@ -305,3 +305,22 @@ func TestTypoFlagIsOneLine(t *testing.T) {
 		t.Errorf("compare -h: %v, stderr %q, want the usage", err, errb.String())
 	}
 }
+
+// An --allow-missing name that is no gated metric and no gated cell lets
+// nothing through, and said nothing: a CI job's "tap/trafgen" for the
+// cell tap/trafgen/pfifo_fast still failed on MISSING with no word why.
+// It is now a warning on stderr naming it.
+func TestAllowMissingNamesNothingWarns(t *testing.T) {
+	q := real + "quickstart-tcg"
+	for _, tc := range []struct {
+		name string
+		warn bool
+	}{{"tap/trafgen", true}, {"tx_ppz", true}, {"tap/trafgen/pfifo_fast", false}, {"throughput_bps", false}} {
+		var out, errb bytes.Buffer
+		run(t.Context(), []string{"compare", q, q, "--allow-missing", tc.name}, &out, &errb)
+		want := "warning: --allow-missing " + tc.name + " names"
+		if got := strings.Contains(errb.String(), want); got != tc.warn {
+			t.Errorf("--allow-missing %s: warned %v, want %v:\n%s", tc.name, got, tc.warn, errb.String())
+		}
+	}
+}
