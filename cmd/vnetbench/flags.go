@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/runner"
 )
@@ -46,47 +47,21 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // didYouMean is what follows an undefined flag's error: the defined flag
-// closest to it (at most 2 edits away) and where the flags are listed
-// ("; did you mean --fail-on? ('vnetbench compare -h' lists the flags)"),
-// or "" for another error.
+// closest to it (schema.DidYouMean: at most 2 edits away) and where the
+// flags are listed ("; did you mean --fail-on? ('vnetbench compare -h'
+// lists the flags)"), or "" for another error.
 func didYouMean(fs *flag.FlagSet, err error) string {
 	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !ok {
 		return ""
 	}
-	name = strings.TrimPrefix(name, "-")
-	best, dist := "", 3
-	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < dist {
-			best, dist = f.Name, d
-		}
-	})
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
 	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
-	if best == "" {
-		return "; " + list
+	if mean := schema.DidYouMean("--"+strings.TrimPrefix(name, "-"), names); mean != "" {
+		return mean + " (" + list + ")"
 	}
-	return "; did you mean --" + best + "? (" + list + ")"
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return "; " + list
 }
 
 // parseFlags parses args allowing flags before and after positional
