@@ -40,6 +40,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err := alpha.check("compare"); err != nil {
 		return err
 	}
+	if err := checkSymbolCounts(fs, "profile-top"); err != nil {
+		return err
+	}
 	if len(pos) != 2 {
 		fs.Usage()
 		return usageErrorf("compare: want BASE and NEW (run directories or benchfmt files), got %d arguments", len(pos))

@@ -51,6 +51,9 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err := alpha.check("report"); err != nil {
 		return err
 	}
+	if err := checkSymbolCounts(fs, "top", "profile-top"); err != nil {
+		return err
+	}
 	if len(paths) == 0 {
 		fs.Usage()
 		return usageErrorf("report: no run directories given; e.g. vnetbench report runs/stock runs/patched")

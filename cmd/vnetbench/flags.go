@@ -167,3 +167,17 @@ func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 	})
 	return &f
 }
+
+// checkSymbolCounts returns the bad-input error of the first of fs's int
+// flags named whose value is below 1. They count the symbols a table
+// shows, and package report takes 0 or less as its default: such a value
+// would be dropped in silence.
+func checkSymbolCounts(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if n := f.Value.(flag.Getter).Get().(int); n < 1 {
+			return usageErrorf("%s: --%s %d: want a number of symbols, 1 or more (default %s)", fs.Name(), name, n, f.DefValue)
+		}
+	}
+	return nil
+}
