@@ -35,7 +35,8 @@ func (g Gate) String() string { return fmt.Sprintf("%s%c%+g%%", g.Metric, g.Op, 
 var gateRE = regexp.MustCompile(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%\s*$`)
 
 // ParseGates parses a --fail-on list such as "tx_pps<-3%,lost_pps>+0%".
-// Errors are bad input (fault.ErrInput).
+// Errors are bad input (fault.ErrInput), a list that names no gate ("",
+// blank) too: it never means the default gates.
 func ParseGates(s string) ([]Gate, error) {
 	var out []Gate
 	for _, part := range strings.Split(s, ",") {
@@ -50,7 +51,7 @@ func ParseGates(s string) ([]Gate, error) {
 		out = append(out, Gate{Metric: m[1], Op: m[2][0], Threshold: th})
 	}
 	if len(out) == 0 {
-		return nil, fault.Input("--fail-on %q names no gate; e.g. 'tx_pps<-3%%'", s)
+		return nil, fault.Input("--fail-on %q names no gate; name a gate such as 'tx_pps<-3%%', or leave --fail-on out for the default gates", s)
 	}
 	return out, nil
 }

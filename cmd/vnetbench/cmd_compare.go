@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -61,8 +60,8 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return usageErrorf("compare: --min-effect: %v", err)
 	}
-	var gates []report.Gate
-	if strings.TrimSpace(*failOn) != "" {
+	var gates []report.Gate   // nil: the default gates
+	if given(fs, "fail-on") { // even empty: an unset CI variable is no request for the default gates
 		if gates, err = report.ParseGates(*failOn); err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -109,10 +108,12 @@ type untilFlags struct {
 	minEffect *string
 	failOn    *string
 	noiseFrom *string
+	fs        *flag.FlagSet // to tell an empty --fail-on from none
 }
 
 func addUntilFlags(fs *flag.FlagSet) untilFlags {
 	return untilFlags{
+		fs:        fs,
 		on:        fs.Bool("until-decided", false, "repeat the cells in interleaved rounds until every gated metric of every kernel against the first is SAME or DIFFERENT, or a budget runs out (docs/compare.md); exit 3 when some stay UNKNOWN"),
 		maxReps:   fs.Int("max-repetitions", verdict.Default.MaxN(), "with --until-decided: budget of repetitions per cell"),
 		maxTime:   fs.Duration("time-budget", 0, "with --until-decided: budget of wall time; no new round starts after it (default: none)"),
@@ -132,7 +133,7 @@ func (f untilFlags) value(ctx context.Context, stderr io.Writer) (session.Until,
 	if u.MinEffect, err = report.ParseMinEffect(*f.minEffect); err != nil {
 		return u, usageErrorf("run: --min-effect: %v", err)
 	}
-	if strings.TrimSpace(*f.failOn) != "" {
+	if given(f.fs, "fail-on") {
 		u.Gates, err = report.ParseGates(*f.failOn)
 	}
 	return u, err

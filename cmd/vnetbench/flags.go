@@ -181,3 +181,11 @@ func checkSymbolCounts(fs *flag.FlagSet, names ...string) error {
 	}
 	return nil
 }
+
+// given reports whether fs's flag name was on the command line (an empty
+// value counts).
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
