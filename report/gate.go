@@ -309,14 +309,41 @@ func defaultGates(named, keys []metric.Key) []Gate {
 		if !defaultGated(k) && !slices.Contains(named, k) {
 			continue
 		}
-		switch results.Describe(k).Better {
-		case metric.HigherIsBetter:
-			gates = append(gates, Gate{string(k), '<', 0})
-		case metric.LowerIsBetter:
-			gates = append(gates, Gate{string(k), '>', 0})
+		if op := badOp(k); op != 0 {
+			gates = append(gates, Gate{string(k), op, 0})
 		}
 	}
 	return gates
+}
+
+// badOp is the gate operator of key's bad direction: '<' when higher is
+// better, '>' when lower is, 0 for a neutral metric or one whose
+// direction is unknown.
+func badOp(key metric.Key) byte {
+	switch results.Describe(key).Better {
+	case metric.HigherIsBetter:
+		return '<'
+	case metric.LowerIsBetter:
+		return '>'
+	}
+	return 0
+}
+
+// Backwards reports whether g trips in its metric's better direction
+// (tx_pps>-3% trips on a rise of tx_pps, which is higher-is-better: an
+// improvement) and returns the gate it probably meant: the bad direction,
+// the threshold's size (tx_pps<-3%). A neutral metric, or one whose
+// direction is unknown, is never backwards.
+func (g Gate) Backwards() (meant Gate, ok bool) {
+	op := badOp(metric.Key(g.Metric))
+	if op == 0 || op == g.Op {
+		return Gate{}, false
+	}
+	th := math.Abs(g.Threshold)
+	if op == '<' && th != 0 {
+		th = -th
+	}
+	return Gate{Metric: g.Metric, Op: op, Threshold: th}, true
 }
 
 // gatedMetrics returns the named metrics plus those of the gates, or nil

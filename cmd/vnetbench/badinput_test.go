@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,57 @@ func TestRunEmptyFailOnIsBadInput(t *testing.T) {
 	u, err := f.value(t.Context(), io.Discard)
 	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "leave --fail-on out") {
 		t.Errorf("run --until-decided --fail-on '': gates %v, err %v; want bad input", u.Gates, err)
+	}
+}
+
+// A gate in its metric's better direction (tx_pps>-3% on a higher-is-
+// better tx_pps) fails on a gain and calls it a regression. It still
+// does (the user asked for it), with one warning line that names the
+// gate, the better direction and the gate probably meant. A neutral
+// metric, or one whose direction is unknown, gets none.
+func TestBackwardsGateWarns(t *testing.T) {
+	dir := t.TempDir()
+	widgets := func(name string, v float64) string {
+		path := filepath.Join(dir, name)
+		var b strings.Builder
+		for i := range 3 {
+			fmt.Fprintf(&b, "BenchmarkVnetbench/backend=tap 1 %.0f widgets\n", v+float64(i))
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	q := real + "quickstart-tcg"
+	for _, tc := range []struct {
+		args []string
+		exit int
+		warn string // "" = none
+	}{
+		{[]string{"compare", runs + "few-b", runs + "few-a", "--fail-on", "tx_pps>-3%"}, 1,
+			"vnetbench: warning: --fail-on tx_pps>-3% fails when tx_pps rises, but higher tx_pps is better: an improvement is called a regression; for a drop write tx_pps<-3%\n"},
+		{[]string{"compare", runs + "few-a", runs + "few-b", "--fail-on", "lost_pps<+0%,tx_pps>+5%"}, 3,
+			"vnetbench: warning: --fail-on lost_pps<+0% fails when lost_pps falls, but lower lost_pps is better: an improvement is called a regression; for a rise write lost_pps>+0%\n" +
+				"vnetbench: warning: --fail-on tx_pps>+5% fails when tx_pps rises, but higher tx_pps is better: an improvement is called a regression; for a drop write tx_pps<-5%\n"},
+		{[]string{"compare", runs + "few-a", runs + "few-b", "--fail-on", "tx_pps<-3%,lost_pps>+0%"}, 1, ""},
+		{[]string{"compare", q, q, "--fail-on", "perf.page-faults<-1%"}, 3,
+			"vnetbench: warning: --fail-on perf.page-faults<-1% fails when perf.page-faults falls, but lower perf.page-faults is better: an improvement is called a regression; for a rise write perf.page-faults>+1%\n"},
+		{[]string{"compare", q, q, "--fail-on", "tx_packets>+0%,tx_packets<-1%"}, 3, ""},                           // neutral
+		{[]string{"compare", widgets("a.bench", 100), widgets("b.bench", 200), "--fail-on", "widgets<-1%"}, 0, ""}, // direction unknown
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), tc.args, &out, &errb)
+		if code := exitCode(err); code != tc.exit {
+			t.Errorf("%v: exit %d (%v), want %d", tc.args, code, err, tc.exit)
+		}
+		var warns strings.Builder
+		for _, l := range strings.SplitAfter(errb.String(), "\n") {
+			if strings.Contains(l, "--fail-on") {
+				warns.WriteString(l)
+			}
+		}
+		if warns.String() != tc.warn {
+			t.Errorf("%v: stderr warns\n%q\nwant\n%q", tc.args, warns.String(), tc.warn)
+		}
 	}
 }

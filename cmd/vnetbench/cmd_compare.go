@@ -66,6 +66,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 			return err
 		}
 	}
+	warnBackwardsGates(stderr, gates)
 	base, err := loadSide("BASE", pos[0])
 	if err != nil {
 		return err
@@ -161,5 +162,23 @@ func warnAllowMissing(stderr io.Writer, names []string, decisions []report.Decis
 		if !known[n] {
 			fmt.Fprintf(stderr, "vnetbench: warning: --allow-missing %s names no gated metric or cell of these runs (the gate lines name them); it lets nothing through\n", textsafe.OneLine(n))
 		}
+	}
+}
+
+// warnBackwardsGates warns of each gate that trips in its metric's better
+// direction: it calls an improvement a regression. The gate still
+// decides the exit code (it is what the user wrote); the warning names
+// the gate probably meant.
+func warnBackwardsGates(stderr io.Writer, gates []report.Gate) {
+	for _, g := range gates {
+		meant, ok := g.Backwards()
+		if !ok {
+			continue
+		}
+		moves, better, want := "rises", "higher", "drop"
+		if g.Op == '<' {
+			moves, better, want = "falls", "lower", "rise"
+		}
+		fmt.Fprintf(stderr, "vnetbench: warning: --fail-on %s fails when %s %s, but %s %s is better: an improvement is called a regression; for a %s write %s\n", g, g.Metric, moves, better, g.Metric, want, meant)
 	}
 }
