@@ -235,14 +235,7 @@ func TestJUnitDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJUnitDecisions(&buf, "compare", res.Decisions); err != nil {
-		t.Fatal(err)
-	}
-	var top junitSuites
-	if err := xml.Unmarshal(buf.Bytes(), &top); err != nil {
-		t.Fatalf("junit does not parse: %v\n%s", err, buf.String())
-	}
+	top, _ := junitOfDecisions(t, res.Decisions)
 	if len(top.Suites) != 1 || top.Tests != len(res.Decisions) || top.Failures != 8 || top.Suites[0].Failures != 8 {
 		t.Fatalf("junit counts: %d tests, %d failures; %d decisions", top.Tests, top.Failures, len(res.Decisions))
 	}
@@ -258,12 +251,24 @@ func TestJUnitDecisions(t *testing.T) {
 	}
 	// Too few samples to decide: skipped as UNKNOWN, with the reason.
 	res, _ = CompareRuns(firstRuns(loadSet(t, "few-a"), 2), firstRuns(loadSet(t, "few-b"), 2), CompareOptions{Gates: gates})
-	buf.Reset()
-	WriteJUnitDecisions(&buf, "compare", res.Decisions)
-	xml.Unmarshal(buf.Bytes(), &top)
-	if top.Skipped == 0 || top.Failures != 0 || !strings.Contains(buf.String(), "UNKNOWN") {
-		t.Errorf("few samples: %s", buf.String())
+	top, out := junitOfDecisions(t, res.Decisions)
+	if top.Skipped == 0 || top.Failures != 0 || !strings.Contains(out, "UNKNOWN") {
+		t.Errorf("few samples: %s", out)
 	}
+}
+
+// junitOfDecisions is compare's JUnit of ds, parsed, and its text.
+func junitOfDecisions(t *testing.T, ds []Decision) (junitSuites, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteJUnitDecisions(&buf, "compare", ds); err != nil {
+		t.Fatal(err)
+	}
+	var top junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &top); err != nil {
+		t.Fatalf("junit does not parse: %v\n%s", err, buf.String())
+	}
+	return top, buf.String()
 }
 
 // report --format junit: a passing case per cell and metric, a failure
@@ -318,14 +323,7 @@ func TestJUnitDecisionsSayUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJUnitDecisions(&buf, "compare", res.Decisions); err != nil {
-		t.Fatal(err)
-	}
-	var top junitSuites
-	if err := xml.Unmarshal(buf.Bytes(), &top); err != nil {
-		t.Fatal(err)
-	}
+	top, _ := junitOfDecisions(t, res.Decisions)
 	units := map[string]string{"tx_pps": "pps", "perf.task-clock@vhost": "s"}
 	seen := map[string]bool{}
 	for i, c := range top.Suites[0].Cases {

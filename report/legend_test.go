@@ -12,19 +12,8 @@ import (
 // Retransmits with no word on whose count, over which interval, or that
 // Retransmits is a count per run while the row above it is a rate.
 func TestRealTablesExplainTheirRows(t *testing.T) {
-	for _, dir := range realRuns(t) {
-		set, err := results.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Build(set, Options{By: "kernel"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tab := range r.Tables {
-			if tab.Kind != KindThread {
-				continue
-			}
+	for dir, tabs := range realTables(t, KindThread) {
+		for _, tab := range tabs {
 			notes := strings.Join(tab.Notes, "\n")
 			for _, row := range tab.Rows {
 				label := row.Labels[len(row.Labels)-1]
@@ -45,19 +34,8 @@ func TestRealTablesExplainTheirRows(t *testing.T) {
 // multiqueue cell), and its notes once said only "1 run".
 func TestRealPerfStatTablesSayTheirInterval(t *testing.T) {
 	n := 0
-	for _, dir := range realRuns(t) {
-		set, err := results.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Build(set, Options{By: "kernel"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tab := range r.Tables {
-			if tab.Kind != KindPerfStat {
-				continue
-			}
+	for dir, tabs := range realTables(t, KindPerfStat) {
+		for _, tab := range tabs {
 			n++
 			if notes := strings.Join(tab.Notes, "\n"); !strings.Contains(notes, "each count = perf stat over the measurement window") {
 				t.Errorf("%s: %s: notes without the interval:\n%s", dir, tab.Context, notes)
@@ -93,4 +71,27 @@ func TestQEMUCPUModelNotAVersion(t *testing.T) {
 			t.Errorf("shortCPU(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// realTables returns the tables of kind in each real run's report (by
+// kernel), by run directory.
+func realTables(t *testing.T, kind string) map[string][]*Table {
+	t.Helper()
+	out := map[string][]*Table{}
+	for _, dir := range realRuns(t) {
+		set, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Build(set, Options{By: "kernel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tab := range r.Tables {
+			if tab.Kind == kind {
+				out[dir] = append(out[dir], tab)
+			}
+		}
+	}
+	return out
 }
