@@ -2,8 +2,10 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
+	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -83,4 +85,46 @@ func min2(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// BisectOutcome judges a bisection candidate from p's decisions: bad when any cell
+// tripped the gate, skipped when any is UNKNOWN, else good. The evidence
+// (verdict and change) is the decision that judged it: the tripped one,
+// else the UNKNOWN one, else one DIFFERENT the other way, else SAME; of
+// several, the largest change.
+func (p *Progress) BisectOutcome() bisect.Outcome {
+	rank := func(d *Decision) int {
+		switch {
+		case d.Tripped:
+			return 3
+		case d.Undecided(), d.Verdict == verdict.Missing:
+			return 2
+		case d.Verdict == verdict.Different:
+			return 1
+		}
+		return 0
+	}
+	o := bisect.Outcome{Verdict: verdict.Same}
+	var ev *Decision
+	for i := range p.Decisions {
+		d := &p.Decisions[i]
+		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
+		if ev == nil || rank(d) > rank(ev) || rank(d) == rank(ev) && math.Abs(d.Delta.Pct) > math.Abs(ev.Delta.Pct) {
+			ev = d
+		}
+	}
+	if ev == nil {
+		return o
+	}
+	o.Verdict, o.Pct = ev.Verdict, ev.Delta.Pct
+	switch rank(ev) {
+	case 3:
+		o.Bad = true
+	case 2:
+		o.Skip, o.Why = true, "UNKNOWN within the budget"
+		if ev.Verdict == verdict.Missing {
+			o.Why = "MISSING: " + ev.Missing
+		}
+	}
+	return o
 }

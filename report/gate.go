@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
@@ -344,6 +345,38 @@ func (g Gate) Backwards() (meant Gate, ok bool) {
 		th = -th
 	}
 	return Gate{Metric: g.Metric, Op: op, Threshold: th}, true
+}
+
+// GateWarnings are the warnings of the gates as written, for stderr: each
+// gate that trips in its metric's better direction (it calls an
+// improvement a regression; it still decides, as the user wrote it,
+// and the warning names the gate probably meant), then each allowMissing
+// name that is neither a gated metric nor a gated cell of decisions (it
+// lets nothing through, and a gate failing closed on MISSING would not
+// say why).
+func GateWarnings(gates []Gate, allowMissing []string, decisions []Decision) []string {
+	var w []string
+	for _, g := range gates {
+		meant, ok := g.Backwards()
+		if !ok {
+			continue
+		}
+		moves, better, want := "rises", "higher", "drop"
+		if g.Op == '<' {
+			moves, better, want = "falls", "lower", "rise"
+		}
+		w = append(w, fmt.Sprintf("--fail-on %s fails when %s %s, but %s %s is better: an improvement is called a regression; for a %s write %s", g, g.Metric, moves, better, g.Metric, want, meant))
+	}
+	known := map[string]bool{}
+	for _, d := range decisions {
+		known[d.Gate.Metric], known[d.Cell] = true, true
+	}
+	for _, n := range allowMissing {
+		if !known[n] {
+			w = append(w, fmt.Sprintf("--allow-missing %s names no gated metric or cell of these runs (the gate lines name them); it lets nothing through", textsafe.OneLine(n)))
+		}
+	}
+	return w
 }
 
 // gatedMetrics returns the named metrics plus those of the gates, or nil

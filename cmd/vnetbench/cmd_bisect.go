@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,7 +151,7 @@ func (cl *cli) judgeCommit(ctx context.Context, o *bisectOpts, commit string, st
 		// would come out as the culprit.
 		return bisect.Outcome{}, usageErrorf("bisect: the runs of %s have no %s in any cell; name a metric the scenario measures (vnetbench report %s shows them)", short(commit), o.metric, dir)
 	}
-	return outcomeOf(p), nil
+	return p.BisectOutcome(), nil
 }
 
 // stepError sorts a step's failed run: the candidate not building, or its
@@ -183,48 +182,6 @@ func candidateLabFailed(err error) bool {
 		}
 	}
 	return false
-}
-
-// outcomeOf judges from the decisions of one candidate: bad when any cell
-// tripped the gate, skipped when any is UNKNOWN, else good. The evidence
-// (verdict and change) is the decision that judged it: the tripped one,
-// else the UNKNOWN one, else one DIFFERENT the other way, else SAME; of
-// several, the largest change.
-func outcomeOf(p *report.Progress) bisect.Outcome {
-	rank := func(d *report.Decision) int {
-		switch {
-		case d.Tripped:
-			return 3
-		case d.Undecided(), d.Verdict == verdict.Missing:
-			return 2
-		case d.Verdict == verdict.Different:
-			return 1
-		}
-		return 0
-	}
-	o := bisect.Outcome{Verdict: verdict.Same}
-	var ev *report.Decision
-	for i := range p.Decisions {
-		d := &p.Decisions[i]
-		o.Reps = max(o.Reps, min(d.Delta.Verdict.NBase, d.Delta.Verdict.NNew))
-		if ev == nil || rank(d) > rank(ev) || rank(d) == rank(ev) && math.Abs(d.Delta.Pct) > math.Abs(ev.Delta.Pct) {
-			ev = d
-		}
-	}
-	if ev == nil {
-		return o
-	}
-	o.Verdict, o.Pct = ev.Verdict, ev.Delta.Pct
-	switch rank(ev) {
-	case 3:
-		o.Bad = true
-	case 2:
-		o.Skip, o.Why = true, "UNKNOWN within the budget"
-		if ev.Verdict == verdict.Missing {
-			o.Why = "MISSING: " + ev.Missing
-		}
-	}
-	return o
 }
 
 // stepExit is bisect-step's exit code for git bisect run: 0 good, 1 bad,

@@ -15,7 +15,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/verdict"
-	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/lab"
@@ -168,35 +167,6 @@ func TestBisectStepError(t *testing.T) {
 		err := stepError(fmt.Errorf("run: %w", tc.err))
 		if got := errors.Is(err, bisect.ErrBuild); got != tc.skip {
 			t.Errorf("%T: skip %v, want %v", tc.err, got, tc.skip)
-		}
-	}
-}
-
-// The evidence of a step is the decision that judged it, with its change:
-// a good step's SAME shows its change too (not +0.00%), a DIFFERENT the
-// other way is shown as DIFFERENT, and an UNKNOWN cell skips unless
-// another cell tripped.
-func TestBisectOutcomeOf(t *testing.T) {
-	dec := func(v verdict.Verdict, pct float64, tripped bool, n int) report.Decision {
-		d := report.Decision{Verdict: v, Tripped: tripped}
-		d.Delta.Pct, d.Delta.Verdict.Verdict, d.Delta.Verdict.NBase, d.Delta.Verdict.NNew = pct, v, n, n
-		return d
-	}
-	for _, tc := range []struct {
-		name string
-		ds   []report.Decision
-		want bisect.Outcome
-	}{
-		{"same", []report.Decision{dec(verdict.Same, 15.9, false, 10)}, bisect.Outcome{Verdict: verdict.Same, Pct: 15.9, Reps: 10}},
-		{"the other way", []report.Decision{dec(verdict.Same, 1, false, 10), dec(verdict.Different, 30, false, 14)},
-			bisect.Outcome{Verdict: verdict.Different, Pct: 30, Reps: 14}},
-		{"tripped over unknown", []report.Decision{dec(verdict.Unknown, -5, false, 18), dec(verdict.Different, -100, true, 10)},
-			bisect.Outcome{Verdict: verdict.Different, Pct: -100, Reps: 18, Bad: true}},
-		{"unknown", []report.Decision{dec(verdict.Same, 2, false, 24), dec(verdict.Unknown, -7, false, 24)},
-			bisect.Outcome{Verdict: verdict.Unknown, Pct: -7, Reps: 24, Skip: true, Why: "UNKNOWN within the budget"}},
-	} {
-		if got := outcomeOf(&report.Progress{Decisions: tc.ds}); got != tc.want {
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

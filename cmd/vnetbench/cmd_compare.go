@@ -9,7 +9,6 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
-	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/report"
 )
 
@@ -66,7 +65,6 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 			return err
 		}
 	}
-	warnBackwardsGates(stderr, gates)
 	base, err := loadSide("BASE", pos[0])
 	if err != nil {
 		return err
@@ -83,7 +81,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	warnAllowMissing(stderr, allowMissing, res.Decisions)
+	for _, w := range report.GateWarnings(gates, allowMissing, res.Decisions) {
+		fmt.Fprintln(stderr, "vnetbench: warning: "+w)
+	}
 	var buf bytes.Buffer
 	if err := writeComparison(&buf, stderr, res, *format, st, pos[0], pos[1]); err != nil {
 		return err
@@ -147,38 +147,4 @@ func loadSide(which, path string) (*results.Set, error) {
 		return set, err
 	}
 	return nil, &fault.InputError{Msg: fmt.Sprintf("compare: cannot read %s %s; pass a readable run directory or benchfmt file", which, path), Err: err}
-}
-
-// warnAllowMissing warns of each --allow-missing name that is neither a
-// gated metric nor a gated cell: it lets nothing through (a typo, or a
-// cell named without its axes), and a gate failing closed on MISSING
-// would not say why.
-func warnAllowMissing(stderr io.Writer, names []string, decisions []report.Decision) {
-	known := map[string]bool{}
-	for _, d := range decisions {
-		known[d.Gate.Metric], known[d.Cell] = true, true
-	}
-	for _, n := range names {
-		if !known[n] {
-			fmt.Fprintf(stderr, "vnetbench: warning: --allow-missing %s names no gated metric or cell of these runs (the gate lines name them); it lets nothing through\n", textsafe.OneLine(n))
-		}
-	}
-}
-
-// warnBackwardsGates warns of each gate that trips in its metric's better
-// direction: it calls an improvement a regression. The gate still
-// decides the exit code (it is what the user wrote); the warning names
-// the gate probably meant.
-func warnBackwardsGates(stderr io.Writer, gates []report.Gate) {
-	for _, g := range gates {
-		meant, ok := g.Backwards()
-		if !ok {
-			continue
-		}
-		moves, better, want := "rises", "higher", "drop"
-		if g.Op == '<' {
-			moves, better, want = "falls", "lower", "rise"
-		}
-		fmt.Fprintf(stderr, "vnetbench: warning: --fail-on %s fails when %s %s, but %s %s is better: an improvement is called a regression; for a %s write %s\n", g, g.Metric, moves, better, g.Metric, want, meant)
-	}
 }

@@ -80,12 +80,9 @@ type historyOpts struct {
 // historyRun selects and orders series, finds their change points and
 // writes them out; the gate looks at the series shown.
 func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer) error {
-	all := series
-	series = slices.DeleteFunc(slices.Clone(series), func(s history.Series) bool {
-		return (len(o.metrics) > 0 && !slices.Contains(o.metrics, s.Metric)) || (len(o.cells) > 0 && !slices.Contains(o.cells, s.Cell))
-	})
-	if len(series) == 0 {
-		return noSeriesMatch(all, o)
+	series, why := history.Select(series, o.metrics, o.cells)
+	if why != "" {
+		return usageErrorf("history: %s", why)
 	}
 	for i := range series {
 		switch m := series[i].Metric; {
@@ -242,23 +239,4 @@ func cmdHistoryRebuild(ctx context.Context, cl *cli, args []string, stdout, stde
 	}
 	fmt.Fprintf(stdout, "rebuilt %s from %d runs\n", *db, n)
 	return nil
-}
-
-// noSeriesMatch is the bad input of a --metric or --cell that selects
-// nothing: the filter that matched nothing and what the history has
-// there (the cells of the metrics asked for).
-func noSeriesMatch(all []history.Series, o historyOpts) error {
-	var metrics, cells []string
-	for _, s := range all {
-		if !slices.Contains(metrics, s.Metric) {
-			metrics = append(metrics, s.Metric)
-		}
-		if (len(o.metrics) == 0 || slices.Contains(o.metrics, s.Metric)) && !slices.Contains(cells, s.Cell) {
-			cells = append(cells, s.Cell)
-		}
-	}
-	if len(o.metrics) > 0 && !slices.ContainsFunc(o.metrics, func(m string) bool { return slices.Contains(metrics, m) }) {
-		return usageErrorf("history: no series match --metric %s: the history has metrics %s", o.metrics.String(), strings.Join(metrics, ", "))
-	}
-	return usageErrorf("history: no series match --cell %s: the history has cells %s", o.cells.String(), strings.Join(cells, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -206,4 +208,30 @@ func MarshalResults(rs []Result) ([]byte, error) {
 			Scenario: r.Scenario, Points: len(r.Points), Changes: cps})
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// Select returns the series of all whose metric is one of metrics and
+// whose cell is one of cells (either empty: any), or, when none is, why:
+// the filter that matched nothing and what the history has there (the
+// cells of the metrics asked for).
+func Select(all []Series, metrics, cells []string) ([]Series, string) {
+	sel := slices.DeleteFunc(slices.Clone(all), func(s Series) bool {
+		return (len(metrics) > 0 && !slices.Contains(metrics, s.Metric)) || (len(cells) > 0 && !slices.Contains(cells, s.Cell))
+	})
+	if len(sel) > 0 {
+		return sel, ""
+	}
+	var has, hasCells []string
+	for _, s := range all {
+		if !slices.Contains(has, s.Metric) {
+			has = append(has, s.Metric)
+		}
+		if (len(metrics) == 0 || slices.Contains(metrics, s.Metric)) && !slices.Contains(hasCells, s.Cell) {
+			hasCells = append(hasCells, s.Cell)
+		}
+	}
+	if len(metrics) > 0 && !slices.ContainsFunc(metrics, func(m string) bool { return slices.Contains(has, m) }) {
+		return nil, "no series match --metric " + strings.Join(metrics, ",") + ": the history has metrics " + strings.Join(has, ", ")
+	}
+	return nil, "no series match --cell " + strings.Join(cells, ",") + ": the history has cells " + strings.Join(hasCells, ", ")
 }
