@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -269,38 +268,12 @@ func linkUp(name string) error {
 
 // printSlowInitcalls prints, when the kernel was booted with
 // initcall_debug (a boot profile, e.g. lab-selftest --boot-only
-// --variants), the initcalls that took 100 ms or more, from the kernel's
-// log: after the boot, so that printing them does not slow it.
+// --variants), where its boot spent 100 ms or more
+// (vminit.PrintBootProfile): after the boot, so that printing does not
+// slow it.
 func printSlowInitcalls() {
-	b, _ := os.ReadFile("/proc/cmdline")
-	if !strings.Contains(" "+string(b)+" ", " initcall_debug ") {
-		return
-	}
-	// A raw non-blocking fd: an *os.File would wait in Go's poller for
-	// records that never come instead of returning EAGAIN at the end.
-	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 8192)
-	for {
-		n, err := unix.Read(fd, buf)
-		if errors.Is(err, unix.EPIPE) {
-			continue // records overwritten before we read them
-		}
-		if err != nil || n == 0 {
-			return
-		}
-		// "PRIO,SEQ,USEC,FLAGS;initcall foo+0x0/0x1 returned 0 after 1234 usecs"
-		_, msg, _ := strings.Cut(string(buf[:n]), ";")
-		msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
-		w := strings.Fields(msg)
-		if len(w) == 7 && w[0] == "initcall" && w[6] == "usecs" {
-			if us, err := strconv.Atoi(w[5]); err == nil && us >= 100000 {
-				fmt.Fprintf(os.Stdout, "slow initcall %s %d ms\n", w[1], us/1000)
-			}
-		}
+	if vminit.BootProfiled() {
+		vminit.PrintBootProfile(os.Stdout, 100*time.Millisecond)
 	}
 }
 

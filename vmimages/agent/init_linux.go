@@ -99,8 +99,13 @@ func run(ops map[string]Op) error {
 		all[name] = op
 	}
 	srv := &Server{Sys: sys, Ops: all, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: rel}}
-	if cfg.Debug {
+	profiled := vminit.BootProfiled()
+	if cfg.Debug || profiled {
 		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
+	}
+	if profiled {
+		// After ready, beside serving: printing does not slow the boot.
+		go vminit.PrintBootProfile(console, 250*time.Millisecond)
 	}
 	// A virtio-serial port reads EOF while no host is connected; a write
 	// blocks until one is. Serve each connection, re-announcing ready.

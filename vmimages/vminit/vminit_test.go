@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestModuleListPaths(t *testing.T) {
@@ -39,5 +40,30 @@ func TestLoadModuleListMissingModule(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "pktgen.ko") || !strings.Contains(err.Error(), "another kernel release") {
 		t.Errorf("error %q names neither the module nor the likely cause", err)
+	}
+}
+
+// BootProfile keeps the initcalls that took at least the threshold and
+// the messages that came that long after the one before, drops
+// initcall_debug's "calling" lines and ends with the count and total of
+// all initcalls.
+func TestBootProfile(t *testing.T) {
+	recs := []string{
+		"6,1,0,-;Linux version 6.1.0-57-cloud-amd64",
+		"7,2,1500000,-;calling  acpi_init+0x0/0x4b0 @ 1",
+		"7,3,7700000,-;initcall acpi_init+0x0/0x4b0 returned 0 after 6200000 usecs",
+		"7,4,7800000,-;calling  foo_init+0x0/0x10 @ 1",
+		"7,5,7801000,-;initcall foo_init+0x0/0x10 returned 0 after 1000 usecs",
+		"6,6,76300123,-;Run /init as init process",
+		"no header",
+	}
+	got := BootProfile(recs, 10*time.Millisecond)
+	want := []string{
+		"boot profile: 7.700 (+6.200) initcall acpi_init+0x0/0x4b0 returned 0 after 6200000 usecs",
+		"boot profile: 76.300 (+68.499) Run /init as init process",
+		"boot profile: 2 initcalls in 6.201s",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("BootProfile =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
