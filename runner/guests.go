@@ -191,7 +191,7 @@ func (gs *guests) createTaps(c *scenarios.Cell, nics []*guestNIC, u *undo.Stack)
 // NICs qnics, the console log of the run's next boot.
 func (gs *guests) config(c *scenarios.Cell, g *guest, img *GuestImage, qnics []qemu.NIC) qemu.Config {
 	cfg := qemu.Config{Name: "vnb-" + gs.r.id, Accel: g.accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
+		Firmware: GuestFirmware(g.accel), Kernel: img.Kernel, Initrd: img.Initrd, Append: GuestCmdline(c, g.accel, img.Cmdline),
 		QMPSocket:   filepath.Join(gs.r.sockDir, "qmp.sock"),
 		AgentSocket: filepath.Join(gs.r.sockDir, "agent.sock"),
 		ConsoleLog:  filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots)),
@@ -217,7 +217,7 @@ func (gs *guests) start(ctx, bctx context.Context, c *scenarios.Cell, g *guest, 
 		g.accel = qemu.TCG
 		g.warnings = append(g.warnings, fmt.Sprintf("KVM did not start this guest (%v): it runs under TCG instead", err))
 		gs.r.logf("warning: %s", g.warnings[len(g.warnings)-1])
-		cfg.Accel, cfg.Append = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline)
+		cfg.Accel, cfg.Append, cfg.Firmware = qemu.TCG, GuestCmdline(c, qemu.TCG, img.Cmdline), GuestFirmware(qemu.TCG)
 		cfg.ConsoleLog = filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots))
 		gs.boots++
 		vm, err = gs.launch(ctx, bctx, *cfg)

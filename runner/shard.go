@@ -206,7 +206,7 @@ func Commands(c *scenarios.Cell, accel qemu.Accel, run ...scenarios.Cell) []stri
 		add(ns, "tc", "qdisc", "replace", "dev", tap, "root", c.Qdisc)
 	}
 	cfg := qemu.Config{Name: "vnb-RUNID", Accel: accel, CPUs: c.Guest.VCPUs, MemoryMiB: c.Guest.MemoryMiB,
-		Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, ""),
+		Firmware: GuestFirmware(accel), Kernel: "GUEST_KERNEL", Initrd: "GUEST_INITRAMFS", Append: GuestCmdline(c, accel, ""),
 		QMPSocket: "SOCKDIR/qmp.sock", AgentSocket: "SOCKDIR/agent.sock", ConsoleLog: filepath.Join("RUN_DIR", results.ConsoleLog(0)),
 		NICs: qnics}
 	workloadDevices(&cfg, c)

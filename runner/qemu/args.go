@@ -49,7 +49,12 @@ type Config struct {
 	CPUs      int    // vCPUs; 0 = 1
 	MemoryMiB int    // 0 = 512
 	Kernel    string // bzImage path
-	Initrd    string // initramfs path ("" = none)
+	// Firmware is the firmware image (-bios): a path or a file name
+	// QEMU finds in its data directory; "" = QEMU's default, SeaBIOS.
+	// Guests under TCG boot through Qboot where QEMU has it
+	// (TCGFirmware).
+	Firmware string
+	Initrd   string // initramfs path ("" = none)
 	// Append is the kernel command line before the devices' pieces
 	// (Cmdline).
 	Append string
@@ -126,6 +131,9 @@ func Args(c Config) []string {
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 	}
 	a = append(a, c.machine()...)
+	if c.Firmware != "" {
+		a = append(a, "-bios", c.Firmware)
+	}
 	if c.Kernel != "" {
 		a = append(a, "-kernel", c.Kernel)
 		// -initrd and -append are only valid with -kernel.

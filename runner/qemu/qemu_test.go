@@ -27,7 +27,7 @@ func TestArgsGolden(t *testing.T) {
 		name string
 		c    Config
 	}{
-		{"tcg-single.golden", Config{Name: "vnb-vm0", CPUs: 2, MemoryMiB: 1024, Kernel: "/cache/vmlinuz",
+		{"tcg-single.golden", Config{Name: "vnb-vm0", CPUs: 2, MemoryMiB: 1024, Kernel: "/cache/vmlinuz", Firmware: "/usr/share/qemu/qboot.rom",
 			Initrd: "/cache/initrd.cpio", Append: "console=ttyS0 panic=-1 vnb.ip=10.0.0.2/24",
 			QMPSocket: "/run/x/qmp.sock", ConsoleLog: "/runs/a,b/console.log", AgentSocket: "/run/x/agent.sock",
 			NICs: []NIC{{Tap: "vnbt0", MAC: "52:54:00:12:34:56"}}}},
@@ -244,5 +244,23 @@ func TestLaunchQEMUFailsEarly(t *testing.T) {
 	var be *BootError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "no-such-kernel") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// findFirmware names the firmware only where a directory holds it as a
+// file, so a QEMU without qboot boots SeaBIOS instead of failing to start.
+func TestFindFirmware(t *testing.T) {
+	with, without := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(with, Qboot), []byte("rom"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(without, Qboot), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := findFirmware(Qboot, []string{without, with}), filepath.Join(with, Qboot); got != want {
+		t.Errorf("with qboot: got %q, want %q", got, want)
+	}
+	if got := findFirmware(Qboot, []string{without}); got != "" {
+		t.Errorf("without qboot (a directory by that name): got %q, want \"\"", got)
 	}
 }
