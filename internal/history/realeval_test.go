@@ -356,8 +356,10 @@ func TestRealSeriesPerf(t *testing.T) {
 	if len(series) == 0 {
 		t.Fatalf("no *_timeseries_data.csv under %s", dir)
 	}
+	mozilla := detector{"perfherder", func(s labelled) []int { return perfherder.detect(s.xs) }}
 	prod := detector{"production", func(s labelled) []int { return s.prod }}
-	table, scores := realTable("perf", series, detectors(prod))
+	ds := detectors(mozilla, prod)
+	table, scores := realTable("perf", series, ds)
 	points, truth, alerts := 0, 0, 0
 	for _, s := range series {
 		points += len(s.xs)
@@ -366,8 +368,27 @@ func TestRealSeriesPerf(t *testing.T) {
 	}
 	t.Logf("CI performance histories, %d series, %d points, %d labelled changes (TP+FN), %d production alerts (TP+FP):\n%s",
 		len(series), points, truth, alerts, table)
+	t.Logf("per series (F1 and covering; the labelled changes and each detector's change points):\n%s", perSeries(series, ds))
 	// No CI history steered the parameters: all of it is held out.
 	meetsTargets(t, "all", scores["all"], 0.70, 0.70)
+}
+
+// perSeries lists, for each series, its length, its labelled changes
+// and each detector's F1, covering and change points: where a detector
+// misses.
+func perSeries(series []labelled, ds []detector) string {
+	var b strings.Builder
+	for _, s := range series {
+		fmt.Fprintf(&b, "%s: %d points, truth %v\n", s.name, len(s.xs), s.ann[0])
+		for _, d := range ds {
+			if d.name == "zero" {
+				continue
+			}
+			pred := d.find(s)
+			fmt.Fprintf(&b, "  %-11s F1 %.3f cover %.3f %v\n", d.name, F1(s.ann, pred, 5), Covering(s.ann, pred, len(s.xs)), pred)
+		}
+	}
+	return b.String()
 }
 
 // TestRealSeriesGrid prints the grid Default was chosen from: TCPD's
