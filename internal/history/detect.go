@@ -34,15 +34,21 @@ type Params struct {
 	// (see seededSteps) of down to Seeded points for change points that
 	// binary segmentation from the whole series misses; 0 does not.
 	Seeded int
+	// LongRun, when positive, also estimates the noise's variance
+	// inflation from its autocorrelations up to this lag (see
+	// longRunInflation) and takes the larger of that and the lag-1
+	// estimate, up to MaxPhi's; 0 uses the lag-1 estimate alone.
+	LongRun int
 }
 
 // Default is the parameter set the command uses unless told otherwise:
 // p <= 0.005 in both tests, segments of at least 5 points, a trend test
 // over up to 50 points each side, noise correlation allowed for up to
 // 0.6, changes of at least the noise's standard deviation, and of 3
-// times it between change points a few points apart, and seeded
-// intervals down to 100 points (twice the trend window). doc.go says why.
-var Default = Params{Alpha: 0.005, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.6, MinEffect: 1, ShortEffect: 3, Seeded: 100}
+// times it between change points a few points apart, seeded intervals
+// down to 100 points (twice the trend window), and the noise's
+// correlation over up to 10 lags. doc.go says why.
+var Default = Params{Alpha: 0.005, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.6, MinEffect: 1, ShortEffect: 3, Seeded: 100, LongRun: 10}
 
 // Change is one change point found by Detect.
 type Change struct {
@@ -61,6 +67,9 @@ func (p Params) Detect(xs []float64) []Change {
 	}
 	var s scratch
 	s.init(xs, p.MaxPhi)
+	if p.LongRun > 0 {
+		s.vif = max(s.vif, longRunInflation(xs, p.TrendWindow/2, p.LongRun, p.MaxPhi))
+	}
 	var cps []int
 	p.split(xs, 0, len(xs), 0, len(xs), m, &cps, &s)
 	cps = append(cps, p.shortSteps(xs, m)...)

@@ -268,3 +268,28 @@ func TestDetectSeeded(t *testing.T) {
 		t.Errorf("both edges of a 40-point regression found in %d of 50 series (want at least 45), %d without seeded intervals (want at most 10)", found, foundOld)
 	}
 }
+
+// TestLongRunInflation: on white noise the long-run estimate stays at 1;
+// on white noise plus as much again of a wander over 20 points it is
+// about twice that, where the lag-1 estimate still sees independent
+// noise; steps of 10x the noise every 200 points barely move it.
+func TestLongRunInflation(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 25))
+	white, wandering, stepped := make([]float64, 2000), make([]float64, 2000), make([]float64, 2000)
+	w := wander(r)
+	for i := range white {
+		white[i] = r.NormFloat64()
+		wandering[i] = w(r)
+		stepped[i] = r.NormFloat64() + 10*float64(i/200%2)
+	}
+	if got := longRunInflation(white, 25, 10, 0.6); got > 1.1 {
+		t.Errorf("white noise: long-run inflation %.2f, want about 1", got)
+	}
+	if got := longRunInflation(stepped, 25, 10, 0.6); got > 1.3 {
+		t.Errorf("white noise with steps: long-run inflation %.2f, want about 1", got)
+	}
+	lag1, long := varianceInflation(wandering, 0.6), longRunInflation(wandering, 25, 10, 0.6)
+	if lag1 > 1.2 || long < 1.5 {
+		t.Errorf("white noise plus a wander: lag-1 inflation %.2f (want about 1), long-run %.2f (want at least 1.5)", lag1, long)
+	}
+}
