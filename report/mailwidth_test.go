@@ -24,7 +24,7 @@ func TestMailTablesWithin72(t *testing.T) {
 		// the generated fixtures' perf counts run to 11 digits
 		return tb.Kind == KindPerfStat && (strings.Contains(dir, "stock") || len(tb.Header) > 3) || tb.Kind == KindProfile
 	}
-	for _, dir := range [][]string{{"lab-pktgen-tcg"}, {"lab-perpatch-tcg"}, {"quickstart-tcg"}, {"iperf3-tcg"}, {"stock", "patched"}, {"qdisc-stock", "qdisc-patched"}} {
+	for _, dir := range [][]string{{"lab-pktgen-tcg"}, {"lab-pktgen-3run-tcg"}, {"lab-perpatch-tcg"}, {"quickstart-tcg"}, {"iperf3-tcg"}, {"stock", "patched"}, {"qdisc-stock", "qdisc-patched"}} {
 		set, r := built(t, Options{Kinds: mail}, dir...)
 		for _, tb := range r.Tables {
 			if wide(dir[0], tb) {
