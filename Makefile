@@ -104,12 +104,17 @@ check:
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
+BESIDE    := nice -n 10
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
 # make check, unit tests and every end-to-end test this machine can run,
 # all at once (testsummary -j): the static checks and the race-detector
 # packages (a minute of CPU) overlap the VM packages, whose guests leave a
-# core partly idle, instead of delaying them (~100 s of a CI run). A test
+# core partly idle, instead of delaying them (~100 s of a CI run). The VM
+# packages are the critical path (the others end in a third of their
+# time), so everything beside them runs at nice 10 ($(BESIDE)): it takes
+# the CPU their guests and waits leave instead of slowing their boots and
+# windows in the first minutes. A test
 # that cannot get what it needs skips with the reason, or fails under
 # CI=true (internal/testenv); testsummary prints go test's usual output
 # and ends with the slowest tests, each command's wall time, the list of
@@ -126,11 +131,11 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) ./$(BIN)/testsummary -j \
-	  -- nice -n 10 $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
-	  -- make --no-print-directory check \
-	  -- env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
+	  -- $(BESIDE) $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
+	  -- $(BESIDE) make --no-print-directory check \
+	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
 	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS) \
-	  -- $(GO) -C docs/ci/validate test -json -count=1 ./...
+	  -- $(BESIDE) $(GO) -C docs/ci/validate test -json -count=1 ./...
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)

@@ -82,9 +82,11 @@ func TestOutputsWriteThroughNoLink(t *testing.T) {
 	}
 }
 
-// A real run (quickstart, one repetition: iperf3 and trafgen with perf
-// stat, artifacts of every tool) resumed with a symbolic link planted at
-// every path it writes: nothing outside the run directory changes. Four
+// A real run (quickstart, one repetition of 1 s windows: iperf3 and
+// trafgen with perf stat, artifacts of every tool; the paths a run
+// writes do not depend on how long it measures) resumed with a symbolic
+// link planted at every path it writes: nothing outside the run
+// directory changes. Four
 // resumed runs cover every path: (1) every file replaced by a link to a
 // file outside, and the sample directories of one cell by links to
 // directories (the run replaces them and completes); (2) each kernel
@@ -95,7 +97,8 @@ func TestRunWritesThroughNoLinkE2E(t *testing.T) {
 	bin := vnetbenchBin(t)
 	tmp := t.TempDir()
 	run := func(dir string, args ...string) (string, error) {
-		cmd := exec.CommandContext(t.Context(), bin, append([]string{"run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "180m", "--set", "repetitions=1"}, args...)...)
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"run", "quickstart", "-o", dir, "--seed", "7", "--lock-wait", "180m", "--set", "repetitions=1",
+			"--set", "generator.iperf3.duration=1s", "--set", "generator.trafgen.duration=1s"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

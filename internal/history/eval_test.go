@@ -176,6 +176,7 @@ func falseAlertRates(t testing.TB, p Params, reps int) []falseRate {
 		{"trend", func(i, n int) float64 { return 10 * float64(i) / float64(n) }, gaussian},
 		{"seasonal", func(i, n int) float64 { return 2 * math.Sin(2*math.Pi*float64(i)/12) }, gaussian},
 		{"AR(1) 0.6", flat, nil},
+		{"wander", flat, wander(r)},
 	} {
 		fa := falseRate{name: tc.name}
 		for range reps {
@@ -196,6 +197,27 @@ func falseAlertRates(t testing.TB, p Params, reps int) []falseRate {
 		out = append(out, fa)
 	}
 	return out
+}
+
+// wander is white noise plus as much again of a slow wander (a moving
+// sum of the last 20 draws of another white noise, scaled to the same
+// variance): a CI machine that is slow for a while. Its lag-1
+// correlation is near 0 (each step of the wander is small against the
+// white part) while sums over tens of points vary twice as much as
+// independent noise's.
+func wander(r *rand.Rand) noise {
+	const span = 20
+	var last [span]float64
+	k := 0
+	return func(r2 *rand.Rand) float64 {
+		last[k%span] = r.NormFloat64()
+		k++
+		s := 0.0
+		for _, z := range last {
+			s += z
+		}
+		return r2.NormFloat64() + s/math.Sqrt(span)
+	}
 }
 
 // worstFalseAlerts is the highest false alert rate per 1,000 points of

@@ -287,7 +287,7 @@ func falseAlerts(ann [][]int, pred []int, margin int) int {
 func realTable(set string, series []labelled, ds []detector) (string, map[string]map[string]realScore) {
 	var b strings.Builder
 	scores := map[string]map[string]realScore{}
-	fmt.Fprintf(&b, "%-8s %-9s %-12s %4s %6s %6s %8s\n", "data", "half", "detector", "n", "F1", "cover", "FA/1000")
+	fmt.Fprintf(&b, "%-8s %-9s %-12s %4s %6s %6s %6s %8s\n", "data", "half", "detector", "n", "points", "F1", "cover", "FA/1000")
 	for _, half := range []string{"train", "held-out", "all"} {
 		var sub []labelled
 		for _, s := range series {
@@ -299,7 +299,7 @@ func realTable(set string, series []labelled, ds []detector) (string, map[string
 		for _, d := range ds {
 			r := scoreReal(sub, d.find)
 			scores[half][d.name] = r
-			fmt.Fprintf(&b, "%-8s %-9s %-12s %4d %6.3f %6.3f %8.2f\n", set, half, d.name, r.n, r.f1, r.cover, r.perK())
+			fmt.Fprintf(&b, "%-8s %-9s %-12s %4d %6d %6.3f %6.3f %8.2f\n", set, half, d.name, r.n, r.point, r.f1, r.cover, r.perK())
 		}
 	}
 	return b.String(), scores
@@ -321,7 +321,8 @@ func TestRealSeriesTCPD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, scores := realTable("tcpd", series, detectors())
+	mozilla := detector{"perfherder", func(s labelled) []int { return perfherder.detect(s.xs) }}
+	table, scores := realTable("tcpd", series, detectors(mozilla))
 	t.Logf("TCPD, %d univariate series with their data here, of %d annotated (the rest are multivariate or fetched by TCPD's scripts):\n%s",
 		len(series), len(ann), table)
 	meetsTargets(t, "held-out", scores["held-out"], 0.72, 0.67)
@@ -356,18 +357,61 @@ func TestRealSeriesPerf(t *testing.T) {
 	if len(series) == 0 {
 		t.Fatalf("no *_timeseries_data.csv under %s", dir)
 	}
+	mozilla := detector{"perfherder", func(s labelled) []int { return perfherder.detect(s.xs) }}
 	prod := detector{"production", func(s labelled) []int { return s.prod }}
-	table, scores := realTable("perf", series, detectors(prod))
-	points, truth, alerts := 0, 0, 0
-	for _, s := range series {
-		points += len(s.xs)
-		truth += len(s.ann[0])
-		alerts += len(s.prod)
+	ds := detectors(sensitivity("low", 0.001), sensitivity("high", 0.02), mozilla, prod)
+	table, scores := realTable("perf", series, ds)
+	t.Logf("CI performance histories:\n%s\n%s", perfCounts(series), table)
+	t.Logf("per series (F1 and covering; the labelled changes and each detector's change points):\n%s", perSeries(series, ds))
+	// The seeded search was added for a miss seen on a held-out series
+	// (docs/history.md), and Seeded compared on these series: the train
+	// half is not held out, the held-out half nearly so.
+	meetsTargets(t, "held-out", scores["held-out"], 0.70, 0.70)
+}
+
+// sensitivity is Default at another p threshold, as --sensitivity sets
+// it.
+func sensitivity(name string, alpha float64) detector {
+	p := Default
+	p.Alpha = alpha
+	return detector{name, func(s labelled) []int { return indices(p.Detect(s.xs)) }}
+}
+
+// perfCounts says, per half, how many series, points, labelled changes
+// (TP and FN) and production alerts (TP, FP and SP) the scores rest on.
+func perfCounts(series []labelled) string {
+	var b strings.Builder
+	for _, half := range []string{"train", "held-out", "all"} {
+		var n, points, truth, alerts int
+		for _, s := range series {
+			if half == "all" || heldOut(s.name) == (half == "held-out") {
+				n++
+				points += len(s.xs)
+				truth += len(s.ann[0])
+				alerts += len(s.prod)
+			}
+		}
+		fmt.Fprintf(&b, "%-9s %d series, %d points, %d labelled changes, %d production alerts\n", half, n, points, truth, alerts)
 	}
-	t.Logf("CI performance histories, %d series, %d points, %d labelled changes (TP+FN), %d production alerts (TP+FP):\n%s",
-		len(series), points, truth, alerts, table)
-	// No CI history steered the parameters: all of it is held out.
-	meetsTargets(t, "all", scores["all"], 0.70, 0.70)
+	return b.String()
+}
+
+// perSeries lists, for each series, its length, its labelled changes
+// and each detector's F1, covering and change points: where a detector
+// misses.
+func perSeries(series []labelled, ds []detector) string {
+	var b strings.Builder
+	for _, s := range series {
+		fmt.Fprintf(&b, "%s: %d points, truth %v\n", s.name, len(s.xs), s.ann[0])
+		for _, d := range ds {
+			if d.name == "zero" {
+				continue
+			}
+			pred := d.find(s)
+			fmt.Fprintf(&b, "  %-11s F1 %.3f cover %.3f %v\n", d.name, F1(s.ann, pred, 5), Covering(s.ann, pred, len(s.xs)), pred)
+		}
+	}
+	return b.String()
 }
 
 // TestRealSeriesGrid prints the grid Default was chosen from: TCPD's

@@ -222,3 +222,61 @@ func largestTie(s []float64) int {
 	}
 	return best
 }
+
+// longRunInflation estimates the variance inflation of sums of the
+// noise from its autocorrelations up to lag l (Bartlett weights), on the
+// residuals from a running median over 2w+1 points (which follows the
+// steps, so they do not count as correlation), clipped at 3 robust
+// standard deviations. Noise that wanders at a few runs' scale (a machine
+// that is slow for a while) has lag-1 correlation near 0 on top of its
+// white part but a long-run variance above its variance. The estimate is
+// lowered by three of its standard errors (√(4l/3n) relative) and held
+// to the inflation maxPhi allows.
+func longRunInflation(xs []float64, w, l int, maxPhi float64) float64 {
+	n := len(xs)
+	if n < 4*w || l <= 0 {
+		return 1
+	}
+	res := runningMedianResiduals(xs, w)
+	sd := robustSigma(res)
+	if sd == 0 {
+		return 1
+	}
+	var c0 float64
+	for i, r := range res {
+		res[i] = min(max(r, -3*sd), 3*sd)
+		c0 += res[i] * res[i]
+	}
+	v := 1.0
+	for k := 1; k <= l; k++ {
+		ck := 0.0
+		for i := k; i < n; i++ {
+			ck += res[i] * res[i-k]
+		}
+		v += 2 * (1 - float64(k)/float64(l+1)) * ck / c0
+	}
+	v *= 1 - 3*math.Sqrt(4*float64(l)/3/float64(n))
+	return min(max(v, 1), (1+maxPhi)/(1-maxPhi))
+}
+
+// runningMedianResiduals returns each xs[i] less the median of
+// xs[i-w:i+w+1] (clipped to the series), keeping that window sorted as it
+// slides.
+func runningMedianResiduals(xs []float64, w int) []float64 {
+	n := len(xs)
+	res := make([]float64, n)
+	win := slices.Clone(xs[:min(n, w+1)])
+	slices.Sort(win)
+	for i := range xs {
+		res[i] = xs[i] - win[len(win)/2]
+		if j := i + w + 1; j < n {
+			k, _ := slices.BinarySearch(win, xs[j])
+			win = slices.Insert(win, k, xs[j])
+		}
+		if j := i - w; j >= 0 {
+			k, _ := slices.BinarySearch(win, xs[j])
+			win = slices.Delete(win, k, k+1)
+		}
+	}
+	return res
+}
