@@ -13,8 +13,8 @@ import (
 func GuestTuning(accel qemu.Accel) string { return vmimages.Tuning(accel != qemu.KVM) }
 
 // GuestFirmware is the firmware a guest boots with under accel:
-// qemu.TCGFirmware (qboot, which saves SeaBIOS's start: ~20 s of a
-// nested guest's boot) under TCG, QEMU's default under KVM. The guest
+// qemu.TCGFirmware (qboot: a nested guest was up ~18 s sooner on average,
+// see qemu.Qboot) under TCG, QEMU's default under KVM. The guest
 // kernel sees the same devices and ACPI tables either way; only the
 // firmware that hands it over differs.
 func GuestFirmware(accel qemu.Accel) string {
