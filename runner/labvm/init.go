@@ -114,8 +114,26 @@ func initMain() error {
 
 const ninePOpts = "trans=virtio,version=9p2000.L,msize=512000"
 
-// runLab mounts the host root read-only with tmpfs and read-write shares
-// on top, then runs the inner vnetbench chrooted there, and returns its
+// shareMount returns the mount flags and options of share s. A read-write
+// share bypasses the page cache: the host reads what the run inside
+// writes there. A read-only one is mounted as the host root is, read-only
+// through the page cache (cache=loose). Without the page cache the 9p
+// client reads nothing ahead, so a file mapped into memory comes one 4 KiB
+// page per 9p request: QEMU maps the kernel it boots (-kernel), and a
+// nested guest's vmlinux, in the host's cache, took 15 s that way under
+// TCG before the guest's kernel started, against 3 s from the page cache
+// (docs/lab.md). What a read-only share holds does not change under the
+// lab: the cache's files are content-addressed and written by rename, the
+// run directory's before the lab boots.
+func shareMount(s InitShare) (flags uintptr, opts string) {
+	if s.ReadOnly {
+		return unix.MS_RDONLY, ninePOpts + ",cache=loose"
+	}
+	return 0, ninePOpts
+}
+
+// runLab mounts the host root read-only with tmpfs and the shares on
+// top, then runs the inner vnetbench chrooted there, and returns its
 // exit status.
 func runLab(cfg *InitConfig, extra []*os.File) (int, error) {
 	if err := mountLabRoot(cfg); err != nil {
@@ -162,7 +180,8 @@ func mountLabRoot(cfg *InitConfig) error {
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return fmt.Errorf("share %s: %w (it must exist on the host or lie under a tmpfs directory)", s.Path, err)
 		}
-		if err := unix.Mount(s.Tag, dst, "9p", 0, ninePOpts); err != nil {
+		flags, opts := shareMount(s)
+		if err := unix.Mount(s.Tag, dst, "9p", flags, opts); err != nil {
 			return fmt.Errorf("mount share %s (9p tag %s): %w", s.Path, s.Tag, err)
 		}
 	}

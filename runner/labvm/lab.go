@@ -499,7 +499,7 @@ func (c Config) shares(runDir string) ([]InitShare, []qemu.Share, error) {
 	qshares := c.shareList(runDir)
 	var shares []InitShare
 	for _, s := range qshares[1:] { // the host root is the init's RootTag
-		shares = append(shares, InitShare{Tag: s.Tag, Path: s.Path})
+		shares = append(shares, InitShare{Tag: s.Tag, Path: s.Path, ReadOnly: s.ReadOnly})
 	}
 	return shares, qshares, nil
 }

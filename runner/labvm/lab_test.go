@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -400,6 +402,33 @@ func TestShareList(t *testing.T) {
 	if got[1].ReadOnly || slices.ContainsFunc(got, func(s qemu.Share) bool { return s.Tag == "vnbout" }) ||
 		!slices.Contains(got, qemu.Share{Tag: "vnbcache", Path: "/c", ReadOnly: true}) {
 		t.Errorf("shares without OutDir: %+v", got)
+	}
+}
+
+// Lab init mounts the shares QEMU exports read-only (the cache with the
+// vmlinux a nested guest boots) read-only through the page cache, as the
+// host root, and the writable one without it: the host reads what the run
+// inside writes there.
+func TestShareMount(t *testing.T) {
+	c := Config{Label: "stock", RunDir: "/r", OutDir: "/r/lab/stock/run", CacheDir: "/c", Shares: []string{t.TempDir()}}
+	shares, _, err := c.shares("/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []InitShare{{Tag: "vnbrun", Path: "/r", ReadOnly: true}, {Tag: "vnbout", Path: "/r/lab/stock/run"},
+		{Tag: "vnbcache", Path: "/c", ReadOnly: true}}
+	if !slices.Equal(shares[:3], want) {
+		t.Fatalf("init shares\n got %+v\nwant %+v...", shares, want)
+	}
+	for _, s := range shares {
+		flags, opts := shareMount(s)
+		loose := strings.Contains(opts, "cache=loose")
+		if s.ReadOnly != (flags == unix.MS_RDONLY) || s.ReadOnly != loose || !strings.HasPrefix(opts, ninePOpts) {
+			t.Errorf("share %s (read-only %v): flags %#x, options %q", s.Tag, s.ReadOnly, flags, opts)
+		}
+	}
+	if _, opts := shareMount(InitShare{Tag: "vnbout", Path: "/o"}); opts != ninePOpts {
+		t.Errorf("writable share options %q, want %q", opts, ninePOpts)
 	}
 }
 

@@ -41,7 +41,8 @@ type InitConfig struct {
 	Missing []string `json:"missing,omitempty"`
 	// RootTag is the 9p mount tag of the host root (read-only).
 	RootTag string `json:"root_tag,omitempty"`
-	// Shares are read-write 9p exports mounted at the same path as on the host.
+	// Shares are further 9p exports mounted at the same path as on the
+	// host, in order (shareMount).
 	Shares []InitShare `json:"shares,omitempty"`
 	// Tmpfs are directories of the host root made writable with tmpfs.
 	Tmpfs []string `json:"tmpfs,omitempty"`
@@ -74,8 +75,12 @@ type InitConfig struct {
 	Check []vminit.ModuleCheck `json:"check,omitempty"`
 }
 
-// InitShare is a read-write 9p export.
+// InitShare is a 9p export of a host directory.
 type InitShare struct {
 	Tag  string `json:"tag"`
 	Path string `json:"path"`
+	// ReadOnly is a share QEMU exports read-only (the cache, the run
+	// directory under an OutDir): lab init mounts it as the host root,
+	// read-only and through the page cache (shareMount).
+	ReadOnly bool `json:"read_only,omitempty"`
 }
