@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 )
 
@@ -40,7 +39,7 @@ var (
 	// PktgenScriptKind is what the kernel's samples/pktgen scripts print
 	// (ParsePktgenScript).
 	PktgenScriptKind = Kind{Name: "pktgen-script", Parse: parser(ParsePktgenScript), Detect: func(s, _ string) bool {
-		return strings.Contains(s, "Result device:") || reDetectScriptDevice.MatchString(s)
+		return strings.Contains(s, "Result device:") || reDetectScriptDevice().MatchString(s)
 	}}
 	// Iperf3Kind is iperf3 --json (ParseIperf3).
 	Iperf3Kind = Kind{Name: "iperf3", Parse: parser(ParseIperf3), Detect: func(s, _ string) bool {
@@ -84,11 +83,11 @@ var (
 		}},
 		{Name: "perf-report", Detect: func(s, _ string) bool {
 			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
-				reDetectReportRow.MatchString(s)
+				reDetectReportRow().MatchString(s)
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
-				csvSep(first) != 0 || reDetectStatRow.MatchString(s)
+				csvSep(first) != 0 || reDetectStatRow().MatchString(s)
 		}},
 	}
 )
@@ -171,9 +170,9 @@ func (p *Parser) Parse(kind, name string, r io.Reader) (any, error) {
 
 var (
 	// A perf report row whose "#" header was cut: "  33.91%  cmd  dso  [k] sym".
-	reDetectReportRow    = regexp.MustCompile(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
-	reDetectStatRow      = regexp.MustCompile(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
-	reDetectScriptDevice = regexp.MustCompile(`(?m)^\s*Device: \S+`)
+	reDetectReportRow    = lazyRegexp(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
+	reDetectStatRow      = lazyRegexp(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
+	reDetectScriptDevice = lazyRegexp(`(?m)^\s*Device: \S+`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).

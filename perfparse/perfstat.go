@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -428,7 +427,7 @@ func threadTID(th string) int {
 
 // ---- -x SEP -------------------------------------------------------------
 
-var reAggrID = regexp.MustCompile(`^(S\d+(-D\d+)?(-C\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
+var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
@@ -470,7 +469,7 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		if len(pre) > 0 {
 			label := strings.TrimSpace(pre[0])
-			if reAggrID.MatchString(label) || strings.HasPrefix(label, "CPU") && isPlainNum(label[3:]) {
+			if reAggrID().MatchString(label) || strings.HasPrefix(label, "CPU") && isPlainNum(label[3:]) {
 				row.CPU = label
 				if len(pre) > 1 {
 					row.AggrCPUs, _ = strconv.Atoi(strings.TrimSpace(pre[1]))

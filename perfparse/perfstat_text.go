@@ -1,16 +1,15 @@
 package perfparse
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
 
 var (
-	reStatHeader   = regexp.MustCompile(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
-	reStatVariance = regexp.MustCompile(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
-	reStatRunning  = regexp.MustCompile(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
-	reStatFooter   = regexp.MustCompile(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+	reStatHeader   = lazyRegexp(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
+	reStatVariance = lazyRegexp(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
+	reStatRunning  = lazyRegexp(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
+	reStatFooter   = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
 // statTok is a raw text row before number conversion.
@@ -73,7 +72,7 @@ func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error)
 	// both went to the terminal: start at the last header.
 	start := 0
 	for i, l := range lines {
-		if reStatHeader.MatchString(normalizeSpaces(l)) {
+		if reStatHeader().MatchString(normalizeSpaces(l)) {
 			start = i
 		}
 	}
@@ -83,7 +82,7 @@ func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error)
 		if s == "" {
 			continue
 		}
-		if m := reStatHeader.FindStringSubmatch(s); m != nil {
+		if m := reStatHeader().FindStringSubmatch(s); m != nil {
 			st.Target = m[1]
 			if m[2] != "" {
 				st.Runs, _ = strconv.Atoi(m[2])
@@ -108,15 +107,15 @@ func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error)
 // are nil for prose and comments.
 func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 	var variance string
-	if m := reStatVariance.FindStringSubmatchIndex(s); m != nil {
+	if m := reStatVariance().FindStringSubmatchIndex(s); m != nil {
 		variance = s[m[2]:m[3]]
 		s = strings.TrimSpace(s[:m[0]] + " " + s[m[1]:])
 	}
-	if m := reStatFooter.FindStringSubmatch(collapse(s)); m != nil {
+	if m := reStatFooter().FindStringSubmatch(collapse(s)); m != nil {
 		return nil, &statFooter{ln, m[3], m[1], m[2], variance}, nil
 	}
 	var running string
-	if m := reStatRunning.FindStringSubmatchIndex(s); m != nil {
+	if m := reStatRunning().FindStringSubmatchIndex(s); m != nil {
 		running = s[m[2]:m[3]]
 		s = strings.TrimSpace(s[:m[0]])
 	}
@@ -356,7 +355,7 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	t := statTok{line: ln}
 	vi := -1
 	first := 0
-	if len(f) > 2 && reAggrID.MatchString(f[0]) && isNumTok(f[1]) && !strings.ContainsAny(f[1], ".,' ") {
+	if len(f) > 2 && reAggrID().MatchString(f[0]) && isNumTok(f[1]) && !strings.ContainsAny(f[1], ".,' ") {
 		first = 2 // "S0-D0-C1  2  value ...": the CPU count is not the value
 	}
 	for i := first; i < len(f) && i < 8; i++ {
@@ -446,7 +445,7 @@ func validStatPrefix(p []string) bool {
 			return true
 		}
 	}
-	if reAggrID.MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
+	if reAggrID().MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
 		return len(p) == 1 || len(p) == 2 && isPlainNum(p[1])
 	}
 	return threadTID(p[len(p)-1]) > 0
@@ -510,7 +509,7 @@ func (row *PerfStatRow) setPrefix(p []string, nf *numFormat, ln int) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if reAggrID.MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
+	if reAggrID().MatchString(p[0]) || strings.HasPrefix(p[0], "CPU") && isPlainNum(p[0][3:]) {
 		row.CPU = p[0]
 		if len(p) > 1 {
 			row.AggrCPUs, _ = strconv.Atoi(p[1])

@@ -2,7 +2,6 @@ package perfparse
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -84,8 +83,8 @@ type PktgenResult struct {
 }
 
 var (
-	rePktgenRun  = regexp.MustCompile(`^OK: (\d+)\(c(\d+)\+d(\d+)\) usec, (\d+) \((\d+)byte,(-?\d+)frags\)\s*(?:(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+))?\s*$`)
-	rePktgenRate = regexp.MustCompile(`^(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+)$`)
+	rePktgenRun  = lazyRegexp(`^OK: (\d+)\(c(\d+)\+d(\d+)\) usec, (\d+) \((\d+)byte,(-?\d+)frags\)\s*(?:(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+))?\s*$`)
+	rePktgenRate = lazyRegexp(`^(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+)$`)
 )
 
 // ParsePktgen parses the contents of /proc/net/pktgen/<dev>. Whitespace
@@ -284,7 +283,7 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 		r.Status = "error"
 		return r, nil
 	}
-	m := rePktgenRun.FindStringSubmatch(msg)
+	m := rePktgenRun().FindStringSubmatch(msg)
 	if m == nil {
 		if strings.Contains(msg, "usec,") {
 			return nil, errorf(ln, "pktgen Result: cannot read run summary %q (want \"OK: T(cX+dY) usec, N (Sbyte,Ffrags)\")", clip(msg))
@@ -334,8 +333,8 @@ func clip(s string) string {
 func pktgenResultAt(lines []string, i int) (*PktgenResult, int, error) {
 	ln := i + 1
 	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "Result:"))
-	if rePktgenRun.MatchString(msg) && !strings.Contains(msg, "pps") && i+1 < len(lines) {
-		if n := strings.TrimSpace(lines[i+1]); rePktgenRate.MatchString(collapse(n)) {
+	if rePktgenRun().MatchString(msg) && !strings.Contains(msg, "pps") && i+1 < len(lines) {
+		if n := strings.TrimSpace(lines[i+1]); rePktgenRate().MatchString(collapse(n)) {
 			msg += " " + n
 			i++
 		}

@@ -2,7 +2,6 @@ package perfparse
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -98,15 +97,15 @@ type TestpmdStream struct {
 }
 
 var (
-	reTestpmdANSI    = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
-	reTestpmdNIC     = regexp.MustCompile(`^#+ ?NIC statistics for port (\d+) ?#+$`)
-	reTestpmdFwd     = regexp.MustCompile(`^-+ ?Forward statistics for port (\d+) ?-+$`)
-	reTestpmdAcc     = regexp.MustCompile(`^\++ ?Accumulated forward statistics for all ports ?\++$`)
-	reTestpmdStream  = regexp.MustCompile(`^-+ ?Forward Stats for RX Port= ?(\d+)/Queue= ?(\d+) -> TX Port= ?(\d+)/Queue= ?(\d+) ?-+$`)
-	reTestpmdMode    = regexp.MustCompile(`^(\S+) packet forwarding - ports=(\d+) - cores=(\d+) - streams=(\d+)`)
-	reTestpmdPktLen  = regexp.MustCompile(`^packet len=(\d+) `)
-	reTestpmdRule    = regexp.MustCompile(`^(#{8,}|-{8,}|\+{8,})$`)
-	reTestpmdFailure = regexp.MustCompile(`(?i)(\berror\b|\bfail(ed)?\b|\bcannot\b|\binvalid\b|\bno probed\b|\bis larger than\b)`)
+	reTestpmdANSI    = lazyRegexp("\x1b\\[[0-9;?]*[A-Za-z]")
+	reTestpmdNIC     = lazyRegexp(`^#+ ?NIC statistics for port (\d+) ?#+$`)
+	reTestpmdFwd     = lazyRegexp(`^-+ ?Forward statistics for port (\d+) ?-+$`)
+	reTestpmdAcc     = lazyRegexp(`^\++ ?Accumulated forward statistics for all ports ?\++$`)
+	reTestpmdStream  = lazyRegexp(`^-+ ?Forward Stats for RX Port= ?(\d+)/Queue= ?(\d+) -> TX Port= ?(\d+)/Queue= ?(\d+) ?-+$`)
+	reTestpmdMode    = lazyRegexp(`^(\S+) packet forwarding - ports=(\d+) - cores=(\d+) - streams=(\d+)`)
+	reTestpmdPktLen  = lazyRegexp(`^packet len=(\d+) `)
+	reTestpmdRule    = lazyRegexp(`^(#{8,}|-{8,}|\+{8,})$`)
+	reTestpmdFailure = lazyRegexp(`(?i)(\berror\b|\bfail(ed)?\b|\bcannot\b|\binvalid\b|\bno probed\b|\bis larger than\b)`)
 )
 
 // testpmdBlock is the block being read.
@@ -136,11 +135,11 @@ func ParseTestpmd(r io.Reader) (*Testpmd, error) {
 			break
 		}
 		ln := lr.line
-		s := collapse(strings.ReplaceAll(reTestpmdANSI.ReplaceAllString(string(raw), ""), "\r", ""))
+		s := collapse(strings.ReplaceAll(reTestpmdANSI().ReplaceAllString(string(raw), ""), "\r", ""))
 		s = strings.TrimPrefix(s, "testpmd> ")
 		if b != nil {
-			end := b.rule != "" && reTestpmdRule.MatchString(s) && s[0] == b.rule[0]
-			if !end && b.kind == 's' && (s == "" || reTestpmdRule.MatchString(s) || isTestpmdHeader(s)) {
+			end := b.rule != "" && reTestpmdRule().MatchString(s) && s[0] == b.rule[0]
+			if !end && b.kind == 's' && (s == "" || reTestpmdRule().MatchString(s) || isTestpmdHeader(s)) {
 				end = true
 			}
 			if end {
@@ -148,7 +147,7 @@ func ParseTestpmd(r io.Reader) (*Testpmd, error) {
 					return nil, err
 				}
 				b = nil
-				if s == "" || reTestpmdRule.MatchString(s) {
+				if s == "" || reTestpmdRule().MatchString(s) {
 					continue
 				}
 			} else {
@@ -161,22 +160,22 @@ func ParseTestpmd(r io.Reader) (*Testpmd, error) {
 				continue
 			}
 		}
-		if m := reTestpmdNIC.FindStringSubmatch(s); m != nil {
+		if m := reTestpmdNIC().FindStringSubmatch(s); m != nil {
 			b = newTestpmdBlock('n', ln, "#", m[1])
-		} else if m := reTestpmdFwd.FindStringSubmatch(s); m != nil {
+		} else if m := reTestpmdFwd().FindStringSubmatch(s); m != nil {
 			b = newTestpmdBlock('f', ln, "-", m[1])
-		} else if reTestpmdAcc.MatchString(s) {
+		} else if reTestpmdAcc().MatchString(s) {
 			b = newTestpmdBlock('a', ln, "+")
-		} else if m := reTestpmdStream.FindStringSubmatch(s); m != nil {
+		} else if m := reTestpmdStream().FindStringSubmatch(s); m != nil {
 			b = newTestpmdBlock('s', ln, "", m[1:]...)
-		} else if m := reTestpmdMode.FindStringSubmatch(s); m != nil {
+		} else if m := reTestpmdMode().FindStringSubmatch(s); m != nil {
 			t.Mode = m[1]
 			t.Ports, _ = strconv.Atoi(m[2])
 			t.Cores, _ = strconv.Atoi(m[3])
 			t.Streams, _ = strconv.Atoi(m[4])
-		} else if m := reTestpmdPktLen.FindStringSubmatch(s); m != nil {
+		} else if m := reTestpmdPktLen().FindStringSubmatch(s); m != nil {
 			t.PacketLen, _ = strconv.Atoi(m[1])
-		} else if reTestpmdFailure.MatchString(s) {
+		} else if reTestpmdFailure().MatchString(s) {
 			t.Errors = append(t.Errors, s)
 		}
 	}
@@ -206,7 +205,7 @@ func ParseTestpmd(r io.Reader) (*Testpmd, error) {
 }
 
 func isTestpmdHeader(s string) bool {
-	return reTestpmdNIC.MatchString(s) || reTestpmdFwd.MatchString(s) || reTestpmdAcc.MatchString(s) || reTestpmdStream.MatchString(s)
+	return reTestpmdNIC().MatchString(s) || reTestpmdFwd().MatchString(s) || reTestpmdAcc().MatchString(s) || reTestpmdStream().MatchString(s)
 }
 
 func newTestpmdBlock(kind byte, line int, rule string, ports ...string) *testpmdBlock {

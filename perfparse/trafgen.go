@@ -2,7 +2,6 @@ package perfparse
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -47,8 +46,8 @@ func (t *Trafgen) PPS() float64 {
 }
 
 var (
-	reTrafgenCount = regexp.MustCompile(`^(\d+) (packets to schedule|bytes in total|packets outgoing|bytes outgoing)$`)
-	reTrafgenCPU   = regexp.MustCompile(`^(\d+) sec, (\d+) usec on CPU(\d+) \((\d+) packets\)$`)
+	reTrafgenCount = lazyRegexp(`^(\d+) (packets to schedule|bytes in total|packets outgoing|bytes outgoing)$`)
+	reTrafgenCPU   = lazyRegexp(`^(\d+) sec, (\d+) usec on CPU(\d+) \((\d+) packets\)$`)
 )
 
 // ParseTrafgen parses trafgen's printed output (stdout and stderr
@@ -67,7 +66,7 @@ func ParseTrafgen(r io.Reader) (*Trafgen, error) {
 			l = l[j+1:]
 		}
 		s := collapse(l)
-		if m := reTrafgenCount.FindStringSubmatch(s); m != nil {
+		if m := reTrafgenCount().FindStringSubmatch(s); m != nil {
 			n, err := strconv.ParseUint(m[1], 10, 64)
 			if err != nil {
 				return nil, errorf(ln, "trafgen: %q: %v", s, err)
@@ -85,7 +84,7 @@ func ParseTrafgen(r io.Reader) (*Trafgen, error) {
 			seen = true
 			continue
 		}
-		if m := reTrafgenCPU.FindStringSubmatch(s); m != nil {
+		if m := reTrafgenCPU().FindStringSubmatch(s); m != nil {
 			sec, _ := strconv.ParseUint(m[1], 10, 64)
 			usec, err1 := strconv.ParseUint(m[2], 10, 64)
 			cpu, err2 := strconv.Atoi(m[3])

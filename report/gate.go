@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
@@ -33,7 +33,7 @@ func (g Gate) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
 func (g Gate) String() string { return fmt.Sprintf("%s%c%+g%%", g.Metric, g.Op, g.Threshold) }
 
-var gateRE = regexp.MustCompile(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%\s*$`)
+var gateRE = lazyre.New(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%\s*$`)
 
 // ParseGates parses a --fail-on list such as "tx_pps<-3%,lost_pps>+0%".
 // Errors are bad input (fault.ErrInput), a list that names no gate ("",
@@ -44,7 +44,7 @@ func ParseGates(s string) ([]Gate, error) {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		m := gateRE.FindStringSubmatch(part)
+		m := gateRE().FindStringSubmatch(part)
 		if m == nil {
 			return nil, fault.Input("--fail-on %q: want METRIC<PCT%% or METRIC>PCT%%, e.g. 'tx_pps<-3%%,lost_pps>+0%%'", part)
 		}

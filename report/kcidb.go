@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -19,14 +19,14 @@ import (
 // Every object's id starts with the submitting system's origin and a
 // colon; a performance result is a test with status DONE and a number.
 
-var originRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+var originRE = lazyre.New(`^[a-z0-9_]+$`)
 
 // CheckOrigin returns bad input for an origin KCIDB refuses.
 func CheckOrigin(origin string) error {
 	if origin == "" {
 		return fault.Input("--format kcidb needs --origin NAME: the submitting CI system's name in KCIDB, e.g. --origin mylab")
 	}
-	if !originRE.MatchString(origin) {
+	if !originRE().MatchString(origin) {
 		return fault.Input("--origin %q: KCIDB origins are lower-case letters, digits and _ only, e.g. --origin my_lab", origin)
 	}
 	return nil
@@ -217,7 +217,7 @@ func finiteValues(v []float64) []float64 {
 	return out
 }
 
-var pathBad = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+var pathBad = lazyre.New(`[^a-zA-Z0-9_-]+`)
 
 // kcidbPath joins parts into a KCIDB test path: dot-separated nodes of
 // [a-zA-Z0-9_-]; a cell's "/" and a metric's "." start new nodes, other
@@ -226,7 +226,7 @@ func kcidbPath(parts ...string) string {
 	var nodes []string
 	for _, p := range parts {
 		for _, n := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '.' }) {
-			if n = strings.Trim(pathBad.ReplaceAllString(n, "_"), "_"); n != "" {
+			if n = strings.Trim(pathBad().ReplaceAllString(n, "_"), "_"); n != "" {
 				nodes = append(nodes, n)
 			}
 		}
@@ -265,7 +265,7 @@ func shortHash(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var commitRE = lazyre.New(`^[0-9a-f]{40}$`)
 
 // kcidbKernel is the checkout and build of kernel column col: a source
 // build (Env.Build) names its tree, commit, patches and config; the
@@ -281,7 +281,7 @@ func kcidbKernel(origin, col string, e *results.Env) (kcidbCheckout, kcidbBuild)
 	if kb := e.Build; kb != nil {
 		release, procVersion, config = orStr(kb.Release, release), orStr(kb.ProcVersion, procVersion), orStr(kb.ConfigSHA256, config)
 		co.TreeName = treeName(kb.Tree)
-		if commitRE.MatchString(kb.Commit) {
+		if commitRE().MatchString(kb.Commit) {
 			co.CommitHash = kb.Commit
 		}
 		co.Branch = kb.Ref

@@ -4,21 +4,22 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // lavaBad matches what a LAVA test case name, measurement unit or
 // reference may not hold: LAVA's lava-test-case splits on spaces, and its
 // result parser keeps names to letters, digits and ._- (a conservative
 // reading; LAVA's server accepts a few more).
-var lavaBad = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var lavaBad = lazyre.New(`[^A-Za-z0-9._-]+`)
 
 // LAVAName sanitizes s into a LAVA test case name: runs of characters
 // outside [A-Za-z0-9._-] become "_".
 func LAVAName(s string) string {
-	return strings.Trim(lavaBad.ReplaceAllString(s, "_"), "_")
+	return strings.Trim(lavaBad().ReplaceAllString(s, "_"), "_")
 }
 
 // WriteLAVA writes one lava-test-case line per cell and metric (and per

@@ -3,11 +3,11 @@ package runner
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -22,12 +22,12 @@ type guestKernel struct {
 	ok           bool
 }
 
-var versionRe = regexp.MustCompile(`^([0-9]+)\.([0-9]+)`)
+var versionRe = lazyre.New(`^([0-9]+)\.([0-9]+)`)
 
 // linuxVersion reads "X.Y" from the front of a release, ABI or series
 // ("6.12.117+deb12-cloud-amd64", "6.1.0-47", "6.12").
 func linuxVersion(s string) (major, minor int, ok bool) {
-	m := versionRe.FindStringSubmatch(s)
+	m := versionRe().FindStringSubmatch(s)
 	if m == nil {
 		return 0, 0, false
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/schema"
 )
 
@@ -83,13 +83,13 @@ func parse(file string, data []byte) (*yaml.Node, error) {
 	return root, nil
 }
 
-var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var lineRE = lazyre.New(`^yaml: line (\d+): (.*)$`)
 
 // syntaxError turns a yaml.v3 parse error ("yaml: line 3: msg") into an
 // *Error. yaml.v3 reports no column for syntax errors.
 func syntaxError(file string, err error) error {
 	msg := err.Error()
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
+	if m := lineRE().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: file, Line: line, Msg: "YAML syntax: " + m[2] + " (check indentation, a missing ':' or an unclosed quote or bracket)"}
 	}
@@ -112,15 +112,15 @@ func checkNoAliases(file string, n *yaml.Node, depth int) error {
 }
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	labelRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
-	debianRE = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)?)?$`)
-	eventRE  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/=,@-]{0,199}$`)
-	ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	nameRE   = lazyre.New(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	labelRE  = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
+	debianRE = lazyre.New(`^[0-9]+\.[0-9]+(\.[0-9]+(-[0-9]+|\+deb[0-9]+)?)?$`)
+	eventRE  = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9_.:/=,@-]{0,199}$`)
+	ifnameRE = lazyre.New(`^[A-Za-z0-9_.-]+$`)
 )
 
 func checkName(s string) string {
-	if !nameRE.MatchString(s) {
+	if !nameRE().MatchString(s) {
 		return fmt.Sprintf("name %q: use lowercase letters, digits, '.', '_', '-' (at most 64, starting with a letter or digit)", s)
 	}
 	return ""
@@ -138,14 +138,14 @@ func checkLine(s string) string {
 func CheckLabel(s string) string { return checkLabel(s) }
 
 func checkLabel(s string) string {
-	if !labelRE.MatchString(s) {
+	if !labelRE().MatchString(s) {
 		return fmt.Sprintf("kernel label %q: use letters, digits, '.', '_', '-' (at most 32), e.g. stock or patched", s)
 	}
 	return ""
 }
 
 func checkDebian(s string) string {
-	if !debianRE.MatchString(s) {
+	if !debianRE().MatchString(s) {
 		return fmt.Sprintf("Debian kernel version %q: use MAJOR.MINOR or an ABI such as \"6.12\", \"6.12.117+deb12\" or \"6.1.0-47\"", s)
 	}
 	return ""
@@ -153,19 +153,19 @@ func checkDebian(s string) string {
 
 // sourceRE is a source: value: debian:VERSION, Debian's
 // linux-source-VERSION package (runner/kbuild.DebianSource).
-var sourceRE = regexp.MustCompile(`^debian:[0-9]{1,2}\.[0-9]{1,3}$`)
+var sourceRE = lazyre.New(`^debian:[0-9]{1,2}\.[0-9]{1,3}$`)
 
 func checkSource(s string) string {
-	if !sourceRE.MatchString(s) {
+	if !sourceRE().MatchString(s) {
 		return fmt.Sprintf("kernel source %q: use debian:MAJOR.MINOR such as debian:6.1 (Debian's linux-source-6.1 package), or tree: a source directory", s)
 	}
 	return ""
 }
 
-var refRE = regexp.MustCompile(`^[A-Za-z0-9._/@^~{}+-]{1,200}$`)
+var refRE = lazyre.New(`^[A-Za-z0-9._/@^~{}+-]{1,200}$`)
 
 func checkRef(s string) string {
-	if !refRE.MatchString(s) || strings.HasPrefix(s, "-") || strings.Contains(s, "..") {
+	if !refRE().MatchString(s) || strings.HasPrefix(s, "-") || strings.Contains(s, "..") {
 		return fmt.Sprintf("git ref %q: give a branch, tag or commit such as net-next/main, v6.1 or 1a2b3c4d", s)
 	}
 	return ""
@@ -185,7 +185,7 @@ func checkPatchPath(s, path string) string {
 }
 
 func checkEvent(s, _ string) string {
-	if !eventRE.MatchString(s) {
+	if !eventRE().MatchString(s) {
 		return fmt.Sprintf("bad perf event %q; use perf list names such as cycles, task-clock or sched:sched_switch", s)
 	}
 	return ""
@@ -199,9 +199,9 @@ func checkIfname(s string) string {
 		return fmt.Sprintf("tap_name %q is %d bytes; Linux interface names have at most 15 (IFNAMSIZ-1); use a shorter name such as vnbt0", s, len(s))
 	case s == "." || s == "..":
 		return fmt.Sprintf("tap_name %q is not a valid interface name; use a name such as vnbt0", s)
-	case !ifnameRE.MatchString(s):
+	case !ifnameRE().MatchString(s):
 		for i, r := range s {
-			if !ifnameRE.MatchString(string(r)) {
+			if !ifnameRE().MatchString(string(r)) {
 				return fmt.Sprintf("tap_name %q has %q at byte %d; use letters, digits, '-', '_', '.' such as vnbt0", s, r, i)
 			}
 		}
@@ -218,7 +218,7 @@ var knownQdiscs = []string{
 	"plug", "taprio", "etf", "cbs",
 }
 
-var qdiscKindRE = regexp.MustCompile(`^[a-z][a-z0-9_]{1,15}$`)
+var qdiscKindRE = lazyre.New(`^[a-z][a-z0-9_]{1,15}$`)
 
 // checkCmdline refuses guest kernel parameters the harness sets itself
 // (console, panic, vnb.*) and what a command line cannot hold.
@@ -255,7 +255,7 @@ func checkQdisc(s string) string {
 	if dym := schema.DidYouMean(s, knownQdiscs); dym != "" {
 		return fmt.Sprintf("unknown qdisc %q%s %s", s, dym, allowed)
 	}
-	if !qdiscKindRE.MatchString(s) {
+	if !qdiscKindRE().MatchString(s) {
 		return fmt.Sprintf("unknown qdisc %q: a tc kind is a lowercase word %s", s, allowed)
 	}
 	return ""

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -274,12 +274,12 @@ func checkRuns(file string, pos schema.Pos, s *Scenario) error {
 	return nil
 }
 
-var badNameChars = regexp.MustCompile(`[^a-z0-9._-]+`)
+var badNameChars = lazyre.New(`[^a-z0-9._-]+`)
 
 func nameFromFile(filename string) string {
 	base := strings.ToLower(filepath.Base(filename))
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
-	base = strings.Trim(badNameChars.ReplaceAllString(base, "-"), "-._")
+	base = strings.Trim(badNameChars().ReplaceAllString(base, "-"), "-._")
 	if len(base) > 64 {
 		base = base[:64]
 	}

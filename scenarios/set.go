@@ -3,13 +3,13 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/schema"
 )
 
@@ -26,7 +26,7 @@ type Set struct {
 // String is "KEY=VALUE", as --set takes it.
 func (s Set) String() string { return s.Key + "=" + s.Value }
 
-var setKeyRE = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+var setKeyRE = lazyre.New(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 
 // ParseSet parses a --set argument, KEY=VALUE. The value may not hold
 // control characters (newlines): one line of YAML.
@@ -36,7 +36,7 @@ func ParseSet(arg string) (Set, error) {
 		return Set{}, &Error{Msg: fmt.Sprintf("--set %s: want KEY=VALUE, e.g. --set generator.pktgen.duration=10s", arg)}
 	}
 	k = strings.TrimSpace(k)
-	if !setKeyRE.MatchString(k) {
+	if !setKeyRE().MatchString(k) {
 		return Set{}, &Error{Msg: fmt.Sprintf("--set %s: bad key %q; give a dotted path of scenario keys such as repetitions or generator.pktgen.duration", arg, k)}
 	}
 	if strings.IndexFunc(v, unicode.IsControl) >= 0 {

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/hostnet"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
@@ -289,7 +290,7 @@ type DebianABI struct {
 // ParseDebianABI parses "6.1.0-47" or "6.12.117+deb12". Anything else
 // (a series, a flavour, a backport's "+bpo") is an error.
 func ParseDebianABI(s string) (DebianABI, error) {
-	m := debianABIRe.FindStringSubmatch(s)
+	m := debianABIRe().FindStringSubmatch(s)
 	if m == nil {
 		return DebianABI{}, fmt.Errorf("kernel ABI %q: want MAJOR.MINOR.PATCH-N (6.1.0-47) or MAJOR.MINOR.PATCH+debN (6.12.117+deb12)", s)
 	}
@@ -309,7 +310,7 @@ func ParseDebianABI(s string) (DebianABI, error) {
 	return a, nil
 }
 
-var debianABIRe = regexp.MustCompile(`^([0-9]{1,4})\.([0-9]{1,4})\.([0-9]{1,6})(?:-([0-9]{1,6})|\+(deb[0-9]{1,4}))$`)
+var debianABIRe = lazyre.New(`^([0-9]{1,4})\.([0-9]{1,4})\.([0-9]{1,6})(?:-([0-9]{1,6})|\+(deb[0-9]{1,4}))$`)
 
 // String is the ABI as Debian writes it.
 func (a DebianABI) String() string {
@@ -351,9 +352,9 @@ func (a DebianABI) InSeries(series string) bool {
 
 // IsDebianSeries reports whether s names a kernel series rather than one
 // ABI: "6.12", "6.1" or "6.12.117".
-func IsDebianSeries(s string) bool { return seriesRe.MatchString(s) }
+func IsDebianSeries(s string) bool { return seriesRe().MatchString(s) }
 
-var seriesRe = regexp.MustCompile(`^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?$`)
+var seriesRe = lazyre.New(`^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?$`)
 
 func abiLess(a, b string) bool {
 	pa, ea := ParseDebianABI(a)

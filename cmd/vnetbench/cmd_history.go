@@ -35,7 +35,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of stdout")
 	order := fs.String("order", "time", "point order of run directories and benchfmt files: time (as recorded) or given (as listed or added)")
 	fs.IntVar(&o.failOnNew, "fail-on-new", 0, "exit 1 when a regression's change point lies in the last `N` points of a series, printing the range to bisect")
-	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: low (p <= 0.001), default (p <= 0.005), high (p <= 0.02), or a p-value `P` in (0, 0.1]")
+	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: "+sensitivityNames()+", or a p-value `P` in (0, 0.1]")
 	fs.BoolVar(&o.all, "all", false, "also show the diagnostics (busy fractions, overheads, perf counters; JSON always has them)")
 	fs.Var(&o.metrics, "metric", "only these metrics (repeatable, comma-separated)")
 	fs.Var(&o.cells, "cell", "only these cells (repeatable, comma-separated)")
@@ -136,23 +136,33 @@ func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer
 	return nil
 }
 
-// historyParams is the detector's parameter set for --sensitivity.
+// historyParams is the detector's parameter set for --sensitivity: a
+// name of history.Levels or a p-value.
 func historyParams(sensitivity string) (history.Params, error) {
 	p := history.Default
-	switch sensitivity {
-	case "low":
-		p.Alpha = 0.001
-	case "default", "":
-	case "high":
-		p.Alpha = 0.02
-	default:
-		a, err := strconv.ParseFloat(sensitivity, 64)
-		if err != nil || !(a > 0 && a <= 0.1) {
-			return p, usageErrorf("history: --sensitivity %q: want low, default, high or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity)
-		}
-		p.Alpha = a
+	if sensitivity == "" {
+		return p, nil
 	}
+	if i := slices.IndexFunc(history.Levels, func(l history.Level) bool { return l.Name == sensitivity }); i >= 0 {
+		p.Alpha = history.Levels[i].Alpha
+		return p, nil
+	}
+	a, err := strconv.ParseFloat(sensitivity, 64)
+	if err != nil || !(a > 0 && a <= 0.1) {
+		return p, usageErrorf("history: --sensitivity %q: want low, default, high or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity)
+	}
+	p.Alpha = a
 	return p, nil
+}
+
+// sensitivityNames lists history.Levels for --sensitivity's help:
+// "low (p <= 0.0002), default (p <= 0.001), ...".
+func sensitivityNames() string {
+	var ns []string
+	for _, l := range history.Levels {
+		ns = append(ns, fmt.Sprintf("%s (p <= %g)", l.Name, l.Alpha))
+	}
+	return strings.Join(ns, ", ")
 }
 
 func historyFormat(format, out string) (string, error) {

@@ -354,8 +354,9 @@ func TestHistoryConcurrentAdd(t *testing.T) {
 	}
 }
 
-// TestHistorySensitivity: each change point reported has p at most the
-// level --sensitivity names, and a higher sensitivity reports no fewer.
+// TestHistorySensitivity: --sensitivity's names mean the p-values
+// docs/history.md gives (default 0.001), each change point reported has
+// p at most that level, and a higher sensitivity reports no fewer.
 func TestHistorySensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 25))
 	var b strings.Builder
@@ -378,7 +379,10 @@ func TestHistorySensitivity(t *testing.T) {
 	for _, tc := range []struct {
 		level string
 		alpha float64
-	}{{"low", 0.001}, {"default", 0.005}, {"high", 0.02}, {"0.1", 0.1}} {
+	}{{"low", 0.0002}, {"default", 0.001}, {"high", 0.005}, {"0.02", 0.02}, {"0.1", 0.1}} {
+		if p, err := historyParams(tc.level); err != nil || p.Alpha != tc.alpha {
+			t.Errorf("--sensitivity %s: p <= %g (%v), want %g", tc.level, p.Alpha, err, tc.alpha)
+		}
 		out, stderr, err := runHistory(t, "--format", "json", "--sensitivity", tc.level, path)
 		if err != nil {
 			t.Fatalf("--sensitivity %s: %v\n%s", tc.level, err, stderr)

@@ -137,7 +137,7 @@ func runVsockE2E(t *testing.T, file string) (string, string) {
 	t.Helper()
 	bin := vnetbenchBin(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.CommandContext(t.Context(), "nice", "-n", "10", bin, "run", file, "-o", dir, "--seed", "1", "--lock-wait", "30m")
+	cmd := exec.CommandContext(t.Context(), bin, "run", file, "-o", dir, "--seed", "1", "--lock-wait", "30m")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	checkRunLeftNothing(t, dir)

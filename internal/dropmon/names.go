@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // Names turns the map's keys into what people read: drop reasons by
@@ -96,7 +97,7 @@ func btfReasons() (map[uint32]string, error) {
 }
 
 // symbolicRE matches one "{ 80, "FULL_RING" }" of __print_symbolic.
-var symbolicRE = regexp.MustCompile(`\{\s*(\d+|0x[0-9a-fA-F]+)\s*,\s*"([^"]*)"\s*\}`)
+var symbolicRE = lazyre.New(`\{\s*(\d+|0x[0-9a-fA-F]+)\s*,\s*"([^"]*)"\s*\}`)
 
 // ParseFormat reads the drop reasons' names from skb:kfree_skb's format
 // file: its print fmt's __print_symbolic(REC->reason, { 2,
@@ -111,7 +112,7 @@ func ParseFormat(r io.Reader) (map[uint32]string, error) {
 		return nil, errors.New("no __print_symbolic(REC->reason, ...) in the print fmt")
 	}
 	out := map[uint32]string{}
-	for _, m := range symbolicRE.FindAllStringSubmatch(rest, -1) {
+	for _, m := range symbolicRE().FindAllStringSubmatch(rest, -1) {
 		v, err := strconv.ParseUint(m[1], 0, 32)
 		if err != nil {
 			continue

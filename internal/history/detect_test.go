@@ -184,7 +184,7 @@ func TestDetectMinEffect(t *testing.T) {
 // TestDetectShortSegments: a regression fixed 8 runs later, another 8
 // runs after that, and one fixed 6 runs later at the end, each 15x the
 // noise: every edge is found at its index, although 8 points against 8
-// cannot reach p <= 0.005 in the rank test. Without ShortEffect they
+// cannot reach p <= 0.001 in the rank test. Without ShortEffect they
 // are not; and a burst of 6 points of 2x the noise is no change point.
 func TestDetectShortSegments(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 25))

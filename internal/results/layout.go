@@ -3,9 +3,10 @@ package results
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // Names inside a run directory (see the package doc for the layout).
@@ -68,7 +69,7 @@ const LabScenario = "lab/scenario.yaml"
 // (from 1) whose path another input already used: artifacts/shard-N.
 func ShardDir(shard int) string { return filepath.Join(ArtifactsDir, "shard-"+strconv.Itoa(shard)) }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+var unsafeChars = lazyre.New(`[^A-Za-z0-9._+-]+`)
 
 // PathElem turns a name into one safe path element: "/" becomes "__",
 // other runs of characters outside [A-Za-z0-9._+-] become "_", and leading
@@ -76,7 +77,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
 // "tap+vhost__pktgen-t4"). Kernel labels (letters, digits, "._-") are
 // unchanged; a name with nothing left, or "." or "..", becomes "_".
 func PathElem(name string) string {
-	s := strings.Trim(unsafeChars.ReplaceAllString(strings.ReplaceAll(name, "/", "__"), "_"), "_")
+	s := strings.Trim(unsafeChars().ReplaceAllString(strings.ReplaceAll(name, "/", "__"), "_"), "_")
 	if s == "" || s == "." || s == ".." {
 		return "_"
 	}

@@ -3,13 +3,14 @@ package schema
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // MaxListLen bounds every list (axis values, targets, events).
@@ -247,11 +248,11 @@ func SizeMiB(p *int, key string) *Leaf[int] {
 	})
 }
 
-var memRE = regexp.MustCompile(`^([0-9]+)\s*([A-Za-z]*)$`)
+var memRE = lazyre.New(`^([0-9]+)\s*([A-Za-z]*)$`)
 
 // ParseMiB parses "1GiB", "512MiB", "2097152KiB" into MiB (at least 64).
 func ParseMiB(s string) (int, string) {
-	m := memRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := memRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Sprintf("bad size %q; use a whole number with KiB, MiB or GiB such as 512MiB or 1GiB", s)
 	}

@@ -15,9 +15,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
@@ -38,13 +38,13 @@ func candidateVersion(ctx context.Context, ex proc.Executor, series string) (str
 	return "", nil
 }
 
-var makeVarRe = regexp.MustCompile(`(?m)^(VERSION|PATCHLEVEL|SUBLEVEL) = ([0-9]+)$`)
+var makeVarRe = lazyre.New(`(?m)^(VERSION|PATCHLEVEL|SUBLEVEL) = ([0-9]+)$`)
 
 // treeRelease is a tree's upstream release from its top Makefile
 // ("6.1.192"; "" when unreadable).
 func treeRelease(tree string) string {
 	v := map[string]string{}
-	for _, m := range makeVarRe.FindAllStringSubmatch(readString(filepath.Join(tree, "Makefile")), 3) {
+	for _, m := range makeVarRe().FindAllStringSubmatch(readString(filepath.Join(tree, "Makefile")), 3) {
 		v[m[1]] = m[2]
 	}
 	if len(v) != 3 {

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
@@ -265,8 +265,8 @@ func (b *Builder) Resolve(ctx context.Context, s Spec) (*Plan, error) {
 }
 
 var (
-	versionRe    = regexp.MustCompile(`(?m)^VERSION = [0-9]+$`)
-	patchlevelRe = regexp.MustCompile(`(?m)^PATCHLEVEL = [0-9]+$`)
+	versionRe    = lazyre.New(`(?m)^VERSION = [0-9]+$`)
+	patchlevelRe = lazyre.New(`(?m)^PATCHLEVEL = [0-9]+$`)
 )
 
 // checkKernelTree tells a Linux source tree from anything else.
@@ -276,7 +276,7 @@ func checkKernelTree(dir string) error {
 		return fmt.Errorf("tree %s is not a directory; set tree: to the top of a Linux source tree", dir)
 	}
 	mk, err := os.ReadFile(filepath.Join(dir, "Makefile"))
-	ok := err == nil && versionRe.Match(mk) && patchlevelRe.Match(mk)
+	ok := err == nil && versionRe().Match(mk) && patchlevelRe().Match(mk)
 	for _, f := range []string{"Kconfig", "arch/x86/Makefile", "scripts/kconfig/Makefile"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			ok = false

@@ -3,11 +3,11 @@ package kbuild
 import (
 	_ "embed"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
@@ -26,8 +26,8 @@ type Option struct {
 }
 
 var (
-	setRe   = regexp.MustCompile(`^(CONFIG_[A-Za-z0-9_]+)=(.*)$`)
-	unsetRe = regexp.MustCompile(`^# (CONFIG_[A-Za-z0-9_]+) is not set$`)
+	setRe   = lazyre.New(`^(CONFIG_[A-Za-z0-9_]+)=(.*)$`)
+	unsetRe = lazyre.New(`^# (CONFIG_[A-Za-z0-9_]+) is not set$`)
 )
 
 // ParseFragment reads a config fragment (.config syntax). Blank lines and
@@ -36,11 +36,11 @@ func ParseFragment(name, text string) ([]Option, error) {
 	var out []Option
 	for i, l := range strings.Split(text, "\n") {
 		l = strings.TrimSpace(l)
-		if m := setRe.FindStringSubmatch(l); m != nil {
+		if m := setRe().FindStringSubmatch(l); m != nil {
 			out = append(out, Option{Name: m[1], Value: m[2], Line: i + 1})
 			continue
 		}
-		if m := unsetRe.FindStringSubmatch(l); m != nil {
+		if m := unsetRe().FindStringSubmatch(l); m != nil {
 			out = append(out, Option{Name: m[1], Value: "n", Line: i + 1})
 			continue
 		}
@@ -112,9 +112,9 @@ func ReadFragment(path string) (*Fragment, error) {
 func ReadConfig(text string) map[string]string {
 	out := map[string]string{}
 	for _, l := range strings.Split(text, "\n") {
-		if m := setRe.FindStringSubmatch(l); m != nil {
+		if m := setRe().FindStringSubmatch(l); m != nil {
 			out[m[1]] = m[2]
-		} else if m := unsetRe.FindStringSubmatch(l); m != nil {
+		} else if m := unsetRe().FindStringSubmatch(l); m != nil {
 			out[m[1]] = "n"
 		}
 	}

@@ -12,11 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -42,14 +42,14 @@ func (h *Headers) Config() string { return readString(filepath.Join(h.Dir, ".con
 func (h *Headers) UTSVersion() string {
 	for _, f := range []string{"utsversion.h", "compile.h"} {
 		s := readString(filepath.Join(h.Dir, "include", "generated", f))
-		if m := utsRe.FindStringSubmatch(s); m != nil {
+		if m := utsRe().FindStringSubmatch(s); m != nil {
 			return m[1]
 		}
 	}
 	return ""
 }
 
-var utsRe = regexp.MustCompile(`#define UTS_VERSION "([^"]*)"`)
+var utsRe = lazyre.New(`#define UTS_VERSION "([^"]*)"`)
 
 // HeadersFor finds the Debian kernel release of flavour whose packages
 // were built from the same source package version as linux-source-SERIES

@@ -12,12 +12,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // skipDirs are top-level directories of a kernel tree whose files feed no
@@ -41,7 +42,7 @@ func Feeds(rel string) bool {
 	return true
 }
 
-var includeRe = regexp.MustCompile(`^\s*#\s*include\s*([<"])([^>"]+)[>"]`)
+var includeRe = lazyre.New(`^\s*#\s*include\s*([<"])([^>"]+)[>"]`)
 
 // includeIndex maps a header to the tree-relative C sources and headers
 // whose #include lines name it: by its tree-relative path where the name
@@ -162,7 +163,7 @@ func fileIncludes(p string) []string {
 		if !bytes.Contains(l, []byte("include")) {
 			continue
 		}
-		if m := includeRe.FindSubmatch(l); m != nil {
+		if m := includeRe().FindSubmatch(l); m != nil {
 			if n := string(m[1]) + string(m[2]); !slices.Contains(out, n) {
 				out = append(out, n)
 			}

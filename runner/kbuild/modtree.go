@@ -12,11 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
@@ -260,7 +260,7 @@ type objInfo struct {
 	Deps   []string
 }
 
-var modnameRe = regexp.MustCompile(`-DKBUILD_MODNAME='"([^"]+)"'`)
+var modnameRe = lazyre.New(`-DKBUILD_MODNAME='"([^"]+)"'`)
 
 // readCmd reads the .TARGET.cmd kbuild wrote for target in the side's
 // directory dir; paths in it are mapped back to the tree (the side's
@@ -282,7 +282,7 @@ func (s *side) readCmd(dir, target string) (*objInfo, error) {
 		switch {
 		case strings.HasPrefix(l, "cmd_"):
 			oi.Module = strings.Contains(l, " -DMODULE ")
-			if m := modnameRe.FindStringSubmatch(l); m != nil {
+			if m := modnameRe().FindStringSubmatch(l); m != nil {
 				oi.Name = m[1]
 			}
 		case strings.HasPrefix(l, "source_"):

@@ -129,5 +129,4 @@ func decideSeries(t *testing.T, b *Builder, tree string, mp *ModPlan) {
 			t.Errorf("%s: compared %v, want %v", tc.series, d.Compared, tc.compared)
 		}
 	}
-	os.RemoveAll(filepath.Join(b.Dir, "tmp"))
 }

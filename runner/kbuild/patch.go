@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
@@ -117,12 +117,12 @@ func expand(pat string) ([]string, error) {
 }
 
 // mboxFrom is the separator line git format-patch writes before each mail.
-var mboxFrom = regexp.MustCompile(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$`)
+var mboxFrom = lazyre.New(`(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$`)
 
 // SplitMbox splits an mbox of git format-patch mails into its mails. Text
 // without such separators (or with one) is one part.
 func SplitMbox(data []byte) [][]byte {
-	locs := mboxFrom.FindAllIndex(data, -1)
+	locs := mboxFrom().FindAllIndex(data, -1)
 	if len(locs) < 2 {
 		return [][]byte{data}
 	}
@@ -145,7 +145,7 @@ func hasDiff(p []byte) bool {
 		(bytes.Contains(p, []byte("\n--- ")) && bytes.Contains(p, []byte("\n+++ ")))
 }
 
-var tagRe = regexp.MustCompile(`^\s*(\[[^\]]*\]\s*)+`)
+var tagRe = lazyre.New(`^\s*(\[[^\]]*\]\s*)+`)
 
 // Subject is a patch mail's subject without its [PATCH ...] tag ("" when
 // it has no Subject: header).
@@ -170,7 +170,7 @@ func subject(p []byte) string {
 			}
 			s += " " + strings.TrimSpace(c)
 		}
-		return strings.TrimSpace(tagRe.ReplaceAllString(s, ""))
+		return strings.TrimSpace(tagRe().ReplaceAllString(s, ""))
 	}
 	return ""
 }

@@ -7,23 +7,23 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // sourceVersionRE is a Debian linux-source package's version: "6.1",
 // "6.12" (linux-source-6.1 is the package's name).
-var sourceVersionRE = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,3}$`)
+var sourceVersionRE = lazyre.New(`^[0-9]{1,2}\.[0-9]{1,3}$`)
 
 // CheckSourceVersion reports what is wrong with a linux-source version
 // ("" = nothing).
 func CheckSourceVersion(v string) string {
-	if !sourceVersionRE.MatchString(v) {
+	if !sourceVersionRE().MatchString(v) {
 		return fmt.Sprintf("bad Debian linux-source version %q; use a kernel series such as 6.1 (Debian 12's linux-source-6.1)", v)
 	}
 	return ""

@@ -49,7 +49,7 @@ func TestLabVsockE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tmp, "run")
-	o, err := runVnetbench(t, "run vsock-sockmap-e2e", 60, "nice", "-n", "10", bin, "run", scen, "-o", dir, "--seed", "1", "--lock-wait", "60m")
+	o, err := runVnetbench(t, "run vsock-sockmap-e2e", 60, bin, "run", scen, "-o", dir, "--seed", "1", "--lock-wait", "60m")
 	if err != nil {
 		logConsoles(t, dir)
 		t.Fatalf("run: %v", err)

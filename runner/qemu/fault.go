@@ -3,12 +3,12 @@ package qemu
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 )
 
 // faultMarkers are what a Linux kernel prints when it is stuck or broken:
@@ -25,7 +25,7 @@ var faultMarkers = append(append([]string(nil), timingReports...),
 // printk.time=1 on its command line) puts before each console line:
 // only such lines are the kernel's own, not a program's output that
 // quotes them.
-var printkTime = regexp.MustCompile(`^\[\s*\d+\.\d+\]`)
+var printkTime = lazyre.New(`^\[\s*\d+\.\d+\]`)
 
 // KernelFault reports whether a console line is the kernel reporting that
 // it is stuck or broken (see faultMarkers). The line must start with the
@@ -42,7 +42,7 @@ func KernelFault(line string) bool {
 // a line without the stamp.
 func kernelLine(line string) (stamp, msg string, ok bool) {
 	line = strings.TrimLeft(line, "\r\x00")
-	loc := printkTime.FindStringIndex(line)
+	loc := printkTime().FindStringIndex(line)
 	if loc == nil {
 		return "", "", false
 	}

@@ -31,7 +31,16 @@ func logf(format string, a ...any) {
 // ends or anything fatal happens, the guest powers off.
 //
 // ops are the workloads' guest-side ops (Server.Ops).
+//
+// Anywhere but PID 1 it refuses, exit 2, before touching anything: run as
+// root on a host (a binary started as /init by hand), its set-up would
+// mount over the host's /dev, /tmp and /run and load modules there.
 func Main(ops map[string]Op) {
+	if pid := os.Getpid(); pid != 1 {
+		fmt.Fprintf(os.Stderr, "vnetbench: the guest agent is a VM's /init and runs only as PID 1 (this is pid %d); "+
+			"for the command line start the binary under another name than /init\n", pid)
+		os.Exit(2)
+	}
 	if c, err := os.OpenFile("/dev/console", os.O_WRONLY, 0); err == nil {
 		console = c
 	}

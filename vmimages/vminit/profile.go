@@ -58,8 +58,10 @@ func readKmsg() []string {
 // spent its time, kept short because a nested guest's console prints a
 // line in a tenth of a second. It keeps the initcalls that took min or
 // more and the messages that came min or more after the record before
-// them (the gap is the time the work before took), and ends with the
-// number of initcalls and their total time.
+// them (the gap is the time the work before took), always the kernel's
+// "Run /init as init process" (where the kernel hands over to /init: the
+// time from there to /init's own first line is the init program's start),
+// and ends with the number of initcalls and their total time.
 func BootProfile(records []string, min time.Duration) []string {
 	var out []string
 	var n int
@@ -81,7 +83,7 @@ func BootProfile(records []string, min time.Duration) []string {
 		gap := time.Duration(us-last) * time.Microsecond
 		last = us
 		w := strings.Fields(msg)
-		keep := gap >= min
+		keep := gap >= min || strings.HasPrefix(msg, "Run ") && strings.HasSuffix(msg, " as init process")
 		if len(w) == 7 && w[0] == "initcall" && w[2] == "returned" && w[6] == "usecs" {
 			d, err := strconv.ParseInt(w[5], 10, 64)
 			if err != nil {

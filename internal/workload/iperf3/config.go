@@ -4,10 +4,10 @@ package iperf3
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -66,10 +66,10 @@ func (c *Config) Fields() []schema.Field {
 	}
 }
 
-var bitrateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$`)
+var bitrateRE = lazyre.New(`^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$`)
 
 func checkBitrate(s string) string {
-	if !bitrateRE.MatchString(s) {
+	if !bitrateRE().MatchString(s) {
 		return fmt.Sprintf("bad iperf3 bitrate %q; use a number with an optional K, M, G or T suffix such as 500M", s)
 	}
 	return ""

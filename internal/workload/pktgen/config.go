@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -136,10 +136,10 @@ var (
 	scriptNoBurst = map[string]bool{"pktgen_sample04_many_flows.sh": true, "pktgen_bench_xmit_mode_queue_xmit.sh": true}
 )
 
-var scriptRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.sh$`)
+var scriptRE = lazyre.New(`^[A-Za-z0-9_.-]+\.sh$`)
 
 func checkScript(s string) string {
-	if !scriptRE.MatchString(s) {
+	if !scriptRE().MatchString(s) {
 		return fmt.Sprintf("bad script %q; give a file name in samples/pktgen such as pktgen_sample02_multiqueue.sh", s)
 	}
 	return ""

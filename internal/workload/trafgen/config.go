@@ -5,10 +5,10 @@ package trafgen
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -43,10 +43,10 @@ func (c *Config) Fields() []schema.Field {
 	}
 }
 
-var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(pps|kpps|Mpps|B|kB|MB|GB|KiB|MiB|GiB|bit|kbit|Mbit|Gbit)$`)
+var rateRE = lazyre.New(`^[0-9]+(\.[0-9]+)?(pps|kpps|Mpps|B|kB|MB|GB|KiB|MiB|GiB|bit|kbit|Mbit|Gbit)$`)
 
 func checkRate(s string) string {
-	if !rateRE.MatchString(s) {
+	if !rateRE().MatchString(s) {
 		return fmt.Sprintf("bad trafgen rate %q; use a number with pps, kpps, Mpps, bit, kbit, Mbit, Gbit, B, kB, MB, GB such as 10kpps", s)
 	}
 	return ""
