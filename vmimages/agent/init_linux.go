@@ -108,7 +108,7 @@ func run(ops map[string]Op) error {
 		all[name] = op
 	}
 	srv := &Server{Sys: sys, Ops: all, Ready: vmimages.Event{Ev: vmimages.EvReady, BootMS: uptimeMS(), InitMS: initMS, Kernel: rel}}
-	profiled := vminit.BootProfiled()
+	profiled := vminit.Profiled(string(cmdline))
 	if cfg.Debug || profiled {
 		logf("init@%dms %s ready@%dms on %s", initMS, strings.Join(phases, " "), srv.Ready.BootMS, chName)
 	}

@@ -16,7 +16,12 @@ import (
 // initcall_debug on its command line (/proc/cmdline).
 func BootProfiled() bool {
 	b, _ := os.ReadFile("/proc/cmdline")
-	return strings.Contains(" "+strings.TrimSpace(string(b))+" ", " initcall_debug ")
+	return Profiled(string(b))
+}
+
+// Profiled is BootProfiled for a command line already read.
+func Profiled(cmdline string) bool {
+	return strings.Contains(" "+strings.TrimSpace(cmdline)+" ", " initcall_debug ")
 }
 
 // PrintBootProfile writes the boot profile of a kernel booted with

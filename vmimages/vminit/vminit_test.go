@@ -70,3 +70,20 @@ func TestBootProfile(t *testing.T) {
 		t.Errorf("BootProfile =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestProfiled(t *testing.T) {
+	for _, tc := range []struct {
+		cmdline string
+		want    bool
+	}{
+		{"console=ttyS0 initcall_debug log_buf_len=8M\n", true},
+		{"initcall_debug", true},
+		{"console=ttyS0 initcall_debugx quiet", false},
+		{"console=ttyS0 vnb.initcall_debug=1", false},
+		{"", false},
+	} {
+		if got := Profiled(tc.cmdline); got != tc.want {
+			t.Errorf("Profiled(%q) = %v, want %v", tc.cmdline, got, tc.want)
+		}
+	}
+}
