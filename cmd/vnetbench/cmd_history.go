@@ -149,7 +149,7 @@ func historyParams(sensitivity string) (history.Params, error) {
 	}
 	a, err := strconv.ParseFloat(sensitivity, 64)
 	if err != nil || !(a > 0 && a <= 0.1) {
-		return p, usageErrorf("history: --sensitivity %q: want low, default, high or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity)
+		return p, usageErrorf("history: --sensitivity %q: want %s or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity, levelNames())
 	}
 	p.Alpha = a
 	return p, nil
@@ -157,6 +157,15 @@ func historyParams(sensitivity string) (history.Params, error) {
 
 // sensitivityNames lists history.Levels for --sensitivity's help:
 // "low (p <= 0.0002), default (p <= 0.001), ...".
+// levelNames are history.Levels' names: "low, default, high".
+func levelNames() string {
+	var ns []string
+	for _, l := range history.Levels {
+		ns = append(ns, l.Name)
+	}
+	return strings.Join(ns, ", ")
+}
+
 func sensitivityNames() string {
 	var ns []string
 	for _, l := range history.Levels {
