@@ -198,6 +198,16 @@ func (row *PerfStatRow) setValue(v float64, n uint64, isInt bool, unit string) {
 	}
 }
 
+// addMetric adds a metric printed on its own line to the row: the first
+// metric of a metric group whose own line had none is its Metric.
+func (row *PerfStatRow) addMetric(m PerfStatMetric) {
+	if row.MetricGroup && row.Metric == nil && len(row.MoreMetrics) == 0 {
+		row.Metric = &m
+		return
+	}
+	row.MoreMetrics = append(row.MoreMetrics, m)
+}
+
 func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 	unit = strings.TrimSpace(unit)
 	if strings.HasPrefix(unit, "%") {
@@ -227,25 +237,52 @@ func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
 	for i, l := range lines {
-		ln := i + 1
 		s := strings.TrimSpace(l)
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}
-		o := statJSONObject{ln: ln}
-		dec := json.NewDecoder(strings.NewReader(s))
-		dec.UseNumber()
-		if err := dec.Decode(&o.m); err != nil {
-			return nil, errorf(ln, "perf stat -j: %v", err)
-		}
-		if err := st.addJSONObject(o); err != nil {
+		objs, err := decodeStatJSONLine(s, i+1)
+		if err != nil {
 			return nil, err
+		}
+		for _, o := range objs {
+			if err := st.addJSONObject(o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(st.Rows) == 0 {
 		return nil, errorf(0, "perf stat -j: no counter objects in the input")
 	}
 	return st, nil
+}
+
+// reJSONTrailingComma is the ", }" perf 6.10 prints when it drops a
+// metric without a unit.
+var reJSONTrailingComma = lazyRegexp(`,\s*}\s*$`)
+
+// decodeStatJSONLine reads the objects of one -j line: one per line as perf
+// prints them, or several where lines were joined (mail pastes).
+func decodeStatJSONLine(s string, ln int) ([]statJSONObject, error) {
+	objs, err := decodeJSONObjects(s, ln)
+	if err != nil && reJSONTrailingComma().MatchString(s) {
+		objs, err = decodeJSONObjects(reJSONTrailingComma().ReplaceAllString(s, "}"), ln)
+	}
+	return objs, err
+}
+
+func decodeJSONObjects(s string, ln int) ([]statJSONObject, error) {
+	var objs []statJSONObject
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	for dec.More() {
+		o := statJSONObject{ln: ln}
+		if err := dec.Decode(&o.m); err != nil {
+			return nil, errorf(ln, "perf stat -j: %v", err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
 }
 
 // statJSONObject is one line of perf stat -j output.
@@ -295,38 +332,54 @@ func (st *PerfStat) addJSONObject(o statJSONObject) error {
 	if hasEv && strings.TrimSpace(ev) == "" {
 		return errorf(o.ln, "perf stat -j: object has an empty event name")
 	}
-	mv, hasMV, err := o.num("metric-value")
+	metric, err := o.metric()
 	if err != nil {
 		return err
 	}
-	mu, _ := o.str("metric-unit")
+	if group, ok := o.str("metricgroup"); ok && !hasEv {
+		// perf 6.5+: {"event-runtime" : N, "pcnt-running" : P, "metricgroup" : "TopdownL1"}
+		ev, hasEv = group, true
+	}
 	if !hasEv {
 		// perf 6.5+ prints extra metrics as their own objects.
-		if hasMV && mu != "" && len(st.Rows) > 0 {
-			prev := &st.Rows[len(st.Rows)-1]
-			prev.MoreMetrics = append(prev.MoreMetrics, *newMetric(mv, mu, false))
-			return nil
+		if _, ok := o.m["counter-value"]; ok {
+			return errorf(o.ln, "perf stat -j: object has a counter-value but no event")
 		}
-		if _, ok := o.m["counter-value"]; !ok {
-			return nil // other objects (e.g. headers) carry no counter
+		if metric != nil && len(st.Rows) > 0 {
+			st.Rows[len(st.Rows)-1].addMetric(*metric)
 		}
-		return errorf(o.ln, "perf stat -j: object has a counter-value but no event")
+		return nil // other objects (e.g. headers) carry no counter
 	}
-	cv, _ := o.str("counter-value")
-	unit, _ := o.str("unit")
-	row := PerfStatRow{Event: ev, RawValue: cv, Supported: true, Counted: true, Multiplex: 1}
-	if err := row.setRaw(cv, unit, o.ln); err != nil {
-		return err
+	row := PerfStatRow{Event: ev, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+	if cv, ok := o.str("counter-value"); ok {
+		unit, _ := o.str("unit")
+		if err := row.setRaw(cv, unit, o.ln); err != nil {
+			return err
+		}
+	} else {
+		row.MetricGroup = true
 	}
 	row.setJSONPlace(o)
 	if err := row.setJSONNumbers(o); err != nil {
 		return err
 	}
-	if hasMV && mu != "" {
-		row.Metric = newMetric(mv, mu, false)
-	}
 	st.Rows = append(st.Rows, row)
 	return nil
+}
+
+// metric returns the object's "metric-value" and "metric-unit", nil when
+// absent, not a number ("nan": perf could not compute it) or without a
+// unit (perf 6.1 prints "(null)").
+func (o statJSONObject) metric() (*PerfStatMetric, error) {
+	mv, ok, err := o.num("metric-value")
+	if err != nil || !ok || math.IsNaN(mv) || math.IsInf(mv, 0) {
+		return nil, err
+	}
+	mu, _ := o.str("metric-unit")
+	if mu == "" || mu == "(null)" {
+		return nil, nil
+	}
+	return newMetric(mv, mu, false), nil
 }
 
 // setJSONPlace sets the thread, CPU (or other aggregation unit) and the
@@ -445,12 +498,20 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		f := strings.Split(s, string(sep))
 		vi := csvValueIndex(f)
+		if vi < 0 {
+			if g := csvMetricGroup(f); g != nil {
+				st.Rows = append(st.Rows, *g)
+				continue
+			}
+		}
 		if vi < 0 && len(st.Rows) > 0 {
 			// perf prints further metrics of a row on their own line:
-			// empty fields, then "value,unit".
-			if m := csvMetricOnly(f); m != nil {
-				prev := &st.Rows[len(st.Rows)-1]
-				prev.MoreMetrics = append(prev.MoreMetrics, *m)
+			// empty fields, then "value,unit" (value empty for a metric
+			// perf could not compute).
+			if m, ok := csvMetricOnly(f); ok {
+				if m != nil {
+					st.Rows[len(st.Rows)-1].addMetric(*m)
+				}
 				continue
 			}
 		}
@@ -524,10 +585,12 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 }
 
 // csvMetricOnly reads a -x line that carries only a metric: blank fields
-// (or the row's prefix) followed by "value,unit".
-func csvMetricOnly(f []string) *PerfStatMetric {
+// (or the row's prefix, or perf 6.5's runtime and running percentage)
+// followed by "value,unit". ok is true for such a line; m is nil when its
+// value is blank (not computed).
+func csvMetricOnly(f []string) (m *PerfStatMetric, ok bool) {
 	if len(f) < 3 {
-		return nil
+		return nil, false
 	}
 	v, u := strings.TrimSpace(f[len(f)-2]), strings.TrimSpace(f[len(f)-1])
 	blank := 0
@@ -536,13 +599,43 @@ func csvMetricOnly(f []string) *PerfStatMetric {
 			blank++
 		}
 	}
-	if u == "" || blank < 2 {
-		return nil
+	if u == "" || blank < 2 || isPlainNum(u) {
+		return nil, false
+	}
+	if v == "" {
+		return nil, blank == len(f)-2
 	}
 	pct := strings.HasSuffix(v, "%")
 	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-	if err != nil {
+	if err != nil || math.IsNaN(n) {
+		return nil, false
+	}
+	return newMetric(n, u, pct), true
+}
+
+// csvMetricGroup reads perf 6.5's metric group line of -x output:
+// ",RUNTIME,PCNT,,,,NAME" ("TopdownL1", "TopdownL1 (cpu_atom)").
+func csvMetricGroup(f []string) *PerfStatRow {
+	if len(f) < 5 {
 		return nil
 	}
-	return newMetric(n, u, pct)
+	for k := range f {
+		f[k] = strings.TrimSpace(f[k])
+	}
+	name := f[len(f)-1]
+	if f[0] != "" || !isMetricGroupName(name) {
+		return nil
+	}
+	rt, err1 := strconv.ParseUint(f[1], 10, 64)
+	pc, err2 := strconv.ParseFloat(f[2], 64)
+	if err1 != nil || err2 != nil || math.IsNaN(pc) {
+		return nil
+	}
+	for _, x := range f[3 : len(f)-1] {
+		if x != "" {
+			return nil
+		}
+	}
+	rs := scale(float64(rt), -9)
+	return &PerfStatRow{Event: name, MetricGroup: true, Supported: true, Counted: true, Multiplex: scale(pc, -2), RuntimeS: &rs}
 }

@@ -136,9 +136,10 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, nil, err
 	}
 	if !ok {
-		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
-		// heads the metric lines below it.
-		if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
+		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound",
+		// "TopdownL1 (cpu_core)  # nan %  tma_backend_bound") heads the
+		// metric lines below it.
+		if mv, mu := splitMetric(metric); hasMetric && (mv != "" || isNaNMetric(metric)) && isMetricGroupName(left) {
 			return &statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running}, nil, nil
 		}
 		return nil, nil, nil // prose: warnings, "Some events weren't counted", ...
@@ -248,7 +249,7 @@ func (st *PerfStat) addMetricLine(t statTok, metric *PerfStatMetric, nf *numForm
 		return errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
 	}
 	prev := &st.Rows[len(st.Rows)-1]
-	prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+	prev.addMetric(*metric)
 	if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
 		// perf prints a counter's running share at the end of
 		// its last metric line ("instructions # 1.37 insn per
@@ -430,6 +431,25 @@ func isEventName(s string) bool {
 		}
 	}
 	return true
+}
+
+// isMetricGroupName reports whether s names a metric group: an event-like
+// word, on hybrid CPUs followed by its PMU ("TopdownL1 (cpu_atom)", perf
+// 6.5+).
+func isMetricGroupName(s string) bool {
+	name, pmu, ok := strings.Cut(s, " (")
+	if !ok {
+		return isEventName(s)
+	}
+	pmu, ok = strings.CutSuffix(pmu, ")")
+	return ok && isEventName(name) && isEventName(pmu)
+}
+
+// isNaNMetric reports whether a "#" column holds a metric perf could not
+// compute ("nan %  tma_retiring"); such metrics are left out.
+func isNaNMetric(m string) bool {
+	v, _, _ := strings.Cut(strings.TrimSpace(m), " ")
+	return strings.EqualFold(strings.TrimSuffix(v, "%"), "nan")
 }
 
 // validStatPrefix accepts what perf prints before the counter value: an
