@@ -209,7 +209,8 @@ func (row *PerfStatRow) addMetric(m PerfStatMetric) {
 }
 
 func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
-	unit = strings.TrimSpace(unit)
+	// perf pads units to align them ("backend  cycles idle", "MB/s  memory_bandwidth_read").
+	unit = collapse(unit)
 	if strings.HasPrefix(unit, "%") {
 		percent, unit = true, strings.TrimSpace(unit[1:])
 	}

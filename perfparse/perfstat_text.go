@@ -8,8 +8,9 @@ import (
 var (
 	reStatHeader   = lazyRegexp(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
 	reStatVariance = lazyRegexp(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
-	reStatRunning  = lazyRegexp(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
-	reStatFooter   = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+	// The running share: "(83.29%)", "[83.41%]" before perf 3.18.
+	reStatRunning = lazyRegexp(`(?:\(\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
+	reStatFooter  = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
 // statTok is a raw text row before number conversion.
@@ -115,9 +116,9 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, &statFooter{ln, m[3], m[1], m[2], variance}, nil
 	}
 	var running string
-	if m := reStatRunning().FindStringSubmatchIndex(s); m != nil {
-		running = s[m[2]:m[3]]
-		s = strings.TrimSpace(s[:m[0]])
+	if m := reStatRunning().FindStringSubmatch(s); m != nil {
+		running = m[1] + m[2]
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), m[0]))
 	}
 	left, metric, hasMetric := strings.Cut(s, "#")
 	left = strings.TrimSpace(left)
@@ -400,6 +401,9 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, errorf(ln, "perf stat: counter row %q has a unit but no event name", clip(s))
 	case len(rest) == 1:
 		t.event = rest[0]
+		if isClockEvent(t.event) {
+			t.unit = "msec" // perf 2.6-3.x print the clocks in msec without a unit
+		}
 	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
 		// perf 4.x: "task-clock (msec)"
 		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
@@ -412,6 +416,14 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isClockEvent reports whether ev is a software clock perf counts in
+// nanoseconds and prints in msec: "task-clock", "cpu-clock:u",
+// "task-clock-msecs" (perf 2.6).
+func isClockEvent(ev string) bool {
+	name, _, _ := strings.Cut(ev, ":")
+	return name == "task-clock" || name == "cpu-clock" || name == "task-clock-msecs"
 }
 
 // isEventName reports whether s looks like a perf event: "task-clock",
