@@ -35,6 +35,9 @@ type PerfReportRow struct {
 	Overhead float64 `json:"overhead_frac"`
 	// Children is the --children column (nil without --children).
 	Children *float64 `json:"children_frac,omitempty"`
+	// Latency is perf 6.15's wall-clock overhead (`perf record --latency`:
+	// each sample weighted by 1/parallelism) as a fraction; nil without it.
+	Latency *float64 `json:"latency_frac,omitempty"`
 	// Samples and Period are the -n / --show-total-period columns.
 	Samples *uint64 `json:"samples,omitempty"`
 	Period  *uint64 `json:"period,omitempty"`
@@ -250,6 +253,14 @@ func (rr *PerfReportReader) Next() bool {
 		if rr.err != nil {
 			return false
 		}
+		if !have && isReportColumnsLine(string(bytes.TrimSpace(t))) {
+			// The column names pasted without their "#" (perf's own
+			// documentation prints them so).
+			if rr.err = rr.comment(append([]byte("# "), t...), ln); rr.err != nil {
+				return false
+			}
+			continue
+		}
 		if !have {
 			rr.err = errorf(ln, "perf report: expected a row like \"9.75%%  cmd  dso  [k] sym\", got %q", clip(string(b)))
 			return false
@@ -313,7 +324,7 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 			return errorf(ln, "perf report: event count in %q is not a count", clip(s))
 		}
 		rr.hdr.EventCount = n
-	case strings.HasPrefix(s, "Overhead") || strings.HasPrefix(s, "Children") || strings.HasPrefix(s, "Samples") && !strings.Contains(s, ":"):
+	case isReportColumnsLine(s):
 		rr.hdrNames = string(t)
 		rr.setCols(namesFromHeader(s))
 		rr.positions = false
@@ -325,6 +336,20 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		}
 	}
 	return nil
+}
+
+// isReportColumnsLine reports whether s (without its "#") names the
+// columns: "Overhead  Command ...", "Children  Self ...", "Latency
+// Overhead ..." (perf 6.15 --latency), "Samples  Command ...".
+func isReportColumnsLine(s string) bool {
+	first, _, _ := strings.Cut(s, " ")
+	switch first {
+	case "Overhead", "Children", "Latency":
+		return true
+	case "Samples":
+		return !strings.Contains(s, ":") // not "Samples: 2K of event 'cycles'"
+	}
+	return false
 }
 
 // parseScaled reads "16K", "1M", "523".

@@ -9,7 +9,7 @@ var multiWordCols = []string{"IPC [IPC Coverage]", "Shared Object", "Data Symbol
 
 func colKind(name string) byte {
 	switch name {
-	case "Overhead", "Children", "Self", "Overhead sys", "Overhead us", "Overhead guest sys", "Overhead guest us":
+	case "Overhead", "Children", "Self", "Latency", "Overhead sys", "Overhead us", "Overhead guest sys", "Overhead guest us":
 		return 'p'
 	case "Samples", "Period", "Weight", "Pid":
 		return 'n'

@@ -101,6 +101,9 @@ func (rr *PerfReportReader) setField(row *PerfReportRow, name string, f []byte) 
 	case "Children":
 		v, _ := parsePct(f)
 		row.Children = &v
+	case "Latency":
+		v, _ := parsePct(f)
+		row.Latency = &v
 	case "Samples", "Period":
 		n, _ := strconv.ParseUint(string(f), 10, 64)
 		if name == "Samples" {
