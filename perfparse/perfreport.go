@@ -314,10 +314,15 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		if err != nil {
 			return errorf(ln, "perf report: samples %q: %v", num, err)
 		}
-		lost := rr.hdr.LostSamples
-		rr.hdr = PerfReportHeader{Event: strings.Trim(strings.TrimSpace(ev), "'"), Samples: n, SamplesRaw: strings.TrimSpace(num), LostSamples: lost, Columns: rr.hdr.Columns}
-		rr.gen++
-		rr.sawHeader = true
+		rr.startSection(strings.Trim(strings.TrimSpace(ev), "'"), n, strings.TrimSpace(num))
+	case strings.HasPrefix(s, "Events:"):
+		// perf 3.0-3.5: "# Events: 1K cycles"
+		num, ev, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(s, "Events:")), " ")
+		n, err := parseScaled(num)
+		if !ok || err != nil {
+			return errorf(ln, "perf report: want \"# Events: N EVENT\", got %q", clip(s))
+		}
+		rr.startSection(strings.TrimSpace(ev), n, num)
 	case strings.HasPrefix(s, "Event count (approx.):"):
 		n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(s, "Event count (approx.):")), 10, 64)
 		if err != nil {
@@ -336,6 +341,14 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		}
 	}
 	return nil
+}
+
+// startSection starts the section of an event's header line.
+func (rr *PerfReportReader) startSection(ev string, samples uint64, raw string) {
+	lost := rr.hdr.LostSamples
+	rr.hdr = PerfReportHeader{Event: ev, Samples: samples, SamplesRaw: raw, LostSamples: lost, Columns: rr.hdr.Columns}
+	rr.gen++
+	rr.sawHeader = true
 }
 
 // isReportColumnsLine reports whether s (without its "#") names the

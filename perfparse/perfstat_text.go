@@ -8,8 +8,9 @@ import (
 var (
 	reStatHeader   = lazyRegexp(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
 	reStatVariance = lazyRegexp(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
-	// The running share: "(83.29%)", "[83.41%]" before perf 3.18.
-	reStatRunning = lazyRegexp(`(?:\(\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
+	// The running share: "(83.29%)", "[83.41%]" before perf 3.18,
+	// "(scaled from 66.58%)" in perf 2.6.
+	reStatRunning = lazyRegexp(`(?:\((?:scaled from)?\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
 	reStatFooter  = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
