@@ -392,7 +392,7 @@ func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
 	if c, ok := o.str("cpu"); ok {
 		row.CPU = c
 	}
-	for _, k := range []string{"core", "socket", "die", "node", "cache"} {
+	for _, k := range []string{"core", "socket", "die", "cluster", "node", "cache"} {
 		if c, ok := o.str(k); ok {
 			row.CPU = c
 		}
@@ -481,7 +481,10 @@ func threadTID(th string) int {
 
 // ---- -x SEP -------------------------------------------------------------
 
-var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
+// reAggrID matches the aggregation labels of --per-socket ("S0"), -die
+// ("S0-D0"), -core ("S0-D0-C1"), -cache ("S0-D0-L3-ID0"), -cluster (perf
+// 6.7: "S56-D0-CLS158") and -node ("N0").
+var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
