@@ -10,8 +10,13 @@ import (
 // PerfReportHeader is the comment header of one event's section of
 // `perf report --stdio`.
 type PerfReportHeader struct {
-	// Event is the sampled event ("cpu-clock:ppp").
+	// Event is the sampled event ("cpu-clock:ppp"), or the group of a
+	// grouped recording as printed ("anon group { cycles, instructions }").
 	Event string `json:"event,omitempty"`
+	// GroupEvents are the members of a group section ("# Samples: N of
+	// events 'anon group { a, b }'"), leader first; each numeric column then
+	// has one value per member (PerfReportRow.Group).
+	GroupEvents []string `json:"group_events,omitempty"`
 	// Samples is "# Samples: 16K": perf rounds to K/M/G, so it is
 	// approximate when SamplesRaw has a suffix.
 	Samples    uint64 `json:"samples"`
@@ -53,6 +58,11 @@ type PerfReportRow struct {
 	SymbolKind string `json:"symbol_kind,omitempty"`
 	// Address is set when Symbol is a bare hex address.
 	Address *uint64 `json:"address,omitempty"`
+	// Group holds, in a group section, every member's value of each
+	// numeric column ("Overhead", "Period", ...; percentages as fractions)
+	// in Header.GroupEvents order; the single-value fields above hold the
+	// leader's.
+	Group map[string][]float64 `json:"group,omitempty"`
 	// Extra holds other sort columns (--sort pid, srcline, ...) by name.
 	Extra map[string]string `json:"extra,omitempty"`
 	// CallGraph are the -g lines under the row, in order.
@@ -304,9 +314,13 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		}
 		rr.hdr.LostSamples = &n
 	case strings.HasPrefix(s, "Samples:"):
-		// "Samples: 16K of event 'cpu-clock:ppp'"
+		// "Samples: 16K of event 'cpu-clock:ppp'", "Samples: 219K of
+		// events 'anon group { a, b }'"
 		rest := strings.TrimSpace(strings.TrimPrefix(s, "Samples:"))
 		num, ev, ok := strings.Cut(rest, " of event ")
+		if !ok {
+			num, ev, ok = strings.Cut(rest, " of events ")
+		}
 		if !ok {
 			return errorf(ln, "perf report: want \"# Samples: N of event 'E'\", got %q", clip(s))
 		}
@@ -346,9 +360,27 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 // startSection starts the section of an event's header line.
 func (rr *PerfReportReader) startSection(ev string, samples uint64, raw string) {
 	lost := rr.hdr.LostSamples
-	rr.hdr = PerfReportHeader{Event: ev, Samples: samples, SamplesRaw: raw, LostSamples: lost, Columns: rr.hdr.Columns}
+	rr.hdr = PerfReportHeader{Event: ev, Samples: samples, SamplesRaw: raw, LostSamples: lost, Columns: rr.hdr.Columns,
+		GroupEvents: groupMembers(ev)}
 	rr.gen++
 	rr.sawHeader = true
+}
+
+// groupMembers splits "anon group { cycles, instructions }" into its
+// events (nil for a single event).
+func groupMembers(ev string) []string {
+	i := strings.Index(ev, "{ ")
+	if i < 0 || !strings.HasSuffix(ev, " }") {
+		return nil
+	}
+	var out []string
+	for _, m := range strings.Split(ev[i+2:len(ev)-2], ", ") {
+		out = append(out, strings.TrimSpace(m))
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // isReportColumnsLine reports whether s (without its "#") names the
