@@ -502,22 +502,8 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		f := strings.Split(s, string(sep))
 		vi := csvValueIndex(f)
-		if vi < 0 {
-			if g := csvMetricGroup(f); g != nil {
-				st.Rows = append(st.Rows, *g)
-				continue
-			}
-		}
-		if vi < 0 && len(st.Rows) > 0 {
-			// perf prints further metrics of a row on their own line:
-			// empty fields, then "value,unit" (value empty for a metric
-			// perf could not compute).
-			if m, ok := csvMetricOnly(f); ok {
-				if m != nil {
-					st.Rows[len(st.Rows)-1].addMetric(*m)
-				}
-				continue
-			}
+		if vi < 0 && st.addCSVNonCounter(f) {
+			continue
 		}
 		if vi < 0 {
 			return nil, errorf(ln, "perf stat -x: cannot find value%cunit%cevent fields in %q", sep, sep, clip(s))
@@ -546,39 +532,8 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		if err := row.setRaw(f[vi], strings.TrimSpace(f[vi+1]), ln); err != nil {
 			return nil, err
 		}
-		rest := f[vi+3:]
-		if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
-			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
-			}
-			v = scale(v, -2)
-			row.Variance = &v
-			rest = rest[1:]
-		}
-		if len(rest) > 0 && strings.TrimSpace(rest[0]) != "" {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest[0]), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
-			}
-			v = scale(v, -9)
-			row.RuntimeS = &v
-		}
-		if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest[1]), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
-			}
-			row.Multiplex = scale(v, -2)
-		}
-		if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
-			mvs := strings.TrimSpace(rest[2])
-			pct := strings.HasSuffix(mvs, "%")
-			v, err := strconv.ParseFloat(strings.TrimSuffix(mvs, "%"), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
-			}
-			row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+		if err := row.setCSVTail(f[vi+3:], sep, ln); err != nil {
+			return nil, err
 		}
 		st.Rows = append(st.Rows, row)
 	}
@@ -586,6 +541,63 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		return nil, errorf(0, "perf stat -x: no counter lines in the input")
 	}
 	return st, nil
+}
+
+// addCSVNonCounter takes a -x line without a counter: a metric group
+// (perf 6.5+) or a further metric of the row above (empty fields, then
+// "value,unit"; the value is empty for a metric perf could not compute).
+func (st *PerfStat) addCSVNonCounter(f []string) bool {
+	if g := csvMetricGroup(f); g != nil {
+		st.Rows = append(st.Rows, *g)
+		return true
+	}
+	if len(st.Rows) == 0 {
+		return false
+	}
+	m, ok := csvMetricOnly(f)
+	if ok && m != nil {
+		st.Rows[len(st.Rows)-1].addMetric(*m)
+	}
+	return ok
+}
+
+// setCSVTail reads the fields after value,unit,event: the -r variance,
+// the run time, the running percentage and the metric.
+func (row *PerfStatRow) setCSVTail(rest []string, sep byte, ln int) error {
+	if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
+		}
+		v = scale(v, -2)
+		row.Variance = &v
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && strings.TrimSpace(rest[0]) != "" {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[0]), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
+		}
+		v = scale(v, -9)
+		row.RuntimeS = &v
+	}
+	if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[1]), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
+		}
+		row.Multiplex = scale(v, -2)
+	}
+	if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
+		mvs := strings.TrimSpace(rest[2])
+		pct := strings.HasSuffix(mvs, "%")
+		v, err := strconv.ParseFloat(strings.TrimSuffix(mvs, "%"), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
+		}
+		row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+	}
+	return nil
 }
 
 // csvMetricOnly reads a -x line that carries only a metric: blank fields
