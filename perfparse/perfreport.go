@@ -370,7 +370,7 @@ func (rr *PerfReportReader) startSection(ev string, samples uint64, raw string) 
 // events (nil for a single event).
 func groupMembers(ev string) []string {
 	i := strings.Index(ev, "{ ")
-	if i < 0 || !strings.HasSuffix(ev, " }") {
+	if i < 0 || !strings.HasSuffix(ev, " }") || i+2 > len(ev)-2 {
 		return nil
 	}
 	var out []string

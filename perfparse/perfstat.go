@@ -339,6 +339,9 @@ func (st *PerfStat) addJSONObject(o statJSONObject) error {
 	}
 	if group, ok := o.str("metricgroup"); ok && !hasEv {
 		// perf 6.5+: {"event-runtime" : N, "pcnt-running" : P, "metricgroup" : "TopdownL1"}
+		if strings.TrimSpace(group) == "" {
+			return errorf(o.ln, "perf stat -j: object has an empty metric group name")
+		}
 		ev, hasEv = group, true
 	}
 	if !hasEv {
