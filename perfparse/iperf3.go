@@ -24,6 +24,10 @@ type Iperf3 struct {
 	// Error is iperf3's "error" member ("" when the test ran). A record
 	// with an Error is still returned with a nil Go error.
 	Error string `json:"error,omitempty"`
+	// Messages are the lines before the JSON document: iperf3 prints its
+	// warnings on stderr ("warning: Report format (-f) flag ignored with
+	// JSON output (-J)"), so a capture of both starts with them.
+	Messages []string `json:"messages,omitempty"`
 	// Sender and Receiver are the end sums (sum_sent / sum_received; for UDP
 	// on iperf3 versions without them, "sum" fills both).
 	Sender   *Iperf3Sum `json:"sender,omitempty"`
@@ -158,6 +162,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if err != nil {
 		return nil, err
 	}
+	msgs, data := cutLeadingText(data)
 	var j iperfJSON
 	if err := decodeIperf3(data, &j); err != nil {
 		return nil, err
@@ -174,6 +179,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if j.Error != nil {
 		out.Error = *j.Error
 	}
+	out.Messages = msgs
 	if out.Version == "" && out.Error == "" && j.End.Sum == nil && j.End.SumSent == nil && len(j.Intervals) == 0 {
 		return nil, errorf(1, "not iperf3 --json output: no start, intervals, end or error member")
 	}
@@ -195,6 +201,33 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	}
 	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
 	return out, nil
+}
+
+// cutLeadingText returns the non-blank lines before the first line that
+// starts with "{", and data with them blanked (line numbers stay right).
+// Without such a line, data is returned as is.
+func cutLeadingText(data []byte) ([]string, []byte) {
+	var msgs []string
+	off := 0
+	for off < len(data) {
+		line, _, _ := bytes.Cut(data[off:], []byte{'\n'})
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
+			break
+		} else if len(t) > 0 {
+			msgs = append(msgs, string(t))
+		}
+		off += len(line) + 1
+	}
+	if off >= len(data) || len(msgs) == 0 {
+		return nil, data
+	}
+	out := bytes.Clone(data)
+	for i := 0; i < off; i++ {
+		if out[i] != '\n' {
+			out[i] = ' '
+		}
+	}
+	return msgs, out
 }
 
 // decodeIperf3 decodes data, a --json object or a --json-stream, into j.
