@@ -81,9 +81,9 @@ var (
 		{Name: "netdev", Detect: func(s, _ string) bool {
 			return strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes")
 		}},
-		{Name: "perf-report", Detect: func(s, _ string) bool {
+		{Name: "perf-report", Detect: func(s, first string) bool {
 			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
-				reDetectReportRow().MatchString(s)
+				reDetectReportRow().MatchString(s) || isReportColumnsLine(first) && strings.Contains(s, "%")
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||

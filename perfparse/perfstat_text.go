@@ -8,8 +8,10 @@ import (
 var (
 	reStatHeader   = lazyRegexp(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
 	reStatVariance = lazyRegexp(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
-	reStatRunning  = lazyRegexp(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
-	reStatFooter   = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+	// The running share: "(83.29%)", "[83.41%]" before perf 3.18,
+	// "(scaled from 66.58%)" in perf 2.6.
+	reStatRunning = lazyRegexp(`(?:\((?:scaled from)?\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
+	reStatFooter  = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
 // statTok is a raw text row before number conversion.
@@ -115,9 +117,9 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, &statFooter{ln, m[3], m[1], m[2], variance}, nil
 	}
 	var running string
-	if m := reStatRunning().FindStringSubmatchIndex(s); m != nil {
-		running = s[m[2]:m[3]]
-		s = strings.TrimSpace(s[:m[0]])
+	if m := reStatRunning().FindStringSubmatch(s); m != nil {
+		running = m[1] + m[2]
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), m[0]))
 	}
 	left, metric, hasMetric := strings.Cut(s, "#")
 	left = strings.TrimSpace(left)
@@ -136,9 +138,10 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, nil, err
 	}
 	if !ok {
-		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
-		// heads the metric lines below it.
-		if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
+		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound",
+		// "TopdownL1 (cpu_core)  # nan %  tma_backend_bound") heads the
+		// metric lines below it.
+		if mv, mu := splitMetric(metric); hasMetric && (mv != "" || isNaNMetric(metric)) && isMetricGroupName(left) {
 			return &statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running}, nil, nil
 		}
 		return nil, nil, nil // prose: warnings, "Some events weren't counted", ...
@@ -248,7 +251,7 @@ func (st *PerfStat) addMetricLine(t statTok, metric *PerfStatMetric, nf *numForm
 		return errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
 	}
 	prev := &st.Rows[len(st.Rows)-1]
-	prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+	prev.addMetric(*metric)
 	if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
 		// perf prints a counter's running share at the end of
 		// its last metric line ("instructions # 1.37 insn per
@@ -399,6 +402,9 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, errorf(ln, "perf stat: counter row %q has a unit but no event name", clip(s))
 	case len(rest) == 1:
 		t.event = rest[0]
+		if isClockEvent(t.event) {
+			t.unit = "msec" // perf 2.6-3.x print the clocks in msec without a unit
+		}
 	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
 		// perf 4.x: "task-clock (msec)"
 		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
@@ -411,6 +417,14 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isClockEvent reports whether ev is a software clock perf counts in
+// nanoseconds and prints in msec: "task-clock", "cpu-clock:u",
+// "task-clock-msecs" (perf 2.6).
+func isClockEvent(ev string) bool {
+	name, _, _ := strings.Cut(ev, ":")
+	return name == "task-clock" || name == "cpu-clock" || name == "task-clock-msecs"
 }
 
 // isEventName reports whether s looks like a perf event: "task-clock",
@@ -430,6 +444,25 @@ func isEventName(s string) bool {
 		}
 	}
 	return true
+}
+
+// isMetricGroupName reports whether s names a metric group: an event-like
+// word, on hybrid CPUs followed by its PMU ("TopdownL1 (cpu_atom)", perf
+// 6.5+).
+func isMetricGroupName(s string) bool {
+	name, pmu, ok := strings.Cut(s, " (")
+	if !ok {
+		return isEventName(s)
+	}
+	pmu, ok = strings.CutSuffix(pmu, ")")
+	return ok && isEventName(name) && isEventName(pmu)
+}
+
+// isNaNMetric reports whether a "#" column holds a metric perf could not
+// compute ("nan %  tma_retiring"); such metrics are left out.
+func isNaNMetric(m string) bool {
+	v, _, _ := strings.Cut(strings.TrimSpace(m), " ")
+	return strings.EqualFold(strings.TrimSuffix(v, "%"), "nan")
 }
 
 // validStatPrefix accepts what perf prints before the counter value: an
