@@ -60,6 +60,8 @@ type PerfStatRow struct {
 	// ("CPU0", "S0-D0-C1", ...); AggrCPUs the number of CPUs aggregated.
 	CPU      string `json:"cpu,omitempty"`
 	AggrCPUs int    `json:"aggr_cpus,omitempty"`
+	// Cgroup is the cgroup of perf stat -G / --for-each-cgroup rows.
+	Cgroup string `json:"cgroup,omitempty"`
 	// IntervalS is the -I timestamp of the row.
 	IntervalS *float64 `json:"interval_s,omitempty"`
 	// Supported is false for "<not supported>", Counted false for
@@ -395,6 +397,9 @@ func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
 	if c, ok := o.str("cpu"); ok {
 		row.CPU = c
 	}
+	if g, ok := o.str("cgroup"); ok {
+		row.Cgroup = g
+	}
 	for _, k := range []string{"core", "socket", "die", "cluster", "node", "cache"} {
 		if c, ok := o.str(k); ok {
 			row.CPU = c
@@ -535,7 +540,11 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		if err := row.setRaw(f[vi], strings.TrimSpace(f[vi+1]), ln); err != nil {
 			return nil, err
 		}
-		if err := row.setCSVTail(f[vi+3:], sep, ln); err != nil {
+		tail := f[vi+3:]
+		if len(tail) > 0 && isCgroupName(strings.TrimSpace(tail[0])) && !isPlainNum(strings.TrimSpace(tail[0])) {
+			row.Cgroup, tail = strings.TrimSpace(tail[0]), tail[1:] // -G: value,unit,event,cgroup,...
+		}
+		if err := row.setCSVTail(tail, sep, ln); err != nil {
 			return nil, err
 		}
 		st.Rows = append(st.Rows, row)

@@ -19,6 +19,7 @@ type statTok struct {
 	line               int
 	prefix             []string // thread / CPU / interval tokens before the value
 	value, unit, event string
+	cgroup             string // -G / --for-each-cgroup column after the event
 	metricVal, metricU string
 	variance, running  string
 	metricOnly         bool // "# value unit" continuation line
@@ -146,6 +147,11 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		}
 		return nil, nil, nil // prose: warnings, "Some events weren't counted", ...
 	}
+	if t.cgroup != "" && !hasMetric && running == "" {
+		// "2 runs failed": only a row with perf's "#" or running
+		// columns is taken to have a cgroup column.
+		return nil, nil, nil
+	}
 	t.variance, t.running = variance, running
 	if hasMetric {
 		t.metricVal, t.metricU = splitMetric(metric)
@@ -225,7 +231,7 @@ func (st *PerfStat) addStatTok(t statTok, nf *numFormat) error {
 	if t.metricOnly {
 		return st.addMetricLine(t, metric, nf)
 	}
-	row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+	row := PerfStatRow{Event: t.event, Cgroup: t.cgroup, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
 	if t.group {
 		row.MetricGroup = true
 		if t.running != "" {
@@ -408,6 +414,10 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
 		// perf 4.x: "task-clock (msec)"
 		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
+	case len(rest) == 2 && !knownUnits[rest[0]] && isCgroupName(rest[1]):
+		t.event, t.cgroup = rest[0], rest[1] // "cycles  foo/bar" (perf stat -G)
+	case knownUnits[rest[0]] && len(rest) == 3 && isCgroupName(rest[2]):
+		t.unit, t.event, t.cgroup = rest[0], rest[1], rest[2]
 	case knownUnits[rest[0]]:
 		t.unit, t.event = rest[0], strings.Join(rest[1:], " ")
 	default:
@@ -417,6 +427,19 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isCgroupName reports whether s can be the cgroup column of perf stat -G
+// or --for-each-cgroup ("foo", "foo/bar", "system.slice/sshd.service",
+// "/"): a path of name characters.
+func isCgroupName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-:@+", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // isClockEvent reports whether ev is a software clock perf counts in
