@@ -41,9 +41,16 @@ func normalizeSpaces(s string) string {
 
 func parsePerfStatText(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
-	toks, foots, err := scanStatText(lines, st)
+	sc, err := scanStatText(lines, st)
 	if err != nil {
 		return nil, err
+	}
+	toks, foots := sc.toks, sc.foots
+	if len(toks) == 0 && sc.prose != "" {
+		// Counters in a layout this parser does not know must not read
+		// as a run without counters (perf stat --null prints no rows
+		// and nothing else).
+		return nil, errorf(sc.proseLn, "perf stat: no counter rows found; %q is not one (expected lines like \"4139.45 msec task-clock\")", clip(sc.prose))
 	}
 	if len(toks) == 0 && len(foots) == 0 {
 		return nil, errorf(0, "perf stat: no counter rows found (expected lines like \"4139.45 msec task-clock\")")
@@ -66,11 +73,19 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 	return st, nil
 }
 
+// statScan is the text output split into raw rows and footers, with the
+// first line that is neither (nor a comment or a metric line).
+type statScan struct {
+	toks    []statTok
+	foots   []statFooter
+	prose   string
+	proseLn int
+}
+
 // scanStatText splits the text output into raw counter rows and footer
 // lines, and records the header's target and run count in st.
-func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error) {
-	var toks []statTok
-	var foots []statFooter
+func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
+	sc := &statScan{}
 	// The measured program's own output comes before perf's header when
 	// both went to the terminal: start at the last header.
 	start := 0
@@ -94,16 +109,19 @@ func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error)
 		}
 		t, f, err := scanStatLine(s, ln)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if f != nil {
-			foots = append(foots, *f)
+			sc.foots = append(sc.foots, *f)
 		}
 		if t != nil {
-			toks = append(toks, *t)
+			sc.toks = append(sc.toks, *t)
+		}
+		if t == nil && f == nil && sc.prose == "" && !strings.HasPrefix(strings.TrimLeft(s, "> "), "#") {
+			sc.prose, sc.proseLn = s, ln
 		}
 	}
-	return toks, foots, nil
+	return sc, nil
 }
 
 // scanStatLine splits one non-header line into a raw row or a footer; both
