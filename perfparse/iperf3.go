@@ -32,6 +32,13 @@ type Iperf3 struct {
 	// on iperf3 versions without them, "sum" fills both).
 	Sender   *Iperf3Sum `json:"sender,omitempty"`
 	Receiver *Iperf3Sum `json:"receiver,omitempty"`
+	// Bidir is true for a --bidir test (iperf3 3.7+); then Sender and
+	// Receiver are the client-to-server direction and ReverseSender and
+	// ReverseReceiver the server-to-client one (sum_sent_bidir_reverse,
+	// sum_received_bidir_reverse).
+	Bidir           bool       `json:"bidir,omitempty"`
+	ReverseSender   *Iperf3Sum `json:"reverse_sender,omitempty"`
+	ReverseReceiver *Iperf3Sum `json:"reverse_receiver,omitempty"`
 	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates.
 	ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
 	SenderBitsPerSec   float64 `json:"sender_bits_per_sec"`
@@ -81,10 +88,12 @@ type Iperf3Stream struct {
 	UDP      *Iperf3Sum `json:"udp,omitempty"`
 }
 
-// Iperf3Interval is one reporting interval.
+// Iperf3Interval is one reporting interval (SumReverse: the
+// server-to-client direction of a --bidir test).
 type Iperf3Interval struct {
-	Sum     Iperf3Sum   `json:"sum"`
-	Streams []Iperf3Sum `json:"streams,omitempty"`
+	Sum        Iperf3Sum   `json:"sum"`
+	SumReverse *Iperf3Sum  `json:"sum_reverse,omitempty"`
+	Streams    []Iperf3Sum `json:"streams,omitempty"`
 }
 
 // Iperf3CPU is cpu_utilization_percent as fractions (0.175 = 17.5 %).
@@ -114,6 +123,12 @@ type iperfSumJSON struct {
 	RTT           *float64     `json:"rtt"`
 }
 
+type iperfIntervalJSON struct {
+	Streams    []iperfSumJSON `json:"streams"`
+	Sum        *iperfSumJSON  `json:"sum"`
+	SumReverse *iperfSumJSON  `json:"sum_bidir_reverse"`
+}
+
 type iperfJSON struct {
 	Start struct {
 		Version    string `json:"version"`
@@ -124,13 +139,11 @@ type iperfJSON struct {
 			Omit       float64 `json:"omit"`
 			Duration   float64 `json:"duration"`
 			Reverse    int     `json:"reverse"`
+			Bidir      int     `json:"bidir"`
 		} `json:"test_start"`
 	} `json:"start"`
-	Intervals []struct {
-		Streams []iperfSumJSON `json:"streams"`
-		Sum     *iperfSumJSON  `json:"sum"`
-	} `json:"intervals"`
-	End struct {
+	Intervals []iperfIntervalJSON `json:"intervals"`
+	End       struct {
 		Streams []struct {
 			Sender   *iperfSumJSON `json:"sender"`
 			Receiver *iperfSumJSON `json:"receiver"`
@@ -139,7 +152,10 @@ type iperfJSON struct {
 		Sum         *iperfSumJSON `json:"sum"`
 		SumSent     *iperfSumJSON `json:"sum_sent"`
 		SumReceived *iperfSumJSON `json:"sum_received"`
-		CPU         *struct {
+		// --bidir: the server-to-client direction.
+		SumSentReverse     *iperfSumJSON `json:"sum_sent_bidir_reverse"`
+		SumReceivedReverse *iperfSumJSON `json:"sum_received_bidir_reverse"`
+		CPU                *struct {
 			HostTotal    float64 `json:"host_total"`
 			HostUser     float64 `json:"host_user"`
 			HostSystem   float64 `json:"host_system"`
@@ -264,6 +280,7 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 		if iv.Sum != nil {
 			x.Sum = *c(iv.Sum)
 		}
+		x.SumReverse = c(iv.SumReverse)
 		for i := range iv.Streams {
 			x.Streams = append(x.Streams, *c(&iv.Streams[i]))
 		}
@@ -273,6 +290,8 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 		out.Streams = append(out.Streams, Iperf3Stream{Sender: c(s.Sender), Receiver: c(s.Receiver), UDP: c(s.UDP)})
 	}
 	out.Sender, out.Receiver = c(j.End.SumSent), c(j.End.SumReceived)
+	out.ReverseSender, out.ReverseReceiver = c(j.End.SumSentReverse), c(j.End.SumReceivedReverse)
+	out.Bidir = j.Start.TestStart.Bidir != 0 || out.ReverseSender != nil
 	if sum := c(j.End.Sum); sum != nil {
 		// UDP (and old iperf3): "sum" is the only total.
 		if out.Sender == nil {
@@ -395,10 +414,7 @@ func decodeIperf3Stream(data []byte, j *iperfJSON) error {
 		case "start":
 			target = &j.Start
 		case "interval":
-			j.Intervals = append(j.Intervals, struct {
-				Streams []iperfSumJSON `json:"streams"`
-				Sum     *iperfSumJSON  `json:"sum"`
-			}{})
+			j.Intervals = append(j.Intervals, iperfIntervalJSON{})
 			target = &j.Intervals[len(j.Intervals)-1]
 		case "end":
 			target = &j.End
