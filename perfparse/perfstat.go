@@ -525,6 +525,8 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			iv, _ := strconv.ParseFloat(pre[0], 64)
 			row.IntervalS = &iv
 			pre = pre[1:]
+		} else if len(pre) > 0 && pre[0] == "summary" {
+			pre = pre[1:] // -I --summary: the totals, in the timestamp's place
 		}
 		if len(pre) > 0 {
 			label := strings.TrimSpace(pre[0])

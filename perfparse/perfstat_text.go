@@ -11,7 +11,9 @@ var (
 	// The running share: "(83.29%)", "[83.41%]" before perf 3.18,
 	// "(scaled from 66.58%)" in perf 2.6.
 	reStatRunning = lazyRegexp(`(?:\((?:scaled from)?\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
-	reStatFooter  = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+	// perf stat -I's column header: "#           time             counts unit events".
+	reStatIntervalHeader = lazyRegexp(`^#\s+time\s+(.*\s)?counts\s+unit\s+events$`)
+	reStatFooter         = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
 // statTok is a raw text row before number conversion.
@@ -87,12 +89,20 @@ type statScan struct {
 func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
 	sc := &statScan{}
 	// The measured program's own output comes before perf's header when
-	// both went to the terminal: start at the last header.
-	start := 0
+	// both went to the terminal: start at the last header, or at the
+	// first -I column header when --summary printed the totals' header
+	// after the intervals.
+	start, ivHeader := 0, -1
 	for i, l := range lines {
-		if reStatHeader().MatchString(normalizeSpaces(l)) {
+		s := normalizeSpaces(l)
+		if reStatHeader().MatchString(s) {
 			start = i
+		} else if ivHeader < 0 && reStatIntervalHeader().MatchString(s) {
+			ivHeader = i
 		}
+	}
+	if ivHeader >= 0 && ivHeader < start {
+		start = ivHeader
 	}
 	for i := start; i < len(lines); i++ {
 		ln := i + 1
