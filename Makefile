@@ -25,21 +25,26 @@ KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-de
 # docs/ci/gitlab-ci.yml under gitlab-ci-local, an npm package: pinned with
 # all its dependencies by docs/ci/gitlab-ci-local/package-lock.json and
 # installed there by npm ci into GITLAB_CI_LOCAL_DIR, outside the clone so
-# that a new clone (CI's) finds it built; make test hands its path to the
-# test. It wants Node.js 20 or later (4.56.2 runs on 20; 4.75 wants 22),
-# rsync, and sudo for the recipe's 'sudo vnetbench run'. Its native module
-# re2 is compiled from source (g++, python3, make; node-gyp with the
-# headers of the installed Node.js): ~320 CPU-seconds, once (the prebuilt
-# download it tries first is from outside the package registries, so
-# DOWNLOAD_FORCE_BUILD skips it). Debian's nodejs and npm are installed
-# only when node or npm is not on PATH (Debian 12's nodejs is 18, too old:
-# this machine's Node.js 20 is NodeSource's, which includes npm).
+# that a new clone (CI's) finds it built. It wants Node.js 20 or later
+# (4.56.2 runs on 20; 4.75 wants 22), rsync, and sudo for the recipe's
+# 'sudo vnetbench run'. Its native module re2 is compiled from source
+# (g++, python3, make; node-gyp with the headers of the installed
+# Node.js): ~150 CPU-seconds, once (the prebuilt download it tries first
+# is from outside the package registries, so DOWNLOAD_FORCE_BUILD skips
+# it). Debian's nodejs and npm are installed only when node or npm is not
+# on PATH (Debian 12's nodejs is 18, too old: this machine's Node.js 20 is
+# NodeSource's, which includes npm). make deps installs all of it:
+# deps-ci-packages the Debian packages, deps-gitlab-ci-local the npm
+# package. make test's test-gitlab lane installs the npm package too when
+# it is missing, beside the VM packages: .ci/run installs only the Debian
+# packages first, so a fresh machine's re2 compile is off its critical
+# path.
 CI_PACKAGES := rsync sudo g++ python3 make
 GITLAB_CI_LOCAL_SRC := docs/ci/gitlab-ci-local
 GITLAB_CI_LOCAL_DIR ?= $(or $(VNETBENCH_CACHE),$(HOME)/.cache/vnetbench)/tools/gitlab-ci-local
 GITLAB_CI_LOCAL_BIN := $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local
 
-.PHONY: all deps deps-run deps-ci build check test e2e demo fuzz bench clean
+.PHONY: all deps deps-run deps-ci deps-ci-packages deps-gitlab-ci-local build check test test-gitlab e2e demo fuzz bench clean
 all: build
 
 # Idempotent: installs only what is missing, running apt-get update once
@@ -57,12 +62,22 @@ deps: deps-run deps-ci
 deps-run:
 	@$(call apt_install,$(DEB_PACKAGES) $(KBUILD_PACKAGES))
 
-deps-ci:
+deps-ci: deps-ci-packages deps-gitlab-ci-local
+
+deps-ci-packages:
 	@node=$$(command -v node >/dev/null || echo nodejs; command -v npm >/dev/null || echo npm); \
 	$(call apt_install,$(CI_PACKAGES) $$node)
-	@major=$$(node -p 'process.versions.node.split(".")[0]'); if [ "$$major" -lt 20 ]; then \
-	  echo "deps: gitlab-ci-local's re2 needs Node.js 20 or later, node is $$(node --version): install a newer nodejs, then make deps again"; exit 2; fi
-	@dir="$(GITLAB_CI_LOCAL_DIR)"; \
+
+deps-gitlab-ci-local:
+	@$(install_gitlab_ci_local)
+
+# Idempotent: skips npm ci (in seconds) when the installed copy matches
+# the lockfile and runs. One shell command, for deps-gitlab-ci-local and
+# test-gitlab alike.
+install_gitlab_ci_local = major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if [ "$$major" -lt 20 ]; then \
+	  echo "deps: gitlab-ci-local's re2 needs Node.js 20 or later, node is $$(node --version 2>/dev/null || echo missing): install a newer nodejs (make deps-ci-packages installs Debian's when there is none), then make deps again"; exit 2; fi; \
+	dir="$(GITLAB_CI_LOCAL_DIR)"; \
 	if cmp -s $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json" && "$(GITLAB_CI_LOCAL_BIN)" --version >/dev/null 2>&1; then \
 	  echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) present in $$dir"; exit 0; fi; \
 	echo "installing gitlab-ci-local into $$dir (npm ci; compiling re2 takes minutes)"; \
@@ -114,28 +129,45 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 # packages are the critical path (the others end in a third of their
 # time), so everything beside them runs at nice 10 ($(BESIDE)): it takes
 # the CPU their guests and waits leave instead of slowing their boots and
-# windows in the first minutes. A test
+# windows in the first minutes. cmd/vnetbench's TestGitLabRecipeRuns
+# (~60 s) runs in a lane of its own beside them, make test-gitlab (below),
+# which installs gitlab-ci-local first when it is missing. A test
 # that cannot get what it needs skips with the reason, or fails under
 # CI=true (internal/testenv); testsummary prints go test's usual output
 # and ends with the slowest tests, each command's wall time, the list of
 # every skipped test and its reason, and every failure (make check's
 # findings included). VNETBENCH_BIN lets e2e tests use the built binary.
-# The check command is a plain `make`, not $$(MAKE): make -n executes a
-# recipe line that names $$(MAKE), and README's `make test`, dry-run by
-# cmd/vnetbench's README test as `make -n test`, would run the whole suite
-# inside itself.
+# The check and test-gitlab commands are a plain `make`, not $$(MAKE):
+# make -n executes a recipe line that names $$(MAKE), and README's `make
+# test`, dry-run by cmd/vnetbench's README test as `make -n test`, would
+# run the whole suite inside itself.
 # docs/ci/validate is a module of its own (the CI recipes' validators:
 # actionlint, GitLab's CI schema, the Kubernetes API types), so its
 # dependencies stay out of go.mod: vet and test run in it with go -C.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 test: build
 	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
-	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) ./$(BIN)/testsummary -j \
+	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
 	  -- $(BESIDE) $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
 	  -- $(BESIDE) make --no-print-directory check \
 	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test -json -p 1 -count=1 -timeout 60m $(VM_PKGS) \
+	  -- $(GO) test -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
+	  -- $(BESIDE) make --no-print-directory test-gitlab \
 	  -- $(BESIDE) $(GO) -C docs/ci/validate test -json -count=1 ./...
+
+# make test's lane for the GitLab recipe's test, the one user of
+# gitlab-ci-local (the VM packages' command skips it): installs
+# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does; on a
+# fresh machine that is npm ci compiling re2, minutes of CPU beside the VM
+# packages instead of before them), then runs the test alone. Its output
+# is go test -json (the install's lines pass through testsummary). A
+# failed install fails the lane under CI=true; elsewhere the test then
+# skips and says what it needs. The test's runs take the host's run lock
+# (--lock-wait) like the VM packages' runs, so they measure one at a time.
+GITLAB_TEST := TestGitLabRecipeRuns
+test-gitlab:
+	@($(install_gitlab_ci_local)) || case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac
+	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)

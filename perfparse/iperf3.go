@@ -24,10 +24,21 @@ type Iperf3 struct {
 	// Error is iperf3's "error" member ("" when the test ran). A record
 	// with an Error is still returned with a nil Go error.
 	Error string `json:"error,omitempty"`
+	// Messages are the lines before the JSON document: iperf3 prints its
+	// warnings on stderr ("warning: Report format (-f) flag ignored with
+	// JSON output (-J)"), so a capture of both starts with them.
+	Messages []string `json:"messages,omitempty"`
 	// Sender and Receiver are the end sums (sum_sent / sum_received; for UDP
 	// on iperf3 versions without them, "sum" fills both).
 	Sender   *Iperf3Sum `json:"sender,omitempty"`
 	Receiver *Iperf3Sum `json:"receiver,omitempty"`
+	// Bidir is true for a --bidir test (iperf3 3.7+); then Sender and
+	// Receiver are the client-to-server direction and ReverseSender and
+	// ReverseReceiver the server-to-client one (sum_sent_bidir_reverse,
+	// sum_received_bidir_reverse).
+	Bidir           bool       `json:"bidir,omitempty"`
+	ReverseSender   *Iperf3Sum `json:"reverse_sender,omitempty"`
+	ReverseReceiver *Iperf3Sum `json:"reverse_receiver,omitempty"`
 	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates.
 	ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
 	SenderBitsPerSec   float64 `json:"sender_bits_per_sec"`
@@ -77,10 +88,12 @@ type Iperf3Stream struct {
 	UDP      *Iperf3Sum `json:"udp,omitempty"`
 }
 
-// Iperf3Interval is one reporting interval.
+// Iperf3Interval is one reporting interval (SumReverse: the
+// server-to-client direction of a --bidir test).
 type Iperf3Interval struct {
-	Sum     Iperf3Sum   `json:"sum"`
-	Streams []Iperf3Sum `json:"streams,omitempty"`
+	Sum        Iperf3Sum   `json:"sum"`
+	SumReverse *Iperf3Sum  `json:"sum_reverse,omitempty"`
+	Streams    []Iperf3Sum `json:"streams,omitempty"`
 }
 
 // Iperf3CPU is cpu_utilization_percent as fractions (0.175 = 17.5 %).
@@ -110,6 +123,12 @@ type iperfSumJSON struct {
 	RTT           *float64     `json:"rtt"`
 }
 
+type iperfIntervalJSON struct {
+	Streams    []iperfSumJSON `json:"streams"`
+	Sum        *iperfSumJSON  `json:"sum"`
+	SumReverse *iperfSumJSON  `json:"sum_bidir_reverse"`
+}
+
 type iperfJSON struct {
 	Start struct {
 		Version    string `json:"version"`
@@ -120,13 +139,11 @@ type iperfJSON struct {
 			Omit       float64 `json:"omit"`
 			Duration   float64 `json:"duration"`
 			Reverse    int     `json:"reverse"`
+			Bidir      int     `json:"bidir"`
 		} `json:"test_start"`
 	} `json:"start"`
-	Intervals []struct {
-		Streams []iperfSumJSON `json:"streams"`
-		Sum     *iperfSumJSON  `json:"sum"`
-	} `json:"intervals"`
-	End struct {
+	Intervals []iperfIntervalJSON `json:"intervals"`
+	End       struct {
 		Streams []struct {
 			Sender   *iperfSumJSON `json:"sender"`
 			Receiver *iperfSumJSON `json:"receiver"`
@@ -135,7 +152,10 @@ type iperfJSON struct {
 		Sum         *iperfSumJSON `json:"sum"`
 		SumSent     *iperfSumJSON `json:"sum_sent"`
 		SumReceived *iperfSumJSON `json:"sum_received"`
-		CPU         *struct {
+		// --bidir: the server-to-client direction.
+		SumSentReverse     *iperfSumJSON `json:"sum_sent_bidir_reverse"`
+		SumReceivedReverse *iperfSumJSON `json:"sum_received_bidir_reverse"`
+		CPU                *struct {
 			HostTotal    float64 `json:"host_total"`
 			HostUser     float64 `json:"host_user"`
 			HostSystem   float64 `json:"host_system"`
@@ -158,6 +178,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if err != nil {
 		return nil, err
 	}
+	msgs, data := cutLeadingText(data)
 	var j iperfJSON
 	if err := decodeIperf3(data, &j); err != nil {
 		return nil, err
@@ -174,6 +195,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if j.Error != nil {
 		out.Error = *j.Error
 	}
+	out.Messages = msgs
 	if out.Version == "" && out.Error == "" && j.End.Sum == nil && j.End.SumSent == nil && len(j.Intervals) == 0 {
 		return nil, errorf(1, "not iperf3 --json output: no start, intervals, end or error member")
 	}
@@ -195,6 +217,33 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	}
 	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
 	return out, nil
+}
+
+// cutLeadingText returns the non-blank lines before the first line that
+// starts with "{", and data with them blanked (line numbers stay right).
+// Without such a line, data is returned as is.
+func cutLeadingText(data []byte) ([]string, []byte) {
+	var msgs []string
+	off := 0
+	for off < len(data) {
+		line, _, _ := bytes.Cut(data[off:], []byte{'\n'})
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
+			break
+		} else if len(t) > 0 {
+			msgs = append(msgs, string(t))
+		}
+		off += len(line) + 1
+	}
+	if off >= len(data) || len(msgs) == 0 {
+		return nil, data
+	}
+	out := bytes.Clone(data)
+	for i := 0; i < off; i++ {
+		if out[i] != '\n' {
+			out[i] = ' '
+		}
+	}
+	return msgs, out
 }
 
 // decodeIperf3 decodes data, a --json object or a --json-stream, into j.
@@ -231,6 +280,7 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 		if iv.Sum != nil {
 			x.Sum = *c(iv.Sum)
 		}
+		x.SumReverse = c(iv.SumReverse)
 		for i := range iv.Streams {
 			x.Streams = append(x.Streams, *c(&iv.Streams[i]))
 		}
@@ -240,6 +290,8 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 		out.Streams = append(out.Streams, Iperf3Stream{Sender: c(s.Sender), Receiver: c(s.Receiver), UDP: c(s.UDP)})
 	}
 	out.Sender, out.Receiver = c(j.End.SumSent), c(j.End.SumReceived)
+	out.ReverseSender, out.ReverseReceiver = c(j.End.SumSentReverse), c(j.End.SumReceivedReverse)
+	out.Bidir = j.Start.TestStart.Bidir != 0 || out.ReverseSender != nil
 	if sum := c(j.End.Sum); sum != nil {
 		// UDP (and old iperf3): "sum" is the only total.
 		if out.Sender == nil {
@@ -362,10 +414,7 @@ func decodeIperf3Stream(data []byte, j *iperfJSON) error {
 		case "start":
 			target = &j.Start
 		case "interval":
-			j.Intervals = append(j.Intervals, struct {
-				Streams []iperfSumJSON `json:"streams"`
-				Sum     *iperfSumJSON  `json:"sum"`
-			}{})
+			j.Intervals = append(j.Intervals, iperfIntervalJSON{})
 			target = &j.Intervals[len(j.Intervals)-1]
 		case "end":
 			target = &j.End

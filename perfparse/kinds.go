@@ -43,7 +43,12 @@ var (
 	}}
 	// Iperf3Kind is iperf3 --json (ParseIperf3).
 	Iperf3Kind = Kind{Name: "iperf3", Parse: parser(ParseIperf3), Detect: func(s, _ string) bool {
-		return strings.HasPrefix(strings.TrimSpace(s), "{") &&
+		s = strings.TrimSpace(s)
+		for strings.HasPrefix(s, "warning: ") || strings.HasPrefix(s, "iperf3: ") {
+			_, s, _ = strings.Cut(s, "\n") // iperf3's messages on stderr
+			s = strings.TrimSpace(s)
+		}
+		return strings.HasPrefix(s, "{") &&
 			(strings.Contains(s, `"intervals"`) || strings.Contains(s, `"test_start"`) || strings.Contains(s, `"error"`))
 	}}
 	// TrafgenKind is trafgen's summary (ParseTrafgen).
@@ -81,9 +86,9 @@ var (
 		{Name: "netdev", Detect: func(s, _ string) bool {
 			return strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes")
 		}},
-		{Name: "perf-report", Detect: func(s, _ string) bool {
+		{Name: "perf-report", Detect: func(s, first string) bool {
 			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
-				reDetectReportRow().MatchString(s)
+				reDetectReportRow().MatchString(s) || isReportColumnsLine(first) && strings.Contains(s, "%")
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||

@@ -10,8 +10,13 @@ import (
 // PerfReportHeader is the comment header of one event's section of
 // `perf report --stdio`.
 type PerfReportHeader struct {
-	// Event is the sampled event ("cpu-clock:ppp").
+	// Event is the sampled event ("cpu-clock:ppp"), or the group of a
+	// grouped recording as printed ("anon group { cycles, instructions }").
 	Event string `json:"event,omitempty"`
+	// GroupEvents are the members of a group section ("# Samples: N of
+	// events 'anon group { a, b }'"), leader first; each numeric column then
+	// has one value per member (PerfReportRow.Group).
+	GroupEvents []string `json:"group_events,omitempty"`
 	// Samples is "# Samples: 16K": perf rounds to K/M/G, so it is
 	// approximate when SamplesRaw has a suffix.
 	Samples    uint64 `json:"samples"`
@@ -35,6 +40,9 @@ type PerfReportRow struct {
 	Overhead float64 `json:"overhead_frac"`
 	// Children is the --children column (nil without --children).
 	Children *float64 `json:"children_frac,omitempty"`
+	// Latency is perf 6.15's wall-clock overhead (`perf record --latency`:
+	// each sample weighted by 1/parallelism) as a fraction; nil without it.
+	Latency *float64 `json:"latency_frac,omitempty"`
 	// Samples and Period are the -n / --show-total-period columns.
 	Samples *uint64 `json:"samples,omitempty"`
 	Period  *uint64 `json:"period,omitempty"`
@@ -50,6 +58,11 @@ type PerfReportRow struct {
 	SymbolKind string `json:"symbol_kind,omitempty"`
 	// Address is set when Symbol is a bare hex address.
 	Address *uint64 `json:"address,omitempty"`
+	// Group holds, in a group section, every member's value of each
+	// numeric column ("Overhead", "Period", ...; percentages as fractions)
+	// in Header.GroupEvents order; the single-value fields above hold the
+	// leader's.
+	Group map[string][]float64 `json:"group,omitempty"`
 	// Extra holds other sort columns (--sort pid, srcline, ...) by name.
 	Extra map[string]string `json:"extra,omitempty"`
 	// CallGraph are the -g lines under the row, in order.
@@ -250,6 +263,14 @@ func (rr *PerfReportReader) Next() bool {
 		if rr.err != nil {
 			return false
 		}
+		if !have && isReportColumnsLine(string(bytes.TrimSpace(t))) {
+			// The column names pasted without their "#" (perf's own
+			// documentation prints them so).
+			if rr.err = rr.comment(append([]byte("# "), t...), ln); rr.err != nil {
+				return false
+			}
+			continue
+		}
 		if !have {
 			rr.err = errorf(ln, "perf report: expected a row like \"9.75%%  cmd  dso  [k] sym\", got %q", clip(string(b)))
 			return false
@@ -293,9 +314,13 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		}
 		rr.hdr.LostSamples = &n
 	case strings.HasPrefix(s, "Samples:"):
-		// "Samples: 16K of event 'cpu-clock:ppp'"
+		// "Samples: 16K of event 'cpu-clock:ppp'", "Samples: 219K of
+		// events 'anon group { a, b }'"
 		rest := strings.TrimSpace(strings.TrimPrefix(s, "Samples:"))
 		num, ev, ok := strings.Cut(rest, " of event ")
+		if !ok {
+			num, ev, ok = strings.Cut(rest, " of events ")
+		}
 		if !ok {
 			return errorf(ln, "perf report: want \"# Samples: N of event 'E'\", got %q", clip(s))
 		}
@@ -303,17 +328,22 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		if err != nil {
 			return errorf(ln, "perf report: samples %q: %v", num, err)
 		}
-		lost := rr.hdr.LostSamples
-		rr.hdr = PerfReportHeader{Event: strings.Trim(strings.TrimSpace(ev), "'"), Samples: n, SamplesRaw: strings.TrimSpace(num), LostSamples: lost, Columns: rr.hdr.Columns}
-		rr.gen++
-		rr.sawHeader = true
+		rr.startSection(strings.Trim(strings.TrimSpace(ev), "'"), n, strings.TrimSpace(num))
+	case strings.HasPrefix(s, "Events:"):
+		// perf 3.0-3.5: "# Events: 1K cycles"
+		num, ev, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(s, "Events:")), " ")
+		n, err := parseScaled(num)
+		if !ok || err != nil {
+			return errorf(ln, "perf report: want \"# Events: N EVENT\", got %q", clip(s))
+		}
+		rr.startSection(strings.TrimSpace(ev), n, num)
 	case strings.HasPrefix(s, "Event count (approx.):"):
 		n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(s, "Event count (approx.):")), 10, 64)
 		if err != nil {
 			return errorf(ln, "perf report: event count in %q is not a count", clip(s))
 		}
 		rr.hdr.EventCount = n
-	case strings.HasPrefix(s, "Overhead") || strings.HasPrefix(s, "Children") || strings.HasPrefix(s, "Samples") && !strings.Contains(s, ":"):
+	case isReportColumnsLine(s):
 		rr.hdrNames = string(t)
 		rr.setCols(namesFromHeader(s))
 		rr.positions = false
@@ -325,6 +355,46 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		}
 	}
 	return nil
+}
+
+// startSection starts the section of an event's header line.
+func (rr *PerfReportReader) startSection(ev string, samples uint64, raw string) {
+	lost := rr.hdr.LostSamples
+	rr.hdr = PerfReportHeader{Event: ev, Samples: samples, SamplesRaw: raw, LostSamples: lost, Columns: rr.hdr.Columns,
+		GroupEvents: groupMembers(ev)}
+	rr.gen++
+	rr.sawHeader = true
+}
+
+// groupMembers splits "anon group { cycles, instructions }" into its
+// events (nil for a single event).
+func groupMembers(ev string) []string {
+	i := strings.Index(ev, "{ ")
+	if i < 0 || !strings.HasSuffix(ev, " }") || i+2 > len(ev)-2 {
+		return nil
+	}
+	var out []string
+	for _, m := range strings.Split(ev[i+2:len(ev)-2], ", ") {
+		out = append(out, strings.TrimSpace(m))
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// isReportColumnsLine reports whether s (without its "#") names the
+// columns: "Overhead  Command ...", "Children  Self ...", "Latency
+// Overhead ..." (perf 6.15 --latency), "Samples  Command ...".
+func isReportColumnsLine(s string) bool {
+	first, _, _ := strings.Cut(s, " ")
+	switch first {
+	case "Overhead", "Children", "Latency":
+		return true
+	case "Samples":
+		return !strings.Contains(s, ":") // not "Samples: 2K of event 'cycles'"
+	}
+	return false
 }
 
 // parseScaled reads "16K", "1M", "523".

@@ -9,7 +9,7 @@ var multiWordCols = []string{"IPC [IPC Coverage]", "Shared Object", "Data Symbol
 
 func colKind(name string) byte {
 	switch name {
-	case "Overhead", "Children", "Self", "Overhead sys", "Overhead us", "Overhead guest sys", "Overhead guest us":
+	case "Overhead", "Children", "Self", "Latency", "Overhead sys", "Overhead us", "Overhead guest sys", "Overhead guest us":
 		return 'p'
 	case "Samples", "Period", "Weight", "Pid":
 		return 'n'
@@ -121,19 +121,15 @@ func rowFitsCols(b []byte, cols []reportCol) bool {
 func allBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
 
 // splitCollapsedRow splits a row whose spacing was lost: leading numeric
-// columns are one token each, the symbol starts at its "[x] " marker, the
-// shared object is "[JIT] tid N" or one token, and the command is the rest.
-func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool) {
+// columns are n tokens each (one per group member), the symbol starts at
+// its "[x] " marker, the shared object is "[JIT] tid N" or one token, and
+// the command is the rest.
+func splitCollapsedRow(b []byte, cols []reportCol, n int, out [][]byte) ([][]byte, bool) {
 	rest := bytes.TrimSpace(b)
 	i := 0
 	for ; i < len(cols) && cols[i].kind != 't'; i++ {
-		sp := bytes.IndexByte(rest, ' ')
 		var tok []byte
-		if sp < 0 {
-			tok, rest = rest, nil
-		} else {
-			tok, rest = rest[:sp], bytes.TrimLeft(rest[sp:], " ")
-		}
+		tok, rest = cutTokens(rest, n)
 		out = append(out, tok)
 	}
 	text := cols[i:]
@@ -172,6 +168,20 @@ func splitCollapsedRow(b []byte, cols []reportCol, out [][]byte) ([][]byte, bool
 		out = append(append(out, sym), after...)
 	}
 	return out, true
+}
+
+// cutTokens cuts the first n blank-separated tokens (as one field) off b.
+func cutTokens(b []byte, n int) ([]byte, []byte) {
+	end := 0
+	for k := 0; k < n && end < len(b); k++ {
+		for end < len(b) && b[end] == ' ' {
+			end++
+		}
+		for end < len(b) && b[end] != ' ' {
+			end++
+		}
+	}
+	return b[:end], bytes.TrimLeft(b[end:], " ")
 }
 
 // cutAfterSymbol cuts the columns that follow the symbol (one token each,

@@ -28,20 +28,52 @@ func (rr *PerfReportReader) parseRow(b []byte, ln int, row *PerfReportRow) bool 
 		fields = positionalFields(b, rr.cols, buf[:0])
 	} else {
 		var ok bool
-		if fields, ok = splitCollapsedRow(b, rr.cols, buf[:0]); !ok {
+		if fields, ok = splitCollapsedRow(b, rr.cols, rr.members(), buf[:0]); !ok {
 			return false
 		}
 	}
 	// Validate numeric columns before touching rr.row.
-	if !fieldsValid(fields, rr.cols) {
+	if !fieldsValid(fields, rr.cols, rr.members()) {
 		return false
 	}
 	cg := row.CallGraph[:0]
 	*row = PerfReportRow{Line: ln, Event: rr.hdr.Event, CallGraph: cg}
 	for i, c := range rr.cols {
+		if rr.members() > 1 && c.kind != 't' {
+			row.setGroupField(c, fields[i])
+			fields[i] = firstToken(fields[i])
+		}
 		rr.setField(row, c.name, fields[i])
 	}
 	return true
+}
+
+// members is the number of values in each numeric column: the group's
+// member count in a group section, else 1.
+func (rr *PerfReportReader) members() int { return max(len(rr.hdr.GroupEvents), 1) }
+
+// setGroupField stores every member's value of a numeric group column.
+func (row *PerfReportRow) setGroupField(c reportCol, f []byte) {
+	if row.Group == nil {
+		row.Group = map[string][]float64{}
+	}
+	for _, tok := range bytes.Fields(f) {
+		var v float64
+		if c.kind == 'p' {
+			v, _ = parsePct(tok)
+		} else {
+			n, _ := strconv.ParseUint(string(tok), 10, 64)
+			v = float64(n)
+		}
+		row.Group[c.name] = append(row.Group[c.name], v)
+	}
+}
+
+func firstToken(f []byte) []byte {
+	if fs := bytes.Fields(f); len(fs) > 0 {
+		return fs[0]
+	}
+	return f
 }
 
 // startsWithDigit reports whether the first non-blank byte of b is a digit.
@@ -73,20 +105,34 @@ func positionalFields(b []byte, cols []reportCol, fields [][]byte) [][]byte {
 	return fields
 }
 
-// fieldsValid checks the percentage, number and symbol columns of a row.
-func fieldsValid(fields [][]byte, cols []reportCol) bool {
+// fieldsValid checks the percentage, number and symbol columns of a row;
+// numeric columns hold n values (the members of a group).
+func fieldsValid(fields [][]byte, cols []reportCol, n int) bool {
 	for i, c := range cols {
-		switch c.kind {
-		case 'p':
-			if _, ok := parsePct(fields[i]); !ok {
-				return false
-			}
-		case 'n':
-			if _, err := strconv.ParseUint(string(fields[i]), 10, 64); err != nil {
-				return false
-			}
+		if c.kind != 't' && !numFieldValid(fields[i], c.kind, n) {
+			return false
 		}
 		if c.name == "Symbol" && len(fields[i]) > 0 && !validSymField(fields[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// numFieldValid checks that f holds n percentages (kind 'p') or counts.
+func numFieldValid(f []byte, kind byte, n int) bool {
+	toks := [][]byte{f}
+	if n > 1 {
+		if toks = bytes.Fields(f); len(toks) != n {
+			return false
+		}
+	}
+	for _, t := range toks {
+		if kind == 'p' {
+			if _, ok := parsePct(t); !ok {
+				return false
+			}
+		} else if _, err := strconv.ParseUint(string(t), 10, 64); err != nil {
 			return false
 		}
 	}
@@ -101,6 +147,9 @@ func (rr *PerfReportReader) setField(row *PerfReportRow, name string, f []byte) 
 	case "Children":
 		v, _ := parsePct(f)
 		row.Children = &v
+	case "Latency":
+		v, _ := parsePct(f)
+		row.Latency = &v
 	case "Samples", "Period":
 		n, _ := strconv.ParseUint(string(f), 10, 64)
 		if name == "Samples" {

@@ -69,7 +69,7 @@ func collapseReport(s string) string {
 }
 
 func TestPerfReportCollapsed(t *testing.T) {
-	for _, name := range []string{"fixture-stdio.txt", "real-busy-g.txt", "real-busy-children.txt", "real-busy-caller.txt", "real-two-events-n.txt", "real-sort-pid-period.txt", "real-busy-nog.txt", "real-runner-sort-dso-symbol.txt"} {
+	for _, name := range []string{"fixture-stdio.txt", "real-busy-g.txt", "real-busy-children.txt", "real-busy-caller.txt", "real-two-events-n.txt", "real-sort-pid-period.txt", "real-busy-nog.txt", "real-runner-sort-dso-symbol.txt", "pub-lkml-2024-perf610-group-period.txt", "pub-perf-wiki-perf3.0-events-header.txt"} {
 		data, err := os.ReadFile("testdata/perf-report/" + name)
 		if err != nil {
 			t.Fatal(err)

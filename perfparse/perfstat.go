@@ -60,6 +60,8 @@ type PerfStatRow struct {
 	// ("CPU0", "S0-D0-C1", ...); AggrCPUs the number of CPUs aggregated.
 	CPU      string `json:"cpu,omitempty"`
 	AggrCPUs int    `json:"aggr_cpus,omitempty"`
+	// Cgroup is the cgroup of perf stat -G / --for-each-cgroup rows.
+	Cgroup string `json:"cgroup,omitempty"`
 	// IntervalS is the -I timestamp of the row.
 	IntervalS *float64 `json:"interval_s,omitempty"`
 	// Supported is false for "<not supported>", Counted false for
@@ -198,8 +200,19 @@ func (row *PerfStatRow) setValue(v float64, n uint64, isInt bool, unit string) {
 	}
 }
 
+// addMetric adds a metric printed on its own line to the row: the first
+// metric of a metric group whose own line had none is its Metric.
+func (row *PerfStatRow) addMetric(m PerfStatMetric) {
+	if row.MetricGroup && row.Metric == nil && len(row.MoreMetrics) == 0 {
+		row.Metric = &m
+		return
+	}
+	row.MoreMetrics = append(row.MoreMetrics, m)
+}
+
 func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
-	unit = strings.TrimSpace(unit)
+	// perf pads units to align them ("backend  cycles idle", "MB/s  memory_bandwidth_read").
+	unit = collapse(unit)
 	if strings.HasPrefix(unit, "%") {
 		percent, unit = true, strings.TrimSpace(unit[1:])
 	}
@@ -227,25 +240,52 @@ func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
 	for i, l := range lines {
-		ln := i + 1
 		s := strings.TrimSpace(l)
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}
-		o := statJSONObject{ln: ln}
-		dec := json.NewDecoder(strings.NewReader(s))
-		dec.UseNumber()
-		if err := dec.Decode(&o.m); err != nil {
-			return nil, errorf(ln, "perf stat -j: %v", err)
-		}
-		if err := st.addJSONObject(o); err != nil {
+		objs, err := decodeStatJSONLine(s, i+1)
+		if err != nil {
 			return nil, err
+		}
+		for _, o := range objs {
+			if err := st.addJSONObject(o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(st.Rows) == 0 {
 		return nil, errorf(0, "perf stat -j: no counter objects in the input")
 	}
 	return st, nil
+}
+
+// reJSONTrailingComma is the ", }" perf 6.10 prints when it drops a
+// metric without a unit.
+var reJSONTrailingComma = lazyRegexp(`,\s*}\s*$`)
+
+// decodeStatJSONLine reads the objects of one -j line: one per line as perf
+// prints them, or several where lines were joined (mail pastes).
+func decodeStatJSONLine(s string, ln int) ([]statJSONObject, error) {
+	objs, err := decodeJSONObjects(s, ln)
+	if err != nil && reJSONTrailingComma().MatchString(s) {
+		objs, err = decodeJSONObjects(reJSONTrailingComma().ReplaceAllString(s, "}"), ln)
+	}
+	return objs, err
+}
+
+func decodeJSONObjects(s string, ln int) ([]statJSONObject, error) {
+	var objs []statJSONObject
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	for dec.More() {
+		o := statJSONObject{ln: ln}
+		if err := dec.Decode(&o.m); err != nil {
+			return nil, errorf(ln, "perf stat -j: %v", err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
 }
 
 // statJSONObject is one line of perf stat -j output.
@@ -295,38 +335,57 @@ func (st *PerfStat) addJSONObject(o statJSONObject) error {
 	if hasEv && strings.TrimSpace(ev) == "" {
 		return errorf(o.ln, "perf stat -j: object has an empty event name")
 	}
-	mv, hasMV, err := o.num("metric-value")
+	metric, err := o.metric()
 	if err != nil {
 		return err
 	}
-	mu, _ := o.str("metric-unit")
+	if group, ok := o.str("metricgroup"); ok && !hasEv {
+		// perf 6.5+: {"event-runtime" : N, "pcnt-running" : P, "metricgroup" : "TopdownL1"}
+		if strings.TrimSpace(group) == "" {
+			return errorf(o.ln, "perf stat -j: object has an empty metric group name")
+		}
+		ev, hasEv = group, true
+	}
 	if !hasEv {
 		// perf 6.5+ prints extra metrics as their own objects.
-		if hasMV && mu != "" && len(st.Rows) > 0 {
-			prev := &st.Rows[len(st.Rows)-1]
-			prev.MoreMetrics = append(prev.MoreMetrics, *newMetric(mv, mu, false))
-			return nil
+		if _, ok := o.m["counter-value"]; ok {
+			return errorf(o.ln, "perf stat -j: object has a counter-value but no event")
 		}
-		if _, ok := o.m["counter-value"]; !ok {
-			return nil // other objects (e.g. headers) carry no counter
+		if metric != nil && len(st.Rows) > 0 {
+			st.Rows[len(st.Rows)-1].addMetric(*metric)
 		}
-		return errorf(o.ln, "perf stat -j: object has a counter-value but no event")
+		return nil // other objects (e.g. headers) carry no counter
 	}
-	cv, _ := o.str("counter-value")
-	unit, _ := o.str("unit")
-	row := PerfStatRow{Event: ev, RawValue: cv, Supported: true, Counted: true, Multiplex: 1}
-	if err := row.setRaw(cv, unit, o.ln); err != nil {
-		return err
+	row := PerfStatRow{Event: ev, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+	if cv, ok := o.str("counter-value"); ok {
+		unit, _ := o.str("unit")
+		if err := row.setRaw(cv, unit, o.ln); err != nil {
+			return err
+		}
+	} else {
+		row.MetricGroup = true
 	}
 	row.setJSONPlace(o)
 	if err := row.setJSONNumbers(o); err != nil {
 		return err
 	}
-	if hasMV && mu != "" {
-		row.Metric = newMetric(mv, mu, false)
-	}
 	st.Rows = append(st.Rows, row)
 	return nil
+}
+
+// metric returns the object's "metric-value" and "metric-unit", nil when
+// absent, not a number ("nan": perf could not compute it) or without a
+// unit (perf 6.1 prints "(null)").
+func (o statJSONObject) metric() (*PerfStatMetric, error) {
+	mv, ok, err := o.num("metric-value")
+	if err != nil || !ok || math.IsNaN(mv) || math.IsInf(mv, 0) {
+		return nil, err
+	}
+	mu, _ := o.str("metric-unit")
+	if mu == "" || mu == "(null)" {
+		return nil, nil
+	}
+	return newMetric(mv, mu, false), nil
 }
 
 // setJSONPlace sets the thread, CPU (or other aggregation unit) and the
@@ -338,7 +397,10 @@ func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
 	if c, ok := o.str("cpu"); ok {
 		row.CPU = c
 	}
-	for _, k := range []string{"core", "socket", "die", "node", "cache"} {
+	if g, ok := o.str("cgroup"); ok {
+		row.Cgroup = g
+	}
+	for _, k := range []string{"core", "socket", "die", "cluster", "node", "cache"} {
 		if c, ok := o.str(k); ok {
 			row.CPU = c
 		}
@@ -427,7 +489,10 @@ func threadTID(th string) int {
 
 // ---- -x SEP -------------------------------------------------------------
 
-var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
+// reAggrID matches the aggregation labels of --per-socket ("S0"), -die
+// ("S0-D0"), -core ("S0-D0-C1"), -cache ("S0-D0-L3-ID0"), -cluster (perf
+// 6.7: "S56-D0-CLS158") and -node ("N0").
+var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
@@ -445,14 +510,8 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		}
 		f := strings.Split(s, string(sep))
 		vi := csvValueIndex(f)
-		if vi < 0 && len(st.Rows) > 0 {
-			// perf prints further metrics of a row on their own line:
-			// empty fields, then "value,unit".
-			if m := csvMetricOnly(f); m != nil {
-				prev := &st.Rows[len(st.Rows)-1]
-				prev.MoreMetrics = append(prev.MoreMetrics, *m)
-				continue
-			}
+		if vi < 0 && st.addCSVNonCounter(f) {
+			continue
 		}
 		if vi < 0 {
 			return nil, errorf(ln, "perf stat -x: cannot find value%cunit%cevent fields in %q", sep, sep, clip(s))
@@ -466,6 +525,8 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			iv, _ := strconv.ParseFloat(pre[0], 64)
 			row.IntervalS = &iv
 			pre = pre[1:]
+		} else if len(pre) > 0 && pre[0] == "summary" {
+			pre = pre[1:] // -I --summary: the totals, in the timestamp's place
 		}
 		if len(pre) > 0 {
 			label := strings.TrimSpace(pre[0])
@@ -481,39 +542,12 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		if err := row.setRaw(f[vi], strings.TrimSpace(f[vi+1]), ln); err != nil {
 			return nil, err
 		}
-		rest := f[vi+3:]
-		if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
-			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
-			}
-			v = scale(v, -2)
-			row.Variance = &v
-			rest = rest[1:]
+		tail := f[vi+3:]
+		if len(tail) > 0 && isCgroupName(strings.TrimSpace(tail[0])) && !isPlainNum(strings.TrimSpace(tail[0])) {
+			row.Cgroup, tail = strings.TrimSpace(tail[0]), tail[1:] // -G: value,unit,event,cgroup,...
 		}
-		if len(rest) > 0 && strings.TrimSpace(rest[0]) != "" {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest[0]), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
-			}
-			v = scale(v, -9)
-			row.RuntimeS = &v
-		}
-		if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest[1]), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
-			}
-			row.Multiplex = scale(v, -2)
-		}
-		if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
-			mvs := strings.TrimSpace(rest[2])
-			pct := strings.HasSuffix(mvs, "%")
-			v, err := strconv.ParseFloat(strings.TrimSuffix(mvs, "%"), 64)
-			if err != nil {
-				return nil, errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
-			}
-			row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+		if err := row.setCSVTail(tail, sep, ln); err != nil {
+			return nil, err
 		}
 		st.Rows = append(st.Rows, row)
 	}
@@ -523,11 +557,70 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	return st, nil
 }
 
+// addCSVNonCounter takes a -x line without a counter: a metric group
+// (perf 6.5+) or a further metric of the row above (empty fields, then
+// "value,unit"; the value is empty for a metric perf could not compute).
+func (st *PerfStat) addCSVNonCounter(f []string) bool {
+	if g := csvMetricGroup(f); g != nil {
+		st.Rows = append(st.Rows, *g)
+		return true
+	}
+	if len(st.Rows) == 0 {
+		return false
+	}
+	m, ok := csvMetricOnly(f)
+	if ok && m != nil {
+		st.Rows[len(st.Rows)-1].addMetric(*m)
+	}
+	return ok
+}
+
+// setCSVTail reads the fields after value,unit,event: the -r variance,
+// the run time, the running percentage and the metric.
+func (row *PerfStatRow) setCSVTail(rest []string, sep byte, ln int) error {
+	if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: variance %q is not a percentage", rest[0])
+		}
+		v = scale(v, -2)
+		row.Variance = &v
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && strings.TrimSpace(rest[0]) != "" {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[0]), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: event runtime %q is not a number", rest[0])
+		}
+		v = scale(v, -9)
+		row.RuntimeS = &v
+	}
+	if len(rest) > 1 && strings.TrimSpace(rest[1]) != "" {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[1]), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: running percentage %q is not a number", rest[1])
+		}
+		row.Multiplex = scale(v, -2)
+	}
+	if len(rest) > 3 && strings.TrimSpace(rest[2]) != "" {
+		mvs := strings.TrimSpace(rest[2])
+		pct := strings.HasSuffix(mvs, "%")
+		v, err := strconv.ParseFloat(strings.TrimSuffix(mvs, "%"), 64)
+		if err != nil {
+			return errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
+		}
+		row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+	}
+	return nil
+}
+
 // csvMetricOnly reads a -x line that carries only a metric: blank fields
-// (or the row's prefix) followed by "value,unit".
-func csvMetricOnly(f []string) *PerfStatMetric {
+// (or the row's prefix, or perf 6.5's runtime and running percentage)
+// followed by "value,unit". ok is true for such a line; m is nil when its
+// value is blank (not computed).
+func csvMetricOnly(f []string) (m *PerfStatMetric, ok bool) {
 	if len(f) < 3 {
-		return nil
+		return nil, false
 	}
 	v, u := strings.TrimSpace(f[len(f)-2]), strings.TrimSpace(f[len(f)-1])
 	blank := 0
@@ -536,13 +629,43 @@ func csvMetricOnly(f []string) *PerfStatMetric {
 			blank++
 		}
 	}
-	if u == "" || blank < 2 {
-		return nil
+	if u == "" || blank < 2 || isPlainNum(u) {
+		return nil, false
+	}
+	if v == "" {
+		return nil, blank == len(f)-2
 	}
 	pct := strings.HasSuffix(v, "%")
 	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-	if err != nil {
+	if err != nil || math.IsNaN(n) {
+		return nil, false
+	}
+	return newMetric(n, u, pct), true
+}
+
+// csvMetricGroup reads perf 6.5's metric group line of -x output:
+// ",RUNTIME,PCNT,,,,NAME" ("TopdownL1", "TopdownL1 (cpu_atom)").
+func csvMetricGroup(f []string) *PerfStatRow {
+	if len(f) < 5 {
 		return nil
 	}
-	return newMetric(n, u, pct)
+	for k := range f {
+		f[k] = strings.TrimSpace(f[k])
+	}
+	name := f[len(f)-1]
+	if f[0] != "" || !isMetricGroupName(name) {
+		return nil
+	}
+	rt, err1 := strconv.ParseUint(f[1], 10, 64)
+	pc, err2 := strconv.ParseFloat(f[2], 64)
+	if err1 != nil || err2 != nil || math.IsNaN(pc) {
+		return nil
+	}
+	for _, x := range f[3 : len(f)-1] {
+		if x != "" {
+			return nil
+		}
+	}
+	rs := scale(float64(rt), -9)
+	return &PerfStatRow{Event: name, MetricGroup: true, Supported: true, Counted: true, Multiplex: scale(pc, -2), RuntimeS: &rs}
 }

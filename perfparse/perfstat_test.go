@@ -3,6 +3,7 @@ package perfparse
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -231,5 +232,22 @@ func TestPerfStatCollapsedEverywhere(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d text inputs checked", n)
+	}
+}
+
+// A text input whose lines are neither counter rows nor footers is an
+// error naming the first such line, not a run without counters; a run
+// without counters (perf stat --null) still reads.
+func TestPerfStatTextUnknownRowsAreAnError(t *testing.T) {
+	unknown := " Performance counter stats for 'sleep 1':\n\n   12 frobs done\n\n       1.000892614 seconds time elapsed\n"
+	_, err := ParsePerfStat(strings.NewReader(unknown))
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Line != 3 || !strings.Contains(err.Error(), "12 frobs done") {
+		t.Fatalf("unknown rows: err = %v, want a syntax error at line 3 quoting it", err)
+	}
+	null := " Performance counter stats for 'sleep 1':\n\n       1.000892614 seconds time elapsed\n"
+	st, err := ParsePerfStat(strings.NewReader(null))
+	if err != nil || len(st.Rows) != 0 || st.ElapsedS == nil || *st.ElapsedS != 1.000892614 {
+		t.Fatalf("--null run: %+v, %v", st, err)
 	}
 }

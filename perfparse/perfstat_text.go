@@ -8,8 +8,12 @@ import (
 var (
 	reStatHeader   = lazyRegexp(`^Performance counter stats for (.*?)(?: \((\d+) runs\))?:?$`)
 	reStatVariance = lazyRegexp(`\(\s*\+-\s*([0-9][0-9.,]*)\s*%\s*\)`)
-	reStatRunning  = lazyRegexp(`\(\s*([0-9][0-9.,]*)\s*%\s*\)\s*$`)
-	reStatFooter   = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
+	// The running share: "(83.29%)", "[83.41%]" before perf 3.18,
+	// "(scaled from 66.58%)" in perf 2.6.
+	reStatRunning = lazyRegexp(`(?:\((?:scaled from)?\s*([0-9][0-9.,]*)\s*%\s*\)|\[\s*([0-9][0-9.,]*)\s*%\s*\])\s*$`)
+	// perf stat -I's column header: "#           time             counts unit events".
+	reStatIntervalHeader = lazyRegexp(`^#\s+time\s+(.*\s)?counts\s+unit\s+events$`)
+	reStatFooter         = lazyRegexp(`^([0-9][0-9.,]*)(?: \+- ([0-9][0-9.,]*))? seconds (time elapsed|user|sys)$`)
 )
 
 // statTok is a raw text row before number conversion.
@@ -17,6 +21,7 @@ type statTok struct {
 	line               int
 	prefix             []string // thread / CPU / interval tokens before the value
 	value, unit, event string
+	cgroup             string // -G / --for-each-cgroup column after the event
 	metricVal, metricU string
 	variance, running  string
 	metricOnly         bool // "# value unit" continuation line
@@ -38,9 +43,16 @@ func normalizeSpaces(s string) string {
 
 func parsePerfStatText(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
-	toks, foots, err := scanStatText(lines, st)
+	sc, err := scanStatText(lines, st)
 	if err != nil {
 		return nil, err
+	}
+	toks, foots := sc.toks, sc.foots
+	if len(toks) == 0 && sc.prose != "" {
+		// Counters in a layout this parser does not know must not read
+		// as a run without counters (perf stat --null prints no rows
+		// and nothing else).
+		return nil, errorf(sc.proseLn, "perf stat: no counter rows found; %q is not one (expected lines like \"4139.45 msec task-clock\")", clip(sc.prose))
 	}
 	if len(toks) == 0 && len(foots) == 0 {
 		return nil, errorf(0, "perf stat: no counter rows found (expected lines like \"4139.45 msec task-clock\")")
@@ -63,18 +75,34 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 	return st, nil
 }
 
+// statScan is the text output split into raw rows and footers, with the
+// first line that is neither (nor a comment or a metric line).
+type statScan struct {
+	toks    []statTok
+	foots   []statFooter
+	prose   string
+	proseLn int
+}
+
 // scanStatText splits the text output into raw counter rows and footer
 // lines, and records the header's target and run count in st.
-func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error) {
-	var toks []statTok
-	var foots []statFooter
+func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
+	sc := &statScan{}
 	// The measured program's own output comes before perf's header when
-	// both went to the terminal: start at the last header.
-	start := 0
+	// both went to the terminal: start at the last header, or at the
+	// first -I column header when --summary printed the totals' header
+	// after the intervals.
+	start, ivHeader := 0, -1
 	for i, l := range lines {
-		if reStatHeader().MatchString(normalizeSpaces(l)) {
+		s := normalizeSpaces(l)
+		if reStatHeader().MatchString(s) {
 			start = i
+		} else if ivHeader < 0 && reStatIntervalHeader().MatchString(s) {
+			ivHeader = i
 		}
+	}
+	if ivHeader >= 0 && ivHeader < start {
+		start = ivHeader
 	}
 	for i := start; i < len(lines); i++ {
 		ln := i + 1
@@ -91,16 +119,19 @@ func scanStatText(lines []string, st *PerfStat) ([]statTok, []statFooter, error)
 		}
 		t, f, err := scanStatLine(s, ln)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if f != nil {
-			foots = append(foots, *f)
+			sc.foots = append(sc.foots, *f)
 		}
 		if t != nil {
-			toks = append(toks, *t)
+			sc.toks = append(sc.toks, *t)
+		}
+		if t == nil && f == nil && sc.prose == "" && !strings.HasPrefix(strings.TrimLeft(s, "> "), "#") {
+			sc.prose, sc.proseLn = s, ln
 		}
 	}
-	return toks, foots, nil
+	return sc, nil
 }
 
 // scanStatLine splits one non-header line into a raw row or a footer; both
@@ -115,9 +146,9 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, &statFooter{ln, m[3], m[1], m[2], variance}, nil
 	}
 	var running string
-	if m := reStatRunning().FindStringSubmatchIndex(s); m != nil {
-		running = s[m[2]:m[3]]
-		s = strings.TrimSpace(s[:m[0]])
+	if m := reStatRunning().FindStringSubmatch(s); m != nil {
+		running = m[1] + m[2]
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), m[0]))
 	}
 	left, metric, hasMetric := strings.Cut(s, "#")
 	left = strings.TrimSpace(left)
@@ -136,12 +167,18 @@ func scanStatLine(s string, ln int) (*statTok, *statFooter, error) {
 		return nil, nil, err
 	}
 	if !ok {
-		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound")
-		// heads the metric lines below it.
-		if mv, mu := splitMetric(metric); hasMetric && mv != "" && isEventName(left) {
+		// A metric group ("TopdownL1  # 32.1 %  tma_backend_bound",
+		// "TopdownL1 (cpu_core)  # nan %  tma_backend_bound") heads the
+		// metric lines below it.
+		if mv, mu := splitMetric(metric); hasMetric && (mv != "" || isNaNMetric(metric)) && isMetricGroupName(left) {
 			return &statTok{line: ln, event: left, metricVal: mv, metricU: mu, group: true, variance: variance, running: running}, nil, nil
 		}
 		return nil, nil, nil // prose: warnings, "Some events weren't counted", ...
+	}
+	if t.cgroup != "" && !hasMetric && running == "" {
+		// "2 runs failed": only a row with perf's "#" or running
+		// columns is taken to have a cgroup column.
+		return nil, nil, nil
 	}
 	t.variance, t.running = variance, running
 	if hasMetric {
@@ -222,7 +259,7 @@ func (st *PerfStat) addStatTok(t statTok, nf *numFormat) error {
 	if t.metricOnly {
 		return st.addMetricLine(t, metric, nf)
 	}
-	row := PerfStatRow{Event: t.event, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
+	row := PerfStatRow{Event: t.event, Cgroup: t.cgroup, RawValue: t.value, RawUnit: t.unit, Unit: t.unit, Supported: true, Counted: true, Multiplex: 1, Metric: metric}
 	if t.group {
 		row.MetricGroup = true
 		if t.running != "" {
@@ -248,7 +285,7 @@ func (st *PerfStat) addMetricLine(t statTok, metric *PerfStatMetric, nf *numForm
 		return errorf(t.line, "perf stat: metric line %q comes before any counter row", t.metricVal+" "+t.metricU)
 	}
 	prev := &st.Rows[len(st.Rows)-1]
-	prev.MoreMetrics = append(prev.MoreMetrics, *metric)
+	prev.addMetric(*metric)
 	if t.running != "" && prev.Multiplex == 1 && !prev.MetricGroup {
 		// perf prints a counter's running share at the end of
 		// its last metric line ("instructions # 1.37 insn per
@@ -399,9 +436,16 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, errorf(ln, "perf stat: counter row %q has a unit but no event name", clip(s))
 	case len(rest) == 1:
 		t.event = rest[0]
+		if isClockEvent(t.event) {
+			t.unit = "msec" // perf 2.6-3.x print the clocks in msec without a unit
+		}
 	case len(rest) == 2 && strings.HasPrefix(rest[1], "(") && strings.HasSuffix(rest[1], ")"):
 		// perf 4.x: "task-clock (msec)"
 		t.event, t.unit = rest[0], strings.Trim(rest[1], "()")
+	case len(rest) == 2 && !knownUnits[rest[0]] && isCgroupName(rest[1]):
+		t.event, t.cgroup = rest[0], rest[1] // "cycles  foo/bar" (perf stat -G)
+	case knownUnits[rest[0]] && len(rest) == 3 && isCgroupName(rest[2]):
+		t.unit, t.event, t.cgroup = rest[0], rest[1], rest[2]
 	case knownUnits[rest[0]]:
 		t.unit, t.event = rest[0], strings.Join(rest[1:], " ")
 	default:
@@ -411,6 +455,27 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isCgroupName reports whether s can be the cgroup column of perf stat -G
+// or --for-each-cgroup ("foo", "foo/bar", "system.slice/sshd.service",
+// "/"): a path of name characters.
+func isCgroupName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-:@+", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isClockEvent reports whether ev is a software clock perf counts in
+// nanoseconds and prints in msec: "task-clock", "cpu-clock:u",
+// "task-clock-msecs" (perf 2.6).
+func isClockEvent(ev string) bool {
+	name, _, _ := strings.Cut(ev, ":")
+	return name == "task-clock" || name == "cpu-clock" || name == "task-clock-msecs"
 }
 
 // isEventName reports whether s looks like a perf event: "task-clock",
@@ -430,6 +495,25 @@ func isEventName(s string) bool {
 		}
 	}
 	return true
+}
+
+// isMetricGroupName reports whether s names a metric group: an event-like
+// word, on hybrid CPUs followed by its PMU ("TopdownL1 (cpu_atom)", perf
+// 6.5+).
+func isMetricGroupName(s string) bool {
+	name, pmu, ok := strings.Cut(s, " (")
+	if !ok {
+		return isEventName(s)
+	}
+	pmu, ok = strings.CutSuffix(pmu, ")")
+	return ok && isEventName(name) && isEventName(pmu)
+}
+
+// isNaNMetric reports whether a "#" column holds a metric perf could not
+// compute ("nan %  tma_retiring"); such metrics are left out.
+func isNaNMetric(m string) bool {
+	v, _, _ := strings.Cut(strings.TrimSpace(m), " ")
+	return strings.EqualFold(strings.TrimSuffix(v, "%"), "nan")
 }
 
 // validStatPrefix accepts what perf prints before the counter value: an

@@ -99,7 +99,7 @@ func ParsePktgen(r io.Reader) (*PktgenDevice, error) {
 		return nil, err
 	}
 	for i := rest; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != "" {
+		if t := strings.TrimSpace(lines[i]); t != "" && !cutMark([]byte(t)) {
 			return nil, errorf(i+1, "unexpected text after the pktgen Result: %q", clip(lines[i]))
 		}
 	}
@@ -116,8 +116,8 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 	for ; i < len(lines); i++ {
 		ln := i + 1
 		s := strings.TrimSpace(lines[i])
-		if s == "" {
-			continue
+		if s == "" || cutMark([]byte(s)) {
+			continue // blank, or "..." where a paste left lines out
 		}
 		switch {
 		case strings.HasPrefix(s, "Params:"):

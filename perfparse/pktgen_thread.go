@@ -36,8 +36,9 @@ func ParseKpktgend(r io.Reader) (*Kpktgend, error) {
 		case strings.HasPrefix(s, "Result:"):
 			k.Result = collapse(strings.TrimPrefix(s, "Result:"))
 			k.OK = strings.HasPrefix(k.Result, "OK")
-		case strings.HasPrefix(s, "VERSION-") || strings.HasPrefix(s, "PID:") || strings.HasPrefix(s, "Sleeping:"):
-			// header lines of old (2.6) kernels
+		case strings.HasPrefix(s, "VERSION-") || strings.HasPrefix(s, "PID:") || strings.HasPrefix(s, "Sleeping:") ||
+			strings.HasPrefix(s, "Name:"):
+			// header lines of old (2.6) kernels: "Name: kpktgend_0  max_before_softirq: 10000"
 		default:
 			return nil, errorf(i+1, "kpktgend: expected Running:, Stopped: or Result:, got %q", clip(s))
 		}

@@ -29,8 +29,9 @@ import (
 const gitlabRunFlags = "--lock-wait 60m --repetitions 1 --set generator.iperf3.duration=1s --set generator.trafgen.duration=1s"
 
 // The GitLab recipe, run as GitLab runs it: gitlab-ci-local (the version
-// docs/ci/gitlab-ci-local pins; make deps installs it, make test says
-// where) executes docs/ci/gitlab-ci.yml,
+// docs/ci/gitlab-ci-local pins; make deps installs it, make test's
+// test-gitlab lane installs it if missing, says where and runs this test
+// alone, beside the VM packages) executes docs/ci/gitlab-ci.yml,
 // included from a .gitlab-ci.yml as its header says, in a copy of this
 // module (each job in a fresh copy, artifacts and the cache passed between
 // jobs and pipelines: --shell-isolation), twice on the quickstart. The
@@ -114,13 +115,13 @@ func needGitLabRunner(t *testing.T) string {
 		t.Fatalf("docs/ci/gitlab-ci-local/package.json pins no gitlab-ci-local (%v)", err)
 	}
 	pin := pkg.Dependencies["gitlab-ci-local"]
-	gcl := os.Getenv("VNETBENCH_GITLAB_CI_LOCAL") // make test sets it
+	gcl := os.Getenv("VNETBENCH_GITLAB_CI_LOCAL") // make test-gitlab sets it
 	if gcl == "" {
 		gcl = "gitlab-ci-local"
 	}
 	gcl, err = exec.LookPath(gcl)
 	if err != nil {
-		testenv.Skipf(t, "needs gitlab-ci-local %s (make deps installs it; make test passes its path in VNETBENCH_GITLAB_CI_LOCAL): %v", pin, err)
+		testenv.Skipf(t, "needs gitlab-ci-local %s (make deps installs it; make test-gitlab installs it and passes its path in VNETBENCH_GITLAB_CI_LOCAL): %v", pin, err)
 	}
 	v, err := exec.Command(gcl, "--version").Output()
 	if got := strings.TrimSpace(string(v)); err != nil || got != pin {

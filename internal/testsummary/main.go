@@ -99,12 +99,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// shortArgv is a command's first words: the go test commands' package
-// lists are long.
+// shortArgv is a command's first words and its last: the go test
+// commands' package lists are long, and make test's commands that start
+// alike (nice -n 10 make ...) differ in their last word.
 func shortArgv(argv []string) string {
 	const words = 4
-	if len(argv) > words {
-		return strings.Join(argv[:words], " ") + " ..."
+	if len(argv) > words+1 {
+		return strings.Join(argv[:words], " ") + " ... " + argv[len(argv)-1]
 	}
 	return strings.Join(argv, " ")
 }
