@@ -184,7 +184,9 @@ func compareRuns(t *testing.T, full, merged string) {
 	canon := func(set *results.Set) []string {
 		var out []string
 		for _, s := range set.Samples {
-			delete(s.Labels, "boot_s") // the guest's boot time: a timing
+			// The guest's boot time and the sample's phases: timings.
+			delete(s.Labels, "boot_s")
+			delete(s.Labels, "phases_s")
 			out = append(out, fmt.Sprintf("%s|%s|%d|%v|%v|tx_pps=%v|emulated=%v", s.Cell, s.Kernel, s.Rep, s.Axes, s.Labels, s.Metrics["tx_pps"], s.Emulated))
 		}
 		slices.Sort(out)
