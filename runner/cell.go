@@ -69,6 +69,7 @@ type cellRun struct {
 	again *again // nil: the cell's first attempt
 
 	cellStart, t0, t1 time.Time
+	laps              *laps
 	bootTime, warmup  time.Duration
 	trafficTimeout    time.Duration
 
@@ -96,9 +97,11 @@ type cellRun struct {
 // sample says why (again).
 func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, a *again) (*results.Sample, error) {
 	cr := &cellRun{r: r, c: c, again: a, cellStart: time.Now(), u: undo.New()}
+	cr.laps = newLaps(cr.cellStart)
 	if err := cr.readyGuest(ctx); err != nil {
 		return nil, err
 	}
+	cr.laps.lap("guest")
 	// From here on the cell also ends when the guest kernel reports a
 	// fault on its console; the failure then names it and the console.
 	runCtx := ctx
@@ -130,6 +133,8 @@ func (r *runState) runSample(ctx context.Context, c *scenarios.Cell, a *again) (
 	if err := cr.u.Run(teardownTimeout(c)); err != nil {
 		s.Warnings = append(s.Warnings, "teardown: "+err.Error())
 	}
+	cr.laps.lap("teardown")
+	s.Labels["phases_s"] = cr.laps.String()
 	if err := cr.finish(s); err != nil {
 		return nil, err
 	}
@@ -151,19 +156,24 @@ func (cr *cellRun) pipeline(ctx, runCtx context.Context) (*results.Sample, error
 	if err := cr.setup(setupCtx); err != nil {
 		return nil, err
 	}
+	cr.laps.lap("setup")
 	if err := cr.startLatency(setupCtx); err != nil {
 		return nil, err
 	}
 	if err := cr.warmUp(ctx); err != nil {
 		return nil, err
 	}
+	cr.laps.lap("warmup")
 	if err := cr.measure(ctx); err != nil {
 		return nil, err
 	}
 	if err := cr.readAfter(runCtx); err != nil {
 		return nil, err
 	}
-	return cr.collect(ctx, runCtx), nil
+	cr.laps.lap("counters after")
+	s := cr.collect(ctx, runCtx)
+	cr.laps.lap("collect")
+	return s, nil
 }
 
 // fail is err as the cell's CellError: a guest kernel fault or a guest
@@ -316,6 +326,7 @@ func (cr *cellRun) measure(ctx context.Context) error {
 		return failed("counters", err)
 	}
 	cr.before.Drops = readDrops(cr.win)
+	cr.laps.lap("counters before")
 	tctx, tcancel := context.WithTimeout(ctx, cr.trafficTimeout)
 	defer tcancel()
 	cr.targets = map[string]perfTarget{
@@ -324,15 +335,18 @@ func (cr *cellRun) measure(ctx context.Context) error {
 	if err := cr.prepareGenerator(tctx); err != nil {
 		return err
 	}
+	cr.laps.lap("prepare")
 	if err := cr.startGenerator(tctx); err != nil {
 		return err
 	}
 	res, gerr := cr.gen.Wait(tctx)
 	cr.t1 = time.Now()
+	cr.laps.lap("traffic")
 	cr.lat.stopSending()
 	unix.Getrusage(unix.RUSAGE_SELF, &cr.ru1)
 	cr.perfOut, cr.perfErr = finishPerfs(cr.perfs)
 	cr.perfs = nil
+	cr.laps.lap("perf stop")
 	if gerr != nil {
 		if errors.Is(gerr, context.DeadlineExceeded) && ctx.Err() == nil {
 			// A tool that hangs (iperf3's client and server can both

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -209,6 +208,9 @@ type linuxSystem struct {
 	sink  string
 	xdp   *xdpSink
 	flows *flowSink
+	// statFiles are the NICs' open statistics files by device name
+	// (ifStats).
+	statFiles map[string]*ifStatFiles
 }
 
 func (s *linuxSystem) configureNet(cfg vmimages.GuestConfig) error {
@@ -333,7 +335,7 @@ func (s *linuxSystem) Stats() (*vmimages.Event, error) {
 	if s.link == nil {
 		return nil, errors.New("no network interface (was vnb.ip given on the kernel command line?)")
 	}
-	st, err := readIfStats(s.link.Attrs().Name)
+	st, err := s.ifStats(s.link.Attrs().Name)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +343,11 @@ func (s *linuxSystem) Stats() (*vmimages.Event, error) {
 	if len(s.links) > 0 {
 		ev.Links = map[string]*vmimages.IfStats{}
 		for mac, l := range s.links {
-			if ev.Links[mac], err = readIfStats(l.Attrs().Name); err != nil {
+			if l.Attrs().Name == s.link.Attrs().Name {
+				ev.Links[mac] = st // eth0, read once
+				continue
+			}
+			if ev.Links[mac], err = s.ifStats(l.Attrs().Name); err != nil {
 				return nil, err
 			}
 		}
@@ -363,27 +369,6 @@ func (s *linuxSystem) sinkName() string {
 		return vmimages.SinkStack
 	}
 	return s.sink
-}
-
-func readIfStats(name string) (*vmimages.IfStats, error) {
-	dir := filepath.Join("/sys/class/net", name, "statistics")
-	var st vmimages.IfStats
-	for _, f := range []struct {
-		file string
-		v    *uint64
-	}{
-		{"rx_packets", &st.RxPackets}, {"rx_bytes", &st.RxBytes}, {"rx_dropped", &st.RxDropped}, {"rx_errors", &st.RxErrors},
-		{"tx_packets", &st.TxPackets}, {"tx_bytes", &st.TxBytes}, {"tx_dropped", &st.TxDropped}, {"tx_errors", &st.TxErrors},
-	} {
-		b, err := os.ReadFile(filepath.Join(dir, f.file))
-		if err != nil {
-			return nil, err
-		}
-		if *f.v, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err != nil {
-			return nil, fmt.Errorf("%s/%s: %w", dir, f.file, err)
-		}
-	}
-	return &st, nil
 }
 
 func (s *linuxSystem) Sink(kind string) (string, error) {
