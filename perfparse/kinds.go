@@ -92,6 +92,7 @@ var (
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
+				reDetectStatInterval().MatchString(s) ||
 				csvSep(first) != 0 || reDetectStatRow().MatchString(s)
 		}},
 	}
@@ -178,6 +179,8 @@ var (
 	reDetectReportRow    = lazyRegexp(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
 	reDetectStatRow      = lazyRegexp(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
 	reDetectScriptDevice = lazyRegexp(`(?m)^\s*Device: \S+`)
+	// perf stat -I's column header ("#  time  CPU  counts unit events").
+	reDetectStatInterval = lazyRegexp(`(?m)^\s*#\s+time\s+(.*\s)?counts\s+unit\s+events\s*$`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).

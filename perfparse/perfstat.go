@@ -396,6 +396,9 @@ func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
 	}
 	if c, ok := o.str("cpu"); ok {
 		row.CPU = c
+		if isPlainNum(c) {
+			row.CPU = "CPU" + c // -j prints "cpu" : "0" where text and -x print CPU0
+		}
 	}
 	if g, ok := o.str("cgroup"); ok {
 		row.Cgroup = g

@@ -391,9 +391,13 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 	f := strings.Fields(s)
 	t := statTok{line: ln}
 	vi := -1
-	first := 0
-	if len(f) > 2 && reAggrID().MatchString(f[0]) && isNumTok(f[1]) && !strings.ContainsAny(f[1], ".,' ") {
-		first = 2 // "S0-D0-C1  2  value ...": the CPU count is not the value
+	off := 0
+	if len(f) > 3 && isNumTok(f[0]) && strings.ContainsAny(f[0], ".,") && isRowLabel(f[1]) {
+		off = 1 // -I timestamp before a label: "0.200110670 CPU0  200.54 msec task-clock"
+	}
+	first := off
+	if len(f) > off+2 && reAggrID().MatchString(f[off]) && isNumTok(f[off+1]) && !strings.ContainsAny(f[off+1], ".,' ") {
+		first = off + 2 // "S0-D0-C1  2  value ...": the CPU count is not the value
 	}
 	for i := first; i < len(f) && i < 8; i++ {
 		if f[i] == "<not" && i+1 < len(f) && (f[i+1] == "supported>" || f[i+1] == "counted>") {
@@ -455,6 +459,13 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		return t, false, nil
 	}
 	return t, true, nil
+}
+
+// isRowLabel reports whether s starts the label of an -A, --per-core (and
+// the like) or --per-thread row: "CPU0", "S0-D0-C1", "python3-19340",
+// "CPU" of QEMU's "CPU 0/TCG-4242".
+func isRowLabel(s string) bool {
+	return reAggrID().MatchString(s) || s == "CPU" || strings.HasPrefix(s, "CPU") && isPlainNum(s[3:]) || threadTID(s) > 0
 }
 
 // isCgroupName reports whether s can be the cgroup column of perf stat -G
