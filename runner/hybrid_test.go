@@ -132,3 +132,25 @@ func TestAddPerfStatHybridUnsupported(t *testing.T) {
 		t.Errorf("unsupported %v, not counted %v, metrics %v; want stalled-cycles-frontend, none, topdown-x 1000", unsupported, notCounted, s.Metrics)
 	}
 }
+
+// TestPerfStatMetricGroupsNoCounts: perf 6.5's metric group lines
+// (TopdownL1 and its members, a perf stat -x, excerpt from a 2023 mail)
+// carry metrics, not counts: the sample gets the counters only.
+func TestPerfStatMetricGroupsNoCounts(t *testing.T) {
+	const in = "32139.34,msec,cpu-clock,32139351409,100.00,32.001,CPUs utilized\n" +
+		",16067494476,100.00,,,,TopdownL1 (cpu_core)\n" +
+		",,,,,0.0,%  tma_bad_speculation\n" +
+		",10188319019,63.00,,,41.3,%  tma_frontend_bound\n"
+	st, err := perfparse.ParsePerfStat(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}}
+	unsupported, notCounted := addPerfStat(s, st, "vhost", false)
+	if len(unsupported)+len(notCounted) != 0 {
+		t.Errorf("unsupported %v, not counted %v; want none", unsupported, notCounted)
+	}
+	if len(s.Metrics) != 1 || math.Abs(s.Metrics["perf.cpu-clock"]-32.13934) > 1e-9 {
+		t.Errorf("metrics %v, want only perf.cpu-clock = 32.13934 (s)", s.Metrics)
+	}
+}

@@ -454,6 +454,9 @@ func addPerfStat(s *results.Sample, st *perfparse.PerfStat, target string, quali
 	pmus, supported := hybridPMUs(st.Rows)
 	h := &hybridMerge{byBase: map[string]*hybridEvent{}}
 	for _, row := range st.Rows {
+		if row.MetricGroup {
+			continue // perf 6.5's metric group line: metrics, no count
+		}
 		pmu, base, hybrid := results.HybridEvent(row.Event)
 		hybrid = hybrid && len(pmus[base]) > 1
 		if !row.Supported {
