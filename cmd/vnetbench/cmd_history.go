@@ -35,7 +35,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of stdout")
 	order := fs.String("order", "time", "point order of run directories and benchfmt files: time (as recorded) or given (as listed or added)")
 	fs.IntVar(&o.failOnNew, "fail-on-new", 0, "exit 1 when a regression's change point lies in the last `N` points of a series, printing the range to bisect")
-	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: "+sensitivityNames()+", or a p-value `P` in (0, 0.1]")
+	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: "+levelNames(levelWithP)+", or a p-value `P` in (0, 0.1]")
 	fs.BoolVar(&o.all, "all", false, "also show the diagnostics (busy fractions, overheads, perf counters; JSON always has them)")
 	fs.Var(&o.metrics, "metric", "only these metrics (repeatable, comma-separated)")
 	fs.Var(&o.cells, "cell", "only these cells (repeatable, comma-separated)")
@@ -149,30 +149,26 @@ func historyParams(sensitivity string) (history.Params, error) {
 	}
 	a, err := strconv.ParseFloat(sensitivity, 64)
 	if err != nil || !(a > 0 && a <= 0.1) {
-		return p, usageErrorf("history: --sensitivity %q: want %s or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity, levelNames())
+		return p, usageErrorf("history: --sensitivity %q: want %s or a p-value in (0, 0.1], e.g. --sensitivity 0.01", sensitivity, levelNames(levelName))
 	}
 	p.Alpha = a
 	return p, nil
 }
 
-// sensitivityNames lists history.Levels for --sensitivity's help:
-// "low (p <= 0.0002), default (p <= 0.001), ...".
-// levelNames are history.Levels' names: "low, default, high".
-func levelNames() string {
-	var ns []string
-	for _, l := range history.Levels {
-		ns = append(ns, l.Name)
+// levelNames lists history.Levels as label writes each: their names for
+// --sensitivity's error ("low, default, high"), with their p for its
+// help ("low (p <= 0.0002), default (p <= 0.001), ...").
+func levelNames(label func(history.Level) string) string {
+	ns := make([]string, len(history.Levels))
+	for i, l := range history.Levels {
+		ns[i] = label(l)
 	}
 	return strings.Join(ns, ", ")
 }
 
-func sensitivityNames() string {
-	var ns []string
-	for _, l := range history.Levels {
-		ns = append(ns, fmt.Sprintf("%s (p <= %g)", l.Name, l.Alpha))
-	}
-	return strings.Join(ns, ", ")
-}
+func levelName(l history.Level) string { return l.Name }
+
+func levelWithP(l history.Level) string { return fmt.Sprintf("%s (p <= %g)", l.Name, l.Alpha) }
 
 func historyFormat(format, out string) (string, error) {
 	if format == "" {
