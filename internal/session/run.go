@@ -63,8 +63,8 @@ type Options struct {
 	// RecordEstimates adds what the run measured to them.
 	EstimateDir     string
 	RecordEstimates bool
-	// Getenv reads the CI's shard and pipeline variables (nil =
-	// os.Getenv).
+	// Getenv reads the CI's shard and pipeline variables and, inside a
+	// lab, labvm.TurnEnv (nil = os.Getenv).
 	Getenv func(string) string
 	// EditRunner, when set, edits the runner's options before the run
 	// (tests: a fake guest agent and generator).
