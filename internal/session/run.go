@@ -251,6 +251,7 @@ func (r *run) prepare(ctx context.Context) error {
 	if r.InsideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
+		r.est.SideBySide(lab.PlanSideBySide(todo, r.host), len(r.host.CPUs))
 		AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab)
 	}
 	if r.DryRun || r.InsideLab != "" || r.Resume {

@@ -147,3 +147,20 @@ func SideBySide(memMiB []int, hostMemMiB, cpus int) int {
 	}
 	return n
 }
+
+// PlanSideBySide is how many of the lab VMs of cells (those of kernels
+// other than the running one) boot at once on host h: SideBySide of
+// their sizes. For the estimate of plan and run.
+func PlanSideBySide(cells []scenarios.Cell, h Host) int {
+	_, labCells := scenarios.SplitRunning(cells)
+	labels, byLabel := scenarios.ByKernel(labCells, nil)
+	var mem []int
+	for _, l := range labels {
+		size, err := SizeFor(byLabel[l], h.CPUs, h.MemMiB)
+		if err != nil {
+			return 1
+		}
+		mem = append(mem, size.MemoryMiB)
+	}
+	return SideBySide(mem, h.MemMiB, len(h.CPUs))
+}
