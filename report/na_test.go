@@ -98,3 +98,42 @@ func noteRefs(tb *Table, c Cell) string {
 	}
 	return b.String()
 }
+
+// A cell one kernel refused and the other measured has the measured
+// kernel's rows: the real 3-run lab capture with patched's 1-thread TAP
+// cell refused reads n/a beside stock's Transmitted, Lost and CPU/pkt
+// kpktgend, and gets no CPU/pkt vhost row, which only TAP + vhost-net
+// has (before, the n/a made one: "- | n/a").
+func TestUnsupportedBesideMeasured(t *testing.T) {
+	const why = "pktgen: Operation not supported"
+	set := loadSet(t, "lab-pktgen-3run-tcg")
+	for i := range set.Samples {
+		if s := &set.Samples[i]; s.Kernel == "patched" && s.Cell == "tap/pktgen-t1/fq_codel" {
+			s.Metrics, s.Threads, s.Unsupported = map[metric.Key]float64{}, nil, why
+		}
+	}
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb *Table
+	for _, x := range r.Tables {
+		if x.Kind == KindThread && strings.Contains(x.Context, "1 thread") {
+			tb = x
+		}
+	}
+	if tb == nil {
+		t.Fatal("no 1-thread table")
+	}
+	var tap []string
+	for _, row := range tb.Rows {
+		if row.Labels[0] == "TAP" {
+			tap = append(tap, row.Labels[1]+": "+row.Cells[1].Text+noteRefs(tb, row.Cells[1])+" | "+row.Cells[2].Text)
+		}
+	}
+	na := "n/a[n/a: " + why + "] | -"
+	want := []string{"Transmitted: " + na, "Lost: " + na, "CPU/pkt kpktgend: " + na}
+	if strings.Join(tap, "\n") != strings.Join(want, "\n") {
+		t.Errorf("TAP rows (patched | change):\n%s\nwant:\n%s", strings.Join(tap, "\n"), strings.Join(want, "\n"))
+	}
+}
