@@ -119,6 +119,11 @@ func (l *labVM) pause() error {
 func (l *labVM) resume() error {
 	paused := time.Since(l.pausedAt)
 	l.grant, l.granted = nil, true
+	select {
+	case <-l.vm.Done():
+		return nil // gone while paused: the wait loop says how (poweredOff)
+	default:
+	}
 	d, err := safefs.Open(l.turnDir)
 	if err == nil {
 		err = d.WriteFile(TurnFile, nil, 0o644)
