@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/bisect"
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -68,13 +69,40 @@ func Decide(set *Runs, gates []Gate, min MinEffect, noise func(cell, metric stri
 	return p, nil
 }
 
-// only is the samples of set from kernel k (fresh copies: CompareRuns
-// rewrites their cells).
+// KernelSides splits a run of two kernels (a lab run's stock and
+// patched) into the sides CompareRuns takes: the first kernel is the
+// base, the second the new. A kernel whose every run failed is a side
+// too, so that its gated metrics are MISSING; a run with one kernel or
+// more than two is bad input.
+func KernelSides(set *Runs) (base, new *Runs, labels [2]string, err error) {
+	ks := set.Kernels()
+	for _, s := range set.Failed {
+		if !slices.Contains(ks, s.Kernel) {
+			ks = append(ks, s.Kernel)
+		}
+	}
+	if len(ks) != 2 {
+		noun := "kernels"
+		if len(ks) == 1 {
+			noun = "kernel"
+		}
+		return nil, nil, labels, fault.Input("%d %s (%s), not two (the base, then the new)", len(ks), noun, strings.Join(ks, ", "))
+	}
+	return only(set, ks[0]), only(set, ks[1]), [2]string{ks[0], ks[1]}, nil
+}
+
+// only is the samples of set from kernel k, measured and failed (fresh
+// copies: CompareRuns rewrites their cells).
 func only(set *results.Set, k string) *results.Set {
 	out := &results.Set{Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources}
 	for _, s := range set.Samples {
 		if s.Kernel == k {
 			out.Samples = append(out.Samples, s)
+		}
+	}
+	for _, s := range set.Failed {
+		if s.Kernel == k {
+			out.Failed = append(out.Failed, s)
 		}
 	}
 	return out

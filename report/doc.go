@@ -61,7 +61,8 @@
 //
 // # Gates
 //
-// CompareRuns compares two sets cell by cell and applies Gates parsed from
+// CompareRuns compares two sets cell by cell (KernelSides splits one run
+// of two kernels into them) and applies Gates parsed from
 // --fail-on ("tx_pps<-3%,lost_pps>+0%"): a gate trips only on a
 // significant change beyond its threshold. Without --fail-on every shown
 // metric with a direction is gated at 0% in its bad direction, except the

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"slices"
+
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -17,8 +19,35 @@ func (b *builder) unsupported(cell, col string) string {
 	return ""
 }
 
-// naText is a table cell for a configuration the kernel refused.
-func naText(reason string) string { return "n/a (" + reason + ")" }
+// naNotes numbers the reasons of a table's n/a cells.
+type naNotes struct {
+	reasons []string
+	refs    []naRef
+}
+
+type naRef struct{ row, cell, reason int }
+
+// add notes that cell (row, cell) is n/a because of why.
+func (n *naNotes) add(row, cell int, why string) {
+	i := slices.Index(n.reasons, why)
+	if i < 0 {
+		n.reasons = append(n.reasons, why)
+		i = len(n.reasons) - 1
+	}
+	n.refs = append(n.refs, naRef{row, cell, i})
+}
+
+// apply appends the reasons to t's notes and the reasons' numbers to the
+// notes of the n/a cells.
+func (n *naNotes) apply(t *Table) {
+	for _, why := range n.reasons {
+		t.Notes = append(t.Notes, "n/a: "+why)
+	}
+	for _, r := range n.refs {
+		c := &t.Rows[r.row].Cells[r.cell]
+		c.Notes = append(c.Notes, r.reason)
+	}
+}
 
 // headlineOf is the headline metric of the table of s's workload ("" =
 // none).

@@ -99,15 +99,21 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 	for _, c := range cols {
 		t.Header = append(t.Header, c.Label)
 	}
+	var na naNotes
 	for _, cell := range cells {
 		for _, col := range b.r.Columns {
 			row := Row{Labels: []string{countText(count(cell), kind.ThreadsNoun), b.lab.colHeader(col)}}
 			for _, c := range cols {
-				row.Cells = append(row.Cells, b.sendersCell(cell, col, c))
+				cl, why := b.sendersCell(cell, col, c)
+				if why != "" {
+					na.add(len(t.Rows), len(row.Cells), why)
+				}
+				row.Cells = append(row.Cells, cl)
 			}
 			t.Rows = append(t.Rows, row)
 		}
 	}
+	na.apply(t) // the n/a reasons first: cells refer to them by number
 	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; a row per %s count and kernel", b.lab.repsRange(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
 	if kind.Notes != nil {
 		t.Notes = append(t.Notes, kind.Notes(2, seen)...)
@@ -116,20 +122,21 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 	return t
 }
 
-// sendersCell is metric c of cell in column col.
-func (b sendersKind) sendersCell(cell, col string, c workload.TableRow) Cell {
+// sendersCell is metric c of cell in column col; why is the reason of an
+// n/a cell (the kernel refused the configuration), else "".
+func (b sendersKind) sendersCell(cell, col string, c workload.TableRow) (_ Cell, why string) {
 	st := b.stats(cell, col, c.Key)
 	if st.N == 0 {
 		if why := b.unsupported(cell, col); why != "" {
-			return Cell{Text: naText(why)}
+			return Cell{Text: "n/a"}, why
 		}
-		return Cell{Text: "-"}
+		return Cell{Text: "-"}, ""
 	}
 	scale := c.Scale
 	if scale.IsZero() {
 		scale = units.For(b.idx.metric(c.Key).Unit)
 	}
-	return Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
+	return Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}, ""
 }
 
 // countText is "1 thread", "8 threads".

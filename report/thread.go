@@ -66,11 +66,12 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
 	drops := b.lostByReason(cells)
 	rows := withDropRows(kind.Rows(threads, seen), drops)
+	var na naNotes
 	maxCV := 0.0
 	for _, cell := range cells {
 		s := b.measured(cell)
 		for _, tm := range rows {
-			row, cv, ok := b.threadRow(cell, s, tm, two)
+			row, cv, ok := b.threadRow(cell, s, tm, two, len(t.Rows), &na)
 			if !ok {
 				continue
 			}
@@ -80,6 +81,9 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 			t.Rows = append(t.Rows, row)
 		}
 	}
+	// The n/a reasons first: cells refer to them by number, so that a
+	// long reason does not widen the table past a mail's 72 columns.
+	na.apply(t)
 	b.threadNotes(t, kind, threads, seen, b.lab.runsNote(cells, rows[0].Label, maxCV))
 	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t
@@ -87,20 +91,29 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 
 // threadRow is metric tm's row of cell (measured sample s): one cell per
 // column and, with two columns, the change. cv is the largest CV of its
-// cells; ok is false when no column has a value or an n/a.
-func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableRow, two bool) (row Row, cv float64, ok bool) {
+// cells; ok is false when no column has a value and, unless no column
+// measured the cell at all, when one has an n/a: a column that measured
+// the cell says which rows it has. An n/a cell's reason goes to na as
+// the note of row rowNum.
+func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableRow, two bool, rowNum int, na *naNotes) (row Row, cv float64, ok bool) {
 	scale := tm.Scale
 	if scale.IsZero() {
 		scale = units.For(b.idx.metric(tm.Key).Unit)
 	}
 	row = Row{Labels: []string{b.lab.rowLabel(s), tm.Label}}
-	have, na := false, false
+	have := false
+	type refusal struct {
+		cell int
+		why  string
+	}
+	var refused []refusal // the n/a cells
 	for _, col := range b.r.Columns {
 		st := b.stats(cell, col, tm.Key)
 		if st.N == 0 {
 			text := "-"
 			if why := b.unsupported(cell, col); why != "" {
-				text, have, na = naText(why), true, true
+				refused = append(refused, refusal{len(row.Cells), why})
+				text = "n/a"
 			}
 			row.Cells = append(row.Cells, Cell{Text: text})
 			continue
@@ -109,8 +122,11 @@ func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableR
 		cv = max(cv, st.CV)
 		row.Cells = append(row.Cells, Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)})
 	}
-	if !have {
+	if !have && (len(refused) == 0 || s.Unsupported == "") {
 		return row, cv, false
+	}
+	for _, r := range refused {
+		na.add(rowNum, r.cell, r.why)
 	}
 	if two {
 		d := b.delta(cell, b.r.Columns[1], tm.Key)
@@ -118,7 +134,7 @@ func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableR
 		if d.Different() {
 			c.Value = ptr(d.Pct)
 		}
-		if na {
+		if len(refused) > 0 {
 			c = Cell{Text: "-"} // nothing to compare with
 		}
 		row.Cells = append(row.Cells, c)

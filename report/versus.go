@@ -226,36 +226,6 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 	return row, maxCV
 }
 
-// naNotes numbers the reasons of a table's n/a cells.
-type naNotes struct {
-	reasons []string
-	refs    []naRef
-}
-
-type naRef struct{ row, cell, reason int }
-
-// add notes that cell (row, cell) is n/a because of why.
-func (n *naNotes) add(row, cell int, why string) {
-	i := slices.Index(n.reasons, why)
-	if i < 0 {
-		n.reasons = append(n.reasons, why)
-		i = len(n.reasons) - 1
-	}
-	n.refs = append(n.refs, naRef{row, cell, i})
-}
-
-// apply appends the reasons to t's notes and the reasons' numbers to the
-// notes of the n/a cells.
-func (n *naNotes) apply(t *Table) {
-	for _, why := range n.reasons {
-		t.Notes = append(t.Notes, "n/a: "+why)
-	}
-	for _, r := range n.refs {
-		c := &t.Rows[r.row].Cells[r.cell]
-		c.Notes = append(c.Notes, r.reason)
-	}
-}
-
 // anyPositiveIn reports whether a sample of one of cells in column col
 // has metric key > 0.
 func (b versusKind) anyPositiveIn(cells []string, col string, key metric.Key) bool {

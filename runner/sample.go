@@ -81,8 +81,8 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // unsupportedSample records that this kernel or device cannot run c's
 // configuration (a workload's UnsupportedError): a sample without
-// metrics, with the reason, that reports show as "n/a (reason)". The run
-// goes on with the next cell.
+// metrics, with the reason, that tables show as "n/a" with the reason as
+// a numbered note. The run goes on with the next cell.
 func (r *runState) unsupportedSample(c *scenarios.Cell, reason string) (*results.Sample, error) {
 	s := &results.Sample{Run: r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes, Start: time.Now().UTC(),
 		Metrics: map[metric.Key]float64{}, Labels: map[string]string{"generator": c.Generator.Kind},

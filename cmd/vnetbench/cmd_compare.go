@@ -12,13 +12,14 @@ import (
 	"github.com/vnetbench/vnetbench/report"
 )
 
-// cmdCompare compares two runs and gates on regressions: each gated metric
-// gets a verdict (SAME, DIFFERENT or UNKNOWN, see docs/compare.md, or
-// MISSING when a side lacks it); exit 1 when one is DIFFERENT in its bad
-// direction beyond its threshold or MISSING (unless --allow-missing names
-// it), else 3 when one is UNKNOWN, 2 on bad input, 0 otherwise.
+// cmdCompare compares two runs (or the two kernels of one run) and gates
+// on regressions: each gated metric gets a verdict (SAME, DIFFERENT or
+// UNKNOWN, see docs/compare.md, or MISSING when a side lacks it); exit 1
+// when one is DIFFERENT in its bad direction beyond its threshold or
+// MISSING (unless --allow-missing names it), else 3 when one is UNKNOWN,
+// 2 on bad input, 0 otherwise.
 func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare", "BASE NEW [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M] [--noise-from HISTORY_DB]", stderr)
+	fs := newFlagSet("compare", "BASE NEW|RUN [--metric M] [--fail-on 'tx_pps<-3%,lost_pps>+0%'] [--min-effect 0.5iqr] [--allow-missing M] [--noise-from HISTORY_DB]", stderr)
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
@@ -41,9 +42,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err := checkSymbolCounts(fs, "profile-top"); err != nil {
 		return err
 	}
-	if len(pos) != 2 {
+	if len(pos) != 1 && len(pos) != 2 {
 		fs.Usage()
-		return usageErrorf("compare: want BASE and NEW (run directories or benchfmt files), got %d arguments", len(pos))
+		return usageErrorf("compare: want BASE and NEW (run directories or benchfmt files), or RUN (one run of two kernels, a lab run's), got %d arguments", len(pos))
 	}
 	if *format == "benchfmt" || *format == "kcidb" || *format == "lava" {
 		return usageErrorf("compare: --format %s is not a comparison; use 'vnetbench report --format %s NEW'", *format, *format)
@@ -65,11 +66,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 			return err
 		}
 	}
-	base, err := loadSide("BASE", pos[0])
-	if err != nil {
-		return err
-	}
-	nw, err := loadSide("NEW", pos[1])
+	base, nw, names, err := loadSides(pos)
 	if err != nil {
 		return err
 	}
@@ -85,7 +82,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "vnetbench: warning: "+w)
 	}
 	var buf bytes.Buffer
-	if err := writeComparison(&buf, stderr, res, *format, st, pos[0], pos[1]); err != nil {
+	if err := writeComparison(&buf, stderr, res, *format, st, names[0], names[1]); err != nil {
 		return err
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
@@ -137,6 +134,28 @@ func writeComparison(buf *bytes.Buffer, stderr io.Writer, res *report.CompareRes
 		}
 	}
 	return nil
+}
+
+// loadSides reads the sides of a comparison: two runs, BASE and NEW, or
+// one run of two kernels (a lab run's stock and patched), the first
+// kernel the base. names say what each side is.
+func loadSides(pos []string) (base, nw *results.Set, names [2]string, err error) {
+	if len(pos) == 2 {
+		if base, err = loadSide("BASE", pos[0]); err != nil {
+			return nil, nil, names, err
+		}
+		nw, err = loadSide("NEW", pos[1])
+		return base, nw, [2]string{pos[0], pos[1]}, err
+	}
+	set, err := loadSide("RUN", pos[0])
+	if err != nil {
+		return nil, nil, names, err
+	}
+	base, nw, ks, err := report.KernelSides(set)
+	if err != nil {
+		return nil, nil, names, fmt.Errorf("compare: %s has %w; give BASE and NEW to compare two runs", pos[0], err)
+	}
+	return base, nw, [2]string{pos[0] + " (kernel " + ks[0] + ")", pos[0] + " (kernel " + ks[1] + ")"}, nil
 }
 
 // loadSide loads one side of a comparison. Any input it cannot read is bad

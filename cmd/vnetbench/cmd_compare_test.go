@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -157,5 +158,84 @@ func TestCompareCLINoiseFrom(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"compare", base, drop, "--noise-from", filepath.Join(dir, "none.db")}, &out, &errb); exitCode(err) != exitBadInput {
 		t.Errorf("--noise-from a missing index: %v, want bad input", err)
+	}
+}
+
+// One run of two kernels, README's lab run, is compared kernel against
+// kernel: the real 3-run lab-pktgen capture's Lost, 0 in every patched
+// run, is DIFFERENT at the first look in three cells and UNKNOWN in TAP's
+// 4-thread cell, whose stock runs spread from 318 to 769 Kpps (exit 3). A
+// patched kernel whose every run failed is MISSING (exit 1); a run of one
+// kernel or of five is bad input (exit 2).
+func TestCompareCLIOneRun(t *testing.T) {
+	lab := real + "lab-pktgen-3run-tcg"
+	noBoot := filepath.Join(t.TempDir(), "no-boot")
+	failKernel(t, lab, noBoot, "patched", "boot vm0: wait for agent: timeout after 60s")
+	for _, tc := range []struct {
+		args []string
+		exit int
+		want []string
+	}{
+		{[]string{lab, "--fail-on", "lost_pps>+0%"}, exitUndecided, []string{
+			"base: " + lab + " (kernel stock)\nnew:  " + lab + " (kernel patched)\n",
+			"lost_pps>+0%: tap/pktgen-t4/fq_codel -100.00% [", "n=3: UNKNOWN: undecided: run at least 6 per side",
+			"lost_pps>+0%: tap+vhost/pktgen-t1/fq_codel/vhost-pin0 -100.00% [", "n=3: DIFFERENT: ok"}},
+		{[]string{noBoot, "--fail-on", "lost_pps>+0%"}, exitFailure, []string{
+			"lost_pps>+0%: tap/pktgen-t1/fq_codel: MISSING: all 3 runs failed on NEW (boot vm0: wait for agent: timeout after 60s): FAIL"}},
+		{[]string{real + "quickstart-tcg"}, exitBadInput, nil},
+		{[]string{real + "lab-perpatch-tcg"}, exitBadInput, nil},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append([]string{"compare"}, tc.args...), &out, &errb)
+		if got := exitCode(err); got != tc.exit {
+			t.Errorf("%v: exit %d (%v), want %d", tc.args, got, err, tc.exit)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		if tc.exit == exitBadInput && !strings.Contains(err.Error(), "not two (the base, then the new); give BASE and NEW") {
+			t.Errorf("%v: error %q does not say what to give", tc.args, err)
+		}
+	}
+}
+
+// failKernel copies run directory src to dst with every sample of kernel
+// k failed with error why.
+func failKernel(t *testing.T, src, dst, k, why string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(filepath.Join(src, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(src, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var s map[string]any
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s["kernel"] == k {
+			delete(s, "threads")
+			s["metrics"], s["error"] = map[string]any{}, why
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dst, "env.json"), env, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "results.jsonl"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

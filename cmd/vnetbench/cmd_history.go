@@ -198,7 +198,10 @@ func gateNew(rs []history.Result, n int, stderr io.Writer) error {
 				r.Title(), historyPct(c.Change), r.Format(c.Before), r.Format(c.After), c.P, c.Index, c.Label, prev, c.Label)
 		}
 	}
-	if found > 0 {
+	switch {
+	case found == 1:
+		return fmt.Errorf("history: 1 regression in the last %d points; bisect the range above", n)
+	case found > 1:
 		return fmt.Errorf("history: %d regressions in the last %d points; bisect the ranges above", found, n)
 	}
 	return nil

@@ -156,6 +156,9 @@ func TestHistoryIndexGate(t *testing.T) {
 	if err == nil || exitCode(err) != exitFailure {
 		t.Fatalf("--fail-on-new 12 with a drop at 30 of 40: err %v (exit %d), want exit 1", err, exitCode(err))
 	}
+	if want := "2 regressions in the last 12 points; bisect the ranges above"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want %q", err, want)
+	}
 	want := fmt.Sprintf("bisect between %q (last good) and %q (first bad)", fmt.Sprintf("c%011d", 29), fmt.Sprintf("c%011d", 30))
 	if !strings.Contains(errs, want) {
 		t.Errorf("stderr does not say %s:\n%s", want, errs)
@@ -195,6 +198,10 @@ func TestHistoryIndexGate(t *testing.T) {
 	}
 	if _, _, err := runHistory(t, "--db", db, "--fail-on-new", "5", "--metric", "tx_pps"); err != nil {
 		t.Errorf("--fail-on-new 5 with the drop 10 points back: %v, want exit 0", err)
+	}
+	_, _, err = runHistory(t, "--db", db, "--fail-on-new", "12", "--metric", "tx_pps")
+	if want := "1 regression in the last 12 points; bisect the range above"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("--fail-on-new 12 --metric tx_pps: error %v, want %q", err, want)
 	}
 }
 

@@ -136,9 +136,10 @@ var notRun = map[string]string{
 var readmeFixtures = map[string]string{
 	"runs/stock":   "../../report/testdata/generated/stock",
 	"runs/patched": "../../report/testdata/generated/patched",
-	// README's lab run (stock vs patched in one run directory); its
-	// `vnetbench run` is a dry run here.
-	"runs/lab": "../../report/testdata/generated/iperf3-tcg",
+	// README's lab run (stock vs patched in one run directory): the real
+	// 3-run capture README's table comes from; its `vnetbench run` is a
+	// dry run here.
+	"runs/lab": "../../report/testdata/real/lab-pktgen-3run-tcg",
 	// docs/history.md's CSV from another tool (testdata/history/README.md).
 	"bench.csv": "testdata/history/bench.csv",
 	// docs/compare.md's example of issue 33: 6 runs per side, -10%.

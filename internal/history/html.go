@@ -155,7 +155,7 @@ func writeChart(b *bytes.Buffer, r *Result) {
 	}
 	for _, l := range labels {
 		ty := 10 + labelRow*l.row + 10
-		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", l.x, top-4, l.x, H-bottom, l.color)
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", l.x, top-1, l.x, H-bottom, l.color)
 		anchor := ""
 		if l.end {
 			anchor = ` text-anchor="end"`

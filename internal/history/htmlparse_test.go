@@ -54,11 +54,26 @@ func checkChart(t *testing.T, title string, svg *xmltree.Node) []string {
 			labels = append(labels, n)
 		}
 	}
+	var lines []*xmltree.Node // the change points' dashed lines
+	for _, n := range svg.All("line") {
+		if n.Attr("stroke-dasharray") != "" {
+			lines = append(lines, n)
+		}
+	}
 	var colors []string
 	for i, a := range labels {
 		a0, a1, ay := labelSpan(t, a)
 		if a0 < 0 || a1 > chartW {
 			t.Errorf("%s: label %q spans %.0f..%.0f, outside the chart", title, a.Text, a0, a1)
+		}
+		for _, l := range lines {
+			// A line crosses a label it passes under, down to the
+			// descenders (3 px below the baseline at 11 px).
+			x, _ := strconv.ParseFloat(l.Attr("x1"), 64)
+			y1, _ := strconv.ParseFloat(l.Attr("y1"), 64)
+			if a0 < x && x < a1 && y1 < ay+3 {
+				t.Errorf("%s: the change line at x %.1f from y %.0f crosses label %q (%.0f..%.0f, baseline %.0f)", title, x, y1, a.Text, a0, a1, ay)
+			}
 		}
 		for _, b := range labels[:i] {
 			b0, b1, by := labelSpan(t, b)

@@ -50,7 +50,8 @@ type Sample struct {
 	Warmup bool `json:"warmup,omitempty"`
 	// Unsupported says why this kernel or device cannot run the cell's
 	// configuration (AF_XDP zero-copy refused, say): the sample has no
-	// metrics and tables show the cell as "n/a (reason)".
+	// metrics and tables show the cell as "n/a" with the reason as a
+	// numbered note.
 	Unsupported string `json:"unsupported,omitempty"`
 	// VoidRerun, when set, says this sample is its cell's second attempt:
 	// the first measured nothing valid (fault.ErrVoid), for this short

@@ -162,7 +162,7 @@ func TestToyFakeRun(t *testing.T) {
 }
 
 // checkReport: the toy's table, one row group per backend, its rows and
-// footnote, n/a for the refused burst.
+// footnote, n/a for the refused burst with its reason as a numbered note.
 func checkReport(t *testing.T, set *results.Set) {
 	t.Helper()
 	r, err := report.Build(set, report.Options{})
@@ -174,7 +174,7 @@ func checkReport(t *testing.T, set *results.Set) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"| TAP | Sent ", " Kpps |", "| Errors ", "n/a (burst 40: the toy tap refuses bursts above 32)",
+	for _, want := range []string{"| TAP | Sent ", " Kpps |", "| Errors ", "| n/a (1) |", "(1) n/a: burst 40: the toy tap refuses bursts above 32",
 		"Sent = packets toyblast counted / its own run time"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
