@@ -157,6 +157,11 @@ func (cr *cellRun) pipeline(ctx, runCtx context.Context) (*results.Sample, error
 		return nil, err
 	}
 	cr.laps.lap("setup")
+	if waited, err := cr.r.turn.wait(ctx); err != nil {
+		return nil, failed("turn", err)
+	} else if waited {
+		cr.laps.lap("turn")
+	}
 	if err := cr.startLatency(setupCtx); err != nil {
 		return nil, err
 	}

@@ -81,6 +81,12 @@ type Options struct {
 	// SeedSource is where Seed came from (ResolveSeed); env.json keeps it
 	// (ExtraSeedSource).
 	SeedSource string
+	// Turn, when set, is called once, right before the run's first
+	// measurement: its first guest is up and that sample's host knobs
+	// are set; its latency probe, warmup and window follow. The run
+	// inside a lab waits there for its turn to measure (labvm.AwaitTurn)
+	// while the other labs of its run boot. Its error fails the sample.
+	Turn func(ctx context.Context) error
 }
 
 // env.json Extra keys of a shard's run directory.
@@ -164,6 +170,22 @@ type runState struct {
 	repro       *reproducer  // reproduce.sh
 	drops       *dropCounter // cells with drop_reasons (nil: none)
 	modSymsOnce sync.Once    // moduleSymbols
+	turn        turnGate     // Options.Turn, before the first measurement
+}
+
+// turnGate calls a run's Options.Turn once, before its first measurement.
+type turnGate struct {
+	f    func(context.Context) error
+	done bool
+}
+
+// wait calls f the first time; it reports whether it did.
+func (g *turnGate) wait(ctx context.Context) (bool, error) {
+	if g.f == nil || g.done {
+		return false, nil
+	}
+	g.done = true
+	return true, g.f(ctx)
 }
 
 // Run runs the cells (in the given order, one sample each; see
@@ -254,7 +276,7 @@ func (o *Options) kvmStatus() qemu.KVMStatus {
 
 // newRunState returns the state of a run of cells with options o.
 func newRunState(o Options, cells []scenarios.Cell, kvm qemu.KVMStatus) *runState {
-	r := &runState{opts: o, kvm: kvm, undo: undo.New(), dir: o.Dir, repro: &reproducer{}}
+	r := &runState{opts: o, kvm: kvm, undo: undo.New(), dir: o.Dir, repro: &reproducer{}, turn: turnGate{f: o.Turn}}
 	r.exec = &recordingExec{inner: o.Exec, rec: r.repro.argv}
 	needs := NeedsOf(cells)
 	r.guests = &guests{r: r, contents: GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}, paired: pairedGuests(cells)}

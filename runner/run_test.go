@@ -693,3 +693,47 @@ func TestRunHungTrafficRetried(t *testing.T) {
 		}
 	}
 }
+
+// Options.Turn (a lab's turn to measure) is called once, right before
+// the run's first measurement: the first sample's guest is up and its
+// host knobs are set, no generator has run (no warmup, no window). The
+// first sample's phases say how long it waited; an error there fails
+// that sample only.
+func TestRunTurnBeforeFirstWindow(t *testing.T) {
+	needHost(t)
+	cells := loadCells(t, `
+name: turn
+backend: tap
+guest: {vcpus: 1, memory: 128MiB}
+generator:
+  trafgen: {duration: 1s}
+warmup: 1s
+repetitions: 2
+timeouts: {boot: 20s, teardown: 10s}
+`)
+	h := newHarness(t)
+	calls := 0
+	h.opts.Turn = func(ctx context.Context) error {
+		calls++
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.gens) != 0 {
+			t.Errorf("turn after %d generators: want it before the first warmup and window", len(h.gens))
+		}
+		return nil
+	}
+	sum, err := Run(t.Context(), cells, h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := readSamples(t, h.opts.Dir)
+	if calls != 1 || len(samples) != 2 {
+		t.Fatalf("turn called %d times, %d samples; want once, 2", calls, len(samples))
+	}
+	for i, s := range samples {
+		if got := strings.Contains(s.Labels["phases_s"], ", turn "); got != (i == 0) {
+			t.Errorf("sample %d phases %q: want a turn phase in the first only", i, s.Labels["phases_s"])
+		}
+	}
+}

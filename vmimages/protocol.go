@@ -21,9 +21,11 @@ import (
 //     guest's): an event stream on the serial console, one event per line
 //     behind ConsolePrefix amid the kernel's and the inner command's
 //     output, in the order of a lab's life: "init", "modules", "start",
-//     "alive" (a heartbeat) while the inner command runs, "exit"; a nested
+//     "alive" (a heartbeat) while the inner command runs, "turn" once
+//     when the inner run is ready to measure and waits for its turn (labs
+//     side by side: the answer is a file, labvm.TurnEnv), "exit"; a nested
 //     guest says "ready" instead of "start"; "error" ends either. Nothing
-//     goes the other way. Lines are EncodeConsoleEvent's;
+//     goes the other way on the console. Lines are EncodeConsoleEvent's;
 //     ParseConsoleEvent reads them.
 
 // AgentPortName is the name of the virtio-serial port the agent talks on
@@ -54,6 +56,12 @@ const (
 	EvStart   = "start"   // console: the inner command started
 	EvAlive   = "alive"   // console: heartbeat while the inner command runs
 	EvExit    = "exit"    // console: the inner command exited (Code)
+	// EvTurn (console) is the run inside a lab saying it is ready to
+	// measure: its first guest is up and its first cell set up. When
+	// the host runs labs side by side it pauses the lab and, on the
+	// lab's turn, creates the file the run waits for (labvm.TurnEnv),
+	// then lets it go on.
+	EvTurn = "turn"
 )
 
 // Sink kinds: what the guest does with received packets.

@@ -123,6 +123,12 @@ type Estimate struct {
 	// PerSample is each input sample's estimated time (its lab VM's and
 	// guest's boots included), in order: the progress line's ETA.
 	PerSample []time.Duration `json:"-"`
+	// SideBySideN is how many lab VMs boot at once (SideBySide; below 2:
+	// one after the other), SideBySideSaving what that takes off Total.
+	SideBySideN      int           `json:"labs_side_by_side,omitempty"`
+	SideBySideSaving time.Duration `json:"side_by_side_saving_ns,omitempty"`
+	// firstSample is each kernel's first sample (its lab boots there).
+	firstSample map[string]int
 }
 
 // Line names, in the order a kernel's lines print.
@@ -138,7 +144,7 @@ var lineOrder = []string{LineLab, LineBoots, LineWindows, LineCounted, LineOverh
 
 // Of estimates samples with rates r.
 func Of(samples []Sample, r Rates) *Estimate {
-	e := &Estimate{PerSample: make([]time.Duration, len(samples))}
+	e := &Estimate{PerSample: make([]time.Duration, len(samples)), firstSample: map[string]int{}}
 	byLabel := map[string]*Kernel{}
 	lines := map[string]map[string]*Line{}
 	for i, s := range samples {
@@ -148,6 +154,7 @@ func Of(samples []Sample, r Rates) *Estimate {
 			k = &e.Kernels[len(e.Kernels)-1]
 			byLabel[s.Kernel] = k
 			lines[s.Kernel] = map[string]*Line{}
+			e.firstSample[s.Kernel] = i
 		}
 		add := func(what string, d time.Duration, f *Figure, src string) {
 			l := lines[s.Kernel][what]

@@ -31,7 +31,8 @@ func fmtDur(d time.Duration) string { return Duration(d) }
 func fmtRate(pps float64) string { return units.PacketRate.Format(pps) }
 
 // Write prints the estimate: a total line, then per kernel one line per
-// kind of time with the figures it used and their sources. prefix starts
+// kind of time with the figures it used and their sources, then what
+// labs side by side save (SideBySide). prefix starts
 // every line ("" for plan, "vnetbench: " for run).
 func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label string) string) {
 	fmt.Fprintf(w, "%sestimate: about %s in all\n", prefix, Duration(e.Total))
@@ -47,6 +48,7 @@ func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label strin
 		fmt.Fprintf(w, "%s  kernel %s: about %s\n", prefix, desc, Duration(k.Total))
 		writeLines(w, prefix, k.Lines)
 	}
+	e.writeSideBySide(w, prefix)
 }
 
 func writeLines(w io.Writer, prefix string, lines []Line) {

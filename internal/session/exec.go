@@ -16,6 +16,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 )
 
 // run runs the lab cells (one lab VM per kernel) and the host cells,
@@ -71,6 +72,10 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 		if r.Repetitions > 0 {
 			opts.Command = append(opts.Command, "--repetitions", strconv.Itoa(r.Repetitions))
 		}
+	}
+	if path := r.Getenv(labvm.TurnEnv); r.InsideLab != "" && path != "" {
+		// Labs side by side: this lab measures in its turn.
+		opts.Turn = func(ctx context.Context) error { return labvm.AwaitTurn(ctx, r.Stdout, path) }
 	}
 	if r.EditRunner != nil {
 		r.EditRunner(&opts)

@@ -164,7 +164,9 @@ func (p *Plan) warn(w string) {
 // (with the build cache in cache), the per-patch columns and, when the
 // estimate passes maxTime (0 = no limit), a shorter form.
 func (p *Plan) AddEstimate(ctx context.Context, sp Spec, s *scenarios.Scenario, h lab.Host, t *estimate.Table, cache string, maxTime time.Duration) {
-	p.Estimate, _ = EstimateCells(SamplesOf(s, p.Seed), KernelLabels(s), h.KVM, t)
+	cells := SamplesOf(s, p.Seed)
+	p.Estimate, _ = EstimateCells(cells, KernelLabels(s), h.KVM, t)
+	p.Estimate.SideBySide(lab.PlanSideBySide(cells, h), len(h.CPUs))
 	p.Builds = AddBuilds(ctx, cache, p.Estimate, s, t)
 	p.MaxTime = maxTime
 	p.KernelDesc = DescribeKernel(s, h.KVM)

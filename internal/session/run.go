@@ -63,8 +63,8 @@ type Options struct {
 	// RecordEstimates adds what the run measured to them.
 	EstimateDir     string
 	RecordEstimates bool
-	// Getenv reads the CI's shard and pipeline variables (nil =
-	// os.Getenv).
+	// Getenv reads the CI's shard and pipeline variables and, inside a
+	// lab, labvm.TurnEnv (nil = os.Getenv).
 	Getenv func(string) string
 	// EditRunner, when set, edits the runner's options before the run
 	// (tests: a fake guest agent and generator).
@@ -251,6 +251,7 @@ func (r *run) prepare(ctx context.Context) error {
 	if r.InsideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
+		r.est.SideBySide(lab.PlanSideBySide(todo, r.host), len(r.host.CPUs))
 		AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab)
 	}
 	if r.DryRun || r.InsideLab != "" || r.Resume {

@@ -109,8 +109,10 @@ timeouts: {boot: 1m, traffic: 1m}
 			t.Errorf("failed sample %+v", f)
 		}
 	}
-	// One progress step per sample: a's two failed (with the lab's
-	// error), then b's two measured.
+	// One progress step per sample: the labs boot side by side, and
+	// neither says it is ready to measure (no turn event): b's two
+	// measured, then a's two failed (with the lab's error) after the
+	// fault's grace.
 	var steps []string
 	for _, p := range prog[1:] {
 		switch {
@@ -122,7 +124,7 @@ timeouts: {boot: 1m, traffic: 1m}
 			steps = append(steps, fmt.Sprintf("%d %s ?", p.Done, p.Cell))
 		}
 	}
-	if got := strings.Join(steps, ", "); got != "1 a failed, 2 a failed, 3 b, 4 b" {
+	if got := strings.Join(steps, ", "); got != "1 b, 2 b, 3 a failed, 4 a failed" {
 		t.Errorf("progress %s", got)
 	}
 	boots := map[string]int{}

@@ -7,6 +7,8 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -81,6 +83,14 @@ type labRun struct {
 	// replace are, by label, the rebuilt modules its lab loads in place
 	// of the packaged ones.
 	replace map[string][]string
+	// mu guards all of labRun (the writer, the summary, the progress,
+	// env.json) while labs side by side run: held except while a lab VM
+	// runs (bootLab).
+	mu sync.Mutex
+	// turns, with labs side by side, is their measuring order (nil: one
+	// lab at a time); fatal the first error that ends the run.
+	turns *turns
+	fatal error
 }
 
 // newLabRun opens (or, with Resume, reopens) the run directory, records
@@ -125,29 +135,26 @@ func newLabRun(ctx context.Context, o runner.Options, in Inner, host Host, build
 	return lr, nil
 }
 
-// runKernels runs one lab VM per kernel label in order, skipping labels
-// whose samples the run holds; a kernel whose lab failed is recorded and
-// the others still run (a Error at the end).
+// runKernels runs one lab VM per kernel label, skipping labels whose
+// samples the run holds; a kernel whose lab failed is recorded and the
+// others still run (a Error at the end). Labs boot side by side and
+// measure in turn (runSideBySide) when the host holds more than one,
+// else one after the other in label order.
 func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*runner.Summary, error) {
 	labels, byLabel := scenarios.ByKernel(cells, lr.in.Labels)
 	lr.total = len(cells)
-	var failed []error // labs that failed; the others still run
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
 	labProgress(lr.o, runner.Progress{Total: lr.total, Started: true})
-	for _, label := range labels {
-		lc := byLabel[label]
-		if lr.skipDone(label, lc) == 0 {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return lr.sum, fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
-		}
-		lerr, err := lr.runKernel(ctx, label, lc)
-		if err != nil {
-			return lr.sum, err
-		}
-		if lerr != nil {
-			failed = append(failed, lerr)
-		}
+	var failed []error // labs that failed; the others still run
+	var err error
+	if n := lr.sideBySide(labels, byLabel); n > 1 {
+		failed, err = lr.runSideBySide(ctx, labels, byLabel, n)
+	} else {
+		failed, err = lr.runInOrder(ctx, labels, byLabel)
+	}
+	if err != nil {
+		return lr.sum, err
 	}
 	if env, err := results.ReadEnv(lr.o.Dir); err == nil {
 		lr.sum.Warnings = append(lr.sum.Warnings, EnvDifferences(env.Kernels)...)
@@ -156,6 +163,110 @@ func (lr *labRun) runKernels(ctx context.Context, cells []scenarios.Cell) (*runn
 		return lr.sum, &Error{Failed: failed, Of: len(labels)}
 	}
 	return lr.sum, nil
+}
+
+// runInOrder runs the labs of labels one after the other (lr.mu held).
+func (lr *labRun) runInOrder(ctx context.Context, labels []string, byLabel map[string][]scenarios.Cell) (failed []error, err error) {
+	for _, label := range labels {
+		lc := byLabel[label]
+		if lr.skipDone(label, lc) == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return failed, interrupted(label, err)
+		}
+		lerr, err := lr.runKernel(ctx, label, lc)
+		if err != nil {
+			return failed, err
+		}
+		if lerr != nil {
+			failed = append(failed, lerr)
+		}
+	}
+	return failed, nil
+}
+
+func interrupted(label string, err error) error {
+	return fmt.Errorf("interrupted before kernel %s (finished samples are kept; continue with --resume): %w", label, err)
+}
+
+// runSideBySide runs the labs of labels with samples to run, n at once,
+// measuring one at a time (turns); lr.mu is held, and released while lab
+// VMs run. The first error that ends the run stops the other labs (their
+// VMs are killed) and is returned.
+func (lr *labRun) runSideBySide(ctx context.Context, all []string, byLabel map[string][]scenarios.Cell, n int) (failed []error, err error) {
+	var labels []string
+	for _, label := range all {
+		if lr.skipDone(label, byLabel[label]) > 0 {
+			labels = append(labels, label)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lr.turns = newTurns(labels, n)
+	if lr.o.Log != nil {
+		lr.o.Log = &lockedWriter{w: lr.o.Log}
+	}
+	labLogf(lr.o, "%d lab VMs boot side by side (kernels %s) and measure in turn, one at a time: no lab works beside a measuring one",
+		min(n, len(labels)), strings.Join(labels, ", "))
+	lerrs := make([]error, len(labels))
+	var wg sync.WaitGroup
+	lr.mu.Unlock()
+	for i, label := range labels {
+		wg.Go(func() {
+			if err := lr.turns.enter(ctx, label); err != nil {
+				lr.mu.Lock()
+				lr.firstErr(interrupted(label, err), cancel)
+				lr.mu.Unlock()
+				return
+			}
+			defer lr.turns.leave(label)
+			lr.mu.Lock()
+			defer lr.mu.Unlock()
+			lerr, kerr := lr.runKernel(ctx, label, byLabel[label])
+			lerrs[i] = lerr
+			lr.firstErr(kerr, cancel)
+		})
+	}
+	wg.Wait()
+	lr.mu.Lock()
+	for _, lerr := range lerrs {
+		if lerr != nil {
+			failed = append(failed, lerr)
+		}
+	}
+	return failed, lr.fatal
+}
+
+// firstErr keeps the first error that ends the run and stops the other
+// labs (lr.mu held).
+func (lr *labRun) firstErr(err error, cancel func()) {
+	if err != nil && lr.fatal == nil {
+		lr.fatal = err
+		cancel()
+	}
+}
+
+// sideBySide is how many labs of the run boot at once: Inner.SideBySide,
+// else as the host holds them (SideBySide), counting the labels with
+// samples to run.
+func (lr *labRun) sideBySide(labels []string, byLabel map[string][]scenarios.Cell) int {
+	var mem []int
+	for _, label := range labels {
+		lc := byLabel[label]
+		if !slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return !lr.w.Done(c.Name, label, c.Rep) }) {
+			continue
+		}
+		size, err := SizeFor(lc, lr.host.CPUs, lr.host.MemMiB)
+		if err != nil {
+			return 1 // the lab's own start reports it
+		}
+		mem = append(mem, size.MemoryMiB)
+	}
+	if lr.in.SideBySide > 0 {
+		return min(lr.in.SideBySide, len(mem))
+	}
+	return SideBySide(mem, lr.host.MemMiB, len(lr.host.CPUs))
 }
 
 // skipDone counts label's samples the run already holds as skipped steps
@@ -224,7 +335,15 @@ func (lr *labRun) bootLab(ctx context.Context, label string, lc []scenarios.Cell
 	}
 	lr.warn(lwarn...)
 	lcfg.Replace = lr.replace[label]
+	if lr.turns != nil {
+		lcfg.Turns = lr.turns
+	}
+	lr.mu.Unlock() // labs side by side: the others import, log and boot meanwhile
 	res, lerr := lr.in.Boot(ctx, lcfg)
+	if lr.turns != nil {
+		lr.turns.working(label)
+	}
+	lr.mu.Lock()
 	accel = lcfg.Accel
 	if res != nil && res.Accel != "" {
 		accel = res.Accel

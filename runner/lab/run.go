@@ -44,6 +44,9 @@ type Inner struct {
 	// before patched) whatever the shuffled cell order. Labels not listed
 	// run after, in cell order.
 	Labels []string
+	// SideBySide caps the labs that boot at once, measuring in turn (0 =
+	// as many as the host holds: SideBySide; 1 = one after the other).
+	SideBySide int
 	// Boot runs one lab VM and the inner command in it (nil: labvm.Run, a
 	// real VM), as runner.Options.Exec runs programs.
 	Boot func(context.Context, labvm.Config) (*labvm.Result, error)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,6 +214,7 @@ repetitions: 2
 	// relative one: TestRunRefusesRelativeDir).
 	rel := filepath.Join(tmp, "runs", "lab")
 	var innerDirs []string
+	var mu sync.Mutex // the labs boot side by side
 	boot := func(_ context.Context, c labvm.Config) (*labvm.Result, error) {
 		// As the lab does: the inner command runs with the run directory
 		// (absolute, at the same path) as its working directory.
@@ -224,7 +226,9 @@ repetitions: 2
 		if !filepath.IsAbs(o) {
 			o = filepath.Join(runDir, o)
 		}
+		mu.Lock()
 		innerDirs = append(innerDirs, o)
+		mu.Unlock()
 		w, err := results.Create(o, results.Env{Run: "inner-" + c.Label, KernelRelease: "6.1.0-47-amd64"})
 		if err != nil {
 			return nil, err
@@ -246,8 +250,8 @@ repetitions: 2
 		t.Fatal(err)
 	}
 	abs := filepath.Join(tmp, "runs", "lab")
-	want := []string{filepath.Join(abs, "lab", "stock", "run"), filepath.Join(abs, "lab", "patched", "run")}
-	if !slices.Equal(innerDirs, want) {
+	want := []string{filepath.Join(abs, "lab", "patched", "run"), filepath.Join(abs, "lab", "stock", "run")}
+	if slices.Sort(innerDirs); !slices.Equal(innerDirs, want) {
 		t.Errorf("inner runs wrote into %q, want %q", innerDirs, want)
 	}
 	if sum.Samples != 8 || sum.Dir != rel {

@@ -118,3 +118,49 @@ func labAccels(cells []scenarios.Cell, st qemu.KVMStatus) (warnings []string, ne
 	}
 	return warnings, needKVM, nil
 }
+
+// MaxSideBySide caps the lab VMs that boot at once (SideBySide): beyond
+// the host's CPUs, or a few, more boots at once only slow each other.
+const MaxSideBySide = 4
+
+// SideBySide is how many of a run's lab VMs, of memMiB each (one per
+// kernel with samples to run), boot at once on a host with hostMemMiB of
+// memory (0 = unknown) and cpus CPUs for the harness: as many as fit in
+// three quarters of its memory (the largest together), at most one per
+// CPU and MaxSideBySide; 1 when only one fits or the memory is unknown
+// (then the labs run one after the other, as before). Pure.
+func SideBySide(memMiB []int, hostMemMiB, cpus int) int {
+	n := min(len(memMiB), MaxSideBySide, max(cpus, 1))
+	if n <= 1 || hostMemMiB <= 0 {
+		return min(len(memMiB), 1)
+	}
+	sorted := slices.Sorted(slices.Values(memMiB))
+	slices.Reverse(sorted)
+	for ; n > 1; n-- {
+		sum := 0
+		for _, m := range sorted[:n] {
+			sum += m
+		}
+		if sum <= hostMemMiB*3/4 {
+			break
+		}
+	}
+	return n
+}
+
+// PlanSideBySide is how many of the lab VMs of cells (those of kernels
+// other than the running one) boot at once on host h: SideBySide of
+// their sizes. For the estimate of plan and run.
+func PlanSideBySide(cells []scenarios.Cell, h Host) int {
+	_, labCells := scenarios.SplitRunning(cells)
+	labels, byLabel := scenarios.ByKernel(labCells, nil)
+	var mem []int
+	for _, l := range labels {
+		size, err := SizeFor(byLabel[l], h.CPUs, h.MemMiB)
+		if err != nil {
+			return 1
+		}
+		mem = append(mem, size.MemoryMiB)
+	}
+	return SideBySide(mem, h.MemMiB, len(h.CPUs))
+}

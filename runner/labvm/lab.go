@@ -150,6 +150,11 @@ type Config struct {
 	// fails in its setup. Result.Checked lists them.
 	Replace  []string
 	Timeouts Timeouts
+	// Turns, when set, makes the lab measure in turn with the other labs
+	// of its run (turn.go): the run inside announces it is ready to
+	// measure and waits; the lab is paused until Turns grants the turn.
+	// Nil: the lab measures at once (the run has one lab at a time).
+	Turns Turns
 	// Output receives the inner command's console output (nil = discarded;
 	// it is always in RunDir/lab/LABEL/console.log).
 	Output io.Writer
@@ -175,6 +180,9 @@ type Result struct {
 	Checked  []string
 	ExitCode int    // the inner command's exit status
 	Console  string // console log path
+	// PausedSeconds is how long the lab stood paused, waiting for its
+	// turn to measure (Config.Turns; in RunSeconds too).
+	PausedSeconds float64
 }
 
 // inputErrorf is a bad lab configuration (no kernel, missing files): an
@@ -298,11 +306,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 	defer removeTmp()
+	defer c.removeTurn(runDir)
 	qc, res, err := c.bootConfig(ctx, k, runDir, tmp)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.boot(ctx, qc, res); err != nil {
+	if err := c.boot(ctx, qc, res, runDir); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -404,6 +413,11 @@ func (c *Config) makeDirs(runDir string) (tmp string, remove func() error, err e
 			return "", nil, err
 		}
 	}
+	// A turn file left by an earlier lab of this label (a lab booted
+	// again, --resume) would let the run inside measure at once.
+	if err := c.removeTurn(runDir); err != nil {
+		return "", nil, err
+	}
 	return ledger.MkdirTemp(fmt.Sprintf("vnb-lab-%d", os.Getpid()))
 }
 
@@ -450,6 +464,9 @@ func (c *Config) buildInitramfs(k *vmimages.Kernel, runDir, initrd string, accel
 		// perf report in the run inside finds the loaded modules' symbols
 		// there (runner.ModulesEnvVar; labvm imports no runner).
 		env = append(env, "VNETBENCH_LAB_MODULES="+k.Modules)
+	}
+	if c.Turns != nil {
+		env = append(env, TurnEnv+"="+filepath.Join(c.turnDir(runDir), TurnFile))
 	}
 	env = append(env, c.Env...)
 	// KVM only in a lab under KVM: under TCG the lab's CPU shows no SVM

@@ -12,7 +12,7 @@ import (
 
 // boot launches the lab VM of qc, follows it until it powers off and
 // always stops it; res gets the phases' durations and the inner exit.
-func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
+func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result, runDir string) error {
 	start := time.Now()
 	vm, err := qemu.Start(ctx, nil, c.Exec, qc, qemu.StartOptions{PinVCPUs: c.PinVCPUs})
 	if err != nil {
@@ -20,7 +20,7 @@ func (c *Config) boot(ctx context.Context, qc qemu.Config, res *Result) error {
 	}
 	defer vm.Close()
 	l := &labVM{c: c, to: c.Timeouts.withDefaults(), vm: vm, res: res, start: start,
-		f: newFollower(vm.Console(), c.Output, c.Label)}
+		f: newFollower(vm.Console(), c.Output, c.Label), turnDir: c.turnDir(runDir)}
 	defer l.f.close()
 	return l.wait(ctx)
 }
@@ -39,6 +39,13 @@ type labVM struct {
 	tInit    time.Time
 	tStart   time.Time
 	gotExit  bool
+	// Labs side by side (Config.Turns): grant is set while the lab is
+	// paused, ready to measure, and closed on its turn; granted once it
+	// had it. turnDir holds the turn file.
+	grant    <-chan struct{}
+	granted  bool
+	pausedAt time.Time
+	turnDir  string
 }
 
 // wait follows the console until the VM powers off, the context ends, the
@@ -59,6 +66,10 @@ func (l *labVM) wait(ctx context.Context) error {
 			return l.poweredOff()
 		case <-ctx.Done():
 			return l.fail(ctx.Err())
+		case <-l.grant: // nil (never) unless paused for its turn
+			if err := l.resume(); err != nil {
+				return err
+			}
 		case <-tick.C:
 		}
 		if err := l.check(); err != nil {
@@ -105,6 +116,8 @@ func (l *labVM) handle(ev vmimages.Event) error {
 			l.res.RunSeconds = tExit.Sub(l.tStart).Seconds()
 		}
 		l.phase, l.deadline = "shutdown", time.Now().Add(l.to.Shutdown)
+	case vmimages.EvTurn:
+		return l.pause()
 	case vmimages.EvError:
 		return l.fail(errors.New(ev.Msg))
 	}
@@ -138,7 +151,7 @@ func (l *labVM) poweredOff() error {
 
 // check fails a lab whose kernel reported a fault qemu.FaultGrace ago,
 // whose run has been silent for its Timeouts.Silence, or whose phase
-// overran.
+// overran; a lab paused for its turn is neither silent nor late.
 func (l *labVM) check() error {
 	// A kernel that reports a lockup, stall, oops or panic on the console
 	// fails the lab after qemu.FaultGrace (the report's stack traces reach
@@ -146,6 +159,9 @@ func (l *labVM) check() error {
 	// run's deadline would hold the host for up to an hour.
 	if line, at := l.f.fault(); line != "" && time.Since(at) >= qemu.FaultGrace {
 		return l.faulted(line)
+	}
+	if l.grant != nil {
+		return nil // paused for its turn: silent, and its clock stands still
 	}
 	if l.phase == "run" && time.Since(l.f.seen) > l.to.Silence {
 		return l.fail(stopped{fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat)})

@@ -99,6 +99,9 @@ func (e *Exec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
 			case <-p.done:
 				return
 			}
+			if !p.running() {
+				return
+			}
 			if s.PowerOff {
 				p.finish(nil)
 				return
@@ -172,6 +175,54 @@ type Proc struct {
 
 	mu     sync.Mutex
 	killed bool // got a signal or QMP quit
+	qmp    []string
+	// paused is set by QMP stop and closed by cont: the console script
+	// stands still meanwhile, as a stopped VM's does.
+	paused chan struct{}
+}
+
+// QMP returns the QMP commands the fake QEMU got, in order.
+func (p *Proc) QMP() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.qmp...)
+}
+
+// Paused reports whether the VM is stopped (QMP stop without cont).
+func (p *Proc) Paused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused != nil
+}
+
+// command records a QMP command and plays stop and cont.
+func (p *Proc) command(cmd string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.qmp = append(p.qmp, cmd)
+	switch {
+	case cmd == "stop" && p.paused == nil:
+		p.paused = make(chan struct{})
+	case cmd == "cont" && p.paused != nil:
+		close(p.paused)
+		p.paused = nil
+	}
+}
+
+// running waits while the VM is stopped; false when it ended.
+func (p *Proc) running() bool {
+	p.mu.Lock()
+	ch := p.paused
+	p.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-p.done:
+		return false
+	}
 }
 
 // vcpuThread returns the id of an OS thread that exits when p ends.
@@ -219,6 +270,7 @@ func (p *Proc) serveQMP() {
 			for sc.Scan() {
 				var req struct{ Execute string }
 				json.Unmarshal(sc.Bytes(), &req)
+				p.command(req.Execute)
 				switch req.Execute {
 				case "query-kvm":
 					fmt.Fprintf(c, `{"return": {"enabled": %v, "present": true}}`+"\n", p.KVM)
