@@ -66,9 +66,13 @@ func readKmsg() []string {
 // them (the gap is the time the work before took), always the kernel's
 // "Run /init as init process" (where the kernel hands over to /init: the
 // time from there to /init's own first line is the init program's start),
-// and ends with the number of initcalls and their total time.
+// and ends with the number of initcalls and their total time. The
+// handing over comes first, before the lines in time order: a guest
+// powered off while its console still prints the profile (a short cell)
+// has shown the number that times its init program.
 func BootProfile(records []string, min time.Duration) []string {
 	var out []string
+	var run string
 	var n int
 	var total time.Duration
 	var last int64
@@ -88,7 +92,7 @@ func BootProfile(records []string, min time.Duration) []string {
 		gap := time.Duration(us-last) * time.Microsecond
 		last = us
 		w := strings.Fields(msg)
-		keep := gap >= min || strings.HasPrefix(msg, "Run ") && strings.HasSuffix(msg, " as init process")
+		keep := gap >= min
 		if len(w) == 7 && w[0] == "initcall" && w[2] == "returned" && w[6] == "usecs" {
 			d, err := strconv.ParseInt(w[5], 10, 64)
 			if err != nil {
@@ -98,9 +102,16 @@ func BootProfile(records []string, min time.Duration) []string {
 			total += time.Duration(d) * time.Microsecond
 			keep = time.Duration(d)*time.Microsecond >= min
 		}
-		if keep && (len(w) == 0 || w[0] != "calling") {
-			out = append(out, fmt.Sprintf("boot profile: %d.%03d (+%.3f) %s", us/1e6, us%1e6/1e3, gap.Seconds(), msg))
+		line := fmt.Sprintf("boot profile: %d.%03d (+%.3f) %s", us/1e6, us%1e6/1e3, gap.Seconds(), msg)
+		switch {
+		case strings.HasPrefix(msg, "Run ") && strings.HasSuffix(msg, " as init process"):
+			run = line
+		case keep && (len(w) == 0 || w[0] != "calling"):
+			out = append(out, line)
 		}
+	}
+	if run != "" {
+		out = append([]string{run}, out...)
 	}
 	return append(out, fmt.Sprintf("boot profile: %d initcalls in %.3fs", n, total.Seconds()))
 }

@@ -45,7 +45,7 @@ func TestLoadModuleListMissingModule(t *testing.T) {
 
 // BootProfile keeps the initcalls that took at least the threshold and
 // the messages that came that long after the one before, and the
-// kernel's handing over to /init however soon it came, drops
+// kernel's handing over to /init however soon it came (first), drops
 // initcall_debug's "calling" lines and ends with the count and total of
 // all initcalls.
 func TestBootProfile(t *testing.T) {
@@ -61,9 +61,9 @@ func TestBootProfile(t *testing.T) {
 	}
 	got := BootProfile(recs, 10*time.Millisecond)
 	want := []string{
+		"boot profile: 76.301 (+0.001) Run /init as init process",
 		"boot profile: 7.700 (+6.200) initcall acpi_init+0x0/0x4b0 returned 0 after 6200000 usecs",
 		"boot profile: 76.300 (+68.499) Freeing unused kernel image (initmem) memory: 2500K",
-		"boot profile: 76.301 (+0.001) Run /init as init process",
 		"boot profile: 2 initcalls in 6.201s",
 	}
 	if !slices.Equal(got, want) {
