@@ -311,6 +311,9 @@ func waitPerfReady(ctx context.Context, p proc.Process, timeout time.Duration) e
 		}
 		select {
 		case <-p.Done():
+			if ctx.Err() != nil {
+				return ctx.Err() // the interrupt killed it
+			}
 			return fmt.Errorf("exited at start: %v", p.Wait())
 		case <-ctx.Done():
 			return ctx.Err()

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,6 +199,9 @@ func (r Real) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	case file && c.Root != nil: // the child writes to the file itself: nothing to return
 	case c.Stdout != nil:
 		cc.Stdout = io.MultiWriter(&out, c.Stdout)
+		if sameWriter(c.Stdout, c.Stderr) {
+			cc.Stderr = cc.Stdout // one pipe, the child's order (the output has both)
+		}
 	default:
 		cc.Stdout = &out
 	}
@@ -253,8 +257,7 @@ func (p *realProc) command(c Cmd) (*exec.Cmd, error) {
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	cmd.Stdin, cmd.ExtraFiles = c.Stdin, c.ExtraFiles
-	cmd.Stdout = teeTail(&p.stdout, c.Stdout)
-	cmd.Stderr = teeTail(&p.stderr, c.Stderr)
+	cmd.Stdout, cmd.Stderr = streams(c, p, teeTail)
 	// Own process group (killed as a whole); die with the harness.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
@@ -350,6 +353,28 @@ func (t *tail) String() string {
 		b = b[len(b)-TailBytes:]
 	}
 	return string(b)
+}
+
+// streams are the child's stdout and stderr, each through wrap with its
+// tail; one writer for both when c gives the same writer for both, so
+// that the child writes them to one pipe in the order it wrote them (two
+// pipes read by two goroutines reorder them: gcc's error on stderr
+// lands after make's "Error 1", which it printed before).
+func streams(c Cmd, p *realProc, wrap func(*tail, io.Writer) io.Writer) (stdout, stderr io.Writer) {
+	if sameWriter(c.Stdout, c.Stderr) {
+		w := wrap(&p.stdout, c.Stdout)
+		return w, w
+	}
+	return wrap(&p.stdout, c.Stdout), wrap(&p.stderr, c.Stderr)
+}
+
+// sameWriter reports whether a and b are one writer (and not nil).
+func sameWriter(a, b io.Writer) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
 }
 
 func teeTail(t *tail, w io.Writer) io.Writer {

@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -117,5 +119,24 @@ func TestFakeTranscript(t *testing.T) {
 	want := "run ip netns exec vnb-1 tc qdisc show\nstart iperf3 -c 10.0.0.2\nstart perf stat\n"
 	if got := f.Transcript(); got != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// One writer for stdout and stderr keeps the child's order across them
+// (make prints "Error 1" on stderr after gcc's lines on stdout).
+func TestSameWriterKeepsOrder(t *testing.T) {
+	var script strings.Builder
+	var want strings.Builder
+	for i := range 200 {
+		fd := 1 + i%2
+		fmt.Fprintf(&script, "echo l%d >&%d; ", i, fd)
+		fmt.Fprintf(&want, "l%d\n", i)
+	}
+	var buf bytes.Buffer
+	if _, err := (Real{}).Run(t.Context(), Cmd{Argv: []string{"sh", "-c", script.String()}, Stdout: &buf, Stderr: &buf}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != want.String() {
+		t.Errorf("order lost across stdout and stderr: %.200q", buf.String())
 	}
 }

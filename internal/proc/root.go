@@ -46,22 +46,22 @@ func rootCmd(c Cmd, p *realProc) (*exec.Cmd, error) {
 	if env == nil {
 		env = []string{} // nil would be the caller's environment
 	}
-	return &exec.Cmd{
+	cmd := &exec.Cmd{
 		Path:        r.Path,
 		Args:        c.Argv,
 		Env:         env,
 		Dir:         dir,
 		Stdin:       c.Stdin,
-		Stdout:      direct(c.Stdout, &p.stdout),
-		Stderr:      direct(c.Stderr, &p.stderr),
 		ExtraFiles:  c.ExtraFiles,
 		SysProcAttr: &syscall.SysProcAttr{Chroot: r.Dir, Setsid: true, Pdeathsig: syscall.SIGKILL},
-	}, nil
+	}
+	cmd.Stdout, cmd.Stderr = streams(c, p, direct)
+	return cmd, nil
 }
 
 // direct is w itself when it is a file (the child writes to it with no
 // copy in between), else w with t keeping its tail.
-func direct(w io.Writer, t *tail) io.Writer {
+func direct(t *tail, w io.Writer) io.Writer {
 	if f, ok := w.(*os.File); ok {
 		return f
 	}

@@ -71,18 +71,34 @@ func errorLines(log string) []string {
 	}
 	for _, s := range starts {
 		out = append(out, lines[s])
-		for j := s + 1; j < len(lines) && j <= s+3; j++ {
+		kept := 0
+		for j := s + 1; j < len(lines) && kept < 3; j++ {
 			l := lines[j]
-			if strings.Contains(l, ": error: ") || strings.HasPrefix(l, "make") || strings.HasPrefix(strings.TrimSpace(l), "CC ") {
+			if quietCmd(l) {
+				continue // another job's "  CC  x.o" of a parallel make, between gcc's lines
+			}
+			if strings.Contains(l, ": error: ") || strings.HasPrefix(l, "make") {
 				break
 			}
 			out = append(out, l)
+			kept++
 		}
 	}
 	if len(out) > 15 {
 		out = out[len(out)-15:]
 	}
 	return out
+}
+
+// quietCmd reports a kbuild progress line ("  CC [M]  drivers/net/tun.o",
+// "  LD      vmlinux"): two spaces, an upper-case command, spaces, a path.
+func quietCmd(l string) bool {
+	rest, ok := strings.CutPrefix(l, "  ")
+	if !ok || rest == "" || rest[0] < 'A' || rest[0] > 'Z' {
+		return false
+	}
+	cmd, _, ok := strings.Cut(rest, " ")
+	return ok && strings.ToUpper(cmd) == cmd
 }
 
 // counter passes make's output to the log and counts compiled files,

@@ -135,6 +135,11 @@ make[2]: *** [scripts/Makefile.build:500: drivers/net] Error 2
 	if !slices.Equal(got, want) {
 		t.Errorf("errorLines =\n%q\nwant\n%q", got, want)
 	}
+	// make -j: another job's progress line lands between gcc's lines.
+	mixed := "src/tun.c:1:2: error: #error here\n  CC      src/a.o\n  CC [M]  drivers/net/tap.o\n    1 | #error here\n  LD      vmlinux\nmake: *** [Makefile:9: src/tun.o] Error 1\n"
+	if got, want := errorLines(mixed), []string{"src/tun.c:1:2: error: #error here", "    1 | #error here"}; !slices.Equal(got, want) {
+		t.Errorf("errorLines with interleaved jobs =\n%q\nwant\n%q", got, want)
+	}
 	if got := errorLines("a\nb\nmake: *** [Makefile:1] Error 2\n"); len(got) != 3 {
 		t.Errorf("no compiler error: want the last lines, got %q", got)
 	}

@@ -60,6 +60,9 @@ func (l *labVM) wait(ctx context.Context) error {
 		}
 		select {
 		case <-l.vm.Done():
+			if err := ctx.Err(); err != nil {
+				return l.fail(err) // the interrupt killed QEMU: not a stopped lab
+			}
 			if err := l.poll(); err != nil {
 				return err
 			}

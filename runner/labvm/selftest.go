@@ -246,6 +246,9 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 		}
 		select {
 		case <-vm.Done():
+			if ctx.Err() != nil {
+				return fail(ctx.Err()) // the interrupt killed it
+			}
 			return fail(vm.BootError("nested guest", fmt.Errorf("qemu exited: %v", vm.Process().Wait())))
 		case <-deadline:
 			return fail(vm.BootError("nested guest", fmt.Errorf("not ready after %v", c.BootTimeout)))

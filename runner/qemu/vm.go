@@ -89,6 +89,9 @@ func (vm *VM) connectQMP(ctx context.Context) error {
 		}
 		select {
 		case <-vm.proc.Done():
+			if ctx.Err() != nil {
+				return ctx.Err() // the interrupt killed it
+			}
 			if werr := vm.proc.Wait(); werr != nil {
 				return fmt.Errorf("qemu exited: %w", werr)
 			}
