@@ -75,7 +75,7 @@ timeouts: {boot: 1m, traffic: 1m}
 	o := runner.Options{Dir: run, Scenario: "labfault", Seed: 1, LockPath: filepath.Join(dir, "lock"), Exec: ex, Accel: qemu.TCG,
 		Progress: func(p runner.Progress) { prog = append(prog, p) }}
 	start := time.Now()
-	sum, err := Run(t.Context(), cells, o, Inner{Scenario: "labfault.yaml", Binary: bin, Labels: []string{"a", "b"}})
+	sum, err := Run(t.Context(), cells, o, Inner{Scenario: "labfault.yaml", Binary: bin, Labels: []string{"a", "b"}, SideBySide: 2})
 	var le *Error
 	if !errors.As(err, &le) || len(le.Failed) != 1 || le.Of != 2 {
 		t.Fatalf("err = %v, want a Error with 1 of 2 kernels failed", err)
@@ -109,7 +109,8 @@ timeouts: {boot: 1m, traffic: 1m}
 			t.Errorf("failed sample %+v", f)
 		}
 	}
-	// One progress step per sample: the labs boot side by side, and
+	// One progress step per sample: the labs boot side by side (forced,
+	// whatever this host's CPUs hold), and
 	// neither says it is ready to measure (no turn event): b's two
 	// measured, then a's two failed (with the lab's error) after the
 	// fault's grace.

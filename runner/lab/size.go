@@ -119,48 +119,71 @@ func labAccels(cells []scenarios.Cell, st qemu.KVMStatus) (warnings []string, ne
 	return warnings, needKVM, nil
 }
 
-// MaxSideBySide caps the lab VMs that boot at once (SideBySide): beyond
-// the host's CPUs, or a few, more boots at once only slow each other.
+// MaxSideBySide caps the lab VMs that run at once (SideBySide).
 const MaxSideBySide = 4
 
-// SideBySide is how many of a run's lab VMs, of memMiB each (one per
-// kernel with samples to run), boot at once on a host with hostMemMiB of
-// memory (0 = unknown) and cpus CPUs for the harness: as many as fit in
-// three quarters of its memory (the largest together), at most one per
-// CPU and MaxSideBySide; 1 when only one fits or the memory is unknown
-// (then the labs run one after the other, as before). Pure.
-func SideBySide(memMiB []int, hostMemMiB, cpus int) int {
-	n := min(len(memMiB), MaxSideBySide, max(cpus, 1))
+// SideBySide is how many of a run's lab VMs (one per kernel with samples
+// to run, each of its Size) run at once on a host with hostMemMiB of
+// memory (0 = unknown) and cpus CPUs for the harness: as many as fit both
+// in three quarters of its memory and, vCPU for vCPU, in its CPUs (the
+// largest together), at most MaxSideBySide; 1 when only one fits or the
+// memory is unknown (then the labs run one after the other, without
+// turns). Pure.
+//
+// The vCPUs must fit: on the 2-core CI machine under TCG (2026-12-03,
+// lab-pktgen, warm caches), its two 4-vCPU labs side by side saved no
+// wall time (477 s and 431 s against 465 s one after the other) and took
+// 25-40% more CPU (843 s and 754 s user against 603 s); their nested
+// guests came up in 254-313 s beside each other, 139-140 s alone. Likely
+// cause: a TCG guest kernel spins on a lock whose holder's vCPU thread is
+// descheduled, and more vCPUs than CPUs make that common.
+func SideBySide(labs []Size, hostMemMiB, cpus int) int {
+	n := min(len(labs), MaxSideBySide)
 	if n <= 1 || hostMemMiB <= 0 {
-		return min(len(memMiB), 1)
+		return min(len(labs), 1)
 	}
-	sorted := slices.Sorted(slices.Values(memMiB))
-	slices.Reverse(sorted)
+	mem := descending(labs, func(s Size) int { return s.MemoryMiB })
+	vcpus := descending(labs, func(s Size) int { return max(s.CPUs, 1) })
 	for ; n > 1; n-- {
-		sum := 0
-		for _, m := range sorted[:n] {
-			sum += m
-		}
-		if sum <= hostMemMiB*3/4 {
+		if sum(mem[:n]) <= hostMemMiB*3/4 && sum(vcpus[:n]) <= cpus {
 			break
 		}
 	}
 	return n
 }
 
+// descending is f of each lab, the largest first.
+func descending(labs []Size, f func(Size) int) []int {
+	out := make([]int, len(labs))
+	for i, s := range labs {
+		out[i] = f(s)
+	}
+	slices.SortFunc(out, func(a, b int) int { return b - a })
+	return out
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
 // PlanSideBySide is how many of the lab VMs of cells (those of kernels
-// other than the running one) boot at once on host h: SideBySide of
-// their sizes. For the estimate of plan and run.
+// other than the running one, each sized by SizeFor) run at once on host
+// h: SideBySide of their sizes; 1 when one cannot be sized (its lab's
+// start says why). For the estimate of plan and run, and for Run.
 func PlanSideBySide(cells []scenarios.Cell, h Host) int {
 	_, labCells := scenarios.SplitRunning(cells)
 	labels, byLabel := scenarios.ByKernel(labCells, nil)
-	var mem []int
+	var sizes []Size
 	for _, l := range labels {
 		size, err := SizeFor(byLabel[l], h.CPUs, h.MemMiB)
 		if err != nil {
 			return 1
 		}
-		mem = append(mem, size.MemoryMiB)
+		sizes = append(sizes, size)
 	}
-	return SideBySide(mem, h.MemMiB, len(h.CPUs))
+	return SideBySide(sizes, h.MemMiB, len(h.CPUs))
 }

@@ -320,25 +320,57 @@ generator: {trafgen: {duration: 1s}}
 	}
 }
 
-// How many labs boot side by side: as memory and CPUs allow, capped.
+// How many labs run side by side: as many as fit in 3/4 of the memory
+// and, vCPU for vCPU, in the host's CPUs (the largest together), capped.
 func TestSideBySide(t *testing.T) {
+	labs := func(vcpus int, mem ...int) []Size {
+		out := make([]Size, len(mem))
+		for i, m := range mem {
+			out[i] = Size{CPUs: vcpus, MemoryMiB: m}
+		}
+		return out
+	}
 	for _, tc := range []struct {
-		mem        []int
+		name       string
+		labs       []Size
 		host, cpus int
 		want       int
 	}{
-		{[]int{2048, 2048}, 24000, 2, 2},
-		{[]int{2048}, 24000, 2, 1},
-		{nil, 24000, 2, 0},
-		{[]int{2048, 2048}, 0, 2, 1},           // memory unknown
-		{[]int{2048, 2048}, 24000, 1, 1},       // one CPU
-		{[]int{2048, 2048, 2048}, 24000, 2, 2}, // one per CPU
-		{[]int{9000, 9000, 2048}, 16000, 8, 1}, // the two largest do not fit in 12000
-		{[]int{4096, 4096, 4096}, 12000, 8, 2}, // two fit in 9000, three do not
-		{slices.Repeat([]int{1024}, 8), 64000, 16, MaxSideBySide},
+		{"4 vCPUs on 4 CPUs", labs(2, 2048, 2048), 24000, 4, 2},
+		{"4 vCPUs on 2 CPUs: one after the other", labs(2, 2048, 2048), 24000, 2, 1},
+		{"lab-pktgen here: 4+4 vCPUs on 2 CPUs", labs(4, 2048, 2048), 24000, 2, 1},
+		{"8 vCPUs on 7 CPUs", labs(4, 2048, 2048), 24000, 7, 1},
+		{"1-vCPU labs on 2 CPUs", labs(1, 2048, 2048), 24000, 2, 2},
+		{"three 1-vCPU labs on 2 CPUs", labs(1, 2048, 2048, 2048), 24000, 2, 2},
+		{"three 2-vCPU labs on 6 CPUs", labs(2, 2048, 2048, 2048), 24000, 6, 3},
+		{"the largest vCPUs together: 4+2 on 5 CPUs", []Size{{CPUs: 2, MemoryMiB: 2048}, {CPUs: 4, MemoryMiB: 2048}, {CPUs: 2, MemoryMiB: 2048}}, 24000, 5, 1},
+		{"the largest vCPUs together: 4+2 on 6 CPUs", []Size{{CPUs: 2, MemoryMiB: 2048}, {CPUs: 4, MemoryMiB: 2048}, {CPUs: 2, MemoryMiB: 2048}}, 24000, 6, 2},
+		{"one lab", labs(2, 2048), 24000, 8, 1},
+		{"no lab", nil, 24000, 8, 0},
+		{"memory unknown", labs(1, 2048, 2048), 0, 8, 1},
+		{"one CPU", labs(1, 2048, 2048), 24000, 1, 1},
+		{"vCPUs fit, the two largest memories do not fit in 12000", labs(1, 9000, 9000, 2048), 16000, 8, 1},
+		{"vCPUs fit, two memories fit in 9000, three do not", labs(1, 4096, 4096, 4096), 12000, 8, 2},
+		{"capped", labs(1, slices.Repeat([]int{1024}, 8)...), 64000, 16, MaxSideBySide},
 	} {
-		if got := SideBySide(tc.mem, tc.host, tc.cpus); got != tc.want {
-			t.Errorf("SideBySide(%v, %d MiB, %d CPUs) = %d, want %d", tc.mem, tc.host, tc.cpus, got, tc.want)
+		if got := SideBySide(tc.labs, tc.host, tc.cpus); got != tc.want {
+			t.Errorf("%s: SideBySide(%+v, %d MiB, %d CPUs) = %d, want %d", tc.name, tc.labs, tc.host, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// lab-pktgen's labs have 4 vCPUs each on the 2-core CI machine (its
+// 4-thread cells name CPU 3), 5 where the host has 5 CPUs or more: one
+// after the other there and on 9 CPUs, side by side on 10.
+func TestPlanSideBySideLabPktgen(t *testing.T) {
+	cells := builtinCellsOf(t, "lab-pktgen")
+	for _, tc := range []struct{ cpus, want int }{{2, 1}, {9, 1}, {10, 2}} {
+		h := Host{MemMiB: 24 << 10}
+		for i := range tc.cpus {
+			h.CPUs = append(h.CPUs, i)
+		}
+		if got := PlanSideBySide(cells, h); got != tc.want {
+			t.Errorf("%d CPUs: %d labs side by side, want %d", tc.cpus, got, tc.want)
 		}
 	}
 }

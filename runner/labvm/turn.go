@@ -14,8 +14,8 @@ import (
 )
 
 // Labs side by side, measuring in turn. The labs of one run boot at once
-// (the host's CPUs are not all busy while a lab and its nested guest
-// boot), but a lab measures only when no other lab works: the run inside
+// where the host's CPUs hold all their vCPUs (runner/lab decides), but a
+// lab measures only when no other lab works: the run inside
 // prints a "turn" event (vmimages.EvTurn) right before its first
 // measurement and waits for a file; the host pauses that lab (QMP stop:
 // its vCPUs and its virtual clock stand still) and, on its turn, creates
