@@ -31,6 +31,20 @@ func loadCells(t testing.TB, yaml string) []scenarios.Cell {
 	return scenarios.Order(s.Expand(), 1)
 }
 
+// twoKernelCells are the cells of a lab run of two Debian kernels, stock
+// and patched, 4 samples each (tap and tap+vhost, 2 repetitions).
+func twoKernelCells(t testing.TB) []scenarios.Cell {
+	t.Helper()
+	return loadCells(t, `
+kernels:
+  - {label: stock, debian: "6.1"}
+  - {label: patched, debian: "6.1"}
+backend: [tap, tap+vhost]
+generator: {trafgen: {duration: 1s}}
+repetitions: 2
+`)
+}
+
 func TestInside(t *testing.T) {
 	cells := []scenarios.Cell{
 		{Name: "a", Kernel: scenarios.Kernel{Label: "running"}},
@@ -197,24 +211,13 @@ func TestLabConfigShares(t *testing.T) {
 // Every inner sample comes back, and the progress counts each one (not
 // [0/8] with an ETA after both labs finished).
 func TestRunLabInnerDirs(t *testing.T) {
-	s, err := scenarios.Load("lab.yaml", []byte(`
-kernels:
-  - {label: stock, debian: "6.1"}
-  - {label: patched, debian: "6.1"}
-backend: [tap, tap+vhost]
-generator: {trafgen: {duration: 1s}}
-repetitions: 2
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells := scenarios.Order(s.Expand(), 1)
+	cells := twoKernelCells(t)
 	tmp := t.TempDir()
 	// cmd makes -o absolute where it parses it (Run refuses a
 	// relative one: TestRunRefusesRelativeDir).
 	rel := filepath.Join(tmp, "runs", "lab")
 	var innerDirs []string
-	var mu sync.Mutex // the labs boot side by side
+	var mu sync.Mutex // the labs may boot side by side (as this host holds them)
 	boot := func(_ context.Context, c labvm.Config) (*labvm.Result, error) {
 		// As the lab does: the inner command runs with the run directory
 		// (absolute, at the same path) as its working directory.

@@ -145,15 +145,6 @@ func (l *turnLabs) innerRun(c labvm.Config) error {
 	return nil
 }
 
-const turnScenario = `
-kernels:
-  - {label: stock, debian: "6.1"}
-  - {label: patched, debian: "6.1"}
-backend: [tap, tap+vhost]
-generator: {trafgen: {duration: 1s}}
-repetitions: 2
-`
-
 func (l *turnLabs) run(ctx context.Context, dir string, resume bool, accel qemu.Accel) (*runner.Summary, error) {
 	o := runner.Options{Dir: filepath.Join(dir, "run"), Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(dir, "lock"), Resume: resume, Accel: accel}
 	return Run(ctx, l.cells, o, Inner{Scenario: "lab-pktgen", Labels: []string{"stock", "patched"}, SideBySide: 2, Boot: l.boot})
@@ -163,7 +154,7 @@ func (l *turnLabs) run(ctx context.Context, dir string, resume bool, accel qemu.
 // label order even when the second is ready first, never beside another
 // lab's work; every sample comes back.
 func TestLabsSideBySideMeasureInTurn(t *testing.T) {
-	l := newTurnLabs(t, loadCells(t, turnScenario))
+	l := newTurnLabs(t, twoKernelCells(t))
 	l.before["stock"] = "patched" // patched is ready first
 	dir := t.TempDir()
 	sum, err := l.run(t.Context(), dir, false, "")
@@ -186,7 +177,7 @@ func TestLabsSideBySideMeasureInTurn(t *testing.T) {
 // and the run ends with that kernel failed. --resume then runs the failed
 // kernel alone: one lab, no turns.
 func TestLabsSideBySideFailBeforeReady(t *testing.T) {
-	l := newTurnLabs(t, loadCells(t, turnScenario))
+	l := newTurnLabs(t, twoKernelCells(t))
 	l.fail["stock"] = "before ready"
 	dir := t.TempDir()
 	sum, err := l.run(t.Context(), dir, false, "")
@@ -221,7 +212,7 @@ func TestLabsSideBySideFailWhileMeasuring(t *testing.T) {
 		{"measuring, stopped", qemu.TCG, []string{"stock measures", "stock boots", "stock ready", "stock measures", "patched measures"}, false},
 	} {
 		t.Run(tc.fail, func(t *testing.T) {
-			l := newTurnLabs(t, loadCells(t, turnScenario))
+			l := newTurnLabs(t, twoKernelCells(t))
 			l.fail["stock"] = tc.fail
 			sum, err := l.run(t.Context(), t.TempDir(), false, tc.accel)
 			var le *Error
@@ -242,7 +233,7 @@ func TestLabsSideBySideFailWhileMeasuring(t *testing.T) {
 // An interrupt while a lab measures ends both labs, the paused one too,
 // and the run says it was interrupted.
 func TestLabsSideBySideInterrupt(t *testing.T) {
-	l := newTurnLabs(t, loadCells(t, turnScenario))
+	l := newTurnLabs(t, twoKernelCells(t))
 	l.fail["stock"] = "interrupt"
 	ctx, cancel := context.WithCancel(t.Context())
 	l.cancel = cancel
@@ -374,3 +365,4 @@ func TestPlanSideBySideLabPktgen(t *testing.T) {
 		}
 	}
 }
+
