@@ -248,27 +248,23 @@ func (lr *labRun) firstErr(err error, cancel func()) {
 }
 
 // sideBySide is how many labs of the run run at once: Inner.SideBySide,
-// else as the host holds them (SideBySide), counting the labels with
-// samples to run. Two or more labs that do not fit side by side are
-// logged as running one after the other.
+// else PlanSideBySide of the labels with samples to run (each with all
+// its cells, as its lab VM is sized). Two or more labs that do not fit
+// side by side are logged as running one after the other.
 func (lr *labRun) sideBySide(labels []string, byLabel map[string][]scenarios.Cell) int {
-	var sizes []Size
-	var todo []string
+	var cells []scenarios.Cell
+	var todo []string // labels with samples to run
 	for _, label := range labels {
 		lc := byLabel[label]
-		if !slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return !lr.w.Done(c.Name, label, c.Rep) }) {
-			continue
+		if slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return !lr.w.Done(c.Name, label, c.Rep) }) {
+			cells = append(cells, lc...)
+			todo = append(todo, label)
 		}
-		size, err := SizeFor(lc, lr.host.CPUs, lr.host.MemMiB)
-		if err != nil {
-			return 1 // the lab's own start reports it
-		}
-		sizes, todo = append(sizes, size), append(todo, label)
 	}
 	if lr.in.SideBySide > 0 {
-		return min(lr.in.SideBySide, len(sizes))
+		return min(lr.in.SideBySide, len(todo))
 	}
-	n := SideBySide(sizes, lr.host.MemMiB, len(lr.host.CPUs))
+	n := PlanSideBySide(cells, lr.host)
 	if n == 1 && len(todo) > 1 {
 		labLogf(lr.o, "%d lab VMs run one after the other (kernels %s): side by side, their vCPUs must fit in this host's %d CPUs and their memory in 3/4 of its %d MiB",
 			len(todo), strings.Join(todo, ", "), len(lr.host.CPUs), lr.host.MemMiB)

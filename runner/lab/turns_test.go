@@ -366,3 +366,42 @@ func TestPlanSideBySideLabPktgen(t *testing.T) {
 	}
 }
 
+// How many labs of a run run at once: Inner.SideBySide when set, else as
+// the host holds the labels with samples to run (PlanSideBySide), and
+// the log says when two or more run one after the other.
+func TestRunSideBySideOfHost(t *testing.T) {
+	cells := twoKernelCells(t) // 2-vCPU labs on hosts of 2 CPUs or more
+	w, err := results.Create(t.TempDir(), results.Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	labels, byLabel := scenarios.ByKernel(cells, []string{"stock", "patched"})
+	var log strings.Builder
+	lr := &labRun{o: runner.Options{Log: &log}, w: w}
+	for _, tc := range []struct {
+		cpus, force, want int
+		log               string
+	}{
+		{2, 0, 1, "2 lab VMs run one after the other (kernels stock, patched): side by side, their vCPUs must fit in this host's 2 CPUs and their memory in 3/4 of its 24576 MiB\n"},
+		{4, 0, 2, ""},
+		{2, 2, 2, ""}, // forced, as the tests with fake labs do
+	} {
+		log.Reset()
+		lr.host, lr.in.SideBySide = Host{CPUs: []int{0, 1, 2, 3}[:tc.cpus], MemMiB: 24 << 10}, tc.force
+		if got := lr.sideBySide(labels, byLabel); got != tc.want || log.String() != tc.log {
+			t.Errorf("%d CPUs, forced %d: %d side by side, log %q; want %d, %q", tc.cpus, tc.force, got, log.String(), tc.want, tc.log)
+		}
+	}
+	// stock's samples are in the run: patched alone is left, nothing said.
+	for _, c := range byLabel["stock"] {
+		if err := w.Append(results.Sample{Cell: c.Name, Rep: c.Rep, Kernel: "stock", Start: time.Unix(0, 0), WindowS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Reset()
+	lr.host, lr.in.SideBySide = Host{CPUs: []int{0, 1}, MemMiB: 24 << 10}, 0
+	if got := lr.sideBySide(labels, byLabel); got != 1 || log.Len() != 0 {
+		t.Errorf("patched left: %d side by side, log %q; want 1, nothing", got, log.String())
+	}
+}
