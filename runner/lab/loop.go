@@ -220,7 +220,7 @@ func (lr *labRun) runSideBySide(ctx context.Context, all []string, byLabel map[s
 				lr.mu.Unlock()
 				return
 			}
-			defer lr.turns.leave(label)
+			defer lr.turns.set(label, gone)
 			lr.mu.Lock()
 			defer lr.mu.Unlock()
 			lerr, kerr := lr.runKernel(ctx, label, byLabel[label])
@@ -344,7 +344,7 @@ func (lr *labRun) bootLab(ctx context.Context, label string, lc []scenarios.Cell
 	lr.mu.Unlock() // labs side by side: the others import, log and boot meanwhile
 	res, lerr := lr.in.Boot(ctx, lcfg)
 	if lr.turns != nil {
-		lr.turns.working(label)
+		lr.turns.set(label, working)
 	}
 	lr.mu.Lock()
 	accel = lcfg.Accel

@@ -10,8 +10,8 @@ import (
 // than limit labs are live and no lab measures; it is granted the turn
 // when every other live lab is paused ready to measure (Ready) or gone,
 // the first ready one in the scenario's label order. It keeps the turn
-// until its lab VM ends (working: its import, a second boot) or it
-// leaves. So no lab boots, sets up or imports beside a measuring one.
+// until its lab VM ends (set working: its import, a second boot) or it
+// is gone. So no lab boots, sets up or imports beside a measuring one.
 type turns struct {
 	mu     sync.Mutex
 	order  []string // labels in turn order
@@ -51,7 +51,7 @@ func (t *turns) enter(ctx context.Context, label string) error {
 	case <-admit:
 		return nil
 	case <-ctx.Done():
-		t.leave(label)
+		t.set(label, gone)
 		return ctx.Err()
 	}
 }
@@ -68,29 +68,18 @@ func (t *turns) Ready(label string) <-chan struct{} {
 	return ch
 }
 
-// working is label's lab VM gone (its samples are imported next, or it
-// boots again): it gives up the turn, and no other lab gets it meanwhile.
-func (t *turns) working(label string) {
+// set moves label's lab to state, working (its lab VM is gone: its
+// samples are imported next, or it boots again) or gone (finished or
+// failed for good), and so gives up the turn; no other lab gets it while
+// this one works.
+func (t *turns) set(label string, state labState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.release(label)
-	t.state[label] = working
-	t.next()
-}
-
-// leave is label's lab finished or failed for good.
-func (t *turns) leave(label string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.release(label)
-	t.state[label] = gone
-	t.next()
-}
-
-func (t *turns) release(label string) {
 	if t.holder == label {
 		t.holder = ""
 	}
+	t.state[label] = state
+	t.next()
 }
 
 // next admits queued labs and grants the turn as far as the rules allow
