@@ -209,9 +209,11 @@ func probeAgainstIrtt(t *testing.T, name string, mk link) {
 	// run beside other builds (load 20-40 on 2 cores) their ratio ranged
 	// from 0.43 to 2.3 over 17 pairs, either way: each side's reflector
 	// and reader wake at the scheduler's mercy (the probe's is Go code
-	// under -race). So the check is a factor of 3, plus 100 us of
-	// scheduling: it catches a wrong clock, unit or stamp, not load.
-	if ours <= 0 || ours > 3*theirs+100e-6 || ours < theirs/3 {
-		t.Errorf("probe median %.1f us is not within a factor of 3 of irtt's %.1f us", ours*1e6, theirs*1e6)
+	// under -race); in a cold CI whose other lanes compiled beside it,
+	// 0.29 (probe 181 us, irtt 621 us). So the check is a factor of 5,
+	// plus 100 us of scheduling above: it catches a wrong clock or unit
+	// (a factor of 1000) or a stamp taken at the wrong end, not load.
+	if ours <= 0 || ours > 5*theirs+100e-6 || ours < theirs/5 {
+		t.Errorf("probe median %.1f us is not within a factor of 5 of irtt's %.1f us", ours*1e6, theirs*1e6)
 	}
 }
