@@ -25,21 +25,19 @@ KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-de
 # docs/ci/gitlab-ci.yml under gitlab-ci-local, an npm package: pinned with
 # all its dependencies by docs/ci/gitlab-ci-local/package-lock.json and
 # installed there by npm ci into GITLAB_CI_LOCAL_DIR, outside the clone so
-# that a new clone (CI's) finds it built. It wants Node.js 20 or later
-# (4.56.2 runs on 20; 4.75 wants 22), rsync, and sudo for the recipe's
-# 'sudo vnetbench run'. Its native module re2 is compiled from source
-# (g++, python3, make; node-gyp with the headers of the installed
-# Node.js): ~150 CPU-seconds, once (the prebuilt download it tries first
-# is from outside the package registries, so DOWNLOAD_FORCE_BUILD skips
-# it). Debian's nodejs and npm are installed only when node or npm is not
-# on PATH (Debian 12's nodejs is 18, too old: this machine's Node.js 20 is
+# that a new clone (CI's) finds it. It wants Node.js 20.19 or later (its
+# yargs; 4.73.0 runs on 20, 4.74 wants 22), rsync, and sudo for the
+# recipe's 'sudo vnetbench run'. All of it is JavaScript, no install
+# script (rules: regexes go through re2js; 4.56.2, pinned before, had the
+# native re2, compiled from source: 150-330 CPU-s on a fresh machine):
+# npm ci only downloads and unpacks, in seconds.
+# Debian's nodejs and npm are installed only when node or npm is not on
+# PATH (Debian 12's nodejs is 18, too old: this machine's Node.js 20 is
 # NodeSource's, which includes npm). make deps installs all of it:
 # deps-ci-packages the Debian packages, deps-gitlab-ci-local the npm
 # package. make test's test-gitlab lane installs the npm package too when
-# it is missing, beside the VM packages: .ci/run installs only the Debian
-# packages first, so a fresh machine's re2 compile is off its critical
-# path.
-CI_PACKAGES := rsync sudo g++ python3 make
+# it is missing: .ci/run installs only the Debian packages first.
+CI_PACKAGES := rsync sudo make
 GITLAB_CI_LOCAL_SRC := docs/ci/gitlab-ci-local
 GITLAB_CI_LOCAL_DIR ?= $(or $(VNETBENCH_CACHE),$(HOME)/.cache/vnetbench)/tools/gitlab-ci-local
 GITLAB_CI_LOCAL_BIN := $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local
@@ -74,18 +72,16 @@ deps-gitlab-ci-local:
 # Idempotent: skips npm ci (in seconds) when the installed copy matches
 # the lockfile and runs. One shell command, for deps-gitlab-ci-local and
 # test-gitlab alike.
-install_gitlab_ci_local = major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
-	if [ "$$major" -lt 20 ]; then \
-	  echo "deps: gitlab-ci-local's re2 needs Node.js 20 or later, node is $$(node --version 2>/dev/null || echo missing): install a newer nodejs (make deps-ci-packages installs Debian's when there is none), then make deps again"; exit 2; fi; \
+install_gitlab_ci_local = v=$$(node -p 'const [a, b] = process.versions.node.split("."); a * 1000 + +b' 2>/dev/null || echo 0); \
+	if [ "$$v" -lt 20019 ]; then \
+	  echo "deps: gitlab-ci-local needs Node.js 20.19 or later, node is $$(node --version 2>/dev/null || echo missing): install a newer nodejs (make deps-ci-packages installs Debian's when there is none), then make deps again"; exit 2; fi; \
 	dir="$(GITLAB_CI_LOCAL_DIR)"; \
 	if cmp -s $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json" && "$(GITLAB_CI_LOCAL_BIN)" --version >/dev/null 2>&1; then \
 	  echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) present in $$dir"; exit 0; fi; \
-	echo "installing gitlab-ci-local into $$dir (npm ci; compiling re2 takes minutes)"; \
+	echo "installing gitlab-ci-local into $$dir (npm ci)"; \
 	mkdir -p "$$dir" && rm -f "$$dir/installed.json" && cp $(GITLAB_CI_LOCAL_SRC)/package.json $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/" || exit 1; \
-	nodedir=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v node)")")"); \
-	if [ -f "$$nodedir/include/node/common.gypi" ]; then export npm_config_nodedir="$$nodedir"; fi; \
 	start=$$(date +%s); \
-	if ! (cd "$$dir" && DOWNLOAD_FORCE_BUILD=1 npm ci --no-audit --no-fund --foreground-scripts >npm-ci.log 2>&1); then \
+	if ! (cd "$$dir" && npm ci --no-audit --no-fund --ignore-scripts >npm-ci.log 2>&1); then \
 	  tail -30 "$$dir/npm-ci.log"; echo "deps: npm ci failed; its log: $$dir/npm-ci.log"; exit 1; fi; \
 	cp $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json"; \
 	echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) installed in $$(( $$(date +%s) - start )) s"
@@ -157,13 +153,12 @@ test: build
 
 # make test's lane for the GitLab recipe's test, the one user of
 # gitlab-ci-local (the VM packages' command skips it): installs
-# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does; on a
-# fresh machine that is npm ci compiling re2, minutes of CPU beside the VM
-# packages instead of before them), then runs the test alone. Its output
-# is go test -json (the install's lines pass through testsummary). A
-# failed install fails the lane under CI=true; elsewhere the test then
-# skips and says what it needs. The test's runs take the host's run lock
-# (--lock-wait) like the VM packages' runs, so they measure one at a time.
+# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does), then
+# runs the test alone. Its output is go test -json (the install's lines
+# pass through testsummary). A failed install fails the lane under
+# CI=true; elsewhere the test then skips and says what it needs. The
+# test's runs take the host's run lock (--lock-wait) like the VM
+# packages' runs, so they measure one at a time.
 GITLAB_TEST := TestGitLabRecipeRuns
 test-gitlab:
 	@($(install_gitlab_ci_local)) || case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac
