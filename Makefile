@@ -2,10 +2,18 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# -trimpath for every go command of build, check and test but the
+# race-detector lane's: Go keys its build cache by the compile flags, so
+# the standard library and every dependency (modernc.org/sqlite and libc
+# the largest) compiled once, by make build, serve go vet, staticcheck's
+# own build, and the tests, in any clone (the clone's path is not part
+# of the key either). Before, make build alone trimmed, and a fresh
+# machine compiled all of it twice.
+TRIM := -trimpath
 # A static binary: the same executable runs as the guest's /init (agent mode)
 # and inside a lab VM, whatever libc is there. (A dynamically linked one, as
 # go install makes with cgo on, works too: the images carry its libraries.)
-GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+GOFLAGS_BUILD := $(TRIM) -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED := 0
 
 # Programs the harness drives at run time, from Debian packages.
@@ -91,14 +99,21 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/vnetbench ./cmd/vnetbench
 
 # Static checks, all of which fail on any finding: gofmt, go vet and
-# staticcheck (the version go.mod's tool directive pins; checks in
-# staticcheck.conf).
+# staticcheck (the version go.mod's tool directive pins, built into
+# $(BIN) with $(TRIM) like the rest; checks in staticcheck.conf). staticcheck
+# reads every import from export data that its go list -export compiles:
+# GOFLAGS gives that $(TRIM) too (after go env's own GOFLAGS). go vet
+# runs every analyzer go test's own vet runs, and more, on the same
+# packages and their tests: make test's go test commands leave theirs
+# off (TESTFLAGS).
 check:
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then \
 	  echo "gofmt: these files are not gofmt'ed (run gofmt -w on them):"; echo "$$files"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
-	$(GO) -C docs/ci/validate vet ./...
+	$(GO) vet $(TRIM) ./...
+	@mkdir -p $(BIN)
+	$(GO) build $(TRIM) -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	GOFLAGS="$$($(GO) env GOFLAGS) $(TRIM)" ./$(BIN)/staticcheck ./...
+	$(GO) -C docs/ci/validate vet $(TRIM) ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests),
 # and the one that builds kernels (runner/kbuild: TestModuleBuildLinuxSource
@@ -116,6 +131,7 @@ MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
 BESIDE    := nice -n 10
+TESTFLAGS := $(TRIM) -vet=off
 RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/%),$(shell $(GO) list ./...))
 
 # make check, unit tests and every end-to-end test this machine can run,
@@ -142,14 +158,14 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 # dependencies stay out of go.mod: vet and test run in it with go -C.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 test: build
-	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
+	$(GO) build $(TRIM) -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
-	  -- $(BESIDE) $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
+	  -- $(BESIDE) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m $(KBUILD_PKG) \
 	  -- $(BESIDE) make --no-print-directory check \
-	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
+	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -vet=off -json -race -count=1 -timeout 20m $(RACE_PKGS) \
+	  -- $(GO) test $(TESTFLAGS) -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
 	  -- $(BESIDE) make --no-print-directory test-gitlab \
-	  -- $(BESIDE) $(GO) -C docs/ci/validate test -json -count=1 ./...
+	  -- $(BESIDE) $(GO) -C docs/ci/validate test $(TESTFLAGS) -json -count=1 ./...
 
 # make test's lane for the GitLab recipe's test, the one user of
 # gitlab-ci-local (the VM packages' command skips it): installs
@@ -162,7 +178,7 @@ test: build
 GITLAB_TEST := TestGitLabRecipeRuns
 test-gitlab:
 	@($(install_gitlab_ci_local)) || case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac
-	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
+	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
