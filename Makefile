@@ -120,19 +120,32 @@ check:
 # fetches linux-source-6.1 and Debian's kernel and headers of its version
 # and rebuilds tun.ko stock and patched, which runner/labvm's pktgen e2e
 # and the built-in lab-pktgen load; the whole-kernel build is opt-in).
-# make test runs every other package under the race detector (which needs
-# cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
-# packages side by side on a small machine only slow each other past their
-# deadlines. The kernel package starts at once beside them, at nice 10: its
-# fetches and compiles fill the CPU the VM tests' guests leave idle;
-# runner/labvm's e2e, if it gets there first, waits for the fetch's and
-# the build's locks and takes their results from the cache.
+# make test runs every other package but NORACE_PKGS (below) under the
+# race detector (which needs cgo: gcc), the VM packages without it, one
+# at a time (-p 1): two VM packages side by side on a small machine only
+# slow each other past their deadlines. The kernel package starts at
+# once beside them, at nice 10: its fetches and compiles fill the CPU the
+# VM tests' guests leave idle; runner/labvm's e2e, if it gets there
+# first, waits for the fetch's and the build's locks and takes their
+# results from the cache.
+# NORACE_PKGS run in the kernel package's command, without the race
+# detector, which found nothing there to watch: internal/history/store
+# shares no memory between goroutines (its concurrency tests give each
+# writer its own index: they test SQLite's locking between connections),
+# so under -race it watched only modernc.org/sqlite's and libc's code,
+# the C translated to Go that is the largest compile of all, and with
+# -race a second compile of its own; internal/verdict and
+# internal/latency (statistics, CPU-bound tests: the race lane's
+# slowest) start no goroutine, nor does anything they import, and no
+# test of theirs is parallel. Give a package here goroutines and it goes
+# back to the race lane.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
+NORACE_PKGS := ./internal/history/store ./internal/verdict ./internal/latency
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
 BESIDE    := nice -n 10
 TESTFLAGS := $(TRIM) -vet=off
-RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/%),$(shell $(GO) list ./...))
+RACE_PKGS  = $(filter-out $(foreach p,$(VM_PKGS) $(KBUILD_PKG) $(NORACE_PKGS),$(p:./%=$(MODULE)/%)),$(shell $(GO) list ./...))
 
 # make check, unit tests and every end-to-end test this machine can run,
 # all at once (testsummary -j): the static checks and the race-detector
@@ -160,7 +173,7 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 test: build
 	$(GO) build $(TRIM) -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
-	  -- $(BESIDE) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m $(KBUILD_PKG) \
+	  -- $(BESIDE) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m $(KBUILD_PKG) $(NORACE_PKGS) \
 	  -- $(BESIDE) make --no-print-directory check \
 	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -vet=off -json -race -count=1 -timeout 20m $(RACE_PKGS) \
 	  -- $(GO) test $(TESTFLAGS) -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
