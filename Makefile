@@ -2,10 +2,18 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# -trimpath for every go command of build, check and test but the
+# race-detector lane's: Go keys its build cache by the compile flags, so
+# the standard library and every dependency (modernc.org/sqlite and libc
+# the largest) compiled once, by make build, serve go vet, staticcheck's
+# own build, and the tests, in any clone (the clone's path is not part
+# of the key either). Before, make build alone trimmed, and a fresh
+# machine compiled all of it twice.
+TRIM := -trimpath
 # A static binary: the same executable runs as the guest's /init (agent mode)
 # and inside a lab VM, whatever libc is there. (A dynamically linked one, as
 # go install makes with cgo on, works too: the images carry its libraries.)
-GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+GOFLAGS_BUILD := $(TRIM) -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED := 0
 
 # Programs the harness drives at run time, from Debian packages.
@@ -25,21 +33,19 @@ KBUILD_PACKAGES := gcc make libc6-dev binutils flex bison bc perl gzip libelf-de
 # docs/ci/gitlab-ci.yml under gitlab-ci-local, an npm package: pinned with
 # all its dependencies by docs/ci/gitlab-ci-local/package-lock.json and
 # installed there by npm ci into GITLAB_CI_LOCAL_DIR, outside the clone so
-# that a new clone (CI's) finds it built. It wants Node.js 20 or later
-# (4.56.2 runs on 20; 4.75 wants 22), rsync, and sudo for the recipe's
-# 'sudo vnetbench run'. Its native module re2 is compiled from source
-# (g++, python3, make; node-gyp with the headers of the installed
-# Node.js): ~150 CPU-seconds, once (the prebuilt download it tries first
-# is from outside the package registries, so DOWNLOAD_FORCE_BUILD skips
-# it). Debian's nodejs and npm are installed only when node or npm is not
-# on PATH (Debian 12's nodejs is 18, too old: this machine's Node.js 20 is
+# that a new clone (CI's) finds it. It wants Node.js 20.19 or later (its
+# yargs; 4.73.0 runs on 20, 4.74 wants 22), rsync, and sudo for the
+# recipe's 'sudo vnetbench run'. All of it is JavaScript, no install
+# script (rules: regexes go through re2js; 4.56.2, pinned before, had the
+# native re2, compiled from source: 150-330 CPU-s on a fresh machine):
+# npm ci only downloads and unpacks, in seconds.
+# Debian's nodejs and npm are installed only when node or npm is not on
+# PATH (Debian 12's nodejs is 18, too old: this machine's Node.js 20 is
 # NodeSource's, which includes npm). make deps installs all of it:
 # deps-ci-packages the Debian packages, deps-gitlab-ci-local the npm
 # package. make test's test-gitlab lane installs the npm package too when
-# it is missing, beside the VM packages: .ci/run installs only the Debian
-# packages first, so a fresh machine's re2 compile is off its critical
-# path.
-CI_PACKAGES := rsync sudo g++ python3 make
+# it is missing: .ci/run installs only the Debian packages first.
+CI_PACKAGES := rsync sudo make
 GITLAB_CI_LOCAL_SRC := docs/ci/gitlab-ci-local
 GITLAB_CI_LOCAL_DIR ?= $(or $(VNETBENCH_CACHE),$(HOME)/.cache/vnetbench)/tools/gitlab-ci-local
 GITLAB_CI_LOCAL_BIN := $(GITLAB_CI_LOCAL_DIR)/node_modules/.bin/gitlab-ci-local
@@ -74,18 +80,16 @@ deps-gitlab-ci-local:
 # Idempotent: skips npm ci (in seconds) when the installed copy matches
 # the lockfile and runs. One shell command, for deps-gitlab-ci-local and
 # test-gitlab alike.
-install_gitlab_ci_local = major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
-	if [ "$$major" -lt 20 ]; then \
-	  echo "deps: gitlab-ci-local's re2 needs Node.js 20 or later, node is $$(node --version 2>/dev/null || echo missing): install a newer nodejs (make deps-ci-packages installs Debian's when there is none), then make deps again"; exit 2; fi; \
+install_gitlab_ci_local = v=$$(node -p 'const [a, b] = process.versions.node.split("."); a * 1000 + +b' 2>/dev/null || echo 0); \
+	if [ "$$v" -lt 20019 ]; then \
+	  echo "deps: gitlab-ci-local needs Node.js 20.19 or later, node is $$(node --version 2>/dev/null || echo missing): install a newer nodejs (make deps-ci-packages installs Debian's when there is none), then make deps again"; exit 2; fi; \
 	dir="$(GITLAB_CI_LOCAL_DIR)"; \
 	if cmp -s $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json" && "$(GITLAB_CI_LOCAL_BIN)" --version >/dev/null 2>&1; then \
 	  echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) present in $$dir"; exit 0; fi; \
-	echo "installing gitlab-ci-local into $$dir (npm ci; compiling re2 takes minutes)"; \
+	echo "installing gitlab-ci-local into $$dir (npm ci)"; \
 	mkdir -p "$$dir" && rm -f "$$dir/installed.json" && cp $(GITLAB_CI_LOCAL_SRC)/package.json $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/" || exit 1; \
-	nodedir=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v node)")")"); \
-	if [ -f "$$nodedir/include/node/common.gypi" ]; then export npm_config_nodedir="$$nodedir"; fi; \
 	start=$$(date +%s); \
-	if ! (cd "$$dir" && DOWNLOAD_FORCE_BUILD=1 npm ci --no-audit --no-fund --foreground-scripts >npm-ci.log 2>&1); then \
+	if ! (cd "$$dir" && npm ci --no-audit --no-fund --ignore-scripts >npm-ci.log 2>&1); then \
 	  tail -30 "$$dir/npm-ci.log"; echo "deps: npm ci failed; its log: $$dir/npm-ci.log"; exit 1; fi; \
 	cp $(GITLAB_CI_LOCAL_SRC)/package-lock.json "$$dir/installed.json"; \
 	echo "deps: gitlab-ci-local $$("$(GITLAB_CI_LOCAL_BIN)" --version) installed in $$(( $$(date +%s) - start )) s"
@@ -95,32 +99,53 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/vnetbench ./cmd/vnetbench
 
 # Static checks, all of which fail on any finding: gofmt, go vet and
-# staticcheck (the version go.mod's tool directive pins; checks in
-# staticcheck.conf).
+# staticcheck (the version go.mod's tool directive pins, built into
+# $(BIN) with $(TRIM) like the rest; checks in staticcheck.conf). staticcheck
+# reads every import from export data that its go list -export compiles:
+# GOFLAGS gives that $(TRIM) too (after go env's own GOFLAGS). go vet
+# runs every analyzer go test's own vet runs, and more, on the same
+# packages and their tests: make test's go test commands leave theirs
+# off (TESTFLAGS).
 check:
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then \
 	  echo "gofmt: these files are not gofmt'ed (run gofmt -w on them):"; echo "$$files"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
-	$(GO) -C docs/ci/validate vet ./...
+	$(GO) vet $(TRIM) ./...
+	@mkdir -p $(BIN)
+	$(GO) build $(TRIM) -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	GOFLAGS="$$($(GO) env GOFLAGS) $(TRIM)" ./$(BIN)/staticcheck ./...
+	$(GO) -C docs/ci/validate vet $(TRIM) ./...
 
 # Packages whose tests boot VMs (QEMU guests, lab VMs with nested guests),
 # and the one that builds kernels (runner/kbuild: TestModuleBuildLinuxSource
 # fetches linux-source-6.1 and Debian's kernel and headers of its version
 # and rebuilds tun.ko stock and patched, which runner/labvm's pktgen e2e
 # and the built-in lab-pktgen load; the whole-kernel build is opt-in).
-# make test runs every other package under the race detector (which needs
-# cgo: gcc), the VM packages without it, one at a time (-p 1): two VM
-# packages side by side on a small machine only slow each other past their
-# deadlines. The kernel package starts at once beside them, at nice 10: its
-# fetches and compiles fill the CPU the VM tests' guests leave idle;
-# runner/labvm's e2e, if it gets there first, waits for the fetch's and
-# the build's locks and takes their results from the cache.
+# make test runs every other package but NORACE_PKGS (below) under the
+# race detector (which needs cgo: gcc), the VM packages without it, one
+# at a time (-p 1): two VM packages side by side on a small machine only
+# slow each other past their deadlines. The kernel package starts at
+# once beside them, at nice 10: its fetches and compiles fill the CPU the
+# VM tests' guests leave idle; runner/labvm's e2e, if it gets there
+# first, waits for the fetch's and the build's locks and takes their
+# results from the cache.
+# NORACE_PKGS run in the kernel package's command, without the race
+# detector, which found nothing there to watch: internal/history/store
+# shares no memory between goroutines (its concurrency tests give each
+# writer its own index: they test SQLite's locking between connections),
+# so under -race it watched only modernc.org/sqlite's and libc's code,
+# the C translated to Go that is the largest compile of all, and with
+# -race a second compile of its own; internal/verdict and
+# internal/latency (statistics, CPU-bound tests: the race lane's
+# slowest) start no goroutine, nor does anything they import, and no
+# test of theirs is parallel. Give a package here goroutines and it goes
+# back to the race lane.
 MODULE    := github.com/vnetbench/vnetbench
 KBUILD_PKG := ./runner/kbuild
+NORACE_PKGS := ./internal/history/store ./internal/verdict ./internal/latency
 VM_PKGS   := ./cmd/vnetbench ./runner ./runner/labvm ./vmimages
 BESIDE    := nice -n 10
-RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/%),$(shell $(GO) list ./...))
+TESTFLAGS := $(TRIM) -vet=off
+RACE_PKGS  = $(filter-out $(foreach p,$(VM_PKGS) $(KBUILD_PKG) $(NORACE_PKGS),$(p:./%=$(MODULE)/%)),$(shell $(GO) list ./...))
 
 # make check, unit tests and every end-to-end test this machine can run,
 # all at once (testsummary -j): the static checks and the race-detector
@@ -146,28 +171,27 @@ RACE_PKGS  = $(filter-out $(VM_PKGS:./%=$(MODULE)/%) $(KBUILD_PKG:./%=$(MODULE)/
 # dependencies stay out of go.mod: vet and test run in it with go -C.
 # One e2e test alone: make e2e RUN=TestLabPktgenE2E PKG=./runner/labvm
 test: build
-	$(GO) build -o $(BIN)/testsummary ./internal/testsummary
+	$(GO) build $(TRIM) -o $(BIN)/testsummary ./internal/testsummary
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench ./$(BIN)/testsummary -j \
-	  -- $(BESIDE) $(GO) test -json -count=1 -timeout 60m $(KBUILD_PKG) \
+	  -- $(BESIDE) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m $(KBUILD_PKG) $(NORACE_PKGS) \
 	  -- $(BESIDE) make --no-print-directory check \
-	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
+	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -vet=off -json -race -count=1 -timeout 20m $(RACE_PKGS) \
+	  -- $(GO) test $(TESTFLAGS) -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
 	  -- $(BESIDE) make --no-print-directory test-gitlab \
-	  -- $(BESIDE) $(GO) -C docs/ci/validate test -json -count=1 ./...
+	  -- $(BESIDE) $(GO) -C docs/ci/validate test $(TESTFLAGS) -json -count=1 ./...
 
 # make test's lane for the GitLab recipe's test, the one user of
 # gitlab-ci-local (the VM packages' command skips it): installs
-# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does; on a
-# fresh machine that is npm ci compiling re2, minutes of CPU beside the VM
-# packages instead of before them), then runs the test alone. Its output
-# is go test -json (the install's lines pass through testsummary). A
-# failed install fails the lane under CI=true; elsewhere the test then
-# skips and says what it needs. The test's runs take the host's run lock
-# (--lock-wait) like the VM packages' runs, so they measure one at a time.
+# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does), then
+# runs the test alone. Its output is go test -json (the install's lines
+# pass through testsummary). A failed install fails the lane under
+# CI=true; elsewhere the test then skips and says what it needs. The
+# test's runs take the host's run lock (--lock-wait) like the VM
+# packages' runs, so they measure one at a time.
 GITLAB_TEST := TestGitLabRecipeRuns
 test-gitlab:
 	@($(install_gitlab_ci_local)) || case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac
-	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
+	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
