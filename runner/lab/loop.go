@@ -203,7 +203,7 @@ func (lr *labRun) runSideBySide(ctx context.Context, all []string, byLabel map[s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lr.turns = newTurns(labels, n)
+	lr.turns = newTurns(ctx.Done(), labels, n)
 	if lr.o.Log != nil {
 		lr.o.Log = &lockedWriter{w: lr.o.Log}
 	}

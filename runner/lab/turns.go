@@ -12,8 +12,11 @@ import (
 // the first ready one in the scenario's label order. It keeps the turn
 // until its lab VM ends (set working: its import, a second boot) or it
 // is gone. So no lab boots, sets up or imports beside a measuring one.
+// Once the run ends (ended closed: an interrupt, or a lab's error that
+// stops the others) no lab is admitted or granted the turn.
 type turns struct {
 	mu     sync.Mutex
+	ended  <-chan struct{}
 	order  []string // labels in turn order
 	limit  int      // labs live at once
 	state  map[string]labState
@@ -32,8 +35,8 @@ const (
 	gone                      // finished or failed
 )
 
-func newTurns(order []string, limit int) *turns {
-	t := &turns{order: order, limit: max(limit, 1), state: map[string]labState{},
+func newTurns(ended <-chan struct{}, order []string, limit int) *turns {
+	t := &turns{ended: ended, order: order, limit: max(limit, 1), state: map[string]labState{},
 		admits: map[string]chan struct{}{}, grants: map[string]chan struct{}{}}
 	for _, l := range order {
 		t.admits[l] = make(chan struct{})
@@ -87,6 +90,11 @@ func (t *turns) set(label string, state labState) {
 func (t *turns) next() {
 	if t.holder != "" {
 		return // a lab measures: nothing starts beside it
+	}
+	select {
+	case <-t.ended:
+		return // the run ends: no lab starts or measures
+	default:
 	}
 	live, busy := 0, false
 	for _, l := range t.order {

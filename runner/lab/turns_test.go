@@ -405,3 +405,29 @@ func TestRunSideBySideOfHost(t *testing.T) {
 		t.Errorf("patched left: %d side by side, log %q; want 1, nothing", got, log.String())
 	}
 }
+
+// Once the run ends no paused lab is granted the turn, even when the lab
+// that measured gives it up before the paused one sees the end (the
+// interrupt raced the grant and the paused lab measured in a CI run).
+func TestTurnsNoGrantAfterRunEnds(t *testing.T) {
+	ended := make(chan struct{})
+	tr := newTurns(ended, []string{"stock", "patched"}, 2)
+	for _, l := range tr.order {
+		if err := tr.enter(t.Context(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stock, patched := tr.Ready("stock"), tr.Ready("patched")
+	select {
+	case <-stock:
+	default:
+		t.Fatal("stock, first in order and ready, was not granted the turn")
+	}
+	close(ended)
+	tr.set("stock", gone)
+	select {
+	case <-patched:
+		t.Error("patched was granted the turn after the run ended")
+	default:
+	}
+}

@@ -70,6 +70,9 @@ func (l *labVM) wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return l.fail(ctx.Err())
 		case <-l.grant: // nil (never) unless paused for its turn
+			if err := ctx.Err(); err != nil {
+				return l.fail(err) // granted as the run ended: no turn
+			}
 			if err := l.resume(); err != nil {
 				return err
 			}
