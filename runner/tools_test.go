@@ -160,6 +160,14 @@ func TestHostLock(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, fault.ErrCapability) || !strings.Contains(err.Error(), "pid") {
 		t.Errorf("second lock: %v", err)
 	}
+	// The line says how to wait: --lock-wait when the run failed at
+	// once, and that it waited when it did.
+	if _, err := AcquireLockWait(t.Context(), p, 0); err == nil || !strings.HasSuffix(err.Error(), "; wait for it to finish, or pass --lock-wait 10m to wait here") {
+		t.Errorf("busy, no wait: %v", err)
+	}
+	if _, err := AcquireLockWait(t.Context(), p, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "still after --lock-wait 100ms;") {
+		t.Errorf("busy after waiting: %v", err)
+	}
 	go func() { time.Sleep(300 * time.Millisecond); l.Release() }()
 	l2, err := AcquireLockWait(t.Context(), p, 10*time.Second)
 	if err != nil {
