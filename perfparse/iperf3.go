@@ -28,8 +28,10 @@ type Iperf3 struct {
 	// warnings on stderr ("warning: Report format (-f) flag ignored with
 	// JSON output (-J)"), so a capture of both starts with them.
 	Messages []string `json:"messages,omitempty"`
-	// Sender and Receiver are the end sums (sum_sent / sum_received; for UDP
-	// on iperf3 versions without them, "sum" fills both).
+	// Sender and Receiver are the end sums (sum_sent / sum_received). UDP
+	// output of iperf3 before 3.10 has only "sum", the sender's bytes and
+	// rate with the receiver's loss and jitter: it is the Sender, and
+	// Receiver is nil (such output has no receiver's rate).
 	Sender   *Iperf3Sum `json:"sender,omitempty"`
 	Receiver *Iperf3Sum `json:"receiver,omitempty"`
 	// Bidir is true for a --bidir test (iperf3 3.7+); then Sender and
@@ -39,7 +41,8 @@ type Iperf3 struct {
 	Bidir           bool       `json:"bidir,omitempty"`
 	ReverseSender   *Iperf3Sum `json:"reverse_sender,omitempty"`
 	ReverseReceiver *Iperf3Sum `json:"reverse_receiver,omitempty"`
-	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates.
+	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates
+	// (0 where that sum is nil: check Receiver before using the rate).
 	ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
 	SenderBitsPerSec   float64 `json:"sender_bits_per_sec"`
 	// Retransmits is the TCP sender's total (HasRetransmits false for UDP or
@@ -179,6 +182,9 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		return nil, err
 	}
 	msgs, data := cutLeadingText(data)
+	if data, err = repairIperf3JSON(data); err != nil {
+		return nil, err
+	}
 	var j iperfJSON
 	if err := decodeIperf3(data, &j); err != nil {
 		return nil, err
@@ -293,11 +299,16 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 	out.ReverseSender, out.ReverseReceiver = c(j.End.SumSentReverse), c(j.End.SumReceivedReverse)
 	out.Bidir = j.Start.TestStart.Bidir != 0 || out.ReverseSender != nil
 	if sum := c(j.End.Sum); sum != nil {
-		// UDP (and old iperf3): "sum" is the only total.
+		// UDP before iperf3 3.10 has only "sum": its bytes and rate are
+		// the sender's (the receiver's loss and jitter beside them), so
+		// it is no receiver's total (esnet/iperf#1174 added
+		// sum_received for that). A UDP receiver's rate is not in such
+		// output at all: Receiver stays nil rather than repeat the
+		// sender's rate.
 		if out.Sender == nil {
 			out.Sender = sum
 		}
-		if out.Receiver == nil {
+		if out.Receiver == nil && j.Start.TestStart.Protocol != "UDP" {
 			out.Receiver = sum
 		}
 	}

@@ -101,3 +101,51 @@ func TestIperf3JSONStream(t *testing.T) {
 		t.Errorf("stream error event: %+v, %v", e, err)
 	}
 }
+
+// iperf3 has printed numbers that are not JSON. The intervals below are
+// as published: iperf 3.0.11's UDP interval that received nothing
+// ("lost_percent": -nan, esnet/iperf#364) and iperf 3.1.2's stream with
+// "5.924e 06" (esnet/iperf#520), each in a document around it.
+func TestIperf3NonJSONNumbers(t *testing.T) {
+	const nanInterval = "{\n\"streams\":\t[{\n\t\"socket\":\t4,\n\t\"start\":\t8.00011,\n\t\"end\":\t9.00102,\n\t\"seconds\":\t1.00092,\n\t\"bytes\":\t0,\n\t\"bits_per_second\":\t0,\n\t\"jitter_ms\":\t0.452296,\n\t\"lost_packets\":\t0,\n\t\"packets\":\t0,\n\t\"lost_percent\":\t-nan,\n\t\"omitted\":\tfalse\n\t}],\n\"sum\":\t{\n\t\"start\":\t8.00011,\n\t\"end\":\t9.00102,\n\t\"seconds\":\t1.00092,\n\t\"bytes\":\t0,\n\t\"bits_per_second\":\t0,\n\t\"jitter_ms\":\t0.452296,\n\t\"lost_packets\":\t0,\n\t\"packets\":\t0,\n\t\"lost_percent\":\t-nan,\n\t\"omitted\":\tfalse\n}}"
+	doc := func(version, protocol, intervals string) string {
+		return `{"start":{"version":"` + version + `","test_start":{"protocol":"` + protocol + `"}},"intervals":[` + intervals + "]}"
+	}
+	u, err := ParseIperf3(strings.NewReader(doc("iperf 3.0.11", "UDP", nanInterval)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := u.Intervals[0].Sum; s.LostFrac != nil || *s.JitterS != 0.000452296 || *s.Packets != 0 {
+		t.Errorf("-nan lost_percent: %s", js(u.Intervals[0]))
+	}
+	const expStream = `{"streams":[{"socket":7,"start":0,"end":15.0119,"seconds":15.0119,"bytes":11116296,"bits_per_second":5.924e 06,"omitted":false}]}`
+	e, err := ParseIperf3(strings.NewReader(doc("iperf 3.1.2", "TCP", expStream)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Intervals[0].Streams[0].BitsPerSec; got != 5.924e6 {
+		t.Errorf("5.924e 06 read as %v", got)
+	}
+	// A nan where the value cannot be undefined is an error naming it;
+	// nan inside a string is text.
+	_, err = ParseIperf3(strings.NewReader(doc("iperf 3.0.11", "UDP", `{"sum":{"bits_per_second": nan}}`)))
+	if err == nil || !strings.Contains(err.Error(), `"bits_per_second"`) {
+		t.Errorf("nan rate: %v", err)
+	}
+	s, err := ParseIperf3(strings.NewReader(doc("iperf nan e 5", "TCP", "")))
+	if err != nil || s.Version != "iperf nan e 5" {
+		t.Errorf("nan in a string: %+v, %v", s, err)
+	}
+}
+
+// Before iperf3 3.10 a UDP test's only total is "sum", the sender's bytes
+// and rate: it is not reported as the receiver's (esnet/iperf#1174).
+func TestIperf3OldUDPHasNoReceiver(t *testing.T) {
+	u, err := ParseIperf3(openT(t, "testdata/iperf3/pub-github-iperf3.1.3-udp-k10000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Receiver != nil || u.ReceiverBitsPerSec != 0 || u.Sender == nil || u.SenderBitsPerSec != 834711189.017002 || *u.Sender.LostPackets != 69 {
+		t.Errorf("iperf 3.1.3 UDP: %s", js(u))
+	}
+}

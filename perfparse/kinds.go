@@ -88,6 +88,7 @@ var (
 		}},
 		{Name: "perf-report", Detect: func(s, first string) bool {
 			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||
+				strings.HasPrefix(first, "Samples: ") && strings.Contains(first, ", Event count (approx.): ") ||
 				reDetectReportRow().MatchString(s) || isReportColumnsLine(first) && strings.Contains(s, "%")
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
@@ -176,7 +177,7 @@ func (p *Parser) Parse(kind, name string, r io.Reader) (any, error) {
 
 var (
 	// A perf report row whose "#" header was cut: "  33.91%  cmd  dso  [k] sym".
-	reDetectReportRow    = lazyRegexp(`(?m)^\s*[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
+	reDetectReportRow    = lazyRegexp(`(?m)^\s*(?:[+-]\s+)?[0-9]+[.,][0-9]+%\s+\S.*\s\[[k.guH]\] \S`)
 	reDetectStatRow      = lazyRegexp(`(?m)^\s*(> ?)*\s*([0-9][0-9.,' ]*|<not (supported|counted)>)\s+(msec\s+)?[a-z][-a-z0-9_:/]*\s*(#|$)`)
 	reDetectScriptDevice = lazyRegexp(`(?m)^\s*Device: \S+`)
 	// perf stat -I's column header ("#  time  CPU  counts unit events").

@@ -235,6 +235,24 @@ func (rr *PerfReportReader) Next() bool {
 		if len(t) == 0 {
 			continue
 		}
+		if (t[0] == '+' || t[0] == '-') && len(t) > 1 && t[1] == ' ' || b[len(b)-1] >= 0x80 {
+			b = unmarkTUI(b)
+			if t = bytes.TrimLeft(b, " \t"); len(t) == 0 {
+				continue
+			}
+		}
+		if !have && bytes.HasPrefix(t, []byte("Samples: ")) && bytes.Contains(t, []byte(", Event count (approx.): ")) {
+			// The interactive report's title line, as copied from
+			// its screen: "Samples: 2K of event 'cpu-clock:pppH',
+			// Event count (approx.): 740750000".
+			i := bytes.LastIndex(t, []byte(", Event count"))
+			for _, c := range [][]byte{t[:i], t[i+2:]} {
+				if rr.err = rr.comment(append([]byte("# "), c...), ln); rr.err != nil {
+					return false
+				}
+			}
+			continue
+		}
 		if cutMark(t) {
 			// A mail's "..." where a header was cut, or a "====" rule
 			// around the paste: not part of the report.
@@ -277,6 +295,31 @@ func (rr *PerfReportReader) Next() bool {
 		}
 		rr.callLine(b)
 	}
+}
+
+// unmarkTUI blanks what the interactive report (perf report without
+// --stdio) draws around a row copied from its screen: the fold mark of a
+// row with a call graph ("+   2.59%  moses ..." or "-   8.04% ...", always
+// followed by blanks and the overhead) and the scroll bar's glyphs at the
+// end ("... insert▒", "◆"). The mark becomes a blank so columns keep their
+// places.
+func unmarkTUI(b []byte) []byte {
+	if t := b; len(t) > 0 && t[len(t)-1] >= 0x80 {
+		for _, g := range []string{"▒", "◆", "▮"} {
+			if bytes.HasSuffix(t, []byte(g)) {
+				b = t[:len(t)-len(g)]
+				break
+			}
+		}
+	}
+	t := bytes.TrimLeft(b, " ")
+	if len(t) > 2 && (t[0] == '+' || t[0] == '-') && t[1] == ' ' {
+		if d := bytes.TrimLeft(t[1:], " "); len(d) > 0 && d[0] >= '0' && d[0] <= '9' {
+			i := len(b) - len(t)
+			b = append(b[:i:i], append([]byte{' '}, t[1:]...)...)
+		}
+	}
+	return b
 }
 
 // cutMark reports whether a line (without leading blanks) is what a mail

@@ -14,8 +14,10 @@ import (
 // them.
 type Testpmd struct {
 	// Mode, Ports, Cores and Streams come from the "txonly packet
-	// forwarding - ports=1 - cores=1 - streams=1" line ("" and 0 when
-	// absent); PacketLen from "packet len=64".
+	// forwarding - ports=1 - cores=1 - streams=1" line (DPDK 1.x/2.x:
+	// "io packet forwarding - CRC stripping disabled - ..." and "nb
+	// forwarding cores=1 - nb forwarding ports=2", without streams; "" and
+	// 0 when absent); PacketLen from "packet len=64".
 	Mode      string `json:"mode,omitempty"`
 	Ports     int    `json:"ports,omitempty"`
 	Cores     int    `json:"cores,omitempty"`
@@ -97,15 +99,21 @@ type TestpmdStream struct {
 }
 
 var (
-	reTestpmdANSI    = lazyRegexp("\x1b\\[[0-9;?]*[A-Za-z]")
-	reTestpmdNIC     = lazyRegexp(`^#+ ?NIC statistics for port (\d+) ?#+$`)
-	reTestpmdFwd     = lazyRegexp(`^-+ ?Forward statistics for port (\d+) ?-+$`)
-	reTestpmdAcc     = lazyRegexp(`^\++ ?Accumulated forward statistics for all ports ?\++$`)
-	reTestpmdStream  = lazyRegexp(`^-+ ?Forward Stats for RX Port= ?(\d+)/Queue= ?(\d+) -> TX Port= ?(\d+)/Queue= ?(\d+) ?-+$`)
-	reTestpmdMode    = lazyRegexp(`^(\S+) packet forwarding - ports=(\d+) - cores=(\d+) - streams=(\d+)`)
-	reTestpmdPktLen  = lazyRegexp(`^packet len=(\d+) `)
-	reTestpmdRule    = lazyRegexp(`^(#{8,}|-{8,}|\+{8,})$`)
-	reTestpmdFailure = lazyRegexp(`(?i)(\berror\b|\bfail(ed)?\b|\bcannot\b|\binvalid\b|\bno probed\b|\bis larger than\b)`)
+	reTestpmdANSI   = lazyRegexp("\x1b\\[[0-9;?]*[A-Za-z]")
+	reTestpmdNIC    = lazyRegexp(`^#+ ?NIC statistics for port (\d+) ?#+$`)
+	reTestpmdFwd    = lazyRegexp(`^-+ ?Forward statistics for port (\d+) ?-+$`)
+	reTestpmdAcc    = lazyRegexp(`^\++ ?Accumulated forward statistics for all ports ?\++$`)
+	reTestpmdStream = lazyRegexp(`^-+ ?Forward Stats for RX Port= ?(\d+)/Queue= ?(\d+) -> TX Port= ?(\d+)/Queue= ?(\d+) ?-+$`)
+	reTestpmdMode   = lazyRegexp(`^(\S+) packet forwarding - ports=(\d+) - cores=(\d+) - streams=(\d+)`)
+	// DPDK 1.x/2.x: "io packet forwarding - CRC stripping disabled -
+	// packets/burst=16" and then "nb forwarding cores=1 - nb forwarding
+	// ports=2".
+	reTestpmdModeOld  = lazyRegexp(`^([a-z0-9_-]+) packet forwarding - CRC stripping`)
+	reTestpmdNb       = lazyRegexp(`^nb forwarding cores=(\d+) - nb forwarding ports=(\d+)`)
+	reTestpmdStatsReg = lazyRegexp(`^Stats reg +\d+ `)
+	reTestpmdPktLen   = lazyRegexp(`^packet len=(\d+) `)
+	reTestpmdRule     = lazyRegexp(`^(#{8,}|-{8,}|\+{8,})$`)
+	reTestpmdFailure  = lazyRegexp(`(?i)(\berror\b|\bfail(ed)?\b|\bcannot\b|\binvalid\b|\bno probed\b|\bis larger than\b)`)
 )
 
 // testpmdBlock is the block being read.
@@ -173,6 +181,11 @@ func ParseTestpmd(r io.Reader) (*Testpmd, error) {
 			t.Ports, _ = strconv.Atoi(m[2])
 			t.Cores, _ = strconv.Atoi(m[3])
 			t.Streams, _ = strconv.Atoi(m[4])
+		} else if m := reTestpmdModeOld().FindStringSubmatch(s); m != nil {
+			t.Mode = m[1]
+		} else if m := reTestpmdNb().FindStringSubmatch(s); m != nil {
+			t.Cores, _ = strconv.Atoi(m[1])
+			t.Ports, _ = strconv.Atoi(m[2])
 		} else if m := reTestpmdPktLen().FindStringSubmatch(s); m != nil {
 			t.PacketLen, _ = strconv.Atoi(m[1])
 		} else if reTestpmdFailure().MatchString(s) {
@@ -227,7 +240,12 @@ func (b *testpmdBlock) kv(s string, line int) error {
 		b.tput = true
 		return nil
 	}
-	rest := s
+	rest, prefix := s, ""
+	if m := reTestpmdStatsReg().FindString(s); m != "" {
+		// "Stats reg  0 RX-packets: N    RX-errors: N    RX-bytes: N":
+		// every counter of the line is the register's.
+		prefix, rest = collapse(m)+" ", s[len(m):]
+	}
 	for {
 		i := strings.IndexByte(rest, ':')
 		if i < 0 {
@@ -235,21 +253,27 @@ func (b *testpmdBlock) kv(s string, line int) error {
 			// of 32 pkts + ...]").
 			return nil
 		}
-		key := strings.TrimSpace(rest[:i])
+		key := prefix + strings.TrimSpace(rest[:i])
 		rest = strings.TrimLeft(rest[i+1:], " ")
 		j := 0
 		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
 			j++
 		}
-		if key == "" || j == 0 {
+		if key == prefix || j == 0 {
 			return errorf(line, "testpmd: counter %q has no number in %q", key, clip(s))
 		}
 		v, err := strconv.ParseUint(rest[:j], 10, 64)
 		if err != nil {
 			return errorf(line, "testpmd: counter %s: %v", key, err)
 		}
-		if _, dup := b.vals[key]; dup {
-			return errorf(line, "testpmd: counter %s twice in one block", key)
+		if old, dup := b.vals[key]; dup {
+			// With queue statistics mapping, testpmd before DPDK 20.11
+			// prints RX-errors twice (both stats.ierrors).
+			if old == v {
+				rest = rest[j:]
+				continue
+			}
+			return errorf(line, "testpmd: counter %s twice in one block, %d and %d", key, old, v)
 		}
 		b.vals[key] = v
 		b.order = append(b.order, key)

@@ -100,7 +100,7 @@ func TestTestpmdFormats(t *testing.T) {
 		{nic + "  TX-bytes: 12\n  ##########\n", `1: testpmd: statistics block without TX-packets`},
 		{nic + "  TX-packets: x\n  ##########\n", `3: testpmd: counter "TX-packets" has no number`},
 		{nic + "  TX-packets: 99999999999999999999\n  ##########\n", "3: testpmd: counter TX-packets: "},
-		{nic + "  RX-packets: 1\n  ##########\n", "3: testpmd: counter RX-packets twice in one block"},
+		{nic + "  RX-packets: 1\n  ##########\n", "3: testpmd: counter RX-packets twice in one block, 0 and 1"},
 		{nic + "  ---------------------- Forward statistics for port 0  ----------------------\n", "3: testpmd: a new statistics block starts before the one at line 1 ended"},
 		{"EAL: Error - exiting with code: 1\n  Cause: Creation of mbuf pool for socket 0 failed: Cannot allocate memory\n",
 			`testpmd: no port or forward statistics found (testpmd said: "EAL: Error - exiting with code: 1; Cause: Creation of mbuf pool for socket 0 failed: Cannot allocate memory")`},
@@ -110,6 +110,33 @@ func TestTestpmdFormats(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// With --rx-queue-stats-mapping, testpmd before DPDK 20.11 printed the
+// port block in another layout, RX-errors twice (both stats.ierrors) and a
+// "Stats reg N" line per mapped counter; written from its
+// nic_stats_display format (the right-aligned %10 columns).
+func TestTestpmdQueueStatsMapping(t *testing.T) {
+	in := "  ######################## NIC statistics for port 0  ########################\n" +
+		"  RX-packets:                 1234    RX-errors:          2    RX-bytes:      78976\n" +
+		"  RX-errors:           2\n" +
+		"  RX-nombuf:                     0\n" +
+		"  TX-packets:                 1230    TX-errors:          0    TX-bytes:      78720\n" +
+		"\n" +
+		"  Stats reg  0 RX-packets:       1234    RX-errors:          0    RX-bytes:      78976\n" +
+		"  ############################################################################\n"
+	tp, err := ParseTestpmd(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tp.PortStats[0]
+	if p.RxPackets != 1234 || p.RxErrors != 2 || p.TxBytes != 78720 || p.Other["Stats reg 0 RX-packets"] != 1234 {
+		t.Errorf("queue stats mapping layout: %+v", p)
+	}
+	if _, err := ParseTestpmd(strings.NewReader(strings.Replace(in, "RX-errors:           2", "RX-errors:           3", 1))); err == nil ||
+		!strings.Contains(err.Error(), "RX-errors twice in one block, 2 and 3") {
+		t.Errorf("RX-errors 2 then 3: %v", err)
 	}
 }
 

@@ -32,6 +32,10 @@ type Netns struct {
 	Name   string
 	handle netns.NsHandle
 	item   *ledger.Item
+	// mnt holds the namespace's bind mount (/run/netns/NAME) open
+	// (O_PATH), so that Delete can unmount it when another mount covers
+	// it (see unmountHeld).
+	mnt *os.File
 }
 
 // CreateNetns creates the named namespace (/run/netns/NAME) with its
@@ -62,6 +66,9 @@ func CreateNetns(name string) (ns *Netns, err error) {
 		it.Made(func(e *ledger.Entry) { e.Ino = st.Ino })
 	}
 	ns = &Netns{Name: name, handle: h, item: it}
+	if fd, err := unix.Open(filepath.Join(NetnsDir, name), unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+		ns.mnt = os.NewFile(uintptr(fd), name)
+	}
 	if err := ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
@@ -86,12 +93,19 @@ func OpenNetns(name string) (*Netns, error) {
 }
 
 // Close releases the namespace's handle; the namespace stays.
-func (n *Netns) Close() error { return n.handle.Close() }
+func (n *Netns) Close() error {
+	if n.mnt != nil {
+		n.mnt.Close()
+		n.mnt = nil
+	}
+	return n.handle.Close()
+}
 
 // Delete removes the namespace; devices inside it (the tap) go with it
 // once no process holds it.
 func (n *Netns) Delete() error {
 	n.handle.Close()
+	n.unmountHeld()
 	err := netns.DeleteNamed(n.Name)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, os.ErrNotExist) {
 		if rerr := os.Remove(filepath.Join(NetnsDir, n.Name)); rerr != nil && !os.IsNotExist(rerr) {
@@ -105,6 +119,22 @@ func (n *Netns) Delete() error {
 	}
 	n.gone()
 	return nil
+}
+
+// unmountHeld unmounts the bind mount CreateNetns made, through the
+// descriptor that holds it, wherever it now is. `ip netns add` on a host
+// whose /run/netns is not a mount point yet binds /run/netns onto itself,
+// recursively: the namespace's path then shows a copy of the mount, and
+// the original, covered, keeps the file busy, so unmounting the path and
+// removing the file (netns.DeleteNamed) failed with EBUSY and left the
+// namespace behind. The copy goes with DeleteNamed's unmount.
+func (n *Netns) unmountHeld() {
+	if n.mnt == nil {
+		return
+	}
+	_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", n.mnt.Fd()), unix.MNT_DETACH)
+	n.mnt.Close()
+	n.mnt = nil
 }
 
 // gone records the namespace, and what was in it, gone.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
@@ -231,5 +234,48 @@ func TestNetnsDoKeepsMainThread(t *testing.T) {
 	}
 	if after, _ := os.Readlink("/proc/self/ns/net"); after != before {
 		t.Errorf("the main thread moved from %s to %s", before, after)
+	}
+}
+
+// A namespace whose bind mount another mount covers is still deleted,
+// file and mount: on a host whose /run/netns is not a mount point yet,
+// `ip netns add` (another test, a user's script) binds /run/netns onto
+// itself, recursively, while a run's namespace exists (a CI run left one
+// behind that way). The test re-runs itself in a private mount namespace
+// (unshare), so that its covering mount stays there.
+func TestDeleteCoveredNetns(t *testing.T) {
+	needRoot(t)
+	if os.Getenv("VNB_HOSTNET_COVERED") == "" {
+		testenv.NeedCommand(t, "unshare", "util-linux")
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run=^TestDeleteCoveredNetns$", "-test.v")
+		cmd.Env = append(os.Environ(), "VNB_HOSTNET_COVERED=1")
+		out, err := cmd.CombinedOutput()
+		if cmd.Process != nil {
+			// What a failed child left: a plain file once its mounts are gone.
+			os.Remove(filepath.Join(NetnsDir, fmt.Sprintf("vnb-test-cover-%d", cmd.Process.Pid)))
+		}
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestDeleteCoveredNetns") {
+			t.Fatalf("in a private mount namespace: %v\n%s", err, out)
+		}
+		return
+	}
+	name := fmt.Sprintf("vnb-test-cover-%d", os.Getpid())
+	ns, err := CreateNetns(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(NetnsDir, name)
+	if err := unix.Mount(NetnsDir, NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Delete(); err != nil {
+		t.Errorf("delete a covered namespace: %v", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("%s left behind", path)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil || strings.Contains(string(b), name) {
+		t.Errorf("a mount of %s left behind (%v):\n%s", name, err, b)
 	}
 }

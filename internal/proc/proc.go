@@ -102,7 +102,10 @@ type ExitError struct {
 	Signal   string // "killed", "interrupt", ... when killed by a signal
 	Tail     string // last lines of stderr (or stdout when stderr is empty)
 	Err      error  // the underlying error
-	signo    syscall.Signal
+	// Ctx is the context's error when its end killed the command (an
+	// interrupt, a deadline): errors.Is(err, context.Canceled) holds.
+	Ctx   error
+	signo syscall.Signal
 }
 
 // Status is the exit status of a command that ran, as a shell reports it:
@@ -122,6 +125,8 @@ func (e *ExitError) Error() string {
 	var b strings.Builder
 	b.WriteString(shortArgv(e.Argv))
 	switch {
+	case e.Signal != "" && e.Ctx != nil:
+		fmt.Fprintf(&b, ": killed by signal %s (%v)", e.Signal, e.Ctx)
 	case e.Signal != "":
 		fmt.Fprintf(&b, ": killed by signal %s", e.Signal)
 	case e.ExitCode >= 0:
@@ -136,7 +141,12 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
-func (e *ExitError) Unwrap() error { return e.Err }
+func (e *ExitError) Unwrap() []error {
+	if e.Ctx != nil {
+		return []error{e.Err, e.Ctx}
+	}
+	return []error{e.Err}
+}
 
 func shortArgv(argv []string) string {
 	s := Quote(argv)
@@ -233,7 +243,7 @@ func (Real) Start(ctx context.Context, c Cmd) (Process, error) {
 	p.cmd = cmd
 	go func() {
 		err := cmd.Wait()
-		p.err = p.wrap(err)
+		p.err = p.wrap(ctx, err)
 		close(p.done)
 	}()
 	go func() {
@@ -305,7 +315,10 @@ func (p *realProc) Stop(sig syscall.Signal, grace time.Duration) error {
 
 func (p *realProc) Output() (string, string) { return p.stdout.String(), p.stderr.String() }
 
-func (p *realProc) wrap(err error) error {
+// wrap is the command's error, err from cmd.Wait; a command that
+// SIGKILL ended after ctx ended was killed by ctx's end (Start's
+// watcher) and says so (ExitError.Ctx).
+func (p *realProc) wrap(ctx context.Context, err error) error {
 	if err == nil {
 		// The leader exited; make sure nothing of its group lingers.
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -322,6 +335,9 @@ func (p *realProc) wrap(err error) error {
 	if errors.As(err, &xe) {
 		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			e.Signal, e.signo = ws.Signal().String(), ws.Signal()
+			if e.signo == syscall.SIGKILL {
+				e.Ctx = ctx.Err()
+			}
 		} else {
 			e.ExitCode = xe.ExitCode()
 		}

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -67,6 +68,9 @@ func TestCancelKillsGroup(t *testing.T) {
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Signal == "" {
 		t.Errorf("err = %v, want killed by signal", err)
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("err = %v, want it to say the context's end killed it", err)
 	}
 	for i := 0; i < 100; i++ {
 		if syscall.Kill(grandchild, 0) != nil {
@@ -138,5 +142,22 @@ func TestSameWriterKeepsOrder(t *testing.T) {
 	}
 	if buf.String() != want.String() {
 		t.Errorf("order lost across stdout and stderr: %.200q", buf.String())
+	}
+}
+
+// A command killed by someone else, its context live, is not an
+// interrupt: its error does not say context.Canceled.
+func TestKilledNotByContext(t *testing.T) {
+	p, err := Real{}.Start(t.Context(), Cmd{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait()
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Signal != "killed" || errors.Is(err, context.Canceled) || ee.Ctx != nil {
+		t.Errorf("err = %v, want killed, not by the context", err)
 	}
 }

@@ -267,6 +267,11 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		if werr != nil {
 			return nil, fmt.Errorf("iperf3: %w", werr)
 		}
+		if res.Receiver == nil {
+			// UDP output of iperf3 before 3.10: its only total is
+			// the sender's, which is no throughput.
+			return nil, fmt.Errorf("iperf3: %q printed no receiver's total (UDP before iperf3 3.10 reports only the sender's rate); use iperf3 3.10 or later in the guest", res.Version)
+		}
 		for _, iv := range res.Intervals {
 			for _, st := range iv.Streams {
 				if st.RTTS != nil && !st.Omitted {
