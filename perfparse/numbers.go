@@ -250,12 +250,36 @@ func ungroup(s string, dec byte) (string, error) {
 		start = i + 1
 	}
 	groups = append(groups, s[start:])
-	for i, g := range groups {
-		if i == 0 && (len(g) < 1 || len(g) > 3) || i > 0 && len(g) != 3 {
-			return "", fmt.Errorf("digit groups are not thousands (%q)", s)
-		}
+	if !thousands(groups) && !lakhs(groups) {
+		return "", fmt.Errorf("digit groups are not thousands (%q)", s)
 	}
 	return strings.Join(groups, ""), nil
+}
+
+// thousands reports whether digit groups are 1-3 digits, then 3s.
+func thousands(groups []string) bool {
+	for i, g := range groups {
+		if i == 0 && (len(g) < 1 || len(g) > 3) || i > 0 && len(g) != 3 {
+			return false
+		}
+	}
+	return true
+}
+
+// lakhs reports whether digit groups are the Indian locales' (en_IN,
+// hi_IN: glibc grouping 3;2): 1-2 digits, then 2s, the last 3 —
+// "1,25,671", "17,24,51,22,468" as perf stat prints counts there.
+func lakhs(groups []string) bool {
+	n := len(groups)
+	if n < 2 || len(groups[n-1]) != 3 || len(groups[0]) < 1 || len(groups[0]) > 2 {
+		return false
+	}
+	for _, g := range groups[1 : n-1] {
+		if len(g) != 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // scale returns v × 10^exp rounded as the decimal would be (so 58.1% is

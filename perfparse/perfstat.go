@@ -230,9 +230,28 @@ func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 	}{{"K/sec", "/sec", 3}, {"M/sec", "/sec", 6}, {"G/sec", "/sec", 9}, {"GHz", "Hz", 9}, {"MHz", "Hz", 6}, {"KHz", "Hz", 3}} {
 		if unit == s.prefix {
 			m.Base, m.BaseUnit = scale(v, s.exp), s.base
+		} else if name, ok := strings.CutPrefix(unit, s.prefix+" "); ok && isMetricID(name) {
+			// perf 6.18's default metrics name themselves after
+			// the unit: "4.2 GHz  cycles_frequency".
+			m.Base, m.BaseUnit = scale(v, s.exp), s.base+" "+name
 		}
 	}
 	return m
+}
+
+// isMetricID reports whether s is a perf metric's name as perf 6.5+
+// prints it after the unit: snake case with at least one '_'
+// ("cycles_frequency", "tma_retiring", "CPUs_utilized").
+func isMetricID(s string) bool {
+	if !strings.Contains(s, "_") {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- -j -----------------------------------------------------------------

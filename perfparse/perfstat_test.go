@@ -101,7 +101,7 @@ func TestPerfStatLocales(t *testing.T) {
 		if want.ElapsedS == nil || len(want.Rows) < 8 {
 			t.Fatalf("%s-en: %+v", base, want)
 		}
-		for _, v := range []string{base + "-de.txt", base + "-fr.txt", base + "-ch.txt", base + "-c.txt", "mail-" + base + "-de-collapsed.txt", "mail-" + base + "-fr-collapsed.txt"} {
+		for _, v := range []string{base + "-de.txt", base + "-fr.txt", base + "-ch.txt", base + "-c.txt", base + "-in.txt", "mail-" + base + "-de-collapsed.txt", "mail-" + base + "-fr-collapsed.txt"} {
 			got, err := ParsePerfStat(openT(t, "testdata/perf-stat/"+v))
 			if err != nil {
 				t.Errorf("%s: %v", v, err)
