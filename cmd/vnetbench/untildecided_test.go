@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -17,6 +19,24 @@ func TestUntilDecidedBadFlags(t *testing.T) {
 		if err := run(t.Context(), args, io.Discard, io.Discard); exitCode(err) != exitBadInput {
 			t.Errorf("%v: %v (exit %d), want bad input", args, err, exitCode(err))
 		}
+	}
+}
+
+// A scenario of one kernel was refused only after its first round had
+// measured (quickstart's 3 repetitions, a guest booted): it is refused
+// before anything runs, the dry run too, and the run directory stays
+// empty.
+func TestUntilDecidedOneKernelRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	for _, extra := range [][]string{{"--dry-run"}, {"--kernel", "only=debian:6.1", "--dry-run"}} {
+		args := append([]string{"run", "quickstart", "-o", dir, "--until-decided"}, extra...)
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "--until-decided compares the kernels of one run, and quickstart has 1 (") {
+			t.Errorf("%v: %v (exit %d), want bad input naming the one kernel", args, err, exitCode(err))
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("refused runs left %d entries in %s", len(ents), dir)
 	}
 }
 

@@ -47,6 +47,13 @@ func (u Until) check(o Options) error {
 	case u.MaxReps < verdict.Default.FirstN():
 		return fault.Input("run: --max-repetitions %d: want at least %d, the first look that can decide DIFFERENT", u.MaxReps, verdict.Default.FirstN())
 	}
+	// One kernel has nothing to compare: say so before the first round
+	// measures (report.Decide would, after it). A scenario that does not
+	// load is Run's to report.
+	if s, err := o.Scenario.Load(); err == nil && len(s.Kernels) < 2 {
+		return fault.Input("run: --until-decided compares the kernels of one run, and %s has %d (%s); give it two (--kernel base=... --kernel new=...)",
+			s.Name, len(s.Kernels), strings.Join(KernelLabels(s), ", "))
+	}
 	return nil
 }
 
