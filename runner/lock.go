@@ -22,10 +22,17 @@ const DefaultLockPath = "/run/vnetbench.lock"
 type BusyError struct {
 	Path  string
 	Owner string
+	// Waited is how long AcquireLockWait waited (its wait, --lock-wait);
+	// 0 when it failed at once.
+	Waited time.Duration
 }
 
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("another vnetbench run (pid %s) is measuring on this host (lock %s); wait for it to finish", e.Owner, e.Path)
+	msg := fmt.Sprintf("another vnetbench run (pid %s) is measuring on this host (lock %s)", e.Owner, e.Path)
+	if e.Waited > 0 {
+		return fmt.Sprintf("%s, still after --lock-wait %s; wait longer or for it to finish", msg, e.Waited)
+	}
+	return msg + "; wait for it to finish, or pass --lock-wait 10m to wait here"
 }
 
 // Is makes a busy host a missing capability (errors.Is(err,
@@ -61,8 +68,12 @@ func AcquireLockWait(ctx context.Context, path string, wait time.Duration) (*Loc
 	for {
 		l, err := AcquireLock(path)
 		var be *BusyError
-		if err == nil || !errors.As(err, &be) || time.Now().After(deadline) {
+		if err == nil || !errors.As(err, &be) {
 			return l, err
+		}
+		if time.Now().After(deadline) {
+			be.Waited = wait
+			return nil, be
 		}
 		select {
 		case <-ctx.Done():

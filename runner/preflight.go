@@ -197,8 +197,7 @@ func ProbeQdiscs(kinds []string) (map[string]error, error) {
 	if os.Geteuid() != 0 {
 		return nil, capErrorf("probing qdiscs needs root")
 	}
-	name := "vnb-probe-" + strconv.Itoa(os.Getpid())
-	ns, err := hostnet.CreateNetns(name)
+	ns, err := hostnet.CreateNetns(probeNetns())
 	if err != nil {
 		return nil, err
 	}
@@ -219,3 +218,7 @@ func ProbeQdiscs(kinds []string) (map[string]error, error) {
 	}
 	return out, nil
 }
+
+// probeNetns names ProbeQdiscs's namespace after this process: every run
+// and every doctor probes, and two processes may probe at once.
+func probeNetns() string { return "vnb-probe-" + strconv.Itoa(os.Getpid()) }

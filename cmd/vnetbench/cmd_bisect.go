@@ -78,8 +78,14 @@ func (o *bisectOpts) gate() (string, error) {
 	return o.metric + "<+0%", nil
 }
 
-func (o *bisectOpts) check(args int) error {
-	if args != 1 || o.tree == "" || o.good == "" || o.metric == "" || o.out == "" {
+// check wants one scenario and every flag a bisection needs, and names
+// them all in one line. bad is bisect's --bad, nil for bisect-step, whose
+// commit git bisect run checks out.
+func (o *bisectOpts) check(args int, bad *string) error {
+	if args != 1 || o.tree == "" || o.good == "" || o.metric == "" || o.out == "" || bad != nil && *bad == "" {
+		if bad != nil {
+			return usageErrorf("bisect: want SCENARIO, --tree DIR, --good REF, --bad REF, --metric M and -o DIR")
+		}
 		return usageErrorf("bisect: want SCENARIO, --tree DIR, --good REF, --metric M and -o DIR")
 	}
 	_, err := o.gate()
@@ -216,7 +222,7 @@ func judgeStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return &stepExit{125, err.Error()}
 	}
-	if err := o.check(len(pos)); err != nil {
+	if err := o.check(len(pos), nil); err != nil {
 		fs.Usage()
 		return &stepExit{125, err.Error()}
 	}
@@ -267,9 +273,9 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if err := o.check(len(pos)); err != nil || *bad == "" {
+	if err := o.check(len(pos), bad); err != nil {
 		fs.Usage()
-		return errors.Join(err, usageErrorfIf(*bad == "", "bisect: want --bad REF"))
+		return err
 	}
 	o.scenario = pos[0]
 	good, err := verifyCommit(ctx, o.tree, "--good", o.good)
@@ -348,13 +354,6 @@ func loadState(out *safefs.Dir, commits []string) (map[string]bisect.Outcome, er
 		done[p.Commit] = p
 	}
 	return done, nil
-}
-
-func usageErrorfIf(cond bool, format string, a ...any) error {
-	if !cond {
-		return nil
-	}
-	return usageErrorf(format, a...)
 }
 
 func short(c string) string {

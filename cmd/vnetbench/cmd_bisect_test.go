@@ -170,3 +170,24 @@ func TestBisectStepError(t *testing.T) {
 		}
 	}
 }
+
+// bisect without its required arguments said so in two lines, the first
+// naming every flag but --bad and the second --bad alone: one line names
+// them all, whichever is missing.
+func TestBisectMissingArgsOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"bisect", "quickstart"},
+		{"bisect", "quickstart", "--tree", "t", "--good", "a", "--metric", "tx_pps", "-o", "o"},
+		{"bisect", "quickstart", "--tree", "t", "--good", "a", "--bad", "b", "--metric", "tx_pps"},
+	} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", args, exitCode(err), err)
+			continue
+		}
+		const want = "bisect: want SCENARIO, --tree DIR, --good REF, --bad REF, --metric M and -o DIR"
+		if msg := err.Error(); msg != want {
+			t.Errorf("%v: %q, want %q", args, msg, want)
+		}
+	}
+}

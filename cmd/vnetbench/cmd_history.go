@@ -240,7 +240,7 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "recorded %d runs in %s\n", len(runs), *db)
+	fmt.Fprintf(stdout, "recorded %s in %s\n", nRuns(len(runs)), *db)
 	return nil
 }
 
@@ -255,6 +255,14 @@ func cmdHistoryRebuild(ctx context.Context, cl *cli, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "rebuilt %s from %d runs\n", *db, n)
+	fmt.Fprintf(stdout, "rebuilt %s from %s\n", *db, nRuns(n))
 	return nil
+}
+
+// nRuns is "1 run" or "N runs": CI logs quote these lines.
+func nRuns(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }

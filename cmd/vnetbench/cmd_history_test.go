@@ -550,3 +550,22 @@ func TestHistoryNoMatchSaysWhatThereIs(t *testing.T) {
 		}
 	}
 }
+
+// CI logs quote add's and rebuild's lines: one run is "1 run".
+func TestHistoryAddCountsRuns(t *testing.T) {
+	dirs := fakeHistory(t, 2, 3, 1)
+	db := filepath.Join(t.TempDir(), "h.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "--db", db, dirs[0]}, "recorded 1 run in " + db + "\n"},
+		{[]string{"add", "--db", db, dirs[0], dirs[1]}, "recorded 2 runs in " + db + "\n"},
+		{[]string{"rebuild", "--db", db, dirs[1]}, "rebuilt " + db + " from 1 run\n"},
+	} {
+		out, stderr, err := runHistory(t, tc.args...)
+		if err != nil || out != tc.want {
+			t.Errorf("history %v: %q (%v %s), want %q", tc.args, out, err, stderr, tc.want)
+		}
+	}
+}

@@ -53,7 +53,12 @@ func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 				if errors.As(err, &se) {
 					c := *se
 					c.File = filepath.Join(name, se.File)
-					return &c
+					err = &c
+				}
+				if kind == "auto" {
+					// auto guessed netdev from the directory alone: say
+					// that, not only the first file that did not fit.
+					return usageErrorf("parse: %s is a directory, and auto reads a directory only as /sys/class/net/DEV/statistics, which it is not (%v); give a file", name, err)
 				}
 				return err
 			}

@@ -70,6 +70,21 @@ func TestParseCLIGolden(t *testing.T) {
 	}
 }
 
+// auto on a directory that is not /sys/class/net/DEV/statistics (a run's
+// artifacts/CELL/KERNEL/REP/warmup, say) said only that the first file
+// held no count: the line says what auto took the directory for.
+func TestParseAutoOtherDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "trafgen.cfg"), []byte("{ eth(da=52:54:00:12:34:56) }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, code := runParse(t, "", "auto", dir)
+	want := "vnetbench: parse: " + dir + " is a directory, and auto reads a directory only as /sys/class/net/DEV/statistics, which it is not ("
+	if code != 2 || !bytes.Contains(got, []byte(want)) || !bytes.HasSuffix(got, []byte("); give a file\n")) {
+		t.Errorf("exit %d, want 2 and %q...:\n%s", code, want, got)
+	}
+}
+
 func TestParseCLIStdin(t *testing.T) {
 	in, err := os.ReadFile("testdata/parse/pktgen-nocarrier.txt")
 	if err != nil {

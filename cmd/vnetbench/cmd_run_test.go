@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -254,17 +255,12 @@ func TestRunSIGINTE2E(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			start := time.Now()
-			for !tc.ready(dir, time.Since(start)) {
-				select {
-				case err := <-done:
-					t.Fatalf("run ended (%v) before phase %s:\n%s", err, tc.name, out.String())
-				case <-time.After(50 * time.Millisecond):
-				}
-				if time.Since(start) > 3*time.Minute {
+			if ended, err := waitPhase(dir, done, tc.ready, 3*time.Minute); err != nil {
+				if !ended {
 					cmd.Process.Kill()
-					t.Fatalf("phase %s never reached:\n%s", tc.name, out.String())
+					<-done
 				}
+				t.Fatalf("phase %s: %v:\n%s", tc.name, err, out.String())
 			}
 			cmd.Process.Signal(syscall.SIGINT)
 			select {
@@ -283,6 +279,66 @@ func TestRunSIGINTE2E(t *testing.T) {
 			checkRunLeftNothing(t, dir)
 			readResults(t, dir) // every line still parses
 		})
+	}
+}
+
+// waitPhase waits until ready(dir, time in the run) holds. The time
+// counts from when the run's directory appears: the run writes it once it
+// holds the host lock, which another run may hold for minutes first
+// (make test's test-gitlab lane measures quickstart beside this package;
+// --lock-wait waits for it). It fails once the run ends first (ended) or
+// has run limit without reaching the phase.
+func waitPhase(dir string, done <-chan error, ready func(dir string, since time.Duration) bool, limit time.Duration) (ended bool, err error) {
+	var start time.Time // when dir appeared
+	for start.IsZero() || !ready(dir, time.Since(start)) {
+		select {
+		case err := <-done:
+			return true, fmt.Errorf("the run ended (%v) before the phase", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if start.IsZero() {
+			if _, err := os.Stat(dir); err == nil {
+				start = time.Now()
+			}
+		} else if time.Since(start) > limit {
+			return false, fmt.Errorf("not reached %v into the run", limit)
+		}
+	}
+	return false, nil
+}
+
+// waitPhase counts the run's time from its directory, not from its
+// start: a run that waits a second for the host lock (its directory
+// absent) and reaches the phase 100 ms into the run is in time for a
+// 700 ms limit; one that never reaches it fails at the limit; one that
+// ends first is reported ended.
+func TestWaitPhaseCountsFromTheRun(t *testing.T) {
+	ready := func(dir string, _ time.Duration) bool {
+		_, err := os.Stat(filepath.Join(dir, "phase"))
+		return err == nil
+	}
+	run := func(phase bool) string {
+		dir := filepath.Join(t.TempDir(), "run")
+		go func() {
+			time.Sleep(time.Second) // the host lock, held by another run
+			os.Mkdir(dir, 0o755)
+			time.Sleep(100 * time.Millisecond)
+			if phase {
+				os.WriteFile(filepath.Join(dir, "phase"), nil, 0o644)
+			}
+		}()
+		return dir
+	}
+	if ended, err := waitPhase(run(true), make(chan error), ready, 700*time.Millisecond); ended || err != nil {
+		t.Errorf("a run that waited for the lock: ended %v, %v", ended, err)
+	}
+	if ended, err := waitPhase(run(false), make(chan error), ready, 300*time.Millisecond); ended || err == nil || !strings.Contains(err.Error(), "not reached 300ms into the run") {
+		t.Errorf("a run that never reaches the phase: ended %v, %v", ended, err)
+	}
+	done := make(chan error, 1)
+	done <- errors.New("exit status 2")
+	if ended, err := waitPhase(filepath.Join(t.TempDir(), "run"), done, ready, time.Minute); !ended || err == nil || !strings.Contains(err.Error(), "exit status 2") {
+		t.Errorf("a run that ended: ended %v, %v", ended, err)
 	}
 }
 

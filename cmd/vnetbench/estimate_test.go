@@ -84,6 +84,13 @@ func TestRunRefusesPastMaxTime(t *testing.T) {
 	if code != exitBadInput || !strings.Contains(got, "passes --max-time 60 s") {
 		t.Errorf("quickstart --max-time 1m: exit %d:\n%s", code, got)
 	}
+	// When even the shortest form passes the limit, the error does not
+	// send the user to run it.
+	got, code = runCLI(t, "run", "quickstart", "--max-time", "1s", "-o", dir)
+	if code != exitBadInput || !strings.Contains(got, "vnetbench: shortest form (about ") ||
+		!strings.Contains(got, "--- error\nvnetbench: run: the estimate, about 84 s, passes --max-time 1 s, and no shorter form fits; raise --max-time (e.g. --max-time 1h), or split the cells over machines with --shard I/N\n") {
+		t.Errorf("quickstart --max-time 1s: exit %d:\n%s", code, got)
+	}
 	// --dry-run prints the estimate and never refuses.
 	got, code = runCLI(t, "run", "thread-pktgen", "--kernel", "stock=debian:6.1", "--dry-run", "-o", dir)
 	if code != 0 || !strings.Contains(got, "\nestimate: about 278 h in all\n") {

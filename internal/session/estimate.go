@@ -195,7 +195,14 @@ func checkMaxTime(stderr io.Writer, est *estimate.Estimate, sp Spec, s *scenario
 		return nil
 	}
 	est.Write(stderr, "vnetbench: ", DescribeKernel(s, st))
-	WriteShorter(stderr, "vnetbench: ", ShorterForm(sp, s, st, tab, limit), limit)
+	sh := ShorterForm(sp, s, st, tab, limit)
+	WriteShorter(stderr, "vnetbench: ", sh, limit)
+	if sh == nil || !sh.Fits {
+		// No shorter form fits: pointing at one would send the user
+		// into a second refusal.
+		return fault.Input("run: the estimate, about %s, passes --max-time %s, and no shorter form fits; raise --max-time (e.g. --max-time %s), or split the cells over machines with --shard I/N",
+			estimate.Duration(est.Total), estimate.Duration(limit), roundUpHours(est.Total))
+	}
 	return fault.Input("run: the estimate, about %s, passes --max-time %s; run the shorter form above, or raise --max-time (e.g. --max-time %s)",
 		estimate.Duration(est.Total), estimate.Duration(limit), roundUpHours(est.Total))
 }

@@ -22,7 +22,7 @@ import (
 // run runs the lab cells (one lab VM per kernel) and the host cells,
 // records what it measured for later estimates and prints the table.
 func (r *run) run(ctx context.Context) error {
-	fmt.Fprintf(r.Stdout, "scenario %s, seed %d%s, %d samples\n", r.s.Name, r.seed, r.shardNote, len(r.cells))
+	fmt.Fprintf(r.Stdout, "scenario %s, seed %d%s, %s\n", r.s.Name, r.seed, r.shardNote, nSamples(len(r.cells)))
 	if len(r.s.Sets) > 0 {
 		fmt.Fprintf(r.Stdout, "overrides: %s\n", proc.Quote(Spec{Sets: r.s.Sets}.SetArgs()))
 	}
@@ -93,7 +93,7 @@ func (r *run) runCells(ctx context.Context, opts runner.Options, prog *progress)
 		for _, w := range sum.Warnings {
 			r.warnf("%s", w)
 		}
-		fmt.Fprintf(r.Stdout, "%d samples written, %d already there; results in %s\n", sum.Samples, sum.Skipped, sum.Dir)
+		fmt.Fprintf(r.Stdout, "%s written, %d already there; results in %s\n", nSamples(sum.Samples), sum.Skipped, sum.Dir)
 	}
 	if len(r.labCells) > 0 {
 		sum, err := lab.Run(ctx, r.labCells, opts, r.in)
@@ -131,4 +131,12 @@ func CellsFailed(err error) bool {
 	var ke *runner.KernelFaultError
 	var le *lab.Error
 	return errors.As(err, &ke) || errors.As(err, &le)
+}
+
+// nSamples is "1 sample" (a shard's, say) or "N samples".
+func nSamples(n int) string {
+	if n == 1 {
+		return "1 sample"
+	}
+	return fmt.Sprintf("%d samples", n)
 }

