@@ -159,6 +159,7 @@ type PerfReportReader struct {
 	sawHeader bool
 	intern    map[string]string
 	hdrNames  string // last "# Overhead ..." line, for the dotted line
+	indent    int    // blanks before the '#' of the line being read
 }
 
 // NewPerfReportReader returns a reader of r.
@@ -263,6 +264,7 @@ func (rr *PerfReportReader) Next() bool {
 				rr.pushBack(b, ln)
 				return true
 			}
+			rr.indent = len(b) - len(t)
 			if err := rr.comment(t, ln); err != nil {
 				rr.err = err
 				return false
@@ -393,6 +395,14 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 		rr.sawHeader = true
 	case strings.HasPrefix(s, ".") && strings.Trim(s, ". ") == "" && rr.hdrNames != "":
 		if cols := colsFromDots(string(t), rr.hdrNames); cols != nil {
+			// A quoted report ("  # ....", mail or commit message
+			// indentation) has its rows indented as much.
+			for i := range cols {
+				cols[i].start += rr.indent
+				if cols[i].end >= 0 {
+					cols[i].end += rr.indent
+				}
+			}
 			rr.setCols(cols)
 			rr.positions = true
 		}

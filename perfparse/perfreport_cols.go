@@ -139,10 +139,15 @@ func splitCollapsedRow(b []byte, cols []reportCol, n int, out [][]byte) ([][]byt
 	var sym []byte
 	var after [][]byte // columns after the symbol, e.g. "IPC [IPC Coverage]"
 	si := -1
+	var syms []int
 	for j, c := range text {
-		if c.name == "Symbol" {
+		if strings.HasSuffix(c.name, "Symbol") {
 			si = j
+			syms = append(syms, j)
 		}
+	}
+	if len(syms) > 1 {
+		return splitSymbolRun(rest, text, syms, out)
 	}
 	hasSym := si >= 0
 	if hasSym {
@@ -168,6 +173,46 @@ func splitCollapsedRow(b []byte, cols []reportCol, n int, out [][]byte) ([][]byt
 		out = append(append(out, sym), after...)
 	}
 	return out, true
+}
+
+// splitSymbolRun splits a collapsed row with several symbol columns
+// ("Source Symbol  Target Symbol" of perf record -b): each runs from its
+// "[x] " marker to the next one. Symbol columns with other columns between
+// them cannot be told apart once the blanks are gone: such a row is not
+// split (ok false) rather than split wrong.
+func splitSymbolRun(rest []byte, text []reportCol, syms []int, out [][]byte) ([][]byte, bool) {
+	for k := 1; k < len(syms); k++ {
+		if syms[k] != syms[k-1]+1 {
+			return nil, false
+		}
+	}
+	start := symMarker(rest)
+	if start < 0 {
+		return nil, false
+	}
+	before := bytes.TrimRight(rest[:start], " ")
+	var vals [][]byte
+	for range syms[1:] {
+		next := symMarker(rest[start+4:])
+		if next < 0 {
+			return nil, false
+		}
+		next += start + 4
+		vals = append(vals, bytes.TrimRight(rest[start:next], " "))
+		start = next
+	}
+	last, after, ok := cutAfterSymbol(rest[start:], text[syms[len(syms)-1]+1:])
+	if !ok {
+		return nil, false
+	}
+	if syms[0] == 0 {
+		if len(before) > 0 {
+			return nil, false
+		}
+	} else {
+		out = append(out, splitTextCols(before, text[:syms[0]])...)
+	}
+	return append(append(append(out, vals...), last), after...), true
 }
 
 // cutTokens cuts the first n blank-separated tokens (as one field) off b.
