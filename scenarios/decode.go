@@ -32,7 +32,7 @@ func (d *document) Fields() []schema.Field {
 			Doc("scenario name: lowercase letters, digits, '.', '_', '-'"),
 		schema.String(&d.Description, "description", "", checkLine).Doc("one line shown by vnetbench list"),
 		schema.List(&d.Kernels, "kernels", maxKernels, "{label: stock}").Default([]Kernel{{Label: "running"}}, "[{label: running}]").
-			Doc("kernels under test, the column axis of every table (a list of {label, image, modules, debian, tree, ref, patches, config}); every cell runs on each"),
+			Doc("kernels under test, the column axis of every table (a list of {label, image, modules, debian, tree, source, ref, patches, config, build}); every cell runs on each"),
 		schema.Int(&d.Seed, "seed", schema.NoMin, schema.NoMax).Default(0).
 			Doc("seed of the run-order shuffle; 0 = pick one at run time (printed, reusable with --seed)"),
 		schema.Bool(&d.PerPatch, "per_patch").Default(false).
