@@ -28,6 +28,10 @@ func cmdMerge(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(dirs), *out)
+	noun := "run directories"
+	if len(dirs) == 1 {
+		noun = "run directory"
+	}
+	fmt.Fprintf(stdout, "merged %d %s into %s\n", len(dirs), noun, *out)
 	return nil
 }

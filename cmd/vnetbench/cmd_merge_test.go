@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,5 +39,17 @@ func TestMergeInProcess(t *testing.T) {
 	}
 	if got := exitCode(run(t.Context(), []string{"merge", dirs[0]}, &so, &se)); got != exitBadInput {
 		t.Errorf("merge without -o: exit %d", got)
+	}
+}
+
+// One directory merged reads "1 run directory", as CI logs quote it.
+func TestMergeOneSaysDirectory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "all")
+	var b strings.Builder
+	if err := run(t.Context(), []string{"merge", real + "quickstart-tcg", "-o", out}, &b, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if want := "merged 1 run directory into " + out + "\n"; b.String() != want {
+		t.Errorf("%q, want %q", b.String(), want)
 	}
 }
