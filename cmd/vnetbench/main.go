@@ -14,10 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/perfparse"
 
@@ -155,6 +157,15 @@ func (cl *cli) run(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
+		// "--version" and "reprot" name a subcommand a user meant.
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names) // a tie goes to the same name every time
+		if mean := schema.DidYouMean(strings.TrimLeft(args[0], "-"), names); mean != "" {
+			return usageErrorf("unknown subcommand %q%s ('vnetbench help' lists them)", args[0], mean)
+		}
 		return usageErrorf("unknown subcommand %q; run 'vnetbench help' for the list", args[0])
 	}
 	return c.run(ctx, cl, args[1:], stdout, stderr)

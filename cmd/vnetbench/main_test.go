@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,4 +64,19 @@ func emptyTable(t *testing.T) *estimate.Table {
 		t.Fatal(err)
 	}
 	return tab
+}
+
+// An unknown subcommand near a real one names it: --version (as other
+// tools spell it) is 'vnetbench version'.
+func TestUnknownSubcommandDidYouMean(t *testing.T) {
+	for arg, want := range map[string]string{
+		"--version":  `unknown subcommand "--version"; did you mean version? ('vnetbench help' lists them)`,
+		"reprot":     `unknown subcommand "reprot"; did you mean report? ('vnetbench help' lists them)`,
+		"frobnicate": `unknown subcommand "frobnicate"; run 'vnetbench help' for the list`,
+	} {
+		err := run(t.Context(), []string{arg}, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput || fmt.Sprint(err) != want {
+			t.Errorf("%s: %v (exit %d), want %q", arg, err, exitCode(err), want)
+		}
+	}
 }
