@@ -207,7 +207,7 @@ func (set *Set) checkDuplicates() {
 	}
 	sort.Strings(dups)
 	for _, d := range dups {
-		set.Warnings = append(set.Warnings, "duplicate sample "+d+": all copies are used; label each run's kernel differently to compare them")
+		set.Warnings = append(set.Warnings, "duplicate sample "+d+": all copies are used; label each run's kernel differently to compare them (vnetbench run --label NAME)")
 	}
 }
 

@@ -134,7 +134,7 @@ func TestLoadSkipsWarmupsAndFlagsDuplicates(t *testing.T) {
 	if len(set.Samples) != 3 {
 		t.Errorf("%d samples, want 3 (the warmup skipped)", len(set.Samples))
 	}
-	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "duplicate sample tap/pktgen-t2 on stock rep 1 (2 times)") {
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0], "duplicate sample tap/pktgen-t2 on stock rep 1 (2 times)") || !strings.HasSuffix(set.Warnings[0], "(vnetbench run --label NAME)") {
 		t.Errorf("warnings %q, want one duplicate", set.Warnings)
 	}
 }
