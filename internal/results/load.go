@@ -118,6 +118,10 @@ func (set *Set) loadRunDir(dir string) error {
 	d.Close()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if runs := runDirsIn(dir); len(runs) > 0 {
+				// 'report runs' for 'report runs/*': name what is there.
+				return fault.Input("%s has no %s but holds run directories (%s); pass them, e.g. %s", dir, ResultsFile, strings.Join(runs, ", "), filepath.Join(dir, "*"))
+			}
 			return fault.Input("%s has no %s; pass a run directory written by 'vnetbench run'", dir, ResultsFile)
 		}
 		return unreadable(dir, err)
@@ -313,6 +317,26 @@ func (set *Set) Filter(keep func(*Sample) bool) *Set {
 		if keep(&set.Failed[i]) {
 			out.Failed = append(out.Failed, set.Failed[i])
 		}
+	}
+	return out
+}
+
+// runDirsIn names up to three subdirectories of dir that hold a
+// results file, with "..." when there are more.
+func runDirsIn(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, e.Name(), ResultsFile)); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if len(out) == 3 {
+			return append(out, "...")
+		}
+		out = append(out, e.Name())
 	}
 	return out
 }

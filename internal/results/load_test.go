@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -420,5 +421,28 @@ func TestLabEnvTakesTheRunsCommand(t *testing.T) {
 	}
 	if !slices.Equal(e.Command, cmd) || !slices.Equal(e.Set, []string{"per_patch=true"}) {
 		t.Errorf("stock's command %q and overrides %q, want the run's %q and [per_patch=true]", e.Command, e.Set, cmd)
+	}
+}
+
+// 'vnetbench report runs' (the parent of the run directories) said only
+// that runs has no results.jsonl: it names the run directories in it.
+func TestLoadParentOfRunsNamesThem(t *testing.T) {
+	parent := t.TempDir()
+	for _, name := range []string{"lab", "quickstart-1"} {
+		if err := os.MkdirAll(filepath.Join(parent, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(parent, name, ResultsFile), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(parent)
+	want := parent + " has no results.jsonl but holds run directories (lab, quickstart-1); pass them, e.g. " + filepath.Join(parent, "*")
+	if !errors.Is(err, fault.ErrInput) || fmt.Sprint(err) != want {
+		t.Errorf("%v, want bad input %q", err, want)
+	}
+	_, err = Load(t.TempDir())
+	if !errors.Is(err, fault.ErrInput) || !strings.HasSuffix(fmt.Sprint(err), "has no results.jsonl; pass a run directory written by 'vnetbench run'") {
+		t.Errorf("empty directory: %v", err)
 	}
 }
