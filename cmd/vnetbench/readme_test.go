@@ -231,6 +231,11 @@ func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 			// host's measured rates (estimates.json in the cache, which
 			// make demo and every run update).
 			cmd.Env = append(os.Environ(), "VNETBENCH_CACHE="+cache)
+			if strings.Contains(c.text, "image=~/") {
+				// A user's own built kernel, which run and its dry
+				// run check for before anything (not booted here).
+				cmd.Env = append(cmd.Env, "HOME="+builtKernelHome(t, work))
+			}
 		}
 		out, err := cmd.CombinedOutput()
 		lastExit = 0
@@ -413,4 +418,22 @@ func TestReadmeCommandParser(t *testing.T) {
 	if got[0].text != "make demo" {
 		t.Errorf("comment not stripped: %q", got[0].text)
 	}
+}
+
+// builtKernelHome is a home directory under work holding what docs/lab.md's
+// --kernel LABEL=image=~/...,modules=~/... names: a kernel image file and
+// a modules directory.
+func builtKernelHome(t *testing.T, work string) string {
+	t.Helper()
+	home := filepath.Join(work, "home")
+	img := filepath.Join(home, "linux", "arch", "x86", "boot", "bzImage")
+	for _, d := range []string{filepath.Dir(img), filepath.Join(home, "mods", "lib", "modules", "6.1.0")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(img, []byte("a kernel image, not booted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }

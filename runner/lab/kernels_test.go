@@ -3,15 +3,20 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/vnetbench/vnetbench/runner"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -224,5 +229,44 @@ func TestBuildKernelsFromSource(t *testing.T) {
 	}
 	if _, _, _, err := buildKernels(t.Context(), cells, in); err == nil || !strings.Contains(err.Error(), "kernel stock: apt-get download") {
 		t.Errorf("failed fetch: %v", err)
+	}
+}
+
+// A lab kernel given as files that are not there is refused before the
+// run makes anything, by run, its dry run (VMArgs) and plan alike; one
+// that is there passes.
+func TestKernelFilesRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "bzImage")
+	if err := os.WriteFile(img, []byte("not booted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"image: /nonexist", "image /nonexist is not a file (no such file or directory)"},
+		{"image: " + dir, "is not a file (a directory)"},
+		{"image: " + img + ", modules: " + img, "modules " + img + " is not a directory"},
+		{"image: " + img, ""},
+	} {
+		cells := loadCells(t, "kernels: [{label: k, "+tc.spec+"}]\nbackend: tap\ngenerator: {trafgen: {duration: 1s}}\n")
+		_, _, verr := VMArgs("k", cells, Host{CPUs: []int{0, 1}, MemMiB: 4096})
+		run := filepath.Join(dir, "run")
+		o := runner.Options{Dir: run, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(dir, "lock")}
+		_, rerr := Run(t.Context(), cells, o, Inner{Scenario: "x", Labels: []string{"k"}, Boot: func(context.Context, labvm.Config) (*labvm.Result, error) {
+			return nil, errors.New("booted")
+		}})
+		if tc.want == "" {
+			if verr != nil {
+				t.Errorf("%s: VMArgs: %v", tc.spec, verr)
+			}
+			continue
+		}
+		for what, err := range map[string]error{"VMArgs": verr, "Run": rerr} {
+			if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), tc.want) {
+				t.Errorf("%s: %s: %v, want bad input saying %q", tc.spec, what, err, tc.want)
+			}
+		}
+		if _, err := os.Stat(run); err == nil {
+			t.Errorf("%s: the refused run made %s", tc.spec, run)
+		}
 	}
 }
