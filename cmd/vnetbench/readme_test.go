@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -421,8 +422,8 @@ func TestReadmeCommandParser(t *testing.T) {
 }
 
 // builtKernelHome is a home directory under work holding what docs/lab.md's
-// --kernel LABEL=image=~/...,modules=~/... names: a kernel image file and
-// a modules directory.
+// --kernel LABEL=image=~/...,modules=~/... names: a bzImage (its header)
+// and a modules directory.
 func builtKernelHome(t *testing.T, work string) string {
 	t.Helper()
 	home := filepath.Join(work, "home")
@@ -432,7 +433,13 @@ func builtKernelHome(t *testing.T, work string) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(img, []byte("a kernel image, not booted"), 0o644); err != nil {
+	// A bzImage's setup header and version string, all a run reads of
+	// it before the lab VM boots it (vmimages.KernelRelease).
+	b := make([]byte, 0x1000)
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x20e:], 0x400)
+	copy(b[0x600:], "6.1.0 (docs@vnetbench) #1 SMP\x00")
+	if err := os.WriteFile(img, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return home

@@ -392,11 +392,12 @@ func onePatch(paths []string, series, file string) ([]string, error) {
 	return nil, fault.Input("series %s has no patch %q", series, file)
 }
 
-// checkKernelFiles refuses a lab kernel given as files (image=PATH,
-// modules=DIR) whose image is not a file or whose modules are not a
-// directory, before the run makes anything: the lab VM's boot would
-// fail after the run directory and its first sample exist.
-func checkKernelFiles(cells []scenarios.Cell) error {
+// checkKernelFiles refuses, before the run makes anything, a lab kernel
+// given as files (image=PATH, modules=DIR) that its lab VM would refuse
+// to boot: resolved as labvm resolves it (vmimages.FindKernel: the image
+// a bzImage, modules a directory), since that refusal came after the run
+// directory and its first sample existed.
+func checkKernelFiles(ctx context.Context, cells []scenarios.Cell) error {
 	seen := map[string]bool{}
 	for i := range cells {
 		k := cells[i].Kernel
@@ -404,30 +405,9 @@ func checkKernelFiles(cells []scenarios.Cell) error {
 			continue
 		}
 		seen[k.Label] = true
-		if st, err := os.Stat(k.Image); err != nil || !st.Mode().IsRegular() {
-			return fault.Input("kernel %s: image %s is not a file (%s); give the path of a built kernel (bzImage or vmlinuz): --kernel %s=image=PATH, or --kernel %s=debian:6.1",
-				k.Label, k.Image, statReason(st, err), k.Label, k.Label)
-		}
-		if k.Modules == "" {
-			continue
-		}
-		if st, err := os.Stat(k.Modules); err != nil || !st.IsDir() {
-			return fault.Input("kernel %s: modules %s is not a directory (%s); give the directory make modules_install wrote (INSTALL_MOD_PATH/lib/modules/RELEASE), or leave modules out",
-				k.Label, k.Modules, statReason(st, err))
+		if _, err := vmimages.FindKernel(ctx, k.Image, k.Modules, ""); err != nil {
+			return fmt.Errorf("kernel %s: %w", k.Label, err)
 		}
 	}
 	return nil
-}
-
-// statReason says why os.Stat's answer is not what was wanted.
-func statReason(st os.FileInfo, err error) string {
-	switch {
-	case os.IsNotExist(err):
-		return "no such file or directory"
-	case err != nil:
-		return err.Error()
-	case st.IsDir():
-		return "a directory"
-	}
-	return "a " + st.Mode().Type().String()
 }

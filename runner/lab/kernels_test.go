@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -232,20 +233,20 @@ func TestBuildKernelsFromSource(t *testing.T) {
 	}
 }
 
-// A lab kernel given as files that are not there is refused before the
-// run makes anything, by run, its dry run (VMArgs) and plan alike; one
-// that is there passes.
+// A lab kernel given as files its lab VM would refuse is refused before
+// the run makes anything, by run, its dry run (VMArgs) and plan alike; a
+// bzImage and its modules directory pass.
 func TestKernelFilesRefusedFirst(t *testing.T) {
 	dir := t.TempDir()
-	img := filepath.Join(dir, "bzImage")
-	if err := os.WriteFile(img, []byte("not booted"), 0o644); err != nil {
+	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-test")
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ spec, want string }{
-		{"image: /nonexist", "image /nonexist is not a file (no such file or directory)"},
-		{"image: " + dir, "is not a file (a directory)"},
-		{"image: " + img + ", modules: " + img, "modules " + img + " is not a directory"},
-		{"image: " + img, ""},
+		{"image: /nonexist", "kernel k: kernel image /nonexist: no such file or directory"},
+		{"image: " + dir, "kernel image " + dir + " is not an x86 bzImage"},
+		{"image: " + img + ", modules: " + img, "modules directory " + img + " does not exist"},
+		{"image: " + img + ", modules: " + mods, ""},
 	} {
 		cells := loadCells(t, "kernels: [{label: k, "+tc.spec+"}]\nbackend: tap\ngenerator: {trafgen: {duration: 1s}}\n")
 		_, _, verr := VMArgs("k", cells, Host{CPUs: []int{0, 1}, MemMiB: 4096})
