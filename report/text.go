@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
 
@@ -189,6 +190,11 @@ func envLines(r *Report) []string {
 		}
 		if e.SMT != "" {
 			p = append(p, "SMT "+e.SMT)
+		}
+		if strings.HasPrefix(e.Extra[results.ExtraGuestState], "restored ") {
+			// Not booted: its guest runs on from a state an earlier
+			// lab's boot saved (the numbers count the same things).
+			p = append(p, "guest from a saved state")
 		}
 		if e.QEMUVersion != "" {
 			// "QEMU 7.2.22 (Debian ...)": a bare version beside the

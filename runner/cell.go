@@ -556,7 +556,12 @@ func (cr *cellRun) addLabels(s *results.Sample) {
 		s.Labels["txqueuelen"] = strconv.Itoa(c.TxQueueLen)
 	}
 	addContextLabels(s, c, cr.r.guests.kernel)
-	s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
+	if g.restored != "" {
+		s.Labels[LabelRestoreS] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
+		s.Labels[LabelGuestState] = g.restored
+	} else {
+		s.Labels["boot_s"] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
+	}
 	if g.guestReady > 0 {
 		s.Labels["guest_ready_uptime_s"] = strconv.FormatFloat(g.guestReady.Seconds(), 'f', 2, 64)
 	}

@@ -20,7 +20,24 @@ import (
 // do, and a guest boots whenever the next cell needs another. Each
 // kernel's cells count apart (a lab VM runs its own).
 func GuestBoots(cells []scenarios.Cell) []bool {
+	keys := guestKeys(cells, false)
 	out := make([]bool, len(cells))
+	prev := map[string]string{} // a kernel's last guest
+	for i := range cells {
+		l := cells[i].Kernel.Label
+		k, seen := prev[l]
+		out[i] = !seen || keys[i] != k
+		prev[l] = keys[i]
+	}
+	return out
+}
+
+// guestKeys is the guest each of cells runs on, as its lab's run (or the
+// running kernel's) tells guests apart (guests.key): within each
+// kernel's cells, one paired guest for its tap and tap+vhost cells.
+// acrossKernels leaves the kernel out: the same guest in every lab.
+func guestKeys(cells []scenarios.Cell, acrossKernels bool) []string {
+	out := make([]string, len(cells))
 	byLabel := map[string][]int{}
 	var labels []string
 	for i := range cells {
@@ -33,14 +50,15 @@ func GuestBoots(cells []scenarios.Cell) []bool {
 	for _, l := range labels {
 		var group []scenarios.Cell
 		for _, i := range byLabel[l] {
-			group = append(group, cells[i])
+			c := cells[i]
+			if acrossKernels {
+				c.Kernel = scenarios.Kernel{}
+			}
+			group = append(group, c)
 		}
 		gs := &guests{paired: pairedGuests(group)}
-		prev := ""
 		for j, i := range byLabel[l] {
-			k := gs.key(&group[j])
-			out[i] = j == 0 || k != prev
-			prev = k
+			out[i] = gs.key(&group[j])
 		}
 	}
 	return out
@@ -61,9 +79,12 @@ func RunOrder(cells []scenarios.Cell, labels []string) []scenarios.Cell {
 }
 
 // EstimateSamples describes cells, in RunOrder, for the estimate on a
-// host whose KVM probe gave st.
-func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus) []estimate.Sample {
-	boots := GuestBoots(cells)
+// host whose KVM probe gave st. With labsInTurn (lab VMs one after the
+// other), a lab's guest that an earlier lab booted under TCG starts
+// from that lab's saved state (GuestStates) instead of booting.
+func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus, labsInTurn bool) []estimate.Sample {
+	boots, keys := GuestBoots(cells), guestKeys(cells, true)
+	booted := map[string]string{} // a nested guest's key: the lab that booted it first
 	labClass := estimate.ClassOf(labAccel(st), false)
 	seen := map[string]bool{}
 	out := make([]estimate.Sample, len(cells))
@@ -78,6 +99,14 @@ func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus) []estimate.Sampl
 		if !c.Kernel.Running() && !seen[c.Kernel.Label] {
 			seen[c.Kernel.Label] = true
 			s.Lab, s.LabClass = true, labClass
+		}
+		if s.Boot && s.Class == estimate.TCGNested && labsInTurn {
+			k := keys[i]
+			if first, ok := booted[k]; ok && first != c.Kernel.Label {
+				s.Boot, s.Restore = false, true
+			} else if !ok {
+				booted[k] = c.Kernel.Label
+			}
 		}
 		s.Window, s.Packets = window(c)
 		out[i] = s
@@ -148,6 +177,11 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 		if b := s.Labels["boot_s"]; b != "" && !bootSeen[s.Kernel+"\x00"+b] {
 			bootSeen[s.Kernel+"\x00"+b] = true // a reused guest repeats its boot time
 			o.Boots = appendFloat(o.Boots, b)
+		}
+		if b := s.Labels[LabelRestoreS]; b != "" && !bootSeen[s.Kernel+"\x00r"+b] {
+			bootSeen[s.Kernel+"\x00r"+b] = true
+			r := get(okey{estimate.WorkloadRestore, o.Class})
+			r.Boots = appendFloat(r.Boots, b)
 		}
 		if ov, ok := s.Metrics[metric.CellOverheadS]; ok {
 			pr, _ := strconv.ParseFloat(s.Labels["perf_report_s"], 64)

@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +46,7 @@ func TestGuestBootsAndEstimateSamples(t *testing.T) {
 		}
 	}
 	st := qemu.KVMStatus{Why: "none"}
-	ss := EstimateSamples(order, st)
+	ss := EstimateSamples(order, st, true)
 	for i, s := range ss {
 		wantClass := estimate.TCGNested
 		if order[i].Kernel.Running() {
@@ -58,9 +60,67 @@ func TestGuestBootsAndEstimateSamples(t *testing.T) {
 		}
 	}
 	// With nested KVM the lab's guests are kvm-nested, the host's kvm.
-	ss = EstimateSamples(order, qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: qemu.ModuleKVMIntel, Nested: "Y"})
+	ss = EstimateSamples(order, qemu.KVMStatus{Usable: true, Flag: "vmx", Vendor: qemu.ModuleKVMIntel, Nested: "Y"}, true)
 	if ss[0].Class != estimate.KVMNested || ss[0].LabClass != estimate.KVM || ss[15].Class != estimate.KVM {
 		t.Errorf("nested KVM classes: %s (lab %s), %s", ss[0].Class, ss[0].LabClass, ss[15].Class)
+	}
+}
+
+// Two lab kernels one after the other: the second lab's guests start
+// from the states the first lab saved, not booted (the 1- and the 2-vCPU
+// guest); side by side, both labs boot theirs. The estimate prints the starts as their own
+// line.
+const restoreScenario = `
+name: est
+kernels: [{label: stock, debian: "6.1"}, {label: patched, debian: "6.1"}]
+backend: [tap, tap+vhost]
+guest: {vcpus: [1, 2]}
+generator:
+  pktgen: {count: 1000000}
+repetitions: 2
+`
+
+func TestEstimateRestores(t *testing.T) {
+	order := RunOrder(loadCells(t, restoreScenario), []string{"stock", "patched"})
+	st := qemu.KVMStatus{Why: "none"}
+	for _, inTurn := range []bool{true, false} {
+		boots := map[string]int{}
+		restores := map[string]int{}
+		for _, s := range EstimateSamples(order, st, inTurn) {
+			if s.Boot {
+				boots[s.Kernel]++
+			}
+			if s.Restore {
+				restores[s.Kernel]++
+			}
+		}
+		// The order interleaves the guests, so each lab boots them more
+		// than once; in turn, every one of patched's is a start.
+		if boots["stock"] < 2 || restores["stock"] != 0 {
+			t.Errorf("labs in turn %v: stock boots %d, starts %d", inTurn, boots["stock"], restores["stock"])
+		}
+		if inTurn && (boots["patched"] != 0 || restores["patched"] != boots["stock"]) {
+			t.Errorf("labs in turn: patched boots %d, starts %d, want %d starts", boots["patched"], restores["patched"], boots["stock"])
+		}
+		if !inTurn && (boots["patched"] != boots["stock"] || restores["patched"] != 0) {
+			t.Errorf("side by side: patched boots %d, starts %d, want %d boots", boots["patched"], restores["patched"], boots["stock"])
+		}
+	}
+	ss := EstimateSamples(order, st, true)
+	e := estimate.Of(ss, (*estimate.Table)(nil))
+	n := 0
+	for _, s := range ss {
+		if s.Restore {
+			n++
+		}
+	}
+	var lines []string
+	for _, l := range e.Kernels[1].Lines {
+		lines = append(lines, fmt.Sprintf("%s x%d %v", l.What, l.N, l.Time))
+	}
+	want := fmt.Sprintf("%s x%d %v", estimate.LineRestores, n, time.Duration(n)*estimate.Defaults[estimate.TCGNested].Restore)
+	if !slices.Contains(lines, want) || slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, estimate.LineBoots) }) {
+		t.Errorf("patched's lines %q, want %q and no boots", lines, want)
 	}
 }
 
@@ -121,5 +181,33 @@ func TestObservations(t *testing.T) {
 	}
 	if l := obs[1]; l.Workload != "lab" || l.Class != estimate.TCG || !slices.Equal(l.Boots, []float64{45}) {
 		t.Errorf("lab: %+v", l)
+	}
+}
+
+// A guest started from a saved state counts as a start (the table's
+// WorkloadRestore), not as a boot of its workload.
+func TestObservationsRestore(t *testing.T) {
+	cells := loadCells(t, estimateScenario)
+	lab := cells[slices.IndexFunc(cells, func(c scenarios.Cell) bool { return !c.Kernel.Running() })]
+	dir := filepath.Join(t.TempDir(), "run")
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	w, err := results.Create(dir, results.Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rep := range 2 { // one guest: its start counts once
+		s := results.Sample{Run: "r", Cell: lab.Name, Rep: rep, Kernel: lab.Kernel.Label, Start: since.Add(time.Minute), WindowS: 1,
+			Metrics: map[metric.Key]float64{"tx_pps": 1}, Labels: map[string]string{"accel": "tcg", LabelRestoreS: "12.5", LabelGuestState: "ab"}}
+		if err := w.Append(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	obs, err := Observations(dir, cells, qemu.KVMStatus{Why: "none"}, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != 2 || len(obs[0].Boots) != 0 || obs[1].Workload != estimate.WorkloadRestore || obs[1].Class != estimate.TCGNested || !slices.Equal(obs[1].Boots, []float64{12.5}) {
+		t.Errorf("observations %+v", obs)
 	}
 }

@@ -53,7 +53,10 @@ type guest struct {
 	// and kernel loading before the guest's clock started.
 	guestInit, guestReady time.Duration
 	accel                 qemu.Accel
-	undo                  *undo.Stack
+	// restored is the key of the saved state the guest started from
+	// instead of booting ("" = booted).
+	restored string
+	undo     *undo.Stack
 	// life ends, with a *qemu.FaultError as its cause, when the guest
 	// kernel reports a lockup, stall, oops or panic on its console: the
 	// cell then fails at once instead of at its deadline.

@@ -62,7 +62,10 @@ func (gs *guests) ready(ctx context.Context, c *scenarios.Cell) (g *guest, bootT
 		return nil, 0, fail("boot", err)
 	}
 	gs.cur = g
-	if g.guestReady > 0 {
+	if g.restored != "" {
+		gs.r.logf("guest started from saved state %s in %.1fs (%s; its boot reached ready at %.1fs of the guest kernel's clock)",
+			g.restored, g.bootTime.Seconds(), g.accel, g.guestReady.Seconds())
+	} else if g.guestReady > 0 {
 		gs.r.logf("guest up in %.1fs (%s; guest kernel clock: /init at %.1fs, ready at %.1fs)", g.bootTime.Seconds(), g.accel,
 			g.guestInit.Seconds(), g.guestReady.Seconds())
 	} else {
@@ -144,6 +147,14 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	defer cancel()
 	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
 	defer cancelT()
+	key, saved := gs.stateFor(g, cfg)
+	if saved != "" {
+		if gs.restored(ctx, bctx, g, cfg, saved, u, kill) {
+			gs.noteKernel(img.KernelRelease)
+			g.undo = u.Release()
+			return g, nil
+		}
+	}
 	vm, err := gs.start(ctx, bctx, c, g, img, &cfg)
 	if err != nil {
 		return nil, err
@@ -160,6 +171,9 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	u.Push("close agent", func(context.Context) error { return agent.Close() })
 	g.noteBoot(agent, time.Since(start))
 	gs.noteKernel(img.KernelRelease)
+	if err := gs.saveState(bctx, g, key); err != nil {
+		return nil, err
+	}
 	g.sink = "stack"
 	g.undo = u.Release()
 	return g, nil

@@ -87,6 +87,10 @@ type Options struct {
 	// inside a lab waits there for its turn to measure (labvm.AwaitTurn)
 	// while the other labs of its run boot. Its error fails the sample.
 	Turn func(ctx context.Context) error
+	// GuestStates, when set, lets a TCG guest start from a saved state
+	// instead of booting, and saves the state of each one booted
+	// (gueststate.go; the run inside a lab, GuestStatesEnv).
+	GuestStates *GuestStates
 }
 
 // env.json Extra keys of a shard's run directory.

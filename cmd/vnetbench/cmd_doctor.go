@@ -156,7 +156,7 @@ func labShorter(name string, lab []scenarios.Cell, tab *estimate.Table) string {
 			labels = append(labels, c.Kernel.Label)
 		}
 	}
-	e, _ := session.EstimateCells(scenarios.Order(cells, 1), labels, st, tab)
+	e, _ := session.EstimateCells(scenarios.Order(cells, 1), labels, st, tab, true)
 	if e.Total <= session.DefaultMaxTime {
 		return ""
 	}

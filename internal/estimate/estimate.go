@@ -65,8 +65,10 @@ type Sample struct {
 	// that VM boots before it, under LabClass (TCG or KVM).
 	Lab      bool
 	LabClass Class
-	// Boot is set when a guest boots before this sample.
-	Boot bool
+	// Boot is set when a guest boots before this sample; Restore when it
+	// starts from the state an earlier lab saved of the same guest
+	// instead (runner's guest states).
+	Boot, Restore bool
 	// Warmup precedes the window.
 	Warmup time.Duration
 	// Window is a duration-bound cell's window. For a count-bound cell
@@ -135,12 +137,13 @@ type Estimate struct {
 const (
 	LineLab      = "lab VM boot"
 	LineBoots    = "guest boots"
+	LineRestores = "guest starts from saved states"
 	LineWindows  = "windows"
 	LineCounted  = "count-bound windows"
 	LineOverhead = "setup and teardown"
 )
 
-var lineOrder = []string{LineLab, LineBoots, LineWindows, LineCounted, LineOverhead}
+var lineOrder = []string{LineLab, LineBoots, LineRestores, LineWindows, LineCounted, LineOverhead}
 
 // Of estimates samples with rates r.
 func Of(samples []Sample, r Rates) *Estimate {
@@ -180,6 +183,10 @@ func Of(samples []Sample, r Rates) *Estimate {
 		if s.Boot {
 			f := r.Boot(s.Workload, class)
 			add(LineBoots, seconds(f.Value), &f, fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class))
+		}
+		if s.Restore {
+			f := r.Boot(WorkloadRestore, class)
+			add(LineRestores, seconds(f.Value), &f, fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class))
 		}
 		if s.Packets == 0 {
 			add(LineWindows, s.Warmup+s.Window, nil, "warmup + duration from the scenario")

@@ -65,7 +65,8 @@ type Env struct {
 	// LabRetry, in the Env of a lab kernel's label (Kernels), says the
 	// kernel's lab VM was booted again; nil: it was not.
 	LabRetry *LabRetry `json:"lab_retry,omitempty"`
-	// Extra holds facts without a field of their own.
+	// Extra holds facts without a field of their own (ExtraGuestState,
+	// ...).
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
@@ -278,3 +279,9 @@ func ReadEnv(dir string) (*Env, error) {
 	}
 	return &env, nil
 }
+
+// ExtraGuestState is the Env.Extra key that says which guests of a run
+// started from a state an earlier lab saved instead of booting
+// ("restored KEY") and which states it saved ("saved KEY"), "; " between
+// notes.
+const ExtraGuestState = "guest_state"

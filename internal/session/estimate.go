@@ -32,11 +32,13 @@ func LoadTable(w io.Writer, prefix, dir string) *estimate.Table {
 }
 
 // EstimateCells estimates the samples cells (in scenarios.Order: one per
-// sample) on a host whose KVM probe gave st. It returns the estimate and
-// the cells in the order the run goes through them (its PerSample order).
-func EstimateCells(cells []scenarios.Cell, labels []string, st qemu.KVMStatus, t *estimate.Table) (*estimate.Estimate, []scenarios.Cell) {
+// sample) on a host whose KVM probe gave st, its lab VMs one after the
+// other when labsInTurn (runner.EstimateSamples). It returns the
+// estimate and the cells in the order the run goes through them (its
+// PerSample order).
+func EstimateCells(cells []scenarios.Cell, labels []string, st qemu.KVMStatus, t *estimate.Table, labsInTurn bool) (*estimate.Estimate, []scenarios.Cell) {
 	order := runner.RunOrder(cells, labels)
-	return estimate.Of(runner.EstimateSamples(order, st), t), order
+	return estimate.Of(runner.EstimateSamples(order, st, labsInTurn), t), order
 }
 
 // notDone drops the cells whose sample the run directory holds already:
@@ -66,7 +68,7 @@ func notDone(dir string, cells []scenarios.Cell) []scenarios.Cell {
 // cells are on the running kernel, the lab's): its guests are nested,
 // and figures of nested guests apply.
 func estimateInsideLab(cells []scenarios.Cell, st qemu.KVMStatus, t *estimate.Table) *estimate.Estimate {
-	ss := runner.EstimateSamples(cells, st)
+	ss := runner.EstimateSamples(cells, st, false)
 	for i := range ss {
 		ss[i].Class = estimate.Nested(ss[i].Class)
 	}
@@ -166,7 +168,7 @@ func ShorterForm(sp Spec, s *scenarios.Scenario, st qemu.KVMStatus, t *estimate.
 		if err != nil {
 			continue // an override the scenario refuses: not a way out
 		}
-		e, _ := EstimateCells(SamplesOf(ss, 1), KernelLabels(ss), st, t)
+		e, _ := EstimateCells(SamplesOf(ss, 1), KernelLabels(ss), st, t, true)
 		last = &Shorter{Command: sp.Command(try), Estimate: e.Total, Fits: limit <= 0 || e.Total <= limit}
 		if last.Fits {
 			return last

@@ -77,6 +77,11 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 		// Labs side by side: this lab measures in its turn.
 		opts.Turn = func(ctx context.Context) error { return labvm.AwaitTurn(ctx, r.Stdout, path) }
 	}
+	if d := r.Getenv(runner.GuestStatesEnv); d != "" {
+		// The run inside a lab: start guests from the states earlier labs
+		// saved, and save this lab's for the next (the lab keeps them).
+		opts.GuestStates = &runner.GuestStates{Dirs: []string{d}, Save: filepath.Join(r.Dir, runner.GuestStateDir)}
+	}
 	if r.EditRunner != nil {
 		r.EditRunner(&opts)
 	}

@@ -165,8 +165,9 @@ func (p *Plan) warn(w string) {
 // estimate passes maxTime (0 = no limit), a shorter form.
 func (p *Plan) AddEstimate(ctx context.Context, sp Spec, s *scenarios.Scenario, h lab.Host, t *estimate.Table, cache string, maxTime time.Duration) {
 	cells := SamplesOf(s, p.Seed)
-	p.Estimate, _ = EstimateCells(cells, KernelLabels(s), h.KVM, t)
-	p.Estimate.SideBySide(lab.PlanSideBySide(cells, h), len(h.CPUs))
+	side := lab.PlanSideBySide(cells, h)
+	p.Estimate, _ = EstimateCells(cells, KernelLabels(s), h.KVM, t, side < 2)
+	p.Estimate.SideBySide(side, len(h.CPUs))
 	p.Builds = AddBuilds(ctx, cache, p.Estimate, s, t)
 	p.MaxTime = maxTime
 	p.KernelDesc = DescribeKernel(s, h.KVM)

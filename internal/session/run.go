@@ -247,11 +247,12 @@ func (r *run) prepare(ctx context.Context) error {
 	if r.Resume {
 		todo = notDone(r.Dir, r.cells)
 	}
-	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab)
+	side := lab.PlanSideBySide(todo, r.host)
+	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab, side < 2)
 	if r.InsideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
-		r.est.SideBySide(lab.PlanSideBySide(todo, r.host), len(r.host.CPUs))
+		r.est.SideBySide(side, len(r.host.CPUs))
 		AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab)
 	}
 	if r.DryRun || r.InsideLab != "" || r.Resume {

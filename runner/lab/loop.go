@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Run runs cells that test kernels other than the running one: for
@@ -362,6 +363,11 @@ func (lr *labRun) bootLab(ctx context.Context, label string, lc []scenarios.Cell
 		lr.done++
 		s := &imported[i]
 		labProgress(o, runner.Progress{Done: lr.done, Total: lr.total, Cell: s.Cell, Kernel: label, Rep: s.Rep, Sample: s})
+	}
+	if kept, err := keepGuestStates(inner, vmimages.CacheDir()); err != nil {
+		labLogf(o, "kernel %s: its guest's saved state not kept: %v", label, err)
+	} else if len(kept) > 0 {
+		labLogf(o, "kernel %s: its guest's saved state kept for the next lab (%s)", label, strings.Join(kept, ", "))
 	}
 	if res != nil && res.Accel == qemu.KVM && res.KVM == "" && res.NoKVM != "" {
 		lr.warn(fmt.Sprintf("kernel %s: the lab VM runs under KVM but its nested guests under TCG: %s", label, res.NoKVM))

@@ -179,7 +179,8 @@ func labConfig(label string, lc []scenarios.Cell, o runner.Options, in Inner, ar
 		RunDir: o.Dir, OutDir: filepath.Join(o.Dir, results.LabDir(label)), Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
 		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec,
 		CPUs: size.CPUs, MemoryMiB: size.MemoryMiB, PinVCPUs: size.Pin, Accel: o.Accel,
-		DropReasons: slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return c.DropReasons })}
+		DropReasons: slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return c.DropReasons }),
+		Env:         []string{guestStatesEnv()}}
 	if c.Accel == "" {
 		c.Accel = h.KVM.Accel()
 	}

@@ -89,6 +89,9 @@ type Config struct {
 	Devices []Device
 	// Extra arguments appended verbatim, last.
 	Extra []string
+	// Incoming starts QEMU paused, waiting for a saved guest state
+	// (VM.LoadState) instead of booting: -S -incoming defer.
+	Incoming bool
 }
 
 // Device is one piece of a VM's hardware: the QEMU arguments that make
@@ -146,6 +149,9 @@ func Args(c Config) []string {
 	}
 	for _, d := range c.devices() {
 		a = append(a, d.QEMUArgs()...)
+	}
+	if c.Incoming {
+		a = append(a, "-S", "-incoming", "defer")
 	}
 	return a
 }

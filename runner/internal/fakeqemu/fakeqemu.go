@@ -176,6 +176,8 @@ type Proc struct {
 	mu     sync.Mutex
 	killed bool // got a signal or QMP quit
 	qmp    []string
+	// migrated is the last migration's status and error (migrate).
+	migrated, migrateErr string
 	// paused is set by QMP stop and closed by cont: the console script
 	// stands still meanwhile, as a stopped VM's does.
 	paused chan struct{}
@@ -268,10 +270,19 @@ func (p *Proc) serveQMP() {
 			c.Write([]byte(`{"QMP": {"version": {}, "capabilities": []}}` + "\n"))
 			sc := bufio.NewScanner(c)
 			for sc.Scan() {
-				var req struct{ Execute string }
+				var req struct {
+					Execute   string
+					Arguments struct{ URI string }
+				}
 				json.Unmarshal(sc.Bytes(), &req)
 				p.command(req.Execute)
 				switch req.Execute {
+				case "migrate", "migrate-incoming":
+					p.migrate(req.Execute, req.Arguments.URI)
+					c.Write([]byte(`{"return": {}}` + "\n"))
+				case "query-migrate":
+					st, why := p.migration()
+					fmt.Fprintf(c, `{"return": {"status": %q, "error-desc": %q}}`+"\n", st, why)
 				case "query-kvm":
 					fmt.Fprintf(c, `{"return": {"enabled": %v, "present": true}}`+"\n", p.KVM)
 				case "query-cpus-fast":
@@ -381,4 +392,35 @@ func StaticELF(path string) error {
 	b[20] = 1    // EV_CURRENT
 	b[52] = 64   // e_ehsize
 	return os.WriteFile(path, b, 0o755)
+}
+
+// State is what a fake QEMU's migrate writes as a guest's saved state,
+// and what its migrate-incoming accepts: anything else fails to load.
+const State = "fakeqemu guest state\n"
+
+// migrate plays QMP migrate (exec:cat > 'PATH': writes State to PATH) and
+// migrate-incoming (exec:cat 'PATH': completes when PATH holds State).
+func (p *Proc) migrate(cmd, uri string) {
+	path := strings.Trim(strings.TrimPrefix(strings.TrimPrefix(uri, "exec:cat "), "> "), "'")
+	var err error
+	if cmd == "migrate" {
+		err = os.WriteFile(path, []byte(State), 0o644)
+	} else if b, rerr := os.ReadFile(path); rerr != nil {
+		err = rerr
+	} else if string(b) != State {
+		err = errors.New("load of migration failed: Invalid argument")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.migrated, p.migrateErr = "completed", ""
+	if err != nil {
+		p.migrated, p.migrateErr = "failed", err.Error()
+	}
+}
+
+// migration is the status and error query-migrate reports.
+func (p *Proc) migration() (string, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.migrated, p.migrateErr
 }

@@ -1,0 +1,248 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/runner/undo"
+)
+
+// Saved guest states. A guest nested under TCG in a lab VM boots for a
+// minute and a half or more; the guests of a run's labs are the same VM
+// (same QEMU, kernel, initramfs, command line and devices), so the first
+// lab saves its guest's state once the agent is ready and the next lab
+// starts its guest from that state in seconds instead of booting it. The
+// state is QEMU's migration stream (qemu.VM.SaveState); it is taken
+// before the guest's first cell is set up (its sink, its workload's
+// server), so a restored guest is where a booted one is when its agent
+// says ready. Only TCG guests: under KVM a guest boots in seconds.
+
+// GuestStatesEnv names the directory a run looks for saved guest states
+// in (set by the lab for the run inside; a developer may set it for a
+// host run). A run with it set also saves the state of each guest it
+// boots, under its run directory's GuestStateDir, for the lab to keep.
+const GuestStatesEnv = "VNETBENCH_GUEST_STATES"
+
+// Sample labels of a guest started from a saved state: how long its
+// start took (in place of boot_s) and the state's key.
+const (
+	LabelRestoreS   = "restore_s"
+	LabelGuestState = "guest_state"
+)
+
+// GuestStateDir is where a run saves its guests' states, under its run
+// directory: one file per state, named by its key.
+const GuestStateDir = "guest-state"
+
+// GuestStates are where a run finds saved guest states and where it saves
+// them.
+type GuestStates struct {
+	// Dirs are searched for a state named by its key, in order.
+	Dirs []string
+	// Save is the directory a booted guest's state is saved to ("" =
+	// none).
+	Save string
+}
+
+// find returns the saved state of key, or "".
+func (st *GuestStates) find(key string) string {
+	for _, d := range st.Dirs {
+		p := filepath.Join(d, key)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// hexName matches the content-addressed names vmimages gives its images:
+// initramfs-HASH.cpio, and the HASH directory of a vmlinux.
+var hexName = regexp.MustCompile(`^(initramfs-)?[0-9a-f]{16,64}(\.cpio)?$`)
+
+// guestStateKey names the saved state of a guest started with cfg: the
+// QEMU binary and its arguments, with the paths that differ between runs
+// (sockets, console log) and the VM's name left out, and each file it
+// loads. An image vmimages names by its hash (the initramfs, the vmlinux
+// under its bzImage's hash) is known by path and size; any other file
+// also by its modification time, so a kernel rebuilt in place gets a key
+// of its own. A file that cannot be read gives no key ("").
+func guestStateKey(cfg qemu.Config) string {
+	bin := cfg.Binary
+	if bin == "" {
+		bin = qemu.DefaultBinary
+	}
+	h := sha256.New()
+	fmt.Fprintln(h, "vnetbench guest state 1")
+	c := cfg
+	c.Name, c.ConsoleLog, c.QMPSocket, c.AgentSocket, c.Incoming = "", "", "", "", false
+	for _, a := range qemu.Args(c) {
+		fmt.Fprintf(h, "%q\n", a)
+	}
+	files := []string{cfg.Kernel, cfg.Initrd, cfg.Firmware}
+	if path, err := exec.LookPath(bin); err == nil {
+		files = append(files, path) // else QEMU does not start anyway
+	}
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		id, err := fileID(f)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintln(h, id)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// fileID is what guestStateKey knows a file by.
+func fileID(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("%s %d", path, fi.Size())
+	if !hexName.MatchString(filepath.Base(path)) && !hexName.MatchString(filepath.Base(filepath.Dir(path))) {
+		id += " " + fi.ModTime().UTC().Format(time.RFC3339Nano)
+	}
+	return id, nil
+}
+
+// stateFor returns the key of cfg's saved state and the state's path
+// when one is saved ("" = none), for a guest that may use one.
+func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
+	st := gs.r.opts.GuestStates
+	if st == nil || g.accel != qemu.TCG {
+		return "", ""
+	}
+	key = guestStateKey(cfg)
+	if key == "" {
+		return "", ""
+	}
+	return key, st.find(key)
+}
+
+// restore starts g from the saved state at path instead of booting it:
+// QEMU started paused on cfg, the state loaded, then the agent's ready
+// asked again. On failure the QEMU it started is stopped.
+func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, Agent, error) {
+	cfg.Incoming = true
+	if err := gs.r.clearConsole(cfg.ConsoleLog); err != nil {
+		return nil, nil, err
+	}
+	vm, err := qemu.Start(ctx, bctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
+	if err := vm.LoadState(bctx, path); err != nil {
+		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
+		return nil, nil, err
+	}
+	agent, err := gs.waitAgent(bctx, vm)
+	if err != nil {
+		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
+		return nil, nil, fmt.Errorf("the restored guest's agent: %w", err)
+	}
+	return vm, agent, nil
+}
+
+// saveState saves the state of g, booted and ready, as key for the
+// next lab; a failure is logged, not the boot's: the guest runs on,
+// unless it could not be resumed (an error then).
+func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
+	st := gs.r.opts.GuestStates
+	if st == nil || st.Save == "" || key == "" {
+		return nil
+	}
+	if err := os.MkdirAll(st.Save, 0o755); err != nil {
+		gs.r.logf("guest state not saved: %v", err)
+		return nil
+	}
+	tmp := filepath.Join(st.Save, key+".tmp")
+	os.Remove(tmp)
+	start := time.Now()
+	gs.r.repro.note("# QMP stop, migrate exec:cat > " + tmp + ", cont: the guest's state saved for the next lab")
+	err := g.vm.SaveState(ctx, tmp)
+	if errors.Is(err, qemu.ErrNotResumed) {
+		os.Remove(tmp)
+		return err
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(st.Save, key))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		gs.r.logf("guest state not saved: %v", err)
+		return nil
+	}
+	size := int64(0)
+	if fi, err := os.Stat(filepath.Join(st.Save, key)); err == nil {
+		size = fi.Size()
+	}
+	gs.noteState("saved " + key)
+	gs.r.logf("guest state %s saved in %.1fs (%d MB): a next lab starts its guest from it", key, time.Since(start).Seconds(), size>>20)
+	return nil
+}
+
+// restored starts g from the saved state at path (restore) and gives it
+// what boot gives a booted guest: its VM, agent, console watch and undo
+// steps on u. A state that does not start the guest is logged and false
+// returned: the caller boots it.
+func (gs *guests) restored(ctx, bctx context.Context, g *guest, cfg qemu.Config, path string, u *undo.Stack, kill context.CancelCauseFunc) bool {
+	start := time.Now()
+	vm, agent, err := gs.restore(ctx, bctx, cfg, path)
+	if err != nil {
+		if ctx.Err() == nil {
+			gs.r.logf("guest not started from saved state %s (%v): booting it", filepath.Base(path), err)
+		}
+		return false
+	}
+	gs.noteCmdline(qemu.Cmdline(cfg))
+	g.vm, g.agent, g.restored = vm, agent, filepath.Base(path)
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
+	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
+	u.Push("close agent", func(context.Context) error { return agent.Close() })
+	g.noteBoot(agent, time.Since(start))
+	// The agent answers as slowly as the guest booted, not as fast as it
+	// was restored: its timeouts scale to the boot its state comes from.
+	if va, ok := agent.(*vmAgent); ok && g.guestReady > g.bootTime {
+		va.scaleToBoot(g.guestReady)
+	}
+	g.sink = "stack"
+	gs.noteState("restored " + g.restored)
+	return true
+}
+
+// noteState records in env.json what the run's guests did with saved
+// states (each distinct note once).
+func (gs *guests) noteState(note string) {
+	env, err := results.ReadEnv(gs.r.dir)
+	if err != nil {
+		return
+	}
+	if env.Extra == nil {
+		env.Extra = map[string]string{}
+	}
+	old := env.Extra[results.ExtraGuestState]
+	if slices.Contains(strings.Split(old, "; "), note) {
+		return
+	}
+	if old != "" {
+		note = old + "; " + note
+	}
+	env.Extra[results.ExtraGuestState] = note
+	results.WriteEnv(gs.r.dir, *env)
+}

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
+	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+const stateScenario = `
+name: states
+backend: tap
+guest: {vcpus: 1, memory: 128MiB, accel: tcg}
+generator:
+  trafgen: {duration: 1s}
+repetitions: 1
+timeouts: {boot: 20s, teardown: 10s}
+`
+
+// stateRun runs stateScenario with a fake QEMU and saved guest states in
+// dirs, saving into the run directory's; it returns the fake's QEMUs and
+// the run's env.json note on guest states.
+func stateRun(t *testing.T, img *GuestImage, dirs ...string) (*harness, []*fakeqemu.Proc, string) {
+	t.Helper()
+	h := newHarness(t)
+	fake := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step { return nil }}
+	h.opts.Exec = qemuRouter{fake}
+	h.opts.KVM = &qemu.KVMStatus{Why: "test: no KVM"}
+	h.opts.Image = func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return img, nil }
+	h.opts.GuestStates = &GuestStates{Dirs: dirs, Save: filepath.Join(h.opts.Dir, GuestStateDir)}
+	sum, err := Run(t.Context(), loadCells(t, stateScenario), h.opts)
+	checkNothingLeft(t, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := readSamples(t, h.opts.Dir); len(s) != 1 || s[0].Error != "" {
+		t.Fatalf("samples %+v, want one that succeeded", s)
+	}
+	env, err := results.ReadEnv(h.opts.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, fake.Procs(), env.Extra[results.ExtraGuestState]
+}
+
+// fakeImage writes a guest image of files named as vmimages names them.
+func fakeImage(t *testing.T) *GuestImage {
+	dir := filepath.Join(t.TempDir(), "0123456789abcdef")
+	os.MkdirAll(dir, 0o755)
+	img := &GuestImage{Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "initramfs-0123456789abcdef01234567.cpio")}
+	for _, f := range []string{img.Kernel, img.Initrd} {
+		if err := os.WriteFile(f, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+// TestGuestStates: a run that boots a TCG guest saves its state once the
+// agent is ready (QMP stop, migrate, cont) under its run directory; a
+// run that finds that state starts QEMU paused for it (-incoming defer),
+// loads it and never boots; a state QEMU cannot load is logged and the
+// guest booted instead. env.json says which happened.
+func TestGuestStates(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	img := fakeImage(t)
+	states := t.TempDir()
+
+	h, procs, note := stateRun(t, img, states)
+	if len(procs) != 1 || slices.Contains(procs[0].Argv, "-incoming") {
+		t.Fatalf("first run: %d QEMUs, want one booted", len(procs))
+	}
+	if q := strings.Join(procs[0].QMP(), " "); !strings.Contains(q, "stop migrate-set-parameters migrate query-migrate cont") {
+		t.Errorf("first run's QMP %q: no state saved between stop and cont", q)
+	}
+	saved, _ := filepath.Glob(filepath.Join(h.opts.Dir, GuestStateDir, "*"))
+	if len(saved) != 1 || !strings.HasPrefix(note, "saved "+filepath.Base(saved[0])) {
+		t.Fatalf("saved %q, env.json %q: want one state and its note", saved, note)
+	}
+	key := filepath.Base(saved[0])
+	b, _ := os.ReadFile(saved[0])
+	os.WriteFile(filepath.Join(states, key), b, 0o644)
+
+	_, procs, note = stateRun(t, img, states)
+	if len(procs) != 1 || !slices.Contains(procs[0].Argv, "-incoming") {
+		t.Fatalf("second run: %d QEMUs, want one started for the saved state", len(procs))
+	}
+	if q := strings.Join(procs[0].QMP(), " "); !strings.Contains(q, "migrate-incoming query-migrate cont") || slices.Contains(procs[0].QMP(), "migrate") {
+		t.Errorf("second run's QMP %q: want the state loaded, not saved again", q)
+	}
+	if note != "restored "+key {
+		t.Errorf("second run's env.json note %q, want restored %s", note, key)
+	}
+
+	os.WriteFile(filepath.Join(states, key), []byte("not a state"), 0o644)
+	_, procs, note = stateRun(t, img, states)
+	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
+		t.Fatalf("bad state: %d QEMUs, want the restore, then a boot", len(procs))
+	}
+	if note != "saved "+key {
+		t.Errorf("bad state: env.json note %q, want the booted guest's state saved", note)
+	}
+}
+
+// TestGuestStateKey: the key leaves out what differs between runs of the
+// same guest (its name, sockets, console log) and changes with what the
+// guest is: its devices, and a kernel file rebuilt in place (one not named
+// by its hash) even at the same size.
+func TestGuestStateKey(t *testing.T) {
+	dir := t.TempDir()
+	kernel := filepath.Join(dir, "bzImage")
+	os.WriteFile(kernel, []byte("kernel 1"), 0o644)
+	img := fakeImage(t)
+	cfg := qemu.Config{Name: "a", Accel: qemu.TCG, Kernel: img.Kernel, Initrd: img.Initrd, QMPSocket: "/x/qmp", AgentSocket: "/x/agent",
+		ConsoleLog: "/x/console-0.log", NICs: []qemu.NIC{{Tap: "vnbt0", MAC: GuestMAC}}}
+	key := guestStateKey(cfg)
+	if len(key) != 32 {
+		t.Fatalf("key %q", key)
+	}
+	other := cfg
+	other.Name, other.QMPSocket, other.AgentSocket, other.ConsoleLog = "b", "/y/qmp", "/y/agent", "/y/console-3.log"
+	if k := guestStateKey(other); k != key {
+		t.Errorf("another run's paths changed the key")
+	}
+	other = cfg
+	other.NICs = append(other.NICs, qemu.NIC{Tap: "vnbt1", Vhost: true})
+	if k := guestStateKey(other); k == key {
+		t.Errorf("a second NIC kept the key")
+	}
+	other = cfg
+	other.Kernel = kernel
+	k1 := guestStateKey(other)
+	os.WriteFile(kernel, []byte("kernel 2"), 0o644)
+	os.Chtimes(kernel, time.Now(), time.Now().Add(time.Hour))
+	if k2 := guestStateKey(other); k2 == k1 {
+		t.Errorf("a kernel rebuilt in place kept the key")
+	}
+	other.Kernel = filepath.Join(dir, "gone")
+	if k := guestStateKey(other); k != "" {
+		t.Errorf("a missing kernel gave key %q", k)
+	}
+}
