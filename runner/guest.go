@@ -55,8 +55,9 @@ type guest struct {
 	accel                 qemu.Accel
 	// restored is the key of the saved state the guest started from
 	// instead of booting ("" = booted).
-	restored string
-	undo     *undo.Stack
+	restored     string
+	restoreSteps string // what the start took, step by step
+	undo         *undo.Stack
 	// life ends, with a *qemu.FaultError as its cause, when the guest
 	// kernel reports a lockup, stall, oops or panic on its console: the
 	// cell then fails at once instead of at its deadline.

@@ -63,8 +63,8 @@ func (gs *guests) ready(ctx context.Context, c *scenarios.Cell) (g *guest, bootT
 	}
 	gs.cur = g
 	if g.restored != "" {
-		gs.r.logf("guest started from saved state %s in %.1fs (%s; its boot reached ready at %.1fs of the guest kernel's clock)",
-			g.restored, g.bootTime.Seconds(), g.accel, g.guestReady.Seconds())
+		gs.r.logf("guest started from saved state %s in %.1fs (%s: %s; its boot reached ready at %.1fs of the guest kernel's clock)",
+			g.restored, g.bootTime.Seconds(), g.accel, g.restoreSteps, g.guestReady.Seconds())
 	} else if g.guestReady > 0 {
 		gs.r.logf("guest up in %.1fs (%s; guest kernel clock: /init at %.1fs, ready at %.1fs)", g.bootTime.Seconds(), g.accel,
 			g.guestInit.Seconds(), g.guestReady.Seconds())

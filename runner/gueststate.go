@@ -136,27 +136,32 @@ func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
 
 // restore starts g from the saved state at path instead of booting it:
 // QEMU started paused on cfg, the state loaded, then the agent's ready
-// asked again. On failure the QEMU it started is stopped.
-func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, Agent, error) {
+// asked again. It returns how long each step took (for the log). On
+// failure the QEMU it started is stopped.
+func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, Agent, string, error) {
 	cfg.Incoming = true
 	if err := gs.r.clearConsole(cfg.ConsoleLog); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	t0 := time.Now()
 	vm, err := qemu.Start(ctx, bctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	t1 := time.Now()
 	gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
 	if err := vm.LoadState(bctx, path); err != nil {
 		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	t2 := time.Now()
 	agent, err := gs.waitAgent(bctx, vm)
 	if err != nil {
 		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
-		return nil, nil, fmt.Errorf("the restored guest's agent: %w", err)
+		return nil, nil, "", fmt.Errorf("the restored guest's agent: %w", err)
 	}
-	return vm, agent, nil
+	steps := fmt.Sprintf("QEMU %.1fs, state %.1fs, agent %.1fs", t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds(), time.Since(t2).Seconds())
+	return vm, agent, steps, nil
 }
 
 // saveState saves the state of g, booted and ready, as key for the
@@ -203,7 +208,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 // returned: the caller boots it.
 func (gs *guests) restored(ctx, bctx context.Context, g *guest, cfg qemu.Config, path string, u *undo.Stack, kill context.CancelCauseFunc) bool {
 	start := time.Now()
-	vm, agent, err := gs.restore(ctx, bctx, cfg, path)
+	vm, agent, steps, err := gs.restore(ctx, bctx, cfg, path)
 	if err != nil {
 		if ctx.Err() == nil {
 			gs.r.logf("guest not started from saved state %s (%v): booting it", filepath.Base(path), err)
@@ -211,7 +216,7 @@ func (gs *guests) restored(ctx, bctx context.Context, g *guest, cfg qemu.Config,
 		return false
 	}
 	gs.noteCmdline(qemu.Cmdline(cfg))
-	g.vm, g.agent, g.restored = vm, agent, filepath.Base(path)
+	g.vm, g.agent, g.restored, g.restoreSteps = vm, agent, filepath.Base(path), steps
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
 	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
 	u.Push("close agent", func(context.Context) error { return agent.Close() })

@@ -60,6 +60,7 @@ type runFlags struct {
 	kernels                   *kernelFlags
 	reps                      *int
 	until                     untilFlags
+	bootGuests                *bool
 }
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
@@ -80,6 +81,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	f.scenDir = pathFlag(fs, "scenario-dir", "(internal) with --inside-lab: `DIR` of the original scenario file, for its relative paths (SCENARIO is a copy)")
 	f.reps = fs.Int("repetitions", 0, "`N` repetitions of every cell, replacing the scenario's (0: the scenario's)")
 	f.until = addUntilFlags(fs)
+	f.bootGuests = fs.Bool("boot-guests", false, "boot every lab's nested guests; by default a later lab starts a guest the first lab booted from that lab's saved state, in seconds (docs/lab.md)")
 	return f
 }
 
@@ -94,7 +96,7 @@ func (f runFlags) options(cl *cli, scenario string, stdout, stderr io.Writer) (s
 		Scenario: session.Spec{Name: scenario, Dir: *f.scenDir, Sets: *f.sets, Kernels: ks, Label: *f.label},
 		Dir:      *f.out, Resume: *f.resume, DryRun: *f.dry, Seed: f.seed.N, SeedAuto: f.seed.Auto, Repetitions: *f.reps,
 		Shard: *f.shard, InsideLab: *f.insideLab, AgentBinary: *f.agentBin,
-		LockWait: *f.lockWait, MaxTime: *f.maxTime, Version: version, Stdout: stdout, Stderr: stderr,
+		LockWait: *f.lockWait, MaxTime: *f.maxTime, Version: version, Stdout: stdout, Stderr: stderr, BootGuests: *f.bootGuests,
 	}
 	cl.machine(&o)
 	return o, nil

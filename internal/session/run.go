@@ -20,6 +20,9 @@ import (
 // Options are one run of a scenario: what `vnetbench run`'s flags say,
 // and what the run takes from the machine.
 type Options struct {
+	// BootGuests boots every lab's nested guests instead of starting a
+	// later lab's from the state the first saved (lab.Inner.BootGuests).
+	BootGuests bool
 	// Scenario is the scenario and the command line's changes to it.
 	Scenario Spec
 	// Dir is the run directory ("" = runs/NAME-TIMESTAMP under the
@@ -248,7 +251,7 @@ func (r *run) prepare(ctx context.Context) error {
 		todo = notDone(r.Dir, r.cells)
 	}
 	side := lab.PlanSideBySide(todo, r.host)
-	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab, side < 2)
+	r.est, _ = EstimateCells(todo, KernelLabels(r.s), r.host.KVM, r.tab, side < 2 && !r.BootGuests)
 	if r.InsideLab != "" {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
@@ -286,7 +289,7 @@ func (r *run) split() {
 // labInner is the command each lab VM runs (--inside-lab): kernels other
 // than the running one run the same scenario inside one lab VM each.
 func (r *run) labInner() error {
-	r.in = lab.Inner{Binary: r.AgentBinary}
+	r.in = lab.Inner{Binary: r.AgentBinary, BootGuests: r.BootGuests}
 	if len(r.labCells) == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/scenarios"
 )
 
 // TestKeepGuestStates: the states a lab's run saved move into the cache,
@@ -66,5 +67,24 @@ func TestKeepGuestStates(t *testing.T) {
 	}
 	if kept, err := keepGuestStates(inner, cache); err != nil || len(kept) != 0 {
 		t.Errorf("a run without states: kept %q, %v", kept, err)
+	}
+}
+
+// TestGuestStatesEnv: the run inside a lab is pointed at the cache's
+// saved states unless the run boots every guest (--boot-guests).
+func TestGuestStatesEnv(t *testing.T) {
+	cells := builtinCellsOf(t, "lab-pktgen")
+	var stock []scenarios.Cell
+	for _, c := range cells {
+		if c.Kernel.Label == "stock" {
+			stock = append(stock, c)
+		}
+	}
+	for _, boot := range []bool{false, true} {
+		c := labConfigT(t, "stock", stock, runner.Options{Dir: "/runs/r1"}, Inner{BootGuests: boot}, []string{"run"})
+		has := slices.ContainsFunc(c.Env, func(e string) bool { return strings.HasPrefix(e, runner.GuestStatesEnv+"=") })
+		if has == boot {
+			t.Errorf("boot guests %v: lab environment %q", boot, c.Env)
+		}
 	}
 }

@@ -27,6 +27,9 @@ import (
 // Inner says how the run inside a lab VM finds its scenario, and what
 // boots the lab VMs and builds their kernels.
 type Inner struct {
+	// BootGuests boots every lab's nested guests: no lab starts one from
+	// the state an earlier lab saved (gueststate.go).
+	BootGuests bool
 	// Scenario is the scenario argument for the inner `vnetbench run`: a
 	// built-in name, or a file path visible inside the lab (the host root
 	// is shared read-only, except /tmp; the run directory read-write).
@@ -179,8 +182,10 @@ func labConfig(label string, lc []scenarios.Cell, o runner.Options, in Inner, ar
 		RunDir: o.Dir, OutDir: filepath.Join(o.Dir, results.LabDir(label)), Args: args, Binary: in.Binary, Output: o.Log, Timeouts: to, Prefetch: labPrefetch(lc),
 		Shares: labShares(lc), Modules: labModules(), Exec: o.Exec,
 		CPUs: size.CPUs, MemoryMiB: size.MemoryMiB, PinVCPUs: size.Pin, Accel: o.Accel,
-		DropReasons: slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return c.DropReasons }),
-		Env:         []string{guestStatesEnv()}}
+		DropReasons: slices.ContainsFunc(lc, func(c scenarios.Cell) bool { return c.DropReasons })}
+	if !in.BootGuests {
+		c.Env = append(c.Env, guestStatesEnv())
+	}
 	if c.Accel == "" {
 		c.Accel = h.KVM.Accel()
 	}
