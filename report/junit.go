@@ -119,7 +119,7 @@ func decisionDetail(d *Decision) string {
 func levelText(d *Delta) string {
 	v := &d.Verdict
 	if v.Look < 0 {
-		return fmt.Sprintf("%s per side: below the plan's first look at %d, no verdict", runsText(min(v.NBase, v.NNew)), verdict.Default.FirstN())
+		return fmt.Sprintf("%s per side: below the plan's first look at %d, no verdict", units.Plural(min(v.NBase, v.NNew), "run"), verdict.Default.FirstN())
 	}
 	return fmt.Sprintf("DIFFERENT at p <= %.3g, the level of the look at %d runs per side", d.Alpha, verdict.Default.Looks[v.Look])
 }

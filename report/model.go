@@ -9,6 +9,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
@@ -466,7 +467,7 @@ func fewRunsNote(t *Table) {
 		if !uniform || col[0] == 0 || col[0] != col[1] || j >= len(t.Header) {
 			continue
 		}
-		t.Header[j] += ", " + runsText(col[0])
+		t.Header[j] += ", " + units.Plural(col[0], "run")
 		marked = append(marked, t.Header[j])
 		for _, row := range t.Rows {
 			if j < len(row.Cells) && row.Cells[j].Delta != nil && row.Cells[j].Delta.TooFew {
@@ -476,7 +477,7 @@ func fewRunsNote(t *Table) {
 	}
 	runs := func(r [2]int) string {
 		if r[0] == r[1] {
-			return runsText(r[0])
+			return units.Plural(r[0], "run")
 		}
 		return fmt.Sprintf("%d-%d runs", r[0], r[1])
 	}

@@ -102,7 +102,7 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 	var na naNotes
 	for _, cell := range cells {
 		for _, col := range b.r.Columns {
-			row := Row{Labels: []string{countText(count(cell), kind.ThreadsNoun), b.lab.colHeader(col)}}
+			row := Row{Labels: []string{units.Plural(count(cell), strings.TrimSuffix(kind.ThreadsNoun, "s")), b.lab.colHeader(col)}}
 			for _, c := range cols {
 				cl, why := b.sendersCell(cell, col, c)
 				if why != "" {
@@ -137,14 +137,6 @@ func (b sendersKind) sendersCell(cell, col string, c workload.TableRow) (_ Cell,
 		scale = units.For(b.idx.metric(c.Key).Unit)
 	}
 	return Cell{Text: scale.Format(st.Median), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}, ""
-}
-
-// countText is "1 thread", "8 threads".
-func countText(n int, noun string) string {
-	if n == 1 {
-		noun = strings.TrimSuffix(noun, "s")
-	}
-	return strconv.Itoa(n) + " " + noun
 }
 
 // tableOf is the workload table whose headline s has.

@@ -160,7 +160,7 @@ func (d *Delta) DeltaString() string {
 	}
 	pct := d.pctText()
 	if n := min(d.Base.N, d.New.N); d.TooFew && n > 0 {
-		return pct + " (" + runsText(n) + ")"
+		return pct + " (" + units.Plural(n, "run") + ")"
 	}
 	if pct == "?" {
 		return pct
@@ -174,14 +174,6 @@ func (d *Delta) pctText() string {
 		return "?"
 	}
 	return units.Pct(d.Pct)
-}
-
-// runsText is "1 run" or "N runs".
-func runsText(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return fmt.Sprintf("%d runs", n)
 }
 
 // changeLegend explains the change column's marks (DeltaString) in a

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -41,6 +42,8 @@ func scriptOf(t *testing.T, s *scenarios.Scenario) string {
 // each string field, parse as plain commands: no expansion, no command
 // substitution, no command of the scenario's text.
 func TestReproduceNoShellInjection(t *testing.T) {
+	// The built-ins' Debian lab kernels as fetched: VMArgs checks them.
+	testenv.CachedDebianKernels(t, "6.1.0-47-amd64", "6.12.117+deb12-amd64")
 	for _, b := range scenarios.Builtins() {
 		s, err := scenarios.LoadBuiltin(b.Name)
 		if err != nil {

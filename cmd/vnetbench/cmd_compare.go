@@ -70,6 +70,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if same := results.SameRun(base, nw); len(pos) == 2 && same != "" {
+		fmt.Fprintf(stderr, "vnetbench: warning: BASE and NEW are the same run (%s): this compares it with itself; give the other run as NEW\n", same)
+	}
 	noise, err := noiseFrom(ctx, *noisePath, stderr)
 	if err != nil {
 		return err

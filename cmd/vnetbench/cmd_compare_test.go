@@ -239,3 +239,48 @@ func failKernel(t *testing.T, src, dst, k, why string) {
 		t.Fatal(err)
 	}
 }
+
+// A run compared with a copy of itself (or a benchfmt file with its copy)
+// gets one warning line saying both sides are the same run; two runs and
+// the two kernels of one run get none.
+func TestCompareCLISameRun(t *testing.T) {
+	dir := t.TempDir()
+	run1 := filepath.Join(dir, "copy")
+	copyDir(t, real+"quickstart-tcg", run1)
+	b, err := os.ReadFile("testdata/compare/six-runs-base.bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench := filepath.Join(dir, "copy.bench")
+	if err := os.WriteFile(bench, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "vnetbench: warning: BASE and NEW are the same run ("
+	for _, tc := range []struct {
+		args []string
+		same string
+	}{
+		{[]string{real + "quickstart-tcg", run1}, "run ID 20261130-000003-c121d55b"},
+		{[]string{"testdata/compare/six-runs-base.bench", bench}, "the same samples"},
+		{[]string{"testdata/compare/six-runs-base.bench", "testdata/compare/six-runs-new.bench"}, ""},
+		{[]string{real + "lab-pktgen-3run-tcg"}, ""},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append([]string{"compare"}, tc.args...), &out, &errb)
+		if exitCode(err) == exitBadInput {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var lines []string
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if strings.HasPrefix(l, warning) {
+				lines = append(lines, l)
+			}
+		}
+		switch {
+		case tc.same == "" && len(lines) > 0:
+			t.Errorf("%v: warned %q", tc.args, lines)
+		case tc.same != "" && (len(lines) != 1 || !strings.HasPrefix(lines[0], warning+tc.same+"): ")):
+			t.Errorf("%v: stderr\n%s\nwant one line %q...", tc.args, errb.String(), warning+tc.same+"): ")
+		}
+	}
+}

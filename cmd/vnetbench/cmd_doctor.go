@@ -28,6 +28,11 @@ func cmdDoctor(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if len(pos) > 0 {
 		return usageErrorf("doctor: takes no arguments")
 	}
+	if *clean && *only {
+		// --clean would win silently: a user who asked for a list gets
+		// removals.
+		return usageErrorf("doctor: give --clean or --leftovers, not both: --leftovers lists what killed runs left, --clean removes it and lists what it kept")
+	}
 	if *clean {
 		return cleanLeftovers(stdout)
 	}

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/labvm"
@@ -34,6 +37,25 @@ func TestDoctorInProcess(t *testing.T) {
 	}
 	if exitCode(run(t.Context(), []string{"doctor", "extra"}, &out, &errb)) != exitBadInput {
 		t.Error("doctor with an argument: want exit 2")
+	}
+}
+
+// --clean and --leftovers together are refused in one line, exit 2,
+// before anything is removed (in a ledger directory of the test's own,
+// should the refusal break).
+func TestDoctorCleanAndLeftoversRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ledgers")
+	t.Setenv(ledger.DirEnv, dir)
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"doctor", "--clean", "--leftovers"}, &out, &errb)
+	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "give --clean or --leftovers, not both") || strings.Contains(fmt.Sprint(err), "\n") {
+		t.Errorf("doctor --clean --leftovers: %v (exit %d), want one line saying to give one, exit 2", err, exitCode(err))
+	}
+	if out.Len() > 0 {
+		t.Errorf("doctor --clean --leftovers wrote:\n%s", out.String())
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("doctor --clean --leftovers made %s", dir)
 	}
 }
 

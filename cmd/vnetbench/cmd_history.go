@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 const defaultHistoryDB = "vnetbench-history.db"
@@ -240,7 +241,7 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "recorded %s in %s\n", nRuns(len(runs)), *db)
+	fmt.Fprintf(stdout, "recorded %s in %s\n", units.Plural(len(runs), "run"), *db)
 	return nil
 }
 
@@ -255,14 +256,6 @@ func cmdHistoryRebuild(ctx context.Context, cl *cli, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "rebuilt %s from %s\n", *db, nRuns(n))
+	fmt.Fprintf(stdout, "rebuilt %s from %s\n", *db, units.Plural(n, "run"))
 	return nil
-}
-
-// nRuns is "1 run" or "N runs": CI logs quote these lines.
-func nRuns(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return fmt.Sprintf("%d runs", n)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/vnetbench/vnetbench/internal/textsafe"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/runner"
 )
 
@@ -28,10 +29,6 @@ func cmdMerge(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	noun := "run directories"
-	if len(dirs) == 1 {
-		noun = "run directory"
-	}
-	fmt.Fprintf(stdout, "merged %d %s into %s\n", len(dirs), noun, *out)
+	fmt.Fprintf(stdout, "merged %s into %s\n", units.Plural(len(dirs), "run directory"), *out)
 	return nil
 }

@@ -132,6 +132,7 @@ func TestValidate(t *testing.T) {
 // TestPlanBuiltins golden-tests `plan` of every built-in (text), plus the
 // JSON form of two.
 func TestPlanBuiltins(t *testing.T) {
+	cachedLabKernels(t)
 	for _, b := range scenarios.Builtins() {
 		t.Run(b.Name, func(t *testing.T) {
 			got, code := runCLI(t, "plan", b.Name, "--seed", "1", "--cpus", "64")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -43,15 +44,7 @@ func cmdValidate(ctx context.Context, cl *cli, args []string, stdout, stderr io.
 		for _, c := range cells {
 			runs += c.Repetitions
 		}
-		fmt.Fprintf(stdout, "ok %s: %s, %s\n", s.Name, countNoun(len(cells), "cell"), countNoun(runs, "run"))
+		fmt.Fprintf(stdout, "ok %s: %s, %s\n", s.Name, units.Plural(len(cells), "cell"), units.Plural(runs, "run"))
 	}
 	return nil
-}
-
-// countNoun renders "1 cell", "2 cells".
-func countNoun(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

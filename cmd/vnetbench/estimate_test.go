@@ -27,6 +27,7 @@ func shorterCommand(t *testing.T, out string) []string {
 // sends 1G packets at about 1 Kpps: plan says hours and names a shorter
 // command, which itself fits the limit.
 func TestPlanEstimateLabTCG(t *testing.T) {
+	cachedLabKernels(t)
 	got, code := runCLI(t, "plan", "thread-pktgen", "--kernel", "stock=debian:6.1", "--seed", "1")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, got)
@@ -61,6 +62,7 @@ func TestPlanEstimateLabTCG(t *testing.T) {
 // run refuses a run past --max-time with exit 2 before it creates
 // anything, printing the estimate and the shorter form.
 func TestRunRefusesPastMaxTime(t *testing.T) {
+	cachedLabKernels(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	got, code := runCLI(t, "run", "thread-pktgen", "--kernel", "stock=debian:6.1", "-o", dir)
 	if code != exitBadInput {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -61,6 +64,7 @@ func TestRunKernelFlagBadInput(t *testing.T) {
 
 // The flag makes every cell a lab cell of the given kernels, in plan too.
 func TestPlanKernelFlag(t *testing.T) {
+	cachedLabKernels(t)
 	var out, errb bytes.Buffer
 	if err := run(t.Context(), []string{"run", "quickstart", "--dry-run", "--seed", "1", "--kernel", "stock=debian:6.1", "--kernel", "patched=tree=/src/linux,patches=/p/*.patch"}, &out, &errb); err != nil {
 		t.Fatal(err)
@@ -139,5 +143,33 @@ func TestReportRefusesOneLabelForTwoKernels(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("report printed a table anyway:\n%s", out.String())
+	}
+}
+
+// cachedLabKernels gives the test a harness cache holding the Debian
+// kernels the built-ins' lab kernels name (6.1, 6.12): plan and run check
+// a Debian series against the cache, else apt's lists, which this
+// machine's may lack (testenv.CachedDebianKernels). It returns the cache.
+func cachedLabKernels(t *testing.T) string {
+	return testenv.CachedDebianKernels(t, "6.1.0-47-amd64", "6.12.117+deb12-amd64")
+}
+
+// A Debian series neither cached nor known to apt: plan warns with the
+// line run refuses it with (before it makes anything: runner/lab's
+// TestKernelsRefusedFirst), run --dry-run refuses it with that line, exit 2.
+func TestPlanDryRunUnknownDebianSeries(t *testing.T) {
+	cachedLabKernels(t)
+	testenv.NoAPTPackages(t)
+	const refusal = "kernel stock: lab: no Debian 9.9 kernel (linux-image-9.9*-amd64-unsigned) cached or known to apt; run apt-get update (6.12 comes from bookworm-security) or give image:/modules:"
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"plan", "quickstart", "--kernel", "stock=debian:9.9"}, &out, &errb); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if want := "warning: " + refusal + " (vnetbench run refuses this on this machine)\n"; strings.Count(errb.String(), want) != 1 {
+		t.Errorf("plan's stderr lacks %q once:\n%s", want, errb.String())
+	}
+	err := run(t.Context(), []string{"run", "quickstart", "--kernel", "stock=debian:9.9", "--dry-run"}, io.Discard, io.Discard)
+	if exitCode(err) != exitBadInput || fmt.Sprint(err) != refusal {
+		t.Errorf("run --dry-run: %v (exit %d), want exit 2: %s", err, exitCode(err), refusal)
 	}
 }

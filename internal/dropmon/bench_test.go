@@ -15,12 +15,7 @@ import (
 // (-count N) so a busy machine slows both alike.
 func BenchmarkDroppedDatagram(b *testing.B) {
 	testenv.NeedRoot(b, "loading an eBPF program")
-	l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dst := l.LocalAddr().(*net.UDPAddr)
-	l.Close()
+	dst := unreachablePort(b)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)

@@ -1,9 +1,12 @@
 package dropmon
 
 import (
+	"errors"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/testenv"
 )
@@ -25,13 +28,7 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("probe %s", mon.Probe)
-	// A port nobody listens on: bind one, note it, close it.
-	l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := l.LocalAddr().(*net.UDPAddr)
-	l.Close()
+	dst := unreachablePort(t)
 	before, err := mon.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +59,46 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 	}
 	if noSocket < n {
 		t.Fatalf("NO_SOCKET drops in a udp function: %d, want at least %d (all: %v)", noSocket, n, got)
+	}
+}
+
+// unreachablePort is a loopback UDP address at which no socket takes
+// datagrams (the kernel drops them as NO_SOCKET), held until the test
+// ends: its port is bound by a socket connected to another peer, which
+// takes only that peer's datagrams. A port bound and closed again would
+// be free for another process to bind before the sends.
+func unreachablePort(tb testing.TB) *net.UDPAddr {
+	tb.Helper()
+	lo := net.IPv4(127, 0, 0, 1)
+	h, err := net.DialUDP("udp4", &net.UDPAddr{IP: lo}, &net.UDPAddr{IP: lo, Port: 9})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { h.Close() })
+	return h.LocalAddr().(*net.UDPAddr)
+}
+
+// unreachablePort's port cannot be bound while the test runs, and a
+// datagram sent to it reaches no socket.
+func TestUnreachablePortHeld(t *testing.T) {
+	dst := unreachablePort(t)
+	if l, err := net.ListenUDP("udp4", &net.UDPAddr{Port: dst.Port}); err == nil {
+		l.Close()
+		t.Fatalf("port %d: bound by another socket while the test holds it", dst.Port)
+	}
+	c, err := net.DialUDP("udp4", nil, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel answers a datagram no socket takes with ICMP port
+	// unreachable, which a connected sender reads as an error.
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("read after the send = %v, want ECONNREFUSED (port unreachable)", err)
 	}
 }
 

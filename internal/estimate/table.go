@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Defaults are the figures used where this host has not measured a
@@ -169,11 +171,7 @@ func (t *Table) Keys() []string {
 }
 
 func measured(n int, noun string, at time.Time) string {
-	s := "s"
-	if n == 1 {
-		s = ""
-	}
-	return fmt.Sprintf("measured here, %d %s%s, %s", n, noun, s, at.Format("2006-01-02"))
+	return "measured here, " + units.Plural(n, noun) + ", " + at.Format("2006-01-02")
 }
 
 func (t *Table) entry(workload string, c Class) *Entry {

@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/labvm"
@@ -22,7 +23,7 @@ import (
 // run runs the lab cells (one lab VM per kernel) and the host cells,
 // records what it measured for later estimates and prints the table.
 func (r *run) run(ctx context.Context) error {
-	fmt.Fprintf(r.Stdout, "scenario %s, seed %d%s, %s\n", r.s.Name, r.seed, r.shardNote, nSamples(len(r.cells)))
+	fmt.Fprintf(r.Stdout, "scenario %s, seed %d%s, %s\n", r.s.Name, r.seed, r.shardNote, units.Plural(len(r.cells), "sample"))
 	if len(r.s.Sets) > 0 {
 		fmt.Fprintf(r.Stdout, "overrides: %s\n", proc.Quote(Spec{Sets: r.s.Sets}.SetArgs()))
 	}
@@ -98,7 +99,7 @@ func (r *run) runCells(ctx context.Context, opts runner.Options, prog *progress)
 		for _, w := range sum.Warnings {
 			r.warnf("%s", w)
 		}
-		fmt.Fprintf(r.Stdout, "%s written, %d already there; results in %s\n", nSamples(sum.Samples), sum.Skipped, sum.Dir)
+		fmt.Fprintf(r.Stdout, "%s written, %d already there; results in %s\n", units.Plural(sum.Samples, "sample"), sum.Skipped, sum.Dir)
 	}
 	if len(r.labCells) > 0 {
 		sum, err := lab.Run(ctx, r.labCells, opts, r.in)
@@ -136,12 +137,4 @@ func CellsFailed(err error) bool {
 	var ke *runner.KernelFaultError
 	var le *lab.Error
 	return errors.As(err, &ke) || errors.As(err, &le)
-}
-
-// nSamples is "1 sample" (a shard's, say) or "N samples".
-func nSamples(n int) string {
-	if n == 1 {
-		return "1 sample"
-	}
-	return fmt.Sprintf("%d samples", n)
 }

@@ -24,3 +24,39 @@ func VnetbenchBinary(tb testing.TB, cmdDir string) string {
 	}
 	return out
 }
+
+// CachedDebianKernels points the harness cache ($VNETBENCH_CACHE) at a new
+// directory holding Debian's kernels of releases ("6.1.0-47-amd64") as
+// vmimages unpacks a fetched package (an image never booted, an empty
+// modules directory): a lab kernel `debian: "6.1"` then resolves, as a
+// run checks it before making anything, as on a machine that fetched it,
+// whatever this machine's cache and apt know. It returns the cache.
+func CachedDebianKernels(tb testing.TB, releases ...string) string {
+	tb.Helper()
+	cache := tb.TempDir()
+	for _, rel := range releases {
+		dir := filepath.Join(cache, "kernels", "debian", "linux-image-"+rel+"-unsigned")
+		for _, d := range []string{filepath.Join(dir, "lib", "modules", rel), filepath.Join(dir, "boot")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "boot", "vmlinuz-"+rel), []byte("not booted"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tb.Setenv("VNETBENCH_CACHE", cache)
+	return cache
+}
+
+// NoAPTPackages puts first on $PATH an apt-cache that knows no package,
+// so a Debian series that is not cached (CachedDebianKernels) is one apt
+// does not know, whatever this machine's package lists hold.
+func NoAPTPackages(tb testing.TB) {
+	tb.Helper()
+	bin := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "apt-cache"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}

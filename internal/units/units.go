@@ -143,3 +143,16 @@ func Count(n float64) string {
 	}
 	return strconv.FormatFloat(n, 'f', -1, 64)
 }
+
+// Plural writes n and noun, the noun in the plural unless n is 1: "1 run",
+// "3 runs", "0 samples", "2 run directories" (a consonant's y is ies). Log
+// lines and tables that CI logs quote say "1 run", never "1 runs".
+func Plural(n int, noun string) string {
+	if n != 1 {
+		if stem, ok := strings.CutSuffix(noun, "y"); ok && stem != "" && !strings.ContainsRune("aeiou", rune(stem[len(stem)-1])) {
+			noun = stem + "ie"
+		}
+		noun += "s"
+	}
+	return strconv.Itoa(n) + " " + noun
+}

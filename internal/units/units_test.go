@@ -210,3 +210,18 @@ func TestCommon(t *testing.T) {
 		t.Errorf("12.4 pps in pps = %q, want 12", got)
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n          int
+		noun, want string
+	}{
+		{1, "run", "1 run"}, {0, "run", "0 runs"}, {3, "sample", "3 samples"},
+		{1, "run directory", "1 run directory"}, {2, "run directory", "2 run directories"},
+		{2, "day", "2 days"}, {2, "y", "2 ys"}, {-1, "cell", "-1 cells"},
+	} {
+		if got := Plural(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Spec is a kernel to build: a source tree, optionally a git ref, patches
@@ -487,7 +488,7 @@ func (b *Builder) make(ctx context.Context, p *Plan, w *work) (*Kernel, error) {
 	}
 	secs := time.Since(start).Seconds()
 	cpu := childCPU() - cpu0
-	b.logf("kernel %s: built in %s (%s compiled, %.0f CPU-seconds)", p.Spec.Label, time.Since(start).Round(time.Second), files(cnt.n), cpu)
+	b.logf("kernel %s: built in %s (%s compiled, %.0f CPU-seconds)", p.Spec.Label, time.Since(start).Round(time.Second), units.Plural(cnt.n, "file"), cpu)
 	if fresh && cnt.n > 0 {
 		st[p.FragSHA] = cnt.n
 		st.write(b.Dir)

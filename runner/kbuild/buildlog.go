@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // BuildError is a failed make: the last compiler errors and the log.
@@ -140,10 +140,10 @@ func (c *counter) Write(p []byte) (int, error) {
 func progressLine(n, expect int, elapsed time.Duration) string {
 	el := elapsed.Round(time.Second)
 	if expect <= 0 {
-		return fmt.Sprintf("%s compiled, %s", files(n), el)
+		return fmt.Sprintf("%s compiled, %s", units.Plural(n, "file"), el)
 	}
 	if n >= expect {
-		return fmt.Sprintf("%s compiled (expected %d), %s, eta soon", files(n), expect, el)
+		return fmt.Sprintf("%s compiled (expected %d), %s, eta soon", units.Plural(n, "file"), expect, el)
 	}
 	eta := "eta unknown"
 	if n > 0 {
@@ -151,11 +151,4 @@ func progressLine(n, expect int, elapsed time.Duration) string {
 		eta = "eta " + left.Round(time.Second).String()
 	}
 	return fmt.Sprintf("%d/%d files, %s, %s", n, expect, el, eta)
-}
-
-func files(n int) string {
-	if n == 1 {
-		return "1 file"
-	}
-	return strconv.Itoa(n) + " files"
 }

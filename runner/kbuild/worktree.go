@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Git runs git in dir through ex and returns its standard output (its
@@ -174,7 +175,7 @@ func (w *work) checkout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("kernel %s: work tree %s from %.12s to %.12s (%s changed)", p.Spec.Label, w.dir, head, p.Commit, files(len(strings.Fields(changed))))
+	b.logf("kernel %s: work tree %s from %.12s to %.12s (%s changed)", p.Spec.Label, w.dir, head, p.Commit, units.Plural(len(strings.Fields(changed)), "file"))
 	if _, err := Git(ctx, b.Exec, w.dir, "checkout", "-q", "--detach", p.Commit); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -392,20 +393,22 @@ func onePatch(paths []string, series, file string) ([]string, error) {
 	return nil, fault.Input("series %s has no patch %q", series, file)
 }
 
-// checkKernelFiles refuses, before the run makes anything, a lab kernel
-// given as files (image=PATH, modules=DIR) that its lab VM would refuse
-// to boot: resolved as labvm resolves it (vmimages.FindKernel: the image
-// a bzImage, modules a directory), since that refusal came after the run
-// directory and its first sample existed.
-func checkKernelFiles(ctx context.Context, cells []scenarios.Cell) error {
+// checkKernels refuses, before the run makes anything, a lab kernel
+// that its lab VM would refuse to boot, checked as labvm resolves it
+// (labvm.CheckKernel): files that are no bzImage and modules directory,
+// a Debian version the lab cannot boot or a Debian series no package of
+// which is cached or known to apt. That refusal came after the run
+// directory and its first sample existed; run --dry-run and plan (VMArgs)
+// now say it too.
+func checkKernels(ctx context.Context, cells []scenarios.Cell) error {
 	seen := map[string]bool{}
 	for i := range cells {
 		k := cells[i].Kernel
-		if k.Image == "" || k.Builds() || seen[k.Label] {
+		if k.Running() || k.Builds() || seen[k.Label] {
 			continue
 		}
 		seen[k.Label] = true
-		if _, err := vmimages.FindKernel(ctx, k.Image, k.Modules, ""); err != nil {
+		if err := labvm.CheckKernel(ctx, labvm.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian}, ""); err != nil {
 			return fmt.Errorf("kernel %s: %w", k.Label, err)
 		}
 	}

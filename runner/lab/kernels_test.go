@@ -15,6 +15,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/labvm"
@@ -233,24 +234,32 @@ func TestBuildKernelsFromSource(t *testing.T) {
 	}
 }
 
-// A lab kernel given as files its lab VM would refuse is refused before
-// the run makes anything, by run, its dry run (VMArgs) and plan alike; a
-// bzImage and its modules directory pass.
-func TestKernelFilesRefusedFirst(t *testing.T) {
+// A lab kernel its lab VM would refuse is refused before the run makes
+// anything, by run, its dry run (VMArgs) and plan alike: files that are
+// no bzImage and modules directory, a Debian series that apt does not
+// know (here an apt-cache that knows nothing). A bzImage and its modules
+// directory pass, as do a cached Debian series and a Debian ABI, which
+// only a fetch could refuse.
+func TestKernelsRefusedFirst(t *testing.T) {
 	dir := t.TempDir()
 	img, mods, err := fakeqemu.Kernel(dir, "6.1.0-test")
 	if err != nil {
 		t.Fatal(err)
 	}
+	cachedDebian61(t)
+	testenv.NoAPTPackages(t)
 	for _, tc := range []struct{ spec, want string }{
 		{"image: /nonexist", "kernel k: kernel image /nonexist: no such file or directory"},
 		{"image: " + dir, "kernel image " + dir + " is not an x86 bzImage"},
 		{"image: " + img + ", modules: " + img, "modules directory " + img + " does not exist"},
 		{"image: " + img + ", modules: " + mods, ""},
+		{`debian: "9.9"`, "kernel k: lab: no Debian 9.9 kernel (linux-image-9.9*-amd64-unsigned) cached or known to apt; run apt-get update"},
+		{`debian: "6.1"`, ""},
+		{`debian: "6.1.0-999"`, ""},
 	} {
 		cells := loadCells(t, "kernels: [{label: k, "+tc.spec+"}]\nbackend: tap\ngenerator: {trafgen: {duration: 1s}}\n")
 		_, _, verr := VMArgs("k", cells, Host{CPUs: []int{0, 1}, MemMiB: 4096})
-		run := filepath.Join(dir, "run")
+		run := filepath.Join(t.TempDir(), "run") // a passing case makes it
 		o := runner.Options{Dir: run, Seed: 1, Exec: &proc.Fake{}, LockPath: filepath.Join(dir, "lock")}
 		_, rerr := Run(t.Context(), cells, o, Inner{Scenario: "x", Labels: []string{"k"}, Boot: func(context.Context, labvm.Config) (*labvm.Result, error) {
 			return nil, errors.New("booted")

@@ -31,7 +31,7 @@ func Run(ctx context.Context, cells []scenarios.Cell, o runner.Options, in Inner
 	if err := runner.CheckScripts(cells); err != nil {
 		return nil, err
 	}
-	if err := checkKernelFiles(ctx, cells); err != nil {
+	if err := checkKernels(ctx, cells); err != nil {
 		return nil, err
 	}
 	kernels, err := resolveKernels(ctx, cells, in, o)

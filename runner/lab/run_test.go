@@ -15,6 +15,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -22,6 +23,11 @@ import (
 )
 
 // loadCells loads a scenario's cells in its order (seed 1).
+// cachedDebian61 gives the test a harness cache holding Debian's 6.1 amd64
+// kernel (testenv.CachedDebianKernels), so `debian: "6.1"` passes the
+// run's check of its lab kernels whatever this machine has fetched.
+func cachedDebian61(t testing.TB) { testenv.CachedDebianKernels(t, "6.1.0-47-amd64") }
+
 func loadCells(t testing.TB, yaml string) []scenarios.Cell {
 	t.Helper()
 	s, err := scenarios.Load("test.yaml", []byte(yaml))
@@ -32,9 +38,11 @@ func loadCells(t testing.TB, yaml string) []scenarios.Cell {
 }
 
 // twoKernelCells are the cells of a lab run of two Debian kernels, stock
-// and patched, 4 samples each (tap and tap+vhost, 2 repetitions).
+// and patched, 4 samples each (tap and tap+vhost, 2 repetitions), with
+// Debian's 6.1 in the harness cache (cachedDebian61).
 func twoKernelCells(t testing.TB) []scenarios.Cell {
 	t.Helper()
+	cachedDebian61(t)
 	return loadCells(t, `
 kernels:
   - {label: stock, debian: "6.1"}

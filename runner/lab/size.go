@@ -86,7 +86,7 @@ func SizeFor(cells []scenarios.Cell, hostCPUs []int, hostMemMiB int) (Size, erro
 // h (guest.accel: kvm without nested KVM, more CPUs than QEMU takes) is an
 // error.
 func VMArgs(label string, cells []scenarios.Cell, h Host) ([]string, []string, error) {
-	if err := checkKernelFiles(context.Background(), cells); err != nil {
+	if err := checkKernels(context.Background(), cells); err != nil {
 		return nil, nil, err
 	}
 	c, warnings, err := labConfig(label, cells, runner.Options{}, Inner{}, nil, h)

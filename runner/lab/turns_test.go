@@ -45,6 +45,7 @@ type turnLabs struct {
 }
 
 func newTurnLabs(t *testing.T, cells []scenarios.Cell) *turnLabs {
+	cachedDebian61(t)
 	return &turnLabs{t: t, cells: cells, live: map[string]string{}, boots: map[string]int{}, before: map[string]string{}, fail: map[string]string{}}
 }
 

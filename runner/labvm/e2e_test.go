@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -197,8 +201,80 @@ func TestLabDeadlines(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Code != 2 || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "unknown subcommand") {
 		t.Fatalf("err = %v, want the inner exit status 2 with the console tail", err)
 	}
-	out, _ := exec.Command("pgrep", "-f", "vnb-lab-deadline").Output()
-	if len(out) > 0 {
-		t.Errorf("lab QEMU still running: pids %s", out)
+	if left := ownProcesses("/proc", os.Getpid(), "vnb-lab-deadline"); len(left) > 0 {
+		t.Errorf("lab QEMU still running: %s", strings.Join(left, "; "))
+	}
+}
+
+// ownProcesses lists the descendants of process self (found by parent
+// pid in the /proc tree at root) whose command line contains s, as "PID:
+// ARGV": a check for what a test left behind must not count another
+// developer's concurrent run of the same test, as pgrep -f would.
+func ownProcesses(root string, self int, s string) []string {
+	ents, _ := os.ReadDir(root)
+	kids := map[int][]int{}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if st, ok := (proc.FS{Root: root}).Stat(pid); ok {
+				kids[st.PPID] = append(kids[st.PPID], pid)
+			}
+		}
+	}
+	var out []string
+	for todo := kids[self]; len(todo) > 0; todo = todo[1:] {
+		pid := todo[0]
+		todo = append(todo, kids[pid]...)
+		b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "cmdline"))
+		if argv := strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "); err == nil && strings.Contains(argv, s) {
+			out = append(out, strconv.Itoa(pid)+": "+argv)
+		}
+	}
+	return out
+}
+
+// ownProcesses finds, in a /proc tree, the test's QEMU and one started
+// a level further down, and neither a process of the same name that is
+// not the test's (another developer's run) nor the test's other children.
+func TestOwnProcesses(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []struct {
+		pid, ppid int
+		argv      string
+	}{
+		{100, 1, "go test -run TestLabDeadlines"},
+		{101, 100, "qemu-system-x86_64 -name vnb-lab-deadline,debug-threads=on"},
+		{102, 100, "sh -c true"},
+		{103, 102, "qemu-system-x86_64 -name vnb-lab-deadline,debug-threads=on -m 2048"},
+		{200, 1, "qemu-system-x86_64 -name vnb-lab-deadline,debug-threads=on"},
+	} {
+		dir := filepath.Join(root, strconv.Itoa(p.pid))
+		stat := fmt.Sprintf("%d (x) S %d%s\n", p.pid, p.ppid, strings.Repeat(" 0", 49))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string]string{"stat": stat, "cmdline": strings.ReplaceAll(p.argv, " ", "\x00") + "\x00"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := ownProcesses(root, 100, "vnb-lab-deadline")
+	want := []string{"101: qemu-system-x86_64 -name vnb-lab-deadline,debug-threads=on", "103: qemu-system-x86_64 -name vnb-lab-deadline,debug-threads=on -m 2048"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ownProcesses = %q, want %q", got, want)
+	}
+	// The host's /proc: a child of this test is found.
+	name := filepath.Join(t.TempDir(), "vnb-own-probe")
+	if err := os.Symlink(testenv.NeedCommand(t, "sleep", "coreutils"), name); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(name, "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	if got, want := ownProcesses("/proc", os.Getpid(), "vnb-own-probe"), fmt.Sprintf("%d: %s 60", child.Process.Pid, name); len(got) != 1 || got[0] != want {
+		t.Errorf("ownProcesses on /proc = %q, want [%q]", got, want)
 	}
 }

@@ -244,6 +244,22 @@ func ResolveKernel(ctx context.Context, k Kernel, cacheDir string) (*vmimages.Ke
 	return nil, inputErrorf("kernel has neither image nor debian version; set image: (and modules:) or debian: in kernels:")
 }
 
+// CheckKernel refuses what ResolveKernel would refuse before fetching
+// anything, without fetching: a kernel given as files that is no bzImage
+// and modules directory (vmimages.FindKernel), a Debian version of a
+// form the lab cannot boot or a series no package of which is cached or
+// known to apt (debianLabVersion; apt-cache reads the local package
+// lists, not the network). A Debian ABI that is well formed passes
+// unchecked: only its fetch can tell that Debian has no such package.
+func CheckKernel(ctx context.Context, k Kernel, cacheDir string) error {
+	if k.Debian != "" {
+		_, err := debianLabVersion(ctx, k.Debian, cacheDir)
+		return err
+	}
+	_, err := ResolveKernel(ctx, k, cacheDir)
+	return err
+}
+
 // LocalKernel resolves k as ResolveKernel does but never downloads: a
 // Debian package must be unpacked in cacheDir already (else the error wraps
 // vmimages.ErrNotFetched). For checks such as doctor's.

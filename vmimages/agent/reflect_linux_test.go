@@ -2,15 +2,20 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
+// freeUDPPort is a UDP port free on every address (as the reflector
+// binds it) when the kernel picked it; its socket is closed on return.
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,12 +23,52 @@ func freeUDPPort(t *testing.T) int {
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
-func TestReflectorEchoesAndCounts(t *testing.T) {
-	r := NewReflector()
-	port := freeUDPPort(t)
-	if _, err := r.Op("start", []string{strconv.Itoa(port)}); err != nil {
+// startFree starts r on a port pick says is free and returns it. The
+// reflector binds the port itself (the host sends only its number), so
+// another process may take it between the pick and the start: a start
+// refused with EADDRINUSE picks again.
+func startFree(t *testing.T, r *Reflector, pick func(*testing.T) int) int {
+	t.Helper()
+	for range 10 {
+		port := pick(t)
+		_, err := r.Op("start", []string{strconv.Itoa(port)})
+		if err == nil {
+			return port
+		}
+		if !errors.Is(err, unix.EADDRINUSE) {
+			t.Fatal(err)
+		}
+		t.Logf("port %d taken since it was picked: %v", port, err)
+	}
+	t.Fatal("10 picked ports taken before the reflector bound them")
+	return 0
+}
+
+// A port taken between its pick and the start is picked again.
+func TestStartFreeRetriesATakenPort(t *testing.T) {
+	taken, err := net.ListenUDP("udp4", &net.UDPAddr{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer taken.Close()
+	picks := []int{taken.LocalAddr().(*net.UDPAddr).Port}
+	r := NewReflector()
+	port := startFree(t, r, func(t *testing.T) int {
+		if len(picks) == 1 {
+			picks = append(picks, freeUDPPort(t))
+			return picks[0]
+		}
+		return picks[1]
+	})
+	r.Stop()
+	if port != picks[1] {
+		t.Errorf("started on %d, want the second pick %d (the first, %d, was taken)", port, picks[1], picks[0])
+	}
+}
+
+func TestReflectorEchoesAndCounts(t *testing.T) {
+	r := NewReflector()
+	port := startFree(t, r, freeUDPPort)
 	t.Cleanup(func() { r.Stop() })
 	if _, err := r.Op("start", []string{strconv.Itoa(port + 1)}); err == nil {
 		t.Error("a start on another port while reflecting: no error")
