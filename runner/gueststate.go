@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/runner/undo"
 )
@@ -51,9 +52,9 @@ const GuestStateDir = "guest-state"
 type GuestStates struct {
 	// Dirs are searched for a state named by its key, in order.
 	Dirs []string
-	// Save is the directory a booted guest's state is saved to ("" =
-	// none).
-	Save string
+	// Save saves each booted guest's state in the run directory's
+	// GuestStateDir (made without following a link).
+	Save bool
 }
 
 // find returns the saved state of key, or "".
@@ -169,32 +170,37 @@ func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path strin
 // unless it could not be resumed (an error then).
 func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	st := gs.r.opts.GuestStates
-	if st == nil || st.Save == "" || key == "" {
+	if st == nil || !st.Save || key == "" {
 		return nil
 	}
-	if err := os.MkdirAll(st.Save, 0o755); err != nil {
+	d, err := safefs.Open(gs.r.dir)
+	if err == nil {
+		defer d.Close()
+		err = d.MkdirAll(GuestStateDir)
+	}
+	if err != nil {
 		gs.r.logf("guest state not saved: %v", err)
 		return nil
 	}
-	tmp := filepath.Join(st.Save, key+".tmp")
-	os.Remove(tmp)
+	tmp := filepath.Join(GuestStateDir, key+".tmp")
+	d.RemoveAll(tmp) // a link there goes, its target stays
 	start := time.Now()
-	gs.r.repro.note("# QMP stop, migrate exec:cat > " + tmp + ", cont: the guest's state saved for the next lab")
-	err := g.vm.SaveState(ctx, tmp)
+	gs.r.repro.note("# QMP stop, migrate exec:cat > " + d.Join(tmp) + ", cont: the guest's state saved for the next lab")
+	err = g.vm.SaveState(ctx, d.Join(tmp))
 	if errors.Is(err, qemu.ErrNotResumed) {
-		os.Remove(tmp)
+		d.RemoveAll(tmp)
 		return err
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(st.Save, key))
+		err = d.Rename(tmp, filepath.Join(GuestStateDir, key))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		d.RemoveAll(tmp)
 		gs.r.logf("guest state not saved: %v", err)
 		return nil
 	}
 	size := int64(0)
-	if fi, err := os.Stat(filepath.Join(st.Save, key)); err == nil {
+	if fi, err := d.Lstat(filepath.Join(GuestStateDir, key)); err == nil {
 		size = fi.Size()
 	}
 	gs.noteState("saved " + key)

@@ -36,7 +36,7 @@ func stateRun(t *testing.T, img *GuestImage, dirs ...string) (*harness, []*fakeq
 	h.opts.Exec = qemuRouter{fake}
 	h.opts.KVM = &qemu.KVMStatus{Why: "test: no KVM"}
 	h.opts.Image = func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return img, nil }
-	h.opts.GuestStates = &GuestStates{Dirs: dirs, Save: filepath.Join(h.opts.Dir, GuestStateDir)}
+	h.opts.GuestStates = &GuestStates{Dirs: dirs, Save: true}
 	sum, err := Run(t.Context(), loadCells(t, stateScenario), h.opts)
 	checkNothingLeft(t, sum)
 	if err != nil {

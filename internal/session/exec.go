@@ -81,7 +81,7 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 	if d := r.Getenv(runner.GuestStatesEnv); d != "" {
 		// The run inside a lab: start guests from the states earlier labs
 		// saved, and save this lab's for the next (the lab keeps them).
-		opts.GuestStates = &runner.GuestStates{Dirs: []string{d}, Save: filepath.Join(r.Dir, runner.GuestStateDir)}
+		opts.GuestStates = &runner.GuestStates{Dirs: []string{d}, Save: true}
 	}
 	if r.EditRunner != nil {
 		r.EditRunner(&opts)
