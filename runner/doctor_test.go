@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/ledger"
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -220,5 +222,38 @@ func TestLeftoverNetnsAlreadyGone(t *testing.T) {
 	o := ledger.Orphan{Entry: ledger.Entry{Kind: ledger.Netns, Name: "vnb-test-never-made-0", Ino: 4026532247}}
 	if gone, busy := u.check(o); !gone || busy != "" {
 		t.Errorf("check of an absent netns: gone %v, busy %q; want gone and no reason", gone, busy)
+	}
+}
+
+// A run killed while it deleted its namespace (between the unmount and
+// the file's removal: a preflight probe's namespace lives a fraction of a
+// second) leaves the empty file the namespace was mounted on. doctor
+// --clean removes it instead of keeping it as "another namespace has its
+// name now" (TestChaosE2E, killed at 0.1 s); a file with content under a
+// namespace's name is not one it can have left, and stays.
+func TestLeftoverNetnsHalfDeleted(t *testing.T) {
+	testenv.NeedRoot(t, "files in /run/netns")
+	if err := os.MkdirAll(hostnet.NetnsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vnb-test-halfdeleted-%d", os.Getpid())
+	path := filepath.Join(hostnet.NetnsDir, name)
+	t.Cleanup(func() { os.Remove(path) })
+	o := ledger.Orphan{Entry: ledger.Entry{Kind: ledger.Netns, Name: name, Ino: 4026532247}}
+	u := &users{}
+
+	os.WriteFile(path, []byte("not ours"), 0o644)
+	if gone, busy := u.check(o); gone || !strings.Contains(busy, "not a network namespace") {
+		t.Errorf("a file with content: gone %v, busy %q; want it kept as no namespace", gone, busy)
+	}
+	os.WriteFile(path, nil, 0o444) // what an interrupted deletion leaves
+	if gone, busy := u.check(o); gone || busy != "" {
+		t.Fatalf("the empty file: gone %v, busy %q; want it removable", gone, busy)
+	}
+	if err := remove(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the empty file is still there (%v)", err)
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
+	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -25,7 +25,7 @@ import (
 // (same QEMU, kernel, initramfs, command line and devices), so the first
 // lab saves its guest's state once the agent is ready and the next lab
 // starts its guest from that state in seconds instead of booting it. The
-// state is QEMU's migration stream (qemu.VM.SaveState); it is taken
+// state is QEMU's migration stream (qemu.SaveState); it is taken
 // before the guest's first cell is set up (its sink, its workload's
 // server), so a restored guest is where a booted one is when its agent
 // says ready. Only TCG guests: under KVM a guest boots in seconds.
@@ -70,7 +70,7 @@ func (st *GuestStates) find(key string) string {
 
 // hexName matches the content-addressed names vmimages gives its images:
 // initramfs-HASH.cpio, and the HASH directory of a vmlinux.
-var hexName = regexp.MustCompile(`^(initramfs-)?[0-9a-f]{16,64}(\.cpio)?$`)
+var hexName = lazyre.New(`^(initramfs-)?[0-9a-f]{16,64}(\.cpio)?$`)
 
 // guestStateKey names the saved state of a guest started with cfg: the
 // QEMU binary and its arguments, with the paths that differ between runs
@@ -92,7 +92,7 @@ func guestStateKey(cfg qemu.Config) string {
 		fmt.Fprintf(h, "%q\n", a)
 	}
 	files := []string{cfg.Kernel, cfg.Initrd, cfg.Firmware}
-	if path, err := exec.LookPath(bin); err == nil {
+	if path, err := proc.LookPath(bin); err == nil {
 		files = append(files, path) // else QEMU does not start anyway
 	}
 	for _, f := range files {
@@ -115,7 +115,7 @@ func fileID(path string) (string, error) {
 		return "", err
 	}
 	id := fmt.Sprintf("%s %d", path, fi.Size())
-	if !hexName.MatchString(filepath.Base(path)) && !hexName.MatchString(filepath.Base(filepath.Dir(path))) {
+	if !hexName().MatchString(filepath.Base(path)) && !hexName().MatchString(filepath.Base(filepath.Dir(path))) {
 		id += " " + fi.ModTime().UTC().Format(time.RFC3339Nano)
 	}
 	return id, nil
@@ -151,7 +151,7 @@ func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path strin
 	}
 	t1 := time.Now()
 	gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
-	if err := vm.LoadState(bctx, path); err != nil {
+	if err := qemu.LoadState(bctx, vm, path); err != nil {
 		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
 		return nil, nil, "", err
 	}
@@ -186,7 +186,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	d.RemoveAll(tmp) // a link there goes, its target stays
 	start := time.Now()
 	gs.r.repro.note("# QMP stop, migrate exec:cat > " + d.Join(tmp) + ", cont: the guest's state saved for the next lab")
-	err = g.vm.SaveState(ctx, d.Join(tmp))
+	err = qemu.SaveState(ctx, g.vm, d.Join(tmp))
 	if errors.Is(err, qemu.ErrNotResumed) {
 		d.RemoveAll(tmp)
 		return err

@@ -342,6 +342,14 @@ func (u *users) checkNetns(e ledger.Entry) (bool, string) {
 		}
 		return false, fmt.Sprintf("%v", err)
 	}
+	if !hostnet.IsNetnsMount(path) {
+		// A run killed while it deleted the namespace: unmounted, the
+		// empty file it was mounted on left. No namespace to prove.
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && e.Ino != 0 {
+			return false, ""
+		}
+		return false, "not a network namespace: " + path + " is no nsfs mount and not the empty file one leaves"
+	}
 	switch {
 	case e.Ino == 0:
 		return false, "the run was killed before it recorded the namespace's identity: not provably its own (ip netns del " + e.Name + " removes it)"

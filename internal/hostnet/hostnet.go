@@ -498,10 +498,23 @@ func (n *Netns) ResetQdisc(dev string) error {
 // DeleteNamed removes the named namespace /run/netns/NAME (as ip netns
 // del does): one a killed run left, with no handle to it.
 func DeleteNamed(name string) error {
-	if err := netns.DeleteNamed(name); err != nil {
+	err := netns.DeleteNamed(name)
+	if errors.Is(err, unix.EINVAL) {
+		// Not mounted: the empty file a deletion killed half-way left
+		// (Delete unmounts, then removes).
+		err = os.Remove(filepath.Join(NetnsDir, name))
+	}
+	if err != nil {
 		return fmt.Errorf("delete netns %s: %w", name, err)
 	}
 	return nil
+}
+
+// IsNetnsMount reports whether path is a namespace's mount (its statfs
+// type nsfs), not the plain file under it.
+func IsNetnsMount(path string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(path, &fs) == nil && fs.Type == unix.NSFS_MAGIC
 }
 
 // Leftovers lists vnb* namespaces under /run/netns (tests and doctor use

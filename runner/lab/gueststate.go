@@ -7,9 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"slices"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -27,7 +27,7 @@ import (
 const keptStates = 4
 
 // stateName is a state's file name: the key the run inside gives it (runner's guestStateKey).
-var stateName = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var stateName = lazyre.New(`^[0-9a-f]{32}$`)
 
 // guestStatesEnv is the inner run's environment entry that points it at
 // the cache's saved states.
@@ -63,7 +63,7 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 	defer out.Close()
 	var kept []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !stateName.MatchString(e.Name()) {
+		if !e.Type().IsRegular() || !stateName().MatchString(e.Name()) {
 			continue
 		}
 		if err := copyState(in, out, e.Name()); err != nil {
@@ -102,7 +102,7 @@ func pruneStates(d *safefs.Dir, keep int) error {
 	}
 	var states []state
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !stateName.MatchString(e.Name()) {
+		if !e.Type().IsRegular() || !stateName().MatchString(e.Name()) {
 			continue
 		}
 		fi, err := e.Info()

@@ -90,7 +90,7 @@ type Config struct {
 	// Extra arguments appended verbatim, last.
 	Extra []string
 	// Incoming starts QEMU paused, waiting for a saved guest state
-	// (VM.LoadState) instead of booting: -S -incoming defer.
+	// (LoadState) instead of booting: -S -incoming defer.
 	Incoming bool
 }
 

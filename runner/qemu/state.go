@@ -10,7 +10,8 @@ import (
 
 // A guest's saved state is QEMU's migration stream written to a file
 // (SaveState) and read back by a QEMU started with the same command line
-// and Config.Incoming (LoadState): the guest runs on where it was saved,
+// and Config.Incoming (LoadState). They are functions, not VM methods: a
+// VM's own methods start, watch and stop it: the guest runs on where it was saved,
 // without booting. QEMU 7.2 has no file: migration URI, so the stream
 // goes through exec:cat; the path is quoted for the shell QEMU runs it
 // with, and a path that cannot be quoted safely is refused.
@@ -29,7 +30,7 @@ var ErrNotResumed = errors.New("the guest could not be resumed")
 
 // SaveState stops the guest, writes its state to path and resumes it.
 // A guest that cannot be resumed is an error wrapping ErrNotResumed.
-func (vm *VM) SaveState(ctx context.Context, path string) error {
+func SaveState(ctx context.Context, vm *VM, path string) error {
 	uri, err := execURI("cat > ", path)
 	if err != nil {
 		return err
@@ -43,7 +44,7 @@ func (vm *VM) SaveState(ctx context.Context, path string) error {
 		err = q.Execute(ctx, "migrate", map[string]any{"uri": uri}, nil)
 	}
 	if err == nil {
-		err = vm.waitMigration(ctx)
+		err = waitMigration(ctx, vm)
 	}
 	if cerr := q.Execute(context.WithoutCancel(ctx), "cont", nil, nil); cerr != nil {
 		return fmt.Errorf("save guest state: %w: %w", ErrNotResumed, errors.Join(cerr, err))
@@ -56,7 +57,7 @@ func (vm *VM) SaveState(ctx context.Context, path string) error {
 
 // LoadState reads the state SaveState wrote to path into a VM started
 // with Config.Incoming, and starts its vCPUs.
-func (vm *VM) LoadState(ctx context.Context, path string) error {
+func LoadState(ctx context.Context, vm *VM, path string) error {
 	if !vm.Config.Incoming {
 		return errors.New("load guest state: the VM was not started to receive one (Config.Incoming)")
 	}
@@ -68,7 +69,7 @@ func (vm *VM) LoadState(ctx context.Context, path string) error {
 	if err := q.Execute(ctx, "migrate-incoming", map[string]any{"uri": uri}, nil); err != nil {
 		return fmt.Errorf("load guest state %s: %w", path, err)
 	}
-	if err := vm.waitMigration(ctx); err != nil {
+	if err := waitMigration(ctx, vm); err != nil {
 		return fmt.Errorf("load guest state %s: %w", path, err)
 	}
 	if err := q.Execute(ctx, "cont", nil, nil); err != nil {
@@ -85,7 +86,7 @@ type migrationInfo struct {
 
 // waitMigration waits for the migration under way to complete; a failed
 // or cancelled one, or QEMU exiting, is an error.
-func (vm *VM) waitMigration(ctx context.Context) error {
+func waitMigration(ctx context.Context, vm *VM) error {
 	for {
 		var mi migrationInfo
 		if err := vm.qmp.Execute(ctx, "query-migrate", nil, &mi); err != nil {
