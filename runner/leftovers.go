@@ -343,9 +343,10 @@ func (u *users) checkNetns(e ledger.Entry) (bool, string) {
 		return false, fmt.Sprintf("%v", err)
 	}
 	if !hostnet.IsNetnsMount(path) {
-		// A run killed while it deleted the namespace: unmounted, the
-		// empty file it was mounted on left. No namespace to prove.
-		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && e.Ino != 0 {
+		// A run killed while it deleted the namespace (unmounted, the
+		// empty file it was mounted on left) or while it made it (the
+		// file made, not mounted yet): no namespace to prove.
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 {
 			return false, ""
 		}
 		return false, "not a network namespace: " + path + " is no nsfs mount and not the empty file one leaves"
