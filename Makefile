@@ -155,8 +155,9 @@ RACE_PKGS  = $(filter-out $(foreach p,$(VM_PKGS) $(KBUILD_PKG) $(NORACE_PKGS),$(
 # time), so everything beside them runs at nice 10 ($(BESIDE)): it takes
 # the CPU their guests and waits leave instead of slowing their boots and
 # windows in the first minutes. cmd/vnetbench's TestGitLabRecipeRuns
-# (~60 s) runs in a lane of its own beside them, make test-gitlab (below),
-# which installs gitlab-ci-local first when it is missing. A test
+# and TestRunQuickstartE2E run in a lane of their own beside them, make
+# test-gitlab (below), which installs gitlab-ci-local first when it is
+# missing. A test
 # that cannot get what it needs skips with the reason, or fails under
 # CI=true (internal/testenv); testsummary prints go test's usual output
 # and ends with the slowest tests, each command's wall time, the list of
@@ -176,22 +177,26 @@ test: build
 	  -- $(BESIDE) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m $(KBUILD_PKG) $(NORACE_PKGS) \
 	  -- $(BESIDE) make --no-print-directory check \
 	  -- $(BESIDE) env CGO_ENABLED=1 $(GO) test -vet=off -json -race -count=1 -timeout 20m $(RACE_PKGS) \
-	  -- $(GO) test $(TESTFLAGS) -json -p 1 -count=1 -timeout 60m -skip '^$(GITLAB_TEST)$$' $(VM_PKGS) \
+	  -- $(GO) test $(TESTFLAGS) -json -p 1 -count=1 -timeout 60m -skip '^($(BESIDE_TESTS))$$' $(VM_PKGS) \
 	  -- $(BESIDE) make --no-print-directory test-gitlab \
 	  -- $(BESIDE) $(GO) -C docs/ci/validate test $(TESTFLAGS) -json -count=1 ./...
 
-# make test's lane for the GitLab recipe's test, the one user of
-# gitlab-ci-local (the VM packages' command skips it): installs
-# gitlab-ci-local when it is missing (as deps-gitlab-ci-local does), then
-# runs the test alone. Its output is go test -json (the install's lines
-# pass through testsummary). A failed install fails the lane under
-# CI=true; elsewhere the test then skips and says what it needs. The
-# test's runs take the host's run lock (--lock-wait) like the VM
-# packages' runs, so they measure one at a time.
-GITLAB_TEST := TestGitLabRecipeRuns
+# make test's lane for the two tests that first install with a user's own
+# tools (the VM packages' command skips them): the GitLab recipe's test,
+# the one user of gitlab-ci-local, and README's first run, whose go
+# install compiles the module with cgo and without -trimpath, a build of
+# its own (77 s on the idle 2-core machine, with make's build cached): in
+# the VM packages' command it sat on make test's critical path. The lane
+# installs gitlab-ci-local when it is missing (as deps-gitlab-ci-local
+# does), then runs the two tests. Its output is go test -json (the
+# install's lines pass through testsummary). A failed install fails the
+# lane under CI=true; elsewhere the GitLab test then skips and says what
+# it needs. The tests' runs take the host's run lock (--lock-wait) like
+# the VM packages' runs, so they measure one at a time.
+BESIDE_TESTS := TestGitLabRecipeRuns|TestRunQuickstartE2E
 test-gitlab:
 	@($(install_gitlab_ci_local)) || case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac
-	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m -run '^$(GITLAB_TEST)$$' ./cmd/vnetbench
+	VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test $(TESTFLAGS) -json -count=1 -timeout 60m -run '^($(BESIDE_TESTS))$$' ./cmd/vnetbench
 
 e2e: build
 	VNETBENCH_BIN=$(CURDIR)/$(BIN)/vnetbench VNETBENCH_GITLAB_CI_LOCAL=$(GITLAB_CI_LOCAL_BIN) $(GO) test -count=1 -timeout 60m -v -run '$(RUN)' $(or $(PKG),./...)
