@@ -135,9 +135,9 @@ func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
 	return key, st.find(key)
 }
 
-// restore starts g from the saved state at path instead of booting it:
-// QEMU started paused on cfg, the state loaded, then the agent's ready
-// asked again. It returns how long each step took (for the log). On
+// restore starts the guest of cfg from the saved state at path instead
+// of booting it: QEMU started paused, the state loaded, then the agent's
+// ready asked again. It returns how long each step took (for the log). On
 // failure the QEMU it started is stopped.
 func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, Agent, string, error) {
 	cfg.Incoming = true
