@@ -199,7 +199,7 @@ func (g *turnGate) wait(ctx context.Context) (bool, error) {
 // already appended stay.
 func Run(ctx context.Context, cells []scenarios.Cell, o Options) (sum *Summary, err error) {
 	o.setDefaults()
-	if err := CheckRunDir(o.Dir); err != nil {
+	if err := CheckRunDir(o.Dir, o.Resume); err != nil {
 		return nil, err
 	}
 	kvm := o.kvmStatus()
@@ -405,13 +405,15 @@ func (r *runState) writeReproduce() {
 // CheckRunDir refuses an empty or relative run directory: cmd makes every
 // path absolute where it parses it, so the tools a cell starts in other
 // working directories (trafgen in a temporary directory, the run inside a
-// lab VM) see the same files.
-func CheckRunDir(dir string) error {
+// lab VM) see the same files. It also refuses, as bad input, a directory
+// the run could not create or resume (results.CheckDir): before the
+// host lock, the kernel builds and the lab VMs, not after them.
+func CheckRunDir(dir string, resume bool) error {
 	switch {
 	case dir == "":
 		return errors.New("run: no run directory")
 	case !filepath.IsAbs(dir):
 		return fmt.Errorf("run: run directory %q is relative; pass an absolute path", dir)
 	}
-	return nil
+	return results.CheckDir(dir, resume)
 }

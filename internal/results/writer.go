@@ -29,15 +29,12 @@ type Writer struct {
 // an empty results.jsonl. It refuses a directory that is not empty (use
 // Open to resume): nothing in it was written by this run.
 func Create(dir string, env Env) (*Writer, error) {
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		if _, err := os.Lstat(filepath.Join(dir, ResultsFile)); err == nil {
-			return nil, fault.Input("run directory %s already holds results; pass --resume to continue it or choose another -o", dir)
-		}
-		return nil, fault.Input("run directory %s is not empty (it holds %s); choose a new or empty directory for -o", dir, ents[0].Name())
+	if err := CheckDir(dir, false); err != nil {
+		return nil, err
 	}
 	d, err := safefs.MkdirAll(dir)
 	if err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
+		return nil, fault.Input("create run directory %s: %w; choose a directory you may create for -o", dir, err)
 	}
 	w := &Writer{dir: dir, d: d, done: map[Key]bool{}}
 	if err := d.MkdirAll(ArtifactsDir); err != nil {
@@ -55,11 +52,50 @@ func Create(dir string, env Env) (*Writer, error) {
 	return w, nil
 }
 
+// CheckDir says whether dir can be a new run directory (resume false:
+// absent, or an empty directory) or one to resume (it holds
+// results.jsonl), as Create and Open would, without writing anything:
+// run checks -o before its slow first steps (building kernels, booting
+// lab VMs), so that a wrong -o is bad input at once, not after them.
+func CheckDir(dir string, resume bool) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && resume:
+		return fault.Input("run directory %s does not exist; --resume continues a run directory written by 'vnetbench run' (leave --resume out to start a new run)", dir)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fault.Input("run directory %s: %v; choose another -o", dir, err)
+	case !fi.IsDir():
+		return fault.Input("run directory %s is a file, not a directory; choose a new or empty directory for -o", dir)
+	}
+	_, rerr := os.Lstat(filepath.Join(dir, ResultsFile))
+	if resume {
+		if rerr != nil {
+			return fault.Input("%s: no %s; is this a run directory written by 'vnetbench run'?", dir, ResultsFile)
+		}
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case err != nil:
+		return fault.Input("run directory %s: %v; choose another -o", dir, err)
+	case len(ents) == 0:
+		return nil
+	case rerr == nil:
+		return fault.Input("run directory %s already holds results; pass --resume to continue it or choose another -o", dir)
+	}
+	return fault.Input("run directory %s is not empty (it holds %s); choose a new or empty directory for -o", dir, ents[0].Name())
+}
+
 // Open opens an existing run directory for appending (resume). Samples
 // already present are reported by Done. A torn last line (a
 // crash mid-write) is cut off so the next Append starts a fresh line; a
 // warning about it is returned by Warnings.
 func Open(dir string) (w *Writer, err error) {
+	if err := CheckDir(dir, true); err != nil {
+		return nil, err
+	}
 	d, err := safefs.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -246,5 +247,54 @@ func TestAppendAllAsAppend(t *testing.T) {
 		if got, want := all.Done(s.Cell, s.Kernel, s.Rep), one.Done(s.Cell, s.Kernel, s.Rep); got != want {
 			t.Errorf("%s rep %d: done %v after AppendAll, %v after Append", s.Cell, s.Rep, got, want)
 		}
+	}
+}
+
+// CheckDir is Create's and Open's refusal, without writing: a file at
+// the path, a directory with something in it, or a --resume of nothing
+// is bad input that says what to do; an absent or empty directory is a
+// new run's, one with results.jsonl a resume's.
+func TestCheckDir(t *testing.T) {
+	tmp := t.TempDir()
+	file, empty, full, run := filepath.Join(tmp, "file"), filepath.Join(tmp, "empty"), filepath.Join(tmp, "full"), filepath.Join(tmp, "run")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.Mkdir(empty, 0o755)
+	os.MkdirAll(filepath.Join(full, "old"), 0o755)
+	w, err := Create(run, Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	for _, tc := range []struct {
+		dir    string
+		resume bool
+		want   string // "" = accepted
+	}{
+		{filepath.Join(tmp, "new"), false, ""},
+		{empty, false, ""},
+		{run, true, ""},
+		{file, false, "is a file, not a directory; choose a new or empty directory for -o"},
+		{filepath.Join(file, "sub"), false, "choose another -o"},
+		{full, false, "is not empty (it holds old)"},
+		{run, false, "already holds results; pass --resume"},
+		{filepath.Join(tmp, "new"), true, "does not exist; --resume continues"},
+		{file, true, "is a file, not a directory"},
+		{empty, true, "no results.jsonl"},
+	} {
+		err := CheckDir(tc.dir, tc.resume)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s (resume %v): %v", tc.dir, tc.resume, err)
+		case tc.want != "" && (!errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), tc.want)):
+			t.Errorf("%s (resume %v): %v, want bad input with %q", tc.dir, tc.resume, err, tc.want)
+		}
+	}
+	// Create and Open refuse the same, as bad input (a file at -o was
+	// exit 1, "mkdir: not a directory").
+	if _, err := Create(file, Env{}); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("Create(file): %v, want bad input", err)
+	}
+	if _, err := Open(filepath.Join(tmp, "new")); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("Open(absent): %v, want bad input", err)
 	}
 }

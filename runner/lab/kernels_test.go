@@ -280,3 +280,35 @@ func TestKernelsRefusedFirst(t *testing.T) {
 		}
 	}
 }
+
+// A -o the run cannot use (a file, a directory that is not empty, a
+// --resume of nothing) is bad input before the kernels are resolved and
+// built: it was found only when the run directory was created, after
+// minutes of building, and a file there was exit 1.
+func TestRunLabBadRunDirRefusedFirst(t *testing.T) {
+	tmp := t.TempDir()
+	file, full := filepath.Join(tmp, "file"), filepath.Join(tmp, "full")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(full, "old"), 0o755)
+	cells := []scenarios.Cell{{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux"}}}
+	for _, tc := range []struct {
+		dir    string
+		resume bool
+		want   string
+	}{
+		{file, false, "is a file, not a directory"},
+		{full, false, "is not empty (it holds old)"},
+		{filepath.Join(tmp, "none"), true, "does not exist; --resume continues"},
+		{full, true, "no results.jsonl"},
+	} {
+		fb := &fakeBuilder{}
+		_, err := Run(t.Context(), cells, runner.Options{Dir: tc.dir, Resume: tc.resume, LockPath: tmp + "/lock"},
+			Inner{Scenario: "s", Labels: []string{"patched"}, Builder: fb})
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("-o %s (resume %v): err %v, want bad input with %q", tc.dir, tc.resume, err, tc.want)
+		}
+		if fb.specs != nil || fb.built != nil {
+			t.Errorf("-o %s (resume %v): resolved %v, built %v before refusing it", tc.dir, tc.resume, fb.specs, fb.built)
+		}
+	}
+}

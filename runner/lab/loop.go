@@ -25,7 +25,7 @@ import (
 // inner environment in env.json's kernels. Labels whose samples are all
 // in the run already are skipped (--resume).
 func Run(ctx context.Context, cells []scenarios.Cell, o runner.Options, in Inner) (*runner.Summary, error) {
-	if err := runner.CheckRunDir(o.Dir); err != nil {
+	if err := runner.CheckRunDir(o.Dir, o.Resume); err != nil {
 		return nil, err
 	}
 	if err := runner.CheckScripts(cells); err != nil {
