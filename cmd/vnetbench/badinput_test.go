@@ -124,3 +124,32 @@ func TestBackwardsGateWarns(t *testing.T) {
 		}
 	}
 }
+
+// A flag of --until-decided without it did nothing: run --fail-on
+// 'tx_pps<-3%' (a CI job's gate) ran, gated nothing and exited 0. It is
+// bad input, one line naming the flag and the two ways out, refused
+// before anything is loaded or run.
+func TestRunUntilFlagsWithoutUntilDecided(t *testing.T) {
+	for _, flags := range [][]string{
+		{"--fail-on", "tx_pps<-3%"},
+		{"--max-repetitions", "20"},
+		{"--time-budget", "10m"},
+		{"--min-effect", "2%"},
+		{"--noise-from", "h.db"},
+	} {
+		args := append([]string{"run", "quickstart", "--dry-run", "-o", filepath.Join(t.TempDir(), "run")}, flags...)
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", flags, code, err)
+			continue
+		}
+		want := flags[0] + " works only with --until-decided"
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
+			t.Errorf("%v: %q, want one line with %q", flags, msg, want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: planned anyway:\n%s", flags, out.String())
+		}
+	}
+}

@@ -30,6 +30,9 @@ func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Write
 		fs.Usage()
 		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
 	}
+	if err := f.until.check(); err != nil {
+		return err
+	}
 	o, err := f.options(cl, pos[0], stdout, stderr)
 	if err != nil {
 		return err
@@ -123,6 +126,21 @@ func addUntilFlags(fs *flag.FlagSet) untilFlags {
 		failOn:    fs.String("fail-on", "", "with --until-decided: the gated metrics, as compare's --fail-on (default: compare's default gates)"),
 		noiseFrom: fs.String("noise-from", "", "with --until-decided: "+noiseFromUsage),
 	}
+}
+
+// check refuses a flag of --until-decided without it: run --fail-on
+// 'tx_pps<-3%' ran and exited 0, gating nothing, where a CI job meant a
+// gate.
+func (f untilFlags) check() error {
+	if *f.on {
+		return nil
+	}
+	for _, name := range []string{"fail-on", "max-repetitions", "time-budget", "min-effect", "noise-from"} {
+		if given(f.fs, name) {
+			return usageErrorf("run: --%s works only with --until-decided: add it, or leave --%s out and gate the finished run with 'vnetbench compare RUN_DIR --fail-on ...'", name, name)
+		}
+	}
+	return nil
 }
 
 // value is the flags as session.UntilDecided takes them.
