@@ -153,3 +153,28 @@ func TestRunUntilFlagsWithoutUntilDecided(t *testing.T) {
 		}
 	}
 }
+
+// history --fail-on-new 0 (a CI job's window variable set to 0, or a
+// job that thought 0 meant "any") gated nothing and exited 0, where -1
+// was refused with "want a number of points, 1 or more": 0 given is bad
+// input too; the flag left out is no gate.
+func TestHistoryFailOnNewZeroIsBadInput(t *testing.T) {
+	csv := filepath.Join("testdata", "history", "bench.csv")
+	for _, v := range []string{"0", "-1"} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), []string{"history", csv, "--fail-on-new", v}, &out, &errb)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("--fail-on-new %s: exit %d (%v), want 2", v, code, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "--fail-on-new "+v+": want a number of points, 1 or more") {
+			t.Errorf("--fail-on-new %s: %q", v, msg)
+		}
+		if out.Len() > 0 {
+			t.Errorf("--fail-on-new %s: printed the history anyway", v)
+		}
+	}
+	if err := run(t.Context(), []string{"history", csv}, io.Discard, io.Discard); err != nil {
+		t.Errorf("history without --fail-on-new: %v", err)
+	}
+}

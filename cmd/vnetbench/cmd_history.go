@@ -52,7 +52,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if *order != "time" && *order != "given" {
 		return usageErrorf("history: --order %q: want time or given", *order)
 	}
-	if o.failOnNew < 0 {
+	if o.failOnNew < 0 || o.failOnNew == 0 && given(fs, "fail-on-new") { // 0 given: no gate, where the job asked for one
 		return usageErrorf("history: --fail-on-new %d: want a number of points, 1 or more", o.failOnNew)
 	}
 	if both := slices.DeleteFunc(slices.Clone(o.higher), func(m string) bool { return !slices.Contains(o.lower, m) }); len(both) > 0 {
