@@ -178,3 +178,29 @@ func TestHistoryFailOnNewZeroIsBadInput(t *testing.T) {
 		t.Errorf("history without --fail-on-new: %v", err)
 	}
 }
+
+// A value the flag package cannot parse said only "parse error"
+// (`plan --max-time 5`: a duration without its unit): the line now says
+// what the flag wants, with an example.
+func TestFlagValueParseErrorSaysWhatItWants(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "quickstart", "--max-time", "5"}, `invalid value "5" for flag -max-time: want a duration with its unit, e.g. --max-time 30m`},
+		{[]string{"run", "quickstart", "--lock-wait", "10"}, "for flag -lock-wait: want a duration with its unit"},
+		{[]string{"plan", "quickstart", "--seed", "abc"}, `invalid value "abc" for flag -seed: want a whole number, e.g. --seed 3`},
+		{[]string{"history", "x.csv", "--fail-on-new", "1.5"}, "for flag -fail-on-new: want a whole number"},
+		{[]string{"run", "quickstart", "--dry-run=maybe"}, `invalid boolean value "maybe" for -dry-run: want true or false, or --dry-run alone for true`},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), tc.args, &out, &errb)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", tc.args, code, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, "parse error") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%v: %q, want one line with %q", tc.args, msg, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/verdict"
@@ -41,9 +42,42 @@ func parse(fs *flag.FlagSet, args []string) error {
 		usage()
 		return errHelp
 	case err != nil:
-		return usageErrorf("%s: %v%s", fs.Name(), err, didYouMean(fs, err))
+		return usageErrorf("%s: %s%s", fs.Name(), valueHint(fs, err), didYouMean(fs, err))
 	}
 	return nil
+}
+
+// valueHint is a parse error of a value of one of the flag package's
+// own types with its "parse error" replaced by what the flag wants
+// (`--max-time 5`: "want a duration with its unit, e.g. --max-time 5m"),
+// or the error as it is.
+func valueHint(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	head, ok := strings.CutSuffix(msg, ": parse error")
+	i := strings.LastIndex(head, " -")
+	if !ok || i < 0 {
+		return msg
+	}
+	name := head[i+len(" -"):]
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	switch g.Get().(type) {
+	case bool:
+		return head + ": want true or false, or --" + name + " alone for true"
+	case time.Duration:
+		return head + ": want a duration with its unit, e.g. --" + name + " 30m (Go durations: 90s, 30m, 2h)"
+	case int, int64, uint, uint64:
+		return head + ": want a whole number, e.g. --" + name + " 3"
+	case float64:
+		return head + ": want a number, e.g. --" + name + " 0.5"
+	}
+	return msg
 }
 
 // didYouMean is what follows an undefined flag's error: the defined flag
