@@ -20,7 +20,7 @@ import (
 // the flags into session.Options and runs them (session.Run), or runs them in
 // rounds until decided (session.UntilDecided).
 func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N|auto] [--dry-run] [--seed N|auto] [--lock-wait D] [--repetitions N] [--until-decided]", stderr)
+	fs := newFlagSet("run", "SCENARIO [-o DIR] [--kernel LABEL=SPEC]... [--label NAME] [--set KEY=VALUE]... [--max-time D] [--resume] [--shard I/N|auto] [--dry-run] [--seed N|auto] [--lock-wait D] [--repetitions N] [--until-decided] [--boot-guests]", stderr)
 	f := addRunFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// docs/running.md's table of commands and each command's usage line (its
+// -h) name the same flags: run -h left out --boot-guests, which the table
+// shows; the table left out plan's --cpus, compare's --metric and image
+// build's --modules, which their usage lines show. A usage line that
+// ends in "[flags]" lists none: the table's must then be defined.
+func TestRunningTableMatchesUsage(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "running.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `vnetbench ([a-z-]+(?: build)?)([^`]*)`")
+	flagRe := regexp.MustCompile(`(?:^|[\s\[|])--?([a-z][a-z-]*)`)
+	flags := func(s string) []string {
+		var out []string
+		for _, m := range flagRe.FindAllStringSubmatch(s, -1) {
+			if !slices.Contains(out, m[1]) {
+				out = append(out, m[1])
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	rows := row.FindAllStringSubmatch(string(doc), -1)
+	if len(rows) < 10 {
+		t.Fatalf("found %d commands in docs/running.md's table; the parser is broken", len(rows))
+	}
+	for _, r := range rows {
+		cmd, synopsis := r[1], strings.ReplaceAll(r[2], `\|`, "|")
+		var out, errb bytes.Buffer
+		if err := run(t.Context(), append(strings.Fields(cmd), "-h"), &out, &errb); err != nil && !errors.Is(err, errHelp) {
+			t.Errorf("%s -h: %v", cmd, err)
+			continue
+		}
+		usage, _, _ := strings.Cut(out.String()+errb.String(), "\n")
+		_, usyn, ok := strings.Cut(usage, "usage: vnetbench "+cmd)
+		if !ok {
+			t.Errorf("%s -h: usage line %q", cmd, usage)
+			continue
+		}
+		doc, use := flags(synopsis), flags(usyn)
+		if strings.Contains(usyn, "[flags]") {
+			for _, f := range doc {
+				if !strings.Contains(out.String()+errb.String(), "\n  -"+f) {
+					t.Errorf("docs/running.md: vnetbench %s --%s: no such flag", cmd, f)
+				}
+			}
+			continue
+		}
+		if !slices.Equal(doc, use) {
+			t.Errorf("vnetbench %s: docs/running.md's table names flags %v, its usage line %v", cmd, doc, use)
+		}
+	}
+}
