@@ -92,6 +92,31 @@ func (o *bisectOpts) check(args int, bad *string) error {
 	return err
 }
 
+// checkInputs checks the scenario (with --set), --min-effect and --tree
+// before anything is listed, built or made: a mistyped scenario name
+// made the directory of the first candidate under -o, then printed an
+// empty list of candidates and said to resume; a --tree that is no git
+// repository read as a --good that is no commit of it.
+func (o *bisectOpts) checkInputs(ctx context.Context) error {
+	if _, err := (session.Spec{Name: o.scenario, Sets: *o.sets}).Load(); err != nil {
+		return err
+	}
+	if _, err := report.ParseMinEffect(o.minEffect); err != nil {
+		return usageErrorf("bisect: --min-effect: %v", err)
+	}
+	fi, err := os.Stat(o.tree)
+	switch {
+	case err != nil:
+		return usageErrorf("bisect: --tree %s: %v; give the kernel source tree, a git repository", o.tree, errors.Unwrap(err))
+	case !fi.IsDir():
+		return usageErrorf("bisect: --tree %s is a file; give the kernel source tree, a git repository", o.tree)
+	}
+	if _, err := kbuild.Git(ctx, proc.Real{}, o.tree, "rev-parse", "--git-dir"); err != nil {
+		return usageErrorf("bisect: --tree %s is not a git repository; bisect lists and checks out its commits (git clone the kernel, or git init and commit the tree)", o.tree)
+	}
+	return nil
+}
+
 // judgeOne decides one candidate: cl.judge, or judgeCommit.
 func (cl *cli) judgeOne(ctx context.Context, o *bisectOpts, commit string, stdout, stderr io.Writer) (bisect.Outcome, error) {
 	// The candidate's run directory, o.out/COMMIT: made here, through
@@ -227,6 +252,9 @@ func judgeStep(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return &stepExit{125, err.Error()}
 	}
 	o.scenario = pos[0]
+	if err := o.checkInputs(ctx); err != nil {
+		return &stepExit{125, err.Error()}
+	}
 	if o.good, err = verifyCommit(ctx, o.tree, "--good", o.good); err != nil {
 		return &stepExit{125, err.Error()}
 	}
@@ -278,6 +306,9 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return err
 	}
 	o.scenario = pos[0]
+	if err := o.checkInputs(ctx); err != nil {
+		return err
+	}
 	good, err := verifyCommit(ctx, o.tree, "--good", o.good)
 	if err != nil {
 		return err

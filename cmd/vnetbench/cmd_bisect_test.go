@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,52 @@ func TestBisectMissingArgsOneLine(t *testing.T) {
 		const want = "bisect: want SCENARIO, --tree DIR, --good REF, --bad REF, --metric M and -o DIR"
 		if msg := err.Error(); msg != want {
 			t.Errorf("%v: %q, want %q", args, msg, want)
+		}
+	}
+}
+
+// Bad input to bisect is refused before anything is listed or made: a
+// mistyped scenario made -o's directory of the first candidate, printed
+// "skipped commits hide the first bad commit; it is one of: " with no
+// commit and said to resume; a --tree that is no git repository read as
+// a --good that is no commit of it. bisect-step skips (125) with the
+// same line.
+func TestBisectBadInputFirst(t *testing.T) {
+	tree, commits := gitTree(t, 2)
+	plain := t.TempDir()
+	for _, tc := range []struct {
+		scenario, tree string
+		extra          []string
+		want           string
+	}{
+		{"quickstrat", tree, nil, `no built-in scenario or file named "quickstrat"; did you mean quickstart?`},
+		{"quickstart", tree, []string{"--set", "qdisc=fq_codle"}, `unknown qdisc "fq_codle"; did you mean fq_codel?`},
+		{"quickstart", tree, []string{"--min-effect", "5"}, "bisect: --min-effect:"},
+		{"quickstart", plain, nil, "bisect: --tree " + plain + " is not a git repository"},
+		{"quickstart", filepath.Join(plain, "none"), nil, "bisect: --tree " + filepath.Join(plain, "none") + ": no such file or directory"},
+	} {
+		out := filepath.Join(t.TempDir(), "bisect")
+		args := append([]string{"bisect", tc.scenario, "--tree", tc.tree, "--good", commits[0], "--bad", commits[2], "--metric", "tx_pps", "-o", out}, tc.extra...)
+		var stdout bytes.Buffer
+		err := run(t.Context(), args, &stdout, io.Discard)
+		if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: exit %d (%v), want 2 and one line with %q", args[1:], exitCode(err), err, tc.want)
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("%v: printed %q", args[1:], stdout.String())
+		}
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("%v: made %s", args[1:], out)
+		}
+		cl := testCLI()
+		cl.stepInline = true
+		step := append([]string{"bisect-step", tc.scenario, "--tree", tc.tree, "--good", commits[0], "--metric", "tx_pps", "-o", out}, tc.extra...)
+		err = cl.run(t.Context(), step, io.Discard, io.Discard)
+		if exitCode(err) != 125 || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%v: exit %d (%v), want 125 with %q", step[1:], exitCode(err), err, tc.want)
+		}
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("%v: made %s", step[1:], out)
 		}
 	}
 }
