@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -68,6 +70,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	}
 	base, nw, names, err := loadSides(pos)
 	if err != nil {
+		return err
+	}
+	if err := checkCommonCell(base, nw, names); err != nil {
 		return err
 	}
 	if same := results.SameRun(base, nw); len(pos) == 2 && same != "" {
@@ -137,6 +142,45 @@ func writeComparison(buf *bytes.Buffer, stderr io.Writer, res *report.CompareRes
 		}
 	}
 	return nil
+}
+
+// checkCommonCell refuses two sides without a cell in common (runs of
+// different scenarios, a wrong directory): every gate was MISSING and
+// compare exited 1, a regression, where nothing was compared.
+func checkCommonCell(base, nw *results.Set, names [2]string) error {
+	cells := func(s *results.Set) (out []string, scen []string) {
+		for _, x := range append(slices.Clip(s.Samples), s.Failed...) {
+			if !slices.Contains(out, x.Cell) {
+				out = append(out, x.Cell)
+			}
+		}
+		for _, e := range s.Env {
+			if e != nil && e.Scenario != "" && !slices.Contains(scen, e.Scenario) {
+				scen = append(scen, e.Scenario)
+			}
+		}
+		slices.Sort(scen)
+		return out, scen
+	}
+	bc, bs := cells(base)
+	nc, ns := cells(nw)
+	if slices.ContainsFunc(bc, func(c string) bool { return slices.Contains(nc, c) }) {
+		return nil
+	}
+	side := func(name string, c, s []string) string {
+		if len(c) == 0 {
+			return name + " has no samples"
+		}
+		what := "cells " + strings.Join(c, ", ")
+		if len(c) > 3 {
+			what = fmt.Sprintf("cells %s, ... (%d)", strings.Join(c[:3], ", "), len(c))
+		}
+		if len(s) > 0 {
+			what = "scenario " + strings.Join(s, ", ") + ", " + what
+		}
+		return name + " has " + what
+	}
+	return usageErrorf("compare: %s and %s have no cell in common (%s; %s): nothing to compare; give two runs of one scenario", names[0], names[1], side("BASE", bc, bs), side("NEW", nc, ns))
 }
 
 // loadSides reads the sides of a comparison: two runs, BASE and NEW, or

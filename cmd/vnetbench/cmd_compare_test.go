@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,15 @@ func TestCompareCLIMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(only, bytes.ReplaceAll(other, []byte("pktgen-t1"), []byte("pktgen-t4")), 0o644); err != nil {
+	// BASE has cells t1 and t4, NEW t4 alone, 20% faster (DIFFERENT, the
+	// good way): only t1 is MISSING. (Sides without a cell in common are
+	// bad input: TestCompareNoCommonCell.)
+	t4 := bytes.ReplaceAll(other, []byte("pktgen-t1"), []byte("pktgen-t4"))
+	base := filepath.Join(dir, "two-cells.bench")
+	if err := os.WriteFile(base, append(slices.Clip(other), t4...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(only, bytes.ReplaceAll(t4, []byte(" 1 45"), []byte(" 1 54")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	unreadable := filepath.Join(dir, "run")
@@ -45,9 +54,9 @@ func TestCompareCLIMissing(t *testing.T) {
 		exit int
 		want string
 	}{
-		{[]string{"compare", "testdata/compare/six-runs-base.bench", only, "--fail-on", "tx_pps<-3%"}, exitFailure,
+		{[]string{"compare", base, only, "--fail-on", "tx_pps<-3%"}, exitFailure,
 			"tx_pps<-3%: tap/pktgen-t1: MISSING: NEW has no such cell: FAIL"},
-		{[]string{"compare", "testdata/compare/six-runs-base.bench", only, "--fail-on", "tx_pps<-3%", "--allow-missing", "tx_pps"}, exitOK,
+		{[]string{"compare", base, only, "--fail-on", "tx_pps<-3%", "--allow-missing", "tx_pps"}, exitOK,
 			"MISSING: NEW has no such cell: ok (--allow-missing)"},
 		{[]string{"compare", unreadable, "testdata/compare/six-runs-new.bench", "--fail-on", "tx_pps<-3%"}, exitBadInput, ""},
 		{[]string{"compare", "testdata/compare/six-runs-base.bench", noBoot, "--fail-on", "tx_pps<-3%"}, exitFailure,
@@ -281,6 +290,35 @@ func TestCompareCLISameRun(t *testing.T) {
 			t.Errorf("%v: warned %q", tc.args, lines)
 		case tc.same != "" && (len(lines) != 1 || !strings.HasPrefix(lines[0], warning+tc.same+"): ")):
 			t.Errorf("%v: stderr\n%s\nwant one line %q...", tc.args, errb.String(), warning+tc.same+"): ")
+		}
+	}
+}
+
+// Two sides without a cell in common (runs of different scenarios, a
+// wrong directory in a CI job) compared nothing: every gate was MISSING,
+// exit 1 as for a regression, and --allow-missing passed them (exit 0).
+// It is bad input, one line naming each side's scenario and cells.
+func TestCompareNoCommonCell(t *testing.T) {
+	for _, tc := range []struct {
+		base, nw string
+		extra    []string
+		want     string
+	}{
+		{real + "quickstart-tcg", runs + "stock", nil, "BASE has scenario quickstart, cells tap/iperf3-p1/pfifo_fast, tap/trafgen/pfifo_fast; NEW has scenario thread-pktgen-vhost-pinned, cells tap/pktgen-t1, tap+vhost/pktgen-t1, tap/pktgen-t4, ... (4)"},
+		{real + "quickstart-tcg", runs + "stock", []string{"--allow-missing", "tx_pps,lost_pps"}, "have no cell in common"},
+	} {
+		args := append([]string{"compare", tc.base, tc.nw}, tc.extra...)
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if code := exitCode(err); code != exitBadInput {
+			t.Errorf("%v: exit %d (%v), want 2", tc.extra, code, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "give two runs of one scenario") {
+			t.Errorf("%v: %q, want one line with %q", tc.extra, msg, tc.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: compared anyway:\n%s", tc.extra, out.String())
 		}
 	}
 }
