@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -169,4 +170,34 @@ func guestFeatureChecks(hostImage string) []Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// CheckGuestKernel refuses a cell whose guest.kernel names files that are
+// not there: an image that is no x86 kernel image, modules that are no
+// directory. The guest image is built at the first boot, after the run
+// directory exists: Preflight, plan and lab runs check it first.
+func CheckGuestKernel(c *scenarios.Cell) error {
+	g := c.Guest.Kernel
+	if g.Image != "" {
+		why := ""
+		switch st, err := os.Stat(g.Image); {
+		case err != nil:
+			why = strings.TrimPrefix(err.Error(), "stat "+g.Image+": ")
+		case !st.Mode().IsRegular():
+			why = "not a file"
+		default:
+			if _, err := vmimages.KernelRelease(g.Image); err != nil {
+				why = "no x86 bzImage setup header"
+			}
+		}
+		if why != "" {
+			return fault.Input("guest.kernel.image %s: %s; give a built kernel (arch/x86/boot/bzImage or /boot/vmlinuz-*), or guest.kernel.debian: \"6.1\" (cell %s)", g.Image, why, c.Name)
+		}
+	}
+	if g.Modules != "" {
+		if st, err := os.Stat(g.Modules); err != nil || !st.IsDir() {
+			return fault.Input("guest.kernel.modules %s is not a directory; give the directory make modules_install wrote (INSTALL_MOD_PATH/lib/modules/RELEASE), or leave it out (cell %s)", g.Modules, c.Name)
+		}
+	}
+	return nil
 }

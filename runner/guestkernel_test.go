@@ -1,9 +1,15 @@
 package runner
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -66,5 +72,48 @@ func TestLinuxVersion(t *testing.T) {
 	if k.lacks("6.4") || !(guestKernel{major: 6, minor: 1, ok: true}).lacks("6.4") || !(guestKernel{major: 5, minor: 19, ok: true}).lacks("6.4") ||
 		(guestKernel{}).lacks("6.4") {
 		t.Error("lacks")
+	}
+}
+
+// A guest.kernel that names files that are not there was found at the
+// first boot, after the run directory was made (env.json, an empty
+// results.jsonl), while plan and run --dry-run showed the run as fine:
+// CheckGuestKernel refuses it, as bad input naming the key and the fix,
+// and Preflight does before anything is made.
+func TestCheckGuestKernel(t *testing.T) {
+	dir := t.TempDir()
+	img := make([]byte, 0x1000)
+	copy(img[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(img[0x20e:], 0x300)
+	copy(img[0x200+0x300:], "6.1.0-test (t@example) #1\x00")
+	good, notKernel, mods := filepath.Join(dir, "bzImage"), filepath.Join(dir, "notes.txt"), filepath.Join(dir, "mods")
+	os.WriteFile(good, img, 0o644)
+	os.WriteFile(notKernel, []byte("not a kernel"), 0o644)
+	os.Mkdir(mods, 0o755)
+	for _, tc := range []struct {
+		image, modules, want string
+	}{
+		{"", "", ""},
+		{good, "", ""},
+		{good, mods, ""},
+		{filepath.Join(dir, "none"), "", "guest.kernel.image " + filepath.Join(dir, "none") + ": no such file or directory; give a built kernel"},
+		{dir, "", "guest.kernel.image " + dir + ": not a file"},
+		{notKernel, "", "no x86 bzImage setup header"},
+		{good, filepath.Join(dir, "nomods"), "guest.kernel.modules " + filepath.Join(dir, "nomods") + " is not a directory"},
+		{good, good, "is not a directory"},
+	} {
+		c := scenarios.Cell{Name: "tap/iperf3-p1"}
+		c.Guest.Kernel = scenarios.Kernel{Image: tc.image, Modules: tc.modules}
+		err := CheckGuestKernel(&c)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("image %q modules %q: %v", tc.image, tc.modules, err)
+		case tc.want != "" && (!errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), tc.want) || !strings.Contains(fmt.Sprint(err), "(cell tap/iperf3-p1)")):
+			t.Errorf("image %q modules %q: %v, want bad input with %q", tc.image, tc.modules, err, tc.want)
+		}
+	}
+	c := expandCells(t, "name: t\ngenerator: {iperf3: {duration: 1s}}\nguest: {kernel: {image: "+filepath.Join(dir, "none")+"}}\n")
+	if err := Preflight(t.Context(), c, nil); !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "guest.kernel.image") {
+		t.Errorf("Preflight: %v, want the guest kernel refused first", err)
 	}
 }

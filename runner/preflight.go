@@ -141,6 +141,11 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		rel, _ := hostnet.KernelRelease()
 		return capErrorf("the scenario tests a kernel other than the running one (%s): its cells run in lab VMs (vnetbench run does this; runner/lab's Run)", rel)
 	}
+	for i := range cells {
+		if err := CheckGuestKernel(&cells[i]); err != nil {
+			return err
+		}
+	}
 	if n.NoNetns {
 		return capErrorf("isolation: none is not supported by run (traffic must stay in a namespace the harness owns); use isolation: netns")
 	}

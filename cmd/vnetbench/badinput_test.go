@@ -204,3 +204,26 @@ func TestFlagValueParseErrorSaysWhatItWants(t *testing.T) {
 		}
 	}
 }
+
+// A guest.kernel.image that is not there: run --dry-run refuses it (exit
+// 2, one line) as run does, and plan warns that run refuses it; both
+// printed the cells as fine, and run made its run directory first.
+func TestGuestKernelImageMissing(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "gk.yaml")
+	os.WriteFile(scen, []byte("name: gk\ngenerator: {iperf3: {duration: 1s}}\nguest: {kernel: {image: /nonexistent/bzImage}}\nrepetitions: 1\n"), 0o644)
+	const want = "guest.kernel.image /nonexistent/bzImage: no such file or directory"
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"run", scen, "--dry-run", "-o", filepath.Join(dir, "run")}, &out, &errb)
+	if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), want) {
+		t.Errorf("run --dry-run: exit %d (%v), want 2 with %q", exitCode(err), err, want)
+	}
+	out.Reset()
+	errb.Reset()
+	if err := run(t.Context(), []string{"plan", scen}, &out, &errb); err != nil {
+		t.Errorf("plan: %v", err)
+	}
+	if !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "vnetbench run refuses this on this machine") {
+		t.Errorf("plan's warnings lack %q:\n%s", want, errb.String())
+	}
+}

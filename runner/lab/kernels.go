@@ -403,6 +403,9 @@ func onePatch(paths []string, series, file string) ([]string, error) {
 func checkKernels(ctx context.Context, cells []scenarios.Cell) error {
 	seen := map[string]bool{}
 	for i := range cells {
+		if err := runner.CheckGuestKernel(&cells[i]); err != nil {
+			return err
+		}
 		k := cells[i].Kernel
 		if k.Running() || k.Builds() || seen[k.Label] {
 			continue

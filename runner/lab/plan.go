@@ -58,6 +58,9 @@ func PlanCommands(cells []scenarios.Cell, labels []string, h Host) Commands {
 		cc := &out.Cells[i]
 		cc.Accel, cc.Warning, cc.Err = runner.PlanAccel(c, h.KVM)
 		if cc.Err == nil {
+			cc.Err = runner.CheckGuestKernel(c)
+		}
+		if cc.Err == nil {
 			cc.Lines = runner.Commands(c, cc.Accel, cells...)
 		}
 	}
