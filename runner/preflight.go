@@ -37,6 +37,19 @@ type Needs struct {
 // carry on this host, before anything is set up.
 func CheckScripts(cells []scenarios.Cell) error { return NeedsOf(cells).check() }
 
+// CheckWorkload runs the workload's own check of cell c (pktgen script
+// mode: its script_dir holds the sample script), as Preflight does: plan
+// and run --dry-run refuse what run refuses.
+func CheckWorkload(c *scenarios.Cell) error {
+	if c.Generator.Config == nil {
+		return nil
+	}
+	if check := c.Generator.Config.Needs().Check; check != nil {
+		return check()
+	}
+	return nil
+}
+
 func (n Needs) check() error {
 	// The guest image copies its programs from this host (a lab VM sees
 	// the host's root): a missing one would fail the first boot.

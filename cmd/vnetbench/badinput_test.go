@@ -205,25 +205,32 @@ func TestFlagValueParseErrorSaysWhatItWants(t *testing.T) {
 	}
 }
 
-// A guest.kernel.image that is not there: run --dry-run refuses it (exit
-// 2, one line) as run does, and plan warns that run refuses it; both
-// printed the cells as fine, and run made its run directory first.
-func TestGuestKernelImageMissing(t *testing.T) {
+// A guest.kernel.image or a pktgen script_dir that is not there: run
+// --dry-run refuses it (exit 2, one line) as run does, and plan warns
+// that run refuses it; both printed the cells as fine, and run made its
+// run directory before finding the guest kernel missing.
+func TestDryRunRefusesMissingFiles(t *testing.T) {
 	dir := t.TempDir()
-	scen := filepath.Join(dir, "gk.yaml")
-	os.WriteFile(scen, []byte("name: gk\ngenerator: {iperf3: {duration: 1s}}\nguest: {kernel: {image: /nonexistent/bzImage}}\nrepetitions: 1\n"), 0o644)
-	const want = "guest.kernel.image /nonexistent/bzImage: no such file or directory"
-	var out, errb bytes.Buffer
-	err := run(t.Context(), []string{"run", scen, "--dry-run", "-o", filepath.Join(dir, "run")}, &out, &errb)
-	if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), want) {
-		t.Errorf("run --dry-run: exit %d (%v), want 2 with %q", exitCode(err), err, want)
-	}
-	out.Reset()
-	errb.Reset()
-	if err := run(t.Context(), []string{"plan", scen}, &out, &errb); err != nil {
-		t.Errorf("plan: %v", err)
-	}
-	if !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "vnetbench run refuses this on this machine") {
-		t.Errorf("plan's warnings lack %q:\n%s", want, errb.String())
+	for _, tc := range []struct{ yaml, want string }{
+		{"guest: {kernel: {image: /nonexistent/bzImage}}\ngenerator: {iperf3: {duration: 1s}}",
+			"guest.kernel.image /nonexistent/bzImage: no such file or directory"},
+		{"generator: {pktgen: {mode: script, script_dir: /nonexistent}}",
+			"pktgen: script /nonexistent/samples/pktgen/pktgen_sample01_simple.sh not found"},
+	} {
+		scen := filepath.Join(dir, "s.yaml")
+		os.WriteFile(scen, []byte("name: s\nrepetitions: 1\n"+tc.yaml+"\n"), 0o644)
+		var out, errb bytes.Buffer
+		err := run(t.Context(), []string{"run", scen, "--dry-run", "-o", filepath.Join(dir, "run")}, &out, &errb)
+		if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run --dry-run: exit %d (%v), want 2 with %q", exitCode(err), err, tc.want)
+		}
+		out.Reset()
+		errb.Reset()
+		if err := run(t.Context(), []string{"plan", scen}, &out, &errb); err != nil {
+			t.Errorf("plan: %v", err)
+		}
+		if !strings.Contains(errb.String(), tc.want) || !strings.Contains(errb.String(), "vnetbench run refuses this on this machine") {
+			t.Errorf("plan's warnings lack %q:\n%s", tc.want, errb.String())
+		}
 	}
 }

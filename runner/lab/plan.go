@@ -61,6 +61,9 @@ func PlanCommands(cells []scenarios.Cell, labels []string, h Host) Commands {
 			cc.Err = runner.CheckGuestKernel(c)
 		}
 		if cc.Err == nil {
+			cc.Err = runner.CheckWorkload(c)
+		}
+		if cc.Err == nil {
 			cc.Lines = runner.Commands(c, cc.Accel, cells...)
 		}
 	}
