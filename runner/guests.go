@@ -383,12 +383,10 @@ func (gs *guests) noteCmdline(cmdline string) {
 		return
 	}
 	gs.cmdlines = append(gs.cmdlines, cmdline)
-	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
-		return
-	}
-	env.GuestCmdline = slices.Clone(gs.cmdlines)
-	results.WriteEnv(gs.r.dir, *env)
+	gs.editEnv(func(env *results.Env) bool {
+		env.GuestCmdline = slices.Clone(gs.cmdlines)
+		return true
+	})
 }
 
 // noteKernel records the guest kernel release in env.json (once).
@@ -397,13 +395,22 @@ func (gs *guests) noteKernel(release string) {
 		return
 	}
 	gs.kernel = release
+	gs.editEnv(func(env *results.Env) bool {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		env.Extra["guest_kernel"] = release
+		return true
+	})
+}
+
+// editEnv changes the run's env.json with edit, written back when edit
+// reports a change. The guests' notes there are a record, not the run's
+// work: an env.json that cannot be read or written is left as it is.
+func (gs *guests) editEnv(edit func(*results.Env) bool) {
 	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
+	if err != nil || !edit(env) {
 		return
 	}
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	env.Extra["guest_kernel"] = release
 	results.WriteEnv(gs.r.dir, *env)
 }

@@ -276,20 +276,18 @@ func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err 
 // noteState records in env.json what the run's guests did with saved
 // states (each distinct note once).
 func (gs *guests) noteState(note string) {
-	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
-		return
-	}
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	old := env.Extra[results.ExtraGuestState]
-	if slices.Contains(strings.Split(old, "; "), note) {
-		return
-	}
-	if old != "" {
-		note = old + "; " + note
-	}
-	env.Extra[results.ExtraGuestState] = note
-	results.WriteEnv(gs.r.dir, *env)
+	gs.editEnv(func(env *results.Env) bool {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		old := env.Extra[results.ExtraGuestState]
+		if slices.Contains(strings.Split(old, "; "), note) {
+			return false
+		}
+		if old != "" {
+			note = old + "; " + note
+		}
+		env.Extra[results.ExtraGuestState] = note
+		return true
+	})
 }
