@@ -160,7 +160,8 @@ RACE_PKGS  = $(filter-out $(foreach p,$(VM_PKGS) $(KBUILD_PKG) $(NORACE_PKGS),$(
 # missing. A test
 # that cannot get what it needs skips with the reason, or fails under
 # CI=true (internal/testenv); testsummary prints go test's usual output
-# and ends with the slowest tests, each command's wall time, the list of
+# and ends with each command's wall time, the slowest tests and the
+# longest packages with their spans on the run's timeline, the list of
 # every skipped test and its reason, and every failure (make check's
 # findings included). VNETBENCH_BIN lets e2e tests use the built binary.
 # The check and test-gitlab commands are a plain `make`, not $$(MAKE):

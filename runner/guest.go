@@ -74,7 +74,8 @@ func withGuest(ctx context.Context, g *guest) (context.Context, context.CancelFu
 	if g == nil || g.life == nil {
 		return c, func() { cancel(nil) }
 	}
-	stop := context.AfterFunc(g.life, func() { cancel(context.Cause(g.life)) })
+	life := g.life // the one now: a guest whose start from a saved state failed gets another
+	stop := context.AfterFunc(life, func() { cancel(context.Cause(life)) })
 	return c, func() { stop(); cancel(nil) }
 }
 

@@ -38,6 +38,9 @@ type guests struct {
 	// guest kernel command lines.
 	kernel   string
 	cmdlines []string
+	// faulted are the saved states a guest started from faulted on
+	// (notRestored): this run boots its guests instead.
+	faulted map[string]bool
 }
 
 // ready returns the guest for cell c: the running one when c can use
@@ -115,8 +118,9 @@ func (gs *guests) key(c *scenarios.Cell) string {
 	return c.GuestKey()
 }
 
-// boot creates the tap in the run's namespace, starts QEMU on it and
-// waits for the agent. On failure everything it made is undone.
+// boot creates the tap in the run's namespace, starts QEMU on it (from a
+// saved state when there is one) and waits for the agent. On failure
+// everything it made is undone.
 func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err error) {
 	u := undo.New()
 	defer u.RunOnError(&err, teardownTimeout(c))
@@ -135,48 +139,78 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	}
 	cfg := gs.config(c, g, img, qnics)
 	gs.boots++
-	start := time.Now()
-	bootTimeout := c.Timeouts.Boot
-	if bootTimeout <= 0 {
-		bootTimeout = 3 * time.Minute
+	s := &guestStart{ctx: ctx, began: time.Now(), timeout: c.Timeouts.Boot}
+	if s.timeout <= 0 {
+		s.timeout = 3 * time.Minute
 	}
-	life, kill := context.WithCancelCause(context.Background())
-	g.life = life
-	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
-	bctx, cancel := withGuest(ctx, g)
-	defer cancel()
-	bctx, cancelT := context.WithTimeout(bctx, bootTimeout)
-	defer cancelT()
 	key, saved := gs.stateFor(g, cfg)
-	if saved != "" {
-		if gs.restored(ctx, bctx, g, cfg, saved, u, kill) {
-			gs.noteKernel(img.KernelRelease)
-			g.undo = u.Release()
-			return g, nil
-		}
+	if saved != "" && gs.restored(s, g, &cfg, saved, u) {
+		gs.noteKernel(img.KernelRelease)
+		g.undo = u.Release()
+		return g, nil
 	}
-	vm, err := gs.start(ctx, bctx, c, g, img, &cfg)
+	cancel := s.live(g, u)
+	defer cancel()
+	vm, err := gs.start(ctx, s.bctx, c, g, img, &cfg)
 	if err != nil {
 		return nil, err
 	}
 	gs.noteCmdline(qemu.Cmdline(cfg))
-	g.vm = vm
-	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
-	go vm.WatchConsole(life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
-	agent, err := gs.waitAgent(bctx, vm)
-	if err != nil {
-		return nil, agentBootError(ctx, bctx, vm, err, bootTimeout)
+	if err := gs.adopt(s, g, vm, u); err != nil {
+		return nil, err
 	}
-	g.agent = agent
-	u.Push("close agent", func(context.Context) error { return agent.Close() })
-	g.noteBoot(agent, time.Since(start))
 	gs.noteKernel(img.KernelRelease)
-	if err := gs.saveState(bctx, g, key); err != nil {
+	if err := gs.saveState(s.bctx, g, key); err != nil {
 		return nil, err
 	}
 	g.sink = "stack"
 	g.undo = u.Release()
 	return g, nil
+}
+
+// guestStart is the start of one guest: from a saved state, then, when
+// that fails, booted, both within one boot timeout.
+type guestStart struct {
+	ctx     context.Context // the run's: QEMU's lifetime
+	began   time.Time
+	timeout time.Duration // timeouts.boot, from began
+	// bctx bounds the current try (live): ctx, ended by the guest's life
+	// and at the deadline; kill ends that life.
+	bctx context.Context
+	kill context.CancelCauseFunc
+}
+
+// live gives g a new life for a try at starting its VM: u ends it, and so
+// does, with the fault as its cause, a kernel fault its console watch
+// (adopt) finds. It returns what releases the try's bctx.
+func (s *guestStart) live(g *guest, u *undo.Stack) (cancel func()) {
+	life, kill := context.WithCancelCause(context.Background())
+	g.life, s.kill = life, kill
+	u.Push("stop console watch", func(context.Context) error { kill(nil); return nil })
+	bctx, cancelG := withGuest(s.ctx, g)
+	bctx, cancelT := context.WithDeadline(bctx, s.began.Add(s.timeout))
+	s.bctx = bctx
+	return func() { cancelT(); cancelG() }
+}
+
+// adopt makes vm, just started for g (booted, or loaded from a saved
+// state) within the try s.live began, g's: u stops its QEMU; its console
+// is watched for kernel faults from now on, so that a fault ends the
+// agent's wait at once (agentBootError then reports it); the agent, once
+// ready, is closed by u, and the boot's time noted.
+func (gs *guests) adopt(s *guestStart, g *guest, vm *qemu.VM, u *undo.Stack) error {
+	g.vm = vm
+	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
+	kill := s.kill // this try's: a later try has a life of its own
+	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
+	agent, err := gs.waitAgent(s.bctx, vm)
+	if err != nil {
+		return agentBootError(s.ctx, s.bctx, vm, err, s.timeout)
+	}
+	g.agent = agent
+	u.Push("close agent", func(context.Context) error { return agent.Close() })
+	g.noteBoot(agent, time.Since(s.began))
+	return nil
 }
 
 // createTaps creates a multiqueue tap in the run's namespace for each of
@@ -349,12 +383,10 @@ func (gs *guests) noteCmdline(cmdline string) {
 		return
 	}
 	gs.cmdlines = append(gs.cmdlines, cmdline)
-	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
-		return
-	}
-	env.GuestCmdline = slices.Clone(gs.cmdlines)
-	results.WriteEnv(gs.r.dir, *env)
+	gs.editEnv(func(env *results.Env) bool {
+		env.GuestCmdline = slices.Clone(gs.cmdlines)
+		return true
+	})
 }
 
 // noteKernel records the guest kernel release in env.json (once).
@@ -363,13 +395,22 @@ func (gs *guests) noteKernel(release string) {
 		return
 	}
 	gs.kernel = release
+	gs.editEnv(func(env *results.Env) bool {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		env.Extra["guest_kernel"] = release
+		return true
+	})
+}
+
+// editEnv changes the run's env.json with edit, written back when edit
+// reports a change. The guests' notes there are a record, not the run's
+// work: an env.json that cannot be read or written is left as it is.
+func (gs *guests) editEnv(edit func(*results.Env) bool) {
 	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
+	if err != nil || !edit(env) {
 		return
 	}
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	env.Extra["guest_kernel"] = release
 	results.WriteEnv(gs.r.dir, *env)
 }

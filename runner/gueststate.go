@@ -132,37 +132,34 @@ func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
 	if key == "" {
 		return "", ""
 	}
-	return key, st.find(key)
+	if path = st.find(key); gs.faulted[path] {
+		return key, "" // a guest started from it faulted (notRestored)
+	}
+	return key, path
 }
 
 // restore starts the guest of cfg from the saved state at path instead
-// of booting it: QEMU started paused, the state loaded, then the agent's
-// ready asked again. It returns how long each step took (for the log). On
+// of booting it: QEMU started paused, then the state loaded; the guest
+// runs on from where its state was saved, and adopt awaits its agent's
+// ready again. It returns how long each step took (for the log). On
 // failure the QEMU it started is stopped.
-func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, Agent, string, error) {
+func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, string, error) {
 	cfg.Incoming = true
 	if err := gs.r.clearConsole(cfg.ConsoleLog); err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	t0 := time.Now()
 	vm, err := qemu.Start(ctx, bctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	t1 := time.Now()
 	gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
 	if err := qemu.LoadState(bctx, vm, path); err != nil {
 		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
-		return nil, nil, "", err
+		return nil, "", err
 	}
-	t2 := time.Now()
-	agent, err := gs.waitAgent(bctx, vm)
-	if err != nil {
-		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
-		return nil, nil, "", fmt.Errorf("the restored guest's agent: %w", err)
-	}
-	steps := fmt.Sprintf("QEMU %.1fs, state %.1fs, agent %.1fs", t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds(), time.Since(t2).Seconds())
-	return vm, agent, steps, nil
+	return vm, fmt.Sprintf("QEMU %.1fs, state %.1fs", t1.Sub(t0).Seconds(), time.Since(t1).Seconds()), nil
 }
 
 // saveState saves the state of g, booted and ready, as key for the
@@ -208,28 +205,34 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	return nil
 }
 
-// restored starts g from the saved state at path (restore) and gives it
-// what boot gives a booted guest: its VM, agent, console watch and undo
-// steps on u. A state that does not start the guest is logged and false
-// returned: the caller boots it.
-func (gs *guests) restored(ctx, bctx context.Context, g *guest, cfg qemu.Config, path string, u *undo.Stack, kill context.CancelCauseFunc) bool {
-	start := time.Now()
-	vm, agent, steps, err := gs.restore(ctx, bctx, cfg, path)
+// restored starts g from the saved state at path (restore) and adopts
+// its VM as boot adopts a booted one, in a try of its own at starting g
+// (s.live), whose undo steps go on u when it succeeds. A state that does
+// not start the guest is logged and false returned, its VM stopped: the
+// caller boots the guest, with cfg, in what is left of the boot timeout.
+func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path string, u *undo.Stack) bool {
+	try := undo.New()
+	cancel := s.live(g, try)
+	defer cancel()
+	vm, steps, err := gs.restore(s.ctx, s.bctx, *cfg, path)
+	if err == nil {
+		t := time.Now()
+		err = gs.adopt(s, g, vm, try)
+		steps += fmt.Sprintf(", agent %.1fs", time.Since(t).Seconds())
+	}
 	if err != nil {
-		if ctx.Err() == nil {
-			gs.r.logf("guest not started from saved state %s (%v): booting it", filepath.Base(path), err)
+		if terr := try.Run(0); terr != nil {
+			gs.r.logf("stop the guest started from saved state %s: %v", filepath.Base(path), terr)
 		}
+		gs.notRestored(s, cfg, path, err)
 		return false
 	}
-	gs.noteCmdline(qemu.Cmdline(cfg))
-	g.vm, g.agent, g.restored, g.restoreSteps = vm, agent, filepath.Base(path), steps
-	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
-	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
-	u.Push("close agent", func(context.Context) error { return agent.Close() })
-	g.noteBoot(agent, time.Since(start))
+	u.Merge(try)
+	gs.noteCmdline(qemu.Cmdline(*cfg))
+	g.restored, g.restoreSteps = filepath.Base(path), steps
 	// The agent answers as slowly as the guest booted, not as fast as it
 	// was restored: its timeouts scale to the boot its state comes from.
-	if va, ok := agent.(*vmAgent); ok && g.guestReady > g.bootTime {
+	if va, ok := g.agent.(*vmAgent); ok && g.guestReady > g.bootTime {
 		va.scaleToBoot(g.guestReady)
 	}
 	g.sink = "stack"
@@ -237,23 +240,54 @@ func (gs *guests) restored(ctx, bctx context.Context, g *guest, cfg qemu.Config,
 	return true
 }
 
+// notRestored logs why the saved state at path did not start the guest
+// (err), unless the run was cancelled.
+//
+// A guest whose kernel reported a fault once started from the state is
+// booted as well, rather than failing its cell with the fault: the state
+// is the likelier cause (it was saved by another QEMU process, in
+// another lab, and the guest resumes from it in a VM it did not boot
+// in), and a boot puts the kernel itself to the test: one that faults
+// booted too fails as any booted guest does (agentBootError; under TCG its cell runs once more
+// on a fresh guest, tcgFaultAgain). The faulted guest's console is kept:
+// the boot writes a console of its own. This run starts no guest from
+// the state again; the booted guest's state, saved under the same key,
+// replaces it in a lab's cache.
+func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	name := filepath.Base(path)
+	fe := faultOf(s.bctx)
+	if fe == nil {
+		gs.r.logf("guest not started from saved state %s (%v): booting it", name, err)
+		return
+	}
+	if gs.faulted == nil {
+		gs.faulted = map[string]bool{}
+	}
+	gs.faulted[path] = true
+	cfg.ConsoleLog = filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots))
+	gs.boots++
+	gs.r.logf("the guest started from saved state %s faulted: booting it (its console stays as %s; this run uses the state no more): %v",
+		name, fe.Console, fe)
+}
+
 // noteState records in env.json what the run's guests did with saved
 // states (each distinct note once).
 func (gs *guests) noteState(note string) {
-	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil {
-		return
-	}
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	old := env.Extra[results.ExtraGuestState]
-	if slices.Contains(strings.Split(old, "; "), note) {
-		return
-	}
-	if old != "" {
-		note = old + "; " + note
-	}
-	env.Extra[results.ExtraGuestState] = note
-	results.WriteEnv(gs.r.dir, *env)
+	gs.editEnv(func(env *results.Env) bool {
+		if env.Extra == nil {
+			env.Extra = map[string]string{}
+		}
+		old := env.Extra[results.ExtraGuestState]
+		if slices.Contains(strings.Split(old, "; "), note) {
+			return false
+		}
+		if old != "" {
+			note = old + "; " + note
+		}
+		env.Extra[results.ExtraGuestState] = note
+		return true
+	})
 }

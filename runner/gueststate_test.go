@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,13 +35,23 @@ timeouts: {boot: 20s, teardown: 10s}
 // the run's env.json note on guest states.
 func stateRun(t *testing.T, img *GuestImage, dirs ...string) (*harness, []*fakeqemu.Proc, string) {
 	t.Helper()
+	return stateRunWith(t, img, stateScenario, nil, dirs...)
+}
+
+// stateRunWith is stateRun of scenario, with setup changing the harness
+// before the run.
+func stateRunWith(t *testing.T, img *GuestImage, scenario string, setup func(*harness), dirs ...string) (*harness, []*fakeqemu.Proc, string) {
+	t.Helper()
 	h := newHarness(t)
 	fake := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step { return nil }}
 	h.opts.Exec = qemuRouter{fake}
 	h.opts.KVM = &qemu.KVMStatus{Why: "test: no KVM"}
 	h.opts.Image = func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return img, nil }
 	h.opts.GuestStates = &GuestStates{Dirs: dirs, Save: true}
-	sum, err := Run(t.Context(), loadCells(t, stateScenario), h.opts)
+	if setup != nil {
+		setup(h)
+	}
+	sum, err := Run(t.Context(), loadCells(t, scenario), h.opts)
 	checkNothingLeft(t, sum)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +124,92 @@ func TestGuestStates(t *testing.T) {
 	if note != "saved "+key {
 		t.Errorf("bad state: env.json note %q, want the booted guest's state saved", note)
 	}
+}
+
+// A guest started from a saved state whose kernel reports a fault on its
+// console while its agent is awaited is given up within seconds, as a
+// booted guest is, not at the boot deadline (a minute here): the fault is
+// logged, the faulted console kept under its own name, and the guest
+// booted instead, its state saved anew.
+func TestGuestStateFault(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	img := fakeImage(t)
+	states := t.TempDir()
+	h, _, _ := stateRun(t, img, states)
+	saved, _ := filepath.Glob(filepath.Join(h.opts.Dir, GuestStateDir, "*"))
+	if len(saved) != 1 {
+		t.Fatalf("saved %q, want one state", saved)
+	}
+	key := filepath.Base(saved[0])
+	os.WriteFile(filepath.Join(states, key), []byte(fakeqemu.State), 0o644)
+
+	const panicLine = "[   97.000001] Kernel panic - not syncing: Fatal exception (restored guest)"
+	var faultAt, bootAt atomic.Int64
+	var log syncBuffer
+	h, procs, note := stateRunWith(t, img, strings.Replace(stateScenario, "boot: 20s", "boot: 60s", 1), func(h *harness) {
+		h.opts.Log = &log
+		h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+			if !vm.Config.Incoming {
+				bootAt.Store(time.Now().UnixNano())
+				return h.agent, nil
+			}
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				faultAt.Store(time.Now().UnixNano())
+				f, err := os.OpenFile(vm.Config.ConsoleLog, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				fmt.Fprintln(f, panicLine)
+				f.Close()
+			}()
+			return &fakeAgent{never: true}, nil
+		}
+	}, states)
+	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
+		t.Fatalf("%d QEMUs, want the restore, then a boot", len(procs))
+	}
+	if f, b := faultAt.Load(), bootAt.Load(); f == 0 || b == 0 {
+		t.Errorf("fault printed at %d, guest booted at %d", f, b)
+	} else if d := time.Duration(b - f); d > 15*time.Second {
+		t.Errorf("the guest booted %v after its restored kernel faulted, want within 15s (the boot deadline is 60s)", d)
+	} else {
+		t.Logf("the guest booted %v after its restored kernel faulted", d.Round(time.Millisecond))
+	}
+	if b, err := os.ReadFile(filepath.Join(h.opts.Dir, results.ConsoleLog(0))); err != nil || !strings.Contains(string(b), panicLine) {
+		t.Errorf("%s: %v, %q; want the restored guest's console kept", results.ConsoleLog(0), err, b)
+	}
+	if argv := strings.Join(procs[1].Argv, " "); !strings.Contains(argv, results.ConsoleLog(1)) {
+		t.Errorf("the booted guest's argv %q, want its console in %s", argv, results.ConsoleLog(1))
+	}
+	for _, want := range []string{"Kernel panic - not syncing: Fatal exception (restored guest)", key, results.ConsoleLog(0), "booting it"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the run's log lacks %q:\n%s", want, log.String())
+		}
+	}
+	if note != "saved "+key {
+		t.Errorf("env.json note %q, want the booted guest's state saved", note)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // TestGuestStateKey: the key leaves out what differs between runs of the

@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -252,26 +251,8 @@ func copyTree(d string, out *safefs.Dir, alt string) error {
 		if _, err := out.Lstat(target); err == nil {
 			target = filepath.Join(alt, rel)
 		}
-		return copyFile(in, filepath.Join(results.ArtifactsDir, rel), out, target)
+		return out.Copy(target, in, filepath.Join(results.ArtifactsDir, rel), 0o644, safefs.CopyNew)
 	})
-}
-
-// copyFile copies the regular file name of in into a new file dst of out.
-func copyFile(in *safefs.Dir, name string, out *safefs.Dir, dst string) error {
-	f, err := in.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	o, err := out.Create(dst, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(o, f); err != nil {
-		o.Close()
-		return err
-	}
-	return o.Close()
 }
 
 // readSmall reads the regular file name of the run directory d (no link

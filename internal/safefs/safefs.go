@@ -228,6 +228,44 @@ func (d *Dir) Create(name string, perm fs.FileMode) (*os.File, error) {
 	return d.root.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 }
 
+// CopyMode is how Copy writes its copy.
+type CopyMode int
+
+const (
+	// CopyNew makes the copy a new file, as Create does: an existing file
+	// or link at its name is an error.
+	CopyNew CopyMode = iota
+	// CopyReplace writes the copy whole over what is at its name, as
+	// WriteWith does: a reader of the name finds the old file or the new
+	// one, never a part.
+	CopyReplace
+)
+
+// Copy copies the regular file name of src (opened as src.Open opens
+// it) to dst under d, with perm, as mode says.
+func (d *Dir) Copy(dst string, src *Dir, name string, perm fs.FileMode, mode CopyMode) error {
+	f, err := src.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if mode == CopyReplace {
+		return d.WriteWith(dst, perm, func(w io.Writer) error {
+			_, err := io.Copy(w, f)
+			return err
+		})
+	}
+	o, err := d.Create(dst, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(o, f); err != nil {
+		o.Close()
+		return err
+	}
+	return o.Close()
+}
+
 // Append opens name to append to, creating it with perm; a link there or
 // on the way is refused.
 func (d *Dir) Append(name string, perm fs.FileMode) (*os.File, error) {

@@ -67,8 +67,10 @@ func TestDirWritesThroughNoLink(t *testing.T) {
 			}
 			return err
 		},
-		"MkdirAll":  func(d *Dir, n string) error { return d.MkdirAll(n + "/sub") },
-		"RemoveAll": func(d *Dir, n string) error { return d.RemoveAll(n) },
+		"CopyNew":     func(d *Dir, n string) error { return d.Copy(n, d, "inside", 0o644, CopyNew) },
+		"CopyReplace": func(d *Dir, n string) error { return d.Copy(n, d, "inside", 0o644, CopyReplace) },
+		"MkdirAll":    func(d *Dir, n string) error { return d.MkdirAll(n + "/sub") },
+		"RemoveAll":   func(d *Dir, n string) error { return d.RemoveAll(n) },
 		"Rename": func(d *Dir, n string) error {
 			if err := d.WriteFile("src", []byte("src"), 0o644); err != nil {
 				return err
@@ -187,6 +189,45 @@ func TestDirWriteFile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "x/y")); len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// Copy copies a regular file between Dirs: CopyNew makes a new file (its
+// parents too) and refuses an existing one; CopyReplace replaces one
+// whole, leaving no temporary file; a link as the source is not followed.
+func TestDirCopy(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(src, "a"), []byte("one"), 0o600)
+	os.Symlink(filepath.Join(src, "a"), filepath.Join(src, "link"))
+	in, _ := Open(src)
+	defer in.Close()
+	out, _ := Open(dst)
+	defer out.Close()
+	if err := out.Copy("x/a", in, "a", 0o644, CopyNew); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dst, "x/a"))
+	fi, _ := os.Stat(filepath.Join(dst, "x/a"))
+	if string(b) != "one" || fi.Mode().Perm() != 0o644 {
+		t.Errorf("new copy: content %q mode %v", b, fi.Mode())
+	}
+	os.WriteFile(filepath.Join(src, "a"), []byte("two"), 0o600)
+	if err := out.Copy("x/a", in, "a", 0o644, CopyNew); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("CopyNew over an existing file: %v, want fs.ErrExist", err)
+	}
+	if err := out.Copy("x/a", in, "a", 0o644, CopyReplace); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "x/a")); string(b) != "two" {
+		t.Errorf("replaced copy: %q, want two", b)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dst, "x")); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	for _, mode := range []CopyMode{CopyNew, CopyReplace} {
+		if err := out.Copy("l", in, "link", 0o644, mode); !errors.Is(err, fault.ErrInput) {
+			t.Errorf("copy of a link (mode %d): %v, want bad input", mode, err)
+		}
 	}
 }
 

@@ -157,18 +157,32 @@ type event struct {
 	Package    string
 	Test       string
 	Output     string
-	Elapsed    float64 // seconds, on a test's pass, fail or skip
-	ImportPath string  // build-output events
+	Elapsed    float64   // seconds, on a test's pass, fail or skip
+	ImportPath string    // build-output events
+	Time       time.Time // when test2json saw the line (zero on build events)
 }
 
 type skip struct {
 	pkg, test, reason string
 }
 
-// timing is how long a top-level test took.
+// timing is how long a top-level test (or, with test "", a package)
+// took, and when it ran: from and to in seconds after testsummary
+// started (both 0 when go test gave no times).
 type timing struct {
 	pkg, test string
 	seconds   float64
+	from, to  float64
+}
+
+// when is the span of a timing as "from-to s": where on a CI run's
+// timeline a slow test sat (waiting for another command, or on its
+// critical path).
+func (t timing) when() string {
+	if t.to == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f-%.0f s)", t.from, t.to)
 }
 
 // slowestShown and slowestMin bound the slowest-tests list: at most that
@@ -195,7 +209,11 @@ type summary struct {
 	running []*test // in start order
 	skips   []skip
 	times   []timing // top-level tests that ended
-	failed  []string // "pkg TestX" or "pkg" (the package itself)
+	pkgs    []timing // packages that ended, with their spans
+	start   time.Time
+	began   map[string]time.Time // package (and "pkg test") -> its first event
+	pkgMin  float64              // packagesMin but in tests
+	failed  []string             // "pkg TestX" or "pkg" (the package itself)
 	anyFail bool
 	cmds    []string // "command ... took N s", one per command run
 }
@@ -216,7 +234,7 @@ func (s *summary) ended(argv []string, d time.Duration, err error) {
 }
 
 func newSummary(w io.Writer, verbose bool) *summary {
-	return &summary{w: w, verbose: verbose}
+	return &summary{w: w, verbose: verbose, start: time.Now(), began: map[string]time.Time{}, pkgMin: packagesMin}
 }
 
 func (s *summary) read(r io.Reader) {
@@ -242,6 +260,12 @@ func (s *summary) read(r io.Reader) {
 }
 
 func (s *summary) event(ev event) {
+	if !ev.Time.IsZero() && ev.Package != "" {
+		key := ev.Package + " " + ev.Test
+		if _, ok := s.began[key]; !ok {
+			s.began[key] = ev.Time
+		}
+	}
 	if s.verbose && ev.Output != "" {
 		io.WriteString(s.w, ev.Output)
 	}
@@ -261,6 +285,10 @@ func (s *summary) event(ev event) {
 }
 
 func (s *summary) packageEvent(ev event) {
+	switch ev.Action {
+	case "pass", "fail", "skip":
+		s.pkgs = append(s.pkgs, s.timed(ev))
+	}
 	switch ev.Action {
 	case "output":
 		// Without -v a passing package prints only its "ok" line.
@@ -320,7 +348,7 @@ func (s *summary) testEvent(ev event) {
 	if strings.Contains(ev.Test, "/") {
 		return // kept for its top-level test
 	}
-	s.times = append(s.times, timing{ev.Package, ev.Test, ev.Elapsed})
+	s.times = append(s.times, s.timed(ev))
 	// A top-level test ended: print it as go test does without -v (each
 	// failed (sub)test's --- FAIL line and output, indented by depth).
 	prefix := ev.Test + "/"
@@ -335,6 +363,15 @@ func (s *summary) testEvent(ev event) {
 		}
 	}
 	s.running = slices.DeleteFunc(s.running, in)
+}
+
+// timed is the timing of the test or package whose end ev is.
+func (s *summary) timed(ev event) timing {
+	t := timing{pkg: ev.Package, test: ev.Test, seconds: ev.Elapsed}
+	if b, ok := s.began[ev.Package+" "+ev.Test]; ok && !ev.Time.IsZero() {
+		t.from, t.to = b.Sub(s.start).Seconds(), ev.Time.Sub(s.start).Seconds()
+	}
+	return t
 }
 
 func (s *summary) print(t *test, indent string) {
@@ -363,6 +400,26 @@ func skipReason(lines []string) string {
 	return strings.Join(parts, " / ")
 }
 
+// packagesMin bounds the package timeline (summary.pkgMin): packages
+// that took at least that many seconds.
+const packagesMin = 30.0
+
+// printPackages prints the packages of packagesMin seconds or more in
+// the order they ended, each with its span: with commands run at once
+// (-j), which one's end a run's wall time waited for, and what ran
+// beside it.
+func (s *summary) printPackages() {
+	long := slices.DeleteFunc(slices.Clone(s.pkgs), func(t timing) bool { return t.seconds < s.pkgMin || t.to == 0 })
+	if len(long) == 0 {
+		return
+	}
+	slices.SortStableFunc(long, func(a, b timing) int { return cmp.Compare(a.to, b.to) })
+	fmt.Fprintf(s.w, "\npackages by end (%g s or more; from-to: seconds after the start):\n", s.pkgMin)
+	for _, t := range long {
+		fmt.Fprintf(s.w, "  %7.1fs %s%s\n", t.seconds, t.pkg, t.when())
+	}
+}
+
 // finish prints the skip list and the failures; it reports whether
 // anything failed.
 func (s *summary) finish() bool {
@@ -380,11 +437,12 @@ func (s *summary) finish() bool {
 		slow = slow[:slowestShown]
 	}
 	if len(slow) > 0 {
-		fmt.Fprintf(s.w, "\nslowest tests (of %d, %d s or more):\n", len(s.times), int(slowestMin))
+		fmt.Fprintf(s.w, "\nslowest tests (of %d, %d s or more; from-to: seconds after the start):\n", len(s.times), int(slowestMin))
 		for _, t := range slow {
-			fmt.Fprintf(s.w, "  %7.1fs %s %s\n", t.seconds, t.pkg, t.test)
+			fmt.Fprintf(s.w, "  %7.1fs %s %s%s\n", t.seconds, t.pkg, t.test, t.when())
 		}
 	}
+	s.printPackages()
 	fmt.Fprintf(s.w, "\n%d skipped test(s)", len(s.skips))
 	if len(s.skips) > 0 {
 		fmt.Fprint(s.w, ":")

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,7 +67,7 @@ FAIL	` + samplePkg + `	`
 	}
 	// The slowest list: TestSlow (1.1 s, more on a loaded host) only, the
 	// others take no time.
-	if !regexp.MustCompile(`\nslowest tests \(of 7, 1 s or more\):\n +[0-9]+\.[0-9]s ` + samplePkg + ` TestSlow\n\n`).MatchString(out.String()) {
+	if !regexp.MustCompile(`\nslowest tests \(of 7, 1 s or more; from-to: seconds after the start\):\n +[0-9]+\.[0-9]s ` + samplePkg + ` TestSlow \([0-9]+-[0-9]+ s\)\n\n`).MatchString(out.String()) {
 		t.Errorf("output lacks the slowest-tests list with TestSlow alone:\n%s", got)
 	}
 	for _, s := range []string{"=== RUN", "--- PASS", "passing, not shown", "\nPASS\n"} {
@@ -122,6 +124,35 @@ func TestNonJSONLines(t *testing.T) {
 // second creates (one after the other, it would give up and fail). A
 // command that fails (as make check does on a finding) is named in the
 // failure list, and its output passes through.
+// The package timeline of a real run: each package over the bound with
+// its span in seconds after the start, in the order they ended; the
+// span holds the package's own elapsed time.
+func TestPackageTimeline(t *testing.T) {
+	gobin := testenv.NeedCommand(t, "go", "")
+	var out bytes.Buffer
+	s := newSummary(&out, false)
+	s.pkgMin = 1 // the sample package takes 1.1 s (TestSlow)
+	for _, run := range []string{"TestSlow", "TestPass"} {
+		cmd := exec.Command(gobin, "test", "-json", "-count=1", "-run", "^"+run+"$", "./testdata/sample")
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go test -run %s: %v", run, err)
+		}
+		s.read(bytes.NewReader(b))
+	}
+	s.finish()
+	m := regexp.MustCompile(`\npackages by end \(1 s or more; from-to: seconds after the start\):\n +([0-9.]+)s ` + samplePkg + ` \(([0-9]+)-([0-9]+) s\)\n\n`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("output lacks the package timeline with the sample package once (TestSlow's run; TestPass's is under 1 s):\n%s", out.String())
+	}
+	took, _ := strconv.ParseFloat(m[1], 64)
+	from, _ := strconv.Atoi(m[2])
+	to, _ := strconv.Atoi(m[3])
+	if took < 1 || float64(to-from) < took-1 || float64(to-from) > took+1 {
+		t.Errorf("package took %.1f s but its span is %d-%d s", took, from, to)
+	}
+}
+
 func TestParallelCommands(t *testing.T) {
 	sh := testenv.NeedCommand(t, "sh", "")
 	flag := filepath.Join(t.TempDir(), "flag")

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -66,7 +65,11 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 		if !e.Type().IsRegular() || !stateName().MatchString(e.Name()) {
 			continue
 		}
-		if err := copyState(in, out, e.Name()); err != nil {
+		// Replaced whole: a state of the same key in the cache (one
+		// the run could not start its guest from) stays until the new
+		// one is complete, and no copy cut short is left for the next
+		// lab to load.
+		if err := out.Copy(e.Name(), in, filepath.Join(runner.GuestStateDir, e.Name()), 0o644, safefs.CopyReplace); err != nil {
 			return kept, err
 		}
 		kept = append(kept, e.Name())
@@ -75,19 +78,6 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 		return kept, err
 	}
 	return kept, pruneStates(out, keptStates)
-}
-
-// copyState copies state name from in's GuestStateDir to out.
-func copyState(in, out *safefs.Dir, name string) error {
-	f, err := in.Open(filepath.Join(runner.GuestStateDir, name))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return out.WriteWith(name, 0o644, func(w io.Writer) error {
-		_, err := io.Copy(w, f)
-		return err
-	})
 }
 
 // pruneStates removes all but the newest keep states in d.
