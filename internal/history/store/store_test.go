@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -125,5 +126,37 @@ func TestIndexNoise(t *testing.T) {
 	}
 	if nz.Scale("tap/trafgen/pfifo_fast", "no_such_metric") != nil || (*Noise)(nil).Scale("a", "b") != nil {
 		t.Error("a scale for a series the index does not have")
+	}
+}
+
+// A run whose kernel label is its directory's name (docs/lab.md's run
+// --label stock -o runs/stock) keeps its label: a series is one per
+// kernel label. The label was dropped as if the run had none, so
+// history of runs/stock and runs/patched made one series of both. A
+// benchfmt file without a kernel label still joins the series across
+// files.
+func TestReadRunLabelNamedAsDir(t *testing.T) {
+	r, err := ReadRun("../../../report/testdata/generated/stock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Values {
+		if v.Kernel != "stock" {
+			t.Fatalf("%s %s: kernel %q, want the run's label stock", v.Cell, v.Metric, v.Kernel)
+		}
+	}
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "c001.bench")
+	os.WriteFile(bench, []byte("BenchmarkTx 1 450000 tx_pps\n"), 0o644)
+	labelled := filepath.Join(dir, "stock.bench")
+	os.WriteFile(labelled, []byte("kernel: stock\nBenchmarkTx 1 450000 tx_pps\n"), 0o644)
+	for path, want := range map[string]string{bench: "", labelled: "stock"} {
+		r, err := ReadRun(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Values) != 1 || r.Values[0].Kernel != want {
+			t.Errorf("%s: values %+v, want one of kernel %q", filepath.Base(path), r.Values, want)
+		}
 	}
 }
