@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,5 +64,31 @@ func TestRunningTableMatchesUsage(t *testing.T) {
 		if !slices.Equal(doc, use) {
 			t.Errorf("vnetbench %s: docs/running.md's table names flags %v, its usage line %v", cmd, doc, use)
 		}
+	}
+}
+
+// The subcommand list lines up every summary, bisect-step's too (its
+// name ran into its summary), and version, as list, takes no argument
+// (version x printed the version, exit 0).
+func TestSubcommandListAndVersionArgs(t *testing.T) {
+	var b bytes.Buffer
+	usage(&b)
+	col := -1
+	for _, l := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+		i := strings.Index(l[2+len(name):], strings.TrimSpace(l[2+len(name):])) + 2 + len(name)
+		if col == -1 {
+			col = i
+		}
+		if i != col || i <= 2+len(name) {
+			t.Errorf("summary of %s starts at column %d, want %d: %q", name, i, col, l)
+		}
+	}
+	err := run(t.Context(), []string{"version", "x"}, io.Discard, io.Discard)
+	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), `version takes no arguments (got "x")`) {
+		t.Errorf("version x: exit %d (%v), want 2", exitCode(err), err)
 	}
 }
