@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/report"
 )
 
 // docs/running.md's table of commands and each command's usage line (its
@@ -90,5 +92,21 @@ func TestSubcommandListAndVersionArgs(t *testing.T) {
 	err := run(t.Context(), []string{"version", "x"}, io.Discard, io.Discard)
 	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), `version takes no arguments (got "x")`) {
 		t.Errorf("version x: exit %d (%v), want 2", exitCode(err), err)
+	}
+}
+
+// compare -h named the formats text|markdown|json|csv|html|junit, but
+// compare takes mail too: every format it takes is in its help.
+func TestCompareHelpNamesItsFormats(t *testing.T) {
+	var errb bytes.Buffer
+	run(t.Context(), []string{"compare", "-h"}, io.Discard, &errb)
+	for _, f := range report.Formats {
+		err := run(t.Context(), []string{"compare", runs + "stock", runs + "patched", "--format", f}, io.Discard, io.Discard)
+		if exitCode(err) == exitBadInput {
+			continue // refused: benchfmt, kcidb, lava
+		}
+		if !strings.Contains(errb.String(), "|"+f+"|") && !strings.Contains(errb.String(), " "+f+"|") && !strings.Contains(errb.String(), "|"+f+" ") {
+			t.Errorf("compare takes --format %s, but its help does not name it:\n%s", f, errb.String())
+		}
 	}
 }
