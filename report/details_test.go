@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
@@ -426,6 +427,28 @@ func TestNumberRanges(t *testing.T) {
 		}
 		if got := numberRanges(texts); got != tc.want {
 			t.Errorf("%q: %q, want %q", tc.texts, got, tc.want)
+		}
+	}
+}
+
+// A run whose every sample failed said "no samples to report (only
+// warmups, or empty results)", naming neither the run nor the failure:
+// it names the inputs, how many failed and the first error.
+func TestNoSamplesSaysWhy(t *testing.T) {
+	failed := &results.Set{Sources: []string{"runs/x"}, Failed: []results.Sample{
+		{Cell: "tap/iperf3-p1", Kernel: "running", Rep: 0, Error: "boot vm0: wait for agent: timeout after 60s\nconsole: ..."},
+		{Cell: "tap/iperf3-p1", Kernel: "running", Rep: 1, Error: "boot vm0: wait for agent: timeout after 60s"},
+	}}
+	for _, tc := range []struct {
+		set  *results.Set
+		want string
+	}{
+		{failed, "runs/x: no measured samples: all 2 failed (first: tap/iperf3-p1 on running rep 1: boot vm0: wait for agent: timeout after 60s); results.jsonl holds each error"},
+		{&results.Set{Sources: []string{"runs/empty"}}, "runs/empty: no samples to report (an empty results.jsonl, or only warmups): the run measured nothing"},
+	} {
+		_, err := Build(tc.set, Options{})
+		if !errors.Is(err, fault.ErrInput) || err.Error() != tc.want && !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v, want bad input %q", err, tc.want)
 		}
 	}
 }

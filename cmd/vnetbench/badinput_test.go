@@ -234,3 +234,24 @@ func TestDryRunRefusesMissingFiles(t *testing.T) {
 		}
 	}
 }
+
+// An output file in a directory that is not there: compare --junit
+// printed the whole comparison and only then failed (exit 2 in place of
+// the gates' exit code). It is refused before anything is compared or
+// printed, as report -o is.
+func TestOutputDirMissingRefusedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nodir")
+	for _, args := range [][]string{
+		{"compare", runs + "stock", runs + "patched", "--junit", filepath.Join(missing, "gates.xml")},
+		{"report", runs + "stock", "-o", filepath.Join(missing, "r.txt")},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "directory "+missing+" does not exist") {
+			t.Errorf("%v: exit %d (%v), want 2 naming the directory", args, exitCode(err), err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: printed %d bytes before refusing", args, out.Len())
+		}
+	}
+}

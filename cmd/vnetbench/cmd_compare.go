@@ -62,6 +62,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return usageErrorf("compare: --min-effect: %v", err)
 	}
+	if err := checkOutputDir(*junit); err != nil {
+		return err
+	}
 	var gates []report.Gate   // nil: the default gates
 	if given(fs, "fail-on") { // even empty: an unset CI variable is no request for the default gates
 		if gates, err = report.ParseGates(*failOn); err != nil {

@@ -1,12 +1,16 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
 )
 
@@ -158,5 +162,19 @@ func TestReadRunLabelNamedAsDir(t *testing.T) {
 		if len(r.Values) != 1 || r.Values[0].Kernel != want {
 			t.Errorf("%s: values %+v, want one of kernel %q", filepath.Base(path), r.Values, want)
 		}
+	}
+}
+
+// An index in a directory that does not exist: SQLite's "unable to open
+// database file" came out as "delete it and run 'vnetbench history
+// rebuild'", where there was nothing to delete. It names the directory.
+func TestOpenMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodir")
+	_, err := Open(filepath.Join(dir, "index.db"))
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), "directory "+dir+" does not exist") || strings.Contains(fmt.Sprint(err), "delete it") {
+		t.Errorf("Open: %v, want bad input naming the missing directory", err)
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("Open made %s", dir)
 	}
 }
