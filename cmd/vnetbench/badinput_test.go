@@ -255,3 +255,17 @@ func TestOutputDirMissingRefusedFirst(t *testing.T) {
 		}
 	}
 }
+
+// report --origin without --format kcidb wrote the text report and
+// dropped the origin in silence: a CI job that meant KCIDB output got
+// none. It is bad input naming the format.
+func TestReportOriginWithoutKCIDB(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"report", runs + "stock", "--origin", "mylab"}, &out, io.Discard)
+	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "report: --origin names the submitting CI system of --format kcidb, and the format is text") || out.Len() > 0 {
+		t.Errorf("exit %d (%v), printed %d bytes; want 2 and nothing printed", exitCode(err), err, out.Len())
+	}
+	if err := run(t.Context(), []string{"report", runs + "stock", "--origin", "mylab", "--format", "kcidb"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("--format kcidb --origin: %v", err)
+	}
+}

@@ -76,6 +76,8 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		if err := report.CheckOrigin(*origin); err != nil {
 			return err
 		}
+	} else if given(fs, "origin") {
+		return usageErrorf("report: --origin names the submitting CI system of --format kcidb, and the format is %s; add --format kcidb or leave --origin out", f)
 	}
 	st, err := report.ParseStyle(*style)
 	if err != nil {
