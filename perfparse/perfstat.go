@@ -546,6 +546,7 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 // addCSVLine adds one -x line: a counter row, or a metric or metric group
 // line. noUnit is the layout of perf before 3.13, without the unit field.
 func (st *PerfStat) addCSVLine(f []string, sep byte, noUnit bool, ln int) error {
+	f = joinEventTerms(f, sep)
 	vi, ui := csvValueIndex(f), 1 // ui: fields between value and event
 	if noUnit {
 		vi, ui = csvOldValueIndex(f), 0
@@ -609,6 +610,53 @@ func (row *PerfStatRow) setCSVPlace(pre []string) {
 		return
 	}
 	row.Thread, row.TID = label, threadTID(label)
+}
+
+var (
+	// reTermsOpen is a PMU event cut at a separator inside its terms
+	// ("cpu/event=0x3c"), reTerm a further term ("umask=0x0") and
+	// reTermsClose the last one with the closing slash and modifiers
+	// ("period=1/u").
+	reTermsOpen  = lazyRegexp(`^[A-Za-z_][\w.-]*/[A-Za-z_][\w.-]*(=[^/]*)?$`)
+	reTerm       = lazyRegexp(`^[A-Za-z_][\w.-]*(=[^/]*)?$`)
+	reTermsClose = lazyRegexp(`^[A-Za-z_][\w.-]*(=[^/]*)?/[A-Za-z:]*$`)
+)
+
+// joinEventTerms rejoins an event name that -x split at its own
+// separator: perf prints "cpu/event=0x3c,umask=0x0/" as it is, so with
+// -x, the fields "cpu/event=0x3c" and "umask=0x0/" are one event.
+func joinEventTerms(f []string, sep byte) []string {
+	out := make([]string, 0, len(f))
+	for i := 0; i < len(f); i++ {
+		if reTermsOpen().MatchString(strings.TrimSpace(f[i])) {
+			if j := termsEnd(f, i+1); j > i {
+				out = append(out, strings.Join(f[i:j+1], string(sep)))
+				i = j
+				continue
+			}
+		}
+		out = append(out, f[i])
+	}
+	return out
+}
+
+// termsEnd returns the index of the field closing the terms opened
+// before f[from], or -1 when no such field follows (e.g. the open field
+// was a cgroup such as "system.slice/sshd.service"). A term with a value
+// must be among them, so that cgroups are never joined.
+func termsEnd(f []string, from int) int {
+	eq := strings.Contains(f[from-1], "=")
+	for j := from; j < len(f); j++ {
+		t := strings.TrimSpace(f[j])
+		eq = eq || strings.Contains(t, "=")
+		switch {
+		case reTermsClose().MatchString(t) && eq:
+			return j
+		case !reTerm().MatchString(t):
+			return -1
+		}
+	}
+	return -1
 }
 
 // csvOldValueIndex finds the value of a -x line of perf 2.6.37 to 3.12,

@@ -283,3 +283,20 @@ func TestPerfStatCSVNoUnit(t *testing.T) {
 		t.Errorf("a later perf's line in old output: %v", err)
 	}
 }
+
+// TestJoinEventTerms checks that an event's terms split by -x, are
+// rejoined and that cgroup paths and other fields are left alone.
+func TestJoinEventTerms(t *testing.T) {
+	for in, want := range map[string]string{
+		"5,,cpu/event=0x3c,umask=0x0/u,100,100.00,,":        "5||cpu/event=0x3c,umask=0x0/u|100|100.00||",
+		"5,,software/config=3,period=1/,22,100.00,226,/sec": "5||software/config=3,period=1/|22|100.00|226|/sec",
+		"1,,cycles,system.slice/sshd.service,7,100.00,,":    "1||cycles|system.slice/sshd.service|7|100.00||",
+		"1,,cycles,foo/bar,baz/,7":                          "1||cycles|foo/bar|baz/|7",
+		// no closing slash: left as it is (and refused later)
+		"1,,uncore_imc_0/event=0x4,umask=0x3,100,100.00,,": "1||uncore_imc_0/event=0x4|umask=0x3|100|100.00||",
+	} {
+		if got := strings.Join(joinEventTerms(strings.Split(in, ","), ','), "|"); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
