@@ -169,26 +169,35 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 				continue
 			}
 		}
-		kv, err := pktgenFields(s, ln)
-		if err != nil {
+		if err := d.addFields(section, s, ln); err != nil {
 			return nil, 0, err
-		}
-		dst := d.Params
-		if section == "current" {
-			dst = d.Current.Fields
-		}
-		for _, p := range kv {
-			if err := d.checkImixField(p[0], p[1], ln); err != nil {
-				return nil, 0, err
-			}
-			dst[p[0]] = p[1]
-			d.lines[section+"."+p[0]] = ln
 		}
 	}
 	if !seen {
 		return nil, 0, errorf(0, "empty input: expected a /proc/net/pktgen device file")
 	}
 	return d.finish(i)
+}
+
+// addFields stores the "key: value" pairs of line ln of a section,
+// remembering the line of each for later errors.
+func (d *PktgenDevice) addFields(section, s string, ln int) error {
+	kv, err := pktgenFields(s, ln)
+	if err != nil {
+		return err
+	}
+	dst := d.Params
+	if section == "current" {
+		dst = d.Current.Fields
+	}
+	for _, p := range kv {
+		if err := d.checkImixField(p[0], p[1], ln); err != nil {
+			return err
+		}
+		dst[p[0]] = p[1]
+		d.lines[section+"."+p[0]] = ln
+	}
+	return nil
 }
 
 func (d *PktgenDevice) finish(next int) (*PktgenDevice, int, error) {
