@@ -12,7 +12,8 @@
 //   - perf stat: ParsePerfStat detects the default text (perf 4.x–6.x,
 //     --per-thread/-t, -A, --per-core, -I, -r variance, multiplexing,
 //     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
-//     footer), -x SEP and -j. Text as pasted in mail is accepted: collapsed
+//     footer), -x SEP (also perf 2.6-3.12's, without the unit field) and
+//     -j. Text as pasted in mail is accepted: collapsed
 //     whitespace, "> " quote marks and locale number formats. The decimal
 //     mark is decided per input from numbers that can only be read one way
 //     (metrics, percentages and the footer are never grouped; counts are

@@ -54,10 +54,35 @@ func FuzzPktgen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParsePktgen(bytes.NewReader(data))
 		checkErr(t, data, err)
-		if err == nil && d.Result != nil && d.Result.Run && d.Result.Bytes != d.Result.Packets*uint64(max(d.Result.PktSize, 0)) {
-			t.Fatalf("bytes %d != packets %d × size %d", d.Result.Bytes, d.Result.Packets, d.Result.PktSize)
+		if err == nil && d.Result != nil && d.Result.Run {
+			checkPktgenBytes(t, d)
 		}
 	})
+}
+
+// checkPktgenBytes checks a run result's Bytes: Packets × PktSize, or in
+// IMIX mode the per-size counts' bytes when they add up to Packets.
+func checkPktgenBytes(t *testing.T, d *PktgenDevice) {
+	r := d.Result
+	if !r.Imix {
+		if r.Bytes != r.Packets*uint64(max(r.PktSize, 0)) || r.BytesUnknown {
+			t.Fatalf("bytes %d != packets %d × size %d", r.Bytes, r.Packets, r.PktSize)
+		}
+		return
+	}
+	var n, b uint64
+	counted := true
+	for _, e := range d.Imix {
+		if e.Count == nil {
+			counted = false
+			break
+		}
+		n, b = n+*e.Count, b+*e.Count*e.SizeBytes
+	}
+	exact := counted && n == r.Packets
+	if exact && (r.Bytes != b || r.BytesUnknown) || !exact && (r.Bytes != 0 || !r.BytesUnknown) {
+		t.Fatalf("imix: bytes %d (unknown %v), packets %d, counts %+v", r.Bytes, r.BytesUnknown, r.Packets, d.Imix)
+	}
 }
 
 func FuzzKpktgend(f *testing.F) {

@@ -53,7 +53,8 @@ var (
 	}}
 	// TrafgenKind is trafgen's summary (ParseTrafgen).
 	TrafgenKind = Kind{Name: "trafgen", Parse: parser(ParseTrafgen), Detect: func(s, _ string) bool {
-		return strings.Contains(s, "packets outgoing") || strings.Contains(s, "packets to schedule")
+		return strings.Contains(s, "packets outgoing") || strings.Contains(s, "packets to schedule") ||
+			strings.Contains(s, "frames outgoing") // trafgen up to 0.5.7
 	}}
 	// TestpmdKind is dpdk-testpmd's port and forward statistics
 	// (ParseTestpmd).

@@ -21,7 +21,7 @@ func TestTrafgen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(two.CPUs) != 2 || two.CPUs[0].Packets+two.CPUs[1].Packets != two.Packets {
+	if len(two.CPUs) != 2 || *two.CPUs[0].Packets+*two.CPUs[1].Packets != two.Packets {
 		t.Errorf("2 cpus: %+v", two)
 	}
 	failed, err := ParseTrafgen(openT(t, "testdata/trafgen/real-qdisc-path-flush-failed.txt"))
@@ -71,5 +71,32 @@ func TestParseKinds(t *testing.T) {
 	}
 	if err := WithFile(errors.New("plain"), "f"); err.Error() != "plain" {
 		t.Errorf("WithFile changed a plain error: %v", err)
+	}
+}
+
+// TestTrafgenOldLayouts reads the summaries of trafgen before 0.5.8:
+// "frames outgoing" with one total time, and per-CPU times without
+// packet counts.
+func TestTrafgenOldLayouts(t *testing.T) {
+	old, err := ParseTrafgen(openT(t, "testdata/trafgen/written-0.5.7-frames-in-total.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !old.Complete || old.Packets != 1048576 || old.TotalS == nil || *old.TotalS != 2.117052 {
+		t.Errorf("0.5.7: %+v", old)
+	}
+	if pps := old.PPS(); pps < 495300 || pps > 495301 { // 1048576 / 2.117052 s
+		t.Errorf("0.5.7 pps %v", pps)
+	}
+	mp, err := ParseTrafgen(openT(t, "testdata/trafgen/written-2013-percpu-no-packets.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mp.CPUs) != 2 || mp.CPUs[1].Packets != nil || mp.CPUs[0].Seconds != 1.052113 {
+		t.Errorf("2013: %+v", mp)
+	}
+	if _, err := ParseTrafgen(strings.NewReader("1 sec, 1000000 usec on CPU0 (5 packets)\n")); err == nil ||
+		!strings.Contains(err.Error(), " 1: trafgen") {
+		t.Errorf("usec out of range: %v", err)
 	}
 }

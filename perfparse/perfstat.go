@@ -3,6 +3,7 @@ package perfparse
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -146,7 +147,7 @@ func startsNumber(s string) bool {
 func csvSep(s string) byte {
 	for _, sep := range []byte{',', ';', '\t', '|', ':'} {
 		f := strings.Split(s, string(sep))
-		if len(f) >= 3 && csvValueIndex(f) >= 0 {
+		if len(f) >= 3 && csvValueIndex(f) >= 0 || len(f) >= 2 && csvOldValueIndex(f) >= 0 {
 			return sep
 		}
 	}
@@ -519,6 +520,7 @@ var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
 	var sep byte
+	noUnit := false
 	for i, l := range lines {
 		ln := i + 1
 		s := strings.TrimSpace(l)
@@ -529,54 +531,172 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 			if sep = csvSep(s); sep == 0 {
 				return nil, errorf(ln, "perf stat -x: cannot find value,unit,event fields in %q", clip(s))
 			}
+			noUnit = csvNoUnitColumn(lines[i:], sep)
 		}
-		f := strings.Split(s, string(sep))
-		vi := csvValueIndex(f)
-		if vi < 0 && st.addCSVNonCounter(f) {
-			continue
-		}
-		if vi < 0 {
-			return nil, errorf(ln, "perf stat -x: cannot find value%cunit%cevent fields in %q", sep, sep, clip(s))
-		}
-		row := PerfStatRow{Event: strings.TrimSpace(f[vi+2]), Supported: true, Counted: true, Multiplex: 1}
-		pre := f[:vi]
-		for k := range pre {
-			pre[k] = strings.TrimSpace(pre[k])
-		}
-		if len(pre) > 0 && isPlainNum(pre[0]) && strings.Contains(pre[0], ".") {
-			iv, _ := strconv.ParseFloat(pre[0], 64)
-			row.IntervalS = &iv
-			pre = pre[1:]
-		} else if len(pre) > 0 && pre[0] == "summary" {
-			pre = pre[1:] // -I --summary: the totals, in the timestamp's place
-		}
-		if len(pre) > 0 {
-			label := strings.TrimSpace(pre[0])
-			if reAggrID().MatchString(label) || strings.HasPrefix(label, "CPU") && isPlainNum(label[3:]) {
-				row.CPU = label
-				if len(pre) > 1 {
-					row.AggrCPUs, _ = strconv.Atoi(strings.TrimSpace(pre[1]))
-				}
-			} else {
-				row.Thread, row.TID = label, threadTID(label)
-			}
-		}
-		if err := row.setRaw(f[vi], strings.TrimSpace(f[vi+1]), ln); err != nil {
+		if err := st.addCSVLine(strings.Split(s, string(sep)), sep, noUnit, ln); err != nil {
 			return nil, err
 		}
-		tail := f[vi+3:]
-		if len(tail) > 0 && isCgroupName(strings.TrimSpace(tail[0])) && !isPlainNum(strings.TrimSpace(tail[0])) {
-			row.Cgroup, tail = strings.TrimSpace(tail[0]), tail[1:] // -G: value,unit,event,cgroup,...
-		}
-		if err := row.setCSVTail(tail, sep, ln); err != nil {
-			return nil, err
-		}
-		st.Rows = append(st.Rows, row)
 	}
 	if len(st.Rows) == 0 {
 		return nil, errorf(0, "perf stat -x: no counter lines in the input")
 	}
 	return st, nil
+}
+
+// addCSVLine adds one -x line: a counter row, or a metric or metric group
+// line. noUnit is the layout of perf before 3.13, without the unit field.
+func (st *PerfStat) addCSVLine(f []string, sep byte, noUnit bool, ln int) error {
+	f = joinEventTerms(f, sep)
+	vi, ui := csvValueIndex(f), 1 // ui: fields between value and event
+	if noUnit {
+		vi, ui = csvOldValueIndex(f), 0
+	}
+	if vi < 0 && st.addCSVNonCounter(f) {
+		return nil
+	}
+	if vi < 0 {
+		want := fmt.Sprintf("value%cunit%cevent", sep, sep)
+		if noUnit {
+			want = fmt.Sprintf("value%cevent (perf before 3.13)", sep)
+		}
+		return errorf(ln, "perf stat -x: cannot find %s fields in %q", want, clip(strings.Join(f, string(sep))))
+	}
+	row := PerfStatRow{Event: strings.TrimSpace(f[vi+1+ui]), Supported: true, Counted: true, Multiplex: 1}
+	row.setCSVPlace(f[:vi])
+	unit := ""
+	if ui == 1 {
+		unit = strings.TrimSpace(f[vi+1])
+	}
+	if unit == "" && isClockEvent(row.Event) {
+		unit = "msec" // perf printed clocks in msec before it printed their unit
+	}
+	if err := row.setRaw(f[vi], unit, ln); err != nil {
+		return err
+	}
+	tail := f[vi+2+ui:]
+	if len(tail) > 0 && isCgroupName(strings.TrimSpace(tail[0])) && !isPlainNum(strings.TrimSpace(tail[0])) {
+		row.Cgroup, tail = strings.TrimSpace(tail[0]), tail[1:] // -G: value,unit,event,cgroup,...
+	}
+	if err := row.setCSVTail(tail, sep, ln); err != nil {
+		return err
+	}
+	st.Rows = append(st.Rows, row)
+	return nil
+}
+
+// setCSVPlace reads the fields before the value: the -I timestamp (or
+// "summary"), then a CPU, aggregation or thread label and the number of
+// CPUs aggregated.
+func (row *PerfStatRow) setCSVPlace(pre []string) {
+	for k := range pre {
+		pre[k] = strings.TrimSpace(pre[k])
+	}
+	if len(pre) > 0 && isPlainNum(pre[0]) && strings.Contains(pre[0], ".") {
+		iv, _ := strconv.ParseFloat(pre[0], 64)
+		row.IntervalS = &iv
+		pre = pre[1:]
+	} else if len(pre) > 0 && pre[0] == "summary" {
+		pre = pre[1:] // -I --summary: the totals, in the timestamp's place
+	}
+	if len(pre) == 0 {
+		return
+	}
+	label := pre[0]
+	if reAggrID().MatchString(label) || strings.HasPrefix(label, "CPU") && isPlainNum(label[3:]) {
+		row.CPU = label
+		if len(pre) > 1 {
+			row.AggrCPUs, _ = strconv.Atoi(pre[1])
+		}
+		return
+	}
+	row.Thread, row.TID = label, threadTID(label)
+}
+
+var (
+	// reTermsOpen is a PMU event cut at a separator inside its terms
+	// ("cpu/event=0x3c"), reTerm a further term ("umask=0x0") and
+	// reTermsClose the last one with the closing slash and modifiers
+	// ("period=1/u").
+	reTermsOpen  = lazyRegexp(`^[A-Za-z_][\w.-]*/[A-Za-z_][\w.-]*(=[^/]*)?$`)
+	reTerm       = lazyRegexp(`^[A-Za-z_][\w.-]*(=[^/]*)?$`)
+	reTermsClose = lazyRegexp(`^[A-Za-z_][\w.-]*(=[^/]*)?/[A-Za-z:]*$`)
+)
+
+// joinEventTerms rejoins an event name that -x split at its own
+// separator: perf prints "cpu/event=0x3c,umask=0x0/" as it is, so with
+// -x, the fields "cpu/event=0x3c" and "umask=0x0/" are one event.
+func joinEventTerms(f []string, sep byte) []string {
+	out := make([]string, 0, len(f))
+	for i := 0; i < len(f); i++ {
+		if reTermsOpen().MatchString(strings.TrimSpace(f[i])) {
+			if j := termsEnd(f, i+1); j > i {
+				out = append(out, strings.Join(f[i:j+1], string(sep)))
+				i = j
+				continue
+			}
+		}
+		out = append(out, f[i])
+	}
+	return out
+}
+
+// termsEnd returns the index of the field closing the terms opened
+// before f[from], or -1 when no such field follows (e.g. the open field
+// was a cgroup such as "system.slice/sshd.service"). A term with a value
+// must be among them, so that cgroups are never joined.
+func termsEnd(f []string, from int) int {
+	eq := strings.Contains(f[from-1], "=")
+	for j := from; j < len(f); j++ {
+		t := strings.TrimSpace(f[j])
+		eq = eq || strings.Contains(t, "=")
+		switch {
+		case reTermsClose().MatchString(t) && eq:
+			return j
+		case !reTerm().MatchString(t):
+			return -1
+		}
+	}
+	return -1
+}
+
+// csvOldValueIndex finds the value of a -x line of perf 2.6.37 to 3.12,
+// which printed no unit field: [TIME,][CPUn, or AGGR,NR,]VALUE,EVENT
+// [,CGROUP][,NOISE%] (builtin-stat.c's nsec_printout and abs_printout).
+func csvOldValueIndex(f []string) int {
+	for i := 0; i+1 < len(f) && i < 4; i++ {
+		v, ev := strings.TrimSpace(f[i]), strings.TrimSpace(f[i+1])
+		if !(isNotValue(v) || isPlainNum(v)) || knownUnits[ev] || !isEventName(ev) || strings.ContainsAny(ev, " \t") {
+			continue
+		}
+		rest := f[i+2:]
+		last := ""
+		if len(rest) > 0 {
+			last = strings.TrimSpace(rest[len(rest)-1])
+		}
+		if len(rest) > 2 || len(rest) == 2 && !strings.HasSuffix(last, "%") {
+			continue // later perf: runtime, running share and metric follow
+		}
+		return i
+	}
+	return -1
+}
+
+// csvNoUnitColumn reports whether -x output (from its first counter line
+// on) is perf's before 3.13, without the unit field ("884,cache-misses"):
+// some line reads only that way or as value,event,cgroup, and no line has
+// the empty or known unit later perf prints after every value.
+func csvNoUnitColumn(lines []string, sep byte) bool {
+	old := false
+	for _, l := range lines {
+		f := strings.Split(strings.TrimSpace(l), string(sep))
+		if vi := csvValueIndex(f); vi >= 0 {
+			if u := strings.TrimSpace(f[vi+1]); u == "" || knownUnits[u] {
+				return false
+			}
+		}
+		old = old || csvOldValueIndex(f) >= 0
+	}
+	return old
 }
 
 // addCSVNonCounter takes a -x line without a counter: a metric group

@@ -251,3 +251,52 @@ func TestPerfStatTextUnknownRowsAreAnError(t *testing.T) {
 		t.Fatalf("--null run: %+v, %v", st, err)
 	}
 }
+
+// TestPerfStatCSVNoUnit reads -x output of perf before 3.13, which printed
+// no unit field, and checks that output with one is never read that way.
+func TestPerfStatCSVNoUnit(t *testing.T) {
+	for in, want := range map[string]PerfStatRow{
+		// perf 2.6.37-3.12: value,event; clocks in msec without a unit
+		"2.350642,task-clock-msecs\n884,cache-misses\n": {Event: "task-clock-msecs", Value: 0.002350642, Unit: "s"},
+		"CPU1,<not counted>,cycles,foo\n":               {Event: "cycles", CPU: "CPU1", Cgroup: "foo"},
+		"12,context-switches,8.33%\n":                   {Event: "context-switches", Value: 12, Count: 12},
+		"     1.5,S0-C1,2,7,cycles\n":                   {Event: "cycles", CPU: "S0-C1", AggrCPUs: 2, Value: 7, Count: 7},
+		// perf 3.13: the unit field (empty) before the event and cgroup
+		"884,,cache-misses,foo\n": {Event: "cache-misses", Value: 884, Count: 884, Cgroup: "foo"},
+		// an unknown unit with a known one elsewhere: not read as value,event,cgroup
+		"5,Bytes,imc/reads/\n1.5,msec,task-clock\n": {Event: "imc/reads/", Value: 5, Unit: "Bytes"},
+	} {
+		st, err := ParsePerfStat(strings.NewReader(in))
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		got := st.Rows[0]
+		if got.Event != want.Event || !near(got.Value, want.Value) || got.Unit != want.Unit || got.CPU != want.CPU ||
+			got.AggrCPUs != want.AggrCPUs || got.Cgroup != want.Cgroup || want.Count != 0 && got.Count != want.Count {
+			t.Errorf("%q: got %+v, want %+v", in, got, want)
+		}
+	}
+	_, err := ParsePerfStat(strings.NewReader("884,cache-misses\n2,page-faults\n12,cycles,a,b,c\n"))
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Line != 3 || !strings.Contains(err.Error(), "perf before 3.13") {
+		t.Errorf("a later perf's line in old output: %v", err)
+	}
+}
+
+// TestJoinEventTerms checks that an event's terms split by -x, are
+// rejoined and that cgroup paths and other fields are left alone.
+func TestJoinEventTerms(t *testing.T) {
+	for in, want := range map[string]string{
+		"5,,cpu/event=0x3c,umask=0x0/u,100,100.00,,":        "5||cpu/event=0x3c,umask=0x0/u|100|100.00||",
+		"5,,software/config=3,period=1/,22,100.00,226,/sec": "5||software/config=3,period=1/|22|100.00|226|/sec",
+		"1,,cycles,system.slice/sshd.service,7,100.00,,":    "1||cycles|system.slice/sshd.service|7|100.00||",
+		"1,,cycles,foo/bar,baz/,7":                          "1||cycles|foo/bar|baz/|7",
+		// no closing slash: left as it is (and refused later)
+		"1,,uncore_imc_0/event=0x4,umask=0x3,100,100.00,,": "1||uncore_imc_0/event=0x4|umask=0x3|100|100.00||",
+	} {
+		if got := strings.Join(joinEventTerms(strings.Split(in, ","), ','), "|"); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}

@@ -22,10 +22,15 @@ type PktgenDevice struct {
 	// MinPktSize and MaxPktSize are the packet sizes in bytes (without FCS).
 	MinPktSize int `json:"min_pkt_size_bytes"`
 	MaxPktSize int `json:"max_pkt_size_bytes"`
+	// Imix are the packet sizes of IMIX mode, nil otherwise.
+	Imix []PktgenImixEntry `json:"imix,omitempty"`
 	// Current is the Current section, nil when absent.
 	Current *PktgenCurrent `json:"current,omitempty"`
 	// Result is the "Result:" line(s), nil when absent.
 	Result *PktgenResult `json:"result,omitempty"`
+
+	countsLine int            // the imix_size_counts line, for errors
+	lines      map[string]int // "section.key" → line, for errors
 }
 
 // PktgenCurrent is the Current section of a pktgen device file.
@@ -65,15 +70,21 @@ type PktgenResult struct {
 	Seconds  float64 `json:"seconds"`
 	// Packets is the number of packets sent.
 	Packets uint64 `json:"packets"`
-	// PktSize is the packet size in bytes ("60byte").
+	// PktSize is the packet size in bytes ("60byte"); in IMIX mode the
+	// size of the last packet built.
 	PktSize int `json:"pkt_size_bytes"`
-	// Bytes is Packets × PktSize.
-	Bytes uint64 `json:"bytes"`
+	// Bytes is Packets × PktSize; in IMIX mode (Imix) the sum of size ×
+	// count over the device's imix_size_counts, when those add up to
+	// Packets, else 0 with BytesUnknown set.
+	Bytes        uint64 `json:"bytes"`
+	Imix         bool   `json:"imix,omitempty"`
+	BytesUnknown bool   `json:"bytes_unknown,omitempty"`
 	// Frags is the skb's frag count; -1 means pktgen never built an skb
 	// (e.g. the device had no carrier and nothing was sent).
 	Frags int `json:"frags"`
 	// PPS is packets per second and BitsPerSec bits per second (the kernel's
-	// "(Nbps)" value, counting pkt_size × 8 per packet).
+	// "(Nbps)" value, counting pkt_size × 8 per packet; in IMIX mode, from
+	// 5.15 on, the imix_size_counts' bytes × 8).
 	PPS        float64 `json:"pps"`
 	BitsPerSec float64 `json:"bits_per_sec"`
 	// MbPerSec is the kernel's rounded "NMb/sec" figure (Mbit/s), as printed.
@@ -109,7 +120,7 @@ func ParsePktgen(r io.Reader) (*PktgenDevice, error) {
 // parsePktgenLines parses one device file starting at lines[start] and
 // returns the index of the first line after its Result.
 func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
-	d := &PktgenDevice{Params: map[string]string{}}
+	d := &PktgenDevice{Params: map[string]string{}, lines: map[string]int{}}
 	section := ""
 	seen := false
 	i := start
@@ -128,7 +139,7 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 				if len(f) == 0 {
 					return nil, 0, errorf(ln, "pktgen Params: count has no value")
 				}
-				d.Params["count"] = f[0]
+				d.Params["count"], d.lines["params.count"] = f[0], ln
 				s = strings.Join(f[1:], " ")
 			}
 		case s == "Current:" || strings.HasPrefix(s, "Current: "):
@@ -165,7 +176,11 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 			dst = d.Current.Fields
 		}
 		for _, p := range kv {
+			if err := d.checkImixField(p[0], p[1], ln); err != nil {
+				return nil, 0, err
+			}
 			dst[p[0]] = p[1]
+			d.lines[section+"."+p[0]] = ln
 		}
 	}
 	if !seen {
@@ -177,7 +192,7 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 func (d *PktgenDevice) finish(next int) (*PktgenDevice, int, error) {
 	var err error
 	d.Device = d.Params["ifname"]
-	if d.Count, err = optUint(d.Params, "count"); err != nil {
+	if d.Count, err = optUint(d.Params, "count", d.lines["params.count"]); err != nil {
 		return nil, 0, err
 	}
 	if v, ok := d.Params["min_pkt_size"]; ok {
@@ -201,22 +216,26 @@ func (d *PktgenDevice) finish(next int) (*PktgenDevice, int, error) {
 			}
 			n, err := strconv.ParseUint(strings.TrimSuffix(v, "us"), 10, 64)
 			if err != nil {
-				return nil, 0, errorf(0, "pktgen Current %s: %q is not a count", x.key, v)
+				return nil, 0, errorf(d.lines["current."+x.key], "pktgen Current %s: %q is not a count", x.key, v)
 			}
 			*x.dst = n
 		}
 	}
+	if err := d.parseImix(); err != nil {
+		return nil, 0, err
+	}
+	d.setImixBytes()
 	return d, next, nil
 }
 
-func optUint(m map[string]string, k string) (uint64, error) {
+func optUint(m map[string]string, k string, ln int) (uint64, error) {
 	v, ok := m[k]
 	if !ok || v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, errorf(0, "pktgen %s: %q is not a count", k, v)
+		return 0, errorf(ln, "pktgen %s: %q is not a count", k, v)
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package perfparse
 
 import (
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -164,5 +165,44 @@ func TestPktgenRealVM(t *testing.T) {
 	}
 	if len(k.Running) != 1 || k.Running[0] != "dummy0@0" || len(k.Stopped) != 0 || !k.OK {
 		t.Errorf("kpktgend running: %+v", k)
+	}
+}
+
+// TestPktgenImix reads pktgen's IMIX mode (real files from Debian's 6.1
+// kernel): the bytes of a run are the per-size counts' when they are this
+// run's, and unknown when the kernel kept earlier runs' counts.
+func TestPktgenImix(t *testing.T) {
+	d, err := ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-run1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Result
+	if len(d.Imix) != 3 || d.Imix[2].SizeBytes != 1500 || d.Imix[2].Weight != 1 || *d.Imix[2].Count != 17884 ||
+		!r.Imix || r.BytesUnknown || r.Bytes != 64*116159+576*65957+1500*17884 {
+		t.Errorf("run1: imix %+v result %+v", d.Imix, r)
+	}
+	// The kernel's bps counts the same bytes: 72251408 B × 8 / 2.163957 s.
+	// (The kernel divides by nanoseconds, the result prints microseconds.)
+	if bps := float64(r.Bytes) * 8 / r.Seconds; math.Abs(bps-r.BitsPerSec) > r.BitsPerSec*1e-6 {
+		t.Errorf("bytes %d give %.0f bit/s, the kernel %.0f", r.Bytes, bps, r.BitsPerSec)
+	}
+	d, err = ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-run2-counts-accumulated.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Result.BytesUnknown || d.Result.Bytes != 0 || d.Result.Packets != 200000 {
+		t.Errorf("run2: %+v", d.Result)
+	}
+	b, err := os.ReadFile("testdata/pktgen/real-vm-imix-dummy0-run1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for bad, line := range map[string]string{"1500,17884": "1500,x", "576,65957 ": "", "Params: count 200000": "Params: count x",
+		"pkts-sofar: 200000": "pkts-sofar: x"} {
+		_, err := ParsePktgen(strings.NewReader(strings.Replace(string(b), bad, line, 1)))
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Line == 0 {
+			t.Errorf("%q → %q: want an error naming the line, got %v", bad, line, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
@@ -78,7 +79,7 @@ func TestSingleKernelDefaultIsQuiet(t *testing.T) {
 		if n := strings.Count(out, "every column ran under QEMU TCG"); n != 1 {
 			t.Errorf("%s: the TCG legend appears %d times, want once", format, n)
 		}
-		for _, want := range []string{"EMULATED", "Transmitted", "Throughput", "task-clock", "environment", "trafgen was 34% busy"} {
+		for _, want := range []string{"EMULATED", "Transmitted", "Throughput", "task-clock", "environment", "trafgen was 20/34% busy"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: default report lacks %q:\n%s", format, want, out)
 			}
@@ -186,7 +187,7 @@ func TestWarningsDeduplicated(t *testing.T) {
 	_, r := render(t, Options{}, "text", "quickstart-tcg")
 	want := []string{
 		"all 4 runs: TCG in use (no usable KVM): numbers measure the emulator, not the kernel datapath",
-		"tap/trafgen/pfifo_fast on running (2 of 2 runs): generator trafgen was 34% busy (< 90%): it may be waiting rather than saturating the datapath",
+		"tap/trafgen/pfifo_fast on running (2 of 2 runs): generator trafgen was 20/34% busy (< 90%): it may be waiting rather than saturating the datapath",
 	}
 	if strings.Join(r.Warnings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(r.Warnings, "\n"), strings.Join(want, "\n"))
@@ -402,5 +403,52 @@ func TestHeaderNamesBuiltKernels(t *testing.T) {
 	}
 	if !strings.Contains(out.md, "- patched: 6.1.192 built from") {
 		t.Errorf("markdown header lacks the patched kernel:\n%s", out.md)
+	}
+}
+
+// Warnings that differ only in their numbers are one line: it showed the
+// first run's numbers ("trafgen was 46% busy (2 of 2 runs)" where the
+// other run was 76% busy; "pktgen thread 0 sent no packets" where
+// threads 1 and 3 sent none either). Each number that differs now shows
+// its values, or their range past three.
+func TestNumberRanges(t *testing.T) {
+	for _, tc := range []struct {
+		texts []string
+		want  string
+	}{
+		{[]string{"generator trafgen was 46% busy (< 90%)"}, "generator trafgen was 46% busy (< 90%)"},
+		{[]string{"generator trafgen was 76% busy (< 90%)", "generator trafgen was 46% busy (< 90%)"}, "generator trafgen was 46/76% busy (< 90%)"},
+		{[]string{"pktgen thread 3 sent no packets", "pktgen thread 0 sent no packets", "pktgen thread 1 sent no packets"}, "pktgen thread 0/1/3 sent no packets"},
+		{[]string{"grew at 9.5 pps", "grew at 10.5 pps", "grew at 2.0 pps", "grew at 7.5 pps"}, "grew at 2.0-10.5 pps"},
+	} {
+		texts := map[string]bool{}
+		for _, s := range tc.texts {
+			texts[s] = true
+		}
+		if got := numberRanges(texts); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.texts, got, tc.want)
+		}
+	}
+}
+
+// A run whose every sample failed said "no samples to report (only
+// warmups, or empty results)", naming neither the run nor the failure:
+// it names the inputs, how many failed and the first error.
+func TestNoSamplesSaysWhy(t *testing.T) {
+	failed := &results.Set{Sources: []string{"runs/x"}, Failed: []results.Sample{
+		{Cell: "tap/iperf3-p1", Kernel: "running", Rep: 0, Error: "boot vm0: wait for agent: timeout after 60s\nconsole: ..."},
+		{Cell: "tap/iperf3-p1", Kernel: "running", Rep: 1, Error: "boot vm0: wait for agent: timeout after 60s"},
+	}}
+	for _, tc := range []struct {
+		set  *results.Set
+		want string
+	}{
+		{failed, "runs/x: no measured samples: all 2 failed (first: tap/iperf3-p1 on running rep 1: boot vm0: wait for agent: timeout after 60s); results.jsonl holds each error"},
+		{&results.Set{Sources: []string{"runs/empty"}}, "runs/empty: no samples to report (an empty results.jsonl, or only warmups): the run measured nothing"},
+	} {
+		_, err := Build(tc.set, Options{})
+		if !errors.Is(err, fault.ErrInput) || err.Error() != tc.want && !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v, want bad input %q", err, tc.want)
+		}
 	}
 }

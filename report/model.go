@@ -198,7 +198,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		opt.By = "kernel"
 	}
 	if len(set.Samples) == 0 {
-		return nil, fault.Input("no samples to report (only warmups, or empty results)")
+		return nil, noSamples(set)
 	}
 	if opt.By != "kernel" {
 		var err error
@@ -518,4 +518,21 @@ func scaleNotes(scaled []string) []string {
 		return []string{"early looks (3, 6 runs per side) with " + scaled[0] + " (--noise-from)"}
 	}
 	return []string{fmt.Sprintf("early looks (3, 6 runs per side) with the noise of each cell's past runs (--noise-from), e.g. %s", scaled[0])}
+}
+
+// noSamples says why set has nothing to report: every sample failed
+// (with the first error), or the run measured nothing, naming the
+// inputs. It said "no samples to report (only warmups, or empty
+// results)" also for a run whose every sample had failed.
+func noSamples(set *Runs) error {
+	from := strings.Join(set.Sources, ", ")
+	if from == "" {
+		from = "the input"
+	}
+	if n := len(set.Failed); n > 0 {
+		f := set.Failed[0]
+		first, _, _ := strings.Cut(f.Error, "\n")
+		return fault.Input("%s: no measured samples: all %d failed (first: %s on %s rep %d: %s); results.jsonl holds each error, and 'vnetbench run SCENARIO --resume -o DIR' runs them again", from, n, f.Cell, f.Kernel, f.Rep+1, first)
+	}
+	return fault.Input("%s: no samples to report (an empty results.jsonl, or only warmups): the run measured nothing", from)
 }

@@ -186,6 +186,21 @@ func perfEventRank(ev string) int {
 	return len(order)
 }
 
+// qemuTargetDesc says which threads a qemu_target label (runner's
+// qemuTargetLabel) counted: "qemu" alone, a plain tap's, read "qemu =
+// perf -p QEMU: qemu" and said nothing.
+func qemuTargetDesc(label string) string {
+	switch label {
+	case "qemu+vhost":
+		return "its vCPU and I/O threads and its vhost-net workers (threads of QEMU on Linux 6.4+)"
+	case "qemu":
+		return "its vCPU and I/O threads (a plain tap: no vhost-net worker)"
+	case "qemu (vhost kthreads apart)":
+		return "its vCPU and I/O threads, not the vhost-net workers (kernel threads before Linux 6.4; perf@vhost counts them)"
+	}
+	return label
+}
+
 // qemuTargetNote says what the qemu target (perf -p QEMU) counted, from
 // the samples' qemu_target label: with the vhost-net workers where they
 // are threads of QEMU (Linux 6.4+), without them where they are kernel
@@ -207,10 +222,8 @@ func (b perfStatKind) qemuTargetNote(cell string) string {
 	switch {
 	case len(all) == 0:
 		return ""
-	case len(all) == 1 && all[0] == "qemu+vhost":
-		return "qemu = perf -p QEMU: its vCPU and I/O threads and its vhost-net workers (threads of QEMU on Linux 6.4+)"
 	case len(all) == 1:
-		return "qemu = perf -p QEMU: " + all[0]
+		return "qemu = perf -p QEMU: " + qemuTargetDesc(all[0])
 	}
 	var parts []string
 	for _, col := range b.r.Columns {

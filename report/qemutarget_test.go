@@ -44,6 +44,16 @@ func TestQemuTargetComposition(t *testing.T) {
 	if strings.Contains(same, "WARNING") || !strings.Contains(same, "vhost-net workers (threads of QEMU on Linux 6.4+)") {
 		t.Errorf("6.6 beside 6.12: notes:\n%s", same)
 	}
+	// A plain tap's label, "qemu", read "qemu = perf -p QEMU: qemu";
+	// an older kernel's said its label too, not what it counted.
+	for label, want := range map[string]string{
+		"qemu":                        "qemu = perf -p QEMU: its vCPU and I/O threads (a plain tap: no vhost-net worker)",
+		"qemu (vhost kthreads apart)": "qemu = perf -p QEMU: its vCPU and I/O threads, not the vhost-net workers (kernel threads before Linux 6.4; perf@vhost counts them)",
+	} {
+		if got := build([2]string{"6.1", label}); !strings.Contains(got, want) {
+			t.Errorf("label %q: notes lack %q:\n%s", label, want, got)
+		}
+	}
 }
 
 // TestHybridNote: a perf table of samples whose counters were merged from

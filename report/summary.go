@@ -1,9 +1,14 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
@@ -106,7 +111,7 @@ func (b *builder) sampleWarnings() {
 				continue
 			}
 		}
-		m := &merged{text: e.first, where: [][2]string{where}, count: e.count, of: runs[where]}
+		m := &merged{text: numberRanges(e.texts), where: [][2]string{where}, count: e.count, of: runs[where]}
 		if len(e.texts) == 1 {
 			same[e.first] = m
 		}
@@ -129,6 +134,45 @@ func (b *builder) sampleWarnings() {
 		}
 		b.r.Warnings = append(b.r.Warnings, where+": "+m.text)
 	}
+}
+
+var numberRe = lazyre.New(`[0-9]+(?:\.[0-9]+)?`)
+
+// numberRanges is the one text of warnings that differ only in their
+// numbers (sampleWarnings' shape): each number that differs is written
+// as its values, "generator trafgen was 46/76% busy", "pktgen thread
+// 0/3 sent no packets", or as their range past three, "1-7". The first
+// run's text alone, "46% busy (2 of 2 runs)", said that every run was
+// 46% busy.
+func numberRanges(texts map[string]bool) string {
+	all := slices.Sorted(maps.Keys(texts))
+	if len(all) == 1 {
+		return all[0]
+	}
+	re := numberRe()
+	nums := make([][]string, len(all))
+	for i, t := range all {
+		nums[i] = re.FindAllString(t, -1)
+	}
+	i := 0
+	return re.ReplaceAllStringFunc(all[0], func(first string) string {
+		var vals []string
+		for _, n := range nums {
+			if i < len(n) && !slices.Contains(vals, n[i]) {
+				vals = append(vals, n[i])
+			}
+		}
+		i++
+		num := func(v string) float64 { f, _ := strconv.ParseFloat(v, 64); return f }
+		slices.SortFunc(vals, func(a, b string) int { return cmp.Compare(num(a), num(b)) })
+		switch {
+		case len(vals) <= 1:
+			return first
+		case len(vals) <= 3:
+			return strings.Join(vals, "/")
+		}
+		return vals[0] + "-" + vals[len(vals)-1]
+	})
 }
 
 // listCells names up to three cells ("cell on column" when withCol).

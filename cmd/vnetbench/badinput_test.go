@@ -234,3 +234,38 @@ func TestDryRunRefusesMissingFiles(t *testing.T) {
 		}
 	}
 }
+
+// An output file in a directory that is not there: compare --junit
+// printed the whole comparison and only then failed (exit 2 in place of
+// the gates' exit code). It is refused before anything is compared or
+// printed, as report -o is.
+func TestOutputDirMissingRefusedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nodir")
+	for _, args := range [][]string{
+		{"compare", runs + "stock", runs + "patched", "--junit", filepath.Join(missing, "gates.xml")},
+		{"report", runs + "stock", "-o", filepath.Join(missing, "r.txt")},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), args, &out, &errb)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "directory "+missing+" does not exist") {
+			t.Errorf("%v: exit %d (%v), want 2 naming the directory", args, exitCode(err), err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: printed %d bytes before refusing", args, out.Len())
+		}
+	}
+}
+
+// report --origin without --format kcidb wrote the text report and
+// dropped the origin in silence: a CI job that meant KCIDB output got
+// none. It is bad input naming the format.
+func TestReportOriginWithoutKCIDB(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"report", runs + "stock", "--origin", "mylab"}, &out, io.Discard)
+	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "report: --origin names the submitting CI system of --format kcidb, and the format is text") || out.Len() > 0 {
+		t.Errorf("exit %d (%v), printed %d bytes; want 2 and nothing printed", exitCode(err), err, out.Len())
+	}
+	if err := run(t.Context(), []string{"report", runs + "stock", "--origin", "mylab", "--format", "kcidb"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("--format kcidb --origin: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	failOn := fs.String("fail-on", "", "gates, e.g. 'tx_pps<-3%,lost_pps>+0%' (default: every shown result metric with a direction, at 0% in its bad direction; harness diagnostics only when named by --metric)")
 	alpha := retiredAlpha(fs)
 	minEffect := fs.String("min-effect", report.DefaultMinEffect.String(), "smallest change that matters: SAME means the change is shown smaller; a percent of the base median (\"2%\") or a multiple of the interquartile range (\"0.5iqr\"); a gate's non-zero threshold replaces it")
-	format := fs.String("format", "text", "output format of the comparison: text|markdown|json|csv|html|junit (the gate decisions)")
+	format := fs.String("format", "text", "output format of the comparison: text|mail|markdown|json|csv|html|junit (the gate decisions; mail, csv, html and junit write the gate lines to stderr)")
 	style := fs.String("style", "ascii", "text table borders: ascii or unicode")
 	details := fs.Bool("details", false, "text/markdown: also the harness and diagnostics table")
 	profileTop := fs.Int("profile-top", report.DefaultProfileTop, "symbols per profile delta (both runs with perf record: the largest changes of each side's share, self and children)")
@@ -61,6 +61,9 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	me, err := report.ParseMinEffect(*minEffect)
 	if err != nil {
 		return usageErrorf("compare: --min-effect: %v", err)
+	}
+	if err := checkOutputDir(*junit); err != nil {
+		return err
 	}
 	var gates []report.Gate   // nil: the default gates
 	if given(fs, "fail-on") { // even empty: an unset CI variable is no request for the default gates

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -68,10 +69,15 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err := report.CheckFormat(f); err != nil {
 		return err
 	}
+	if err := checkOutputDir(*out); err != nil {
+		return err
+	}
 	if f == "kcidb" {
 		if err := report.CheckOrigin(*origin); err != nil {
 			return err
 		}
+	} else if given(fs, "origin") {
+		return usageErrorf("report: --origin names the submitting CI system of --format kcidb, and the format is %s; add --format kcidb or leave --origin out", f)
 	}
 	st, err := report.ParseStyle(*style)
 	if err != nil {
@@ -107,6 +113,21 @@ func writeOutput(path string, data []byte, stdout io.Writer) error {
 		return err
 	}
 	return writeUnder(filepath.Dir(path), filepath.Base(path), data)
+}
+
+// checkOutputDir refuses, before any work, an output file (-o, --junit)
+// whose directory is not there: compare printed its whole comparison and
+// only then failed to write the JUnit file, exit 2 in place of the
+// gates' exit code. "" and "-" (stdout) pass.
+func checkOutputDir(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fault.Input("write %s: directory %s does not exist; write to a directory that exists and you may write to", path, dir)
+	}
+	return nil
 }
 
 // writeUnder writes the file name of the directory dir whole, through

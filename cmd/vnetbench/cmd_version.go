@@ -13,8 +13,12 @@ var version = "dev"
 
 func cmdVersion(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", "", stderr)
-	if _, err := parseFlags(fs, args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 { // as list's: an argument asked for something version does not do
+		return usageErrorf("version takes no arguments (got %q)", pos[0])
 	}
 	rev := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {

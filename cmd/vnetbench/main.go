@@ -181,8 +181,12 @@ func usage(w io.Writer) {
 		}
 	}
 	sort.Strings(names)
+	width := 0 // the longest name's: bisect-step's summary ran into it
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'vnetbench <subcommand> -h' for its flags.")

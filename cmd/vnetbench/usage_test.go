@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vnetbench/vnetbench/report"
 )
 
 // docs/running.md's table of commands and each command's usage line (its
@@ -61,6 +65,48 @@ func TestRunningTableMatchesUsage(t *testing.T) {
 		}
 		if !slices.Equal(doc, use) {
 			t.Errorf("vnetbench %s: docs/running.md's table names flags %v, its usage line %v", cmd, doc, use)
+		}
+	}
+}
+
+// The subcommand list lines up every summary, bisect-step's too (its
+// name ran into its summary), and version, as list, takes no argument
+// (version x printed the version, exit 0).
+func TestSubcommandListAndVersionArgs(t *testing.T) {
+	var b bytes.Buffer
+	usage(&b)
+	col := -1
+	for _, l := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+		i := strings.Index(l[2+len(name):], strings.TrimSpace(l[2+len(name):])) + 2 + len(name)
+		if col == -1 {
+			col = i
+		}
+		if i != col || i <= 2+len(name) {
+			t.Errorf("summary of %s starts at column %d, want %d: %q", name, i, col, l)
+		}
+	}
+	err := run(t.Context(), []string{"version", "x"}, io.Discard, io.Discard)
+	if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), `version takes no arguments (got "x")`) {
+		t.Errorf("version x: exit %d (%v), want 2", exitCode(err), err)
+	}
+}
+
+// compare -h named the formats text|markdown|json|csv|html|junit, but
+// compare takes mail too: every format it takes is in its help.
+func TestCompareHelpNamesItsFormats(t *testing.T) {
+	var errb bytes.Buffer
+	run(t.Context(), []string{"compare", "-h"}, io.Discard, &errb)
+	for _, f := range report.Formats {
+		err := run(t.Context(), []string{"compare", runs + "stock", runs + "patched", "--format", f}, io.Discard, io.Discard)
+		if exitCode(err) == exitBadInput {
+			continue // refused: benchfmt, kcidb, lava
+		}
+		if !strings.Contains(errb.String(), "|"+f+"|") && !strings.Contains(errb.String(), " "+f+"|") && !strings.Contains(errb.String(), "|"+f+" ") {
+			t.Errorf("compare takes --format %s, but its help does not name it:\n%s", f, errb.String())
 		}
 	}
 }

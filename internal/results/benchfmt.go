@@ -123,7 +123,7 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 		}
 	}
 	if s.Kernel == "" {
-		s.Kernel = fileLabel
+		s.Kernel, s.KernelFromName = fileLabel, true
 	}
 	for _, v := range rec.Values {
 		unit, val := v.Unit, v.Value

@@ -141,7 +141,7 @@ func (set *Set) loadRunDir(dir string) error {
 			continue
 		}
 		if s.Kernel == "" {
-			s.Kernel = dirLabel(dir)
+			s.Kernel, s.KernelFromName = dirLabel(dir), true
 		}
 		s.Dir = dir
 		if s.Error != "" {

@@ -79,6 +79,10 @@ type Sample struct {
 	// Dir is the run directory the sample was loaded from (Artifacts are
 	// relative to it); "" for a sample from a benchfmt file. Not stored.
 	Dir string `json:"-"`
+	// KernelFromName is set on load when the sample had no kernel label
+	// of its own and Kernel is its run directory's or file's name (a
+	// benchfmt file without "kernel:"). Not stored.
+	KernelFromName bool `json:"-"`
 }
 
 // VoidRerunNote leads the warning of a sample whose first attempt was

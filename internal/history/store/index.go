@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -69,6 +70,11 @@ func Open(path string) (*Index, error) {
 	// the journals beside a link's target.
 	if err := safefs.NoLink(path, path+"-wal", path+"-shm", path+"-journal"); err != nil {
 		return nil, err
+	}
+	// SQLite cannot make a directory: its "unable to open database
+	// file" read as a broken index to delete, where there is none.
+	if dir := filepath.Dir(path); !isDir(dir) {
+		return nil, fault.Input("history index %s: directory %s does not exist; create it or give --db a file in a directory that exists", path, dir)
 	}
 	x, err := open(path)
 	if err != nil {
@@ -297,4 +303,9 @@ func (x *Index) Paths(ctx context.Context) ([]string, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

@@ -68,8 +68,11 @@ func ReadRun(path string) (*Run, error) {
 			run.Time = s.Start
 		}
 		kernel := s.Kernel
-		if kernel == name {
-			kernel = "" // no label of its own: a series across files
+		if s.KernelFromName {
+			// No label of its own: a series across files. A label of
+			// its own that is also the directory's name (run --label
+			// stock -o runs/stock) is the kernel's, kept.
+			kernel = ""
 		}
 		if _, ok := run.Labels[kernel]; !ok {
 			run.Labels[kernel] = pointLabel(set.Env[s.Kernel], env, name)

@@ -1,11 +1,16 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
 )
 
@@ -125,5 +130,51 @@ func TestIndexNoise(t *testing.T) {
 	}
 	if nz.Scale("tap/trafgen/pfifo_fast", "no_such_metric") != nil || (*Noise)(nil).Scale("a", "b") != nil {
 		t.Error("a scale for a series the index does not have")
+	}
+}
+
+// A run whose kernel label is its directory's name (docs/lab.md's run
+// --label stock -o runs/stock) keeps its label: a series is one per
+// kernel label. The label was dropped as if the run had none, so
+// history of runs/stock and runs/patched made one series of both. A
+// benchfmt file without a kernel label still joins the series across
+// files.
+func TestReadRunLabelNamedAsDir(t *testing.T) {
+	r, err := ReadRun("../../../report/testdata/generated/stock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Values {
+		if v.Kernel != "stock" {
+			t.Fatalf("%s %s: kernel %q, want the run's label stock", v.Cell, v.Metric, v.Kernel)
+		}
+	}
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "c001.bench")
+	os.WriteFile(bench, []byte("BenchmarkTx 1 450000 tx_pps\n"), 0o644)
+	labelled := filepath.Join(dir, "stock.bench")
+	os.WriteFile(labelled, []byte("kernel: stock\nBenchmarkTx 1 450000 tx_pps\n"), 0o644)
+	for path, want := range map[string]string{bench: "", labelled: "stock"} {
+		r, err := ReadRun(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Values) != 1 || r.Values[0].Kernel != want {
+			t.Errorf("%s: values %+v, want one of kernel %q", filepath.Base(path), r.Values, want)
+		}
+	}
+}
+
+// An index in a directory that does not exist: SQLite's "unable to open
+// database file" came out as "delete it and run 'vnetbench history
+// rebuild'", where there was nothing to delete. It names the directory.
+func TestOpenMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodir")
+	_, err := Open(filepath.Join(dir, "index.db"))
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), "directory "+dir+" does not exist") || strings.Contains(fmt.Sprint(err), "delete it") {
+		t.Errorf("Open: %v, want bad input naming the missing directory", err)
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("Open made %s", dir)
 	}
 }
