@@ -228,3 +228,52 @@ func countValues(r *Report) int {
 	}
 	return n
 }
+
+// The axes every sample shares go to file-level "axis: value" lines of
+// a benchfmt file, and reading it back took them for labels: report of
+// quickstart's benchfmt labelled its rows "trafgen" and "iperf3-p1" where
+// the run's report says TAP, and its headers lost the pinning. The
+// scenario's axes among those lines are axes again on read.
+func TestBenchfmtKeepsConstantAxes(t *testing.T) {
+	for _, dir := range realRuns(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			p, set := writeBench(t, dir)
+			back, err := results.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"backend", "qdisc", "pin.vcpu", "guest.vcpus"} {
+				v, ok := set.Samples[0].Axes[k]
+				same := ok
+				for _, s := range set.Samples {
+					same = same && s.Axes[k] == v
+				}
+				if !same {
+					continue // not constant: in the names, or absent
+				}
+				for _, s := range back.Samples {
+					if s.Axes[k] != v {
+						t.Errorf("%s read back with %s=%q, want %q", s.Cell, k, s.Axes[k], v)
+						break
+					}
+				}
+			}
+		})
+	}
+	p, _ := writeBench(t, filepath.Join("testdata", "real", "quickstart-tcg"))
+	back, err := results.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(back, Options{By: "kernel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| TAP | Transmitted") || !strings.Contains(b.String(), "| TAP | Throughput") {
+		t.Errorf("quickstart's benchfmt read back: rows not labelled TAP:\n%s", b.String())
+	}
+}

@@ -120,6 +120,13 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 			s.WindowS, _ = strconv.ParseFloat(string(c.Value), 64)
 		default:
 			s.Labels[c.Key] = string(c.Value)
+			if benchAxis(c.Key) {
+				// An axis every sample of the file shared (WriteBenchfmt):
+				// the tables' row labels and headers read it.
+				if _, ok := s.Axes[c.Key]; !ok {
+					s.Axes[c.Key] = string(c.Value)
+				}
+			}
 		}
 	}
 	if s.Kernel == "" {
@@ -383,4 +390,20 @@ func (n benchNamer) name(s *Sample) string {
 		return "Benchmark" + base
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
+
+// benchAxis reports whether a file-level configuration key is one of the
+// scenario axes WriteBenchfmt writes as "axis: value" (backend: tap,
+// generator.pktgen.pkt_size: 60), not another tool's (goos, pkg).
+func benchAxis(k string) bool {
+	switch k {
+	case "backend", "queues", "qdisc", "txqueuelen", "generator":
+		return true
+	}
+	for _, p := range []string{"generator.", "guest.", "pin.", "latency."} {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
 }
