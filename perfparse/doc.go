@@ -13,19 +13,20 @@
 //     --per-thread/-t, -A, --per-core, -I, -r variance, multiplexing,
 //     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
 //     footer), -x SEP (also perf 2.6-3.12's, without the unit field) and
-//     -j. Text as pasted in mail is accepted: collapsed
-//     whitespace, "> " quote marks and locale number formats. The decimal
-//     mark is decided per input from numbers that can only be read one way
-//     (metrics, percentages and the footer are never grouped; counts are
-//     never fractional); conflicting or missing evidence for a number that
-//     could be read two ways is an error that says so, never a silent
-//     factor of 1000.
+//     -j. Text as pasted in mail is accepted: collapsed whitespace, "> "
+//     quote marks and locale number formats. The decimal mark is decided
+//     per input from numbers that can only be read one way (metrics,
+//     percentages and the footer are never grouped; counts are never
+//     fractional); conflicting or missing evidence for a number that could
+//     be read two ways is an error that says so, never a silent factor of
+//     1000.
 //   - perf report --stdio: NewPerfReportReader streams rows (with -g call
 //     graphs) in constant memory; ParsePerfReport reads a whole report.
-//   - pktgen: ParsePktgen (/proc/net/pktgen/DEV), ParseKpktgend
-//     (/proc/net/pktgen/kpktgend_N), ParsePktgenScript (what the kernel's
-//     samples/pktgen scripts print).
-//   - ParseIperf3 (iperf3 --json), ParseTrafgen (trafgen's summary),
+//   - pktgen: ParsePktgen (/proc/net/pktgen/DEV, also IMIX mode's
+//     per-size counts), ParseKpktgend (/proc/net/pktgen/kpktgend_N),
+//     ParsePktgenScript (what the kernel's samples/pktgen scripts print).
+//   - ParseIperf3 (iperf3 --json), ParseTrafgen (trafgen's summary, of
+//     netsniff-ng 0.5.x and 0.6.x),
 //     ParseTestpmd (dpdk-testpmd's port and forward statistics),
 //     ParseNetdevStats (/sys/class/net/DEV/statistics as an fs.FS),
 //     ParseProcNetDev (/proc/net/dev), ParseTCQdisc (tc -s -j qdisc show).

@@ -65,8 +65,14 @@ func FuzzPktgen(f *testing.F) {
 func checkPktgenBytes(t *testing.T, d *PktgenDevice) {
 	r := d.Result
 	if !r.Imix {
-		if r.Bytes != r.Packets*uint64(max(r.PktSize, 0)) || r.BytesUnknown {
+		if r.Bytes != r.Packets*uint64(max(r.PktSize, 0)) || r.BytesUnknown || r.BitsPerSec != r.PPS*8*float64(max(r.PktSize, 0)) {
 			t.Fatalf("bytes %d != packets %d × size %d", r.Bytes, r.Packets, r.PktSize)
+		}
+		return
+	}
+	if len(d.Imix) == 0 {
+		if r.Bytes != 0 || !r.BytesUnknown {
+			t.Fatalf("imix from the bps alone: bytes %d, unknown %v", r.Bytes, r.BytesUnknown)
 		}
 		return
 	}

@@ -688,7 +688,7 @@ func csvOldValueIndex(f []string) int {
 func csvNoUnitColumn(lines []string, sep byte) bool {
 	old := false
 	for _, l := range lines {
-		f := strings.Split(strings.TrimSpace(l), string(sep))
+		f := joinEventTerms(strings.Split(strings.TrimSpace(l), string(sep)), sep)
 		if vi := csvValueIndex(f); vi >= 0 {
 			if u := strings.TrimSpace(f[vi+1]); u == "" || knownUnits[u] {
 				return false

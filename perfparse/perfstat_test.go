@@ -261,6 +261,7 @@ func TestPerfStatCSVNoUnit(t *testing.T) {
 		"CPU1,<not counted>,cycles,foo\n":               {Event: "cycles", CPU: "CPU1", Cgroup: "foo"},
 		"12,context-switches,8.33%\n":                   {Event: "context-switches", Value: 12, Count: 12},
 		"     1.5,S0-C1,2,7,cycles\n":                   {Event: "cycles", CPU: "S0-C1", AggrCPUs: 2, Value: 7, Count: 7},
+		"7,cpu/event=0x3c,umask=0x0/\n":                 {Event: "cpu/event=0x3c,umask=0x0/", Value: 7, Count: 7},
 		// perf 3.13: the unit field (empty) before the event and cgroup
 		"884,,cache-misses,foo\n": {Event: "cache-misses", Value: 884, Count: 884, Cgroup: "foo"},
 		// an unknown unit with a known one elsewhere: not read as value,event,cgroup

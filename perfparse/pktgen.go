@@ -75,7 +75,9 @@ type PktgenResult struct {
 	PktSize int `json:"pkt_size_bytes"`
 	// Bytes is Packets × PktSize; in IMIX mode (Imix) the sum of size ×
 	// count over the device's imix_size_counts, when those add up to
-	// Packets, else 0 with BytesUnknown set.
+	// Packets, else 0 with BytesUnknown set. Imix is also set, with
+	// BytesUnknown, for a Result whose bps is not pps × 8 × PktSize, which
+	// only IMIX mode prints (e.g. a sample script's Result lines).
 	Bytes        uint64 `json:"bytes"`
 	Imix         bool   `json:"imix,omitempty"`
 	BytesUnknown bool   `json:"bytes_unknown,omitempty"`
@@ -167,26 +169,35 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 				continue
 			}
 		}
-		kv, err := pktgenFields(s, ln)
-		if err != nil {
+		if err := d.addFields(section, s, ln); err != nil {
 			return nil, 0, err
-		}
-		dst := d.Params
-		if section == "current" {
-			dst = d.Current.Fields
-		}
-		for _, p := range kv {
-			if err := d.checkImixField(p[0], p[1], ln); err != nil {
-				return nil, 0, err
-			}
-			dst[p[0]] = p[1]
-			d.lines[section+"."+p[0]] = ln
 		}
 	}
 	if !seen {
 		return nil, 0, errorf(0, "empty input: expected a /proc/net/pktgen device file")
 	}
 	return d.finish(i)
+}
+
+// addFields stores the "key: value" pairs of line ln of a section,
+// remembering the line of each for later errors.
+func (d *PktgenDevice) addFields(section, s string, ln int) error {
+	kv, err := pktgenFields(s, ln)
+	if err != nil {
+		return err
+	}
+	dst := d.Params
+	if section == "current" {
+		dst = d.Current.Fields
+	}
+	for _, p := range kv {
+		if err := d.checkImixField(p[0], p[1], ln); err != nil {
+			return err
+		}
+		dst[p[0]] = p[1]
+		d.lines[section+"."+p[0]] = ln
+	}
+	return nil
 }
 
 func (d *PktgenDevice) finish(next int) (*PktgenDevice, int, error) {
@@ -332,7 +343,20 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 	}
 	r.Seconds = scale(float64(r.Usec), -6)
 	r.Bytes = r.Packets * uint64(max(ps, 0))
+	r.markImix()
 	return r, nil
+}
+
+// markImix marks a run of IMIX mode seen from its Result lines alone (the
+// samples/pktgen scripts print only those): the kernel computes bps as pps
+// × 8 × the one packet size, except in IMIX mode (5.15+), where it counts
+// the bytes of each size; so there the bytes are unknown, not Packets ×
+// the last packet's size.
+func (r *PktgenResult) markImix() {
+	if r.BitsPerSec == r.PPS*8*float64(max(r.PktSize, 0)) {
+		return
+	}
+	r.Imix, r.Bytes, r.BytesUnknown = true, 0, true
 }
 
 // collapse replaces runs of blanks with one space.

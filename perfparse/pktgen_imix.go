@@ -108,5 +108,5 @@ func (d *PktgenDevice) setImixBytes() {
 		r.Bytes, r.BytesUnknown = 0, true
 		return
 	}
-	r.Bytes = bytes
+	r.Bytes, r.BytesUnknown = bytes, false
 }

@@ -38,9 +38,9 @@ type guests struct {
 	// guest kernel command lines.
 	kernel   string
 	cmdlines []string
-	// faulted are the saved states a guest started from faulted on
+	// unused are the saved states a guest did not start from
 	// (notRestored): this run boots its guests instead.
-	faulted map[string]bool
+	unused map[string]bool
 }
 
 // ready returns the guest for cell c: the running one when c can use
@@ -144,10 +144,15 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 		s.timeout = 3 * time.Minute
 	}
 	key, saved := gs.stateFor(g, cfg)
-	if saved != "" && gs.restored(s, g, &cfg, saved, u) {
-		gs.noteKernel(img.KernelRelease)
-		g.undo = u.Release()
-		return g, nil
+	if saved != "" {
+		if gs.restored(s, g, &cfg, saved, u) {
+			gs.noteKernel(img.KernelRelease)
+			g.undo = u.Release()
+			return g, nil
+		}
+		// The boot has a whole boot timeout of its own, whatever the
+		// restore took.
+		s.began = time.Now()
 	}
 	cancel := s.live(g, u)
 	defer cancel()
@@ -169,11 +174,14 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 }
 
 // guestStart is the start of one guest: from a saved state, then, when
-// that fails, booted, both within one boot timeout.
+// that fails, booted; each try within a boot timeout from its began.
 type guestStart struct {
 	ctx     context.Context // the run's: QEMU's lifetime
 	began   time.Time
 	timeout time.Duration // timeouts.boot, from began
+	// agentWait bounds the try's agent wait, from its start, within the
+	// timeout (0 = the timeout alone): restoreWait for a restore.
+	agentWait time.Duration
 	// bctx bounds the current try (live): ctx, ended by the guest's life
 	// and at the deadline; kill ends that life.
 	bctx context.Context
@@ -196,15 +204,24 @@ func (s *guestStart) live(g *guest, u *undo.Stack) (cancel func()) {
 // adopt makes vm, just started for g (booted, or loaded from a saved
 // state) within the try s.live began, g's: u stops its QEMU; its console
 // is watched for kernel faults from now on, so that a fault ends the
-// agent's wait at once (agentBootError then reports it); the agent, once
+// agent's wait at once (agentBootError then reports it), as does the end
+// of s.agentWait (a *silentAgentError then); the agent, once
 // ready, is closed by u, and the boot's time noted.
 func (gs *guests) adopt(s *guestStart, g *guest, vm *qemu.VM, u *undo.Stack) error {
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
 	kill := s.kill // this try's: a later try has a life of its own
 	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
-	agent, err := gs.waitAgent(s.bctx, vm)
+	wctx, cancel := s.bctx, context.CancelFunc(func() {})
+	if s.agentWait > 0 {
+		wctx, cancel = context.WithTimeoutCause(s.bctx, s.agentWait, &silentAgentError{s.agentWait})
+	}
+	defer cancel()
+	agent, err := gs.waitAgent(wctx, vm)
 	if err != nil {
+		if se := (*silentAgentError)(nil); errors.As(context.Cause(wctx), &se) && s.bctx.Err() == nil {
+			err = se
+		}
 		return agentBootError(s.ctx, s.bctx, vm, err, s.timeout)
 	}
 	g.agent = agent

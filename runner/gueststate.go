@@ -132,8 +132,8 @@ func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
 	if key == "" {
 		return "", ""
 	}
-	if path = st.find(key); gs.faulted[path] {
-		return key, "" // a guest started from it faulted (notRestored)
+	if path = st.find(key); gs.unused[path] {
+		return key, "" // a guest did not start from it (notRestored)
 	}
 	return key, path
 }
@@ -205,15 +205,42 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	return nil
 }
 
+// restoreWaitFloor is the least time a restored guest's agent has to
+// answer (restoreWait); a variable for tests.
+var restoreWaitFloor = 30 * time.Second
+
+// restoreWait bounds the agent wait of a guest started from a saved
+// state whose boot timeout is boot: an eighth of it (as scaleToBoot
+// gives a stats request), at least restoreWaitFloor, at most boot. A
+// restored agent answered 6.4-10 s after the state's load on the 2-core
+// TCG machine, up to ~20 s under load: 30 s is half as much again, and a
+// scenario that raised its boot timeout for a slow machine gives its
+// restores more (lab-pktgen's 9m: 67.5 s). A restore that takes longer
+// is taken for one that hangs, and the guest booted.
+func restoreWait(boot time.Duration) time.Duration {
+	return min(boot, max(restoreWaitFloor, boot/8))
+}
+
+// silentAgentError is a restored guest whose agent did not answer within
+// its restoreWait, while its kernel reported no fault.
+type silentAgentError struct{ wait time.Duration }
+
+func (e *silentAgentError) Error() string {
+	return fmt.Sprintf("its agent did not answer within %v of the state's load", e.wait)
+}
+
 // restored starts g from the saved state at path (restore) and adopts
 // its VM as boot adopts a booted one, in a try of its own at starting g
-// (s.live), whose undo steps go on u when it succeeds. A state that does
-// not start the guest is logged and false returned, its VM stopped: the
-// caller boots the guest, with cfg, in what is left of the boot timeout.
+// (s.live), whose undo steps go on u when it succeeds; its agent has
+// restoreWait to answer. A state that does not start the guest is logged
+// and noted, and false returned, its VM stopped: the caller boots the
+// guest, with cfg.
 func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path string, u *undo.Stack) bool {
 	try := undo.New()
 	cancel := s.live(g, try)
 	defer cancel()
+	s.agentWait = restoreWait(s.timeout)
+	defer func() { s.agentWait = 0 }()
 	vm, steps, err := gs.restore(s.ctx, s.bctx, *cfg, path)
 	if err == nil {
 		t := time.Now()
@@ -241,7 +268,9 @@ func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path strin
 }
 
 // notRestored logs why the saved state at path did not start the guest
-// (err), unless the run was cancelled.
+// (err), and notes it in env.json, unless the run was cancelled. This
+// run starts no guest from the state again; the booted guest's state,
+// saved under the same key, replaces it in a lab's cache.
 //
 // A guest whose kernel reported a fault once started from the state is
 // booted as well, rather than failing its cell with the fault: the state
@@ -250,27 +279,54 @@ func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path strin
 // in), and a boot puts the kernel itself to the test: one that faults
 // booted too fails as any booted guest does (agentBootError; under TCG its cell runs once more
 // on a fresh guest, tcgFaultAgain). The faulted guest's console is kept:
-// the boot writes a console of its own. This run starts no guest from
-// the state again; the booted guest's state, saved under the same key,
-// replaces it in a lab's cache.
+// the boot writes a console of its own. So is that of a guest whose
+// agent stayed silent (silentAgentError).
 func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err error) {
 	if s.ctx.Err() != nil {
 		return
 	}
 	name := filepath.Base(path)
-	fe := faultOf(s.bctx)
-	if fe == nil {
-		gs.r.logf("guest not started from saved state %s (%v): booting it", name, err)
-		return
+	if gs.unused == nil {
+		gs.unused = map[string]bool{}
 	}
-	if gs.faulted == nil {
-		gs.faulted = map[string]bool{}
+	gs.unused[path] = true
+	took := time.Since(s.began).Seconds()
+	fe, se := faultOf(s.bctx), (*silentAgentError)(nil)
+	switch {
+	case fe != nil:
+		gs.noteState("not restored " + name + ": kernel fault")
+		gs.keepConsole(cfg)
+		gs.r.logf("the guest started from saved state %s faulted after %.1fs: booting it (its console stays as %s; this run uses the state no more): %v",
+			name, took, fe.Console, fe)
+	case errors.As(err, &se):
+		gs.noteState(fmt.Sprintf("not restored %s: agent silent for %v", name, se.wait))
+		console := cfg.ConsoleLog
+		gs.keepConsole(cfg)
+		gs.r.logf("guest not started from saved state %s after %.1fs, no kernel fault on its console (it stays as %s): booting it with a boot timeout of its own (this run uses the state no more): %v",
+			name, took, console, err)
+	default:
+		gs.noteState("not restored " + name + ": " + stateErrNote(err))
+		gs.r.logf("guest not started from saved state %s after %.1fs (%v): booting it (this run uses the state no more)", name, took, err)
 	}
-	gs.faulted[path] = true
+}
+
+// keepConsole gives the boot after a failed restore a console log of its
+// own: the restored guest's stays, for what its kernel said.
+func (gs *guests) keepConsole(cfg *qemu.Config) {
 	cfg.ConsoleLog = filepath.Join(gs.r.dir, results.ConsoleLog(gs.boots))
 	gs.boots++
-	gs.r.logf("the guest started from saved state %s faulted: booting it (its console stays as %s; this run uses the state no more): %v",
-		name, fe.Console, fe)
+}
+
+// stateErrNote is err cut to env.json's note of a state that did not
+// start the guest: its first line, at most 120 bytes, without the "; "
+// that separates the notes.
+func stateErrNote(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg = strings.ReplaceAll(msg, "; ", ", ")
+	if len(msg) > 120 {
+		msg = strings.ToValidUTF8(msg[:120], "") + "..."
+	}
+	return msg
 }
 
 // noteState records in env.json what the run's guests did with saved

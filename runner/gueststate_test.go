@@ -121,8 +121,8 @@ func TestGuestStates(t *testing.T) {
 	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
 		t.Fatalf("bad state: %d QEMUs, want the restore, then a boot", len(procs))
 	}
-	if note != "saved "+key {
-		t.Errorf("bad state: env.json note %q, want the booted guest's state saved", note)
+	if !strings.HasPrefix(note, "not restored "+key+": load guest state") || !strings.HasSuffix(note, "; saved "+key) {
+		t.Errorf("bad state: env.json note %q, want the state not restored and the booted guest's saved", note)
 	}
 }
 
@@ -130,12 +130,121 @@ func TestGuestStates(t *testing.T) {
 // console while its agent is awaited is given up within seconds, as a
 // booted guest is, not at the boot deadline (a minute here): the fault is
 // logged, the faulted console kept under its own name, and the guest
-// booted instead, its state saved anew.
+// booted instead, its state saved anew. So is a lockup: the restored
+// kernel's clock goes on from the saved uptime (95 s in a lab), so its
+// stamp runs far ahead of its QEMU's age without having jumped.
 func TestGuestStateFault(t *testing.T) {
 	testenv.NeedRoot(t, "network namespaces, tap")
 	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
 	img := fakeImage(t)
 	states := t.TempDir()
+	key := stateSaved(t, img, states)
+	for _, fault := range []string{
+		"[   97.000001] Kernel panic - not syncing: Fatal exception (restored guest)",
+		"[  118.000001] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]",
+	} {
+		var faultAt, bootAt atomic.Int64
+		var log syncBuffer
+		h, procs, note := stateRunWith(t, img, strings.Replace(stateScenario, "boot: 20s", "boot: 60s", 1), func(h *harness) {
+			h.opts.Log = &log
+			h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+				if !vm.Config.Incoming {
+					bootAt.Store(time.Now().UnixNano())
+					return h.agent, nil
+				}
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					faultAt.Store(time.Now().UnixNano())
+					appendLine(t, vm.Config.ConsoleLog, fault)
+				}()
+				return &fakeAgent{never: true}, nil
+			}
+		}, states)
+		if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
+			t.Fatalf("%s: %d QEMUs, want the restore, then a boot", fault, len(procs))
+		}
+		if f, b := faultAt.Load(), bootAt.Load(); f == 0 || b == 0 {
+			t.Errorf("%s: fault printed at %d, guest booted at %d", fault, f, b)
+		} else if d := time.Duration(b - f); d > 15*time.Second {
+			t.Errorf("the guest booted %v after its restored kernel printed %q, want within 15s (the boot deadline is 60s, the restore's agent wait 30s)", d, fault)
+		} else {
+			t.Logf("the guest booted %v after its restored kernel printed %q", d.Round(time.Millisecond), fault)
+		}
+		if b, err := os.ReadFile(filepath.Join(h.opts.Dir, results.ConsoleLog(0))); err != nil || !strings.Contains(string(b), fault) {
+			t.Errorf("%s: %v, %q; want the restored guest's console kept", results.ConsoleLog(0), err, b)
+		}
+		if argv := strings.Join(procs[1].Argv, " "); !strings.Contains(argv, results.ConsoleLog(1)) {
+			t.Errorf("the booted guest's argv %q, want its console in %s", argv, results.ConsoleLog(1))
+		}
+		for _, want := range []string{fault[15:], key, results.ConsoleLog(0), "booting it"} {
+			if !strings.Contains(log.String(), want) {
+				t.Errorf("the run's log lacks %q:\n%s", want, log.String())
+			}
+		}
+		if want := "not restored " + key + ": kernel fault; saved " + key; note != want {
+			t.Errorf("env.json note %q, want %q", note, want)
+		}
+	}
+}
+
+// A guest started from a saved state whose agent stays silent, with no
+// fault on its console, is given up after the restore's own agent wait
+// (restoreWait: its floor is 3 s here), not at the boot deadline, and
+// booted with a whole boot timeout of its own (10 s here, and the boot
+// takes 8 s: more than the deadline leaves after the restore). The run's
+// log says why and env.json that the state was not used.
+func TestGuestStateSilent(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	old := restoreWaitFloor
+	restoreWaitFloor = 3 * time.Second
+	t.Cleanup(func() { restoreWaitFloor = old })
+	img := fakeImage(t)
+	states := t.TempDir()
+	key := stateSaved(t, img, states)
+
+	const bootAgent = 8 * time.Second
+	var restoreAt, bootAt atomic.Int64
+	var log syncBuffer
+	h, procs, note := stateRunWith(t, img, strings.Replace(stateScenario, "boot: 20s", "boot: 10s", 1), func(h *harness) {
+		h.opts.Log = &log
+		h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+			if vm.Config.Incoming {
+				restoreAt.Store(time.Now().UnixNano())
+				appendLine(t, vm.Config.ConsoleLog, "[   95.100000] virtio_net virtio0 eth0: link up")
+				return &fakeAgent{never: true}, nil
+			}
+			bootAt.Store(time.Now().UnixNano())
+			return readyAfter{h.agent, bootAgent}, nil
+		}
+	}, states)
+	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
+		t.Fatalf("%d QEMUs, want the restore, then a boot", len(procs))
+	}
+	if r, b := restoreAt.Load(), bootAt.Load(); r == 0 || b == 0 {
+		t.Errorf("restored agent awaited at %d, booted one at %d", r, b)
+	} else if d := time.Duration(b - r); d < 3*time.Second || d > 8*time.Second {
+		t.Errorf("the guest booted %v after its restored agent was awaited, want 3-8s (the restore's agent wait is 3s)", d)
+	} else {
+		t.Logf("the guest booted %v after its restored agent was awaited", d.Round(time.Millisecond))
+	}
+	if b, err := os.ReadFile(filepath.Join(h.opts.Dir, results.ConsoleLog(0))); err != nil || !strings.Contains(string(b), "link up") {
+		t.Errorf("%s: %v, %q; want the restored guest's console kept", results.ConsoleLog(0), err, b)
+	}
+	for _, want := range []string{"guest not started from saved state " + key, "its agent did not answer within 3s", "no kernel fault", results.ConsoleLog(0), "booting it"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the run's log lacks %q:\n%s", want, log.String())
+		}
+	}
+	if want := "not restored " + key + ": agent silent for 3s; saved " + key; note != want {
+		t.Errorf("env.json note %q, want %q", note, want)
+	}
+}
+
+// stateSaved runs stateScenario once for a saved state, puts the fake's
+// state under its key in states and returns the key.
+func stateSaved(t *testing.T, img *GuestImage, states string) string {
+	t.Helper()
 	h, _, _ := stateRun(t, img, states)
 	saved, _ := filepath.Glob(filepath.Join(h.opts.Dir, GuestStateDir, "*"))
 	if len(saved) != 1 {
@@ -143,54 +252,33 @@ func TestGuestStateFault(t *testing.T) {
 	}
 	key := filepath.Base(saved[0])
 	os.WriteFile(filepath.Join(states, key), []byte(fakeqemu.State), 0o644)
+	return key
+}
 
-	const panicLine = "[   97.000001] Kernel panic - not syncing: Fatal exception (restored guest)"
-	var faultAt, bootAt atomic.Int64
-	var log syncBuffer
-	h, procs, note := stateRunWith(t, img, strings.Replace(stateScenario, "boot: 20s", "boot: 60s", 1), func(h *harness) {
-		h.opts.Log = &log
-		h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
-			if !vm.Config.Incoming {
-				bootAt.Store(time.Now().UnixNano())
-				return h.agent, nil
-			}
-			go func() {
-				time.Sleep(300 * time.Millisecond)
-				faultAt.Store(time.Now().UnixNano())
-				f, err := os.OpenFile(vm.Config.ConsoleLog, os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				fmt.Fprintln(f, panicLine)
-				f.Close()
-			}()
-			return &fakeAgent{never: true}, nil
-		}
-	}, states)
-	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
-		t.Fatalf("%d QEMUs, want the restore, then a boot", len(procs))
+// appendLine appends line to a console log, as QEMU's file chardev does.
+func appendLine(t *testing.T, path, line string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Error(err)
+		return
 	}
-	if f, b := faultAt.Load(), bootAt.Load(); f == 0 || b == 0 {
-		t.Errorf("fault printed at %d, guest booted at %d", f, b)
-	} else if d := time.Duration(b - f); d > 15*time.Second {
-		t.Errorf("the guest booted %v after its restored kernel faulted, want within 15s (the boot deadline is 60s)", d)
-	} else {
-		t.Logf("the guest booted %v after its restored kernel faulted", d.Round(time.Millisecond))
-	}
-	if b, err := os.ReadFile(filepath.Join(h.opts.Dir, results.ConsoleLog(0))); err != nil || !strings.Contains(string(b), panicLine) {
-		t.Errorf("%s: %v, %q; want the restored guest's console kept", results.ConsoleLog(0), err, b)
-	}
-	if argv := strings.Join(procs[1].Argv, " "); !strings.Contains(argv, results.ConsoleLog(1)) {
-		t.Errorf("the booted guest's argv %q, want its console in %s", argv, results.ConsoleLog(1))
-	}
-	for _, want := range []string{"Kernel panic - not syncing: Fatal exception (restored guest)", key, results.ConsoleLog(0), "booting it"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("the run's log lacks %q:\n%s", want, log.String())
-		}
-	}
-	if note != "saved "+key {
-		t.Errorf("env.json note %q, want the booted guest's state saved", note)
+	fmt.Fprintln(f, line)
+	f.Close()
+}
+
+// readyAfter is an agent whose ready event comes d after WaitReady is
+// called (a slow boot).
+type readyAfter struct {
+	Agent
+	d time.Duration
+}
+
+func (a readyAfter) WaitReady(ctx context.Context) error {
+	select {
+	case <-time.After(a.d):
+		return a.Agent.WaitReady(ctx)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

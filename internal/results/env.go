@@ -282,6 +282,7 @@ func ReadEnv(dir string) (*Env, error) {
 
 // ExtraGuestState is the Env.Extra key that says which guests of a run
 // started from a state an earlier lab saved instead of booting
-// ("restored KEY") and which states it saved ("saved KEY"), "; " between
-// notes.
+// ("restored KEY"), which states did not start its guest ("not restored
+// KEY: why": the guest was booted instead) and which states it saved
+// ("saved KEY"), "; " between notes.
 const ExtraGuestState = "guest_state"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -151,9 +152,15 @@ func FaultTail(path, fault string, n int) string {
 // ConsoleWatch follows a console log file for kernel fault lines.
 type ConsoleWatch struct {
 	file *ConsoleFile
-	// Launched is when the VM started (VM.Launched; the zero time =
-	// unknown), for KernelFaultAt.
+	// Launched is when the kernel's clock read 0, for KernelFaultAt:
+	// when its VM started (VM.Launched; the zero time = unknown), or for
+	// a kernel started from a saved state, earlier (clockZero).
 	Launched time.Time
+	// zero is where a watch of a kernel whose clock did not start at its
+	// launch (a saved state's: it goes on from the state's uptime) finds
+	// and keeps when that clock read 0 (unix ns; 0 = not yet found); nil
+	// for a kernel booted at Launched.
+	zero *atomic.Int64
 	// Fault is the first fault line seen ("" = none yet), at FaultAt.
 	Fault   string
 	FaultAt time.Time
@@ -173,6 +180,7 @@ func newConsoleWatch(path string, launched time.Time) *ConsoleWatch {
 func (w *ConsoleWatch) Poll() []string {
 	lines := w.file.Lines()
 	for _, line := range lines {
+		w.clockZero(line)
 		var age time.Duration
 		if !w.Launched.IsZero() {
 			age = time.Since(w.Launched)
@@ -186,6 +194,39 @@ func (w *ConsoleWatch) Poll() []string {
 		}
 	}
 	return lines
+}
+
+// clockZero moves Launched back to when the kernel's clock read 0, for
+// a kernel started from a saved state: its clock goes on from the
+// state's uptime (95 s for a lab's nested guest), so a lockup in its
+// first minute, stamped later than its VM's age plus clockSlack, would
+// pass for a clock jump. The first kernel line read (polled as it is
+// printed, within a poll's time) says when: its stamp ago. That line
+// itself is then never a jump; a jump after it still is. The time found
+// is kept in zero for later watches of the VM (one reading the console
+// after the fact would find a later time: its first line is old).
+func (w *ConsoleWatch) clockZero(line string) {
+	if w.zero == nil {
+		return
+	}
+	if z := w.zero.Load(); z != 0 {
+		w.Launched = time.Unix(0, z)
+		return
+	}
+	stamp, _, ok := kernelLine(line)
+	if !ok {
+		return
+	}
+	sec, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
+	if err != nil {
+		return
+	}
+	zero := time.Now().Add(-time.Duration(sec * float64(time.Second)))
+	if !w.Launched.IsZero() && zero.After(w.Launched) {
+		zero = w.Launched // a clock younger than its VM: aged as a boot's
+	}
+	w.zero.CompareAndSwap(0, zero.UnixNano())
+	w.Launched = time.Unix(0, w.zero.Load())
 }
 
 // Offset is the file offset up to which Poll has read: it moves when the

@@ -140,6 +140,60 @@ func TestConsoleAgesFromLaunch(t *testing.T) {
 	}
 }
 
+// A kernel started from a saved state goes on from the state's uptime
+// (95 s here): a lockup in its VM's first seconds, stamped 120 s, is a
+// fault, not a clock jump, whether it is the first line the watch reads
+// or follows another; a jump after the first line is still one; and a
+// watch reading the console after the fact (when its first line is old)
+// ages it as the live watch did. A booted kernel's lockup stamped so is a
+// jump, as before.
+func TestConsoleAfterRestore(t *testing.T) {
+	const (
+		lockup = "[  120.500000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]"
+		jump   = "[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 430630s! [init:1]"
+	)
+	for _, tc := range []struct {
+		name, console string
+		incoming      bool
+		fault         string
+	}{
+		{"restored, lockup first", lockup + "\n", true, lockup},
+		{"restored, lockup after a line", "[   95.100000] virtio_net virtio0 eth0: link up\n" + lockup + "\n", true, lockup},
+		{"restored, jump after a line", "[   95.100000] virtio_net virtio0 eth0: link up\n" + jump + "\n", true, ""},
+		{"booted", lockup + "\n", false, ""},
+	} {
+		path := filepath.Join(t.TempDir(), "console.log")
+		os.WriteFile(path, []byte(tc.console), 0o644)
+		vm := &VM{Config: Config{ConsoleLog: path, Incoming: tc.incoming}, Launched: time.Now()}
+		w := vm.Console()
+		w.Poll()
+		w.Close()
+		if w.Fault != tc.fault {
+			t.Errorf("%s: fault %q, want %q (clock jump %q)", tc.name, w.Fault, tc.fault, w.ClockJump)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "console.log")
+	os.WriteFile(path, []byte("[   95.100000] virtio_net virtio0 eth0: link up\n"), 0o644)
+	vm := &VM{Config: Config{ConsoleLog: path, Incoming: true}, Launched: time.Now()}
+	live := vm.Console()
+	live.Poll()
+	live.Close()
+	// 30 s later a lockup, stamped as the kernel's clock then reads, is
+	// read after the fact, with the line before it.
+	vm.Launched = vm.Launched.Add(-30 * time.Second)
+	vm.clockZero.Add(-int64(30 * time.Second))
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[  180.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]\n")
+	f.Close()
+	late := vm.Console()
+	late.Poll()
+	late.Close()
+	if late.Fault == "" {
+		t.Errorf("read after the fact: no fault (clock jump %q)", late.ClockJump)
+	}
+}
+
 // FaultTail leads with the fault line when it scrolled out of the tail.
 func TestFaultTail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "console.log")

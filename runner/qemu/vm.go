@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,10 @@ type VM struct {
 	Launched time.Time
 	proc     proc.Process
 	qmp      *QMP
+	// clockZero is when the kernel of a VM started from a saved state
+	// (Config.Incoming) had its clock at 0, once a console watch found it
+	// (unix ns; ConsoleWatch.clockZero).
+	clockZero atomic.Int64
 }
 
 // Launch starts QEMU for c through ex (inside network namespace netns when
@@ -166,9 +171,16 @@ func (vm *VM) Agent(ctx context.Context) (net.Conn, error) {
 
 // Console follows the VM's console log from its start: a ConsoleWatch
 // that takes a kernel report stamped later than the VM has existed
-// (since Launched) for a clock jump, not a fault. The caller closes it.
+// (since Launched) for a clock jump, not a fault. A VM started from a
+// saved state (Config.Incoming) has existed as long as its kernel's
+// clock says at its first console line: the clock goes on from the
+// state's. The caller closes it.
 func (vm *VM) Console() *ConsoleWatch {
-	return newConsoleWatch(vm.Config.ConsoleLog, vm.Launched)
+	w := newConsoleWatch(vm.Config.ConsoleLog, vm.Launched)
+	if vm.Config.Incoming {
+		w.zero = &vm.clockZero
+	}
+	return w
 }
 
 // ConsoleTail returns the last n lines of the console log.
