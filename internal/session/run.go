@@ -12,6 +12,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/estimate"
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -240,6 +241,13 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	if abs, err := filepath.Abs(r.Dir); err == nil {
 		r.Dir = abs
+	}
+	if !r.DryRun && r.InsideLab == "" {
+		// As runner.Run and lab.Run will (CheckRunDir), before the host
+		// probe and the estimate are printed: one line, nothing else.
+		if err := results.CheckDir(r.Dir, r.Resume); err != nil {
+			return err
+		}
 	}
 	r.split()
 	if err := r.labInner(); err != nil {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -176,5 +178,28 @@ func TestInsideLabNestedBoot(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), "raised to 9m0s"); n != 1 {
 		t.Errorf("%d notes of the raised deadline, want 1:\n%s", n, stderr.String())
+	}
+}
+
+// A -o the run cannot use is refused before anything is printed: run
+// -o FILE printed the scenario, the seed and the estimate, then the
+// refusal.
+func TestRunBadDirPrintsNothing(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		dir    string
+		resume bool
+	}{{file, false}, {filepath.Join(tmp, "none"), true}} {
+		var stdout bytes.Buffer
+		_, err := Run(t.Context(), Options{Scenario: Spec{Name: "quickstart"}, Dir: tc.dir, Resume: tc.resume, Stdout: &stdout,
+			Host: func() lab.Host { t.Error("probed the host before refusing -o"); return lab.Host{} }})
+		if !errors.Is(err, fault.ErrInput) {
+			t.Errorf("-o %s (resume %v): %v, want bad input", tc.dir, tc.resume, err)
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("-o %s (resume %v): printed %q", tc.dir, tc.resume, stdout.String())
+		}
 	}
 }
