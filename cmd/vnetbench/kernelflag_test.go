@@ -65,8 +65,11 @@ func TestRunKernelFlagBadInput(t *testing.T) {
 // The flag makes every cell a lab cell of the given kernels, in plan too.
 func TestPlanKernelFlag(t *testing.T) {
 	cachedLabKernels(t)
+	tmp := t.TempDir() // the tree and patches dry-run checks are there
+	os.Mkdir(filepath.Join(tmp, "linux"), 0o755)
+	writeTestPatch(t, filepath.Join(tmp, "p", "0001-tun-a-change.patch"))
 	var out, errb bytes.Buffer
-	if err := run(t.Context(), []string{"run", "quickstart", "--dry-run", "--seed", "1", "--kernel", "stock=debian:6.1", "--kernel", "patched=tree=/src/linux,patches=/p/*.patch"}, &out, &errb); err != nil {
+	if err := run(t.Context(), []string{"run", "quickstart", "--dry-run", "--seed", "1", "--kernel", "stock=debian:6.1", "--kernel", "patched=tree=" + filepath.Join(tmp, "linux") + ",patches=" + filepath.Join(tmp, "p", "*.patch")}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()

@@ -235,7 +235,7 @@ func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 			// host's measured rates (estimates.json in the cache, which
 			// make demo and every run update).
 			cmd.Env = append(os.Environ(), "VNETBENCH_CACHE="+cache)
-			if strings.Contains(c.text, "image=~/") {
+			if strings.Contains(c.text, "image=~/") || strings.Contains(c.text, "tree=~/") || strings.Contains(c.text, "patches=~/") {
 				// A user's own built kernel, which run and its dry
 				// run check for before anything (not booted here).
 				cmd.Env = append(cmd.Env, "HOME="+builtKernelHome(t, work))
@@ -426,7 +426,9 @@ func TestReadmeCommandParser(t *testing.T) {
 
 // builtKernelHome is a home directory under work holding what docs/lab.md's
 // --kernel LABEL=image=~/...,modules=~/... names: a bzImage (its header)
-// and a modules directory.
+// and a modules directory; and what the docs' tree=~/linux and
+// patches=~/... name, which run checks before it fetches or builds: the
+// directory and a patch in each.
 func builtKernelHome(t *testing.T, work string) string {
 	t.Helper()
 	home := filepath.Join(work, "home")
@@ -445,5 +447,21 @@ func builtKernelHome(t *testing.T, work string) string {
 	if err := os.WriteFile(img, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeTestPatch(t, filepath.Join(home, "series", "v7", "0001-tun-a-change.patch"))
+	writeTestPatch(t, filepath.Join(home, "v2", "0001-tun-a-change.patch")) // docs/series.md's
+	writeTestPatch(t, filepath.Join(home, "series", "0001-tun-a-change.patch"))
 	return home
+}
+
+// writeTestPatch writes a one-line git format-patch file at path: what
+// run reads of a kernel's patches before it builds.
+func writeTestPatch(t *testing.T, path string) {
+	t.Helper()
+	const patch = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] tun: a change\n\n---\ndiff --git a/drivers/net/tun.c b/drivers/net/tun.c\n--- a/drivers/net/tun.c\n+++ b/drivers/net/tun.c\n@@ -1 +1 @@\n-a\n+b\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(patch), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -407,12 +407,51 @@ func checkKernels(ctx context.Context, cells []scenarios.Cell) error {
 			return err
 		}
 		k := cells[i].Kernel
-		if k.Running() || k.Builds() || seen[k.Label] {
+		if k.Running() || seen[k.Label] {
 			continue
 		}
 		seen[k.Label] = true
+		if k.Builds() {
+			if err := checkBuildInputs(k); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := labvm.CheckKernel(ctx, labvm.Kernel{Image: k.Image, Modules: k.Modules, Debian: k.Debian}, ""); err != nil {
 			return fmt.Errorf("kernel %s: %w", k.Label, err)
+		}
+	}
+	return nil
+}
+
+// checkBuildInputs refuses a kernel to build whose own files are not
+// there: a tree that is no directory, patches a pattern of which matches
+// no file (or no patch), a config fragment that cannot be read. The
+// builder found them when it resolved the kernel, for a source: kernel
+// after fetching and unpacking Debian's linux-source, minutes in; plan
+// showed "full build, about 18 min" for a tree that does not exist.
+func checkBuildInputs(k scenarios.Kernel) error {
+	if k.Tree != "" {
+		why := "a file"
+		st, err := os.Stat(k.Tree)
+		if err != nil {
+			why = strings.TrimPrefix(err.Error(), "stat "+k.Tree+": ")
+		}
+		if err != nil || !st.IsDir() {
+			return fault.Input("kernel %s: tree %s is not a directory (%s); give a Linux source tree: tree=PATH, or source=debian:6.1", k.Label, k.Tree, why)
+		}
+	}
+	for _, p := range k.Patches {
+		if _, ok := scenarios.SeriesName(p); ok {
+			continue // shipped with vnetbench: checked where parsed
+		}
+		if _, err := kbuild.ReadPatches([]string{p}); err != nil {
+			return fault.Input("kernel %s: %w", k.Label, err)
+		}
+	}
+	if k.Config != "" {
+		if _, err := kbuild.ReadFragment(k.Config); err != nil {
+			return fault.Input("kernel %s: %w", k.Label, err)
 		}
 	}
 	return nil

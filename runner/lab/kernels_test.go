@@ -148,7 +148,9 @@ func TestBuildKernels(t *testing.T) {
 func TestRunLabBuildFailureLeavesNoRunDir(t *testing.T) {
 	tmp := t.TempDir()
 	dir := tmp + "/run"
-	cells := []scenarios.Cell{{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: "/src/linux"}}}
+	tree := tmp + "/linux" // a directory: the fake builder builds nothing from it
+	os.Mkdir(tree, 0o755)
+	cells := []scenarios.Cell{{Name: "tap", Kernel: scenarios.Kernel{Label: "patched", Tree: tree}}}
 	started := false
 	bad := &kbuild.BuildError{Label: "patched", Log: "/x.log", Err: errors.New("make exited 2")}
 	_, err := Run(t.Context(), cells, runner.Options{Dir: dir, LockPath: tmp + "/lock",
@@ -309,6 +311,42 @@ func TestRunLabBadRunDirRefusedFirst(t *testing.T) {
 		}
 		if fb.specs != nil || fb.built != nil {
 			t.Errorf("-o %s (resume %v): resolved %v, built %v before refusing it", tc.dir, tc.resume, fb.specs, fb.built)
+		}
+	}
+}
+
+// A kernel to build whose own files are not there (a tree that does not
+// exist, patches matching no file, a config fragment that cannot be read)
+// is bad input before the kernels are resolved: a source: kernel's
+// patches were read only after Debian's linux-source was fetched and
+// unpacked, and plan showed a tree that does not exist as a full build.
+func TestBuildInputsRefusedFirst(t *testing.T) {
+	tmp := t.TempDir()
+	tree := filepath.Join(tmp, "linux")
+	os.Mkdir(tree, 0o755)
+	for _, tc := range []struct {
+		k    scenarios.Kernel
+		want string
+	}{
+		{scenarios.Kernel{Label: "p", Tree: filepath.Join(tmp, "none")}, "kernel p: tree " + filepath.Join(tmp, "none") + " is not a directory (no such file or directory)"},
+		{scenarios.Kernel{Label: "p", Source: "debian:6.1", Patches: []string{filepath.Join(tmp, "v7", "*.patch")}}, "kernel p: patch pattern " + filepath.Join(tmp, "v7", "*.patch") + " matches no file"},
+		{scenarios.Kernel{Label: "p", Tree: tree, Config: filepath.Join(tmp, "none.config")}, "kernel p: config fragment " + filepath.Join(tmp, "none.config")},
+	} {
+		fb := &fakeBuilder{}
+		cells := []scenarios.Cell{{Name: "tap", Kernel: tc.k}}
+		_, err := Run(t.Context(), cells, runner.Options{Dir: filepath.Join(tmp, "run"), LockPath: tmp + "/lock"},
+			Inner{Scenario: "s", Labels: []string{"p"}, Builder: fb, FetchSource: func(context.Context, string) (string, error) {
+				t.Errorf("%+v: fetched the source before refusing it", tc.k)
+				return tree, nil
+			}})
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%+v: %v, want bad input with %q", tc.k, err, tc.want)
+		}
+		if fb.specs != nil {
+			t.Errorf("%+v: resolved %v before refusing it", tc.k, fb.specs)
+		}
+		if _, _, verr := VMArgs("p", cells, Host{}); !errors.Is(verr, fault.ErrInput) {
+			t.Errorf("%+v: VMArgs (plan, run --dry-run): %v, want it refused", tc.k, verr)
 		}
 	}
 }
