@@ -555,7 +555,7 @@ func (cr *cellRun) addLabels(s *results.Sample) {
 	if c.TxQueueLen > 0 {
 		s.Labels["txqueuelen"] = strconv.Itoa(c.TxQueueLen)
 	}
-	addContextLabels(s, c, cr.r.guests.kernel)
+	addContextLabels(s, c, cr.r.guests.notes.release)
 	if g.restored != "" {
 		s.Labels[LabelRestoreS] = strconv.FormatFloat(g.bootTime.Seconds(), 'f', 2, 64)
 		s.Labels[LabelGuestState] = g.restored

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -34,10 +33,8 @@ type guests struct {
 	// kvmBroken is why a guest asked for KVM under auto did not start with
 	// it: later auto guests go straight to TCG ("" = KVM works as probed).
 	kvmBroken string
-	// kernel is the guest kernel release noted in env.json; cmdlines the
-	// guest kernel command lines.
-	kernel   string
-	cmdlines []string
+	// notes are what the guests record in env.json.
+	notes envNotes
 	// unused are the saved states a guest did not start from
 	// (notRestored): this run boots its guests instead.
 	unused map[string]bool
@@ -146,7 +143,7 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	key, saved := gs.stateFor(g, cfg)
 	if saved != "" {
 		if gs.restored(s, g, &cfg, saved, u) {
-			gs.noteKernel(img.KernelRelease)
+			gs.notes.kernel(img.KernelRelease)
 			g.undo = u.Release()
 			return g, nil
 		}
@@ -160,11 +157,11 @@ func (gs *guests) boot(ctx context.Context, c *scenarios.Cell) (g *guest, err er
 	if err != nil {
 		return nil, err
 	}
-	gs.noteCmdline(qemu.Cmdline(cfg))
+	gs.notes.cmdline(qemu.Cmdline(cfg))
 	if err := gs.adopt(s, g, vm, u); err != nil {
 		return nil, err
 	}
-	gs.noteKernel(img.KernelRelease)
+	gs.notes.kernel(img.KernelRelease)
 	if err := gs.saveState(s.bctx, g, key); err != nil {
 		return nil, err
 	}
@@ -391,43 +388,4 @@ func (gs *guests) waitAgent(ctx context.Context, vm *qemu.VM) (Agent, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// noteCmdline records a guest kernel command line in env.json (each
-// distinct one once, in boot order).
-func (gs *guests) noteCmdline(cmdline string) {
-	if slices.Contains(gs.cmdlines, cmdline) {
-		return
-	}
-	gs.cmdlines = append(gs.cmdlines, cmdline)
-	gs.editEnv(func(env *results.Env) bool {
-		env.GuestCmdline = slices.Clone(gs.cmdlines)
-		return true
-	})
-}
-
-// noteKernel records the guest kernel release in env.json (once).
-func (gs *guests) noteKernel(release string) {
-	if release == "" || gs.kernel == release {
-		return
-	}
-	gs.kernel = release
-	gs.editEnv(func(env *results.Env) bool {
-		if env.Extra == nil {
-			env.Extra = map[string]string{}
-		}
-		env.Extra["guest_kernel"] = release
-		return true
-	})
-}
-
-// editEnv changes the run's env.json with edit, written back when edit
-// reports a change. The guests' notes there are a record, not the run's
-// work: an env.json that cannot be read or written is left as it is.
-func (gs *guests) editEnv(edit func(*results.Env) bool) {
-	env, err := results.ReadEnv(gs.r.dir)
-	if err != nil || !edit(env) {
-		return
-	}
-	results.WriteEnv(gs.r.dir, *env)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -200,7 +199,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	if fi, err := d.Lstat(filepath.Join(GuestStateDir, key)); err == nil {
 		size = fi.Size()
 	}
-	gs.noteState("saved " + key)
+	gs.notes.state("saved " + key)
 	gs.r.logf("guest state %s saved in %.1fs (%d MB): a next lab starts its guest from it", key, time.Since(start).Seconds(), size>>20)
 	return nil
 }
@@ -255,7 +254,7 @@ func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path strin
 		return false
 	}
 	u.Merge(try)
-	gs.noteCmdline(qemu.Cmdline(*cfg))
+	gs.notes.cmdline(qemu.Cmdline(*cfg))
 	g.restored, g.restoreSteps = filepath.Base(path), steps
 	// The agent answers as slowly as the guest booted, not as fast as it
 	// was restored: its timeouts scale to the boot its state comes from.
@@ -263,7 +262,7 @@ func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path strin
 		va.scaleToBoot(g.guestReady)
 	}
 	g.sink = "stack"
-	gs.noteState("restored " + g.restored)
+	gs.notes.state("restored " + g.restored)
 	return true
 }
 
@@ -294,18 +293,18 @@ func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err 
 	fe, se := faultOf(s.bctx), (*silentAgentError)(nil)
 	switch {
 	case fe != nil:
-		gs.noteState("not restored " + name + ": kernel fault")
+		gs.notes.state("not restored " + name + ": kernel fault")
 		gs.keepConsole(cfg)
 		gs.r.logf("the guest started from saved state %s faulted after %.1fs: booting it (its console stays as %s; this run uses the state no more): %v",
 			name, took, fe.Console, fe)
 	case errors.As(err, &se):
-		gs.noteState(fmt.Sprintf("not restored %s: agent silent for %v", name, se.wait))
+		gs.notes.state(fmt.Sprintf("not restored %s: agent silent for %v", name, se.wait))
 		console := cfg.ConsoleLog
 		gs.keepConsole(cfg)
 		gs.r.logf("guest not started from saved state %s after %.1fs, no kernel fault on its console (it stays as %s): booting it with a boot timeout of its own (this run uses the state no more): %v",
 			name, took, console, err)
 	default:
-		gs.noteState("not restored " + name + ": " + stateErrNote(err))
+		gs.notes.state("not restored " + name + ": " + stateErrNote(err))
 		gs.r.logf("guest not started from saved state %s after %.1fs (%v): booting it (this run uses the state no more)", name, took, err)
 	}
 }
@@ -327,23 +326,4 @@ func stateErrNote(err error) string {
 		msg = strings.ToValidUTF8(msg[:120], "") + "..."
 	}
 	return msg
-}
-
-// noteState records in env.json what the run's guests did with saved
-// states (each distinct note once).
-func (gs *guests) noteState(note string) {
-	gs.editEnv(func(env *results.Env) bool {
-		if env.Extra == nil {
-			env.Extra = map[string]string{}
-		}
-		old := env.Extra[results.ExtraGuestState]
-		if slices.Contains(strings.Split(old, "; "), note) {
-			return false
-		}
-		if old != "" {
-			note = old + "; " + note
-		}
-		env.Extra[results.ExtraGuestState] = note
-		return true
-	})
 }

@@ -251,7 +251,7 @@ func copyTree(d string, out *safefs.Dir, alt string) error {
 		if _, err := out.Lstat(target); err == nil {
 			target = filepath.Join(alt, rel)
 		}
-		return out.Copy(target, in, filepath.Join(results.ArtifactsDir, rel), 0o644, safefs.CopyNew)
+		return safefs.Copy(out, target, in, filepath.Join(results.ArtifactsDir, rel), 0o644, safefs.CopyNew)
 	})
 }
 

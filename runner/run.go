@@ -283,7 +283,7 @@ func newRunState(o Options, cells []scenarios.Cell, kvm qemu.KVMStatus) *runStat
 	r := &runState{opts: o, kvm: kvm, undo: undo.New(), dir: o.Dir, repro: &reproducer{}, turn: turnGate{f: o.Turn}}
 	r.exec = &recordingExec{inner: o.Exec, rec: r.repro.argv}
 	needs := NeedsOf(cells)
-	r.guests = &guests{r: r, contents: GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}, paired: pairedGuests(cells)}
+	r.guests = &guests{r: r, notes: envNotes{dir: r.dir}, contents: GuestContents{Programs: needs.GuestPrograms, Modules: needs.GuestModules}, paired: pairedGuests(cells)}
 	return r
 }
 

@@ -242,8 +242,9 @@ const (
 )
 
 // Copy copies the regular file name of src (opened as src.Open opens
-// it) to dst under d, with perm, as mode says.
-func (d *Dir) Copy(dst string, src *Dir, name string, perm fs.FileMode, mode CopyMode) error {
+// it) to dst under d, with perm, as mode says. A function of two Dirs,
+// not a method: it reads one and writes the other.
+func Copy(d *Dir, dst string, src *Dir, name string, perm fs.FileMode, mode CopyMode) error {
 	f, err := src.Open(name)
 	if err != nil {
 		return err

@@ -67,8 +67,8 @@ func TestDirWritesThroughNoLink(t *testing.T) {
 			}
 			return err
 		},
-		"CopyNew":     func(d *Dir, n string) error { return d.Copy(n, d, "inside", 0o644, CopyNew) },
-		"CopyReplace": func(d *Dir, n string) error { return d.Copy(n, d, "inside", 0o644, CopyReplace) },
+		"CopyNew":     func(d *Dir, n string) error { return Copy(d, n, d, "inside", 0o644, CopyNew) },
+		"CopyReplace": func(d *Dir, n string) error { return Copy(d, n, d, "inside", 0o644, CopyReplace) },
 		"MkdirAll":    func(d *Dir, n string) error { return d.MkdirAll(n + "/sub") },
 		"RemoveAll":   func(d *Dir, n string) error { return d.RemoveAll(n) },
 		"Rename": func(d *Dir, n string) error {
@@ -203,7 +203,7 @@ func TestDirCopy(t *testing.T) {
 	defer in.Close()
 	out, _ := Open(dst)
 	defer out.Close()
-	if err := out.Copy("x/a", in, "a", 0o644, CopyNew); err != nil {
+	if err := Copy(out, "x/a", in, "a", 0o644, CopyNew); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dst, "x/a"))
@@ -212,10 +212,10 @@ func TestDirCopy(t *testing.T) {
 		t.Errorf("new copy: content %q mode %v", b, fi.Mode())
 	}
 	os.WriteFile(filepath.Join(src, "a"), []byte("two"), 0o600)
-	if err := out.Copy("x/a", in, "a", 0o644, CopyNew); !errors.Is(err, fs.ErrExist) {
+	if err := Copy(out, "x/a", in, "a", 0o644, CopyNew); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("CopyNew over an existing file: %v, want fs.ErrExist", err)
 	}
-	if err := out.Copy("x/a", in, "a", 0o644, CopyReplace); err != nil {
+	if err := Copy(out, "x/a", in, "a", 0o644, CopyReplace); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "x/a")); string(b) != "two" {
@@ -225,7 +225,7 @@ func TestDirCopy(t *testing.T) {
 		t.Errorf("temporary files left: %v", ents)
 	}
 	for _, mode := range []CopyMode{CopyNew, CopyReplace} {
-		if err := out.Copy("l", in, "link", 0o644, mode); !errors.Is(err, fault.ErrInput) {
+		if err := Copy(out, "l", in, "link", 0o644, mode); !errors.Is(err, fault.ErrInput) {
 			t.Errorf("copy of a link (mode %d): %v, want bad input", mode, err)
 		}
 	}

@@ -69,7 +69,7 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 		// the run could not start its guest from) stays until the new
 		// one is complete, and no copy cut short is left for the next
 		// lab to load.
-		if err := out.Copy(e.Name(), in, filepath.Join(runner.GuestStateDir, e.Name()), 0o644, safefs.CopyReplace); err != nil {
+		if err := safefs.Copy(out, e.Name(), in, filepath.Join(runner.GuestStateDir, e.Name()), 0o644, safefs.CopyReplace); err != nil {
 			return kept, err
 		}
 		kept = append(kept, e.Name())
