@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
@@ -175,11 +176,13 @@ func (r *run) order() error {
 		return err
 	}
 	var err error
-	r.seed, r.seedSource, err = runner.ResolveSeed(runner.SeedFlag{N: r.Seed, Auto: r.SeedAuto}, r.s.Seed, r.shardSpec, r.Getenv)
+	if !r.resumeSeed() {
+		r.seed, r.seedSource, err = runner.ResolveSeed(runner.SeedFlag{N: r.Seed, Auto: r.SeedAuto}, r.s.Seed, r.shardSpec, r.Getenv)
+	}
 	if err != nil {
 		return err
 	}
-	if r.seedSource != runner.SeedFromFlag && r.seedSource != runner.SeedFromScenario && r.seedSource != runner.SeedRandom {
+	if r.seedSource != runner.SeedFromFlag && r.seedSource != runner.SeedFromScenario && r.seedSource != runner.SeedRandom && r.seedSource != seedResumed {
 		fmt.Fprintf(r.Stdout, "seed %d from %s\n", r.seed, r.seedSource)
 	}
 	var notes []string
@@ -208,6 +211,46 @@ func (r *run) order() error {
 		r.warnf("%s", n)
 	}
 	return nil
+}
+
+// seedResumed is the seed source of a resumed run (resumeSeed).
+const seedResumed = "the run being resumed"
+
+// resumeSeed takes a resumed run's seed from its env.json, so that its
+// remaining cells run in the order its first part was drawn from (and
+// its reproduce.sh, until-decided's later rounds, a lab's inner runs and
+// a bisect step's resumed run keep one seed). It reports false, leaving
+// the seed to ResolveSeed, for a new run or a run directory that
+// recorded none. A --seed or --seed auto that names another is
+// overruled, with a warning.
+func (r *run) resumeSeed() bool {
+	if !r.Resume || r.Dir == "" {
+		return false
+	}
+	env, err := results.ReadEnv(r.Dir)
+	if err != nil || env.Seed == 0 {
+		return false
+	}
+	if given := r.givenSeed(); given != "" && given != strconv.FormatInt(env.Seed, 10) {
+		r.warnf("run --resume: %s was made with seed %d: its remaining cells run in that order (--seed %s not used)", r.Dir, env.Seed, given)
+	}
+	r.seed, r.seedSource = env.Seed, seedResumed
+	return true
+}
+
+// givenSeed is the seed --seed names ("" without one): its number, or
+// with --seed auto the pipeline's (or "auto" outside a pipeline).
+func (r *run) givenSeed() string {
+	switch {
+	case r.SeedAuto:
+		if seed, _, ok := runner.SeedFromEnv(r.Getenv); ok {
+			return strconv.FormatInt(seed, 10)
+		}
+		return "auto"
+	case r.Seed != 0:
+		return strconv.FormatInt(r.Seed, 10)
+	}
+	return ""
 }
 
 // resolveShard reads Shard (I/N, or auto from the CI's variables): the

@@ -203,3 +203,51 @@ func TestRunBadDirPrintsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run keeps the seed its env.json recorded: its remaining
+// cells run in the order its first part was drawn from (a resume drew a
+// new random seed and reshuffled them). A --seed that names another is
+// overruled with a warning; a run directory without a seed leaves the
+// choice to ResolveSeed.
+func TestResumeKeepsSeed(t *testing.T) {
+	made := t.TempDir()
+	if err := results.WriteEnv(made, results.Env{Run: "r1", Scenario: "quickstart", Seed: 1234}); err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	if err := results.WriteEnv(bare, results.Env{Run: "r2", Scenario: "quickstart"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		dir      string
+		seed     int64
+		want     int64 // 0: any but 1234's order need not hold
+		warnings int
+	}{
+		{"recorded", made, 0, 1234, 0},
+		{"same --seed", made, 1234, 1234, 0},
+		{"other --seed", made, 99, 1234, 1},
+		{"none recorded, --seed", bare, 7, 7, 0},
+	} {
+		var stderr bytes.Buffer
+		o := Options{Scenario: Spec{Name: "quickstart"}, Dir: tc.dir, Resume: true, Seed: tc.seed, Stderr: &stderr}
+		o.setDefaults()
+		r := &run{Options: o}
+		if err := r.load(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.order(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if r.seed != tc.want {
+			t.Errorf("%s: seed %d, want %d", tc.name, r.seed, tc.want)
+		}
+		if !slices.EqualFunc(r.cells, scenarios.Order(r.distinct, tc.want), func(a, b scenarios.Cell) bool { return a.Name == b.Name && a.Rep == b.Rep }) {
+			t.Errorf("%s: cells not in seed %d's order", tc.name, tc.want)
+		}
+		if n := strings.Count(stderr.String(), "was made with seed 1234"); n != tc.warnings {
+			t.Errorf("%s: %d warnings of the recorded seed, want %d:\n%s", tc.name, n, tc.warnings, stderr.String())
+		}
+	}
+}
