@@ -40,6 +40,9 @@ func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 	if len(pos) == 2 && pos[1] != "-" {
 		name = pos[1]
 		fi, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return usageErrorf("parse: %s does not exist: give the file the tool's output was saved to, or - (or nothing) to read standard input", name)
+		}
 		if err != nil {
 			return usageErrorf("parse: %v", err)
 		}
