@@ -37,7 +37,7 @@ func (e *envNotes) kernel(release string) {
 	}
 	e.release = release
 	e.edit(func(env *results.Env) bool {
-		setExtra(env, "guest_kernel", release)
+		env.SetExtra("guest_kernel", release)
 		return true
 	})
 }
@@ -53,7 +53,7 @@ func (e *envNotes) state(note string) {
 		if old != "" {
 			note = old + "; " + note
 		}
-		setExtra(env, results.ExtraGuestState, note)
+		env.SetExtra(results.ExtraGuestState, note)
 		return true
 	})
 }
@@ -65,12 +65,4 @@ func (e *envNotes) edit(fn func(*results.Env) bool) {
 		return
 	}
 	results.WriteEnv(e.dir, *env)
-}
-
-// setExtra sets env.Extra[key].
-func setExtra(env *results.Env, key, value string) {
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	env.Extra[key] = value
 }

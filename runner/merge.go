@@ -66,12 +66,9 @@ func Merge(out string, dirs []string) ([]string, error) {
 		}
 	}
 	env.Extra = maps.Clone(env.Extra)
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
 	delete(env.Extra, ExtraShard)
 	delete(env.Extra, ExtraShardSource)
-	env.Extra["merged_from"] = strings.Join(ids, ",")
+	env.SetExtra("merged_from", strings.Join(ids, ","))
 	w, err := results.Create(out, env)
 	if err != nil {
 		return nil, err

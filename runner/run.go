@@ -108,10 +108,7 @@ func (o *Options) NewEnv(ctx context.Context, accel qemu.Accel) results.Env {
 	env.Command = o.Command
 	o.markShard(&env)
 	if o.SeedSource != "" {
-		if env.Extra == nil {
-			env.Extra = map[string]string{}
-		}
-		env.Extra[ExtraSeedSource] = o.SeedSource
+		env.SetExtra(ExtraSeedSource, o.SeedSource)
 	}
 	return env
 }
@@ -120,12 +117,9 @@ func (o *Options) markShard(env *results.Env) {
 	if o.Shard == "" {
 		return
 	}
-	if env.Extra == nil {
-		env.Extra = map[string]string{}
-	}
-	env.Extra[ExtraShard] = o.Shard
+	env.SetExtra(ExtraShard, o.Shard)
 	if o.ShardSource != "" {
-		env.Extra[ExtraShardSource] = o.ShardSource
+		env.SetExtra(ExtraShardSource, o.ShardSource)
 	}
 }
 

@@ -231,6 +231,14 @@ func (b *KernelBuild) Describe() string {
 	return s.String()
 }
 
+// SetExtra sets Extra[key] to value, making Extra when it is nil.
+func (e *Env) SetExtra(key, value string) {
+	if e.Extra == nil {
+		e.Extra = map[string]string{}
+	}
+	e.Extra[key] = value
+}
+
 // Emulated reports whether the environment ran guests without hardware
 // acceleration.
 func (e *Env) Emulated() bool { return e != nil && e.Accel == "tcg" }
