@@ -97,8 +97,10 @@ func (d *Decision) String() string {
 	if math.IsNaN(d.Delta.Pct) {
 		change = "-"
 	}
-	if !math.IsNaN(v.PctLo) && !math.IsInf(v.PctLo, 0) && !math.IsInf(v.PctHi, 0) {
-		change += fmt.Sprintf(" [%s, %s]", units.Pct(v.PctLo), units.Pct(v.PctHi))
+	// An interval that prints as the change itself (">999x [>999x,
+	// >999x]") says nothing more.
+	if lo, hi := units.Pct(v.PctLo), units.Pct(v.PctHi); !math.IsNaN(v.PctLo) && !math.IsInf(v.PctLo, 0) && !math.IsInf(v.PctHi, 0) && (lo != change || hi != change) {
+		change += fmt.Sprintf(" [%s, %s]", lo, hi)
 	}
 	n := fmt.Sprintf("n=%d", v.NBase)
 	if v.NBase != v.NNew {

@@ -168,11 +168,9 @@ func (d *Delta) DeltaString() string {
 	return "? " + pct
 }
 
-// pctText is the change of the medians, "?" when there is none.
+// pctText is the change of the medians, "from 0" from a base of 0, "?"
+// when there is none.
 func (d *Delta) pctText() string {
-	if math.IsNaN(d.Pct) || math.IsInf(d.Pct, 0) {
-		return "?"
-	}
 	return units.Pct(d.Pct)
 }
 

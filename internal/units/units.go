@@ -114,18 +114,22 @@ func Grouped(v float64) string {
 
 // Pct formats a change in percent: "+5.30%"; from +10000% on (101 times
 // the base or more, from a base near 0) as the factor, "536x", which a
-// reader takes in at once where "+5.35e+04%" needs arithmetic; "+inf%"
-// from a base of exactly 0; "?" for NaN.
+// reader takes in at once where "+5.35e+04%" needs arithmetic, and
+// ">999x" from 1000 times on, where the digits of a factor say nothing
+// the two medians beside it do not ("1.16e+06x" did); "from 0" from a
+// base of exactly 0, which no percentage or factor describes (+inf%
+// did); "?" for NaN.
 func Pct(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "?"
-	case math.IsInf(v, 1):
-		return "+inf%"
-	case math.IsInf(v, -1):
-		return "-inf%"
+	case math.IsInf(v, 0):
+		return "from 0"
 	case v >= 1e4:
-		return fmt.Sprintf("%.3gx", 1+v/100)
+		if f := 1 + v/100; f < 999.5 {
+			return fmt.Sprintf("%.0fx", f)
+		}
+		return ">999x"
 	}
 	return fmt.Sprintf("%+.2f%%", v)
 }

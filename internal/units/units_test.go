@@ -105,7 +105,7 @@ func TestPct(t *testing.T) {
 		want string
 	}{
 		{5.3, "+5.30%"}, {-100, "-100.00%"}, {0, "+0.00%"}, {9999.994, "+9999.99%"}, {1e4, "101x"}, {5.35e4, "536x"},
-		{1.16e8, "1.16e+06x"}, {math.Inf(1), "+inf%"}, {math.Inf(-1), "-inf%"}, {math.NaN(), "?"},
+		{99840, "999x"}, {99850, ">999x"}, {1.16e8, ">999x"}, {math.Inf(1), "from 0"}, {math.Inf(-1), "from 0"}, {math.NaN(), "?"},
 	} {
 		if got := Pct(tc.v); got != tc.want {
 			t.Errorf("Pct(%v) = %q, want %q", tc.v, got, tc.want)
