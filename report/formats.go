@@ -312,6 +312,19 @@ func FormatForFile(name string) string {
 	return ""
 }
 
+// CheckFormatForFile returns bad input when an output file's extension
+// names another format than the one asked for ("-o out.md --format csv"
+// wrote CSV into a .md file without a word). KCIDB's format is JSON, so
+// a .json file may hold it; a name whose extension names no format
+// (out.txt, out) may hold any.
+func CheckFormatForFile(format, name string) error {
+	ext := FormatForFile(name)
+	if ext == "" || ext == format || (ext == "json" && format == "kcidb") {
+		return nil
+	}
+	return fault.Input("-o %s names the %s format and --format is %s; give -o a name that ends in the format's extension (or none), or leave --format out to write %s", name, ext, format, ext)
+}
+
 // Render writes r (built from set) in format. benchfmt writes the samples
 // of set itself, one line per repetition, with the tables' 0 for a drop
 // reason a sample did not see (withDropZeros), so its medians are the

@@ -184,6 +184,9 @@ func historyFormat(format, out string) (string, error) {
 	if format != "text" && format != "html" && format != "json" {
 		return "", usageErrorf("history: --format %q: want text, html or json", format)
 	}
+	if ext, _ := historyFormat("", out); ext != "text" && ext != format {
+		return "", usageErrorf("history: -o %s names the %s format and --format is %s; give -o a name that ends in the format's extension, or leave --format out to write %s", out, ext, format, ext)
+	}
 	return format, nil
 }
 

@@ -69,6 +69,9 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 	if err := report.CheckFormat(f); err != nil {
 		return err
 	}
+	if err := report.CheckFormatForFile(f, *out); err != nil {
+		return err
+	}
 	if err := checkOutputDir(*out); err != nil {
 		return err
 	}
