@@ -241,6 +241,57 @@ func TestGuestStateSilent(t *testing.T) {
 	}
 }
 
+// A restore can make the guest kernel's clock jump: its first console
+// line after the load is then stamped days ahead (the clocksource
+// watchdog's skew report), and its soft lockup watchdog reports the jump
+// as a CPU stuck for as long. That is the restore's own doing: the guest
+// is started from its state, not booted. A lockup reported after the
+// jump, stamped half a minute later, is a fault: the guest is booted.
+func TestGuestStateClockJump(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	old := guestFaultGrace
+	guestFaultGrace = 200 * time.Millisecond
+	t.Cleanup(func() { guestFaultGrace = old })
+	img := fakeImage(t)
+	states := t.TempDir()
+	key := stateSaved(t, img, states)
+	jump := []string{
+		"[462436.100000] clocksource: timekeeping watchdog on CPU0: Marking clocksource 'tsc' as unstable because the skew is too large:",
+		"[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 430630s! [swapper/0:0]",
+	}
+	for _, tc := range []struct {
+		name    string
+		console []string
+		qemus   int
+		note    string
+	}{
+		{"the restore's jump", jump, 1, "restored " + key},
+		{"a lockup after it", append(slices.Clone(jump), "[462466.500000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]"), 2,
+			"not restored " + key + ": kernel fault; saved " + key},
+	} {
+		_, procs, note := stateRunWith(t, img, stateScenario, func(h *harness) {
+			h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+				if vm.Config.Incoming {
+					for _, l := range tc.console {
+						appendLine(t, vm.Config.ConsoleLog, l)
+					}
+					// Ready once the watch has read the console and
+					// a fault's grace has passed.
+					return readyAfter{h.agent, 1500 * time.Millisecond}, nil
+				}
+				return h.agent, nil
+			}
+		}, states)
+		if len(procs) != tc.qemus {
+			t.Errorf("%s: %d QEMUs, want %d", tc.name, len(procs), tc.qemus)
+		}
+		if note != tc.note {
+			t.Errorf("%s: env.json note %q, want %q", tc.name, note, tc.note)
+		}
+	}
+}
+
 // stateSaved runs stateScenario once for a saved state, puts the fake's
 // state under its key in states and returns the key.
 func stateSaved(t *testing.T, img *GuestImage, states string) string {
