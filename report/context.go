@@ -357,6 +357,29 @@ const (
 	allEmulatedNote = "every column ran under QEMU TCG, without KVM: the numbers measure the emulator, not the kernel"
 )
 
+// sayEmulation gives t the emulation legend when any of its columns ran
+// under TCG and t does not say so yet: every table says whether its
+// numbers were measured under emulation, as a table is quoted alone.
+// With some columns emulated and no "(TCG)" mark in t's header (perf
+// stat's tables), the legend names them.
+func (lb labels) sayEmulation(t *Table) {
+	r := lb.b.r
+	note := ""
+	switch {
+	case r.AllEmulated():
+		note = allEmulatedNote
+	case len(r.Emulated) == 0:
+		return
+	case slices.ContainsFunc(t.Header, func(h string) bool { return strings.Contains(h, "(TCG") }):
+		note = emulatedNote
+	default:
+		note = "emulated (QEMU TCG, no KVM): " + strings.Join(r.Emulated, ", ") + "; their numbers measure the emulator, not the kernel"
+	}
+	if !slices.Contains(t.Notes, note) {
+		t.Notes = append(t.Notes, note)
+	}
+}
+
 // nestedNote is the legend of a nested column, allNestedNote says that
 // every column is; mixedNestingNote warns that a table compares a
 // datapath inside a VM with the host's own.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -339,5 +340,29 @@ func TestReal3RunLabLost(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("Lost total changes %v, want %v", got, want)
+	}
+}
+
+// Every table of a report with an emulated column says so, in the
+// table's own notes: a table is quoted alone. With some columns
+// emulated, a table whose header has no "(TCG)" mark (perf stat's) names
+// them.
+func TestEveryTableSaysEmulation(t *testing.T) {
+	for _, dirs := range [][]string{{"iperf3-tcg"}, {"stock", "iperf3-tcg"}} {
+		_, r := built(t, Options{Details: true}, dirs...)
+		if len(r.Tables) < 2 {
+			t.Fatalf("%v: %d tables, want several", dirs, len(r.Tables))
+		}
+		for _, tb := range r.Tables {
+			if !slices.ContainsFunc(tb.Notes, func(n string) bool { return strings.Contains(n, "QEMU") && strings.Contains(n, "TCG") }) {
+				t.Errorf("%v: table %q (%s) does not say its numbers were measured under emulation: %q", dirs, tb.Title, tb.Kind, tb.Notes)
+			}
+		}
+	}
+	_, r := built(t, Options{}, "stock", "patched")
+	for _, tb := range r.Tables {
+		if slices.ContainsFunc(tb.Notes, func(n string) bool { return strings.Contains(n, "TCG") }) {
+			t.Errorf("table %q of runs under KVM speaks of TCG: %q", tb.Title, tb.Notes)
+		}
 	}
 }

@@ -264,6 +264,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	}
 	for _, t := range r.Tables {
 		fewRunsNote(t)
+		b.lab.sayEmulation(t)
 	}
 	// Per-metric tables are noise when there is nothing to compare; the
 	// harness's own numbers are for whoever checks the harness.

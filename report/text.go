@@ -116,17 +116,17 @@ func referencedNotes(t *Table) map[int]bool {
 	return refs
 }
 
-// onceNotes remembers the report-wide notes (the emulation and nesting
-// legends, what a perf stat count covers) that a text or markdown report
-// prints only once.
+// onceNotes remembers the report-wide warning a text or markdown report
+// prints only once: that the columns differ in nesting (four lines, the
+// same for every table). The legends of what a table's numbers count and
+// whether they were measured under emulation or nested are the table's
+// own and repeat with it, as a table is quoted alone.
 type onceNotes map[string]bool
 
 // seen reports whether n is a report-wide note already printed, and
 // remembers it.
 func (o onceNotes) seen(n string) bool {
-	switch n {
-	case emulatedNote, allEmulatedNote, nestedNote, allNestedNote, mixedNestingNote, perfStatNote:
-	default:
+	if n != mixedNestingNote {
 		return false
 	}
 	if o[n] {

@@ -93,7 +93,8 @@ func (o *bisectOpts) check(args int, bad *string) error {
 }
 
 // checkInputs checks the scenario (with --set), --min-effect and --tree
-// before anything is listed, built or made: a mistyped scenario name
+// (a git repository of a kernel tree) before anything is listed, built
+// or made: a mistyped scenario name
 // made the directory of the first candidate under -o, then printed an
 // empty list of candidates and said to resume; a --tree that is no git
 // repository read as a --good that is no commit of it.
@@ -113,6 +114,12 @@ func (o *bisectOpts) checkInputs(ctx context.Context) error {
 	}
 	if _, err := kbuild.Git(ctx, proc.Real{}, o.tree, "rev-parse", "--git-dir"); err != nil {
 		return usageErrorf("bisect: --tree %s is not a git repository; bisect lists and checks out its commits (git clone the kernel, or git init and commit the tree)", o.tree)
+	}
+	// Every build checks this; checked only there, a git tree that is no
+	// kernel's printed the estimate, failed the good ref's build and
+	// said to resume with the same command.
+	if !kbuild.IsKernelTree(o.tree) {
+		return usageErrorf("bisect: --tree %s is not a Linux kernel tree (no top-level Makefile with VERSION and PATCHLEVEL, Kconfig and arch/x86); give the top of a kernel source tree", o.tree)
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ func gitTree(t *testing.T, n int) (dir string, commits []string) {
 		return strings.TrimSpace(string(out))
 	}
 	gitc("init", "-q")
+	kernelSkeleton(t, dir)
+	gitc("add", ".")
 	// The content names the tree: two trees made in the same second
 	// would otherwise share their commits' hashes.
 	for i := range n + 1 {
@@ -73,6 +75,22 @@ func gitTree(t *testing.T, n int) (dir string, commits []string) {
 		commits = append(commits, gitc("rev-parse", "HEAD"))
 	}
 	return dir, commits
+}
+
+// kernelSkeleton writes the files a build checks a kernel tree by
+// (kbuild.IsKernelTree), which bisect checks first.
+func kernelSkeleton(t *testing.T, dir string) {
+	t.Helper()
+	for f, text := range map[string]string{
+		"Makefile": "VERSION = 6\nPATCHLEVEL = 1\n", "Kconfig": "", "arch/x86/Makefile": "", "scripts/kconfig/Makefile": "",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // bisect lists the commits of the tree, judges them (here a fake judge:
@@ -202,6 +220,12 @@ func TestBisectMissingArgsOneLine(t *testing.T) {
 func TestBisectBadInputFirst(t *testing.T) {
 	tree, commits := gitTree(t, 2)
 	plain := t.TempDir()
+	notKernel := t.TempDir() // a git repository of something else
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "c"}} {
+		if out, err := exec.Command("git", append([]string{"-C", notKernel, "-c", "user.email=t@example.org", "-c", "user.name=t"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 	for _, tc := range []struct {
 		scenario, tree string
 		extra          []string
@@ -212,6 +236,7 @@ func TestBisectBadInputFirst(t *testing.T) {
 		{"quickstart", tree, []string{"--min-effect", "5"}, "bisect: --min-effect:"},
 		{"quickstart", plain, nil, "bisect: --tree " + plain + " is not a git repository"},
 		{"quickstart", filepath.Join(plain, "none"), nil, "bisect: --tree " + filepath.Join(plain, "none") + ": no such file or directory"},
+		{"quickstart", notKernel, nil, "bisect: --tree " + notKernel + " is not a Linux kernel tree"},
 	} {
 		out := filepath.Join(t.TempDir(), "bisect")
 		args := append([]string{"bisect", tc.scenario, "--tree", tc.tree, "--good", commits[0], "--bad", commits[2], "--metric", "tx_pps", "-o", out}, tc.extra...)

@@ -81,6 +81,9 @@ type historyOpts struct {
 // historyRun selects and orders series, finds their change points and
 // writes them out; the gate looks at the series shown.
 func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer) error {
+	if err := checkDirections(series, o); err != nil {
+		return err
+	}
 	series, why := history.Select(series, o.metrics, o.cells)
 	if why != "" {
 		return usageErrorf("history: %s", why)
@@ -133,6 +136,34 @@ func historyRun(series []history.Series, o historyOpts, stdout, stderr io.Writer
 			rs = slices.DeleteFunc(rs, func(r history.Result) bool { return store.Diagnostic(r.Metric) })
 		}
 		return gateNew(rs, o.failOnNew, stderr)
+	}
+	return nil
+}
+
+// checkDirections refuses a --higher-is-better or --lower-is-better
+// name that no series has: a mistyped column (latency-ms for latency_ms)
+// left its direction to the name's guess, silently.
+func checkDirections(series []history.Series, o historyOpts) error {
+	var has []string
+	for _, s := range series {
+		if !slices.Contains(has, s.Metric) {
+			has = append(has, s.Metric)
+		}
+	}
+	for _, f := range []struct {
+		flag  string
+		names listFlag
+	}{{"higher-is-better", o.higher}, {"lower-is-better", o.lower}} {
+		for _, m := range f.names {
+			if slices.Contains(has, m) {
+				continue
+			}
+			list := has
+			if len(list) > 8 {
+				list = append(slices.Clone(list[:8]), fmt.Sprintf("and %d more", len(has)-8))
+			}
+			return usageErrorf("history: --%s %s names no metric of the history; it has %s", f.flag, m, strings.Join(list, ", "))
+		}
 	}
 	return nil
 }

@@ -296,8 +296,22 @@ func TestHistoryBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	os.WriteFile(bad, []byte("label,x\na,1\nb,fast\n"), 0o644)
+	// CSVs whose series or points no output could tell apart: a column
+	// named twice or not at all, a row without a label.
+	csvs := map[string]string{
+		"dup.csv": "label,x,x\na,1,2\nb,1,2\n", "noname.csv": "label,,x\na,1,2\nb,1,2\n", "nolabel.csv": "label,x\na,1\n,2\n",
+		"good.csv": "label,x\na,1\nb,2\n",
+	}
+	for f, text := range csvs {
+		os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644)
+	}
 	for _, args := range [][]string{
 		{bad},
+		{filepath.Join(dir, "dup.csv")},
+		{filepath.Join(dir, "noname.csv")},
+		{filepath.Join(dir, "nolabel.csv")},
+		{"--higher-is-better", "y", filepath.Join(dir, "good.csv")}, // a typo, silently no direction
+		{"--lower-is-better", "x,y", filepath.Join(dir, "good.csv")},
 		{filepath.Join(dir, "missing")},
 		{"--db", filepath.Join(dir, "none.db")},
 		{"--order", "random", bad},

@@ -50,6 +50,11 @@ type Result struct {
 	Culprit    string    `json:"culprit"`
 	Candidates []string  `json:"candidates,omitempty"`
 	Steps      []Outcome `json:"steps"`
+	// Left, when a judge's error stopped the search, are the commits
+	// the first bad one is still among (after the last good, up to the
+	// first bad so far): a stopped search names neither a culprit nor
+	// candidates.
+	Left []string `json:"left,omitempty"`
 }
 
 // Run bisects commits, oldest first: commits[0] is the good endpoint and
@@ -80,6 +85,7 @@ func Run(ctx context.Context, commits []string, judge Judge, done map[string]Out
 			case errors.Is(err, ErrBuild):
 				o = Outcome{Commit: commits[i], Skip: true, Why: err.Error()}
 			case err != nil:
+				res.Left = commits[lo+1 : hi+1]
 				return res, fmt.Errorf("judge %s: %w", commits[i], err)
 			}
 			o.Commit, o.Seconds = commits[i], time.Since(start).Seconds()
@@ -87,6 +93,7 @@ func Run(ctx context.Context, commits []string, judge Judge, done map[string]Out
 		res.Steps = append(res.Steps, o)
 		if save != nil {
 			if err := save(res.Steps); err != nil {
+				res.Left = commits[lo+1 : hi+1]
 				return res, err
 			}
 		}
@@ -134,9 +141,14 @@ func WriteEvidence(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(&b, "%-4d %-14s %-10s %10s %6d %8s  %s\n", i+1, short(o.Commit), v, pct, o.Reps, minutes(o.Seconds), judged)
 	}
-	if r.Culprit != "" {
+	switch {
+	case r.Culprit != "":
 		fmt.Fprintf(&b, "first bad commit: %s (%d steps)\n", r.Culprit, len(r.Steps))
-	} else {
+	case len(r.Left) > 0:
+		// Not "skipped commits hide it": the search stopped, nothing
+		// was concluded.
+		fmt.Fprintf(&b, "stopped after %d steps; the first bad commit is one of the %d from %s to %s\n", len(r.Steps), len(r.Left), short(r.Left[0]), short(r.Left[len(r.Left)-1]))
+	default:
 		fmt.Fprintf(&b, "skipped commits hide the first bad commit; it is one of: %s\n", strings.Join(r.Candidates, " "))
 	}
 	_, err := io.WriteString(w, b.String())

@@ -78,8 +78,15 @@ func TestRunSkippedHideCulprit(t *testing.T) {
 
 func TestRunStopsOnJudgeError(t *testing.T) {
 	boom := errors.New("lab VM died")
-	_, err := Run(t.Context(), commits(4), func(context.Context, string) (Outcome, error) { return Outcome{}, boom }, nil, nil)
+	res, err := Run(t.Context(), commits(4), func(context.Context, string) (Outcome, error) { return Outcome{}, boom }, nil, nil)
 	if !errors.Is(err, boom) {
 		t.Errorf("err %v, want the judge's", err)
+	}
+	// A stopped search concludes nothing: it printed "skipped commits
+	// hide the first bad commit; it is one of: " with an empty list.
+	var b strings.Builder
+	WriteEvidence(&b, res)
+	if !strings.Contains(b.String(), "stopped after 0 steps; the first bad commit is one of the 3 from c1 to c3") || strings.Contains(b.String(), "skipped") {
+		t.Errorf("evidence of a stopped search:\n%s", b.String())
 	}
 }

@@ -127,12 +127,27 @@ func ReadCSV(r io.Reader, name string, better func(metric string) Better) ([]Ser
 	}
 	head := rows[0]
 	series := make([]Series, len(head)-1)
+	seen := map[string]int{}
 	for j := range series {
-		series[j] = Series{Metric: strings.TrimSpace(head[j+1]), Better: better(strings.TrimSpace(head[j+1]))}
+		// A column without a name, or a name twice, made series no
+		// output could tell apart (": 2 points", "a" and "a").
+		m := strings.TrimSpace(head[j+1])
+		if m == "" {
+			return nil, fmt.Errorf("%w: %s:1: column %d has no name; name every metric column in the header", ErrCSV, name, j+2)
+		}
+		if k, ok := seen[m]; ok {
+			return nil, fmt.Errorf("%w: %s:1: columns %d and %d are both %q; give each metric column its own name", ErrCSV, name, k, j+2, m)
+		}
+		seen[m] = j + 2
+		series[j] = Series{Metric: m, Better: better(m)}
 	}
 	for i, row := range rows[1:] {
 		if len(row) > len(head) {
 			return nil, fmt.Errorf("%w: %s:%d: %d columns, the header has %d", ErrCSV, name, i+2, len(row), len(head))
+		}
+		if strings.TrimSpace(row[0]) == "" {
+			// The label is what --fail-on-new says to bisect between.
+			return nil, fmt.Errorf("%w: %s:%d: no label in the first column; give each row one (a commit, a date, a run id)", ErrCSV, name, i+2)
 		}
 		for j := range series {
 			v := math.NaN()

@@ -270,6 +270,11 @@ var (
 	patchlevelRe = lazyre.New(`(?m)^PATCHLEVEL = [0-9]+$`)
 )
 
+// IsKernelTree is the check a build makes of its tree, for a command
+// (bisect) that would otherwise learn of a wrong tree only at its first
+// build, after its estimate and the scenario's first steps.
+func IsKernelTree(dir string) bool { return checkKernelTree(dir) == nil }
+
 // checkKernelTree tells a Linux source tree from anything else.
 func checkKernelTree(dir string) error {
 	fi, err := os.Stat(dir)
