@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -276,4 +278,86 @@ func TestBenchfmtKeepsConstantAxes(t *testing.T) {
 	if !strings.Contains(b.String(), "| TAP | Transmitted") || !strings.Contains(b.String(), "| TAP | Throughput") {
 		t.Errorf("quickstart's benchfmt read back: rows not labelled TAP:\n%s", b.String())
 	}
+}
+
+// Every axis that varies among the samples reaches benchstat through
+// x/perf's reader, in a name part (axis=value under its full or short
+// key) or spelled by a cell name part (pktgen-t4: generator pktgen,
+// threads 4): the 3-run lab run's pktgen mode (simple at 1 thread,
+// multiqueue at 4, chosen by the thread count, so in no cell name) was in
+// neither its names nor its configuration lines.
+func TestBenchfmtKeepsVaryingAxes(t *testing.T) {
+	for _, dir := range realRuns(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			p, set := writeBench(t, dir)
+			values := map[string]map[string]bool{}
+			for _, s := range set.Samples {
+				for k, v := range s.Axes {
+					if values[k] == nil {
+						values[k] = map[string]bool{}
+					}
+					values[k][v] = true
+				}
+			}
+			var measured []results.Sample
+			for _, kernel := range set.Kernels() {
+				for _, s := range set.Samples {
+					if s.Kernel == kernel && len(s.Metrics) > 0 {
+						measured = append(measured, s)
+					}
+				}
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r, i := benchfmt.NewReader(f, p), 0
+			for r.Scan() {
+				var rec *benchfmt.Result
+				switch x := r.Result().(type) {
+				case *benchfmt.SyntaxError:
+					t.Fatalf("x/perf benchfmt: %v", x)
+				case *benchfmt.Result:
+					rec = x
+				default:
+					continue // Unit metadata
+				}
+				if i >= len(measured) {
+					t.Fatalf("more result lines than measured samples (%d)", len(measured))
+				}
+				s := measured[i]
+				i++
+				for k, v := range s.Axes {
+					if len(values[k]) > 1 && !nameSays(rec, k, v) {
+						t.Errorf("%s (%s=%s varies): %s=%s in neither name nor configuration", rec.Name.Full(), k, strings.Join(slices.Sorted(maps.Keys(values[k])), "|"), k, v)
+					}
+				}
+			}
+			if err := r.Err(); err != nil || i != len(measured) {
+				t.Errorf("%d result lines, want %d (%v)", i, len(measured), err)
+			}
+		})
+	}
+}
+
+// nameSays reports whether rec's name or configuration gives axis k the
+// value v: a part k=v (or a dotted suffix of k), a configuration line, or
+// a plain part that spells it (the value itself, a generator's part
+// "pktgen-t4" for generator pktgen and its threads 4).
+func nameSays(rec *benchfmt.Result, k, v string) bool {
+	if string(rec.GetConfig(k)) == v {
+		return true
+	}
+	_, parts := rec.Name.Parts()
+	for _, p := range parts {
+		key, val, ok := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
+		switch {
+		case ok && val == v && (key == k || strings.HasSuffix(k, "."+key)):
+			return true
+		case !ok && (key == v || strings.HasPrefix(key, v+"-") || strings.Contains(key, "-") && strings.HasSuffix(key, v)):
+			return true
+		}
+	}
+	return false
 }

@@ -449,6 +449,15 @@ func (lb labels) runsNote(cells []string, label string, maxCV float64) string {
 }
 
 // repsRange is the runs per cell of cells in every column: "5" or "3-5".
+// medianOf is "median of N runs" (or of "3-5"), "1 run" when every cell
+// has one: a note said "median of 1 runs per cell".
+func (lb labels) medianOf(cells []string) string {
+	if r := lb.repsRange(cells); r != "1" {
+		return "median of " + r + " runs"
+	}
+	return "1 run"
+}
+
 func (lb labels) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {

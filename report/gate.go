@@ -37,7 +37,9 @@ var gateRE = lazyre.New(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.
 
 // ParseGates parses a --fail-on list such as "tx_pps<-3%,lost_pps>+0%".
 // Errors are bad input (fault.ErrInput), a list that names no gate ("",
-// blank) too: it never means the default gates.
+// blank) too: it never means the default gates; so is a metric gated
+// twice in one direction (one gate each way, tx_pps<-3%,tx_pps>+20%, is
+// fine).
 func ParseGates(s string) ([]Gate, error) {
 	var out []Gate
 	for _, part := range strings.Split(s, ",") {
@@ -49,7 +51,14 @@ func ParseGates(s string) ([]Gate, error) {
 			return nil, fault.Input("--fail-on %q: want METRIC<PCT%% or METRIC>PCT%%, e.g. 'tx_pps<-3%%,lost_pps>+0%%'", part)
 		}
 		th, _ := strconv.ParseFloat(m[3], 64)
-		out = append(out, Gate{Metric: m[1], Op: m[2][0], Threshold: th})
+		g := Gate{Metric: m[1], Op: m[2][0], Threshold: th}
+		// Two gates of one metric and direction decided every cell
+		// twice: each verdict, gate line and JUnit case came out
+		// doubled, under the stricter threshold's failure.
+		if i := slices.IndexFunc(out, func(o Gate) bool { return o.Metric == g.Metric && o.Op == g.Op }); i >= 0 {
+			return nil, fault.Input("--fail-on gates %s twice (%s and %s); keep the one that matters", g.Metric+string(g.Op), out[i], g)
+		}
+		out = append(out, g)
 	}
 	if len(out) == 0 {
 		return nil, fault.Input("--fail-on %q names no gate; name a gate such as 'tx_pps<-3%%', or leave --fail-on out for the default gates", s)

@@ -23,7 +23,10 @@ func TestParseGates(t *testing.T) {
 			t.Errorf("gate %d = %+v, want %+v", i, g[i], want[i])
 		}
 	}
-	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ","} {
+	if _, err := ParseGates("tx_pps<-3%,tx_pps>+20%"); err != nil {
+		t.Errorf("a gate each way: %v", err)
+	}
+	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ",", "tx_pps<-3%,tx_pps<-5%"} {
 		_, err := ParseGates(bad)
 		if !errors.Is(err, fault.ErrInput) {
 			t.Errorf("ParseGates(%q) = %v, want bad input", bad, err)

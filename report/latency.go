@@ -86,7 +86,7 @@ func (b latencyKind) latencyTable() {
 	}
 	first := b.measured(cells[0])
 	t.Notes = append(t.Notes,
-		fmt.Sprintf("median of %s runs per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.lab.repsRange(cells)),
+		fmt.Sprintf("%s per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.lab.medianOf(cells)),
 		fmt.Sprintf("probe: one UDP request every %s from the host's run namespace through the tap's root qdisc to the guest agent's reflector; RTT = send call to the reply's kernel receive stamp; idle = before the load started", orDash(first.Labels["probe_interval"])),
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")

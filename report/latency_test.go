@@ -83,10 +83,13 @@ func TestLatencyTable(t *testing.T) {
 	if err := WriteText(&b, r, ASCII); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"latency under load", "every 5ms", "every column ran under QEMU TCG", "past the qdisc"} {
+	for _, s := range []string{"latency under load", "every 5ms", "every column ran under QEMU TCG", "past the qdisc", "1 run per cell; [lo-hi]"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("text output lacks %q:\n%s", s, b.String())
 		}
+	}
+	if strings.Contains(b.String(), "1 runs") {
+		t.Errorf("text output says \"1 runs\":\n%s", b.String())
 	}
 }
 

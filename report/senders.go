@@ -114,7 +114,7 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 		}
 	}
 	na.apply(t) // the n/a reasons first: cells refer to them by number
-	t.Notes = append(t.Notes, fmt.Sprintf("median of %s runs per cell; a row per %s count and kernel", b.lab.repsRange(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
+	t.Notes = append(t.Notes, fmt.Sprintf("%s per cell; a row per %s count and kernel", b.lab.medianOf(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
 	if kind.Notes != nil {
 		t.Notes = append(t.Notes, kind.Notes(2, seen)...)
 	}

@@ -87,8 +87,8 @@ func (b sweepKind) sweepTables() {
 				}
 				t.Rows = append(t.Rows, row)
 			}
-			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, median of %s runs; speedup = change of the median vs %s: %s",
-				key, suf, b.lab.repsRange(cells), b.r.Base, changeLegend))
+			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, %s; speedup = change of the median vs %s: %s",
+				key, suf, b.lab.medianOf(cells), b.r.Base, changeLegend))
 			t.Notes = append(t.Notes, b.lab.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}

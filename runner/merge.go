@@ -30,10 +30,21 @@ func Merge(out string, dirs []string) ([]string, error) {
 	if len(dirs) == 0 {
 		return nil, fault.Input("merge: no run directories given")
 	}
+	given := map[string]string{}
 	for _, d := range dirs {
 		if abs(d) == abs(out) {
 			return nil, fault.Input("merge: output %s is also an input; choose another -o", out)
 		}
+		// The same directory twice merged it with itself: a warning per
+		// sample, and "merged 2 run directories" for a copy of one.
+		real := abs(d)
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			real = r
+		}
+		if prev, dup := given[real]; dup {
+			return nil, fault.Input("merge: %s is given twice (as %s and %s); give each run directory once", real, prev, d)
+		}
+		given[real] = d
 		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
 			return nil, fault.Input("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)
 		}

@@ -85,6 +85,28 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// A run directory given twice is refused: it was merged with itself,
+// with a warning per sample and "merged 2 run directories".
+func TestMergeSameDirTwice(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	writeRun(t, a, "run-a", "tap/x")
+	writeRun(t, b, "run-b", "tap/y")
+	if err := os.Symlink(a, filepath.Join(tmp, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for i, dirs := range [][]string{{a, b, a + "/"}, {a, filepath.Join(tmp, "link")}} {
+		out := filepath.Join(tmp, fmt.Sprint("all", i))
+		_, err := Merge(out, dirs)
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is given twice") {
+			t.Errorf("Merge(%v) = %v, want bad input: given twice", dirs, err)
+		}
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("Merge(%v) made %s", dirs, out)
+		}
+	}
+}
+
 // Directory names reach reproduce.sh only in comments: a name with a line
 // break and shell syntax stays in its comment (before, the line after the
 // break was a command of the merged reproduce.sh).

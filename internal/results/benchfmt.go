@@ -151,9 +151,12 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 //
 // A name holds only what tells the cells apart: the parts of the cell name
 // in their order, an axis's as axis=value, minus the axes whose value is
-// the same in every sample; those, and the axes a cell name leaves out
-// that never vary, are file-level "axis: value" lines, so benchstat's
-// tables stay as wide as the runs differ. The kernel label is a
+// the same in every sample, then the axes that vary but the cell name
+// does not spell (pktgen's mode, which its thread count picks), as
+// axis=value; the constant axes are file-level "axis: value" lines, so
+// benchstat's tables stay as wide as the runs differ. An axis only some
+// samples have, with one value wherever present (pktgen's burst beside an
+// AF_XDP cell), is in neither: its cells' other parts tell them apart. The kernel label is a
 // configuration line ("benchstat -col kernel" compares kernels from one
 // file). Emulated samples carry "accel: tcg"; where some samples are
 // nested (lab kernels) every sample says "nested: true|false". A sample
@@ -289,16 +292,24 @@ type benchNamer struct {
 	// part of a dotted key (generator.pktgen.mode: mode) where no other
 	// axis ends the same.
 	short map[string]string
+	// varying holds the axes that take two values or more among the
+	// samples that have them.
+	varying map[string]bool
 }
 
 func newBenchNamer(samples []Sample) benchNamer {
-	n := benchNamer{constant: map[string]string{}, short: shortAxisNames(samples)}
-	seen := map[string]int{}
+	n := benchNamer{constant: map[string]string{}, short: shortAxisNames(samples), varying: map[string]bool{}}
+	seen, first := map[string]int{}, map[string]string{}
 	for i := range samples {
 		for k, v := range samples[i].Axes {
 			if i == 0 || (seen[k] == i && n.constant[k] == v) {
 				n.constant[k] = v
 				seen[k] = i + 1
+			}
+			if f, ok := first[k]; !ok {
+				first[k] = v
+			} else if f != v {
+				n.varying[k] = true
 			}
 		}
 	}
@@ -313,7 +324,7 @@ func newBenchNamer(samples []Sample) benchNamer {
 	for i := range samples {
 		name := n.name(&samples[i])
 		if c, ok := cells[name]; ok && c != samples[i].Cell {
-			return benchNamer{constant: map[string]string{}, short: map[string]string{}}
+			return benchNamer{constant: map[string]string{}, short: map[string]string{}, varying: n.varying}
 		}
 		cells[name] = samples[i].Cell
 	}
@@ -375,6 +386,9 @@ func (n benchNamer) name(s *Sample) string {
 		}
 		switch {
 		case k == "":
+			for _, a := range generatorSpells(v, s.Axes) {
+				used[a] = true
+			}
 			parts = append(parts, clean(v))
 		case n.constant[k] == v:
 			used[k] = true
@@ -386,10 +400,41 @@ func (n benchNamer) name(s *Sample) string {
 			parts = append(parts, clean(k)+"="+clean(v))
 		}
 	}
+	for _, k := range axes {
+		// An axis the cell name does not spell (pktgen's mode, beside
+		// "pktgen-t4") would otherwise be lost where it varies.
+		if v := s.Axes[k]; !used[k] && v != "" && n.varying[k] {
+			sk := k
+			if short, ok := n.short[k]; ok {
+				sk = short
+			}
+			parts = append(parts, clean(sk)+"="+clean(v))
+		}
+	}
 	if len(parts) == 0 {
 		return "Benchmark" + base
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
+
+// generatorSpells is the axes that cell name part p spells as a
+// generator's name part, "<generator>-<first letter of a key><value>"
+// (pktgen-t4: generator pktgen, generator.pktgen.threads 4; iperf3-p2,
+// tcp_rr-s64): a name need not say them again.
+func generatorSpells(p string, axes map[string]string) []string {
+	g := axes["generator"]
+	rest, ok := strings.CutPrefix(p, g+"-")
+	if g == "" || !ok || rest == "" {
+		return nil
+	}
+	spelled := []string{"generator"}
+	pre := "generator." + g + "."
+	for k, v := range axes {
+		if key, ok := strings.CutPrefix(k, pre); ok && key != "" && rest == key[:1]+v {
+			spelled = append(spelled, k)
+		}
+	}
+	return spelled
 }
 
 // benchAxis reports whether a file-level configuration key is one of the
