@@ -198,6 +198,11 @@ func (s *guestStart) live(g *guest, u *undo.Stack) (cancel func()) {
 	return func() { cancelT(); cancelG() }
 }
 
+// guestFaultGrace is how long a guest's console watch reads on after a
+// fault line before it ends the guest's life (qemu.FaultGrace); a
+// variable for tests.
+var guestFaultGrace = qemu.FaultGrace
+
 // adopt makes vm, just started for g (booted, or loaded from a saved
 // state) within the try s.live began, g's: u stops its QEMU; its console
 // is watched for kernel faults from now on, so that a fault ends the
@@ -208,7 +213,7 @@ func (gs *guests) adopt(s *guestStart, g *guest, vm *qemu.VM, u *undo.Stack) err
 	g.vm = vm
 	u.Push("stop qemu", func(tctx context.Context) error { return vm.Quit(tctx, qemu.StopGrace) })
 	kill := s.kill // this try's: a later try has a life of its own
-	go vm.WatchConsole(g.life, "guest", consolePoll, qemu.FaultGrace, func(fe *qemu.FaultError) { kill(fe) })
+	go vm.WatchConsole(g.life, "guest", consolePoll, guestFaultGrace, func(fe *qemu.FaultError) { kill(fe) })
 	wctx, cancel := s.bctx, context.CancelFunc(func() {})
 	if s.agentWait > 0 {
 		wctx, cancel = context.WithTimeoutCause(s.bctx, s.agentWait, &silentAgentError{s.agentWait})

@@ -140,25 +140,54 @@ func (gs *guests) stateFor(g *guest, cfg qemu.Config) (key, path string) {
 // restore starts the guest of cfg from the saved state at path instead
 // of booting it: QEMU started paused, then the state loaded; the guest
 // runs on from where its state was saved, and adopt awaits its agent's
-// ready again. It returns how long each step took (for the log). On
-// failure the QEMU it started is stopped.
-func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string) (*qemu.VM, string, error) {
+// ready again. QEMU's start and the load have load to run the guest (a
+// *slowLoadError after that). It returns how long each step took (for
+// the log). On failure the QEMU it started is stopped.
+func (gs *guests) restore(ctx, bctx context.Context, cfg qemu.Config, path string, load time.Duration) (*qemu.VM, string, error) {
 	cfg.Incoming = true
 	if err := gs.r.clearConsole(cfg.ConsoleLog); err != nil {
 		return nil, "", err
 	}
+	lctx, cancel := context.WithTimeoutCause(bctx, load, &slowLoadError{load})
+	defer cancel()
 	t0 := time.Now()
-	vm, err := qemu.Start(ctx, bctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
-	if err != nil {
-		return nil, "", err
-	}
-	t1 := time.Now()
-	gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
-	if err := qemu.LoadState(bctx, vm, path); err != nil {
+	vm, err := qemu.Start(ctx, lctx, gs.r.exec, cfg, qemu.StartOptions{Netns: gs.r.ns.Name, CheckAccel: true})
+	if err == nil {
+		gs.r.repro.note("# QMP migrate-incoming exec:cat " + path + ", then cont: the guest starts from a state saved when an earlier lab booted it (drop -S -incoming defer to boot it)")
+		t1 := time.Now()
+		if err = qemu.LoadState(lctx, vm, path); err == nil {
+			return vm, fmt.Sprintf("QEMU %.1fs, state %.1fs", t1.Sub(t0).Seconds(), time.Since(t1).Seconds()), nil
+		}
 		vm.Quit(context.WithoutCancel(ctx), qemu.StopGrace)
-		return nil, "", err
 	}
-	return vm, fmt.Sprintf("QEMU %.1fs, state %.1fs", t1.Sub(t0).Seconds(), time.Since(t1).Seconds()), nil
+	if le := (*slowLoadError)(nil); errors.As(context.Cause(lctx), &le) && bctx.Err() == nil {
+		err = fmt.Errorf("%w (%v)", le, err)
+	}
+	return nil, "", err
+}
+
+// restoreLoadFloor is the least time QEMU's start and the state's load
+// have to run a restored guest (restoreLoad); a variable for tests.
+var restoreLoadFloor = 30 * time.Second
+
+// restoreLoad bounds QEMU's start and the state's load (until the guest
+// runs) for a guest whose boot timeout is boot: a sixteenth of it, at
+// least restoreLoadFloor, at most boot. They took 5.7 s in a lab on the
+// 2-core TCG machine (QEMU 1.1 s, the state 4.6 s of an 11.7 s restore;
+// 3.6-3.9 s in a later run), and restores took ~20 s under load, of
+// which the load at most ~14 s: 30 s is twice that, and lab-pktgen's 9m
+// gives 33.75 s. A load that takes longer is taken for one that hangs,
+// and the guest booted, without waiting out the boot timeout.
+func restoreLoad(boot time.Duration) time.Duration {
+	return min(boot, max(restoreLoadFloor, boot/16))
+}
+
+// slowLoadError is a saved state that did not run its guest within its
+// restoreLoad.
+type slowLoadError struct{ load time.Duration }
+
+func (e *slowLoadError) Error() string {
+	return fmt.Sprintf("the state did not load within %v of QEMU's start", e.load)
 }
 
 // saveState saves the state of g, booted and ready, as key for the
@@ -240,7 +269,7 @@ func (gs *guests) restored(s *guestStart, g *guest, cfg *qemu.Config, path strin
 	defer cancel()
 	s.agentWait = restoreWait(s.timeout)
 	defer func() { s.agentWait = 0 }()
-	vm, steps, err := gs.restore(s.ctx, s.bctx, *cfg, path)
+	vm, steps, err := gs.restore(s.ctx, s.bctx, *cfg, path, restoreLoad(s.timeout))
 	if err == nil {
 		t := time.Now()
 		err = gs.adopt(s, g, vm, try)
@@ -290,7 +319,7 @@ func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err 
 	}
 	gs.unused[path] = true
 	took := time.Since(s.began).Seconds()
-	fe, se := faultOf(s.bctx), (*silentAgentError)(nil)
+	fe, se, le := faultOf(s.bctx), (*silentAgentError)(nil), (*slowLoadError)(nil)
 	switch {
 	case fe != nil:
 		gs.notes.state("not restored " + name + ": kernel fault")
@@ -303,6 +332,9 @@ func (gs *guests) notRestored(s *guestStart, cfg *qemu.Config, path string, err 
 		gs.keepConsole(cfg)
 		gs.r.logf("guest not started from saved state %s after %.1fs, no kernel fault on its console (it stays as %s): booting it with a boot timeout of its own (this run uses the state no more): %v",
 			name, took, console, err)
+	case errors.As(err, &le):
+		gs.notes.state(fmt.Sprintf("not restored %s: state not loaded within %v", name, le.load))
+		gs.r.logf("guest not started from saved state %s after %.1fs: %v: booting it with a boot timeout of its own (this run uses the state no more)", name, took, err)
 	default:
 		gs.notes.state("not restored " + name + ": " + stateErrNote(err))
 		gs.r.logf("guest not started from saved state %s after %.1fs (%v): booting it (this run uses the state no more)", name, took, err)

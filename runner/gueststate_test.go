@@ -241,6 +241,103 @@ func TestGuestStateSilent(t *testing.T) {
 	}
 }
 
+// A restore can make the guest kernel's clock jump: its first console
+// line after the load is then stamped days ahead (the clocksource
+// watchdog's skew report), and its soft lockup watchdog reports the jump
+// as a CPU stuck for as long. That is the restore's own doing: the guest
+// is started from its state, not booted. A lockup reported after the
+// jump, stamped half a minute later, is a fault: the guest is booted.
+func TestGuestStateClockJump(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	old := guestFaultGrace
+	guestFaultGrace = 200 * time.Millisecond
+	t.Cleanup(func() { guestFaultGrace = old })
+	img := fakeImage(t)
+	states := t.TempDir()
+	key := stateSaved(t, img, states)
+	jump := []string{
+		"[462436.100000] clocksource: timekeeping watchdog on CPU0: Marking clocksource 'tsc' as unstable because the skew is too large:",
+		"[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 430630s! [swapper/0:0]",
+	}
+	for _, tc := range []struct {
+		name    string
+		console []string
+		qemus   int
+		note    string
+	}{
+		{"the restore's jump", jump, 1, "restored " + key},
+		{"a lockup after it", append(slices.Clone(jump), "[462466.500000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]"), 2,
+			"not restored " + key + ": kernel fault; saved " + key},
+	} {
+		_, procs, note := stateRunWith(t, img, stateScenario, func(h *harness) {
+			h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+				if vm.Config.Incoming {
+					for _, l := range tc.console {
+						appendLine(t, vm.Config.ConsoleLog, l)
+					}
+					// Ready once the watch has read the console and
+					// a fault's grace has passed.
+					return readyAfter{h.agent, 1500 * time.Millisecond}, nil
+				}
+				return h.agent, nil
+			}
+		}, states)
+		if len(procs) != tc.qemus {
+			t.Errorf("%s: %d QEMUs, want %d", tc.name, len(procs), tc.qemus)
+		}
+		if note != tc.note {
+			t.Errorf("%s: env.json note %q, want %q", tc.name, note, tc.note)
+		}
+	}
+}
+
+// A state whose load hangs (QEMU's migrate-incoming never completes) is
+// given up after the restore's own load bound (restoreLoad: its floor is
+// 2 s here), not at the boot deadline (20 s), and the guest booted; the
+// log and env.json say so.
+func TestGuestStateStuckLoad(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	old := restoreLoadFloor
+	restoreLoadFloor = 2 * time.Second
+	t.Cleanup(func() { restoreLoadFloor = old })
+	img := fakeImage(t)
+	states := t.TempDir()
+	key := stateSaved(t, img, states)
+	os.WriteFile(filepath.Join(states, key), []byte(fakeqemu.StuckState), 0o644)
+
+	var bootAt atomic.Int64
+	var log syncBuffer
+	start := time.Now()
+	_, procs, note := stateRunWith(t, img, stateScenario, func(h *harness) {
+		h.opts.Log = &log
+		h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+			if vm.Config.Incoming {
+				t.Error("the agent of a guest whose state never loaded was dialled")
+			}
+			bootAt.Store(time.Now().UnixNano())
+			return h.agent, nil
+		}
+	}, states)
+	if len(procs) != 2 || !slices.Contains(procs[0].Argv, "-incoming") || slices.Contains(procs[1].Argv, "-incoming") {
+		t.Fatalf("%d QEMUs, want the restore, then a boot", len(procs))
+	}
+	if b := bootAt.Load(); b == 0 {
+		t.Error("the guest was not booted")
+	} else if d := time.Duration(b - start.UnixNano()); d > 8*time.Second {
+		t.Errorf("the guest booted %v after the run began, want within 8s (the load's bound is 2s, the boot deadline 20s)", d)
+	}
+	for _, want := range []string{"guest not started from saved state " + key, "the state did not load within 2s", "booting it"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the run's log lacks %q:\n%s", want, log.String())
+		}
+	}
+	if want := "not restored " + key + ": state not loaded within 2s; saved " + key; note != want {
+		t.Errorf("env.json note %q, want %q", note, want)
+	}
+}
+
 // stateSaved runs stateScenario once for a saved state, puts the fake's
 // state under its key in states and returns the key.
 func stateSaved(t *testing.T, img *GuestImage, states string) string {

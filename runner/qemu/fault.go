@@ -96,8 +96,8 @@ func ClockJumped(line string, age time.Duration) bool {
 	if !ok || !containsAny(msg, timingReports) {
 		return false
 	}
-	sec, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
-	return err == nil && time.Duration(sec*float64(time.Second)) > age+clockSlack
+	at, ok := stampTime(stamp)
+	return ok && at > age+clockSlack
 }
 
 // FaultGrace is how long a console watcher keeps reading after the first
@@ -156,11 +156,11 @@ type ConsoleWatch struct {
 	// when its VM started (VM.Launched; the zero time = unknown), or for
 	// a kernel started from a saved state, earlier (clockZero).
 	Launched time.Time
-	// zero is where a watch of a kernel whose clock did not start at its
-	// launch (a saved state's: it goes on from the state's uptime) finds
-	// and keeps when that clock read 0 (unix ns; 0 = not yet found); nil
-	// for a kernel booted at Launched.
-	zero *atomic.Int64
+	// clock is where a watch of a kernel whose clock did not start at
+	// its launch (a saved state's: it goes on from the state's uptime)
+	// finds and keeps when that clock read 0 and its first line's stamp
+	// (nil inside = not yet found); nil for a kernel booted at Launched.
+	clock *atomic.Pointer[restoreClock]
 	// Fault is the first fault line seen ("" = none yet), at FaultAt.
 	Fault   string
 	FaultAt time.Time
@@ -187,7 +187,7 @@ func (w *ConsoleWatch) Poll() []string {
 		}
 		switch {
 		case w.Fault != "" || !KernelFault(line):
-		case KernelFaultAt(line, age):
+		case KernelFaultAt(line, age) && !w.restoreJump(line):
 			w.Fault, w.FaultAt = fault.Clip(line), time.Now()
 		case w.ClockJump == "":
 			w.ClockJump = line
@@ -196,37 +196,90 @@ func (w *ConsoleWatch) Poll() []string {
 	return lines
 }
 
+// restoreClock is what the first console line of a kernel started from
+// a saved state says about its clock.
+type restoreClock struct {
+	zero  time.Time     // when the clock read 0
+	first time.Duration // the line's stamp
+}
+
 // clockZero moves Launched back to when the kernel's clock read 0, for
 // a kernel started from a saved state: its clock goes on from the
 // state's uptime (95 s for a lab's nested guest), so a lockup in its
 // first minute, stamped later than its VM's age plus clockSlack, would
 // pass for a clock jump. The first kernel line read (polled as it is
 // printed, within a poll's time) says when: its stamp ago. That line
-// itself is then never a jump; a jump after it still is. The time found
-// is kept in zero for later watches of the VM (one reading the console
-// after the fact would find a later time: its first line is old).
+// itself is then never a jump by its stamp; a jump after it still is,
+// and so is one the restore itself made (restoreJump). What the line
+// said is kept in clock for later watches of the VM (one reading the
+// console after the fact would find a later time: its first line is
+// old).
 func (w *ConsoleWatch) clockZero(line string) {
-	if w.zero == nil {
+	if w.clock == nil {
 		return
 	}
-	if z := w.zero.Load(); z != 0 {
-		w.Launched = time.Unix(0, z)
+	if c := w.clock.Load(); c != nil {
+		w.Launched = c.zero
 		return
 	}
 	stamp, _, ok := kernelLine(line)
 	if !ok {
 		return
 	}
-	sec, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
-	if err != nil {
+	first, ok := stampTime(stamp)
+	if !ok {
 		return
 	}
-	zero := time.Now().Add(-time.Duration(sec * float64(time.Second)))
+	zero := time.Now().Add(-first)
 	if !w.Launched.IsZero() && zero.After(w.Launched) {
 		zero = w.Launched // a clock younger than its VM: aged as a boot's
 	}
-	w.zero.CompareAndSwap(0, zero.UnixNano())
-	w.Launched = time.Unix(0, w.zero.Load())
+	w.clock.CompareAndSwap(nil, &restoreClock{zero: zero, first: first})
+	w.Launched = w.clock.Load().zero
+}
+
+// restoreUptimeMax is the most a saved state's kernel clock can read
+// when the state is loaded: the state is saved as soon as its booted
+// guest's agent is ready, so its uptime is a boot's (95 s for a lab's
+// nested guest; the lab scenarios' boot timeout is 9m). A restored
+// kernel whose first console line is stamped later had its clock jump
+// at the restore.
+const restoreUptimeMax = time.Hour
+
+// restoreJumpSpan is the least time a kernel's timing reports watch
+// before they report: a soft lockup after 2*watchdog_thresh = 20 s, an
+// RCU stall after 21 s (Debian's CONFIG_RCU_CPU_STALL_TIMEOUT), a hung
+// task after 120 s.
+const restoreJumpSpan = 20 * time.Second
+
+// restoreJump reports whether line is a timing report of the clock jump
+// a restore itself made: the kernel's first line after the restore was
+// stamped past restoreUptimeMax (its clock jumped as the guest resumed:
+// a watchdog's measure then spans the jump, and the clocksource
+// watchdog may mark the TSC unstable), and line is stamped less than
+// restoreJumpSpan after that first line, too soon for a CPU to have
+// been stuck since the restore. A timing report stamped later, and any
+// other fault line, is a fault as it is in a booted guest.
+func (w *ConsoleWatch) restoreJump(line string) bool {
+	if w.clock == nil {
+		return false
+	}
+	c := w.clock.Load()
+	if c == nil || c.first <= restoreUptimeMax {
+		return false
+	}
+	stamp, msg, ok := kernelLine(line)
+	if !ok || !containsAny(msg, timingReports) {
+		return false
+	}
+	at, ok := stampTime(stamp)
+	return ok && at < c.first+restoreJumpSpan
+}
+
+// stampTime is a printk stamp's time since the kernel's clock read 0.
+func stampTime(stamp string) (time.Duration, bool) {
+	sec, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
+	return time.Duration(sec * float64(time.Second)), err == nil
 }
 
 // Offset is the file offset up to which Poll has read: it moves when the

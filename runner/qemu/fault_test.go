@@ -182,7 +182,8 @@ func TestConsoleAfterRestore(t *testing.T) {
 	// 30 s later a lockup, stamped as the kernel's clock then reads, is
 	// read after the fact, with the line before it.
 	vm.Launched = vm.Launched.Add(-30 * time.Second)
-	vm.clockZero.Add(-int64(30 * time.Second))
+	c := vm.clock.Load()
+	vm.clock.Store(&restoreClock{zero: c.zero.Add(-30 * time.Second), first: c.first})
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("[  180.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]\n")
 	f.Close()
@@ -191,6 +192,46 @@ func TestConsoleAfterRestore(t *testing.T) {
 	late.Close()
 	if late.Fault == "" {
 		t.Errorf("read after the fact: no fault (clock jump %q)", late.ClockJump)
+	}
+}
+
+// A restore can make the kernel's clock jump as the guest resumes: its
+// first console line is then stamped far past any saved state's uptime
+// (the clocksource watchdog's skew report, or a watchdog's report of the
+// jump itself), and the lockup and stall reports that follow within
+// restoreJumpSpan measure the jump, not a stuck CPU: no fault. A lockup
+// reported later, and an oops at any time, is one.
+func TestConsoleRestoreJump(t *testing.T) {
+	const (
+		skew   = "[462436.100000] clocksource: timekeeping watchdog on CPU0: Marking clocksource 'tsc' as unstable because the skew is too large:"
+		jump   = "[462436.144491] watchdog: BUG: soft lockup - CPU#0 stuck for 430630s! [swapper/0:0]"
+		stall  = "[462437.010000] rcu: INFO: rcu_sched self-detected stall on CPU"
+		hrt    = "[462436.200000] hrtimer: interrupt took 12345678 ns"
+		lockup = "[462460.500000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [init:1]"
+		oops   = "[462437.500000] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP NOPTI"
+	)
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		fault string
+	}{
+		{"jump first", []string{jump}, ""},
+		{"skew, then the jump's reports", []string{skew, hrt, jump, stall}, ""},
+		{"jump, then a lockup since", []string{jump, lockup}, lockup},
+		{"jump, then an oops", []string{jump, oops}, oops},
+	} {
+		path := filepath.Join(t.TempDir(), "console.log")
+		os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o644)
+		vm := &VM{Config: Config{ConsoleLog: path, Incoming: true}, Launched: time.Now()}
+		w := vm.Console()
+		w.Poll()
+		w.Close()
+		if w.Fault != tc.fault {
+			t.Errorf("%s: fault %q, want %q (clock jump %q)", tc.name, w.Fault, tc.fault, w.ClockJump)
+		}
+		if tc.fault == "" && w.ClockJump == "" {
+			t.Errorf("%s: no clock jump recorded", tc.name)
+		}
 	}
 }
 

@@ -29,10 +29,10 @@ type VM struct {
 	Launched time.Time
 	proc     proc.Process
 	qmp      *QMP
-	// clockZero is when the kernel of a VM started from a saved state
-	// (Config.Incoming) had its clock at 0, once a console watch found it
-	// (unix ns; ConsoleWatch.clockZero).
-	clockZero atomic.Int64
+	// clock is when the kernel of a VM started from a saved state
+	// (Config.Incoming) had its clock at 0 and its first console line's
+	// stamp, once a console watch found them (ConsoleWatch.clockZero).
+	clock atomic.Pointer[restoreClock]
 }
 
 // Launch starts QEMU for c through ex (inside network namespace netns when
@@ -178,7 +178,7 @@ func (vm *VM) Agent(ctx context.Context) (net.Conn, error) {
 func (vm *VM) Console() *ConsoleWatch {
 	w := newConsoleWatch(vm.Config.ConsoleLog, vm.Launched)
 	if vm.Config.Incoming {
-		w.zero = &vm.clockZero
+		w.clock = &vm.clock
 	}
 	return w
 }

@@ -398,21 +398,28 @@ func StaticELF(path string) error {
 // and what its migrate-incoming accepts: anything else fails to load.
 const State = "fakeqemu guest state\n"
 
+// StuckState is a saved state a fake QEMU's migrate-incoming starts to
+// load and never completes (a load that hangs).
+const StuckState = "fakeqemu stuck guest state\n"
+
 // migrate plays QMP migrate (exec:cat > 'PATH': writes State to PATH) and
-// migrate-incoming (exec:cat 'PATH': completes when PATH holds State).
+// migrate-incoming (exec:cat 'PATH': completes when PATH holds State,
+// stays active when it holds StuckState).
 func (p *Proc) migrate(cmd, uri string) {
 	path := strings.Trim(strings.TrimPrefix(strings.TrimPrefix(uri, "exec:cat "), "> "), "'")
-	var err error
+	status, err := "completed", error(nil)
 	if cmd == "migrate" {
 		err = os.WriteFile(path, []byte(State), 0o644)
 	} else if b, rerr := os.ReadFile(path); rerr != nil {
 		err = rerr
+	} else if string(b) == StuckState {
+		status = "active"
 	} else if string(b) != State {
 		err = errors.New("load of migration failed: Invalid argument")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.migrated, p.migrateErr = "completed", ""
+	p.migrated, p.migrateErr = status, ""
 	if err != nil {
 		p.migrated, p.migrateErr = "failed", err.Error()
 	}
