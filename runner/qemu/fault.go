@@ -255,11 +255,13 @@ const restoreJumpSpan = 20 * time.Second
 // restoreJump reports whether line is a timing report of the clock jump
 // a restore itself made: the kernel's first line after the restore was
 // stamped past restoreUptimeMax (its clock jumped as the guest resumed:
-// a watchdog's measure then spans the jump, and the clocksource
-// watchdog may mark the TSC unstable), and line is stamped less than
-// restoreJumpSpan after that first line, too soon for a CPU to have
-// been stuck since the restore. A timing report stamped later, and any
-// other fault line, is a fault as it is in a booted guest.
+// a watchdog's measure then spans the jump; under a TCG guest's `quiet
+// tsc=reliable` that first line is the jump's own lockup or stall
+// report, else it may be the clocksource watchdog's skew report), and
+// line is stamped less than restoreJumpSpan after that first line, too
+// soon for a CPU to have been stuck since the restore. A timing report
+// stamped later, and any other fault line, is a fault as it is in a
+// booted guest.
 func (w *ConsoleWatch) restoreJump(line string) bool {
 	if w.clock == nil {
 		return false
