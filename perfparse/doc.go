@@ -12,7 +12,9 @@
 //   - perf stat: ParsePerfStat detects the default text (perf 4.x–6.x,
 //     --per-thread/-t, -A, --per-core, -I, -r variance, multiplexing,
 //     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
-//     footer), -x SEP (also perf 2.6-3.12's, without the unit field) and
+//     footer), -x SEP (any separator string perf was given, detected as
+//     the one that reads the most lines as counters; also perf 2.6-3.12's
+//     layout without the unit field) and
 //     -j. Text as pasted in mail is accepted: collapsed whitespace, "> "
 //     quote marks and locale number formats. The decimal mark is decided
 //     per input from numbers that can only be read one way (metrics,

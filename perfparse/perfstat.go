@@ -129,7 +129,7 @@ func detectPerfStat(lines []string) string {
 		if strings.HasPrefix(s, "{") {
 			return "json"
 		}
-		if csvSep(s) != 0 {
+		if csvSep(s) != "" {
 			return "csv"
 		}
 		return "text"

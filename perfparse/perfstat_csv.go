@@ -7,15 +7,131 @@ import (
 	"strings"
 )
 
-// csvSep returns the -x separator of a perf stat CSV line, or 0.
-func csvSep(s string) byte {
-	for _, sep := range []byte{',', ';', '\t', '|', ':'} {
-		f := strings.Split(s, string(sep))
-		if len(f) >= 3 && csvValueIndex(f) >= 0 || len(f) >= 2 && csvOldValueIndex(f) >= 0 {
-			return sep
+// csvSep returns the -x separator of perf stat CSV lines, or "". perf
+// takes any string (-x, -x';' or -x '|;', -x ' : '): the candidates are
+// the punctuation after a number in the first lines, and the one that
+// reads the most lines as counters wins (";" splits -x ';;' lines into
+// empty units and CPU labels read as events, which do not count; of two
+// that read as many, the shorter: "," over ",," for "884,,cache-misses").
+// Separators of spaces only are not tried: they are the text format.
+func csvSep(lines ...string) string {
+	var content []string
+	for _, l := range lines {
+		if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "#") {
+			content = append(content, s)
+		}
+		if len(content) == 16 {
+			break
 		}
 	}
-	return 0
+	best, bestN := "", 0
+	for _, sep := range sepCandidates(content) {
+		n := 0
+		for _, s := range content {
+			if csvLineFits(s, sep) {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = sep, n
+		}
+	}
+	return best
+}
+
+// sepCandidates returns the strings of 1 to 4 punctuation or space
+// characters that follow a number (or "<not counted>") in the lines.
+func sepCandidates(lines []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range lines {
+		for i := 0; i < len(s); i++ {
+			if !(isDigit(s[i]) || s[i] == '>') || i+1 < len(s) && (isDigit(s[i+1]) || s[i+1] == '.') {
+				continue // not the end of a number
+			}
+			for k := i + 1; k < len(s) && k <= i+4 && isSepByte(s[k]); k++ {
+				if c := s[i+1 : k+1]; !seen[c] && strings.TrimSpace(c) != "" {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+
+// isSepByte reports whether c can be part of a -x separator as this
+// parser detects it: not a letter, digit, or a character of numbers and
+// event names.
+func isSepByte(c byte) bool {
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) || strings.IndexByte("._<>-/=@{}", c) >= 0)
+}
+
+// csvFields splits a -x line at sep and rejoins the event names it split.
+func csvFields(s, sep string) []string {
+	return joinEventTerms(strings.Split(s, sep), sep)
+}
+
+// csvLineFits reports whether s, split at sep, reads as a counter line
+// with a plausible unit and event name: one that does not hold a further
+// field (a longer separator's half, e.g. ";msec" for -x '|;') or a
+// place label (CPU0, read as the event where -x ';;' was split at ';').
+func csvLineFits(s, sep string) bool {
+	f := csvFields(s, sep)
+	if vi := csvValueIndex(f); vi >= 0 {
+		u := strings.TrimSpace(f[vi+1])
+		if (u == "" || reUnitField().MatchString(u)) && csvEventFits(f, vi+2, sep) {
+			return true
+		}
+	}
+	vi := csvOldValueIndex(f)
+	return vi >= 0 && csvEventFits(f, vi+1, sep)
+}
+
+// csvEventFits reports whether f[ei] (rejoined where -x: split it) is a
+// plausible event name.
+func csvEventFits(f []string, ei int, sep string) bool {
+	f = joinColonEvent(f, ei, sep)
+	ev := strings.TrimSpace(f[ei])
+	if !isEventName(ev) || knownUnits[ev] || reAggrID().MatchString(ev) || strings.HasPrefix(ev, "CPU") && isPlainNum(ev[3:]) {
+		return false
+	}
+	for _, piece := range strings.FieldsFunc(ev, func(r rune) bool { return strings.ContainsRune(sep, r) }) {
+		if isPlainNum(piece) {
+			return false // "context-switches,42719050" for -x ',,'
+		}
+	}
+	return true
+}
+
+// reUnitField is a unit perf prints between value and event ("msec",
+// "Joules", "MiB", "%" units of some PMUs).
+var reUnitField = lazyRegexp(`^[A-Za-z%][A-Za-z0-9%/ ]*$`)
+
+// reEventSuffix is what follows a ':' inside an event name: modifiers
+// ("cycles:u", "cpu-clock:ppp") or a tracepoint's name
+// ("sched:sched_switch").
+var reEventSuffix = lazyRegexp(`^[A-Za-z_][\w.-]*$`)
+
+// joinColonEvent rejoins the event f[ei] that a separator made of ':'
+// split ("context-switches:u" read as "context-switches", "u" with -x:):
+// a non-numeric field after the event is its rest, where runtime would
+// follow. (A -G cgroup after the event would be joined too; perf's -x:
+// output cannot tell the two apart.)
+func joinColonEvent(f []string, ei int, sep string) []string {
+	if strings.Trim(sep, " ") != ":" {
+		return f
+	}
+	for n := 0; n < 2 && ei+1 < len(f); n++ {
+		next := strings.TrimSpace(f[ei+1])
+		if !reEventSuffix().MatchString(next) {
+			break
+		}
+		j := append(append([]string{}, f[:ei]...), f[ei]+sep+f[ei+1])
+		f = append(j, f[ei+2:]...)
+	}
+	return f
 }
 
 // csvValueIndex finds the counter-value field: a number (or <not ...>)
@@ -42,7 +158,7 @@ var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
-	var sep byte
+	sep := ""
 	noUnit := false
 	for i, l := range lines {
 		ln := i + 1
@@ -50,13 +166,13 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}
-		if sep == 0 {
-			if sep = csvSep(s); sep == 0 {
+		if sep == "" {
+			if sep = csvSep(lines[i:]...); sep == "" {
 				return nil, errorf(ln, "perf stat -x: cannot find value,unit,event fields in %q", clip(s))
 			}
 			noUnit = csvNoUnitColumn(lines[i:], sep)
 		}
-		if err := st.addCSVLine(strings.Split(s, string(sep)), sep, noUnit, ln); err != nil {
+		if err := st.addCSVLine(strings.Split(s, sep), sep, noUnit, ln); err != nil {
 			return nil, err
 		}
 	}
@@ -68,21 +184,24 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 
 // addCSVLine adds one -x line: a counter row, or a metric or metric group
 // line. noUnit is the layout of perf before 3.13, without the unit field.
-func (st *PerfStat) addCSVLine(f []string, sep byte, noUnit bool, ln int) error {
+func (st *PerfStat) addCSVLine(f []string, sep string, noUnit bool, ln int) error {
 	f = joinEventTerms(f, sep)
 	vi, ui := csvValueIndex(f), 1 // ui: fields between value and event
 	if noUnit {
 		vi, ui = csvOldValueIndex(f), 0
 	}
+	if vi >= 0 {
+		f = joinColonEvent(f, vi+1+ui, sep)
+	}
 	if vi < 0 && st.addCSVNonCounter(f) {
 		return nil
 	}
 	if vi < 0 {
-		want := fmt.Sprintf("value%cunit%cevent", sep, sep)
+		want := fmt.Sprintf("value%sunit%sevent", sep, sep)
 		if noUnit {
-			want = fmt.Sprintf("value%cevent (perf before 3.13)", sep)
+			want = fmt.Sprintf("value%sevent (perf before 3.13)", sep)
 		}
-		return errorf(ln, "perf stat -x: cannot find %s fields in %q", want, clip(strings.Join(f, string(sep))))
+		return errorf(ln, "perf stat -x: cannot find %s fields in %q", want, clip(strings.Join(f, sep)))
 	}
 	row := PerfStatRow{Event: strings.TrimSpace(f[vi+1+ui]), Supported: true, Counted: true, Multiplex: 1}
 	row.setCSVPlace(f[:vi])
@@ -148,12 +267,12 @@ var (
 // joinEventTerms rejoins an event name that -x split at its own
 // separator: perf prints "cpu/event=0x3c,umask=0x0/" as it is, so with
 // -x, the fields "cpu/event=0x3c" and "umask=0x0/" are one event.
-func joinEventTerms(f []string, sep byte) []string {
+func joinEventTerms(f []string, sep string) []string {
 	out := make([]string, 0, len(f))
 	for i := 0; i < len(f); i++ {
 		if reTermsOpen().MatchString(strings.TrimSpace(f[i])) {
 			if j := termsEnd(f, i+1); j > i {
-				out = append(out, strings.Join(f[i:j+1], string(sep)))
+				out = append(out, strings.Join(f[i:j+1], sep))
 				i = j
 				continue
 			}
@@ -208,10 +327,10 @@ func csvOldValueIndex(f []string) int {
 // on) is perf's before 3.13, without the unit field ("884,cache-misses"):
 // some line reads only that way or as value,event,cgroup, and no line has
 // the empty or known unit later perf prints after every value.
-func csvNoUnitColumn(lines []string, sep byte) bool {
+func csvNoUnitColumn(lines []string, sep string) bool {
 	old := false
 	for _, l := range lines {
-		f := joinEventTerms(strings.Split(strings.TrimSpace(l), string(sep)), sep)
+		f := csvFields(strings.TrimSpace(l), sep)
 		if vi := csvValueIndex(f); vi >= 0 {
 			if u := strings.TrimSpace(f[vi+1]); u == "" || knownUnits[u] {
 				return false
@@ -242,7 +361,7 @@ func (st *PerfStat) addCSVNonCounter(f []string) bool {
 
 // setCSVTail reads the fields after value,unit,event: the -r variance,
 // the run time, the running percentage and the metric.
-func (row *PerfStatRow) setCSVTail(rest []string, sep byte, ln int) error {
+func (row *PerfStatRow) setCSVTail(rest []string, sep string, ln int) error {
 	if len(rest) > 0 && strings.HasSuffix(strings.TrimSpace(rest[0]), "%") {
 		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest[0]), "%"), 64)
 		if err != nil {
@@ -274,7 +393,7 @@ func (row *PerfStatRow) setCSVTail(rest []string, sep byte, ln int) error {
 		if err != nil {
 			return errorf(ln, "perf stat -x: metric value %q is not a number", rest[2])
 		}
-		row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], string(sep))), pct)
+		row.Metric = newMetric(v, strings.TrimSpace(strings.Join(rest[3:], sep)), pct)
 	}
 	return nil
 }

@@ -296,8 +296,24 @@ func TestJoinEventTerms(t *testing.T) {
 		// no closing slash: left as it is (and refused later)
 		"1,,uncore_imc_0/event=0x4,umask=0x3,100,100.00,,": "1||uncore_imc_0/event=0x4|umask=0x3|100|100.00||",
 	} {
-		if got := strings.Join(joinEventTerms(strings.Split(in, ","), ','), "|"); got != want {
+		if got := strings.Join(joinEventTerms(strings.Split(in, ","), ","), "|"); got != want {
 			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCSVSep(t *testing.T) {
+	for in, want := range map[string]string{
+		"42.72|;msec|;task-clock|;42719050|;100.00|;0.557|;CPUs utilized":              "|;",
+		"8|;|;context-switches|;42719050|;100.00|;187.270|;/sec":                       "|;",
+		"0.1;;CPU0;;100.51;;msec;;task-clock;;100510981;;100.00;;1.005;;CPUs utilized": ";;",
+		"3 :  : software/config=0,period=1/ : 3 : 100.00 : 0.309 : CPUs utilized":      " :",
+		"8,,context-switches,42719050,100.00,187.270,/sec":                             ",",
+		"0::context-switches:u:27309606:100.00:0.000:/sec":                             ":",
+		"46.997      context-switches":                                                 "", // text, not -x ' '
+	} {
+		if got := csvSep(in); got != want {
+			t.Errorf("csvSep(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
