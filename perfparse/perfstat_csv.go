@@ -60,7 +60,6 @@ func sepCandidates(lines []string) []string {
 	return out
 }
 
-
 // isSepByte reports whether c can be part of a -x separator as this
 // parser detects it: not a letter, digit, or a character of numbers and
 // event names.
