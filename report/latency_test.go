@@ -277,3 +277,28 @@ func TestLatencyTableXDPLost(t *testing.T) {
 		t.Errorf("Lost rows %v: want xdp_redirect's 3150 (xdp_lost_pps) and pktgen's 15100 (lost_pps)", lost)
 	}
 }
+
+// A UDP iperf3 stream's tap drops are in its own table too: its table
+// showed Throughput alone, with a legend of a Retransmits row it did not
+// have, and the 60 Kpps lost only in the latency table.
+func TestIperf3TableLost(t *testing.T) {
+	set := &results.Set{Samples: []results.Sample{
+		latencySample("tap/iperf3-p1/udp", "pfifo_fast", "iperf3", "udp socket, through the qdisc", 50e-3, 0.2, map[metric.Key]float64{"throughput_bps": 102e6, "lost_pps": 60.3e3}),
+	}}
+	r, err := Build(set, Options{Kinds: []string{KindThread}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r, ASCII); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| Lost ", "60.3 Kpps"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("iperf3 table lacks %q:\n%s", s, b.String())
+		}
+	}
+	if notes := strings.Join(r.Tables[0].Notes, "\n"); !strings.Contains(notes, "Lost = packets dropped (the tap's tx_dropped) per second of the measurement window") {
+		t.Errorf("iperf3 table's notes lack Lost's definition:\n%s", notes)
+	}
+}
