@@ -98,16 +98,12 @@ func (d *Doctor) checkDevices() {
 	kst := qemu.ProbeKVM()
 	d.Accel = kst.Accel()
 	d.add(kvmCheck(kst))
-	_, err := os.Stat(qemu.VhostNetPath)
-	d.VhostNet = err == nil
+	f := LookHost(Needs{}) // the devices as run's preflight sees them
+	d.VhostNet, d.VhostVsock, d.Tun = f.VhostNet, f.VhostVsock, f.Tun
 	d.add(Check{Name: "vhost-net", OK: d.VhostNet, Detail: present(qemu.VhostNetPath, d.VhostNet),
 		Fix: "load vhost_net (modprobe vhost_net), or run tap+vhost cells in " + LabHint})
-	_, err = os.Stat(qemu.VhostVsockPath)
-	d.VhostVsock = err == nil
 	d.add(Check{Name: "vhost-vsock", OK: d.VhostVsock, Warn: true, Detail: present(qemu.VhostVsockPath, d.VhostVsock),
 		Fix: "vsock to a guest needs it: load vhost_vsock (modprobe vhost_vsock), or run vsock cells in " + LabHint})
-	_, err = os.Stat("/dev/net/tun")
-	d.Tun = err == nil
 	d.add(Check{Name: "tun", OK: d.Tun, Detail: present("/dev/net/tun", d.Tun), Fix: "the kernel needs CONFIG_TUN, or use " + LabHint})
 }
 

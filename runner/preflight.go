@@ -51,12 +51,9 @@ func CheckWorkload(c *scenarios.Cell) error {
 }
 
 func (n Needs) check() error {
-	// The guest image copies its programs from this host (a lab VM sees
-	// the host's root): a missing one would fail the first boot.
-	for _, p := range n.GuestPrograms {
-		if _, err := proc.LookPath(p); err != nil {
-			return capErrorf("%s is not installed: the guest image copies it from this host; install the Debian package %s (apt-get install %s)", p, debPackage(p), debPackage(p))
-		}
+	onPath := func(p string) bool { _, err := proc.LookPath(p); return err == nil }
+	if r := n.guestRefusals(onPath); len(r) > 0 {
+		return r[0].Err()
 	}
 	for _, c := range n.checks {
 		if err := c(); err != nil {
@@ -159,24 +156,8 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 			return err
 		}
 	}
-	if n.NoNetns {
-		return capErrorf("isolation: none is not supported by run (traffic must stay in a namespace the harness owns); use isolation: netns")
-	}
-	if os.Geteuid() != 0 {
-		return capErrorf("run needs root (network namespaces, tap devices, CPU affinity of other processes); run it with sudo")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		return capErrorf("/dev/net/tun is missing: the kernel has no tun/tap (CONFIG_TUN); run 'vnetbench doctor', or use %s", LabHint)
-	}
-	for _, t := range n.Tools {
-		if _, err := proc.LookPath(t); err != nil {
-			return capErrorf("%s is not installed; install the Debian package %s (make deps)", t, debPackage(t))
-		}
-	}
-	if n.Vhost {
-		if err := qemu.CheckVhost(qemu.Config{NICs: []qemu.NIC{{Vhost: true}}}); err != nil {
-			return err
-		}
+	if r := n.Refusals(LookHost(n)); len(r) > 0 {
+		return r[0].Err() // plan and run --dry-run predict these (HostRefusals)
 	}
 	if err := n.check(); err != nil {
 		return err
@@ -189,9 +170,9 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		}
 	}
 	for _, name := range n.Features {
-		if f, ok := feature(name); ok {
+		if f, ok := feature(name); ok && !f.Cheap { // the cheap ones: Refusals
 			if p := f.Probe(); !p.OK {
-				return capErrorf("%s, or %s", p.Why, LabHint)
+				return capErrorf("%s; %s", p.Why, featureFix(p))
 			}
 		}
 	}

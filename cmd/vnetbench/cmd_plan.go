@@ -113,6 +113,9 @@ func writePlanText(w io.Writer, p *session.Plan) {
 	}
 	writePerPatch(w, p.PerPatch)
 	fmt.Fprintf(w, "accelerator: %s\n", p.Accel)
+	for _, r := range p.Refusals {
+		fmt.Fprintln(w, r)
+	}
 	for _, l := range p.LabVMs {
 		fmt.Fprintf(w, "lab VM (kernel %s): %s\n", l.Kernel, proc.Quote(l.Argv))
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/golden"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -372,5 +374,49 @@ func TestDryRunAccel(t *testing.T) {
 	got, code = runCLI(t, "run", "testdata/plan/accel-kvm.yaml", "--dry-run", "--seed", "1")
 	if code != 2 || !strings.Contains(got, "guest.accel: kvm, but KVM is not usable here") {
 		t.Errorf("dry run of accel: kvm on a TCG host: exit %d\n%s", code, got)
+	}
+}
+
+// plan and run --dry-run say what run's preflight would refuse on this
+// host, a line each with its fix: plan exits 0, the dry run 2 (as run),
+// and a lab kernel's cells are not the host's to refuse.
+func TestPlanDryRunRefusals(t *testing.T) {
+	cl := testCLI()
+	cl.host = func() lab.Host {
+		h := testHost(tcgHost)
+		h.Look = func(n runner.Needs) runner.Facts { // a non-root host without vhost-net, perf or pktgen
+			return runner.Facts{Tun: true, Missing: map[string]bool{"perf": true},
+				Features: map[string]workload.Probe{"pktgen": {Why: "pktgen is not available in kernel X", Fix: "modprobe pktgen"}}}
+		}
+		return h
+	}
+	want := []string{
+		"run would refuse: run needs root (network namespaces, tap devices, CPU affinity of other processes); fix: run it with sudo",
+		"run would refuse: perf is not installed; fix: install the Debian package linux-perf (make deps)",
+		"run would refuse: backend tap+vhost needs /dev/vhost-net",
+		"run would refuse: pktgen is not available in kernel X; fix: modprobe pktgen, or lab mode",
+	}
+	got, code := runCLIWith(t, cl, "plan", "thread-pktgen", "--seed", "1")
+	stdout := got[:strings.Index(got, "--- stderr")]
+	if code != 0 || strings.Count(stdout, "run would refuse: ") != len(want) {
+		t.Errorf("plan: exit %d, want 0 and %d refusals:\n%s", code, len(want), got)
+	}
+	for _, w := range want {
+		if !strings.Contains(stdout, "\n"+w) {
+			t.Errorf("plan: no line %q:\n%s", w, stdout)
+		}
+	}
+	got, code = runCLIWith(t, cl, "run", "thread-pktgen", "--dry-run", "--seed", "1", "-o", t.TempDir())
+	if code != 2 || strings.Count(got, "vnetbench: run would refuse: ") != len(want) {
+		t.Errorf("run --dry-run: exit %d, want 2 and %d refusals:\n%s", code, len(want), got)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, "vnetbench: "+w) {
+			t.Errorf("run --dry-run: no line %q:\n%s", w, got)
+		}
+	}
+	got, code = runCLIWith(t, cl, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", t.TempDir())
+	if code != 0 || strings.Contains(got, "run would refuse") {
+		t.Errorf("run --dry-run lab-pktgen: exit %d, want 0 and no refusal (its cells run in lab VMs):\n%s", code, got)
 	}
 }

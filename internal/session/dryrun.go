@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -35,7 +37,21 @@ func (r *run) dryRun() error {
 	if len(r.labCells) > 0 {
 		r.printLabVMs(labVMs)
 	}
-	return nil
+	return r.refuse()
+}
+
+// refuse prints what run's preflight would refuse of the running
+// kernel's cells here (runner.HostRefusals), a line each, and returns
+// the last as the error, so a dry run exits 2 where run would.
+func (r *run) refuse() error {
+	rs := runner.HostRefusals(r.hostCells, r.host.Look)
+	if len(rs) == 0 {
+		return nil
+	}
+	for _, rf := range rs[:len(rs)-1] {
+		fmt.Fprintf(r.Stderr, "vnetbench: %s\n", rf)
+	}
+	return fault.Capability("%s", rs[len(rs)-1])
 }
 
 // printCellCommands prints each cell's commands (cmds[i] are r.cells[i]'s),

@@ -38,6 +38,10 @@ type Plan struct {
 	LabVMs []PlanLabVM     `json:"lab_vms,omitempty"`
 	Runs   []PlanRun       `json:"runs"`
 	Cells  []PlanCell      `json:"cells"`
+	// Refusals are what run refuses of the running kernel's cells on
+	// this host, as far as a cheap look tells (runner.HostRefusals),
+	// one line each.
+	Refusals []string `json:"refusals,omitempty"`
 	// Warnings: accelerator fallbacks and refusals, lab sizing.
 	Warnings []string `json:"-"`
 	// Params are each cell's parameters, in schema order.
@@ -96,7 +100,8 @@ func PlanSeed(flagSeed, scenarioSeed int64) int64 {
 // order of each cell's first run, with the accelerator each cell's guest
 // gets on host h, its commands and the QEMU argv of each lab VM
 // (lab.PlanCommands, as run --dry-run prints them). What run refuses on
-// h is a warning here.
+// h is a warning here, and what h.Look predicts run's preflight refuses
+// a line of Refusals.
 func BuildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *Plan {
 	p := &Plan{Scenario: s.Name, File: s.File, Description: s.Description, Seed: seed,
 		Kernels: s.Kernels, Axes: []PlanAxis{}, cellIndex: map[string]int{}, Accel: AccelDesc(h.KVM)}
@@ -130,6 +135,9 @@ func BuildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *Plan {
 		}
 		p.Cells[ci].Runs = append(p.Cells[ci].Runs, i+1)
 		p.Runs = append(p.Runs, PlanRun{N: i + 1, Kernel: c.Kernel.Label, Cell: c.Name, Rep: c.Rep + 1})
+	}
+	for _, r := range runner.HostRefusals(cells, h.Look) {
+		p.Refusals = append(p.Refusals, r.String())
 	}
 	return p
 }

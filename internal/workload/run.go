@@ -295,6 +295,9 @@ type Feature struct {
 	Module string
 	// Probe looks at this host.
 	Probe func() Probe
+	// Cheap: Probe only reads files (no socket, device or namespace), so
+	// plan and run --dry-run call it to say what run would refuse.
+	Cheap bool
 }
 
 // Probe is what a Feature's probe found.

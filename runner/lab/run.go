@@ -216,6 +216,10 @@ type Host struct {
 	KVM    qemu.KVMStatus
 	CPUs   []int // the CPUs the harness may run on (its affinity), in order
 	MemMiB int   // MemTotal (0 = unknown)
+	// Look finds what run's preflight would refuse of the running
+	// kernel's cells, cheaply (runner.LookHost; nil: plan and run
+	// --dry-run predict nothing, as for a described host).
+	Look func(runner.Needs) runner.Facts
 }
 
 // thisHost describes this machine (o.KVM, when set, is its KVM).

@@ -97,8 +97,13 @@ func VMArgs(label string, cells []scenarios.Cell, h Host) ([]string, []string, e
 }
 
 // ThisHost describes this machine for VMArgs and SizeFor: its KVM
-// (qemu.ProbeKVM), the CPUs the harness may run on and its memory.
-func ThisHost() Host { return thisHost(runner.Options{}) }
+// (qemu.ProbeKVM), the CPUs the harness may run on, its memory, and
+// what run would refuse here (runner.LookHost).
+func ThisHost() Host {
+	h := thisHost(runner.Options{})
+	h.Look = runner.LookHost
+	return h
+}
 
 // labAccels checks, before any lab boots, the accelerator of every lab
 // cell: guest.accel: kvm where a lab VM here cannot give its guests KVM is

@@ -27,7 +27,7 @@ func (Workload) ParseKinds() []perfparse.Kind {
 }
 
 func (Workload) Features() []workload.Feature {
-	return []workload.Feature{{Name: feature, Module: "pktgen", Probe: probe}}
+	return []workload.Feature{{Name: feature, Module: "pktgen", Probe: probe, Cheap: true}}
 }
 
 // Available reports whether this kernel has pktgen loaded

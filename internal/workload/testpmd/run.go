@@ -38,7 +38,7 @@ func (Workload) Tools() []workload.Tool {
 const PMDFeature = "dpdk net_af_xdp"
 
 func (Workload) Features() []workload.Feature {
-	return []workload.Feature{{Name: PMDFeature, Probe: probePMD}}
+	return []workload.Feature{{Name: PMDFeature, Probe: probePMD, Cheap: true}}
 }
 
 // pmdGlob finds the AF_XDP PMD where Debian's DPDK looks for plug-ins.
