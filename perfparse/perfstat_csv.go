@@ -156,6 +156,9 @@ func csvValueIndex(f []string) int {
 var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
+	if sep := metricOnlySep(lines); sep != "" {
+		return parsePerfStatMetricOnly(lines, sep)
+	}
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
 	sep := ""
 	noUnit := false

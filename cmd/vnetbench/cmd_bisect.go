@@ -92,9 +92,9 @@ func (o *bisectOpts) check(args int, bad *string) error {
 	return err
 }
 
-// checkInputs checks the scenario (with --set), --min-effect and --tree
-// (a git repository of a kernel tree) before anything is listed, built
-// or made: a mistyped scenario name
+// checkInputs checks the scenario (with --set), --min-effect,
+// --max-repetitions and --tree (a git repository of a kernel tree)
+// before anything is listed, built or made: a mistyped scenario name
 // made the directory of the first candidate under -o, then printed an
 // empty list of candidates and said to resume; a --tree that is no git
 // repository read as a --good that is no commit of it.
@@ -104,6 +104,11 @@ func (o *bisectOpts) checkInputs(ctx context.Context) error {
 	}
 	if _, err := report.ParseMinEffect(o.minEffect); err != nil {
 		return usageErrorf("bisect: --min-effect: %v", err)
+	}
+	// Each step's run checks it too, but only once the first candidate's
+	// directory is made and its step has begun.
+	if lo, hi := verdict.Default.FirstN(), verdict.Default.MaxN(); o.maxReps < lo || o.maxReps > hi {
+		return usageErrorf("bisect: --max-repetitions %d: want %d (the first look that can decide) to %d (the plan's last look)", o.maxReps, lo, hi)
 	}
 	fi, err := os.Stat(o.tree)
 	switch {

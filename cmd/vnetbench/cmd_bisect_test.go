@@ -234,6 +234,8 @@ func TestBisectBadInputFirst(t *testing.T) {
 		{"quickstrat", tree, nil, `no built-in scenario or file named "quickstrat"; did you mean quickstart?`},
 		{"quickstart", tree, []string{"--set", "qdisc=fq_codle"}, `unknown qdisc "fq_codle"; did you mean fq_codel?`},
 		{"quickstart", tree, []string{"--min-effect", "5"}, "bisect: --min-effect:"},
+		{"quickstart", tree, []string{"--max-repetitions", "0"}, "bisect: --max-repetitions 0: want 3"},
+		{"quickstart", tree, []string{"--max-repetitions", "1000"}, "bisect: --max-repetitions 1000: want 3"},
 		{"quickstart", plain, nil, "bisect: --tree " + plain + " is not a git repository"},
 		{"quickstart", filepath.Join(plain, "none"), nil, "bisect: --tree " + filepath.Join(plain, "none") + ": no such file or directory"},
 		{"quickstart", notKernel, nil, "bisect: --tree " + notKernel + " is not a Linux kernel tree"},

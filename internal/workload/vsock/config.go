@@ -173,7 +173,7 @@ func (Workload) Table() workload.Table {
 		Context: []workload.ContextKey{{Key: "transport", Format: func(v string) string { return v + " transport" }}},
 		Notes: func(int, func(metric.Key) bool) []string {
 			return []string{
-				"Throughput = bytes the vsock server read x 8 over its own interval (its clock, from its first read to its last); MB/s = 1e6 bytes/s",
+				"Throughput = the bytes the vsock server read after its first read (all sender threads' together) / the time from the end of its first read to the end of its last, on its clock; MB/s = 1e6 bytes/s",
 				"Redirector CPU = guest CPU time of socat's process (sockmap has none) plus the guest's kworkers (psock backlog, vsock transport), over the sender's run, from /proc/PID/schedstat; 100% = one CPU",
 			}
 		}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +172,39 @@ func TestReportGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The Throughput row reads in MB/s, bytes: its legend must say how that
+// number is made from what the server counted (bytes after the first
+// read over the time from the first read's end to the last's), not how
+// the stored bit/s metric is (x 8), or a reader multiplies by 8 again.
+func TestThroughputLegend(t *testing.T) {
+	_, srv := captured(t, capturedSockmap)
+	set, err := results.Load(filepath.Join("testdata", "real", "loopback-612-tcg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.Build(set, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteText(&b, r, report.ASCII); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	want := fmt.Sprintf("%.2f MB/s", float64(srv.Bytes)/srv.Seconds/1e6)
+	if !strings.Contains(out, want) {
+		t.Errorf("the sockmap cell is not the server's bytes / its interval (%s):\n%s", want, b.String())
+	}
+	for _, w := range []string{"Throughput = the bytes the vsock server read after its first read", "all sender threads'",
+		"from the end of its first read to the end of its last", "MB/s = 1e6 bytes/s"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("legend lacks %q:\n%s", w, b.String())
+		}
+	}
+	if strings.Contains(out, "x 8") {
+		t.Errorf("legend of a MB/s row says x 8 (bits):\n%s", b.String())
 	}
 }
