@@ -19,6 +19,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/session"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -345,13 +346,13 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if len(done) > 0 {
-		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(done))
+		fmt.Fprintf(stdout, "bisect: resuming with %s\n", units.Plural(len(done), "judged commit"))
 	}
 	save := func(steps []bisect.Outcome) error {
 		b, _ := json.MarshalIndent(steps, "", "  ")
 		return out.WriteFile(stateFile, b, 0o644)
 	}
-	fmt.Fprintf(stdout, "bisect: %d commits between %s (good) and %s (bad)\n", len(commits)-1, short(good), *bad)
+	fmt.Fprintf(stdout, "bisect: %s between %s (good) and %s (bad)\n", units.Plural(len(commits)-1, "commit"), short(good), *bad)
 	judge := func(ctx context.Context, c string) (bisect.Outcome, error) {
 		return cl.judgeOne(ctx, o, c, stdout, stderr)
 	}

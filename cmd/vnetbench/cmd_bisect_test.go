@@ -136,6 +136,12 @@ func TestBisectCLI(t *testing.T) {
 	if err := run(t.Context(), []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps"}, io.Discard, io.Discard); exitCode(err) != exitBadInput {
 		t.Errorf("no -o: exit %d, want 2", exitCode(err))
 	}
+	// One commit is "1 commit" (it said "1 commits between").
+	b.Reset()
+	one := []string{"bisect", "quickstart", "--tree", tree, "--good", commits[39], "--bad", commits[40], "--metric", "tx_pps", "-o", t.TempDir()}
+	if err := cl.run(t.Context(), one, &b, io.Discard); err != nil || !strings.Contains(b.String(), "bisect: 1 commit between") {
+		t.Errorf("one commit: %v; output:\n%s", err, b.String())
+	}
 }
 
 func indexOf(s []string, v string) int {
