@@ -238,6 +238,9 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
 	for i, l := range lines {
 		s := strings.TrimSpace(l)
+		if err := startedAgain(s, len(st.Rows), i+1); err != nil {
+			return nil, err
+		}
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}

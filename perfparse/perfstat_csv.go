@@ -165,6 +165,9 @@ func parsePerfStatCSV(lines []string) (*PerfStat, error) {
 	for i, l := range lines {
 		ln := i + 1
 		s := strings.TrimSpace(l)
+		if err := startedAgain(s, len(st.Rows), ln); err != nil {
+			return nil, err
+		}
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}

@@ -148,6 +148,9 @@ func parsePerfStatMetricOnly(lines []string, sep string) (*PerfStat, error) {
 	places, names, header := 0, []string(nil), false
 	for i, l := range lines {
 		ln, s := i+1, strings.TrimSpace(l)
+		if err := startedAgain(s, len(st.Rows), ln); err != nil {
+			return nil, err
+		}
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue
 		}
