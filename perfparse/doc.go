@@ -14,7 +14,8 @@
 //     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
 //     footer), -x SEP (any separator string perf was given, detected as
 //     the one that reads the most lines as counters; also perf 2.6-3.12's
-//     layout without the unit field) and
+//     layout without the unit field; --metric-only -x: one MetricGroup
+//     row per metric value, named after the header's metric) and
 //     -j. Text as pasted in mail is accepted: collapsed whitespace, "> "
 //     quote marks and locale number formats. The decimal mark is decided
 //     per input from numbers that can only be read one way (metrics,

@@ -95,7 +95,8 @@ var (
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
 				reDetectStatInterval().MatchString(s) ||
-				csvSep(first) != "" || reDetectStatRow().MatchString(s)
+				csvSep(first) != "" || reDetectStatRow().MatchString(s) ||
+				metricOnlySep(strings.SplitN(s, "\n", 64)) != ""
 		}},
 	}
 )

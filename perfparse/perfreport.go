@@ -391,6 +391,15 @@ func (rr *PerfReportReader) comment(t []byte, ln int) error {
 	case isReportColumnsLine(s):
 		rr.hdrNames = string(t)
 		rr.setCols(namesFromHeader(s))
+		for _, c := range rr.cols {
+			if strings.Contains(c.name, " / ") {
+				// --hierarchy: one row per level (comm, then its
+				// DSOs, then their symbols), each with its share;
+				// read as rows and call graphs, the levels' shares
+				// would add up to more than the whole.
+				return errorf(ln, "perf report: column %q is perf report --hierarchy's, whose rows are levels of a tree; run perf report without --hierarchy", c.name)
+			}
+		}
 		rr.positions = false
 		rr.sawHeader = true
 	case strings.HasPrefix(s, ".") && strings.Trim(s, ". ") == "" && rr.hdrNames != "":

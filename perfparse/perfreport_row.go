@@ -165,6 +165,7 @@ func (rr *PerfReportReader) setField(row *PerfReportRow, name string, f []byte) 
 			row.JITTID, _ = strconv.Atoi(string(rest))
 		}
 	case "Symbol":
+		f = cutVerboseSym(f)
 		if len(f) >= 4 && f[0] == '[' && f[2] == ']' {
 			row.SymbolKind = rr.str(f[1:2])
 			f = bytes.TrimLeft(f[3:], " ")
@@ -182,7 +183,26 @@ func (rr *PerfReportReader) setField(row *PerfReportRow, name string, f []byte) 
 }
 
 func validSymField(f []byte) bool {
+	f = cutVerboseSym(f)
 	return len(f) >= 4 && f[0] == '[' && f[2] == ']' && f[3] == ' '
+}
+
+// cutVerboseSym drops what perf report -v prints before a symbol: its
+// address and where the symbol came from ("0x167149           D [.] sym",
+// perf's "%-#*llx %c ").
+func cutVerboseSym(f []byte) []byte {
+	if !bytes.HasPrefix(f, []byte("0x")) {
+		return f
+	}
+	i := 2
+	for i < len(f) && (isDigit(f[i]) || f[i] >= 'a' && f[i] <= 'f') {
+		i++
+	}
+	rest := bytes.TrimLeft(f[i:], " ")
+	if i == 2 || len(rest) < 6 || rest[1] != ' ' || rest[2] != '[' || len(rest) == len(f[i:]) {
+		return f
+	}
+	return rest[2:]
 }
 
 // parsePct reads "9.75%" (or "9,75%") as a fraction.

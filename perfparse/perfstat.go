@@ -32,6 +32,9 @@ type PerfStat struct {
 	ElapsedVariance *float64 `json:"elapsed_variance_frac,omitempty"`
 	UserS           *float64 `json:"user_s,omitempty"`
 	SysS            *float64 `json:"sys_s,omitempty"`
+	// MetricOnly is true for --metric-only output: its rows are
+	// MetricGroup rows, one per metric value, named after the metric.
+	MetricOnly bool `json:"metric_only,omitempty"`
 	// NumberFormat describes the decimal mark and grouping found in text
 	// input, e.g. `decimal ',' grouping '.'` ("" when plain).
 	NumberFormat string `json:"number_format,omitempty"`
@@ -129,7 +132,7 @@ func detectPerfStat(lines []string) string {
 		if strings.HasPrefix(s, "{") {
 			return "json"
 		}
-		if csvSep(s) != "" {
+		if csvSep(s) != "" || metricOnlySep(lines) != "" {
 			return "csv"
 		}
 		return "text"
@@ -188,8 +191,11 @@ func newMetric(v float64, unit string, percent bool) *PerfStatMetric {
 	if strings.HasPrefix(unit, "%") {
 		percent, unit = true, strings.TrimSpace(unit[1:])
 	}
-	if !percent && (strings.HasPrefix(unit, "of all") || strings.HasSuffix(unit, "cycles idle")) {
-		percent = true // -j prints percentage metrics without "%"
+	if !percent && (strings.HasPrefix(unit, "of all") || strings.Contains(unit, " of all ") || strings.HasSuffix(unit, "cycles idle")) {
+		// -j prints percentage metrics without "%", --metric-only
+		// with the event's name before the unit
+		// ("branch-misses of all branches").
+		percent = true
 	}
 	m := &PerfStatMetric{Value: v, Unit: unit, Percent: percent, Base: v, BaseUnit: unit}
 	if percent {
@@ -232,6 +238,9 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
 	for i, l := range lines {
 		s := strings.TrimSpace(l)
+		if err := startedAgain(s, len(st.Rows), i+1); err != nil {
+			return nil, err
+		}
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}

@@ -156,12 +156,18 @@ func csvValueIndex(f []string) int {
 var reAggrID = lazyRegexp(`^(S\d+(-D\d+)?(-C\d+|-CLS\d+|-L\d+-ID\d+)?|N\d+|D\d+|C\d+)$`)
 
 func parsePerfStatCSV(lines []string) (*PerfStat, error) {
+	if sep := metricOnlySep(lines); sep != "" {
+		return parsePerfStatMetricOnly(lines, sep)
+	}
 	st := &PerfStat{Format: "csv", Rows: []PerfStatRow{}}
 	sep := ""
 	noUnit := false
 	for i, l := range lines {
 		ln := i + 1
 		s := strings.TrimSpace(l)
+		if err := startedAgain(s, len(st.Rows), ln); err != nil {
+			return nil, err
+		}
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue // "# started on ..." from -o
 		}

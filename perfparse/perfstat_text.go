@@ -84,6 +84,35 @@ type statScan struct {
 	proseLn int
 }
 
+// checkOneStatRun refuses input holding a complete perf stat output
+// (header to footer) before the header at start: several outputs in one
+// file (perf stat --append -o FILE, or files joined), whose earlier runs
+// reading from the last header would silently drop.
+func checkOneStatRun(lines []string, start int) error {
+	header := -1
+	for i := 0; i < start; i++ {
+		s := normalizeSpaces(lines[i])
+		switch {
+		case reStatHeader().MatchString(s):
+			header = i
+		case header >= 0 && reStatFooter().MatchString(collapse(s)):
+			return errorf(start+1, "perf stat: a second output begins here after a complete one at line %d (perf stat --append, or outputs joined); give one run's output per input", header+1)
+		}
+	}
+	return nil
+}
+
+// startedAgain refuses the "# started on" line of perf stat -o when
+// counter rows came before it: perf stat --append -o FILE wrote several
+// runs to the file, whose rows would read as one run's (summed per
+// event like threads').
+func startedAgain(s string, rows, ln int) error {
+	if rows > 0 && strings.HasPrefix(s, "# started on") {
+		return errorf(ln, "perf stat: a second run's \"# started on\" after counter rows (perf stat --append -o); give one run's output per input")
+	}
+	return nil
+}
+
 // scanStatText splits the text output into raw counter rows and footer
 // lines, and records the header's target and run count in st.
 func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
@@ -103,6 +132,9 @@ func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
 	}
 	if ivHeader >= 0 && ivHeader < start {
 		start = ivHeader
+	}
+	if err := checkOneStatRun(lines, start); err != nil {
+		return nil, err
 	}
 	for i := start; i < len(lines); i++ {
 		ln := i + 1

@@ -13,8 +13,9 @@ type PktgenImixEntry struct {
 	Weight    uint64 `json:"weight"`
 	// Count is how many packets of this size pktgen built, nil when the
 	// file has no imix_size_counts (a paste that cut the Current section).
-	// The kernel does not reset it between runs, only when imix_weights
-	// is written again.
+	// The kernel never resets it: not between runs, nor when
+	// imix_weights is written again (slot by slot, the new sizes' counts
+	// go on from the old ones'); see SetImixBytesSince.
 	Count *uint64 `json:"count,omitempty"`
 }
 
@@ -109,4 +110,40 @@ func (d *PktgenDevice) setImixBytes() {
 		return
 	}
 	r.Bytes, r.BytesUnknown = bytes, false
+}
+
+// SetImixBytesSince sets the bytes of d's IMIX run from the growth of the
+// per-size counts since before, a capture of the same device file taken
+// after the previous run (or after configuring): the kernel keeps each
+// imix_size_counts slot's count across runs and across rewrites of
+// imix_weights (Debian 6.1: slot counts 232233 and 132113 became 370824
+// and 271000 after "imix_weights 60,1 1514,1" and a 277478-packet run), so
+// a later run's bytes are Σ size × (count − count before), slot by slot,
+// when that growth is the run's packet count. Otherwise before is not the
+// capture just before this run: an error says why, and d is unchanged.
+func (d *PktgenDevice) SetImixBytesSince(before *PktgenDevice) error {
+	r := d.Result
+	if r == nil || !r.Run || len(d.Imix) == 0 {
+		return errorf(0, "pktgen: no IMIX run result to take the bytes of (imix_weights and a \"Result: OK:\" run line are needed)")
+	}
+	if before == nil || len(before.Imix) < len(d.Imix) {
+		return errorf(0, "pktgen: the earlier capture has imix_size_counts for fewer sizes than this run's %d; give the device file read just before this run", len(d.Imix))
+	}
+	var n, bytes uint64
+	for i, e := range d.Imix {
+		b := before.Imix[i].Count
+		if e.Count == nil || b == nil {
+			return errorf(0, "pktgen: imix_size_counts missing (Current section cut?); both captures need it")
+		}
+		if *b > *e.Count {
+			return errorf(0, "pktgen: imix_size_counts slot %d fell from %d to %d: the earlier capture is not of this device since its module was loaded", i, *b, *e.Count)
+		}
+		n += *e.Count - *b
+		bytes += (*e.Count - *b) * e.SizeBytes
+	}
+	if n != r.Packets {
+		return errorf(0, "pktgen: imix_size_counts grew by %d packets since the earlier capture, the run sent %d; give the device file read just before this run", n, r.Packets)
+	}
+	r.Bytes, r.BytesUnknown = bytes, false
+	return nil
 }

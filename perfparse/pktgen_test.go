@@ -193,6 +193,39 @@ func TestPktgenImix(t *testing.T) {
 	if !d.Result.BytesUnknown || d.Result.Bytes != 0 || d.Result.Packets != 200000 {
 		t.Errorf("run2: %+v", d.Result)
 	}
+	run1, err := ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-run1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetImixBytesSince(run1); err != nil || d.Result.BytesUnknown ||
+		d.Result.Bytes != 64*(232233-116159)+576*(132113-65957)+1500*(35654-17884) {
+		t.Errorf("run2 since run1: %v, %+v", err, d.Result)
+	}
+	// Its bps is the run's bytes too, had the kernel not counted run1's:
+	// the printed bps is double (537 vs 267 Mb/s).
+	if bps := float64(d.Result.Bytes) * 8 / d.Result.Seconds; math.Abs(bps-d.Result.BitsPerSec/2) > d.Result.BitsPerSec*0.01 {
+		t.Errorf("run2 bytes %d give %.0f bit/s, half the kernel's %.0f", d.Result.Bytes, bps, d.Result.BitsPerSec)
+	}
+	// After imix_weights 60,1 1514,1 the slots go on counting: the
+	// 277478-packet run is the growth of slots 0 and 1 since run2.
+	rew, err := ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-count0-stopped-reweighted.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rew.SetImixBytesSince(d); err != nil || rew.Result.Bytes != 60*(370824-232233)+1514*(271000-132113) {
+		t.Errorf("reweighted since run2: %v, %+v", err, rew.Result)
+	}
+	// The wrong earlier capture is refused and changes nothing.
+	cfg, err := ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-after-config.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rew2, _ := ParsePktgen(openT(t, "testdata/pktgen/real-vm-imix-dummy0-count0-stopped-reweighted.txt"))
+	for name, before := range map[string]*PktgenDevice{"after-config": cfg, "later": rew, "nil": nil} {
+		if err := rew2.SetImixBytesSince(before); err == nil || !rew2.Result.BytesUnknown {
+			t.Errorf("reweighted since %s: %v, %+v; want an error and bytes unknown", name, err, rew2.Result)
+		}
+	}
 	b, err := os.ReadFile("testdata/pktgen/real-vm-imix-dummy0-run1.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -137,8 +137,9 @@ func labAccel(st qemu.KVMStatus) string {
 }
 
 // Observations are what a finished run in dir measured for the estimate
-// table: guest boots, count-bound rates and per-sample overhead by
-// workload and class, and each lab VM's boot. Samples that started
+// table: guest boots by class (estimate.WorkloadGuest: a guest serves
+// the cells of several workloads), count-bound rates and per-sample
+// overhead by workload and class, and each lab VM's boot. Samples that started
 // before since (a resumed run's earlier ones) and failed samples are
 // left out. cells are the run's; st is the host's KVM probe.
 func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) ([]estimate.Observation, error) {
@@ -175,8 +176,11 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 		}
 		o := get(okey{c.Generator.Kind, estimate.ClassOf(s.Labels["accel"], !c.Kernel.Running())})
 		if b := s.Labels["boot_s"]; b != "" && !bootSeen[s.Kernel+"\x00"+b] {
-			bootSeen[s.Kernel+"\x00"+b] = true // a reused guest repeats its boot time
-			o.Boots = appendFloat(o.Boots, b)
+			// A reused guest repeats its boot time; the boot is the
+			// guest's, not the workload's: a guest serves several.
+			bootSeen[s.Kernel+"\x00"+b] = true
+			g := get(okey{estimate.WorkloadGuest, o.Class})
+			g.Boots = appendFloat(g.Boots, b)
 		}
 		if b := s.Labels[LabelRestoreS]; b != "" && !bootSeen[s.Kernel+"\x00r"+b] {
 			bootSeen[s.Kernel+"\x00r"+b] = true

@@ -171,15 +171,19 @@ func TestObservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(obs) != 2 {
+	if len(obs) != 3 {
 		t.Fatalf("observations %+v", obs)
 	}
 	o := obs[0]
-	if o.Workload != "pktgen" || o.Class != estimate.TCGNested || !slices.Equal(o.Boots, []float64{150.5}) ||
+	if o.Workload != "pktgen" || o.Class != estimate.TCGNested || len(o.Boots) != 0 ||
 		!slices.Equal(o.PPS, []float64{1000, 2000}) || !slices.Equal(o.Overhead, []float64{2.5, 2.5}) {
 		t.Errorf("pktgen: %+v", o)
 	}
-	if l := obs[1]; l.Workload != "lab" || l.Class != estimate.TCG || !slices.Equal(l.Boots, []float64{45}) {
+	// The guest's boot is the guest's, whichever workload's cell booted it.
+	if g := obs[1]; g.Workload != estimate.WorkloadGuest || g.Class != estimate.TCGNested || !slices.Equal(g.Boots, []float64{150.5}) {
+		t.Errorf("guest: %+v", g)
+	}
+	if l := obs[2]; l.Workload != "lab" || l.Class != estimate.TCG || !slices.Equal(l.Boots, []float64{45}) {
 		t.Errorf("lab: %+v", l)
 	}
 }

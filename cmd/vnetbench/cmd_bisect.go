@@ -19,6 +19,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/session"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner/kbuild"
@@ -92,9 +93,9 @@ func (o *bisectOpts) check(args int, bad *string) error {
 	return err
 }
 
-// checkInputs checks the scenario (with --set), --min-effect and --tree
-// (a git repository of a kernel tree) before anything is listed, built
-// or made: a mistyped scenario name
+// checkInputs checks the scenario (with --set), --min-effect,
+// --max-repetitions and --tree (a git repository of a kernel tree)
+// before anything is listed, built or made: a mistyped scenario name
 // made the directory of the first candidate under -o, then printed an
 // empty list of candidates and said to resume; a --tree that is no git
 // repository read as a --good that is no commit of it.
@@ -104,6 +105,11 @@ func (o *bisectOpts) checkInputs(ctx context.Context) error {
 	}
 	if _, err := report.ParseMinEffect(o.minEffect); err != nil {
 		return usageErrorf("bisect: --min-effect: %v", err)
+	}
+	// Each step's run checks it too, but only once the first candidate's
+	// directory is made and its step has begun.
+	if lo, hi := verdict.Default.FirstN(), verdict.Default.MaxN(); o.maxReps < lo || o.maxReps > hi {
+		return usageErrorf("bisect: --max-repetitions %d: want %d (the first look that can decide) to %d (the plan's last look)", o.maxReps, lo, hi)
 	}
 	fi, err := os.Stat(o.tree)
 	switch {
@@ -340,13 +346,13 @@ func cmdBisect(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if len(done) > 0 {
-		fmt.Fprintf(stdout, "bisect: resuming with %d judged commits\n", len(done))
+		fmt.Fprintf(stdout, "bisect: resuming with %s\n", units.Plural(len(done), "judged commit"))
 	}
 	save := func(steps []bisect.Outcome) error {
 		b, _ := json.MarshalIndent(steps, "", "  ")
 		return out.WriteFile(stateFile, b, 0o644)
 	}
-	fmt.Fprintf(stdout, "bisect: %d commits between %s (good) and %s (bad)\n", len(commits)-1, short(good), *bad)
+	fmt.Fprintf(stdout, "bisect: %s between %s (good) and %s (bad)\n", units.Plural(len(commits)-1, "commit"), short(good), *bad)
 	judge := func(ctx context.Context, c string) (bisect.Outcome, error) {
 		return cl.judgeOne(ctx, o, c, stdout, stderr)
 	}

@@ -136,6 +136,12 @@ func TestBisectCLI(t *testing.T) {
 	if err := run(t.Context(), []string{"bisect", "quickstart", "--tree", tree, "--good", commits[0], "--bad", commits[40], "--metric", "tx_pps"}, io.Discard, io.Discard); exitCode(err) != exitBadInput {
 		t.Errorf("no -o: exit %d, want 2", exitCode(err))
 	}
+	// One commit is "1 commit" (it said "1 commits between").
+	b.Reset()
+	one := []string{"bisect", "quickstart", "--tree", tree, "--good", commits[39], "--bad", commits[40], "--metric", "tx_pps", "-o", t.TempDir()}
+	if err := cl.run(t.Context(), one, &b, io.Discard); err != nil || !strings.Contains(b.String(), "bisect: 1 commit between") {
+		t.Errorf("one commit: %v; output:\n%s", err, b.String())
+	}
 }
 
 func indexOf(s []string, v string) int {
@@ -234,6 +240,8 @@ func TestBisectBadInputFirst(t *testing.T) {
 		{"quickstrat", tree, nil, `no built-in scenario or file named "quickstrat"; did you mean quickstart?`},
 		{"quickstart", tree, []string{"--set", "qdisc=fq_codle"}, `unknown qdisc "fq_codle"; did you mean fq_codel?`},
 		{"quickstart", tree, []string{"--min-effect", "5"}, "bisect: --min-effect:"},
+		{"quickstart", tree, []string{"--max-repetitions", "0"}, "bisect: --max-repetitions 0: want 3"},
+		{"quickstart", tree, []string{"--max-repetitions", "1000"}, "bisect: --max-repetitions 1000: want 3"},
 		{"quickstart", plain, nil, "bisect: --tree " + plain + " is not a git repository"},
 		{"quickstart", filepath.Join(plain, "none"), nil, "bisect: --tree " + filepath.Join(plain, "none") + ": no such file or directory"},
 		{"quickstart", notKernel, nil, "bisect: --tree " + notKernel + " is not a Linux kernel tree"},

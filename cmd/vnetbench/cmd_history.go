@@ -260,6 +260,23 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 		fs.Usage()
 		return usageErrorf("history add: no run directories given; e.g. vnetbench history add runs/2026-12-01")
 	}
+	// The index records run directories (and benchfmt files); a CSV is a
+	// history of its own, which was refused as "no benchmark results".
+	for _, p := range paths {
+		if strings.EqualFold(filepath.Ext(p), ".csv") {
+			return usageErrorf("history add: %s: the index records run directories and benchfmt files, not CSV series; read a CSV's series with 'vnetbench history %s'", p, p)
+		}
+	}
+	// A run given twice is one record (by its absolute path): the count
+	// said "recorded 2 runs" for one.
+	distinct := map[string]bool{}
+	for _, p := range paths {
+		a, aerr := filepath.Abs(p)
+		if aerr != nil {
+			a = p
+		}
+		distinct[filepath.Clean(a)] = true
+	}
 	runs, err := store.ReadRuns(paths)
 	if err != nil {
 		return err
@@ -275,7 +292,7 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "recorded %s in %s\n", units.Plural(len(runs), "run"), *db)
+	fmt.Fprintf(stdout, "recorded %s in %s\n", units.Plural(len(distinct), "run"), *db)
 	return nil
 }
 

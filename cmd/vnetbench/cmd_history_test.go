@@ -575,11 +575,20 @@ func TestHistoryAddCountsRuns(t *testing.T) {
 	}{
 		{[]string{"add", "--db", db, dirs[0]}, "recorded 1 run in " + db + "\n"},
 		{[]string{"add", "--db", db, dirs[0], dirs[1]}, "recorded 2 runs in " + db + "\n"},
+		// One directory twice is one record: it said "recorded 2 runs".
+		{[]string{"add", "--db", db, dirs[1], dirs[1] + "/"}, "recorded 1 run in " + db + "\n"},
 		{[]string{"rebuild", "--db", db, dirs[1]}, "rebuilt " + db + " from 1 run\n"},
 	} {
 		out, stderr, err := runHistory(t, tc.args...)
 		if err != nil || out != tc.want {
 			t.Errorf("history %v: %q (%v %s), want %q", tc.args, out, err, stderr, tc.want)
 		}
+	}
+	// A CSV is read, not recorded: the error said it held no benchmark
+	// results.
+	csv := filepath.Join(t.TempDir(), "s.csv")
+	os.WriteFile(csv, []byte("label,x\na,1\nb,2\n"), 0o644)
+	if _, _, err := runHistory(t, "add", "--db", db, csv); exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "read a CSV's series with 'vnetbench history "+csv+"'") {
+		t.Errorf("history add CSV: %v, want exit 2 saying to read it with history", err)
 	}
 }

@@ -88,7 +88,7 @@ type Figure struct {
 // Rates answers what a class and workload are expected to take.
 type Rates interface {
 	// Boot is one guest boot of class c (a lab VM's own boot with the
-	// lab's class and workload "lab").
+	// lab's class and workload "lab"; a guest's: WorkloadGuest).
 	Boot(workload string, c Class) Figure
 	// PPS is the rate of a count-bound window.
 	PPS(workload string, c Class) Figure
@@ -181,7 +181,7 @@ func Of(samples []Sample, r Rates) *Estimate {
 		}
 		class := s.Class
 		if s.Boot {
-			f := r.Boot(s.Workload, class)
+			f := r.Boot(WorkloadGuest, class) // whichever cell boots it
 			add(LineBoots, seconds(f.Value), &f, fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class))
 		}
 		if s.Restore {

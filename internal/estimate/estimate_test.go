@@ -83,7 +83,7 @@ func TestTableMeasuredWins(t *testing.T) {
 		t.Errorf("another workload's rate = %+v, want the default", f)
 	}
 	// Its guests boot as pktgen's did; a lab VM's boot is not a guest's.
-	if f := tab.Boot("trafgen", TCGNested); f.Value != 110 || !strings.HasSuffix(f.Source, "(other workloads)") {
+	if f := tab.Boot("trafgen", TCGNested); f.Value != 110 || f != tab.Boot(WorkloadGuest, TCGNested) {
 		t.Errorf("another workload's boot = %+v, want pktgen's", f)
 	}
 	if f := tab.Boot("trafgen", KVMNested); f.Source != "default" {

@@ -182,41 +182,62 @@ func (t *Table) entry(workload string, c Class) *Entry {
 }
 
 // WorkloadRestore is the table's key for a guest started from a saved
-// state (its Boot), beside the workloads' boots and the lab VMs' ("lab").
+// state (its Boot), beside the guests' boots (WorkloadGuest) and the lab
+// VMs' ("lab").
 const WorkloadRestore = "guest-state"
 
-// Boot implements Rates. A guest's boot hardly depends on the workload:
-// without measurements of this one, those of the others under c count.
+// WorkloadGuest is the table's key for a guest's boot. The guest is the
+// same whichever workload's cell boots it (cells of several workloads
+// share one), so its boot is kept per class, not per workload: an
+// estimate keyed by the first cell's workload changed with the run
+// order.
+const WorkloadGuest = "guest"
+
+// Boot implements Rates: a lab VM's boot ("lab") and a guest's start
+// from a saved state (WorkloadRestore) by class, and any other
+// workload's guest boot as WorkloadGuest's, the boots measured under c
+// (tables written before WorkloadGuest hold them per workload: they
+// count too).
 func (t *Table) Boot(workload string, c Class) Figure {
-	if e := t.entry(workload, c); e != nil && e.Boots > 0 {
-		return Figure{e.BootS, measured(e.Boots, "boot", e.Updated)}
-	}
-	if workload != "lab" && workload != WorkloadRestore && t != nil {
-		var sum float64
-		var n int
-		var last time.Time
-		for k, e := range t.Entries {
-			if k == key("lab", c) || k == key(WorkloadRestore, c) || !strings.HasSuffix(k, "/"+string(c)) || e.Boots == 0 {
-				continue
-			}
-			sum += e.BootS * float64(e.Boots)
-			n += e.Boots
-			if e.Updated.After(last) {
-				last = e.Updated
-			}
+	if workload == "lab" || workload == WorkloadRestore {
+		if e := t.entry(workload, c); e != nil && e.Boots > 0 {
+			return Figure{e.BootS, measured(e.Boots, "boot", e.Updated)}
 		}
-		if n > 0 {
-			return Figure{sum / float64(n), measured(n, "boot", last) + " (other workloads)"}
+		d := Defaults[c]
+		if workload == "lab" {
+			return Figure{d.LabBoot.Seconds(), "default"}
 		}
-	}
-	d := Defaults[c]
-	switch workload {
-	case "lab":
-		return Figure{d.LabBoot.Seconds(), "default"}
-	case WorkloadRestore:
 		return Figure{d.Restore.Seconds(), "default"}
 	}
-	return Figure{d.Boot.Seconds(), "default"}
+	if f, ok := t.guestBoot(c); ok {
+		return f
+	}
+	return Figure{Defaults[c].Boot.Seconds(), "default"}
+}
+
+// guestBoot is the mean of the guest boots measured under c, of every
+// entry but the lab VMs' and the saved states'.
+func (t *Table) guestBoot(c Class) (Figure, bool) {
+	if t == nil {
+		return Figure{}, false
+	}
+	var sum float64
+	var n int
+	var last time.Time
+	for k, e := range t.Entries {
+		if k == key("lab", c) || k == key(WorkloadRestore, c) || !strings.HasSuffix(k, "/"+string(c)) || e.Boots == 0 {
+			continue
+		}
+		sum += e.BootS * float64(e.Boots)
+		n += e.Boots
+		if e.Updated.After(last) {
+			last = e.Updated
+		}
+	}
+	if n == 0 {
+		return Figure{}, false
+	}
+	return Figure{sum / float64(n), measured(n, "boot", last)}, true
 }
 
 // PPS implements Rates.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -44,7 +45,25 @@ func Load(paths ...string) (*Set, error) {
 		return nil, fault.Input("no run directories or benchfmt files given")
 	}
 	set := &Set{Env: map[string]*Env{}}
+	given := map[string]string{}
 	for _, p := range paths {
+		// The same input twice counted each of its samples twice: twice
+		// the runs per cell, with the power of runs never made.
+		real := p
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			real = r
+		}
+		if a, err := filepath.Abs(real); err == nil {
+			real = a
+		}
+		if prev, dup := given[real]; dup {
+			as := ""
+			if prev != p {
+				as = fmt.Sprintf(" (as %s and %s)", prev, p)
+			}
+			return nil, fault.Input("%s is given twice%s; give each run directory or file once", real, as)
+		}
+		given[real] = p
 		fi, err := os.Stat(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -65,9 +84,40 @@ func Load(paths ...string) (*Set, error) {
 		}
 		set.Sources = append(set.Sources, p)
 	}
+	set.dropCopies()
 	set.checkDuplicates()
 	set.noteFailed()
 	return set, nil
+}
+
+// dropCopies keeps one of samples that are one measurement: the same
+// run, cell, kernel, repetition and start, from two directories (a copy
+// of a run, or a merge of a run with itself). Counted twice they made
+// "median of 4 runs" of 2.
+func (set *Set) dropCopies() {
+	type id struct {
+		run   string
+		k     Key
+		start time.Time
+	}
+	seen := map[id]string{}
+	copies, first := 0, ""
+	kept := set.Samples[:0]
+	for _, s := range set.Samples {
+		i := id{s.Run, s.key(), s.Start}
+		if prev, dup := seen[i]; dup && s.Run != "" && !s.Start.IsZero() {
+			if copies++; first == "" {
+				first = fmt.Sprintf("%s has samples of %s", s.Dir, prev)
+			}
+			continue
+		}
+		seen[i] = s.Dir
+		kept = append(kept, s)
+	}
+	set.Samples = kept
+	if copies > 0 {
+		set.Warnings = append(set.Warnings, fmt.Sprintf("%d samples are copies of another input's (the same run, cell, kernel, repetition and start; %s): each is counted once", copies, first))
+	}
 }
 
 // noteFailed drops failures that a later sample of the same key replaced

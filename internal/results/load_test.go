@@ -446,3 +446,31 @@ func TestLoadParentOfRunsNamesThem(t *testing.T) {
 		t.Errorf("empty directory: %v", err)
 	}
 }
+
+// The same run directory twice is refused, and a copy of a run (the same
+// run id, cell, kernel, repetition and start) is counted once: both made
+// "median of 4 runs" of a run of 2.
+func TestLoadCountsOneMeasurementOnce(t *testing.T) {
+	const real = "../../report/testdata/real/quickstart-tcg"
+	one, err := Load(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(real, real+"/"); !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is given twice") {
+		t.Errorf("Load(dir, dir/) = %v, want bad input: given twice", err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(cp, os.DirFS(real)); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Load(real, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != len(one.Samples) {
+		t.Errorf("run and its copy: %d samples, want the run's %d", len(set.Samples), len(one.Samples))
+	}
+	if !slices.ContainsFunc(set.Warnings, func(w string) bool { return strings.Contains(w, "copies of another input's") }) {
+		t.Errorf("warnings %q, want one naming the copies", set.Warnings)
+	}
+}

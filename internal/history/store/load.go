@@ -205,6 +205,11 @@ func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 		}
 	}
 	runs, err := ReadRuns(paths)
+	if err != nil && fromIndex {
+		// ReadRun's "pass a run directory" read as if the user had
+		// named it: the index named it, and is left as it was.
+		return 0, fault.Input("history rebuild: a run that %s records cannot be read, so the index is left as it was; give the run directories to rebuild from (vnetbench history rebuild --db %s RUN_DIR...): %v", path, path, err)
+	}
 	if err != nil {
 		return 0, err
 	}

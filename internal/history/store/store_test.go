@@ -98,6 +98,36 @@ func TestIndexAddReplaceRebuild(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("rebuild from the index's own paths: %d runs, %v", n, err)
 	}
+	// A recorded directory since removed: the error says the index named
+	// it and is unchanged (it said "pass a run directory written by
+	// 'vnetbench run'", to a command given none).
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.CopyFS(gone, os.DirFS(realRuns+"quickstart-tcg")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadRun(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err = Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	os.RemoveAll(gone)
+	_, err = Rebuild(ctx, db, nil)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "history rebuild: a run that "+db+" records cannot be read, so the index is left as it was") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("rebuild with a recorded run gone: %v", err)
+	}
+	if x, err = Open(db); err == nil {
+		if paths, _ := x.Paths(ctx); len(paths) != 3 {
+			t.Errorf("index after the refused rebuild: %v, want the 3 runs", paths)
+		}
+		x.Close()
+	}
 }
 
 // The index keeps each run's within-run noise: the variance of the logs
