@@ -182,6 +182,12 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		return nil, err
 	}
 	msgs, data := cutLeadingText(data)
+	if t := bytes.TrimSpace(data); msgs == nil && len(t) > 0 && t[0] != '{' {
+		// No line starts an object: iperf3 exited before its JSON
+		// (e.g. "iperf3: parameter error - ..." and its usage).
+		line, _, _ := bytes.Cut(t, []byte{'\n'})
+		return nil, errorf(1, "iperf3 --json: no JSON object in the input, which is text beginning %q: iperf3 printed that instead of its result", clip(string(bytes.TrimSpace(line))))
+	}
 	if data, err = repairIperf3JSON(data); err != nil {
 		return nil, err
 	}

@@ -136,6 +136,10 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 		case strings.HasPrefix(s, "Params:"):
 			section, seen = "params", true
 			s = strings.TrimSpace(strings.TrimPrefix(s, "Params:"))
+			if strings.HasPrefix(s, "count=") {
+				d.addPg24Params(s, ln)
+				continue
+			}
 			if rest, ok := strings.CutPrefix(s, "count "); ok {
 				f := strings.Fields(rest)
 				if len(f) == 0 {
@@ -177,6 +181,27 @@ func parsePktgenLines(lines []string, start int) (*PktgenDevice, int, error) {
 		return nil, 0, errorf(0, "empty input: expected a /proc/net/pktgen device file")
 	}
 	return d.finish(i)
+}
+
+// addPg24Params reads the one Params line of Linux 2.4's /proc/net/pg
+// (pktgen before its per-device files): "count=N pkt_size=N frags N ipg
+// N multiskb N odev "eth0" dst A dstmac M", into Params by those names,
+// with the pkt_size as min/max_pkt_size and odev as ifname.
+func (d *PktgenDevice) addPg24Params(s string, ln int) {
+	f := strings.Fields(s)
+	for i := 0; i < len(f); i++ {
+		k, v, ok := strings.Cut(f[i], "=")
+		if !ok && i+1 < len(f) {
+			v, i = f[i+1], i+1
+		}
+		v = strings.Trim(v, `"`)
+		d.Params[k], d.lines["params."+k] = v, ln
+	}
+	for k, old := range map[string]string{"ifname": "odev", "min_pkt_size": "pkt_size", "max_pkt_size": "pkt_size"} {
+		if v, ok := d.Params[old]; ok {
+			d.Params[k], d.lines["params."+k] = v, ln
+		}
+	}
 }
 
 // addFields stores the "key: value" pairs of line ln of a section,
@@ -313,6 +338,9 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 		r.Status = "error"
 		return r, nil
 	}
+	if r24, ok, err := parsePg24Result(r, msg, ln); ok || err != nil {
+		return r24, err
+	}
 	m := rePktgenRun().FindStringSubmatch(msg)
 	if m == nil {
 		if strings.Contains(msg, "usec,") {
@@ -345,6 +373,35 @@ func parsePktgenResult(msg string, ln int) (*PktgenResult, error) {
 	r.Bytes = r.Packets * uint64(max(ps, 0))
 	r.markImix()
 	return r, nil
+}
+
+// rePg24Run is the run summary of Linux 2.4's pktgen (/proc/net/pg):
+// "OK: T(cX+dY) usec, N (Sbyte,Ffrags) Npps NMB/sec" on one line, the
+// rate in 1024-based bytes per second with a K or M prefix, no bps and no
+// error count (the frags field is absent before 2002).
+var rePg24Run = lazyRegexp(`^OK: (\d+)\(c(\d+)\+d(\d+)\) usec, (\d+) \((\d+)byte(?:,(-?\d+)frags)?\) (\d+)pps (\d+)([KM])B/sec$`)
+
+// parsePg24Result reads a 2.4 run summary; ok is false for any other
+// result. Its BitsPerSec is pps × 8 × size, as later kernels compute it
+// (2.4 printed only the rounded byte rate).
+func parsePg24Result(r *PktgenResult, msg string, ln int) (*PktgenResult, bool, error) {
+	m := rePg24Run().FindStringSubmatch(msg)
+	if m == nil {
+		return nil, false, nil
+	}
+	var n [8]uint64
+	for i, x := range []string{m[1], m[2], m[3], m[4], m[5], m[6], m[7]} {
+		v, err := strconv.ParseUint(x, 10, 64)
+		if err != nil && x != "" {
+			return nil, true, errorf(ln, "pktgen Result: %v", err)
+		}
+		n[i] = v
+	}
+	r.Run, r.Usec, r.CPUUsec, r.IdleUsec, r.Packets = true, n[0], n[1], n[2], n[3]
+	r.PktSize, r.Frags, r.PPS = int(n[4]), int(n[5]), float64(n[6])
+	r.Seconds, r.Bytes = scale(float64(r.Usec), -6), r.Packets*n[4]
+	r.BitsPerSec = r.PPS * 8 * float64(r.PktSize)
+	return r, true, nil
 }
 
 // markImix marks a run of IMIX mode seen from its Result lines alone (the
