@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/schema"
 	"github.com/vnetbench/vnetbench/internal/session"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
@@ -154,9 +157,32 @@ func (f untilFlags) value(ctx context.Context, stderr io.Writer) (session.Until,
 		return u, usageErrorf("run: --min-effect: %v", err)
 	}
 	if given(f.fs, "fail-on") {
-		u.Gates, err = report.ParseGates(*f.failOn)
+		if u.Gates, err = report.ParseGates(*f.failOn); err != nil {
+			return u, err
+		}
 	}
-	return u, err
+	return u, checkGateMetrics(u.Gates)
+}
+
+// checkGateMetrics refuses a gate whose metric no run can have (not in
+// the catalogue, nor a perf counter, CPU per packet or drop reason):
+// compare would refuse it once the first round had measured, minutes of
+// VMs later.
+func checkGateMetrics(gates []report.Gate) error {
+	for _, g := range gates {
+		if _, ok := results.Lookup(metric.Key(g.Metric)); ok {
+			continue
+		}
+		var known []string
+		for _, m := range metric.All() {
+			known = append(known, string(m.Key))
+		}
+		for k := range results.Metrics {
+			known = append(known, string(k))
+		}
+		return usageErrorf("run: --fail-on %s: vnetbench measures no metric %q%s; gate one the scenario measures ('vnetbench compare RUN_DIR' of an earlier run names them)", g, g.Metric, schema.DidYouMean(g.Metric, known))
+	}
+	return nil
 }
 
 // forceOnSecondSignal: the first SIGINT/SIGTERM cancels ctx (from main)

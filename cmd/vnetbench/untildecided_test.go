@@ -59,3 +59,29 @@ func TestUntilDecidedDryRun(t *testing.T) {
 		t.Errorf("more than 3 repetitions in the first round:\n%s", got)
 	}
 }
+
+// A gate of a metric vnetbench never measures was refused by compare
+// only after the first round (two lab VMs, minutes): it is refused
+// first, with the catalogue's nearest name; perf counters, CPU per
+// packet and drop reasons, whose names come from the run, pass.
+func TestUntilDecidedUnknownGateMetricFirst(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ gate, want string }{
+		{"nosuch<-3%", `run: --fail-on nosuch<-3%: vnetbench measures no metric "nosuch"`},
+		{"tx_pp<-3%", "did you mean tx_pps?"},
+	} {
+		args := []string{"run", "lab-pktgen", "-o", dir, "--until-decided", "--fail-on", tc.gate, "--dry-run"}
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%v: %v (exit %d), want bad input with %q", args, err, exitCode(err), tc.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("refused runs left %d entries in %s", len(ents), dir)
+	}
+	_, code := runCLI(t, "run", "lab-pktgen", "--set", "backend=tap", "--set", "generator.pktgen.threads=1", "--set", "perf.stat.targets=[kpktgend]", "-o", t.TempDir(), "--until-decided",
+		"--fail-on", "tx_pps<-3%,perf.cycles@kpktgend>+5%,drop_pps.FULL_RING@tun_net_xmit>+0%,cpu_per_pkt.kpktgend>+0%", "--dry-run")
+	if code != 0 {
+		t.Errorf("gates of perf counters, CPU per packet and drop reasons: exit %d, want 0", code)
+	}
+}
