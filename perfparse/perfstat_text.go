@@ -84,6 +84,24 @@ type statScan struct {
 	proseLn int
 }
 
+// reStatMetricOnlyHeader is the -I column header of perf stat
+// --metric-only: "#           time CPU   GHz  insn per cycle ...", without
+// the "counts unit events" of the counters' layout.
+var reStatMetricOnlyHeader = lazyRegexp(`^#\s+time\s`)
+
+// checkMetricOnlyText refuses perf stat --metric-only's text layout with
+// -I, whose rows (timestamp, place, values under metric names) would
+// otherwise read as counters.
+func checkMetricOnlyText(lines []string) error {
+	for i, l := range lines {
+		s := normalizeSpaces(l)
+		if reStatMetricOnlyHeader().MatchString(s) && !reStatIntervalHeader().MatchString(s) && !strings.Contains(s, "counts") {
+			return errorf(i+1, "perf stat: %q is perf stat --metric-only's header; its text layout is not read: give --metric-only -x, output", clip(s))
+		}
+	}
+	return nil
+}
+
 // checkOneStatRun refuses input holding a complete perf stat output
 // (header to footer) before the header at start: several outputs in one
 // file (perf stat --append -o FILE, or files joined), whose earlier runs
@@ -134,6 +152,9 @@ func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
 		start = ivHeader
 	}
 	if err := checkOneStatRun(lines, start); err != nil {
+		return nil, err
+	}
+	if err := checkMetricOnlyText(lines); err != nil {
 		return nil, err
 	}
 	for i := start; i < len(lines); i++ {
@@ -466,6 +487,8 @@ func splitStatRow(s string, ln int) (statTok, bool, error) {
 		t.value, rest = strings.Join(f[vi:j], " "), f[j:]
 	}
 	switch {
+	case len(rest) == 0 && allNumbers(strings.Fields(s)):
+		return t, false, errorf(ln, "perf stat: %q is numbers without event names, as perf stat --metric-only prints them; its text layout is not read: give --metric-only -x, output", clip(s))
 	case len(rest) == 0:
 		return t, false, errorf(ln, "perf stat: counter row %q has no event name", clip(s))
 	case len(rest) == 1 && knownUnits[rest[0]]:
@@ -519,6 +542,16 @@ func isCgroupName(s string) bool {
 func isClockEvent(ev string) bool {
 	name, _, _ := strings.Cut(ev, ":")
 	return name == "task-clock" || name == "cpu-clock" || name == "task-clock-msecs"
+}
+
+// allNumbers reports whether f holds two or more fields, all numbers.
+func allNumbers(f []string) bool {
+	for _, x := range f {
+		if !isPlainNum(x) {
+			return false
+		}
+	}
+	return len(f) > 1
 }
 
 // isEventName reports whether s looks like a perf event: "task-clock",

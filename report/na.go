@@ -19,10 +19,12 @@ func (b *builder) unsupported(cell, col string) string {
 	return ""
 }
 
-// naNotes numbers the reasons of a table's n/a cells.
+// naNotes numbers the reasons of a table's n/a cells and keeps the
+// reasons of its "-" cells (once each, by column).
 type naNotes struct {
 	reasons []string
 	refs    []naRef
+	dashes  []string
 }
 
 type naRef struct{ row, cell, reason int }
@@ -37,12 +39,22 @@ func (n *naNotes) add(row, cell int, why string) {
 	n.refs = append(n.refs, naRef{row, cell, i})
 }
 
+// dash notes that a cell under column header reads "-" because of why:
+// a "-" says why as an n/a does.
+func (n *naNotes) dash(header, why string) {
+	note := `"-" under ` + header + " = " + why
+	if !slices.Contains(n.dashes, note) {
+		n.dashes = append(n.dashes, note)
+	}
+}
+
 // apply appends the reasons to t's notes and the reasons' numbers to the
-// notes of the n/a cells.
+// notes of the n/a cells, then the reasons of the "-" cells.
 func (n *naNotes) apply(t *Table) {
 	for _, why := range n.reasons {
 		t.Notes = append(t.Notes, "n/a: "+why)
 	}
+	t.Notes = append(t.Notes, n.dashes...)
 	for _, r := range n.refs {
 		c := &t.Rows[r.row].Cells[r.cell]
 		c.Notes = append(c.Notes, r.reason)

@@ -191,6 +191,7 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 	for _, vc := range v.Cols {
 		cell, ok := g.idx[rv][vc.Value]
 		if !ok {
+			na.dash(vc.Header, "not run: this run has no "+vc.Header+" cell of that row")
 			row.Cells = append(row.Cells, Cell{Text: "-"})
 			medians = append(medians, math.NaN())
 			continue
@@ -203,6 +204,7 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 				row.Cells = append(row.Cells, Cell{Text: "n/a"})
 				continue
 			}
+			na.dash(vc.Header, "no value: its runs did not report this metric")
 			row.Cells = append(row.Cells, Cell{Text: "-"})
 			continue
 		}
@@ -221,6 +223,8 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 		}
 		row.Cells = append(row.Cells, c)
 	} else {
+		first, last := v.Cols[0].Header, v.Cols[len(v.Cols)-1].Header
+		na.dash(v.Change, "nothing to compare: it needs a "+first+" median above 0 and a "+last+" median")
 		row.Cells = append(row.Cells, Cell{Text: "-"})
 	}
 	return row, maxCV

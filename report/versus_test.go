@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,37 @@ func TestThreadsOfPrefersTheGeneratorsAxis(t *testing.T) {
 		if got := threadsOf(s, tab); got != 2 {
 			t.Fatalf("without the generator's axis threadsOf = %d, want 2 (a.threads, first in key order)", got)
 		}
+	}
+}
+
+// A "-" in a Versus table says why, as an "n/a" does: in the real lab
+// run the AF_XDP table's copy column was not run (only zero-copy, n/a on
+// both kernels), and its speedup has nothing to compare. Without a note
+// the "-" under copy read as a copy rate of nothing.
+func TestVersusDashesExplained(t *testing.T) {
+	_, r := built(t, Options{Kinds: []string{KindVersus}}, "lab-pktgen-tcg")
+	n := 0
+	for _, tb := range r.Tables {
+		if tb.Kind != KindVersus {
+			continue
+		}
+		n++
+		dash := map[int]bool{} // the columns with a "-"
+		for _, row := range tb.Rows {
+			for i, c := range row.Cells {
+				if c.Text == "-" {
+					dash[i] = true
+				}
+			}
+		}
+		for i := range dash {
+			want := fmt.Sprintf("%q under %s = ", "-", tb.Header[i])
+			if !slices.ContainsFunc(tb.Notes, func(s string) bool { return strings.HasPrefix(s, want) }) {
+				t.Errorf("table %q: a - under %s without a note %q...: %q", tb.Title, tb.Header[i], want, tb.Notes)
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d versus tables, want the 4 AF_XDP tables", n)
 	}
 }
