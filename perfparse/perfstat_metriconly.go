@@ -41,7 +41,7 @@ func metricOnlySep(lines []string) string {
 			break
 		}
 	}
-	if len(content) == 0 {
+	if len(content) == 0 || hasStatText(lines) {
 		return ""
 	}
 	h := content[0]
@@ -65,6 +65,18 @@ func metricOnlySep(lines []string) string {
 		}
 	}
 	return sep
+}
+
+// hasStatText reports whether lines hold the text format's header or
+// footer, which metric-only -x output never has (a program's own output
+// before them may look like a header of names).
+func hasStatText(lines []string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "Performance counter stats") || strings.Contains(l, "seconds time elapsed") {
+			return true
+		}
+	}
+	return false
 }
 
 // trailingSep returns the punctuation (up to 4 characters) that ends s.
@@ -140,7 +152,7 @@ func isMetricOnlyHeader(s, sep string, places int) bool {
 	if _, ok := metricOnlyPlaces[first]; ok {
 		return true
 	}
-	return places == 0 && first != "" && !isPlainNum(first)
+	return places == 0 && first != "" && !isPlainNum(first) && (strings.HasSuffix(s, sep) || strings.HasSuffix(s, ","))
 }
 
 func parsePerfStatMetricOnly(lines []string, sep string) (*PerfStat, error) {
@@ -160,6 +172,9 @@ func parsePerfStatMetricOnly(lines []string, sep string) (*PerfStat, error) {
 				places, names = metricOnlyHeader(s, sep)
 				continue
 			}
+		}
+		if !strings.HasSuffix(s, sep) {
+			return nil, errorf(ln, "perf stat --metric-only -x: %q does not end in the separator %q as perf's value lines do; give the output of one perf stat --metric-only -x run alone", clip(s), sep)
 		}
 		if err := st.addMetricOnlyLine(strings.Split(s, sep), places, names, ln); err != nil {
 			return nil, err
