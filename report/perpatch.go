@@ -121,7 +121,12 @@ func (b perPatchKind) perPatchTable(title string, g *rowGroup, first *results.Sa
 			t.Rows = append(t.Rows, row)
 		}
 	}
+	// How many runs each median is of, and that a lab kernel's numbers
+	// come from a guest inside a lab VM: the other tables say both, and a
+	// per-patch table is quoted alone as they are.
+	t.Notes = append(t.Notes, b.lab.medianOf(g.cells)+" per row")
 	t.Notes = append(t.Notes, b.perPatchNotes()...)
+	t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 	return t
 }
 
