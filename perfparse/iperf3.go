@@ -186,7 +186,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		// No line starts an object: iperf3 exited before its JSON
 		// (e.g. "iperf3: parameter error - ..." and its usage).
 		line, _, _ := bytes.Cut(t, []byte{'\n'})
-		return nil, errorf(1, "iperf3 --json: no JSON object in the input, which is text beginning %q: iperf3 printed that instead of its result", clip(string(bytes.TrimSpace(line))))
+		return nil, errorf(1, "iperf3 --json: no JSON object in the input, which is text beginning %q (iperf3 prints its error so when it refuses its options; or this is not iperf3 output)", clip(string(bytes.TrimSpace(line))))
 	}
 	if data, err = repairIperf3JSON(data); err != nil {
 		return nil, err

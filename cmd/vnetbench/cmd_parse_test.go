@@ -144,6 +144,9 @@ func TestParseCLIPerfReportStream(t *testing.T) {
 		t.Fatal(err, files)
 	}
 	for _, f := range append(files, "testdata/parse/perf-report-g-head.txt") {
+		if strings.HasPrefix(filepath.Base(f), "bad-") {
+			continue // inputs that must fail (perfparse's TestGolden)
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
