@@ -90,7 +90,11 @@ func (b versusKind) versusTable(tab workload.Table, name string, cells []string,
 	}
 	threads := threadsOf(g.first, tab)
 	seen := func(key metric.Key) bool { return b.anyPositiveIn(g.mine, col, key) }
-	ctx := b.lab.context(g.first, false) + ", " + backendName(backendOf(g.first)) + ", kernel " + b.lab.colHeader(col)
+	backend := backendName(backendOf(g.first))
+	if tab.OffNIC {
+		backend = "guest NIC " + backend + ", not on the measured path"
+	}
+	ctx := b.lab.context(g.first, false) + ", " + backend + ", kernel " + b.lab.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,
 		LabelHeader: []string{v.RowHeader, "metric"}}
 	for _, c := range v.Cols {

@@ -25,3 +25,23 @@ func TestWriteTextPoints(t *testing.T) {
 		}
 	}
 }
+
+// A change from a median of 0 (Lost appearing) says "from 0", as the
+// report tables and the gate line do; it said "n/a".
+func TestWriteTextChangeFromZero(t *testing.T) {
+	var pts []Point
+	for i := range 30 {
+		v := 0.0
+		if i >= 20 {
+			v = 1000 + float64(i%3)
+		}
+		pts = append(pts, Point{Label: "c", Value: v})
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, Analyze([]Series{{Metric: "lost_pps", Better: LowerIsBetter, Points: pts}}, Default)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " from 0 ") || strings.Contains(b.String(), "n/a") {
+		t.Errorf("change from 0:\n%s", b.String())
+	}
+}

@@ -102,6 +102,10 @@ type Table struct {
 	// Versus, when set, lays the samples out as two variants side by
 	// side instead of one row group per backend: see Versus.
 	Versus *Versus
+	// OffNIC says the workload's traffic does not cross the guest's NIC
+	// (vsock): its tables name the backend as off the measured path, so
+	// that "TAP" does not read as what the numbers measure.
+	OffNIC bool
 }
 
 // Versus is a table of one kernel whose row groups are the values of one

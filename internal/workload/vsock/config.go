@@ -171,6 +171,7 @@ func (Workload) Table() workload.Table {
 			}
 		},
 		Context: []workload.ContextKey{{Key: "transport", Format: func(v string) string { return v + " transport" }}},
+		OffNIC:  true,
 		Notes: func(int, func(metric.Key) bool) []string {
 			return []string{
 				"Throughput = the bytes the vsock server read after its first read (all sender threads' together) / the time from the end of its first read to the end of its last, on its clock; MB/s = 1e6 bytes/s",

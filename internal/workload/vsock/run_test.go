@@ -208,3 +208,30 @@ func TestThroughputLegend(t *testing.T) {
 		t.Errorf("legend of a MB/s row says x 8 (bits):\n%s", b.String())
 	}
 }
+
+// vsock's bytes never cross the guest's NIC: its table's header must not
+// name the tap backend as if the numbers were the tap's, but say it is
+// off the measured path (the backend still tells cells apart).
+func TestTableBackendOffPath(t *testing.T) {
+	set, err := results.Load(filepath.Join("testdata", "real", "loopback-612-tcg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.Build(set, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tb := range r.Tables {
+		if tb.Kind != report.KindVersus {
+			continue
+		}
+		n++
+		if strings.Contains(tb.Context, ", TAP,") || !strings.Contains(tb.Context, "guest NIC TAP, not on the measured path") {
+			t.Errorf("context %q: want the backend as the guest NIC, not on the measured path", tb.Context)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d versus tables, want 1", n)
+	}
+}
