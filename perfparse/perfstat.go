@@ -238,6 +238,11 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 	st := &PerfStat{Format: "json", Rows: []PerfStatRow{}}
 	for i, l := range lines {
 		s := strings.TrimSpace(l)
+		if strings.HasPrefix(s, `{"unit" : `) && strings.Count(s, `"unit" : `) > 1 {
+			// perf 6.1's -j --metric-only: a header object of
+			// repeated "unit" keys, then lines that are not JSON.
+			return nil, errorf(i+1, "perf stat -j: this is --metric-only's -j output, which perf 6.1 printed as invalid JSON (fixed by \"perf stat: Fix JSON output in metric-only mode\", December 2022); give --metric-only -x, output")
+		}
 		if err := startedAgain(s, len(st.Rows), i+1); err != nil {
 			return nil, err
 		}
