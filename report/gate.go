@@ -39,7 +39,7 @@ var gateRE = lazyre.New(`^\s*([A-Za-z0-9_.@:/+-]+?)\s*([<>])\s*([+-]?[0-9]+(?:\.
 // Errors are bad input (fault.ErrInput), a list that names no gate ("",
 // blank) too: it never means the default gates; so is a metric gated
 // twice in one direction (one gate each way, tx_pps<-3%,tx_pps>+20%, is
-// fine).
+// fine), and a drop of 100% or more, which no gate can see.
 func ParseGates(s string) ([]Gate, error) {
 	var out []Gate
 	for _, part := range strings.Split(s, ",") {
@@ -52,6 +52,11 @@ func ParseGates(s string) ([]Gate, error) {
 		}
 		th, _ := strconv.ParseFloat(m[3], 64)
 		g := Gate{Metric: m[1], Op: m[2][0], Threshold: th}
+		// Rates, counts and times fall by 100% at most: such a gate
+		// could never trip, and a CI job would pass on anything.
+		if g.Op == '<' && g.Threshold <= -100 {
+			return nil, fault.Input("--fail-on %s can never trip: a metric falls by 100%% at most; give a threshold above -100%%, e.g. %s<-3%%", g, g.Metric)
+		}
 		// Two gates of one metric and direction decided every cell
 		// twice: each verdict, gate line and JUnit case came out
 		// doubled, under the stricter threshold's failure.

@@ -23,10 +23,10 @@ func TestParseGates(t *testing.T) {
 			t.Errorf("gate %d = %+v, want %+v", i, g[i], want[i])
 		}
 	}
-	if _, err := ParseGates("tx_pps<-3%,tx_pps>+20%"); err != nil {
+	if _, err := ParseGates("tx_pps<-3%,tx_pps>+20%,lost_pps<-99.5%"); err != nil {
 		t.Errorf("a gate each way: %v", err)
 	}
-	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ",", "tx_pps<-3%,tx_pps<-5%"} {
+	for _, bad := range []string{"tx_pps", "tx_pps<-3", "tx_pps<<3%", "<3%", "tx_pps=3%", ",", "tx_pps<-3%,tx_pps<-5%", "tx_pps<-200%", "tx_pps<-100%"} {
 		_, err := ParseGates(bad)
 		if !errors.Is(err, fault.ErrInput) {
 			t.Errorf("ParseGates(%q) = %v, want bad input", bad, err)
