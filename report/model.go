@@ -265,6 +265,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	for _, t := range r.Tables {
 		fewRunsNote(t)
 		b.lab.sayEmulation(t)
+		factorNote(t)
 	}
 	// Per-metric tables are noise when there is nothing to compare; the
 	// harness's own numbers are for whoever checks the harness.
@@ -424,6 +425,25 @@ func ptr(v float64) *float64 { return &v }
 // its cells show the bare change; otherwise such cells carry "(n runs)".
 // UNKNOWN cells at an early look get a note that before the first rank
 // look only a change far outside the noise is called.
+// factorNote explains the change column's two marks that are no
+// percentage, where a cell of t shows one (units.Pct).
+func factorNote(t *Table) {
+	var marks []string
+	for _, m := range []struct{ text, note string }{
+		{"from 0", "from 0 = a change from a median of exactly 0"},
+		{">999x", ">999x = 1000 times the base or more"},
+	} {
+		if slices.ContainsFunc(t.Rows, func(r Row) bool {
+			return slices.ContainsFunc(r.Cells, func(c Cell) bool { return c.Delta != nil && strings.Contains(c.Text, m.text) })
+		}) {
+			marks = append(marks, m.note)
+		}
+	}
+	if len(marks) > 0 {
+		t.Notes = append(t.Notes, strings.Join(marks, "; "))
+	}
+}
+
 func fewRunsNote(t *Table) {
 	var few, early [2]int // lowest and highest runs per side
 	var marked []string   // headers that say the runs
