@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -44,9 +43,6 @@ func renderSet(t *testing.T, set *results.Set, opt Options) rendered {
 	}
 	return rendered{r: r, text: text.String(), md: md.String(), json: js.String()}
 }
-
-// footnoteLine matches a note or warning line (not a table line).
-var footnoteLine = regexp.MustCompile(`^(\(\d+\) |  \S|warning: |_|> warning|¹)`)
 
 // The default report of a single-kernel run is what one mails: thread and
 // perf tables, environment, warnings. No "± inf", no per-metric blocks
