@@ -448,7 +448,6 @@ func (lb labels) runsNote(cells []string, label string, maxCV float64) string {
 	return fmt.Sprintf("median of %s runs per cell; %s varies by at most %.1f%% (CV)", r, label, maxCV*100)
 }
 
-// repsRange is the runs per cell of cells in every column: "5" or "3-5".
 // medianOf is "median of N runs" (or of "3-5"), "1 run" when every cell
 // has one: a note said "median of 1 runs per cell".
 func (lb labels) medianOf(cells []string) string {
@@ -458,6 +457,7 @@ func (lb labels) medianOf(cells []string) string {
 	return "1 run"
 }
 
+// repsRange is the runs per cell of cells in every column: "5" or "3-5".
 func (lb labels) repsRange(cells []string) string {
 	lo, hi := math.MaxInt, 0
 	for _, cell := range cells {

@@ -418,13 +418,6 @@ func (b *builder) anyPositive(cells []string, key metric.Key) bool {
 
 func ptr(v float64) *float64 { return &v }
 
-// fewRunsNote marks t's change cells whose sides have too few runs for any
-// verdict, and adds the notes its change cells need beyond the legend. A
-// change column whose every comparison has the same n runs per side below
-// the plan's first look says so once, in its header ("change, 1 run"), and
-// its cells show the bare change; otherwise such cells carry "(n runs)".
-// UNKNOWN cells at an early look get a note that before the first rank
-// look only a change far outside the noise is called.
 // factorNote explains the change column's two marks that are no
 // percentage, where a cell of t shows one (units.Pct).
 func factorNote(t *Table) {
@@ -444,6 +437,13 @@ func factorNote(t *Table) {
 	}
 }
 
+// fewRunsNote marks t's change cells whose sides have too few runs for any
+// verdict, and adds the notes its change cells need beyond the legend. A
+// change column whose every comparison has the same n runs per side below
+// the plan's first look says so once, in its header ("change, 1 run"), and
+// its cells show the bare change; otherwise such cells carry "(n runs)".
+// UNKNOWN cells at an early look get a note that before the first rank
+// look only a change far outside the noise is called.
 func fewRunsNote(t *Table) {
 	var few, early [2]int // lowest and highest runs per side
 	var marked []string   // headers that say the runs
