@@ -46,7 +46,7 @@ func SaveState(ctx context.Context, vm *VM, path string) error {
 	if err == nil {
 		err = waitMigration(ctx, vm)
 	}
-	if cerr := q.Execute(context.WithoutCancel(ctx), "cont", nil, nil); cerr != nil {
+	if cerr := resume(context.WithoutCancel(ctx), vm); cerr != nil {
 		return fmt.Errorf("save guest state: %w: %w", ErrNotResumed, errors.Join(cerr, err))
 	}
 	if err != nil {
@@ -109,6 +109,36 @@ func waitMigration(ctx context.Context, vm *VM) error {
 		case <-time.After(statePoll):
 		}
 	}
+}
+
+// finishBound bounds resume's wait for QEMU to leave finish-migrate.
+const finishBound = 10 * time.Second
+
+// resume starts the vCPUs of a guest stopped for a migration once QEMU has
+// left its finish-migrate run state. query-migrate says "completed" (or
+// "failed") before QEMU's migration thread moves the run state on to
+// postmigrate, and a cont in between is refused ("Migration is not
+// finalized yet"): a race that failed a lab in CI.
+func resume(ctx context.Context, vm *VM) error {
+	ctx, cancel := context.WithTimeout(ctx, finishBound)
+	defer cancel()
+	for {
+		var st struct{ Status string }
+		if err := vm.qmp.Execute(ctx, "query-status", nil, &st); err != nil {
+			return err
+		}
+		if st.Status != "finish-migrate" {
+			break
+		}
+		select {
+		case <-vm.proc.Done():
+			return fmt.Errorf("qemu exited: %s", vm.ExitState())
+		case <-ctx.Done():
+			return fmt.Errorf("QEMU stayed in run state finish-migrate for %v after the migration ended", finishBound)
+		case <-time.After(statePoll):
+		}
+	}
+	return vm.qmp.Execute(ctx, "cont", nil, nil)
 }
 
 // execURI is QEMU's exec: migration URI running cmd with path, quoted

@@ -1,8 +1,16 @@
 package qemu
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestExecURI: the state's path is quoted for the shell QEMU runs exec:
@@ -26,5 +34,81 @@ func TestArgsIncoming(t *testing.T) {
 	}
 	if a := Args(Config{}); slices.Contains(a, "-incoming") {
 		t.Errorf("a boot's argv has -incoming: %q", a)
+	}
+}
+
+// migratingQEMU plays QEMU 7.2's QMP side of a save: query-migrate says
+// "completed" while the run state stays finish-migrate for lag more
+// query-status calls, and a cont until then is refused as QEMU refuses it.
+func migratingQEMU(t *testing.T, lag int) (path string, log *[]string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "qmp.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	log = new([]string)
+	var mu sync.Mutex
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte(`{"QMP": {"version": {}, "capabilities": []}}` + "\n"))
+		state := "running"
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			var req struct{ Execute string }
+			json.Unmarshal(sc.Bytes(), &req)
+			r := `{"return": {}}`
+			switch req.Execute {
+			case "stop":
+				state = "paused"
+			case "migrate":
+				state = "finish-migrate"
+			case "query-migrate":
+				r = `{"return": {"status": "completed"}}`
+			case "query-status":
+				if state == "finish-migrate" && lag == 0 {
+					state = "postmigrate"
+				}
+				lag--
+				r = fmt.Sprintf(`{"return": {"status": %q, "running": false}}`, state)
+			case "cont":
+				if state == "finish-migrate" {
+					r = `{"error": {"class": "GenericError", "desc": "Migration is not finalized yet"}}`
+				} else {
+					state = "running"
+				}
+			}
+			mu.Lock()
+			*log = append(*log, req.Execute+" -> "+state)
+			mu.Unlock()
+			c.Write([]byte(r + "\n"))
+		}
+	}()
+	return path, log
+}
+
+// TestSaveStateWaitsForFinishMigrate: a cont sent as soon as query-migrate
+// said "completed" met "Migration is not finalized yet" in CI and failed
+// the lab; SaveState waits for QEMU to leave finish-migrate, then resumes.
+func TestSaveStateWaitsForFinishMigrate(t *testing.T) {
+	path, log := migratingQEMU(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	q, err := DialQMP(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	vm := &VM{qmp: q, proc: &exited{done: make(chan struct{})}}
+	if err := SaveState(ctx, vm, filepath.Join(t.TempDir(), "state")); err != nil {
+		t.Fatalf("SaveState: %v (QMP: %q)", err, *log)
+	}
+	if last := (*log)[len(*log)-1]; last != "cont -> running" {
+		t.Errorf("last QMP command: %q, want a cont that runs the guest (QMP: %q)", last, *log)
 	}
 }
