@@ -195,7 +195,7 @@ func (e *slowLoadError) Error() string {
 // unless it could not be resumed (an error then).
 func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	st := gs.r.opts.GuestStates
-	if st == nil || !st.Save || key == "" {
+	if st == nil || !st.Save || key == "" || gs.saveOff != "" {
 		return nil
 	}
 	d, err := safefs.Open(gs.r.dir)
@@ -214,6 +214,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	err = qemu.SaveState(ctx, g.vm, d.Join(tmp))
 	if errors.Is(err, qemu.ErrNotResumed) {
 		d.RemoveAll(tmp)
+		gs.notes.state("not saved " + key + ": the guest could not be resumed")
 		return err
 	}
 	if err == nil {

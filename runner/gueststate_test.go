@@ -94,7 +94,7 @@ func TestGuestStates(t *testing.T) {
 	if len(procs) != 1 || slices.Contains(procs[0].Argv, "-incoming") {
 		t.Fatalf("first run: %d QEMUs, want one booted", len(procs))
 	}
-	if q := strings.Join(procs[0].QMP(), " "); !strings.Contains(q, "stop migrate-set-parameters migrate query-migrate cont") {
+	if q := strings.Join(procs[0].QMP(), " "); !strings.Contains(q, "stop migrate-set-parameters migrate query-migrate query-status cont") {
 		t.Errorf("first run's QMP %q: no state saved between stop and cont", q)
 	}
 	saved, _ := filepath.Glob(filepath.Join(h.opts.Dir, GuestStateDir, "*"))
@@ -123,6 +123,35 @@ func TestGuestStates(t *testing.T) {
 	}
 	if !strings.HasPrefix(note, "not restored "+key+": load guest state") || !strings.HasSuffix(note, "; saved "+key) {
 		t.Errorf("bad state: env.json note %q, want the state not restored and the booted guest's saved", note)
+	}
+}
+
+// TestGuestStateNotResumed: a guest whose state was saved but that QEMU
+// would not resume (a lab in CI met "Migration is not finalized yet") is
+// stopped and booted again, and the run saves no more states: its cell
+// runs, and env.json says why nothing was saved.
+func TestGuestStateNotResumed(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	var log syncBuffer
+	h, procs, note := stateRunWith(t, fakeImage(t), stateScenario, func(h *harness) {
+		h.opts.Log = &log
+		h.opts.Exec.(qemuRouter).fake.NoResume = true
+	}, t.TempDir())
+	if len(procs) != 2 {
+		t.Fatalf("%d QEMUs, want the saved guest, then a boot", len(procs))
+	}
+	if slices.Contains(procs[1].QMP(), "migrate") {
+		t.Errorf("second guest's QMP %q: saved again", procs[1].QMP())
+	}
+	if saved, _ := filepath.Glob(filepath.Join(h.opts.Dir, GuestStateDir, "*")); len(saved) != 0 {
+		t.Errorf("states left in the run directory: %q", saved)
+	}
+	if !strings.HasPrefix(note, "not saved ") || !strings.HasSuffix(note, ": the guest could not be resumed") {
+		t.Errorf("env.json note %q, want the state not saved and why", note)
+	}
+	if !strings.Contains(log.String(), "booting the guest again") {
+		t.Errorf("the run's log does not say the guest was booted again:\n%s", log.String())
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,6 +44,10 @@ type Exec struct {
 	// does when it cannot use /dev/kvm ("Could not access KVM kernel
 	// module").
 	NoKVM bool
+	// NoResume makes every cont after a QMP migrate fail as QEMU's does
+	// in its finish-migrate run state ("Migration is not finalized
+	// yet"): a saved guest that stays stopped.
+	NoResume bool
 
 	mu    sync.Mutex
 	procs []*Proc
@@ -85,7 +90,7 @@ func (e *Exec) Start(ctx context.Context, c proc.Cmd) (proc.Process, error) {
 		l.Close()
 		return nil, err
 	}
-	p := &Proc{Name: name, Argv: c.Argv, KVM: kvm, done: make(chan struct{}), l: l}
+	p := &Proc{Name: name, Argv: c.Argv, KVM: kvm, noResume: e.NoResume, done: make(chan struct{}), l: l}
 	e.mu.Lock()
 	p.pid = 900000 + len(e.procs)
 	e.procs = append(e.procs, p)
@@ -165,7 +170,9 @@ type Proc struct {
 	Argv []string // QEMU's argv
 	KVM  bool     // started with -accel kvm: query-kvm says enabled
 	pid  int
-	l    net.Listener
+	// noResume refuses cont after a migrate (Exec.NoResume).
+	noResume bool
+	l        net.Listener
 	// vcpu is the thread playing vCPU 0 (vcpuThread).
 	vcpuOnce sync.Once
 	vcpu     int
@@ -205,10 +212,21 @@ func (p *Proc) command(cmd string) {
 	switch {
 	case cmd == "stop" && p.paused == nil:
 		p.paused = make(chan struct{})
-	case cmd == "cont" && p.paused != nil:
+	case cmd == "cont" && p.paused != nil && !p.refusesContLocked():
 		close(p.paused)
 		p.paused = nil
 	}
+}
+
+// refusesCont reports whether a cont is refused now (Exec.NoResume).
+func (p *Proc) refusesCont() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusesContLocked()
+}
+
+func (p *Proc) refusesContLocked() bool {
+	return p.noResume && slices.Contains(p.qmp, "migrate")
 }
 
 // running waits while the VM is stopped; false when it ended.
@@ -279,6 +297,12 @@ func (p *Proc) serveQMP() {
 				switch req.Execute {
 				case "migrate", "migrate-incoming":
 					p.migrate(req.Execute, req.Arguments.URI)
+					c.Write([]byte(`{"return": {}}` + "\n"))
+				case "cont":
+					if p.refusesCont() {
+						c.Write([]byte(`{"error": {"class": "GenericError", "desc": "Migration is not finalized yet"}}` + "\n"))
+						continue
+					}
 					c.Write([]byte(`{"return": {}}` + "\n"))
 				case "query-migrate":
 					st, why := p.migration()
