@@ -1,10 +1,12 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/units"
 )
 
 // Every row of a real run's workload tables says in the notes what it
@@ -94,4 +96,40 @@ func realTables(t *testing.T, kind string) map[string][]*Table {
 		}
 	}
 	return out
+}
+
+// A change column's marks that are no percentage (units.Pct's "from 0"
+// and ">999x") are explained in the notes of every table that shows one,
+// and the note names the mark as Pct writes it: the real lab run's perf
+// stat table (cpu-migrations 0 in stock's run, 1 in patched's) shows
+// "from 0", the generated runs' Lost (patched 1 pps as the base, stock
+// 1.16 Mpps) ">999x".
+func TestChangeMarksExplained(t *testing.T) {
+	for _, tc := range []struct {
+		mark string
+		dirs []string
+	}{
+		{units.PctFromZero, []string{"lab-pktgen-tcg"}},
+		{units.PctOver999, []string{"patched", "stock"}},
+	} {
+		r, err := Build(loadSet(t, tc.dirs...), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := 0
+		for _, tab := range r.Tables {
+			if !slices.ContainsFunc(tab.Rows, func(row Row) bool {
+				return slices.ContainsFunc(row.Cells, func(c Cell) bool { return c.Delta != nil && strings.Contains(c.Text, tc.mark) })
+			}) {
+				continue
+			}
+			shown++
+			if !slices.ContainsFunc(tab.Notes, func(n string) bool { return strings.Contains(n, tc.mark+" = ") }) {
+				t.Errorf("%v: %s: %q in a change cell, not in the notes:\n%s", tc.dirs, tab.Context, tc.mark, strings.Join(tab.Notes, "\n"))
+			}
+		}
+		if shown == 0 {
+			t.Errorf("%v: no table shows %q", tc.dirs, tc.mark)
+		}
+	}
 }

@@ -423,8 +423,8 @@ func ptr(v float64) *float64 { return &v }
 func factorNote(t *Table) {
 	var marks []string
 	for _, m := range []struct{ text, note string }{
-		{"from 0", "from 0 = a change from a median of exactly 0"},
-		{">999x", ">999x = 1000 times the base or more"},
+		{units.PctFromZero, units.PctFromZero + " = a change from a median of exactly 0"},
+		{units.PctOver999, units.PctOver999 + " = 1000 times the base or more"},
 	} {
 		if slices.ContainsFunc(t.Rows, func(r Row) bool {
 			return slices.ContainsFunc(r.Cells, func(c Cell) bool { return c.Delta != nil && strings.Contains(c.Text, m.text) })

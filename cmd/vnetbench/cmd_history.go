@@ -244,7 +244,7 @@ func gateNew(rs []history.Result, n int, stderr io.Writer) error {
 
 func historyPct(c *float64) string {
 	if c == nil {
-		return "change from 0"
+		return "change " + units.PctFromZero
 	}
 	return fmt.Sprintf("%+.1f%%", 100**c)
 }

@@ -103,7 +103,7 @@ func WriteText(w io.Writer, rs []Result) error {
 
 func pct(c *float64) string {
 	if c == nil {
-		return "from 0" // before was 0: no percentage, as report says
+		return units.PctFromZero // before was 0: no percentage, as report says
 	}
 	return fmt.Sprintf("%+.1f%%", 100**c)
 }

@@ -112,6 +112,16 @@ func Grouped(v float64) string {
 	return string(out)
 }
 
+// The marks Pct writes for a change no percentage describes. A legend
+// that explains them (report's notes, history's tables) finds and names
+// them by these constants, so the mark and its legend cannot drift.
+const (
+	// PctFromZero is a change from a base of exactly 0.
+	PctFromZero = "from 0"
+	// PctOver999 is a change of 1000 times the base or more.
+	PctOver999 = ">999x"
+)
+
 // Pct formats a change in percent: "+5.30%"; from +10000% on (101 times
 // the base or more, from a base near 0) as the factor, "536x", which a
 // reader takes in at once where "+5.35e+04%" needs arithmetic, and
@@ -124,12 +134,12 @@ func Pct(v float64) string {
 	case math.IsNaN(v):
 		return "?"
 	case math.IsInf(v, 0):
-		return "from 0"
+		return PctFromZero
 	case v >= 1e4:
 		if f := 1 + v/100; f < 999.5 {
 			return fmt.Sprintf("%.0fx", f)
 		}
-		return ">999x"
+		return PctOver999
 	}
 	return fmt.Sprintf("%+.2f%%", v)
 }
