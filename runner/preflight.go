@@ -27,6 +27,9 @@ type Needs struct {
 	GuestPrograms, GuestModules []string
 	// VsockCIDs are the guests' vsock context IDs (vhost-vsock-pci).
 	VsockCIDs []uint32
+	// LabDeps are what the lab kernels need here to be fetched and
+	// built (labDeps).
+	LabDeps []LabDep
 	// checks are the workloads' own checks (pktgen script mode: the
 	// kernel's sample script exists).
 	checks []func() error
@@ -117,6 +120,7 @@ func NeedsOf(cells []scenarios.Cell) Needs {
 	n.GuestPrograms = sortedKeys(guest)
 	n.GuestModules = sortedKeys(guestMods)
 	n.Qdiscs = sortedKeys(qd)
+	n.LabDeps = labDeps(cells)
 	return n
 }
 
@@ -157,7 +161,7 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		}
 	}
 	if r := n.Refusals(LookHost(n)); len(r) > 0 {
-		return r[0].Err() // plan and run --dry-run predict these (HostRefusals)
+		return r[0].Err() // plan and run --dry-run predict these (RefusalsOf)
 	}
 	if err := n.check(); err != nil {
 		return err

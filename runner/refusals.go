@@ -5,6 +5,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/runner/kbuild"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -24,8 +25,9 @@ func (r Refusal) Err() error { return capErrorf("%s; %s", r.Why, r.Fix) }
 // (no namespace, no qdisc or AF_XDP probe, no vsock CID claimed).
 type Facts struct {
 	Root, Tun, VhostNet, VhostVsock bool
-	// Missing are the needs' programs (tools and the guest image's)
-	// that are not on PATH.
+	// Missing are the needs' programs (tools, the guest image's, the
+	// lab kernels' fetch and build tools) not on PATH and the lab
+	// kernels' header files that are not there.
 	Missing map[string]bool
 	// Features are the probes of the needs' cheap features
 	// (workload.Feature.Cheap); the others are Preflight's alone.
@@ -41,6 +43,11 @@ func LookHost(n Needs) Facts {
 			f.Missing[p] = true
 		}
 	}
+	for _, d := range n.LabDeps {
+		if !haveDep(d.Dep) {
+			f.Missing[d.Name] = true
+		}
+	}
 	for _, name := range n.Features {
 		if ft, ok := feature(name); ok && ft.Cheap {
 			f.Features[name] = ft.Probe()
@@ -49,21 +56,45 @@ func LookHost(n Needs) Facts {
 	return f
 }
 
+// haveDep reports whether d, a program or a header file, is here.
+func haveDep(d kbuild.Dep) bool {
+	if d.Header {
+		return exists(d.Name)
+	}
+	_, err := proc.LookPath(d.Name)
+	return err == nil
+}
+
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
 
-// HostRefusals are the refusals of the running kernel's cells among
-// cells that look (LookHost, or a test's facts) predicts, in
-// Preflight's order; none when look is nil.
-func HostRefusals(cells []scenarios.Cell, look func(Needs) Facts) []Refusal {
+// RefusalsOf are the refusals of cells that look (LookHost, or a test's
+// facts) predicts: the running kernel's cells' in Preflight's order,
+// then the lab kernels' (LabRefusals); none when look is nil.
+func RefusalsOf(cells []scenarios.Cell, look func(Needs) Facts) []Refusal {
 	host, _ := scenarios.SplitRunning(cells)
-	if look == nil || len(host) == 0 {
+	var out []Refusal
+	if look != nil && len(host) > 0 {
+		n := NeedsOf(host)
+		out = n.Refusals(look(n))
+	}
+	return append(out, LabRefusals(cells, look)...)
+}
+
+// LabRefusals are what run refuses of the lab kernels' cells among cells
+// before it builds or boots anything, as look predicts: the tools to fetch
+// and build their kernels, QEMU and the programs the lab VMs take from
+// this host; none when look is nil. Their pktgen, vhost-net and qdiscs
+// are the lab kernels' to have.
+func LabRefusals(cells []scenarios.Cell, look func(Needs) Facts) []Refusal {
+	_, labCells := scenarios.SplitRunning(cells)
+	if look == nil || len(labCells) == 0 {
 		return nil
 	}
-	n := NeedsOf(host)
-	return n.Refusals(look(n))
+	n := NeedsOf(labCells)
+	return n.labRefusals(look(n))
 }
 
 // Refusals are what Preflight refuses of n on a host with facts f, one

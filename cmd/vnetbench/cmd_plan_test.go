@@ -379,7 +379,8 @@ func TestDryRunAccel(t *testing.T) {
 
 // plan and run --dry-run say what run's preflight would refuse on this
 // host, a line each with its fix: plan exits 0, the dry run 2 (as run),
-// and a lab kernel's cells are not the host's to refuse.
+// and a lab kernel's cells are not the host's to refuse but for the
+// programs the lab VM takes from the host.
 func TestPlanDryRunRefusals(t *testing.T) {
 	cl := testCLI()
 	cl.host = func() lab.Host {
@@ -415,8 +416,60 @@ func TestPlanDryRunRefusals(t *testing.T) {
 			t.Errorf("run --dry-run: no line %q:\n%s", w, got)
 		}
 	}
+	// A lab kernel's root, vhost-net and pktgen are not the host's to
+	// refuse; its perf is: the lab VM runs this host's.
 	got, code = runCLIWith(t, cl, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", t.TempDir())
-	if code != 0 || strings.Contains(got, "run would refuse") {
-		t.Errorf("run --dry-run lab-pktgen: exit %d, want 0 and no refusal (its cells run in lab VMs):\n%s", code, got)
+	if code != 2 || strings.Count(got, "run would refuse") != 1 || !strings.Contains(got, "run would refuse: perf is not installed: lab VMs run this host's programs") {
+		t.Errorf("run --dry-run lab-pktgen: exit %d, want 2 and only perf refused (its cells run in lab VMs):\n%s", code, got)
+	}
+}
+
+// pathWithout is a PATH directory holding every program of this PATH
+// but those named, as links: a host without them.
+func pathWithout(t *testing.T, without ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if slices.Contains(without, e.Name()) {
+				continue
+			}
+			// The first directory's program wins, as in a lookup.
+			if err := os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name())); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// plan and run --dry-run look at what a lab run needs here: QEMU, the
+// tools the lab VMs take from this host's root, and what fetching and
+// building its kernels runs (lab-pktgen rebuilds tun.ko with Debian's
+// gcc-12), each missing one a line with the Debian package to install.
+func TestPlanDryRunLabRefusals(t *testing.T) {
+	t.Setenv("PATH", pathWithout(t, qemu.DefaultBinary, "gcc-12"))
+	cl := testCLI()
+	cl.host = func() lab.Host {
+		h := testHost(tcgHost)
+		h.Look = runner.LookHost
+		return h
+	}
+	want := []string{
+		"run would refuse: qemu-system-x86_64 is not installed: lab VMs run this host's programs; fix: install the Debian package qemu-system-x86 (make deps)",
+		"run would refuse: gcc-12 is not installed: rebuilding modules for Debian's kernel (kernels patched, stock) runs it; fix: install the Debian package gcc-12 (make deps)",
+	}
+	got, code := runCLIWith(t, cl, "plan", "lab-pktgen", "--seed", "1")
+	for _, w := range want {
+		if code != 0 || !strings.Contains(got, "\n"+w+"\n") {
+			t.Errorf("plan: exit %d, want 0 and the line %q:\n%s", code, w, got)
+		}
+	}
+	got, code = runCLIWith(t, cl, "run", "lab-pktgen", "--dry-run", "--seed", "1", "-o", t.TempDir())
+	for _, w := range want {
+		if code != 2 || !strings.Contains(got, "vnetbench: "+w) {
+			t.Errorf("run --dry-run: exit %d, want 2 and the line %q:\n%s", code, w, got)
+		}
 	}
 }

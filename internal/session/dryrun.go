@@ -40,11 +40,13 @@ func (r *run) dryRun() error {
 	return r.refuse()
 }
 
-// refuse prints what run's preflight would refuse of the running
-// kernel's cells here (runner.HostRefusals), a line each, and returns
-// the last as the error, so a dry run exits 2 where run would.
+// refuse prints what run would refuse of the cells here before it
+// builds or boots anything (runner.RefusalsOf: the running kernel's
+// cells' preflight, the lab kernels' fetch, build and programs), a line
+// each, and returns the last as the error, so a dry run exits 2 where
+// run would.
 func (r *run) refuse() error {
-	rs := runner.HostRefusals(r.hostCells, r.host.Look)
+	rs := runner.RefusalsOf(r.cells, r.host.Look)
 	if len(rs) == 0 {
 		return nil
 	}

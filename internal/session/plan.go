@@ -38,9 +38,9 @@ type Plan struct {
 	LabVMs []PlanLabVM     `json:"lab_vms,omitempty"`
 	Runs   []PlanRun       `json:"runs"`
 	Cells  []PlanCell      `json:"cells"`
-	// Refusals are what run refuses of the running kernel's cells on
-	// this host, as far as a cheap look tells (runner.HostRefusals),
-	// one line each.
+	// Refusals are what run refuses of the cells on this host before
+	// it builds or boots anything, as far as a cheap look tells
+	// (runner.RefusalsOf: the lab kernels' needs too), one line each.
 	Refusals []string `json:"refusals,omitempty"`
 	// Warnings: accelerator fallbacks and refusals, lab sizing.
 	Warnings []string `json:"-"`
@@ -136,7 +136,7 @@ func BuildPlan(s *scenarios.Scenario, seed int64, h lab.Host) *Plan {
 		p.Cells[ci].Runs = append(p.Cells[ci].Runs, i+1)
 		p.Runs = append(p.Runs, PlanRun{N: i + 1, Kernel: c.Kernel.Label, Cell: c.Name, Rep: c.Rep + 1})
 	}
-	for _, r := range runner.HostRefusals(cells, h.Look) {
+	for _, r := range runner.RefusalsOf(cells, h.Look) {
 		p.Refusals = append(p.Refusals, r.String())
 	}
 	return p

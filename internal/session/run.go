@@ -293,6 +293,13 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 	}
 	r.split()
+	if !r.DryRun && r.InsideLab == "" {
+		// What plan and the dry run say run refuses, it refuses, before
+		// a kernel is fetched or built (the dry run prints them all).
+		if rs := runner.LabRefusals(r.labCells, r.host.Look); len(rs) > 0 {
+			return rs[0].Err()
+		}
+	}
 	if err := r.labInner(); err != nil {
 		return err
 	}
