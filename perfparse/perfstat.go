@@ -111,6 +111,9 @@ func ParsePerfStat(r io.Reader) (*PerfStat, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStatUsage(lines); err != nil {
+		return nil, err
+	}
 	switch detectPerfStat(lines) {
 	case "json":
 		return parsePerfStatJSON(lines)
@@ -118,6 +121,27 @@ func ParsePerfStat(r io.Reader) (*PerfStat, error) {
 		return parsePerfStatCSV(lines)
 	}
 	return parsePerfStatText(lines)
+}
+
+// checkStatUsage refuses perf stat's usage text, which perf prints
+// instead of counters when it refuses its command line (its option lines,
+// "-a, --all-cpus  system-wide ...", read as metric-only or -x lines),
+// quoting perf's reason, the line before it.
+func checkStatUsage(lines []string) error {
+	reason := ""
+	for i, l := range lines {
+		s := strings.TrimSpace(l)
+		if strings.HasPrefix(s, "Usage: perf stat") || strings.HasPrefix(s, "usage: perf stat") {
+			if reason == "" {
+				reason = s
+			}
+			return errorf(i+1, "perf stat: this is perf stat's usage text (%q): perf refused its options and counted nothing; fix the perf stat command line and give the output of a run", clip(reason))
+		}
+		if s != "" {
+			reason = s
+		}
+	}
+	return nil
 }
 
 func detectPerfStat(lines []string) string {

@@ -50,7 +50,10 @@ func sepCandidates(lines []string) []string {
 				continue // not the end of a number
 			}
 			for k := i + 1; k < len(s) && k <= i+4 && isSepByte(s[k]); k++ {
-				if c := s[i+1 : k+1]; !seen[c] && strings.TrimSpace(c) != "" {
+				// Spaces align the text layout, but a tab is only
+				// ever -x's ("-x $'\t'", as tab-separated tools
+				// want it).
+				if c := s[i+1 : k+1]; !seen[c] && (strings.TrimSpace(c) != "" || c == "\t") {
 					seen[c] = true
 					out = append(out, c)
 				}

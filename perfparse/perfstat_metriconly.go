@@ -198,6 +198,11 @@ func (st *PerfStat) addMetricOnlyLine(f []string, places int, names []string, ln
 		if k >= len(names) {
 			return errorf(ln, "perf stat --metric-only: value %q in field %d, but the header names %d metrics; give the whole output, header line included", v, places+k+1, len(names))
 		}
+		if names[k] == "" {
+			// perf never prints an empty metric name: the header
+			// and the value lines do not belong together.
+			return errorf(ln, "perf stat --metric-only: value %q in field %d, whose header field is empty; give the whole output of one run, header line included", v, places+k+1)
+		}
 		pct := strings.HasSuffix(v, "%")
 		x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
+	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
 // Options configure Build.
@@ -404,16 +405,30 @@ func (b *builder) metricKeys() []metric.Key {
 	return b.idx.keys
 }
 
-// anyPositive reports whether a sample of one of cells has metric key > 0.
-func (b *builder) anyPositive(cells []string, key metric.Key) bool {
-	for _, cell := range cells {
-		for _, s := range b.idx.byCell[cell] {
-			if s.Metrics[key] > 0 {
-				return true
+// seen is what the samples of cells hold, for a workload table's rows
+// and notes.
+func (b *builder) seen(cells []string) workload.Seen {
+	return seenIn(cells, func(cell string) []*results.Sample { return b.idx.byCell[cell] })
+}
+
+// seenIn is what the samples of cells (samples(cell) each) hold: a
+// metric some sample has > 0 (Positive), or has at all, whatever its
+// value (Measured).
+func seenIn(cells []string, samples func(cell string) []*results.Sample) workload.Seen {
+	some := func(key metric.Key, ok func(v float64, has bool) bool) bool {
+		for _, cell := range cells {
+			for _, s := range samples(cell) {
+				if v, has := s.Metrics[key]; ok(v, has) {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	return false
+	return workload.Seen{
+		Positive: func(key metric.Key) bool { return some(key, func(v float64, _ bool) bool { return v > 0 }) },
+		Measured: func(key metric.Key) bool { return some(key, func(_ float64, has bool) bool { return has }) },
+	}
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -59,7 +59,7 @@ func (b perPatchKind) perPatchTables() {
 		for _, g := range groups {
 			first := b.measured(g.full)
 			threads := threadsOf(first, kind)
-			seen := func(key metric.Key) bool { return b.anyPositive(g.cells, key) }
+			seen := b.seen(g.cells)
 			drops := b.lostByReason(g.cells)
 			rows := withDropRows(kind.Rows(threads, seen), drops)
 			title := names[ti]

@@ -21,7 +21,7 @@ func (byteRater) Metrics() []metric.Metric {
 }
 func (byteRater) Table() workload.Table {
 	return workload.Table{Headline: "byterater_bps", ThreadsKey: "streams", ThreadsNoun: "streams",
-		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
+		Rows: func(int, workload.Seen) []workload.TableRow {
 			return []workload.TableRow{{Key: "byterater_bps", Label: "Received", Scale: units.MBps}}
 		}}
 }

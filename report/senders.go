@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -91,7 +90,7 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 	if !ok {
 		return nil
 	}
-	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
+	seen := b.seen(cells)
 	cols := kind.Rows(2, seen) // the per-thread rows are columns here
 	t := &Table{Kind: KindSenders, Title: "senders " + sendersKey(first),
 		Context:     backendName(backendOf(first)) + ": " + b.lab.context(withoutThreads(first), true),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -63,7 +62,7 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 	if two {
 		t.Header = append(t.Header, "change")
 	}
-	seen := func(key metric.Key) bool { return b.anyPositive(cells, key) }
+	seen := b.seen(cells)
 	drops := b.lostByReason(cells)
 	rows := withDropRows(kind.Rows(threads, seen), drops)
 	var na naNotes
@@ -145,7 +144,7 @@ func (b threadKind) threadRow(cell string, s *results.Sample, tm workload.TableR
 // threadNotes appends the notes of a thread table: note (the runs and CV)
 // with the workload's note, its notes, the change legend and the column
 // notes.
-func (b threadKind) threadNotes(t *Table, kind workload.Table, threads int, seen func(metric.Key) bool, note string) {
+func (b threadKind) threadNotes(t *Table, kind workload.Table, threads int, seen workload.Seen, note string) {
 	if kind.Note != nil {
 		if more := kind.Note(threads); more != "" {
 			note += "; " + more

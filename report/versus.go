@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -89,7 +88,7 @@ func (b versusKind) versusTable(tab workload.Table, name string, cells []string,
 		return nil
 	}
 	threads := threadsOf(g.first, tab)
-	seen := func(key metric.Key) bool { return b.anyPositiveIn(g.mine, col, key) }
+	seen := b.seenIn(g.mine, col)
 	backend := backendName(backendOf(g.first))
 	if tab.OffNIC {
 		backend = "guest NIC " + backend + ", not on the measured path"
@@ -234,15 +233,7 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 	return row, maxCV
 }
 
-// anyPositiveIn reports whether a sample of one of cells in column col
-// has metric key > 0.
-func (b versusKind) anyPositiveIn(cells []string, col string, key metric.Key) bool {
-	for _, cell := range cells {
-		for _, s := range b.idx.byCol[cellCol{cell, col}] {
-			if s.Metrics[key] > 0 {
-				return true
-			}
-		}
-	}
-	return false
+// seenIn is what the samples of cells in column col hold.
+func (b versusKind) seenIn(cells []string, col string) workload.Seen {
+	return seenIn(cells, func(cell string) []*results.Sample { return b.idx.byCol[cellCol{cell, col}] })
 }

@@ -58,6 +58,7 @@ var badInputs = map[string]string{
 	"burst-in-axis":         "generator: {pktgen: {burst: [0, 64]}}\n",
 	"clone-skb-on-tap":      "generator: {pktgen: {clone_skb: 10}}\n",
 	"negative-burst":        "generator: {pktgen: {burst: -1}}\n",
+	"zero-queues":           "queues: 0\ngenerator: {pktgen: {threads: 4}}\n",
 	"duration-no-unit":      "warmup: 5\ngenerator: {iperf3: {}}\n",
 	"duration-bad":          "generator: {iperf3: {duration: 5 sec}}\n",
 	"duration-negative":     "timeouts: {boot: -5s}\ngenerator: {iperf3: {}}\n",

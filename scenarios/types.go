@@ -102,7 +102,7 @@ func (c *Cell) Fields() []schema.Field {
 	return []schema.Field{
 		schema.Enum(&c.Backend, "backend", BackendTap, BackendVhost).Default(BackendTap).Axis().
 			Doc("host side of the guest NIC: a tap device, or a tap device with the vhost-net kernel worker (QEMU vhost=on)"),
-		schema.IntOr(&c.Queues, "queues", 0, 256, "auto", 0).Default(1).Unit("queues").Axis().Short("q").
+		schema.IntOr(&c.Queues, "queues", 1, 256, "auto", 0).Default(1).Unit("queues").Axis().Short("q").
 			Doc("tap and virtio-net queue pairs, independent of the generator's threads: 1 = a single-queue tap (QEMU without queues=), where every pktgen thread sends on queue 0; auto = one per pktgen thread (1 for trafgen and iperf3)"),
 		schema.String(&c.Qdisc, "qdisc", "tc qdisc kind", checkQdisc).Axis().
 			Doc("root qdisc put on the tap (tc kind: fq_codel, noqueue, pfifo_fast, fq, ...); unset = leave the kernel's default"),

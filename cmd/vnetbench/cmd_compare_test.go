@@ -322,3 +322,26 @@ func TestCompareNoCommonCell(t *testing.T) {
 		}
 	}
 }
+
+// An unknown --format names the formats compare writes: the list was
+// report's, whose benchfmt, kcidb and lava compare refuses. Each format
+// named is one compare writes.
+func TestCompareUnknownFormat(t *testing.T) {
+	pair := []string{"testdata/compare/six-runs-base.bench", "testdata/compare/six-runs-new.bench"}
+	var out, errb bytes.Buffer
+	err := run(t.Context(), append([]string{"compare", "--format", "yaml"}, pair...), &out, &errb)
+	if exitCode(err) != exitBadInput || err == nil {
+		t.Fatalf("compare --format yaml: %v, want exit 2", err)
+	}
+	_, list, ok := strings.Cut(err.Error(), "use one of ")
+	if !ok {
+		t.Fatalf("compare --format yaml: %q names no formats", err)
+	}
+	for _, f := range strings.Split(list, ", ") {
+		out.Reset()
+		errb.Reset()
+		if err := run(t.Context(), append([]string{"compare", "--format", f, "--fail-on", "tx_pps<-50%"}, pair...), &out, &errb); exitCode(err) == exitBadInput {
+			t.Errorf("the error names --format %s, which compare refuses: %v", f, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
@@ -271,6 +272,9 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	// said "recorded 2 runs" for one.
 	distinct := map[string]bool{}
 	for _, p := range paths {
+		if filepath.Base(p) == results.ResultsFile { // the run directory's record
+			p = filepath.Dir(p)
+		}
 		a, aerr := filepath.Abs(p)
 		if aerr != nil {
 			a = p

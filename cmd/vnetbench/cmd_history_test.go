@@ -577,6 +577,8 @@ func TestHistoryAddCountsRuns(t *testing.T) {
 		{[]string{"add", "--db", db, dirs[0], dirs[1]}, "recorded 2 runs in " + db + "\n"},
 		// One directory twice is one record: it said "recorded 2 runs".
 		{[]string{"add", "--db", db, dirs[1], dirs[1] + "/"}, "recorded 1 run in " + db + "\n"},
+		// A run's results.jsonl is the run: one record, as report reads it.
+		{[]string{"add", "--db", db, dirs[1], filepath.Join(dirs[1], "results.jsonl")}, "recorded 1 run in " + db + "\n"},
 		{[]string{"rebuild", "--db", db, dirs[1]}, "rebuilt " + db + " from 1 run\n"},
 	} {
 		out, stderr, err := runHistory(t, tc.args...)

@@ -82,6 +82,9 @@ func intKind[T integer](typ string, lo, hi int64, word string, wordValue T) Kind
 				if x < 0 && lo == 0 {
 					return 0, fmt.Sprintf("%s: must not be negative, got %d", c.Path, x)
 				}
+				if word != "" {
+					return 0, fmt.Sprintf("%s: %d is below the minimum %d; use %d or more, or %s", c.Path, x, lo, lo, word)
+				}
 				return 0, fmt.Sprintf("%s: %d is below the minimum %d", c.Path, x, lo)
 			}
 			if x > hi {

@@ -87,15 +87,14 @@ type Table struct {
 	// "threads"/"threads", "parallel"/"streams".
 	ThreadsKey, ThreadsNoun string
 	// Rows lists the rows of a group of cells: threads is the group's
-	// thread count, seen reports whether some run of the group has a
-	// positive value of a key.
-	Rows func(threads int, seen func(key metric.Key) bool) []TableRow
+	// thread count, seen what the group's runs hold.
+	Rows func(threads int, seen Seen) []TableRow
 	// Note extends the first footnote (the runs per cell and the
 	// headline's spread), e.g. how totals and per-thread numbers are
 	// made; "" = nothing.
 	Note func(threads int) string
 	// Notes are further footnotes that define the rows' numbers.
-	Notes func(threads int, seen func(key metric.Key) bool) []string
+	Notes func(threads int, seen Seen) []string
 	// Context lists keys of the workload's section whose values the
 	// table's header states ("64 KiB payload"), in order.
 	Context []ContextKey
@@ -106,6 +105,20 @@ type Table struct {
 	// (vsock): its tables name the backend as off the measured path, so
 	// that "TAP" does not read as what the numbers measure.
 	OffNIC bool
+}
+
+// Seen says what the runs of a group of cells hold, for a Table's Rows
+// and Notes.
+type Seen struct {
+	// Positive reports whether some run has a positive value of key: a
+	// row of events that need not happen (qdisc drops, a second
+	// generator's CPU) shows where some run had them.
+	Positive func(key metric.Key) bool
+	// Measured reports whether some run has key at all, whatever its
+	// value: a row that only some runs can measure (TCP's retransmits,
+	// which UDP has none of) shows where they did, a 0 included, since 0
+	// retransmits is a measurement.
+	Measured func(key metric.Key) bool
 }
 
 // Versus is a table of one kernel whose row groups are the values of one
@@ -195,7 +208,7 @@ func NameOf(generator string) string {
 // qdisc's drops when some run had them.
 var PacketTable = Table{
 	Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
-	Rows: func(threads int, seen func(metric.Key) bool) []TableRow {
+	Rows: func(threads int, seen Seen) []TableRow {
 		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: "Lost"}}
 		if threads > 1 {
 			rows = []TableRow{{Key: metric.TxPPS, Label: "Tx total"}, {Key: metric.TxPPSThread, Label: "Tx per thread"},
@@ -205,14 +218,14 @@ var PacketTable = Table{
 		// and the vhost-net worker (perf stat task-clock): what Lost 0
 		// can hide, a generator retrying on a stopped queue.
 		for _, t := range cpuTargets() {
-			if k := metric.CPUPerPkt(t); seen(k) {
+			if k := metric.CPUPerPkt(t); seen.Positive(k) {
 				rows = append(rows, TableRow{Key: k, Label: "CPU/pkt " + t})
 			}
 		}
 		// Packets sent through a qdisc (pktgen queue_xmit) that the qdisc
 		// dropped never reach the tap, so Lost (tap tx_dropped) does not
 		// count them: a row of their own where some run had them.
-		if seen(metric.QdiscDropPPS) {
+		if seen.Positive(metric.QdiscDropPPS) {
 			label := "Qdisc drops"
 			if threads > 1 {
 				label += " total"
@@ -222,12 +235,12 @@ var PacketTable = Table{
 		return rows
 	},
 	Note: func(threads int) string { return "" },
-	Notes: func(threads int, seen func(metric.Key) bool) []string {
+	Notes: func(threads int, seen Seen) []string {
 		var notes []string
 		// Transmitted and Lost share one interval: the generator's own
 		// run time where it has one (tx_run_s), else the window.
 		drops, interval := "the tap's tx_dropped", "per second of the measurement window"
-		if seen(metric.TxRunS) {
+		if seen.Positive(metric.TxRunS) {
 			drops = "the tap's tx_dropped, read just before pktgen's start and just after its end"
 			interval = "per second of pktgen's own run time"
 			if threads > 1 {
@@ -242,14 +255,14 @@ var PacketTable = Table{
 		}
 		var whose []string
 		for _, t := range cpuTargets() {
-			if seen(metric.CPUPerPkt(t)) {
+			if seen.Positive(metric.CPUPerPkt(t)) {
 				whose = append(whose, t)
 			}
 		}
 		if len(whose) > 0 {
 			notes = append(notes, "CPU/pkt = the CPU time of the "+strings.Join(whose, " and the ")+" threads (perf stat task-clock over the window, total over each one's threads) per packet transmitted: work per packet, spinning on a stopped queue included")
 		}
-		if seen(metric.QdiscDropPPS) {
+		if seen.Positive(metric.QdiscDropPPS) {
 			notes = append(notes, "Qdisc drops = dropped by the tap's root qdisc over the measurement window: packets that never reached the tap, not in Lost")
 		}
 		return notes

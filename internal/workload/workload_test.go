@@ -107,13 +107,13 @@ func TestPacketTable(t *testing.T) {
 	Register(cpuWorkload{})
 	defer Unregister("cpuwl")
 	labels2 := func(threads int, seen ...metric.Key) (out []string) {
-		for _, r := range PacketTable.Rows(threads, func(k metric.Key) bool { return slices.Contains(seen, k) }) {
+		for _, r := range PacketTable.Rows(threads, Seen{Positive: func(k metric.Key) bool { return slices.Contains(seen, k) }}) {
 			out = append(out, r.Label)
 		}
 		return out
 	}
 	labels := func(threads int, qdisc bool) (out []string) {
-		for _, r := range PacketTable.Rows(threads, func(k metric.Key) bool { return qdisc && k == "qdisc_drop_pps" }) {
+		for _, r := range PacketTable.Rows(threads, Seen{Positive: func(k metric.Key) bool { return qdisc && k == "qdisc_drop_pps" }}) {
 			out = append(out, r.Label)
 		}
 		return out
@@ -130,13 +130,13 @@ func TestPacketTable(t *testing.T) {
 	if !slices.Equal(got, []string{"Transmitted", "Lost", "CPU/pkt kpktgend", "CPU/pkt vhost"}) {
 		t.Errorf("CPU rows: %v", got)
 	}
-	if n := strings.Join(PacketTable.Notes(1, func(k metric.Key) bool { return k == "cpu_per_pkt.kpktgend" }), "\n"); !strings.Contains(n, "CPU/pkt = the CPU time of the kpktgend threads (perf stat task-clock") {
+	if n := strings.Join(PacketTable.Notes(1, Seen{Positive: func(k metric.Key) bool { return k == "cpu_per_pkt.kpktgend" }}), "\n"); !strings.Contains(n, "CPU/pkt = the CPU time of the kpktgend threads (perf stat task-clock") {
 		t.Errorf("CPU note: %q", n)
 	}
 	// The footnotes say which interval Transmitted and Lost share, and
 	// never call Lost total a sum over threads.
 	notes := func(threads int, seen ...metric.Key) string {
-		return strings.Join(PacketTable.Notes(threads, func(k metric.Key) bool { return slices.Contains(seen, k) }), "\n")
+		return strings.Join(PacketTable.Notes(threads, Seen{Positive: func(k metric.Key) bool { return slices.Contains(seen, k) }}), "\n")
 	}
 	if n := notes(1, "tx_run_s"); !strings.Contains(n, "both per second of pktgen's own run time") || strings.Contains(n, "window") {
 		t.Errorf("1 thread, pktgen's clock: %q", n)

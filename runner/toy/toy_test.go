@@ -45,10 +45,10 @@ func (toy) Metrics() []metric.Metric {
 
 func (toy) Table() workload.Table {
 	return workload.Table{Headline: "toy_pps", ThreadsKey: "streams", ThreadsNoun: "streams",
-		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
+		Rows: func(int, workload.Seen) []workload.TableRow {
 			return []workload.TableRow{{Key: "toy_pps", Label: "Sent"}, {Key: "toy_errors", Label: "Errors"}}
 		},
-		Notes: func(int, func(metric.Key) bool) []string {
+		Notes: func(int, workload.Seen) []string {
 			return []string{"Sent = packets toyblast counted / its own run time, total over its streams"}
 		}}
 }

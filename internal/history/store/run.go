@@ -22,7 +22,8 @@ import (
 // Run is one run directory or benchfmt file: one point of every series it
 // has values for.
 type Run struct {
-	// Path is the run directory or file, as given.
+	// Path is the run directory or benchfmt file, as given (a run's
+	// results.jsonl given stands for its directory).
 	Path string
 	// Time is when the run was recorded: env.json's created, else its
 	// first sample's start; zero when unknown.
@@ -47,8 +48,14 @@ type Value struct {
 	Spread               verdict.Spread
 }
 
-// ReadRun reads a run directory or a benchfmt file.
+// ReadRun reads a run directory or a benchfmt file. A run's
+// results.jsonl is read as its directory, as report reads it: read as
+// a file, env.json was not found, so its points lost their scenario (a
+// series apart from the directory's) and the index held the run twice.
 func ReadRun(path string) (*Run, error) {
+	if filepath.Base(path) == results.ResultsFile {
+		path = filepath.Dir(path)
+	}
 	set, err := results.Load(path)
 	if err != nil {
 		return nil, err

@@ -208,3 +208,23 @@ func TestOpenMissingDir(t *testing.T) {
 		t.Errorf("Open made %s", dir)
 	}
 }
+
+// A run's results.jsonl is the run: the same scenario, time, labels and
+// path as its directory, so history add of either is one record.
+func TestReadRunResultsFile(t *testing.T) {
+	dir, err := ReadRun(realRuns + "quickstart-tcg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := ReadRun(realRuns + "quickstart-tcg/results.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file.Scenario != dir.Scenario || !file.Time.Equal(dir.Time) || file.Path != filepath.Clean(dir.Path) {
+		t.Errorf("results.jsonl read as scenario %q, time %v, path %q; want the directory's %q, %v, %q",
+			file.Scenario, file.Time, file.Path, dir.Scenario, dir.Time, dir.Path)
+	}
+	if fmt.Sprint(file.Labels) != fmt.Sprint(dir.Labels) {
+		t.Errorf("labels %v, want the directory's %v", file.Labels, dir.Labels)
+	}
+}

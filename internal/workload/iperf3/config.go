@@ -135,8 +135,8 @@ func (Workload) Metrics() []metric.Metric {
 	}
 }
 
-// Table: Throughput and Retransmits (and Lost, where the tap dropped
-// packets), by streams.
+// Table: Throughput and, where measured (TCP), Retransmits (and Lost,
+// where the tap dropped packets), by streams.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "parallel", ThreadsNoun: "streams",
 		// The header says how the streams were sent: iperf3 before 3.16
@@ -150,18 +150,25 @@ func (Workload) Table() workload.Table {
 		// Lost where the tap dropped some (a UDP stream faster than the
 		// guest reads: 60 Kpps lost beside 19 Kpps received under TCG),
 		// which only the latency table showed before.
-		Rows: func(_ int, seen func(metric.Key) bool) []workload.TableRow {
-			rows := []workload.TableRow{{Key: metric.ThroughputBPS, Label: "Throughput"}, {Key: metric.Retransmits, Label: "Retransmits"}}
-			if seen(metric.LostPPS) {
+		Rows: func(_ int, seen workload.Seen) []workload.TableRow {
+			rows := []workload.TableRow{{Key: metric.ThroughputBPS, Label: "Throughput"}}
+			if seen.Measured(metric.Retransmits) { // TCP: UDP has none
+				rows = append(rows, workload.TableRow{Key: metric.Retransmits, Label: "Retransmits"})
+			}
+			if seen.Positive(metric.LostPPS) {
 				rows = append(rows, workload.TableRow{Key: metric.LostPPS, Label: "Lost"})
 			}
 			return rows
 		},
 		// What each row counts, over which interval, and that both are
 		// totals over the streams (Run adds the clients up).
-		Notes: func(_ int, seen func(metric.Key) bool) []string {
-			notes := []string{"Throughput = bits/s the receiver counted over iperf3's test time (its end sum_received), Retransmits = the sender's TCP retransmits over the whole test, a count per run (not per second); both the total over all streams and clients"}
-			if seen(metric.LostPPS) {
+		Notes: func(_ int, seen workload.Seen) []string {
+			note := "Throughput = bits/s the receiver counted over iperf3's test time (its end sum_received), the total over all streams and clients"
+			if seen.Measured(metric.Retransmits) {
+				note = "Throughput = bits/s the receiver counted over iperf3's test time (its end sum_received), Retransmits = the sender's TCP retransmits over the whole test, a count per run (not per second); both the total over all streams and clients"
+			}
+			notes := []string{note}
+			if seen.Positive(metric.LostPPS) {
 				notes = append(notes, "Lost = packets dropped (the tap's tx_dropped) per second of the measurement window")
 			}
 			return notes

@@ -172,12 +172,12 @@ func (Workload) Metrics() []metric.Metric {
 // stream where the cells have it.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: TPS.Key, ThreadsKey: "bulk_streams", ThreadsNoun: "bulk streams",
-		Rows: func(_ int, seen func(metric.Key) bool) []workload.TableRow {
+		Rows: func(_ int, seen workload.Seen) []workload.TableRow {
 			rows := []workload.TableRow{{Key: TPS.Key, Label: "Transactions/s"}}
 			for _, p := range percentiles {
 				rows = append(rows, workload.TableRow{Key: rttKey(false, p.suffix), Label: "RTT " + p.label, Scale: units.Latency})
 			}
-			if !seen(LoadTPS.Key) {
+			if !seen.Positive(LoadTPS.Key) {
 				return rows
 			}
 			rows = append(rows, workload.TableRow{Key: LoadTPS.Key, Label: "Transactions/s, bulk"})
@@ -186,9 +186,9 @@ func (Workload) Table() workload.Table {
 			}
 			return append(rows, workload.TableRow{Key: BulkBPS.Key, Label: "Bulk throughput"})
 		},
-		Notes: func(_ int, seen func(metric.Key) bool) []string {
+		Notes: func(_ int, seen workload.Seen) []string {
 			note := "Transactions/s = TCP request/response round trips of one connection, one in flight, / the phase's length; RTT = each round trip from before the request's write to the end of the response's read (user space, as netperf TCP_RR and sockperf ping-pong)"
-			if seen(LoadTPS.Key) {
+			if seen.Positive(LoadTPS.Key) {
 				note += fmt.Sprintf("; \", bulk\" = the same beside bulk TCP streams to the guest from the same namespace, after %v of ramp; Bulk throughput = the bytes the guest received from them x 8 / that phase", Ramp)
 			}
 			return []string{note}

@@ -164,7 +164,7 @@ func (Workload) Table() workload.Table {
 	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%sB",
 			Cols: []workload.VersusCol{{Value: Socat, Header: Socat}, {Value: Sockmap, Header: Sockmap}}, Change: "change"},
-		Rows: func(int, func(metric.Key) bool) []workload.TableRow {
+		Rows: func(int, workload.Seen) []workload.TableRow {
 			return []workload.TableRow{
 				{Key: metric.ThroughputBPS, Label: "Throughput", Scale: units.MBps},
 				{Key: "redirector_cpu_frac", Label: "Redirector CPU"},
@@ -172,7 +172,7 @@ func (Workload) Table() workload.Table {
 		},
 		Context: []workload.ContextKey{{Key: "transport", Format: func(v string) string { return v + " transport" }}},
 		OffNIC:  true,
-		Notes: func(int, func(metric.Key) bool) []string {
+		Notes: func(int, workload.Seen) []string {
 			return []string{
 				"Throughput = the bytes the vsock server read after its first read (all sender threads' together) / the time from the end of its first read to the end of its last, on its clock; MB/s = 1e6 bytes/s",
 				"Redirector CPU = guest CPU time of socat's process (sockmap has none) plus the guest's kworkers (psock backlog, vsock transport), over the sender's run, from /proc/PID/schedstat; 100% = one CPU",

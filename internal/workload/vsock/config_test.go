@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
-	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	_ "github.com/vnetbench/vnetbench/internal/workload/all"
 	"github.com/vnetbench/vnetbench/internal/workload/vsock"
@@ -127,7 +126,7 @@ func TestTable(t *testing.T) {
 	if v == nil || v.ColKey != "redirector" || v.RowKey != "payload" || len(v.Cols) != 2 || v.Cols[0].Value != "socat" || v.Cols[1].Value != "sockmap" || v.Change != "change" {
 		t.Errorf("versus %+v", v)
 	}
-	rows := tab.Rows(1, func(metric.Key) bool { return false })
+	rows := tab.Rows(1, workload.Seen{})
 	if len(rows) != 2 || rows[0].Key != "throughput_bps" || rows[0].Scale.Format(168.8e6*8) != "169 MB/s" || rows[1].Key != "redirector_cpu_frac" {
 		t.Errorf("rows %+v", rows)
 	}

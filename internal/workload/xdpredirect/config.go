@@ -110,18 +110,18 @@ func (Workload) Metrics() []metric.Metric {
 // offered, the tap's own drop count and what the guest received.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: TxPPS.Key, ThreadsKey: "threads", ThreadsNoun: "threads",
-		Rows: func(_ int, seen func(metric.Key) bool) []workload.TableRow {
+		Rows: func(_ int, seen workload.Seen) []workload.TableRow {
 			rows := []workload.TableRow{{Key: TxPPS.Key, Label: "Transmitted"}, {Key: LostPPS.Key, Label: "Lost"},
 				{Key: RedirectPPS.Key, Label: "Redirected"}, {Key: metric.LostPPS, Label: "tap tx_dropped"}}
-			if seen(metric.RxPPS) {
+			if seen.Positive(metric.RxPPS) {
 				rows = append(rows, workload.TableRow{Key: metric.RxPPS, Label: "Guest received"})
 			}
 			return rows
 		},
-		Notes: func(_ int, seen func(metric.Key) bool) []string {
+		Notes: func(_ int, seen workload.Seen) []string {
 			notes := []string{"Transmitted = frames the tap took from XDP_REDIRECT (tun_xdp_xmit) and passed to its reader (tx_packets, after the ring drained); Lost = frames the XDP program redirected to the tap that it did not pass on; Redirected = the program's XDP_REDIRECT verdicts; all per second of the AF_XDP generator's run (copy mode, on a veth whose peer's native XDP program redirects every frame to the tap through a devmap)",
 				"tap tx_dropped = the tap's own drop counter per second of the window: tun_xdp_xmit counts one per refused batch (Linux 5.13+), so it can read below Lost"}
-			if seen(metric.RxPPS) {
+			if seen.Positive(metric.RxPPS) {
 				notes = append(notes, "Guest received = the guest NIC's rx_packets per second of the window")
 			}
 			return notes

@@ -104,24 +104,24 @@ func Table(sender, transmitted string) workload.Table {
 		Versus: &workload.Versus{RowKey: "pkt_size", ColKey: "mode", RowHeader: "UDP size", RowLabel: "UDP %s",
 			Cols:   []workload.VersusCol{{Value: ModeCopy, Header: "copy"}, {Value: ModeZeroCopy, Header: "zero-copy"}},
 			Change: "speedup"},
-		Rows: func(threads int, seen func(metric.Key) bool) []workload.TableRow {
+		Rows: func(threads int, seen workload.Seen) []workload.TableRow {
 			rows := []workload.TableRow{{Key: metric.TxPPS, Label: "Transmitted"}}
 			if threads > 1 {
 				rows = append(rows, workload.TableRow{Key: metric.TxPPSThread, Label: "Tx per thread"})
 			}
 			rows = append(rows, workload.TableRow{Key: metric.LostPPS, Label: "Lost"})
-			if seen(metric.RxPPS) {
+			if seen.Positive(metric.RxPPS) {
 				rows = append(rows, workload.TableRow{Key: metric.RxPPS, Label: "Received"})
 			}
-			if k := metric.CPUPerPkt(sender); seen(k) {
+			if k := metric.CPUPerPkt(sender); seen.Positive(k) {
 				rows = append(rows, workload.TableRow{Key: k, Label: "CPU/pkt " + sender})
 			}
-			if seen("cpu_per_pkt.vhost") {
+			if seen.Positive("cpu_per_pkt.vhost") {
 				rows = append(rows, workload.TableRow{Key: "cpu_per_pkt.vhost", Label: "CPU/pkt vhost"})
 			}
 			return rows
 		},
-		Notes: func(threads int, seen func(metric.Key) bool) []string {
+		Notes: func(threads int, seen workload.Seen) []string {
 			total := "one thread"
 			if threads > 1 {
 				total = fmt.Sprintf("total over its %d threads (Tx per thread: the mean of one thread's own rate)", threads)
@@ -130,14 +130,14 @@ func Table(sender, transmitted string) workload.Table {
 				"UDP N = frames of N bytes without FCS (Ethernet + IPv4 + UDP headers + payload), as testpmd's --txpkts=N",
 				transmitted + ", " + total + "; Lost = the tap's tx_dropped counted during that same run / the same run time (one clock)",
 			}
-			if seen(metric.RxPPS) {
+			if seen.Positive(metric.RxPPS) {
 				notes = append(notes, "Received = packets the guest's sink counted (xdp-drop: its XDP program, testpmd rxonly's role) / the window: from the generator's start to its end, on the harness's clock")
 			}
 			var whose []string
-			if seen(metric.CPUPerPkt(sender)) {
+			if seen.Positive(metric.CPUPerPkt(sender)) {
 				whose = append(whose, "of the "+sender+" threads (total over them)")
 			}
-			if seen("cpu_per_pkt.vhost") {
+			if seen.Positive("cpu_per_pkt.vhost") {
 				whose = append(whose, "of the vhost-net worker thread")
 			}
 			if len(whose) > 0 {
