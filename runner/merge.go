@@ -27,21 +27,10 @@ func checkMergeOut(out string) error {
 	return results.CheckDir(out, false)
 }
 
-// Merge joins run directories (the shards of one scenario) into out:
-// results.jsonl with every sample once (the first copy wins), env.json of
-// the first run (with the merged run ids in Extra, without the shard
-// marks), artifacts copied with their paths, and the reproduce.sh files
-// one after another. The inputs must be one scenario measured by one
-// harness on the same kernels: shards of different scenarios, seeds,
-// harness versions or kernel identities are bad input (checkSameRun), and
-// so are shards of 'run --shard' that are not all N of one split
-// (checkShards). It returns warnings (duplicates, shards measured on
-// different CPUs or accelerators).
-func Merge(out string, dirs []string) ([]string, error) {
-	if len(dirs) == 0 {
-		return nil, fault.Input("merge: no run directories given")
-	}
-	// A run's results.jsonl stands for its directory, as for report.
+// mergeInputs checks merge's inputs (each a run directory, given once,
+// none of them out) and returns them as directories: a run's
+// results.jsonl stands for its directory, as for report.
+func mergeInputs(out string, dirs []string) ([]string, error) {
 	asGiven := dirs
 	dirs = slices.Clone(dirs)
 	for i, d := range dirs {
@@ -67,6 +56,27 @@ func Merge(out string, dirs []string) ([]string, error) {
 		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
 			return nil, fault.Input("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)
 		}
+	}
+	return dirs, nil
+}
+
+// Merge joins run directories (the shards of one scenario) into out:
+// results.jsonl with every sample once (the first copy wins), env.json of
+// the first run (with the merged run ids in Extra, without the shard
+// marks), artifacts copied with their paths, and the reproduce.sh files
+// one after another. The inputs must be one scenario measured by one
+// harness on the same kernels: shards of different scenarios, seeds,
+// harness versions or kernel identities are bad input (checkSameRun), and
+// so are shards of 'run --shard' that are not all N of one split
+// (checkShards). It returns warnings (duplicates, shards measured on
+// different CPUs or accelerators).
+func Merge(out string, dirs []string) ([]string, error) {
+	if len(dirs) == 0 {
+		return nil, fault.Input("merge: no run directories given")
+	}
+	dirs, err := mergeInputs(out, dirs)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkMergeOut(out); err != nil {
 		return nil, err
