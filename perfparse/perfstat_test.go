@@ -341,3 +341,19 @@ func TestPerfStatMetricOnlyJSONPlaces(t *testing.T) {
 		t.Errorf("%+v %+v", r, r.Metric)
 	}
 }
+
+// Newer perf names the aggregated count "ctrs" in the --metric-only -x
+// header (stat-display.c's aggr_header_csv: "core,ctrs,"), where perf
+// 6.1 said "cpus"; the count is a place field, not a metric.
+func TestPerfStatMetricOnlyCSVCtrs(t *testing.T) {
+	for _, word := range []string{"cpus", "ctrs"} {
+		in := "time,core," + word + ",GHz,insn per cycle,\n     0.100271537,S0-D0-C0,2,3.10,1.52,\n"
+		st, err := ParsePerfStat(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", word, err)
+		}
+		if len(st.Rows) != 2 || st.Rows[0].Event != "GHz" || st.Rows[0].CPU != "S0-D0-C0" || st.Rows[0].AggrCPUs != 2 || st.Rows[1].Metric.Value != 1.52 {
+			t.Errorf("%s: %+v", word, st.Rows)
+		}
+	}
+}
