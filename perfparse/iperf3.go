@@ -172,6 +172,13 @@ type iperfJSON struct {
 	Error *string `json:"error"`
 }
 
+// isIperf3Text reports whether t is iperf3's human-readable report: its
+// "[ ID] Interval" column header, on the client's and the server's side.
+func isIperf3Text(t []byte) bool {
+	return bytes.Contains(t, []byte("[ ID] Interval")) &&
+		(bytes.Contains(t, []byte("Connecting to host")) || bytes.Contains(t, []byte("Server listening on")) || bytes.Contains(t, []byte("Accepted connection from")))
+}
+
 // ParseIperf3 parses the output of `iperf3 --json` (only the first JSON
 // object is read: a server with --json prints one per test) or of
 // `iperf3 --json-stream` (iperf3 3.17+: one {"event":..,"data":..} object
@@ -186,6 +193,9 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		// No line starts an object: iperf3 exited before its JSON
 		// (e.g. "iperf3: parameter error - ..." and its usage).
 		line, _, _ := bytes.Cut(t, []byte{'\n'})
+		if isIperf3Text(t) {
+			return nil, errorf(1, "iperf3 --json: this is iperf3's text output (%q); run iperf3 with --json (-J) and give that", clip(string(bytes.TrimSpace(line))))
+		}
 		return nil, errorf(1, "iperf3 --json: no JSON object in the input, which is text beginning %q (iperf3 prints its error so when it refuses its options; or this is not iperf3 output)", clip(string(bytes.TrimSpace(line))))
 	}
 	if data, err = repairIperf3JSON(data); err != nil {

@@ -84,8 +84,10 @@ var (
 		}},
 	}
 	late = []Kind{
-		{Name: "netdev", Detect: func(s, _ string) bool {
-			return strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes")
+		{Name: "netdev", Detect: func(s, first string) bool {
+			return strings.Contains(s, "Inter-|") || strings.Contains(s, "face |bytes") ||
+				isIPLinkText(strings.SplitN(s, "\n", 64)) || strings.HasPrefix(first, "[") && strings.Contains(s, `"ifname"`) ||
+				first == "NIC statistics:" || first == "no stats available" // ethtool -S, which netdev refuses saying why
 		}},
 		{Name: "perf-report", Detect: func(s, first string) bool {
 			return strings.Contains(s, "# Samples:") || strings.Contains(s, "# Overhead") || strings.Contains(s, "# Children") ||

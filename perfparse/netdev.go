@@ -74,10 +74,24 @@ var procNetDevNames = map[string]string{"errs": "errors", "drop": "dropped", "co
 // with the column names of the header, except that errs, drop, colls,
 // fifo, frame and carrier get their sysfs names (rx_errors, rx_dropped,
 // collisions, rx_fifo_errors, rx_frame_errors, tx_carrier_errors).
+//
+// It also reads the same counters as ip -s link (-s -s, ip -s addr) and
+// ip -j -s link print them, under their sysfs names (rx_missed_errors,
+// tx_carrier_errors, carrier_changes, ...), and refuses ethtool -S, whose
+// counters are each driver's own.
 func ParseProcNetDev(r io.Reader) ([]NetdevStats, error) {
 	lines, err := readLines(r)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkEthtoolStats(lines); err != nil {
+		return nil, err
+	}
+	if t := strings.TrimSpace(strings.Join(lines, "\n")); strings.HasPrefix(t, "[") && strings.Contains(t, `"ifname"`) {
+		return parseIPLinkJSON([]byte(t))
+	}
+	if isIPLinkText(lines) {
+		return parseIPLinkText(lines)
 	}
 	var rx, tx []string
 	var out []NetdevStats

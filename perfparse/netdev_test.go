@@ -1,6 +1,7 @@
 package perfparse
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -44,5 +45,32 @@ func TestProcNetDev(t *testing.T) {
 		if _, err := ParseProcNetDev(strings.NewReader(in)); err == nil {
 			t.Errorf("%q parsed", in)
 		}
+	}
+}
+
+// ip -s -s link's text and ip -j -s -s link's JSON of the same devices
+// (a veth that carried traffic, a tap) give the same counters under the
+// sysfs names: the text's column words are mapped whichever line they
+// are on (missed, overrun, transns).
+func TestIPLinkTextMatchesJSON(t *testing.T) {
+	text, err := ParseProcNetDev(openT(t, "testdata/netdev/real-ip-s-s-link-netns-veth-tap.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := ParseProcNetDev(openT(t, "testdata/netdev/real-ip-j-p-s-s-link-netns-veth-tap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(text) != 3 || len(js) != 3 {
+		t.Fatalf("%d and %d devices", len(text), len(js))
+	}
+	for i := range text {
+		if !reflect.DeepEqual(text[i], js[i]) {
+			t.Errorf("text %+v\njson %+v", text[i], js[i])
+		}
+	}
+	veth := text[1]
+	if veth.Device != "vnbp0" || veth.TxPackets != 1749 || veth.TxBytes != 2572439 || veth.Counters["rx_missed_errors"] != 0 || veth.Counters["carrier_changes"] != 4 {
+		t.Errorf("%+v", veth)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -39,9 +38,8 @@ type Doctor struct {
 	// Facts the scenario verdicts use. VhostVsock: /dev/vhost-vsock
 	// (module vhost_vsock), AF_VSOCK between host and guest.
 	Root, Tun, VhostNet, VhostVsock bool
-	// Features maps each workload feature (pktgen) to whether this host
-	// has it.
-	Features   map[string]bool
+	// Features maps each workload feature (pktgen) to its probe here.
+	Features   map[string]workload.Probe
 	Accel      qemu.Accel
 	Tools      map[string]string // name -> version ("" = missing)
 	Qdiscs     map[string]bool
@@ -53,6 +51,9 @@ type Doctor struct {
 	// LabKernel resolves a lab kernel to its image and modules without
 	// downloading anything (nil: labvm.LocalKernel on vmimages.CacheDir()).
 	LabKernel func(ctx context.Context, k scenarios.Kernel) (*vmimages.Kernel, error)
+	// Look finds what doctor does not probe itself: the guest programs
+	// and the lab kernels' fetch and build tools (nil: LookHost).
+	Look func(Needs) Facts
 }
 
 // DoctorQdiscs are the qdisc kinds doctor tries.
@@ -109,10 +110,10 @@ func (d *Doctor) checkDevices() {
 
 // checkFeatures probes the workloads' host features (pktgen, ...).
 func (d *Doctor) checkFeatures() {
-	d.Features = map[string]bool{}
+	d.Features = map[string]workload.Probe{}
 	for _, f := range workload.AllFeatures() {
 		p := f.Probe()
-		d.Features[f.Name] = p.OK
+		d.Features[f.Name] = p
 		c := Check{Name: f.Name, OK: p.OK, Detail: p.Detail, Fix: p.Fix}
 		if !p.OK && c.Fix == "" {
 			c.Fix = f.Name + " cells need " + LabHint
@@ -376,72 +377,33 @@ func (d *Doctor) LabKVM(ctx context.Context, cells []scenarios.Cell) []string {
 // LabHint tells users how to get lab mode.
 const LabHint = `lab mode (vnetbench run SCENARIO --kernel stock=debian:6.1, or kernels: [{label: stock, debian: "6.1"}] in the scenario; each kernel then runs in a VM)`
 
-// Missing lists what this host lacks for the cells, one reason each
-// (empty = the cells can run here). Cells for kernels other than the
-// running one (labvm.Needed) run in lab VMs: they need QEMU here (and
-// apt-get for Debian kernels), while their pktgen, vhost-net and qdisc
-// needs apply inside the lab VM, whose Debian kernel has them all.
-func (d *Doctor) Missing(cells []scenarios.Cell) []string {
-	host, labCells := scenarios.SplitRunning(cells)
-	var out []string
-	if len(labCells) > 0 && !d.Lab.QEMU && d.Tools[qemu.DefaultBinary] == "" {
-		out = append(out, "needs "+qemu.DefaultBinary+" for its lab VMs (apt-get install qemu-system-x86)")
+// Missing is what run would refuse of cells on this host (RefusalsOf,
+// the list plan and run --dry-run print), judged on what doctor probed:
+// empty = the cells can run here. Cells for kernels other than the
+// running one run in lab VMs: they need QEMU, the tools and the kernels'
+// fetch and build here, while their pktgen, vhost-net and qdiscs are the
+// lab kernel's.
+func (d *Doctor) Missing(cells []scenarios.Cell) []Refusal {
+	return RefusalsOf(cells, d.facts)
+}
+
+// facts are doctor's probes as the refusals read them: its devices,
+// tools, features (those only run's preflight probes too) and qdiscs;
+// what it does not probe (guest programs, the lab kernels' build tools)
+// from d.Look.
+func (d *Doctor) facts(n Needs) Facts {
+	look := d.Look
+	if look == nil {
+		look = LookHost
 	}
-	for _, c := range labCells {
-		if (c.Kernel.Debian != "" || c.Kernel.Source != "") && !d.Lab.APTGet {
-			out = append(out, "needs apt-get and dpkg-deb to fetch Debian kernels (debian:) or kernel sources (source:) for its lab VMs (run on a Debian/Ubuntu host, or set kernels: image: or tree: to a local kernel)")
-			break
-		}
+	f := look(Needs{GuestPrograms: n.GuestPrograms, LabDeps: n.LabDeps})
+	if f.Missing == nil {
+		f.Missing = map[string]bool{}
 	}
-	for _, c := range labCells {
-		if !c.Kernel.Builds() {
-			continue
-		}
-		if req, _ := kbuild.MissingDeps(); len(req) > 0 {
-			var names []string
-			for _, d := range req {
-				names = append(names, d.Name)
-			}
-			out = append(out, "needs "+strings.Join(names, ", ")+" to build its kernels (apt-get install "+strings.Join(kbuild.Packages(req), " ")+", or make deps)")
-		}
-		break
-	}
-	if len(host) == 0 {
-		return out
-	}
-	n := NeedsOf(host)
-	if !d.Root {
-		out = append(out, "needs root")
-	}
-	if !d.Tun {
-		out = append(out, "needs /dev/net/tun")
-	}
+	f.Root, f.Tun, f.VhostNet, f.VhostVsock = d.Root, d.Tun, d.VhostNet, d.VhostVsock
 	for _, t := range n.Tools {
-		if d.Tools[t] == "" {
-			out = append(out, "needs "+t+" (apt-get install "+debPackage(t)+")")
-		}
+		f.Missing[t] = d.Tools[t] == ""
 	}
-	if n.Vhost && !d.VhostNet {
-		out = append(out, "needs /dev/vhost-net for tap+vhost: load vhost_net, or use lab mode")
-	}
-	if len(n.VsockCIDs) > 0 && !d.VhostVsock {
-		out = append(out, "needs /dev/vhost-vsock for the guest's vsock device: load vhost_vsock, or use lab mode")
-	}
-	for _, p := range n.GuestPrograms {
-		if _, err := proc.LookPath(p); err != nil {
-			out = append(out, "needs "+p+" for the guest image (apt-get install "+debPackage(p)+")")
-		}
-	}
-	for _, f := range n.Features {
-		if !d.Features[f] {
-			out = append(out, "needs "+f+": use lab mode")
-		}
-	}
-	for _, q := range n.Qdiscs {
-		if ok, probed := d.Qdiscs[q]; probed && !ok {
-			out = append(out, "needs qdisc "+q+": use lab mode")
-		}
-	}
-	sort.Strings(out)
-	return out
+	f.Features, f.Qdiscs = d.Features, d.Qdiscs
+	return f
 }

@@ -30,8 +30,12 @@ type Facts struct {
 	// kernels' header files that are not there.
 	Missing map[string]bool
 	// Features are the probes of the needs' cheap features
-	// (workload.Feature.Cheap); the others are Preflight's alone.
+	// (workload.Feature.Cheap); the others are Preflight's and doctor's.
 	Features map[string]workload.Probe
+	// Qdiscs are the qdisc kinds tried on a tap and whether each
+	// worked: doctor's probe (a kind not tried is not refused; LookHost
+	// tries none, Preflight tries them itself).
+	Qdiscs map[string]bool
 }
 
 // LookHost looks at this host for what n needs.
@@ -128,6 +132,11 @@ func (n Needs) Refusals(f Facts) []Refusal {
 	for _, name := range n.Features {
 		if p, ok := f.Features[name]; ok && !p.OK {
 			add(p.Why, featureFix(p))
+		}
+	}
+	for _, q := range n.Qdiscs {
+		if ok, tried := f.Qdiscs[q]; tried && !ok {
+			add("qdisc "+q+" is not available in this kernel", "use a qdisc it has (noqueue, pfifo_fast), or "+LabHint)
 		}
 	}
 	return out

@@ -135,7 +135,8 @@ func writeDoctor(ctx context.Context, w io.Writer, d *runner.Doctor, tab *estima
 			continue
 		}
 		cells := s.Expand()
-		fmt.Fprintf(w, "  %-30s %s\n", b.Name, scenarioVerdict(ctx, d, tab, b.Name, cells))
+		v := scenarioVerdict(ctx, d, tab, b.Name, cells)
+		fmt.Fprintf(w, "  %-30s %s\n", b.Name, strings.ReplaceAll(v, "\n", "\n"+strings.Repeat(" ", 35)))
 	}
 }
 
@@ -177,29 +178,17 @@ func labShorter(name string, lab []scenarios.Cell, tab *estimate.Table) string {
 	return v + ")"
 }
 
-// scenarioVerdict is doctor's one-line verdict on a scenario's cells.
-// Cells for lab kernels (image, debian or tree) run in lab VMs: their
-// pktgen, vhost-net and qdisc needs are met there, so only lab mode is
-// judged (and, with nested KVM, whether the lab kernels ship the kvm
-// modules). A scenario that cannot run here but would in lab mode gets the
-// command that runs it there.
+// scenarioVerdict is doctor's verdict on a scenario's cells: a line,
+// then, when run would refuse them here, what it refuses and its fix, a
+// line each, from the list plan and run --dry-run print (runner.Doctor's
+// Missing). Cells for lab kernels (image, debian or tree) run in lab
+// VMs: their pktgen, vhost-net and qdisc needs are met there, so only
+// what the lab needs here is judged (and, with nested KVM, whether the
+// lab kernels ship the kvm modules). A scenario that cannot run here but
+// would in lab mode gets the command that runs it there.
 func scenarioVerdict(ctx context.Context, d *runner.Doctor, tab *estimate.Table, name string, cells []scenarios.Cell) string {
 	if miss := d.Missing(cells); len(miss) > 0 {
-		v := "cannot run here: " + strings.Join(miss, "; ")
-		lab := make([]scenarios.Cell, 0, len(cells))
-		for _, c := range cells {
-			if c.Kernel.Running() {
-				c.Kernel = labKernel
-			}
-			lab = append(lab, c)
-		}
-		if len(d.Missing(lab)) == 0 {
-			v += "; in lab mode: vnetbench run " + name + " " + labKernelFlag
-			if d.Lab.Accel != qemu.KVM {
-				v += labShorter(name, lab, tab)
-			}
-		}
-		return v
+		return cannotRun(d, tab, name, cells, miss)
 	}
 	host, other := scenarios.SplitRunning(cells)
 	labs := scenarios.KernelLabels(other)
@@ -217,6 +206,31 @@ func scenarioVerdict(ctx context.Context, d *runner.Doctor, tab *estimate.Table,
 	// sockmap before 6.4) will read n/a.
 	for _, n := range runner.GuestKernelNotes(cells) {
 		v += "; " + n
+	}
+	return v
+}
+
+// cannotRun is the verdict on a scenario whose cells run would refuse
+// here (miss): the lab-mode command that runs it, when a lab would not
+// be refused too, then each refusal and its fix.
+func cannotRun(d *runner.Doctor, tab *estimate.Table, name string, cells []scenarios.Cell, miss []runner.Refusal) string {
+	v := "cannot run here"
+	lab := make([]scenarios.Cell, 0, len(cells))
+	for _, c := range cells {
+		if c.Kernel.Running() {
+			c.Kernel = labKernel
+		}
+		lab = append(lab, c)
+	}
+	if len(d.Missing(lab)) == 0 {
+		v += "; in lab mode: vnetbench run " + name + " " + labKernelFlag
+		if d.Lab.Accel != qemu.KVM {
+			v += labShorter(name, lab, tab)
+		}
+	}
+	for _, r := range miss {
+		// The verdict's first line names the lab-mode command.
+		v += "\n- " + r.Why + "; fix: " + strings.ReplaceAll(r.Fix, runner.LabHint, "lab mode")
 	}
 	return v
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/ledger"
 	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/runner/qemu"
@@ -32,7 +33,7 @@ func TestDoctorInProcess(t *testing.T) {
 		}
 	}
 	// On a host without pktgen, a pktgen scenario says what it needs.
-	if _, err := os.Stat("/proc/net/pktgen"); err != nil && !strings.Contains(s, "needs pktgen") {
+	if _, err := os.Stat("/proc/net/pktgen"); err != nil && !strings.Contains(s, "\n                                   - pktgen is not available") {
 		t.Errorf("no pktgen verdict:\n%s", s)
 	}
 	if exitCode(run(t.Context(), []string{"doctor", "extra"}, &out, &errb)) != exitBadInput {
@@ -98,9 +99,11 @@ func TestRunDryRun(t *testing.T) {
 func TestDoctorScenarioVerdict(t *testing.T) {
 	d := &runner.Doctor{
 		Root: true, Tun: true,
-		Tools:  map[string]string{"qemu-system-x86_64": "7.2", "iperf3": "3.12", "trafgen": "0.6.8", "perf": "6.1", "ip": "6.1"},
-		Qdiscs: map[string]bool{"pfifo_fast": true, "noqueue": true, "fq_codel": false},
-		Lab:    labvm.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
+		Tools:    map[string]string{"qemu-system-x86_64": "7.2", "iperf3": "3.12", "trafgen": "0.6.8", "perf": "6.1", "ip": "6.1"},
+		Qdiscs:   map[string]bool{"pfifo_fast": true, "noqueue": true, "fq_codel": false},
+		Features: map[string]workload.Probe{"pktgen": {Why: "pktgen is not available in kernel X"}},
+		Lab:      labvm.Capabilities{QEMU: true, Accel: qemu.TCG, APTGet: true},
+		Look:     func(runner.Needs) runner.Facts { return runner.Facts{Missing: map[string]bool{}} },
 	}
 	cells := func(name string) []scenarios.Cell {
 		s, err := scenarios.Resolve(name)
@@ -116,11 +119,19 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 		t.Errorf("quickstart: %q", got)
 	}
 	// Without KVM the lab-mode command would take hundreds of hours
-	// (100M packets x 10 under TCG in TCG): the shorter form follows.
-	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "thread-pktgen", cells("thread-pktgen")); !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "needs pktgen") ||
-		!strings.Contains(got, "; in lab mode: vnetbench run thread-pktgen --kernel stock=debian:6.1 (about 278 h under TCG, which run refuses past --max-time 1 h; shorter, about ") ||
-		!strings.HasSuffix(got, ": vnetbench run thread-pktgen --kernel stock=debian:6.1 --set generator.pktgen.duration=10s --set repetitions=3)") {
+	// (100M packets x 10 under TCG in TCG): the shorter form follows,
+	// then what run refuses here and the fix, a line each (plan's list,
+	// with "lab mode" for the hint the first line spells out).
+	got := scenarioVerdict(t.Context(), d, emptyTable(t), "thread-pktgen", cells("thread-pktgen"))
+	first, rest, _ := strings.Cut(got, "\n")
+	if !strings.HasPrefix(first, "cannot run here; in lab mode: vnetbench run thread-pktgen --kernel stock=debian:6.1 (about 278 h under TCG, which run refuses past --max-time 1 h; shorter, about ") ||
+		!strings.HasSuffix(first, ": vnetbench run thread-pktgen --kernel stock=debian:6.1 --set generator.pktgen.duration=10s --set repetitions=3)") {
 		t.Errorf("thread-pktgen: %q", got)
+	}
+	if want := `- backend tap+vhost needs /dev/vhost-net, which this kernel does not provide (QEMU would abort with an assertion); fix: load vhost_net (modprobe vhost_net), use backend: tap, or run the scenario in lab mode
+- pktgen is not available in kernel X; fix: lab mode
+- qdisc fq_codel is not available in this kernel; fix: use a qdisc it has (noqueue, pfifo_fast), or lab mode`; rest != want {
+		t.Errorf("thread-pktgen's refusals:\n%s\nwant\n%s", rest, want)
 	}
 	// A scenario whose lab run fits the limit gets no shorter form.
 	if got := scenarioVerdict(t.Context(), d, emptyTable(t), "vsock-sockmap", cells("vsock-sockmap")); strings.Contains(got, "shorter") {
@@ -165,13 +176,13 @@ func TestDoctorScenarioVerdict(t *testing.T) {
 	d.LabKernel = nil
 	d.Lab = labvm.Capabilities{Accel: qemu.TCG}
 	delete(d.Tools, "qemu-system-x86_64")
-	got := scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", cells("lab-pktgen"))
-	if !strings.HasPrefix(got, "cannot run here: ") || !strings.Contains(got, "qemu-system-x86_64") || strings.Contains(got, "vhost-net") {
+	got = scenarioVerdict(t.Context(), d, emptyTable(t), "lab-pktgen", cells("lab-pktgen"))
+	if got != "cannot run here\n- qemu-system-x86_64 is not installed: lab VMs run this host's programs; fix: install the Debian package qemu-system-x86 (make deps)" {
 		t.Errorf("lab-pktgen without QEMU: %q", got)
 	}
 	var out bytes.Buffer
 	writeDoctor(t.Context(), &out, d, emptyTable(t))
-	if !strings.Contains(out.String(), "lab-pktgen") {
-		t.Errorf("writeDoctor lacks lab-pktgen:\n%s", out.String())
+	if want := "\n  lab-pktgen                     cannot run here\n                                   - qemu-system-x86_64 is not installed"; !strings.Contains(out.String(), want) {
+		t.Errorf("writeDoctor lacks %q:\n%s", want, out.String())
 	}
 }
