@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
@@ -94,7 +96,7 @@ func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus, labsInTurn bool)
 		if err != nil {
 			accel = qemu.TCG // refused before it runs; estimated as the slow case
 		}
-		s := estimate.Sample{Kernel: kernelLabel(c), Workload: c.Generator.Kind,
+		s := estimate.Sample{Kernel: kernelLabel(c), Workload: c.Generator.Kind, GuestKernel: guestVersion(c),
 			Class: estimate.ClassOf(string(accel), !c.Kernel.Running()), Boot: boots[i], Warmup: c.Warmup}
 		if !c.Kernel.Running() && !seen[c.Kernel.Label] {
 			seen[c.Kernel.Label] = true
@@ -112,6 +114,32 @@ func EstimateSamples(cells []scenarios.Cell, st qemu.KVMStatus, labsInTurn bool)
 		out[i] = s
 	}
 	return out
+}
+
+// guestVersion is the Linux version of c's guest kernel ("6.1") as the
+// scenario names it (guest.kernel; a lab's default Debian guest or its
+// /boot image), "" when the running kernel's guest is the host's to
+// pick (its /boot image, or Debian's): the estimate then takes the
+// class's boots, and a plan reads the same on every host.
+func guestVersion(c *scenarios.Cell) string {
+	if c.Kernel.Running() && c.Guest.Kernel.Debian == "" && c.Guest.Kernel.Image == "" {
+		return ""
+	}
+	if k := guestKernelOf(c, ""); k.ok {
+		return fmt.Sprintf("%d.%d", k.major, k.minor)
+	}
+	return ""
+}
+
+// releaseVersion is the Linux version ("6.12") of a guest kernel's
+// release as a run recorded it ("6.12.117+deb12-cloud-amd64", or the
+// samples' guest label "VM (6.1.0-57-cloud-amd64)"); "" when none.
+func releaseVersion(rel string) string {
+	rel = strings.TrimSuffix(strings.TrimPrefix(rel, "VM ("), ")")
+	if maj, min, ok := linuxVersion(rel); ok {
+		return fmt.Sprintf("%d.%d", maj, min)
+	}
+	return ""
 }
 
 // window is a cell's window: its duration, or the packets it sends
@@ -137,15 +165,23 @@ func labAccel(st qemu.KVMStatus) string {
 }
 
 // Observations are what a finished run in dir measured for the estimate
-// table: guest boots by class (estimate.WorkloadGuest: a guest serves
-// the cells of several workloads), count-bound rates and per-sample
-// overhead by workload and class, and each lab VM's boot. Samples that started
-// before since (a resumed run's earlier ones) and failed samples are
-// left out. cells are the run's; st is the host's KVM probe.
+// table: guest boots by guest kernel and class (estimate.GuestOf: a
+// guest serves the cells of several workloads; its kernel from the
+// samples' guest label, else env.json's guest_kernel, else none: the
+// class's), count-bound rates and per-sample overhead by workload and
+// class, and each lab VM's boot. Samples that started before since (a
+// resumed run's earlier ones) and failed samples are left out; a sample
+// without an accel label (a run before it had one) takes env.json's
+// accel, where all the run's guests had one. cells are the run's; st is
+// the host's KVM probe.
 func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since time.Time) ([]estimate.Observation, error) {
 	set, err := results.Load(dir)
 	if err != nil {
 		return nil, err
+	}
+	env, envErr := results.ReadEnv(dir)
+	if envErr != nil {
+		env = &results.Env{}
 	}
 	byCell := map[string]*scenarios.Cell{}
 	for i := range cells {
@@ -168,18 +204,22 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 	labRan := map[string]bool{} // kernels with a sample from this run
 	for _, s := range set.Samples {
 		c := byCell[s.Kernel+"\x00"+s.Cell]
-		if c == nil || s.Error != "" || len(s.Metrics) == 0 || s.Start.Before(since) || s.Labels["accel"] == "" {
+		accel := s.Labels["accel"]
+		if accel == "" && (env.Accel == string(qemu.KVM) || env.Accel == string(qemu.TCG)) {
+			accel = env.Accel
+		}
+		if c == nil || s.Error != "" || len(s.Metrics) == 0 || s.Start.Before(since) || accel == "" {
 			continue
 		}
 		if !c.Kernel.Running() {
 			labRan[s.Kernel] = true
 		}
-		o := get(okey{c.Generator.Kind, estimate.ClassOf(s.Labels["accel"], !c.Kernel.Running())})
+		o := get(okey{c.Generator.Kind, estimate.ClassOf(accel, !c.Kernel.Running())})
 		if b := s.Labels["boot_s"]; b != "" && !bootSeen[s.Kernel+"\x00"+b] {
 			// A reused guest repeats its boot time; the boot is the
 			// guest's, not the workload's: a guest serves several.
 			bootSeen[s.Kernel+"\x00"+b] = true
-			g := get(okey{estimate.WorkloadGuest, o.Class})
+			g := get(okey{estimate.GuestOf(sampleGuestVersion(s, env)), o.Class})
 			g.Boots = appendFloat(g.Boots, b)
 		}
 		if b := s.Labels[LabelRestoreS]; b != "" && !bootSeen[s.Kernel+"\x00r"+b] {
@@ -195,7 +235,7 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 			o.PPS = append(o.PPS, float64(packets)/s.WindowS)
 		}
 	}
-	if env, err := results.ReadEnv(dir); err == nil {
+	if envErr == nil {
 		steps := map[string][]float64{}
 		for _, label := range slices.Sorted(maps.Keys(env.Kernels)) {
 			if ke := env.Kernels[label]; ke != nil && ke.Build != nil {
@@ -224,6 +264,19 @@ func Observations(dir string, cells []scenarios.Cell, st qemu.KVMStatus, since t
 		out = append(out, *obs[k])
 	}
 	return out, nil
+}
+
+// sampleGuestVersion is the Linux version of the guest kernel sample s
+// ran on: its guest label, else its kernel's guest_kernel in env.json
+// (a lab kernel's under kernels, the running kernel's at the top).
+func sampleGuestVersion(s results.Sample, env *results.Env) string {
+	if v := releaseVersion(s.Labels["guest"]); v != "" {
+		return v
+	}
+	if ke := env.Kernels[s.Kernel]; ke != nil {
+		return releaseVersion(ke.Extra["guest_kernel"])
+	}
+	return releaseVersion(env.Extra["guest_kernel"])
 }
 
 func appendFloat(xs []float64, s string) []float64 {

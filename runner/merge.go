@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,49 @@ import (
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
+
+// checkMergeOut refuses an -o that holds a run (or anything) before the
+// shards are read: the message run gives for it said to pass --resume,
+// which merge does not have.
+func checkMergeOut(out string) error {
+	if _, err := os.Lstat(filepath.Join(out, results.ResultsFile)); err == nil {
+		return fault.Input("merge: %s already holds a run (its %s); choose a new or empty directory for -o", out, results.ResultsFile)
+	}
+	return results.CheckDir(out, false)
+}
+
+// mergeInputs checks merge's inputs (each a run directory, given once,
+// none of them out) and returns them as directories: a run's
+// results.jsonl stands for its directory, as for report.
+func mergeInputs(out string, dirs []string) ([]string, error) {
+	asGiven := dirs
+	dirs = slices.Clone(dirs)
+	for i, d := range dirs {
+		if filepath.Base(d) == results.ResultsFile {
+			dirs[i] = filepath.Dir(d)
+		}
+	}
+	given := map[string]string{}
+	for i, d := range dirs {
+		if abs(d) == abs(out) {
+			return nil, fault.Input("merge: output %s is also an input; choose another -o", out)
+		}
+		// The same directory twice merged it with itself: a warning per
+		// sample, and "merged 2 run directories" for a copy of one.
+		real := abs(d)
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			real = r
+		}
+		if prev, dup := given[real]; dup {
+			return nil, fault.Input("merge: %s is given twice (as %s and %s); give each run directory once", real, prev, asGiven[i])
+		}
+		given[real] = asGiven[i]
+		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
+			return nil, fault.Input("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)
+		}
+	}
+	return dirs, nil
+}
 
 // Merge joins run directories (the shards of one scenario) into out:
 // results.jsonl with every sample once (the first copy wins), env.json of
@@ -30,24 +74,12 @@ func Merge(out string, dirs []string) ([]string, error) {
 	if len(dirs) == 0 {
 		return nil, fault.Input("merge: no run directories given")
 	}
-	given := map[string]string{}
-	for _, d := range dirs {
-		if abs(d) == abs(out) {
-			return nil, fault.Input("merge: output %s is also an input; choose another -o", out)
-		}
-		// The same directory twice merged it with itself: a warning per
-		// sample, and "merged 2 run directories" for a copy of one.
-		real := abs(d)
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			real = r
-		}
-		if prev, dup := given[real]; dup {
-			return nil, fault.Input("merge: %s is given twice (as %s and %s); give each run directory once", real, prev, d)
-		}
-		given[real] = d
-		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {
-			return nil, fault.Input("merge: %s has no %s; is it a run directory written by 'vnetbench run'?", d, results.ResultsFile)
-		}
+	dirs, err := mergeInputs(out, dirs)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMergeOut(out); err != nil {
+		return nil, err
 	}
 	var warns []string
 	envs := make([]*results.Env, len(dirs))

@@ -182,3 +182,33 @@ func TestMergeForgedShardCount(t *testing.T) {
 		t.Errorf("merge allocated %d MB for 2 directories", alloc>>20)
 	}
 }
+
+// An -o that holds a run is refused before the shards are read, in
+// merge's words: the message was run's, "pass --resume to continue it",
+// and merge has no --resume. A run's results.jsonl stands for its
+// directory, as for report (it was "has no results.jsonl"), and counts
+// as that directory when given twice.
+func TestMergeOutHoldsRunAndResultsFile(t *testing.T) {
+	tmp := t.TempDir()
+	a, b, out := filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "all")
+	writeRun(t, a, "run-a", "tap/x")
+	writeRun(t, b, "run-b", "tap/y")
+	_, err := Merge(b, []string{a})
+	if !errors.Is(err, fault.ErrInput) || strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), "already holds a run") {
+		t.Errorf("Merge into a run directory = %v, want bad input naming the run it holds, without --resume", err)
+	}
+	_, err = Merge(filepath.Join(tmp, "twice"), []string{a, filepath.Join(a, results.ResultsFile)})
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is given twice") {
+		t.Errorf("Merge of a run and its results.jsonl = %v, want bad input: given twice", err)
+	}
+	if _, err := Merge(out, []string{a, filepath.Join(b, results.ResultsFile)}); err != nil {
+		t.Fatalf("Merge with a results.jsonl: %v", err)
+	}
+	set, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Samples) != 2 {
+		t.Errorf("merged %d samples, want 2", len(set.Samples))
+	}
+}

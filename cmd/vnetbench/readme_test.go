@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,7 +242,9 @@ func runDocCommands(t *testing.T, doc string, cmds []readmeCmd) {
 				cmd.Env = append(cmd.Env, "HOME="+builtKernelHome(t, work))
 			}
 		}
+		restore := hideStagedRun(t, c.argv, work)
 		out, err := cmd.CombinedOutput()
+		restore()
 		lastExit = 0
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -294,6 +297,34 @@ func checkLabDirs(t *testing.T, name string, argv []string, out []byte, work str
 		}
 		if want := filepath.Join(work, dir, "lab", label, "run"); got != want {
 			t.Errorf("%s: lab %s's inner run goes to %s, want %s", name, label, got, want)
+		}
+	}
+}
+
+// hideStagedRun moves aside, until restore, the fixture run staged at
+// the -o of a `vnetbench run` without --resume: it stands for what that
+// run writes (for the report commands after it), and the dry run refuses
+// an -o that holds a run, as run does.
+func hideStagedRun(t *testing.T, argv []string, work string) (restore func()) {
+	t.Helper()
+	if len(argv) < 2 || argv[0] != "vnetbench" || argv[1] != "run" || slices.Contains(argv, "--resume") {
+		return func() {}
+	}
+	i := slices.Index(argv, "-o")
+	if i < 0 || i+1 >= len(argv) {
+		return func() {}
+	}
+	dir := filepath.Join(work, argv[i+1])
+	if _, err := os.Stat(dir); err != nil {
+		return func() {}
+	}
+	aside := dir + ".staged"
+	if err := os.Rename(dir, aside); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.Rename(aside, dir); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

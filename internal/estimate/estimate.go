@@ -65,6 +65,10 @@ type Sample struct {
 	// that VM boots before it, under LabClass (TCG or KVM).
 	Lab      bool
 	LabClass Class
+	// GuestKernel is the Linux version of the guest's kernel ("6.1",
+	// "6.12"; "" = not known before the run): its boots are estimated
+	// from that kernel's, else from the class's.
+	GuestKernel string
 	// Boot is set when a guest boots before this sample; Restore when it
 	// starts from the state an earlier lab saved of the same guest
 	// instead (runner's guest states).
@@ -181,8 +185,12 @@ func Of(samples []Sample, r Rates) *Estimate {
 		}
 		class := s.Class
 		if s.Boot {
-			f := r.Boot(WorkloadGuest, class) // whichever cell boots it
-			add(LineBoots, seconds(f.Value), &f, fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class))
+			f := r.Boot(GuestOf(s.GuestKernel), class) // whichever cell boots it
+			src := fmt.Sprintf("%s each, %s", fmtDur(seconds(f.Value)), class)
+			if s.GuestKernel != "" {
+				src += ", guest Linux " + s.GuestKernel
+			}
+			add(LineBoots, seconds(f.Value), &f, src)
 		}
 		if s.Restore {
 			f := r.Boot(WorkloadRestore, class)

@@ -171,7 +171,12 @@ func (t *Table) Keys() []string {
 }
 
 func measured(n int, noun string, at time.Time) string {
-	return "measured here, " + units.Plural(n, noun) + ", " + at.Format("2006-01-02")
+	return measuredOf(n, noun, "", at)
+}
+
+// measuredOf is measured's source of n nouns of what (" of Linux 6.1").
+func measuredOf(n int, noun, of string, at time.Time) string {
+	return "measured here, " + units.Plural(n, noun) + of + ", " + at.Format("2006-01-02")
 }
 
 func (t *Table) entry(workload string, c Class) *Entry {
@@ -193,11 +198,22 @@ const WorkloadRestore = "guest-state"
 // order.
 const WorkloadGuest = "guest"
 
+// GuestOf is the table's key for the boot of a guest whose kernel is
+// Linux version v ("6.1"): guests of one class boot at their kernel's
+// speed (Debian's 6.12 cloud kernel is not its 6.1). v "" is
+// WorkloadGuest, a guest of any kernel.
+func GuestOf(v string) string {
+	if v == "" {
+		return WorkloadGuest
+	}
+	return WorkloadGuest + "@" + v
+}
+
 // Boot implements Rates: a lab VM's boot ("lab") and a guest's start
-// from a saved state (WorkloadRestore) by class, and any other
-// workload's guest boot as WorkloadGuest's, the boots measured under c
-// (tables written before WorkloadGuest hold them per workload: they
-// count too).
+// from a saved state (WorkloadRestore) by class; a guest's boot
+// (GuestOf) as that kernel's boots measured under c, else as every
+// guest boot measured under c, of any workload (tables written before
+// WorkloadGuest hold them per workload: they count too) and any kernel.
 func (t *Table) Boot(workload string, c Class) Figure {
 	if workload == "lab" || workload == WorkloadRestore {
 		if e := t.entry(workload, c); e != nil && e.Boots > 0 {
@@ -209,21 +225,28 @@ func (t *Table) Boot(workload string, c Class) Figure {
 		}
 		return Figure{d.Restore.Seconds(), "default"}
 	}
-	if f, ok := t.guestBoot(c); ok {
-		return f
+	v, ok := strings.CutPrefix(workload, WorkloadGuest+"@")
+	if e := t.entry(workload, c); ok && e != nil && e.Boots > 0 {
+		return Figure{e.BootS, measuredOf(e.Boots, "boot", " of Linux "+v, e.Updated)}
+	}
+	if mean, n, last := t.guestBoot(c); n > 0 {
+		of := ""
+		if ok { // none of its kernel's: the figure is not its own
+			of = " of any guest kernel"
+		}
+		return Figure{mean, measuredOf(n, "boot", of, last)}
 	}
 	return Figure{Defaults[c].Boot.Seconds(), "default"}
 }
 
-// guestBoot is the mean of the guest boots measured under c, of every
-// entry but the lab VMs' and the saved states'.
-func (t *Table) guestBoot(c Class) (Figure, bool) {
+// guestBoot is the mean of the n guest boots measured under c, of every
+// entry but the lab VMs' and the saved states', and the last entry's
+// time.
+func (t *Table) guestBoot(c Class) (mean float64, n int, last time.Time) {
 	if t == nil {
-		return Figure{}, false
+		return 0, 0, last
 	}
 	var sum float64
-	var n int
-	var last time.Time
 	for k, e := range t.Entries {
 		if k == key("lab", c) || k == key(WorkloadRestore, c) || !strings.HasSuffix(k, "/"+string(c)) || e.Boots == 0 {
 			continue
@@ -235,9 +258,9 @@ func (t *Table) guestBoot(c Class) (Figure, bool) {
 		}
 	}
 	if n == 0 {
-		return Figure{}, false
+		return 0, 0, last
 	}
-	return Figure{sum / float64(n), measured(n, "boot", last)}, true
+	return sum / float64(n), n, last
 }
 
 // PPS implements Rates.

@@ -44,9 +44,15 @@ func (r *run) dryRun() error {
 // builds or boots anything (runner.RefusalsOf: the running kernel's
 // cells' preflight, the lab kernels' fetch, build and programs), a line
 // each, and returns the last as the error, so a dry run exits 2 where
-// run would.
+// run would; a run directory run would refuse (-o) is the error then.
 func (r *run) refuse() error {
 	rs := runner.RefusalsOf(r.cells, r.host.Look)
+	if r.dirErr != nil {
+		for _, rf := range rs {
+			fmt.Fprintf(r.Stderr, "vnetbench: %s\n", rf)
+		}
+		return r.dirErr
+	}
 	if len(rs) == 0 {
 		return nil
 	}

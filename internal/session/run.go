@@ -139,6 +139,9 @@ type run struct {
 	host                 lab.Host
 	tab                  *estimate.Table
 	est                  *estimate.Estimate
+	// dirErr is why run would refuse Dir, which the dry run reports
+	// last.
+	dirErr error
 }
 
 func (r *run) result() Result {
@@ -285,11 +288,16 @@ func (r *run) prepare(ctx context.Context) error {
 	if abs, err := filepath.Abs(r.Dir); err == nil {
 		r.Dir = abs
 	}
-	if !r.DryRun && r.InsideLab == "" {
+	if r.InsideLab == "" {
 		// As runner.Run and lab.Run will (CheckRunDir), before the host
 		// probe and the estimate are printed: one line, nothing else.
+		// The dry run refuses it after its commands, as it does what
+		// else run would refuse (it printed them and exited 0).
 		if err := results.CheckDir(r.Dir, r.Resume); err != nil {
-			return err
+			if !r.DryRun {
+				return err
+			}
+			r.dirErr = err
 		}
 	}
 	r.split()

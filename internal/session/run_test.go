@@ -251,3 +251,26 @@ func TestResumeKeepsSeed(t *testing.T) {
 		}
 	}
 }
+
+// The dry run refuses a -o run refuses, after printing what it would
+// run: it printed the commands and exited 0, and the run then refused
+// -o at once.
+func TestDryRunBadDir(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		dir    string
+		resume bool
+	}{{file, false}, {filepath.Join(tmp, "none"), true}, {tmp, false}} {
+		var stdout bytes.Buffer
+		_, err := Run(t.Context(), Options{Scenario: Spec{Name: "quickstart"}, Dir: tc.dir, Resume: tc.resume, DryRun: true, Seed: 1, Stdout: &stdout,
+			Host: func() lab.Host { return lab.Host{KVM: qemu.KVMStatus{Why: "no /dev/kvm (test)"}} }})
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "run directory") {
+			t.Errorf("--dry-run -o %s (resume %v): %v, want bad input naming the run directory", tc.dir, tc.resume, err)
+		}
+		if !strings.Contains(stdout.String(), "samples in this order") {
+			t.Errorf("--dry-run -o %s (resume %v): printed no dry run:\n%s", tc.dir, tc.resume, stdout.String())
+		}
+	}
+}
