@@ -188,7 +188,7 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 		parts = append(parts, t+" "+unit)
 	}
 	if ps := l("pkt_size"); ps != "" && withSize {
-		parts = append(parts, ps+" B packets")
+		parts = append(parts, units.Bytes(ps)+" packets")
 	}
 	for _, ck := range contextKeys(gen) {
 		if v, ok := s.Axes["generator."+gen+"."+ck.Key]; ok {

@@ -184,8 +184,11 @@ func (b versusKind) versusRow(tab workload.Table, g versusGrid, col, rv string, 
 		scale = units.For(b.idx.metric(tm.Key).Unit)
 	}
 	label := rv
+	if v.RowSize {
+		label = units.Bytes(rv)
+	}
 	if v.RowLabel != "" {
-		label = fmt.Sprintf(v.RowLabel, rv)
+		label = fmt.Sprintf(v.RowLabel, label)
 	}
 	row := Row{Labels: []string{label, tm.Label}}
 	var medians []float64

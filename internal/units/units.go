@@ -144,6 +144,25 @@ func Pct(v float64) string {
 	return fmt.Sprintf("%+.2f%%", v)
 }
 
+// Bytes writes a configured size in bytes exactly, one way in every
+// table: "60 B", "1500 B", "1024 B" below 4 KiB (frame sizes, in bytes
+// as the netdev tables write them), and from 4 KiB on in KiB or MiB where
+// it is a whole number of them ("64 KiB", a socket's write), else in
+// bytes ("212960 B"). s is the size as configured; a value that is no
+// whole number of bytes is returned as it is.
+func Bytes(s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return s
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 4<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
 // Count writes a configured count the way people say it, exactly: 10M,
 // 2.5M, 100k, 1.5G, 999 (no rounding: 10,000,001 is "10.000001M").
 func Count(n float64) string {

@@ -113,6 +113,19 @@ func TestPct(t *testing.T) {
 	}
 }
 
+// Every table writes a size one way: vsock's payload once read
+// "65536B" beside "60 B packets".
+func TestBytes(t *testing.T) {
+	for in, want := range map[string]string{
+		"60": "60 B", "64": "64 B", "1024": "1024 B", "1500": "1500 B", "4096": "4 KiB", "9000": "9000 B",
+		"65536": "64 KiB", "212960": "212960 B", "1048576": "1 MiB", "1572864": "1536 KiB", "0": "0 B", "1.5": "1.5", "": "",
+	} {
+		if got := Bytes(in); got != want {
+			t.Errorf("Bytes(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestCount(t *testing.T) {
 	for _, tc := range []struct {
 		v    float64

@@ -137,6 +137,10 @@ type Versus struct {
 	// row value as its group's label ("UDP %s" gives "UDP 64"; "" = the
 	// value).
 	RowHeader, RowLabel string
+	// RowSize says the row values are sizes in bytes, written as every
+	// table writes a size (units.Bytes: "64 B", "64 KiB") before
+	// RowLabel.
+	RowSize bool
 	// Cols are the columns: ColKey's values in order, with their headers.
 	Cols []VersusCol
 	// Change is the header of the change column ("speedup"): the last

@@ -193,6 +193,6 @@ func (Workload) Table() workload.Table {
 			}
 			return []string{note}
 		},
-		Context: []workload.ContextKey{{Key: "size", Format: func(v string) string { return v + " B requests and responses" }}},
+		Context: []workload.ContextKey{{Key: "size", Format: func(v string) string { return units.Bytes(v) + " requests and responses" }}},
 	}
 }

@@ -162,7 +162,7 @@ func (Workload) Metrics() []metric.Metric {
 // redirector's CPU.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "threads", ThreadsNoun: "threads",
-		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowLabel: "%sB",
+		Versus: &workload.Versus{RowKey: "payload", ColKey: "redirector", RowHeader: "payload", RowSize: true,
 			Cols: []workload.VersusCol{{Value: Socat, Header: Socat}, {Value: Sockmap, Header: Sockmap}}, Change: "change"},
 		Rows: func(int, workload.Seen) []workload.TableRow {
 			return []workload.TableRow{
