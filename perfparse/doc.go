@@ -16,7 +16,8 @@
 //     the one that reads the most lines as counters; also perf 2.6-3.12's
 //     layout without the unit field; --metric-only -x: one MetricGroup
 //     row per metric value, named after the header's metric) and
-//     -j. Text as pasted in mail is accepted: collapsed whitespace, "> "
+//     -j (--metric-only -j of perf 6.2+ too: a row per metric value, named
+//     after its key). Text as pasted in mail is accepted: collapsed whitespace, "> "
 //     quote marks and locale number formats. The decimal mark is decided
 //     per input from numbers that can only be read one way (metrics,
 //     percentages and the footer are never grouped; counts are never

@@ -76,7 +76,7 @@ var (
 	}
 	early = []Kind{
 		{Name: "perf-stat", Detect: func(s, first string) bool {
-			return strings.HasPrefix(first, "{") && strings.Contains(s, `"counter-value"`)
+			return strings.HasPrefix(first, "{") && (strings.Contains(s, `"counter-value"`) || isMetricOnlyJSONLine(first))
 		}},
 		{Name: "tc", Detect: func(s, _ string) bool {
 			t := strings.TrimSpace(s)

@@ -278,12 +278,16 @@ func parsePerfStatJSON(lines []string) (*PerfStat, error) {
 			return nil, err
 		}
 		for _, o := range objs {
-			if err := st.addJSONObject(o); err != nil {
+			add := st.addJSONObject
+			if o.isMetricOnlyJSON() {
+				add = st.addMetricOnlyJSON
+			}
+			if err := add(o); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if len(st.Rows) == 0 {
+	if len(st.Rows) == 0 && !st.MetricOnly {
 		return nil, errorf(0, "perf stat -j: no counter objects in the input")
 	}
 	return st, nil
@@ -309,8 +313,11 @@ func decodeJSONObjects(s string, ln int) ([]statJSONObject, error) {
 	dec.UseNumber()
 	for dec.More() {
 		o := statJSONObject{ln: ln}
-		if err := dec.Decode(&o.m); err != nil {
+		if err := dec.Decode(&o.raw); err != nil {
 			return nil, errorf(ln, "perf stat -j: %v", err)
+		}
+		if err := json.Unmarshal(o.raw, &o.m); err != nil {
+			return nil, errorf(ln, "perf stat -j: want one object per line: %v", err)
 		}
 		objs = append(objs, o)
 	}
@@ -319,8 +326,9 @@ func decodeJSONObjects(s string, ln int) ([]statJSONObject, error) {
 
 // statJSONObject is one line of perf stat -j output.
 type statJSONObject struct {
-	m  map[string]json.RawMessage
-	ln int
+	m   map[string]json.RawMessage
+	raw json.RawMessage // the object as printed, for its keys' order
+	ln  int
 }
 
 // str returns field k as text (a string or a number).
@@ -437,8 +445,10 @@ func (row *PerfStatRow) setJSONPlace(o statJSONObject) {
 			row.CPU = c
 		}
 	}
-	if n, ok, err := o.num("aggregate-number"); err == nil && ok {
-		row.AggrCPUs = int(n)
+	for _, k := range []string{"aggregate-number", "counters"} { // newer perf says "counters"
+		if n, ok, err := o.num(k); err == nil && ok {
+			row.AggrCPUs = int(n)
+		}
 	}
 }
 

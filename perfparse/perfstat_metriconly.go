@@ -118,7 +118,7 @@ func metricOnlyHeader(h, sep string) (places int, names []string) {
 		places++
 		if h = rest; count {
 			places++
-			if w, r, ok := cutField(h, sep); ok && w == "cpus" {
+			if w, r, ok := cutField(h, sep); ok && (w == "cpus" || w == "ctrs") { // newer perf: "core,ctrs,"
 				h = r
 			}
 		}

@@ -317,3 +317,43 @@ func TestCSVSep(t *testing.T) {
 		}
 	}
 }
+
+// perf stat -j --metric-only objects with -I and an aggregation, in the
+// layout of perf's stat-display.c (print_metric_begin, then
+// print_metric_only_json per metric; newer perf names the aggregated
+// count "counters"): one row per computed metric, in perf's order,
+// placed like counter rows; "none" values and a place with no metric
+// add none.
+func TestPerfStatMetricOnlyJSONPlaces(t *testing.T) {
+	in := `{"interval" : 0.100271537, "core" : "S0-D0-C1", "counters" : 2, "insn per cycle" : "1.52", "GHz" : "3.10", "branch-misses of all branches" : "none"}
+{"interval" : 0.100271537, "cpu" : "3", "metric-value" : "none"}
+`
+	st, err := ParsePerfStat(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.MetricOnly || len(st.Rows) != 2 || st.Rows[0].Event != "insn per cycle" || st.Rows[1].Event != "GHz" {
+		t.Fatalf("%+v", st)
+	}
+	r := st.Rows[1]
+	if r.CPU != "S0-D0-C1" || r.AggrCPUs != 2 || r.IntervalS == nil || *r.IntervalS != 0.100271537 ||
+		r.Metric == nil || r.Metric.Base != 3.1e9 || r.Metric.BaseUnit != "Hz" {
+		t.Errorf("%+v %+v", r, r.Metric)
+	}
+}
+
+// Newer perf names the aggregated count "ctrs" in the --metric-only -x
+// header (stat-display.c's aggr_header_csv: "core,ctrs,"), where perf
+// 6.1 said "cpus"; the count is a place field, not a metric.
+func TestPerfStatMetricOnlyCSVCtrs(t *testing.T) {
+	for _, word := range []string{"cpus", "ctrs"} {
+		in := "time,core," + word + ",GHz,insn per cycle,\n     0.100271537,S0-D0-C0,2,3.10,1.52,\n"
+		st, err := ParsePerfStat(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", word, err)
+		}
+		if len(st.Rows) != 2 || st.Rows[0].Event != "GHz" || st.Rows[0].CPU != "S0-D0-C0" || st.Rows[0].AggrCPUs != 2 || st.Rows[1].Metric.Value != 1.52 {
+			t.Errorf("%s: %+v", word, st.Rows)
+		}
+	}
+}

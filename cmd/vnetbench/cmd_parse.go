@@ -22,7 +22,8 @@ import (
 func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	p := perfparse.NewParser(workload.ParseKinds()...)
 	kinds := strings.Join(p.Kinds(), ", ")
-	fs := newFlagSet("parse", "KIND [FILE|-]\n\nKINDS: "+kinds+"\nReads standard input when FILE is - or missing.", stderr)
+	fs := newFlagSet("parse", "[--imix-before FILE] KIND [FILE|-]\n\nKINDS: "+kinds+"\nReads standard input when FILE is - or missing.", stderr)
+	imixBefore := fs.String("imix-before", "", "kind pktgen in IMIX mode: the device `FILE` read just before this run, whose imix_size_counts the run's bytes are counted from (the kernel never resets them)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -83,7 +84,32 @@ func cmdParse(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	if *imixBefore != "" {
+		if err := imixBytesSince(v, *imixBefore, name); err != nil {
+			return err
+		}
+	}
 	return writeJSON(stdout, v)
+}
+
+// imixBytesSince sets the bytes of the pktgen IMIX run v from the growth
+// of its per-size counts since the device file before
+// (perfparse.PktgenDevice.SetImixBytesSince).
+func imixBytesSince(v any, before, name string) error {
+	d, ok := v.(*perfparse.PktgenDevice)
+	if !ok {
+		return usageErrorf("parse: --imix-before is for kind pktgen (a /proc/net/pktgen/DEV file); %s is not one", name)
+	}
+	f, err := os.Open(before)
+	if err != nil {
+		return usageErrorf("parse: --imix-before: %v", err)
+	}
+	defer f.Close()
+	b, err := perfparse.ParsePktgen(safefs.Reader(f, safefs.MaxToolOutput, before))
+	if err != nil {
+		return perfparse.WithFile(err, before)
+	}
+	return perfparse.WithFile(d.SetImixBytesSince(b), name)
 }
 
 func writeJSON(w io.Writer, v any) error {

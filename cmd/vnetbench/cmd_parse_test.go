@@ -59,6 +59,12 @@ func TestParseCLIGolden(t *testing.T) {
 		{"wrong-kind", []string{"iperf3", "testdata/parse/pktgen-nocarrier.txt"}, 2},
 		{"missing-file", []string{"pktgen", "testdata/parse/nosuch.txt"}, 2},
 		{"no-args", nil, 2},
+		// A second IMIX run's bytes from the counts' growth since the
+		// first run's file; the files the wrong way round, and a kind
+		// that is not pktgen, are refused.
+		{"pktgen-imix-before", []string{"--imix-before", "testdata/parse/pktgen-imix-run1.txt", "pktgen", "testdata/parse/pktgen-imix-run2.txt"}, 0},
+		{"pktgen-imix-before-swapped", []string{"--imix-before", "testdata/parse/pktgen-imix-run2.txt", "pktgen", "testdata/parse/pktgen-imix-run1.txt"}, 2},
+		{"imix-before-not-pktgen", []string{"--imix-before", "testdata/parse/pktgen-imix-run1.txt", "iperf3", "testdata/parse/iperf3-udp.json"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, code := runParse(t, "", tc.args...)
