@@ -42,6 +42,11 @@ func normalizeSpaces(s string) string {
 }
 
 func parsePerfStatText(lines []string) (*PerfStat, error) {
+	if h, interval, ok, err := findMetricOnlyText(lines); err != nil {
+		return nil, err
+	} else if ok {
+		return parsePerfStatMetricOnlyText(lines, h, interval)
+	}
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
 	sc, err := scanStatText(lines, st)
 	if err != nil {
@@ -88,19 +93,6 @@ type statScan struct {
 // --metric-only: "#           time CPU   GHz  insn per cycle ...", without
 // the "counts unit events" of the counters' layout.
 var reStatMetricOnlyHeader = lazyRegexp(`^#\s+time\s`)
-
-// checkMetricOnlyText refuses perf stat --metric-only's text layout with
-// -I, whose rows (timestamp, place, values under metric names) would
-// otherwise read as counters.
-func checkMetricOnlyText(lines []string) error {
-	for i, l := range lines {
-		s := normalizeSpaces(l)
-		if reStatMetricOnlyHeader().MatchString(s) && !reStatIntervalHeader().MatchString(s) && !strings.Contains(s, "counts") {
-			return errorf(i+1, "perf stat: %q is perf stat --metric-only's header; its text layout is not read: give --metric-only -x, output", clip(s))
-		}
-	}
-	return nil
-}
 
 // checkOneStatRun refuses input holding a complete perf stat output
 // (header to footer) before the header at start: several outputs in one
@@ -152,9 +144,6 @@ func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
 		start = ivHeader
 	}
 	if err := checkOneStatRun(lines, start); err != nil {
-		return nil, err
-	}
-	if err := checkMetricOnlyText(lines); err != nil {
 		return nil, err
 	}
 	for i := start; i < len(lines); i++ {
