@@ -57,6 +57,9 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		// Counters in a layout this parser does not know must not read
 		// as a run without counters (perf stat --null prints no rows
 		// and nothing else).
+		if reStatSpaceSepRow().MatchString(sc.prose) {
+			return nil, errorf(sc.proseLn, "perf stat: %q looks like perf stat -x ' ' output, whose separator cannot be told from the text layout's spaces (an empty unit, a metric unit with a space); give -x with another separator, e.g. -x,", clip(sc.prose))
+		}
 		return nil, errorf(sc.proseLn, "perf stat: no counter rows found; %q is not one (expected lines like \"4139.45 msec task-clock\")", clip(sc.prose))
 	}
 	if len(toks) == 0 && len(foots) == 0 {
@@ -79,6 +82,10 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 	}
 	return st, nil
 }
+
+// reStatSpaceSepRow is a counter line of perf stat -x ' ': value, unit,
+// event, run time and running percentage, one space apart.
+var reStatSpaceSepRow = lazyRegexp(`^[0-9][0-9.]* (\S+ |\s)\S+ [0-9]+ [0-9]+\.[0-9]{2}( |$)`)
 
 // statScan is the text output split into raw rows and footers, with the
 // first line that is neither (nor a comment or a metric line).
