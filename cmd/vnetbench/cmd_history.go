@@ -35,7 +35,7 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	fs.StringVar(&o.db, "db", defaultHistoryDB, "history index read when no inputs are given (see 'history add')")
 	format := fs.String("format", "", "output format: text|html|json (default text, or from -o's extension)")
 	fs.StringVar(&o.out, "o", "", "write to `FILE` instead of stdout")
-	order := fs.String("order", "time", "point order of run directories and benchfmt files: time (as recorded) or given (as listed or added)")
+	order := fs.String("order", "time", "point order of run directories and benchfmt files: time (as recorded) or given (as listed or added); a CSV's rows stay in file order")
 	fs.IntVar(&o.failOnNew, "fail-on-new", 0, "exit 1 when a regression's change point lies in the last `N` points of a series, printing the range to bisect")
 	sensitivity := fs.String("sensitivity", "default", "how readily a change is reported: "+levelNames(levelWithP)+", or a p-value `P` in (0, 0.1]")
 	fs.BoolVar(&o.all, "all", false, "also show the diagnostics (busy fractions, overheads, perf counters; JSON always has them)")
@@ -52,6 +52,11 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	}
 	if *order != "time" && *order != "given" {
 		return usageErrorf("history: --order %q: want time or given", *order)
+	}
+	// A CSV's rows have no recorded time: they stay in file order, so a
+	// --order time that sorts nothing would pass for one that did.
+	if *order == "time" && given(fs, "order") && len(paths) > 0 && !slices.ContainsFunc(paths, func(p string) bool { return !strings.EqualFold(filepath.Ext(p), ".csv") }) {
+		return usageErrorf("history: --order time: CSV rows have no recorded time and stay in file order; sort the file by time, or leave --order out")
 	}
 	if o.failOnNew < 0 || o.failOnNew == 0 && given(fs, "fail-on-new") { // 0 given: no gate, where the job asked for one
 		return usageErrorf("history: --fail-on-new %d: want a number of points, 1 or more", o.failOnNew)

@@ -232,6 +232,25 @@ func TestHistoryOrder(t *testing.T) {
 	}
 }
 
+// A CSV's rows have no recorded time: history kept them in file order
+// under --order time, silently the same output as --order given. With
+// CSV inputs alone, --order time is refused (exit 2, one line);
+// --order given, which is what it does, and a run directory beside the
+// CSV, which --order time does sort, are fine.
+func TestHistoryOrderCSV(t *testing.T) {
+	csv := filepath.Join("testdata", "history", "bench.csv")
+	_, _, err := runHistory(t, csv, "--order", "time")
+	if code := exitCode(err); code != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "CSV rows have no recorded time and stay in file order") {
+		t.Errorf("--order time on a CSV: exit %d: %v, want 2 and why", code, err)
+	}
+	dirs := fakeHistory(t, 4, 2, 2)
+	for _, args := range [][]string{{csv}, {csv, "--order", "given"}, append([]string{csv, "--order", "time"}, dirs...)} {
+		if _, errs, err := runHistory(t, args...); err != nil {
+			t.Errorf("history %v: %v\n%s", args, err, errs)
+		}
+	}
+}
+
 // TestHistoryCSV: a CSV series from another tool, lower is better for
 // ns/op, an empty cell missing.
 func TestHistoryCSV(t *testing.T) {
