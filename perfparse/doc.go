@@ -11,6 +11,7 @@
 //
 //   - perf stat: ParsePerfStat detects the default text (perf 4.x–6.x,
 //     --per-thread/-t, -A, --per-core, -I, -r variance, multiplexing,
+//     --metric-only's columns (refused when whitespace was collapsed),
 //     <not supported>/<not counted>, "#" metrics, the elapsed/user/sys
 //     footer), -x SEP (any separator string perf was given, detected as
 //     the one that reads the most lines as counters; also perf 2.6-3.12's

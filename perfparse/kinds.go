@@ -96,7 +96,7 @@ var (
 		}},
 		{Name: "perf-stat", Detect: func(s, first string) bool {
 			return strings.Contains(s, "Performance counter stats") || strings.Contains(s, "seconds time elapsed") ||
-				reDetectStatInterval().MatchString(s) ||
+				reDetectStatInterval().MatchString(s) || reDetectStatMetricOnlyInterval().MatchString(s) ||
 				csvSep(first) != "" || reDetectStatRow().MatchString(s) ||
 				metricOnlySep(strings.SplitN(s, "\n", 64)) != ""
 		}},
@@ -186,6 +186,8 @@ var (
 	reDetectScriptDevice = lazyRegexp(`(?m)^\s*Device: \S+`)
 	// perf stat -I's column header ("#  time  CPU  counts unit events").
 	reDetectStatInterval = lazyRegexp(`(?m)^\s*#\s+time\s+(.*\s)?counts\s+unit\s+events\s*$`)
+	// perf stat --metric-only -I's header: "#           time  GHz ...".
+	reDetectStatMetricOnlyInterval = lazyRegexp(`(?m)^\s*#\s+time\s+\S`)
 )
 
 // Detect guesses the kind of an input from its content ("" when unsure).

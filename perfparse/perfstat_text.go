@@ -42,6 +42,11 @@ func normalizeSpaces(s string) string {
 }
 
 func parsePerfStatText(lines []string) (*PerfStat, error) {
+	if h, interval, ok, err := findMetricOnlyText(lines); err != nil {
+		return nil, err
+	} else if ok {
+		return parsePerfStatMetricOnlyText(lines, h, interval)
+	}
 	st := &PerfStat{Format: "text", Rows: []PerfStatRow{}}
 	sc, err := scanStatText(lines, st)
 	if err != nil {
@@ -52,6 +57,9 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 		// Counters in a layout this parser does not know must not read
 		// as a run without counters (perf stat --null prints no rows
 		// and nothing else).
+		if reStatSpaceSepRow().MatchString(sc.prose) {
+			return nil, errorf(sc.proseLn, "perf stat: %q looks like perf stat -x ' ' output, whose separator cannot be told from the text layout's spaces (an empty unit, a metric unit with a space); give -x with another separator, e.g. -x,", clip(sc.prose))
+		}
 		return nil, errorf(sc.proseLn, "perf stat: no counter rows found; %q is not one (expected lines like \"4139.45 msec task-clock\")", clip(sc.prose))
 	}
 	if len(toks) == 0 && len(foots) == 0 {
@@ -75,6 +83,10 @@ func parsePerfStatText(lines []string) (*PerfStat, error) {
 	return st, nil
 }
 
+// reStatSpaceSepRow is a counter line of perf stat -x ' ': value, unit,
+// event, run time and running percentage, one space apart.
+var reStatSpaceSepRow = lazyRegexp(`^[0-9][0-9.]* (\S+ |\s)\S+ [0-9]+ [0-9]+\.[0-9]{2}( |$)`)
+
 // statScan is the text output split into raw rows and footers, with the
 // first line that is neither (nor a comment or a metric line).
 type statScan struct {
@@ -88,19 +100,6 @@ type statScan struct {
 // --metric-only: "#           time CPU   GHz  insn per cycle ...", without
 // the "counts unit events" of the counters' layout.
 var reStatMetricOnlyHeader = lazyRegexp(`^#\s+time\s`)
-
-// checkMetricOnlyText refuses perf stat --metric-only's text layout with
-// -I, whose rows (timestamp, place, values under metric names) would
-// otherwise read as counters.
-func checkMetricOnlyText(lines []string) error {
-	for i, l := range lines {
-		s := normalizeSpaces(l)
-		if reStatMetricOnlyHeader().MatchString(s) && !reStatIntervalHeader().MatchString(s) && !strings.Contains(s, "counts") {
-			return errorf(i+1, "perf stat: %q is perf stat --metric-only's header; its text layout is not read: give --metric-only -x, output", clip(s))
-		}
-	}
-	return nil
-}
 
 // checkOneStatRun refuses input holding a complete perf stat output
 // (header to footer) before the header at start: several outputs in one
@@ -152,9 +151,6 @@ func scanStatText(lines []string, st *PerfStat) (*statScan, error) {
 		start = ivHeader
 	}
 	if err := checkOneStatRun(lines, start); err != nil {
-		return nil, err
-	}
-	if err := checkMetricOnlyText(lines); err != nil {
 		return nil, err
 	}
 	for i := start; i < len(lines); i++ {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
@@ -131,5 +132,39 @@ func TestChangeMarksExplained(t *testing.T) {
 		if shown == 0 {
 			t.Errorf("%v: no table shows %q", tc.dirs, tc.mark)
 		}
+	}
+}
+
+// A size sweep table defines its metric and its p column: its notes
+// said "tx_pps in Kpps, median of 5 runs" and left what tx_pps counts
+// (per second of which interval, all threads or one) and what p is to
+// docs a quoted table does not carry.
+func TestSweepTableDefinesMetricAndP(t *testing.T) {
+	set, err := results.Load(run("sweep")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{By: "kernel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tab := range r.Tables {
+		if tab.Kind != KindSweep {
+			continue
+		}
+		n++
+		notes := strings.Join(tab.Notes, "\n")
+		desc := results.Describe(metric.Key(tab.Metric)).Description
+		if desc == "" {
+			t.Fatalf("%s has no description in the catalogue", tab.Metric)
+		}
+		def := tab.Metric + " = " + desc
+		if !strings.Contains(notes, def) || !slices.Contains(tab.Header, "p") || !strings.Contains(notes, "p = ") {
+			t.Errorf("%s: notes define neither %q nor the p column:\n%s", tab.Title, def, notes)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no size sweep tables in the sweep run")
 	}
 }

@@ -87,8 +87,12 @@ func (b sweepKind) sweepTables() {
 				}
 				t.Rows = append(t.Rows, row)
 			}
-			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, %s; speedup = change of the median vs %s: %s",
-				key, suf, b.lab.medianOf(cells), b.r.Base, changeLegend))
+			// What the number counts, over which interval, total or
+			// per thread: the metric's own definition, as a table
+			// quoted alone needs it.
+			t.Notes = append(t.Notes, fmt.Sprintf("%s in %s, %s; %s = %s", key, suf, b.lab.medianOf(cells), key, m.Description))
+			t.Notes = append(t.Notes, fmt.Sprintf("speedup = change of the median vs %s: %s; p = the p-value of that verdict's test",
+				b.r.Base, changeLegend))
 			t.Notes = append(t.Notes, b.lab.columnNotes()...)
 			b.r.Tables = append(b.r.Tables, t)
 		}

@@ -569,6 +569,10 @@ func TestHistoryNoMatchSaysWhatThereIs(t *testing.T) {
 	}{
 		{[]string{"--metric", "nope"}, `--metric nope: the history has metrics`, "--cell"},
 		{[]string{"--cell", "tap/nope"}, `--cell tap/nope: the history has cells`, "--metric"},
+		// One name of several that matches nothing is refused too: the
+		// others' series were shown and gated, that one dropped silently.
+		{[]string{"--metric", "tx_pps,lost_ps"}, `--metric lost_ps: the history has metrics`, "--cell"},
+		{[]string{"--metric", "tx_pps", "--cell", "tap/trafgen/pfifo_fast,tap/nope"}, `--cell tap/nope: the history has cells`, "--metric"},
 	} {
 		_, _, err := runHistory(t, append([]string{real + "quickstart-tcg"}, tc.args...)...)
 		if code := exitCode(err); code != exitBadInput {

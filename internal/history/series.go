@@ -211,15 +211,14 @@ func MarshalResults(rs []Result) ([]byte, error) {
 }
 
 // Select returns the series of all whose metric is one of metrics and
-// whose cell is one of cells (either empty: any), or, when none is, why:
-// the filter that matched nothing and what the history has there (the
-// cells of the metrics asked for).
+// whose cell is one of cells (either empty: any), or, when a name
+// matches nothing, why: the first metric no series has, else the first
+// cell no series of those metrics has, with what the history has there.
+// One name of several that matched nothing was dropped in silence: a
+// gate on "tx_pps,lost_ps" gated tx_pps alone.
 func Select(all []Series, metrics, cells []string) ([]Series, string) {
-	sel := slices.DeleteFunc(slices.Clone(all), func(s Series) bool {
-		return (len(metrics) > 0 && !slices.Contains(metrics, s.Metric)) || (len(cells) > 0 && !slices.Contains(cells, s.Cell))
-	})
-	if len(sel) > 0 {
-		return sel, ""
+	if len(all) == 0 {
+		return nil, "the history has no series"
 	}
 	var has, hasCells []string
 	for _, s := range all {
@@ -230,8 +229,18 @@ func Select(all []Series, metrics, cells []string) ([]Series, string) {
 			hasCells = append(hasCells, s.Cell)
 		}
 	}
-	if len(metrics) > 0 && !slices.ContainsFunc(metrics, func(m string) bool { return slices.Contains(has, m) }) {
-		return nil, "no series match --metric " + strings.Join(metrics, ",") + ": the history has metrics " + strings.Join(has, ", ")
+	for _, m := range metrics {
+		if !slices.Contains(has, m) {
+			return nil, "no series match --metric " + m + ": the history has metrics " + strings.Join(has, ", ")
+		}
 	}
-	return nil, "no series match --cell " + strings.Join(cells, ",") + ": the history has cells " + strings.Join(hasCells, ", ")
+	for _, c := range cells {
+		if !slices.Contains(hasCells, c) {
+			return nil, "no series match --cell " + c + ": the history has cells " + strings.Join(hasCells, ", ")
+		}
+	}
+	sel := slices.DeleteFunc(slices.Clone(all), func(s Series) bool {
+		return (len(metrics) > 0 && !slices.Contains(metrics, s.Metric)) || (len(cells) > 0 && !slices.Contains(cells, s.Cell))
+	})
+	return sel, ""
 }
