@@ -192,6 +192,9 @@ func TestFlagValueParseErrorSaysWhatItWants(t *testing.T) {
 		{[]string{"plan", "quickstart", "--seed", "abc"}, `invalid value "abc" for flag -seed: want a whole number, e.g. --seed 3`},
 		{[]string{"history", "x.csv", "--fail-on-new", "1.5"}, "for flag -fail-on-new: want a whole number"},
 		{[]string{"run", "quickstart", "--dry-run=maybe"}, `invalid boolean value "maybe" for -dry-run: want true or false, or --dry-run alone for true`},
+		// A negative duration passed: --max-time -1s as no limit.
+		{[]string{"plan", "quickstart", "--max-time", "-1s"}, "plan: --max-time -1s: want a duration of 0 or more"},
+		{[]string{"run", "quickstart", "--dry-run", "--lock-wait", "-5m"}, "run: --lock-wait -5m0s: want a duration of 0 or more"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(t.Context(), tc.args, &out, &errb)

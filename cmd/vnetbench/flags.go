@@ -44,7 +44,22 @@ func parse(fs *flag.FlagSet, args []string) error {
 	case err != nil:
 		return usageErrorf("%s: %s%s", fs.Name(), valueHint(fs, err), didYouMean(fs, err))
 	}
-	return nil
+	return negativeDuration(fs)
+}
+
+// negativeDuration refuses a duration flag given below 0: no duration
+// flag has a meaning for one, and --max-time -1s passed as no limit,
+// --lock-wait -1s as no wait.
+func negativeDuration(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if d, ok := g.Get().(time.Duration); ok && d < 0 {
+				err = usageErrorf("%s: --%s %s: want a duration of 0 or more, e.g. --%s 30m", fs.Name(), f.Name, d, f.Name)
+			}
+		}
+	})
+	return err
 }
 
 // valueHint is a parse error of a value of one of the flag package's
