@@ -8,12 +8,14 @@ import (
 )
 
 // ip -s link prints the same counters as /proc/net/dev under its own
-// column words, in two generations of iproute2:
+// column words, in two generations of iproute2, before and after Jakub
+// Kicinski's "ip: promote missed packets to the -s row" (iproute2-next,
+// September 2020):
 //
-//	RX: bytes  packets  errors  dropped overrun mcast          (up to 5.x)
-//	RX:  bytes packets errors dropped  missed   mcast          (5.9 on)
-//	RX errors: length   crc     frame   fifo    missed         (-s -s, up to 5.x)
-//	RX errors:  length    crc   frame    fifo overrun          (-s -s, 5.9 on)
+//	RX: bytes  packets  errors  dropped overrun mcast          (before)
+//	RX:  bytes packets errors dropped  missed   mcast          (after)
+//	RX errors: length   crc     frame   fifo    missed         (-s -s, before)
+//	RX errors:  length    crc   frame    fifo overrun          (-s -s, after)
 //	TX: bytes  packets  errors  dropped carrier collsns
 //	TX errors: aborted  fifo   window heartbeat transns
 //

@@ -361,3 +361,69 @@ func nameSays(rec *benchfmt.Result, k, v string) bool {
 	}
 	return false
 }
+
+// benchstat -col /backend compares a tap cell with its tap+vhost twin
+// only where their names differ in nothing else it cannot -ignore: a
+// part spelling an axis that only tap+vhost cells have ("vhost-pin0",
+// pin.vhost) was positional, in some names only, so no tap cell ever met
+// its twin in a row. Written as axis=value ("vhost=0"), the parts only
+// some lines have can be ignored, and every line of a real run with two
+// backends finds its other backend.
+func TestBenchfmtBackendsPairUp(t *testing.T) {
+	n := 0
+	for _, dir := range realRuns(t) {
+		p, _ := writeBench(t, dir)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []*benchfmt.Result
+		keys := map[string]int{} // the name parts' keys, by lines that have them
+		for r := benchfmt.NewReader(f, p); r.Scan(); {
+			if rec, ok := r.Result().(*benchfmt.Result); ok {
+				recs = append(recs, rec.Clone())
+				_, parts := rec.Name.Parts()
+				for _, part := range parts {
+					if k, _, ok := strings.Cut(string(part), "="); ok {
+						keys[k]++
+					}
+				}
+			}
+		}
+		f.Close()
+		if keys["/backend"] == 0 {
+			continue // one backend
+		}
+		n++
+		// -col /backend -ignore every key only some lines have.
+		backends := map[string]map[string]bool{}
+		all := map[string]bool{}
+		for _, rec := range recs {
+			_, parts := rec.Name.Parts()
+			var row []string
+			backend := ""
+			for _, part := range parts {
+				k, v, ok := strings.Cut(string(part), "=")
+				switch {
+				case k == "/backend":
+					backend = v
+				case !ok || keys[k] == len(recs):
+					row = append(row, string(part))
+				}
+			}
+			key := string(rec.GetConfig("kernel")) + " " + strings.Join(row, "")
+			if backends[key] == nil {
+				backends[key] = map[string]bool{}
+			}
+			backends[key][backend], all[backend] = true, true
+		}
+		for key, got := range backends {
+			if len(got) != len(all) {
+				t.Errorf("%s: %s: backends %v of %v: benchstat -col /backend cannot pair it", filepath.Base(dir), key, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(all)))
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no real run with two backends")
+	}
+}

@@ -153,7 +153,10 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 // in their order, an axis's as axis=value, minus the axes whose value is
 // the same in every sample, then the axes that vary but the cell name
 // does not spell (pktgen's mode, which its thread count picks), as
-// axis=value; the constant axes are file-level "axis: value" lines, so
+// axis=value; a part spelling an axis that some samples lack is axis=value
+// too ("vhost=0" for "vhost-pin0": tap cells have no pin.vhost), so that
+// benchstat can ignore it and pair the cells that differ by it; the
+// constant axes are file-level "axis: value" lines, so
 // benchstat's tables stay as wide as the runs differ. An axis only some
 // samples have, with one value wherever present (pktgen's burst beside an
 // AF_XDP cell), is in neither: its cells' other parts tell them apart. The kernel label is a
@@ -293,12 +296,12 @@ type benchNamer struct {
 	// axis ends the same.
 	short map[string]string
 	// varying holds the axes that take two values or more among the
-	// samples that have them.
-	varying map[string]bool
+	// samples that have them; partial those that some samples lack.
+	varying, partial map[string]bool
 }
 
 func newBenchNamer(samples []Sample) benchNamer {
-	n := benchNamer{constant: map[string]string{}, short: shortAxisNames(samples), varying: map[string]bool{}}
+	n := benchNamer{constant: map[string]string{}, short: shortAxisNames(samples), varying: map[string]bool{}, partial: map[string]bool{}}
 	seen, first := map[string]int{}, map[string]string{}
 	for i := range samples {
 		for k, v := range samples[i].Axes {
@@ -318,13 +321,20 @@ func newBenchNamer(samples []Sample) benchNamer {
 			delete(n.constant, k)
 		}
 	}
+	for i := range samples {
+		for k := range first {
+			if _, ok := samples[i].Axes[k]; !ok {
+				n.partial[k] = true
+			}
+		}
+	}
 	// Values match axes by value: should two cells come out with one
 	// name, leave every axis in the names.
 	cells := map[string]string{}
 	for i := range samples {
 		name := n.name(&samples[i])
 		if c, ok := cells[name]; ok && c != samples[i].Cell {
-			return benchNamer{constant: map[string]string{}, short: map[string]string{}, varying: n.varying}
+			return benchNamer{constant: map[string]string{}, short: map[string]string{}, varying: n.varying, partial: n.partial}
 		}
 		cells[name] = samples[i].Cell
 	}
@@ -384,6 +394,11 @@ func (n benchNamer) name(s *Sample) string {
 				break
 			}
 		}
+		if k == "" && len(generatorSpells(v, s.Axes)) == 0 {
+			if k = n.spelledPartial(v, s.Axes, used); k != "" {
+				v = s.Axes[k]
+			}
+		}
 		switch {
 		case k == "":
 			for _, a := range generatorSpells(v, s.Axes) {
@@ -415,6 +430,37 @@ func (n benchNamer) name(s *Sample) string {
 		return "Benchmark" + base
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
+
+// spelledPartial is the one axis of axes, not yet used, that some
+// samples lack and that cell name part p spells, or "": p is a stem of
+// the key's last part and the value ("vhost-pin0": pin.vhost 0, which
+// only tap+vhost cells have; "q4", "pkt1500"). Such a part,
+// left as it is, is in only some names, and benchstat, which addresses
+// a part by its key, could neither ignore it nor group by it: with
+// -col /backend a tap cell and its tap+vhost twin never met in one row.
+// As axis=value ("vhost=0"), -ignore /vhost pairs them.
+func (n benchNamer) spelledPartial(p string, axes map[string]string, used map[string]bool) string {
+	found := ""
+	for a, v := range axes {
+		if used[a] || !n.partial[a] {
+			continue
+		}
+		if v == "none" {
+			v = "unpinned" // pinName's "vhost-unpinned"
+		}
+		rest, ok := strings.CutSuffix(p, v)
+		stem := strings.TrimSuffix(strings.TrimSuffix(rest, "-pin"), "-")
+		last := a[strings.LastIndexByte(a, '.')+1:]
+		if !ok || v == "" || stem == "" || !strings.HasPrefix(last, stem) && !strings.HasPrefix(stem, last) {
+			continue
+		}
+		if found != "" {
+			return "" // two could: leave the part as it is
+		}
+		found = a
+	}
+	return found
 }
 
 // generatorSpells is the axes that cell name part p spells as a
