@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/vnetbench/vnetbench/vmimages"
@@ -43,6 +44,9 @@ func cmdImageBuild(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	if len(pos) > 0 {
 		return usageErrorf("image build: unexpected argument %q", pos[0])
 	}
+	if err := checkImageFlags(*kernel, *modules, *out); err != nil {
+		return err
+	}
 	var extras []string
 	for _, m := range strings.Split(*extra, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -70,5 +74,19 @@ func cmdImageBuild(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	fmt.Fprintf(stdout, "sha256     %s\n", img.Hash)
 	fmt.Fprintf(stdout, "modules    %s\n", strings.Join(img.Modules, " "))
 	fmt.Fprintf(stdout, "iperf3     %v\n", img.Iperf3)
+	return nil
+}
+
+// checkImageFlags refuses what the build would ignore or fail on late:
+// --modules beside a kernel that brings its own (host, Debian's, the
+// default), which was dropped in silence, and an -o that is a file,
+// which failed after the build as a harness error (exit 1).
+func checkImageFlags(kernel, modules, out string) error {
+	if modules != "" && (kernel == "" || kernel == "host" || kernel == "debian" || strings.HasPrefix(kernel, "debian:")) {
+		return usageErrorf("image build: --modules %s goes with --kernel PATH (a bzImage); the host's and Debian's kernels bring their own modules: drop --modules or give the kernel's image", modules)
+	}
+	if fi, err := os.Stat(out); out != "" && err == nil && !fi.IsDir() {
+		return usageErrorf("image build: -o %s is a file; give a directory (made when missing)", out)
+	}
 	return nil
 }

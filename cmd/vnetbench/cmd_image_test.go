@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,30 @@ func TestImageUsage(t *testing.T) {
 	}
 	if got := exitCode(run(t.Context(), []string{"image", "build", "extra"}, &out, &errb)); got != exitBadInput {
 		t.Errorf("image build extra: exit %d, want 2", got)
+	}
+}
+
+// --modules beside a kernel that brings its own was dropped in silence
+// (the image had the host's or Debian's modules), and an -o that is a
+// file failed after the build with exit 1: both are bad input, refused
+// before anything is fetched or built.
+func TestImageBuildFlagsRefusedFirst(t *testing.T) {
+	file := t.TempDir() + "/file"
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kernel", "host", "--modules", "/nonexistent/modules"}, "--modules /nonexistent/modules goes with --kernel PATH"},
+		{[]string{"--kernel", "debian:6.1", "--modules", "/nonexistent/modules"}, "--modules /nonexistent/modules goes with --kernel PATH"},
+		{[]string{"--kernel", "/nonexistent/bzImage", "-o", file}, "-o " + file + " is a file"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append([]string{"image", "build", "--cache", t.TempDir()}, tc.args...), &out, &errb)
+		if exitCode(err) != exitBadInput || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("image build %v: %v, want exit 2 saying %q", tc.args, err, tc.want)
+		}
 	}
 }
