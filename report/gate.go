@@ -494,6 +494,11 @@ func WriteDecisions(w io.Writer, c *CompareResult) error {
 	}
 	b.WriteString(scaleLines(c.Decisions))
 	switch {
+	case len(c.Decisions) == 0 && c.DefaultGates:
+		// The metrics compared are there, on both sides: none is one
+		// the default gates take (it said "no gated metric is present
+		// on both sides" of a --metric tx_run_s both sides have).
+		b.WriteString("verdict: ok: nothing gated: no metric compared is one the default gates take (one with a better direction; perf counters and diagnostics only when named by --metric); gate one with --fail-on\n")
 	case len(c.Decisions) == 0:
 		b.WriteString("verdict: ok: no gated metric is present on both sides\n")
 	case len(failed) > 0:

@@ -345,3 +345,19 @@ func TestCompareUnknownFormat(t *testing.T) {
 		}
 	}
 }
+
+// Default gates that take none of the metrics compared say so: a
+// --metric both sides have but without a direction (tx_run_s) printed
+// "no gated metric is present on both sides", which is false, and
+// nothing on how to gate it.
+func TestCompareNothingGatedSaysWhy(t *testing.T) {
+	g := "../../report/testdata/generated/"
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"compare", g + "patched", g + "stock", "--metric", "tx_run_s"}, &out, &errb)
+	if exitCode(err) != exitOK {
+		t.Fatalf("compare --metric tx_run_s: %v, want exit 0 (nothing gated)", err)
+	}
+	if !strings.Contains(out.String(), "tx_run_s") || strings.Contains(out.String(), "is present on both sides") || !strings.Contains(out.String(), "nothing gated") || !strings.Contains(out.String(), "--fail-on") {
+		t.Errorf("compare --metric tx_run_s: the verdict line does not say why nothing was gated:\n%s", out.String())
+	}
+}

@@ -320,6 +320,8 @@ func TestHistoryBadInput(t *testing.T) {
 	csvs := map[string]string{
 		"dup.csv": "label,x,x\na,1,2\nb,1,2\n", "noname.csv": "label,,x\na,1,2\nb,1,2\n", "nolabel.csv": "label,x\na,1\n,2\n",
 		"good.csv": "label,x\na,1\nb,2\n",
+		// An infinite value was dropped as missing, without a word.
+		"inf.csv": "label,x\na,1\nb,+Inf\nc,2\n",
 	}
 	for f, text := range csvs {
 		os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644)
@@ -329,6 +331,7 @@ func TestHistoryBadInput(t *testing.T) {
 		{filepath.Join(dir, "dup.csv")},
 		{filepath.Join(dir, "noname.csv")},
 		{filepath.Join(dir, "nolabel.csv")},
+		{filepath.Join(dir, "inf.csv")},
 		{"--higher-is-better", "y", filepath.Join(dir, "good.csv")}, // a typo, silently no direction
 		{"--lower-is-better", "x,y", filepath.Join(dir, "good.csv")},
 		{filepath.Join(dir, "missing")},

@@ -153,6 +153,11 @@ func ReadCSV(r io.Reader, name string, better func(metric string) Better) ([]Ser
 			v := math.NaN()
 			if j+1 < len(row) && strings.TrimSpace(row[j+1]) != "" {
 				v, err = strconv.ParseFloat(strings.TrimSpace(row[j+1]), 64)
+				if err == nil && math.IsInf(v, 0) {
+					// Dropped as missing, it vanished from the series
+					// without a word: a producer's overflow, not a value.
+					return nil, fmt.Errorf("%w: %s:%d: column %q: %q is not a finite number (leave the cell empty for a missing value)", ErrCSV, name, i+2, head[j+1], row[j+1])
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s:%d: column %q: %q is not a number (leave the cell empty for a missing value)", ErrCSV, name, i+2, head[j+1], row[j+1])
 				}
