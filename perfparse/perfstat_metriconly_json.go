@@ -70,6 +70,9 @@ func (st *PerfStat) addMetricOnlyJSON(o statJSONObject) error {
 		if v = strings.TrimSpace(v); v == "" || v == "none" {
 			continue
 		}
+		if strings.TrimSpace(k) == "" {
+			return errorf(o.ln, "perf stat -j --metric-only: value %q under an empty metric name; give perf's output as it printed it", v)
+		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return errorf(o.ln, "perf stat -j --metric-only: value %q of %q is not a number", v, k)
