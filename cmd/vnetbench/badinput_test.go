@@ -194,6 +194,7 @@ func TestFlagValueParseErrorSaysWhatItWants(t *testing.T) {
 		{[]string{"run", "quickstart", "--dry-run=maybe"}, `invalid boolean value "maybe" for -dry-run: want true or false, or --dry-run alone for true`},
 		// A negative duration passed: --max-time -1s as no limit.
 		{[]string{"plan", "quickstart", "--max-time", "-1s"}, "plan: --max-time -1s: want a duration of 0 or more"},
+		{[]string{"plan", "quickstart", "--cpus", "-1"}, "plan: --cpus -1: want a CPU count, or 0 to skip the check"},
 		{[]string{"run", "quickstart", "--dry-run", "--lock-wait", "-5m"}, "run: --lock-wait -5m0s: want a duration of 0 or more"},
 	} {
 		var out, errb bytes.Buffer
