@@ -57,7 +57,14 @@ func Create(dir string, env Env) (*Writer, error) {
 // results.jsonl), as Create and Open would, without writing anything:
 // run checks -o before its slow first steps (building kernels, booting
 // lab VMs), so that a wrong -o is bad input at once, not after them.
+// A dir that is itself a symbolic link is refused: vnetbench writes
+// nothing through a link, and a link planted where a root-run job writes
+// its runs would send them anywhere.
 func CheckDir(dir string, resume bool) error {
+	if li, err := os.Lstat(dir); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(dir)
+		return fault.Input("run directory %s is a symbolic link (to %s); vnetbench writes nothing through a link: give -o the directory itself", dir, target)
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && resume:

@@ -265,6 +265,11 @@ func TestCheckDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
+	// -o given as a link to an empty directory, or to a run: written
+	// through before (merge -o LINK filled the link's target).
+	toEmpty, toRun := filepath.Join(tmp, "to-empty"), filepath.Join(tmp, "to-run")
+	os.Symlink(empty, toEmpty)
+	os.Symlink(run, toRun)
 	for _, tc := range []struct {
 		dir    string
 		resume bool
@@ -280,6 +285,8 @@ func TestCheckDir(t *testing.T) {
 		{filepath.Join(tmp, "new"), true, "does not exist; --resume continues"},
 		{file, true, "is a file, not a directory"},
 		{empty, true, "no results.jsonl"},
+		{toEmpty, false, "is a symbolic link (to " + empty + "); vnetbench writes nothing through a link"},
+		{toRun, true, "is a symbolic link (to " + run + ")"},
 	} {
 		err := CheckDir(tc.dir, tc.resume)
 		switch {
@@ -296,5 +303,11 @@ func TestCheckDir(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(tmp, "new")); !errors.Is(err, fault.ErrInput) {
 		t.Errorf("Open(absent): %v, want bad input", err)
+	}
+	if _, err := Create(toEmpty, Env{}); !errors.Is(err, fault.ErrInput) {
+		t.Errorf("Create(link): %v, want bad input", err)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("Create(link) wrote %d entries into the link's target", len(ents))
 	}
 }
