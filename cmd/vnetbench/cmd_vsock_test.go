@@ -168,7 +168,7 @@ func TestRunVsockLoopbackE2E(t *testing.T) {
 	testenv.NeedCommand(t, "socat", "socat")
 	file := writeScenario(t, builtinVariant(t, "vsock-sockmap-loopback", "repetitions: 3", "repetitions: 1", "duration: 10s", "duration: 3s"))
 	out, dir := runVsockE2E(t, file)
-	for _, want := range []string{"socat |", "sockmap |", " change", "| 65536B ", " MB/s ", "Redirector CPU"} {
+	for _, want := range []string{"socat |", "sockmap |", " change", "| 64 ", "| KiB ", " MB/s ", "Redirector CPU"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q", want)
 		}

@@ -54,7 +54,7 @@ func TestLabVsockE2E(t *testing.T) {
 		logConsoles(t, dir)
 		t.Fatalf("run: %v", err)
 	}
-	for _, want := range []string{"socat |", "sockmap |", " change", "| 65536B ", " MB/s ", "Redirector CPU"} {
+	for _, want := range []string{"socat |", "sockmap |", " change", "| 64 ", "| KiB ", " MB/s ", "Redirector CPU"} {
 		if !strings.Contains(o, want) {
 			t.Errorf("the table lacks %q", want)
 		}
