@@ -130,6 +130,34 @@ func TestLabSilentRunDeadline(t *testing.T) {
 	}
 }
 
+// A lab VM whose console stays empty through its boot (a kernel hung
+// before /init) fails as stopped (ErrStopped, which runner/lab boots
+// again once under TCG) after silentBoot, not at the boot timeout; a
+// short boot timeout is left to bound it alone.
+func TestLabSilentBootStops(t *testing.T) {
+	c, ex := fakeLab(t, nil)
+	c.Timeouts = Timeouts{Boot: time.Hour, Silence: 1500 * time.Millisecond}
+	if b := silentBoot(c.Timeouts.withDefaults()); b != 20*time.Minute {
+		t.Fatalf("silentBoot of a 1h boot = %v, want 20m", b)
+	}
+	c.Timeouts.Boot = 9 * time.Second // silent boot bound: 3s
+	start := time.Now()
+	_, err := Run(t.Context(), c)
+	var le *Error
+	if !errors.As(err, &le) || le.Phase != "boot" || !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "hung before /init") {
+		t.Fatalf("err = %v, want a boot-phase lab that stopped", err)
+	}
+	if d := time.Since(start); d < 3*time.Second || d > 8*time.Second {
+		t.Errorf("failed after %v, want about 3s (a third of the boot timeout)", d)
+	}
+	if ps := ex.Procs(); len(ps) != 1 || !ps[0].Killed() {
+		t.Errorf("the lab VM was not stopped")
+	}
+	if b := silentBoot(Timeouts{Boot: 2 * time.Minute, Silence: time.Minute}); b != 0 {
+		t.Errorf("silentBoot of a 2m boot with a 1m silence = %v, want 0 (the timeout alone)", b)
+	}
+}
+
 // A lab whose console stays silent while its run goes on (no heartbeat:
 // a kernel stuck on every CPU prints nothing) fails after Timeouts.Silence,
 // long before its run deadline; heartbeats keep a quiet run alive.

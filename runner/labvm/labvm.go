@@ -169,6 +169,9 @@ func (l *labVM) check() error {
 	if l.grant != nil {
 		return nil // paused for its turn: silent, and its clock stands still
 	}
+	if b := silentBoot(l.to); l.phase == "boot" && b > 0 && time.Since(l.f.seen) > b {
+		return l.fail(stopped{fmt.Errorf("the lab VM's console has been silent for %v of its boot (its kernel reaches /init within seconds and /init prints at once): it hung before /init", time.Since(l.f.seen).Round(time.Second))})
+	}
 	if l.phase == "run" && time.Since(l.f.seen) > l.to.Silence {
 		return l.fail(stopped{fmt.Errorf("the lab has been silent for %v (no heartbeat, which its /init prints every %v): its kernel stopped", time.Since(l.f.seen).Round(time.Second), Heartbeat)})
 	}
@@ -177,6 +180,21 @@ func (l *labVM) check() error {
 		return l.fail(fmt.Errorf("timeout after %v (%s)", limit, timeoutHint(l.phase)))
 	}
 	return nil
+}
+
+// silentBoot is how long a lab VM's boot may print nothing before it is
+// taken for hung (0 = only the boot timeout bounds it): a third of the
+// boot timeout, at least twice Timeouts.Silence, when that is shorter
+// than the timeout. A lab kernel (loglevel=4, PVH entry) prints nothing
+// until /init, which lab boots reach in seconds; once under TCG one
+// printed nothing for its whole 9 min (CI, 2026-12-04). Failing it as
+// ErrStopped lets runner/lab boot it again once under TCG (retryReason).
+func silentBoot(to Timeouts) time.Duration {
+	b := max(to.Boot/3, 2*to.Silence)
+	if b >= to.Boot {
+		return 0
+	}
+	return b
 }
 
 // faulted is the lab's failure by its kernel's fault line.
