@@ -87,19 +87,30 @@ type migrationInfo struct {
 // waitMigration waits for the migration under way to complete; a failed
 // or cancelled one, or QEMU exiting, is an error.
 func waitMigration(ctx context.Context, vm *VM) error {
-	for {
+	return pollQMP(ctx, vm, func() (bool, error) {
 		var mi migrationInfo
 		if err := vm.qmp.Execute(ctx, "query-migrate", nil, &mi); err != nil {
-			return err
+			return false, err
 		}
 		switch mi.Status {
 		case "completed":
-			return nil
+			return true, nil
 		case "failed", "cancelled":
 			if mi.ErrorDesc == "" {
 				mi.ErrorDesc = "no reason given"
 			}
-			return fmt.Errorf("migration %s: %s", mi.Status, mi.ErrorDesc)
+			return false, fmt.Errorf("migration %s: %s", mi.Status, mi.ErrorDesc)
+		}
+		return false, nil
+	})
+}
+
+// pollQMP asks done every statePoll until it says so or fails; QEMU
+// exiting is an error, and so is ctx ending (ctx.Err()).
+func pollQMP(ctx context.Context, vm *VM, done func() (bool, error)) error {
+	for {
+		if ok, err := done(); ok || err != nil {
+			return err
 		}
 		select {
 		case <-vm.proc.Done():
@@ -122,21 +133,16 @@ const finishBound = 10 * time.Second
 func resume(ctx context.Context, vm *VM) error {
 	ctx, cancel := context.WithTimeout(ctx, finishBound)
 	defer cancel()
-	for {
+	err := pollQMP(ctx, vm, func() (bool, error) {
 		var st struct{ Status string }
-		if err := vm.qmp.Execute(ctx, "query-status", nil, &st); err != nil {
-			return err
-		}
-		if st.Status != "finish-migrate" {
-			break
-		}
-		select {
-		case <-vm.proc.Done():
-			return fmt.Errorf("qemu exited: %s", vm.ExitState())
-		case <-ctx.Done():
-			return fmt.Errorf("QEMU stayed in run state finish-migrate for %v after the migration ended", finishBound)
-		case <-time.After(statePoll):
-		}
+		err := vm.qmp.Execute(ctx, "query-status", nil, &st)
+		return err == nil && st.Status != "finish-migrate", err
+	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("QEMU stayed in run state finish-migrate for %v after the migration ended", finishBound)
+	}
+	if err != nil {
+		return err
 	}
 	return vm.qmp.Execute(ctx, "cont", nil, nil)
 }
