@@ -114,6 +114,20 @@ func TestCheckVhost(t *testing.T) {
 // fakeQMP serves a scripted QMP conversation on a unix socket.
 func fakeQMP(t *testing.T, replies map[string]string) string {
 	t.Helper()
+	return serveQMP(t, func(cmd string) string {
+		r, ok := replies[cmd]
+		if !ok {
+			r = `{"error": {"class": "CommandNotFound", "desc": "The command ` + cmd + ` has not been found"}}`
+		}
+		// An event before each reply, as QEMU may send one any time.
+		return `{"event": "NIC_RX_FILTER_CHANGED", "data": {}}` + "\n" + r
+	})
+}
+
+// serveQMP serves one QMP client on a unix socket: QEMU's greeting, then
+// reply's answer to each command it executes.
+func serveQMP(t *testing.T, reply func(cmd string) string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "qmp.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -131,12 +145,7 @@ func fakeQMP(t *testing.T, replies map[string]string) string {
 		for sc.Scan() {
 			var req struct{ Execute string }
 			json.Unmarshal(sc.Bytes(), &req)
-			c.Write([]byte(`{"event": "NIC_RX_FILTER_CHANGED", "data": {}}` + "\n"))
-			r, ok := replies[req.Execute]
-			if !ok {
-				r = `{"error": {"class": "CommandNotFound", "desc": "The command ` + req.Execute + ` has not been found"}}`
-			}
-			c.Write([]byte(r + "\n"))
+			c.Write([]byte(reply(req.Execute) + "\n"))
 		}
 	}()
 	return path

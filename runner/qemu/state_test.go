@@ -1,14 +1,10 @@
 package qemu
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -42,53 +38,33 @@ func TestArgsIncoming(t *testing.T) {
 // query-status calls, and a cont until then is refused as QEMU refuses it.
 func migratingQEMU(t *testing.T, lag int) (path string, log *[]string) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "qmp.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	log = new([]string)
-	var mu sync.Mutex
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.Write([]byte(`{"QMP": {"version": {}, "capabilities": []}}` + "\n"))
-		state := "running"
-		sc := bufio.NewScanner(c)
-		for sc.Scan() {
-			var req struct{ Execute string }
-			json.Unmarshal(sc.Bytes(), &req)
-			r := `{"return": {}}`
-			switch req.Execute {
-			case "stop":
-				state = "paused"
-			case "migrate":
-				state = "finish-migrate"
-			case "query-migrate":
-				r = `{"return": {"status": "completed"}}`
-			case "query-status":
-				if state == "finish-migrate" && lag == 0 {
-					state = "postmigrate"
-				}
-				lag--
-				r = fmt.Sprintf(`{"return": {"status": %q, "running": false}}`, state)
-			case "cont":
-				if state == "finish-migrate" {
-					r = `{"error": {"class": "GenericError", "desc": "Migration is not finalized yet"}}`
-				} else {
-					state = "running"
-				}
+	state := "running"
+	path = serveQMP(t, func(cmd string) string {
+		r := `{"return": {}}`
+		switch cmd {
+		case "stop":
+			state = "paused"
+		case "migrate":
+			state = "finish-migrate"
+		case "query-migrate":
+			r = `{"return": {"status": "completed"}}`
+		case "query-status":
+			if state == "finish-migrate" && lag == 0 {
+				state = "postmigrate"
 			}
-			mu.Lock()
-			*log = append(*log, req.Execute+" -> "+state)
-			mu.Unlock()
-			c.Write([]byte(r + "\n"))
+			lag--
+			r = fmt.Sprintf(`{"return": {"status": %q, "running": false}}`, state)
+		case "cont":
+			if state == "finish-migrate" {
+				r = `{"error": {"class": "GenericError", "desc": "Migration is not finalized yet"}}`
+			} else {
+				state = "running"
+			}
 		}
-	}()
+		*log = append(*log, cmd+" -> "+state)
+		return r
+	})
 	return path, log
 }
 
