@@ -35,9 +35,9 @@ type guests struct {
 	kvmBroken string
 	// notes are what the guests record in env.json.
 	notes envNotes
-	// saveOff is why this run saves no more guest states (a saved guest
-	// that could not be resumed); "" = it saves them.
-	saveOff string
+	// saveOff: this run saves no more guest states (a saved guest could
+	// not be resumed; the log and env.json say so).
+	saveOff bool
 	// unused are the saved states a guest did not start from
 	// (notRestored): this run boots its guests instead.
 	unused map[string]bool
@@ -61,10 +61,10 @@ func (gs *guests) ready(ctx context.Context, c *scenarios.Cell) (g *guest, bootT
 	}
 	bootStart := time.Now()
 	g, err = gs.boot(ctx, c)
-	if errors.Is(err, qemu.ErrNotResumed) && gs.saveOff == "" {
+	if errors.Is(err, qemu.ErrNotResumed) && !gs.saveOff {
 		// A saved state only spares later labs a boot: this run boots
 		// its guest again and saves no more.
-		gs.saveOff = err.Error()
+		gs.saveOff = true
 		gs.r.logf("%v: booting the guest again; this run saves no guest state", err)
 		g, err = gs.boot(ctx, c)
 	}

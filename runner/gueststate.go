@@ -195,7 +195,7 @@ func (e *slowLoadError) Error() string {
 // unless it could not be resumed (an error then).
 func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 	st := gs.r.opts.GuestStates
-	if st == nil || !st.Save || key == "" || gs.saveOff != "" {
+	if st == nil || !st.Save || key == "" || gs.saveOff {
 		return nil
 	}
 	d, err := safefs.Open(gs.r.dir)
