@@ -19,7 +19,10 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/testenv"
+	"github.com/vnetbench/vnetbench/runner/internal/fakeqemu"
 	"github.com/vnetbench/vnetbench/runner/qemu"
+	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -349,5 +352,74 @@ func TestRunGuestAgentConnectionClosed(t *testing.T) {
 	}
 	if n := strings.Count(readFile(t, filepath.Join(h.opts.Dir, "reproduce.sh")), "qemu-system-x86_64"); n != 3 {
 		t.Errorf("guest started %d times, want 3 (a fresh one after the oops and after the agent ended)", n)
+	}
+}
+
+// A guest kernel that crashes during its boot (an oops, then the panic
+// that ends QEMU with panic=-1 and -no-reboot) ends QEMU before the
+// console watch's grace: the boot still fails as the fault (CI met a
+// Debian 6.12 guest's "Oops: int3" under TCG), so under TCG the cell runs
+// once more on a fresh guest and the run succeeds. A kernel that panics
+// by choice with nothing before it (no init) is a boot error, as on
+// every boot: the run ends.
+func TestBootCrashRetried(t *testing.T) {
+	testenv.NeedRoot(t, "network namespaces, tap")
+	testenv.NeedFile(t, "/dev/net/tun", "tap devices")
+	img := fakeImage(t)
+	for _, tc := range []struct {
+		lines []string
+		retry bool
+	}{
+		{[]string{"[    3.130094] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI",
+			"[    3.130184] RIP: 0010:sched_clock_cpu+0x9/0x190",
+			"[    3.130556] Kernel panic - not syncing: Fatal exception in interrupt"}, true},
+		{[]string{"[    1.201000] Kernel panic - not syncing: No working init found."}, false},
+	} {
+		var boots atomic.Int32
+		crash := []fakeqemu.Step{}
+		for _, l := range tc.lines {
+			crash = append(crash, fakeqemu.Step{After: 50 * time.Millisecond, Line: l})
+		}
+		crash = append(crash, fakeqemu.Step{After: 50 * time.Millisecond, PowerOff: true})
+		fake := &fakeqemu.Exec{Script: func(string) []fakeqemu.Step {
+			if boots.Add(1) == 1 {
+				return crash
+			}
+			return nil
+		}}
+		var log syncBuffer
+		h := newHarness(t)
+		h.opts.Exec, h.opts.Log = qemuRouter{fake}, &log
+		h.opts.KVM = &qemu.KVMStatus{Why: "test: no KVM"}
+		h.opts.Image = func(context.Context, scenarios.Guest, GuestContents) (*GuestImage, error) { return img, nil }
+		h.opts.DialAgent = func(_ context.Context, vm *qemu.VM) (Agent, error) {
+			if boots.Load() == 1 {
+				return &fakeAgent{never: true}, nil // its kernel crashes first
+			}
+			return h.agent, nil
+		}
+		start := time.Now()
+		sum, err := Run(t.Context(), loadCells(t, stateScenario), h.opts)
+		checkNothingLeft(t, sum)
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("%s: run took %v, want the crash seen when QEMU exits (boot timeout 20s)", tc.lines[0], d)
+		}
+		if !tc.retry {
+			var be *qemu.BootError
+			if !errors.As(err, &be) || !strings.Contains(err.Error(), "qemu exited during boot") || boots.Load() != 1 {
+				t.Errorf("no init: %d boots, err = %v; want one boot and a boot error", boots.Load(), err)
+			}
+			continue
+		}
+		if err != nil || boots.Load() != 2 {
+			t.Fatalf("%d boots, err = %v; want the crashed boot, then a fresh guest measured", boots.Load(), err)
+		}
+		s := readSamples(t, h.opts.Dir)
+		if len(s) != 1 || !strings.Contains(s[0].FaultRerun, "Oops: int3") {
+			t.Errorf("samples %+v, want one rerun after the oops", s)
+		}
+		if !strings.Contains(log.String(), "faulted under TCG") {
+			t.Errorf("the log does not say the guest's kernel faulted:\n%s", log.String())
+		}
 	}
 }

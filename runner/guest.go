@@ -184,14 +184,44 @@ func guestGone(ctx context.Context, g *guest, err error) error {
 	if fe := faultOf(ctx); fe != nil {
 		return fe
 	}
+	if fe := consoleFault(g.vm); fe != nil {
+		return fe
+	}
 	path := g.vm.Config.ConsoleLog
-	w := g.vm.Console() // read after the fact, aged from the VM's launch
+	return &GuestGoneError{Err: err, QEMU: g.vm.ExitState(), Console: path, Tail: qemu.FileTail(path, 20)}
+}
+
+// consoleFault is the first kernel fault on vm's console, read after the
+// fact (aged from the VM's launch), or nil.
+func consoleFault(vm *qemu.VM) *qemu.FaultError {
+	path := vm.Config.ConsoleLog
+	w := vm.Console()
 	w.Poll()
 	w.Close()
-	if w.Fault != "" {
-		return &qemu.FaultError{VM: "guest", Line: w.Fault, Console: path, Tail: qemu.FaultTail(path, w.Fault, 40)}
+	if w.Fault == "" {
+		return nil
 	}
-	return &GuestGoneError{Err: err, QEMU: g.vm.ExitState(), Console: path, Tail: qemu.FileTail(path, 20)}
+	return &qemu.FaultError{VM: "guest", Line: w.Fault, Console: path, Tail: qemu.FaultTail(path, w.Fault, 40)}
+}
+
+// crashedAtBoot is the kernel crash that ended vm's QEMU during its boot,
+// or nil: a panic (panic=-1, -no-reboot) ends QEMU before the console
+// watch's grace, so the boot's wait sees QEMU exit first. Only a crash
+// counts, an oops, BUG or lockup before the panic (under TCG most likely
+// the emulator's, and retried as a fault: tcgFaultAgain); a kernel that
+// chose to panic with nothing before it (no init, no root file system)
+// does so on every boot and stays a boot error, which ends the run.
+func crashedAtBoot(vm *qemu.VM) *qemu.FaultError {
+	select {
+	case <-vm.Done():
+	default:
+		return nil
+	}
+	fe := consoleFault(vm)
+	if fe == nil || strings.Contains(fe.Line, "Kernel panic") {
+		return nil
+	}
+	return fe
 }
 
 func tapName(c *scenarios.Cell) string {

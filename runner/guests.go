@@ -312,6 +312,9 @@ func agentBootError(ctx, bctx context.Context, vm *qemu.VM, err error, bootTimeo
 	if fe := faultOf(bctx); fe != nil {
 		return fe
 	}
+	if fe := crashedAtBoot(vm); fe != nil {
+		return fe
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("timeout after %v (raise timeouts.boot, or check the guest kernel and image)", bootTimeout)
 	}
