@@ -273,3 +273,35 @@ func TestReportOriginWithoutKCIDB(t *testing.T) {
 		t.Errorf("--format kcidb --origin: %v", err)
 	}
 }
+
+// run --agent-binary with a file that is not there, or not a program:
+// its dry run passed, and the run found it when it built the guest's
+// image, after its run directory (and a lab's kernels). Both refuse it
+// first, one line, exit 2, leaving no run directory. (The run has a
+// --max-time no estimate fits: without the check it stops there too.)
+func TestRunRefusesBadAgentBinary(t *testing.T) {
+	dir := t.TempDir()
+	notELF := filepath.Join(dir, "agent.sh")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)
+	for _, tc := range []struct{ agent, want string }{
+		{filepath.Join(dir, "nonexistent"), "run: --agent-binary " + filepath.Join(dir, "nonexistent") + ": no such file or directory; pass the path of a vnetbench binary"},
+		{notELF, "run: --agent-binary: " + notELF + " is not an ELF executable this machine can run"},
+		{dir, "is not an ELF executable"},
+	} {
+		for _, mode := range []string{"--dry-run", "--max-time=1ms"} {
+			out := filepath.Join(dir, "run")
+			args := []string{"run", "quickstart", "--agent-binary", tc.agent, mode, "-o", out}
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), args, &stdout, &stderr)
+			if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: exit %d (%v), want 2 with %q", args, exitCode(err), err, tc.want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("%v: printed before refusing:\n%s", args, stdout.String())
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%v: left its run directory", args)
+			}
+		}
+	}
+}
