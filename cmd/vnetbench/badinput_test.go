@@ -305,3 +305,23 @@ func TestRunRefusesBadAgentBinary(t *testing.T) {
 		}
 	}
 }
+
+// run --boot-guests on a scenario with no lab kernel ran as if the flag
+// were not there: like --fail-on without --until-decided, a flag that
+// can do nothing is refused, in the dry run too. With a lab kernel it
+// is taken.
+func TestBootGuestsWithoutLabsIsBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	for _, mode := range []string{"--dry-run", "--max-time=1ms"} {
+		args := []string{"run", "quickstart", "--boot-guests", mode, "-o", out}
+		var stdout bytes.Buffer
+		err := run(t.Context(), args, &stdout, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "run: --boot-guests boots the nested guests of lab VMs, and scenario quickstart runs every cell on the running kernel") || stdout.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, stdout.Len())
+		}
+	}
+	args := []string{"run", "quickstart", "--boot-guests", "--kernel", "stock=debian:6.1", "--dry-run", "-o", out}
+	if err := run(t.Context(), args, io.Discard, io.Discard); strings.Contains(fmt.Sprint(err), "--boot-guests") {
+		t.Errorf("%v: %v", args, err)
+	}
+}

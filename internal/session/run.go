@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -166,6 +167,11 @@ func (r *run) load() error {
 	var err error
 	if r.s, err = r.Scenario.Load(); err != nil {
 		return err
+	}
+	if r.BootGuests && !slices.ContainsFunc(r.s.Kernels, func(k scenarios.Kernel) bool { return !k.Running() }) {
+		// As run's other flags that work only with another (--fail-on
+		// without --until-decided): refused, not ignored in silence.
+		return fault.Input("run: --boot-guests boots the nested guests of lab VMs, and scenario %s runs every cell on the running kernel: leave --boot-guests out, or give a kernel to boot in a lab VM (--kernel LABEL=SPEC)", r.s.Name)
 	}
 	host := scenarios.Host{NumCPU: runtime.NumCPU()}
 	if err := r.s.CheckHost(host); err != nil {
