@@ -325,3 +325,28 @@ func TestBootGuestsWithoutLabsIsBadInput(t *testing.T) {
 		t.Errorf("%v: %v", args, err)
 	}
 }
+
+// report -o r.yaml and history -o h.csv wrote text in silence: an
+// extension that names a format the command does not write is refused,
+// nothing written, with the line naming --format; report and history
+// take one rule (report.OutputFormat).
+func TestOutputExtensionOfAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", runs + "stock", "-o", filepath.Join(dir, "r.yaml")}, "r.yaml names the YAML format, which report does not write; --format chooses the format"},
+		{[]string{"history", runs + "stock", "-o", filepath.Join(dir, "h.csv")}, "h.csv names the csv format, which history does not write; --format chooses the format (text, html, json)"},
+		{[]string{"history", runs + "stock", "-o", filepath.Join(dir, "h.yml")}, "h.yml names the YAML format"},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), tc.args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || strings.Contains(fmt.Sprint(err), "\n") || !strings.Contains(fmt.Sprint(err), tc.want) || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2, one line with %q", tc.args, exitCode(err), err, out.Len(), tc.want)
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) > 0 {
+		t.Errorf("left %v", es)
+	}
+}
