@@ -91,7 +91,7 @@ func TestBackwardsGateWarns(t *testing.T) {
 		}
 		return path
 	}
-	q := real + "quickstart-tcg"
+	q, q2 := real+"quickstart-tcg", rerun(t, real+"quickstart-tcg")
 	for _, tc := range []struct {
 		args []string
 		exit int
@@ -103,9 +103,9 @@ func TestBackwardsGateWarns(t *testing.T) {
 			"vnetbench: warning: --fail-on lost_pps<+0% fails when lost_pps falls, but lower lost_pps is better: an improvement is called a regression; for a rise write lost_pps>+0%\n" +
 				"vnetbench: warning: --fail-on tx_pps>+5% fails when tx_pps rises, but higher tx_pps is better: an improvement is called a regression; for a drop write tx_pps<-5%\n"},
 		{[]string{"compare", runs + "few-a", runs + "few-b", "--fail-on", "tx_pps<-3%,lost_pps>+0%"}, 1, ""},
-		{[]string{"compare", q, q, "--fail-on", "perf.page-faults<-1%"}, 3,
+		{[]string{"compare", q, q2, "--fail-on", "perf.page-faults<-1%"}, 3,
 			"vnetbench: warning: --fail-on perf.page-faults<-1% fails when perf.page-faults falls, but lower perf.page-faults is better: an improvement is called a regression; for a rise write perf.page-faults>+1%\n"},
-		{[]string{"compare", q, q, "--fail-on", "tx_packets>+0%,tx_packets<-1%"}, 3, ""},                           // neutral
+		{[]string{"compare", q, q2, "--fail-on", "tx_packets>+0%,tx_packets<-1%"}, 3, ""},                          // neutral
 		{[]string{"compare", widgets("a.bench", 100), widgets("b.bench", 200), "--fail-on", "widgets<-1%"}, 0, ""}, // direction unknown
 	} {
 		var out, errb bytes.Buffer
