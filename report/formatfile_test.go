@@ -7,18 +7,29 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 )
 
-func TestCheckFormatForFile(t *testing.T) {
+// OutputFormat is report's and history's one rule: --format, else -o's
+// extension, else text; an extension that names a format the command
+// does not write (-o out.yaml wrote text), or another than --format's,
+// is bad input.
+func TestOutputFormat(t *testing.T) {
+	history := []string{"text", "html", "json"}
 	for _, tc := range []struct {
 		format, name string
-		ok           bool
+		writes       []string
+		want         string // "" = bad input
 	}{
-		{"csv", "out.csv", true}, {"csv", "out.txt", true}, {"csv", "out", true}, {"mail", "", true},
-		{"kcidb", "submission.json", true}, {"junit", "gates.xml", true},
-		{"csv", "out.md", false}, {"json", "r.html", false}, {"markdown", "r.json", false}, {"text", "r.bench", false},
+		{"", "out.csv", Formats, "csv"}, {"", "out.HTML", Formats, "html"}, {"", "out.txt", Formats, "text"},
+		{"", "out", Formats, "text"}, {"", "", Formats, "text"}, {"", "-", Formats, "text"},
+		{"csv", "out.csv", Formats, "csv"}, {"csv", "out.txt", Formats, "csv"}, {"csv", "out", Formats, "csv"},
+		{"mail", "", Formats, "mail"}, {"kcidb", "submission.json", Formats, "kcidb"}, {"junit", "gates.xml", Formats, "junit"},
+		{"csv", "out.md", Formats, ""}, {"json", "r.html", Formats, ""}, {"markdown", "r.json", Formats, ""}, {"text", "r.bench", Formats, ""},
+		{"", "out.yaml", Formats, ""}, {"", "out.yml", Formats, ""}, {"text", "out.yaml", Formats, ""}, {"yaml", "", Formats, ""},
+		{"", "h.json", history, "json"}, {"", "h.htm", history, "html"}, {"", "h.csv", history, ""}, {"", "h.md", history, ""},
+		{"csv", "", history, ""}, {"html", "h.json", history, ""},
 	} {
-		err := CheckFormatForFile(tc.format, tc.name)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, fault.ErrInput)) {
-			t.Errorf("CheckFormatForFile(%q, %q) = %v, want ok %v (bad input otherwise)", tc.format, tc.name, err, tc.ok)
+		got, err := OutputFormat("cmd", tc.format, tc.name, tc.writes)
+		if got != tc.want || (err == nil) != (tc.want != "") || (err != nil && !errors.Is(err, fault.ErrInput)) {
+			t.Errorf("OutputFormat(%q, %q) = %q, %v; want %q (bad input when empty)", tc.format, tc.name, got, err, tc.want)
 		}
 	}
 }

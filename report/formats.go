@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,37 +293,52 @@ func CheckFormat(f string) error {
 	return fault.Input("unknown format %q; use one of %s", f, strings.Join(Formats, ", "))
 }
 
-// FormatForFile guesses the format from an output file name's extension
-// ("" when it does not tell).
-func FormatForFile(name string) string {
-	switch {
-	case strings.HasSuffix(name, ".html"), strings.HasSuffix(name, ".htm"):
-		return "html"
-	case strings.HasSuffix(name, ".md"):
-		return "markdown"
-	case strings.HasSuffix(name, ".csv"):
-		return "csv"
-	case strings.HasSuffix(name, ".json"):
-		return "json"
-	case strings.HasSuffix(name, ".bench"):
-		return "benchfmt"
-	case strings.HasSuffix(name, ".xml"):
-		return "junit"
-	}
-	return ""
+// extFormats are the formats an output file's extension names: report's
+// own, and some no command here writes, so that -o out.yaml is refused
+// instead of filled with text.
+var extFormats = map[string]string{
+	".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
+	".csv": "csv", ".json": "json", ".bench": "benchfmt", ".xml": "junit",
+	".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".tsv": "TSV",
+	".pdf": "PDF", ".svg": "SVG", ".png": "PNG",
 }
 
-// CheckFormatForFile returns bad input when an output file's extension
-// names another format than the one asked for ("-o out.md --format csv"
-// wrote CSV into a .md file without a word). KCIDB's format is JSON, so
-// a .json file may hold it; a name whose extension names no format
-// (out.txt, out) may hold any.
-func CheckFormatForFile(format, name string) error {
-	ext := FormatForFile(name)
-	if ext == "" || ext == format || (ext == "json" && format == "kcidb") {
-		return nil
+// FormatForFile is the format an output file name's extension names
+// ("" when it names none: out, out.txt, out.log). It may be one no
+// command writes (YAML).
+func FormatForFile(name string) string {
+	return extFormats[strings.ToLower(filepath.Ext(name))]
+}
+
+// OutputFormat is the one rule of report's and history's --format and -o
+// (cmd names the command, writes its formats, text first): --format when
+// given, else the format -o's extension names, else text. An extension
+// that names a format the command does not write (-o out.yaml), or
+// another than --format's (-o out.md --format csv), is bad input: the
+// file would hold what its name does not say. KCIDB's format is JSON, so
+// a .json file may hold it.
+func OutputFormat(cmd, format, out string, writes []string) (string, error) {
+	ext := FormatForFile(out)
+	if format == "" {
+		if ext == "" {
+			return writes[0], nil
+		}
+		if !slices.Contains(writes, ext) {
+			return "", fault.Input("%s: -o %s names the %s format, which %s does not write; --format chooses the format (%s), and -o's extension when it names one of them (a name ending in .txt, or none, gets %s)", cmd, out, ext, cmd, strings.Join(writes, ", "), writes[0])
+		}
+		return ext, nil
 	}
-	return fault.Input("-o %s names the %s format and --format is %s; give -o a name that ends in the format's extension (or none), or leave --format out to write %s", name, ext, format, ext)
+	if !slices.Contains(writes, format) {
+		return "", fault.Input("%s: unknown --format %q; use one of %s", cmd, format, strings.Join(writes, ", "))
+	}
+	if ext == "" || ext == format || (ext == "json" && format == "kcidb") {
+		return format, nil
+	}
+	fix := "give -o a name that ends in the format's extension (or none)"
+	if slices.Contains(writes, ext) {
+		fix += ", or leave --format out to write " + ext
+	}
+	return "", fault.Input("%s: -o %s names the %s format and --format is %s; %s", cmd, out, ext, format, fix)
 }
 
 // Render writes r (built from set) in format. benchfmt writes the samples

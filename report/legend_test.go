@@ -168,3 +168,77 @@ func TestSweepTableDefinesMetricAndP(t *testing.T) {
 		t.Fatal("no size sweep tables in the sweep run")
 	}
 }
+
+// A packet table's legend defines the rows the table shows, no more: the
+// 4-thread legend once defined "per thread = ... errors (Lost)" under
+// tables without a Lost per thread row (the generated runs, whose
+// threads carry no errors), and the per-patch tables of Tx total alone
+// and of Lost total alone each carried the whole legend, per thread
+// included. Checked on the real and generated runs, and on the real lab
+// run without its Lost per thread (the threads' errors) and without its
+// Lost total (the tap's tx_dropped).
+func TestPacketLegendDefinesShownRows(t *testing.T) {
+	lab := func(drop func(s *results.Sample)) *results.Set {
+		set := loadSet(t, "lab-pktgen-tcg")
+		for i := range set.Samples {
+			drop(&set.Samples[i])
+		}
+		return set
+	}
+	sets := map[string]*results.Set{
+		"lab-pktgen-tcg without lost_pps_thread": lab(func(s *results.Sample) {
+			for j := range s.Threads {
+				s.Threads[j].LostPPS = nil
+			}
+		}),
+		"lab-pktgen-tcg without lost_pps": lab(func(s *results.Sample) { delete(s.Metrics, metric.LostPPS) }),
+		"stock, patched":                  loadSet(t, "stock", "patched"),
+		"qdisc":                           loadSet(t, "qdisc-stock", "qdisc-patched"),
+	}
+	for _, dir := range realRuns(t) {
+		set, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[dir] = set
+	}
+	defines := map[string][]string{ // a row label and the phrases that define it
+		"Transmitted":     {"Transmitted ="},
+		"Lost":            {"Lost ="},
+		"Tx total":        {"Tx total ="},
+		"Lost total":      {"Lost total ="},
+		"Tx per thread":   {"Tx per thread =", "packets (Tx)"},
+		"Lost per thread": {"Lost per thread =", "errors (Lost"},
+	}
+	checked := 0
+	for name, set := range sets {
+		r, err := Build(set, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tab := range r.Tables {
+			if tab.Kind != KindThread && tab.Kind != KindPerPatch {
+				continue
+			}
+			shown := map[string]bool{}
+			for _, row := range tab.Rows {
+				shown[row.Labels[len(row.Labels)-1]] = true
+			}
+			if tab.Kind == KindPerPatch {
+				shown = map[string]bool{strings.Split(tab.Context, ",")[0]: true} // "Tx total, pktgen to VM ..."
+			}
+			notes := strings.Join(tab.Notes, "\n")
+			for label, phrases := range defines {
+				for _, p := range phrases {
+					if !shown[label] && strings.Contains(notes, p) {
+						t.Errorf("%s: %s: the notes define %q (%q), a row the table lacks:\n%s", name, tab.Context, label, p, notes)
+					}
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no packet tables")
+	}
+}

@@ -39,12 +39,12 @@ func TestMailRealLabRun(t *testing.T) {
 // beside two sides' "21.80 ±32%" made lines of 73 and 76 columns. Every
 // line stays within 72; the per-patch tables say what they count (totals
 // of all threads, per second of pktgen's run time; before, they carried
-// no definition), p1-3 takes Lost to 0, Lost by reason and both profile
+// no definition, then each carried Tx's, Lost's and the per-thread rows'), p1-3 takes Lost to 0, Lost by reason and both profile
 // tables are there, and a cut symbol says so.
 func TestMailRealPerPatchRun(t *testing.T) {
 	out := realMail(t, "lab-perpatch-tcg")
-	for _, part := range []string{"| Lost total, pktgen to VM", "|     0 pps | ? -100.00% | ? -100.00% |", "Tx total = all threads' packets, Lost total = packets dropped",
-		"per second of pktgen's own run time", "| Lost by reason FULL_RING", "REASON = the kernel's own count", "Profile deltas (perf record", "perf-profile.self,", "perf-profile.children,", "| pktgen_thread_worker", "are cut (..) to keep the mail"} {
+	for _, part := range []string{"| Lost total, pktgen to VM", "|     0 pps | ? -100.00% | ? -100.00% |", "Tx total = all threads' packets, per second of pktgen's own run time",
+		"Lost total = packets dropped (the tap's tx_dropped", "| Lost by reason FULL_RING", "REASON = the kernel's own count", "Profile deltas (perf record", "perf-profile.self,", "perf-profile.children,", "| pktgen_thread_worker", "are cut (..) to keep the mail"} {
 		if !strings.Contains(out, part) {
 			t.Errorf("the mail lacks %q", part)
 		}

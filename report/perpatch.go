@@ -66,12 +66,6 @@ func (b perPatchKind) perPatchTables() {
 			if w := workload.NameOf(generatorOf(first)); w != "" {
 				title = w
 			}
-			// What the numbers count, over which interval, per thread or
-			// total: the workload's own definitions, as its thread table.
-			var defs []string
-			if kind.Notes != nil {
-				defs = kind.Notes(threads, seen)
-			}
 			for _, tm := range rows {
 				if tm.Key != kind.Headline && tm.Key != metric.LostPPS && !strings.HasPrefix(string(tm.Key), metric.DropPrefix) {
 					continue // per thread and per packet: in the run's other tables
@@ -81,7 +75,16 @@ func (b perPatchKind) perPatchTables() {
 					t.Notes = append(t.Notes, b.dropNotes(g.cells, drops)...)
 				}
 				if len(t.Rows) > 0 {
-					t.Notes = append(slices.Clone(defs[:min(len(defs), 1)]), t.Notes...) // Transmitted's and Lost's; the other rows are elsewhere
+					// What the number counts, over which interval, per
+					// thread or total: the workload's own definition of
+					// this table's one metric, as its thread table.
+					var defs []string
+					if kind.Notes != nil {
+						one := seen
+						one.Shown = func(k metric.Key) bool { return k == tm.Key }
+						defs = kind.Notes(threads, one)
+					}
+					t.Notes = append(defs[:min(len(defs), 1)], t.Notes...) // the first defines the headline and Lost; the others' rows are elsewhere
 					b.r.Tables = append(b.r.Tables, t)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -99,6 +100,7 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 		t.Header = append(t.Header, c.Label)
 	}
 	var na naNotes
+	shown := map[metric.Key]bool{} // the columns some cell has: the notes define those
 	for _, cell := range cells {
 		for _, col := range b.r.Columns {
 			row := Row{Labels: []string{units.Plural(count(cell), strings.TrimSuffix(kind.ThreadsNoun, "s")), b.lab.colHeader(col)}}
@@ -106,6 +108,9 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 				cl, why := b.sendersCell(cell, col, c)
 				if why != "" {
 					na.add(len(t.Rows), len(row.Cells), why)
+				}
+				if cl.Text != "-" {
+					shown[c.Key] = true
 				}
 				row.Cells = append(row.Cells, cl)
 			}
@@ -115,6 +120,7 @@ func (b sendersKind) sendersTable(cells []string) *Table {
 	na.apply(t) // the n/a reasons first: cells refer to them by number
 	t.Notes = append(t.Notes, fmt.Sprintf("%s per cell; a row per %s count and kernel", b.lab.medianOf(cells), strings.TrimSuffix(kind.ThreadsNoun, "s")))
 	if kind.Notes != nil {
+		seen.Shown = func(k metric.Key) bool { return shown[k] }
 		t.Notes = append(t.Notes, kind.Notes(2, seen)...)
 	}
 	t.Notes = append(t.Notes, b.lab.columnNotes()...)

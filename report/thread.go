@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
@@ -67,6 +68,7 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 	rows := withDropRows(kind.Rows(threads, seen), drops)
 	var na naNotes
 	maxCV := 0.0
+	shown := map[metric.Key]bool{} // the rows some cell shows: the notes define those
 	for _, cell := range cells {
 		s := b.measured(cell)
 		for _, tm := range rows {
@@ -74,6 +76,7 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 			if !ok {
 				continue
 			}
+			shown[tm.Key] = true
 			if tm.Key == kind.Headline {
 				maxCV = max(maxCV, cv)
 			}
@@ -83,6 +86,7 @@ func (b threadKind) threadTable(kind workload.Table, name string, g *rowGroup) *
 	// The n/a reasons first: cells refer to them by number, so that a
 	// long reason does not widen the table past a mail's 72 columns.
 	na.apply(t)
+	seen.Shown = func(k metric.Key) bool { return shown[k] }
 	b.threadNotes(t, kind, threads, seen, b.lab.runsNote(cells, rows[0].Label, maxCV))
 	t.Notes = append(t.Notes, b.dropNotes(cells, drops)...)
 	return t

@@ -12,7 +12,8 @@ import (
 // BenchmarkHarnessOverhead measures the harness itself with the real loop
 // (netns, tap, qdisc replace and reset, vCPU pinning, QEMU via QMP, perf
 // stat on QEMU, counters, results fsync) around a fake 1 s generator:
-// overhead-s/cell is setup + teardown outside the window (goal <= 1 s),
+// overhead-s/cell is cell_overhead_s, the sample's wall time outside its
+// window, warmup, guest boot and perf report (goal <= 1 s),
 // harness-cpu-frac the harness's own CPU inside the window (goal <= 0.01).
 func BenchmarkHarnessOverhead(b *testing.B) {
 	if !hostReady() {

@@ -121,10 +121,23 @@ type assembled struct {
 	modules []string
 }
 
+// CheckAgent refuses an agent binary that cannot be a VM's /init: one
+// that is not there, or not an ELF program whose libraries are on this
+// host. A run checks its --agent-binary with it before anything else, so
+// that its dry run refuses what the image build would, after the run
+// directory and the kernels' builds.
+func CheckAgent(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return inputErrorf(nil, "agent binary %s: %v; build vnetbench (make build, or go install ./cmd/vnetbench) or pass --agent-binary", path, errors.Unwrap(err))
+	}
+	_, err := executableLibs(path)
+	return err
+}
+
 func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bool) (*assembled, error) {
 	var a cpio.Archive
-	if _, err := os.Stat(agent); err != nil {
-		return nil, inputErrorf(nil, "agent binary %s: %v; build vnetbench (make build, or go install ./cmd/vnetbench) or pass --agent-binary", agent, errors.Unwrap(err))
+	if err := CheckAgent(agent); err != nil {
+		return nil, err
 	}
 	if _, err := AddExecutable(&a, "/init", agent); err != nil {
 		return nil, err
@@ -192,12 +205,9 @@ func addProgram(a *cpio.Archive, name string) error {
 // go install (cgo on, so linked against the host's libc) runs as a VM's
 // /init: the initramfs carries the libc it was linked against.
 func AddExecutable(a *cpio.Archive, dst, bin string) ([]string, error) {
-	libs, err := SharedLibs(bin)
+	libs, err := executableLibs(bin)
 	if err != nil {
-		if errors.Is(err, fault.ErrInput) { // a library the loader would not find
-			return nil, err
-		}
-		return nil, inputErrorf(err, "%s is not an ELF executable this machine can run; pass a vnetbench binary", bin)
+		return nil, err
 	}
 	for _, p := range append([]string{bin}, libs...) {
 		data, err := os.ReadFile(p)
@@ -209,6 +219,19 @@ func AddExecutable(a *cpio.Archive, dst, bin string) ([]string, error) {
 			to = dst
 		}
 		a.AddFile(to, 0o755, data)
+	}
+	return libs, nil
+}
+
+// executableLibs is SharedLibs(bin), refusing as bad input a file that
+// is not an ELF program.
+func executableLibs(bin string) ([]string, error) {
+	libs, err := SharedLibs(bin)
+	if err != nil {
+		if errors.Is(err, fault.ErrInput) { // a library the loader would not find
+			return nil, err
+		}
+		return nil, inputErrorf(err, "%s is not an ELF executable this machine can run; pass a vnetbench binary", bin)
 	}
 	return libs, nil
 }

@@ -91,7 +91,7 @@ func TestBackwardsGateWarns(t *testing.T) {
 		}
 		return path
 	}
-	q := real + "quickstart-tcg"
+	q, q2 := real+"quickstart-tcg", rerun(t, real+"quickstart-tcg")
 	for _, tc := range []struct {
 		args []string
 		exit int
@@ -103,9 +103,9 @@ func TestBackwardsGateWarns(t *testing.T) {
 			"vnetbench: warning: --fail-on lost_pps<+0% fails when lost_pps falls, but lower lost_pps is better: an improvement is called a regression; for a rise write lost_pps>+0%\n" +
 				"vnetbench: warning: --fail-on tx_pps>+5% fails when tx_pps rises, but higher tx_pps is better: an improvement is called a regression; for a drop write tx_pps<-5%\n"},
 		{[]string{"compare", runs + "few-a", runs + "few-b", "--fail-on", "tx_pps<-3%,lost_pps>+0%"}, 1, ""},
-		{[]string{"compare", q, q, "--fail-on", "perf.page-faults<-1%"}, 3,
+		{[]string{"compare", q, q2, "--fail-on", "perf.page-faults<-1%"}, 3,
 			"vnetbench: warning: --fail-on perf.page-faults<-1% fails when perf.page-faults falls, but lower perf.page-faults is better: an improvement is called a regression; for a rise write perf.page-faults>+1%\n"},
-		{[]string{"compare", q, q, "--fail-on", "tx_packets>+0%,tx_packets<-1%"}, 3, ""},                           // neutral
+		{[]string{"compare", q, q2, "--fail-on", "tx_packets>+0%,tx_packets<-1%"}, 3, ""},                          // neutral
 		{[]string{"compare", widgets("a.bench", 100), widgets("b.bench", 200), "--fail-on", "widgets<-1%"}, 0, ""}, // direction unknown
 	} {
 		var out, errb bytes.Buffer
@@ -271,5 +271,82 @@ func TestReportOriginWithoutKCIDB(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"report", runs + "stock", "--origin", "mylab", "--format", "kcidb"}, io.Discard, io.Discard); err != nil {
 		t.Errorf("--format kcidb --origin: %v", err)
+	}
+}
+
+// run --agent-binary with a file that is not there, or not a program:
+// its dry run passed, and the run found it when it built the guest's
+// image, after its run directory (and a lab's kernels). Both refuse it
+// first, one line, exit 2, leaving no run directory. (The run has a
+// --max-time no estimate fits: without the check it stops there too.)
+func TestRunRefusesBadAgentBinary(t *testing.T) {
+	dir := t.TempDir()
+	notELF := filepath.Join(dir, "agent.sh")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)
+	for _, tc := range []struct{ agent, want string }{
+		{filepath.Join(dir, "nonexistent"), "run: --agent-binary " + filepath.Join(dir, "nonexistent") + ": no such file or directory; pass the path of a vnetbench binary"},
+		{notELF, "run: --agent-binary: " + notELF + " is not an ELF executable this machine can run"},
+		{dir, "is not an ELF executable"},
+	} {
+		for _, mode := range []string{"--dry-run", "--max-time=1ms"} {
+			out := filepath.Join(dir, "run")
+			args := []string{"run", "quickstart", "--agent-binary", tc.agent, mode, "-o", out}
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), args, &stdout, &stderr)
+			if exitCode(err) != exitBadInput || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: exit %d (%v), want 2 with %q", args, exitCode(err), err, tc.want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("%v: printed before refusing:\n%s", args, stdout.String())
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%v: left its run directory", args)
+			}
+		}
+	}
+}
+
+// run --boot-guests on a scenario with no lab kernel ran as if the flag
+// were not there: like --fail-on without --until-decided, a flag that
+// can do nothing is refused, in the dry run too. With a lab kernel it
+// is taken.
+func TestBootGuestsWithoutLabsIsBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	for _, mode := range []string{"--dry-run", "--max-time=1ms"} {
+		args := []string{"run", "quickstart", "--boot-guests", mode, "-o", out}
+		var stdout bytes.Buffer
+		err := run(t.Context(), args, &stdout, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), "run: --boot-guests boots the nested guests of lab VMs, and scenario quickstart runs every cell on the running kernel") || stdout.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, stdout.Len())
+		}
+	}
+	args := []string{"run", "quickstart", "--boot-guests", "--kernel", "stock=debian:6.1", "--dry-run", "-o", out}
+	if err := run(t.Context(), args, io.Discard, io.Discard); strings.Contains(fmt.Sprint(err), "--boot-guests") {
+		t.Errorf("%v: %v", args, err)
+	}
+}
+
+// report -o r.yaml and history -o h.csv wrote text in silence: an
+// extension that names a format the command does not write is refused,
+// nothing written, with the line naming --format; report and history
+// take one rule (report.OutputFormat).
+func TestOutputExtensionOfAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", runs + "stock", "-o", filepath.Join(dir, "r.yaml")}, "r.yaml names the YAML format, which report does not write; --format chooses the format"},
+		{[]string{"history", runs + "stock", "-o", filepath.Join(dir, "h.csv")}, "h.csv names the csv format, which history does not write; --format chooses the format (text, html, json)"},
+		{[]string{"history", runs + "stock", "-o", filepath.Join(dir, "h.yml")}, "h.yml names the YAML format"},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), tc.args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || strings.Contains(fmt.Sprint(err), "\n") || !strings.Contains(fmt.Sprint(err), tc.want) || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2, one line with %q", tc.args, exitCode(err), err, out.Len(), tc.want)
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) > 0 {
+		t.Errorf("left %v", es)
 	}
 }

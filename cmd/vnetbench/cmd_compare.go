@@ -75,11 +75,15 @@ func cmdCompare(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if same := results.SameRun(base, nw); len(pos) == 2 && same != "" {
+		// A run against itself has no difference to find: every gated
+		// metric came out UNKNOWN, exit 3, whose remedy (more runs) is
+		// no remedy. report refuses one path given twice, exit 2; so
+		// does compare, for a copy too.
+		return usageErrorf("compare: BASE and NEW are the same run (%s): a run compared with itself decides nothing; give the other run as NEW, or the one run alone to compare its kernels", same)
+	}
 	if err := checkCommonCell(base, nw, names); err != nil {
 		return err
-	}
-	if same := results.SameRun(base, nw); len(pos) == 2 && same != "" {
-		fmt.Fprintf(stderr, "vnetbench: warning: BASE and NEW are the same run (%s): this compares it with itself; give the other run as NEW\n", same)
 	}
 	noise, err := noiseFrom(ctx, *noisePath, stderr)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/history/store"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/units"
+	"github.com/vnetbench/vnetbench/report"
 )
 
 const defaultHistoryDB = "vnetbench-history.db"
@@ -208,23 +209,11 @@ func levelName(l history.Level) string { return l.Name }
 
 func levelWithP(l history.Level) string { return fmt.Sprintf("%s (p <= %g)", l.Name, l.Alpha) }
 
+// historyFormats are history's output formats, the default first.
+var historyFormats = []string{"text", "html", "json"}
+
 func historyFormat(format, out string) (string, error) {
-	if format == "" {
-		switch strings.ToLower(filepath.Ext(out)) {
-		case ".json":
-			return "json", nil
-		case ".html", ".htm":
-			return "html", nil
-		}
-		return "text", nil
-	}
-	if format != "text" && format != "html" && format != "json" {
-		return "", usageErrorf("history: --format %q: want text, html or json", format)
-	}
-	if ext, _ := historyFormat("", out); ext != "text" && ext != format {
-		return "", usageErrorf("history: -o %s names the %s format and --format is %s; give -o a name that ends in the format's extension, or leave --format out to write %s", out, ext, format, ext)
-	}
-	return format, nil
+	return report.OutputFormat("history", format, out, historyFormats)
 }
 
 // gateNew fails when a regression lies in the last n points of a series

@@ -59,17 +59,8 @@ func cmdReport(ctx context.Context, cl *cli, args []string, stdout, stderr io.Wr
 		fs.Usage()
 		return usageErrorf("report: no run directories given; e.g. vnetbench report runs/stock runs/patched")
 	}
-	f := *format
-	if f == "" {
-		f = report.FormatForFile(*out)
-	}
-	if f == "" {
-		f = "text"
-	}
-	if err := report.CheckFormat(f); err != nil {
-		return err
-	}
-	if err := report.CheckFormatForFile(f, *out); err != nil {
+	f, err := report.OutputFormat("report", *format, *out, report.Formats)
+	if err != nil {
 		return err
 	}
 	if err := checkOutputDir(*out); err != nil {

@@ -109,6 +109,11 @@ func TestReportCLIBadInput(t *testing.T) {
 }
 
 func TestCompareCLI(t *testing.T) {
+	// An unchanged pair: a run and its rerun, the same numbers (compare
+	// refuses a run against itself); the goldens name the rerun's
+	// directory RERUN.
+	stockAgain, quickstartAgain := rerun(t, runs+"stock"), rerun(t, real+"quickstart-tcg")
+	tmp := map[string]string{filepath.Dir(stockAgain): "RERUN", filepath.Dir(quickstartAgain): "RERUN"}
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -122,14 +127,14 @@ func TestCompareCLI(t *testing.T) {
 		{"improvement.txt", []string{"compare", runs + "stock", runs + "patched", "--fail-on", "tx_pps<-3%,lost_pps>+0%", "--metric", "tx_pps"}, 0,
 			[]string{"tx_pps<-3%: tap/pktgen-t1 +25.64% [", "n=5: DIFFERENT: ok", "verdict: ok"}},
 		// No change: an early look calls only DIFFERENT; SAME needs 10.
-		{"nochange.txt", []string{"compare", runs + "stock", runs + "stock", "--metric", "tx_pps,lost_pps"}, 3,
+		{"nochange.txt", []string{"compare", runs + "stock", stockAgain, "--metric", "tx_pps,lost_pps"}, 3,
 			[]string{"gates (default", "lost_pps>+0%: tap/pktgen-t1 +0.00% [", "n=5: UNKNOWN: undecided: run at least 6 per side", "verdict: UNKNOWN"}},
 		// 3 runs per side, -15%: caught at the first look.
 		{"three-runs.txt", []string{"compare", "--fail-on", "tx_pps<-3%", runs + "few-a", runs + "few-b"}, 1,
 			[]string{"-15.35% [", "n=3: DIFFERENT: FAIL", "verdict: FAIL"}},
 		// Default gates on a run with harness diagnostics: results gated,
 		// diagnostics not; --details adds the harness table.
-		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", real + "quickstart-tcg", "--details"}, 3,
+		{"quickstart-self.txt", []string{"compare", real + "quickstart-tcg", quickstartAgain, "--details"}, 3,
 			[]string{"harness diagnostics only when named", "tx_pps<+0%: tap/trafgen/pfifo_fast +0.00% n=2: UNKNOWN",
 				"harness and diagnostics", "verdict: UNKNOWN"}},
 	} {
@@ -144,7 +149,11 @@ func TestCompareCLI(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
 			}
-			checkCLIGolden(t, filepath.Join("testdata", "compare", tc.golden), out.Bytes())
+			got := out.Bytes()
+			for dir, name := range tmp {
+				got = bytes.ReplaceAll(got, []byte(dir), []byte(name))
+			}
+			checkCLIGolden(t, filepath.Join("testdata", "compare", tc.golden), got)
 		})
 	}
 }
@@ -320,7 +329,7 @@ func TestAllowMissingNamesNothingWarns(t *testing.T) {
 		warn bool
 	}{{"tap/trafgen", true}, {"tx_ppz", true}, {"tap/trafgen/pfifo_fast", false}, {"throughput_bps", false}} {
 		var out, errb bytes.Buffer
-		run(t.Context(), []string{"compare", q, q, "--allow-missing", tc.name}, &out, &errb)
+		run(t.Context(), []string{"compare", q, rerun(t, q), "--allow-missing", tc.name}, &out, &errb)
 		want := "warning: --allow-missing " + tc.name + " names"
 		if got := strings.Contains(errb.String(), want); got != tc.warn {
 			t.Errorf("--allow-missing %s: warned %v, want %v:\n%s", tc.name, got, tc.warn, errb.String())

@@ -44,11 +44,11 @@ type Params struct {
 // Default is the parameter set the command uses unless told otherwise:
 // p <= 0.001 in both tests, segments of at least 5 points, a trend test
 // over up to 50 points each side, noise correlation allowed for up to
-// 0.6, changes of at least the noise's standard deviation, and of 3
+// 0.5, changes of at least the noise's standard deviation, and of 3
 // times it between change points a few points apart, seeded intervals
 // down to 100 points (twice the trend window), and the noise's
 // correlation over up to 10 lags. doc.go says why.
-var Default = Params{Alpha: 0.001, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.6, MinEffect: 1, ShortEffect: 3, Seeded: 100, LongRun: 10}
+var Default = Params{Alpha: 0.001, MinSegment: 5, TrendWindow: 50, MaxPhi: 0.5, MinEffect: 1, ShortEffect: 3, Seeded: 100, LongRun: 10}
 
 // Level is a p threshold vnetbench history's --sensitivity names.
 type Level struct {

@@ -426,8 +426,9 @@ func perSeries(series []labelled, ds []detector) string {
 	return b.String()
 }
 
-// TestRealSeriesGrid prints the grid Default's correlation cap and
-// minimum changes were chosen from (at p 0.005, the default then):
+// TestRealSeriesGrid prints the grid Default's minimum changes were
+// chosen from (at p 0.005, the default then) and its correlation cap
+// (at p 0.001, TestFalseAlertsStrongAR bounding it):
 // TCPD's train half and the synthetic suite for each p threshold and
 // largest noise correlation, then each minimum change and minimum short
 // change at Default's p, with the worst false alert rate on stationary
@@ -460,7 +461,7 @@ func TestRealSeriesGrid(t *testing.T) {
 	// p and the correlation cap, the minimum sizes as Default's; then
 	// the minimum sizes at Default's p and cap.
 	for _, a := range []float64{0.001, 0.005, 0.01, 0.05} {
-		for _, phi := range []float64{0.95, 0.8, 0.6, 0.4, 0} {
+		for _, phi := range []float64{0.95, 0.8, 0.6, 0.5, 0.4, 0.3, 0} {
 			p := Default
 			p.Alpha, p.MaxPhi = a, phi
 			row(p)

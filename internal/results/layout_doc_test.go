@@ -29,3 +29,23 @@ func TestRunningDocNamesConsoles(t *testing.T) {
 		}
 	}
 }
+
+// docs/running.md defines cell_overhead_s in the words the metric's
+// description and the harness table's legend use: the legend once said
+// "setup + teardown", narrower than what the runner subtracts from the
+// sample's wall time (a lab's turn, the counters' reads and the
+// generator's start are overhead too).
+func TestRunningDocDefinesOverhead(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "running.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	if want := "`cell_overhead_s` (" + OverheadDef; !strings.Contains(doc, want) {
+		t.Errorf("docs/running.md does not define cell_overhead_s as %q", want)
+	}
+	m, _ := Lookup("cell_overhead_s")
+	if m.Description != OverheadDef || !strings.Contains(m.HeaderNote, OverheadDef) {
+		t.Errorf("cell_overhead_s: description %q, header note %q, want %q", m.Description, m.HeaderNote, OverheadDef)
+	}
+}

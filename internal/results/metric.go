@@ -36,8 +36,15 @@ var Metrics = map[metric.Key]metric.Metric{
 	metric.QdiscBacklogP50:   {Key: metric.QdiscBacklogP50, Unit: "bytes", Better: metric.LowerIsBetter, Description: "median backlog of the tap's root qdisc over the latency probe's readings under load"},
 	metric.ProbeLossFrac:     {Key: metric.ProbeLossFrac, Unit: "fraction", Better: metric.LowerIsBetter, Description: "share of the probes sent under load with no answer within latency.timeout"},
 	metric.ProbeShareFrac:    {Key: metric.ProbeShareFrac, Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true, Description: "the latency probe's requests per second over the load's packet rate (tx_pps, else rx_pps) in the window: how much of the tap's traffic is the probe (a warning past 0.1%)"},
-	metric.CellOverheadS:     {Key: metric.CellOverheadS, Unit: "s", Better: metric.LowerIsBetter, Description: "setup + teardown time outside the window", Diagnostic: true, Header: "overhead", HeaderNote: "(setup + teardown)"},
+	metric.CellOverheadS:     {Key: metric.CellOverheadS, Unit: "s", Better: metric.LowerIsBetter, Description: OverheadDef, Diagnostic: true, Header: "overhead", HeaderNote: "(" + OverheadDef + ")"},
 }
+
+// OverheadDef is what cell_overhead_s counts, as the runner measures it
+// (runner's collect and finish: the sample's wall time minus the window,
+// the warmup, the guest's boot and perf report), in the words of
+// docs/running.md: setup and teardown, but also a lab's turn, the
+// counters' reads, the generator's start and stopping a previous guest.
+const OverheadDef = "the sample's wall time outside its window, warmup, guest boot and perf report"
 
 // Diagnostics are the keys of the harness's self-measurements
 // (harness_cpu_frac, cell_overhead_s) and of its and the workloads'

@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // Options are one run of a scenario: what `vnetbench run`'s flags say,
@@ -158,9 +161,17 @@ func (r *run) load() error {
 	if r.Repetitions < 0 {
 		return fault.Input("run: --repetitions %d: want a positive count", r.Repetitions)
 	}
+	if err := r.checkAgent(); err != nil {
+		return err
+	}
 	var err error
 	if r.s, err = r.Scenario.Load(); err != nil {
 		return err
+	}
+	if r.BootGuests && !slices.ContainsFunc(r.s.Kernels, func(k scenarios.Kernel) bool { return !k.Running() }) {
+		// As run's other flags that work only with another (--fail-on
+		// without --until-decided): refused, not ignored in silence.
+		return fault.Input("run: --boot-guests boots the nested guests of lab VMs, and scenario %s runs every cell on the running kernel: leave --boot-guests out, or give a kernel to boot in a lab VM (--kernel LABEL=SPEC)", r.s.Name)
 	}
 	host := scenarios.Host{NumCPU: runtime.NumCPU()}
 	if err := r.s.CheckHost(host); err != nil {
@@ -168,6 +179,22 @@ func (r *run) load() error {
 	}
 	for _, w := range r.s.HostWarnings(host) {
 		r.warnf("%s", w)
+	}
+	return nil
+}
+
+// checkAgent refuses an --agent-binary that cannot be the guests' /init,
+// before anything is printed or made: the image build found it only
+// after the run directory (and a lab's kernels), and the dry run never.
+func (r *run) checkAgent() error {
+	if r.AgentBinary == "" {
+		return nil
+	}
+	if _, err := os.Stat(r.AgentBinary); err != nil {
+		return fault.Input("run: --agent-binary %s: %v; pass the path of a vnetbench binary (make build writes bin/vnetbench), or leave the flag out to install this one", r.AgentBinary, errors.Unwrap(err))
+	}
+	if err := vmimages.CheckAgent(r.AgentBinary); err != nil {
+		return fmt.Errorf("run: --agent-binary: %w", err)
 	}
 	return nil
 }

@@ -119,7 +119,17 @@ type Seen struct {
 	// which UDP has none of) shows where they did, a 0 included, since 0
 	// retransmits is a measurement.
 	Measured func(key metric.Key) bool
+	// Shown reports whether the table shows a row of key, for Notes: a
+	// footnote defines the rows the table has, not the ones Rows could
+	// have given (a "Lost per thread" legend under a table whose runs
+	// had no per-thread errors, or a per-patch table of Lost total
+	// alone). nil = every row Rows gives.
+	Shown func(key metric.Key) bool
 }
+
+// Shows reports whether the table shows a row of key (Shown; without
+// it, yes).
+func (s Seen) Shows(key metric.Key) bool { return s.Shown == nil || s.Shown(key) }
 
 // Versus is a table of one kernel whose row groups are the values of one
 // of the workload's axes (packet sizes) and whose value columns are the
@@ -241,36 +251,72 @@ var PacketTable = Table{
 	Note: func(threads int) string { return "" },
 	Notes: func(threads int, seen Seen) []string {
 		var notes []string
-		// Transmitted and Lost share one interval: the generator's own
-		// run time where it has one (tx_run_s), else the window.
-		drops, interval := "the tap's tx_dropped", "per second of the measurement window"
-		if seen.Positive(metric.TxRunS) {
-			drops = "the tap's tx_dropped, read just before pktgen's start and just after its end"
-			interval = "per second of pktgen's own run time"
-			if threads > 1 {
-				interval += " (its longest thread's)"
-			}
-		}
-		if threads > 1 {
-			notes = append(notes, "Tx total = all threads' packets, Lost total = packets dropped ("+drops+"), both "+interval+
-				"; per thread = the mean over threads of each thread's packets (Tx) or errors (Lost) per second of its own run time")
-		} else {
-			notes = append(notes, "Transmitted = packets sent, Lost = packets dropped ("+drops+"), both "+interval)
+		if n := packetNote(threads, seen); n != "" {
+			notes = append(notes, n)
 		}
 		var whose []string
 		for _, t := range cpuTargets() {
-			if seen.Positive(metric.CPUPerPkt(t)) {
+			if k := metric.CPUPerPkt(t); seen.Positive(k) && seen.Shows(k) {
 				whose = append(whose, t)
 			}
 		}
 		if len(whose) > 0 {
 			notes = append(notes, "CPU/pkt = the CPU time of the "+strings.Join(whose, " and the ")+" threads (perf stat task-clock over the window, total over each one's threads) per packet transmitted: work per packet, spinning on a stopped queue included")
 		}
-		if seen.Positive(metric.QdiscDropPPS) {
+		if seen.Positive(metric.QdiscDropPPS) && seen.Shows(metric.QdiscDropPPS) {
 			notes = append(notes, "Qdisc drops = dropped by the tap's root qdisc over the measurement window: packets that never reached the tap, not in Lost")
 		}
 		return notes
 	},
+}
+
+// packetNote is PacketTable's first footnote: what its Transmitted and
+// Lost rows count and over which interval, for the rows the table shows
+// (seen.Shows), so that it never defines a per-thread Lost the table
+// lacks; "" = none of them shown. Lost total (the tap's tx_dropped) and
+// Lost per thread (pktgen's errors, a qdisc's drops included) are
+// different counters, and the footnote says whose.
+func packetNote(threads int, seen Seen) string {
+	// Transmitted and Lost share one interval: the generator's own
+	// run time where it has one (tx_run_s), else the window.
+	drops, interval := "the tap's tx_dropped", "per second of the measurement window"
+	if seen.Positive(metric.TxRunS) {
+		drops = "the tap's tx_dropped, read just before pktgen's start and just after its end"
+		interval = "per second of pktgen's own run time"
+		if threads > 1 {
+			interval += " (its longest thread's)"
+		}
+	}
+	tx, lost := "Transmitted = packets sent", "Lost = packets dropped ("+drops+")"
+	if threads > 1 {
+		tx, lost = "Tx total = all threads' packets", "Lost total = packets dropped ("+drops+")"
+	}
+	var totals, perThread []string
+	if seen.Shows(metric.TxPPS) {
+		totals = append(totals, tx)
+	}
+	if seen.Shows(metric.LostPPS) {
+		totals = append(totals, lost)
+	}
+	switch len(totals) {
+	case 1:
+		totals[0] += ", " + interval
+	case 2:
+		totals = []string{totals[0] + ", " + totals[1] + ", both " + interval}
+	}
+	if threads > 1 {
+		txThread, lostThread := seen.Shows(metric.TxPPSThread), seen.Shows(metric.LostPPSThread)
+		const refused = "the packets it offered that the tap or the qdisc refused, pktgen's count"
+		switch {
+		case txThread && lostThread:
+			perThread = append(perThread, "per thread = the mean over threads of each thread's packets (Tx) or errors (Lost: "+refused+") per second of its own run time")
+		case txThread:
+			perThread = append(perThread, "Tx per thread = the mean over threads of each thread's packets per second of its own run time")
+		case lostThread:
+			perThread = append(perThread, "Lost per thread = the mean over threads of each thread's errors ("+refused+") per second of its own run time")
+		}
+	}
+	return strings.Join(append(totals, perThread...), "; ")
 }
 
 // cpuTargets are the perf targets whose CPU per packet a packet table

@@ -148,6 +148,29 @@ func TestPacketTable(t *testing.T) {
 		!strings.Contains(n, "per thread = the mean over threads") || !strings.Contains(n, "Qdisc drops = ") {
 		t.Errorf("4 threads, pktgen's clock, qdisc drops: %q", n)
 	}
+	// With Shown, only the rows the table shows are defined: a table of
+	// Tx total and Tx per thread alone says nothing of Lost, a per-patch
+	// table of Lost total alone nothing of Tx or per thread.
+	shown := func(threads int, keys ...metric.Key) string {
+		seen := Seen{Positive: func(k metric.Key) bool { return k == "tx_run_s" || k == "qdisc_drop_pps" },
+			Shown: func(k metric.Key) bool { return slices.Contains(keys, k) }}
+		return strings.Join(PacketTable.Notes(threads, seen), "\n")
+	}
+	if n := shown(4, "tx_pps", "tx_pps_thread"); n != "Tx total = all threads' packets, per second of pktgen's own run time (its longest thread's); Tx per thread = the mean over threads of each thread's packets per second of its own run time" {
+		t.Errorf("Tx rows alone: %q", n)
+	}
+	if n := shown(4, "lost_pps"); n != "Lost total = packets dropped (the tap's tx_dropped, read just before pktgen's start and just after its end), per second of pktgen's own run time (its longest thread's)" {
+		t.Errorf("Lost total alone: %q", n)
+	}
+	if n := shown(4, "lost_pps_thread"); !strings.HasPrefix(n, "Lost per thread = the mean over threads of each thread's errors (") || strings.Contains(n, "Tx") {
+		t.Errorf("Lost per thread alone: %q", n)
+	}
+	if n := shown(1, "tx_pps"); n != "Transmitted = packets sent, per second of pktgen's own run time" {
+		t.Errorf("1 thread, Transmitted alone: %q", n)
+	}
+	if n := shown(4, "lost_pps.FULL_RING"); n != "" {
+		t.Errorf("no packet row: %q", n)
+	}
 }
 
 // cpuWorkload is a registered workload whose threads are the perf target
