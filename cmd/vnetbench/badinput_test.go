@@ -350,3 +350,19 @@ func TestOutputExtensionOfAnotherFormat(t *testing.T) {
 		t.Errorf("left %v", es)
 	}
 }
+
+// --seed 0 ordered the cells by a random seed, as if --seed were left
+// out (0 is the scenario's "no seed"): a run asked to repeat an order
+// did not. run and plan refuse it, one line.
+func TestSeedZeroIsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "quickstart", "--seed", "0", "--dry-run", "-o", filepath.Join(t.TempDir(), "run")},
+		{"plan", "quickstart", "--seed", "0"},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || strings.Contains(fmt.Sprint(err), "\n") || !strings.Contains(fmt.Sprint(err), "0 is no seed") || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, out.Len())
+		}
+	}
+}

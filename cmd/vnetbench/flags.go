@@ -200,6 +200,11 @@ func (f *retiredFlag) check(cmd string) error {
 
 // addSeedFlag defines run's --seed: a number, or auto (the CI pipeline's
 // id; runner.ResolveSeed says which wins).
+// seedZero refuses --seed 0, which ordered the cells by a random seed
+// as if --seed were left out (0 is the scenario's "no seed"): a run
+// asked to repeat an order did not.
+const seedZero = "0 is no seed (it stands for none, and the order would be random); give a number other than 0, or leave --seed out for a random one (printed)"
+
 func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 	var f runner.SeedFlag
 	fs.Func("seed", "seed of the interleaved cell order: `N`, or auto: from the CI pipeline's id (CI_PIPELINE_ID, GITHUB_RUN_ID or VNETBENCH_PIPELINE_ID; docs/ci.md) (default: the scenario's; with --shard, auto; else random; printed)", func(v string) error {
@@ -210,6 +215,9 @@ func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("want a number or auto, e.g. --seed 42")
+		}
+		if n == 0 {
+			return errors.New(seedZero)
 		}
 		f = runner.SeedFlag{N: n}
 		return nil
