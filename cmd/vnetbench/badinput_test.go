@@ -366,3 +366,22 @@ func TestSeedZeroIsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An output file that is a directory: the write failed at the end with
+// exit 1 (renameat: file exists), which from compare --junit reads as a
+// regression, after the whole comparison was printed. It is refused
+// first, exit 2, nothing printed.
+func TestOutputThatIsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"report", runs + "stock", "-o", dir},
+		{"history", runs + "stock", "-o", dir},
+		{"compare", runs + "stock", runs + "patched", "--junit", dir},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), dir+": it is a directory; give the name of a file") || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, out.Len())
+		}
+	}
+}
