@@ -385,3 +385,17 @@ func TestOutputThatIsADirectory(t *testing.T) {
 		}
 	}
 }
+
+// compare -o x.html and plan -o x.json said only that -o is no flag:
+// the commands that print say how to get their output into a file.
+func TestOutputFlagOfCommandsThatPrint(t *testing.T) {
+	for _, args := range [][]string{
+		{"compare", runs + "stock", runs + "patched", "-o", "x.html"},
+		{"plan", "quickstart", "--output", "x.json"},
+	} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), args[0]+" writes to stdout: choose the format with --format and redirect it") {
+			t.Errorf("%v: exit %d (%v), want 2 saying how to write a file", args, exitCode(err), err)
+		}
+	}
+}

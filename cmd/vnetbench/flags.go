@@ -104,9 +104,13 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 	if !ok {
 		return ""
 	}
+	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
+	if (name == "o" || name == "output") && fs.Lookup("format") != nil {
+		// compare and plan print; -o is report's and history's.
+		return "; " + fs.Name() + " writes to stdout: choose the format with --format and redirect it (e.g. > out.html)"
+	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
 	if mean := schema.DidYouMean("--"+strings.TrimPrefix(name, "-"), names); mean != "" {
 		return mean + " (" + list + ")"
 	}
