@@ -11,12 +11,19 @@ import (
 
 // Iperf3 is the result of `iperf3 --json` (client or server side), TCP or
 // UDP. Rates are bit/s, times seconds, CPU utilisation fractions of the
-// machine (iperf3's percentages / 100).
+// machine (iperf3's percentages / 100). What the output does not measure
+// is absent (nil), never 0: a server's end sums of the direction it did
+// not take part in, a UDP test's retransmits, the peer's CPU on a server.
 type Iperf3 struct {
 	Version    string `json:"version,omitempty"`
 	SystemInfo string `json:"system_info,omitempty"`
 	// Protocol is "TCP" or "UDP" (from start.test_start).
-	Protocol   string  `json:"protocol,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Server is true for the server's output (start.accepted_connection;
+	// a client's has connecting_to). A server prints the direction it did
+	// not measure (what it sent, when it received) as sums of 0 bytes and
+	// its peer's CPU as 0: here they are nil.
+	Server     bool    `json:"server,omitempty"`
 	NumStreams int     `json:"num_streams,omitempty"`
 	Reverse    bool    `json:"reverse"`
 	DurationS  float64 `json:"duration_s,omitempty"`
@@ -42,13 +49,12 @@ type Iperf3 struct {
 	ReverseSender   *Iperf3Sum `json:"reverse_sender,omitempty"`
 	ReverseReceiver *Iperf3Sum `json:"reverse_receiver,omitempty"`
 	// ReceiverBitsPerSec and SenderBitsPerSec repeat the end sums' rates
-	// (0 where that sum is nil: check Receiver before using the rate).
-	ReceiverBitsPerSec float64 `json:"receiver_bits_per_sec"`
-	SenderBitsPerSec   float64 `json:"sender_bits_per_sec"`
-	// Retransmits is the TCP sender's total (HasRetransmits false for UDP or
-	// when the sender did not report it).
-	Retransmits    uint64 `json:"retransmits"`
-	HasRetransmits bool   `json:"has_retransmits"`
+	// (nil where that sum is nil).
+	ReceiverBitsPerSec *float64 `json:"receiver_bits_per_sec,omitempty"`
+	SenderBitsPerSec   *float64 `json:"sender_bits_per_sec,omitempty"`
+	// Retransmits is the TCP sender's total (nil for UDP, on the
+	// receiving side or when the sender did not report it).
+	Retransmits *uint64 `json:"retransmits,omitempty"`
 	// Streams are the per-stream end results.
 	Streams []Iperf3Stream `json:"streams,omitempty"`
 	// Intervals are the per-interval sums (and per-stream values).
@@ -100,13 +106,20 @@ type Iperf3Interval struct {
 }
 
 // Iperf3CPU is cpu_utilization_percent as fractions (0.175 = 17.5 %).
+// Remote is the peer's, nil where the output has none: a server prints
+// its client's as 0.
 type Iperf3CPU struct {
-	HostTotalFrac    float64 `json:"host_total_frac"`
-	HostUserFrac     float64 `json:"host_user_frac"`
-	HostSystemFrac   float64 `json:"host_system_frac"`
-	RemoteTotalFrac  float64 `json:"remote_total_frac"`
-	RemoteUserFrac   float64 `json:"remote_user_frac"`
-	RemoteSystemFrac float64 `json:"remote_system_frac"`
+	HostTotalFrac  float64          `json:"host_total_frac"`
+	HostUserFrac   float64          `json:"host_user_frac"`
+	HostSystemFrac float64          `json:"host_system_frac"`
+	Remote         *Iperf3RemoteCPU `json:"remote,omitempty"`
+}
+
+// Iperf3RemoteCPU is the peer's cpu_utilization_percent as fractions.
+type Iperf3RemoteCPU struct {
+	TotalFrac  float64 `json:"total_frac"`
+	UserFrac   float64 `json:"user_frac"`
+	SystemFrac float64 `json:"system_frac"`
 }
 
 type iperfSumJSON struct {
@@ -136,7 +149,9 @@ type iperfJSON struct {
 	Start struct {
 		Version    string `json:"version"`
 		SystemInfo string `json:"system_info"`
-		TestStart  struct {
+		// AcceptedConnection is only in a server's output.
+		AcceptedConnection json.RawMessage `json:"accepted_connection"`
+		TestStart          struct {
 			Protocol   string  `json:"protocol"`
 			NumStreams int     `json:"num_streams"`
 			Omit       float64 `json:"omit"`
@@ -209,6 +224,7 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 		Version:    j.Start.Version,
 		SystemInfo: j.Start.SystemInfo,
 		Protocol:   j.Start.TestStart.Protocol,
+		Server:     len(j.Start.AcceptedConnection) > 0,
 		NumStreams: j.Start.TestStart.NumStreams,
 		Reverse:    j.Start.TestStart.Reverse != 0,
 		DurationS:  j.Start.TestStart.Duration,
@@ -224,21 +240,52 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 	if err := convertIperf3Sums(&j, out); err != nil {
 		return nil, err
 	}
+	if out.Server {
+		dropServerPlaceholders(out)
+	}
 	if out.Sender != nil {
-		out.SenderBitsPerSec = out.Sender.BitsPerSec
-		if out.Sender.Retransmits != nil {
-			out.Retransmits, out.HasRetransmits = *out.Sender.Retransmits, true
-		}
+		out.SenderBitsPerSec = &out.Sender.BitsPerSec
+		out.Retransmits = out.Sender.Retransmits
 	}
 	if out.Receiver != nil {
-		out.ReceiverBitsPerSec = out.Receiver.BitsPerSec
+		out.ReceiverBitsPerSec = &out.Receiver.BitsPerSec
 	}
 	if cpu := j.End.CPU; cpu != nil {
-		out.CPU = &Iperf3CPU{scale(cpu.HostTotal, -2), scale(cpu.HostUser, -2), scale(cpu.HostSystem, -2),
-			scale(cpu.RemoteTotal, -2), scale(cpu.RemoteUser, -2), scale(cpu.RemoteSystem, -2)}
+		out.CPU = &Iperf3CPU{HostTotalFrac: scale(cpu.HostTotal, -2), HostUserFrac: scale(cpu.HostUser, -2), HostSystemFrac: scale(cpu.HostSystem, -2)}
+		if !out.Server || cpu.RemoteTotal != 0 || cpu.RemoteUser != 0 || cpu.RemoteSystem != 0 {
+			out.CPU.Remote = &Iperf3RemoteCPU{scale(cpu.RemoteTotal, -2), scale(cpu.RemoteUser, -2), scale(cpu.RemoteSystem, -2)}
+		}
 	}
 	out.SenderCongestion, out.ReceiverCongestion = j.End.SenderCongestion, j.End.ReceiverCongestion
 	return out, nil
+}
+
+// dropServerPlaceholders removes from a server's output (out.Server) the
+// sums of the direction it did not measure: a server that received
+// prints what it "sent" as 0 bytes at 0 bit/s (iperf 3.12 on loopback,
+// testdata/iperf3/real-server-tcp-lo.json), and one that sent (-R) has no
+// receiver's numbers either (its text output prints no receiver line:
+// testdata/iperf3/bad-real-server-text-R-first-test.txt). Only 0-byte
+// sums go, never a count; a --bidir server measured both directions.
+func dropServerPlaceholders(out *Iperf3) {
+	if out.Bidir {
+		return
+	}
+	placeholder := func(s **Iperf3Sum) {
+		if *s != nil && (*s).Bytes == 0 {
+			*s = nil
+		}
+	}
+	unmeasured := func(st *Iperf3Stream) **Iperf3Sum { return &st.Sender }
+	sum := &out.Sender
+	if out.Reverse {
+		unmeasured = func(st *Iperf3Stream) **Iperf3Sum { return &st.Receiver }
+		sum = &out.Receiver
+	}
+	placeholder(sum)
+	for i := range out.Streams {
+		placeholder(unmeasured(&out.Streams[i]))
+	}
 }
 
 // cutLeadingText returns the non-blank lines before the first line that

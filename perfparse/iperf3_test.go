@@ -14,7 +14,7 @@ func TestIperf3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Protocol != "TCP" || f.ReceiverBitsPerSec != 2403803712.01227 || f.SenderBitsPerSec != 2410690439.63947 || !f.HasRetransmits || f.Retransmits != 0 ||
+	if f.Protocol != "TCP" || *f.ReceiverBitsPerSec != 2403803712.01227 || *f.SenderBitsPerSec != 2410690439.63947 || f.Retransmits == nil || *f.Retransmits != 0 || f.Server ||
 		f.Receiver.Bytes != 3005942720 || len(f.Intervals) != 10 || len(f.Streams) != 1 || f.CPU.HostTotalFrac != 0.17539226372992083 || f.SenderCongestion != "bbr" {
 		t.Errorf("fixture: %+v", f)
 	}
@@ -22,22 +22,22 @@ func TestIperf3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Reverse || p.NumStreams != 2 || len(p.Streams) != 2 || p.Retransmits != 41 || p.Streams[0].Sender == nil || p.Streams[0].Receiver == nil {
+	if !p.Reverse || p.NumStreams != 2 || len(p.Streams) != 2 || *p.Retransmits != 41 || p.Streams[0].Sender == nil || p.Streams[0].Receiver == nil {
 		t.Errorf("-P2 -R: %+v", p)
 	}
 	var sum uint64
 	for _, s := range p.Streams {
 		sum += *s.Sender.Retransmits
 	}
-	if sum != p.Retransmits {
-		t.Errorf("per-stream retransmits sum %d != total %d", sum, p.Retransmits)
+	if sum != *p.Retransmits {
+		t.Errorf("per-stream retransmits sum %d != total %d", sum, *p.Retransmits)
 	}
 	u, err := ParseIperf3(openT(t, "testdata/iperf3/real-udp-lo.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := u.Receiver
-	if u.Protocol != "UDP" || u.HasRetransmits || r.LostPackets == nil || *r.LostPackets != 373 || *r.Packets != 1378 || *r.LostFrac != 0.2645390070921986 || u.Streams[0].UDP == nil {
+	if u.Protocol != "UDP" || u.Retransmits != nil || r.LostPackets == nil || *r.LostPackets != 373 || *r.Packets != 1378 || *r.LostFrac != 0.2645390070921986 || u.Streams[0].UDP == nil {
 		t.Errorf("udp: %+v receiver %+v", u, r)
 	}
 	e, err := ParseIperf3(openT(t, "testdata/iperf3/real-refused.json"))
@@ -46,6 +46,37 @@ func TestIperf3(t *testing.T) {
 	}
 	if e.Error != "unable to connect to server: Connection refused" || e.Receiver != nil {
 		t.Errorf("refused: %+v", e)
+	}
+}
+
+// A server's output (iperf 3.12 on loopback, the server of a client to
+// server TCP test) prints what it did not measure as 0: what it "sent"
+// (sum_sent and each stream's sender, 0 bytes at 0 bit/s, the text
+// output's "sender statistics not available"), the sender's retransmits
+// and its client's CPU. They are absent, never a measured 0; what it
+// received and its own CPU stay.
+func TestIperf3ServerUnmeasuredAbsent(t *testing.T) {
+	s, err := ParseIperf3(openT(t, "testdata/iperf3/real-server-tcp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Server || s.Sender != nil || s.SenderBitsPerSec != nil || s.Retransmits != nil || s.Streams[0].Sender != nil {
+		t.Errorf("server: the direction it did not measure is not absent: %s", js(s))
+	}
+	if s.Receiver == nil || s.Receiver.Bytes != 789053440 || *s.ReceiverBitsPerSec != 3153170950.0332174 || s.Streams[0].Receiver == nil {
+		t.Errorf("server: what it received: %s", js(s))
+	}
+	if s.CPU == nil || s.CPU.HostTotalFrac != 0.12695235621447196 || s.CPU.Remote != nil {
+		t.Errorf("server: CPU %+v, want its own and no client's", s.CPU)
+	}
+	// A client has both directions (the server's from the exchange of
+	// results) and its server's CPU.
+	c, err := ParseIperf3(openT(t, "testdata/iperf3/real-tcp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server || c.Sender == nil || c.Receiver == nil || c.CPU.Remote == nil || c.CPU.Remote.TotalFrac == 0 {
+		t.Errorf("client: %s", js(c))
 	}
 }
 
@@ -145,7 +176,7 @@ func TestIperf3OldUDPHasNoReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Receiver != nil || u.ReceiverBitsPerSec != 0 || u.Sender == nil || u.SenderBitsPerSec != 834711189.017002 || *u.Sender.LostPackets != 69 {
+	if u.Receiver != nil || u.ReceiverBitsPerSec != nil || u.Sender == nil || *u.SenderBitsPerSec != 834711189.017002 || *u.Sender.LostPackets != 69 {
 		t.Errorf("iperf 3.1.3 UDP: %s", js(u))
 	}
 }

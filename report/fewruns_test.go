@@ -69,3 +69,21 @@ func TestFewRunsDropsVerdictLegend(t *testing.T) {
 		t.Errorf("one change decided at 3 runs: notes %q; want the verdict legend", tb.Notes)
 	}
 }
+
+// A column of 1-run changes with a row whose new side has no sample (a
+// CPU/pkt of a cell that sent nothing, lab e2e under load) shows "-"
+// there, not the -100% a change to an empty median would read as.
+func TestFewRunsEmptySideKeepsDash(t *testing.T) {
+	tb := &Table{Header: []string{"a", "b", "change"}}
+	for _, x := range [][]float64{{80}, nil} {
+		d := Compare([]float64{100}, x, false, MinEffect{})
+		tb.Rows = append(tb.Rows, Row{Cells: []Cell{{Text: "100"}, {Text: "-"}, {Text: d.DeltaString(), Delta: &d}}})
+	}
+	fewRunsNote(tb)
+	if got := tb.Rows[0].Cells[2].Text; got != "-20.00%" || tb.Header[2] != "change, 1 run" {
+		t.Errorf("1 run per side: %q under %q, want -20.00%% under \"change, 1 run\"", got, tb.Header[2])
+	}
+	if got := tb.Rows[1].Cells[2].Text; got != "-" {
+		t.Errorf("no new sample: change %q, want -", got)
+	}
+}

@@ -506,8 +506,13 @@ func fewRunsNote(t *Table) {
 		t.Header[j] += ", " + units.Plural(col[0], "run")
 		marked = append(marked, t.Header[j])
 		for _, row := range t.Rows {
-			if j < len(row.Cells) && row.Cells[j].Delta != nil && row.Cells[j].Delta.TooFew {
-				row.Cells[j].Text = row.Cells[j].Delta.pctText()
+			if j >= len(row.Cells) {
+				continue
+			}
+			// A side without runs keeps its "-": its median is no
+			// number, and a change to it would read as -100%.
+			if d := row.Cells[j].Delta; d != nil && d.TooFew && d.Base.N > 0 && d.New.N > 0 {
+				row.Cells[j].Text = d.pctText()
 			}
 		}
 	}

@@ -189,6 +189,7 @@ func labPktgenE2E(t *testing.T, build string) {
 		os.WriteFile(filepath.Join(dir, "report.txt"), rep, 0o644)
 	}
 	have := map[string]bool{}
+	lines := map[string][]string{}             // kernel and cell -> its results.jsonl lines, for a miss
 	lostPPS := map[string]map[string]float64{} // cell -> kernel -> lost_pps
 	const zcRefused = "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"
 	for _, line := range strings.Split(strings.TrimSpace(string(res)), "\n") {
@@ -206,6 +207,7 @@ func labPktgenE2E(t *testing.T, build string) {
 		_, lost := s.Metrics["lost_pps"]
 		_, run := s.Metrics["tx_run_s"]
 		cell := s.Axes["backend"] + " " + s.Axes["generator.pktgen.mode"] + " " + s.Axes["generator.pktgen.threads"]
+		lines[s.Kernel+" "+cell] = append(lines[s.Kernel+" "+cell], line)
 		if s.Metrics["tx_pps"] > 0 && lost && run {
 			have[s.Kernel+" "+cell] = true
 		}
@@ -235,7 +237,8 @@ func labPktgenE2E(t *testing.T, build string) {
 			// (multiqueue) for 4; script: the same two scripts.
 			for _, m := range []string{"simple 1", "multiqueue 4", "script 1", "script 4"} {
 				if !have[l+" "+b+" "+m] {
-					t.Errorf("no sample of kernel %s, backend %s, mode and threads %s with tx_pps > 0, lost_pps and tx_run_s", l, b, m)
+					t.Errorf("no sample of kernel %s, backend %s, mode and threads %s with tx_pps > 0, lost_pps and tx_run_s; its samples:\n%s",
+						l, b, m, strings.Join(lines[l+" "+b+" "+m], "\n"))
 				}
 			}
 			if !have[l+" "+b+" afxdp n/a"] {

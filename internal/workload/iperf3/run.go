@@ -281,9 +281,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		}
 		// The clients run side by side over the same interval: their
 		// receivers' rates add up.
-		r.Metrics[metric.ThroughputBPS] += res.ReceiverBitsPerSec
-		if res.HasRetransmits {
-			r.Metrics[metric.Retransmits] += float64(res.Retransmits)
+		r.Metrics[metric.ThroughputBPS] += res.Receiver.BitsPerSec
+		if res.Retransmits != nil {
+			r.Metrics[metric.Retransmits] += float64(*res.Retransmits)
 		}
 		if res.CPU != nil {
 			cpu += res.CPU.HostTotalFrac

@@ -151,7 +151,7 @@ func TestGeneratorClientsPerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := res.Metrics["throughput_bps"], 4*one.ReceiverBitsPerSec; math.Abs(got-want) > 1 {
+	if got, want := res.Metrics["throughput_bps"], 4**one.ReceiverBitsPerSec; math.Abs(got-want) > 1 {
 		t.Errorf("throughput %v, want the 4 clients' sum %v", got, want)
 	}
 	// Each client's 10 intervals report srtt 0.766..7.234 ms; pooled over
