@@ -350,3 +350,52 @@ func TestOutputExtensionOfAnotherFormat(t *testing.T) {
 		t.Errorf("left %v", es)
 	}
 }
+
+// --seed 0 ordered the cells by a random seed, as if --seed were left
+// out (0 is the scenario's "no seed"): a run asked to repeat an order
+// did not. run and plan refuse it, one line.
+func TestSeedZeroIsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "quickstart", "--seed", "0", "--dry-run", "-o", filepath.Join(t.TempDir(), "run")},
+		{"plan", "quickstart", "--seed", "0"},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || strings.Contains(fmt.Sprint(err), "\n") || !strings.Contains(fmt.Sprint(err), "0 is no seed") || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, out.Len())
+		}
+	}
+}
+
+// An output file that is a directory: the write failed at the end with
+// exit 1 (renameat: file exists), which from compare --junit reads as a
+// regression, after the whole comparison was printed. It is refused
+// first, exit 2, nothing printed.
+func TestOutputThatIsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"report", runs + "stock", "-o", dir},
+		{"history", runs + "stock", "-o", dir},
+		{"compare", runs + "stock", runs + "patched", "--junit", dir},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), dir+": it is a directory; give the name of a file") || out.Len() > 0 {
+			t.Errorf("%v: exit %d (%v), printed %d bytes; want 2 and nothing printed", args, exitCode(err), err, out.Len())
+		}
+	}
+}
+
+// compare -o x.html and plan -o x.json said only that -o is no flag:
+// the commands that print say how to get their output into a file.
+func TestOutputFlagOfCommandsThatPrint(t *testing.T) {
+	for _, args := range [][]string{
+		{"compare", runs + "stock", runs + "patched", "-o", "x.html"},
+		{"plan", "quickstart", "--output", "x.json"},
+	} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != exitBadInput || !strings.Contains(fmt.Sprint(err), args[0]+" writes to stdout: choose the format with --format and redirect it") {
+			t.Errorf("%v: exit %d (%v), want 2 saying how to write a file", args, exitCode(err), err)
+		}
+	}
+}

@@ -51,6 +51,9 @@ func cmdHistory(ctx context.Context, cl *cli, args []string, stdout, stderr io.W
 	if o.format, err = historyFormat(*format, o.out); err != nil {
 		return err
 	}
+	if err := checkOutputDir(o.out); err != nil {
+		return err
+	}
 	if *order != "time" && *order != "given" {
 		return usageErrorf("history: --order %q: want time or given", *order)
 	}

@@ -14,7 +14,9 @@ import (
 // cmdImage dispatches "image build".
 func cmdImage(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stdout, "usage: vnetbench image build [--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]")
+		// To stderr, as every flag set's usage: a script's stdout
+		// gets nothing from a refused command.
+		fmt.Fprintln(stderr, "usage: vnetbench image build [--kernel PATH|host|debian[:VERSION]] [--modules DIR] [-o DIR]")
 		if len(args) == 0 {
 			return usageErrorf("image: missing subcommand (build)")
 		}

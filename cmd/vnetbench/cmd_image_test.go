@@ -22,8 +22,8 @@ func TestImageBuildBadKernel(t *testing.T) {
 
 func TestImageUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	if got := exitCode(run(t.Context(), []string{"image"}, &out, &errb)); got != exitBadInput {
-		t.Errorf("image without subcommand: exit %d, want 2", got)
+	if got := exitCode(run(t.Context(), []string{"image"}, &out, &errb)); got != exitBadInput || out.Len() > 0 || !strings.Contains(errb.String(), "usage: vnetbench image build") {
+		t.Errorf("image without subcommand: exit %d, stdout %q; want 2 and the usage on stderr alone", got, out.String())
 	}
 	if got := exitCode(run(t.Context(), []string{"image", "burn"}, &out, &errb)); got != exitBadInput {
 		t.Errorf("image burn: exit %d, want 2", got)

@@ -36,6 +36,9 @@ func cmdPlan(ctx context.Context, cl *cli, args []string, stdout, stderr io.Writ
 	if *formatFlag != "text" && *formatFlag != "json" {
 		return usageErrorf("plan: unknown --format %q; use text or json", *formatFlag)
 	}
+	if *seed == 0 && given(fs, "seed") {
+		return usageErrorf("plan: --seed 0: %s", seedZero)
+	}
 	if *cpus < 0 { // it passed as 0, the check skipped
 		return usageErrorf("plan: --cpus %d: want a CPU count, or 0 to skip the check", *cpus)
 	}

@@ -112,7 +112,9 @@ func writeOutput(path string, data []byte, stdout io.Writer) error {
 // checkOutputDir refuses, before any work, an output file (-o, --junit)
 // whose directory is not there: compare printed its whole comparison and
 // only then failed to write the JUnit file, exit 2 in place of the
-// gates' exit code. "" and "-" (stdout) pass.
+// gates' exit code. An output that is a directory is refused too: the
+// write failed at the end, exit 1 (compare's regression). "" and "-"
+// (stdout) pass.
 func checkOutputDir(path string) error {
 	if path == "" || path == "-" {
 		return nil
@@ -120,6 +122,9 @@ func checkOutputDir(path string) error {
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fault.Input("write %s: directory %s does not exist; write to a directory that exists and you may write to", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fault.Input("write %s: it is a directory; give the name of a file (in it, or elsewhere)", path)
 	}
 	return nil
 }

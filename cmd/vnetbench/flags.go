@@ -104,9 +104,13 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 	if !ok {
 		return ""
 	}
+	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
+	if (name == "o" || name == "output") && fs.Lookup("format") != nil {
+		// compare and plan print; -o is report's and history's.
+		return "; " + fs.Name() + " writes to stdout: choose the format with --format and redirect it (e.g. > out.html)"
+	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
 	if mean := schema.DidYouMean("--"+strings.TrimPrefix(name, "-"), names); mean != "" {
 		return mean + " (" + list + ")"
 	}
@@ -200,6 +204,11 @@ func (f *retiredFlag) check(cmd string) error {
 
 // addSeedFlag defines run's --seed: a number, or auto (the CI pipeline's
 // id; runner.ResolveSeed says which wins).
+// seedZero refuses --seed 0, which ordered the cells by a random seed
+// as if --seed were left out (0 is the scenario's "no seed"): a run
+// asked to repeat an order did not.
+const seedZero = "0 is no seed (it stands for none, and the order would be random); give a number other than 0, or leave --seed out for a random one (printed)"
+
 func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 	var f runner.SeedFlag
 	fs.Func("seed", "seed of the interleaved cell order: `N`, or auto: from the CI pipeline's id (CI_PIPELINE_ID, GITHUB_RUN_ID or VNETBENCH_PIPELINE_ID; docs/ci.md) (default: the scenario's; with --shard, auto; else random; printed)", func(v string) error {
@@ -210,6 +219,9 @@ func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("want a number or auto, e.g. --seed 42")
+		}
+		if n == 0 {
+			return errors.New(seedZero)
 		}
 		f = runner.SeedFlag{N: n}
 		return nil

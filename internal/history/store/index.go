@@ -76,6 +76,11 @@ func Open(path string) (*Index, error) {
 	if dir := filepath.Dir(path); !isDir(dir) {
 		return nil, fault.Input("history index %s: directory %s does not exist; create it or give --db a file in a directory that exists", path, dir)
 	}
+	// Nor open a directory: "delete it and rebuild" would have the user
+	// delete a directory (of runs, perhaps) that is no index at all.
+	if isDir(path) {
+		return nil, fault.Input("history index %s: it is a directory, not an index; give --db a file name (in it, or elsewhere)", path)
+	}
 	x, err := open(path)
 	if err != nil {
 		return nil, openErr(path, err)

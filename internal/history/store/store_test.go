@@ -209,6 +209,18 @@ func TestOpenMissingDir(t *testing.T) {
 	}
 }
 
+// An index path that is a directory: SQLite's "unable to open database
+// file" came out as "delete it and run 'vnetbench history rebuild'",
+// telling the user to delete a directory that is no index. It says it
+// is a directory.
+func TestOpenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Open(dir)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), dir+": it is a directory, not an index") || strings.Contains(fmt.Sprint(err), "delete it") {
+		t.Errorf("Open: %v, want bad input saying it is a directory", err)
+	}
+}
+
 // A run's results.jsonl is the run: the same scenario, time, labels and
 // path as its directory, so history add of either is one record.
 func TestReadRunResultsFile(t *testing.T) {
