@@ -163,7 +163,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		hdr = append(hdr, csvSafe("axis."+a))
 	}
 	hdr = append(hdr, csvSafe(r.By), "metric", "unit", "better", "n", "median", "mean", "stddev", "cv", "min", "max",
-		"ci_lo", "ci_hi", "ci_level", "hmean", "emulated", "base", "vs_base_pct", "p", "significant", "verdict")
+		"ci_lo", "ci_hi", "ci_level", "hmean", "emulated", "base", "vs_base_pct", "p", "significant", "verdict", "description")
 	if err := cw.Write(hdr); err != nil {
 		return err
 	}
@@ -201,6 +201,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		} else {
 			row = append(row, "", "", "", "", "")
 		}
+		row = append(row, csvSafe(s.Description))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

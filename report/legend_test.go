@@ -286,3 +286,31 @@ func TestCompareTablesDefineMetric(t *testing.T) {
 		t.Fatal("no benchstat-style tables in the real runs")
 	}
 }
+
+// A CSV row and a JSON summary say what their metric counts: they gave
+// its key, unit and direction only, so "lost_pps_thread,pps" read alone
+// was a number without its definition.
+func TestMachineFormatsDefineMetrics(t *testing.T) {
+	set := loadSet(t, "lab-pktgen-tcg")
+	r, err := Build(set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pktgen errors/s of one thread over its own run time"
+	for _, format := range []string{"csv", "json"} {
+		var b strings.Builder
+		if err := Render(&b, set, r, format, ASCII); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: lost_pps_thread without its definition %q", format, want)
+		}
+	}
+	var b strings.Builder
+	if err := Render(&b, set, r, "csv", ASCII); err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ := strings.Cut(b.String(), "\n"); !strings.HasSuffix(head, ",description") {
+		t.Errorf("CSV header %q: want a description column last", head)
+	}
+}

@@ -99,14 +99,17 @@ func (r *Report) IsEmulated(col string) bool { return slices.Contains(r.Emulated
 
 // Summary is the statistics of one metric of one cell in one column.
 type Summary struct {
-	Cell     string            `json:"cell"`
-	Axes     map[string]string `json:"axes,omitempty"`
-	Column   string            `json:"column"`
-	Metric   string            `json:"metric"`
-	Unit     string            `json:"unit"`
-	Better   string            `json:"better"`
-	Emulated bool              `json:"emulated"`
-	Stats    Stats             `json:"stats"`
+	Cell   string            `json:"cell"`
+	Axes   map[string]string `json:"axes,omitempty"`
+	Column string            `json:"column"`
+	Metric string            `json:"metric"`
+	Unit   string            `json:"unit"`
+	Better string            `json:"better"`
+	// Description is what the metric counts, over which interval, total
+	// or per thread: a row read alone (a CSV line) says it.
+	Description string `json:"description,omitempty"`
+	Emulated    bool   `json:"emulated"`
+	Stats       Stats  `json:"stats"`
 }
 
 // Comparison is one metric of one cell, a column against the base column.
