@@ -427,3 +427,117 @@ func TestBenchfmtBackendsPairUp(t *testing.T) {
 		t.Fatal("no real run with two backends")
 	}
 }
+
+// Every axis that varies is a benchstat key: a name part key=value (or a
+// file-level line), never only a positional part, which benchstat cannot
+// address: a generator's "pktgen-t4" spelled the thread count alone, so
+// `benchstat -col /threads` found nothing ("q4" and "pkt1500" were
+// followed by queues=4 and pkt_size=1500 already). The generator's name
+// may stay a plain part.
+func TestBenchfmtVaryingAxesAreKeys(t *testing.T) {
+	sets := map[string]*results.Set{
+		"queues, threads, pkt_size": runnerSamples(t, `backend: tap
+queues: [1, 4]
+generator: {pktgen: {mode: multiqueue, threads: [1, 4], pkt_size: [60, 1500], count: 5000}}
+`, 1),
+	}
+	for _, dir := range realRuns(t) {
+		set, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[filepath.Base(dir)] = set
+	}
+	for name, set := range sets {
+		values := map[string]map[string]bool{}
+		for _, s := range set.Samples {
+			for k, v := range s.Axes {
+				if values[k] == nil {
+					values[k] = map[string]bool{}
+				}
+				values[k][v] = true
+			}
+		}
+		var b bytes.Buffer
+		if err := results.WriteBenchfmt(&b, set); err != nil {
+			t.Fatal(err)
+		}
+		var measured []results.Sample
+		for _, kernel := range set.Kernels() {
+			for _, s := range set.Samples {
+				if s.Kernel == kernel && len(s.Metrics) > 0 {
+					measured = append(measured, s)
+				}
+			}
+		}
+		r, i := benchfmt.NewReader(&b, name), 0
+		for r.Scan() {
+			rec, ok := r.Result().(*benchfmt.Result)
+			if !ok {
+				continue
+			}
+			s := measured[i]
+			i++
+			for k, v := range s.Axes {
+				if len(values[k]) < 2 || k == "generator" {
+					continue
+				}
+				if !keySays(rec, k, v) {
+					t.Errorf("%s: %s: %s=%s (it varies) is no benchstat key", name, rec.Name.Full(), k, v)
+				}
+			}
+		}
+		if i != len(measured) {
+			t.Errorf("%s: %d result lines, want %d", name, i, len(measured))
+		}
+	}
+}
+
+// keySays reports whether rec gives axis k the value v under a key
+// benchstat addresses: a name part k=v (or a dotted suffix of k) or a
+// configuration line.
+func keySays(rec *benchfmt.Result, k, v string) bool {
+	if string(rec.GetConfig(k)) == v {
+		return true
+	}
+	_, parts := rec.Name.Parts()
+	for _, p := range parts {
+		key, val, ok := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
+		if ok && val == v && (key == k || strings.HasSuffix(k, "."+key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// A file written before threads became a key ("pktgen-t4" alone) and one
+// written after ("pktgen-t4/threads=4") read into the same cells, so a
+// history or a compare of both pairs them; the newer one also tells the
+// report the thread count, whose 4-thread table read back as a 1-thread
+// "Transmitted" table.
+func TestBenchfmtThreadsKeyKeepsCells(t *testing.T) {
+	dir := t.TempDir()
+	cells := map[string][]string{}
+	for name, line := range map[string]string{
+		"old": "BenchmarkVnetbench/backend=tap/pktgen-t4/mode=multiqueue 1 400 tx_pps\nBenchmarkVnetbench/backend=tap/pktgen-t1/mode=simple 1 900 tx_pps\n",
+		"new": "BenchmarkVnetbench/backend=tap/pktgen-t4/threads=4/mode=multiqueue 1 400 tx_pps\nBenchmarkVnetbench/backend=tap/pktgen-t1/threads=1/mode=simple 1 900 tx_pps\n",
+	} {
+		p := filepath.Join(dir, name+".bench")
+		if err := os.WriteFile(p, []byte("generator: pktgen\nkernel: k\n"+line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := results.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range set.Samples {
+			cells[name] = append(cells[name], s.Cell)
+		}
+		if name == "new" && set.Samples[0].Axes["threads"] != "4" {
+			t.Errorf("new: axes %v, want threads 4", set.Samples[0].Axes)
+		}
+	}
+	if !slices.Equal(cells["old"], cells["new"]) || cells["old"][0] != "tap/pktgen-t4/multiqueue" {
+		t.Errorf("cells: old %q, new %q", cells["old"], cells["new"])
+	}
+}

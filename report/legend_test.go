@@ -242,3 +242,24 @@ func TestPacketLegendDefinesShownRows(t *testing.T) {
 		t.Fatal("no packet tables")
 	}
 }
+
+// Every column of the harness and diagnostics table says in its legend
+// what it counts and over which interval: "harness = harness_cpu_frac
+// (its own CPU, % of a core)", "gen busy = ... (< 90%: may not
+// saturate)" and "tap tx = ... (cross-check of tx_pps)" said neither.
+func TestHarnessLegendSaysInterval(t *testing.T) {
+	n := 0
+	for _, k := range results.Diagnostics() {
+		m, ok := results.Lookup(k)
+		if !ok || m.Header == "" {
+			continue
+		}
+		n++
+		if !strings.ContainsAny(m.HeaderNote, "(") || !slices.ContainsFunc([]string{"window", "test", "run", "interval"}, func(w string) bool { return strings.Contains(m.HeaderNote, w) }) {
+			t.Errorf("%s (%s): legend %q says no interval", k, m.Header, m.HeaderNote)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("%d harness columns with a header, want the harness's and the workloads'", n)
+	}
+}

@@ -73,6 +73,7 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[metric.Key]float64{}, Labels: map[string]string{}}
 	base, parts := rec.Name.Parts()
 	var cell []string
+	prev := "" // the plain part before p, if p directly follows one
 	for _, p := range parts {
 		if p[0] == '-' { // GOMAXPROCS suffix
 			continue
@@ -85,6 +86,7 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 		k, v, ok := bytes.Cut(p, []byte("="))
 		if !ok {
 			cell = append(cell, string(p))
+			prev = string(p)
 			continue
 		}
 		if string(k) == "kernel" {
@@ -92,7 +94,13 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 			continue
 		}
 		s.Axes[string(k)] = string(v)
-		cell = append(cell, string(v))
+		if !spells(prev, string(k), string(v)) {
+			// A key a generator's part spells ("pktgen-t4/threads=4")
+			// is an axis only: the cell name is what it was before
+			// WriteBenchfmt wrote the key.
+			cell = append(cell, string(v))
+			prev = ""
+		}
 	}
 	s.Cell = strings.Join(cell, "/")
 	if s.Cell == "" {
@@ -150,8 +158,9 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 //	BenchmarkVnetbench/pktgen-t1/qdisc=fq_codel 1 452000 tx_pps 1154000 lost_pps
 //
 // A name holds only what tells the cells apart: the parts of the cell name
-// in their order, an axis's as axis=value, minus the axes whose value is
-// the same in every sample, then the axes that vary but the cell name
+// in their order, an axis's as axis=value (a generator's "pktgen-t4"
+// followed by "threads=4" where its threads vary), minus the axes whose
+// value is the same in every sample, then the axes that vary but the cell name
 // does not spell (pktgen's mode, which its thread count picks), as
 // axis=value; a part spelling an axis that some samples lack is axis=value
 // too ("vhost=0" for "vhost-pin0": tap cells have no pin.vhost), so that
@@ -342,31 +351,65 @@ func newBenchNamer(samples []Sample) benchNamer {
 }
 
 // shortAxisNames maps each dotted axis of samples to its shortest
-// trailing part that no other axis ends with (generator.pktgen.mode:
-// pktgen.mode beside generator.afxdp.mode, mode alone without it).
+// trailing part that no other axis of the same sample ends with, nor any
+// undotted axis is (generator.pktgen.threads: threads, beside
+// generator.afxdp.threads, which no pktgen sample has: benchstat -col
+// /threads lines both up, the generator part tells them apart).
 func shortAxisNames(samples []Sample) map[string]string {
-	var keys []string
+	short := map[string]string{}
+	clash := map[string]bool{}
+	var plain []string
 	for i := range samples {
 		for k := range samples[i].Axes {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
+			if !strings.Contains(k, ".") && !slices.Contains(plain, k) {
+				plain = append(plain, k)
 			}
 		}
 	}
-	short := map[string]string{}
-	for _, k := range keys {
-		parts := strings.Split(k, ".")
-		for j := len(parts) - 1; j > 0; j-- {
-			suffix := strings.Join(parts[j:], ".")
-			if !slices.ContainsFunc(keys, func(o string) bool {
-				return o != k && (o == suffix || strings.HasSuffix(o, "."+suffix))
-			}) {
-				short[k] = suffix
-				break
+	for i := range samples {
+		for k := range samples[i].Axes {
+			parts := strings.Split(k, ".")
+			for j := len(parts) - 1; j > 0; j-- {
+				suffix := strings.Join(parts[j:], ".")
+				if !slices.Contains(plain, suffix) && !hasOther(samples[i].Axes, k, suffix) {
+					if s, ok := short[k]; ok && s != suffix {
+						clash[k] = true
+					}
+					short[k] = suffix
+					break
+				}
+			}
+		}
+	}
+	for k := range clash {
+		delete(short, k)
+	}
+	// Two axes under one short name in no sample still must not share it
+	// where their samples' names would read alike: keep them apart unless
+	// they are generator sub-keys, which the generator part separates.
+	by := map[string][]string{}
+	for k, s := range short {
+		by[s] = append(by[s], k)
+	}
+	for _, ks := range by {
+		if len(ks) > 1 && slices.ContainsFunc(ks, func(k string) bool { return !strings.HasPrefix(k, "generator.") }) {
+			for _, k := range ks {
+				delete(short, k)
 			}
 		}
 	}
 	return short
+}
+
+// hasOther reports whether axes holds an axis other than k that is
+// suffix or ends with "."+suffix.
+func hasOther(axes map[string]string, k, suffix string) bool {
+	for o := range axes {
+		if o != k && (o == suffix || strings.HasSuffix(o, "."+suffix)) {
+			return true
+		}
+	}
+	return false
 }
 
 // validKey reports whether axis k can start a configuration key (a
@@ -394,42 +437,54 @@ func (n benchNamer) name(s *Sample) string {
 				break
 			}
 		}
-		if k == "" && len(generatorSpells(v, s.Axes)) == 0 {
+		if gen := generatorSpells(v, s.Axes); k == "" && len(gen) > 0 {
+			// "pktgen-t4" stays (a name read back keeps the cell name
+			// older files gave), followed by threads=4 where the
+			// threads vary: benchstat addresses a part by its key only
+			// (-col /threads), never a positional one.
+			parts = append(parts, clean(v))
+			for _, a := range gen {
+				used[a] = true
+				if a != "generator" && n.varying[a] {
+					parts = append(parts, clean(n.shortName(a))+"="+clean(s.Axes[a]))
+				}
+			}
+			continue
+		}
+		if k == "" {
 			if k = n.spelledPartial(v, s.Axes, used); k != "" {
 				v = s.Axes[k]
 			}
 		}
 		switch {
 		case k == "":
-			for _, a := range generatorSpells(v, s.Axes) {
-				used[a] = true
-			}
 			parts = append(parts, clean(v))
 		case n.constant[k] == v:
 			used[k] = true
 		default:
 			used[k] = true
-			if sk, ok := n.short[k]; ok {
-				k = sk
-			}
-			parts = append(parts, clean(k)+"="+clean(v))
+			parts = append(parts, clean(n.shortName(k))+"="+clean(v))
 		}
 	}
 	for _, k := range axes {
 		// An axis the cell name does not spell (pktgen's mode, beside
 		// "pktgen-t4") would otherwise be lost where it varies.
 		if v := s.Axes[k]; !used[k] && v != "" && n.varying[k] {
-			sk := k
-			if short, ok := n.short[k]; ok {
-				sk = short
-			}
-			parts = append(parts, clean(sk)+"="+clean(v))
+			parts = append(parts, clean(n.shortName(k))+"="+clean(v))
 		}
 	}
 	if len(parts) == 0 {
 		return "Benchmark" + base
 	}
 	return "Benchmark" + base + "/" + strings.Join(parts, "/")
+}
+
+// shortName is the name axis k goes by in benchmark names.
+func (n benchNamer) shortName(k string) string {
+	if sk, ok := n.short[k]; ok {
+		return sk
+	}
+	return k
 }
 
 // spelledPartial is the one axis of axes, not yet used, that some
@@ -439,7 +494,9 @@ func (n benchNamer) name(s *Sample) string {
 // left as it is, is in only some names, and benchstat, which addresses
 // a part by its key, could neither ignore it nor group by it: with
 // -col /backend a tap cell and its tap+vhost twin never met in one row.
-// As axis=value ("vhost=0"), -ignore /vhost pairs them.
+// As axis=value ("vhost=0"), -ignore /vhost pairs them. (Where every
+// sample has the axis, a plain "q4" is followed by "queues=4", as an
+// axis that varies but no part names.)
 func (n benchNamer) spelledPartial(p string, axes map[string]string, used map[string]bool) string {
 	found := ""
 	for a, v := range axes {
@@ -461,6 +518,14 @@ func (n benchNamer) spelledPartial(p string, axes map[string]string, used map[st
 		found = a
 	}
 	return found
+}
+
+// spells reports whether generator part p ("pktgen-t4") spells axis k
+// (threads, pktgen.threads) with value v: p ends in "-" + k's last part's
+// first letter + v.
+func spells(p, k, v string) bool {
+	last := k[strings.LastIndexByte(k, '.')+1:]
+	return p != "" && last != "" && v != "" && strings.HasSuffix(p, "-"+last[:1]+v)
 }
 
 // generatorSpells is the axes that cell name part p spells as a

@@ -36,7 +36,7 @@ var (
 	// has a clock of its own: a table whose runs have it says so.
 	TxRunS = metric.Metric{Key: metric.TxRunS, Unit: "s", Better: metric.Neutral,
 		Description: "the generator's own run time (pktgen: its longest thread's Result usec): the interval of tx_pps and lost_pps", Diagnostic: true,
-		Header: "gen run", HeaderNote: "(the generator's own clock, s)"}
+		Header: "gen run", HeaderNote: "(the generator's own run time, s: the interval of tx_pps and lost_pps)"}
 )
 
 // Metrics lists the metrics of every registered workload, once per key,

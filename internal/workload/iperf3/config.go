@@ -131,7 +131,7 @@ func (Workload) Metrics() []metric.Metric {
 		{Key: metric.Retransmits, Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
 		{Key: metric.Iperf3SRTTS, Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
-			Header: "iperf3 CPU", HeaderNote: "(host CPU of the sender)"},
+			Header: "iperf3 CPU", HeaderNote: "(the iperf3 client's CPU time over its test, % of one CPU)"},
 	}
 }
 

@@ -143,13 +143,13 @@ var (
 	RedirectorCPU = metric.Metric{Key: "redirector_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter,
 		Description: "CPU time in the guest of the redirector's process (socat; none for sockmap) plus the guest's kworker threads (sockmap's psock backlog, the vsock transport's send work), over the sender's run, as a fraction of one CPU (/proc/PID/schedstat)"}
 	SentBPS = metric.Metric{Key: "vsock_sent_bps", Unit: "bit/s", Better: metric.HigherIsBetter, Rate: true, Diagnostic: true,
-		Header: "sent", HeaderNote: "(the guest's senders)",
+		Header: "sent", HeaderNote: "(bits/s the guest's senders wrote, over their run)",
 		Description: "bits/s the guest's sender threads wrote into the unix socket, total, over the sender's run (guest clock)"}
 	RxBytes = metric.Metric{Key: "vsock_rx_bytes", Unit: "count", Better: metric.Neutral, Diagnostic: true,
-		Header: "rx bytes", HeaderNote: "(the server's count)",
+		Header: "rx bytes", HeaderNote: "(bytes the server counted in its interval)",
 		Description: "bytes the vsock server counted in its interval (throughput_bps's numerator)"}
 	GuestCPU = metric.Metric{Key: "guest_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Diagnostic: true,
-		Header: "guest CPU", HeaderNote: "(all its CPUs, % of a core)",
+		Header: "guest CPU", HeaderNote: "(all its CPUs over the sender's run, % of one CPU)",
 		Description: "the guest's busy CPU time (all CPUs, /proc/stat) over the sender's run, as a fraction of one CPU"}
 )
 

@@ -97,7 +97,7 @@ var (
 	RedirectPPS = metric.Metric{Key: "xdp_redirect_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true,
 		Description: "XDP_REDIRECT verdicts of the program on the veth's receiving end (frames offered to the tap) / the generator's run time"}
 	SentPPS = metric.Metric{Key: "xdp_sent_pps", Unit: "pps", Better: metric.HigherIsBetter, Rate: true, Diagnostic: true,
-		Header: "sent", HeaderNote: "(into the veth)",
+		Header: "sent", HeaderNote: "(frames/s into the veth over the generator's run time)",
 		Description: "frames the AF_XDP generator put on the veth (its completions; veth drops included) / its run time"}
 )
 
