@@ -102,6 +102,16 @@ func (b compareKind) compareTables() {
 		if ranges {
 			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
 		}
+		// What the number counts, over which interval, total or per
+		// thread, and what the change columns are: a table quoted
+		// alone carries them (the title says only the unit).
+		if m.Description != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s = %s", key, m.Description))
+		}
+		if len(b.r.Columns) > 1 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s = the change of the median vs %s: %s; p, n = the p-value of that verdict's test and the runs per side",
+				t.Header[2], b.r.Base, changeLegend))
+		}
 		t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 		b.r.Tables = append(b.r.Tables, t)
 	}

@@ -263,3 +263,26 @@ func TestHarnessLegendSaysInterval(t *testing.T) {
 		t.Fatalf("%d harness columns with a header, want the harness's and the workloads'", n)
 	}
 }
+
+// A benchstat-style table (one metric, a row per cell) says what its
+// metric counts and what its change and "p, n" columns are: its title
+// gave only the key and unit ("lost_pps_thread (pps, lower is better)"),
+// which read as the tap's drops split per thread.
+func TestCompareTablesDefineMetric(t *testing.T) {
+	n := 0
+	for dir, tabs := range realTables(t, KindCompare) {
+		for _, tab := range tabs {
+			n++
+			notes := strings.Join(tab.Notes, "\n")
+			if !strings.Contains(notes, tab.Metric+" = ") {
+				t.Errorf("%s: %s: notes do not define %s:\n%s", dir, tab.Title, tab.Metric, notes)
+			}
+			if len(tab.Header) > 2 && !strings.Contains(notes, "p, n = the p-value") {
+				t.Errorf("%s: %s: notes do not define p, n:\n%s", dir, tab.Title, notes)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no benchstat-style tables in the real runs")
+	}
+}
