@@ -95,26 +95,32 @@ func (b compareKind) compareTables() {
 			}
 			t.Rows = append(t.Rows, r)
 		}
-		// Legends come after the numbered notes cells refer to.
-		if cis {
-			t.Notes = append(t.Notes, fmt.Sprintf("± = %.0f%% confidence interval of the median", 100*Confidence))
-		}
-		if ranges {
-			t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
-		}
-		// What the number counts, over which interval, total or per
-		// thread, and what the change columns are: a table quoted
-		// alone carries them (the title says only the unit).
-		if m.Description != "" {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s = %s", key, m.Description))
-		}
-		if len(b.r.Columns) > 1 {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s = the change of the median vs %s: %s; p, n = the p-value of that verdict's test and the runs per side",
-				t.Header[2], b.r.Base, changeLegend))
-		}
-		t.Notes = append(t.Notes, b.lab.nestingNotes()...)
+		b.compareLegends(t, m, cis, ranges)
 		b.r.Tables = append(b.r.Tables, t)
 	}
+}
+
+// compareLegends appends the legends of compare table t of metric m,
+// after the numbered notes its cells refer to: the spread (cis: some
+// cell has a confidence interval, ranges: some the runs' range), what
+// the metric counts, over which interval, total or per thread, and what
+// the change columns are (a table quoted alone carries them; its title
+// says only the unit), and the nesting notes.
+func (b compareKind) compareLegends(t *Table, m metric.Metric, cis, ranges bool) {
+	if cis {
+		t.Notes = append(t.Notes, fmt.Sprintf("± = %.0f%% confidence interval of the median", 100*Confidence))
+	}
+	if ranges {
+		t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
+	}
+	if m.Description != "" {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s = %s", t.Metric, m.Description))
+	}
+	if len(b.r.Columns) > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s = the change of the median vs %s: %s; p, n = the p-value of that verdict's test and the runs per side",
+			t.Header[2], b.r.Base, changeLegend))
+	}
+	t.Notes = append(t.Notes, b.lab.nestingNotes()...)
 }
 
 // minCIRuns is the smallest sample for which the order statistics give a finite
