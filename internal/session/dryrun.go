@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -44,14 +45,18 @@ func (r *run) dryRun() error {
 // builds or boots anything (runner.RefusalsOf: the running kernel's
 // cells' preflight, the lab kernels' fetch, build and programs), a line
 // each, and returns the last as the error, so a dry run exits 2 where
-// run would; a run directory run would refuse (-o) is the error then.
+// run would; a run directory run would refuse (-o), or disk space it
+// lacks, is the error then.
 func (r *run) refuse() error {
 	rs := runner.RefusalsOf(r.cells, r.host.Look)
-	if r.dirErr != nil {
+	if last := cmp.Or(r.dirErr, r.spaceErr); last != nil {
 		for _, rf := range rs {
 			fmt.Fprintf(r.Stderr, "vnetbench: %s\n", rf)
 		}
-		return r.dirErr
+		if r.dirErr != nil && r.spaceErr != nil {
+			fmt.Fprintf(r.Stderr, "vnetbench: %v\n", r.spaceErr)
+		}
+		return last
 	}
 	if len(rs) == 0 {
 		return nil

@@ -177,6 +177,10 @@ func (p *Plan) AddEstimate(ctx context.Context, sp Spec, s *scenarios.Scenario, 
 	p.Estimate, _ = EstimateCells(cells, KernelLabels(s), h.KVM, t, side < 2)
 	p.Estimate.SideBySide(side, len(h.CPUs))
 	p.Builds = AddBuilds(ctx, cache, p.Estimate, s, t)
+	// run's default -o is under runs/ here.
+	for _, sp := range spaceProblems(needOf(p.Builds, cells), cache, "runs") {
+		p.warn("not enough disk space: " + sp + " (vnetbench run refuses this on this machine)")
+	}
 	p.MaxTime = maxTime
 	p.KernelDesc = DescribeKernel(s, h.KVM)
 	p.PerPatch = PerPatchColumns(s, p.Builds)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/estimate"
@@ -142,9 +143,9 @@ type run struct {
 	host                 lab.Host
 	tab                  *estimate.Table
 	est                  *estimate.Estimate
-	// dirErr is why run would refuse Dir, which the dry run reports
-	// last.
-	dirErr error
+	// dirErr is why run would refuse Dir, spaceErr why it would refuse
+	// the disks' free space; the dry run reports them last.
+	dirErr, spaceErr error
 }
 
 func (r *run) result() Result {
@@ -349,7 +350,15 @@ func (r *run) prepare(ctx context.Context) error {
 		r.est = estimateInsideLab(todo, r.host.KVM, r.tab)
 	} else {
 		r.est.SideBySide(side, len(r.host.CPUs))
-		AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab)
+		need := needOf(AddBuilds(ctx, r.EstimateDir, r.est, r.s, r.tab), todo)
+		if ps := spaceProblems(need, r.EstimateDir, r.Dir); len(ps) > 0 {
+			// Refused before a fetch or build could fill the disk and
+			// fail minutes later, half done; the dry run says it last.
+			r.spaceErr = fault.Capability("run: not enough disk space: %s; free some there, or give VNETBENCH_CACHE or -o a larger disk", strings.Join(ps, "; "))
+			if !r.DryRun {
+				return r.spaceErr
+			}
+		}
 	}
 	if r.DryRun || r.InsideLab != "" || r.Resume {
 		return nil
