@@ -50,7 +50,11 @@ func mergeInputs(out string, dirs []string) ([]string, error) {
 			real = r
 		}
 		if prev, dup := given[real]; dup {
-			return nil, fault.Input("merge: %s is given twice (as %s and %s); give each run directory once", real, prev, asGiven[i])
+			as := "" // two spellings of one directory: say both
+			if prev != asGiven[i] {
+				as = fmt.Sprintf(" (as %s and %s)", prev, asGiven[i])
+			}
+			return nil, fault.Input("merge: %s is given twice%s; give each run directory once", real, as)
 		}
 		given[real] = asGiven[i]
 		if _, err := os.Stat(filepath.Join(d, results.ResultsFile)); err != nil {

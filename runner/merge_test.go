@@ -197,6 +197,11 @@ func TestMergeOutHoldsRunAndResultsFile(t *testing.T) {
 	if !errors.Is(err, fault.ErrInput) || strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), "already holds a run") {
 		t.Errorf("Merge into a run directory = %v, want bad input naming the run it holds, without --resume", err)
 	}
+	// One spelling twice is said once: "given twice (as A and A)" was.
+	_, err = Merge(filepath.Join(tmp, "same"), []string{a, a})
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is given twice; give each") {
+		t.Errorf("Merge of one directory twice = %v, want bad input: given twice, one spelling", err)
+	}
 	_, err = Merge(filepath.Join(tmp, "twice"), []string{a, filepath.Join(a, results.ResultsFile)})
 	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "is given twice") {
 		t.Errorf("Merge of a run and its results.jsonl = %v, want bad input: given twice", err)
