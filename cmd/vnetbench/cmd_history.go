@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
 	"github.com/vnetbench/vnetbench/internal/results"
@@ -222,8 +223,12 @@ func historyFormat(format, out string) (string, error) {
 // gateNew fails when a regression lies in the last n points of a series
 // and says which points to bisect between.
 func gateNew(rs []history.Result, n int, stderr io.Writer) error {
-	found := 0
+	found, short, longest := 0, 0, 0
 	for _, r := range rs {
+		longest = max(longest, len(r.Points))
+		if len(r.Points) < history.Default.MinPoints() {
+			short++
+		}
 		for _, c := range r.NewRegressions(n) {
 			found++
 			prev := r.Points[c.Index-1].Label
@@ -236,6 +241,14 @@ func gateNew(rs []history.Result, n int, stderr io.Writer) error {
 		return fmt.Errorf("history: 1 regression in the last %d points; bisect the range above", n)
 	case found > 1:
 		return fmt.Errorf("history: %d regressions in the last %d points; bisect the ranges above", found, n)
+	case len(rs) > 0 && short == len(rs):
+		// A gate that can find nothing must not pass as if it had
+		// looked: undecided, as compare's UNKNOWN (exit 3).
+		return fmt.Errorf("history: --fail-on-new decided nothing: no series has the %d points a change point needs (the longest has %d); add runs (history add) and gate again: %w",
+			history.Default.MinPoints(), longest, fault.ErrUndecided)
+	case short > 0:
+		fmt.Fprintf(stderr, "vnetbench: warning: --fail-on-new: %d of %d series have fewer than the %d points a change point needs: not gated yet\n",
+			short, len(rs), history.Default.MinPoints())
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -15,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/history"
 )
 
 // historyJSON is the JSON contract of docs/history.md.
@@ -122,11 +127,12 @@ func decodeHistory(t *testing.T, s string) historyJSON {
 }
 
 // TestHistoryRealRuns: the two real captures, read directly, are one
-// point per series: no change point, exit 0.
+// point per series: no change point, and a gate on them decides nothing:
+// undecided, exit 3 with its reason, not a pass.
 func TestHistoryRealRuns(t *testing.T) {
 	out, errs, err := runHistory(t, real+"quickstart-tcg", real+"lab-pktgen-tcg", "--format", "json", "--fail-on-new", "3")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errs)
+	if exitCode(err) != 3 || !strings.Contains(fmt.Sprint(err), "--fail-on-new decided nothing: no series has the 10 points a change point needs (the longest has 1)") {
+		t.Fatalf("gate on 1 point per series: %v (exit %d), want undecided, exit 3\n%s", err, exitCode(err), errs)
 	}
 	h := decodeHistory(t, out)
 	if len(h.Series) < 20 {
@@ -618,5 +624,30 @@ func TestHistoryAddCountsRuns(t *testing.T) {
 	os.WriteFile(csv, []byte("label,x\na,1\nb,2\n"), 0o644)
 	if _, _, err := runHistory(t, "add", "--db", db, csv); exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "read a CSV's series with 'vnetbench history "+csv+"'") {
 		t.Errorf("history add CSV: %v, want exit 2 saying to read it with history", err)
+	}
+}
+
+// A --fail-on-new gate over series some of which are too short for any
+// change point says which are not gated yet and passes on the rest; over
+// only such series it is undecided (exit 3), never a pass.
+func TestGateNewShortSeries(t *testing.T) {
+	series := func(n int) history.Result {
+		var r history.Result
+		for i := range n {
+			r.Points = append(r.Points, history.Point{Label: fmt.Sprint(i), Value: 100})
+		}
+		return r
+	}
+	var errb bytes.Buffer
+	if err := gateNew([]history.Result{series(12), series(3)}, 5, &errb); err != nil ||
+		!strings.Contains(errb.String(), "1 of 2 series have fewer than the 10 points a change point needs: not gated yet") {
+		t.Errorf("12 and 3 points: %v, stderr %q; want a pass that names the short series", err, errb.String())
+	}
+	err := gateNew([]history.Result{series(9), series(3)}, 5, io.Discard)
+	if !errors.Is(err, fault.ErrUndecided) || !strings.Contains(err.Error(), "the longest has 9") {
+		t.Errorf("9 and 3 points: %v, want undecided", err)
+	}
+	if err := gateNew([]history.Result{series(10)}, 5, io.Discard); err != nil {
+		t.Errorf("10 stable points: %v, want a pass", err)
 	}
 }

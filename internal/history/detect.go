@@ -69,11 +69,15 @@ type Change struct {
 	P float64
 }
 
+// MinPoints is the fewest points in which Detect can find a change
+// point: a segment of MinSegment on each side.
+func (p Params) MinPoints() int { return 2 * max(p.MinSegment, 2) }
+
 // Detect returns the change points of xs in increasing order of Index.
 // xs must not hold NaN (drop missing values first). It does not modify xs.
 func (p Params) Detect(xs []float64) []Change {
 	m := max(p.MinSegment, 2)
-	if len(xs) < 2*m {
+	if len(xs) < p.MinPoints() {
 		return nil
 	}
 	var s scratch
