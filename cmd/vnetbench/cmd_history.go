@@ -244,8 +244,8 @@ func gateNew(rs []history.Result, n int, stderr io.Writer) error {
 	case len(rs) > 0 && short == len(rs):
 		// A gate that can find nothing must not pass as if it had
 		// looked: undecided, as compare's UNKNOWN (exit 3).
-		return fmt.Errorf("history: --fail-on-new decided nothing: no series has the %d points a change point needs (the longest has %d); add runs (history add) and gate again: %w",
-			history.Default.MinPoints(), longest, fault.ErrUndecided)
+		return fmt.Errorf("history: --fail-on-new: %w: no series has the %d points a change point needs (the longest has %d); add runs (history add) and gate again",
+			fault.ErrUndecided, history.Default.MinPoints(), longest)
 	case short > 0:
 		fmt.Fprintf(stderr, "vnetbench: warning: --fail-on-new: %d of %d series have fewer than the %d points a change point needs: not gated yet\n",
 			short, len(rs), history.Default.MinPoints())

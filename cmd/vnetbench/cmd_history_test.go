@@ -131,7 +131,7 @@ func decodeHistory(t *testing.T, s string) historyJSON {
 // undecided, exit 3 with its reason, not a pass.
 func TestHistoryRealRuns(t *testing.T) {
 	out, errs, err := runHistory(t, real+"quickstart-tcg", real+"lab-pktgen-tcg", "--format", "json", "--fail-on-new", "3")
-	if exitCode(err) != 3 || !strings.Contains(fmt.Sprint(err), "--fail-on-new decided nothing: no series has the 10 points a change point needs (the longest has 1)") {
+	if exitCode(err) != 3 || !strings.Contains(fmt.Sprint(err), "--fail-on-new: undecided: no series has the 10 points a change point needs (the longest has 1)") {
 		t.Fatalf("gate on 1 point per series: %v (exit %d), want undecided, exit 3\n%s", err, exitCode(err), errs)
 	}
 	h := decodeHistory(t, out)
