@@ -14,6 +14,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/history"
 	"github.com/vnetbench/vnetbench/internal/history/store"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/textsafe"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/report"
 )
@@ -294,6 +295,11 @@ func cmdHistoryAdd(ctx context.Context, cl *cli, args []string, stdout, stderr i
 	runs, err := store.ReadRuns(paths)
 	if err != nil {
 		return err
+	}
+	for _, r := range runs {
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "vnetbench: warning: %s\n", textsafe.Terminal(w))
+		}
 	}
 	x, err := store.Open(*db)
 	if err != nil {

@@ -651,3 +651,25 @@ func TestGateNewShortSeries(t *testing.T) {
 		t.Errorf("10 stable points: %v, want a pass", err)
 	}
 }
+
+// history add says what reading a run met, as report does: a run whose
+// results.jsonl ends in a torn line (a run killed mid-write) is recorded
+// without that line, with the warning on stderr.
+func TestHistoryAddWarnsTornLine(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	copyDir(t, real+"quickstart-tcg", run)
+	f, err := os.OpenFile(filepath.Join(run, "results.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run":"x","cell":"tap/trafgen`)
+	f.Close()
+	db := filepath.Join(t.TempDir(), "h.db")
+	out, errs, err := runHistory(t, "add", "--db", db, run)
+	if err != nil || !strings.Contains(out, "recorded 1 run") {
+		t.Fatalf("add: %v\n%s%s", err, out, errs)
+	}
+	if !strings.Contains(errs, "vnetbench: warning: ") || !strings.Contains(errs, "ignoring torn last line") {
+		t.Errorf("stderr %q, want the torn line's warning", errs)
+	}
+}

@@ -36,6 +36,10 @@ type Run struct {
 	// Values are the medians over repetitions, one per cell, kernel and
 	// metric.
 	Values []Value
+	// Warnings are what reading the run met (results.Set.Warnings: a
+	// torn last line skipped, failed samples): the caller says them, as
+	// report does.
+	Warnings []string
 }
 
 // Value is one run's value of a series: the median of its repetitions,
@@ -60,7 +64,7 @@ func ReadRun(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{Path: path, Labels: map[string]string{}}
+	run := &Run{Path: path, Labels: map[string]string{}, Warnings: set.Warnings}
 	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), filepath.Ext(path))
 	env, _ := results.ReadEnv(path) // a benchfmt file has none
 	if env != nil {
