@@ -104,11 +104,11 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 	if !ok {
 		return ""
 	}
-	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
 	if (name == "o" || name == "output") && fs.Lookup("format") != nil {
 		// compare and plan print; -o is report's and history's.
 		return "; " + fs.Name() + " writes to stdout: choose the format with --format and redirect it (e.g. > out.html)"
 	}
+	list := "'vnetbench " + fs.Name() + " -h' lists the flags"
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
 	if mean := schema.DidYouMean("--"+strings.TrimPrefix(name, "-"), names); mean != "" {
@@ -202,13 +202,13 @@ func (f *retiredFlag) check(cmd string) error {
 	return usageErrorf("%s: --%s is retired: %s", cmd, f.name, f.instead)
 }
 
-// addSeedFlag defines run's --seed: a number, or auto (the CI pipeline's
-// id; runner.ResolveSeed says which wins).
 // seedZero refuses --seed 0, which ordered the cells by a random seed
 // as if --seed were left out (0 is the scenario's "no seed"): a run
 // asked to repeat an order did not.
 const seedZero = "0 is no seed (it stands for none, and the order would be random); give a number other than 0, or leave --seed out for a random one (printed)"
 
+// addSeedFlag defines run's --seed: a number, or auto (the CI pipeline's
+// id; runner.ResolveSeed says which wins).
 func addSeedFlag(fs *flag.FlagSet) *runner.SeedFlag {
 	var f runner.SeedFlag
 	fs.Func("seed", "seed of the interleaved cell order: `N`, or auto: from the CI pipeline's id (CI_PIPELINE_ID, GITHUB_RUN_ID or VNETBENCH_PIPELINE_ID; docs/ci.md) (default: the scenario's; with --shard, auto; else random; printed)", func(v string) error {
