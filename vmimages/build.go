@@ -127,16 +127,26 @@ type assembled struct {
 // that its dry run refuses what the image build would, after the run
 // directory and the kernels' builds.
 func CheckAgent(path string) error {
-	if _, err := os.Stat(path); err != nil {
-		return inputErrorf(nil, "agent binary %s: %v; build vnetbench (make build, or go install ./cmd/vnetbench) or pass --agent-binary", path, errors.Unwrap(err))
+	if err := agentThere(path); err != nil {
+		return err
 	}
 	_, err := executableLibs(path)
 	return err
 }
 
+// agentThere refuses an agent binary that is not there.
+func agentThere(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return inputErrorf(nil, "agent binary %s: %v; build vnetbench (make build, or go install ./cmd/vnetbench) or pass --agent-binary", path, errors.Unwrap(err))
+	}
+	return nil
+}
+
 func assemble(k *Kernel, agent string, modNames, programs []string, stripSigs bool) (*assembled, error) {
 	var a cpio.Archive
-	if err := CheckAgent(agent); err != nil {
+	// The rest of CheckAgent is AddExecutable's own: its libraries are
+	// read once.
+	if err := agentThere(agent); err != nil {
 		return nil, err
 	}
 	if _, err := AddExecutable(&a, "/init", agent); err != nil {
