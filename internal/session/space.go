@@ -95,32 +95,29 @@ func spaceProblems(n diskNeed, cache, dir string) []string {
 		name, path string
 		need       int64
 		what       []string
+		st         syscall.Statfs_t // its file system, asked once
 	}
 	if a, err := filepath.Abs(dir); err == nil && dir != "" {
 		dir = a // plan's "runs": say where
 	}
 	var places []place
-	if n.cache > 0 && cache != "" {
-		places = append(places, place{"the cache", cache, n.cache, n.cacheFor})
-	}
-	if n.dir > 0 && dir != "" {
-		places = append(places, place{"the run directory", dir, n.dir, n.dirFor})
-	}
-	if len(places) == 2 {
-		a, aok := statfs(places[0].path)
-		b, bok := statfs(places[1].path)
-		if aok && bok && a.Fsid == b.Fsid {
-			places = []place{{"the cache and the run directory", places[0].path + " and " + places[1].path,
-				n.cache + n.dir, append(append([]string(nil), n.cacheFor...), n.dirFor...)}}
+	add := func(name, path string, need int64, what []string) {
+		if need <= 0 || path == "" {
+			return
 		}
+		if st, ok := statfs(path); ok { // else it cannot be asked: no check
+			places = append(places, place{name, path, need, what, st})
+		}
+	}
+	add("the cache", cache, n.cache, n.cacheFor)
+	add("the run directory", dir, n.dir, n.dirFor)
+	if len(places) == 2 && places[0].st.Fsid == places[1].st.Fsid {
+		places = []place{{"the cache and the run directory", places[0].path + " and " + places[1].path,
+			n.cache + n.dir, append(append([]string(nil), n.cacheFor...), n.dirFor...), places[0].st}}
 	}
 	var out []string
 	for _, p := range places {
-		st, ok := statfs(p.path)
-		if !ok {
-			continue
-		}
-		if free := int64(st.Bavail) * st.Bsize; free < p.need {
+		if free := int64(p.st.Bavail) * p.st.Bsize; free < p.need {
 			out = append(out, fmt.Sprintf("%s (%s) has %s free, and this run needs at least %s there (%s; docs/running.md)",
 				p.name, p.path, gib(free), gib(p.need), strings.Join(p.what, ", ")))
 		}
