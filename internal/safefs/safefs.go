@@ -348,3 +348,26 @@ func NoLink(paths ...string) error {
 	}
 	return nil
 }
+
+// ChosenLink refuses a symbolic link at any existing component of rel,
+// the part of a path that vnetbench chose by default (runs/NAME under
+// the working directory, vnetbench under the cache home): base, the
+// user's, is followed as given, but a link there in what vnetbench chose
+// is no one's choice, and root would write through it. fix says how to
+// give the path instead (the flag or variable). A component that does
+// not exist ends the check: what vnetbench makes there is no link.
+func ChosenLink(base, rel, fix string) error {
+	p := base
+	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			to, _ := os.Readlink(p)
+			return fault.Input("%s is a symbolic link (to %s) on the way to %s, which vnetbench chose by default; it writes nothing through a link it chose: %s, or remove the link", p, to, filepath.Join(base, rel), fix)
+		}
+	}
+	return nil
+}

@@ -257,3 +257,31 @@ func TestReadsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// ChosenLink: a link in the part of a path vnetbench chose is bad input
+// naming the link and the fix; the base (the user's) is followed, and a
+// missing component ends the check.
+func TestChosenLink(t *testing.T) {
+	tmp := t.TempDir()
+	other := t.TempDir()
+	base := filepath.Join(tmp, "base")
+	os.Symlink(other, base) // the user's: followed
+	if err := ChosenLink(base, "runs/x", "give -o DIR"); err != nil {
+		t.Fatalf("nothing there: %v", err)
+	}
+	os.Mkdir(filepath.Join(other, "real"), 0o755)
+	os.Symlink(t.TempDir(), filepath.Join(other, "runs"))
+	for rel, bad := range map[string]bool{"runs/x": true, "runs": true, "real/x": false, "real": false} {
+		err := ChosenLink(base, rel, "give -o DIR")
+		if !bad {
+			if err != nil {
+				t.Errorf("%s: %v", rel, err)
+			}
+			continue
+		}
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), filepath.Join(base, "runs")+" is a symbolic link") ||
+			!strings.Contains(err.Error(), "give -o DIR, or remove the link") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+}

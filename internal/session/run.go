@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/runner"
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/scenarios"
@@ -307,11 +309,9 @@ func (r *run) resolveShard() error {
 // into the running kernel's and the lab VMs', picks the lab VMs' inner
 // command, and estimates the run, refusing one past MaxTime.
 func (r *run) prepare(ctx context.Context) error {
-	if r.Dir == "" {
-		if r.Resume {
-			return fault.Input("run: --resume needs -o DIR (the run directory to continue)")
-		}
-		r.Dir = filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405"))
+	chosen, err := r.defaultDir()
+	if err != nil {
+		return err
 	}
 	if abs, err := filepath.Abs(r.Dir); err == nil {
 		r.Dir = abs
@@ -321,7 +321,7 @@ func (r *run) prepare(ctx context.Context) error {
 		// probe and the estimate are printed: one line, nothing else.
 		// The dry run refuses it after its commands, as it does what
 		// else run would refuse (it printed them and exited 0).
-		if err := results.CheckDir(r.Dir, r.Resume); err != nil {
+		if err := cmp.Or(chosen, results.CheckDir(r.Dir, r.Resume)); err != nil {
 			if !r.DryRun {
 				return err
 			}
@@ -371,6 +371,22 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 	}
 	return checkMaxTime(r.Stderr, r.est, r.Scenario, r.s, r.host.KVM, r.tab, r.MaxTime)
+}
+
+// defaultDir picks runs/NAME-TIMESTAMP when no -o was given. It returns
+// why run refuses that choice: a link at runs or below (vnetbench's
+// choice, not the user's, so not followed as a -o would be).
+func (r *run) defaultDir() (chosen error, err error) {
+	if r.Dir != "" {
+		return nil, nil
+	}
+	if r.Resume {
+		return nil, fault.Input("run: --resume needs -o DIR (the run directory to continue)")
+	}
+	wd, _ := filepath.Abs(".")
+	rel := filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405"))
+	r.Dir = filepath.Join(wd, rel)
+	return safefs.ChosenLink(wd, rel, "give -o DIR"), nil
 }
 
 // split probes the host, whose KVM inside a lab VM decides the guests'

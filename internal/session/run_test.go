@@ -2,8 +2,10 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,5 +274,41 @@ func TestDryRunBadDir(t *testing.T) {
 		if !strings.Contains(stdout.String(), "samples in this order") {
 			t.Errorf("--dry-run -o %s (resume %v): printed no dry run:\n%s", tc.dir, tc.resume, stdout.String())
 		}
+	}
+}
+
+// A run without -o picks runs/NAME-TIMESTAMP: a link planted at runs
+// (vnetbench's choice, not the user's) is refused, one line, before the
+// host is probed or anything written; the dry run says so last.
+func TestDefaultDirLink(t *testing.T) {
+	wd, other := t.TempDir(), t.TempDir()
+	t.Chdir(wd)
+	if err := os.Symlink(other, "runs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		t.Run(fmt.Sprint("dry=", dry), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var stdout bytes.Buffer
+			_, err := Run(ctx, Options{Scenario: Spec{Name: "quickstart"}, DryRun: dry, Seed: 1, Stdout: &stdout, Stderr: io.Discard,
+				Host: func() lab.Host {
+					if !dry {
+						t.Error("probed the host before refusing the link")
+						cancel() // go no further, not as root
+					}
+					return lab.Host{KVM: qemu.KVMStatus{Why: "no /dev/kvm (test)"}}
+				}})
+			want := filepath.Join(wd, "runs") + " is a symbolic link (to " + other + ") on the way to "
+			if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "give -o DIR, or remove the link") {
+				t.Errorf("%v, want bad input starting %q", err, want)
+			}
+			if !dry && stdout.Len() > 0 {
+				t.Errorf("printed %q", stdout.String())
+			}
+			if ents, _ := os.ReadDir(other); len(ents) > 0 {
+				t.Errorf("wrote %s through the link", ents[0].Name())
+			}
+		})
 	}
 }
