@@ -80,6 +80,9 @@ type Image struct {
 // CacheDir/initramfs, reusing it when the inputs did not change.
 func Build(ctx context.Context, o BuildOptions) (*Image, error) {
 	if o.CacheDir == "" {
+		if err := CheckCacheDir(); err != nil {
+			return nil, err
+		}
 		o.CacheDir = CacheDir()
 	}
 	k, err := FindKernel(ctx, o.Kernel, o.Modules, o.CacheDir)

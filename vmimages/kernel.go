@@ -17,6 +17,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/hostnet"
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 )
 
 // Kernel is a guest kernel image with its modules directory.
@@ -69,16 +70,41 @@ func imageDirs(cache, kind string) (look []string, write string) {
 // CacheDir returns the shared cache directory: $VNETBENCH_CACHE, else
 // $XDG_CACHE_HOME/vnetbench, else ~/.cache/vnetbench.
 func CacheDir() string {
+	base, rel := cacheHome()
+	if rel == "" {
+		return base
+	}
+	return filepath.Join(base, rel)
+}
+
+// cacheHome is CacheDir as the user's part and vnetbench's: base is
+// $VNETBENCH_CACHE (rel empty), $XDG_CACHE_HOME or ~/.cache (XDG's cache
+// home, the user's as $XDG_CACHE_HOME is), else the temporary directory;
+// rel is the name vnetbench chose under it.
+func cacheHome() (base, rel string) {
 	if d := os.Getenv("VNETBENCH_CACHE"); d != "" {
-		return d
+		return d, ""
 	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "vnetbench")
+		return d, "vnetbench"
 	}
 	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".cache", "vnetbench")
+		return filepath.Join(h, ".cache"), "vnetbench"
 	}
-	return filepath.Join(os.TempDir(), "vnetbench-cache")
+	return os.TempDir(), "vnetbench-cache"
+}
+
+// CheckCacheDir refuses, as bad input, a CacheDir whose name vnetbench
+// chose (vnetbench under the cache home, vnetbench-cache under the
+// temporary directory) is a symbolic link: root would write the cache
+// wherever a planted link points. $VNETBENCH_CACHE and the cache home are
+// the user's, followed as given.
+func CheckCacheDir() error {
+	base, rel := cacheHome()
+	if rel == "" {
+		return nil
+	}
+	return safefs.ChosenLink(base, rel, "set VNETBENCH_CACHE to the directory to use")
 }
 
 // FindKernel resolves a kernel spec: a bzImage path (with modulesDir, or

@@ -26,6 +26,7 @@ import (
 	"github.com/vnetbench/vnetbench/runner/lab"
 	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // bisectOpts are what bisect and bisect-step share: the scenario, the
@@ -100,6 +101,9 @@ func (o *bisectOpts) check(args int, bad *string) error {
 // empty list of candidates and said to resume; a --tree that is no git
 // repository read as a --good that is no commit of it.
 func (o *bisectOpts) checkInputs(ctx context.Context) error {
+	if err := vmimages.CheckCacheDir(); err != nil {
+		return err
+	}
 	if _, err := (session.Spec{Name: o.scenario, Sets: *o.sets}).Load(); err != nil {
 		return err
 	}

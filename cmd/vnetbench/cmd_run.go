@@ -17,6 +17,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/verdict"
 	"github.com/vnetbench/vnetbench/report"
 	"github.com/vnetbench/vnetbench/runner"
+	"github.com/vnetbench/vnetbench/vmimages"
 )
 
 // cmdRun runs a scenario for real and writes a run directory: it parses
@@ -34,6 +35,9 @@ func cmdRun(ctx context.Context, cl *cli, args []string, stdout, stderr io.Write
 		return usageErrorf("run: want exactly one scenario (a built-in name or a file); 'vnetbench list' shows the built-ins")
 	}
 	if err := f.until.check(); err != nil {
+		return err
+	}
+	if err := vmimages.CheckCacheDir(); err != nil {
 		return err
 	}
 	o, err := f.options(cl, pos[0], stdout, stderr)

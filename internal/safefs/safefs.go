@@ -366,7 +366,11 @@ func ChosenLink(base, rel, fix string) error {
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			to, _ := os.Readlink(p)
-			return fault.Input("%s is a symbolic link (to %s) on the way to %s, which vnetbench chose by default; it writes nothing through a link it chose: %s, or remove the link", p, to, filepath.Join(base, rel), fix)
+			what := "a path"
+			if full := filepath.Join(base, rel); full != p {
+				what = "on the way to " + full + ","
+			}
+			return fault.Input("%s is a symbolic link (to %s), %s which vnetbench chose by default; it writes nothing through a link it chose: %s, or remove the link", p, to, what, fix)
 		}
 	}
 	return nil

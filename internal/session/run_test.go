@@ -299,7 +299,7 @@ func TestDefaultDirLink(t *testing.T) {
 					}
 					return lab.Host{KVM: qemu.KVMStatus{Why: "no /dev/kvm (test)"}}
 				}})
-			want := filepath.Join(wd, "runs") + " is a symbolic link (to " + other + ") on the way to "
+			want := filepath.Join(wd, "runs") + " is a symbolic link (to " + other + "), on the way to "
 			if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "give -o DIR, or remove the link") {
 				t.Errorf("%v, want bad input starting %q", err, want)
 			}
