@@ -65,3 +65,25 @@ func TestDefaultPathLinks(t *testing.T) {
 		})
 	}
 }
+
+// history's index: a link at the default vnetbench-history.db (or at a
+// --db given) is refused by add and by rebuild, which SQLite would have
+// followed, and nothing is written through it.
+func TestHistoryIndexLink(t *testing.T) {
+	wd, other := t.TempDir(), t.TempDir()
+	t.Chdir(wd)
+	a := filepath.Join(t.TempDir(), "a")
+	writeShard(t, a, "run-a", 1, "tap/x")
+	if err := os.Symlink(filepath.Join(other, "index.db"), defaultHistoryDB); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"history", "add", a}, {"history", "rebuild", a}} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), defaultHistoryDB+" is a symbolic link") {
+			t.Errorf("%s: exit %d, %v", strings.Join(args, " "), exitCode(err), err)
+		}
+		if ents, _ := os.ReadDir(other); len(ents) > 0 {
+			t.Errorf("%s wrote %s through the link", strings.Join(args, " "), ents[0].Name())
+		}
+	}
+}

@@ -66,9 +66,7 @@ const busyTimeout = 60 * time.Second
 
 // Open opens the index at path, creating it when missing.
 func Open(path string) (*Index, error) {
-	// SQLite follows a link at the index and at its journals, and makes
-	// the journals beside a link's target.
-	if err := safefs.NoLink(path, path+"-wal", path+"-shm", path+"-journal"); err != nil {
+	if err := noLink(path); err != nil {
 		return nil, err
 	}
 	// SQLite cannot make a directory: its "unable to open database
@@ -86,6 +84,12 @@ func Open(path string) (*Index, error) {
 		return nil, openErr(path, err)
 	}
 	return x, nil
+}
+
+// noLink refuses a link at the index or its journals: SQLite follows
+// one, and makes the journals beside a link's target.
+func noLink(path string) error {
+	return safefs.NoLink(path, path+"-wal", path+"-shm", path+"-journal")
 }
 
 // openErr says what failed opening the index at path: an index SQLite

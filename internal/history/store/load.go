@@ -183,8 +183,12 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 // contents in one immediate transaction, so a concurrent 'history add'
 // waits for it and lands before or after it, never in a file the rebuild
 // then replaces. An index that SQLite cannot read (corrupt, or not a
-// database) is replaced by a new file instead: no writer can use it.
+// database) is replaced by a new file instead: no writer can use it. A
+// link at the index or its journals is refused, as Open refuses it.
 func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
+	if err := noLink(path); err != nil {
+		return 0, err
+	}
 	fromIndex := len(paths) == 0
 	if fromIndex {
 		if _, err := os.Stat(path); err != nil {
