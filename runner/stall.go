@@ -40,11 +40,13 @@ func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result,
 // gets no such warning. On a tap whose ring is full the generator waits
 // (a stopped queue, tun with backpressure) or is refused (tail drops)
 // until the reader, QEMU or vhost-net for the guest, takes packets off
-// the ring. If the reader took less than one ring's worth in the whole
-// window, the receiver stalled (a guest starved of CPU does not refill
-// its virtio rx queue): Transmitted 0 measures the receiver. If it took
-// more, the ring had room and the generator still sent nothing: not a
-// stall, and the warning says so (a tx queue left stopped).
+// the ring: a tail-dropping tap takes a packet for each slot freed, and
+// tun's backpressure (a stopped queue) wakes the queue once half the ring
+// is free. If the reader took less than half a ring in the whole window,
+// the receiver stalled (a guest starved of CPU does not refill its virtio
+// rx queue): Transmitted 0 measures the receiver. If it took more, the
+// ring had room and the generator still sent nothing: not a stall, and
+// the warning says so (a tx queue left stopped: a lost wake).
 func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters) string {
 	tx, ok := s.Metrics[metric.TxPPS]
 	if !ok || tx > 0 || s.Metrics[metric.TxRunS] <= 0 || res == nil || res.Packets > 0 {
@@ -57,11 +59,11 @@ func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, be
 		ring = defaultRing
 	}
 	window := fmt.Sprintf("%.1f s window (its own run %.1f s)", s.WindowS, s.Metrics[metric.TxRunS])
-	if read < uint64(ring) {
-		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (its ring holds %d) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
+	if read < uint64(ring/2) {
+		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (less than half its %d-packet ring) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
 			StalledReceiver, c.Generator.Kind, window, read, ring, rx)
 	}
-	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (more than its %d-packet ring): not a stalled receiver; was the tap's tx queue left stopped?",
+	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (half its %d-packet ring or more): not a stalled receiver; was the tap's tx queue left stopped?",
 		c.Generator.Kind, window, read, ring)
 }
 

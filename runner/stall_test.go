@@ -16,9 +16,10 @@ import (
 // nested guest did not read its virtio queue for seconds, the tap's
 // queue stayed stopped, and pktgen (1 thread, 3 s) sent 0 packets. The
 // sample stays, with the reason: a stalled receiver. A reader that took
-// more than a ring's worth is no stall, and says so; a generator that
-// sent packets, or never ran (no run time of its own), gets no such
-// warning.
+// half a ring or more gave a stopped queue room to wake (tun's
+// backpressure wakes it at half): no stall, and the warning says so. A
+// generator that sent packets, or never ran (no run time of its own),
+// gets no such warning.
 func TestStalledReceiverWarning(t *testing.T) {
 	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}
 	zero := &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 0, "tx_run_s": 3}, Elapsed: 3 * time.Second}
@@ -30,9 +31,10 @@ func TestStalledReceiverWarning(t *testing.T) {
 		read, ring uint64
 		want       string // "" = no warning from the check
 	}{
-		{"stalled", zero, 12, 500, "stalled receiver: pktgen sent no packets in the 4.0 s window (its own run 3.0 s) while the tap's reader took 12 (its ring holds 500) and the guest received 10: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath"},
-		{"ring unknown", zero, 0, 0, "stalled receiver: pktgen sent no packets in the 4.0 s window (its own run 3.0 s) while the tap's reader took 0 (its ring holds 500)"},
-		{"reader took a ring", zero, 4000, 500, "pktgen sent no packets in the 4.0 s window (its own run 3.0 s) although the tap's reader took 4000 (more than its 500-packet ring): not a stalled receiver; was the tap's tx queue left stopped?"},
+		{"stalled", zero, 12, 500, "stalled receiver: pktgen sent no packets in the 4.0 s window (its own run 3.0 s) while the tap's reader took 12 (less than half its 500-packet ring) and the guest received 10: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath"},
+		{"ring unknown", zero, 0, 0, "stalled receiver: pktgen sent no packets in the 4.0 s window (its own run 3.0 s) while the tap's reader took 0 (less than half its 500-packet ring)"},
+		{"reader took half a ring", zero, 250, 500, "pktgen sent no packets in the 4.0 s window (its own run 3.0 s) although the tap's reader took 250 (half its 500-packet ring or more): not a stalled receiver; was the tap's tx queue left stopped?"},
+		{"just under half", zero, 249, 500, "stalled receiver: pktgen sent no packets in the 4.0 s window (its own run 3.0 s) while the tap's reader took 249 (less than half"},
 		{"sent", sent, 3000, 500, ""},
 		{"never ran", idle, 0, 500, ""},
 	}
