@@ -280,8 +280,33 @@ func comparable(base, new *Runs) error {
 		return fault.Input("nothing to compare: a side has no samples")
 	case len(base.Samples)+len(new.Samples) == 0:
 		return fault.Input("nothing to compare: every run failed on both sides (%s)", firstLine(new.Failed[0].Error))
+	case !measured(base) && !measured(new):
+		return fault.Input("nothing to compare: no run of either side measured anything: %s", unmeasured(base, new))
 	}
 	return nil
+}
+
+// measured reports whether a sample of set has a metric.
+func measured(set *Runs) bool {
+	return slices.ContainsFunc(set.Samples, func(s results.Sample) bool { return len(s.Metrics) > 0 || len(s.Threads) > 0 })
+}
+
+// unmeasured says why two sides that measured nothing did not: the first
+// n/a reason, else the first failure.
+func unmeasured(base, new *Runs) string {
+	for _, set := range []*Runs{base, new} {
+		for _, s := range set.Samples {
+			if s.Unsupported != "" {
+				return "n/a (" + firstLine(s.Unsupported) + ")"
+			}
+		}
+	}
+	for _, set := range []*Runs{base, new} {
+		if len(set.Failed) > 0 {
+			return "failed (" + firstLine(set.Failed[0].Error) + ")"
+		}
+	}
+	return "no metrics"
 }
 
 // joinSides returns one set holding the samples of base under the kernel

@@ -111,13 +111,24 @@ func (g *grid) measure() {
 }
 
 // wrapGroupLabels wraps each group's first label into the lines the group
-// has, and widens the first column to fit.
+// has, and widens the first column to fit. A label that would then push
+// the table past MaxWidth (a group of one row has one line) is wrapped to
+// what the other columns leave instead, when its longest word fits there:
+// drawBody writes its extra lines below the group's last row.
 func (g *grid) wrapGroupLabels() {
+	fit := MaxWidth - 4
+	for c := 1; c < g.ncol; c++ {
+		fit -= g.widths[c] + 3
+	}
 	for _, r := range g.groups {
 		txt := g.body[r.start][0]
 		w := maxWidth(strings.Fields(txt))
+		limit := width(txt)
+		if w <= fit {
+			limit = min(limit, fit)
+		}
 		lines := wrap(txt, w)
-		for len(lines) > g.physLines(r) && w < width(txt) {
+		for len(lines) > g.physLines(r) && w < limit {
 			w++
 			lines = wrap(txt, w)
 		}
@@ -248,6 +259,11 @@ func (g *grid) drawBody() {
 			if g.full && i+1 < r.end {
 				g.mergedRule(next())
 			}
+		}
+		for li < len(lines) {
+			cells := make([]string, g.ncol)
+			cells[0] = next()
+			g.textLine(cells, "", false)
 		}
 		if gi+1 < len(g.groups) && (g.full || g.grouped) {
 			g.spanRule(false)

@@ -49,3 +49,29 @@ func TestMailTablesWithin72(t *testing.T) {
 		}
 	}
 }
+
+// A group of one row keeps within MaxWidth too: its label wraps onto a
+// line of its own below the row rather than widening the table. A
+// benchfmt pair of one metric over two backends, one cell with 1 run per
+// side, drew "| TAP + vhost-net | Transmitted | ... | -100.00% (1 run) |"
+// 74 columns wide (compare --format mail).
+func TestMailOneRowGroupWraps(t *testing.T) {
+	tb := &Table{Kind: KindThread, Context: "pktgen", Header: []string{"base", "new", "change"}, Rows: []Row{
+		{Labels: []string{"TAP", "Transmitted"}, Cells: []Cell{{Text: "451 Kpps"}, {Text: "406 Kpps"}, {Text: "-9.89%"}}},
+		{Labels: []string{"TAP + vhost-net", "Transmitted"}, Cells: []Cell{{Text: "300 Kpps"}, {Text: "0 pps"}, {Text: "-100.00% (1 run)"}}},
+	}}
+	out := drawTable(tb, ASCII)
+	for _, l := range strings.Split(out, "\n") {
+		if w := width(l); w > MaxWidth {
+			t.Errorf("a line %d columns wide: %q\n%s", w, l, out)
+		}
+	}
+	if !strings.Contains(out, "| TAP +") || !strings.Contains(out, "| vhost-net ") {
+		t.Errorf("the group label is not all there:\n%s", out)
+	}
+	// a table that fits is drawn as before: one line per row
+	tb.Rows[1].Cells[2].Text = "-100.00%"
+	if out := drawTable(tb, ASCII); !strings.Contains(out, "| TAP + vhost-net | Transmitted |") {
+		t.Errorf("a table within MaxWidth wrapped its label:\n%s", out)
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -151,5 +152,35 @@ func TestMissingSideHasNoChange(t *testing.T) {
 	}
 	if rows == 0 {
 		t.Fatal("no row shows the missing side")
+	}
+}
+
+// Two sides on which nothing was measured (every cell n/a, or n/a on one
+// side and failed on the other) are bad input that says why, as two sides
+// whose every run failed are: before, compare named the gate's metric
+// unknown, "the results have: " and nothing after it.
+func TestNothingMeasuredOnEitherSide(t *testing.T) {
+	gates, _ := ParseGates("tx_pps<-3%")
+	na := func(set *results.Set, fail bool) *results.Set {
+		out := *set
+		out.Samples, out.Failed = nil, nil
+		for _, s := range set.Samples {
+			s.Metrics, s.Threads = nil, nil
+			if fail {
+				s.Error = "boot vm0: wait for agent: timeout after 60s"
+				out.Failed = append(out.Failed, s)
+				continue
+			}
+			s.Unsupported = "EOPNOTSUPP: no zero-copy"
+			out.Samples = append(out.Samples, s)
+		}
+		return &out
+	}
+	for _, failNew := range []bool{false, true} {
+		base, nw := na(loadSet(t, "stock"), false), na(loadSet(t, "stock"), failNew)
+		_, err := CompareRuns(base, nw, CompareOptions{Gates: gates})
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), "nothing to compare") || !strings.Contains(fmt.Sprint(err), "n/a (EOPNOTSUPP: no zero-copy)") {
+			t.Errorf("NEW failed %v: %v; want bad input that says nothing was measured and why", failNew, err)
+		}
 	}
 }

@@ -177,7 +177,10 @@ func checkCommonCell(base, nw *results.Set, names [2]string) error {
 	if slices.ContainsFunc(bc, func(c string) bool { return slices.Contains(nc, c) }) {
 		return nil
 	}
-	side := func(name string, c, s []string) string {
+	side := func(name string, c, s []string, set *results.Set) string {
+		if len(c) == 0 && len(set.Warnings) > 0 { // a torn only line: say what was read
+			return name + " has no samples (" + strings.Join(set.Warnings, "; ") + ")"
+		}
 		if len(c) == 0 {
 			return name + " has no samples"
 		}
@@ -190,7 +193,7 @@ func checkCommonCell(base, nw *results.Set, names [2]string) error {
 		}
 		return name + " has " + what
 	}
-	return usageErrorf("compare: %s and %s have no cell in common (%s; %s): nothing to compare; give two runs of one scenario", names[0], names[1], side("BASE", bc, bs), side("NEW", nc, ns))
+	return usageErrorf("compare: %s and %s have no cell in common (%s; %s): nothing to compare; give two runs of one scenario", names[0], names[1], side("BASE", bc, bs, base), side("NEW", nc, ns, nw))
 }
 
 // loadSides reads the sides of a comparison: two runs, BASE and NEW, or

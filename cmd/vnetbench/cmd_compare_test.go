@@ -345,6 +345,25 @@ func TestCompareNoCommonCell(t *testing.T) {
 	}
 }
 
+// A side whose results.jsonl holds only a torn line (a run killed
+// mid-write of its first sample) is bad input that says so: the warning
+// that the line was skipped was lost with the exit, and "NEW has no
+// samples" alone left the user guessing.
+func TestCompareTornOnlySide(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(`{"schema":1,"cell":"tap/pk`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"compare", "testdata/compare/six-runs-base.bench", dir}, &out, &errb)
+	if code := exitCode(err); code != exitBadInput {
+		t.Fatalf("exit %d (%v), want 2", code, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "NEW has no samples (") || !strings.Contains(msg, "torn last line") {
+		t.Errorf("%q, want one line that names the torn line", msg)
+	}
+}
+
 // An unknown --format names the formats compare writes: the list was
 // report's, whose benchfmt, kcidb and lava compare refuses. Each format
 // named is one compare writes.
