@@ -13,7 +13,8 @@ import (
 // UDP. Rates are bit/s, times seconds, CPU utilisation fractions of the
 // machine (iperf3's percentages / 100). What the output does not measure
 // is absent (nil), never 0: a server's end sums of the direction it did
-// not take part in, a UDP test's retransmits, the peer's CPU on a server.
+// not take part in, a UDP test's retransmits, a UDP sender's jitter and
+// loss (only the receiver measures them), the peer's CPU on a server.
 type Iperf3 struct {
 	Version    string `json:"version,omitempty"`
 	SystemInfo string `json:"system_info,omitempty"`
@@ -361,6 +362,10 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 	out.Sender, out.Receiver = c(j.End.SumSent), c(j.End.SumReceived)
 	out.ReverseSender, out.ReverseReceiver = c(j.End.SumSentReverse), c(j.End.SumReceivedReverse)
 	out.Bidir = j.Start.TestStart.Bidir != 0 || out.ReverseSender != nil
+	if j.Start.TestStart.Protocol == "UDP" {
+		dropSenderLoss(out.Sender)
+		dropSenderLoss(out.ReverseSender)
+	}
 	if sum := c(j.End.Sum); sum != nil {
 		// UDP before iperf3 3.10 has only "sum": its bytes and rate are
 		// the sender's (the receiver's loss and jitter beside them), so
@@ -376,6 +381,17 @@ func convertIperf3Sums(j *iperfJSON, out *Iperf3) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dropSenderLoss removes from a UDP sender's end sum (sum_sent) the
+// jitter and loss it did not measure: only the receiver sees them, and
+// iperf 3.12 prints the sender's as 0 beside the receiver's real ones
+// (testdata/iperf3/real-udp-lo.json: jitter 0 and 0 lost sent, 1.13 ms
+// and 373 of 1378 lost received). The packets it sent stay.
+func dropSenderLoss(s *Iperf3Sum) {
+	if s != nil {
+		s.JitterS, s.LostPackets, s.LostFrac = nil, nil, nil
+	}
 }
 
 // convertIperf3Sum converts one iperf3 sum to SI units; nil stays nil.

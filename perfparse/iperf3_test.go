@@ -180,3 +180,24 @@ func TestIperf3OldUDPHasNoReceiver(t *testing.T) {
 		t.Errorf("iperf 3.1.3 UDP: %s", js(u))
 	}
 }
+
+// A UDP sender measures neither jitter nor loss: iperf 3.12's sum_sent
+// (and sum_sent_bidir_reverse) print them as 0 beside the receiver's
+// measured ones. They are absent, never a measured 0; the receiver's
+// stay, and the packets the sender counted stay too.
+func TestIperf3UDPSenderJitterLossAbsent(t *testing.T) {
+	for _, f := range []string{"real-udp-lo.json", "real-udp-lo-R.json", "real-udp-lo-bidir.json"} {
+		u, err := ParseIperf3(openT(t, "testdata/iperf3/"+f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*Iperf3Sum{u.Sender, u.ReverseSender} {
+			if s != nil && (s.JitterS != nil || s.LostPackets != nil || s.LostFrac != nil || s.Packets == nil) {
+				t.Errorf("%s: sender's jitter or loss is not absent: %s", f, js(s))
+			}
+		}
+		if r := u.Receiver; r == nil || r.JitterS == nil || *r.JitterS == 0 || r.LostPackets == nil || r.LostFrac == nil {
+			t.Errorf("%s: receiver's jitter and loss: %s", f, js(r))
+		}
+	}
+}

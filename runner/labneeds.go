@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/runner/kbuild"
+	"github.com/vnetbench/vnetbench/runner/labvm"
 	"github.com/vnetbench/vnetbench/scenarios"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
@@ -21,7 +22,7 @@ type LabDep struct {
 
 // labDeps are what the lab kernels of cells need here before any lab
 // VM boots: apt-get and dpkg-deb for a Debian kernel (vmimages fetches
-// it), Debian's linux-source fetched (kbuild.SourceDeps) unless the
+// it) unless the cache holds it (labvm.DebianCached), Debian's linux-source fetched (kbuild.SourceDeps) unless the
 // cache holds it, and the build's tools: kbuild.ModuleDeps for modules
 // rebuilt for Debian's kernel (build: auto finds out at run time whether
 // the series needs the whole kernel; its compiler, Debian's gcc-12, keys
@@ -51,7 +52,7 @@ func labDeps(cells []scenarios.Cell) []LabDep {
 		}
 		seen[k.Label] = true
 		switch {
-		case k.Debian != "":
+		case k.Debian != "" && !labvm.DebianCached(k.Debian, ""):
 			add("fetching Debian's kernel packages", aptDeps, k.Label)
 		case k.Source != "" && !sourceFetched(k.Source):
 			add("fetching Debian's linux-source", kbuild.SourceDeps, k.Label)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/testenv"
 	"github.com/vnetbench/vnetbench/runner/qemu"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
@@ -44,5 +45,25 @@ func TestLabRefusals(t *testing.T) {
 	}
 	if r := LabRefusals(cells[3:], look); len(r) != 0 {
 		t.Errorf("the running kernel's cells: %v", r)
+	}
+}
+
+// A Debian kernel the cache already holds is not fetched: its cells need
+// no apt-get or dpkg-deb here, so a host without them is not refused. A
+// series (6.1) is cached when one of its ABIs is; apt is not asked.
+func TestLabDepsDebianCached(t *testing.T) {
+	testenv.CachedDebianKernels(t, "6.1.0-47-amd64")
+	testenv.NoAPTPackages(t)
+	for _, v := range []string{"6.1", "6.1.0-47", "6.1.0-47-amd64"} {
+		cells := []scenarios.Cell{{Kernel: scenarios.Kernel{Label: "deb", Debian: v}}}
+		if deps := labDeps(cells); len(deps) != 0 {
+			t.Errorf("debian %s, cached: needs %v, want nothing", v, deps)
+		}
+	}
+	for _, v := range []string{"6.12", "6.1.0-48"} {
+		cells := []scenarios.Cell{{Kernel: scenarios.Kernel{Label: "deb", Debian: v}}}
+		if deps := labDeps(cells); len(deps) != 2 || deps[0].Name != "apt-get" {
+			t.Errorf("debian %s, not cached: needs %v, want apt-get and dpkg-deb", v, deps)
+		}
 	}
 }

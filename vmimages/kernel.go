@@ -192,6 +192,30 @@ func CachedDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel,
 	return debianKernel(ctx, version, cacheDir, false)
 }
 
+// DebianKernelCached reports whether the package VERSION names (as
+// FetchDebianKernel reads it; a series: its newest unpacked ABI) is
+// unpacked in cacheDir ("" = CacheDir()), so that fetching it runs
+// neither apt-get nor dpkg-deb. It asks apt nothing.
+func DebianKernelCached(version, cacheDir string) bool {
+	if cacheDir == "" {
+		cacheDir = CacheDir()
+	}
+	abi, flavour := splitDebianVersion(version)
+	root := filepath.Join(cacheDir, "kernels", "debian")
+	if _, err := ParseDebianABI(abi); err != nil {
+		if abi == "" {
+			abi = DefaultDebianSeries
+		}
+		if abi = newestCached(root, abi, flavour); abi == "" {
+			return false
+		}
+	}
+	rel := abi + "-" + flavour
+	pkg := "linux-image-" + rel + "-unsigned"
+	_, err := unpackedKernel(filepath.Join(root, pkg), rel, pkg)
+	return err == nil
+}
+
 func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*Kernel, error) {
 	if cacheDir == "" {
 		cacheDir = CacheDir()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/runner"
 )
 
 func TestMergeInProcess(t *testing.T) {
@@ -51,5 +53,33 @@ func TestMergeOneSaysDirectory(t *testing.T) {
 	}
 	if want := "merged 1 run directory into " + out + "\n"; b.String() != want {
 		t.Errorf("%q, want %q", b.String(), want)
+	}
+}
+
+// merge's and run's -o take the same paths: missing parents are made,
+// as mkdir -p makes them; a parent that is a file is one line, exit 2,
+// before anything is read or built (run: runner.CheckRunDir, which run
+// calls before its lock, builds and boots).
+func TestMergeAndRunOutParents(t *testing.T) {
+	tmp := t.TempDir()
+	for _, cmd := range []string{"merge", "run"} {
+		os.MkdirAll(filepath.Join(tmp, cmd), 0o755)
+		os.WriteFile(filepath.Join(tmp, cmd, "file"), nil, 0o644)
+	}
+	for _, c := range []struct {
+		out  string
+		code int
+	}{{"a/b/c", 0}, {"file/c", exitBadInput}} {
+		var se strings.Builder
+		err := run(t.Context(), []string{"merge", real + "quickstart-tcg", "-o", filepath.Join(tmp, "merge", c.out)}, io.Discard, &se)
+		if got := exitCode(err); got != c.code || strings.Count(se.String(), "\n") > 1 {
+			t.Errorf("merge -o %s: exit %d, want %d; said %q", c.out, got, c.code, se.String())
+		}
+		if err := runner.CheckRunDir(filepath.Join(tmp, "run", c.out), false); exitCode(err) != c.code {
+			t.Errorf("run -o %s: %v, exit %d, want %d as merge", c.out, err, exitCode(err), c.code)
+		}
+	}
+	if _, err := results.Load(filepath.Join(tmp, "merge", "a/b/c")); err != nil {
+		t.Errorf("merged into missing parents: %v", err)
 	}
 }

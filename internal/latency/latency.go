@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/aclements/go-moremath/stats"
 	"github.com/vnetbench/vnetbench/internal/metric"
 )
 
@@ -113,13 +112,31 @@ func Percentile(sorted []float64, q float64) (float64, Interval) {
 // 1-2*tail for X(i) the order statistics of n draws and xq the
 // q-quantile: l is the largest rank with P(B < l) <= tail and u the
 // smallest with P(B < u) >= 1-tail, for B ~ Binomial(n, q) the count of
-// draws below xq (go-moremath's binomial CDF; P(B < j) grows with j, so
-// each is a binary search). l = 0 or u = n+1 mean no bound.
+// draws below xq (P(B < j) grows with j, so each is a binary search).
+// l = 0 or u = n+1 mean no bound.
 func rankBounds(n int, q, tail float64) (l, u int) {
-	below := func(j int) float64 { return stats.BinomialDist{N: n, P: q}.CDF(float64(j - 1)) } // P(B < j)
-	l = sort.Search(n+1, func(i int) bool { return below(i+1) > tail })
-	u = min(sort.Search(n+1, func(i int) bool { return below(i+1) >= 1-tail })+1, n+1)
+	below := binomialBelow(n, q)
+	l = sort.Search(n+1, func(i int) bool { return below[i+1] > tail })
+	u = min(sort.Search(n+1, func(i int) bool { return below[i+1] >= 1-tail })+1, n+1)
 	return l, u
+}
+
+// binomialBelow returns P(B < j) for j = 0..n+1, B ~ Binomial(n, q), by
+// summing the probabilities (from log-gamma, so no term overflows).
+// go-moremath's CDF, an incomplete beta function's continued fraction,
+// panics ("betainc: a or b too big") for n in the hundreds of thousands,
+// which a long latency run's probes reach; this costs O(n), a few ms
+// there.
+func binomialBelow(n int, q float64) []float64 {
+	below := make([]float64, n+2)
+	lq, lr := math.Log(q), math.Log1p(-q)
+	lnf, _ := math.Lgamma(float64(n + 1))
+	for j := 0; j <= n; j++ {
+		lj, _ := math.Lgamma(float64(j + 1))
+		lk, _ := math.Lgamma(float64(n - j + 1))
+		below[j+1] = below[j] + math.Exp(lnf-lj-lk+float64(j)*lq+float64(n-j)*lr)
+	}
+	return below
 }
 
 // Summary is what one sample's probes say.

@@ -5,8 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/aclements/go-moremath/stats"
 
 	"github.com/vnetbench/vnetbench/internal/metric"
 )
@@ -159,5 +162,48 @@ func TestP999BoundsFrom60s(t *testing.T) {
 		if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) == wantHi {
 			t.Errorf("p99.9 of %d probes: interval %v, want an upper bound: %v", n, iv, wantHi)
 		}
+	}
+}
+
+// A long run's probes (a tcp_rr sample of a few hundred thousand round
+// trips) get an interval: go-moremath's binomial CDF panicked there
+// ("betainc: a or b too big") near the median of 233,000. The ranks are
+// the normal approximation's within a rank or two: n q ± 1.96 sqrt(n q (1-q)).
+func TestRankBoundsLargeN(t *testing.T) {
+	for _, n := range []int{233000, 1000000} {
+		for _, q := range []float64{0.5, 0.99, 0.999} {
+			l, u := rankBounds(n, q, 0.025)
+			half := 1.959964 * math.Sqrt(float64(n)*q*(1-q))
+			wantL, wantU := float64(n)*q-half, float64(n)*q+half+1
+			if math.Abs(float64(l)-wantL) > 3 || math.Abs(float64(u)-wantU) > 3 {
+				t.Errorf("n %d q %g: ranks %d..%d, want about %.0f..%.0f", n, q, l, u, wantL, wantU)
+			}
+		}
+	}
+}
+
+// The table agrees with go-moremath's binomial CDF wherever that converges.
+func TestRankBoundsMatchBetaInc(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 30, 100, 1000, 3700, 20000} {
+		for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+			below := func(j int) float64 { return stats.BinomialDist{N: n, P: q}.CDF(float64(j - 1)) }
+			wl := sort.Search(n+1, func(i int) bool { return below(i+1) > 0.025 })
+			wu := min(sort.Search(n+1, func(i int) bool { return below(i+1) >= 0.975 })+1, n+1)
+			if l, u := rankBounds(n, q, 0.025); l != wl || u != wu {
+				t.Errorf("n %d q %g: ranks %d..%d, the incomplete beta's %d..%d", n, q, l, u, wl, wu)
+			}
+		}
+	}
+}
+
+// The interval's cost at a long tcp_rr sample's size (the table of
+// binomial probabilities is O(n), like the sort before it).
+func BenchmarkPercentile233k(b *testing.B) {
+	xs := make([]float64, 233000)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	for b.Loop() {
+		Percentile(xs, 0.99)
 	}
 }

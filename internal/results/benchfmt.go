@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"golang.org/x/perf/benchfmt"
@@ -19,7 +20,8 @@ import (
 
 // loadBenchfmt reads a Go benchmark format file. Each result line becomes a
 // sample: the name's "/key=value" parts become axes (the cell name is the
-// values joined by "/"), the units become metric keys, the "kernel" name
+// values joined by "/"; a pin WriteBenchfmt wrote, "vhost=0", is axis
+// pin.vhost with the cell name part vhost-pin0, as the run had it), the units become metric keys, the "kernel" name
 // part or configuration key the kernel label (else the file name), and
 // "accel: tcg" or "emulated: true" marks it emulated.
 func (set *Set) loadBenchfmt(path string) error {
@@ -74,31 +76,37 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 	base, parts := rec.Name.Parts()
 	var cell []string
 	prev := "" // the plain part before p, if p directly follows one
-	for _, p := range parts {
-		if p[0] == '-' { // GOMAXPROCS suffix
-			continue
-		}
-		p = bytes.TrimPrefix(p, []byte("/"))
-		if len(p) == 0 {
+	for _, p := range nameParts(parts) {
+		if p == "" {
 			file, line := rec.Pos()
 			return s, fault.Input("%s:%d: benchmark name Benchmark%s has an empty /part (go test never writes one); remove the extra /", file, line, rec.Name.Full())
 		}
-		k, v, ok := bytes.Cut(p, []byte("="))
+		k, v, ok := strings.Cut(p, "=")
 		if !ok {
-			cell = append(cell, string(p))
-			prev = string(p)
+			cell = append(cell, p)
+			prev = p
 			continue
 		}
-		if string(k) == "kernel" {
-			s.Kernel = string(v)
+		if k == "kernel" {
+			s.Kernel = v
 			continue
 		}
-		s.Axes[string(k)] = string(v)
-		if !spells(prev, string(k), string(v)) {
+		if a := pinAxis(k, v); a != "" {
+			// "vhost=0" is pin.vhost, its cell name part "vhost-pin0",
+			// which a name may spell just before it.
+			s.Axes[a] = v
+			if part := pinPart(a, v); part != prev {
+				cell = append(cell, part)
+			}
+			prev = ""
+			continue
+		}
+		s.Axes[k] = v
+		if !spells(prev, k, v) {
 			// A key a generator's part spells ("pktgen-t4/threads=4")
 			// is an axis only: the cell name is what it was before
 			// WriteBenchfmt wrote the key.
-			cell = append(cell, string(v))
+			cell = append(cell, v)
 			prev = ""
 		}
 	}
@@ -148,6 +156,55 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 		s.Metrics[metric.Key(unit)] = val
 	}
 	return s, nil
+}
+
+// nameParts are a result name's /parts without their "/", its GOMAXPROCS
+// suffix left out, except where the suffix ends a pin's CPU range:
+// benchfmt reads a name ending "vhost=0-1" as "vhost=0" and suffix "-1".
+func nameParts(parts [][]byte) []string {
+	var out []string
+	for _, p := range parts {
+		if p[0] != '-' {
+			out = append(out, string(bytes.TrimPrefix(p, []byte("/"))))
+			continue
+		}
+		if n := len(out); n > 0 {
+			if k, v, ok := strings.Cut(out[n-1], "="); ok && pinAxis(k, v+string(p)) != "" {
+				out[n-1] += string(p)
+			}
+		}
+	}
+	return out
+}
+
+// pinStems are the pin axes and the stems of their cell name parts
+// ("vhost-pin0", "gen-unpinned", as the scenario names them).
+var pinStems = map[string]string{"pin.vhost": "vhost", "pin.vcpu": "vcpu", "pin.generator": "gen"}
+
+// cpuList is a pin's value: CPUs ("0", "0-1", "2,4") or none.
+var cpuList = lazyre.New(`^(none|[0-9]+([-,][0-9]+)*)$`)
+
+// pinAxis is the pin axis a name's key=value stands for, or "": key is
+// the axis (pin.vhost) or the short name WriteBenchfmt gives it (vhost),
+// value a CPU list or none (a "vhost=on" of another tool is no pin).
+func pinAxis(key, value string) string {
+	a := key
+	if _, ok := pinStems["pin."+key]; ok && key != "generator" { // the plain generator axis keeps that name
+		a = "pin." + key
+	}
+	if _, ok := pinStems[a]; !ok || !cpuList().MatchString(value) {
+		return ""
+	}
+	return a
+}
+
+// pinPart is pin axis a's cell name part for value v: "vhost-pin0",
+// "vhost-unpinned" for none.
+func pinPart(a, v string) string {
+	if v == "none" {
+		return pinStems[a] + "-unpinned"
+	}
+	return pinStems[a] + "-pin" + v
 }
 
 // WriteBenchfmt writes the samples of set in the Go benchmark format, one

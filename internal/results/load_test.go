@@ -474,3 +474,54 @@ func TestLoadCountsOneMeasurementOnce(t *testing.T) {
 		t.Errorf("warnings %q, want one naming the copies", set.Warnings)
 	}
 }
+
+// A pinned vhost reads back as pin.vhost, its cell name part as the run
+// spelled it ("vhost-pin0", "vhost-unpinned"). WriteBenchfmt writes it
+// "vhost=0" where only some cells have the pin (tap cells have no vhost)
+// or where it varies; read back as axis "vhost" with a part "0", the
+// pinning was lost to report's context and its TAP-beside-TAP+vhost
+// rows, and cells no longer matched a run directory's.
+func TestBenchfmtRoundTripPin(t *testing.T) {
+	sample := func(backend, pin string) Sample {
+		s := Sample{Cell: backend + "/pktgen-t1", Kernel: "stock", Axes: map[string]string{"backend": backend, "generator": "pktgen-t1"},
+			Metrics: map[metric.Key]float64{"tx_pps": 1}}
+		if pin != "" {
+			s.Axes["pin.vhost"] = pin
+			s.Cell += "/vhost-" + map[bool]string{true: "unpinned", false: "pin" + pin}[pin == "none"]
+		}
+		return s
+	}
+	// The cells read back lack the parts every sample shares (the
+	// generator; in the second case the backend too).
+	for _, c := range []struct {
+		samples []Sample
+		cells   []string
+	}{
+		{[]Sample{sample("tap", ""), sample("tap+vhost", "0")}, []string{"tap", "tap+vhost/vhost-pin0"}},
+		{[]Sample{sample("tap+vhost", "0"), sample("tap+vhost", "none")}, []string{"vhost-pin0", "vhost-unpinned"}},
+		{[]Sample{sample("tap", ""), sample("tap+vhost", "0-1"), sample("tap+vhost", "none")},
+			[]string{"tap", "tap+vhost/vhost-pin0-1", "tap+vhost/vhost-unpinned"}},
+	} {
+		var buf bytes.Buffer
+		if err := WriteBenchfmt(&buf, &Set{Samples: c.samples}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "pin.bench")
+		os.WriteFile(path, buf.Bytes(), 0o644)
+		back, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range back.Samples {
+			if want := c.samples[i].Axes["pin.vhost"]; s.Cell != c.cells[i] || s.Axes["pin.vhost"] != want || s.Axes["vhost"] != "" {
+				t.Errorf("read back %q %v, want %q with pin.vhost %q; from\n%s", s.Cell, s.Axes, c.cells[i], want, buf.String())
+			}
+		}
+	}
+	// Another tool's vhost=on is no pin.
+	other := filepath.Join(t.TempDir(), "other.bench")
+	os.WriteFile(other, []byte("BenchmarkX/vhost=on 1 5 ns/op\n"), 0o644)
+	if set, err := Load(other); err != nil || set.Samples[0].Axes["vhost"] != "on" || set.Samples[0].Cell != "on" {
+		t.Errorf("vhost=on: %+v, %v", set, err)
+	}
+}

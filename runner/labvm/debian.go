@@ -42,6 +42,18 @@ func debianLabVersion(ctx context.Context, v, cacheDir string) (string, error) {
 	return "", inputErrorf("Debian kernel version %q: use MAJOR.MINOR (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\") or ABI-flavour (\"6.12.117+deb12-amd64\")", v)
 }
 
+// DebianCached reports whether a lab kernel's Debian version v is
+// unpacked in cacheDir as debianLabVersion and the fetch would find it
+// (a series: its newest cached ABI of the lab flavour), asking apt
+// nothing: then a run fetches nothing for it.
+func DebianCached(v, cacheDir string) bool {
+	if !isABI(v) && vmimages.IsDebianSeries(v) {
+		v += "-" + labFlavour
+	}
+	full, err := debianLabVersion(context.Background(), v, cacheDir)
+	return err == nil && vmimages.DebianKernelCached(full, cacheDir)
+}
+
 func isABI(v string) bool {
 	_, err := vmimages.ParseDebianABI(v)
 	return err == nil
