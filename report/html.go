@@ -219,14 +219,20 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 			left+i*160, barColors[i%len(barColors)], left+i*160+14, htmlText(label))
 	}
 	b.WriteString("</svg>\n")
-	cap := "Bars: median; error bars: " + CIName(cis) + "."
+	fmt.Fprintf(b, "<p class=\"notes\">%s</p>\n", chartCaption(cis, anyMinMax))
+}
+
+// chartCaption says what a chart's error bars are: the confidence
+// intervals of the median cis by their own levels (CIName), min..max
+// where anyMinMax (too few samples), or both.
+func chartCaption(cis []*Stats, anyMinMax bool) string {
 	switch {
 	case len(cis) == 0:
-		cap = "Bars: median; error bars: min to max: too few samples give no finite confidence interval of the median."
+		return "Bars: median; error bars: min to max: too few samples give no finite confidence interval of the median."
 	case anyMinMax:
-		cap = "Bars: median; error bars: " + CIName(cis) + ", or min to max where too few samples give no finite interval."
+		return "Bars: median; error bars: " + CIName(cis) + ", or min to max where too few samples give no finite interval."
 	}
-	fmt.Fprintf(b, "<p class=\"notes\">%s</p>\n", cap)
+	return "Bars: median; error bars: " + CIName(cis) + "."
 }
 
 // niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
