@@ -481,8 +481,7 @@ func (cr *cellRun) collect(ctx, runCtx context.Context) *results.Sample {
 	s := &results.Sample{Run: cr.r.id, Cell: c.Name, Rep: c.Rep, Kernel: kernelLabel(c), Axes: c.Axes,
 		Start: cr.t0.UTC(), WindowS: window.Seconds(), Metrics: map[metric.Key]float64{}, Labels: map[string]string{},
 		Emulated: g.accel != qemu.KVM}
-	NetMetrics(s, cr.before, cr.after, window)
-	AddResult(s, c, cr.res)
+	windowMetrics(s, c, cr.res, cr.before, cr.after, window)
 	cr.r.drops.addDrops(s, c, cr.res, cr.before, cr.after)
 	if c.Latency != nil {
 		if err := addLatency(s, c.Latency, cr.lat, latRecs, latWarns, cr.out, cr.rel); err != nil {

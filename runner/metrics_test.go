@@ -261,6 +261,5 @@ func TestOneClockAtKVMSpeed(t *testing.T) {
 // sampleMetrics computes a sample's metrics as runSample does: the
 // counters over the window, then the workload's result.
 func sampleMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
-	NetMetrics(s, before, after, window)
-	AddResult(s, c, res)
+	windowMetrics(s, c, res, before, after, window)
 }

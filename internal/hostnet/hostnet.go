@@ -311,6 +311,9 @@ func (n *Netns) DeleteLink(name string) error {
 type LinkStats struct {
 	RxPackets, TxPackets, RxBytes, TxBytes, RxDropped, TxDropped, TxErrors uint64
 	OperUp, NoCarrier                                                      bool
+	// TxQLen is the device's txqueuelen: on a tap, the depth of each
+	// queue's tx ring (the ptr_ring its reader drains).
+	TxQLen int
 }
 
 // LinkStats reads a device's counters (the values /sys/class/net/DEV/statistics shows in the namespace).
@@ -339,6 +342,7 @@ func ReadLinkStats(dev string) (LinkStats, error) {
 	}
 	s.OperUp = a.OperState == netlink.OperUp
 	s.NoCarrier = a.RawFlags&unix.IFF_LOWER_UP == 0
+	s.TxQLen = a.TxQLen
 	return s, nil
 }
 

