@@ -55,7 +55,7 @@ func (b compareKind) compareTables() {
 		}
 		// With one column there is no "p, n" column: the cells say n.
 		withN := len(b.r.Columns) == 1
-		ranges, cis := false, false
+		ranges, cis := false, []*Stats(nil)
 		for _, cell := range cells {
 			r := Row{Labels: []string{cell}}
 			for i, col := range b.r.Columns {
@@ -64,7 +64,7 @@ func (b compareKind) compareTables() {
 				if st.N > 0 {
 					c = Cell{Text: spreadText(&st, withN), Value: ptr(st.Median), Stats: &st, Emulated: b.r.IsEmulated(col)}
 					if st.CIFinite() {
-						cis = true
+						cis = append(cis, c.Stats)
 					} else {
 						ranges = true
 					}
@@ -101,14 +101,15 @@ func (b compareKind) compareTables() {
 }
 
 // compareLegends appends the legends of compare table t of metric m,
-// after the numbered notes its cells refer to: the spread (cis: some
-// cell has a confidence interval, ranges: some the runs' range), what
+// after the numbered notes its cells refer to: the spread (cis: the
+// stats of the cells with a confidence interval, named by their own
+// levels, CIName; ranges: some cell shows the runs' range), what
 // the metric counts, over which interval, total or per thread, and what
 // the change columns are (a table quoted alone carries them; its title
 // says only the unit), and the nesting notes.
-func (b compareKind) compareLegends(t *Table, m metric.Metric, cis, ranges bool) {
-	if cis {
-		t.Notes = append(t.Notes, fmt.Sprintf("± = %.0f%% confidence interval of the median", 100*Confidence))
+func (b compareKind) compareLegends(t *Table, m metric.Metric, cis []*Stats, ranges bool) {
+	if len(cis) > 0 {
+		t.Notes = append(t.Notes, "± = "+CIName(cis))
 	}
 	if ranges {
 		t.Notes = append(t.Notes, fmt.Sprintf("(lo..hi) = min..max of the runs: fewer than %d runs give no %.0f%% confidence interval of the median", minCIRuns, 100*Confidence))
@@ -124,7 +125,7 @@ func (b compareKind) compareLegends(t *Table, m metric.Metric, cis, ranges bool)
 }
 
 // minCIRuns is the smallest sample for which the order statistics give a finite
-// confidence interval of the median at level Confidence.
+// confidence interval of the median at level Confidence or more.
 const minCIRuns = 6
 
 // spreadText is the median with its honest spread: benchstat's

@@ -283,7 +283,8 @@ func TestDefaultGatesSkipPerfCounters(t *testing.T) {
 }
 
 // A table mixing cells with a finite CI (n >= 6) and cells without one
-// explains both notations, once each.
+// explains both notations, once each: the 8 runs' interval [x1, x7] is
+// a 96% one (1 - 1/2^8 - 9/2^8), not the 95% asked for.
 func TestSpreadLegends(t *testing.T) {
 	set := &results.Set{Env: map[string]*results.Env{}}
 	for rep := range 8 {
@@ -303,7 +304,7 @@ func TestSpreadLegends(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"1.004k ± 0%", "2.001k (n=3, 2.000..2.002k)", "± = 95% confidence interval of the median", "(lo..hi) = min..max of the runs"} {
+	for _, want := range []string{"1.004k ± 0%", "2.001k (n=3, 2.000..2.002k)", "± = 96% confidence interval of the median", "(lo..hi) = min..max of the runs"} {
 		if strings.Count(out, want) != 1 {
 			t.Errorf("want %q once in:\n%s", want, out)
 		}

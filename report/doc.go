@@ -17,8 +17,9 @@
 //
 // # Model and renderers
 //
-// Build computes Stats (n, mean, median, stddev, CV, min, max, the 95% CI
-// of the median by order statistics, the harmonic mean for rates; all from
+// Build computes Stats (n, mean, median, stddev, CV, min, max, the CI of
+// the median by order statistics at its own level, the least at or above
+// 95% its n gives, 97% at 6 runs; the harmonic mean for rates; all from
 // github.com/aclements/go-moremath, the module's one statistics library)
 // per cell, column and metric, Comparisons against the base column (the
 // verdict SAME, DIFFERENT or UNKNOWN of internal/verdict for the change
@@ -31,9 +32,11 @@
 // are values (Stats.Warnings, Delta.TooFew, Table.Notes), not errors. A
 // symbol absent from one repetition's perf report list counts as 0.
 //
-// A benchstat-style cell is "median ± CI%" when the 95% CI of the median
-// is finite (n >= 6), else the median and the range of the runs,
-// "11.88k (n=2, 8.95..14.8k)"; a table note says which. Tables marked
+// A benchstat-style cell is "median ± CI%" when the CI of the median is
+// finite (n >= 6), else the median and the range of the runs,
+// "11.88k (n=2, 8.95..14.8k)"; a table note says which, and every output
+// (legend, HTML caption, JUnit, JSON and CSV ci_level) names the CI's own
+// level (Stats.CILevel, CIName), never a fixed 95%. Tables marked
 // Detail (the per-metric tables when there is only one column, and the
 // harness table) are left out of text and markdown unless Options.Details
 // (--details): the default text is what one mails. JSON, CSV, benchfmt and

@@ -122,8 +122,9 @@ svg text{font-family:sans-serif;font-size:11px}
 var barColors = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1"}
 
 // writeChart draws the compare table t as grouped bars: the median, with
-// an error bar over the 95% CI of the median, or over min..max when the CI
-// is infinite (too few samples); the caption says which.
+// an error bar over the confidence interval of the median, or over
+// min..max when it is infinite (too few samples); the caption says which,
+// and the intervals' own levels (CIName).
 func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	type bar struct {
 		med, lo, hi  float64
@@ -132,7 +133,7 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 	var groups [][]bar
 	var names []string
 	top := 0.0
-	anyMinMax := false
+	anyMinMax, cis := false, []*Stats(nil)
 	for _, row := range t.Rows {
 		var g []bar
 		for i := range r.Columns {
@@ -147,7 +148,9 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 			c := row.Cells[idx]
 			st := c.Stats
 			br := bar{med: st.Median, lo: st.Lo, hi: st.Hi, ci: st.CIFinite(), emulated: c.Emulated}
-			if !br.ci {
+			if br.ci {
+				cis = append(cis, st)
+			} else {
 				br.lo, br.hi = st.Min, st.Max
 				anyMinMax = true
 			}
@@ -216,11 +219,20 @@ func writeChart(b *bytes.Buffer, r *Report, t *Table) {
 			left+i*160, barColors[i%len(barColors)], left+i*160+14, htmlText(label))
 	}
 	b.WriteString("</svg>\n")
-	cap := "Bars: median; error bars: 95% confidence interval of the median."
-	if anyMinMax {
-		cap = "Bars: median; error bars: 95% confidence interval of the median, or min to max where too few samples give no finite interval."
+	fmt.Fprintf(b, "<p class=\"notes\">%s</p>\n", chartCaption(cis, anyMinMax))
+}
+
+// chartCaption says what a chart's error bars are: the confidence
+// intervals of the median cis by their own levels (CIName), min..max
+// where anyMinMax (too few samples), or both.
+func chartCaption(cis []*Stats, anyMinMax bool) string {
+	switch {
+	case len(cis) == 0:
+		return "Bars: median; error bars: min to max: too few samples give no finite confidence interval of the median."
+	case anyMinMax:
+		return "Bars: median; error bars: " + CIName(cis) + ", or min to max where too few samples give no finite interval."
 	}
-	fmt.Fprintf(b, "<p class=\"notes\">%s</p>\n", cap)
+	return "Bars: median; error bars: " + CIName(cis) + "."
 }
 
 // niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.

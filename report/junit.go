@@ -128,7 +128,7 @@ func ciText(s Stats) string {
 	if !s.CIFinite() {
 		return ", CI unbounded at this n"
 	}
-	return fmt.Sprintf(", %.0f%% CI %s..%s", s.CILevel*100, fmtNum(s.Lo), fmtNum(s.Hi))
+	return fmt.Sprintf(", %s CI %s..%s", ciPct(s.CILevel), fmtNum(s.Lo), fmtNum(s.Hi))
 }
 
 func fmtNum(v float64) string {

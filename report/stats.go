@@ -4,13 +4,18 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/aclements/go-moremath/stats"
 	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/verdict"
 )
 
-// Confidence is the confidence level of the median intervals.
+// Confidence is the least confidence level of the median intervals: the
+// order statistics give only some levels, so an interval's own level,
+// Stats.CILevel, is the smallest they give at or above it for its n
+// (96.9% at 6 runs, 98.4% at 7, 96.1% at 8 and 9, 97.9% at 10).
+// Every output names CILevel, never Confidence (CIName, ciPct).
 const Confidence = 0.95
 
 // Stats summarizes the values of one metric over repetitions.
@@ -23,7 +28,8 @@ type Stats struct {
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
 	// Lo and Hi bound the confidence interval of the median at level
-	// CILevel (>= Confidence; ±Inf when n is too small for one).
+	// CILevel, its coverage under any continuous noise (>=
+	// Confidence; ±Inf when n is too small for one).
 	Lo      float64 `json:"ci_lo"`
 	Hi      float64 `json:"ci_hi"`
 	CILevel float64 `json:"ci_level"`
@@ -76,6 +82,56 @@ func Summarize(values []float64, rate bool) Stats {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("need >= %d samples for confidence interval at level %v", minCIRuns, Confidence))
 	}
 	return st
+}
+
+// ciPct is the name of a median interval's level: its coverage in
+// percent, rounded ("97%" at 6 runs).
+func ciPct(level float64) string { return fmt.Sprintf("%.0f%%", 100*level) }
+
+// CIName names the confidence intervals of the median in sts (the finite
+// ones) by their own levels: "97% confidence interval of the median"
+// when those round to one, else "confidence interval of the median (97%
+// at 6 runs, 98% at 7 and 10 runs)"; "" when none is finite.
+func CIName(sts []*Stats) string {
+	byPct := map[string][]int{} // runs that give each level
+	var pcts []string           // in the order of their fewest runs
+	for _, st := range sts {
+		if st == nil || !st.CIFinite() {
+			continue
+		}
+		p := ciPct(st.CILevel)
+		if !slices.Contains(byPct[p], st.N) {
+			byPct[p] = append(byPct[p], st.N)
+		}
+	}
+	for p, ns := range byPct {
+		slices.Sort(ns)
+		pcts = append(pcts, p)
+	}
+	slices.SortFunc(pcts, func(a, b string) int { return byPct[a][0] - byPct[b][0] })
+	switch len(pcts) {
+	case 0:
+		return ""
+	case 1:
+		return pcts[0] + " confidence interval of the median"
+	}
+	parts := make([]string, len(pcts))
+	for i, p := range pcts {
+		ns := make([]string, len(byPct[p]))
+		for j, n := range byPct[p] {
+			ns[j] = fmt.Sprint(n)
+		}
+		parts[i] = p + " at " + andList(ns) + " runs"
+	}
+	return "confidence interval of the median (" + strings.Join(parts, ", ") + ")"
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Delta compares two samples of one metric.

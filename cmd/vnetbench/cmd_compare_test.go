@@ -94,6 +94,12 @@ func TestCompareCLISixRuns(t *testing.T) {
 		regexp.MustCompile(`p &lt;= 0[^.]`).Match(x) || !strings.Contains(string(x), "DIFFERENT at p &lt;= 0.0008, the level of the look at 6 runs") {
 		t.Errorf("JUnit is not one regression failure with the look's level:\n%s", x)
 	}
+	// The table's legend and JUnit name the 6 runs' median interval
+	// [min, max] by its one level, 1 - 2/2^6 = 96.9%: the legend once
+	// said 95%, the level asked for, where JUnit said 97%.
+	if !strings.Contains(out.String(), "+- = 97% confidence interval of the median") || strings.Count(string(x), ", 97% CI ") != 4 {
+		t.Errorf("the legend and JUnit do not both name the 97%% interval:\n%s\n%s", out.String(), x)
+	}
 	checkCLIGolden(t, filepath.Join("testdata", "compare", "six-runs.txt"), out.Bytes())
 }
 
