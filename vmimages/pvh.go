@@ -64,8 +64,9 @@ func PVHKernel(ctx context.Context, image, cacheDir string) (string, error) {
 	}
 	vsum := sha256.Sum256(vmlinux)
 	// The vmlinux first, its hash last: a vmlinux without one is not
-	// reused.
-	os.Remove(out + ".sha256")
+	// reused. A hash already there (of a vmlinux that no longer matched
+	// it) is replaced by the rename, not removed first: reuse checks the
+	// content against it, and it is not this process's to remove.
 	if err := writeAtomic(dir, "vmlinux", vmlinux); err != nil {
 		return "", err
 	}

@@ -3,8 +3,10 @@ package vmimages
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,5 +121,34 @@ func TestExtractVmlinuxPayloads(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %d bytes, %v; want the %d bytes compressed", name, len(got), err, len(want))
 		}
+	}
+}
+
+// TestPVHKernelKeepsHashOnFailure: a failed extraction leaves the hash
+// file already in the cache (it removed it before writing, though this
+// process had not made it).
+func TestPVHKernelKeepsHashOnFailure(t *testing.T) {
+	k := testKernel(t)
+	data, err := os.ReadFile(k.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	cache := t.TempDir()
+	dir := filepath.Join(cache, vmlinuxCache, hex.EncodeToString(sum[:8]))
+	// A directory with something in it where the vmlinux goes: the
+	// rename onto it fails.
+	if err := os.MkdirAll(filepath.Join(dir, "vmlinux", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hash := filepath.Join(dir, "vmlinux.sha256")
+	if err := os.WriteFile(hash, []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PVHKernel(t.Context(), k.Image, cache); err == nil {
+		t.Fatal("PVHKernel wrote over a directory")
+	}
+	if b, err := os.ReadFile(hash); err != nil || string(b) != "theirs\n" {
+		t.Errorf("%s removed or changed: %q, %v", hash, b, err)
 	}
 }

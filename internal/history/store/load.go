@@ -183,8 +183,9 @@ func (x *Index) seriesRows(ctx context.Context) ([]history.Series, []int, error)
 // contents in one immediate transaction, so a concurrent 'history add'
 // waits for it and lands before or after it, never in a file the rebuild
 // then replaces. An index that SQLite cannot read (corrupt, or not a
-// database) is replaced by a new file instead: no writer can use it. A
-// link at the index or its journals is refused, as Open refuses it.
+// database) is replaced by a new file instead: no writer can use it
+// (rebuildFile). A link at the index or its journals is refused, as Open
+// refuses it.
 func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 	if err := noLink(path); err != nil {
 		return 0, err
@@ -195,12 +196,13 @@ func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 			return 0, fault.Input("no run directories given and no index at %s to take them from; run 'vnetbench history rebuild RUN_DIR...'", path)
 		}
 	}
+	before := journals(path)
 	x, err := open(path)
 	if err != nil {
 		if !unreadable(err) || fromIndex {
 			return 0, openErr(path, err)
 		}
-		return rebuildFile(ctx, path, paths)
+		return rebuildFile(ctx, path, paths, before)
 	}
 	defer x.Close()
 	if fromIndex {
@@ -220,7 +222,7 @@ func Rebuild(ctx context.Context, path string, paths []string) (int, error) {
 	n, err := x.replace(ctx, runs, fromIndex)
 	if err != nil && unreadable(err) && !fromIndex {
 		x.Close()
-		return rebuildFile(ctx, path, paths)
+		return rebuildFile(ctx, path, paths, before)
 	}
 	return n, err
 }
@@ -309,35 +311,4 @@ func unreadable(err error) bool {
 	}
 	c := se.Code() & 0xff
 	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
-}
-
-// rebuildFile writes a new index beside path and renames it over path:
-// for an index SQLite cannot read.
-func rebuildFile(ctx context.Context, path string, paths []string) (int, error) {
-	runs, err := ReadRuns(paths)
-	if err != nil {
-		return 0, err
-	}
-	tmp := path + ".rebuild"
-	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
-		os.Remove(f)
-	}
-	x, err := Open(tmp)
-	if err != nil {
-		return 0, err
-	}
-	err = x.Add(ctx, runs...)
-	if cerr := x.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range []string{path + "-wal", path + "-shm"} {
-		os.Remove(f)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return 0, fmt.Errorf("replace history index %s: %w", path, err)
-	}
-	return len(runs), nil
 }
