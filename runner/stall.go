@@ -42,7 +42,8 @@ func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result,
 // until the reader, QEMU or vhost-net for the guest, takes packets off
 // the ring: a tail-dropping tap takes a packet for each slot freed, and
 // tun's backpressure (a stopped queue) wakes the queue once half the ring
-// is free. If the reader took less than half a ring in the whole window,
+// is free. If the reader took less than half a ring in the whole window
+// (per queue the generator sends on: each queue wakes on its own ring),
 // the receiver stalled (a guest starved of CPU does not refill its virtio
 // rx queue): Transmitted 0 measures the receiver. If it took more, the
 // ring had room and the generator still sent nothing: not a stall, and
@@ -59,12 +60,31 @@ func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, be
 		ring = defaultRing
 	}
 	window := fmt.Sprintf("%.1f s window (its own run %.1f s)", s.WindowS, s.Metrics[metric.TxRunS])
-	if read < uint64(ring/2) {
-		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (less than half its %d-packet ring) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
-			StalledReceiver, c.Generator.Kind, window, read, ring, rx)
+	queues, half := sendQueues(c), fmt.Sprintf("half its %d-packet ring", ring)
+	if queues > 1 {
+		half = fmt.Sprintf("half a %d-packet ring on each of the %d queues it sends on, %d", ring, queues, queues*(ring/2))
 	}
-	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (half its %d-packet ring or more): not a stalled receiver; was the tap's tx queue left stopped?",
-		c.Generator.Kind, window, read, ring)
+	if read < uint64(queues*(ring/2)) {
+		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (less than %s) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
+			StalledReceiver, c.Generator.Kind, window, read, half, rx)
+	}
+	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (%s or more): not a stalled receiver; was the tap's tx queue left stopped?",
+		c.Generator.Kind, window, read, half)
+}
+
+// queueSender is a generator's Config that knows how many of a tap's
+// queues its threads send on (pktgen's).
+type queueSender interface{ SendQueues(tapQueues int) int }
+
+// sendQueues is how many of the tap's queues the generator sends on: a
+// stopped queue wakes on room in its own ring, so a stall is less than
+// half a ring taken from each of them (one for a generator that does not
+// say).
+func sendQueues(c *scenarios.Cell) int {
+	if q, ok := c.Generator.Config.(queueSender); ok {
+		return max(q.SendQueues(c.TapQueues()), 1)
+	}
+	return 1
 }
 
 // grown is b-a, 0 for a counter that went back (a device made anew).

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/workload"
+	"github.com/vnetbench/vnetbench/internal/workload/pktgen"
 	"github.com/vnetbench/vnetbench/scenarios"
 )
 
@@ -54,6 +56,42 @@ func TestStalledReceiverWarning(t *testing.T) {
 		}
 		if s.Metrics["tx_pps"] != tc.res.Metrics["tx_pps"] {
 			t.Errorf("%s: tx_pps %v: the sample is kept as measured", tc.name, s.Metrics["tx_pps"])
+		}
+	}
+}
+
+// A stopped queue wakes on room in its own ring: pktgen's 4 threads on
+// a 4-queue tap (QUEUE_MAP_CPU, a queue each) stall only while each
+// queue's reader takes less than half of its ring, so the bar is half a
+// ring per queue they send on, 1000 here, not one queue's 250. Threads
+// that share queue 0 (simple, sample01) or whose queue the tap picks
+// (queue_xmit) keep one queue's bar.
+func TestStalledReceiverPerQueue(t *testing.T) {
+	zero := &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 0, "tx_run_s": 3}, Elapsed: 3 * time.Second}
+	mq := func(mode, xmit string, threads, queues int) *scenarios.Cell {
+		return &scenarios.Cell{Queues: queues, Generator: scenarios.Generator{Kind: "pktgen",
+			Config: &pktgen.Config{Mode: mode, Threads: threads, XmitMode: xmit}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		c     *scenarios.Cell
+		read  uint64
+		stall bool
+	}{
+		{"4 threads, 4 queues, 600 read", mq(pktgen.ModeMultiqueue, "", 4, 4), 600, true},
+		{"4 threads, 4 queues, 1000 read", mq(pktgen.ModeMultiqueue, "", 4, 4), 1000, false},
+		{"4 threads, 2 queues, 600 read", mq(pktgen.ModeMultiqueue, "", 4, 2), 600, false},
+		{"2 threads, 4 queues, 400 read", mq(pktgen.ModeMultiqueue, "", 2, 4), 400, true},
+		{"4 threads, 1 queue, 300 read", mq(pktgen.ModeMultiqueue, "", 4, 1), 300, false},
+		{"queue_xmit, 4 queues, 300 read", mq(pktgen.ModeMultiqueue, "queue_xmit", 4, 4), 300, false},
+		{"simple, 4 queues, 300 read", mq(pktgen.ModeSimple, "", 1, 4), 300, false},
+	} {
+		before := Counters{Tap: hostnet.LinkStats{TxPackets: 100, TxQLen: 500}}
+		after := Counters{Tap: hostnet.LinkStats{TxPackets: 100 + tc.read, TxQLen: 500}}
+		s := &results.Sample{Metrics: map[metric.Key]float64{}, WindowS: 4}
+		sampleMetrics(s, tc.c, zero, before, after, 4*time.Second)
+		if got := slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, StalledReceiver+": ") }); got != tc.stall {
+			t.Errorf("%s: stalled receiver %v, want %v: %q", tc.name, got, tc.stall, s.Warnings)
 		}
 	}
 }

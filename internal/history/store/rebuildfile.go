@@ -55,15 +55,19 @@ func journals(path string) []string {
 }
 
 // buildTemp writes runs to a new index in a file that os.CreateTemp makes
-// beside path (PATH.rebuild-RANDOM, a name no one else has) and returns
-// its name. When that fails it removes that file, and nothing else.
-// Closing the index removes the journals SQLite made beside it.
+// beside path (PATH.rebuild-RANDOM, a name no one else has), with the
+// mode of the index it replaces (CreateTemp's is 0600), and returns its
+// name. When that fails it removes that file, and nothing else. Closing
+// the index removes the journals SQLite made beside it.
 func buildTemp(ctx context.Context, path string, runs []*Run) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".rebuild-*")
 	if err != nil {
 		return "", fmt.Errorf("history rebuild: %w", err)
 	}
 	tmp := f.Name()
+	if fi, err := os.Stat(path); err == nil {
+		f.Chmod(fi.Mode().Perm()) // its owner's own file; else 0600 stays
+	}
 	f.Close()
 	if err := writeIndex(ctx, tmp, runs); err != nil {
 		os.Remove(tmp)

@@ -127,3 +127,24 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestRebuildUnreadableKeepsMode: the new index keeps the mode of the
+// one it replaces: os.CreateTemp makes its file 0600, and a 0640 index
+// that others read came back 0600.
+func TestRebuildUnreadableKeepsMode(t *testing.T) {
+	dir := t.TempDir()
+	db := notADatabase(t, dir)
+	if err := os.Chmod(db, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rebuild(t.Context(), db, []string{realRuns + "quickstart-tcg"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("rebuilt index mode %v, want 0640, the replaced index's", fi.Mode().Perm())
+	}
+}

@@ -290,6 +290,19 @@ func (p *Config) NamePart() (string, []string) {
 // 0, the contention the netdev thread measured.
 func (p *Config) AutoQueues() int { return max(p.Threads, 1) }
 
+// SendQueues is how many of a tap's tapQueues queues the threads send
+// on. With QUEUE_MAP_CPU (every native mode but simple, and sample02)
+// kpktgend_N on CPU N sends on queue N % tapQueues: the threads' CPUs
+// are consecutive, so min(threads, tapQueues). Simple mode and sample01
+// send on queue 0, and queue_xmit on the queue tun picks by flow: one.
+func (p *Config) SendQueues(tapQueues int) int {
+	mapped := p.Mode != ModeSimple && (p.Mode != ModeScript || p.Script == MultiqueueScript)
+	if !mapped || p.XmitMode == "queue_xmit" {
+		return 1
+	}
+	return max(min(p.Threads, tapQueues), 1)
+}
+
 // CPUsNeeded: kpktgend_N runs on CPU N.
 func (p *Config) CPUsNeeded() int { return p.FirstCPU + p.Threads }
 
