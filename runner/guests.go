@@ -361,7 +361,7 @@ func (r *runState) clearConsole(path string) error {
 		return err
 	}
 	defer d.Close()
-	return d.RemoveOwn(rel)
+	return safefs.RemoveOwn(d, rel)
 }
 
 // launch starts QEMU in the run's namespace and confirms over QMP that

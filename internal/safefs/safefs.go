@@ -308,8 +308,9 @@ func (d *Dir) RemoveAll(name string) error {
 // proves is that the removal stays on that name: a symbolic link at
 // name or on the way to it is refused (a LinkError) and left as it is,
 // neither followed nor removed, as vnetbench never writes one there.
-// Links inside a directory it removes are removed, not followed.
-func (d *Dir) RemoveOwn(name string) error {
+// Links inside a directory it removes are removed, not followed. A
+// function, not a method: a Dir has its share of them.
+func RemoveOwn(d *Dir, name string) error {
 	n, err := d.noLinks(name, true)
 	if err != nil {
 		return err

@@ -305,20 +305,20 @@ func TestRemoveOwn(t *testing.T) {
 	want := snapshot(t, outside)
 	for _, name := range []string{"file-link", "dir-link", "dir-link/keep"} {
 		var le *LinkError
-		if err := d.RemoveOwn(name); !errors.As(err, &le) || !errors.Is(err, fault.ErrInput) {
+		if err := RemoveOwn(d, name); !errors.As(err, &le) || !errors.Is(err, fault.ErrInput) {
 			t.Errorf("RemoveOwn(%s) = %v, want a LinkError", name, err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, strings.SplitN(name, "/", 2)[0])); err != nil {
 			t.Errorf("RemoveOwn(%s) removed the link: %v", name, err)
 		}
 	}
-	if err := d.RemoveOwn("mine"); err != nil {
+	if err := RemoveOwn(d, "mine"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "mine")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("mine not removed: %v", err)
 	}
-	if err := d.RemoveOwn("absent"); err != nil {
+	if err := RemoveOwn(d, "absent"); err != nil {
 		t.Errorf("RemoveOwn(absent) = %v", err)
 	}
 	if got := snapshot(t, outside); !equal(got, want) {

@@ -77,7 +77,7 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 	// The inner run's guest-states directory, a name vnetbench writes
 	// in its own run directory, its states now copied; a link there is
 	// refused, not followed.
-	if err := in.RemoveOwn(runner.GuestStateDir); err != nil {
+	if err := safefs.RemoveOwn(in, runner.GuestStateDir); err != nil {
 		return kept, err
 	}
 	return kept, pruneStates(out, keptStates)

@@ -115,7 +115,7 @@ func keepFirstLab(dir, label string) (string, error) {
 	// directory; without results.jsonl it holds only what the failed
 	// lab wrote. A link at it or on the way is refused, not followed.
 	if _, err := d.Lstat(filepath.Join(results.LabDir(label), results.ResultsFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := d.RemoveOwn(results.LabDir(label)); err != nil {
+		if err := safefs.RemoveOwn(d, results.LabDir(label)); err != nil {
 			return "", err
 		}
 	}

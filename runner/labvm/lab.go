@@ -418,7 +418,7 @@ func (c *Config) makeDirs(runDir string) (tmp string, remove func() error, err e
 	if err := run.MkdirAll(results.LabVMDir(c.Label)); err != nil {
 		return "", nil, err
 	}
-	if err := run.RemoveOwn(results.LabConsole(c.Label)); err != nil {
+	if err := safefs.RemoveOwn(run, results.LabConsole(c.Label)); err != nil {
 		return "", nil, err
 	}
 	if c.OutDir != "" {

@@ -95,7 +95,7 @@ func (c *Config) removeTurn(runDir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.RemoveOwn(TurnFile)
+	return safefs.RemoveOwn(d, TurnFile)
 }
 
 // pause handles the run inside announcing it is ready to measure: the
