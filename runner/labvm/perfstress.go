@@ -91,6 +91,9 @@ var ErrPerfStuck = errors.New("perf did not exit")
 // PerfStress runs the reproducer; it needs pktgen and perf, so it runs
 // inside a lab VM.
 func PerfStress(ctx context.Context, c PerfStressConfig) (*PerfStressResult, error) {
+	if !inLab() {
+		return nil, errNotInLab
+	}
 	if err := c.prepare(); err != nil {
 		return nil, err
 	}

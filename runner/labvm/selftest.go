@@ -81,6 +81,9 @@ const selfTestMAC = "52:54:00:12:34:56"
 // SelfTest runs the check; it needs pktgen, tun and (for tap+vhost)
 // vhost-net, so it runs inside a lab VM.
 func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
+	if !inLab() {
+		return nil, errNotInLab
+	}
 	if c.Count == 0 {
 		c.Count = 20000
 	}
@@ -217,6 +220,9 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 		NICs:       []qemu.NIC{{Tap: selfTestTap, MAC: selfTestMAC, Vhost: vhost}},
 		QMPSocket:  filepath.Join(tmp, "qmp.sock"),
 		ConsoleLog: console,
+	}
+	if !inLab() {
+		return nil, nil, errNotInLab
 	}
 	start := time.Now()
 	vm, err := qemu.Start(ctx, nil, proc.Real{}, qc, qemu.StartOptions{})
