@@ -346,9 +346,11 @@ func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
 	cfg.VsockCID = n.VsockCID
 }
 
-// clearConsole removes what is at the console log's name in the run
-// directory (a link there is removed, not followed): QEMU opens the log
-// itself, following links, and must create a new file.
+// clearConsole removes the console log vnetbench's QEMU wrote at this
+// name in the run directory (vnetbench's own: results.Create made it) on
+// an earlier boot or attempt: QEMU opens the log itself, following
+// links, and must create a new file. A link there is refused, neither
+// followed nor removed (safefs.RemoveOwn).
 func (r *runState) clearConsole(path string) error {
 	rel, err := filepath.Rel(r.dir, path)
 	if err != nil || !filepath.IsLocal(rel) {
@@ -359,7 +361,7 @@ func (r *runState) clearConsole(path string) error {
 		return err
 	}
 	defer d.Close()
-	return d.RemoveAll(rel)
+	return safefs.RemoveOwn(d, rel)
 }
 
 // launch starts QEMU in the run's namespace and confirms over QMP that

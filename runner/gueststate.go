@@ -207,13 +207,18 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 		gs.r.logf("guest state not saved: %v", err)
 		return nil
 	}
+	// KEY.tmp is vnetbench's own name in its own run directory (what
+	// an interrupted save left); a link there is refused, not followed.
 	tmp := filepath.Join(GuestStateDir, key+".tmp")
-	d.RemoveAll(tmp) // a link there goes, its target stays
+	if err := safefs.RemoveOwn(d, tmp); err != nil {
+		gs.r.logf("guest state not saved: %v", err)
+		return nil
+	}
 	start := time.Now()
 	gs.r.repro.note("# QMP stop, migrate exec:cat > " + d.Join(tmp) + ", cont: the guest's state saved for the next lab")
 	err = qemu.SaveState(ctx, g.vm, d.Join(tmp))
 	if errors.Is(err, qemu.ErrNotResumed) {
-		d.RemoveAll(tmp)
+		safefs.RemoveOwn(d, tmp)
 		gs.notes.state("not saved " + key + ": the guest could not be resumed")
 		return err
 	}
@@ -221,7 +226,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 		err = d.Rename(tmp, filepath.Join(GuestStateDir, key))
 	}
 	if err != nil {
-		d.RemoveAll(tmp)
+		safefs.RemoveOwn(d, tmp)
 		gs.r.logf("guest state not saved: %v", err)
 		return nil
 	}

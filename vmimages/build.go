@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/vmimages/cpio"
@@ -320,7 +321,10 @@ const keepImages = 16
 
 // pruneCache deletes the least recently used initramfs files beyond
 // keepImages, never keep. A VM already running from a deleted file is not
-// affected (the kernel read it at boot).
+// affected (the kernel read it at boot). It prunes only what writeCached
+// writes: a regular file named initramfs-HASH.cpio (24 hex digits); a
+// link, or another file matching initramfs-*.cpio, is not its own and
+// stays.
 func pruneCache(dir, keep string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
 	type entry struct {
@@ -329,7 +333,10 @@ func pruneCache(dir, keep string) {
 	}
 	var es []entry
 	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil && f != keep {
+		if f == keep || !cachedImageRe().MatchString(filepath.Base(f)) {
+			continue
+		}
+		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
 			es = append(es, entry{f, fi.ModTime()})
 		}
 	}
@@ -338,6 +345,9 @@ func pruneCache(dir, keep string) {
 		_ = os.Remove(es[i].path)
 	}
 }
+
+// cachedImageRe is the name writeCached gives an initramfs.
+var cachedImageRe = lazyre.New(`^initramfs-[0-9a-f]{24}\.cpio$`)
 
 // copyTo copies the kernel and initramfs into dir as vmlinuz and
 // initramfs.cpio and writes image.json naming the copies. Every write

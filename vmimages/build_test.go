@@ -265,13 +265,32 @@ func TestPruneCache(t *testing.T) {
 	base := time.Now().Add(-time.Hour)
 	var paths []string
 	for i := 0; i < keepImages+5; i++ {
-		p := filepath.Join(dir, fmt.Sprintf("initramfs-%02d.cpio", i))
+		p := filepath.Join(dir, fmt.Sprintf("initramfs-%024x.cpio", i))
 		os.WriteFile(p, nil, 0o644)
 		os.Chtimes(p, base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second))
 		paths = append(paths, p)
 	}
 	os.WriteFile(filepath.Join(dir, "unrelated"), nil, 0o644)
+	// Not vnetbench's: a name it does not give, a link (even of its
+	// names), both older than every image.
+	mine := filepath.Join(dir, "initramfs-mine.cpio")
+	os.WriteFile(mine, nil, 0o644)
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	link := filepath.Join(dir, fmt.Sprintf("initramfs-%024x.cpio", 999))
+	os.Symlink(target, link)
+	for _, p := range []string{mine, link} {
+		old := base.Add(-time.Hour)
+		os.Chtimes(p, old, old)
+	}
 	pruneCache(dir, paths[0]) // the oldest is the one just written: kept
+	for _, p := range []string{mine, link, target} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("pruned %s, not vnetbench's: %v", p, err)
+		}
+	}
+	os.Remove(mine)
+	os.Remove(link)
 	left, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
 	if len(left) != keepImages {
 		t.Errorf("%d files left, want %d", len(left), keepImages)

@@ -27,6 +27,10 @@ func needRoot(t *testing.T) {
 func TestNetnsTapQdiscStats(t *testing.T) {
 	needRoot(t)
 	name := fmt.Sprintf("vnb-test-%d", os.Getpid())
+	// Tap names of this process alone: every run's netns has a vnbt0 (the
+	// guest's tap), and a run or test elsewhere on the machine must not
+	// decide whether this one's tap leaked into the default namespace.
+	tap0, tap1 := fmt.Sprintf("vnbh%d", os.Getpid()), fmt.Sprintf("vnbi%d", os.Getpid())
 	ns, err := CreateNetns(name)
 	if err != nil {
 		t.Fatal(err)
@@ -44,16 +48,16 @@ func TestNetnsTapQdiscStats(t *testing.T) {
 	if _, err := CreateNetns(name); err == nil {
 		t.Error("second create of the same name succeeded")
 	}
-	for _, tap := range []Tap{{Name: "vnbt0", Addr: "10.0.0.1/24"}, {Name: "vnbt1", Queues: 4}} {
+	for _, tap := range []Tap{{Name: tap0, Addr: "10.0.0.1/24"}, {Name: tap1, Queues: 4}} {
 		if err := ns.CreateTap(tap); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Not in the harness's namespace.
-	if _, err := os.Stat("/sys/class/net/vnbt0"); err == nil {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", tap0)); err == nil {
 		t.Error("tap visible in the default namespace")
 	}
-	st, err := ns.LinkStats("vnbt0")
+	st, err := ns.LinkStats(tap0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,26 +65,26 @@ func TestNetnsTapQdiscStats(t *testing.T) {
 		t.Errorf("tap without a reader should be NO-CARRIER: %+v", st)
 	}
 	for _, kind := range []string{"pfifo_fast", "noqueue", "pfifo_fast"} {
-		if err := ns.SetQdisc("vnbt0", kind); err != nil {
+		if err := ns.SetQdisc(tap0, kind); err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
-		q, err := ns.RootQdisc("vnbt0")
+		q, err := ns.RootQdisc(tap0)
 		if err != nil || q.Kind != kind {
 			t.Errorf("after set %s: root %+v, %v", kind, q, err)
 		}
 	}
-	err = ns.SetQdisc("vnbt0", "vnbnosuchqdisc")
+	err = ns.SetQdisc(tap0, "vnbnosuchqdisc")
 	var qe *QdiscError
 	if !errors.As(err, &qe) || !errors.Is(err, fault.ErrCapability) {
 		t.Errorf("unknown qdisc: %v", err)
 	}
-	if err := ns.ResetQdisc("vnbt0"); err != nil {
+	if err := ns.ResetQdisc(tap0); err != nil {
 		t.Error(err)
 	}
-	if err := ns.DeleteLink("vnbt1"); err != nil {
+	if err := ns.DeleteLink(tap1); err != nil {
 		t.Error(err)
 	}
-	if err := ns.DeleteLink("vnbt1"); err != nil {
+	if err := ns.DeleteLink(tap1); err != nil {
 		t.Errorf("second delete: %v", err)
 	}
 }

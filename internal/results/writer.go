@@ -229,8 +229,10 @@ func (w *Writer) WriteEnv(env Env) error { return writeEnv(w.d, env) }
 
 // ArtifactDir makes the directory for the raw outputs of one sample,
 // ArtifactDir(cell, kernel, rep) under the run directory, emptied of what
-// an interrupted attempt left there (a link there is removed, not
-// followed). It returns it as a safefs.Dir (its Path is absolute) and its
+// an interrupted attempt left there (the run directory is vnetbench's:
+// Create made it with results.jsonl, Open resumes only one that holds
+// it; a link at the name or on the way is refused, safefs.RemoveOwn).
+// It returns it as a safefs.Dir (its Path is absolute) and its
 // path relative to the run directory, which Sample.Artifacts entries
 // start with. The caller closes the Dir.
 func (w *Writer) ArtifactDir(cell, kernel string, rep int) (out *safefs.Dir, rel string, err error) {
@@ -238,7 +240,7 @@ func (w *Writer) ArtifactDir(cell, kernel string, rep int) (out *safefs.Dir, rel
 	if err := w.d.MkdirAll(filepath.Dir(rel)); err != nil {
 		return nil, "", fmt.Errorf("create artifact directory: %w", err)
 	}
-	if err := w.d.RemoveAll(rel); err != nil {
+	if err := safefs.RemoveOwn(w.d, rel); err != nil {
 		return nil, "", fmt.Errorf("clear artifact directory: %w", err)
 	}
 	if out, err = w.d.Sub(rel); err != nil {

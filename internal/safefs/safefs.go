@@ -297,6 +297,27 @@ func (d *Dir) RemoveAll(name string) error {
 	return d.root.RemoveAll(n)
 }
 
+// RemoveOwn removes name, which vnetbench itself writes under the
+// directory, with what is under it; an absent name is no error. It is
+// the one way a fixed name is removed from a directory that is
+// vnetbench's own, and the caller proves both halves of that: the
+// directory is its own (a run directory, made new or empty by
+// results.Create, which writes results.jsonl there with O_EXCL, and
+// resumed only while it holds that file; or a directory vnetbench made
+// under one) and name is one vnetbench writes there. What RemoveOwn
+// proves is that the removal stays on that name: a symbolic link at
+// name or on the way to it is refused (a LinkError) and left as it is,
+// neither followed nor removed, as vnetbench never writes one there.
+// Links inside a directory it removes are removed, not followed. A
+// function, not a method: a Dir has its share of them.
+func RemoveOwn(d *Dir, name string) error {
+	n, err := d.noLinks(name, true)
+	if err != nil {
+		return err
+	}
+	return d.root.RemoveAll(n)
+}
+
 // Rename renames oldname to newname, both under the directory.
 func (d *Dir) Rename(oldname, newname string) error {
 	o, err := d.noLinks(oldname, false)

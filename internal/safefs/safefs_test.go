@@ -285,3 +285,43 @@ func TestChosenLink(t *testing.T) {
 		}
 	}
 }
+
+// RemoveOwn removes a name vnetbench wrote, with what is under it; a
+// link planted at the name or on the way is refused and left, and its
+// target survives.
+func TestRemoveOwn(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("keep"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "mine", "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mine", "sub", "f"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "mine", "inner-link"))
+	os.Symlink(filepath.Join(outside, "keep"), filepath.Join(dir, "file-link"))
+	os.Symlink(outside, filepath.Join(dir, "dir-link"))
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	want := snapshot(t, outside)
+	for _, name := range []string{"file-link", "dir-link", "dir-link/keep"} {
+		var le *LinkError
+		if err := RemoveOwn(d, name); !errors.As(err, &le) || !errors.Is(err, fault.ErrInput) {
+			t.Errorf("RemoveOwn(%s) = %v, want a LinkError", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, strings.SplitN(name, "/", 2)[0])); err != nil {
+			t.Errorf("RemoveOwn(%s) removed the link: %v", name, err)
+		}
+	}
+	if err := RemoveOwn(d, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "mine")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("mine not removed: %v", err)
+	}
+	if err := RemoveOwn(d, "absent"); err != nil {
+		t.Errorf("RemoveOwn(absent) = %v", err)
+	}
+	if got := snapshot(t, outside); !equal(got, want) {
+		t.Errorf("outside changed: %v, want %v", got, want)
+	}
+}

@@ -74,7 +74,10 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 		}
 		kept = append(kept, e.Name())
 	}
-	if err := in.RemoveAll(runner.GuestStateDir); err != nil {
+	// The inner run's guest-states directory, a name vnetbench writes
+	// in its own run directory, its states now copied; a link there is
+	// refused, not followed.
+	if err := safefs.RemoveOwn(in, runner.GuestStateDir); err != nil {
 		return kept, err
 	}
 	return kept, pruneStates(out, keptStates)

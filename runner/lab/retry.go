@@ -111,8 +111,11 @@ func keepFirstLab(dir, label string) (string, error) {
 		return "", err
 	}
 	defer d.Close()
+	// The inner run directory is vnetbench's name in its own run
+	// directory; without results.jsonl it holds only what the failed
+	// lab wrote. A link at it or on the way is refused, not followed.
 	if _, err := d.Lstat(filepath.Join(results.LabDir(label), results.ResultsFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := d.RemoveAll(results.LabDir(label)); err != nil {
+		if err := safefs.RemoveOwn(d, results.LabDir(label)); err != nil {
 			return "", err
 		}
 	}

@@ -412,12 +412,13 @@ func (c *Config) makeDirs(runDir string) (tmp string, remove func() error, err e
 		return "", nil, err
 	}
 	defer run.Close()
-	// QEMU writes the console log there: no link on the way, none at
-	// the name.
+	// QEMU writes the console log there, a new file: the one an earlier
+	// boot of this lab left in the run directory (vnetbench's own) is
+	// removed; a link on the way or at the name is refused.
 	if err := run.MkdirAll(results.LabVMDir(c.Label)); err != nil {
 		return "", nil, err
 	}
-	if err := run.RemoveAll(results.LabConsole(c.Label)); err != nil {
+	if err := safefs.RemoveOwn(run, results.LabConsole(c.Label)); err != nil {
 		return "", nil, err
 	}
 	if c.OutDir != "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,6 +46,9 @@ type SelfTestConfig struct {
 	Log      io.Writer
 	// consoleSuffix tells the consoles of Variants apart.
 	consoleSuffix string
+	// consoles are the console logs this invocation made in OutDir
+	// (newConsole), shared by the copies of the config.
+	consoles map[string]bool
 }
 
 // SelfTestBackend is one backend's measurement.
@@ -104,6 +108,7 @@ func SelfTest(ctx context.Context, c SelfTestConfig) (*SelfTestResult, error) {
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
 		return nil, err
 	}
+	c.consoles = map[string]bool{}
 	tmp, removeTmp, err := ledger.MkdirTemp(fmt.Sprintf("vnb-selftest-%d", os.Getpid()))
 	if err != nil {
 		return nil, err
@@ -197,8 +202,10 @@ func bootNestedVM(ctx context.Context, c SelfTestConfig, backend, initrd, tmp st
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	console := filepath.Join(c.OutDir, "nested-"+strings.ReplaceAll(backend, "+", "-")+c.consoleSuffix+"-console.log")
-	os.Remove(console)
+	console, err := c.newConsole("nested-" + strings.ReplaceAll(backend, "+", "-") + c.consoleSuffix + "-console.log")
+	if err != nil {
+		return nil, nil, err
+	}
 	kernel := c.GuestKernel
 	if v, err := vmimages.PVHKernel(ctx, c.GuestKernel, ""); err == nil {
 		kernel = v // as the runner boots its guests
@@ -273,6 +280,35 @@ func nestedInitrd(c SelfTestConfig, tmp string) (string, error) {
 
 // writeOut writes the file name of the output directory dir through
 // safefs (no link followed).
+// newConsole makes the console log name in OutDir, the user's directory,
+// for QEMU to write (it opens the log itself, truncating it). The log is
+// a new file (O_EXCL): a file of that name that this invocation did not
+// make is the user's, and is refused, never removed or overwritten. One
+// this invocation made (a backend given twice) is truncated, through no
+// link.
+func (c SelfTestConfig) newConsole(name string) (string, error) {
+	d, err := safefs.MkdirAll(c.OutDir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if c.consoles[name] {
+		flag = os.O_WRONLY | os.O_TRUNC
+	}
+	f, err := d.OpenFile(name, flag, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return "", inputErrorf("%s exists and this run did not make it; vnetbench removes no file it did not make: remove it or give another -o", d.Join(name))
+	}
+	if err != nil {
+		return "", err
+	}
+	if c.consoles != nil {
+		c.consoles[name] = true
+	}
+	return d.Join(name), f.Close()
+}
+
 func writeOut(dir, name string, data []byte) error {
 	d, err := safefs.MkdirAll(dir)
 	if err != nil {

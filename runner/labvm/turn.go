@@ -83,7 +83,9 @@ func (c *Config) turnDir(runDir string) string {
 	return filepath.Join(runDir, results.LabVMDir(c.Label))
 }
 
-// removeTurn removes the lab's turn file (nothing to do without Turns).
+// removeTurn removes the lab's turn file (nothing to do without Turns),
+// a name vnetbench writes in the lab's part of the run directory; a
+// link there is refused, not followed (safefs.RemoveOwn).
 func (c *Config) removeTurn(runDir string) error {
 	if c.Turns == nil {
 		return nil
@@ -93,7 +95,7 @@ func (c *Config) removeTurn(runDir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.RemoveAll(TurnFile)
+	return safefs.RemoveOwn(d, TurnFile)
 }
 
 // pause handles the run inside announcing it is ready to measure: the
