@@ -185,7 +185,7 @@ func rolling(vals []float64, n int, q float64) []float64 {
 	for i := range vals {
 		win = append(win[:0], vals[max(0, i-n+1):i+1]...)
 		slices.Sort(win)
-		out[i], _ = latency.Percentile(win, q)
+		out[i] = latency.Quantile(win, q)
 	}
 	return out
 }

@@ -90,7 +90,7 @@ func logPercentiles(runs [][]float64, q float64) []float64 {
 		}
 		s := slices.Clone(r)
 		slices.Sort(s)
-		v, _ := Percentile(s, q)
+		v := Quantile(s, q)
 		if v > 0 {
 			out = append(out, math.Log(v))
 		}

@@ -96,7 +96,6 @@ func Percentile(sorted []float64, q float64) (float64, Interval) {
 	if n == 0 {
 		return math.NaN(), Interval{math.NaN(), math.NaN()}
 	}
-	k := min(max(int(math.Ceil(q*float64(n))), 1), n)
 	lo, hi := rankBounds(n, q, (1-Confidence)/2)
 	iv := Interval{math.NaN(), math.NaN()}
 	if lo >= 1 {
@@ -105,7 +104,18 @@ func Percentile(sorted []float64, q float64) (float64, Interval) {
 	if hi <= n {
 		iv.Hi = sorted[hi-1]
 	}
-	return sorted[k-1], iv
+	return Quantile(sorted, q), iv
+}
+
+// Quantile is Percentile's value alone (NaN for no values): for callers
+// that do not use the interval, whose binomial table (rankBounds) costs
+// O(n) a call, where the value is one index.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	return sorted[min(max(int(math.Ceil(q*float64(n))), 1), n)-1]
 }
 
 // rankBounds returns 1-based ranks l and u with P(X(l) <= xq <= X(u)) >=

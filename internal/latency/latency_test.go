@@ -207,3 +207,21 @@ func BenchmarkPercentile233k(b *testing.B) {
 		Percentile(xs, 0.99)
 	}
 }
+
+// Quantile is Percentile's value, without the interval's O(n) table.
+func TestQuantileIsPercentilesValue(t *testing.T) {
+	if !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Error("no values: want NaN")
+	}
+	for _, n := range []int{1, 2, 7, 100, 1001} {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i)
+		}
+		for _, q := range []float64{0.001, 0.5, 0.9, 0.99, 0.999} {
+			if v, _ := Percentile(xs, q); Quantile(xs, q) != v {
+				t.Errorf("n %d q %g: Quantile %v, Percentile %v", n, q, Quantile(xs, q), v)
+			}
+		}
+	}
+}

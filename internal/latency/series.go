@@ -150,6 +150,6 @@ func SeriesMetrics(pts []Point) map[metric.Key]float64 {
 		return nil
 	}
 	slices.Sort(bl)
-	p50, _ := Percentile(bl, 0.5)
+	p50 := Quantile(bl, 0.5)
 	return map[metric.Key]float64{metric.QdiscBacklogMax: bl[len(bl)-1], metric.QdiscBacklogP50: p50}
 }

@@ -412,7 +412,7 @@ func summarize(p phaseOut) phaseSummary {
 		ps.Phase = "bulk"
 	}
 	for _, q := range percentiles {
-		v, _ := latency.Percentile(sorted, q.q)
+		v := latency.Quantile(sorted, q.q)
 		ps.RTT = append(ps.RTT, v)
 		ps.Quantiles = append(ps.Quantiles, q.q)
 	}
