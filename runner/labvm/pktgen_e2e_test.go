@@ -154,80 +154,37 @@ func labPktgenE2E(t *testing.T, build string) {
 			t.Errorf("the run's table lacks %q", want)
 		}
 	}
+	if os.Getenv("VNETBENCH_E2E_KEEP") != "" {
+		os.WriteFile(filepath.Join(dir, "report.txt"), rep, 0o644)
+	}
+	checkPktgenTables(t, r)
 	res, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	type sample struct {
-		Kernel      string             `json:"kernel"`
-		Axes        map[string]string  `json:"axes"`
-		Metrics     map[string]float64 `json:"metrics"`
-		Unsupported string             `json:"unsupported"`
-		Warnings    []string           `json:"warnings"`
+	ps, err := sortSamples(res)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// One thread-style table per mode and thread count, each with TAP and
-	// TAP+vhost-net rows and stock and patched columns (the thread's).
-	tables := pktgenTables(r)
-	for _, m := range []string{"native", "script"} {
-		for _, th := range []string{"1 thread,", "4 threads,"} {
-			n := 0
-			for _, tb := range tables {
-				if strings.Contains(tb, th) && strings.Contains(tb, "mode script") == (m == "script") {
-					n++
-					for _, want := range []string{"stock", "patched", "| TAP ", "| TAP +", "vhost-net", "Lost", "vhost pinned to CPU 0"} {
-						if !strings.Contains(tb, want) {
-							t.Errorf("%s table for %s lacks %q:\n%s", m, th, want, tb)
-						}
-					}
-				}
-			}
-			if n != 1 {
-				t.Errorf("%d %s pktgen tables for %s, want one", n, m, strings.TrimSuffix(th, ","))
-			}
-		}
+	checkLost(t, ps.lostPPS)
+	stalled, problems := checkStalled(ps.samples)
+	for _, l := range slices.Sorted(maps.Keys(stalled)) {
+		t.Logf("kernel %s: a stalled receiver in %d cells: %s", l, len(stalled[l]), strings.Join(stalled[l], ", "))
 	}
-	if os.Getenv("VNETBENCH_E2E_KEEP") != "" {
-		os.WriteFile(filepath.Join(dir, "report.txt"), rep, 0o644)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	have := map[string]bool{}
-	stalled := map[string][]string{}           // kernel -> its cells that sent nothing to a stalled receiver
-	lines := map[string][]string{}             // kernel and cell -> its results.jsonl lines, for a miss
-	lostPPS := map[string]map[string]float64{} // cell -> kernel -> lost_pps
-	const zcRefused = "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"
-	for _, line := range strings.Split(strings.TrimSpace(string(res)), "\n") {
-		var s sample
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			t.Fatalf("results.jsonl: %v: %s", err, line)
-		}
-		if s.Axes["generator"] == "afxdp" {
-			// Debian's stock tun: zero-copy is a result, n/a.
-			if s.Unsupported == zcRefused {
-				have[s.Kernel+" "+s.Axes["backend"]+" afxdp n/a"] = true
-			}
-			continue
-		}
-		_, lost := s.Metrics["lost_pps"]
-		_, run := s.Metrics["tx_run_s"]
-		cell := s.Axes["backend"] + " " + s.Axes["generator.pktgen.mode"] + " " + s.Axes["generator.pktgen.threads"]
-		lines[s.Kernel+" "+cell] = append(lines[s.Kernel+" "+cell], line)
-		switch {
-		case !lost || !run:
-		case s.Metrics["tx_pps"] > 0:
-			have[s.Kernel+" "+cell] = true
-		case slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, stalledReceiver) }):
-			// The nested guest did not drain the tap in the window (a
-			// loaded host starves TCG in TCG for seconds): the harness
-			// measured it and said so. Counted below.
-			have[s.Kernel+" "+cell] = true
-			stalled[s.Kernel] = append(stalled[s.Kernel], cell)
-		}
-		if lostPPS[cell] == nil {
-			lostPPS[cell] = map[string]float64{}
-		}
-		lostPPS[cell][s.Kernel] = s.Metrics["lost_pps"]
-	}
-	// The thread's result: the stock tap drops on its full ring (the nested
-	// guest reads ~1 Kpps under TCG in TCG while pktgen offers ~100 Kpps),
+	checkBuildIdentities(t, dir, src, build)
+	checkCells(t, ps.have, ps.lines)
+	checkScriptRun(t, dir, r)
+}
+
+// checkLost checks the thread's result in each cell's lost_pps by kernel
+// (cell -> kernel -> lost_pps).
+func checkLost(t *testing.T, lostPPS map[string]map[string]float64) {
+	t.Helper()
+	// The thread's result: the stock tap drops on its full ring (the
+	// nested guest reads ~1 Kpps under TCG in TCG while pktgen offers ~100 Kpps),
 	// the patched one stops the queue instead, and pktgen waits. For every
 	// cell, as the patch wakes the queue from both readers.
 	for _, cell := range slices.Sorted(maps.Keys(lostPPS)) {
@@ -240,16 +197,12 @@ func labPktgenE2E(t *testing.T, build string) {
 			t.Errorf("%s: patched Lost %.0f pps is not far below stock's %.0f pps: the patch's queue stop did not take", cell, pa, st)
 		}
 	}
-	// A stalled receiver is the guest's doing, not the harness's; most
-	// cells of each kernel must still transmit (CI under load saw one of
-	// eight stall).
-	for l, cells := range stalled {
-		t.Logf("kernel %s: a stalled receiver in %d cells: %s", l, len(cells), strings.Join(cells, ", "))
-		if len(cells) > maxStalled {
-			t.Errorf("kernel %s: %d of 8 pktgen cells sent nothing to a stalled receiver (%s), want at most %d", l, len(cells), strings.Join(cells, ", "), maxStalled)
-		}
-	}
-	checkBuildIdentities(t, dir, src, build)
+}
+
+// checkCells: every kernel, backend and pktgen cell has a result, and the
+// AF_XDP zero-copy cell is n/a (sortSamples's have and lines).
+func checkCells(t *testing.T, have map[string]bool, lines map[string][]string) {
+	t.Helper()
 	for _, l := range []string{"stock", "patched"} {
 		for _, b := range []string{"tap", "tap+vhost"} {
 			// mode auto: sample01 (simple) for 1 thread, sample02
@@ -265,10 +218,15 @@ func labPktgenE2E(t *testing.T, build string) {
 			}
 		}
 	}
+}
+
+// checkScriptRun: the report's AF_XDP n/a footnote, and script mode ran
+// the kernel's own script, whose output is kept.
+func checkScriptRun(t *testing.T, dir, r string) {
+	t.Helper()
 	if !strings.Contains(strings.Join(strings.Fields(r), " "), "n/a: "+zcRefused) { // footnotes wrap
 		t.Errorf("report lacks the AF_XDP table's n/a footnote")
 	}
-	// Script mode ran the kernel's own script, whose output is kept.
 	logs, _ := filepath.Glob(filepath.Join(dir, "lab", "*", "run", "artifacts", "*", "*", "*", "pktgen-script.log"))
 	if len(logs) == 0 {
 		logs, _ = filepath.Glob(filepath.Join(dir, "artifacts", "*", "*", "*", "pktgen-script.log"))
@@ -338,6 +296,137 @@ const stalledReceiver = "stalled receiver: "
 // maxStalled is how many of a kernel's eight pktgen cells may send
 // nothing to a stalled receiver.
 const maxStalled = 2
+
+// zcRefused is the n/a reason of the AF_XDP zero-copy cell on 6.1's tun.
+const zcRefused = "unsupported (EOPNOTSUPP: this kernel's tun has no AF_XDP zero-copy)"
+
+// e2eSample is the part of a results.jsonl sample the e2e tests read.
+type e2eSample struct {
+	Kernel      string             `json:"kernel"`
+	Axes        map[string]string  `json:"axes"`
+	Metrics     map[string]float64 `json:"metrics"`
+	Unsupported string             `json:"unsupported"`
+	Warnings    []string           `json:"warnings"`
+}
+
+// cell is a pktgen sample's cell: backend, mode and threads (one cell
+// has a sample per repetition).
+func (s e2eSample) cell() string {
+	return s.Axes["backend"] + " " + s.Axes["generator.pktgen.mode"] + " " + s.Axes["generator.pktgen.threads"]
+}
+
+// measured reports whether a pktgen sample has the metrics of a run:
+// lost_pps and tx_run_s.
+func (s e2eSample) measured() bool {
+	_, lost := s.Metrics["lost_pps"]
+	_, run := s.Metrics["tx_run_s"]
+	return lost && run
+}
+
+// stalledWarning reports whether the sample carries the stalled-receiver
+// reason.
+func (s e2eSample) stalledWarning() bool {
+	return slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, stalledReceiver) })
+}
+
+// pktgenSamples is a run's results.jsonl sorted for the checks.
+type pktgenSamples struct {
+	samples []e2eSample                   // the pktgen samples
+	have    map[string]bool               // "kernel cell" (or "kernel backend afxdp n/a") with a result
+	lines   map[string][]string           // "kernel cell" -> its lines, for a miss
+	lostPPS map[string]map[string]float64 // cell -> kernel -> lost_pps
+}
+
+// sortSamples sorts results.jsonl: a pktgen cell has a result when a
+// sample measured it and sent (tx_pps > 0) or said the receiver stalled
+// (checkStalled bounds those); the AF_XDP zero-copy cell when it is n/a
+// with zcRefused (Debian's stock tun: zero-copy is a result, n/a).
+func sortSamples(res []byte) (pktgenSamples, error) {
+	ps := pktgenSamples{have: map[string]bool{}, lines: map[string][]string{}, lostPPS: map[string]map[string]float64{}}
+	for _, line := range strings.Split(strings.TrimSpace(string(res)), "\n") {
+		var s e2eSample
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			return ps, fmt.Errorf("results.jsonl: %v: %s", err, line)
+		}
+		if s.Axes["generator"] == "afxdp" {
+			if s.Unsupported == zcRefused {
+				ps.have[s.Kernel+" "+s.Axes["backend"]+" afxdp n/a"] = true
+			}
+			continue
+		}
+		ps.samples = append(ps.samples, s)
+		key := s.Kernel + " " + s.cell()
+		ps.lines[key] = append(ps.lines[key], line)
+		if s.measured() && (s.Metrics["tx_pps"] > 0 || s.stalledWarning()) {
+			ps.have[key] = true
+		}
+		if ps.lostPPS[s.cell()] == nil {
+			ps.lostPPS[s.cell()] = map[string]float64{}
+		}
+		ps.lostPPS[s.cell()][s.Kernel] = s.Metrics["lost_pps"]
+	}
+	return ps, nil
+}
+
+// checkStalled is the stalled-receiver acceptance of the pktgen samples:
+// a measured sample that sent nothing (tx_pps 0) must say the receiver
+// stalled (the nested guest did not drain the tap in the window: a loaded
+// host starves TCG in TCG for seconds; the guest's doing, not the
+// harness's), and at most maxStalled of a kernel's eight cells may have
+// such samples (CI under load saw one of eight stall). A cell counts once,
+// however many of its repetitions stalled. It returns each kernel's
+// stalled cells (sorted) and the problems found.
+func checkStalled(samples []e2eSample) (stalled map[string][]string, problems []string) {
+	set := map[string]map[string]bool{} // kernel -> its stalled cells
+	for _, s := range samples {
+		if !s.measured() || s.Metrics["tx_pps"] > 0 {
+			continue
+		}
+		if !s.stalledWarning() {
+			problems = append(problems, fmt.Sprintf("kernel %s, cell %s: tx_pps 0 without the reason %q (warnings %q)", s.Kernel, s.cell(), stalledReceiver, s.Warnings))
+			continue
+		}
+		if set[s.Kernel] == nil {
+			set[s.Kernel] = map[string]bool{}
+		}
+		set[s.Kernel][s.cell()] = true
+	}
+	stalled = map[string][]string{}
+	for _, l := range slices.Sorted(maps.Keys(set)) {
+		cells := slices.Sorted(maps.Keys(set[l]))
+		stalled[l] = cells
+		if len(cells) > maxStalled {
+			problems = append(problems, fmt.Sprintf("kernel %s: %d of 8 pktgen cells sent nothing to a stalled receiver (%s), want at most %d", l, len(cells), strings.Join(cells, ", "), maxStalled))
+		}
+	}
+	return stalled, problems
+}
+
+// checkPktgenTables: one thread-style table per mode and thread count,
+// each with TAP and TAP+vhost-net rows and stock and patched columns (the
+// thread's).
+func checkPktgenTables(t *testing.T, report string) {
+	t.Helper()
+	tables := pktgenTables(report)
+	for _, m := range []string{"native", "script"} {
+		for _, th := range []string{"1 thread,", "4 threads,"} {
+			n := 0
+			for _, tb := range tables {
+				if strings.Contains(tb, th) && strings.Contains(tb, "mode script") == (m == "script") {
+					n++
+					for _, want := range []string{"stock", "patched", "| TAP ", "| TAP +", "vhost-net", "Lost", "vhost pinned to CPU 0"} {
+						if !strings.Contains(tb, want) {
+							t.Errorf("%s table for %s lacks %q:\n%s", m, th, want, tb)
+						}
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d %s pktgen tables for %s, want one", n, m, strings.TrimSuffix(th, ","))
+			}
+		}
+	}
+}
 
 // pktgenTables returns the pktgen thread-style tables of a text report,
 // each as its header cell's context (unwrapped) and then its lines.
