@@ -144,9 +144,18 @@ func binomialBelow(n int, q float64) []float64 {
 	for j := 0; j <= n; j++ {
 		lj, _ := math.Lgamma(float64(j + 1))
 		lk, _ := math.Lgamma(float64(n - j + 1))
-		below[j+1] = below[j] + math.Exp(lnf-lj-lk+float64(j)*lq+float64(n-j)*lr)
+		below[j+1] = below[j] + math.Exp(lnf-lj-lk+xlogy(j, lq)+xlogy(n-j, lr))
 	}
 	return below
+}
+
+// xlogy is k log p with 0 log 0 = 0: at q 0 or 1 the binomial's mass is
+// all at 0 or n, not NaN.
+func xlogy(k int, logp float64) float64 {
+	if k == 0 {
+		return 0
+	}
+	return float64(k) * logp
 }
 
 // Summary is what one sample's probes say.

@@ -225,3 +225,13 @@ func TestQuantileIsPercentilesValue(t *testing.T) {
 		}
 	}
 }
+
+// At q 0 and 1 the count below is 0 or n for sure: the table is 0s and
+// 1s, not NaN (0 × log 0).
+func TestBinomialBelowEdges(t *testing.T) {
+	for q, want := range map[float64][]float64{0: {0, 1, 1, 1, 1}, 1: {0, 0, 0, 0, 1}} {
+		if got := binomialBelow(3, q); !slices.Equal(got, want) {
+			t.Errorf("binomialBelow(3, %g) = %v, want %v", q, got, want)
+		}
+	}
+}
