@@ -74,41 +74,9 @@ func (set *Set) readBenchfmt(in io.Reader, path string) error {
 func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 	s := Sample{Schema: SchemaVersion, Axes: map[string]string{}, Metrics: map[metric.Key]float64{}, Labels: map[string]string{}}
 	base, parts := rec.Name.Parts()
-	var cell []string
-	prev := "" // the plain part before p, if p directly follows one
-	for _, p := range nameParts(parts) {
-		if p == "" {
-			file, line := rec.Pos()
-			return s, fault.Input("%s:%d: benchmark name Benchmark%s has an empty /part (go test never writes one); remove the extra /", file, line, rec.Name.Full())
-		}
-		k, v, ok := strings.Cut(p, "=")
-		if !ok {
-			cell = append(cell, p)
-			prev = p
-			continue
-		}
-		if k == "kernel" {
-			s.Kernel = v
-			continue
-		}
-		if a := pinAxis(k, v); a != "" {
-			// "vhost=0" is pin.vhost, its cell name part "vhost-pin0",
-			// which a name may spell just before it.
-			s.Axes[a] = v
-			if part := pinPart(a, v); part != prev {
-				cell = append(cell, part)
-			}
-			prev = ""
-			continue
-		}
-		s.Axes[k] = v
-		if !spells(prev, k, v) {
-			// A key a generator's part spells ("pktgen-t4/threads=4")
-			// is an axis only: the cell name is what it was before
-			// WriteBenchfmt wrote the key.
-			cell = append(cell, v)
-			prev = ""
-		}
+	cell, err := readNameParts(&s, rec, parts)
+	if err != nil {
+		return s, err
 	}
 	s.Cell = strings.Join(cell, "/")
 	if s.Cell == "" {
@@ -156,6 +124,48 @@ func sampleFromResult(rec *benchfmt.Result, fileLabel string) (Sample, error) {
 		s.Metrics[metric.Key(unit)] = val
 	}
 	return s, nil
+}
+
+// readNameParts reads a result name's /parts into s: kernel=, pin and
+// other key=value parts set s.Kernel and s.Axes. It returns the parts of
+// the sample's cell name.
+func readNameParts(s *Sample, rec *benchfmt.Result, parts [][]byte) (cell []string, err error) {
+	prev := "" // the plain part before p, if p directly follows one
+	for _, p := range nameParts(parts) {
+		if p == "" {
+			file, line := rec.Pos()
+			return nil, fault.Input("%s:%d: benchmark name Benchmark%s has an empty /part (go test never writes one); remove the extra /", file, line, rec.Name.Full())
+		}
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			cell = append(cell, p)
+			prev = p
+			continue
+		}
+		if k == "kernel" {
+			s.Kernel = v
+			continue
+		}
+		if a := pinAxis(k, v); a != "" {
+			// "vhost=0" is pin.vhost, its cell name part "vhost-pin0",
+			// which a name may spell just before it.
+			s.Axes[a] = v
+			if part := pinPart(a, v); part != prev {
+				cell = append(cell, part)
+			}
+			prev = ""
+			continue
+		}
+		s.Axes[k] = v
+		if !spells(prev, k, v) {
+			// A key a generator's part spells ("pktgen-t4/threads=4")
+			// is an axis only: the cell name is what it was before
+			// WriteBenchfmt wrote the key.
+			cell = append(cell, v)
+			prev = ""
+		}
+	}
+	return cell, nil
 }
 
 // nameParts are a result name's /parts without their "/", its GOMAXPROCS
