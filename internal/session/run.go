@@ -383,7 +383,10 @@ func (r *run) defaultDir() (chosen error, err error) {
 	if r.Resume {
 		return nil, fault.Input("run: --resume needs -o DIR (the run directory to continue)")
 	}
-	wd, _ := filepath.Abs(".")
+	wd, err := filepath.Abs(".")
+	if err != nil {
+		return nil, fmt.Errorf("run: the working directory for the default runs/ directory: %w; give -o DIR", err)
+	}
 	rel := filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405"))
 	r.Dir = filepath.Join(wd, rel)
 	return safefs.ChosenLink(wd, rel, "give -o DIR"), nil
