@@ -376,14 +376,19 @@ func NoLink(paths ...string) error {
 // user's, is followed as given, but a link there in what vnetbench chose
 // is no one's choice, and root would write through it. fix says how to
 // give the path instead (the flag or variable). A component that does
-// not exist ends the check: what vnetbench makes there is no link.
+// not exist ends the check: what vnetbench makes there is no link. Any
+// other error reading a component (a file where a directory should be,
+// no permission) is returned as it is.
 func ChosenLink(base, rel, fix string) error {
 	p := base
 	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
 		p = filepath.Join(p, c)
 		fi, err := os.Lstat(p)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
+		}
+		if err != nil {
+			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			to, _ := os.Readlink(p)

@@ -286,6 +286,18 @@ func TestChosenLink(t *testing.T) {
 	}
 }
 
+// ChosenLink ends its check only where a component does not exist: a
+// component it cannot read (here a file where runs/ should be a
+// directory) is an error, not the end of the path.
+func TestChosenLinkUnreadable(t *testing.T) {
+	base := t.TempDir()
+	os.WriteFile(filepath.Join(base, "runs"), nil, 0o644)
+	err := ChosenLink(base, "runs/x", "give -o DIR")
+	if !errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), filepath.Join(base, "runs", "x")) {
+		t.Errorf("runs a file: %v, want lstat's not a directory", err)
+	}
+}
+
 // RemoveOwn removes a name vnetbench wrote, with what is under it; a
 // link planted at the name or on the way is refused and left, and its
 // target survives.
