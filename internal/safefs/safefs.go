@@ -378,7 +378,7 @@ func NoLink(paths ...string) error {
 // give the path instead (the flag or variable). A component that does
 // not exist ends the check: what vnetbench makes there is no link. Any
 // other error reading a component (a file where a directory should be,
-// no permission) is returned as it is.
+// no permission) is bad input too, with Lstat's error wrapped.
 func ChosenLink(base, rel, fix string) error {
 	p := base
 	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
@@ -388,7 +388,7 @@ func ChosenLink(base, rel, fix string) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return fault.Input("%w, on the way to %s, which vnetbench chose by default: %s, or make %s a directory", err, filepath.Join(base, rel), fix, filepath.Dir(p))
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			to, _ := os.Readlink(p)
