@@ -349,8 +349,8 @@ func workloadDevices(cfg *qemu.Config, c *scenarios.Cell) {
 // clearConsole removes the console log vnetbench's QEMU wrote at this
 // name in the run directory (vnetbench's own: results.Create made it) on
 // an earlier boot or attempt: QEMU opens the log itself, following
-// links, and must create a new file. A link there is refused, neither
-// followed nor removed (safefs.RemoveOwn).
+// links, and must create a new file. A link there is removed, never
+// followed; one on the way is refused (safefs.RemoveOwn).
 func (r *runState) clearConsole(path string) error {
 	rel, err := filepath.Rel(r.dir, path)
 	if err != nil || !filepath.IsLocal(rel) {

@@ -208,7 +208,7 @@ func (gs *guests) saveState(ctx context.Context, g *guest, key string) error {
 		return nil
 	}
 	// KEY.tmp is vnetbench's own name in its own run directory (what
-	// an interrupted save left); a link there is refused, not followed.
+	// an interrupted save left); a link there is removed, not followed.
 	tmp := filepath.Join(GuestStateDir, key+".tmp")
 	if err := safefs.RemoveOwn(d, tmp); err != nil {
 		gs.r.logf("guest state not saved: %v", err)

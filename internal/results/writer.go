@@ -231,7 +231,8 @@ func (w *Writer) WriteEnv(env Env) error { return writeEnv(w.d, env) }
 // ArtifactDir(cell, kernel, rep) under the run directory, emptied of what
 // an interrupted attempt left there (the run directory is vnetbench's:
 // Create made it with results.jsonl, Open resumes only one that holds
-// it; a link at the name or on the way is refused, safefs.RemoveOwn).
+// it; a link at the name is removed, not followed, one on the way
+// refused: safefs.RemoveOwn).
 // It returns it as a safefs.Dir (its Path is absolute) and its
 // path relative to the run directory, which Sample.Artifacts entries
 // start with. The caller closes the Dir.

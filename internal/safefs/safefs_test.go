@@ -315,13 +315,21 @@ func TestRemoveOwn(t *testing.T) {
 	}
 	defer d.Close()
 	want := snapshot(t, outside)
-	for _, name := range []string{"file-link", "dir-link", "dir-link/keep"} {
-		var le *LinkError
-		if err := RemoveOwn(d, name); !errors.As(err, &le) || !errors.Is(err, fault.ErrInput) {
-			t.Errorf("RemoveOwn(%s) = %v, want a LinkError", name, err)
+	// A link on the way is refused and stays.
+	var le *LinkError
+	if err := RemoveOwn(d, "dir-link/keep"); !errors.As(err, &le) || !errors.Is(err, fault.ErrInput) {
+		t.Errorf("RemoveOwn(dir-link/keep) = %v, want a LinkError", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "dir-link")); err != nil {
+		t.Errorf("RemoveOwn(dir-link/keep) removed the link on the way: %v", err)
+	}
+	// A link at the name is removed itself, its target untouched.
+	for _, name := range []string{"file-link", "dir-link"} {
+		if err := RemoveOwn(d, name); err != nil {
+			t.Errorf("RemoveOwn(%s) = %v", name, err)
 		}
-		if _, err := os.Lstat(filepath.Join(dir, strings.SplitN(name, "/", 2)[0])); err != nil {
-			t.Errorf("RemoveOwn(%s) removed the link: %v", name, err)
+		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("RemoveOwn(%s) left the link: %v", name, err)
 		}
 	}
 	if err := RemoveOwn(d, "mine"); err != nil {

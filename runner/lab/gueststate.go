@@ -76,7 +76,7 @@ func keepGuestStates(inner, cache string) ([]string, error) {
 	}
 	// The inner run's guest-states directory, a name vnetbench writes
 	// in its own run directory, its states now copied; a link there is
-	// refused, not followed.
+	// removed, not followed, and one on the way refused.
 	if err := safefs.RemoveOwn(in, runner.GuestStateDir); err != nil {
 		return kept, err
 	}

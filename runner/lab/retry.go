@@ -113,7 +113,8 @@ func keepFirstLab(dir, label string) (string, error) {
 	defer d.Close()
 	// The inner run directory is vnetbench's name in its own run
 	// directory; without results.jsonl it holds only what the failed
-	// lab wrote. A link at it or on the way is refused, not followed.
+	// lab wrote. A link at it is removed, not followed; one on the way
+	// is refused.
 	if _, err := d.Lstat(filepath.Join(results.LabDir(label), results.ResultsFile)); errors.Is(err, fs.ErrNotExist) {
 		if err := safefs.RemoveOwn(d, results.LabDir(label)); err != nil {
 			return "", err

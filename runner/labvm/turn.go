@@ -85,7 +85,8 @@ func (c *Config) turnDir(runDir string) string {
 
 // removeTurn removes the lab's turn file (nothing to do without Turns),
 // a name vnetbench writes in the lab's part of the run directory; a
-// link there is refused, not followed (safefs.RemoveOwn).
+// link there is removed, not followed, and one on the way refused
+// (safefs.RemoveOwn).
 func (c *Config) removeTurn(runDir string) error {
 	if c.Turns == nil {
 		return nil
