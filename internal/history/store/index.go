@@ -89,7 +89,12 @@ func Open(path string) (*Index, error) {
 // noLink refuses a link at the index or its journals: SQLite follows
 // one, and makes the journals beside a link's target.
 func noLink(path string) error {
-	return safefs.NoLink(path, path+"-wal", path+"-shm", path+"-journal")
+	return safefs.NoLink(append([]string{path}, journalNames(path)...)...)
+}
+
+// journalNames are the names of SQLite's journals of the index at path.
+func journalNames(path string) []string {
+	return []string{path + "-wal", path + "-shm", path + "-journal"}
 }
 
 // openErr says what failed opening the index at path: an index SQLite

@@ -46,7 +46,7 @@ func rebuildFile(ctx context.Context, path string, paths, before []string) (int,
 // exist.
 func journals(path string) []string {
 	var out []string
-	for _, j := range []string{path + "-wal", path + "-shm", path + "-journal"} {
+	for _, j := range journalNames(path) {
 		if _, err := os.Lstat(j); err == nil {
 			out = append(out, j)
 		}
