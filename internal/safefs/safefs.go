@@ -382,7 +382,7 @@ func NoLink(paths ...string) error {
 // other error reading a component (a file where a directory should be,
 // no permission) is bad input too, with Lstat's error wrapped.
 func ChosenLink(base, rel, fix string) error {
-	p := base
+	p, full := base, filepath.Join(base, rel)
 	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
 		p = filepath.Join(p, c)
 		fi, err := os.Lstat(p)
@@ -390,12 +390,12 @@ func ChosenLink(base, rel, fix string) error {
 			return nil
 		}
 		if err != nil {
-			return fault.Input("%w, on the way to %s, which vnetbench chose by default: %s, or make %s a directory", err, filepath.Join(base, rel), fix, filepath.Dir(p))
+			return fault.Input("%w, on the way to %s, which vnetbench chose by default: %s, or make %s a directory", err, full, fix, filepath.Dir(p))
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			to, _ := os.Readlink(p)
 			what := "a path"
-			if full := filepath.Join(base, rel); full != p {
+			if full != p {
 				what = "on the way to " + full + ","
 			}
 			return fault.Input("%s is a symbolic link (to %s), %s which vnetbench chose by default; it writes nothing through a link it chose: %s, or remove the link", p, to, what, fix)

@@ -299,8 +299,8 @@ func TestChosenLinkUnreadable(t *testing.T) {
 }
 
 // RemoveOwn removes a name vnetbench wrote, with what is under it; a
-// link planted at the name or on the way is refused and left, and its
-// target survives.
+// link planted on the way is refused and left, one at the name is
+// removed, and no target outside changes.
 func TestRemoveOwn(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(outside, "keep"), []byte("keep"), 0o644)

@@ -414,7 +414,8 @@ func (c *Config) makeDirs(runDir string) (tmp string, remove func() error, err e
 	defer run.Close()
 	// QEMU writes the console log there, a new file: the one an earlier
 	// boot of this lab left in the run directory (vnetbench's own) is
-	// removed; a link on the way or at the name is refused.
+	// removed (a link at the name too, not followed); a link on the way
+	// is refused.
 	if err := run.MkdirAll(results.LabVMDir(c.Label)); err != nil {
 		return "", nil, err
 	}
