@@ -223,52 +223,68 @@ func CachedDebianKernel(ctx context.Context, version, cacheDir string) (*Kernel,
 // unpacked in cacheDir ("" = CacheDir()), so that fetching it runs
 // neither apt-get nor dpkg-deb. It asks apt nothing.
 func DebianKernelCached(version, cacheDir string) bool {
-	if cacheDir == "" {
-		cacheDir = CacheDir()
+	p, err := resolveDebian(context.Background(), version, cacheDir, false)
+	if err != nil {
+		return false
 	}
-	abi, flavour := splitDebianVersion(version)
-	root := filepath.Join(cacheDir, "kernels", "debian")
-	if _, err := ParseDebianABI(abi); err != nil {
-		if abi == "" {
-			abi = DefaultDebianSeries
-		}
-		if abi = newestCached(root, abi, flavour); abi == "" {
-			return false
-		}
-	}
-	rel := abi + "-" + flavour
-	pkg := "linux-image-" + rel + "-unsigned"
-	_, err := unpackedKernel(filepath.Join(root, pkg), rel, pkg)
+	_, err = unpackedKernel(p.dir, p.rel, p.pkg)
 	return err == nil
 }
 
-func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*Kernel, error) {
+// debianPackage is a Debian kernel package in the cache: its release
+// (ABI-flavour) and flavour, its name, and the directory it is unpacked
+// into under root (kernels/debian).
+type debianPackage struct{ rel, flavour, pkg, dir, root string }
+
+// resolveDebian reads VERSION as FetchDebianKernel does: an ABI as
+// given, a series as its newest ABI in the cache, else (askAPT) apt's.
+func resolveDebian(ctx context.Context, version, cacheDir string, askAPT bool) (debianPackage, error) {
 	if cacheDir == "" {
 		cacheDir = CacheDir()
 	}
 	abi, flavour := splitDebianVersion(version)
 	root := filepath.Join(cacheDir, "kernels", "debian")
 	if _, err := ParseDebianABI(abi); err != nil {
-		series := abi
-		if series == "" {
-			series = DefaultDebianSeries
-		}
-		if !IsDebianSeries(series) {
-			return nil, inputErrorf(nil, "Debian kernel version %q: use a series (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\"), optionally followed by a flavour (\"-amd64\", \"-cloud-amd64\")", version)
-		}
-		abi, err = NewestDebianABI(ctx, series, flavour, cacheDir)
-		switch {
-		case errors.Is(err, ErrNoAPTCache):
-			return nil, inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION with a full ABI (e.g. 6.12.117+deb12) or --kernel PATH")
-		case errors.Is(err, ErrNoDebianKernel):
-			return nil, inputErrorf(nil, "no linux-image-%s*-%s-unsigned package cached or known to apt; run apt-get update (Debian 12's 6.12 kernels come from bookworm-security), or pass --kernel PATH", series, flavour)
-		case err != nil:
-			return nil, err
+		if abi, err = debianSeriesABI(ctx, version, abi, flavour, cacheDir, askAPT); err != nil {
+			return debianPackage{}, err
 		}
 	}
 	rel := abi + "-" + flavour
 	pkg := "linux-image-" + rel + "-unsigned"
-	dir := filepath.Join(root, pkg)
+	return debianPackage{rel: rel, flavour: flavour, pkg: pkg, dir: filepath.Join(root, pkg), root: root}, nil
+}
+
+// debianSeriesABI is the newest ABI of series ("" = DefaultDebianSeries)
+// and flavour: the cache's, else (askAPT) apt's.
+func debianSeriesABI(ctx context.Context, version, series, flavour, cacheDir string, askAPT bool) (string, error) {
+	if series == "" {
+		series = DefaultDebianSeries
+	}
+	if !IsDebianSeries(series) {
+		return "", inputErrorf(nil, "Debian kernel version %q: use a series (\"6.12\", \"6.1\"), an ABI (\"6.12.117+deb12\", \"6.1.0-47\"), optionally followed by a flavour (\"-amd64\", \"-cloud-amd64\")", version)
+	}
+	if !askAPT {
+		if abi := newestCached(filepath.Join(cacheDir, "kernels", "debian"), series, flavour); abi != "" {
+			return abi, nil
+		}
+		return "", fmt.Errorf("linux-image-%s*-%s-unsigned: %w", series, flavour, ErrNotFetched)
+	}
+	abi, err := NewestDebianABI(ctx, series, flavour, cacheDir)
+	switch {
+	case errors.Is(err, ErrNoAPTCache):
+		return "", inputErrorf(nil, "apt-cache not found, cannot pick a Debian kernel; pass --kernel debian:VERSION with a full ABI (e.g. 6.12.117+deb12) or --kernel PATH")
+	case errors.Is(err, ErrNoDebianKernel):
+		return "", inputErrorf(nil, "no linux-image-%s*-%s-unsigned package cached or known to apt; run apt-get update (Debian 12's 6.12 kernels come from bookworm-security), or pass --kernel PATH", series, flavour)
+	}
+	return abi, err
+}
+
+func debianKernel(ctx context.Context, version, cacheDir string, fetch bool) (*Kernel, error) {
+	p, err := resolveDebian(ctx, version, cacheDir, true)
+	if err != nil {
+		return nil, err
+	}
+	rel, flavour, pkg, dir, root := p.rel, p.flavour, p.pkg, p.dir, p.root
 	if k, err := unpackedKernel(dir, rel, pkg); err == nil {
 		return k, nil
 	}
