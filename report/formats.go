@@ -299,8 +299,9 @@ func CheckFormat(f string) error {
 // instead of filled with text.
 var extFormats = map[string]string{
 	".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
-	".csv": "csv", ".json": "json", ".bench": "benchfmt", ".xml": "junit",
+	".csv": "csv", ".json": "json", ".bench": "benchfmt", ".benchfmt": "benchfmt", ".xml": "junit",
 	".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".tsv": "TSV",
+	".jsonl": "JSON Lines", ".ndjson": "JSON Lines",
 	".pdf": "PDF", ".svg": "SVG", ".png": "PNG",
 }
 
