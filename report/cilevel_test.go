@@ -117,3 +117,20 @@ func mustGates(t *testing.T, s string) []Gate {
 	}
 	return g
 }
+
+// Run counts that give one level are one list, as people say it (the
+// doc's "98% at 7 and 10 runs").
+func TestCINameListsRunCounts(t *testing.T) {
+	var sts []*Stats
+	for _, n := range []int{13, 6, 7, 10, 7} {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i)
+		}
+		st := Summarize(v, false)
+		sts = append(sts, &st)
+	}
+	if got, want := CIName(sts), "confidence interval of the median (97% at 6 runs, 98% at 7, 10 and 13 runs)"; got != want {
+		t.Errorf("CIName = %q, want %q", got, want)
+	}
+}

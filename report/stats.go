@@ -123,17 +123,9 @@ func CIName(sts []*Stats) string {
 		for j, n := range byPct[p] {
 			ns[j] = fmt.Sprint(n)
 		}
-		parts[i] = p + " at " + andList(ns) + " runs"
+		parts[i] = p + " at " + units.AndList(ns) + " runs"
 	}
 	return "confidence interval of the median (" + strings.Join(parts, ", ") + ")"
-}
-
-// andList is "a", "a and b", "a, b and c".
-func andList(s []string) string {
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Delta compares two samples of one metric.
