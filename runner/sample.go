@@ -157,18 +157,19 @@ func CPUPerPacket(s *results.Sample, res *workload.Result) {
 }
 
 // NetMetrics puts into s.Metrics (not nil) the tap's, the root qdisc's and
-// the guest's counters over the window. Pure, like AddResult: with it
+// the guest's counters over the window; a counter that went back (a
+// device made anew) grew by 0. Pure, like AddResult: with it
 // report/testdata/gen computes its fixtures' metrics as a run does.
 func NetMetrics(s *results.Sample, before, after Counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
-	dTx := after.Tap.TxPackets - before.Tap.TxPackets
-	dDrop := after.Tap.TxDropped - before.Tap.TxDropped
-	dRx := after.Guest.RxPackets - before.Guest.RxPackets
+	dTx := grown(before.Tap.TxPackets, after.Tap.TxPackets)
+	dDrop := grown(before.Tap.TxDropped, after.Tap.TxDropped)
+	dRx := grown(before.Guest.RxPackets, after.Guest.RxPackets)
 	// The xdp-drop sink counts what reaches its program (testpmd
 	// rxonly's role in a VM): that is what the guest received.
 	if after.Guest.Sink == vmimages.SinkXDPDrop && before.Guest.Sink == vmimages.SinkXDPDrop {
-		dRx = after.Guest.XDPDrops - before.Guest.XDPDrops
+		dRx = grown(before.Guest.XDPDrops, after.Guest.XDPDrops)
 	}
 	m[metric.TxPackets] = float64(dTx)
 	m[metric.TapTxPPS] = float64(dTx) / sec
@@ -177,9 +178,18 @@ func NetMetrics(s *results.Sample, before, after Counters, window time.Duration)
 	// Drops inside the root qdisc (pktgen queue_xmit through fq_codel,
 	// say) never reach the tap: lost_pps does not count them.
 	if q := after.Qdisc; q.Kind != "" && q.Kind == before.Qdisc.Kind {
-		m[metric.QdiscDrops] = float64(q.Drops - before.Qdisc.Drops)
-		m[metric.QdiscDropPPS] = float64(q.Drops-before.Qdisc.Drops) / sec
+		d := grown(before.Qdisc.Drops, q.Drops)
+		m[metric.QdiscDrops] = float64(d)
+		m[metric.QdiscDropPPS] = float64(d) / sec
 	}
+}
+
+// grown is b-a, 0 for a counter that went back (a device made anew).
+func grown(a, b uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
 }
 
 // workloadMetrics adds the workload's metrics and threads.
