@@ -59,7 +59,10 @@ func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, ri
 	if !ok || tx > 0 || s.Metrics[metric.TxRunS] <= 0 || res == nil || res.Packets > 0 || !counted || s.WindowS <= 0 {
 		return ""
 	}
-	rx := math.Round(s.Metrics[metric.RxPPS] * s.WindowS)
+	received := "an unknown number (its counter went back)"
+	if rx, ok := s.Metrics[metric.RxPPS]; ok {
+		received = fmt.Sprintf("%.0f", math.Round(rx*s.WindowS))
+	}
 	if ring <= 0 {
 		ring = defaultRing
 	}
@@ -69,8 +72,8 @@ func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, ri
 		half = fmt.Sprintf("half a %d-packet ring on each of the %d queues it sends on, %d", ring, queues, queues*(ring/2))
 	}
 	if read < float64(queues*(ring/2)) {
-		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %.0f (less than %s) and the guest received %.0f: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
-			StalledReceiver, c.Generator.Kind, window, read, half, rx)
+		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %.0f (less than %s) and the guest received %s: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
+			StalledReceiver, c.Generator.Kind, window, read, half, received)
 	}
 	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %.0f (%s or more): not a stalled receiver; was the tap's tx queue left stopped?",
 		c.Generator.Kind, window, read, half)

@@ -15,7 +15,6 @@ import (
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/safefs"
-	"github.com/vnetbench/vnetbench/internal/schema"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -151,7 +150,7 @@ func readNameParts(s *Sample, rec *benchfmt.Result, parts [][]byte) (cell []stri
 			// "vhost=0" is pin.vhost, its cell name part "vhost-pin0",
 			// which a name may spell just before it.
 			s.Axes[a] = v
-			if part := schema.PinPart(pinStems[a], v); part != prev {
+			if part := pinPart(a, v); part != prev {
 				cell = append(cell, part)
 			}
 			prev = ""
@@ -189,8 +188,7 @@ func nameParts(parts [][]byte) []string {
 }
 
 // pinStems are the pin axes and the stems of their cell name parts
-// (schema.PinPart: "vhost-pin0", "gen-unpinned", as the scenario's pin
-// keys name them).
+// ("vhost-pin0", "gen-unpinned", as the scenario's pin keys name them).
 var pinStems = map[string]string{"pin.vhost": "vhost", "pin.vcpu": "vcpu", "pin.generator": "gen"}
 
 // cpuList is a pin's value: CPUs ("0", "0-1", "2,4") or none.
@@ -208,6 +206,17 @@ func pinAxis(key, value string) string {
 		return ""
 	}
 	return a
+}
+
+// pinPart is pin axis a's cell name part for value v: "vhost-pin0",
+// "vhost-unpinned" for none. It spells what schema.PinPart spells for
+// the scenario's cells (TestPinPartIsTheScenarios), without the results
+// store depending on the scenario's schema.
+func pinPart(a, v string) string {
+	if v == "none" {
+		return pinStems[a] + "-unpinned"
+	}
+	return pinStems[a] + "-pin" + v
 }
 
 // WriteBenchfmt writes the samples of set in the Go benchmark format, one
@@ -564,7 +573,7 @@ func (n benchNamer) spelledPartial(p string, axes map[string]string, used map[st
 			continue
 		}
 		if v == "none" {
-			v = "unpinned" // schema.PinPart's "vhost-unpinned"
+			v = "unpinned" // pinPart's "vhost-unpinned"
 		}
 		rest, ok := strings.CutSuffix(p, v)
 		stem := strings.TrimSuffix(strings.TrimSuffix(rest, "-pin"), "-")
