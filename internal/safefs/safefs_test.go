@@ -345,3 +345,54 @@ func TestRemoveOwn(t *testing.T) {
 		t.Errorf("outside changed: %v, want %v", got, want)
 	}
 }
+
+// RemoveOwnDir removes only a directory whose OwnFile says what it is: a
+// directory without one, one of another kind, a file and a link at the
+// name stay (the link's target untouched), a link on the way is refused.
+func TestRemoveOwnDir(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, OwnFile), []byte("tree\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "theirs", "sub"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "other"), 0o755)
+	os.WriteFile(filepath.Join(dir, "other", OwnFile), []byte("headers\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := MkdirOwn(d, "mine", "tree"); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(dir, "mine", "inner-link"))
+	if err := MkdirOwn(d, "theirs", "tree"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("MkdirOwn(theirs) = %v, want fs.ErrExist", err)
+	}
+	want := snapshot(t, outside)
+	for _, name := range []string{"theirs", "other", "file", "link"} {
+		var ne *NotOwnError
+		if err := RemoveOwnDir(d, name, "tree"); !errors.As(err, &ne) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "remove or move it by hand") {
+			t.Errorf("RemoveOwnDir(%s) = %v, want a NotOwnError", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("RemoveOwnDir(%s) removed it: %v", name, err)
+		}
+	}
+	var le *LinkError
+	if err := RemoveOwnDir(d, "link/x", "tree"); !errors.As(err, &le) {
+		t.Errorf("RemoveOwnDir(link/x) = %v, want a LinkError", err)
+	}
+	if err := RemoveOwnDir(d, "mine", "tree"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "mine")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("mine not removed: %v", err)
+	}
+	if err := RemoveOwnDir(d, "absent", "tree"); err != nil {
+		t.Errorf("RemoveOwnDir(absent) = %v", err)
+	}
+	if got := snapshot(t, outside); !equal(got, want) {
+		t.Errorf("outside changed: %v, want %v", got, want)
+	}
+}
