@@ -28,6 +28,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 )
@@ -402,6 +403,69 @@ func ChosenLink(base, rel, fix string) error {
 		}
 	}
 	return nil
+}
+
+// MkdirChosen makes the directory rel under base, the part of its path
+// vnetbench chose by default (as ChosenLink checks it), and opens it,
+// with no time between a check and the making: each component is made
+// (mkdirat; one already there is used) and opened relative to the last
+// with O_NOFOLLOW, so a link at any component, put there before or while
+// it runs, is refused as ChosenLink refuses it (bad input), never
+// followed. The Dir returned, opened by its path, is checked to be the
+// directory that walk reached (the same device and inode).
+func MkdirChosen(base, rel, fix string) (*Dir, error) {
+	full := filepath.Join(base, rel)
+	fd, err := syscall.Open(base, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := base
+	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		if err := syscall.Mkdirat(fd, c, 0o755); err != nil && err != syscall.EEXIST {
+			syscall.Close(fd)
+			return nil, chosenError(base, rel, fix, p, err)
+		}
+		next, err := syscall.Openat(fd, c, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		syscall.Close(fd)
+		if err != nil {
+			return nil, chosenError(base, rel, fix, p, err)
+		}
+		fd = next
+	}
+	defer syscall.Close(fd)
+	var made syscall.Stat_t
+	if err := syscall.Fstat(fd, &made); err != nil {
+		return nil, err
+	}
+	d, err := Open(full)
+	if err != nil {
+		return nil, chosenError(base, rel, fix, full, err)
+	}
+	if !sameFile(d, &made) {
+		d.Close()
+		return nil, chosenError(base, rel, fix, full, errors.New("it is not the directory just made there (it changed meanwhile)"))
+	}
+	return d, nil
+}
+
+// sameFile reports whether d is the directory st describes.
+func sameFile(d *Dir, st *syscall.Stat_t) bool {
+	fi, err := d.root.Stat(".")
+	if err != nil {
+		return false
+	}
+	s, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && s.Dev == st.Dev && s.Ino == st.Ino
+}
+
+// chosenError is MkdirChosen's error at p: ChosenLink's, which names a
+// link or a file on the way, or else err with what to do.
+func chosenError(base, rel, fix, p string, err error) error {
+	if cerr := ChosenLink(base, rel, fix); cerr != nil {
+		return cerr
+	}
+	return fault.Input("%s: %v, on the way to %s, which vnetbench chose by default: %s", p, err, filepath.Join(base, rel), fix)
 }
 
 // OwnFile is the file that proves a directory is vnetbench's: written in

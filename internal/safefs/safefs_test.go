@@ -396,3 +396,43 @@ func TestRemoveOwnDir(t *testing.T) {
 		t.Errorf("outside changed: %v, want %v", got, want)
 	}
 }
+
+// MkdirChosen makes the chosen part under the user's base (a link there
+// followed) and opens it; a link or a file in the chosen part is refused
+// as ChosenLink refuses it, and nothing is made through the link.
+func TestMkdirChosen(t *testing.T) {
+	tmp, other := t.TempDir(), t.TempDir()
+	base := filepath.Join(tmp, "base")
+	os.Symlink(other, base) // the user's: followed
+	d, err := MkdirChosen(base, "runs/x", "give -o DIR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if fi, err := os.Lstat(filepath.Join(other, "runs", "x")); err != nil || !fi.IsDir() || d.Path() != filepath.Join(base, "runs", "x") {
+		t.Errorf("runs/x not made: %v, %v (path %s)", fi, err, d.Path())
+	}
+	if d, err = MkdirChosen(base, "runs/x", "give -o DIR"); err != nil { // there already: used
+		t.Fatalf("runs/x again: %v", err)
+	}
+	d.Close()
+	target := t.TempDir()
+	os.Symlink(target, filepath.Join(other, "links"))
+	os.WriteFile(filepath.Join(other, "file"), nil, 0o644)
+	for rel, want := range map[string]string{
+		"links/x": filepath.Join(base, "links") + " is a symbolic link",
+		"links":   filepath.Join(base, "links") + " is a symbolic link",
+		"file/x":  "not a directory",
+	} {
+		d, err := MkdirChosen(base, rel, "give -o DIR")
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "give -o DIR") {
+			t.Errorf("%s: %v, want bad input with %q", rel, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("made through the link: %v", ents)
+	}
+}
