@@ -103,6 +103,10 @@ func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
 		}
 		b.logf("kernel %s: work tree %s: %v; making it again", p.Spec.Label, w.dir, err)
 	}
+	if err := w.remove(ctx); err != nil {
+		w.unlock()
+		return nil, err
+	}
 	if err := w.create(ctx); err != nil {
 		err = errors.Join(err, w.remove(ctx))
 		w.unlock()
@@ -152,27 +156,29 @@ func (w *work) wait(ctx context.Context, f *os.File) error {
 // remove deletes the work tree, its state and a copy's temporary
 // directory: each only when its safefs.OwnFile proves it a work tree
 // vnetbench made. One that does not is left as it is and named in the
-// error (the user removes it).
+// error, one line (the user removes it).
 func (w *work) remove(ctx context.Context) error {
 	b, p := w.b, w.p
-	var errs []error
+	var errs []any
 	for _, n := range []string{p.workID + ".vnb", p.workID, p.workID + ".tmp"} {
 		if err := safefs.RemoveOwnDir(w.root, n, workOwner); err != nil {
-			errs = append(errs, fmt.Errorf("kernel %s: make the work tree anew: %w", p.Spec.Label, err))
+			errs = append(errs, err)
 		}
 	}
 	if p.Git {
 		b.Exec.Run(context.WithoutCancel(ctx), proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "prune"}})
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	format := "kernel %s: make the work tree anew: " + strings.TrimSuffix(strings.Repeat("%w; ", len(errs)), "; ")
+	return fmt.Errorf(format, append([]any{p.Spec.Label}, errs...)...)
 }
 
-// create makes the work tree anew and configures it.
+// create makes the work tree (where remove left nothing) and configures
+// it.
 func (w *work) create(ctx context.Context) error {
 	b, p := w.b, w.p
-	if err := w.remove(ctx); err != nil {
-		return err
-	}
 	start := time.Now()
 	if err := safefs.MkdirOwn(w.root, p.workID+".vnb", workOwner); err != nil {
 		return err

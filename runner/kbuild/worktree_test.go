@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
@@ -33,6 +34,11 @@ func TestWorkTreeRemovesOnlyItsOwn(t *testing.T) {
 			os.Mkdir(at, 0o755)
 			os.WriteFile(filepath.Join(at, "keep"), []byte("keep"), 0o644)
 		}},
+		{"older vnetbench's, not ready", func(p *Plan) string { return p.workID }, func(at string) {
+			os.MkdirAll(filepath.Join(at+".vnb", "applied"), 0o755) // no OwnFile in either
+			os.Mkdir(at, 0o755)
+			os.WriteFile(filepath.Join(at, "keep"), []byte("keep"), 0o644)
+		}},
 		{"link at the tree", func(p *Plan) string { return p.workID }, func(at string) { os.Symlink(outside, at) }},
 		{"link at the copy", func(p *Plan) string { return p.workID + ".tmp" }, func(at string) { os.Symlink(outside, at) }},
 	} {
@@ -50,8 +56,8 @@ func TestWorkTreeRemovesOnlyItsOwn(t *testing.T) {
 			if err == nil {
 				w.unlock()
 			}
-			if !errors.As(err, &ne) || !errors.Is(err, fault.ErrInput) {
-				t.Fatalf("openWork = %v; want it to refuse %s", err, at)
+			if !errors.As(err, &ne) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), at+" is in the way") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("openWork = %v; want it to refuse %s, one line", err, at)
 			}
 			if _, err := os.Lstat(at); err != nil {
 				t.Errorf("%s removed: %v", at, err)
@@ -88,4 +94,34 @@ func TestWorkTreeRemovesOnlyItsOwn(t *testing.T) {
 			t.Errorf("the work tree made anew is not ready")
 		}
 	})
+}
+
+// A ready work tree of an older vnetbench (no OwnFile) is still built in:
+// it is used as it is, not made anew, so nothing is removed.
+func TestOlderReadyWorkTreeIsUsed(t *testing.T) {
+	needTools(t, "make", "git", "cp")
+	b, log := newBuilder(t)
+	p, err := b.Resolve(t.Context(), Spec{Label: "stock", Tree: fakeTree(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.openWork(t.Context(), p)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	w.unlock()
+	for _, d := range []string{w.dir, w.state} {
+		if err := os.Remove(filepath.Join(d, safefs.OwnFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := filepath.Join(w.dir, "kept")
+	os.WriteFile(kept, nil, 0o644)
+	if w, err = b.openWork(t.Context(), p); err != nil {
+		t.Fatalf("an older ready work tree: %v\n%s", err, log)
+	}
+	w.unlock()
+	if _, err := os.Lstat(kept); err != nil {
+		t.Errorf("the older work tree was made anew: %v", err)
+	}
 }
