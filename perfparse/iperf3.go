@@ -264,8 +264,9 @@ func ParseIperf3(r io.Reader) (*Iperf3, error) {
 // dropServerPlaceholders removes from a server's output (out.Server) the
 // sums of the direction it did not measure: a server that received
 // prints what it "sent" as 0 bytes at 0 bit/s (iperf 3.12 on loopback,
-// testdata/iperf3/real-server-tcp-lo.json), and one that sent (-R) has no
-// receiver's numbers either (its text output prints no receiver line:
+// testdata/iperf3/real-server-tcp-lo.json), and one that sent (-R) what
+// it "received" (testdata/iperf3/real-server-tcp-lo-R.json,
+// real-server-udp-lo-R.json; its text output prints no receiver line:
 // testdata/iperf3/bad-real-server-text-R-first-test.txt). Only 0-byte
 // sums go, never a count; a --bidir server measured both directions.
 func dropServerPlaceholders(out *Iperf3) {
@@ -286,6 +287,12 @@ func dropServerPlaceholders(out *Iperf3) {
 	placeholder(sum)
 	for i := range out.Streams {
 		placeholder(unmeasured(&out.Streams[i]))
+		if out.Reverse {
+			// A UDP server that sent has no receiver's jitter and
+			// loss per stream either: iperf 3.12 prints them as 0
+			// (testdata/iperf3/real-server-udp-lo-R.json).
+			dropSenderLoss(out.Streams[i].UDP)
+		}
 	}
 }
 
@@ -422,7 +429,11 @@ func convertIperf3Sum(s *iperfSumJSON) (*Iperf3Sum, error) {
 		v := scale(*s.RTT, -6)
 		o.RTTS = &v
 	}
-	if s.LostPercent != nil {
+	// A lost_percent of 0 beside lost datagrams is no share: iperf
+	// 3.12's receiving server prints a stream's so, having no sender's
+	// count to divide by (testdata/iperf3/real-server-udp-lo.json: 111
+	// lost of 763, "lost_percent": 0).
+	if s.LostPercent != nil && (*s.LostPercent != 0 || o.LostPackets == nil || *o.LostPackets == 0) {
 		v := scale(*s.LostPercent, -2)
 		o.LostFrac = &v
 	}

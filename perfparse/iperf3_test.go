@@ -80,6 +80,45 @@ func TestIperf3ServerUnmeasuredAbsent(t *testing.T) {
 	}
 }
 
+// A server that sent (-R; iperf 3.12 on loopback, UDP -b 100M -t 2 and
+// TCP -t 2) prints what it "received" as 0 bytes, and a UDP one each
+// stream's jitter and loss as 0: absent here; what it sent stays. A UDP
+// server that received prints each stream's lost_percent as 0 beside
+// its 111 lost datagrams (it has no sender's count): absent, while its
+// sum_received has the share over the datagrams received, 111 of 763.
+func TestIperf3ServerReverse(t *testing.T) {
+	seven := uint64(7)
+	for _, tc := range []struct {
+		file    string
+		retrans *uint64
+	}{{"real-server-udp-lo-R.json", nil}, {"real-server-tcp-lo-R.json", &seven}} {
+		s, err := ParseIperf3(openT(t, "testdata/iperf3/"+tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Server || !s.Reverse || s.Receiver != nil || s.ReceiverBitsPerSec != nil || s.Streams[0].Receiver != nil {
+			t.Errorf("%s: what it did not receive is not absent: %s", tc.file, js(s))
+		}
+		if s.Sender == nil || s.Sender.Bytes != 25001984 && s.Sender.Bytes != 3767009280 || !reflect.DeepEqual(s.Retransmits, tc.retrans) {
+			t.Errorf("%s: what it sent: %s", tc.file, js(s.Sender))
+		}
+		if u := s.Streams[0].UDP; u != nil && (u.JitterS != nil || u.LostPackets != nil || u.LostFrac != nil || *u.Packets != 763) {
+			t.Errorf("%s: the sending stream's jitter and loss are not absent: %s", tc.file, js(u))
+		}
+	}
+	s, err := ParseIperf3(openT(t, "testdata/iperf3/real-server-udp-lo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, st := s.Receiver, s.Streams[0].UDP
+	if r == nil || *r.JitterS != 9.963778170247674e-06 || *r.LostPackets != 111 || *r.Packets != 763 || *r.LostFrac != 0.145478374836173 {
+		t.Errorf("receiving server's sum: %s", js(r))
+	}
+	if st == nil || st.LostFrac != nil || *st.LostPackets != 111 || *st.JitterS != *r.JitterS {
+		t.Errorf("receiving server's stream: %s, want its 111 lost and no share", js(st))
+	}
+}
+
 func TestIperf3Bad(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", "perfparse: empty input"},

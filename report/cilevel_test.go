@@ -19,6 +19,15 @@ func TestCILevelIsTheIntervalsOwn(t *testing.T) {
 	if st := Summarize(vals, true); st.CILevel != 1-2.0/64 || ciPct(st.CILevel) != "97%" || st.Lo != 450000 || st.Hi != 454000 {
 		t.Errorf("n=6: level %v (%s), interval %v..%v; want 0.96875 (97%%), min..max", st.CILevel, ciPct(st.CILevel), st.Lo, st.Hi)
 	}
+	// Too few runs for an interval: no level either, in Stats and in
+	// CSV (a 5-run cell once wrote ci_level 0.96875 beside an empty
+	// interval).
+	for n := 0; n < minCIRuns; n++ {
+		st := Summarize(make([]float64, n), false)
+		if st.CIFinite() || st.CILevel != 0 {
+			t.Errorf("n=%d: interval %v..%v level %v, want none and level 0", n, st.Lo, st.Hi, st.CILevel)
+		}
+	}
 	for n := minCIRuns; n <= 200; n++ {
 		v := make([]float64, n)
 		for i := range v {
@@ -107,4 +116,21 @@ func mustGates(t *testing.T, s string) []Gate {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// Run counts that give one level are one list, as people say it (the
+// doc's "98% at 7 and 10 runs").
+func TestCINameListsRunCounts(t *testing.T) {
+	var sts []*Stats
+	for _, n := range []int{13, 6, 7, 10, 7} {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i)
+		}
+		st := Summarize(v, false)
+		sts = append(sts, &st)
+	}
+	if got, want := CIName(sts), "confidence interval of the median (97% at 6 runs, 98% at 7, 10 and 13 runs)"; got != want {
+		t.Errorf("CIName = %q, want %q", got, want)
+	}
 }

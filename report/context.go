@@ -165,8 +165,8 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 		head += " to " + g
 	}
 	parts = append(parts, head)
-	if env := lb.b.set.Env[s.Kernel]; env != nil && env.CPUModel != "" {
-		parts = append(parts, shortCPU(env.CPUModel))
+	if cpu := lb.cpus(); cpu != "" {
+		parts = append(parts, cpu)
 	}
 	if c := l("count"); c != "" && c != "0" {
 		if n, err := strconv.ParseFloat(c, 64); err == nil {
@@ -209,6 +209,28 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cpus names the CPU the report's samples ran on: one model when every
+// kernel's environment names the same one, else each in column order
+// ("AMD EPYC / Xeon"). A table comparing runs from two machines named
+// only its first column's CPU, as if both had run there.
+func (lb labels) cpus() string {
+	keys := slices.Clone(lb.b.r.Columns) // the kernels, when they are the columns
+	for _, k := range slices.Sorted(maps.Keys(lb.b.set.Env)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	var names []string
+	for _, k := range keys {
+		if env := lb.b.set.Env[k]; env != nil && env.CPUModel != "" {
+			if n := shortCPU(env.CPUModel); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return strings.Join(names, " / ")
 }
 
 // contextKeys are the keys the table of workload gen states in its header

@@ -26,6 +26,9 @@ func TestOutputFormat(t *testing.T) {
 		{"", "out.yaml", Formats, ""}, {"", "out.yml", Formats, ""}, {"text", "out.yaml", Formats, ""}, {"yaml", "", Formats, ""},
 		{"", "h.json", history, "json"}, {"", "h.htm", history, "html"}, {"", "h.csv", history, ""}, {"", "h.md", history, ""},
 		{"csv", "", history, ""}, {"html", "h.json", history, ""},
+		// The format's own name as the extension; JSON Lines is not
+		// report's JSON (one document): both wrote text.
+		{"", "out.benchfmt", Formats, "benchfmt"}, {"", "out.jsonl", Formats, ""}, {"json", "out.ndjson", Formats, ""},
 	} {
 		got, err := OutputFormat("cmd", tc.format, tc.name, tc.writes)
 		if got != tc.want || (err == nil) != (tc.want != "") || (err != nil && !errors.Is(err, fault.ErrInput)) {

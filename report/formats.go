@@ -185,17 +185,17 @@ func WriteCSV(w io.Writer, r *Report) error {
 		}
 		st := s.Stats
 		// Empty where there is no number: an interval open on a side
-		// (too few runs; JSON's ci_finite false) and a harmonic mean
-		// not computed (Stats.HMean 0).
-		lo, hi, hmean := "", "", ""
+		// and its level (too few runs; JSON's ci_finite false) and a
+		// harmonic mean not computed (Stats.HMean 0).
+		lo, hi, level, hmean := "", "", "", ""
 		if st.CIFinite() {
-			lo, hi = f(st.Lo), f(st.Hi)
+			lo, hi, level = f(st.Lo), f(st.Hi), f(st.CILevel)
 		}
 		if st.HMean != 0 {
 			hmean = f(st.HMean)
 		}
 		row = append(row, csvSafe(s.Column), csvSafe(s.Metric), csvSafe(s.Unit), s.Better, strconv.Itoa(st.N), f(st.Median), f(st.Mean), f(st.Stddev), f(st.CV),
-			f(st.Min), f(st.Max), lo, hi, f(st.CILevel), hmean, strconv.FormatBool(s.Emulated))
+			f(st.Min), f(st.Max), lo, hi, level, hmean, strconv.FormatBool(s.Emulated))
 		if c := cmpOf[[3]string{s.Cell, s.Column, s.Metric}]; c != nil {
 			row = append(row, csvSafe(c.Base), f(c.Delta.Pct), f(c.Delta.P), strconv.FormatBool(c.Delta.Significant), c.Verdict)
 		} else {
@@ -299,8 +299,9 @@ func CheckFormat(f string) error {
 // instead of filled with text.
 var extFormats = map[string]string{
 	".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
-	".csv": "csv", ".json": "json", ".bench": "benchfmt", ".xml": "junit",
+	".csv": "csv", ".json": "json", ".bench": "benchfmt", ".benchfmt": "benchfmt", ".xml": "junit",
 	".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".tsv": "TSV",
+	".jsonl": "JSON Lines", ".ndjson": "JSON Lines",
 	".pdf": "PDF", ".svg": "SVG", ".png": "PNG",
 }
 

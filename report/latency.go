@@ -39,10 +39,19 @@ var (
 		{metric.RTTP99S, "RTT p99", units.Latency},
 		{metric.RTTP999S, "RTT p99.9", units.Latency},
 		{metric.Iperf3SRTTS, "iperf3 sRTT (its flow)", units.Latency},
+		{metric.Iperf3JitterS, iperf3JitterLabel, units.Latency},
+		{metric.Iperf3LostFrac, iperf3LostLabel, units.Percent},
 		{metric.ProbeLossFrac, "probe loss", units.Percent},
 		{metric.QdiscWaitP99S, "qdisc wait p99", units.Latency},
 		{metric.QdiscBacklogMax, "qdisc backlog max (bytes)", units.Scale{}},
 	}
+)
+
+// The labels of the UDP load's own jitter and loss rows, which a
+// footnote defines where the table has them.
+const (
+	iperf3JitterLabel = "iperf3 jitter (its flow)"
+	iperf3LostLabel   = "iperf3 datagrams lost"
 )
 
 // latencyKind builds the table of KindLatency: the cells that ran the
@@ -84,17 +93,26 @@ func (b latencyKind) latencyTable() {
 	for _, cell := range cells {
 		t.Rows = append(t.Rows, b.latencyCellRows(cell, two)...)
 	}
+	udpNote := hasRow(t, iperf3JitterLabel) || hasRow(t, iperf3LostLabel)
 	first := b.measured(cells[0])
 	t.Notes = append(t.Notes,
 		fmt.Sprintf("%s per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.lab.medianOf(cells)),
 		fmt.Sprintf("probe: one UDP request every %s from the host's run namespace through the tap's root qdisc to the guest agent's reflector; RTT = send call to the reply's kernel receive stamp; idle = before the load started", orDash(first.Labels["probe_interval"])),
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
+	if udpNote {
+		t.Notes = append(t.Notes, "iperf3 jitter and datagrams lost = the UDP load's own receiver (the guest's iperf3 server, with reverse the host's client): RFC 3550 interarrival jitter as iperf3 reports it at the end of its test, and the share of the datagrams sent that never arrived, as the iperf3 table's Jitter and Datagrams lost")
+	}
 	if two {
 		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT and qdisc wait percentiles: called when a t test on the logs of each run's percentile (from its probes) gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least; on these rows \"? \" = the test did not call it", b.r.Columns[1], b.r.Columns[0], changeLegend))
 	}
 	t.Notes = append(t.Notes, b.lab.columnNotes()...)
 	b.r.Tables = append(b.r.Tables, t)
+}
+
+// hasRow reports whether a row of t has label as its last label.
+func hasRow(t *Table, label string) bool {
+	return slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Labels[len(r.Labels)-1] == label })
 }
 
 // latencyCellRows are one cell's rows of the latency table.

@@ -72,9 +72,7 @@ func TestLatencyTable(t *testing.T) {
 		"noqueue: tap/iperf3-p/probe loss":            "0.2%",
 		"noqueue: tap/iperf3-p/qdisc wait p99":        "12.0 us",
 	} {
-		if cells[k] != v {
-			t.Errorf("%s = %q, want %q", k, cells[k], v)
-		}
+		checkText(t, cells, k, v)
 	}
 	if _, ok := cells["noqueue: tap/iperf3-p/Lost"]; ok {
 		t.Error("iperf3 rows have Lost, but its samples have no lost_pps")

@@ -69,10 +69,7 @@ func WriteMail(w io.Writer, r *Report) error {
 			writeWrapped(&b, "  - ", wn)
 		}
 	}
-	if cmd := reproduceCommand(r); len(cmd) > 0 {
-		b.WriteString("\nTo reproduce:\n\n")
-		writeCommand(&b, cmd)
-	}
+	writeReproduce(&b, r)
 	_, err := io.WriteString(w, asciiOnly(termSafe(b.String())))
 	return err
 }
@@ -192,30 +189,58 @@ func dedupEnv(lines []string) []string {
 	return out
 }
 
-// reproduceCommand is the command that made the run (env.json's
-// command), or one rebuilt from its scenario, seed and overrides, as
-// argv.
-func reproduceCommand(r *Report) []string {
+// writeReproduce writes the commands that made the report's columns:
+// the one command of a run (a lab run's kernels share it), else each
+// run's under the columns it made. A compare of two runs showed the
+// base's alone, as if it had made both columns.
+func writeReproduce(b *strings.Builder, r *Report) {
+	var cmds [][]string
+	var cols [][]string
 	for _, c := range r.Columns {
-		e := r.Env[c]
-		if e == nil {
+		cmd := reproduceCommand(r.Env[c])
+		if len(cmd) == 0 {
 			continue
 		}
-		if len(e.Command) > 0 {
-			return e.Command
+		i := slices.IndexFunc(cmds, func(x []string) bool { return slices.Equal(x, cmd) })
+		if i < 0 {
+			i = len(cmds)
+			cmds, cols = append(cmds, cmd), append(cols, nil)
 		}
-		if e.Scenario != "" {
-			argv := []string{"vnetbench", "run", e.Scenario}
-			if e.Seed != 0 {
-				argv = append(argv, "--seed", fmt.Sprint(e.Seed))
-			}
-			for _, s := range e.Set {
-				argv = append(argv, "--set", s)
-			}
-			return argv
-		}
+		cols[i] = append(cols[i], c)
 	}
-	return nil
+	if len(cmds) == 0 {
+		return
+	}
+	b.WriteString("\nTo reproduce:\n\n")
+	for i, cmd := range cmds {
+		if len(cmds) > 1 {
+			b.WriteString("  # " + oneLine(strings.Join(cols[i], ", ")) + "\n") // a shell comment: the block pastes
+		}
+		writeCommand(b, cmd)
+	}
+}
+
+// reproduceCommand is the command that made a column's run (env.json's
+// command), or one rebuilt from its scenario, seed and overrides, as
+// argv; nil when e says neither.
+func reproduceCommand(e *Env) []string {
+	if e == nil {
+		return nil
+	}
+	if len(e.Command) > 0 {
+		return e.Command
+	}
+	if e.Scenario == "" {
+		return nil
+	}
+	argv := []string{"vnetbench", "run", e.Scenario}
+	if e.Seed != 0 {
+		argv = append(argv, "--seed", fmt.Sprint(e.Seed))
+	}
+	for _, s := range e.Set {
+		argv = append(argv, "--set", s)
+	}
+	return argv
 }
 
 // writeCommand writes argv shell-quoted and indented, broken before an

@@ -75,3 +75,33 @@ func realMail(t *testing.T, dir string) string {
 	}
 	return buf.String()
 }
+
+// A mail of two runs (compare BASE NEW, or report of a stock and a
+// patched boot's runs) gives each run's command under its column: it gave
+// the first's alone, as if one command had made both columns. Columns of
+// one run (a lab run's kernels) share its one command, said once.
+func TestMailReproducesEachRun(t *testing.T) {
+	mail := func(stock, patched []string) string {
+		set := runnerSamples(t, "backend: tap\ngenerator: {pktgen: {count: 5000}}\n", 1)
+		set.Env["stock"].Command, set.Env["patched"].Command = stock, patched
+		r, err := Build(set, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := WriteMail(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		_, tail, _ := strings.Cut(buf.String(), "\nTo reproduce:\n\n")
+		return tail
+	}
+	stock := []string{"vnetbench", "run", "s.yaml", "--label", "stock"}
+	patched := []string{"vnetbench", "run", "s.yaml", "--label", "patched"}
+	want := "  # stock\n  vnetbench run s.yaml --label stock\n  # patched\n  vnetbench run s.yaml --label patched\n"
+	if got := mail(stock, patched); got != want {
+		t.Errorf("two runs: To reproduce\n%s\nwant\n%s", got, want)
+	}
+	if got, want := mail(stock, stock), "  vnetbench run s.yaml --label stock\n"; got != want {
+		t.Errorf("one run: To reproduce\n%s\nwant\n%s", got, want)
+	}
+}

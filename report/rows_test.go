@@ -102,3 +102,26 @@ func titles(r *Report) string {
 	}
 	return b.String()
 }
+
+// Columns measured on different CPUs (compare of runs from two machines)
+// name both in the table's title, in column order; one CPU is named once.
+func TestContextNamesEachColumnsCPU(t *testing.T) {
+	const yaml = "backend: tap\ngenerator: {pktgen: {count: 5000}}\n"
+	for _, tc := range []struct{ patched, want string }{
+		{"AMD EPYC 7B13 64-Core Processor", ", Core i5-6300HQ / AMD EPYC 7B13 64-Core, "},
+		{"Intel(R) Core(TM) i5-6300HQ CPU @ 2.30GHz", ", Core i5-6300HQ, "},
+	} {
+		set := runnerSamples(t, yaml, 1)
+		set.Env["patched"] = &results.Env{CPUModel: tc.patched}
+		r, err := Build(set, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Tables) == 0 || r.Tables[0].Kind != KindThread {
+			t.Fatalf("want a thread table first:\n%s", titles(r))
+		}
+		if got := r.Tables[0].Context; !strings.Contains(got, tc.want) {
+			t.Errorf("patched on %q: context %q, want %q", tc.patched, got, tc.want)
+		}
+	}
+}

@@ -29,7 +29,8 @@ type Stats struct {
 	Max    float64 `json:"max"`
 	// Lo and Hi bound the confidence interval of the median at level
 	// CILevel, its coverage under any continuous noise (>=
-	// Confidence; ±Inf when n is too small for one).
+	// Confidence). When n is too small for one, Lo and Hi are ±Inf and
+	// CILevel is 0: there is no interval to have a level.
 	Lo      float64 `json:"ci_lo"`
 	Hi      float64 `json:"ci_hi"`
 	CILevel float64 `json:"ci_level"`
@@ -56,7 +57,7 @@ func Summarize(values []float64, rate bool) Stats {
 	if len(v) == 0 {
 		st.Warnings = []string{"no samples"}
 		st.Lo, st.Hi = math.Inf(-1), math.Inf(1)
-		return st
+		return st // CILevel 0: no interval
 	}
 	s := stats.Sample{Xs: v, Sorted: true}
 	st.Mean = s.Mean()
@@ -79,6 +80,7 @@ func Summarize(values []float64, rate bool) Stats {
 	st.CILevel = ci.Confidence
 	st.Finite = st.CIFinite()
 	if !st.Finite {
+		st.CILevel = 0
 		st.Warnings = append(st.Warnings, fmt.Sprintf("need >= %d samples for confidence interval at level %v", minCIRuns, Confidence))
 	}
 	return st
@@ -121,17 +123,9 @@ func CIName(sts []*Stats) string {
 		for j, n := range byPct[p] {
 			ns[j] = fmt.Sprint(n)
 		}
-		parts[i] = p + " at " + andList(ns) + " runs"
+		parts[i] = p + " at " + units.AndList(ns) + " runs"
 	}
 	return "confidence interval of the median (" + strings.Join(parts, ", ") + ")"
-}
-
-// andList is "a", "a and b", "a, b and c".
-func andList(s []string) string {
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Delta compares two samples of one metric.

@@ -157,29 +157,47 @@ func CPUPerPacket(s *results.Sample, res *workload.Result) {
 }
 
 // NetMetrics puts into s.Metrics (not nil) the tap's, the root qdisc's and
-// the guest's counters over the window. Pure, like AddResult: with it
+// the guest's counters over the window. A counter that went back (a
+// device made anew in the window) measured nothing: its metrics are left
+// out and s gets a warning that says which. Pure, like AddResult: with it
 // report/testdata/gen computes its fixtures' metrics as a run does.
 func NetMetrics(s *results.Sample, before, after Counters, window time.Duration) {
 	sec := window.Seconds()
 	m := s.Metrics
-	dTx := after.Tap.TxPackets - before.Tap.TxPackets
-	dDrop := after.Tap.TxDropped - before.Tap.TxDropped
-	dRx := after.Guest.RxPackets - before.Guest.RxPackets
+	if d, ok := grown(s, "the tap's tx_packets", before.Tap.TxPackets, after.Tap.TxPackets); ok {
+		m[metric.TxPackets] = d
+		m[metric.TapTxPPS] = d / sec
+	}
+	if d, ok := grown(s, "the tap's tx_dropped", before.Tap.TxDropped, after.Tap.TxDropped); ok {
+		m[metric.LostPPS] = d / sec
+	}
 	// The xdp-drop sink counts what reaches its program (testpmd
 	// rxonly's role in a VM): that is what the guest received.
+	rx, a, b := "the guest's rx_packets", before.Guest.RxPackets, after.Guest.RxPackets
 	if after.Guest.Sink == vmimages.SinkXDPDrop && before.Guest.Sink == vmimages.SinkXDPDrop {
-		dRx = after.Guest.XDPDrops - before.Guest.XDPDrops
+		rx, a, b = "the guest's XDP drop count", before.Guest.XDPDrops, after.Guest.XDPDrops
 	}
-	m[metric.TxPackets] = float64(dTx)
-	m[metric.TapTxPPS] = float64(dTx) / sec
-	m[metric.LostPPS] = float64(dDrop) / sec
-	m[metric.RxPPS] = float64(dRx) / sec
+	if d, ok := grown(s, rx, a, b); ok {
+		m[metric.RxPPS] = d / sec
+	}
 	// Drops inside the root qdisc (pktgen queue_xmit through fq_codel,
 	// say) never reach the tap: lost_pps does not count them.
 	if q := after.Qdisc; q.Kind != "" && q.Kind == before.Qdisc.Kind {
-		m[metric.QdiscDrops] = float64(q.Drops - before.Qdisc.Drops)
-		m[metric.QdiscDropPPS] = float64(q.Drops-before.Qdisc.Drops) / sec
+		if d, ok := grown(s, "the root qdisc's drops", before.Qdisc.Drops, q.Drops); ok {
+			m[metric.QdiscDrops] = d
+			m[metric.QdiscDropPPS] = d / sec
+		}
 	}
+}
+
+// grown is counter name's growth b-a; for a counter that went back it
+// warns on s and reports false.
+func grown(s *results.Sample, name string, a, b uint64) (float64, bool) {
+	if b < a {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s went back from %d to %d in the window (a device made anew?): what it counts was not measured", name, a, b))
+		return 0, false
+	}
+	return float64(b - a), true
 }
 
 // workloadMetrics adds the workload's metrics and threads.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/metric"
@@ -23,13 +24,13 @@ const defaultRing = 500
 func windowMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters, window time.Duration) {
 	NetMetrics(s, before, after, window)
 	AddResult(s, c, res)
-	addStallWarning(s, c, res, before, after)
+	addStallWarning(s, c, res, after.Tap.TxQLen)
 }
 
 // addStallWarning says why a sample's generator sent nothing (stallWarning)
 // when it did; the sample is kept as measured.
-func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters) {
-	if w := stallWarning(s, c, res, before, after); w != "" {
+func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, ring int) {
+	if w := stallWarning(s, c, res, ring); w != "" {
 		s.Warnings = append(s.Warnings, w)
 	}
 }
@@ -47,15 +48,21 @@ func addStallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result,
 // the receiver stalled (a guest starved of CPU does not refill its virtio
 // rx queue): Transmitted 0 measures the receiver. If it took more, the
 // ring had room and the generator still sent nothing: not a stall, and
-// the warning says so (a tx queue left stopped: a lost wake).
-func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, before, after Counters) string {
+// the warning says so (a tx queue left stopped: a lost wake). ring is
+// the tap's txqueuelen, each queue's ring (0 = unknown: tun's default).
+// What the reader took and the guest received are NetMetrics' tx_packets
+// and rx_pps over the window: without a tap count or a window there is
+// no telling, and no warning.
+func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, ring int) string {
 	tx, ok := s.Metrics[metric.TxPPS]
-	if !ok || tx > 0 || s.Metrics[metric.TxRunS] <= 0 || res == nil || res.Packets > 0 {
+	read, counted := s.Metrics[metric.TxPackets]
+	if !ok || tx > 0 || s.Metrics[metric.TxRunS] <= 0 || res == nil || res.Packets > 0 || !counted || s.WindowS <= 0 {
 		return ""
 	}
-	read := grown(before.Tap.TxPackets, after.Tap.TxPackets)
-	rx := grown(before.Guest.RxPackets, after.Guest.RxPackets)
-	ring := after.Tap.TxQLen
+	received := "an unknown number (its counter went back)"
+	if rx, ok := s.Metrics[metric.RxPPS]; ok {
+		received = fmt.Sprintf("%.0f", math.Round(rx*s.WindowS))
+	}
 	if ring <= 0 {
 		ring = defaultRing
 	}
@@ -64,11 +71,11 @@ func stallWarning(s *results.Sample, c *scenarios.Cell, res *workload.Result, be
 	if queues > 1 {
 		half = fmt.Sprintf("half a %d-packet ring on each of the %d queues it sends on, %d", ring, queues, queues*(ring/2))
 	}
-	if read < uint64(queues*(ring/2)) {
-		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %d (less than %s) and the guest received %d: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
-			StalledReceiver, c.Generator.Kind, window, read, half, rx)
+	if read < float64(queues*(ring/2)) {
+		return fmt.Sprintf("%s: %s sent no packets in the %s while the tap's reader took %.0f (less than %s) and the guest received %s: the guest did not drain the tap (starved of CPU?), and a full ring holds the generator at 0; Transmitted 0 here measures the receiver, not the datapath",
+			StalledReceiver, c.Generator.Kind, window, read, half, received)
 	}
-	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %d (%s or more): not a stalled receiver; was the tap's tx queue left stopped?",
+	return fmt.Sprintf("%s sent no packets in the %s although the tap's reader took %.0f (%s or more): not a stalled receiver; was the tap's tx queue left stopped?",
 		c.Generator.Kind, window, read, half)
 }
 
@@ -85,12 +92,4 @@ func sendQueues(c *scenarios.Cell) int {
 		return max(q.SendQueues(c.TapQueues()), 1)
 	}
 	return 1
-}
-
-// grown is b-a, 0 for a counter that went back (a device made anew).
-func grown(a, b uint64) uint64 {
-	if b < a {
-		return 0
-	}
-	return b - a
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -93,5 +94,70 @@ func TestStalledReceiverPerQueue(t *testing.T) {
 		if got := slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, StalledReceiver+": ") }); got != tc.stall {
 			t.Errorf("%s: stalled receiver %v, want %v: %q", tc.name, got, tc.stall, s.Warnings)
 		}
+	}
+}
+
+// The warning reads the window's counts from NetMetrics (tx_packets, and
+// rx_pps over the window) instead of the counters again, so both agree
+// at their edges. A counter that went back (a device made anew) measured
+// nothing: its metrics are left out (not 2^64 less a little, nor a
+// made-up 0) and the sample says which counter; without the tap's count
+// there is no stall warning, without the guest's the warning says its
+// count is unknown. With the xdp-drop sink the guest received
+// what its program counted, as rx_pps says; a window of 3.7 s gives the
+// count back exactly. A sample without the tap's count, or without a
+// window, cannot tell a stall from a lost wake: no warning.
+func TestStalledReceiverCountsFromNetMetrics(t *testing.T) {
+	c := &scenarios.Cell{Generator: scenarios.Generator{Kind: "pktgen"}}
+	zero := &workload.Result{Metrics: map[metric.Key]float64{"tx_pps": 0, "tx_run_s": 3}, Elapsed: 3 * time.Second}
+	at := func(tap, rx, xdp uint64, sink string) Counters {
+		return Counters{Tap: hostnet.LinkStats{TxPackets: tap, TxQLen: 500}, Guest: GuestStats{RxPackets: rx, XDPDrops: xdp, Sink: sink},
+			Qdisc: hostnet.QdiscStats{Kind: "fq_codel", Drops: tap}}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after Counters
+		window        time.Duration
+		want          string
+	}{
+		{"guest counter went back", at(100, 900, 0, ""), at(112, 5, 0, ""), 4 * time.Second, "reader took 12 (less than half its 500-packet ring) and the guest received an unknown number (its counter went back):"},
+		{"xdp-drop sink", at(100, 50, 20, "xdp-drop"), at(112, 60, 27, "xdp-drop"), 4 * time.Second, "reader took 12 (less than half its 500-packet ring) and the guest received 7:"},
+		{"3.7 s window", at(100, 50, 0, ""), at(349, 60, 0, ""), 3700 * time.Millisecond, "pktgen sent no packets in the 3.7 s window (its own run 3.0 s) while the tap's reader took 249 (less than half its 500-packet ring) and the guest received 10:"},
+		{"quiet counters", at(100, 50, 0, ""), at(100, 50, 0, ""), 4 * time.Second, "reader took 0 (less than half its 500-packet ring) and the guest received 0:"},
+	} {
+		s := &results.Sample{Metrics: map[metric.Key]float64{}, WindowS: tc.window.Seconds()}
+		sampleMetrics(s, c, zero, tc.before, tc.after, tc.window)
+		for _, k := range []metric.Key{metric.TxPackets, metric.TapTxPPS, metric.RxPPS, metric.QdiscDrops} {
+			if v := s.Metrics[k]; v > 1e6 {
+				t.Errorf("%s: %s = %v from a counter that went back", tc.name, k, v)
+			}
+		}
+		if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, StalledReceiver+": ") && strings.Contains(w, tc.want) }) {
+			t.Errorf("%s: warnings %q, want a stalled receiver with %q", tc.name, s.Warnings, tc.want)
+		}
+	}
+	s := &results.Sample{Metrics: map[metric.Key]float64{}, WindowS: 4}
+	sampleMetrics(s, c, zero, at(900, 50, 0, ""), at(30, 60, 0, ""), 4*time.Second)
+	_, tx := s.Metrics[metric.TxPackets]
+	_, tap := s.Metrics[metric.TapTxPPS]
+	want := []string{"the tap's tx_packets went back from 900 to 30 in the window (a device made anew?): what it counts was not measured",
+		"the root qdisc's drops went back from 900 to 30 in the window (a device made anew?): what it counts was not measured"}
+	if tx || tap || s.Metrics[metric.RxPPS] != 2.5 || !slices.Equal(s.Warnings, want) {
+		t.Errorf("tap counter went back: metrics %v, warnings %q; want no tx_packets or tap_tx_pps, rx_pps 2.5, and only %q", s.Metrics, s.Warnings, want)
+	}
+	counted := map[metric.Key]float64{"tx_pps": 0, "tx_run_s": 3, "tx_packets": 12, "rx_pps": 2.5}
+	for _, tc := range []struct {
+		name    string
+		drop    metric.Key
+		windowS float64
+	}{{"no tap count", metric.TxPackets, 4}, {"no window", "", 0}} {
+		s := &results.Sample{Metrics: maps.Clone(counted), WindowS: tc.windowS}
+		delete(s.Metrics, tc.drop)
+		if w := stallWarning(s, c, zero, 500); w != "" {
+			t.Errorf("%s: warning %q, want none", tc.name, w)
+		}
+	}
+	if w := stallWarning(&results.Sample{Metrics: maps.Clone(counted), WindowS: 4}, c, zero, 500); !strings.Contains(w, "took 12 (less than half its 500-packet ring) and the guest received 10:") {
+		t.Errorf("counted: warning %q, want the tap's 12 and the guest's 10", w)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/schema"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
@@ -169,13 +170,7 @@ func describeBusy(busy []Busy) string {
 		if !strings.HasSuffix(k, "worker") && !strings.HasSuffix(k, "thread") && k != "vCPU" {
 			name += " thread" // kpktgend_N, a generator
 		}
-		if n[k] > 1 {
-			name += "s"
-		}
-		parts = append(parts, fmt.Sprintf("%d %s", n[k], name))
+		parts = append(parts, units.Plural(n[k], name))
 	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return units.AndList(parts)
 }

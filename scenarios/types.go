@@ -209,22 +209,12 @@ type Pin struct {
 
 func (p *Pin) Fields() []schema.Field {
 	return []schema.Field{
-		schema.CPUs(&p.Vhost, "vhost").Default(nil).Axis().Name(pinName("vhost")).
+		schema.CPUs(&p.Vhost, "vhost").Default(nil).Axis().Pin("vhost").
 			Doc("CPUs for the vhost-net worker thread (tap+vhost only; ignored in tap cells)"),
-		schema.CPUs(&p.VCPU, "vcpu").Default(nil).Axis().Name(pinName("vcpu")).
+		schema.CPUs(&p.VCPU, "vcpu").Default(nil).Axis().Pin("vcpu").
 			Doc("CPUs for QEMU's vCPU threads; with exactly guest.vcpus CPUs, vCPU i goes to the i-th"),
-		schema.CPUs(&p.Generator, "generator").Default(nil).Axis().Name(pinName("gen")).
+		schema.CPUs(&p.Generator, "generator").Default(nil).Axis().Pin("gen").
 			Doc("CPUs for trafgen or iperf3 (pktgen threads are per-CPU kernel threads: use generator.pktgen.first_cpu)"),
-	}
-}
-
-// pinName names a pin in cell names: "vhost-pin0", "gen-unpinned".
-func pinName(who string) func(string) string {
-	return func(v string) string {
-		if v == "none" {
-			return who + "-unpinned"
-		}
-		return who + "-pin" + v
 	}
 }
 

@@ -184,3 +184,28 @@ func TestNested(t *testing.T) {
 		t.Error("ClassOf")
 	}
 }
+
+// A build line longer than 36 characters (plan lab-pktgen's "modules of
+// drivers/net/tun.c, 2 kernels") widens the first column of every block:
+// its count and time stood out of line with the others'.
+func TestWriteAlignsLongLines(t *testing.T) {
+	e := Of(threadPktgen(TCGNested), &Table{})
+	e.AddBuild([]BuildItem{{What: "modules of drivers/net/tun.c, 2 kernels", N: 2, Kind: "modules"}}, &Table{})
+	var b bytes.Buffer
+	e.Write(&b, "", nil)
+	col := -1
+	for _, l := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(l, "    ") {
+			continue
+		}
+		i := strings.Index(l, " x")
+		if col >= 0 && i != col {
+			t.Errorf("count at column %d, want %d as the line before:\n%s", i, col, b.String())
+			break
+		}
+		col = i
+	}
+	if col < 0 {
+		t.Fatalf("no lines:\n%s", b.String())
+	}
+}

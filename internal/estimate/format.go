@@ -36,9 +36,21 @@ func fmtRate(pps float64) string { return units.PacketRate.Format(pps) }
 // every line ("" for plan, "vnetbench: " for run).
 func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label string) string) {
 	fmt.Fprintf(w, "%sestimate: about %s in all\n", prefix, Duration(e.Total))
+	// One width for every block's first column, at least 36: a longer
+	// label ("modules of drivers/net/tun.c, 2 kernels") pushed its line's
+	// counts and times out of line with the others.
+	width := 36
+	for _, l := range e.Build {
+		width = max(width, len(lineWhat(l)))
+	}
+	for _, k := range e.Kernels {
+		for _, l := range k.Lines {
+			width = max(width, len(lineWhat(l)))
+		}
+	}
 	if len(e.Build) > 0 {
 		fmt.Fprintf(w, "%s  builds, before the labs: about %s\n", prefix, Duration(e.BuildTotal))
-		writeLines(w, prefix, e.Build)
+		writeLines(w, prefix, width, e.Build)
 	}
 	for _, k := range e.Kernels {
 		desc := k.Label
@@ -46,21 +58,25 @@ func (e *Estimate) Write(w io.Writer, prefix string, kernelDesc func(label strin
 			desc = kernelDesc(k.Label)
 		}
 		fmt.Fprintf(w, "%s  kernel %s: about %s\n", prefix, desc, Duration(k.Total))
-		writeLines(w, prefix, k.Lines)
+		writeLines(w, prefix, width, k.Lines)
 	}
 	e.writeSideBySide(w, prefix)
 }
 
-func writeLines(w io.Writer, prefix string, lines []Line) {
+// lineWhat is l's first column: what it counts, with its packets.
+func lineWhat(l Line) string {
+	if l.Packets > 0 {
+		return l.What + " (" + units.Count(float64(l.Packets)) + " packets)"
+	}
+	return l.What
+}
+
+func writeLines(w io.Writer, prefix string, width int, lines []Line) {
 	for _, l := range lines {
-		what := l.What
-		if l.Packets > 0 {
-			what += " (" + units.Count(float64(l.Packets)) + " packets)"
-		}
 		src := ""
 		if len(l.Sources) > 0 {
 			src = "  [" + strings.Join(l.Sources, "; ") + "]"
 		}
-		fmt.Fprintf(w, "%s    %-36s x%-4d %8s%s\n", prefix, what, l.N, Duration(l.Time), src)
+		fmt.Fprintf(w, "%s    %-*s x%-4d %8s%s\n", prefix, width, lineWhat(l), l.N, Duration(l.Time), src)
 	}
 }

@@ -38,7 +38,13 @@ func (s *Series) Format(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
-	if sc := units.For(s.Unit); !sc.IsZero() {
+	sc := units.For(s.Unit)
+	if s.Unit == "s" {
+		// Latencies and jitters (rtt_p99_s, iperf3_jitter_s): "96.5
+		// us", where the plain seconds' scale wrote "9.65e-05 s".
+		sc = units.Latency
+	}
+	if !sc.IsZero() {
 		return sc.Format(v)
 	}
 	return units.SIDigits(v, 3)

@@ -58,6 +58,10 @@ const (
 	XDPLostPPS  Key = "xdp_lost_pps"
 	RRBulkBPS   Key = "rr_bulk_bps"
 	Iperf3SRTTS Key = "iperf3_srtt_s"
+	// A UDP test's receiver: its jitter and the share of the datagrams
+	// it lost.
+	Iperf3JitterS  Key = "iperf3_jitter_s"
+	Iperf3LostFrac Key = "iperf3_lost_frac"
 )
 
 // Join joins keys with sep, as strings.Join joins strings.

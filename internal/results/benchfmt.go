@@ -188,7 +188,7 @@ func nameParts(parts [][]byte) []string {
 }
 
 // pinStems are the pin axes and the stems of their cell name parts
-// ("vhost-pin0", "gen-unpinned", as the scenario names them).
+// ("vhost-pin0", "gen-unpinned", as the scenario's pin keys name them).
 var pinStems = map[string]string{"pin.vhost": "vhost", "pin.vcpu": "vcpu", "pin.generator": "gen"}
 
 // cpuList is a pin's value: CPUs ("0", "0-1", "2,4") or none.
@@ -209,7 +209,9 @@ func pinAxis(key, value string) string {
 }
 
 // pinPart is pin axis a's cell name part for value v: "vhost-pin0",
-// "vhost-unpinned" for none.
+// "vhost-unpinned" for none. It spells what schema.PinPart spells for
+// the scenario's cells (TestPinPartIsTheScenarios), without the results
+// store depending on the scenario's schema.
 func pinPart(a, v string) string {
 	if v == "none" {
 		return pinStems[a] + "-unpinned"
@@ -571,7 +573,7 @@ func (n benchNamer) spelledPartial(p string, axes map[string]string, used map[st
 			continue
 		}
 		if v == "none" {
-			v = "unpinned" // pinName's "vhost-unpinned"
+			v = "unpinned" // pinPart's "vhost-unpinned"
 		}
 		rest, ok := strings.CutSuffix(p, v)
 		stem := strings.TrimSuffix(strings.TrimSuffix(rest, "-pin"), "-")

@@ -150,6 +150,13 @@ func (f *Leaf[T]) Bare() *Leaf[T] {
 	return f
 }
 
+// Pin names a CPU list axis value in cell names as PinPart(stem, value):
+// "vhost-pin0", "gen-unpinned".
+func (f *Leaf[T]) Pin(stem string) *Leaf[T] {
+	f.info.name = func(v string) string { return PinPart(stem, v) }
+	return f
+}
+
 // Name sets how an axis value reads in cell names.
 func (f *Leaf[T]) Name(fn func(v string) string) *Leaf[T] { f.info.name = fn; return f }
 

@@ -384,6 +384,18 @@ func FormatCPUs(cpus []int) string {
 	return b.String()
 }
 
+// PinPart is the cell name part of the threads stem names ("vhost",
+// "vcpu", "gen") pinned to cpus, a CPU list as FormatCPUs writes it:
+// "vhost-pin0", "vcpu-pin0-1", "gen-unpinned" for none. The scenario's
+// pin keys name their cells with it (Leaf.Pin) and the results store
+// turns a benchfmt name's "vhost=0" back into the same part.
+func PinPart(stem, cpus string) string {
+	if cpus == "none" {
+		return stem + "-unpinned"
+	}
+	return stem + "-pin" + cpus
+}
+
 // Strings binds a list of words (a single word is a list of one) that
 // check accepts (check gets the word and the key's path and returns the
 // whole message, "" = ok). typ is the reference's type column.

@@ -178,3 +178,26 @@ func TestClone(t *testing.T) {
 		t.Errorf("clone shares: %+v %+v", v, c)
 	}
 }
+
+// A pin's cell name part is the one spelling the scenario's pin keys
+// name cells with and the results store reads a benchfmt "vhost=0" back
+// to: benchfmt names are a CI contract, so the spelling is pinned here.
+func TestPinPart(t *testing.T) {
+	for _, c := range []struct {
+		stem string
+		cpus []int
+		want string
+	}{
+		{"vhost", []int{0}, "vhost-pin0"},
+		{"vcpu", []int{0, 1, 4}, "vcpu-pin0-1,4"},
+		{"gen", nil, "gen-unpinned"},
+	} {
+		if got := PinPart(c.stem, FormatCPUs(c.cpus)); got != c.want {
+			t.Errorf("PinPart(%q, %v) = %q, want %q", c.stem, c.cpus, got, c.want)
+		}
+		var v []int
+		if got := CPUs(&v, "k").Axis().Pin(c.stem).Info().NamePart(FormatCPUs(c.cpus)); got != c.want {
+			t.Errorf("CPUs(...).Pin(%q) names %v %q, want %q", c.stem, c.cpus, got, c.want)
+		}
+	}
+}

@@ -189,3 +189,12 @@ func Plural(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun
 }
+
+// AndList joins a list the way people say it: "a", "a and b", "a, b and
+// c"; "" for none.
+func AndList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}

@@ -238,3 +238,20 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+// AndList is the list joiner of report's interval notes ("95% at 5, 10
+// and 20 runs") and the plan's busy threads ("4 kpktgend threads, 1
+// vhost-net worker and 1 vCPU").
+func TestAndList(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a and b"},
+		{[]string{"a", "b", "c"}, "a, b and c"}, {[]string{"a", "b", "c", "d"}, "a, b, c and d"},
+	} {
+		if got := AndList(tc.in); got != tc.want {
+			t.Errorf("AndList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

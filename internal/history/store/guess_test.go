@@ -22,8 +22,11 @@ func TestGuessBetter(t *testing.T) {
 		{"drop_pps", history.LowerIsBetter},
 		{"errors_per_s", history.LowerIsBetter},
 		{"packet_loss_bps", history.LowerIsBetter},
+		{"udp_lost_frac", history.LowerIsBetter},  // iperf3_lost_frac in another tool's CSV
+		{"lost_datagrams", history.LowerIsBetter}, // was neutral
 		{"latency_ms", history.LowerIsBetter},
 		{"run_s", history.LowerIsBetter},
+		{"jitter", history.LowerIsBetter},
 		{"widgets", history.Neutral},
 		{"lost_pps", history.LowerIsBetter}, // the catalogue's
 		{"tx_pps", history.HigherIsBetter},

@@ -108,11 +108,11 @@ func ResultsFirst(series []history.Series) []history.Series {
 }
 
 // GuessBetter is a CSV column's direction: the catalogue's for a metric
-// it knows, else from the name: losses, drops and errors are
+// it knows, else from the name: losses (also "lost"), drops and errors are
 // lower-is-better, also as rates ("drop_pps", "errors_per_s"); other
 // rates (ending in /s, _per_s, _per_sec, ops, pps, bps, iops, qps, rps,
 // tps) and throughput or bandwidth are higher-is-better; times (ending in
-// _s, _ms, _us, _ns, /op, or naming latency, duration, time, rtt) are
+// _s, _ms, _us, _ns, /op, or naming latency, duration, time, rtt, jitter) are
 // lower-is-better; other names neutral.
 func GuessBetter(name string) history.Better {
 	if _, ok := results.Lookup(metric.Key(name)); ok {
@@ -126,11 +126,11 @@ func GuessBetter(name string) history.Better {
 		return slices.ContainsFunc(sufs, func(s string) bool { return strings.HasSuffix(m, s) })
 	}
 	switch {
-	case has("loss", "drop", "error"):
+	case has("loss", "lost", "drop", "error"):
 		return history.LowerIsBetter
 	case ends("/s", "_per_s", "_per_sec", "persec", "ops", "pps", "bps", "iops", "qps", "rps", "tps") || has("throughput", "bandwidth"):
 		return history.HigherIsBetter
-	case ends("_s", "_ms", "_us", "_ns", "/op", "_sec", "_secs", "_seconds") || has("latency", "duration", "time", "rtt"):
+	case ends("_s", "_ms", "_us", "_ns", "/op", "_sec", "_secs", "_seconds") || has("latency", "duration", "time", "rtt", "jitter"):
 		return history.LowerIsBetter
 	}
 	return history.Neutral

@@ -5,11 +5,13 @@ package iperf3
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/schema"
+	"github.com/vnetbench/vnetbench/internal/units"
 	"github.com/vnetbench/vnetbench/internal/workload"
 )
 
@@ -124,19 +126,35 @@ func (c *Config) HostThreads() []workload.HostThread {
 	return out
 }
 
-// Metrics: the receiver's throughput, the sender's retransmits and its CPU.
+// Metrics: the receiver's throughput, the sender's retransmits and its
+// CPU, and a UDP receiver's jitter and loss.
 func (Workload) Metrics() []metric.Metric {
 	return []metric.Metric{
 		workload.ThroughputBPS,
 		{Key: metric.Retransmits, Unit: "count", Better: metric.LowerIsBetter, Description: "iperf3 sender TCP retransmits"},
 		{Key: metric.Iperf3SRTTS, Unit: "s", Better: metric.LowerIsBetter, Description: "median over iperf3's intervals and streams of the TCP sender's smoothed RTT (the -J intervals' rtt, the kernel's srtt of the load's own flow): a second view beside the latency probe"},
+		{Key: metric.Iperf3JitterS, Unit: "s", Better: metric.LowerIsBetter, Description: jitterDef},
+		{Key: metric.Iperf3LostFrac, Unit: "fraction", Better: metric.LowerIsBetter, Description: lostDef},
 		{Key: "iperf3_host_cpu_frac", Unit: "fraction", Better: metric.LowerIsBetter, Description: "iperf3 client (sender) CPU time over the test, as a fraction of one CPU (iperf3 host_total)", Diagnostic: true,
 			Header: "iperf3 CPU", HeaderNote: "(the iperf3 client's CPU time over its test, % of one CPU)"},
 	}
 }
 
-// Table: Throughput and, where measured (TCP), Retransmits (and Lost,
-// where the tap dropped packets), by streams.
+// What iperf3_jitter_s and iperf3_lost_frac count, for their metrics and
+// the table's footnote.
+const (
+	jitterDef = "the UDP receiver's jitter (iperf3's sum_received jitter_ms; the receiver is the guest's server, with reverse the host's client): " +
+		"RFC 3550's interarrival jitter, a running estimate J += (|D| - J)/16 over every datagram received, D the change in transit time " +
+		"from the sender's timestamp (microseconds) to arrival; the estimate at the end of the test, not a mean over it; " +
+		"the mean over streams and clients; UDP only"
+	lostDef = "UDP datagrams the receiver counted lost (gaps in the sequence numbers it saw, less those that arrived out of order; " +
+		"datagrams after the last one it received are not counted) over the datagrams the sender sent, over iperf3's test time " +
+		"(iperf3's lost_percent / 100), the total over all streams and clients; UDP only"
+)
+
+// Table: Throughput and, where measured, Retransmits (TCP) or Jitter and
+// Datagrams lost (UDP), and Lost where the tap dropped packets, by
+// streams.
 func (Workload) Table() workload.Table {
 	return workload.Table{Headline: metric.ThroughputBPS, ThreadsKey: "parallel", ThreadsNoun: "streams",
 		// The header says how the streams were sent: iperf3 before 3.16
@@ -155,6 +173,12 @@ func (Workload) Table() workload.Table {
 			if seen.Measured(metric.Retransmits) { // TCP: UDP has none
 				rows = append(rows, workload.TableRow{Key: metric.Retransmits, Label: "Retransmits"})
 			}
+			if seen.Measured(metric.Iperf3JitterS) { // UDP: TCP has none
+				rows = append(rows, workload.TableRow{Key: metric.Iperf3JitterS, Label: "Jitter", Scale: units.Latency})
+			}
+			if seen.Measured(metric.Iperf3LostFrac) {
+				rows = append(rows, workload.TableRow{Key: metric.Iperf3LostFrac, Label: "Datagrams lost", Scale: units.Percent})
+			}
 			if seen.Positive(metric.LostPPS) {
 				rows = append(rows, workload.TableRow{Key: metric.LostPPS, Label: "Lost"})
 			}
@@ -168,11 +192,31 @@ func (Workload) Table() workload.Table {
 				note = "Throughput = bits/s the receiver counted over iperf3's test time (its end sum_received), Retransmits = the sender's TCP retransmits over the whole test, a count per run (not per second); both the total over all streams and clients"
 			}
 			notes := []string{note}
+			if n := udpNote(seen); n != "" {
+				notes = append(notes, n)
+			}
 			if seen.Positive(metric.LostPPS) {
 				notes = append(notes, "Lost = packets dropped (the tap's tx_dropped) per second of the measurement window")
 			}
 			return notes
 		}}
+}
+
+// udpNote defines the UDP rows the table shows, or is "".
+func udpNote(seen workload.Seen) string {
+	var defs []string
+	if seen.Measured(metric.Iperf3JitterS) && seen.Shows(metric.Iperf3JitterS) {
+		defs = append(defs, "Jitter = the receiver's RFC 3550 interarrival jitter as iperf3 reports it at the end of its test "+
+			"(a running estimate, J += (|D| - J)/16 per datagram, D = the change in transit time), the mean over streams and clients")
+	}
+	if seen.Measured(metric.Iperf3LostFrac) && seen.Shows(metric.Iperf3LostFrac) {
+		defs = append(defs, "Datagrams lost = datagrams the receiver never saw (gaps in their sequence numbers, late ones subtracted) "+
+			"as a share of the datagrams sent over iperf3's test time, the total over all streams and clients")
+	}
+	if len(defs) == 0 {
+		return ""
+	}
+	return strings.Join(defs, "; ") + "; the receiver is the guest's iperf3 server, with reverse the host's client"
 }
 
 // Path: iperf3's TCP or UDP socket sends through the tap's qdisc.

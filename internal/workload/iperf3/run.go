@@ -238,6 +238,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	}
 	var cpu, busy float64
 	var srtts []float64 // the TCP senders' smoothed RTTs, every stream and interval
+	var udp udpReceivers
 	hasCPU := false
 	for i, cl := range g.clients {
 		werr := cl.p.Wait()
@@ -285,6 +286,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		if res.Retransmits != nil {
 			r.Metrics[metric.Retransmits] += float64(*res.Retransmits)
 		}
+		udp.add(res)
 		if res.CPU != nil {
 			cpu += res.CPU.HostTotalFrac
 			busy += busyFrac(res)
@@ -295,6 +297,7 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		slices.Sort(srtts)
 		r.Metrics[metric.Iperf3SRTTS] = srtts[(len(srtts)-1)/2]
 	}
+	udp.set(r.Metrics)
 	if hasCPU {
 		// iperf3_host_cpu_frac: all clients' CPU, in CPUs; busy: the
 		// mean over the clients (each a fraction of its threads).
@@ -302,6 +305,53 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		r.BusyFrac = busy / float64(len(g.clients))
 	}
 	return r, nil
+}
+
+// udpReceivers adds up the UDP receivers' jitter and loss over a cell's
+// clients, which run side by side over the same interval.
+type udpReceivers struct {
+	jitter  float64 // each client's jitter times its streams
+	streams int     // the streams with a jitter
+	lost    uint64  // datagrams the receivers counted lost
+	sent    uint64  // datagrams the senders sent
+}
+
+// add adds one client's UDP receiver (nil for TCP). Its jitter is iperf3's
+// sum_received jitter, the mean over the client's streams (iperf3's
+// avg_jitter), so it counts once per stream; its loss is lost_packets out
+// of the sender's datagrams, the share iperf3's lost_percent is (its
+// denominator is the sender's count where the output has it, else the
+// receiver's: iperf_print_results in iperf 3.12).
+func (u *udpReceivers) add(res *perfparse.Iperf3) {
+	r := res.Receiver
+	if res.Protocol != "UDP" || r == nil {
+		return
+	}
+	if r.JitterS != nil {
+		n := max(1, res.NumStreams)
+		u.jitter += *r.JitterS * float64(n)
+		u.streams += n
+	}
+	sent := r.Packets
+	if s := res.Sender; s != nil && s.Packets != nil && *s.Packets > 0 {
+		sent = s.Packets
+	}
+	if r.LostPackets != nil && sent != nil {
+		u.lost += *r.LostPackets
+		u.sent += *sent
+	}
+}
+
+// set sets iperf3_jitter_s (the mean over all streams) and
+// iperf3_lost_frac (all receivers' lost datagrams over all datagrams
+// sent) where a UDP receiver reported them and datagrams were sent.
+func (u *udpReceivers) set(m map[metric.Key]float64) {
+	if u.streams > 0 {
+		m[metric.Iperf3JitterS] = u.jitter / float64(u.streams)
+	}
+	if u.sent > 0 {
+		m[metric.Iperf3LostFrac] = float64(u.lost) / float64(u.sent)
+	}
 }
 
 // busyFrac is how busy the iperf3 client's threads were: 1 = each ran all

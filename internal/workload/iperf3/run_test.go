@@ -15,6 +15,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/golden"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/proc"
 	"github.com/vnetbench/vnetbench/internal/workload"
 	"github.com/vnetbench/vnetbench/perfparse"
@@ -184,15 +185,7 @@ func TestGeneratorClientsPerStream(t *testing.T) {
 func TestGeneratorWithFake(t *testing.T) {
 	a := &agent{}
 	f, w := fakeWindow(t, capture(t, "iperf3-host-to-guest-tcg.json"), a)
-	cfg := Config{Duration: 10 * time.Second, Parallel: 1, Protocol: "tcp"}
-	g := cfg.Generator()
-	if err := g.Start(t.Context(), w); err != nil {
-		t.Fatal(err)
-	}
-	res, err := g.Wait(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := startWait(t, Config{Duration: 10 * time.Second, Parallel: 1, Protocol: "tcp"}, w)
 	if bps := res.Metrics["throughput_bps"]; bps < 2e9 || bps > 3e9 {
 		t.Errorf("iperf3 throughput %v", bps)
 	}
@@ -254,5 +247,98 @@ func TestBusyFracFromRealJSON(t *testing.T) {
 	res.CPU = nil
 	if got := busyFrac(res); got != -1 {
 		t.Errorf("no cpu_utilization_percent: busy %v, want -1 (unknown)", got)
+	}
+}
+
+// startWait runs cfg's generator in w and returns its result.
+func startWait(t *testing.T, cfg Config, w *workload.Window) *workload.Result {
+	t.Helper()
+	g := cfg.Generator()
+	if err := g.Start(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runCapture runs cfg's generator against the recording fake, each client
+// of which prints the real capture name, and returns its result.
+func runCapture(t *testing.T, cfg Config, name string) *workload.Result {
+	t.Helper()
+	_, w := fakeWindow(t, capture(t, name), &agent{})
+	return startWait(t, cfg, w)
+}
+
+// A UDP cell's result has the receiver's jitter and the share of the
+// datagrams it lost, as iperf3 printed them in its sum_received. Real
+// captures (iperf 3.12 on loopback, -u -b 100M -t 2, testdata/README.md):
+// forward, the server received 652 of 763 datagrams (111 lost, 14.548%)
+// with a jitter of 0.009963778170247673 ms; with -R the client received
+// all 763 with 0.0993798297144817 ms. A TCP cell, either way, has neither.
+func TestGeneratorUDPJitterLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name, capture string
+		reverse       bool
+		jitter, lost  float64
+		bps           float64
+	}{
+		{"forward", "iperf3-udp-lo.json", false, 9.963778170247673e-06, 111.0 / 763, 85451637.88496085},
+		{"reverse", "iperf3-udp-lo-R.json", true, 9.93798297144817e-05, 0, 100000435.96730244},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCapture(t, Config{Duration: 2 * time.Second, Parallel: 1, Protocol: "udp", Bitrate: "100M", Reverse: tc.reverse}, tc.capture)
+			m := res.Metrics
+			if got, ok := m["iperf3_jitter_s"]; !ok || got != tc.jitter {
+				t.Errorf("iperf3_jitter_s %v (%v), want the receiver's jitter_ms as seconds, %v", got, ok, tc.jitter)
+			}
+			if got, ok := m["iperf3_lost_frac"]; !ok || math.Abs(got-tc.lost) > 1e-15 {
+				t.Errorf("iperf3_lost_frac %v (%v), want %v", got, ok, tc.lost)
+			}
+			if got := m["throughput_bps"]; got != tc.bps {
+				t.Errorf("throughput_bps %v, want the receiver's %v", got, tc.bps)
+			}
+			for _, k := range []string{"retransmits", "iperf3_srtt_s"} {
+				if v, ok := m[metric.Key(k)]; ok {
+					t.Errorf("a UDP cell has %s %v", k, v)
+				}
+			}
+		})
+	}
+	for _, c := range []string{"iperf3-host-to-guest-tcg.json", "iperf3-tcp-lo-R.json"} {
+		res := runCapture(t, Config{Duration: 2 * time.Second, Parallel: 1, Protocol: "tcp", Reverse: strings.Contains(c, "-R")}, c)
+		for _, k := range []metric.Key{"iperf3_jitter_s", "iperf3_lost_frac"} {
+			if v, ok := res.Metrics[k]; ok {
+				t.Errorf("%s: a TCP cell has %s %v", c, k, v)
+			}
+		}
+	}
+}
+
+// With clients: per-stream each client's receiver reports its own
+// stream: the jitter is their mean, the loss all lost datagrams over all
+// sent (4 clients of the forward capture: 444 of 3052).
+func TestGeneratorUDPPerStreamTotals(t *testing.T) {
+	res := runCapture(t, Config{Duration: 2 * time.Second, Parallel: 4, Protocol: "udp", Bitrate: "100M", Clients: ClientsPerStream}, "iperf3-udp-lo.json")
+	if got := res.Metrics["iperf3_jitter_s"]; math.Abs(got-9.963778170247673e-06) > 1e-18 {
+		t.Errorf("iperf3_jitter_s %v, want the 4 equal jitters' mean", got)
+	}
+	if got := res.Metrics["iperf3_lost_frac"]; math.Abs(got-444.0/3052) > 1e-15 {
+		t.Errorf("iperf3_lost_frac %v, want 444/3052", got)
+	}
+}
+
+// A TCP reverse test (real capture, iperf 3.12 -t 2 -R on loopback): the
+// client is the receiver; Throughput is its sum_received, Retransmits the
+// server's (the sender's) 7 from the exchange of results.
+func TestGeneratorTCPReverse(t *testing.T) {
+	res := runCapture(t, Config{Duration: 2 * time.Second, Parallel: 1, Protocol: "tcp", Reverse: true}, "iperf3-tcp-lo-R.json")
+	if got := res.Metrics["throughput_bps"]; got != 15048478046.2489 {
+		t.Errorf("throughput_bps %v, want the client's sum_received 15048478046.2489", got)
+	}
+	if got, ok := res.Metrics["retransmits"]; !ok || got != 7 {
+		t.Errorf("retransmits %v (%v), want the sender's 7", got, ok)
 	}
 }
