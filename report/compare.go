@@ -139,15 +139,18 @@ func spreadText(st *Stats, withN bool) string {
 		}
 		return units.SI(st.Median) + " ± " + ci
 	}
+	// One small prefix for the median and both ends where one takes it:
+	// "79.72µ (74.6..184µ)".
+	sp := units.SmallOf(3, st.Median, st.Min, st.Max)
 	var in []string
 	if withN {
 		in = append(in, fmt.Sprintf("n=%d", st.N))
 	}
 	if st.N > 1 {
 		// 3 significant digits, more when they would hide the spread.
-		lo, hi := units.SIDigits(st.Min, 3), units.SIDigits(st.Max, 3)
+		lo, hi := sp.Digits(st.Min, 3), sp.Digits(st.Max, 3)
 		for d := 4; lo == hi && st.Min != st.Max && d <= 6; d++ {
-			lo, hi = units.SIDigits(st.Min, d), units.SIDigits(st.Max, d)
+			lo, hi = sp.Digits(st.Min, d), sp.Digits(st.Max, d)
 		}
 		if p := units.Prefix(hi); p != "" && units.Prefix(lo) == p {
 			lo = strings.TrimSuffix(lo, p)
@@ -157,5 +160,5 @@ func spreadText(st *Stats, withN bool) string {
 	if len(in) == 0 {
 		return units.SI(st.Median)
 	}
-	return units.SI(st.Median) + " (" + strings.Join(in, ", ") + ")"
+	return sp.Digits(st.Median, 4) + " (" + strings.Join(in, ", ") + ")"
 }

@@ -19,6 +19,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // exp10 is the decimal exponent of a (> 0) once rounded to digits
@@ -57,9 +58,10 @@ func SI(v float64) string { return SIDigits(v, 4) }
 var smallPrefixes = []string{"µ", "n", "p"}
 
 // SIDigits is SI with the given number of significant digits (at least
-// 1): SIDigits(952_300, 3) is "952k". A value that rounds below 1e-4,
-// which strconv would write in exponent form, takes a small prefix as
-// benchunit.Scale does: SIDigits(1.234e-5, 3) is "12.3µ".
+// 1): SIDigits(952_300, 3) is "952k". A value that rounds below 1e-3
+// takes a small prefix as benchunit.Scale does: SIDigits(1.234e-5, 3) is
+// "12.3µ", SIDigits(1.834e-4, 4) "183.4µ" (not "0.0001834", nor, from
+// 1e-4 down, strconv's exponent form); 0.00123 stays "0.00123".
 func SIDigits(v float64, digits int) string {
 	digits = max(digits, 1)
 	a := math.Abs(v)
@@ -67,9 +69,8 @@ func SIDigits(v float64, digits int) string {
 		return "0"
 	}
 	e := exp10(a, digits)
-	if e < -4 {
-		p := min(-((e - 2) / 3), len(smallPrefixes)+1) // 10^-3p, e rounded down to a multiple of 3
-		return strconv.FormatFloat(v*math.Pow10(3*p), 'f', max(0, digits-1-(e+3*p)), 64) + smallPrefixes[p-2]
+	if e < -3 {
+		return small(v, digits, e, smallPrefix(e))
 	}
 	if e < 3 {
 		if a == math.Trunc(a) {
@@ -81,11 +82,52 @@ func SIDigits(v float64, digits int) string {
 	return strconv.FormatFloat(v/math.Pow10(3*p), 'f', max(0, digits-1-(e-3*p)), 64) + siPrefixes[p]
 }
 
-// Prefix is the SI prefix letter s (a text of SI or SIDigits) ends with,
-// or "".
+// smallPrefix is the power p of 10^-3 whose prefix (smallPrefixes[p-2])
+// a value of decimal exponent e (< -3) takes: e rounded down to a
+// multiple of 3.
+func smallPrefix(e int) int { return min(-((e - 2) / 3), len(smallPrefixes)+1) }
+
+// small writes v (decimal exponent e once rounded) in 10^-3p with
+// smallPrefixes[p-2], digits significant digits of v.
+func small(v float64, digits, e, p int) string {
+	return strconv.FormatFloat(v*math.Pow10(3*p), 'f', max(0, digits-1-(e+3*p)), 64) + smallPrefixes[p-2]
+}
+
+// Small is the small prefix that numbers shown together take (the
+// power of 10^-3 of smallPrefixes[Small-2]; 0 for none), so that a
+// median and its range of seconds read "79.72µ (74.6..184µ)", not
+// "79.72µ (74.6µ..0.000184)".
+type Small int
+
+// SmallOf is the smallest prefix any of vs takes alone in SIDigits with
+// digits significant digits (0 when none takes one).
+func SmallOf(digits int, vs ...float64) Small {
+	p := 0
+	for _, v := range vs {
+		if a := math.Abs(v); a != 0 {
+			if e := exp10(a, max(digits, 1)); e < -3 {
+				p = max(p, smallPrefix(e))
+			}
+		}
+	}
+	return Small(p)
+}
+
+// Digits writes v as SIDigits does, in prefix p when p is one.
+func (p Small) Digits(v float64, digits int) string {
+	digits = max(digits, 1)
+	if p == 0 || v == 0 {
+		return SIDigits(v, digits)
+	}
+	return small(v, digits, exp10(math.Abs(v), digits), int(p))
+}
+
+// Prefix is the SI prefix s (a text of SI, SIDigits or Small.Digits) ends
+// with, or "".
 func Prefix(s string) string {
-	if s != "" && strings.ContainsRune("kMGT", rune(s[len(s)-1])) {
-		return s[len(s)-1:]
+	r, n := utf8.DecodeLastRuneInString(s)
+	if n > 0 && strings.ContainsRune("kMGTµnp", r) {
+		return s[len(s)-n:]
 	}
 	return ""
 }

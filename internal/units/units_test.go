@@ -72,8 +72,10 @@ func TestSIDigits(t *testing.T) {
 		{952300, 3, "952k"}, {952300, 4, "952.3k"}, {952300, 6, "952.300k"},
 		{999999, 3, "1.00M"}, {999499, 3, "999k"}, {9996, 3, "10.0k"}, {9994, 3, "9.99k"},
 		{14.1, 3, "14.1"}, {8.95, 3, "8.95"}, {1000, 1, "1k"}, {1500, 1, "2k"}, {42, 0, "42"},
-		// Below 1e-4 a small prefix, never an exponent.
-		{0.000123, 3, "0.000123"}, {1.234e-5, 3, "12.3µ"}, {-9.996e-5, 3, "-0.0001"}, {1.2e-6, 3, "1.20µ"},
+		// Below 1e-3 a small prefix, never an exponent (a jitter of
+		// 183 µs once read "0.000183" beside "79.7µ").
+		{0.000123, 3, "123µ"}, {1.234e-5, 3, "12.3µ"}, {-9.996e-5, 3, "-100µ"}, {1.2e-6, 3, "1.20µ"},
+		{0.00123, 3, "0.00123"}, {0.0009996, 3, "0.001"}, {0.0009994, 3, "999µ"},
 		{4.56e-8, 3, "45.6n"}, {7e-13, 3, "0.700p"}, {3e-16, 2, "0.00030p"},
 	} {
 		if got := SIDigits(tc.v, tc.digits); got != tc.want {
@@ -253,5 +255,31 @@ func TestAndList(t *testing.T) {
 		if got := AndList(tc.in); got != tc.want {
 			t.Errorf("AndList(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// Numbers shown together (a median and its range) take one small prefix
+// when any of them takes one alone, and SmallOf is none when none does.
+func TestSmallTogether(t *testing.T) {
+	for _, tc := range []struct {
+		digits int
+		vs     []float64
+		want   []string
+	}{
+		{3, []float64{74.6e-6, 184e-6}, []string{"74.6µ", "184µ"}},
+		{3, []float64{0.0015, 74.6e-9}, []string{"1500000n", "74.6n"}},
+		{3, []float64{0, 2.5e-5}, []string{"0", "25.0µ"}},
+		{3, []float64{0.0015, 0.25}, []string{"0.0015", "0.25"}},
+		{3, []float64{452e3, 12}, []string{"452k", "12"}},
+	} {
+		p := SmallOf(tc.digits, tc.vs...)
+		for i, v := range tc.vs {
+			if got := p.Digits(v, tc.digits); got != tc.want[i] {
+				t.Errorf("%v: SmallOf(%d, ...).Digits(%v) = %q, want %q", tc.vs, tc.digits, v, got, tc.want[i])
+			}
+		}
+	}
+	if p := SmallOf(3, 0.5, 2e3); p != 0 {
+		t.Errorf("SmallOf(3, 0.5, 2000) = %d, want 0: neither takes a small prefix", p)
 	}
 }
