@@ -212,18 +212,12 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 }
 
 // cpus names the CPU the report's samples ran on: one model when every
-// kernel's environment names the same one, else each in column order
-// ("AMD EPYC / Xeon"). A table comparing runs from two machines named
+// kernel's environment names the same one, else each in order ("AMD EPYC
+// / Xeon"). A table comparing runs from two machines named
 // only its first column's CPU, as if both had run there.
 func (lb labels) cpus() string {
-	keys := slices.Clone(lb.b.r.Columns) // the kernels, when they are the columns
-	for _, k := range slices.Sorted(maps.Keys(lb.b.set.Env)) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
 	var names []string
-	for _, k := range keys {
+	for _, k := range lb.b.r.EnvKeys() {
 		if env := lb.b.set.Env[k]; env != nil && env.CPUModel != "" {
 			if n := shortCPU(env.CPUModel); !slices.Contains(names, n) {
 				names = append(names, n)

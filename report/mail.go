@@ -140,7 +140,7 @@ func mailHeader(b *strings.Builder, r *Report) {
 		what = fmt.Sprintf("%s and the series patch by patch (%s)", r.Base, strings.Join(r.Columns[1:], ", "))
 	}
 	scenario := ""
-	for _, c := range r.Columns {
+	for _, c := range r.EnvKeys() {
 		if e := r.Env[c]; e != nil && e.Scenario != "" {
 			scenario = e.Scenario
 			break
@@ -196,7 +196,7 @@ func dedupEnv(lines []string) []string {
 func writeReproduce(b *strings.Builder, r *Report) {
 	var cmds [][]string
 	var cols [][]string
-	for _, c := range r.Columns {
+	for _, c := range r.EnvKeys() {
 		cmd := reproduceCommand(r.Env[c])
 		if len(cmd) == 0 {
 			continue

@@ -105,3 +105,28 @@ func TestMailReproducesEachRun(t *testing.T) {
 		t.Errorf("one run: To reproduce\n%s\nwant\n%s", got, want)
 	}
 }
+
+// --by backend of a real lab run (stock and patched): a column holds
+// both kernels' samples, and the header named each column after the
+// last kernel's build ("tap: ... + 1 patch", as if stock had never run).
+// The kernels' lines name the kernels, stock's without the patch.
+func TestMailByAxisNamesKernels(t *testing.T) {
+	set, err := results.Load(run("lab-pktgen-3run-tcg")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(set, Options{By: "backend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteMail(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	_, kernels, _ := strings.Cut(buf.String(), "\nKernels:\n")
+	kernels, _, _ = strings.Cut(kernels, "\n\n")
+	stock, patched, ok := strings.Cut(kernels, "\n  patched: ")
+	if !strings.HasPrefix(stock, "  stock: ") || !ok || strings.Contains(stock, "patch") || !strings.Contains(patched, "+ 1 patch") {
+		t.Errorf("Kernels: section\n%s\nwant stock's line (no patch), then patched's (+ 1 patch)", kernels)
+	}
+}

@@ -61,8 +61,11 @@ type Report struct {
 	Emulated []string `json:"emulated,omitempty"`
 	// Nested lists the columns whose datapath ran inside a VM (lab
 	// kernels); the others ran on the host (the running kernel).
-	Nested      []string        `json:"nested,omitempty"`
+	Nested []string `json:"nested,omitempty"`
+	// Env is each kernel's environment, by kernel label: a column's when
+	// the kernels are the columns (EnvKeys).
 	Env         map[string]*Env `json:"env,omitempty"`
+	kernels     []string        // the kernels in order, the columns or not
 	Tables      []*Table        `json:"tables"`
 	Summaries   []Summary       `json:"summaries"`
 	Comparisons []Comparison    `json:"comparisons,omitempty"`
@@ -82,6 +85,18 @@ type Report struct {
 	// LatencyRuns are the raw probes and qdisc readings of the samples
 	// in the latency table, for the HTML plots (not in JSON output).
 	LatencyRuns []LatencyRun `json:"-"`
+}
+
+// EnvKeys are the keys of r.Env in order: the columns, or the kernels
+// when an axis is the columns (--by backend).
+func (r *Report) EnvKeys() []string {
+	if r.By == "" || r.By == "kernel" {
+		return r.Columns
+	}
+	if len(r.kernels) > 0 {
+		return r.kernels
+	}
+	return sortedKeys(r.Env)
 }
 
 // IsNested reports whether column col measured a datapath inside a VM.
@@ -204,6 +219,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 	if len(set.Samples) == 0 {
 		return nil, noSamples(set)
 	}
+	kernels := set.Kernels()
 	if opt.By != "kernel" {
 		var err error
 		if set, err = pivot(set, opt.By); err != nil {
@@ -222,7 +238,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		return nil, fault.Input("%d columns (%s: %s, ...): a report compares at most %d; report fewer run directories, or choose another column axis with --by",
 			len(cols), opt.By, strings.Join(cols[:3], ", "), MaxColumns)
 	}
-	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: verdict.Default.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin}
+	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: verdict.Default.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin, kernels: kernels}
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {
@@ -283,9 +299,12 @@ func Build(set *Runs, opt Options) (*Report, error) {
 }
 
 // pivot makes axis the column axis: each sample's Kernel becomes the axis
-// value and the kernel label moves into the cell name.
+// value and the kernel label moves into the cell name. Env stays keyed
+// by kernel: a column holds every kernel's samples, and keyed by column
+// it held the last kernel's (--by backend's header named the patched
+// kernel's build for both columns).
 func pivot(set *results.Set, axis string) (*results.Set, error) {
-	out := &results.Set{Env: map[string]*results.Env{}, Sources: set.Sources, Warnings: set.Warnings}
+	out := &results.Set{Env: set.Env, Sources: set.Sources, Warnings: set.Warnings}
 	for _, s := range set.Samples {
 		v, ok := s.Axes[axis]
 		if !ok {
@@ -302,9 +321,6 @@ func pivot(set *results.Set, axis string) (*results.Set, error) {
 			if k != axis {
 				axes[k] = x
 			}
-		}
-		if e := set.Env[s.Kernel]; e != nil {
-			out.Env[v] = e
 		}
 		s.Cell = s.Kernel + ":" + strings.Join(parts, "/")
 		s.Kernel = v

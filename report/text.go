@@ -155,7 +155,7 @@ func writeWrapped(b *strings.Builder, prefix, text string) {
 // header says what stock and patched are.
 func kernelLines(r *Report) []string {
 	var out []string
-	for _, c := range r.Columns {
+	for _, c := range r.EnvKeys() {
 		if e := r.Env[c]; e != nil && e.Build != nil {
 			out = append(out, c+": "+e.Build.Describe())
 		}
@@ -166,7 +166,7 @@ func kernelLines(r *Report) []string {
 // envLines describes each column's environment in one line.
 func envLines(r *Report) []string {
 	var out []string
-	for _, c := range r.Columns {
+	for _, c := range r.EnvKeys() {
 		e := r.Env[c]
 		if e == nil || (e.CPUModel == "" && e.KernelRelease == "") {
 			continue
