@@ -146,9 +146,10 @@ func feature(name string) (workload.Feature, bool) {
 // Preflight checks, before anything is set up, that this host can run
 // every cell: root, tools, /dev/net/tun, vhost-net, the programs the guest
 // image copies from here, vhost-vsock and free vsock guest CIDs, the
-// workloads' features (pktgen) and checks, qdiscs. The first problem is a
-// fault.ErrCapability error saying what to do, or bad input (a vsock CID
-// in use or reserved: fault.ErrInput).
+// workloads' features (pktgen) and checks, perf stat's events, qdiscs.
+// The first problem is a fault.ErrCapability error saying what to do, or
+// bad input (a vsock CID in use or reserved, an event perf cannot parse:
+// fault.ErrInput).
 func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) error {
 	n := NeedsOf(cells)
 	if n.Lab {
@@ -164,6 +165,9 @@ func Preflight(ctx context.Context, cells []scenarios.Cell, ex proc.Executor) er
 		return r[0].Err() // plan and run --dry-run predict these (RefusalsOf)
 	}
 	if err := n.check(); err != nil {
+		return err
+	}
+	if err := checkPerfEvents(ctx, cells, ex); err != nil {
 		return err
 	}
 	// A guest's vsock device: /dev/vhost-vsock here, and its CID free

@@ -28,6 +28,10 @@ import (
 type Options struct {
 	// Dir is the run directory (created; with Resume, reopened).
 	Dir string
+	// ChosenBase, when set, is the user's part of Dir, which vnetbench
+	// chose under it (runs/NAME under the working directory, no -o):
+	// the rest is made following no link (results.CreateChosen).
+	ChosenBase string
 	// Resume continues Dir, skipping samples it already holds.
 	Resume bool
 	// Scenario and Seed are recorded in env.json and reproduce.sh.
@@ -297,7 +301,7 @@ func (r *runState) openResults(ctx context.Context, accel qemu.Accel, sum *Summa
 	} else {
 		env := o.NewEnv(ctx, accel)
 		r.id = env.Run
-		r.w, err = results.Create(o.Dir, env)
+		r.w, err = o.CreateDir(env)
 	}
 	if err != nil {
 		return err
@@ -394,6 +398,19 @@ func (r *runState) writeReproduce() {
 	if err := r.repro.write(r.dir, r.id, &r.opts); err != nil {
 		r.logf("warning: reproduce.sh not written: %v", err)
 	}
+}
+
+// CreateDir creates the run directory Dir with env (results.Create),
+// its chosen part following no link when ChosenBase is set.
+func (o *Options) CreateDir(env results.Env) (*results.Writer, error) {
+	if o.ChosenBase == "" {
+		return results.Create(o.Dir, env)
+	}
+	rel, err := filepath.Rel(o.ChosenBase, o.Dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("run: run directory %s is not under %s", o.Dir, o.ChosenBase)
+	}
+	return results.CreateChosen(o.ChosenBase, rel, env)
 }
 
 // CheckRunDir refuses an empty or relative run directory: cmd makes every

@@ -49,7 +49,9 @@ const (
 )
 
 // MarkerFile is the file a ledger's directory holds: the ledger's ID.
-const MarkerFile = ".vnetbench-owner"
+// It is safefs's OwnFile, the one file that proves a directory
+// vnetbench's.
+const MarkerFile = safefs.OwnFile
 
 // AliasPrefix starts the ifalias of a tap a ledger recorded: the prefix
 // and the ledger's ID.

@@ -36,6 +36,29 @@ func Create(dir string, env Env) (*Writer, error) {
 	if err != nil {
 		return nil, fault.Input("create run directory %s: %w; choose a directory you may create for -o", dir, err)
 	}
+	return create(dir, d, env)
+}
+
+// CreateChosen is Create for the run directory vnetbench chose when no -o
+// was given: rel (runs/NAME) under base (the working directory, the
+// user's). rel is made as safefs.MkdirChosen makes it, following no link
+// at any time: a link there is refused (bad input), as the check before
+// the run refused it, never followed.
+func CreateChosen(base, rel string, env Env) (*Writer, error) {
+	dir := filepath.Join(base, rel)
+	if err := CheckDir(dir, false); err != nil {
+		return nil, err
+	}
+	d, err := safefs.MkdirChosen(base, rel, "give -o DIR")
+	if err != nil {
+		return nil, err
+	}
+	return create(dir, d, env)
+}
+
+// create writes a new run directory's artifacts/, env.json and empty
+// results.jsonl in d, made at dir.
+func create(dir string, d *safefs.Dir, env Env) (*Writer, error) {
 	w := &Writer{dir: dir, d: d, done: map[Key]bool{}}
 	if err := d.MkdirAll(ArtifactsDir); err != nil {
 		d.Close()
@@ -45,10 +68,12 @@ func Create(dir string, env Env) (*Writer, error) {
 		d.Close()
 		return nil, err
 	}
-	if w.f, err = d.Create(ResultsFile, 0o644); err != nil {
+	f, err := d.Create(ResultsFile, 0o644)
+	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("create results: %w", err)
 	}
+	w.f = f
 	return w, nil
 }
 

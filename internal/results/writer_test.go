@@ -311,3 +311,32 @@ func TestCheckDir(t *testing.T) {
 		t.Errorf("Create(link) wrote %d entries into the link's target", len(ents))
 	}
 }
+
+// The default run directory (runs/NAME, vnetbench's choice under the
+// working directory) is made following no link: a link put at runs
+// after run checked it (the check and the making are minutes apart,
+// kernel builds between them) is refused as bad input naming it, and
+// nothing is written where it points. Create, which run used for it
+// before, made the directory through such a link.
+func TestCreateChosenFollowsNoLink(t *testing.T) {
+	wd, target := t.TempDir(), t.TempDir()
+	rel := filepath.Join("runs", "s-20261205-000000")
+	w, err := CreateChosen(wd, rel, Env{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := os.Lstat(filepath.Join(wd, rel, ResultsFile)); err != nil {
+		t.Errorf("no %s in the chosen directory: %v", ResultsFile, err)
+	}
+	wd2 := t.TempDir()
+	os.Symlink(target, filepath.Join(wd2, "runs")) // planted after the check
+	_, err = CreateChosen(wd2, rel, Env{Run: "r"})
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(fmt.Sprint(err), filepath.Join(wd2, "runs")+" is a symbolic link (to "+target+")") ||
+		!strings.Contains(fmt.Sprint(err), "give -o DIR, or remove the link") {
+		t.Errorf("CreateChosen through a link at runs: %v, want ChosenLink's bad input", err)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
+	}
+}

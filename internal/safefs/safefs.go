@@ -28,6 +28,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 )
@@ -402,4 +403,148 @@ func ChosenLink(base, rel, fix string) error {
 		}
 	}
 	return nil
+}
+
+// MkdirChosen makes the directory rel under base, the part of its path
+// vnetbench chose by default (as ChosenLink checks it), and opens it,
+// with no time between a check and the making: each component is made
+// (mkdirat; one already there is used) and opened relative to the last
+// with O_NOFOLLOW, so a link at any component, put there before or while
+// it runs, is refused as ChosenLink refuses it (bad input), never
+// followed. The Dir returned, opened by its path, is checked to be the
+// directory that walk reached (the same device and inode).
+func MkdirChosen(base, rel, fix string) (*Dir, error) {
+	full := filepath.Join(base, rel)
+	fd, err := syscall.Open(base, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := base
+	for _, c := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		if err := syscall.Mkdirat(fd, c, 0o755); err != nil && err != syscall.EEXIST {
+			syscall.Close(fd)
+			return nil, chosenError(base, rel, fix, p, err)
+		}
+		next, err := syscall.Openat(fd, c, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		syscall.Close(fd)
+		if err != nil {
+			return nil, chosenError(base, rel, fix, p, err)
+		}
+		fd = next
+	}
+	defer syscall.Close(fd)
+	var made syscall.Stat_t
+	if err := syscall.Fstat(fd, &made); err != nil {
+		return nil, err
+	}
+	d, err := Open(full)
+	if err != nil {
+		return nil, chosenError(base, rel, fix, full, err)
+	}
+	if !sameFile(d, &made) {
+		d.Close()
+		return nil, chosenError(base, rel, fix, full, errors.New("it is not the directory just made there (it changed meanwhile)"))
+	}
+	return d, nil
+}
+
+// sameFile reports whether d is the directory st describes.
+func sameFile(d *Dir, st *syscall.Stat_t) bool {
+	fi, err := d.root.Stat(".")
+	if err != nil {
+		return false
+	}
+	s, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && s.Dev == st.Dev && s.Ino == st.Ino
+}
+
+// chosenError is MkdirChosen's error at p: ChosenLink's, which names a
+// link or a file on the way, or else err with what to do.
+func chosenError(base, rel, fix, p string, err error) error {
+	if cerr := ChosenLink(base, rel, fix); cerr != nil {
+		return cerr
+	}
+	return fault.Input("%s: %v, on the way to %s, which vnetbench chose by default: %s", p, err, filepath.Join(base, rel), fix)
+}
+
+// OwnFile is the file that proves a directory is vnetbench's: written in
+// it when vnetbench makes it (MkdirOwn, MarkOwn), checked before it is
+// removed (RemoveOwnDir). It says what the directory is, one line, so a
+// directory of one kind never passes for another. A temporary directory
+// of internal/ledger holds the same file, naming its ledger.
+const OwnFile = ".vnetbench-owner"
+
+// MkdirOwn makes name under d, new (an existing entry there is an
+// error, fs.ErrExist), and writes its OwnFile saying what.
+func MkdirOwn(d *Dir, name, what string) error {
+	n, err := d.noLinks(name, false)
+	if err != nil {
+		return err
+	}
+	if err := d.root.Mkdir(n, 0o755); err != nil {
+		return err
+	}
+	return MarkOwn(d, n, what)
+}
+
+// MarkOwn writes the OwnFile saying what into name under d: a directory
+// this process has just made new, through a program (git worktree add
+// makes its directory itself), or one MkdirOwn made whose OwnFile a copy
+// into it may have replaced. The caller proves the directory new; MarkOwn
+// only refuses a link at name or on the way.
+func MarkOwn(d *Dir, name, what string) error {
+	n, err := d.noLinks(name, true)
+	if err != nil {
+		return err
+	}
+	return d.WriteFile(path.Join(n, OwnFile), []byte(what+"\n"), 0o644)
+}
+
+// NotOwnError is something at a name vnetbench would remove that does not
+// prove itself vnetbench's (no OwnFile saying what it is): it is left as
+// it is, for the user to move or remove.
+type NotOwnError struct {
+	Path string
+	Why  string // "it is a symbolic link (to /x)", "it has no .vnetbench-owner"
+}
+
+func (e *NotOwnError) Error() string {
+	return fmt.Sprintf("%s is in the way and not provably vnetbench's (%s); vnetbench removes only what it made: remove or move it by hand", e.Path, e.Why)
+}
+
+// Is makes a NotOwnError bad input.
+func (e *NotOwnError) Is(target error) bool { return target == fault.ErrInput }
+
+// RemoveOwnDir removes the directory name under d, with what is under
+// it, when its OwnFile (a regular file, no link) says what; an absent
+// name is no error. Anything else at name (a symbolic link, which is
+// neither followed nor removed, a file, a directory without that
+// OwnFile) stays, and is a *NotOwnError; a link on the way to name is a
+// LinkError. Links inside the directory are removed, not followed.
+func RemoveOwnDir(d *Dir, name, what string) error {
+	n, err := d.noLinks(name, false)
+	if err != nil {
+		return err
+	}
+	fi, err := d.root.Lstat(n)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		to, _ := d.root.Readlink(n)
+		return &NotOwnError{d.Join(n), fmt.Sprintf("it is a symbolic link (to %s)", to)}
+	case !fi.IsDir():
+		return &NotOwnError{d.Join(n), fmt.Sprintf("it is a %v, not a directory", fi.Mode().Type())}
+	}
+	b, err := d.ReadFile(path.Join(n, OwnFile), 4096)
+	if err != nil {
+		return &NotOwnError{d.Join(n), "it has no " + OwnFile + " that vnetbench wrote"}
+	}
+	if got := strings.TrimSpace(string(b)); got != what {
+		return &NotOwnError{d.Join(n), fmt.Sprintf("its %s says %q, not %q", OwnFile, got, what)}
+	}
+	return d.root.RemoveAll(n)
 }

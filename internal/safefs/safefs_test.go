@@ -345,3 +345,94 @@ func TestRemoveOwn(t *testing.T) {
 		t.Errorf("outside changed: %v, want %v", got, want)
 	}
 }
+
+// RemoveOwnDir removes only a directory whose OwnFile says what it is: a
+// directory without one, one of another kind, a file and a link at the
+// name stay (the link's target untouched), a link on the way is refused.
+func TestRemoveOwnDir(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, OwnFile), []byte("tree\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "theirs", "sub"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "other"), 0o755)
+	os.WriteFile(filepath.Join(dir, "other", OwnFile), []byte("headers\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := MkdirOwn(d, "mine", "tree"); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(dir, "mine", "inner-link"))
+	if err := MkdirOwn(d, "theirs", "tree"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("MkdirOwn(theirs) = %v, want fs.ErrExist", err)
+	}
+	want := snapshot(t, outside)
+	for _, name := range []string{"theirs", "other", "file", "link"} {
+		var ne *NotOwnError
+		if err := RemoveOwnDir(d, name, "tree"); !errors.As(err, &ne) || !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "remove or move it by hand") {
+			t.Errorf("RemoveOwnDir(%s) = %v, want a NotOwnError", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("RemoveOwnDir(%s) removed it: %v", name, err)
+		}
+	}
+	var le *LinkError
+	if err := RemoveOwnDir(d, "link/x", "tree"); !errors.As(err, &le) {
+		t.Errorf("RemoveOwnDir(link/x) = %v, want a LinkError", err)
+	}
+	if err := RemoveOwnDir(d, "mine", "tree"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "mine")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("mine not removed: %v", err)
+	}
+	if err := RemoveOwnDir(d, "absent", "tree"); err != nil {
+		t.Errorf("RemoveOwnDir(absent) = %v", err)
+	}
+	if got := snapshot(t, outside); !equal(got, want) {
+		t.Errorf("outside changed: %v, want %v", got, want)
+	}
+}
+
+// MkdirChosen makes the chosen part under the user's base (a link there
+// followed) and opens it; a link or a file in the chosen part is refused
+// as ChosenLink refuses it, and nothing is made through the link.
+func TestMkdirChosen(t *testing.T) {
+	tmp, other := t.TempDir(), t.TempDir()
+	base := filepath.Join(tmp, "base")
+	os.Symlink(other, base) // the user's: followed
+	d, err := MkdirChosen(base, "runs/x", "give -o DIR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if fi, err := os.Lstat(filepath.Join(other, "runs", "x")); err != nil || !fi.IsDir() || d.Path() != filepath.Join(base, "runs", "x") {
+		t.Errorf("runs/x not made: %v, %v (path %s)", fi, err, d.Path())
+	}
+	if d, err = MkdirChosen(base, "runs/x", "give -o DIR"); err != nil { // there already: used
+		t.Fatalf("runs/x again: %v", err)
+	}
+	d.Close()
+	target := t.TempDir()
+	os.Symlink(target, filepath.Join(other, "links"))
+	os.WriteFile(filepath.Join(other, "file"), nil, 0o644)
+	for rel, want := range map[string]string{
+		"links/x": filepath.Join(base, "links") + " is a symbolic link",
+		"links":   filepath.Join(base, "links") + " is a symbolic link",
+		"file/x":  "not a directory",
+	} {
+		d, err := MkdirChosen(base, rel, "give -o DIR")
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "give -o DIR") {
+			t.Errorf("%s: %v, want bad input with %q", rel, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("made through the link: %v", ents)
+	}
+}

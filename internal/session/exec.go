@@ -59,7 +59,7 @@ func (r *run) runnerOptions(prog *progress, runStart *time.Time) runner.Options 
 	for i, st := range r.Scenario.Sets {
 		sets[i] = st.String()
 	}
-	opts := runner.Options{Dir: r.Dir, Resume: r.Resume, Scenario: r.s.Name, Seed: r.seed, Version: r.Version, Sets: sets,
+	opts := runner.Options{Dir: r.Dir, ChosenBase: r.chosenBase, Resume: r.Resume, Scenario: r.s.Name, Seed: r.seed, Version: r.Version, Sets: sets,
 		Image: runner.VMImagesBuilder(r.AgentBinary), Progress: prog.update, Log: prog.logWriter(), LockWait: r.LockWait,
 		Started: func() {
 			started.Do(func() {

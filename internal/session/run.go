@@ -148,6 +148,9 @@ type run struct {
 	// dirErr is why run would refuse Dir, spaceErr why it would refuse
 	// the disks' free space; the dry run reports them last.
 	dirErr, spaceErr error
+	// chosenBase is the working directory when Dir is the default
+	// runs/NAME under it (defaultDir); "" with -o.
+	chosenBase string
 }
 
 func (r *run) result() Result {
@@ -375,7 +378,10 @@ func (r *run) prepare(ctx context.Context) error {
 
 // defaultDir picks runs/NAME-TIMESTAMP when no -o was given. It returns
 // why run refuses that choice: a link at runs or below (vnetbench's
-// choice, not the user's, so not followed as a -o would be).
+// choice, not the user's, so not followed as a -o would be). This check
+// says so before the slow steps; the run makes the directory later
+// following no link (runner.Options.ChosenBase), so a link put there
+// meanwhile is refused then, not followed.
 func (r *run) defaultDir() (chosen error, err error) {
 	if r.Dir != "" {
 		return nil, nil
@@ -388,7 +394,7 @@ func (r *run) defaultDir() (chosen error, err error) {
 		return nil, fmt.Errorf("run: the working directory for the default runs/ directory: %w; give -o DIR", err)
 	}
 	rel := filepath.Join("runs", r.s.Name+"-"+time.Now().Format("20060102-150405"))
-	r.Dir = filepath.Join(wd, rel)
+	r.Dir, r.chosenBase = filepath.Join(wd, rel), wd
 	return safefs.ChosenLink(wd, rel, "give -o DIR"), nil
 }
 

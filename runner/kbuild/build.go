@@ -402,7 +402,9 @@ func (b *Builder) Build(ctx context.Context, p *Plan) (*Kernel, error) {
 	// The work tree goes back to the plain tree (the next kernel of the
 	// same tree rebuilds only what the patches touched).
 	if rerr := w.revertAll(context.WithoutCancel(ctx)); rerr != nil {
-		w.remove(ctx)
+		if err := w.remove(ctx); err != nil {
+			b.logf("%v", err)
+		}
 		if berr == nil {
 			b.logf("kernel %s: %v; the work tree is made again next time", p.Spec.Label, rerr)
 		}

@@ -393,14 +393,7 @@ func TestGitRefIsNotAnOption(t *testing.T) {
 func TestWorkTreeLockWaits(t *testing.T) {
 	tree := fakeTree(t)
 	b, log := newBuilder(t)
-	p, err := b.Resolve(t.Context(), Spec{Label: "stock", Tree: tree})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := b.openWork(t.Context(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := stockWork(t, b, tree)
 	defer w.unlock()
 	// Cancel once the build says it waits, not after a fixed time: copying
 	// the tree before the wait took over 2 s on a loaded CI machine.

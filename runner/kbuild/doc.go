@@ -24,7 +24,10 @@
 // Finished builds are cached under a key of (tree commit or a plain tree's
 // fingerprint, the patches, the config fragment, the compiler), so a second
 // run builds nothing. A build is written to a temporary directory and
-// renamed into the cache only when complete. Building logs progress with an
+// renamed into the cache only when complete. A directory of the cache at a
+// computed name (a work tree, its state, unpacked headers) is removed only
+// when its safefs.OwnFile proves vnetbench made it; anything else there is
+// left and the build refused. Building logs progress with an
 // ETA and keeps its log; a failed build is an error (input class: exit 2)
 // showing the last compiler errors and the log's path.
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/vmimages"
 )
 
@@ -91,12 +92,15 @@ func HeadersFor(ctx context.Context, ex proc.Executor, series, version string) (
 // the common headers and kbuild tools it depends on (at the same
 // version), unpacked under root/linux-headers-RELEASE_VERSION. The first
 // call fetches them with apt-get download (~14 MB) and unpacks them into a
-// temporary directory renamed when complete; later calls find them.
+// temporary directory renamed when complete; later calls find them. The
+// directory holds safefs.OwnFile saying headersOwner: a directory at its
+// name that is not complete is removed only with it (a link there is
+// neither used nor followed).
 func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version string, log io.Writer) (*Headers, error) {
 	name := "linux-headers-" + release
 	h := &Headers{Release: release, Version: version, Root: filepath.Join(root, name+"_"+version)}
 	h.Dir = filepath.Join(h.Root, "usr", "src", name)
-	if exists(filepath.Join(h.Root, ".complete")) {
+	if h.complete() {
 		return h, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -107,7 +111,7 @@ func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version
 		return nil, fmt.Errorf("fetch %s: %w", name, err)
 	}
 	defer unlock()
-	if exists(filepath.Join(h.Root, ".complete")) {
+	if h.complete() {
 		return h, nil
 	}
 	start := time.Now()
@@ -121,6 +125,14 @@ func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	td, err := safefs.Open(tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer td.Close()
+	if err := safefs.MkdirOwn(td, "root", headersOwner); err != nil {
+		return nil, err
+	}
 	args := []string{"apt-get", "download", "-q"}
 	for _, p := range pkgs {
 		args = append(args, p+"="+version)
@@ -144,12 +156,41 @@ func DebianHeaders(ctx context.Context, ex proc.Executor, root, release, version
 	if err := os.WriteFile(filepath.Join(unpacked, ".complete"), []byte(version+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	os.RemoveAll(h.Root) // an older, incomplete attempt
-	if err := os.Rename(unpacked, h.Root); err != nil {
+	if err := replaceOwn(root, filepath.Base(h.Root), unpacked, headersOwner); err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", name, err)
 	}
 	logf(log, "%s %s unpacked into %s in %s", name, version, h.Root, time.Since(start).Round(time.Second))
 	return h, nil
+}
+
+// headersOwner is what unpacked headers' safefs.OwnFile says.
+const headersOwner = "vnetbench kbuild linux-headers"
+
+// complete reports whether the headers are unpacked: a directory, not a
+// link, with the .complete written last. One unpacked by an older
+// vnetbench, without safefs.OwnFile, is complete too.
+func (h *Headers) complete() bool {
+	fi, err := os.Lstat(h.Root)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	fi, err = os.Lstat(filepath.Join(h.Root, ".complete"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// replaceOwn renames the directory from to name under root, removing what
+// is at name first only when its safefs.OwnFile says owner (an earlier
+// attempt of vnetbench's); anything else there is left and refused.
+func replaceOwn(root, name, from, owner string) error {
+	d, err := safefs.Open(root)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := safefs.RemoveOwnDir(d, name, owner); err != nil {
+		return err
+	}
+	return os.Rename(from, d.Join(name))
 }
 
 // headersPackages are linux-headers-RELEASE and what it depends on of the

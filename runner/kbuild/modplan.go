@@ -204,7 +204,7 @@ func (c Cache) Decision(series, tree string, patches []Patch) (*Decision, bool) 
 func (c Cache) Modules(series string, d *Decision, modules []ModTarget, patches []Patch) bool {
 	root := filepath.Join(string(c), "headers", "linux-headers-"+d.Release+"_"+d.Version)
 	h := &Headers{Release: d.Release, Version: d.Version, Root: root, Dir: filepath.Join(root, "usr", "src", "linux-headers-"+d.Release)}
-	if !exists(filepath.Join(root, ".complete")) {
+	if !h.complete() {
 		return false
 	}
 	s := ModSpec{Series: series, Version: d.Version, Headers: h, Modules: modules, Patches: patches}

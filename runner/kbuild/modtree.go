@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/lazyre"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
@@ -75,6 +76,13 @@ type sideMaker struct {
 // headers hold the touched global headers (for the stock side they must
 // equal the package's copies).
 func (m sideMaker) makeSide(ctx context.Context, dir, tree string, h *Headers, dirs, touched []string, patches []Patch) (*side, error) {
+	for _, f := range touched {
+		// A touched file is removed and written under dir by its name:
+		// one that leads out of dir would be removed outside it.
+		if !filepath.IsLocal(f) {
+			return nil, fault.Input("a patch names %s, a file outside the kernel tree (git apply refuses it too): fix the patch's file names", f)
+		}
+	}
 	s := &side{m: m, dir: dir, src: filepath.Join(dir, "src"), kdir: h.Dir, hroot: h.Root}
 	for _, d := range topDirs(dirs) {
 		dst := filepath.Join(s.src, d)

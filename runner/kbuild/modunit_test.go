@@ -2,6 +2,7 @@ package kbuild
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
 )
 
@@ -228,5 +230,27 @@ func TestProbeObjs(t *testing.T) {
 	}
 	if len(objs) != 2 || objs["drivers/vhost/net.o"] != "m" || objs["drivers/vhost/vhost.o"] != "m" {
 		t.Errorf("objects %v", objs)
+	}
+}
+
+// A patch whose file name leads out of the tree is refused before the
+// side's copy of that file is removed: nothing outside the side's
+// directory is removed.
+func TestMakeSideRefusesNamesOutside(t *testing.T) {
+	top := t.TempDir()
+	victim := filepath.Join(top, "victim.c")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	dir := filepath.Join(top, "side")
+	fake := &proc.Fake{Handler: func(c proc.Cmd) (string, bool, error) {
+		t.Errorf("unexpected command %v", c.Argv)
+		return "", true, nil
+	}}
+	// dir/src/drivers/../../../victim.c is top/victim.c.
+	_, err := sideMaker{exec: fake}.makeSide(t.Context(), dir, t.TempDir(), &Headers{}, nil, []string{"drivers/../../../victim.c"}, nil)
+	if !errors.Is(err, fault.ErrInput) || !strings.Contains(err.Error(), "outside the kernel tree") {
+		t.Errorf("makeSide = %v; want the name refused", err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep" {
+		t.Errorf("%s removed or changed: %q, %v", victim, b, err)
 	}
 }

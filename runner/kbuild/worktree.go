@@ -18,6 +18,7 @@ import (
 
 	"github.com/vnetbench/vnetbench/internal/fault"
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/safefs"
 	"github.com/vnetbench/vnetbench/internal/units"
 )
 
@@ -40,39 +41,59 @@ func Commit(ctx context.Context, ex proc.Executor, dir, ref string) (string, err
 // work is a plan's locked work tree (a git worktree of the tree, or a
 // copy of it) with its state directory, and the builder that drives it:
 // creating, checking out, configuring it, applying and reverting the
-// plan's patches.
+// plan's patches. Both directories, and the copy's temporary one, hold
+// safefs.OwnFile saying workOwner from the moment they are made: they are
+// removed only with it (an older vnetbench's, without it, is used while it
+// builds but never removed; a link at their names is never followed).
 type work struct {
 	b          *Builder
 	p          *Plan
+	root       *safefs.Dir // DIR/work
 	dir, state string
 	lock       *os.File
 }
+
+// workOwner is what a work tree's safefs.OwnFile says.
+const workOwner = "vnetbench kbuild work tree"
 
 func (w *work) unlock() {
 	if w.lock != nil {
 		syscall.Flock(int(w.lock.Fd()), syscall.LOCK_UN)
 		w.lock.Close()
 	}
+	w.root.Close()
+}
+
+// workRoot opens DIR/work, made when missing; a link at work is refused.
+func workRoot(dir string) (*safefs.Dir, error) {
+	d, err := safefs.MkdirAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Sub("work")
 }
 
 // openWork locks the plan's work tree, creating and configuring it when
 // needed, and reverts patches an interrupted build left applied.
 func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
-	root := filepath.Join(b.Dir, "work")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	root, err := workRoot(b.Dir)
+	if err != nil {
 		return nil, err
 	}
-	w := &work{b: b, p: p, dir: filepath.Join(root, p.workID), state: filepath.Join(root, p.workID+".vnb")}
-	lf, err := os.OpenFile(filepath.Join(root, p.workID+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	w := &work{b: b, p: p, root: root, dir: root.Join(p.workID), state: root.Join(p.workID + ".vnb")}
+	lf, err := root.OpenFile(p.workID+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	if err := w.wait(ctx, lf); err != nil {
 		lf.Close()
+		root.Close()
 		return nil, err
 	}
 	w.lock = lf
-	if _, err := os.Stat(filepath.Join(w.state, "ready")); err == nil {
+	if w.ready() {
 		err := w.revertAll(ctx)
 		if err == nil && p.Git {
 			err = w.checkout(ctx)
@@ -82,12 +103,29 @@ func (b *Builder) openWork(ctx context.Context, p *Plan) (*work, error) {
 		}
 		b.logf("kernel %s: work tree %s: %v; making it again", p.Spec.Label, w.dir, err)
 	}
+	if err := w.remove(ctx); err != nil {
+		w.unlock()
+		return nil, err
+	}
 	if err := w.create(ctx); err != nil {
-		w.remove(ctx)
+		err = errors.Join(err, w.remove(ctx))
 		w.unlock()
 		return nil, err
 	}
 	return w, nil
+}
+
+// ready reports whether the work tree is ready to build in: its state
+// says so, and neither it nor its state is a symbolic link (one planted
+// there would take the build's writes elsewhere; create refuses it).
+func (w *work) ready() bool {
+	for _, n := range []string{w.p.workID, w.p.workID + ".vnb"} {
+		if fi, err := w.root.Lstat(n); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	fi, err := w.root.Lstat(w.p.workID + ".vnb/ready")
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // wait takes the work tree's lock f, waiting (and saying so) while another
@@ -115,40 +153,40 @@ func (w *work) wait(ctx context.Context, f *os.File) error {
 	}
 }
 
-// remove deletes the work tree and its state.
-func (w *work) remove(ctx context.Context) {
+// remove deletes the work tree, its state and a copy's temporary
+// directory: each only when its safefs.OwnFile proves it a work tree
+// vnetbench made. One that does not is left as it is and named in the
+// error, one line (the user removes it).
+func (w *work) remove(ctx context.Context) error {
 	b, p := w.b, w.p
-	os.RemoveAll(w.state)
-	os.RemoveAll(w.dir)
-	os.RemoveAll(w.dir + ".tmp")
+	var errs []any
+	for _, n := range []string{p.workID + ".vnb", p.workID, p.workID + ".tmp"} {
+		if err := safefs.RemoveOwnDir(w.root, n, workOwner); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if p.Git {
 		b.Exec.Run(context.WithoutCancel(ctx), proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "prune"}})
 	}
+	if len(errs) == 0 {
+		return nil
+	}
+	format := "kernel %s: make the work tree anew: " + strings.TrimSuffix(strings.Repeat("%w; ", len(errs)), "; ")
+	return fmt.Errorf(format, append([]any{p.Spec.Label}, errs...)...)
 }
 
-// create makes the work tree anew and configures it.
+// create makes the work tree (where remove left nothing) and configures
+// it.
 func (w *work) create(ctx context.Context) error {
 	b, p := w.b, w.p
-	w.remove(ctx)
 	start := time.Now()
-	if p.Git {
-		b.logf("kernel %s: git worktree of %s at %.12s in %s", p.Spec.Label, p.Tree, p.Commit, w.dir)
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "add", "--detach", "--force", "--end-of-options", w.dir, p.Commit}}); err != nil {
-			return fmt.Errorf("kernel %s: %w", p.Spec.Label, err)
-		}
-	} else {
-		b.logf("kernel %s: copying %s (not a git repository) to %s", p.Spec.Label, p.Tree, w.dir)
-		if err := os.MkdirAll(w.dir+".tmp", 0o755); err != nil {
-			return err
-		}
-		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-a", "--", p.Tree + "/.", w.dir + ".tmp"}}); err != nil {
-			return fmt.Errorf("kernel %s: copy the tree: %w", p.Spec.Label, err)
-		}
-		if err := os.Rename(w.dir+".tmp", w.dir); err != nil {
-			return err
-		}
+	if err := safefs.MkdirOwn(w.root, p.workID+".vnb", workOwner); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(filepath.Join(w.state, "applied"), 0o755); err != nil {
+	if err := w.makeTree(ctx); err != nil {
+		return err
+	}
+	if err := w.root.MkdirAll(p.workID + ".vnb/applied"); err != nil {
 		return err
 	}
 	if err := w.configure(ctx); err != nil {
@@ -156,6 +194,39 @@ func (w *work) create(ctx context.Context) error {
 	}
 	b.logf("kernel %s: work tree ready in %s", p.Spec.Label, time.Since(start).Round(time.Second))
 	return os.WriteFile(filepath.Join(w.state, "ready"), nil, 0o644)
+}
+
+// makeTree makes the work tree, marked as vnetbench's before anything
+// is in it: git worktree add without a checkout, then the checkout; or a
+// copy into a new temporary directory, renamed.
+func (w *work) makeTree(ctx context.Context) error {
+	b, p := w.b, w.p
+	if p.Git {
+		b.logf("kernel %s: git worktree of %s at %.12s in %s", p.Spec.Label, p.Tree, p.Commit, w.dir)
+		if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"git", "-C", p.Tree, "worktree", "add", "--detach", "--force", "--no-checkout", "--end-of-options", w.dir, p.Commit}}); err != nil {
+			return fmt.Errorf("kernel %s: %w", p.Spec.Label, err)
+		}
+		if err := safefs.MarkOwn(w.root, p.workID, workOwner); err != nil {
+			return err
+		}
+		if _, err := Git(ctx, b.Exec, w.dir, "reset", "-q", "--hard"); err != nil {
+			return fmt.Errorf("kernel %s: check out the work tree: %w", p.Spec.Label, err)
+		}
+		return nil
+	}
+	b.logf("kernel %s: copying %s (not a git repository) to %s", p.Spec.Label, p.Tree, w.dir)
+	tmp := p.workID + ".tmp"
+	if err := safefs.MkdirOwn(w.root, tmp, workOwner); err != nil {
+		return err
+	}
+	if _, err := b.Exec.Run(ctx, proc.Cmd{Argv: []string{"cp", "-a", "--", p.Tree + "/.", w.root.Join(tmp)}}); err != nil {
+		return fmt.Errorf("kernel %s: copy the tree: %w", p.Spec.Label, err)
+	}
+	// The tree's own OwnFile, if it has one, came with the copy.
+	if err := safefs.MarkOwn(w.root, tmp, workOwner); err != nil {
+		return err
+	}
+	return w.root.Rename(tmp, p.workID)
 }
 
 // checkout moves a ready git work tree to the plan's commit, when it is

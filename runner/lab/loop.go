@@ -117,7 +117,7 @@ func newLabRun(ctx context.Context, o runner.Options, in Inner, host Host, build
 	if o.Resume {
 		lr.w, err = results.Open(o.Dir)
 	} else {
-		lr.w, err = results.Create(o.Dir, o.NewEnv(ctx, ""))
+		lr.w, err = o.CreateDir(o.NewEnv(ctx, ""))
 	}
 	if err != nil {
 		return nil, err
