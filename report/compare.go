@@ -139,18 +139,22 @@ func spreadText(st *Stats, withN bool) string {
 		}
 		return units.SI(st.Median) + " ± " + ci
 	}
-	// One small prefix for the median and both ends where one takes it:
-	// "79.72µ (74.6..184µ)".
-	sp := units.SmallOf(3, st.Median, st.Min, st.Max)
+	// One small prefix for the median and both ends where one takes it
+	// with the digits it is written with: "79.72µ (74.6..184µ)".
+	sp := units.SmallOf(4, st.Median)
 	var in []string
 	if withN {
 		in = append(in, fmt.Sprintf("n=%d", st.N))
 	}
 	if st.N > 1 {
 		// 3 significant digits, more when they would hide the spread.
-		lo, hi := sp.Digits(st.Min, 3), sp.Digits(st.Max, 3)
-		for d := 4; lo == hi && st.Min != st.Max && d <= 6; d++ {
+		var lo, hi string
+		for d := 3; d <= 6; d++ {
+			sp = max(sp, units.SmallOf(d, st.Min, st.Max))
 			lo, hi = sp.Digits(st.Min, d), sp.Digits(st.Max, d)
+			if lo != hi || st.Min == st.Max {
+				break
+			}
 		}
 		if p := units.Prefix(hi); p != "" && units.Prefix(lo) == p {
 			lo = strings.TrimSuffix(lo, p)

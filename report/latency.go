@@ -101,7 +101,7 @@ func (b latencyKind) latencyTable() {
 		"qdisc wait = the request's SO_TIMESTAMPING SOFTWARE stamp (tun's skb_tx_timestamp) minus its SCHED stamp (entry to __dev_queue_xmit); under noqueue nothing queues, so it is the floor: the device layer's own path and any preemption between the stamps",
 		"load path: whether the load's packets pass the tap's qdisc (pktgen start_xmit and trafgen's PACKET_QDISC_BYPASS do not; the probe always does)")
 	if udpNote {
-		t.Notes = append(t.Notes, "iperf3 jitter and datagrams lost = the UDP load's own receiver (the guest's iperf3 server, with reverse the host's client): RFC 3550 interarrival jitter as iperf3 reports it at the end of its test, and the share of the datagrams sent that never arrived, as the iperf3 table's Jitter and Datagrams lost")
+		t.Notes = append(t.Notes, "iperf3 jitter and datagrams lost = the UDP load's own receiver (the guest's iperf3 server, with reverse the host's client): RFC 3550 interarrival jitter as iperf3 reports it at the end of its test, the mean over streams and clients, and the share of the datagrams sent over iperf3's test time that never arrived, the total over all streams and clients; as the iperf3 table's Jitter and Datagrams lost")
 	}
 	if two {
 		t.Notes = append(t.Notes, fmt.Sprintf("change = %s vs %s (medians): %s; RTT and qdisc wait percentiles: called when a t test on the logs of each run's percentile (from its probes) gives p < 1%% (the run is the unit: one run's probes are not independent draws), so a column needs 2 runs at least; on these rows \"? \" = the test did not call it", b.r.Columns[1], b.r.Columns[0], changeLegend))

@@ -156,8 +156,20 @@ func TestLatencyTableUDPJitterLoss(t *testing.T) {
 	} {
 		checkText(t, got, k, want)
 	}
-	if n := strings.Join(r.Tables[0].Notes, "\n"); !strings.Contains(n, "iperf3 jitter and datagrams lost = the UDP load's own receiver") {
-		t.Errorf("notes do not define the UDP load's rows:\n%s", n)
+	// The footnote says which side measured them, over which interval,
+	// and per stream or total, as the iperf3 table's does: the latency
+	// table may be shown alone.
+	i := slices.IndexFunc(r.Tables[0].Notes, func(n string) bool {
+		return strings.HasPrefix(n, "iperf3 jitter and datagrams lost = the UDP load's own receiver")
+	})
+	if i < 0 {
+		t.Fatalf("notes do not define the UDP load's rows:\n%s", strings.Join(r.Tables[0].Notes, "\n"))
+	}
+	for _, want := range []string{"the guest's iperf3 server, with reverse the host's client", "at the end of its test",
+		"the mean over streams and clients", "over iperf3's test time", "the total over all streams and clients"} {
+		if !strings.Contains(r.Tables[0].Notes[i], want) {
+			t.Errorf("the UDP load's note lacks %q: %s", want, r.Tables[0].Notes[i])
+		}
 	}
 }
 

@@ -221,11 +221,14 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 				c.Generator.Kind, res.Packets, tap, dropped))
 		}
 	} else if tx, ok := m[metric.TxPPS]; ok {
-		tap := m[metric.TapTxPPS]
+		// Absent where a counter went back (NetMetrics): no tap count
+		// to compare, not a 0.
+		tap, measured := m[metric.TapTxPPS]
 		if res.CountsDrops {
-			tap += m[metric.LostPPS]
+			lost, ok := m[metric.LostPPS]
+			tap, measured = tap+lost, measured && ok
 		}
-		if tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
+		if measured && tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
 			dropped := fmt.Sprintf("dropped %.0f pps", m[metric.LostPPS])
 			if qd := m[metric.QdiscDropPPS]; qd > 0 {
 				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
