@@ -84,15 +84,7 @@ func TestMailReproducesEachRun(t *testing.T) {
 	mail := func(stock, patched []string) string {
 		set := runnerSamples(t, "backend: tap\ngenerator: {pktgen: {count: 5000}}\n", 1)
 		set.Env["stock"].Command, set.Env["patched"].Command = stock, patched
-		r, err := Build(set, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := WriteMail(&buf, r); err != nil {
-			t.Fatal(err)
-		}
-		_, tail, _ := strings.Cut(buf.String(), "\nTo reproduce:\n\n")
+		_, tail, _ := strings.Cut(mailOf(t, set, Options{}), "\nTo reproduce:\n\n")
 		return tail
 	}
 	stock := []string{"vnetbench", "run", "s.yaml", "--label", "stock"}
@@ -115,7 +107,18 @@ func TestMailByAxisNamesKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Build(set, Options{By: "backend"})
+	_, kernels, _ := strings.Cut(mailOf(t, set, Options{By: "backend"}), "\nKernels:\n")
+	kernels, _, _ = strings.Cut(kernels, "\n\n")
+	stock, patched, ok := strings.Cut(kernels, "\n  patched: ")
+	if !strings.HasPrefix(stock, "  stock: ") || !ok || strings.Contains(stock, "patch") || !strings.Contains(patched, "+ 1 patch") {
+		t.Errorf("Kernels: section\n%s\nwant stock's line (no patch), then patched's (+ 1 patch)", kernels)
+	}
+}
+
+// mailOf is the mail of set's report with opt.
+func mailOf(t *testing.T, set *results.Set, opt Options) string {
+	t.Helper()
+	r, err := Build(set, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +126,5 @@ func TestMailByAxisNamesKernels(t *testing.T) {
 	if err := WriteMail(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	_, kernels, _ := strings.Cut(buf.String(), "\nKernels:\n")
-	kernels, _, _ = strings.Cut(kernels, "\n\n")
-	stock, patched, ok := strings.Cut(kernels, "\n  patched: ")
-	if !strings.HasPrefix(stock, "  stock: ") || !ok || strings.Contains(stock, "patch") || !strings.Contains(patched, "+ 1 patch") {
-		t.Errorf("Kernels: section\n%s\nwant stock's line (no patch), then patched's (+ 1 patch)", kernels)
-	}
+	return buf.String()
 }
