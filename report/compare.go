@@ -139,8 +139,9 @@ func spreadText(st *Stats, withN bool) string {
 		}
 		return units.SI(st.Median) + " ± " + ci
 	}
-	// One small prefix for the median and both ends where one takes it
-	// with the digits it is written with: "79.72µ (74.6..184µ)".
+	// The median's small prefix, where it takes one, for both ends too:
+	// "79.72µ (74.6..184µ)". Where it takes none, each end its own
+	// ("0.01 (1.00µ..0.02)", not "10000µ (1.00..20000µ)").
 	sp := units.SmallOf(4, st.Median)
 	var in []string
 	if withN {
@@ -150,7 +151,6 @@ func spreadText(st *Stats, withN bool) string {
 		// 3 significant digits, more when they would hide the spread.
 		var lo, hi string
 		for d := 3; d <= 6; d++ {
-			sp = max(sp, units.SmallOf(d, st.Min, st.Max))
 			lo, hi = sp.Digits(st.Min, d), sp.Digits(st.Max, d)
 			if lo != hi || st.Min == st.Max {
 				break

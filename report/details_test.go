@@ -177,11 +177,13 @@ func TestSpreadText(t *testing.T) {
 		{[]float64{900, 1100}, true, "1.000k (n=2, 900..1.10k)"},
 		{[]float64{451000, 451200, 451400}, false, "451.2k (451.0..451.4k)"},
 		{[]float64{100, 101, 102, 103, 104, 105, 106, 107}, false, "103.5 ± 3%"},
-		// Seconds of a jitter: the median and both ends in one small
-		// prefix, also where only the median's 4 digits or the ends'
-		// widened ones take it (it read "999.6µ (999.5µ..0.001)").
+		// Seconds of a jitter: both ends in the median's small prefix,
+		// also where the ends alone would take none (it read "999.6µ
+		// (999.5µ..0.001)"); a median without one leaves each end its
+		// own, rather than "10000µ (1.00..20000µ)".
 		{[]float64{74.6e-6, 79.72e-6, 183.7e-6}, false, "79.72µ (74.6..184µ)"},
 		{[]float64{0.00099951, 0.0009996, 0.00099996}, false, "999.6µ (999.5..1000µ)"},
+		{[]float64{1e-6, 0.01, 0.02}, false, "0.01 (1.00µ..0.02)"},
 	} {
 		st := Summarize(c.vals, false)
 		if got := spreadText(&st, c.withN); got != c.want {

@@ -95,6 +95,9 @@ func (b latencyKind) latencyTable() {
 	}
 	udpNote := hasRow(t, iperf3JitterLabel) || hasRow(t, iperf3LostLabel)
 	first := b.measured(cells[0])
+	if n := b.rowNote(t, cells); n != "" {
+		t.Notes = append(t.Notes, n)
+	}
 	t.Notes = append(t.Notes,
 		fmt.Sprintf("%s per cell; [lo-hi] = the 95%% interval of a percentile (order statistics) when a cell has one run", b.lab.medianOf(cells)),
 		fmt.Sprintf("probe: one UDP request every %s from the host's run namespace through the tap's root qdisc to the guest agent's reflector; RTT = send call to the reply's kernel receive stamp; idle = before the load started", orDash(first.Labels["probe_interval"])),
@@ -115,18 +118,17 @@ func hasRow(t *Table, label string) bool {
 	return slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Labels[len(r.Labels)-1] == label })
 }
 
-// latencyCellRows are one cell's rows of the latency table.
-func (b latencyKind) latencyCellRows(cell string, two bool) []Row {
-	s := b.measured(cell)
-	block := orDash(s.Labels["qdisc"]) + ": " + loadName(cell, s.Labels["qdisc"])
-	if p := s.Labels["load_path"]; p != "" {
-		block += " (" + p + ")"
-	}
-	type rowDef struct {
-		key   metric.Key
-		label string
-		scale units.Scale
-	}
+// rowDef is a row of the latency table: its metric, label and scale.
+type rowDef struct {
+	key   metric.Key
+	label string
+	scale units.Scale
+}
+
+// rowDefs are the rows the latency table may have for a cell whose
+// measured sample is s: its first transmitted metric, and the latency
+// rows, Lost from the transmitted metric's own lost key.
+func (b latencyKind) rowDefs(s *results.Sample) []rowDef {
 	var defs []rowDef
 	lost := metric.LostPPS
 	for _, tr := range transmitted {
@@ -142,6 +144,58 @@ func (b latencyKind) latencyCellRows(cell string, two bool) []Row {
 		}
 		defs = append(defs, rowDef{r.key, r.label, r.scale})
 	}
+	return defs
+}
+
+// notedElsewhere are the latency rows the table's fixed notes define
+// (the probe's RTTs, qdisc wait) and the UDP load's own, which its note
+// defines.
+var notedElsewhere = []metric.Key{metric.RTTIdleP50S, metric.RTTP50S, metric.RTTP99S, metric.RTTP999S,
+	metric.QdiscWaitP99S, metric.Iperf3JitterS, metric.Iperf3LostFrac}
+
+// rowNote defines the rows of t the fixed notes do not, each from its
+// metric's description: "Lost = packets/s the tap dropped ...; probe
+// loss = ...". A label two metrics share (Lost: the tap's, or
+// xdp_redirect's) names its metric.
+func (b latencyKind) rowNote(t *Table, cells []string) string {
+	keysOf := map[string][]metric.Key{}
+	var labels []string
+	for _, cell := range cells {
+		for _, d := range b.rowDefs(b.measured(cell)) {
+			if slices.Contains(notedElsewhere, d.key) || !hasRow(t, d.label) || slices.Contains(keysOf[d.label], d.key) {
+				continue
+			}
+			if keysOf[d.label] == nil {
+				labels = append(labels, d.label)
+			}
+			keysOf[d.label] = append(keysOf[d.label], d.key)
+		}
+	}
+	var parts []string
+	for _, l := range labels {
+		for _, k := range keysOf[l] {
+			desc := b.idx.metric(k).Description
+			if desc == "" {
+				continue
+			}
+			name := l
+			if len(keysOf[l]) > 1 {
+				name += " (" + string(k) + ")"
+			}
+			parts = append(parts, name+" = "+desc)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// latencyCellRows are one cell's rows of the latency table.
+func (b latencyKind) latencyCellRows(cell string, two bool) []Row {
+	s := b.measured(cell)
+	block := orDash(s.Labels["qdisc"]) + ": " + loadName(cell, s.Labels["qdisc"])
+	if p := s.Labels["load_path"]; p != "" {
+		block += " (" + p + ")"
+	}
+	defs := b.rowDefs(s)
 	var rows []Row
 	for _, d := range defs {
 		row := Row{Labels: []string{block, d.label}}

@@ -214,7 +214,10 @@ func writeReproduce(b *strings.Builder, r *Report) {
 	b.WriteString("\nTo reproduce:\n\n")
 	for i, cmd := range cmds {
 		if len(cmds) > 1 {
-			b.WriteString("  # " + oneLine(strings.Join(cols[i], ", ")) + "\n") // a shell comment: the block pastes
+			// A shell comment, so the block pastes; within the mail's width.
+			for _, l := range wrap(oneLine(strings.Join(cols[i], ", ")), MaxWidth-4) {
+				b.WriteString("  # " + l + "\n")
+			}
 		}
 		writeCommand(b, cmd)
 	}

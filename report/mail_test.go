@@ -128,3 +128,29 @@ func mailOf(t *testing.T, set *results.Set, opt Options) string {
 	}
 	return buf.String()
 }
+
+// The comment naming a command's columns keeps within the mail's width:
+// columns of long labels wrap onto more comment lines, each a comment so
+// the block still pastes.
+func TestMailReproduceCommentWraps(t *testing.T) {
+	long := []string{"linux-6.1-stock-debian-config (nested)", "linux-6.1-tun-backpressure-v3 (nested)", "linux-6.1-tun-backpressure-v4 (nested)"}
+	r := &Report{Columns: append(append([]string(nil), long...), "other"), Env: map[string]*Env{}}
+	for _, c := range long {
+		r.Env[c] = &Env{Command: []string{"vnetbench", "run", "lab.yaml"}}
+	}
+	r.Env["other"] = &Env{Command: []string{"vnetbench", "run", "other.yaml"}}
+	var b strings.Builder
+	writeReproduce(&b, r)
+	var comments []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if len(l) > MaxWidth {
+			t.Errorf("line of %d columns: %q", len(l), l)
+		}
+		if c, ok := strings.CutPrefix(l, "  # "); ok {
+			comments = append(comments, c)
+		}
+	}
+	if got, want := strings.Join(comments[:len(comments)-1], " "), strings.Join(long, ", "); got != want || len(comments) < 3 {
+		t.Errorf("comments %q: want %q over more than one line, then \"other\"", comments, want)
+	}
+}

@@ -180,3 +180,40 @@ func checkText(t *testing.T, got map[string]string, key, want string) {
 		t.Errorf("%s = %q, want %q", key, got[key], want)
 	}
 }
+
+// Every row of the latency table is defined in its notes, as every table
+// says what each number counts: the probe's RTTs and qdisc wait by the
+// fixed notes, the UDP load's own by its note, and the rest (Throughput,
+// Lost, the load's sRTT, probe loss, the qdisc backlog) each from its
+// metric's description. Real run: latency-quickstart (testdata/README.md).
+func TestLatencyTableDefinesEveryRow(t *testing.T) {
+	r, err := Build(loadSet(t, "latency-quickstart-tcg"), Options{Kinds: []string{KindLatency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := r.Tables[0]
+	notes := strings.Join(tb.Notes, "\n")
+	fixed := map[string]string{"RTT idle p50": "idle = ", "RTT p50": "RTT = ", "RTT p99": "RTT = ", "RTT p99.9": "RTT = ",
+		"qdisc wait p99": "qdisc wait = ", iperf3JitterLabel: "iperf3 jitter and datagrams lost = ", iperf3LostLabel: "iperf3 jitter and datagrams lost = "}
+	labels := map[string]bool{}
+	for _, row := range tb.Rows {
+		labels[row.Labels[len(row.Labels)-1]] = true
+	}
+	for l := range labels {
+		want := l + " = "
+		if f, ok := fixed[l]; ok {
+			want = f
+		}
+		if !strings.Contains(notes, want) {
+			t.Errorf("row %q is not defined (no %q in the notes):\n%s", l, want, notes)
+		}
+	}
+	for _, want := range []string{"Throughput (received)", "Lost", "iperf3 sRTT (its flow)", "probe loss", "qdisc backlog max (bytes)"} {
+		if !labels[want] {
+			t.Errorf("the real run's latency table has no %q row: the test no longer covers it", want)
+		}
+	}
+	if strings.Contains(notes, "RTT p50 = ") || strings.Contains(notes, iperf3JitterLabel+" = ") {
+		t.Errorf("a row the fixed notes define is defined twice:\n%s", notes)
+	}
+}

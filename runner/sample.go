@@ -200,6 +200,20 @@ func grown(s *results.Sample, name string, a, b uint64) (float64, bool) {
 	return float64(b - a), true
 }
 
+// droppedText says what the tap and its root qdisc dropped, for the tap
+// cross-check's warning: "dropped 12 pps at the tap, 3 pps in the qdisc";
+// a tap count left out (its counter went back) is not a 0.
+func droppedText(m map[metric.Key]float64) string {
+	dropped := "the tap's drops not measured"
+	if lost, ok := m[metric.LostPPS]; ok {
+		dropped = fmt.Sprintf("dropped %.0f pps", lost)
+	}
+	if qd := m[metric.QdiscDropPPS]; qd > 0 {
+		dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
+	}
+	return dropped
+}
+
 // workloadMetrics adds the workload's metrics and threads.
 func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result) {
 	m := s.Metrics
@@ -213,10 +227,7 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 	// have another interval than the window (pktgen's own clock).
 	if tap, ok := m[metric.TxPackets]; ok && res.Packets > 0 && !res.CountsDrops {
 		if r := tap / float64(res.Packets); tap > 0 && (r < 0.8 || r > 1.2) {
-			dropped := fmt.Sprintf("dropped %.0f pps", m[metric.LostPPS])
-			if qd := m[metric.QdiscDropPPS]; qd > 0 {
-				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
-			}
+			dropped := droppedText(m)
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s sent %d packets but the tap's tx_packets grew by %.0f (%s)",
 				c.Generator.Kind, res.Packets, tap, dropped))
 		}
@@ -229,10 +240,7 @@ func workloadMetrics(s *results.Sample, c *scenarios.Cell, res *workload.Result)
 			tap, measured = tap+lost, measured && ok
 		}
 		if measured && tx > 0 && tap > 0 && (tap/tx < 0.8 || tap/tx > 1.2) {
-			dropped := fmt.Sprintf("dropped %.0f pps", m[metric.LostPPS])
-			if qd := m[metric.QdiscDropPPS]; qd > 0 {
-				dropped += fmt.Sprintf(" at the tap, %.0f pps in the qdisc", qd)
-			}
+			dropped := droppedText(m)
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s reports %.0f pps but the tap's tx_packets grew at %.0f pps (%s)",
 				c.Generator.Kind, tx, tap, dropped))
 		}

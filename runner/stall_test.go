@@ -188,3 +188,20 @@ func TestTapCheckSkipsCountersThatWentBack(t *testing.T) {
 		}
 	}
 }
+
+// The tap cross-check's warning says what was dropped; a tap drop count
+// left out (its counter went back) reads as not measured, not 0 pps.
+func TestDroppedText(t *testing.T) {
+	for _, tc := range []struct {
+		m    map[metric.Key]float64
+		want string
+	}{
+		{map[metric.Key]float64{metric.LostPPS: 12}, "dropped 12 pps"},
+		{map[metric.Key]float64{metric.LostPPS: 0, metric.QdiscDropPPS: 3}, "dropped 0 pps at the tap, 3 pps in the qdisc"},
+		{map[metric.Key]float64{}, "the tap's drops not measured"},
+	} {
+		if got := droppedText(tc.m); got != tc.want {
+			t.Errorf("droppedText(%v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}

@@ -241,37 +241,9 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	var udp udpReceivers
 	hasCPU := false
 	for i, cl := range g.clients {
-		werr := cl.p.Wait()
-		name := "iperf3.json"
-		if len(g.clients) > 1 {
-			name = fmt.Sprintf("iperf3-%d.json", i)
-		}
-		if rel, err := g.w.WriteArtifact(name, cl.out.Bytes()); err == nil {
-			r.Artifacts = append(r.Artifacts, rel)
-		}
-		res, err := perfparse.ParseIperf3(bytes.NewReader(cl.out.Bytes()))
+		res, err := g.clientResult(i, cl, serverLog, r)
 		if err != nil {
-			if werr != nil {
-				return nil, fmt.Errorf("iperf3: %w", werr)
-			}
-			return nil, fmt.Errorf("iperf3: parse output: %w", err)
-		}
-		if res.Error != "" {
-			err := fmt.Errorf("iperf3: %s%s", res.Error, serverSaid(serverLog))
-			if cause := brokenOff(res.Error); cause != "" {
-				// The runner runs such a sample once more, and
-				// the sample says why.
-				err = fault.VoidBecause(cause, err)
-			}
 			return nil, err
-		}
-		if werr != nil {
-			return nil, fmt.Errorf("iperf3: %w", werr)
-		}
-		if res.Receiver == nil {
-			// UDP output of iperf3 before 3.10: its only total is
-			// the sender's, which is no throughput.
-			return nil, fmt.Errorf("iperf3: %q printed no receiver's total (UDP before iperf3 3.10 reports only the sender's rate); use iperf3 3.10 or later in the guest", res.Version)
 		}
 		for _, iv := range res.Intervals {
 			for _, st := range iv.Streams {
@@ -305,6 +277,45 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 		r.BusyFrac = busy / float64(len(g.clients))
 	}
 	return r, nil
+}
+
+// clientResult is client i's parsed output, which it also keeps as an
+// artifact of r: an error where the client failed, iperf3 printed one
+// (a test broken off voids the sample) or no receiver's total.
+func (g *generator) clientResult(i int, cl *client, serverLog string, r *workload.Result) (*perfparse.Iperf3, error) {
+	werr := cl.p.Wait()
+	name := "iperf3.json"
+	if len(g.clients) > 1 {
+		name = fmt.Sprintf("iperf3-%d.json", i)
+	}
+	if rel, err := g.w.WriteArtifact(name, cl.out.Bytes()); err == nil {
+		r.Artifacts = append(r.Artifacts, rel)
+	}
+	res, err := perfparse.ParseIperf3(bytes.NewReader(cl.out.Bytes()))
+	if err != nil {
+		if werr != nil {
+			return nil, fmt.Errorf("iperf3: %w", werr)
+		}
+		return nil, fmt.Errorf("iperf3: parse output: %w", err)
+	}
+	if res.Error != "" {
+		err := fmt.Errorf("iperf3: %s%s", res.Error, serverSaid(serverLog))
+		if cause := brokenOff(res.Error); cause != "" {
+			// The runner runs such a sample once more, and the
+			// sample says why.
+			err = fault.VoidBecause(cause, err)
+		}
+		return nil, err
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("iperf3: %w", werr)
+	}
+	if res.Receiver == nil {
+		// UDP output of iperf3 before 3.10: its only total is the
+		// sender's, which is no throughput.
+		return nil, fmt.Errorf("iperf3: %q printed no receiver's total (UDP before iperf3 3.10 reports only the sender's rate); use iperf3 3.10 or later in the guest", res.Version)
+	}
+	return res, nil
 }
 
 // udpReceivers adds up the UDP receivers' jitter and loss over a cell's

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,6 +213,28 @@ func TestRefused(t *testing.T) {
 	} {
 		if got := refused(tc.o) != ""; got != tc.want {
 			t.Errorf("refused(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
+
+// A counter that read less after the run than before it fails the sample
+// with its name, instead of a rate of 2^64 less a little.
+func TestCounterWentBack(t *testing.T) {
+	g := &generator{ctr0: counts{seen: 100, redirected: 90}, tap0: hostnet.LinkStats{TxPackets: 50, TxDropped: 5}}
+	if err := g.wentBack(counts{seen: 200, redirected: 190}, hostnet.LinkStats{TxPackets: 150, TxDropped: 5}); err != nil {
+		t.Errorf("counters that grew or held: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		c   counts
+		tap hostnet.LinkStats
+	}{
+		"the XDP program's seen count":       {counts{seen: 10, redirected: 190}, hostnet.LinkStats{TxPackets: 150, TxDropped: 5}},
+		"the XDP program's redirected count": {counts{seen: 200, redirected: 1}, hostnet.LinkStats{TxPackets: 150, TxDropped: 5}},
+		"the tap's tx_packets":               {counts{seen: 200, redirected: 190}, hostnet.LinkStats{TxPackets: 3, TxDropped: 5}},
+		"the tap's tx_dropped":               {counts{seen: 200, redirected: 190}, hostnet.LinkStats{TxPackets: 150, TxDropped: 0}},
+	} {
+		if err := g.wentBack(tc.c, tc.tap); err == nil || !strings.Contains(err.Error(), name+" went back") {
+			t.Errorf("%s went back: error %v", name, err)
 		}
 	}
 }

@@ -160,11 +160,30 @@ func (g *generator) Wait(ctx context.Context) (*workload.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp_redirect: counters after the run: %w", err)
 	}
+	if err := g.wentBack(ctr, tap); err != nil {
+		return nil, err
+	}
 	r, o := g.result(res, ctr, tap)
 	if why := refused(o); why != "" {
 		return nil, workload.Unsupported("%s", why)
 	}
 	return r, nil
+}
+
+// wentBack names a counter that read less after the run than before it
+// (the tap or the program made anew): the run then measured nothing, and
+// its differences would be 2^64 less a little.
+func (g *generator) wentBack(c counts, tap hostnet.LinkStats) error {
+	for _, x := range []struct {
+		name string
+		a, b uint64
+	}{{"the XDP program's seen count", g.ctr0.seen, c.seen}, {"the XDP program's redirected count", g.ctr0.redirected, c.redirected},
+		{"the tap's tx_packets", g.tap0.TxPackets, tap.TxPackets}, {"the tap's tx_dropped", g.tap0.TxDropped, tap.TxDropped}} {
+		if x.b < x.a {
+			return fmt.Errorf("xdp_redirect: %s went back from %d to %d during the run (a device or program made anew?): nothing measured", x.name, x.a, x.b)
+		}
+	}
+	return nil
 }
 
 // refused says why a run whose program redirected frames that neither
