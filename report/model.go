@@ -444,9 +444,18 @@ func seenIn(cells []string, samples func(cell string) []*results.Sample) workloa
 		}
 		return false
 	}
+	var gens []string
+	for _, cell := range cells {
+		for _, s := range samples(cell) {
+			if g := workload.NameOf(generatorOf(s)); g != "" && !slices.Contains(gens, g) {
+				gens = append(gens, g)
+			}
+		}
+	}
 	return workload.Seen{
-		Positive: func(key metric.Key) bool { return some(key, func(v float64, _ bool) bool { return v > 0 }) },
-		Measured: func(key metric.Key) bool { return some(key, func(_ float64, has bool) bool { return has }) },
+		Positive:   func(key metric.Key) bool { return some(key, func(v float64, _ bool) bool { return v > 0 }) },
+		Measured:   func(key metric.Key) bool { return some(key, func(_ float64, has bool) bool { return has }) },
+		Generators: gens,
 	}
 }
 

@@ -125,6 +125,33 @@ type Seen struct {
 	// had no per-thread errors, or a per-patch table of Lost total
 	// alone). nil = every row Rows gives.
 	Shown func(key metric.Key) bool
+	// Generators are the workloads (NameOf) whose samples the table
+	// holds, in order of appearance; nil when not known.
+	Generators []string
+}
+
+// Resender is a workload whose generator sends a packet again when the
+// tap refused it, so that the tap's tx_dropped counts refused attempts,
+// not packets lost. Resends says how, for a table's note.
+type Resender interface{ Resends() string }
+
+// resends is how the workloads of seen resend refused packets when every
+// one of them does ("" when one does not, or none is known), and the
+// names of those that do.
+func (s Seen) resends() (how string, who []string) {
+	all := len(s.Generators) > 0
+	for _, g := range s.Generators {
+		w, _ := Lookup(g)
+		if r, ok := w.(Resender); ok {
+			how, who = r.Resends(), append(who, g)
+		} else {
+			all = false
+		}
+	}
+	if !all {
+		how = ""
+	}
+	return how, who
 }
 
 // Shows reports whether the table shows a row of key (Shown; without
@@ -223,10 +250,16 @@ func NameOf(generator string) string {
 var PacketTable = Table{
 	Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 	Rows: func(threads int, seen Seen) []TableRow {
-		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: "Lost"}}
+		// A generator that resends what the tap refused loses none of
+		// it: its tap drops are Refused.
+		lost := "Lost"
+		if how, _ := seen.resends(); how != "" {
+			lost = "Refused"
+		}
+		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: lost}}
 		if threads > 1 {
 			rows = []TableRow{{Key: metric.TxPPS, Label: "Tx total"}, {Key: metric.TxPPSThread, Label: "Tx per thread"},
-				{Key: metric.LostPPS, Label: "Lost total"}, {Key: metric.LostPPSThread, Label: "Lost per thread"}}
+				{Key: metric.LostPPS, Label: lost + " total"}, {Key: metric.LostPPSThread, Label: "Lost per thread"}}
 		}
 		// The CPU spent per transmitted packet by the generator's threads
 		// and the vhost-net worker (perf stat task-clock): what Lost 0
@@ -291,6 +324,18 @@ func packetNote(threads int, seen Seen) string {
 	if threads > 1 {
 		tx, lost = "Tx total = all threads' packets", "Lost total = packets dropped ("+drops+")"
 	}
+	// A generator that resends what the tap refused: its tap drops are
+	// attempts (Refused), said after the interval.
+	how, who := seen.resends()
+	resent := ""
+	switch {
+	case how != "" && seen.Shows(metric.LostPPS):
+		tx += " (each once)"
+		lost = strings.Replace(strings.Replace(lost, "Lost", "Refused", 1), "packets dropped", "sends the tap refused", 1)
+		resent = how + ": Refused counts attempts, not packets lost"
+	case len(who) > 0 && seen.Shows(metric.LostPPS):
+		resent = strings.Join(who, " and ") + " send a packet the tap refused again: on their rows Lost counts attempts, not packets lost"
+	}
 	var totals, perThread []string
 	if seen.Shows(metric.TxPPS) {
 		totals = append(totals, tx)
@@ -315,6 +360,9 @@ func packetNote(threads int, seen Seen) string {
 		case lostThread:
 			perThread = append(perThread, "Lost per thread = the mean over threads of each thread's errors ("+refused+") per second of its own run time")
 		}
+	}
+	if resent != "" {
+		perThread = append(perThread, resent)
 	}
 	return strings.Join(append(totals, perThread...), "; ")
 }

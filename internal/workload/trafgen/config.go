@@ -87,8 +87,17 @@ func (c *Config) CheckCPUs(h *workload.HostCheck) error {
 // Metrics: tx_pps is trafgen's "packets outgoing" over its run time.
 func (Workload) Metrics() []metric.Metric { return []metric.Metric{workload.TxPPS} }
 
-// Table: Transmitted and Lost, as pktgen's.
+// Table: Transmitted and Lost, as pktgen's; Lost reads Refused (Resends).
 func (Workload) Table() workload.Table { return workload.PacketTable }
+
+// Resends: a frame the tap refuses fails trafgen's send (tun returns
+// NET_XMIT_DROP, counted in tx_dropped), and the kernel sets it back to
+// TP_STATUS_SEND_REQUEST in trafgen's TX ring (tpacket_snd), so the next
+// send sends it again; trafgen's count, the tap's tx_packets and what the
+// guest receives agree.
+func (Workload) Resends() string {
+	return "a frame the full tap refuses stays in trafgen's TX ring and is sent again"
+}
 
 // Path: trafgen's AF_PACKET socket sets PACKET_QDISC_BYPASS (it has no
 // --qdisc-path here), so its packets go past the tap's qdisc.
