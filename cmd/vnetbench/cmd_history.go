@@ -235,6 +235,9 @@ func gateNew(rs []history.Result, n int, stderr io.Writer) error {
 			prev := r.Points[c.Index-1].Label
 			fmt.Fprintf(stderr, "vnetbench: new regression: %s: %s (%s -> %s, p %.1e) first at point %d %q; bisect between %q (last good) and %q (first bad)\n",
 				r.Title(), historyPct(c.Change), r.Format(c.Before), r.Format(c.After), c.P, c.Index, c.Label, prev, c.Label)
+			if c.EmulationChanged {
+				fmt.Fprintf(stderr, "vnetbench: note: %s\n", c.EmulationNote())
+			}
 		}
 	}
 	switch {

@@ -31,6 +31,7 @@ td.num{text-align:right;font-family:monospace}
 svg text{font-family:sans-serif;font-size:11px}
 svg text.cp{font-family:monospace}
 .regression{color:#b00}.improvement{color:#070}
+.emulated{color:#b00;font-weight:bold}
 </style>
 </head>
 <body>
@@ -38,6 +39,9 @@ svg text.cp{font-family:monospace}
 `)
 	for _, r := range rs {
 		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(r.Title()))
+		if line := r.emulationLine(); line != "" {
+			fmt.Fprintf(&b, "<p class=\"caption emulated\">%s</p>\n", html.EscapeString(line))
+		}
 		writeChart(&b, &r)
 		if len(r.Changes) == 0 {
 			b.WriteString("<p>No change points.</p>\n")
@@ -49,6 +53,11 @@ svg text.cp{font-family:monospace}
 				c.Index, html.EscapeString(textsafe.OneLine(c.Label)), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction, c.Direction)
 		}
 		b.WriteString("</table>\n")
+		for _, c := range r.Changes {
+			if c.EmulationChanged {
+				fmt.Fprintf(&b, "<p class=\"emulated\">Index %d: %s.</p>\n", c.Index, html.EscapeString(c.EmulationNote()))
+			}
+		}
 	}
 	if note != "" {
 		fmt.Fprintf(&b, "<p><em>%s</em></p>\n", html.EscapeString(textsafe.Terminal(note)))

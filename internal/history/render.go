@@ -78,10 +78,15 @@ func Sparkline(xs []float64, width int) string {
 	return b.String()
 }
 
-// WriteText writes per series a title, a sparkline and its change points
-// as a table.
+// WriteText writes per series a title, a sparkline with the latest
+// value, whether it was measured under emulation, and its change points
+// as a table. Emulation is said once, first, when every series agrees.
 func WriteText(w io.Writer, rs []Result) error {
 	var b bytes.Buffer
+	common := commonEmulation(rs)
+	if line := EmulationLine(common, 0, 0, nil); line != "" {
+		fmt.Fprintf(&b, "%s\n\n", line)
+	}
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -91,7 +96,12 @@ func WriteText(w io.Writer, rs []Result) error {
 		if len(xs) == 1 {
 			noun = "point"
 		}
-		fmt.Fprintf(&b, "%s: %d %s\n  %s\n", r.Title(), len(xs), noun, Sparkline(xs, 60))
+		fmt.Fprintf(&b, "%s: %d %s\n  %s\n", r.Title(), len(xs), noun, r.sparkLatest(xs))
+		if common == "" {
+			if line := r.emulationLine(); line != "" {
+				fmt.Fprintf(&b, "  %s\n", line)
+			}
+		}
 		if len(r.Changes) == 0 {
 			b.WriteString("  no change points\n")
 			continue
@@ -102,9 +112,24 @@ func WriteText(w io.Writer, rs []Result) error {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%.1e\t%s\t\n", c.Index, textsafe.OneLine(c.Label), r.Format(c.Before), r.Format(c.After), pct(c.Change), c.P, c.Direction)
 		}
 		tw.Flush()
+		for _, c := range r.Changes {
+			if c.EmulationChanged {
+				fmt.Fprintf(&b, "  index %d: %s\n", c.Index, c.EmulationNote())
+			}
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// sparkLatest is the sparkline of xs and the latest value in the
+// series' unit, with its point's label.
+func (r *Result) sparkLatest(xs []float64) string {
+	if len(xs) == 0 {
+		return "(no values)"
+	}
+	last := r.Points[len(r.Points)-1]
+	return fmt.Sprintf("%s  latest %s (%s)", Sparkline(xs, 60), r.Format(last.Value), textsafe.OneLine(last.Label))
 }
 
 func pct(c *float64) string {

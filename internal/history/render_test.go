@@ -14,7 +14,7 @@ func TestWriteTextPoints(t *testing.T) {
 	}{{1, "tx_pps: 1 point\n"}, {2, "tx_pps: 2 points\n"}} {
 		pts := make([]Point, tc.n)
 		for i := range pts {
-			pts[i] = Point{Label: "r", Value: 452000}
+			pts[i] = Point{Label: "r", Value: 452000, Emulated: NotEmulated} // no emulation line before the title
 		}
 		var b bytes.Buffer
 		if err := WriteText(&b, Analyze([]Series{{Metric: "tx_pps", Better: HigherIsBetter, Points: pts}}, Default)); err != nil {

@@ -29,6 +29,51 @@ type Point struct {
 	Time time.Time
 	// Value is the point's value; NaN means missing.
 	Value float64
+	// Emulated says whether the run measured it under emulation.
+	Emulated Emulation
+}
+
+// Emulation says whether a point was measured under emulation (QEMU
+// TCG, no KVM), where its numbers measure the emulator, not the kernel.
+type Emulation int8
+
+// Emulation of a point: unknown for a CSV row and for a run indexed
+// before the index kept it (the zero value, so nothing guesses "no").
+const (
+	EmulationUnknown Emulation = iota
+	NotEmulated
+	Emulated
+)
+
+// Emulation summaries of points (Summarize), as the JSON writes them.
+const (
+	EmulatedAll     = "all"     // every point emulated
+	EmulatedNone    = "none"    // no point emulated
+	EmulatedSome    = "some"    // some points emulated, others not or unknown
+	EmulatedUnknown = "unknown" // no point emulated, some unknown
+)
+
+// Summarize says whether pts were measured under emulation: EmulatedAll,
+// EmulatedNone, EmulatedSome or EmulatedUnknown.
+func Summarize(pts []Point) string {
+	var yes, no int
+	for _, p := range pts {
+		switch p.Emulated {
+		case Emulated:
+			yes++
+		case NotEmulated:
+			no++
+		}
+	}
+	switch {
+	case yes > 0 && yes == len(pts):
+		return EmulatedAll
+	case yes > 0:
+		return EmulatedSome
+	case no > 0 && no == len(pts):
+		return EmulatedNone
+	}
+	return EmulatedUnknown
 }
 
 // Series is one metric of one cell on one kernel label across points, in
@@ -63,6 +108,13 @@ type ChangePoint struct {
 	// Direction is "regression", "improvement" or, for a metric with no
 	// better direction, "change".
 	Direction string `json:"direction"`
+	// EmulatedBefore and EmulatedAfter summarize the emulation of the
+	// two segments (Summarize); EmulationChanged says they differ,
+	// neither unknown: an environment change (TCG on one side, KVM or a
+	// host on the other), not a kernel change.
+	EmulatedBefore   string `json:"emulated_before"`
+	EmulatedAfter    string `json:"emulated_after"`
+	EmulationChanged bool   `json:"emulation_changed"`
 }
 
 // Result is a series with its missing points dropped and its change
@@ -122,6 +174,8 @@ func (p Params) analyze(s Series) Result {
 			cp.Change = &ch
 		}
 		cp.Direction = direction(s.Better, cp.After-cp.Before)
+		cp.EmulatedBefore, cp.EmulatedAfter = Summarize(pts[lo:c.Index]), Summarize(pts[c.Index:hi])
+		cp.EmulationChanged = cp.EmulatedBefore != cp.EmulatedAfter && cp.EmulatedBefore != EmulatedUnknown && cp.EmulatedAfter != EmulatedUnknown
 		r.Changes = append(r.Changes, cp)
 	}
 	return r
@@ -191,6 +245,7 @@ type jsonSeries struct {
 	Kernel   string        `json:"kernel"`
 	Scenario string        `json:"scenario,omitempty"`
 	Points   int           `json:"points"`
+	Emulated string        `json:"emulated"`
 	Changes  []ChangePoint `json:"change_points"`
 }
 
@@ -205,7 +260,7 @@ func MarshalResults(rs []Result) ([]byte, error) {
 			cps = []ChangePoint{}
 		}
 		doc.Series = append(doc.Series, jsonSeries{Metric: r.Metric, Cell: r.Cell, Kernel: r.Kernel,
-			Scenario: r.Scenario, Points: len(r.Points), Changes: cps})
+			Scenario: r.Scenario, Points: len(r.Points), Emulated: Summarize(r.Points), Changes: cps})
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }

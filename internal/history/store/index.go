@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS labels (
 	run INTEGER NOT NULL,
 	kernel TEXT NOT NULL,
 	label TEXT NOT NULL,
+	emulated INTEGER, -- 1 under emulation, 0 not, NULL unknown (see migrate)
 	PRIMARY KEY (run, kernel)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS series (
@@ -164,7 +165,23 @@ func createSchemaOnce(db *sql.DB) error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
+	if err := migrate(tx); err != nil {
+		return err
+	}
 	return tx.Commit()
+}
+
+// migrate brings an index written by an older vnetbench up to schema:
+// labels without an emulated column get one, NULL (unknown) in the rows
+// they hold, which 'history rebuild' fills from the run directories. An
+// older vnetbench still reads and writes the index (its rows: unknown).
+func migrate(tx *sql.Tx) error {
+	var n int
+	if err := tx.QueryRow("SELECT count(*) FROM pragma_table_info('labels') WHERE name = 'emulated'").Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	_, err := tx.Exec("ALTER TABLE labels ADD COLUMN emulated INTEGER")
+	return err
 }
 
 // uriPath escapes an absolute file name for an SQLite URI, so that '?',
@@ -228,7 +245,11 @@ func addRun(ctx context.Context, tx *sql.Tx, r *Run, seriesID map[[4]string]int6
 		return err
 	}
 	for kernel, label := range r.Labels {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO labels (run, kernel, label) VALUES (?, ?, ?)", run, kernel, label); err != nil {
+		var emulated any // NULL: unknown
+		if e, ok := r.Emulated[kernel]; ok {
+			emulated = e
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO labels (run, kernel, label, emulated) VALUES (?, ?, ?, ?)", run, kernel, label, emulated); err != nil {
 			return err
 		}
 	}

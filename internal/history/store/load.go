@@ -18,10 +18,11 @@ import (
 )
 
 type runRow struct {
-	id     int64
-	time   time.Time
-	data   []byte
-	labels []string // by kernel number
+	id       int64
+	time     time.Time
+	data     []byte
+	labels   []string            // by kernel number
+	emulated []history.Emulation // by kernel number
 }
 
 // Series returns every recorded series, points ordered by the runs'
@@ -59,7 +60,8 @@ func (x *Index) Series(ctx context.Context, byTime bool) ([]history.Series, erro
 		err := decodeValues(r.data, func(series int64, v float64) {
 			if series < int64(len(byID)) && byID[series] >= 0 {
 				i := byID[series]
-				out[i].Points = append(out[i].Points, history.Point{Label: r.labels[seriesKernel[i]], Time: r.time, Value: v})
+				k := seriesKernel[i]
+				out[i].Points = append(out[i].Points, history.Point{Label: r.labels[k], Time: r.time, Value: v, Emulated: r.emulated[k]})
 			}
 		})
 		if err != nil {
@@ -131,8 +133,9 @@ func (x *Index) readLabels(ctx context.Context, runs []*runRow, kernelNo map[str
 	byID := byRunID(runs)
 	for _, r := range runs {
 		r.labels = make([]string, len(kernelNo))
+		r.emulated = make([]history.Emulation, len(kernelNo))
 	}
-	rows, err := x.db.QueryContext(ctx, "SELECT run, kernel, label FROM labels")
+	rows, err := x.db.QueryContext(ctx, "SELECT run, kernel, label, emulated FROM labels")
 	if err != nil {
 		return fmt.Errorf("history index %s: %w", x.path, err)
 	}
@@ -140,15 +143,28 @@ func (x *Index) readLabels(ctx context.Context, runs []*runRow, kernelNo map[str
 	for rows.Next() {
 		var run int64
 		var kernel, label string
-		if err := rows.Scan(&run, &kernel, &label); err != nil {
+		var emulated sql.NullBool
+		if err := rows.Scan(&run, &kernel, &label, &emulated); err != nil {
 			return fmt.Errorf("history index %s: %w", x.path, err)
 		}
 		k, ok := kernelNo[kernel]
 		if r := byID[run]; r != nil && ok {
 			r.labels[k] = label
+			r.emulated[k] = pointEmulation(emulated)
 		}
 	}
 	return rows.Err()
+}
+
+// pointEmulation is a labels row's emulated column as a point's.
+func pointEmulation(e sql.NullBool) history.Emulation {
+	switch {
+	case !e.Valid:
+		return history.EmulationUnknown
+	case e.Bool:
+		return history.Emulated
+	}
+	return history.NotEmulated
 }
 
 // seriesRows returns the recorded series (without points) and, by series

@@ -33,6 +33,10 @@ type Run struct {
 	// identity: its commit where known, else release and config hash,
 	// else the run's name.
 	Labels map[string]string
+	// Emulated maps each kernel label to whether a sample of it ran
+	// under emulation (results.Sample.Emulated: env.json's accel tcg,
+	// or the sample's own flag).
+	Emulated map[string]bool
 	// Values are the medians over repetitions, one per cell, kernel and
 	// metric.
 	Values []Value
@@ -64,7 +68,7 @@ func ReadRun(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{Path: path, Labels: map[string]string{}, Warnings: set.Warnings}
+	run := &Run{Path: path, Labels: map[string]string{}, Emulated: map[string]bool{}, Warnings: set.Warnings}
 	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), filepath.Ext(path))
 	env, _ := results.ReadEnv(path) // a benchfmt file has none
 	if env != nil {
@@ -88,6 +92,7 @@ func ReadRun(path string) (*Run, error) {
 		if _, ok := run.Labels[kernel]; !ok {
 			run.Labels[kernel] = pointLabel(set.Env[s.Kernel], env, name)
 		}
+		run.Emulated[kernel] = run.Emulated[kernel] || s.Emulated
 		for m, v := range s.Metrics {
 			k := key{s.Cell, kernel, string(m)}
 			if _, ok := vals[k]; !ok {
@@ -170,10 +175,22 @@ func Series(runs []*Run) []history.Series {
 				idx[k] = i
 				out = append(out, history.Series{Scenario: r.Scenario, Cell: v.Cell, Kernel: v.Kernel, Metric: v.Metric, Better: Better(v.Metric), Unit: results.Describe(metric.Key(v.Metric)).Unit})
 			}
-			out[i].Points = append(out[i].Points, history.Point{Label: r.Labels[v.Kernel], Time: r.Time, Value: v.Value})
+			out[i].Points = append(out[i].Points, history.Point{Label: r.Labels[v.Kernel], Time: r.Time, Value: v.Value, Emulated: emulation(r.Emulated, v.Kernel)})
 		}
 	}
 	return out
+}
+
+// emulation is kernel's entry of emulated as a point's Emulation.
+func emulation(emulated map[string]bool, kernel string) history.Emulation {
+	e, ok := emulated[kernel]
+	switch {
+	case !ok:
+		return history.EmulationUnknown
+	case e:
+		return history.Emulated
+	}
+	return history.NotEmulated
 }
 
 // SortRuns orders runs by recorded time, runs of unknown time and equal
