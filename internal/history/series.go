@@ -45,6 +45,18 @@ const (
 	Emulated
 )
 
+// EmulationOf is the Emulation of a point known or not to have been
+// emulated.
+func EmulationOf(known, emulated bool) Emulation {
+	switch {
+	case !known:
+		return EmulationUnknown
+	case emulated:
+		return Emulated
+	}
+	return NotEmulated
+}
+
 // Emulation summaries of points (Summarize), as the JSON writes them.
 const (
 	EmulatedAll     = "all"     // every point emulated

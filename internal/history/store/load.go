@@ -150,21 +150,10 @@ func (x *Index) readLabels(ctx context.Context, runs []*runRow, kernelNo map[str
 		k, ok := kernelNo[kernel]
 		if r := byID[run]; r != nil && ok {
 			r.labels[k] = label
-			r.emulated[k] = pointEmulation(emulated)
+			r.emulated[k] = history.EmulationOf(emulated.Valid, emulated.Bool)
 		}
 	}
 	return rows.Err()
-}
-
-// pointEmulation is a labels row's emulated column as a point's.
-func pointEmulation(e sql.NullBool) history.Emulation {
-	switch {
-	case !e.Valid:
-		return history.EmulationUnknown
-	case e.Bool:
-		return history.Emulated
-	}
-	return history.NotEmulated
 }
 
 // seriesRows returns the recorded series (without points) and, by series

@@ -184,13 +184,7 @@ func Series(runs []*Run) []history.Series {
 // emulation is kernel's entry of emulated as a point's Emulation.
 func emulation(emulated map[string]bool, kernel string) history.Emulation {
 	e, ok := emulated[kernel]
-	switch {
-	case !ok:
-		return history.EmulationUnknown
-	case e:
-		return history.Emulated
-	}
-	return history.NotEmulated
+	return history.EmulationOf(ok, e)
 }
 
 // SortRuns orders runs by recorded time, runs of unknown time and equal
