@@ -197,7 +197,7 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 			}
 		}
 	}
-	parts = append(parts, pinText(s)...)
+	parts = append(parts, lb.pins(s)...)
 	if q := l("qdisc"); q != "" {
 		parts = append(parts, "qdisc "+q)
 	}
@@ -208,7 +208,42 @@ func (lb labels) context(s *results.Sample, withSize bool) string {
 			parts = append(parts, k[strings.LastIndex(k, ".")+1:]+" "+v)
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, lb.columnAxesText(false)...), ", ")
+}
+
+// pins is pinText of s, then the columns' own pins (Report.ColumnAxes),
+// each naming its column: "vhost pinned to CPU 0 (tap+vhost)". The
+// row's "unpinned" (its generator and vCPUs) is left out beside a
+// column's pin, as pinText leaves it out beside a pin of the cell's.
+func (lb labels) pins(s *results.Sample) []string {
+	own, cols := pinText(s), lb.columnAxesText(true)
+	if len(cols) > 0 && slices.Equal(own, []string{"unpinned"}) {
+		own = nil
+	}
+	return append(own, cols...)
+}
+
+// columnAxesText describes Report.ColumnAxes, pin axes or the others,
+// in column order, each part naming its column: "vhost pinned to CPU 0
+// (tap+vhost)", "txqueuelen 1000 (tap)".
+func (lb labels) columnAxesText(pin bool) []string {
+	var out []string
+	for _, c := range lb.b.r.Columns {
+		ax := lb.b.r.ColumnAxes[c]
+		for _, k := range sortedKeys(ax) {
+			what, isPin := strings.CutPrefix(k, "pin.")
+			switch {
+			case isPin != pin:
+			case !isPin:
+				out = append(out, k[strings.LastIndex(k, ".")+1:]+" "+ax[k]+" ("+c+")")
+			case ax[k] == "none":
+				out = append(out, what+" unpinned ("+c+")")
+			default:
+				out = append(out, what+" pinned to CPU "+ax[k]+" ("+c+")")
+			}
+		}
+	}
+	return out
 }
 
 // cpus names the CPU the report's samples ran on: one model when every

@@ -84,6 +84,9 @@ func TestRenderGolden(t *testing.T) {
 		{"lab-pktgen-tcg.md", run("lab-pktgen-tcg"), "markdown", ASCII, Options{Kinds: []string{KindThread}}},
 		{"lab-pktgen-3run-tcg.txt", run("lab-pktgen-3run-tcg"), "text", ASCII, Options{}},
 		{"lab-pktgen-3run-tcg.md", run("lab-pktgen-3run-tcg"), "markdown", ASCII, Options{Kinds: []string{KindThread}}},
+		// --by backend of that run: TAP has no pin.vhost, TAP+vhost-net
+		// pins it to CPU 0 in every cell; the rows pair all the same.
+		{"lab-pktgen-3run-tcg-by-backend.txt", run("lab-pktgen-3run-tcg"), "text", ASCII, Options{By: "backend", Kinds: []string{KindThread}}},
 		// pktgen through fq_codel (queue_xmit): drops in the qdisc get a
 		// "Qdisc drops" row in the tables where some run had them.
 		{"qdisc.txt", run("qdisc-stock", "qdisc-patched"), "text", ASCII, Options{}},

@@ -64,12 +64,17 @@ type Report struct {
 	Nested []string `json:"nested,omitempty"`
 	// Env is each kernel's environment, by kernel label: a column's when
 	// the kernels are the columns (EnvKeys).
-	Env         map[string]*Env `json:"env,omitempty"`
-	kernels     []string        // the kernels in order, the columns or not
-	Tables      []*Table        `json:"tables"`
-	Summaries   []Summary       `json:"summaries"`
-	Comparisons []Comparison    `json:"comparisons,omitempty"`
-	Warnings    []string        `json:"warnings,omitempty"`
+	Env map[string]*Env `json:"env,omitempty"`
+	// ColumnAxes are, by column, the axes that belong to that column
+	// rather than to a row (columnAxes): with --by backend, tap+vhost's
+	// pin.vhost when no tap cell has one. Rows pair cells without them;
+	// the tables' context names them. Nil with the kernels as columns.
+	ColumnAxes  map[string]map[string]string `json:"column_axes,omitempty"`
+	kernels     []string                     // the kernels in order, the columns or not
+	Tables      []*Table                     `json:"tables"`
+	Summaries   []Summary                    `json:"summaries"`
+	Comparisons []Comparison                 `json:"comparisons,omitempty"`
+	Warnings    []string                     `json:"warnings,omitempty"`
 	// VoidReruns count, per column, the samples measured a second time
 	// after a void first attempt; nil when there were none.
 	VoidReruns []VoidReruns `json:"void_reruns,omitempty"`
@@ -220,9 +225,10 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		return nil, noSamples(set)
 	}
 	kernels := set.Kernels()
+	var colAxes map[string]map[string]string
 	if opt.By != "kernel" {
 		var err error
-		if set, err = pivot(set, opt.By); err != nil {
+		if set, colAxes, err = pivot(set, opt.By); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +244,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		return nil, fault.Input("%d columns (%s: %s, ...): a report compares at most %d; report fewer run directories, or choose another column axis with --by",
 			len(cols), opt.By, strings.Join(cols[:3], ", "), MaxColumns)
 	}
-	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: verdict.Default.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin, kernels: kernels}
+	r := &Report{Columns: set.Kernels(), By: opt.By, Alpha: verdict.Default.Alpha, Env: set.Env, Warnings: slices.Clone(set.Warnings), Sources: set.Sources, Details: opt.Details, Origin: opt.Origin, kernels: kernels, ColumnAxes: colAxes}
 	r.Base = r.Columns[0]
 	if opt.Base != "" {
 		if !slices.Contains(r.Columns, opt.Base) {
@@ -296,38 +302,6 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		}
 	}
 	return r, nil
-}
-
-// pivot makes axis the column axis: each sample's Kernel becomes the axis
-// value and the kernel label moves into the cell name. Env stays keyed
-// by kernel: a column holds every kernel's samples, and keyed by column
-// it held the last kernel's (--by backend's header named the patched
-// kernel's build for both columns).
-func pivot(set *results.Set, axis string) (*results.Set, error) {
-	out := &results.Set{Env: set.Env, Sources: set.Sources, Warnings: set.Warnings}
-	for _, s := range set.Samples {
-		v, ok := s.Axes[axis]
-		if !ok {
-			return nil, fault.Input("--by %s: cell %s has no axis %q; use --by kernel or one of its axes (%s)", axis, s.Cell, axis, strings.Join(sortedKeys(s.Axes), ", "))
-		}
-		var parts []string
-		for _, p := range strings.Split(s.Cell, "/") {
-			if p != v {
-				parts = append(parts, p)
-			}
-		}
-		axes := map[string]string{"kernel": s.Kernel}
-		for k, x := range s.Axes {
-			if k != axis {
-				axes[k] = x
-			}
-		}
-		s.Cell = s.Kernel + ":" + strings.Join(parts, "/")
-		s.Kernel = v
-		s.Axes = axes
-		out.Samples = append(out.Samples, s)
-	}
-	return out, nil
 }
 
 func sortedKeys[M ~map[string]V, V any](m M) []string {
