@@ -131,3 +131,29 @@ func TestByBackendKeepsPinningsApart(t *testing.T) {
 		t.Errorf("two pinnings: cells %v, want %s (apart)", got, want)
 	}
 }
+
+// --by generator: each generator's own parameters (generator.pktgen.*,
+// generator.trafgen.*) are row axes, as before the column axes. Every
+// other generator's cells lack them, so the column-axis rule took them
+// for the column's: the tables' context lost "60 B packets" and "1
+// stream" and listed every generator's raw parameters ("bitrate
+// (iperf3)") in each table, and no row paired for it.
+func TestByGeneratorKeepsItsParametersRowAxes(t *testing.T) {
+	_, r := built(t, Options{By: "generator", Kinds: []string{KindThread}}, "quickstart-tcg")
+	if r.ColumnAxes != nil {
+		t.Errorf("ColumnAxes %v, want none: a generator's parameters belong to its rows", r.ColumnAxes)
+	}
+	want := map[string]string{"trafgen": "60 B packets", "iperf3": "1 stream"}
+	for _, tb := range r.Tables {
+		gen, _, _ := strings.Cut(tb.Context, ",")
+		if w, ok := want[gen]; ok {
+			delete(want, gen)
+			if !strings.Contains(tb.Context, w) || strings.Contains(tb.Context, "(iperf3)") {
+				t.Errorf("%s table: context %q, want %q and no other column's parameters", gen, tb.Context, w)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no table for %v", want)
+	}
+}

@@ -73,8 +73,12 @@ func pivot(set *results.Set, axis string) (*results.Set, map[string]map[string]s
 // pin.vhost 0, that is how the tap+vhost column ran, and its cells pair
 // with tap's on the other axes. When tap+vhost cells have two pinnings,
 // pin.vhost tells them apart: it stays a row axis, and neither pinning's
-// cells merge with the other's (nor pair with tap's). The result maps
-// each column to its axes and their values (nil when there are none).
+// cells merge with the other's (nor pair with tap's). An axis in the
+// column axis' own namespace (generator.pktgen.threads under --by
+// generator) is a parameter of the column's value, not of the column:
+// it stays a row axis, where the context reads it ("60 B packets").
+// The result maps each column to its axes and their values (nil when
+// there are none).
 func columnAxes(set *results.Set, axis string) map[string]map[string]string {
 	n := map[string]int{}                          // samples per column
 	vals := map[string]map[string]map[string]int{} // column -> axis -> value -> samples
@@ -108,7 +112,7 @@ func columnAxes(set *results.Set, axis string) map[string]map[string]string {
 				constant = false
 			}
 		}
-		if k == axis || !lacking || !constant {
+		if k == axis || strings.HasPrefix(k, axis+".") || !lacking || !constant {
 			continue
 		}
 		for col := range n {
