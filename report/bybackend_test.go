@@ -157,3 +157,33 @@ func TestByGeneratorKeepsItsParametersRowAxes(t *testing.T) {
 		t.Errorf("no table for %v", want)
 	}
 }
+
+// A column axis stays in the column's summaries: a CSV line or a JSON
+// summary read alone says tap+vhost's vhost was pinned to CPU 0, as the
+// text's context does (and as both did before the rows paired), and
+// says nothing of a pin for tap, which has no vhost worker.
+func TestByBackendSummariesKeepColumnAxes(t *testing.T) {
+	_, r := built(t, Options{By: "backend", Kinds: []string{KindThread}}, "lab-pktgen-3run-tcg")
+	want := map[string]string{"tap": "", "tap+vhost": "0"}
+	for _, s := range r.Summaries {
+		if got := s.Axes["pin.vhost"]; got != want[s.Column] {
+			t.Fatalf("%s %s %s: pin.vhost %q, want %q", s.Column, s.Cell, s.Metric, got, want[s.Column])
+		}
+	}
+	var b strings.Builder
+	if err := WriteCSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	hdr := strings.Split(lines[0], ",")
+	pin, col := slices.Index(hdr, "axis.pin.vhost"), slices.Index(hdr, "backend")
+	if pin < 0 || col < 0 {
+		t.Fatalf("CSV header %q: no axis.pin.vhost or backend column", lines[0])
+	}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if f[pin] != want[f[col]] {
+			t.Fatalf("CSV line %q: pin.vhost %q, want %q", l, f[pin], want[f[col]])
+		}
+	}
+}

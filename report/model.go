@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -337,6 +338,22 @@ func (b *builder) cellAxes(cell string) map[string]string {
 		return s.Axes
 	}
 	return nil
+}
+
+// summaryAxes are cell's axes in column col: cellAxes and col's own
+// (Report.ColumnAxes), so that a summary read alone, a CSV line or a JSON
+// summary, says tap+vhost's pin.vhost as the text's context does.
+func (b *builder) summaryAxes(cell, col string) map[string]string {
+	own := b.r.ColumnAxes[col]
+	if len(own) == 0 {
+		return b.cellAxes(cell)
+	}
+	axes := maps.Clone(b.cellAxes(cell))
+	if axes == nil {
+		axes = map[string]string{}
+	}
+	maps.Copy(axes, own)
+	return axes
 }
 
 func (b *builder) firstSample(cell string) *results.Sample {

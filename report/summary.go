@@ -38,7 +38,7 @@ func (b *builder) summaries() {
 				if !b.idx.has(cell, col, key) {
 					continue
 				}
-				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.cellAxes(cell), Column: col, Metric: string(key),
+				b.r.Summaries = append(b.r.Summaries, Summary{Cell: cell, Axes: b.summaryAxes(cell, col), Column: col, Metric: string(key),
 					Unit: m.Unit, Better: m.Better.String(), Description: m.Description, Emulated: b.r.IsEmulated(col), Stats: b.stats(cell, col, key)})
 				if col == b.r.Base || !b.idx.has(cell, b.r.Base, key) {
 					continue
