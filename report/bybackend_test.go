@@ -187,3 +187,36 @@ func TestByBackendSummariesKeepColumnAxes(t *testing.T) {
 		}
 	}
 }
+
+// Two cells of one column never merge into one row. tap's and
+// macvtap's cells are both named "pktgen-t1/fq_codel" (each ran one
+// txqueuelen), tap+vhost ran both txqueuelens with its vhost pinned: its
+// two cells pair with tap's and with macvtap's axes, and took the one
+// name both share, six samples of two cells in one row. A partner name
+// that two different rows share pairs no column-axis cell.
+func TestColumnAxesNeverMergeCells(t *testing.T) {
+	set := &results.Set{Env: map[string]*results.Env{}}
+	add := func(backend, txq, pin, cell string) {
+		for rep := range 3 {
+			axes := map[string]string{"backend": backend, "generator": "pktgen", "txqueuelen": txq}
+			if pin != "" {
+				axes["pin.vhost"] = pin
+			}
+			set.Samples = append(set.Samples, results.Sample{Cell: backend + "/" + cell, Kernel: "stock", Rep: rep, Axes: axes,
+				Metrics: map[metric.Key]float64{"tx_pps": float64(100 + rep)}})
+		}
+	}
+	add("tap", "1000", "", "pktgen-t1/fq_codel")
+	add("macvtap", "500", "", "pktgen-t1/fq_codel")
+	add("tap+vhost", "1000", "0", "pktgen-t1/fq_codel/txq1000/vhost-pin0")
+	add("tap+vhost", "500", "0", "pktgen-t1/fq_codel/txq500/vhost-pin0")
+	r, err := Build(set, Options{By: "backend", Kinds: []string{KindCompare}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Summaries {
+		if s.Stats.N != 3 {
+			t.Errorf("%s %s: %d samples, want 3 (one cell's)", s.Column, s.Cell, s.Stats.N)
+		}
+	}
+}

@@ -58,8 +58,14 @@ func pivot(set *results.Set, axis string) (*results.Set, map[string]map[string]s
 		}
 		out.Samples = append(out.Samples, s)
 	}
+	// A name two rows share (two columns' cells named alike, their axes
+	// apart) pairs no one: two cells of a column would take it and merge.
+	shared := map[string]int{}
+	for _, n := range names {
+		shared[n]++
+	}
 	for i := range renamed {
-		if n, ok := names[axesString(out.Samples[i].Axes)]; ok {
+		if n, ok := names[axesString(out.Samples[i].Axes)]; ok && shared[n] == 1 {
 			out.Samples[i].Cell = n
 		}
 	}
