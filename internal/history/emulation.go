@@ -85,3 +85,22 @@ func (c ChangePoint) EmulationNote() string {
 	return fmt.Sprintf("emulation differs across this change (before: %s emulated, after: %s): an environment change, not a kernel change",
 		c.EmulatedBefore, c.EmulatedAfter)
 }
+
+// emulationChanged reports whether the points known to be emulated or
+// not differ across a change: one side has an emulated point and the
+// other none, or a not-emulated point and the other none, each side
+// with one known. Unknown points (indexed before the index kept it)
+// count for neither: 10 unknown and 20 emulated runs ("some") before
+// 10 emulated ones ("all") are one environment.
+func emulationChanged(before, after []Point) bool {
+	known := func(pts []Point) (yes, no bool) {
+		for _, p := range pts {
+			yes = yes || p.Emulated == Emulated
+			no = no || p.Emulated == NotEmulated
+		}
+		return yes, no
+	}
+	yb, nb := known(before)
+	ya, na := known(after)
+	return (yb || nb) && (ya || na) && (yb != ya || nb != na)
+}

@@ -73,3 +73,29 @@ func TestEmulationSaidOnceWhenAllAgree(t *testing.T) {
 		t.Errorf("EMULATED said %d times, want once, first:\n%s", n, b.String())
 	}
 }
+
+// Runs of unknown emulation (indexed before the index kept it) beside
+// emulated ones do not make an environment change: before a step, 10
+// unknown and 20 emulated runs ("some"), after it 10 emulated ("all"),
+// no run known to be anything but emulated. It was flagged "before:
+// some emulated, after: all", TCG on one side and KVM on the other.
+func TestUnknownEmulationIsNoEnvironmentChange(t *testing.T) {
+	var pts []Point
+	for i := range 40 {
+		p := Point{Label: "c", Value: 12000 + float64(i%3*100), Emulated: Emulated}
+		if i < 10 {
+			p.Emulated = EmulationUnknown
+		}
+		if i >= 30 {
+			p.Value *= 0.7
+		}
+		pts = append(pts, p)
+	}
+	rs := Analyze([]Series{{Metric: "tx_pps", Unit: "pps", Better: HigherIsBetter, Points: pts}}, Default)
+	if len(rs[0].Changes) != 1 {
+		t.Fatalf("change points %+v, want one at 30", rs[0].Changes)
+	}
+	if c := rs[0].Changes[0]; c.EmulationChanged || c.EmulatedBefore != EmulatedSome || c.EmulatedAfter != EmulatedAll {
+		t.Errorf("change %+v, want not flagged (before some emulated, the rest unknown; after all)", c)
+	}
+}

@@ -121,9 +121,9 @@ type ChangePoint struct {
 	// better direction, "change".
 	Direction string `json:"direction"`
 	// EmulatedBefore and EmulatedAfter summarize the emulation of the
-	// two segments (Summarize); EmulationChanged says they differ,
-	// neither unknown: an environment change (TCG on one side, KVM or a
-	// host on the other), not a kernel change.
+	// two segments (Summarize); EmulationChanged says their known points
+	// differ (emulationChanged): an environment change (TCG on one
+	// side, KVM or a host on the other), not a kernel change.
 	EmulatedBefore   string `json:"emulated_before"`
 	EmulatedAfter    string `json:"emulated_after"`
 	EmulationChanged bool   `json:"emulation_changed"`
@@ -187,7 +187,7 @@ func (p Params) analyze(s Series) Result {
 		}
 		cp.Direction = direction(s.Better, cp.After-cp.Before)
 		cp.EmulatedBefore, cp.EmulatedAfter = Summarize(pts[lo:c.Index]), Summarize(pts[c.Index:hi])
-		cp.EmulationChanged = cp.EmulatedBefore != cp.EmulatedAfter && cp.EmulatedBefore != EmulatedUnknown && cp.EmulatedAfter != EmulatedUnknown
+		cp.EmulationChanged = emulationChanged(pts[lo:c.Index], pts[c.Index:hi])
 		r.Changes = append(r.Changes, cp)
 	}
 	return r
