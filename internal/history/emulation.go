@@ -45,7 +45,7 @@ func EmulationLine(summary string, n, unknown int, labels []string) string {
 	case summary == EmulatedUnknown && n == 0:
 		return "Emulation unknown: no run says whether it ran under emulation (QEMU TCG); a CSV does not, nor a run indexed before vnetbench recorded it ('vnetbench history rebuild' reads it again)"
 	case summary == EmulatedUnknown:
-		return fmt.Sprintf("emulation unknown for %d of %d runs (indexed before vnetbench recorded it; 'vnetbench history rebuild' reads it again)", unknown, n)
+		return fmt.Sprintf("emulation unknown for %d of %d runs (a CSV row does not say it, nor a run indexed before vnetbench recorded it; 'vnetbench history rebuild' reads a run again)", unknown, n)
 	case summary == EmulatedSome:
 		s := fmt.Sprintf("%s: %d of %d runs (%s); those measure the emulator, not the kernel", EmulatedMark, len(labels), n, shortList(labels, 5))
 		if unknown > 0 {

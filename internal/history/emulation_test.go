@@ -99,3 +99,23 @@ func TestUnknownEmulationIsNoEnvironmentChange(t *testing.T) {
 		t.Errorf("change %+v, want not flagged (before some emulated, the rest unknown; after all)", c)
 	}
 }
+
+// A series none of whose runs says whether it was emulated (a CSV's)
+// gives both reasons in HTML, as the text's line for all series does: it
+// said "indexed before vnetbench recorded it; 'vnetbench history
+// rebuild' reads it again" of CSV rows, never indexed, that no rebuild
+// reads.
+func TestUnknownEmulationReasonInHTML(t *testing.T) {
+	pts := make([]Point, 10)
+	for i := range pts {
+		pts[i] = Point{Label: "c", Value: float64(100 + i%3)}
+	}
+	rs := Analyze([]Series{{Metric: "ns/op", Points: pts}}, Default)
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rs, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "emulation unknown for 10 of 10 runs (a CSV row does not say it, nor a run indexed before vnetbench recorded it;") {
+		t.Errorf("HTML does not give a CSV as a reason:\n%s", b.String())
+	}
+}
