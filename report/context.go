@@ -28,7 +28,12 @@ func backendName(b string) string {
 // cell's context, column headers and their legends, the notes every
 // table kind shares, and the groups of cells a table draws. It reads the
 // builder's set, index and report; the numbers are the builder's.
-type labels struct{ b *builder }
+type labels struct {
+	b *builder
+	// only, when set, is the one column a table shows (a Versus table
+	// is one kernel's): the other columns' own axes are not its context.
+	only string
+}
 
 // rowAxis is the axis whose values group the rows of thread tables: the
 // backend, or the kernel when the backend is the column axis.
@@ -229,6 +234,9 @@ func (lb labels) pins(s *results.Sample) []string {
 func (lb labels) columnAxesText(pin bool) []string {
 	var out []string
 	for _, c := range lb.b.r.Columns {
+		if lb.only != "" && c != lb.only {
+			continue
+		}
 		ax := lb.b.r.ColumnAxes[c]
 		for _, k := range sortedKeys(ax) {
 			what, isPin := strings.CutPrefix(k, "pin.")

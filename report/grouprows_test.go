@@ -29,7 +29,7 @@ func TestGroupRowsMatchesDefinition(t *testing.T) {
 			set.Samples = append(set.Samples, results.Sample{Cell: cell, Kernel: "k", Axes: axes, Metrics: map[metric.Key]float64{"tx_pps": 1}})
 		}
 		b := &builder{set: set, idx: newIndex(set), r: &Report{}}
-		b.lab = labels{b}
+		b.lab = labels{b: b}
 		got := b.lab.groupRows(func(*results.Sample) bool { return true }, "backend")
 		want := groupRowsByDefinition(set, "backend")
 		if len(got) != len(want) {

@@ -263,7 +263,7 @@ func Build(set *Runs, opt Options) (*Report, error) {
 		}
 	}
 	b := &builder{set: set, idx: idx, r: r, opt: opt, named: named}
-	b.lab = labels{b}
+	b.lab = labels{b: b}
 	b.varying = b.lab.varyingAxes()
 	b.summaries()
 	b.sampleWarnings()

@@ -42,3 +42,31 @@ func TestPacketTableRefusedForResenders(t *testing.T) {
 		}
 	}
 }
+
+// A Versus table shows one column (a kernel, or under --by backend a
+// backend): its context names that column's own axes, not the others'.
+// Real lab run: under --by backend the tap table said "vhost pinned to
+// CPU 0 (tap+vhost)" and lost its "unpinned".
+func TestVersusContextNamesOnlyItsColumn(t *testing.T) {
+	r, err := Build(loadSet(t, "lab-pktgen-tcg"), Options{By: "backend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, tb := range r.Tables {
+		if tb.Kind != KindVersus {
+			continue
+		}
+		found++
+		tap := strings.HasSuffix(tb.Context, "kernel tap")
+		if tap && (strings.Contains(tb.Context, "(tap+vhost)") || !strings.Contains(tb.Context, "unpinned")) {
+			t.Errorf("the tap column's table names another column's axes: %q", tb.Context)
+		}
+		if !tap && !strings.Contains(tb.Context, "vhost pinned to CPU 0 (tap+vhost)") {
+			t.Errorf("the tap+vhost column's table lacks its own pin: %q", tb.Context)
+		}
+	}
+	if found < 2 {
+		t.Errorf("%d Versus tables, want one per backend", found)
+	}
+}

@@ -93,7 +93,9 @@ func (b versusKind) versusTable(tab workload.Table, name string, cells []string,
 	if tab.OffNIC {
 		backend = "guest NIC " + backend + ", not on the measured path"
 	}
-	ctx := b.lab.context(g.first, false) + ", " + backend + ", kernel " + b.lab.colHeader(col)
+	one := b.lab // the table shows column col alone
+	one.only = col
+	ctx := one.context(g.first, false) + ", " + backend + ", kernel " + b.lab.colHeader(col)
 	t := &Table{Kind: KindVersus, Title: name + " " + v.ColKey + " " + col, Context: ctx,
 		LabelHeader: []string{v.RowHeader, "metric"}}
 	for _, c := range v.Cols {
