@@ -220,3 +220,43 @@ func TestColumnAxesNeverMergeCells(t *testing.T) {
 		}
 	}
 }
+
+// Under --by backend a perf stat table pairs TAP's kpktgend counters with
+// TAP+vhost's: TAP's cell has one perf target (perf.task-clock, the
+// target in a label), TAP+vhost's two (perf.task-clock@kpktgend and
+// @vhost), and the two names of one counter were two rows with "-" in
+// each other's column. Real 3-run lab capture: each kpktgend value is the
+// median of its 3 raw samples in either form, and the input set keeps
+// its keys.
+func TestByBackendPairsPerfStat(t *testing.T) {
+	set, r := built(t, Options{By: "backend", Kinds: []string{KindPerfStat}}, "lab-pktgen-3run-tcg")
+	tables := 0
+	for _, tb := range r.Tables {
+		tables++
+		rows := 0
+		for _, row := range tb.Rows {
+			if row.Labels[0] != "kpktgend" {
+				continue
+			}
+			rows++
+			if row.Cells[0].Text == "-" || row.Cells[1].Text == "-" || row.Cells[2].Text == "-" {
+				t.Errorf("%s: kpktgend %s is not paired: %+v", tb.Title, row.Labels[1], row.Cells)
+			}
+		}
+		if rows == 0 {
+			t.Errorf("%s: no kpktgend rows", tb.Title)
+		}
+	}
+	if tables != 4 {
+		t.Errorf("%d perf stat tables, want 4 (2 kernels x 1 and 4 threads)", tables)
+	}
+	single := 0
+	for _, s := range set.Samples {
+		if _, ok := s.Metrics["perf.task-clock"]; ok {
+			single++
+		}
+	}
+	if single == 0 {
+		t.Error("the input's TAP samples lost their perf.task-clock: qualifyPerf changed the set it was given")
+	}
+}

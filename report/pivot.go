@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/fault"
+	"github.com/vnetbench/vnetbench/internal/metric"
 	"github.com/vnetbench/vnetbench/internal/results"
 )
 
@@ -69,7 +70,46 @@ func pivot(set *results.Set, axis string) (*results.Set, map[string]map[string]s
 			out.Samples[i].Cell = n
 		}
 	}
+	qualifyPerf(out.Samples)
 	return out, colAxes, nil
+}
+
+// qualifyPerf names a row's perf counters with their target (perf.EV@T)
+// where some sample of the row does. A sample of one perf target keeps
+// its counters as perf.EV with the target in Labels["target"], one of
+// several qualifies each, so once pivot pairs TAP's cell (kpktgend) with
+// TAP+vhost's (kpktgend and vhost) one counter had two keys: two rows of
+// the perf stat table, each paired with nothing. Metrics and
+// PerfRunning are copied, not changed in place.
+func qualifyPerf(samples []results.Sample) {
+	qualified := map[string]bool{} // rows with a counter named with its target
+	for _, s := range samples {
+		for k := range s.Metrics {
+			if _, tg, ok := results.SplitPerf(k); ok && tg != "" {
+				qualified[s.Cell] = true
+				break
+			}
+		}
+	}
+	rename := func(m map[metric.Key]float64, tg string) map[metric.Key]float64 {
+		if m == nil {
+			return nil
+		}
+		out := make(map[metric.Key]float64, len(m))
+		for k, v := range m {
+			if ev, t, ok := results.SplitPerf(k); ok && t == "" {
+				k = results.PerfKey(ev, tg)
+			}
+			out[k] = v
+		}
+		return out
+	}
+	for i := range samples {
+		s := &samples[i]
+		if tg := s.Labels["target"]; qualified[s.Cell] && tg != "" {
+			s.Metrics, s.PerfRunning = rename(s.Metrics, tg), rename(s.PerfRunning, tg)
+		}
+	}
 }
 
 // columnAxes are the axes that belong to a column of axis, not to a row:
