@@ -154,6 +154,16 @@ func (s Seen) resends() (how string, who []string) {
 	return how, who
 }
 
+// lostName names the row of the tap's drops: Refused where the table's
+// generators resend what the tap refused (how, from resends: they lose
+// none of it), else Lost.
+func lostName(how string) string {
+	if how != "" {
+		return "Refused"
+	}
+	return "Lost"
+}
+
 // Shows reports whether the table shows a row of key (Shown; without
 // it, yes).
 func (s Seen) Shows(key metric.Key) bool { return s.Shown == nil || s.Shown(key) }
@@ -250,12 +260,8 @@ func NameOf(generator string) string {
 var PacketTable = Table{
 	Headline: metric.TxPPS, ThreadsKey: "threads", ThreadsNoun: "threads",
 	Rows: func(threads int, seen Seen) []TableRow {
-		// A generator that resends what the tap refused loses none of
-		// it: its tap drops are Refused.
-		lost := "Lost"
-		if how, _ := seen.resends(); how != "" {
-			lost = "Refused"
-		}
+		how, _ := seen.resends()
+		lost := lostName(how)
 		rows := []TableRow{{Key: metric.TxPPS, Label: "Transmitted"}, {Key: metric.LostPPS, Label: lost}}
 		if threads > 1 {
 			rows = []TableRow{{Key: metric.TxPPS, Label: "Tx total"}, {Key: metric.TxPPSThread, Label: "Tx per thread"},
@@ -320,18 +326,21 @@ func packetNote(threads int, seen Seen) string {
 			interval += " (its longest thread's)"
 		}
 	}
-	tx, lost := "Transmitted = packets sent", "Lost = packets dropped ("+drops+")"
-	if threads > 1 {
-		tx, lost = "Tx total = all threads' packets", "Lost total = packets dropped ("+drops+")"
-	}
 	// A generator that resends what the tap refused: its tap drops are
 	// attempts (Refused), said after the interval.
 	how, who := seen.resends()
+	name, counts := lostName(how), "packets dropped"
+	if how != "" {
+		counts = "sends the tap refused"
+	}
+	tx, lost := "Transmitted = packets sent", name+" = "+counts+" ("+drops+")"
+	if threads > 1 {
+		tx, lost = "Tx total = all threads' packets", name+" total = "+counts+" ("+drops+")"
+	}
 	resent := ""
 	switch {
 	case how != "" && seen.Shows(metric.LostPPS):
 		tx += " (each once)"
-		lost = strings.Replace(strings.Replace(lost, "Lost", "Refused", 1), "packets dropped", "sends the tap refused", 1)
 		resent = how + ": Refused counts attempts, not packets lost"
 	case len(who) > 0 && seen.Shows(metric.LostPPS):
 		resent = strings.Join(who, " and ") + " send a packet the tap refused again: on their rows Lost counts attempts, not packets lost"
