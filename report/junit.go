@@ -161,7 +161,7 @@ func WriteJUnit(w io.Writer, r *Report, failed []FailedCell) error {
 		st := s.Stats
 		out := fmt.Sprintf("median %s %s%s (n=%d)\n", fmtNum(st.Median), s.Unit, ciText(st), st.N)
 		if s.Emulated {
-			out += "EMULATED (QEMU TCG, no KVM): this measures the emulator, not the kernel\n"
+			out += results.EmulatedMark + ": this measures the emulator, not the kernel\n"
 		}
 		js := suite(s.Column)
 		js.Cases = append(js.Cases, junitCase{Name: s.Cell, Classname: "vnetbench." + s.Metric, Time: "0", SystemOut: out})

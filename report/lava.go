@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/lazyre"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // lavaBad matches what a LAVA test case name, measurement unit or
@@ -38,7 +39,7 @@ func WriteLAVA(w io.Writer, r *Report, failed []FailedCell) error {
 		for i, c := range r.Emulated {
 			cols[i] = LAVAName(c) // as the case names spell it
 		}
-		fmt.Fprintf(&b, "# EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel\n", strings.Join(cols, ", "))
+		fmt.Fprintf(&b, "# %s: %s; these numbers measure the emulator, not the kernel\n", results.EmulatedMark, strings.Join(cols, ", "))
 	}
 	for _, s := range r.Summaries {
 		v := s.Stats.Median

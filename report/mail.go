@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetbench/vnetbench/internal/proc"
+	"github.com/vnetbench/vnetbench/internal/results"
 )
 
 // WriteMail renders r as the body of a netdev mail, every line within
@@ -165,7 +166,7 @@ func mailHeader(b *strings.Builder, r *Report) {
 	}
 	if len(r.Emulated) > 0 {
 		b.WriteString("\n")
-		writeWrapped(b, "", fmt.Sprintf("EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel.", strings.Join(r.Emulated, ", ")))
+		writeWrapped(b, "", fmt.Sprintf("%s: %s; these numbers measure the emulator, not the kernel.", results.EmulatedMark, strings.Join(r.Emulated, ", ")))
 	}
 }
 

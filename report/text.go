@@ -44,7 +44,7 @@ func WriteText(w io.Writer, r *Report, style Style) error {
 		writeWrapped(&b, "  ", l)
 	}
 	if len(r.Emulated) > 0 {
-		writeWrapped(&b, "", fmt.Sprintf("EMULATED (QEMU TCG, no KVM): %s; these numbers measure the emulator, not the kernel", strings.Join(r.Emulated, ", ")))
+		writeWrapped(&b, "", fmt.Sprintf("%s: %s; these numbers measure the emulator, not the kernel", results.EmulatedMark, strings.Join(r.Emulated, ", ")))
 	}
 	notes := onceNotes{}
 	for _, t := range r.Tables {

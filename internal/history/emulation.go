@@ -5,12 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vnetbench/vnetbench/internal/results"
 	"github.com/vnetbench/vnetbench/internal/textsafe"
 )
-
-// EmulatedMark is how every vnetbench table marks numbers measured under
-// emulation (report's banner too).
-const EmulatedMark = "EMULATED (QEMU TCG, no KVM)"
 
 // commonEmulation is the emulation summary every result shares when it
 // is said once for all: every point emulated, none, or none known; ""
@@ -39,15 +36,15 @@ func (r *Result) anyKnown() bool {
 func EmulationLine(summary string, n, unknown int, labels []string) string {
 	switch {
 	case summary == EmulatedAll && n == 0:
-		return EmulatedMark + ": every run of every series; these numbers measure the emulator, not the kernel"
+		return results.EmulatedMark + ": every run of every series; these numbers measure the emulator, not the kernel"
 	case summary == EmulatedAll:
-		return EmulatedMark + ": every run; these numbers measure the emulator, not the kernel"
+		return results.EmulatedMark + ": every run; these numbers measure the emulator, not the kernel"
 	case summary == EmulatedUnknown && n == 0:
 		return "Emulation unknown: no run says whether it ran under emulation (QEMU TCG); a CSV does not, nor a run indexed before vnetbench recorded it ('vnetbench history rebuild' reads it again)"
 	case summary == EmulatedUnknown:
 		return fmt.Sprintf("emulation unknown for %d of %d runs (a CSV row does not say it, nor a run indexed before vnetbench recorded it; 'vnetbench history rebuild' reads a run again)", unknown, n)
 	case summary == EmulatedSome:
-		s := fmt.Sprintf("%s: %d of %d runs (%s); those measure the emulator, not the kernel", EmulatedMark, len(labels), n, shortList(labels, 5))
+		s := fmt.Sprintf("%s: %d of %d runs (%s); those measure the emulator, not the kernel", results.EmulatedMark, len(labels), n, shortList(labels, 5))
 		if unknown > 0 {
 			s += fmt.Sprintf("; %d unknown", unknown)
 		}

@@ -239,6 +239,11 @@ func (e *Env) SetExtra(key, value string) {
 	e.Extra[key] = value
 }
 
+// EmulatedMark is how every vnetbench output marks numbers measured
+// under emulation: report's banner, JUnit and LAVA text, the mail, and
+// history.
+const EmulatedMark = "EMULATED (QEMU TCG, no KVM)"
+
 // Emulated reports whether the environment ran guests without hardware
 // acceleration.
 func (e *Env) Emulated() bool { return e != nil && e.Accel == "tcg" }
